@@ -1,0 +1,159 @@
+package codex
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Sandbox modes accepted by `codex exec -s`.
+const (
+	SandboxReadOnly         = "read-only"
+	SandboxWorkspaceWrite   = "workspace-write"
+	SandboxDangerFullAccess = "danger-full-access"
+)
+
+// Approval policies accepted by the approval_policy setting.
+const (
+	ApprovalUntrusted = "untrusted"
+	ApprovalOnFailure = "on-failure"
+	ApprovalOnRequest = "on-request"
+	ApprovalNever     = "never"
+)
+
+// ExecOptions are the codex settings that become command-line flags. The
+// zero value passes no settings, leaving everything to codex's config.
+type ExecOptions struct {
+	// Model becomes `-m Model`; empty: not passed.
+	Model string
+	// ReasoningEffort becomes `-c model_reasoning_effort="X"`; empty: not
+	// passed.
+	ReasoningEffort string
+	// Sandbox becomes `-s X` (one of the Sandbox* constants); empty: not
+	// passed.
+	Sandbox string
+	// ApprovalPolicy becomes `-c approval_policy="X"` (one of the
+	// Approval* constants); empty: not passed.
+	ApprovalPolicy string
+	// Config holds extra `key=value` overrides, each passed verbatim as
+	// `-c key=value` (the value is parsed as TOML by codex, or taken as a
+	// literal string if it is not TOML).
+	Config []string
+	// ExtraArgs are appended verbatim after the other flags and before
+	// `resume` or the prompt argument.
+	ExtraArgs []string
+	// SkipGitRepoCheck adds --skip-git-repo-check, needed outside a git
+	// repository.
+	SkipGitRepoCheck bool
+}
+
+// Validate checks the values ExecArgs cannot vouch for: Sandbox and
+// ApprovalPolicy must be empty or known, and every Config entry must have
+// the form key=value with a non-empty key.
+func (o ExecOptions) Validate() error {
+	switch o.Sandbox {
+	case "", SandboxReadOnly, SandboxWorkspaceWrite, SandboxDangerFullAccess:
+	default:
+		return fmt.Errorf("codex: sandbox %q: want %s, %s or %s", o.Sandbox, SandboxReadOnly, SandboxWorkspaceWrite, SandboxDangerFullAccess)
+	}
+	switch o.ApprovalPolicy {
+	case "", ApprovalUntrusted, ApprovalOnFailure, ApprovalOnRequest, ApprovalNever:
+	default:
+		return fmt.Errorf("codex: approval policy %q: want %s, %s, %s or %s", o.ApprovalPolicy, ApprovalUntrusted, ApprovalOnFailure, ApprovalOnRequest, ApprovalNever)
+	}
+	for _, kv := range o.Config {
+		if k, _, ok := strings.Cut(kv, "="); !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("codex: config override %q: want key=value", kv)
+		}
+	}
+	if strings.ContainsAny(o.Model, "\n\r") {
+		return errors.New("codex: model name contains a line break")
+	}
+	return nil
+}
+
+// ExecArgs returns the argv after the codex binary for one turn. The prompt
+// always goes on stdin (the final "-"), never in argv; codex starts only
+// once stdin is closed.
+//
+// First turn (resumeThreadID empty):
+//
+//	exec --json [--skip-git-repo-check] [-m M] [-c model_reasoning_effort="E"] [-s S] [-c approval_policy="A"] [-c kv]... [extra]... -
+//
+// Resume: the same flags, then `resume <resumeThreadID> -`. The flags must
+// come before `resume`: they belong to `codex exec`, and `resume` itself
+// rejects some of them (e.g. -s). resumeThreadID should be a thread id
+// (see IsThreadID): codex takes any other word as a thread name and, when
+// no thread has that name, silently starts a new thread.
+func ExecArgs(o ExecOptions, resumeThreadID string) []string {
+	args := []string{"exec", "--json"}
+	if o.SkipGitRepoCheck {
+		args = append(args, "--skip-git-repo-check")
+	}
+	if o.Model != "" {
+		args = append(args, "-m", o.Model)
+	}
+	if o.ReasoningEffort != "" {
+		args = append(args, "-c", "model_reasoning_effort="+TOMLString(o.ReasoningEffort))
+	}
+	if o.Sandbox != "" {
+		args = append(args, "-s", o.Sandbox)
+	}
+	if o.ApprovalPolicy != "" {
+		args = append(args, "-c", "approval_policy="+TOMLString(o.ApprovalPolicy))
+	}
+	for _, kv := range o.Config {
+		args = append(args, "-c", kv)
+	}
+	args = append(args, o.ExtraArgs...)
+	if resumeThreadID != "" {
+		args = append(args, "resume", resumeThreadID)
+	}
+	return append(args, "-")
+}
+
+// TOMLString returns s as a TOML basic string: in double quotes, with
+// quotes, backslashes and control characters escaped.
+func TOMLString(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\r':
+			b.WriteString(`\r`)
+		default:
+			if r < 0x20 || r == 0x7f {
+				b.WriteString(`\u`)
+				h := strconv.FormatInt(int64(r), 16)
+				b.WriteString(strings.Repeat("0", 4-len(h)))
+				b.WriteString(h)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+var threadIDRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// IsThreadID reports whether s has the form of a codex thread id (a UUID,
+// e.g. "01a1fe06-da19-7320-bb56-f999f5fa1a4a"). Only such ids are safe to
+// pass to ExecArgs as resumeThreadID.
+func IsThreadID(s string) bool { return threadIDRE.MatchString(s) }

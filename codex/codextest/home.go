@@ -1,0 +1,186 @@
+package codextest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// CodexVersion is the Codex CLI version the tests pin (npm @openai/codex).
+const CodexVersion = "0.169.0"
+
+// DefaultModel is the model slug a written home configures when
+// [HomeConfig.Model] is empty. It is a slug codex 0.169.0 knows, so codex
+// uses its built-in metadata and tools (exec_command among them); an
+// unknown slug such as "mock-model" works too, but then codex prints a
+// non-fatal item.completed of type "error" ("Model metadata for … not
+// found…") before turn.started in every run.
+const DefaultModel = "gpt-5.5"
+
+// ProviderID is the id of the custom model provider in a written home.
+const ProviderID = "mock"
+
+// HomeConfig adjusts the config.toml that [Server.WriteHomeWith] writes.
+// Zero fields take the defaults.
+type HomeConfig struct {
+	// Dir is the directory to use as CODEX_HOME; "" means a new
+	// t.TempDir(). It is created if missing.
+	Dir string
+	// Model is the model slug; "" means [DefaultModel].
+	Model string
+	// ApprovalPolicy is codex's approval_policy; "" means "never".
+	ApprovalPolicy string
+	// SandboxMode is codex's sandbox_mode; "" means "danger-full-access".
+	SandboxMode string
+	// Extra is TOML inserted after the top-level keys and before the
+	// tables the home always has ([analytics], [features],
+	// [model_providers.mock]); it must not redefine them.
+	Extra string
+}
+
+// WriteHome writes a CODEX_HOME directory in a new t.TempDir() whose
+// config.toml points codex at s (see [Server.WriteHomeWith] for the
+// settings) and returns its path.
+func (s *Server) WriteHome(t testing.TB) string {
+	t.Helper()
+	return s.WriteHomeWith(t, HomeConfig{})
+}
+
+// WriteHomeWith writes a CODEX_HOME whose config.toml selects a custom
+// provider ([ProviderID]) with wire_api "responses", base_url s.URL and
+// request_max_retries = stream_max_retries = 0, the model cfg.Model,
+// approval_policy "never" and sandbox_mode "danger-full-access" (unless
+// cfg says otherwise), and turns off everything that would reach the
+// network or slow a run: update checks, analytics, web search, plugins,
+// apps, the shell snapshot and websockets. It returns the home's path and
+// fails the test if it cannot be written.
+func (s *Server) WriteHomeWith(t testing.TB, cfg HomeConfig) string {
+	t.Helper()
+	dir := cfg.Dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("codextest: create CODEX_HOME: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(s.ConfigTOML(cfg)), 0o644); err != nil {
+		t.Fatalf("codextest: write config.toml: %v", err)
+	}
+	return dir
+}
+
+// ConfigTOML returns the config.toml text [Server.WriteHomeWith] writes for
+// cfg (cfg.Dir is not used).
+func (s *Server) ConfigTOML(cfg HomeConfig) string {
+	model := or(cfg.Model, DefaultModel)
+	var b strings.Builder
+	fmt.Fprintf(&b, "model = %s\n", strconv.Quote(model))
+	fmt.Fprintf(&b, "model_provider = %s\n", strconv.Quote(ProviderID))
+	fmt.Fprintf(&b, "approval_policy = %s\n", strconv.Quote(or(cfg.ApprovalPolicy, "never")))
+	fmt.Fprintf(&b, "sandbox_mode = %s\n", strconv.Quote(or(cfg.SandboxMode, "danger-full-access")))
+	b.WriteString("check_for_update_on_startup = false\n")
+	b.WriteString("web_search = \"disabled\"\n")
+	if cfg.Extra != "" {
+		b.WriteString("\n" + strings.TrimRight(cfg.Extra, "\n") + "\n")
+	}
+	b.WriteString("\n[analytics]\nenabled = false\n")
+	b.WriteString("\n[features]\nplugins = false\napps = false\nshell_snapshot = false\n")
+	fmt.Fprintf(&b, "\n[model_providers.%s]\n", ProviderID)
+	b.WriteString("name = \"codextest mock\"\n")
+	fmt.Fprintf(&b, "base_url = %s\n", strconv.Quote(s.URL))
+	b.WriteString("wire_api = \"responses\"\n")
+	b.WriteString("request_max_retries = 0\nstream_max_retries = 0\n")
+	b.WriteString("supports_websockets = false\n")
+	return b.String()
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// CacheDir returns the directory holding pinned Codex installs:
+// $BATTY_CODEX_CACHE if set, else ~/.cache/batty-codex. Version
+// [CodexVersion] lives in CacheDir()/CodexVersion.
+func CacheDir() string {
+	if d := os.Getenv("BATTY_CODEX_CACHE"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(".cache", "batty-codex")
+	}
+	return filepath.Join(home, ".cache", "batty-codex")
+}
+
+// Codex returns the codex executable for tests: $BATTY_CODEX_BIN if set,
+// else the npm launcher of the pinned install,
+// CacheDir()/0.169.0/node_modules/.bin/codex. When that file is missing it
+// calls t.Skip, except when the environment has CI=true, where it calls
+// t.Fatal (end-to-end tests must run in CI).
+func Codex(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("BATTY_CODEX_BIN"); p != "" {
+		return requireExecutable(t, p, "$BATTY_CODEX_BIN")
+	}
+	p := filepath.Join(CacheDir(), CodexVersion, "node_modules", ".bin", "codex")
+	return requireExecutable(t, p, "pinned codex "+CodexVersion)
+}
+
+// CodexNative is like [Codex] but prefers the pinned install's native
+// binary (node_modules/@openai/codex-<os>-<arch>/vendor/<triple>/bin/codex),
+// which starts about 65 ms faster and runs as one process instead of a
+// Node launcher plus a child. With $BATTY_CODEX_BIN set, or when the native
+// binary is not there, it returns what [Codex] returns (skipping or failing
+// the same way).
+func CodexNative(t testing.TB) string {
+	t.Helper()
+	if os.Getenv("BATTY_CODEX_BIN") == "" {
+		if p := nativePath(); p != "" && isExecutable(p) {
+			return p
+		}
+	}
+	return Codex(t)
+}
+
+// nativePath returns where the pinned install keeps the native binary for
+// this platform, or "" for a platform codex does not ship.
+func nativePath() string {
+	pkgs := map[string][2]string{
+		"linux/amd64":  {"codex-linux-x64", "x86_64-unknown-linux-musl"},
+		"linux/arm64":  {"codex-linux-arm64", "aarch64-unknown-linux-musl"},
+		"darwin/amd64": {"codex-darwin-x64", "x86_64-apple-darwin"},
+		"darwin/arm64": {"codex-darwin-arm64", "aarch64-apple-darwin"},
+	}
+	p, ok := pkgs[runtime.GOOS+"/"+runtime.GOARCH]
+	if !ok {
+		return ""
+	}
+	return filepath.Join(CacheDir(), CodexVersion, "node_modules", "@openai", p[0], "vendor", p[1], "bin", "codex")
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// requireExecutable returns p if it is an executable file, else skips the
+// test (or fails it when CI=true).
+func requireExecutable(t testing.TB, p, what string) string {
+	t.Helper()
+	if isExecutable(p) {
+		return p
+	}
+	msg := fmt.Sprintf("codextest: %s not found or not executable at %s (install @openai/codex@%s there or set BATTY_CODEX_BIN)", what, p, CodexVersion)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}

@@ -1,0 +1,71 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// ErrVersionMismatch is returned (wrapped) when the two sides speak
+// different protocol versions.
+var ErrVersionMismatch = errors.New("protocol version mismatch")
+
+// DefaultHandshakeTimeout bounds the Hello/Welcome exchange.
+const DefaultHandshakeTimeout = 10 * time.Second
+
+// recvWithin receives one message, closing the Conn if none arrives within
+// timeout.
+func (c *Conn) recvWithin(timeout time.Duration) (Message, error) {
+	t := time.AfterFunc(timeout, func() { c.fail(fmt.Errorf("no frame within %s", timeout)) })
+	defer t.Stop()
+	return c.Recv()
+}
+
+// AcceptHello is the orchestrator side of the handshake: it waits up to
+// timeout for the shim's Hello, checks the version and answers Welcome. On
+// any failure the Conn is closed and the error says why.
+func (c *Conn) AcceptHello(timeout time.Duration) (Hello, error) {
+	m, err := c.recvWithin(timeout)
+	if err != nil {
+		return Hello{}, fmt.Errorf("handshake: waiting for hello: %w", err)
+	}
+	h, ok := m.(Hello)
+	if !ok {
+		return Hello{}, c.fail(fmt.Errorf("handshake: first frame is %s, want hello", m.Kind()))
+	}
+	if h.Version != Version {
+		return h, c.fail(fmt.Errorf("handshake: shim %q (pid %d) speaks protocol %d, this batty speaks %d; run the same batty binary for daemon and shims: %w",
+			h.Agent, h.PID, h.Version, Version, ErrVersionMismatch))
+	}
+	if err := c.Send(Welcome{Version: Version}); err != nil {
+		return h, fmt.Errorf("handshake: send welcome: %w", err)
+	}
+	return h, nil
+}
+
+// OfferHello is the shim side of the handshake: it sends h (with Version
+// and PID filled in when zero) and waits up to timeout for Welcome.
+func (c *Conn) OfferHello(h Hello, timeout time.Duration) error {
+	if h.Version == 0 {
+		h.Version = Version
+	}
+	if h.PID == 0 {
+		h.PID = os.Getpid()
+	}
+	if err := c.Send(h); err != nil {
+		return fmt.Errorf("handshake: send hello: %w", err)
+	}
+	m, err := c.recvWithin(timeout)
+	if err != nil {
+		return fmt.Errorf("handshake: waiting for welcome: %w", err)
+	}
+	w, ok := m.(Welcome)
+	if !ok {
+		return c.fail(fmt.Errorf("handshake: first frame is %s, want welcome", m.Kind()))
+	}
+	if w.Version != Version {
+		return c.fail(fmt.Errorf("handshake: orchestrator speaks protocol %d, this shim %d: %w", w.Version, Version, ErrVersionMismatch))
+	}
+	return nil
+}

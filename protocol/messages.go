@@ -1,0 +1,349 @@
+// Package protocol is the Command/Event protocol between the batty
+// orchestrator and a shim: length-prefixed msgpack frames over a socketpair.
+//
+// Commands flow orchestrator → shim, events shim → orchestrator. The first
+// frame on a fresh channel is the shim's Hello; the orchestrator answers with
+// Welcome or closes the channel. Every SendMessage the shim accepts ends in
+// exactly one TurnFinished carrying its id, whatever happens to the turn.
+// docs/protocol.md is the long form of this contract.
+package protocol
+
+import "time"
+
+// Version is the protocol version both sides must speak. It changes whenever
+// a message changes incompatibly.
+const Version = 1
+
+// Kind names a message type on the wire.
+type Kind string
+
+// Message is a Command or an Event.
+type Message interface {
+	// Kind is the wire name of the message type.
+	Kind() Kind
+}
+
+// Command kinds (orchestrator → shim).
+const (
+	KindWelcome     Kind = "welcome"
+	KindSend        Kind = "send"
+	KindInterrupt   Kind = "interrupt"
+	KindGetState    Kind = "get_state"
+	KindCapture     Kind = "capture"
+	KindPing        Kind = "ping"
+	KindResetThread Kind = "reset_thread"
+	KindShutdown    Kind = "shutdown"
+	KindKill        Kind = "kill"
+)
+
+// Event kinds (shim → orchestrator).
+const (
+	KindHello            Kind = "hello"
+	KindAccepted         Kind = "accepted"
+	KindRejected         Kind = "rejected"
+	KindTurnStarted      Kind = "turn_started"
+	KindThreadChanged    Kind = "thread_changed"
+	KindStateChanged     Kind = "state_changed"
+	KindTurnFinished     Kind = "turn_finished"
+	KindQuotaBlocked     Kind = "quota_blocked"
+	KindAuthRequired     Kind = "auth_required"
+	KindContextExhausted Kind = "context_exhausted"
+	KindContextPressure  Kind = "context_pressure"
+	KindSessionStats     Kind = "session_stats"
+	KindStateReport      Kind = "state_report"
+	KindTranscript       Kind = "transcript"
+	KindPong             Kind = "pong"
+	KindWarning          Kind = "warning"
+	KindError            Kind = "error"
+)
+
+// ---- Commands ----
+
+// Welcome is the orchestrator's answer to Hello. A shim that gets anything
+// else first, or another version, exits.
+type Welcome struct {
+	Version int `json:"version"`
+}
+
+// SendMessage asks the shim to run one turn with Body. The shim answers with
+// Accepted (then, later, exactly one TurnFinished with the same ID) or
+// Rejected.
+type SendMessage struct {
+	ID   string `json:"id"`
+	From string `json:"from"`
+	Body string `json:"body"`
+	// Attempt counts deliveries of this message; > 1 marks a redelivery,
+	// which the prompt header tells the agent.
+	Attempt int `json:"attempt,omitempty"`
+}
+
+// Interrupt stops the turn in flight; its message finishes as interrupted.
+// Queued messages stay queued.
+type Interrupt struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// GetState asks for a StateReport.
+type GetState struct{}
+
+// Capture asks for the last Lines lines of the transcript (a Transcript event).
+type Capture struct {
+	Lines int `json:"lines"`
+}
+
+// Ping asks for a Pong with the same Nonce.
+type Ping struct {
+	Nonce uint64 `json:"nonce"`
+}
+
+// ResetThread forgets the current thread: the next turn starts a fresh one.
+// It takes effect between turns; a ThreadChanged event confirms it.
+type ResetThread struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// Shutdown lets the turn in flight run for up to Timeout, then stops it;
+// queued messages finish as interrupted. The shim then exits.
+type Shutdown struct {
+	Timeout time.Duration `json:"timeout"`
+	Reason  string        `json:"reason,omitempty"`
+}
+
+// Kill stops the turn in flight at once (SIGINT, short grace, SIGKILL) and
+// exits. Every accepted message still gets its TurnFinished first.
+type Kill struct{}
+
+// ---- Events ----
+
+// Hello is the shim's handshake, the first frame it sends.
+type Hello struct {
+	Version  int    `json:"version"`
+	PID      int    `json:"pid"`
+	Agent    string `json:"agent"`
+	ThreadID string `json:"thread_id,omitempty"` // thread it will resume, if any
+}
+
+// Accepted confirms a SendMessage was queued. QueueDepth counts messages
+// waiting, the accepted one included, not the turn in flight.
+type Accepted struct {
+	ID         string `json:"id"`
+	QueueDepth int    `json:"queue_depth"`
+}
+
+// RejectReason says why a SendMessage was refused.
+type RejectReason string
+
+// Reject reasons.
+const (
+	RejectQueueFull RejectReason = "queue_full"
+	RejectTerminal  RejectReason = "agent_terminal"
+	RejectDuplicate RejectReason = "duplicate"
+	RejectInvalid   RejectReason = "invalid"
+)
+
+// Rejected refuses a SendMessage; the message was not taken and gets no
+// TurnFinished.
+type Rejected struct {
+	ID     string       `json:"id"`
+	Reason RejectReason `json:"reason"`
+	Detail string       `json:"detail,omitempty"`
+}
+
+// TurnStarted says a codex process is running the message's turn.
+type TurnStarted struct {
+	MessageID string `json:"message_id"`
+	ThreadID  string `json:"thread_id,omitempty"` // empty on a fresh thread until ThreadChanged
+	Resume    bool   `json:"resume"`
+	PID       int    `json:"pid"`
+}
+
+// ThreadReason says why the thread changed.
+type ThreadReason string
+
+// Thread change reasons.
+const (
+	ThreadStarted       ThreadReason = "started"        // a fresh thread got its id
+	ThreadResumeChanged ThreadReason = "resume_changed" // codex answered a resume with another id
+	ThreadResumeFailed  ThreadReason = "resume_failed"  // the old thread could not be resumed
+	ThreadReset         ThreadReason = "reset"          // ResetThread
+)
+
+// ThreadChanged reports the shim's current thread id.
+type ThreadChanged struct {
+	ThreadID string       `json:"thread_id"` // empty after a reset
+	Previous string       `json:"previous,omitempty"`
+	Reason   ThreadReason `json:"reason"`
+	Detail   string       `json:"detail,omitempty"`
+}
+
+// State is a shim state. starting → idle ⇄ working → stopping → stopped.
+type State string
+
+// Shim states.
+const (
+	StateStarting State = "starting"
+	StateIdle     State = "idle"
+	StateWorking  State = "working"
+	StateStopping State = "stopping"
+	StateStopped  State = "stopped" // terminal
+)
+
+// Terminal reports whether no transition leaves s.
+func (s State) Terminal() bool { return s == StateStopped }
+
+// StateChanged reports every state transition.
+type StateChanged struct {
+	From   State  `json:"from"`
+	To     State  `json:"to"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// TurnStatus is how a turn ended.
+type TurnStatus string
+
+// Turn statuses.
+const (
+	TurnCompleted   TurnStatus = "completed"
+	TurnFailed      TurnStatus = "failed"
+	TurnInterrupted TurnStatus = "interrupted"
+	TurnTimedOut    TurnStatus = "timed_out"
+)
+
+// FailureKind classifies a failed turn.
+type FailureKind string
+
+// Failure kinds.
+const (
+	FailNone          FailureKind = ""
+	FailQuota         FailureKind = "quota"
+	FailAuth          FailureKind = "auth"
+	FailContextWindow FailureKind = "context_window"
+	FailResume        FailureKind = "resume_failed"
+	FailSpawn         FailureKind = "spawn"
+	FailExit          FailureKind = "exit"
+	FailStream        FailureKind = "stream"
+)
+
+// Usage counts tokens.
+type Usage struct {
+	Input           int64 `json:"input"`
+	CachedInput     int64 `json:"cached_input"`
+	Output          int64 `json:"output"`
+	ReasoningOutput int64 `json:"reasoning_output"`
+}
+
+// TurnFinished ends an accepted message: exactly one per accepted ID.
+type TurnFinished struct {
+	MessageID string      `json:"message_id"`
+	ThreadID  string      `json:"thread_id,omitempty"`
+	Status    TurnStatus  `json:"status"`
+	Failure   FailureKind `json:"failure,omitempty"`
+	Error     string      `json:"error,omitempty"` // the failure's message
+	Reply     string      `json:"reply"`           // the last agent message of the turn
+	Usage     Usage       `json:"usage"`           // this turn
+	Thread    Usage       `json:"thread_usage"`    // thread total after this turn
+	// ContextPct is the share of the model's window the turn used, or -1
+	// when unknown.
+	ContextPct float64       `json:"context_pct"`
+	ExitCode   int           `json:"exit_code"` // -1 when killed by a signal or never started
+	Duration   time.Duration `json:"duration"`
+}
+
+// QuotaBlocked reports a usage/quota limit. RetryAt is the parsed reset time
+// in UTC, zero when codex gave none.
+type QuotaBlocked struct {
+	MessageID string    `json:"message_id"`
+	Message   string    `json:"message"`
+	RetryAt   time.Time `json:"retry_at"`
+}
+
+// AuthRequired reports that codex cannot authenticate; a human must act.
+type AuthRequired struct {
+	MessageID string `json:"message_id"`
+	Message   string `json:"message"`
+}
+
+// ContextExhausted reports a turn that failed because the thread no longer
+// fits the model's context window.
+type ContextExhausted struct {
+	MessageID string `json:"message_id"`
+	ThreadID  string `json:"thread_id"`
+	Message   string `json:"message"`
+}
+
+// ContextPressure reports a turn that used more than the configured share of
+// the model's context window.
+type ContextPressure struct {
+	ThreadID     string  `json:"thread_id"`
+	UsedTokens   int64   `json:"used_tokens"`
+	WindowTokens int64   `json:"window_tokens"`
+	Pct          float64 `json:"pct"`
+}
+
+// SessionStats summarises the shim's life so far; sent after every turn.
+type SessionStats struct {
+	Uptime      time.Duration `json:"uptime"`
+	Turns       int           `json:"turns"`
+	TurnsFailed int           `json:"turns_failed"`
+	Thread      Usage         `json:"thread_usage"` // current thread total
+	Total       Usage         `json:"total_usage"`  // every thread of this shim
+}
+
+// StateReport answers GetState.
+type StateReport struct {
+	State      State     `json:"state"`
+	Since      time.Time `json:"since"`
+	ThreadID   string    `json:"thread_id,omitempty"`
+	InFlight   string    `json:"in_flight,omitempty"`
+	QueueDepth int       `json:"queue_depth"`
+}
+
+// Transcript answers Capture with the last lines, ANSI stripped.
+type Transcript struct {
+	Lines []string `json:"lines"`
+}
+
+// Pong answers Ping.
+type Pong struct {
+	Nonce uint64 `json:"nonce"`
+}
+
+// Warning is something worth a human's eye that changes no state.
+type Warning struct {
+	MessageID string `json:"message_id,omitempty"`
+	Message   string `json:"message"`
+}
+
+// Error reports a command the shim could not carry out.
+type Error struct {
+	Command Kind   `json:"command,omitempty"`
+	Message string `json:"message"`
+}
+
+// Kind implementations.
+func (Welcome) Kind() Kind          { return KindWelcome }
+func (SendMessage) Kind() Kind      { return KindSend }
+func (Interrupt) Kind() Kind        { return KindInterrupt }
+func (GetState) Kind() Kind         { return KindGetState }
+func (Capture) Kind() Kind          { return KindCapture }
+func (Ping) Kind() Kind             { return KindPing }
+func (ResetThread) Kind() Kind      { return KindResetThread }
+func (Shutdown) Kind() Kind         { return KindShutdown }
+func (Kill) Kind() Kind             { return KindKill }
+func (Hello) Kind() Kind            { return KindHello }
+func (Accepted) Kind() Kind         { return KindAccepted }
+func (Rejected) Kind() Kind         { return KindRejected }
+func (TurnStarted) Kind() Kind      { return KindTurnStarted }
+func (ThreadChanged) Kind() Kind    { return KindThreadChanged }
+func (StateChanged) Kind() Kind     { return KindStateChanged }
+func (TurnFinished) Kind() Kind     { return KindTurnFinished }
+func (QuotaBlocked) Kind() Kind     { return KindQuotaBlocked }
+func (AuthRequired) Kind() Kind     { return KindAuthRequired }
+func (ContextExhausted) Kind() Kind { return KindContextExhausted }
+func (ContextPressure) Kind() Kind  { return KindContextPressure }
+func (SessionStats) Kind() Kind     { return KindSessionStats }
+func (StateReport) Kind() Kind      { return KindStateReport }
+func (Transcript) Kind() Kind       { return KindTranscript }
+func (Pong) Kind() Kind             { return KindPong }
+func (Warning) Kind() Kind          { return KindWarning }
+func (Error) Kind() Kind            { return KindError }

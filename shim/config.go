@@ -1,0 +1,197 @@
+package shim
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/battyhq/batty/codex"
+)
+
+// Defaults for Config.
+const (
+	DefaultQueueDepth    = 16
+	DefaultTurnTimeout   = 60 * time.Minute
+	DefaultIdleTimeout   = 10 * time.Minute
+	DefaultStopGrace     = 1 * time.Second
+	DefaultContextWindow = 272000
+	DefaultPressurePct   = 80
+	maxQueueDepth        = 1024
+)
+
+// Config is everything a shim needs to run one agent. The orchestrator
+// builds it, turns it into flags with Args, and the shim reads them back with
+// ParseArgs.
+type Config struct {
+	// Agent is the agent's name; it identifies the agent to codex commands
+	// (BATTY_AGENT) and in the transcript.
+	Agent string
+	// Cwd is codex's working directory ("" = the shim's).
+	Cwd string
+	// CodexBin is the codex binary: a name on PATH or a path. The npm
+	// launcher is bypassed for the native binary (see codex.ResolveBinary).
+	CodexBin string
+	// Exec holds the codex settings that become flags.
+	Exec codex.ExecOptions
+	// Env is extra KEY=VALUE environment for codex, over the shim's own.
+	Env []string
+	// InstructionsFile holds the role's standing instructions, passed to
+	// codex on every turn as developer instructions ("" = none).
+	InstructionsFile string
+	// ThreadID is the thread to resume on the first turn ("" = fresh).
+	ThreadID string
+	// Transcript is the readable log path ("" = no transcript).
+	Transcript string
+	// QueueDepth is how many messages may wait behind the turn in flight.
+	QueueDepth int
+	// TurnTimeout is the hard limit of one turn.
+	TurnTimeout time.Duration
+	// IdleTimeout ends a turn when codex prints nothing for this long while
+	// no command of the model is running.
+	IdleTimeout time.Duration
+	// StopGrace is how long codex gets to exit after SIGINT before its
+	// process group is killed.
+	StopGrace time.Duration
+	// ContextWindow is the model's context window in tokens.
+	ContextWindow int64
+	// PressurePct is the context use (percent) from which a ContextPressure
+	// event is sent after a turn.
+	PressurePct float64
+}
+
+// withDefaults fills zero fields with the defaults.
+func (c Config) withDefaults() Config {
+	if c.CodexBin == "" {
+		c.CodexBin = "codex"
+	}
+	if c.QueueDepth == 0 {
+		c.QueueDepth = DefaultQueueDepth
+	}
+	if c.TurnTimeout == 0 {
+		c.TurnTimeout = DefaultTurnTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.StopGrace == 0 {
+		c.StopGrace = DefaultStopGrace
+	}
+	if c.ContextWindow == 0 {
+		c.ContextWindow = DefaultContextWindow
+	}
+	if c.PressurePct == 0 {
+		c.PressurePct = DefaultPressurePct
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	if c.Agent == "" {
+		return errors.New("shim: --agent is required")
+	}
+	if c.QueueDepth < 1 || c.QueueDepth > maxQueueDepth {
+		return fmt.Errorf("shim: --queue-depth %d out of range 1..%d", c.QueueDepth, maxQueueDepth)
+	}
+	for _, e := range c.Env {
+		if !strings.Contains(e, "=") {
+			return fmt.Errorf("shim: --env %q is not KEY=VALUE", e)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--turn-timeout", c.TurnTimeout}, {"--idle-timeout", c.IdleTimeout}, {"--stop-grace", c.StopGrace}} {
+		if d.v < 0 {
+			return fmt.Errorf("shim: %s %s is negative", d.name, d.v)
+		}
+	}
+	return nil
+}
+
+func (c *Config) flags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Agent, "agent", "", "agent name")
+	fs.StringVar(&c.Cwd, "cwd", "", "working directory for codex")
+	fs.StringVar(&c.CodexBin, "codex-bin", "codex", "codex binary (name on PATH or path)")
+	fs.StringVar(&c.Exec.Model, "model", "", "model (codex -m)")
+	fs.StringVar(&c.Exec.ReasoningEffort, "reasoning-effort", "", "model_reasoning_effort")
+	fs.StringVar(&c.Exec.Sandbox, "sandbox", "", "codex sandbox mode")
+	fs.StringVar(&c.Exec.ApprovalPolicy, "approval-policy", "", "codex approval_policy")
+	fs.StringArrayVar(&c.Exec.Config, "codex-config", nil, "extra codex -c key=value override (repeatable)")
+	fs.StringArrayVar(&c.Exec.ExtraArgs, "codex-arg", nil, "extra codex exec argument (repeatable)")
+	fs.BoolVar(&c.Exec.SkipGitRepoCheck, "skip-git-repo-check", true, "pass --skip-git-repo-check to codex")
+	fs.StringArrayVar(&c.Env, "env", nil, "extra KEY=VALUE environment for codex (repeatable)")
+	fs.StringVar(&c.InstructionsFile, "instructions-file", "", "file with the role's standing instructions")
+	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
+	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
+	fs.IntVar(&c.QueueDepth, "queue-depth", DefaultQueueDepth, "messages that may wait behind the turn in flight")
+	fs.DurationVar(&c.TurnTimeout, "turn-timeout", DefaultTurnTimeout, "hard limit of one turn")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "end a turn after this long without codex output")
+	fs.DurationVar(&c.StopGrace, "stop-grace", DefaultStopGrace, "time between SIGINT and SIGKILL when stopping codex")
+	fs.Int64Var(&c.ContextWindow, "context-window", DefaultContextWindow, "model context window in tokens")
+	fs.Float64Var(&c.PressurePct, "pressure-pct", DefaultPressurePct, "context use (%) that triggers a context_pressure event")
+}
+
+// FlagSet returns the shim's flags bound to c, for help output and parsing.
+func (c *Config) FlagSet() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("batty shim", pflag.ContinueOnError)
+	c.flags(fs)
+	return fs
+}
+
+// ParseArgs parses shim flags (as produced by Config.Args) into a Config.
+func ParseArgs(args []string) (Config, error) {
+	var c Config
+	fs := c.FlagSet()
+	if err := fs.Parse(args); err != nil {
+		return Config{}, fmt.Errorf("shim flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("shim flags: unexpected argument %q", fs.Arg(0))
+	}
+	c = c.withDefaults()
+	return c, c.Validate()
+}
+
+// Args renders c as shim flags; ParseArgs(c.Args()) yields c with defaults.
+func (c Config) Args() []string {
+	c = c.withDefaults()
+	a := []string{"--agent=" + c.Agent}
+	add := func(name, v string) {
+		if v != "" {
+			a = append(a, "--"+name+"="+v)
+		}
+	}
+	add("cwd", c.Cwd)
+	add("codex-bin", c.CodexBin)
+	add("model", c.Exec.Model)
+	add("reasoning-effort", c.Exec.ReasoningEffort)
+	add("sandbox", c.Exec.Sandbox)
+	add("approval-policy", c.Exec.ApprovalPolicy)
+	for _, v := range c.Exec.Config {
+		add("codex-config", v)
+	}
+	for _, v := range c.Exec.ExtraArgs {
+		a = append(a, "--codex-arg="+v)
+	}
+	a = append(a, "--skip-git-repo-check="+strconv.FormatBool(c.Exec.SkipGitRepoCheck))
+	for _, v := range c.Env {
+		add("env", v)
+	}
+	add("instructions-file", c.InstructionsFile)
+	add("thread-id", c.ThreadID)
+	add("transcript", c.Transcript)
+	a = append(a,
+		"--queue-depth="+strconv.Itoa(c.QueueDepth),
+		"--turn-timeout="+c.TurnTimeout.String(),
+		"--idle-timeout="+c.IdleTimeout.String(),
+		"--stop-grace="+c.StopGrace.String(),
+		"--context-window="+strconv.FormatInt(c.ContextWindow, 10),
+		"--pressure-pct="+strconv.FormatFloat(c.PressurePct, 'g', -1, 64),
+	)
+	return a
+}

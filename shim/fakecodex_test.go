@@ -1,0 +1,202 @@
+package shim
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The fake codex is this test binary re-executed with BATTY_TEST_ROLE=
+// fakecodex. It reads the prompt from stdin like `codex exec --json ... -`
+// and acts out the scenario named by a "scenario:NAME[:ARG]" token in it,
+// printing the same JSONL shapes the real CLI prints (see testdata in the
+// codex package). Threads live as files under $FAKE_CODEX_STATE so resume,
+// unknown threads and thread-cumulative usage behave like the real thing.
+
+var scenarioRE = regexp.MustCompile(`scenario:([a-z-]+)(?::([0-9a-zA-Z._/-]+))?`)
+
+type fakeThread struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
+	Turns  int   `json:"turns"`
+}
+
+func fakeCodex(args []string) int {
+	// Codex answers SIGINT by ending the turn and exiting 1 with nothing more
+	// on stdout.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT)
+	out := os.Stdout
+	emit := func(v any) {
+		b, _ := json.Marshal(v)
+		out.Write(append(b, '\n'))
+	}
+	if len(args) < 2 || args[0] != "exec" || args[1] != "--json" || args[len(args)-1] != "-" {
+		fmt.Fprintf(os.Stderr, "fakecodex: unexpected argv %q\n", args)
+		return 2
+	}
+	resume := ""
+	for i, a := range args {
+		if a == "resume" && i+1 < len(args) {
+			resume = args[i+1]
+		}
+	}
+	if dump := os.Getenv("FAKE_CODEX_ARGV"); dump != "" {
+		f, _ := os.OpenFile(dump, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		fmt.Fprintf(f, "%s\n", strings.Join(args, "\x1f"))
+		f.Close()
+	}
+	promptBytes, err := io.ReadAll(os.Stdin)
+	if err != nil || len(promptBytes) == 0 {
+		fmt.Fprintln(os.Stderr, "No prompt provided via stdin.")
+		return 1
+	}
+	prompt := string(promptBytes)
+	scenario, arg := "text", ""
+	if m := scenarioRE.FindStringSubmatch(prompt); m != nil {
+		scenario, arg = m[1], m[2]
+	}
+	state := os.Getenv("FAKE_CODEX_STATE")
+	var th fakeThread
+	id := resume
+	if resume != "" {
+		b, err := os.ReadFile(filepath.Join(state, resume+".json"))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "Error: thread/resume: thread/resume failed: no rollout found for thread id %s (code -32600)\n", resume)
+			return 1
+		}
+		json.Unmarshal(b, &th)
+	} else {
+		id = newUUID()
+	}
+	if scenario == "newthread" {
+		id, th = newUUID(), fakeThread{}
+	}
+	save := func() {
+		b, _ := json.Marshal(th)
+		os.WriteFile(filepath.Join(state, id+".json"), b, 0o600)
+	}
+	save()
+	if scenario == "spawnfail" {
+		fmt.Fprintln(os.Stderr, "Error: Model provider `nonexistent` not found")
+		return 1
+	}
+	emit(map[string]any{"type": "thread.started", "thread_id": id})
+	emit(map[string]any{"type": "turn.started"})
+	complete := func(text string, in, outTok int64) int {
+		if text != "" {
+			emit(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_9", "type": "agent_message", "text": text}})
+		}
+		th.Input += in
+		th.Output += outTok
+		th.Turns++
+		save()
+		emit(map[string]any{"type": "turn.completed", "usage": map[string]any{
+			"input_tokens": th.Input, "cached_input_tokens": 0, "cache_write_input_tokens": 0,
+			"output_tokens": th.Output, "reasoning_output_tokens": 0}})
+		return 0
+	}
+	fail := func(msg string) int {
+		emit(map[string]any{"type": "error", "message": msg})
+		emit(map[string]any{"type": "turn.failed", "error": map[string]any{"message": msg}})
+		return 1
+	}
+	waitOrInterrupt := func(d time.Duration) bool {
+		select {
+		case <-sigs:
+			return true
+		case <-time.After(d):
+			return false
+		}
+	}
+	switch scenario {
+	case "text":
+		firstLine := strings.SplitN(strings.TrimSpace(bodyOf(prompt)), "\n", 2)[0]
+		return complete("ECHO:"+firstLine, 1000, 10)
+	case "usage":
+		n, _ := strconv.ParseInt(arg, 10, 64)
+		return complete("used "+arg, n, 100)
+	case "slow":
+		secs, _ := strconv.Atoi(arg)
+		if waitOrInterrupt(time.Duration(secs) * time.Second) {
+			return 1
+		}
+		return complete("SLOW_DONE", 1000, 10)
+	case "hang":
+		signal.Ignore(syscall.SIGINT)
+		time.Sleep(time.Hour)
+		return 0
+	case "silent":
+		waitOrInterrupt(time.Hour)
+		return 1
+	case "crash":
+		return 3
+	case "selfkill":
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		return 0
+	case "huge":
+		n, _ := strconv.Atoi(arg)
+		return complete(strings.Repeat("x", n), 1000, int64(n/4))
+	case "quota":
+		return fail("You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at Nov 22nd, 2026 12:21 AM.")
+	case "context":
+		return fail("Codex ran out of room in the model's context window. Start a new thread or clear earlier history before retrying.")
+	case "auth":
+		return fail("unexpected status 401 Unauthorized: Incorrect API key provided, url: http://127.0.0.1:1/v1/responses, request id: x")
+	case "servererror":
+		return fail("We’re currently experiencing high demand, which may cause temporary errors.")
+	case "newthread":
+		// Behaves like resume of a name that is not a thread: a new id.
+		return complete("NEW", 1000, 10)
+	case "detach":
+		// A model command that detaches itself (own session, reparented
+		// away from codex) and records its pid, then a long command runs.
+		child := exec.Command("/bin/sh", "-c", "echo $$ > \"$0\"; exec sleep 300", arg)
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := child.Start(); err != nil {
+			return fail(err.Error())
+		}
+		emit(map[string]any{"type": "item.started", "item": map[string]any{"id": "item_0", "type": "command_execution",
+			"command": "/bin/bash -lc 'server &'", "aggregated_output": "", "exit_code": nil, "status": "in_progress"}})
+		if waitOrInterrupt(time.Hour) {
+			return 1 // like codex on SIGINT; the detached child is left behind
+		}
+		return 0
+	case "exec":
+		emit(map[string]any{"type": "item.started", "item": map[string]any{"id": "item_0", "type": "command_execution",
+			"command": "/bin/bash -lc 'echo hi'", "aggregated_output": "", "exit_code": nil, "status": "in_progress"}})
+		emit(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_0", "type": "command_execution",
+			"command": "/bin/bash -lc 'echo hi'", "aggregated_output": "hi\n", "exit_code": 0, "status": "completed"}})
+		return complete("EXEC_DONE", 2000, 20)
+	case "garbage":
+		out.Write([]byte("not json at all\n{\"no_type\":1}\n"))
+		return complete("AFTER_GARBAGE", 1000, 10)
+	case "env":
+		return complete(os.Getenv(arg), 1000, 10)
+	}
+	return fail("fakecodex: unknown scenario " + scenario)
+}
+
+// bodyOf strips the batty header: the body starts after the first blank line.
+func bodyOf(prompt string) string {
+	if i := strings.Index(prompt, "\n\n"); i >= 0 {
+		return prompt[i+2:]
+	}
+	return prompt
+}
+
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,213 @@
+package shim
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/protocol"
+)
+
+// TestMain lets this test binary also be a shim and a fake codex, selected
+// by BATTY_TEST_ROLE (the helper-process pattern of os/exec's tests).
+func TestMain(m *testing.M) {
+	switch os.Getenv("BATTY_TEST_ROLE") {
+	case "shim":
+		os.Exit(Main(os.Args[1:]))
+	case "fakecodex":
+		os.Exit(fakeCodex(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// eventWait bounds every wait for an event; generous for a loaded CI box.
+const eventWait = 30 * time.Second
+
+// harness is one real shim process, with the fake codex as its worker,
+// driven over a real socketpair.
+type harness struct {
+	t      *testing.T
+	p      *Process
+	cfg    Config
+	mark   string
+	events chan protocol.Message
+	log    *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startShim spawns a shim whose codex is the fake; mod adjusts the config.
+// Cleanup kills it and asserts that no process it started is left.
+func startShim(t *testing.T, mod func(*Config)) *harness {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
+	cfg := Config{
+		Agent:      "tester",
+		CodexBin:   self,
+		Env:        []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + t.TempDir()},
+		Transcript: filepath.Join(t.TempDir(), "tester.log"),
+		StopGrace:  300 * time.Millisecond,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	h := &harness{t: t, cfg: cfg, mark: mark, events: make(chan protocol.Message, 1024), log: &syncBuffer{}}
+	env := append(os.Environ(), "BATTY_TEST_ROLE=shim", "BATTY_TEST_MARK="+mark, "BATTY_LOG_LEVEL=debug", "TZ=UTC")
+	h.p, err = Spawn(SpawnOptions{Path: self, Env: env, Config: cfg, Stderr: h.log})
+	if err != nil {
+		t.Fatalf("spawn shim: %v", err)
+	}
+	go func() {
+		defer close(h.events)
+		for {
+			m, err := h.p.Conn.Recv()
+			if err != nil {
+				return
+			}
+			h.events <- m
+		}
+	}()
+	t.Cleanup(func() {
+		h.p.Kill()
+		if t.Failed() {
+			t.Logf("shim log:\n%s", h.log.String())
+		}
+		assertNoProcesses(t, mark)
+	})
+	h.expectState(protocol.StateStarting, protocol.StateIdle)
+	return h
+}
+
+func (h *harness) send(id, body string) {
+	h.t.Helper()
+	if err := h.p.Conn.Send(protocol.SendMessage{ID: id, From: "human", Body: body}); err != nil {
+		h.t.Fatalf("send %s: %v", id, err)
+	}
+}
+
+func (h *harness) command(m protocol.Message) {
+	h.t.Helper()
+	if err := h.p.Conn.Send(m); err != nil {
+		h.t.Fatalf("send %s: %v", m.Kind(), err)
+	}
+}
+
+// next returns the next event, failing the test after eventWait.
+func (h *harness) next() protocol.Message {
+	h.t.Helper()
+	select {
+	case m, ok := <-h.events:
+		if !ok {
+			h.t.Fatalf("control channel closed while waiting for an event")
+		}
+		return m
+	case <-time.After(eventWait):
+		h.t.Fatalf("no event within %s", eventWait)
+	}
+	return nil
+}
+
+// expect asserts the exact kinds of the next events and returns them.
+func (h *harness) expect(kinds ...protocol.Kind) []protocol.Message {
+	h.t.Helper()
+	var got []protocol.Message
+	for i, k := range kinds {
+		m := h.next()
+		got = append(got, m)
+		if m.Kind() != k {
+			h.t.Fatalf("event %d: got %s %+v, want %s (so far: %s)", i, m.Kind(), m, k, describe(got))
+		}
+	}
+	return got
+}
+
+func (h *harness) expectState(from, to protocol.State) protocol.StateChanged {
+	h.t.Helper()
+	sc := h.expect(protocol.KindStateChanged)[0].(protocol.StateChanged)
+	if sc.From != from || sc.To != to {
+		h.t.Fatalf("state changed %s→%s, want %s→%s", sc.From, sc.To, from, to)
+	}
+	return sc
+}
+
+// finished reads a TurnFinished and checks its id and status.
+func (h *harness) finished(id string, status protocol.TurnStatus) protocol.TurnFinished {
+	h.t.Helper()
+	tf := h.expect(protocol.KindTurnFinished)[0].(protocol.TurnFinished)
+	if tf.MessageID != id || tf.Status != status {
+		h.t.Fatalf("turn finished %s %s (%s: %s), want %s %s", tf.MessageID, tf.Status, tf.Failure, tf.Error, id, status)
+	}
+	return tf
+}
+
+// waitExit waits for the shim to exit and returns its exit code.
+func (h *harness) waitExit() int {
+	h.t.Helper()
+	select {
+	case <-h.p.Done():
+	case <-time.After(eventWait):
+		h.t.Fatalf("shim did not exit within %s", eventWait)
+	}
+	return h.p.ExitCode()
+}
+
+func describe(ms []protocol.Message) string {
+	var k []string
+	for _, m := range ms {
+		k = append(k, string(m.Kind()))
+	}
+	return strings.Join(k, ",")
+}
+
+// assertNoProcesses fails when any live process carries the test's mark in
+// its environment: the shim, codex, or anything they started.
+func assertNoProcesses(t *testing.T, mark string) {
+	t.Helper()
+	if left := markedProcesses(mark); len(left) > 0 {
+		t.Errorf("processes left running: %v", left)
+		for _, pid := range left {
+			cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+			t.Logf("  %d: %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+		}
+	}
+}
+
+func markedProcesses(mark string) []int {
+	needle := []byte("BATTY_TEST_MARK=" + mark + "\x00")
+	var out []int
+	for _, p := range listProcs() {
+		if p.state == 'Z' || p.pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/environ")
+		if err == nil && bytes.Contains(env, needle) {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}

@@ -1,0 +1,458 @@
+package shim
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/protocol"
+)
+
+const (
+	kAccepted   = protocol.KindAccepted
+	kRejected   = protocol.KindRejected
+	kStarted    = protocol.KindTurnStarted
+	kThread     = protocol.KindThreadChanged
+	kState      = protocol.KindStateChanged
+	kFinished   = protocol.KindTurnFinished
+	kStats      = protocol.KindSessionStats
+	kWarning    = protocol.KindWarning
+	kQuota      = protocol.KindQuotaBlocked
+	kAuth       = protocol.KindAuthRequired
+	kContextEx  = protocol.KindContextExhausted
+	kPressure   = protocol.KindContextPressure
+	kStateRep   = protocol.KindStateReport
+	kPong       = protocol.KindPong
+	kTranscript = protocol.KindTranscript
+)
+
+func TestTwoTurnsOnOneThread(t *testing.T) {
+	h := startShim(t, nil)
+	h.send("m1", "hello there")
+	ev := h.expect(kAccepted, kState, kStarted, kThread, kFinished, kStats, kState)
+	if ev[2].(protocol.TurnStarted).Resume {
+		t.Fatal("first turn resumed a thread")
+	}
+	th := ev[3].(protocol.ThreadChanged)
+	if th.Reason != protocol.ThreadStarted || th.ThreadID == "" {
+		t.Fatalf("thread changed = %+v", th)
+	}
+	tf := ev[4].(protocol.TurnFinished)
+	if tf.Status != protocol.TurnCompleted || tf.Reply != "ECHO:hello there" || tf.ThreadID != th.ThreadID {
+		t.Fatalf("first turn = %+v", tf)
+	}
+	if tf.Usage.Input != 1000 || tf.Thread.Input != 1000 || tf.ExitCode != 0 {
+		t.Fatalf("first turn usage = %+v thread %+v exit %d", tf.Usage, tf.Thread, tf.ExitCode)
+	}
+
+	h.send("m2", "again")
+	ev = h.expect(kAccepted, kState, kStarted, kFinished, kStats, kState)
+	ts := ev[2].(protocol.TurnStarted)
+	if !ts.Resume || ts.ThreadID != th.ThreadID {
+		t.Fatalf("second turn started = %+v, want resume of %s", ts, th.ThreadID)
+	}
+	tf = ev[3].(protocol.TurnFinished)
+	// codex reports thread-cumulative usage; the shim reports the delta.
+	if tf.Usage.Input != 1000 || tf.Usage.Output != 10 || tf.Thread.Input != 2000 || tf.Thread.Output != 20 {
+		t.Fatalf("second turn usage = %+v thread %+v", tf.Usage, tf.Thread)
+	}
+	st := ev[4].(protocol.SessionStats)
+	if st.Turns != 2 || st.Total.Input != 2000 {
+		t.Fatalf("stats = %+v", st)
+	}
+	transcript, err := os.ReadFile(h.cfg.Transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"m1", "ECHO:hello there", "m2", "ECHO:again"} {
+		if !strings.Contains(string(transcript), want) {
+			t.Errorf("transcript lacks %q", want)
+		}
+	}
+}
+
+func TestQueueOverflowIsRejectedNotDropped(t *testing.T) {
+	h := startShim(t, func(c *Config) { c.QueueDepth = 2 })
+	h.send("slow", "scenario:slow:60")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	h.send("q1", "one")
+	h.send("q2", "two")
+	h.send("q3", "three")
+	ev := h.expect(kAccepted, kAccepted, kRejected)
+	if d := ev[1].(protocol.Accepted).QueueDepth; d != 2 {
+		t.Fatalf("queue depth = %d, want 2", d)
+	}
+	if r := ev[2].(protocol.Rejected); r.ID != "q3" || r.Reason != protocol.RejectQueueFull {
+		t.Fatalf("rejected = %+v", r)
+	}
+	h.command(protocol.Interrupt{})
+	tf := h.finished("slow", protocol.TurnInterrupted)
+	if tf.ExitCode != 1 {
+		t.Fatalf("interrupted codex exit code = %d, want 1 (SIGINT honoured)", tf.ExitCode)
+	}
+	h.expect(kStats)
+	// The queue drains in order without going idle in between.
+	h.expect(kStarted)
+	h.finished("q1", protocol.TurnCompleted)
+	h.expect(kStats, kStarted)
+	h.finished("q2", protocol.TurnCompleted)
+	h.expect(kStats)
+	h.expectState(protocol.StateWorking, protocol.StateIdle)
+}
+
+func TestDuplicateAndInvalidMessagesAreRejected(t *testing.T) {
+	h := startShim(t, nil)
+	h.send("a", "scenario:slow:60")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	h.send("a", "again")
+	h.send("", "no id")
+	h.send("b", "")
+	for _, want := range []protocol.RejectReason{protocol.RejectDuplicate, protocol.RejectInvalid, protocol.RejectInvalid} {
+		if r := h.expect(kRejected)[0].(protocol.Rejected); r.Reason != want {
+			t.Fatalf("rejected %+v, want %s", r, want)
+		}
+	}
+	h.command(protocol.Interrupt{})
+	h.finished("a", protocol.TurnInterrupted)
+}
+
+func TestTurnTimeout(t *testing.T) {
+	h := startShim(t, func(c *Config) { c.TurnTimeout = 500 * time.Millisecond })
+	h.send("t", "scenario:slow:60")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	tf := h.finished("t", protocol.TurnTimedOut)
+	if !strings.Contains(tf.Error, "turn timeout") {
+		t.Fatalf("error = %q", tf.Error)
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	h := startShim(t, func(c *Config) { c.IdleTimeout = 400 * time.Millisecond })
+	h.send("t", "scenario:silent")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	tf := h.finished("t", protocol.TurnTimedOut)
+	if !strings.Contains(tf.Error, "idle timeout") {
+		t.Fatalf("error = %q", tf.Error)
+	}
+}
+
+func TestInterruptKillsCodexThatIgnoresSIGINT(t *testing.T) {
+	h := startShim(t, nil)
+	h.send("h", "scenario:hang")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	h.command(protocol.Interrupt{Reason: "test"})
+	tf := h.finished("h", protocol.TurnInterrupted)
+	if tf.ExitCode != -1 {
+		t.Fatalf("exit code = %d, want -1 (SIGKILL after the grace)", tf.ExitCode)
+	}
+}
+
+func TestShutdownMidTurn(t *testing.T) {
+	h := startShim(t, nil)
+	h.send("run", "scenario:slow:60")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	h.send("queued", "never runs")
+	h.expect(kAccepted)
+	h.command(protocol.Shutdown{Timeout: 200 * time.Millisecond, Reason: "test"})
+	h.expectState(protocol.StateWorking, protocol.StateStopping)
+	h.finished("queued", protocol.TurnInterrupted)
+	h.finished("run", protocol.TurnInterrupted)
+	h.expect(kStats)
+	h.expectState(protocol.StateStopping, protocol.StateStopped)
+	if code := h.waitExit(); code != 0 {
+		t.Fatalf("shim exit code = %d", code)
+	}
+	assertNoProcesses(t, h.mark)
+}
+
+func TestShutdownLetsTheTurnFinish(t *testing.T) {
+	h := startShim(t, nil)
+	h.send("run", "scenario:slow:1")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	h.command(protocol.Shutdown{Timeout: time.Minute})
+	h.expectState(protocol.StateWorking, protocol.StateStopping)
+	h.finished("run", protocol.TurnCompleted)
+	h.expect(kStats)
+	h.expectState(protocol.StateStopping, protocol.StateStopped)
+	if code := h.waitExit(); code != 0 {
+		t.Fatalf("shim exit code = %d", code)
+	}
+}
+
+func TestOrchestratorGoneStopsEverything(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "detached.pid")
+	h := startShim(t, nil)
+	h.send("d", "scenario:detach:"+pidFile)
+	h.expect(kAccepted, kState, kStarted, kThread)
+	pid := waitPidFile(t, pidFile)
+	h.p.Conn.Close() // EOF on the shim's fd 3
+	if code := h.waitExit(); code != 0 {
+		t.Fatalf("shim exit code = %d", code)
+	}
+	assertNoProcesses(t, h.mark)
+	if alive(pid) {
+		t.Fatalf("detached grandchild %d survived the shim", pid)
+	}
+}
+
+func TestInterruptKillsDetachedGrandchild(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "detached.pid")
+	h := startShim(t, nil)
+	h.send("d", "scenario:detach:"+pidFile)
+	h.expect(kAccepted, kState, kStarted, kThread)
+	pid := waitPidFile(t, pidFile)
+	if !alive(pid) {
+		t.Fatal("detached child not running")
+	}
+	h.command(protocol.Interrupt{})
+	h.finished("d", protocol.TurnInterrupted)
+	// The turn's leftovers are killed before TurnFinished is sent.
+	if alive(pid) {
+		t.Fatalf("detached grandchild %d survived the interrupt", pid)
+	}
+	h.expect(kStats, kState)
+	// The shim keeps working afterwards.
+	h.send("next", "still here")
+	h.expect(kAccepted, kState, kStarted)
+	h.finished("next", protocol.TurnCompleted)
+}
+
+func TestKillCommand(t *testing.T) {
+	h := startShim(t, nil)
+	h.send("k", "scenario:hang")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	h.command(protocol.Kill{})
+	h.expectState(protocol.StateWorking, protocol.StateStopping)
+	h.finished("k", protocol.TurnInterrupted)
+	h.expect(kStats)
+	h.expectState(protocol.StateStopping, protocol.StateStopped)
+	h.waitExit()
+	assertNoProcesses(t, h.mark)
+}
+
+func TestCrashMidTurn(t *testing.T) {
+	h := startShim(t, nil)
+	h.send("c", "scenario:crash")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	tf := h.finished("c", protocol.TurnFailed)
+	if tf.Failure != protocol.FailExit || tf.ExitCode != 3 {
+		t.Fatalf("crash = %+v", tf)
+	}
+	h.expect(kStats, kState)
+	// The crashed turn had named its thread, so the next turn resumes it.
+	h.send("s", "scenario:selfkill")
+	h.expect(kAccepted, kState, kStarted)
+	tf = h.finished("s", protocol.TurnFailed)
+	if tf.Failure != protocol.FailExit || tf.ExitCode != -1 || !strings.Contains(tf.Error, "signal") {
+		t.Fatalf("self-kill = %+v", tf)
+	}
+}
+
+func TestHugeLine(t *testing.T) {
+	const n = 6 << 20
+	h := startShim(t, nil)
+	h.send("big", "scenario:huge:"+strconv.Itoa(n))
+	h.expect(kAccepted, kState, kStarted, kThread)
+	tf := h.finished("big", protocol.TurnCompleted)
+	if len(tf.Reply) != n {
+		t.Fatalf("reply has %d bytes, want %d", len(tf.Reply), n)
+	}
+}
+
+func TestGarbageLinesAreWarnings(t *testing.T) {
+	h := startShim(t, nil)
+	h.send("g", "scenario:garbage")
+	h.expect(kAccepted, kState, kStarted, kThread, kWarning, kWarning)
+	tf := h.finished("g", protocol.TurnCompleted)
+	if tf.Reply != "AFTER_GARBAGE" {
+		t.Fatalf("reply = %q", tf.Reply)
+	}
+}
+
+func TestFailuresAreClassifiedAndReported(t *testing.T) {
+	h := startShim(t, nil)
+
+	h.send("q", "scenario:quota")
+	ev := h.expect(kAccepted, kState, kStarted, kThread, kQuota)
+	qb := ev[4].(protocol.QuotaBlocked)
+	// The shim runs with TZ=UTC, so "Nov 22nd, 2026 12:21 AM" is this instant.
+	if want := time.Date(2026, 11, 22, 0, 21, 0, 0, time.UTC); !qb.RetryAt.Equal(want) || !strings.Contains(qb.Message, "usage limit") {
+		t.Fatalf("quota blocked = %+v", qb)
+	}
+	if tf := h.finished("q", protocol.TurnFailed); tf.Failure != protocol.FailQuota {
+		t.Fatalf("quota turn = %+v", tf)
+	}
+	h.expect(kStats, kState)
+
+	h.send("c", "scenario:context")
+	h.expect(kAccepted, kState, kStarted, kContextEx)
+	if tf := h.finished("c", protocol.TurnFailed); tf.Failure != protocol.FailContextWindow {
+		t.Fatalf("context turn = %+v", tf)
+	}
+	h.expect(kStats, kState)
+
+	h.send("a", "scenario:auth")
+	h.expect(kAccepted, kState, kStarted, kAuth)
+	if tf := h.finished("a", protocol.TurnFailed); tf.Failure != protocol.FailAuth {
+		t.Fatalf("auth turn = %+v", tf)
+	}
+	h.expect(kStats, kState)
+
+	h.send("s", "scenario:servererror")
+	h.expect(kAccepted, kState, kStarted)
+	if tf := h.finished("s", protocol.TurnFailed); tf.Failure != protocol.FailStream {
+		t.Fatalf("server error turn = %+v", tf)
+	}
+}
+
+func TestSpawnFailureFinishesTheMessage(t *testing.T) {
+	h := startShim(t, func(c *Config) { c.CodexBin = "/nonexistent/codex" })
+	for _, id := range []string{"one", "two"} {
+		h.send(id, "hi")
+		h.expect(kAccepted, kState)
+		tf := h.finished(id, protocol.TurnFailed)
+		if tf.Failure != protocol.FailSpawn || !strings.Contains(tf.Error, "/nonexistent/codex") {
+			t.Fatalf("spawn failure = %+v", tf)
+		}
+		h.expect(kStats, kState)
+	}
+}
+
+func TestCodexFailingBeforeTheTurn(t *testing.T) {
+	h := startShim(t, nil)
+	h.send("p", "scenario:spawnfail")
+	h.expect(kAccepted, kState, kStarted)
+	tf := h.finished("p", protocol.TurnFailed)
+	if tf.Failure != protocol.FailExit || tf.ExitCode != 1 || !strings.Contains(tf.Error, "Model provider") {
+		t.Fatalf("pre-turn failure = %+v", tf)
+	}
+}
+
+func TestResumeOfUnknownThreadRetriesOnAFreshThread(t *testing.T) {
+	h := startShim(t, func(c *Config) { c.ThreadID = "01a1fdfc-0000-7000-8000-000000000000" })
+	h.send("r", "hello")
+	ev := h.expect(kAccepted, kState, kStarted, kWarning, kThread, kStarted, kThread)
+	if !ev[2].(protocol.TurnStarted).Resume {
+		t.Fatal("first attempt did not resume")
+	}
+	if th := ev[4].(protocol.ThreadChanged); th.Reason != protocol.ThreadResumeFailed || th.Previous != h.cfg.ThreadID {
+		t.Fatalf("thread change = %+v", th)
+	}
+	if ev[5].(protocol.TurnStarted).Resume {
+		t.Fatal("retry resumed again")
+	}
+	fresh := ev[6].(protocol.ThreadChanged)
+	tf := h.finished("r", protocol.TurnCompleted)
+	if tf.ThreadID != fresh.ThreadID {
+		t.Fatalf("finished on %s, want %s", tf.ThreadID, fresh.ThreadID)
+	}
+}
+
+func TestResumeAnsweredWithAnotherThread(t *testing.T) {
+	h := startShim(t, nil)
+	h.send("1", "first")
+	first := h.expect(kAccepted, kState, kStarted, kThread)[3].(protocol.ThreadChanged)
+	h.finished("1", protocol.TurnCompleted)
+	h.expect(kStats, kState)
+	h.send("2", "scenario:newthread")
+	ev := h.expect(kAccepted, kState, kStarted, kWarning, kThread)
+	th := ev[4].(protocol.ThreadChanged)
+	if th.Reason != protocol.ThreadResumeChanged || th.Previous != first.ThreadID || th.ThreadID == first.ThreadID {
+		t.Fatalf("thread change = %+v", th)
+	}
+	tf := h.finished("2", protocol.TurnCompleted)
+	if tf.Thread.Input != 1000 {
+		t.Fatalf("usage of the new thread = %+v, want only its own turn", tf.Thread)
+	}
+}
+
+func TestResetThread(t *testing.T) {
+	h := startShim(t, nil)
+	h.send("1", "first")
+	first := h.expect(kAccepted, kState, kStarted, kThread)[3].(protocol.ThreadChanged)
+	h.finished("1", protocol.TurnCompleted)
+	h.expect(kStats, kState)
+	h.command(protocol.ResetThread{Reason: "handoff"})
+	th := h.expect(kThread)[0].(protocol.ThreadChanged)
+	if th.Reason != protocol.ThreadReset || th.Previous != first.ThreadID || th.ThreadID != "" {
+		t.Fatalf("reset = %+v", th)
+	}
+	h.send("2", "second")
+	ev := h.expect(kAccepted, kState, kStarted, kThread)
+	if ev[2].(protocol.TurnStarted).Resume {
+		t.Fatal("turn after reset resumed")
+	}
+}
+
+func TestPingStateAndCapture(t *testing.T) {
+	h := startShim(t, nil)
+	h.command(protocol.Ping{Nonce: 42})
+	if p := h.expect(kPong)[0].(protocol.Pong); p.Nonce != 42 {
+		t.Fatalf("pong = %+v", p)
+	}
+	h.send("x", "capture me")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	h.finished("x", protocol.TurnCompleted)
+	h.expect(kStats, kState)
+	h.command(protocol.GetState{})
+	sr := h.expect(kStateRep)[0].(protocol.StateReport)
+	if sr.State != protocol.StateIdle || sr.ThreadID == "" || sr.InFlight != "" {
+		t.Fatalf("state report = %+v", sr)
+	}
+	h.command(protocol.Capture{Lines: 50})
+	tr := h.expect(kTranscript)[0].(protocol.Transcript)
+	if !strings.Contains(strings.Join(tr.Lines, "\n"), "ECHO:capture me") {
+		t.Fatalf("capture = %q", tr.Lines)
+	}
+}
+
+func TestContextPressure(t *testing.T) {
+	h := startShim(t, func(c *Config) { c.ContextWindow = 10000; c.PressurePct = 50 })
+	h.send("p", "scenario:usage:9000")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	tf := h.finished("p", protocol.TurnCompleted)
+	if tf.ContextPct < 90 {
+		t.Fatalf("context pct = %v", tf.ContextPct)
+	}
+	cp := h.expect(kPressure)[0].(protocol.ContextPressure)
+	if cp.WindowTokens != 10000 || cp.UsedTokens < 9000 {
+		t.Fatalf("pressure = %+v", cp)
+	}
+}
+
+func TestCodexEnvironment(t *testing.T) {
+	h := startShim(t, nil)
+	h.send("e", "scenario:env:BATTY_AGENT")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	if tf := h.finished("e", protocol.TurnCompleted); tf.Reply != "tester" {
+		t.Fatalf("BATTY_AGENT = %q", tf.Reply)
+	}
+}
+
+func waitPidFile(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(eventWait)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err == nil {
+				return pid
+			}
+		}
+		time.Sleep(10 * time.Millisecond) // the fake's child writes it asynchronously
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	p, ok := readProc(pid)
+	return ok && p.state != 'Z'
+}

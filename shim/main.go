@@ -1,0 +1,184 @@
+// Package shim runs one agent: it owns one Codex conversation (thread) and
+// runs `codex exec --json` once per message, driven over the protocol by its
+// parent (the orchestrator, or `batty chat`).
+//
+// A shim is started with its control socket on fd 3 and its settings as
+// flags (see Config). It speaks first (Hello), runs one codex process at a
+// time in its own process group, queues further messages up to a bounded
+// depth, watches every turn with a hard and a no-output timeout, and ends
+// every accepted message with exactly one TurnFinished. As a child subreaper
+// it kills whatever a stopped turn left behind, so nothing it starts
+// outlives it.
+package shim
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/ptylog"
+)
+
+// ControlFD is the descriptor a shim expects its control socket on.
+const ControlFD = 3
+
+// NewLogger returns the hclog logger batty processes use: level from
+// BATTY_LOG_LEVEL (default info), written to stderr.
+func NewLogger(name string) hclog.Logger {
+	level := hclog.LevelFromString(os.Getenv("BATTY_LOG_LEVEL"))
+	if level == hclog.NoLevel {
+		level = hclog.Info
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: name, Level: level, Output: os.Stderr})
+}
+
+// Main is the `batty shim` entry point: it parses args, takes the control
+// socket from fd 3, does the handshake and serves until stopped. It returns
+// the process exit code: 0 after a clean stop, 1 on a runtime failure, 2
+// when it could not start.
+func Main(args []string) int {
+	log := NewLogger("shim")
+	cfg, err := ParseArgs(args)
+	if err != nil {
+		log.Error("Invalid shim settings", "error", err)
+		return 2
+	}
+	log = log.With("agent", cfg.Agent)
+	f := os.NewFile(ControlFD, "batty-control")
+	if f == nil {
+		log.Error("No control socket on fd 3: batty shim is started by batty (chat or the daemon), not by hand")
+		return 2
+	}
+	conn, err := protocol.FileConn(f, protocol.Options{})
+	if err != nil {
+		log.Error("No control socket on fd 3: batty shim is started by batty (chat or the daemon), not by hand", "error", err)
+		return 2
+	}
+	if err := conn.OfferHello(protocol.Hello{Agent: cfg.Agent, ThreadID: cfg.ThreadID}, protocol.DefaultHandshakeTimeout); err != nil {
+		conn.Close()
+		log.Error("Handshake failed: fd 3 does not speak the batty protocol", "error", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	if err := Run(ctx, conn, cfg, log); err != nil {
+		log.Error("Shim failed", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// Run serves one agent on an established (post-handshake) channel until it
+// is shut down, killed, ctx ends or the channel closes. It owns conn and
+// closes it. Before it returns, every codex process and every process a turn
+// left behind is gone.
+func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger) error {
+	defer conn.Close()
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := becomeSubreaper(); err != nil {
+		return err
+	}
+	s := &server{
+		cfg: cfg, conn: conn, log: log, born: time.Now(), reaper: newReaper(),
+		turnDone: make(chan turnResult), progress: make(chan threadSeen),
+		state: protocol.StateStarting, since: time.Now(), known: map[string]bool{}, threadID: cfg.ThreadID,
+	}
+	var err error
+	s.bin, err = codex.ResolveBinary(cfg.CodexBin)
+	if err != nil {
+		// Not fatal: every turn then fails with this error as a spawn
+		// failure, so the orchestrator sees why instead of a crash loop.
+		log.Error("Codex binary not usable", "bin", cfg.CodexBin, "error", err)
+		s.binErr = err
+	} else if s.bin.Launcher != "" {
+		log.Debug("Running the native codex binary instead of the npm launcher", "native", s.bin.Path, "launcher", s.bin.Launcher)
+	}
+	if s.execOpts, err = execOptions(cfg); err != nil {
+		return err
+	}
+	s.env = codexEnv(cfg, s.bin)
+	if s.tlog, err = openTranscript(cfg, log); err != nil {
+		return err
+	}
+	defer s.tlog.Close()
+	s.tlog.Notice(fmt.Sprintf("shim started for %s (pid %d, codex %s)", cfg.Agent, os.Getpid(), s.bin.Path))
+
+	rctx, cancel := context.WithCancel(context.Background())
+	reaperDone := make(chan struct{})
+	go func() {
+		defer close(reaperDone)
+		s.reaper.run(rctx)
+	}()
+	err = s.serve(ctx)
+	if n, kerr := s.reaper.killLeftovers(5 * time.Second); kerr != nil {
+		log.Error("Processes survived the shim's cleanup", "error", kerr)
+	} else if n > 0 {
+		log.Info("Killed leftover processes at exit", "count", n)
+	}
+	cancel()
+	<-reaperDone
+	return err
+}
+
+func openTranscript(cfg Config, log hclog.Logger) (*ptylog.Writer, error) {
+	if cfg.Transcript == "" {
+		return nil, nil
+	}
+	w, err := ptylog.Open(cfg.Transcript, ptylog.Options{
+		Color:   true,
+		OnError: func(err error) { log.Warn("Transcript write failed", "path", cfg.Transcript, "error", err) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open transcript: %w", err)
+	}
+	return w, nil
+}
+
+// execOptions adds the role's standing instructions to the codex settings
+// as developer instructions, so they reach the model on every turn of every
+// thread.
+func execOptions(cfg Config) (codex.ExecOptions, error) {
+	o := cfg.Exec
+	o.Config = append([]string(nil), o.Config...)
+	if cfg.InstructionsFile == "" {
+		return o, nil
+	}
+	b, err := os.ReadFile(cfg.InstructionsFile)
+	if err != nil {
+		return o, fmt.Errorf("read instructions: %w", err)
+	}
+	text := strings.TrimSpace(string(b))
+	if text == "" {
+		return o, nil
+	}
+	const maxArg = 100 << 10 // Linux caps one argv string at 128 KiB
+	if len(text) > maxArg {
+		return o, fmt.Errorf("instructions %s are %d bytes; keep them under %d", cfg.InstructionsFile, len(text), maxArg)
+	}
+	o.Config = append(o.Config, "developer_instructions="+codex.TOMLString(text))
+	return o, nil
+}
+
+// codexEnv is codex's environment: the shim's own, what the npm launcher
+// would have set, the configured extras, the agent's name, and the batty
+// binary's directory first on PATH so the agent can run `batty send`.
+func codexEnv(cfg Config, bin codex.Binary) []string {
+	env := bin.Environ(os.Environ())
+	if exe, err := os.Executable(); err == nil {
+		env = append(env, "PATH="+filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	env = append(env, cfg.Env...)
+	return append(env, "BATTY_AGENT="+cfg.Agent)
+}

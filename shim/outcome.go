@@ -1,0 +1,66 @@
+package shim
+
+import (
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/protocol"
+)
+
+// outcome decides how a turn ended. It is a pure function of what the turn
+// saw, in this order of evidence: a spawn error, turn.completed,
+// turn.failed, the shim's own stop, then codex's exit status and stderr.
+func outcome(r turnResult) (protocol.TurnStatus, protocol.FailureKind, string) {
+	switch {
+	case r.spawnErr != nil:
+		return protocol.TurnFailed, protocol.FailSpawn, r.spawnErr.Error()
+	case r.completed:
+		return protocol.TurnCompleted, protocol.FailNone, ""
+	case r.failedMsg != "":
+		kind := failureKind(codex.Classify(r.failedMsg))
+		if kind == protocol.FailNone {
+			kind = protocol.FailStream
+		}
+		return protocol.TurnFailed, kind, r.failedMsg
+	case r.stop == stopTimeout:
+		return protocol.TurnTimedOut, protocol.FailNone, r.stopDetail
+	case r.stop == stopInterrupt:
+		msg := r.stopDetail
+		if msg == "" {
+			msg = "turn interrupted"
+		}
+		return protocol.TurnInterrupted, protocol.FailNone, msg
+	}
+	msg := describeExit(r.exitCode, r.stderrTail)
+	if kind := failureKind(codex.ClassifyStderr(r.stderrTail)); kind != protocol.FailNone {
+		return protocol.TurnFailed, kind, msg
+	}
+	return protocol.TurnFailed, protocol.FailExit, msg
+}
+
+// failureKind maps codex's classification onto the protocol's failure kinds.
+func failureKind(f codex.Failure) protocol.FailureKind {
+	switch f {
+	case codex.FailureQuota:
+		return protocol.FailQuota
+	case codex.FailureAuth:
+		return protocol.FailAuth
+	case codex.FailureContextWindow:
+		return protocol.FailContextWindow
+	case codex.FailureResumeMissing, codex.FailureActiveWriter:
+		return protocol.FailResume
+	case codex.FailureTransient:
+		return protocol.FailStream
+	}
+	return protocol.FailNone
+}
+
+// contextUse estimates how much of the window the thread's history fills
+// after a turn. Usage is summed over every model request of the turn, and
+// each tool call adds one request that re-reads the history, so the input of
+// one request is about the turn's input divided by (1 + tool calls).
+func contextUse(turn protocol.Usage, toolCalls int, window int64) (used int64, pct float64) {
+	if window <= 0 || turn.Input <= 0 {
+		return 0, -1
+	}
+	used = turn.Input/int64(1+toolCalls) + turn.Output
+	return used, float64(used) * 100 / float64(window)
+}

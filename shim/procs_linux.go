@@ -1,0 +1,203 @@
+package shim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// becomeSubreaper makes this process the reaper of every orphan below it.
+// Codex starts the model's commands in new sessions, so killing codex's
+// process group never reaches them; as a child subreaper the shim inherits
+// them when their parents die and can kill and reap them.
+func becomeSubreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
+	}
+	return nil
+}
+
+// reaper tracks the processes the shim started with os/exec (managed: their
+// owner reaps them with Wait) and reaps every other child the kernel hands
+// the subreaper (orphans). The mutex is held across Start so an orphan scan
+// never reaps a managed child before it is registered.
+type reaper struct {
+	self    int
+	mu      sync.Mutex
+	managed map[int]bool
+}
+
+func newReaper() *reaper {
+	return &reaper{self: os.Getpid(), managed: map[int]bool{}}
+}
+
+// start starts cmd and registers it as managed.
+func (r *reaper) start(cmd *exec.Cmd) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	r.managed[cmd.Process.Pid] = true
+	return nil
+}
+
+// release forgets a managed pid once its owner has waited for it.
+func (r *reaper) release(pid int) {
+	r.mu.Lock()
+	delete(r.managed, pid)
+	r.mu.Unlock()
+}
+
+// run reaps orphans whenever a child changes state, until ctx ends.
+func (r *reaper) run(ctx context.Context) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGCHLD)
+	defer signal.Stop(ch)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+			r.reapOrphans()
+		}
+	}
+}
+
+// reapOrphans waits for every exited child that is not managed.
+func (r *reaper) reapOrphans() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range listProcs() {
+		if p.ppid == r.self && p.state == 'Z' && !r.managed[p.pid] {
+			var ws unix.WaitStatus
+			unix.Wait4(p.pid, &ws, unix.WNOHANG, nil)
+		}
+	}
+}
+
+// leftovers returns the live descendants of this process that are not
+// managed and not below a managed process.
+func (r *reaper) leftovers() []proc {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	procs := listProcs()
+	children := map[int][]proc{}
+	for _, p := range procs {
+		children[p.ppid] = append(children[p.ppid], p)
+	}
+	var out []proc
+	stack := []int{r.self}
+	for len(stack) > 0 {
+		pid := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, c := range children[pid] {
+			if r.managed[c.pid] {
+				continue
+			}
+			if c.state != 'Z' || c.ppid == r.self {
+				out = append(out, c)
+			}
+			stack = append(stack, c.pid)
+		}
+	}
+	return out
+}
+
+// killLeftovers SIGKILLs every unmanaged descendant (and its process group)
+// and reaps them, until none is left or timeout passes. It returns how many
+// processes it killed and an error naming the survivors.
+func (r *reaper) killLeftovers(timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	killed := map[int]bool{}
+	for {
+		left := r.leftovers()
+		live := 0
+		for _, p := range left {
+			if p.state == 'Z' {
+				continue
+			}
+			live++
+			if !killed[p.pid] {
+				killed[p.pid] = true
+				if p.pgid > 1 && p.pgid != r.pgid() {
+					unix.Kill(-p.pgid, unix.SIGKILL)
+				}
+				unix.Kill(p.pid, unix.SIGKILL)
+			}
+		}
+		r.reapOrphans()
+		if live == 0 {
+			return len(killed), nil
+		}
+		if time.Now().After(deadline) {
+			return len(killed), fmt.Errorf("%d processes survived SIGKILL for %s", live, timeout)
+		}
+		time.Sleep(10 * time.Millisecond) // the kernel is tearing them down
+	}
+}
+
+func (r *reaper) pgid() int {
+	g, _ := unix.Getpgid(r.self)
+	return g
+}
+
+// proc is one entry of /proc.
+type proc struct {
+	pid, ppid, pgid int
+	state           byte
+}
+
+// listProcs reads every process's pid, parent, group and state from /proc.
+// Processes that vanish while it reads are skipped.
+func listProcs() []proc {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	out := make([]proc, 0, len(names))
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		if p, ok := readProc(pid); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// readProc parses /proc/<pid>/stat: "pid (comm) state ppid pgrp ...". comm
+// may hold spaces and parentheses, so fields are taken after the last ')'.
+func readProc(pid int) (proc, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return proc{}, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return proc{}, false
+	}
+	f := bytes.Fields(b[i+2:])
+	if len(f) < 3 || len(f[0]) != 1 {
+		return proc{}, false
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgid, err2 := strconv.Atoi(string(f[2]))
+	if err1 != nil || err2 != nil {
+		return proc{}, false
+	}
+	return proc{pid: pid, ppid: ppid, pgid: pgid, state: f[0][0]}, true
+}

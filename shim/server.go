@@ -1,0 +1,383 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/ptylog"
+)
+
+// server is one shim: the loop goroutine owns every field below "loop
+// state"; turns and the command reader talk to it over channels.
+type server struct {
+	cfg      Config
+	conn     *protocol.Conn
+	log      hclog.Logger
+	tlog     *ptylog.Writer
+	bin      codex.Binary
+	binErr   error // why the codex binary cannot be used; every turn fails with it
+	execOpts codex.ExecOptions
+	env      []string
+	reaper   *reaper
+	born     time.Time
+
+	turnDone chan turnResult
+	progress chan threadSeen
+
+	// loop state
+	state     protocol.State
+	since     time.Time
+	queue     []protocol.SendMessage
+	known     map[string]bool // ids queued or in flight
+	cur       *turn
+	threadID  string
+	threadUse codex.Usage // last thread-cumulative usage codex reported
+	total     protocol.Usage
+	turns     int
+	failed    int
+	stopping  bool
+	resetNext string // reason of a ResetThread waiting for the turn in flight
+}
+
+// command is what the reader goroutine hands the loop: a message or the end
+// of the channel.
+type command struct {
+	msg protocol.Message
+	err error
+}
+
+// serve runs the loop until the shim is stopped, killed, or the orchestrator
+// goes away. Every accepted message gets its TurnFinished before it returns
+// (when the channel still works), and no codex process is left running.
+func (s *server) serve(ctx context.Context) error {
+	cmds := make(chan command)
+	readerDone := make(chan struct{})
+	quit := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			m, err := s.conn.Recv()
+			select {
+			case cmds <- command{msg: m, err: err}:
+			case <-quit:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(quit)
+		s.conn.Close()
+		<-readerDone
+	}()
+
+	s.setState(protocol.StateIdle, "ready")
+	var shutdownTimer <-chan time.Time
+	for {
+		if s.stopping && s.cur == nil {
+			s.setState(protocol.StateStopped, "shutdown complete")
+			return nil
+		}
+		select {
+		case c := <-cmds:
+			if c.err != nil {
+				if errors.Is(c.err, io.EOF) || errors.Is(c.err, protocol.ErrClosed) {
+					s.log.Info("Orchestrator closed the channel, stopping")
+				} else {
+					s.log.Error("Control channel failed, stopping", "error", c.err)
+				}
+				s.beginStop("orchestrator gone")
+				s.stopTurn()
+				cmds = nil
+				continue
+			}
+			if t := s.handleCommand(c.msg); t != nil {
+				shutdownTimer = t
+			}
+		case p := <-s.progress:
+			s.threadStarted(p)
+		case r := <-s.turnDone:
+			s.finishTurn(r)
+		case <-shutdownTimer:
+			shutdownTimer = nil
+			if s.cur != nil {
+				s.log.Info("Shutdown timeout reached, interrupting the turn", "message", s.cur.msg.ID)
+				s.stopTurn()
+			}
+		case <-ctx.Done():
+			s.beginStop("shim signalled")
+			s.stopTurn()
+			ctx = context.Background()
+		}
+	}
+}
+
+// handleCommand carries out one command. It returns a timer channel when the
+// command starts a shutdown with a timeout.
+func (s *server) handleCommand(m protocol.Message) <-chan time.Time {
+	switch c := m.(type) {
+	case protocol.SendMessage:
+		s.accept(c)
+	case protocol.Interrupt:
+		if s.cur == nil {
+			s.emit(protocol.Error{Command: protocol.KindInterrupt, Message: "no turn in flight"})
+			return nil
+		}
+		s.stopTurn()
+	case protocol.GetState:
+		r := protocol.StateReport{State: s.state, Since: s.since, ThreadID: s.threadID, QueueDepth: len(s.queue)}
+		if s.cur != nil {
+			r.InFlight = s.cur.msg.ID
+		}
+		s.emit(r)
+	case protocol.Capture:
+		s.emit(protocol.Transcript{Lines: s.tlog.Tail(c.Lines)})
+	case protocol.Ping:
+		s.emit(protocol.Pong{Nonce: c.Nonce})
+	case protocol.ResetThread:
+		reason := c.Reason
+		if reason == "" {
+			reason = "requested"
+		}
+		if s.cur != nil {
+			s.resetNext = reason
+			return nil
+		}
+		s.resetThread(reason)
+	case protocol.Shutdown:
+		s.log.Info("Shutdown requested", "timeout", c.Timeout, "reason", c.Reason)
+		if s.beginStop("shutdown: "+c.Reason) && s.cur != nil {
+			if c.Timeout <= 0 {
+				s.stopTurn()
+				return nil
+			}
+			return time.After(c.Timeout)
+		}
+	case protocol.Kill:
+		s.log.Info("Kill requested")
+		s.beginStop("killed")
+		s.stopTurn()
+	case protocol.Welcome:
+		s.emit(protocol.Error{Command: c.Kind(), Message: "unexpected welcome after the handshake"})
+	default:
+		s.emit(protocol.Error{Command: m.Kind(), Message: fmt.Sprintf("%s is not a command", m.Kind())})
+	}
+	return nil
+}
+
+// accept queues a message or rejects it; it never drops one silently.
+func (s *server) accept(m protocol.SendMessage) {
+	reject := func(r protocol.RejectReason, detail string) {
+		s.log.Warn("Message rejected", "message", m.ID, "reason", r, "detail", detail)
+		s.emit(protocol.Rejected{ID: m.ID, Reason: r, Detail: detail})
+	}
+	switch {
+	case m.ID == "":
+		reject(protocol.RejectInvalid, "message has no id")
+	case m.Body == "":
+		reject(protocol.RejectInvalid, "message body is empty")
+	case s.stopping:
+		reject(protocol.RejectTerminal, "shim is "+string(s.state))
+	case s.known[m.ID]:
+		reject(protocol.RejectDuplicate, "a message with this id is already queued or in flight")
+	case len(s.queue) >= s.cfg.QueueDepth:
+		reject(protocol.RejectQueueFull, fmt.Sprintf("queue full (%d waiting)", len(s.queue)))
+	default:
+		s.known[m.ID] = true
+		if s.cur == nil && len(s.queue) == 0 {
+			s.emit(protocol.Accepted{ID: m.ID, QueueDepth: 0})
+			s.startTurn(m, false)
+			return
+		}
+		s.queue = append(s.queue, m)
+		s.emit(protocol.Accepted{ID: m.ID, QueueDepth: len(s.queue)})
+	}
+}
+
+// startNext starts the head of the queue, or goes idle when it is empty.
+func (s *server) startNext() {
+	if len(s.queue) == 0 {
+		s.setState(protocol.StateIdle, "queue empty")
+		return
+	}
+	m := s.queue[0]
+	s.queue = s.queue[1:]
+	s.startTurn(m, false)
+}
+
+func (s *server) startTurn(m protocol.SendMessage, retried bool) {
+	s.cur = &turn{msg: m, threadID: s.threadID, retried: retried, started: time.Now(), stopCh: make(chan stopReason, 1)}
+	s.setState(protocol.StateWorking, "message "+m.ID)
+	s.tlog.TurnHeader(ptylog.TurnHeader{From: m.From, MessageID: m.ID, ThreadID: s.threadID, Resume: s.threadID != "", Attempt: m.Attempt, Time: s.cur.started})
+	go s.runTurn(s.cur)
+}
+
+// threadStarted records the thread codex named for the turn in flight.
+func (s *server) threadStarted(p threadSeen) {
+	if p.id == "" || p.id == s.threadID {
+		return
+	}
+	prev := s.threadID
+	reason := protocol.ThreadStarted
+	detail := ""
+	if p.t.threadID != "" && p.id != p.t.threadID {
+		reason = protocol.ThreadResumeChanged
+		detail = fmt.Sprintf("codex answered resume %s with thread %s", p.t.threadID, p.id)
+		s.warn(p.t.msg.ID, detail)
+	}
+	s.threadID = p.id
+	s.threadUse = codex.Usage{}
+	s.tlog.Notice(fmt.Sprintf("thread %s (%s)", p.id, reason))
+	s.emit(protocol.ThreadChanged{ThreadID: p.id, Previous: prev, Reason: reason, Detail: detail})
+}
+
+// resetThread forgets the current thread so the next turn starts fresh.
+func (s *server) resetThread(reason string) {
+	prev := s.threadID
+	s.threadID = ""
+	s.threadUse = codex.Usage{}
+	s.tlog.Notice("thread reset: " + reason)
+	s.emit(protocol.ThreadChanged{Previous: prev, Reason: protocol.ThreadReset, Detail: reason})
+}
+
+// finishTurn turns a turn's result into its events: the blocking condition
+// (quota, auth, context) first, then TurnFinished, then stats.
+func (s *server) finishTurn(r turnResult) {
+	t := r.turn
+	s.cur = nil
+	status, kind, errMsg := outcome(r)
+
+	// A resume codex cannot find is retried once on a fresh thread.
+	if kind == protocol.FailResume && t.threadID != "" && !t.retried && !s.stopping && r.stop == stopNone &&
+		codex.ClassifyStderr(r.stderrTail) == codex.FailureResumeMissing {
+		s.warn(t.msg.ID, "resume failed, retrying on a fresh thread: "+errMsg)
+		s.threadID = ""
+		s.threadUse = codex.Usage{}
+		s.emit(protocol.ThreadChanged{Previous: t.threadID, Reason: protocol.ThreadResumeFailed, Detail: errMsg})
+		s.startTurn(t.msg, true)
+		return
+	}
+
+	var turnUse protocol.Usage
+	if r.completed {
+		d := r.usage.Sub(s.threadUse)
+		s.threadUse = r.usage
+		turnUse = protocol.Usage{Input: d.InputTokens, CachedInput: d.CachedInputTokens, Output: d.OutputTokens, ReasoningOutput: d.ReasoningOutputTokens}
+		s.total = addUsage(s.total, turnUse)
+	}
+	used, pct := contextUse(turnUse, r.toolCalls, s.cfg.ContextWindow)
+	threadUse := protocol.Usage{Input: s.threadUse.InputTokens, CachedInput: s.threadUse.CachedInputTokens, Output: s.threadUse.OutputTokens, ReasoningOutput: s.threadUse.ReasoningOutputTokens}
+
+	switch kind {
+	case protocol.FailQuota:
+		at, _ := codex.ParseRetryAt(errMsg, time.Now(), time.Local)
+		s.emit(protocol.QuotaBlocked{MessageID: t.msg.ID, Message: errMsg, RetryAt: at})
+	case protocol.FailAuth:
+		s.emit(protocol.AuthRequired{MessageID: t.msg.ID, Message: errMsg})
+	case protocol.FailContextWindow:
+		s.emit(protocol.ContextExhausted{MessageID: t.msg.ID, ThreadID: s.threadID, Message: errMsg})
+	}
+	if status != protocol.TurnCompleted {
+		s.failed++
+		if kind == protocol.FailExit || kind == protocol.FailSpawn {
+			if tail := lastMeaningfulLine(r.stderrTail); tail != "" && tail != errMsg {
+				s.tlog.Warning("codex stderr: " + tail)
+			}
+		}
+	}
+	s.turns++
+	s.tlog.Usage(ptylog.UsageLine{TurnInput: turnUse.Input, TurnCachedInput: turnUse.CachedInput, TurnOutput: turnUse.Output,
+		TurnReasoning: turnUse.ReasoningOutput, TotalInput: threadUse.Input, TotalOutput: threadUse.Output, ContextPct: pct, Duration: r.duration})
+	s.tlog.TurnEnd(string(status), errMsg)
+	delete(s.known, t.msg.ID)
+	s.emit(protocol.TurnFinished{
+		MessageID: t.msg.ID, ThreadID: s.threadID, Status: status, Failure: kind, Error: errMsg,
+		Reply: r.reply, Usage: turnUse, Thread: threadUse, ContextPct: pct, ExitCode: r.exitCode, Duration: r.duration,
+	})
+	s.log.Info("Turn finished", "message", t.msg.ID, "status", status, "failure", kind, "duration", r.duration,
+		"input_tokens", turnUse.Input, "output_tokens", turnUse.Output)
+	if pct >= s.cfg.PressurePct {
+		s.emit(protocol.ContextPressure{ThreadID: s.threadID, UsedTokens: used, WindowTokens: s.cfg.ContextWindow, Pct: pct})
+	}
+	s.emit(protocol.SessionStats{Uptime: time.Since(s.born), Turns: s.turns, TurnsFailed: s.failed, Thread: threadUse, Total: s.total})
+
+	if s.resetNext != "" {
+		s.resetThread(s.resetNext)
+		s.resetNext = ""
+	}
+	if s.stopping {
+		s.abandonQueue()
+		return
+	}
+	s.startNext()
+}
+
+// beginStop moves to stopping; queued messages end as interrupted. It
+// reports whether this call started the stop.
+func (s *server) beginStop(reason string) bool {
+	if s.stopping {
+		return false
+	}
+	s.stopping = true
+	s.setState(protocol.StateStopping, reason)
+	s.tlog.Notice("stopping: " + reason)
+	s.abandonQueue()
+	return true
+}
+
+// stopTurn interrupts the turn in flight, if any.
+func (s *server) stopTurn() {
+	if s.cur != nil {
+		s.cur.requestStop(stopInterrupt)
+	}
+}
+
+// abandonQueue finishes every queued (never started) message as interrupted.
+func (s *server) abandonQueue() {
+	for _, m := range s.queue {
+		delete(s.known, m.ID)
+		s.emit(protocol.TurnFinished{MessageID: m.ID, ThreadID: s.threadID, Status: protocol.TurnInterrupted,
+			Error: "shim stopped before the turn started", ContextPct: -1, ExitCode: -1})
+	}
+	s.queue = nil
+}
+
+func (s *server) setState(to protocol.State, reason string) {
+	if s.state == to {
+		return
+	}
+	from := s.state
+	s.state, s.since = to, time.Now()
+	s.log.Debug("State changed", "from", from, "to", to, "reason", reason)
+	s.emit(protocol.StateChanged{From: from, To: to, Reason: reason})
+}
+
+// emit sends an event. A failed send is logged: the command reader sees
+// the broken channel and stops the shim.
+func (s *server) emit(m protocol.Message) {
+	if err := s.conn.Send(m); err != nil {
+		s.log.Debug("Event not sent", "event", m.Kind(), "error", err)
+	}
+}
+
+// warn sends a Warning and writes it to the transcript.
+func (s *server) warn(msgID, text string) {
+	s.tlog.Warning(text)
+	s.emit(protocol.Warning{MessageID: msgID, Message: text})
+}
+
+func (s *server) prompt(m protocol.SendMessage) string { return FormatPrompt(m) }
+
+func addUsage(a, b protocol.Usage) protocol.Usage {
+	return protocol.Usage{Input: a.Input + b.Input, CachedInput: a.CachedInput + b.CachedInput,
+		Output: a.Output + b.Output, ReasoningOutput: a.ReasoningOutput + b.ReasoningOutput}
+}

@@ -1,0 +1,135 @@
+package shim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/battyhq/batty/protocol"
+)
+
+// SpawnOptions say how to start a shim process.
+type SpawnOptions struct {
+	// Path is the executable (the batty binary); Args come before the shim
+	// flags (["shim"] for batty).
+	Path string
+	Args []string
+	// Env is the shim's environment (nil: this process's).
+	Env []string
+	// Dir is the shim's working directory ("" = this process's).
+	Dir string
+	// Stderr receives the shim's log (nil: discarded).
+	Stderr io.Writer
+	// Config is rendered as the shim's flags.
+	Config Config
+	// HandshakeTimeout bounds the Hello/Welcome exchange (default
+	// protocol.DefaultHandshakeTimeout).
+	HandshakeTimeout time.Duration
+}
+
+// Process is a running shim seen from its parent. Conn is the control
+// channel after the handshake; Hello is what the shim said in it. The
+// parent owns the process: it must call Wait (directly or via Stop).
+type Process struct {
+	Conn  *protocol.Conn
+	Hello protocol.Hello
+
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+	once    sync.Once
+}
+
+// Spawn starts a shim in its own process group with the control socket on
+// fd 3 and waits for its handshake. On failure nothing is left running.
+func Spawn(o SpawnOptions) (*Process, error) {
+	conn, remote, err := protocol.Socketpair(protocol.Options{})
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(o.Path, append(append([]string(nil), o.Args...), o.Config.Args()...)...)
+	cmd.Env = o.Env
+	cmd.Dir = o.Dir
+	cmd.Stdin = nil
+	cmd.Stdout = o.Stderr
+	cmd.Stderr = o.Stderr
+	cmd.ExtraFiles = []*os.File{remote} // fd 3
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		remote.Close()
+		conn.Close()
+		return nil, fmt.Errorf("start shim %s: %w", o.Path, err)
+	}
+	remote.Close()
+	p := &Process{Conn: conn, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+		// A shim that died takes its channel with it: unblock readers.
+		conn.Close()
+	}()
+	timeout := o.HandshakeTimeout
+	if timeout <= 0 {
+		timeout = protocol.DefaultHandshakeTimeout
+	}
+	p.Hello, err = conn.AcceptHello(timeout)
+	if err != nil {
+		p.Kill()
+		return nil, fmt.Errorf("shim %q: %w", o.Config.Agent, err)
+	}
+	return p, nil
+}
+
+// Pid is the shim's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed once the shim has exited and been reaped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait blocks until the shim exits and returns its exit error (nil for
+// status 0). It may be called any number of times.
+func (p *Process) Wait() error {
+	<-p.done
+	return p.waitErr
+}
+
+// ExitCode is the shim's exit status after Done, -1 when a signal killed it.
+func (p *Process) ExitCode() int {
+	<-p.done
+	return exitCode(p.cmd.ProcessState, p.waitErr)
+}
+
+// Stop asks the shim to shut down, letting the turn in flight run for up to
+// timeout, and waits for it to exit; past timeout plus a margin it is
+// killed. Events keep flowing on Conn until then; the caller keeps reading
+// them. Idempotent.
+func (p *Process) Stop(timeout time.Duration) error {
+	select {
+	case <-p.done:
+		return p.Wait()
+	default:
+	}
+	if err := p.Conn.Send(protocol.Shutdown{Timeout: timeout, Reason: "requested"}); err != nil && !errors.Is(err, protocol.ErrClosed) {
+		p.Kill()
+		return p.Wait()
+	}
+	select {
+	case <-p.done:
+	case <-time.After(timeout + 10*time.Second):
+		p.Kill()
+	}
+	return p.Wait()
+}
+
+// Kill ends the shim at once with SIGKILL and waits for it. The shim's
+// codex dies with it (parent-death signal); use Stop or a Kill command for
+// a cleanup of the model's detached commands. Idempotent.
+func (p *Process) Kill() {
+	p.once.Do(func() { syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL) })
+	<-p.done
+}

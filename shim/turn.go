@@ -1,0 +1,433 @@
+package shim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/ptylog"
+)
+
+// stopReason says why the shim ended a turn itself.
+type stopReason int
+
+const (
+	stopNone      stopReason = iota
+	stopInterrupt            // Interrupt, Shutdown timeout, Kill, orchestrator gone
+	stopTimeout              // turn or idle timeout
+)
+
+// stderrKeep is how much of codex's stderr a turn keeps for diagnosis.
+const stderrKeep = 16 << 10
+
+// stdoutDrainGrace bounds how long stdout may stay open after codex exits
+// (a leftover descendant holding the pipe).
+const stdoutDrainGrace = 2 * time.Second
+
+// turn is one codex process running one message. The loop goroutine creates
+// it; run owns the process and reports exactly one turnResult.
+type turn struct {
+	msg      protocol.SendMessage
+	threadID string // resumed thread, "" for a fresh one
+	retried  bool   // already retried on a fresh thread after resume failed
+	started  time.Time
+	stopCh   chan stopReason // buffered(1); the first stop request wins
+	pid      int
+}
+
+// requestStop asks the turn to stop; later requests are ignored.
+func (t *turn) requestStop(r stopReason) {
+	select {
+	case t.stopCh <- r:
+	default:
+	}
+}
+
+// turnResult is everything a finished turn tells the loop.
+type turnResult struct {
+	turn       *turn
+	spawnErr   error
+	stop       stopReason
+	stopDetail string
+	threadID   string // from thread.started
+	completed  bool
+	usage      codex.Usage // thread-cumulative, from turn.completed
+	failedMsg  string      // turn.failed message
+	reply      string
+	toolCalls  int
+	exitCode   int // -1: killed by a signal or never ran
+	stderrTail string
+	duration   time.Duration
+}
+
+// threadSeen is sent to the loop as soon as codex names the thread.
+type threadSeen struct {
+	t  *turn
+	id string
+}
+
+// runTurn runs t to the end and sends its result on s.turnDone. It never
+// returns before codex and everything the turn left behind is gone when the
+// turn was stopped.
+func (s *server) runTurn(t *turn) {
+	res := s.execTurn(t)
+	res.turn = t
+	res.duration = time.Since(t.started)
+	s.turnDone <- res
+}
+
+func (s *server) execTurn(t *turn) turnResult {
+	res := turnResult{exitCode: -1}
+	if s.binErr != nil {
+		res.spawnErr = s.binErr
+		return res
+	}
+	args := codex.ExecArgs(s.execOpts, t.threadID)
+	cmd := exec.Command(s.bin.Path, args...)
+	cmd.Dir = s.cfg.Cwd
+	cmd.Env = s.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		res.spawnErr = fmt.Errorf("stdin pipe: %w", err)
+		return res
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		res.spawnErr = fmt.Errorf("stdout pipe: %w", err)
+		return res
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		stdoutR.Close()
+		stdoutW.Close()
+		res.spawnErr = fmt.Errorf("stderr pipe: %w", err)
+		return res
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	err = s.reaper.start(cmd)
+	stdinR.Close()
+	stdoutW.Close()
+	stderrW.Close()
+	if err != nil {
+		stdinW.Close()
+		stdoutR.Close()
+		stderrR.Close()
+		res.spawnErr = fmt.Errorf("start %s: %w", s.bin.Path, err)
+		return res
+	}
+	t.pid = cmd.Process.Pid
+	s.log.Debug("Codex started", "pid", t.pid, "message", t.msg.ID, "resume", t.threadID)
+	s.emit(protocol.TurnStarted{MessageID: t.msg.ID, ThreadID: t.threadID, Resume: t.threadID != "", PID: t.pid})
+
+	// The prompt goes on stdin from its own goroutine, then stdin is closed:
+	// codex waits for EOF before it starts.
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer stdinW.Close()
+		if _, err := io.WriteString(stdinW, s.prompt(t.msg)); err != nil {
+			s.log.Debug("Writing prompt failed", "message", t.msg.ID, "error", err)
+		}
+	}()
+	stderr := &tailBuffer{max: stderrKeep}
+	go func() {
+		defer wg.Done()
+		defer stderrR.Close()
+		io.Copy(stderr, stderrR)
+	}()
+
+	procExited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(procExited)
+	}()
+	exited := procExited // select case; nil once seen
+
+	lines := make(chan lineResult, 16)
+	go readEvents(stdoutR, lines)
+
+	turnTimer := time.NewTimer(s.cfg.TurnTimeout)
+	defer turnTimer.Stop()
+	idleTimer := time.NewTimer(s.cfg.IdleTimeout)
+	defer idleTimer.Stop()
+	var drainTimer <-chan time.Time
+	stopDone := make(chan struct{})
+	stopping := false
+	openItems := map[string]bool{} // running commands: the idle timeout waits for them
+	stdoutOpen := true
+	exitSeen := false
+
+	stop := func(r stopReason, detail string) {
+		if stopping {
+			return
+		}
+		stopping = true
+		res.stop, res.stopDetail = r, detail
+		go func() {
+			s.stopProcess(cmd.Process.Pid, procExited)
+			close(stopDone)
+		}()
+	}
+
+	for stdoutOpen || !exitSeen {
+		select {
+		case lr, ok := <-lines:
+			if !ok {
+				stdoutOpen, lines = false, nil
+				continue
+			}
+			if lr.err != nil {
+				s.warn(t.msg.ID, fmt.Sprintf("codex output: %v", lr.err))
+				continue
+			}
+			if len(openItems) == 0 {
+				resetTimer(idleTimer, s.cfg.IdleTimeout)
+			}
+			s.handleEvent(t, lr.ev, &res, openItems)
+			if len(openItems) > 0 {
+				idleTimer.Stop()
+			} else {
+				resetTimer(idleTimer, s.cfg.IdleTimeout)
+			}
+		case <-exited:
+			exitSeen, exited = true, nil
+			if stdoutOpen {
+				drainTimer = time.After(stdoutDrainGrace)
+			}
+		case <-drainTimer:
+			drainTimer = nil
+			stdoutR.SetReadDeadline(time.Now())
+		case r := <-t.stopCh:
+			stop(r, "")
+		case <-turnTimer.C:
+			stop(stopTimeout, fmt.Sprintf("turn exceeded the turn timeout of %s", s.cfg.TurnTimeout))
+		case <-idleTimer.C:
+			stop(stopTimeout, fmt.Sprintf("codex printed nothing for %s (idle timeout)", s.cfg.IdleTimeout))
+		}
+	}
+	if stopping {
+		<-stopDone
+	}
+	wg.Wait()
+	stdoutR.Close()
+	s.reaper.release(cmd.Process.Pid)
+	res.stderrTail = stderr.String()
+	res.exitCode = exitCode(cmd.ProcessState, waitErr)
+	if stopping || res.exitCode < 0 {
+		if n, err := s.reaper.killLeftovers(5 * time.Second); err != nil {
+			s.log.Error("Processes left by the turn survived", "message", t.msg.ID, "error", err)
+		} else if n > 0 {
+			s.log.Info("Killed processes left by the turn", "message", t.msg.ID, "count", n)
+		}
+	}
+	return res
+}
+
+// stopProcess ends codex: SIGINT to the process (codex then interrupts the
+// turn and kills its commands), then SIGKILL to its group after the grace.
+func (s *server) stopProcess(pid int, exited <-chan struct{}) {
+	syscall.Kill(pid, syscall.SIGINT)
+	select {
+	case <-exited:
+		return
+	case <-time.After(s.cfg.StopGrace):
+	}
+	s.log.Warn("Codex ignored SIGINT, killing its process group", "pid", pid, "grace", s.cfg.StopGrace)
+	syscall.Kill(-pid, syscall.SIGKILL)
+	<-exited
+}
+
+// handleEvent applies one codex event to the turn and the transcript.
+func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems map[string]bool) {
+	tl := s.tlog
+	switch ev.Type {
+	case codex.TypeThreadStarted:
+		res.threadID = ev.ThreadID
+		s.progress <- threadSeen{t: t, id: ev.ThreadID}
+	case codex.TypeTurnCompleted:
+		res.completed = true
+		res.usage = ev.Usage
+	case codex.TypeTurnFailed:
+		res.failedMsg = ev.Message
+		tl.Error(ev.Message)
+	case codex.TypeError:
+		if codex.IsRetryNotice(ev.Message) {
+			tl.Warning(ev.Message)
+		} else {
+			tl.Error(ev.Message)
+		}
+	case codex.TypeItemStarted, codex.TypeItemUpdated, codex.TypeItemCompleted:
+		if ev.Item == nil {
+			return
+		}
+		it := ev.Item
+		done := ev.Type == codex.TypeItemCompleted
+		switch it.Type {
+		case codex.ItemAgentMessage:
+			if done {
+				res.reply = it.Text
+				tl.AgentMessage(it.Text)
+			}
+		case codex.ItemReasoning:
+			if done {
+				tl.Reasoning(it.Text)
+			}
+		case codex.ItemCommandExecution:
+			if ev.Type == codex.TypeItemStarted {
+				openItems[it.ID] = true
+				tl.CommandStarted(it.Command)
+			} else if done {
+				delete(openItems, it.ID)
+				res.toolCalls++
+				tl.CommandFinished(it.Command, it.ExitCode, it.Status, it.AggregatedOutput)
+			}
+		case codex.ItemFileChange:
+			if done {
+				res.toolCalls++
+				ch := make([]ptylog.FileChange, 0, len(it.Changes))
+				for _, c := range it.Changes {
+					ch = append(ch, ptylog.FileChange{Path: c.Path, Kind: c.Kind})
+				}
+				tl.FileChanges(ch)
+			}
+		case codex.ItemWebSearch:
+			if done {
+				res.toolCalls++
+				tl.WebSearch(it.Query)
+			}
+		case codex.ItemError:
+			if done {
+				s.warn(t.msg.ID, it.Message)
+			}
+		default:
+			if done && it.Type != "" && it.Type != codex.ItemTodoList {
+				res.toolCalls++
+			}
+		}
+	}
+}
+
+// lineResult is one decoded stdout line or a non-fatal decoding problem.
+type lineResult struct {
+	ev  codex.Event
+	err error
+}
+
+// readEvents decodes codex's stdout until EOF (or a forced read deadline)
+// and closes out.
+func readEvents(r io.Reader, out chan<- lineResult) {
+	defer close(out)
+	rd := codex.NewReader(r, 0)
+	for {
+		ev, err := rd.Next()
+		if err == nil {
+			out <- lineResult{ev: ev}
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		var le *codex.LineError
+		if errors.Is(err, codex.ErrLineTooLong) || errors.As(err, &le) {
+			out <- lineResult{err: err}
+			continue
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
+			out <- lineResult{err: fmt.Errorf("read codex output: %w", err)}
+		}
+		return
+	}
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	t.Stop()
+	t.Reset(d)
+}
+
+// exitCode is the process's exit status, or -1 when a signal killed it or
+// it never ran.
+func exitCode(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1
+	}
+	return ps.ExitCode()
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// describeExit renders how codex ended for a failure message.
+func describeExit(code int, stderr string) string {
+	msg := "codex was killed by a signal"
+	if code >= 0 {
+		msg = "codex exited with status " + strconv.Itoa(code) + " without finishing the turn"
+	}
+	if line := lastMeaningfulLine(stderr); line != "" {
+		msg += ": " + line
+	}
+	return msg
+}
+
+// lastMeaningfulLine picks the error line from codex's stderr, skipping
+// backtrace noise.
+func lastMeaningfulLine(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "Error:") || strings.HasPrefix(l, "No prompt provided") {
+			return l
+		}
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l != "" && !strings.HasPrefix(l, "Stack backtrace") && !strings.HasPrefix(l, "<unknown>") && !isFrame(l) {
+			return l
+		}
+	}
+	return ""
+}
+
+func isFrame(l string) bool {
+	f := strings.Fields(l)
+	return len(f) > 0 && strings.HasSuffix(f[0], ":") && strings.Trim(f[0], "0123456789:") == ""
+}

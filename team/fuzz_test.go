@@ -1,0 +1,117 @@
+package team
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// FuzzParse checks that Parse never panics and that its results are
+// consistent: valid configs expand to unique valid agent names, and every
+// problem carries a line number of at least 1 whenever it names one.
+// Seeds live in testdata/fuzz/FuzzParse.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("name: t\nroles: [{name: a, prompt: prompts/a.md}]\n"))
+	dir := newTeamDir(f)
+	path := filepath.Join(dir, "team.yaml")
+	lineRE := regexp.MustCompile(`^` + regexp.QuoteMeta(path) + `:(\d+)(?::(\d+))?: `)
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse(path, data)
+		if err != nil {
+			if cfg != nil {
+				t.Fatalf("Parse returned both a config and an error")
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("error is %T, want *ValidationError: %v", err, err)
+			}
+			if len(ve.Problems) == 0 {
+				t.Fatalf("ValidationError without problems")
+			}
+			for _, p := range ve.Problems {
+				if p.File != path || p.Message == "" || p.Line < 0 || p.Column < 0 || (p.Column > 0 && p.Line < 1) {
+					t.Fatalf("malformed problem %+v", p)
+				}
+			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !strings.HasPrefix(line, path+":") {
+					continue // a message containing a newline
+				}
+				if m := lineRE.FindStringSubmatch(line); m != nil {
+					if n, _ := strconv.Atoi(m[1]); n < 1 {
+						t.Fatalf("problem names line %d: %q", n, line)
+					}
+				}
+			}
+			return
+		}
+		if cfg == nil || !ValidName(cfg.Name) || len(cfg.Roles) == 0 || cfg.QueueDepth < 1 ||
+			cfg.Timeouts.Turn <= 0 || cfg.Timeouts.Idle <= 0 || cfg.Timeouts.Shutdown <= 0 {
+			t.Fatalf("invalid config accepted: %+v", cfg)
+		}
+		seen := map[string]bool{}
+		for _, r := range cfg.Roles {
+			if !ValidName(r.Name) || r.Name == Human || r.Instances < 1 || r.Instances > MaxInstances || r.Line < 1 {
+				t.Fatalf("invalid role accepted: %+v", r)
+			}
+			if r.Codex.Bin == "" || r.Codex.Sandbox == "" || r.Codex.ApprovalPolicy == "" || r.Codex.ContextWindow < 1 {
+				t.Fatalf("incomplete codex settings: %+v", r.Codex)
+			}
+			if got, err := cfg.ResolveRecipient(r.Name); err != nil || len(got) != r.Instances || got[0].Role != r.Name {
+				t.Fatalf("ResolveRecipient(%q) = %v, %v", r.Name, got, err)
+			}
+			for _, to := range r.TalksTo {
+				if _, ok := cfg.role(to); !ok {
+					t.Fatalf("talks_to names unknown role %q", to)
+				}
+			}
+		}
+		for _, a := range cfg.Agents() {
+			if !ValidName(a.Name) || seen[a.Name] {
+				t.Fatalf("bad or duplicate agent name %q", a.Name)
+			}
+			seen[a.Name] = true
+			got, err := cfg.ResolveRecipient(a.Name)
+			if err != nil || len(got) != 1 || got[0].Name != a.Name {
+				t.Fatalf("ResolveRecipient(%q) = %v, %v", a.Name, got, err)
+			}
+			if !cfg.MayTalk(a.Name, Human) || !cfg.MayTalk(Human, a.Name) {
+				t.Fatalf("human link broken for %q", a.Name)
+			}
+		}
+	})
+}
+
+// TestFuzzSeeds checks that the seed corpus still means what its file
+// names say: valid_* seeds load cleanly and invalid_* seeds are rejected.
+func TestFuzzSeeds(t *testing.T) {
+	dir := newTeamDir(t)
+	seeds, err := filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzParse", "*"))
+	if err != nil || len(seeds) == 0 {
+		t.Fatalf("no seeds: %v", err)
+	}
+	for _, seed := range seeds {
+		raw, err := os.ReadFile(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, ok := strings.CutPrefix(strings.TrimSpace(string(raw)), "go test fuzz v1\n[]byte(")
+		body, ok2 := strings.CutSuffix(body, ")")
+		data, err := strconv.Unquote(body)
+		if !ok || !ok2 || err != nil {
+			t.Fatalf("%s: not in fuzz corpus format", seed)
+		}
+		_, err = Parse(filepath.Join(dir, "team.yaml"), []byte(data))
+		switch name := filepath.Base(seed); {
+		case strings.HasPrefix(name, "valid_") && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case strings.HasPrefix(name, "invalid_") && err == nil:
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

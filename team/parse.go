@@ -1,0 +1,584 @@
+package team
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Keys accepted in each section of a team file.
+var (
+	topKeys     = []string{"name", "codex", "timeouts", "queue_depth", "roles"}
+	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "args", "config", "env", "codex_home", "context_window"}
+	timeoutKeys = []string{"turn", "idle", "shutdown"}
+	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "codex"}
+)
+
+// Allowed values of the enumerated Codex settings.
+var (
+	reasoningEfforts = []string{"minimal", "low", "medium", "high", "xhigh"}
+	sandboxModes     = []string{"read-only", "workspace-write", "danger-full-access"}
+	approvalPolicies = []string{"untrusted", "on-failure", "on-request", "never"}
+)
+
+// Defaults for keys that are absent from the file.
+const (
+	defaultQueueDepth    = 16
+	maxQueueDepth        = 1024
+	defaultContextWindow = 272000
+	defaultTurn          = 60 * time.Minute
+	defaultIdle          = 10 * time.Minute
+	defaultShutdown      = 30 * time.Second
+)
+
+// defaultCodex returns the Codex settings used when the file sets none.
+func defaultCodex() CodexSettings {
+	return CodexSettings{
+		Bin:            "codex",
+		Sandbox:        "workspace-write",
+		ApprovalPolicy: "never",
+		ContextWindow:  defaultContextWindow,
+	}
+}
+
+// Load reads and validates the team file at path (see Parse). A file that
+// cannot be read yields an error wrapping the underlying *fs.PathError.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading team file: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse validates the team file contents data. path is used verbatim in
+// problem messages (an empty path stands for "team.yaml") and, made
+// absolute, to resolve relative paths in the file; prompt files and working
+// directories are checked on disk.
+//
+// On success every default is applied and the Config is complete. When the
+// file is invalid the error is a *ValidationError listing every problem
+// found, each with the file, line and column where possible. Parse never
+// panics, whatever data holds.
+func Parse(path string, data []byte) (*Config, error) {
+	if path == "" {
+		path = "team.yaml"
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("resolving team file path %s: %w", path, err)
+	}
+	p := &parser{file: path, dir: filepath.Dir(abs)}
+	cfg := &Config{
+		Codex:      defaultCodex(),
+		Timeouts:   Timeouts{Turn: defaultTurn, Idle: defaultIdle, Shutdown: defaultShutdown},
+		QueueDepth: defaultQueueDepth,
+		Path:       abs,
+		Dir:        p.dir,
+	}
+	if root := p.decode(data); root != nil {
+		p.config(root, cfg)
+	}
+	if len(p.problems) > 0 {
+		return nil, &ValidationError{Problems: sortProblems(p.problems)}
+	}
+	return cfg, nil
+}
+
+// yamlLineRE extracts the line number from a YAML syntax error.
+var yamlLineRE = regexp.MustCompile(`^(?s)yaml: line (\d+): (.*)$`)
+
+// anchorRE matches the YAML error for an alias to an undefined anchor.
+var anchorRE = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
+
+// decode parses data as a single YAML document and returns its root node,
+// or nil after recording a problem.
+func (p *parser) decode(data []byte) (root *yaml.Node) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.add(nil, "", "cannot parse YAML: %v", r)
+			root = nil
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			p.add(nil, "run `batty init` for an example", "file is empty")
+		} else {
+			p.syntax(err, data)
+		}
+		return nil
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		at := &extra
+		if at.Line == 0 && len(at.Content) > 0 {
+			at = at.Content[0]
+		}
+		p.add(at, "remove the \"---\" separator and everything after it", "file contains more than one YAML document")
+	case !errors.Is(err, io.EOF):
+		p.syntax(err, data)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || isNull(doc.Content[0]) {
+		p.add(nil, "run `batty init` for an example", "file is empty")
+		return nil
+	}
+	return doc.Content[0]
+}
+
+// syntax records a YAML syntax error, keeping its line number when known.
+func (p *parser) syntax(err error, data []byte) {
+	msg := err.Error()
+	pr := Problem{File: p.file, Message: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	if m := anchorRE.FindStringSubmatch(msg); m != nil {
+		// The YAML library does not say where an unknown alias is used.
+		if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
+			pr.Line = 1 + bytes.Count(data[:i], []byte("\n"))
+			pr.Column = 1 + i - (bytes.LastIndexByte(data[:i], '\n') + 1)
+			pr.Hint = "define the anchor with &" + m[1] + " before using it"
+		}
+	}
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		if line, err := strconv.Atoi(m[1]); err == nil && line > 0 {
+			pr.Line = line
+			pr.Message = "invalid YAML: " + m[2]
+			lines := bytes.Split(data, []byte("\n"))
+			for _, l := range lines[max(0, line-2):min(len(lines), line+1)] {
+				if bytes.HasPrefix(bytes.TrimLeft(l, " "), []byte("\t")) {
+					pr.Hint = "indent with spaces; YAML does not allow tabs"
+				}
+			}
+		}
+	}
+	p.problems = append(p.problems, pr)
+}
+
+// roleDraft is a role being validated, with the nodes needed for
+// positioned cross-role messages.
+type roleDraft struct {
+	Role
+	nameNode *yaml.Node // nil when the role has no valid name
+	talksTo  []item
+}
+
+// config validates the root mapping into cfg.
+func (p *parser) config(root *yaml.Node, cfg *Config) {
+	d := deref(root)
+	if d == nil || d.Kind != yaml.MappingNode {
+		p.add(root, "start with \"name: my-team\" and a \"roles:\" list; run `batty init` for an example",
+			"team file must be a mapping of keys, not %s", kindName(root))
+		return
+	}
+	f, _ := p.mapping(d, "team file", topKeys)
+
+	if e, ok := f["name"]; ok {
+		if s, ok := p.name(e.val, "team name"); ok {
+			cfg.Name = s
+		}
+	} else {
+		p.add(d, `add e.g. "name: my-team"`, "missing required key \"name\"")
+	}
+
+	if e, ok := f["codex"]; ok {
+		cfg.Codex = p.codex(e.val, "codex").apply(cfg.Codex)
+	}
+
+	if e, ok := f["timeouts"]; ok {
+		tf, _ := p.mapping(e.val, "timeouts", timeoutKeys)
+		for key, dst := range map[string]*time.Duration{
+			"turn": &cfg.Timeouts.Turn, "idle": &cfg.Timeouts.Idle, "shutdown": &cfg.Timeouts.Shutdown,
+		} {
+			if te, ok := tf[key]; ok {
+				if v, ok := p.duration(te.val, "timeouts."+key); ok {
+					*dst = v
+				}
+			}
+		}
+	}
+
+	if e, ok := f["queue_depth"]; ok {
+		if v, ok := p.integer(e.val, "queue_depth", 1, maxQueueDepth); ok {
+			cfg.QueueDepth = v
+		}
+	}
+
+	e, ok := f["roles"]
+	if !ok {
+		p.add(d, "add a \"roles:\" list with at least one role", "no roles defined")
+		return
+	}
+	rn := deref(e.val)
+	switch {
+	case isNull(rn) || (rn.Kind == yaml.SequenceNode && len(rn.Content) == 0):
+		p.add(e.key, "add at least one role, e.g. \"- name: engineer\"", "no roles defined")
+		return
+	case rn.Kind != yaml.SequenceNode:
+		p.add(e.val, "write a list of roles, each starting with \"- name:\"", "roles must be a list, not %s", kindName(e.val))
+		return
+	}
+	var drafts []*roleDraft
+	for _, n := range rn.Content {
+		if !p.visit(n) {
+			return
+		}
+		drafts = append(drafts, p.role(n, cfg))
+	}
+	p.crossCheck(drafts)
+	for _, r := range drafts {
+		cfg.Roles = append(cfg.Roles, r.Role)
+	}
+}
+
+// name decodes a required team or role name.
+func (p *parser) name(n *yaml.Node, what string) (string, bool) {
+	if isNull(n) {
+		p.add(n, nameHint(""), "%s must not be empty", what)
+		return "", false
+	}
+	s, ok := p.str(n, what)
+	switch {
+	case !ok:
+		return "", false
+	case len(s) > MaxNameLen && ValidName(s[:MaxNameLen]):
+		p.add(n, nameHint(s), "%s is too long (%d characters, at most %d)", what, len(s), MaxNameLen)
+		return "", false
+	case !ValidName(s):
+		p.add(n, nameHint(s), "invalid %s %.60q", what, s)
+		return "", false
+	}
+	return s, true
+}
+
+// role validates one element of the roles list.
+func (p *parser) role(n *yaml.Node, cfg *Config) *roleDraft {
+	r := &roleDraft{Role: Role{Instances: 1, Cwd: cfg.Dir, Codex: cfg.Codex.clone(), Line: n.Line}}
+	d := deref(n)
+	if d == nil || d.Kind != yaml.MappingNode {
+		p.add(n, "each role is a mapping starting with \"- name:\"", "role must be a mapping, not %s", kindName(n))
+		return r
+	}
+	r.Line = d.Line
+	f, _ := p.mapping(d, "role", roleKeys)
+
+	if e, ok := f["name"]; ok {
+		if s, ok := p.name(e.val, "role name"); ok {
+			if s == Human {
+				p.add(e.val, `"human" always means the person running batty; pick another name`, "role name %q is reserved", s)
+			} else {
+				r.Name, r.nameNode = s, e.val
+			}
+		}
+	} else {
+		p.add(d, `add e.g. "name: engineer"`, "role is missing required key \"name\"")
+	}
+
+	if e, ok := f["instances"]; ok {
+		if v, ok := p.integer(e.val, "instances", 1, MaxInstances); ok {
+			r.Instances = v
+		}
+	}
+
+	if e, ok := f["prompt"]; ok {
+		if s, ok := p.str(e.val, "prompt"); ok && s != "" {
+			if abs, ok := p.path(e.val, s); ok && p.checkFile(e.val, "prompt file", s, abs, false) {
+				r.Prompt = abs
+			}
+		}
+	}
+
+	if e, ok := f["cwd"]; ok {
+		if s, ok := p.str(e.val, "cwd"); ok && s != "" {
+			if abs, ok := p.path(e.val, s); ok && p.checkFile(e.val, "cwd", s, abs, true) {
+				r.Cwd = abs
+			}
+		}
+	}
+
+	if e, ok := f["talks_to"]; ok {
+		r.talksTo, _ = p.strList(e.val, "talks_to")
+	}
+
+	if e, ok := f["codex"]; ok {
+		r.Codex = p.codex(e.val, "codex").apply(cfg.Codex)
+	}
+	return r
+}
+
+// path expands a leading "~/" and makes s absolute relative to the team
+// file's directory.
+func (p *parser) path(n *yaml.Node, s string) (string, bool) {
+	if rest, ok := strings.CutPrefix(s, "~/"); ok {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			p.add(n, "write an absolute path", "cannot expand %.60q: %v", s, err)
+			return "", false
+		}
+		s = filepath.Join(home, rest)
+	}
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(p.dir, s)
+	}
+	return filepath.Clean(s), true
+}
+
+// checkFile reports unless abs is a readable file (or, with wantDir, an
+// existing directory).
+func (p *parser) checkFile(n *yaml.Node, what, written, abs string, wantDir bool) bool {
+	hint := "relative paths are resolved against " + p.dir
+	if filepath.IsAbs(written) {
+		hint = ""
+	}
+	st, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		p.add(n, hint, "%s %.80q does not exist", what, written)
+		return false
+	case err != nil:
+		p.add(n, "", "%s %.80q: %v", what, written, errors.Unwrap(err))
+		return false
+	case wantDir && !st.IsDir():
+		p.add(n, "", "%s %.80q is not a directory", what, written)
+		return false
+	case !wantDir && st.IsDir():
+		p.add(n, "", "%s %.80q is a directory, not a file", what, written)
+		return false
+	}
+	if !wantDir {
+		fh, err := os.Open(abs)
+		if err != nil {
+			p.add(n, "", "%s %.80q is not readable: %v", what, written, errors.Unwrap(err))
+			return false
+		}
+		fh.Close()
+	}
+	return true
+}
+
+// crossCheck validates what depends on several roles: unique role and agent
+// names, agent name lengths and talks_to references.
+func (p *parser) crossCheck(drafts []*roleDraft) {
+	var names []string
+	byName := map[string]*roleDraft{}
+	for _, r := range drafts {
+		if r.nameNode == nil {
+			continue
+		}
+		if first, dup := byName[r.Name]; dup {
+			p.add(r.nameNode, fmt.Sprintf("first defined at line %d", first.nameNode.Line), "duplicate role name %q", r.Name)
+			r.nameNode = nil // skip it in the checks below
+			continue
+		}
+		byName[r.Name] = r
+		names = append(names, r.Name)
+	}
+
+	// Role names and agent names share one namespace (`batty send` accepts
+	// both), so every name a role claims must be unclaimed by other roles.
+	owner := map[string]*roleDraft{}
+	for _, r := range drafts {
+		if r.nameNode == nil {
+			continue
+		}
+		claims := []string{r.Name}
+		if r.Instances > 1 {
+			for i := 1; i <= r.Instances; i++ {
+				claims = append(claims, agentName(r.Name, r.Instances, i))
+			}
+			if last := claims[len(claims)-1]; len(last) > MaxNameLen {
+				p.add(r.nameNode, fmt.Sprintf("shorten the role name to at most %d characters", MaxNameLen-(len(last)-len(r.Name))),
+					"agent name %q would be %d characters long; the limit is %d", last, len(last), MaxNameLen)
+			}
+		}
+		for _, c := range claims {
+			prev, taken := owner[c]
+			if !taken {
+				owner[c] = r
+				continue
+			}
+			isAgent := func(d *roleDraft) bool { return c != d.Name || d.Instances == 1 }
+			where := fmt.Sprintf("role %q on line %d", prev.Name, prev.nameNode.Line)
+			if isAgent(r) && isAgent(prev) {
+				p.add(r.nameNode, "also an agent of "+where+"; rename one of the roles", "duplicate agent name %q", c)
+			} else {
+				p.add(r.nameNode, fmt.Sprintf("%s; `batty send %s` would be ambiguous, rename one of the roles", where, c),
+					"name %q is used both as a role name and as an agent name", c)
+			}
+		}
+	}
+
+	known := append([]string{Human}, names...)
+	for _, r := range drafts {
+		for _, t := range r.talksTo {
+			switch {
+			case t.val == Human:
+			case byName[t.val] != nil:
+				if !slices.Contains(r.TalksTo, t.val) {
+					r.TalksTo = append(r.TalksTo, t.val)
+				}
+			default:
+				hint := didYouMean(t.val, known)
+				if hint == "" {
+					hint = "roles: " + strings.Join(names, ", ")
+				}
+				p.add(t.node, hint, "talks_to names unknown role %.60q", t.val)
+			}
+		}
+	}
+}
+
+// codexOverlay holds the Codex keys set in one codex section.
+type codexOverlay struct {
+	strs          map[string]string
+	args          []string
+	argsSet       bool
+	config, env   map[string]string
+	contextWindow int
+}
+
+// codex validates a codex section.
+func (p *parser) codex(n *yaml.Node, what string) codexOverlay {
+	o := codexOverlay{strs: map[string]string{}}
+	f, ok := p.mapping(n, what, codexKeys)
+	if !ok {
+		return o
+	}
+	set := func(key string, v string, ok bool) {
+		if ok {
+			o.strs[key] = v
+		}
+	}
+	for _, key := range []string{"bin", "model", "codex_home"} {
+		e, ok := f[key]
+		if !ok {
+			continue
+		}
+		s, ok := p.str(e.val, what+"."+key)
+		switch {
+		case !ok:
+		case key == "bin" && s == "":
+			p.add(e.val, `e.g. "codex" or "/usr/local/bin/codex"`, "%s.bin must not be empty", what)
+		case key == "bin" && strings.ContainsRune(s, '/') || key == "codex_home" && s != "":
+			s, ok = p.path(e.val, s)
+			set(key, s, ok)
+		default:
+			set(key, s, true)
+		}
+	}
+	enums := []struct {
+		key     string
+		allowed []string
+		empty   bool
+	}{
+		{"reasoning_effort", reasoningEfforts, true},
+		{"sandbox", sandboxModes, false},
+		{"approval_policy", approvalPolicies, false},
+	}
+	for _, en := range enums {
+		if e, ok := f[en.key]; ok {
+			s, ok := p.enum(e.val, what+"."+en.key, en.allowed, en.empty)
+			set(en.key, s, ok)
+		}
+	}
+	if e, ok := f["args"]; ok {
+		items, ok := p.strList(e.val, what+".args")
+		if ok {
+			o.argsSet = true
+			o.args = []string{}
+			for _, it := range items {
+				o.args = append(o.args, it.val)
+			}
+		}
+	}
+	if e, ok := f["config"]; ok {
+		m, _ := p.mapping(e.val, what+".config", nil)
+		o.config = map[string]string{}
+		for k, kv := range m {
+			if !configKeyRE.MatchString(k) {
+				p.add(kv.key, "use a dotted key such as model_providers.local.base_url", "invalid %s.config key %.60q", what, k)
+				continue
+			}
+			if v, ok := p.tomlValue(kv.val, what+".config."+k); ok {
+				o.config[k] = v
+			}
+		}
+	}
+	if e, ok := f["env"]; ok {
+		m, _ := p.mapping(e.val, what+".env", nil)
+		o.env = map[string]string{}
+		for k, kv := range m {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				p.add(kv.key, "", "invalid %s.env variable name %.60q", what, k)
+				continue
+			}
+			if isNull(kv.val) {
+				p.add(kv.val, `use "" for an empty value`, "%s.env.%s must be a string, not null", what, k)
+				continue
+			}
+			if v, ok := p.str(kv.val, what+".env."+k); ok {
+				o.env[k] = v
+			}
+		}
+	}
+	if e, ok := f["context_window"]; ok {
+		if v, ok := p.integer(e.val, what+".context_window", 1, math.MaxInt32); ok {
+			o.contextWindow = v
+		}
+	}
+	return o
+}
+
+// apply returns base with the overlay's keys applied: scalars and args
+// replace, config and env merge key by key.
+func (o codexOverlay) apply(base CodexSettings) CodexSettings {
+	s := base.clone()
+	for k, v := range o.strs {
+		switch k {
+		case "bin":
+			s.Bin = v
+		case "model":
+			s.Model = v
+		case "codex_home":
+			s.CodexHome = v
+		case "reasoning_effort":
+			s.ReasoningEffort = v
+		case "sandbox":
+			s.Sandbox = v
+		case "approval_policy":
+			s.ApprovalPolicy = v
+		}
+	}
+	if o.argsSet {
+		s.Args = slices.Clone(o.args)
+	}
+	s.Config = mergeMaps(s.Config, o.config)
+	s.Env = mergeMaps(s.Env, o.env)
+	if o.contextWindow > 0 {
+		s.ContextWindow = o.contextWindow
+	}
+	return s
+}
+
+// mergeMaps sets every key of over in dst (allocating it when needed).
+func mergeMaps(dst, over map[string]string) map[string]string {
+	for k, v := range over {
+		if dst == nil {
+			dst = map[string]string{}
+		}
+		dst[k] = v
+	}
+	return dst
+}

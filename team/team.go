@@ -1,0 +1,349 @@
+// Package team loads, validates and expands a batty team file (team.yaml).
+//
+// A team file names a set of roles. Every role expands into one or more
+// agents; every agent is one long-lived Codex thread. The package turns the
+// file into a fully defaulted, validated [Config], answers questions about
+// who may message whom, and writes the example files used by `batty init`.
+//
+// The file format is documented in docs/config.md.
+package team
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Human is the reserved recipient name that stands for the person running
+// batty. It may not be used as a role name; every agent may message it.
+const Human = "human"
+
+// MaxNameLen is the maximum length, in bytes, of a team, role or agent name.
+const MaxNameLen = 40
+
+// MaxInstances is the largest allowed value of a role's instances key.
+const MaxInstances = 100
+
+// ErrNoTeamFile is wrapped by the error FindFile returns when no team file
+// was found.
+var ErrNoTeamFile = errors.New("no team file found")
+
+// ErrUnknownRecipient is wrapped by the error ResolveRecipient returns for a
+// name that is neither "human", an agent nor a role.
+var ErrUnknownRecipient = errors.New("unknown recipient")
+
+// Config is a loaded and validated team file. Every default has been
+// applied, every path is absolute, and every role's Codex settings are the
+// effective ones (team defaults merged with the role's overrides).
+// A Config returned by Load or Parse is never modified by this package and is
+// safe for concurrent use by multiple goroutines.
+type Config struct {
+	// Name is the team name; it matches ValidName.
+	Name string
+	// Codex holds the team-wide Codex defaults (before role overrides).
+	Codex CodexSettings
+	// Timeouts are the team's turn, idle and shutdown limits; all positive.
+	Timeouts Timeouts
+	// QueueDepth is the per-agent queue depth, between 1 and 1024.
+	QueueDepth int
+	// Roles are the roles in file order; there is at least one.
+	Roles []Role
+	// Path is the absolute path of the team file.
+	Path string
+	// Dir is the directory containing the team file (filepath.Dir(Path));
+	// relative paths in the file are resolved against it.
+	Dir string
+}
+
+// CodexSettings describes how to run the Codex worker of an agent.
+type CodexSettings struct {
+	// Bin is the codex executable: a name looked up on PATH, or an absolute
+	// path (relative paths containing a separator are resolved against the
+	// team file's directory). Never empty.
+	Bin string
+	// Model is the model name; empty means Codex's own default.
+	Model string
+	// ReasoningEffort is one of minimal, low, medium, high, xhigh, or empty
+	// for Codex's own default.
+	ReasoningEffort string
+	// Sandbox is one of read-only, workspace-write, danger-full-access.
+	Sandbox string
+	// ApprovalPolicy is one of untrusted, on-failure, on-request, never.
+	ApprovalPolicy string
+	// Args are extra `codex exec` arguments, passed verbatim. May be nil.
+	Args []string
+	// Config maps dotted Codex config keys to values already rendered as
+	// TOML (strings quoted, booleans and numbers bare), ready to be passed
+	// as `-c key=value`. Callers should sort the keys for a stable command
+	// line. May be nil.
+	Config map[string]string
+	// Env is extra environment for the codex process. May be nil.
+	Env map[string]string
+	// CodexHome is the CODEX_HOME for the worker as an absolute path, or
+	// empty to inherit the environment's.
+	CodexHome string
+	// ContextWindow is the model's context window in tokens (≥ 1), used to
+	// report context usage as a percentage.
+	ContextWindow int
+}
+
+// Timeouts are the team's time limits.
+type Timeouts struct {
+	// Turn is the hard limit for one turn.
+	Turn time.Duration
+	// Idle is how long a turn may go without any output from codex before
+	// it is considered timed out.
+	Idle time.Duration
+	// Shutdown is how long `batty stop` lets running turns finish.
+	Shutdown time.Duration
+}
+
+// Role is one validated role of a team.
+type Role struct {
+	// Name is the role name; it matches ValidName and is never "human".
+	Name string
+	// Instances is the number of agents of this role, 1..MaxInstances.
+	Instances int
+	// Prompt is the absolute path of the role's standing instructions, or
+	// empty when the role has none. When set, the file existed and was
+	// readable at load time.
+	Prompt string
+	// TalksTo lists the role names this role's agents may message, in file
+	// order without duplicates. "human" is never listed: it is always
+	// allowed. A role listing itself lets its instances message each other.
+	TalksTo []string
+	// Cwd is the absolute working directory of the role's agents; it was an
+	// existing directory at load time.
+	Cwd string
+	// Codex is the role's effective Codex settings.
+	Codex CodexSettings
+	// Line is the line of the team file where the role is defined.
+	Line int
+}
+
+// Agent is one expanded instance of a role.
+type Agent struct {
+	// Name is the agent name: the role name when the role has one instance,
+	// otherwise "<role>-<index>". It matches ValidName.
+	Name string
+	// Role is the name of the agent's role.
+	Role string
+	// Index is the 1-based instance number, or 0 when the role has a single
+	// instance.
+	Index int
+	// Prompt is the absolute path of the role's prompt file, or empty.
+	Prompt string
+	// Cwd is the absolute working directory.
+	Cwd string
+	// Codex is the role's effective Codex settings (a private copy).
+	Codex CodexSettings
+}
+
+// ValidName reports whether s is a valid team, role or agent name: it
+// matches ^[a-z0-9][a-z0-9-]*$ and is at most MaxNameLen bytes long. Valid
+// names are safe to use as a single path element.
+func ValidName(s string) bool {
+	if s == "" || len(s) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// agentName returns the name of instance i (1-based) of a role with n
+// instances.
+func agentName(role string, n, i int) string {
+	if n <= 1 {
+		return role
+	}
+	return role + "-" + strconv.Itoa(i)
+}
+
+// Agents returns every agent of the team, in role order and, within a role,
+// in instance order. The result is freshly allocated on every call.
+func (c *Config) Agents() []Agent {
+	var out []Agent
+	for _, r := range c.Roles {
+		n := max(r.Instances, 1)
+		for i := 1; i <= n; i++ {
+			a := Agent{
+				Name:   agentName(r.Name, n, i),
+				Role:   r.Name,
+				Prompt: r.Prompt,
+				Cwd:    r.Cwd,
+				Codex:  r.Codex.clone(),
+			}
+			if n > 1 {
+				a.Index = i
+			}
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Agent returns the agent with the given name and whether it exists.
+// "human" is not an agent.
+func (c *Config) Agent(name string) (Agent, bool) {
+	for _, a := range c.Agents() {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Agent{}, false
+}
+
+// role returns the role with the given name.
+func (c *Config) role(name string) (Role, bool) {
+	for _, r := range c.Roles {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Role{}, false
+}
+
+// ResolveRecipient maps a `batty send` target to agents:
+//   - "human" returns (nil, nil): the message is for the person running batty;
+//   - an agent name returns that single agent;
+//   - a role name returns every instance of the role, in instance order;
+//   - anything else returns an error wrapping ErrUnknownRecipient whose text
+//     suggests the closest name and lists every valid one.
+//
+// Agent and role names never collide except for a single-instance role,
+// whose only agent shares its name, so the lookup order does not matter.
+func (c *Config) ResolveRecipient(name string) ([]Agent, error) {
+	if name == Human {
+		return nil, nil
+	}
+	agents := c.Agents()
+	for _, a := range agents {
+		if a.Name == name {
+			return []Agent{a}, nil
+		}
+	}
+	var out []Agent
+	for _, a := range agents {
+		if a.Role == name {
+			out = append(out, a)
+		}
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	known := []string{Human}
+	for _, r := range c.Roles {
+		known = append(known, r.Name)
+	}
+	for _, a := range agents {
+		if !slices.Contains(known, a.Name) {
+			known = append(known, a.Name)
+		}
+	}
+	msg := fmt.Sprintf("%q", name)
+	if s := closest(name, known); s != "" {
+		msg += fmt.Sprintf(": did you mean %q?", s)
+	}
+	return nil, fmt.Errorf("%w %s (known: %s)", ErrUnknownRecipient, msg, strings.Join(known, ", "))
+}
+
+// MayTalk reports whether fromAgent may send a message to toAgent. Both are
+// agent names or "human":
+//   - "human" may message every agent;
+//   - every agent may message "human";
+//   - an agent may message an agent of another role when its role lists
+//     that role in talks_to;
+//   - instances of the same role may message each other only when the role
+//     lists itself in talks_to.
+//
+// Nobody may message themselves, and unknown names (including role names of
+// multi-instance roles) are never allowed.
+func (c *Config) MayTalk(fromAgent, toAgent string) bool {
+	if fromAgent == toAgent {
+		return false
+	}
+	var to Agent
+	if toAgent != Human {
+		a, ok := c.Agent(toAgent)
+		if !ok {
+			return false
+		}
+		to = a
+	}
+	if fromAgent == Human {
+		return true
+	}
+	from, ok := c.Agent(fromAgent)
+	if !ok {
+		return false
+	}
+	if toAgent == Human {
+		return true
+	}
+	r, ok := c.role(from.Role)
+	return ok && slices.Contains(r.TalksTo, to.Role)
+}
+
+// clone returns a deep copy of s.
+func (s CodexSettings) clone() CodexSettings {
+	s.Args = slices.Clone(s.Args)
+	s.Config = cloneMap(s.Config)
+	s.Env = cloneMap(s.Env)
+	return s
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// FindFile locates the team file. A non-empty explicit path is returned
+// unchanged if it names an existing file (and is an error otherwise).
+// Without one it tries ./team.yaml, then ./.batty/team.yaml, relative to the
+// current directory, and returns the first that exists as a relative path.
+// When nothing is found the error wraps ErrNoTeamFile, names every path tried
+// and suggests `batty init`.
+func FindFile(explicit string) (string, error) {
+	if explicit != "" {
+		st, err := os.Stat(explicit)
+		if err != nil {
+			return "", fmt.Errorf("team file %s: %w", explicit, err)
+		}
+		if st.IsDir() {
+			return "", fmt.Errorf("team file %s is a directory, not a file", explicit)
+		}
+		return explicit, nil
+	}
+	tried := []string{"team.yaml", filepath.Join(".batty", "team.yaml")}
+	for _, p := range tried {
+		st, err := os.Stat(p)
+		switch {
+		case err == nil && !st.IsDir():
+			return p, nil
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return "", fmt.Errorf("looking for team file %s: %w", p, err)
+		}
+	}
+	return "", fmt.Errorf("%w: tried ./%s and ./%s; run `batty init` to create one",
+		ErrNoTeamFile, tried[0], tried[1])
+}

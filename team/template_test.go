@@ -1,0 +1,140 @@
+package team
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestWriteTemplate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new")
+	paths, err := WriteTemplate(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, f := range templateFiles {
+		want = append(want, filepath.Join(dir, filepath.FromSlash(f)))
+	}
+	if !reflect.DeepEqual(paths, want) {
+		t.Errorf("WriteTemplate returned %q, want %q", paths, want)
+	}
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o644 {
+			t.Errorf("%s mode = %v, want 0644", p, st.Mode().Perm())
+		}
+	}
+	for _, d := range []string{dir, filepath.Join(dir, "prompts")} {
+		if st, err := os.Stat(d); err != nil || st.Mode().Perm() != 0o755 {
+			t.Errorf("%s: %v, mode %v, want 0755", d, err, st.Mode().Perm())
+		}
+	}
+
+	cfg, err := Load(filepath.Join(dir, "team.yaml"))
+	if err != nil {
+		t.Fatalf("template does not load: %v", err)
+	}
+	if got := agentNames(cfg.Agents()); !reflect.DeepEqual(got, []string{"architect", "manager", "engineer-1", "engineer-2"}) {
+		t.Errorf("template agents = %q", got)
+	}
+	pairs := []struct {
+		from, to string
+		want     bool
+	}{
+		{"architect", "manager", true},
+		{"manager", "architect", true},
+		{"manager", "engineer-1", true},
+		{"engineer-2", "manager", true},
+		{"engineer-1", "engineer-2", false},
+		{"architect", "engineer-1", false},
+	}
+	for _, p := range pairs {
+		if got := cfg.MayTalk(p.from, p.to); got != p.want {
+			t.Errorf("template MayTalk(%s, %s) = %v, want %v", p.from, p.to, got, p.want)
+		}
+	}
+
+	// Without force nothing is overwritten, and every existing file is named.
+	if err := os.WriteFile(paths[1], []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = WriteTemplate(dir, false)
+	if err == nil || !strings.Contains(err.Error(), paths[0]) || !strings.Contains(err.Error(), paths[1]) {
+		t.Fatalf("WriteTemplate over existing files: err = %v", err)
+	}
+	if data, _ := os.ReadFile(paths[1]); string(data) != "mine\n" {
+		t.Errorf("existing file was modified without force")
+	}
+
+	// With force everything is rewritten.
+	if _, err := WriteTemplate(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	want0, _ := templates.ReadFile("templates/prompts/architect.md")
+	if data, _ := os.ReadFile(paths[1]); !bytes.Equal(data, want0) {
+		t.Errorf("force did not overwrite %s", paths[1])
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "prompts")); len(entries) != 3 {
+		t.Errorf("prompts/ holds %d entries, want 3 (temporary files left behind?)", len(entries))
+	}
+}
+
+func TestWriteTemplatePartialConflict(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "team.yaml"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteTemplate(dir, false); err == nil {
+		t.Fatal("WriteTemplate overwrote team.yaml")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "prompts")); !os.IsNotExist(err) {
+		t.Errorf("WriteTemplate wrote prompts/ despite refusing: %v", err)
+	}
+}
+
+// TestRepositoryExampleMatchesTemplate keeps the repository's top-level
+// example team in sync with the embedded `batty init` template.
+func TestRepositoryExampleMatchesTemplate(t *testing.T) {
+	for _, f := range templateFiles {
+		embedded, err := templates.ReadFile("templates/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		top, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(embedded, top) {
+			t.Errorf("../%s differs from team/templates/%s; copy one over the other", f, f)
+		}
+	}
+	all, err := templates.ReadDir("templates/prompts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(templateFiles)-1 {
+		t.Errorf("templates/prompts holds %d files, templateFiles lists %d prompts", len(all), len(templateFiles)-1)
+	}
+}
+
+func TestRepositoryExampleLoads(t *testing.T) {
+	cfg, err := Load(filepath.Join("..", "team.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Name != "demo" || len(cfg.Roles) != 3 {
+		t.Errorf("unexpected example team: %+v", cfg)
+	}
+	for _, r := range cfg.Roles {
+		if r.Prompt == "" {
+			t.Errorf("role %s has no prompt", r.Name)
+		}
+	}
+}
