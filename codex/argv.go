@@ -10,17 +10,25 @@ import (
 
 // Sandbox modes accepted by `codex exec -s`.
 const (
-	SandboxReadOnly         = "read-only"
-	SandboxWorkspaceWrite   = "workspace-write"
+	// SandboxReadOnly lets model commands read but not write; patches are
+	// rejected.
+	SandboxReadOnly = "read-only"
+	// SandboxWorkspaceWrite lets model commands write in the workspace.
+	SandboxWorkspaceWrite = "workspace-write"
+	// SandboxDangerFullAccess runs model commands without a sandbox.
 	SandboxDangerFullAccess = "danger-full-access"
 )
 
 // Approval policies accepted by the approval_policy setting.
 const (
+	// ApprovalUntrusted asks before running commands not known to be safe.
 	ApprovalUntrusted = "untrusted"
+	// ApprovalOnFailure asks only when a sandboxed command fails.
 	ApprovalOnFailure = "on-failure"
+	// ApprovalOnRequest lets the model decide when to ask.
 	ApprovalOnRequest = "on-request"
-	ApprovalNever     = "never"
+	// ApprovalNever never asks; what the sandbox refuses fails.
+	ApprovalNever = "never"
 )
 
 // ExecOptions are the codex settings that become command-line flags. The

@@ -23,11 +23,18 @@ var ErrBinaryNotFound = errors.New("codex binary not found")
 
 // Environment variables the npm launcher sets for the native binary.
 const (
+	// EnvManagedPackageRoot holds the real path of the @openai/codex
+	// package.
 	EnvManagedPackageRoot = "CODEX_MANAGED_PACKAGE_ROOT"
-	EnvManagedByNPM       = "CODEX_MANAGED_BY_NPM"
-	EnvManagedByPNPM      = "CODEX_MANAGED_BY_PNPM"
-	EnvManagedByBun       = "CODEX_MANAGED_BY_BUN"
-	EnvManagedByVitePlus  = "CODEX_MANAGED_BY_VITE_PLUS"
+	// EnvManagedByNPM is set to 1 for an npm install (the default).
+	EnvManagedByNPM = "CODEX_MANAGED_BY_NPM"
+	// EnvManagedByPNPM is set to 1 for a pnpm install.
+	EnvManagedByPNPM = "CODEX_MANAGED_BY_PNPM"
+	// EnvManagedByBun is set to 1 for a bun global install.
+	EnvManagedByBun = "CODEX_MANAGED_BY_BUN"
+	// EnvManagedByVitePlus is set to 1 by the launcher for a Vite+ install;
+	// ResolveBinary does not detect those and reports npm.
+	EnvManagedByVitePlus = "CODEX_MANAGED_BY_VITE_PLUS"
 )
 
 const reinstallHint = "reinstall it with its optional dependencies: npm install -g @openai/codex (without --omit=optional or --no-optional)"

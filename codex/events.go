@@ -94,23 +94,29 @@ const (
 	ChangeUpdate = "update"
 )
 
-// ErrNotObject is wrapped by ParseEvent when a line is not a single JSON
-// object.
-var ErrNotObject = errors.New("line is not a JSON object")
+// ErrNotObject is returned (or wrapped) by ParseEvent when a line is not a
+// single JSON object.
+var ErrNotObject = errors.New("codex: line is not a JSON object")
 
-// ErrNoType is wrapped by ParseEvent when a JSON object has no non-empty
+// ErrNoType is returned by ParseEvent when a JSON object has no non-empty
 // string "type" field.
-var ErrNoType = errors.New(`event has no "type"`)
+var ErrNoType = errors.New(`codex: event has no "type"`)
 
 // Usage is the token usage codex reports in turn.completed. The counts are
 // cumulative over the whole thread (every turn and every model request of
 // the thread, compaction included), not per turn: use Sub with the previous
 // turn.completed of the same thread to get one turn's usage.
 type Usage struct {
-	InputTokens           int64 `json:"input_tokens"`
-	CachedInputTokens     int64 `json:"cached_input_tokens"`
+	// InputTokens counts all input tokens, cached ones included.
+	InputTokens int64 `json:"input_tokens"`
+	// CachedInputTokens counts the input tokens served from the prompt
+	// cache.
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+	// CacheWriteInputTokens counts the input tokens written to the cache.
 	CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
-	OutputTokens          int64 `json:"output_tokens"`
+	// OutputTokens counts all output tokens, reasoning included.
+	OutputTokens int64 `json:"output_tokens"`
+	// ReasoningOutputTokens counts the reasoning output tokens.
 	ReasoningOutputTokens int64 `json:"reasoning_output_tokens"`
 }
 
@@ -221,14 +227,18 @@ type Item struct {
 // FileChange is one file of a file_change item: an absolute Path and a Kind
 // (ChangeAdd, ChangeDelete or ChangeUpdate).
 type FileChange struct {
+	// Path is the absolute path of the file.
 	Path string `json:"path"`
+	// Kind is ChangeAdd, ChangeDelete or ChangeUpdate.
 	Kind string `json:"kind"`
 }
 
 // TodoItem is one entry of a todo_list item.
 type TodoItem struct {
-	Text      string `json:"text"`
-	Completed bool   `json:"completed"`
+	// Text is the step.
+	Text string `json:"text"`
+	// Completed reports whether the step is done.
+	Completed bool `json:"completed"`
 }
 
 // wireEvent is the union of every top-level shape codex writes.
@@ -258,14 +268,14 @@ var idKey = []byte(`"id"`)
 // ParseEvent decodes one line of `codex exec --json` output (surrounding
 // whitespace allowed). It is tolerant: unknown types and fields are ignored,
 // and a field of an unexpected JSON type is left at its zero value. It
-// fails, wrapping ErrNotObject or ErrNoType, only when line is not a single
-// JSON object or has no non-empty string "type". Duplicate keys do not fail
-// (see Item.ID for the web_search case). The returned Event shares no memory
-// with line.
+// fails only when line is not a single JSON object (the error is or wraps
+// ErrNotObject) or has no non-empty string "type" (ErrNoType). Duplicate
+// keys do not fail (see Item.ID for the web_search case). The returned
+// Event shares no memory with line.
 func ParseEvent(line []byte) (Event, error) {
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return Event{}, fmt.Errorf("codex: parse event: %w", ErrNotObject)
+		return Event{}, ErrNotObject
 	}
 	var w wireEvent
 	if err := json.Unmarshal(trimmed, &w); err != nil {
@@ -273,11 +283,11 @@ func ParseEvent(line []byte) (Event, error) {
 		// still decodes everything else; anything else is not JSON.
 		var typeErr *json.UnmarshalTypeError
 		if !errors.As(err, &typeErr) {
-			return Event{}, fmt.Errorf("codex: parse event: %w: %w", ErrNotObject, err)
+			return Event{}, fmt.Errorf("%w: %w", ErrNotObject, err)
 		}
 	}
 	if w.Type == nil || *w.Type == "" {
-		return Event{}, fmt.Errorf("codex: parse event: %w", ErrNoType)
+		return Event{}, ErrNoType
 	}
 	ev := Event{Type: *w.Type}
 	switch ev.Type {

@@ -27,9 +27,10 @@
 //	(none)                 reply "ECHO: " + the first 60 characters of the
 //	                       last user message (blanks trimmed)
 //	[[mock:reply TEXT]]    reply exactly TEXT
-//	[[mock:shell CMD]]     call the exec_command tool with {"cmd": CMD}; the
-//	                       follow-up request carrying the tool's output gets
-//	                       the reply "SHELL_DONE: " + an excerpt of the output
+//	[[mock:shell CMD]]     call the exec_command tool to run CMD (see
+//	                       [ShellReply]); the follow-up request carrying the
+//	                       tool's output gets the reply "SHELL_DONE: " + an
+//	                       excerpt of the output
 //	[[mock:quota]]         HTTP 429 usage_limit_reached, plan "plus", resets in 1h
 //	[[mock:context]]       response.failed with code context_length_exceeded
 //	[[mock:slow SECONDS]]  send response.created, hold the stream SECONDS
@@ -41,9 +42,16 @@
 // An unknown directive, or a malformed argument, is answered with HTTP 400
 // whose message names the problem, so codex reports it as a turn failure.
 //
+// CMD cannot contain "]]" (write `test …` instead of `[[ … ]]`).
+//
 // Every request whose input has a tool output (function_call_output or
 // custom_tool_call_output) after its last user message is a follow-up to a
 // tool call and gets the "SHELL_DONE: " reply, whatever the directive.
+//
+// Compaction requests (Kind "compaction", sent by codex before resuming a
+// thread whose context overflowed) end with codex's own compaction prompt
+// as the last user message, so they get the echo reply unless a hook
+// answers them.
 //
 // [Server.SetDefault] replaces the echo reply for messages without a
 // directive, and [Server.Handle] installs a hook that decides every reply

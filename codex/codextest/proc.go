@@ -58,29 +58,47 @@ type Event struct {
 	Raw json.RawMessage `json:"-"`
 }
 
-// Item is the item of an item.* event (only the fields tests need).
+// Item is the item of an item.* event (only the fields tests need; the
+// whole line is in [Event.Raw]).
 type Item struct {
-	ID               string `json:"id"`
-	Type             string `json:"type"`
-	Text             string `json:"text,omitempty"`
-	Message          string `json:"message,omitempty"`
-	Command          string `json:"command,omitempty"`
+	// ID is "item_0", "item_1", … counted per codex process.
+	ID string `json:"id"`
+	// Type is agent_message, reasoning, command_execution, file_change,
+	// web_search, error, ….
+	Type string `json:"type"`
+	// Text is an agent_message's or reasoning item's text.
+	Text string `json:"text,omitempty"`
+	// Message is an error item's message.
+	Message string `json:"message,omitempty"`
+	// Command is a command_execution's command line as codex ran it
+	// (e.g. "/bin/bash -c 'echo hi'").
+	Command string `json:"command,omitempty"`
+	// AggregatedOutput is a command_execution's stdout and stderr.
 	AggregatedOutput string `json:"aggregated_output,omitempty"`
-	ExitCode         *int   `json:"exit_code,omitempty"`
-	Status           string `json:"status,omitempty"`
+	// ExitCode is a command_execution's exit code (nil while running).
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Status is in_progress, completed, failed or declined.
+	Status string `json:"status,omitempty"`
 }
 
-// Usage is turn.completed's usage (cumulative for the thread).
+// Usage is turn.completed's usage: the thread's running totals, not the
+// turn's.
 type Usage struct {
-	InputTokens           int `json:"input_tokens"`
-	CachedInputTokens     int `json:"cached_input_tokens"`
+	// InputTokens is the total of input_tokens over the thread's requests.
+	InputTokens int `json:"input_tokens"`
+	// CachedInputTokens is the total of cached input tokens.
+	CachedInputTokens int `json:"cached_input_tokens"`
+	// CacheWriteInputTokens is the total of cache-write input tokens.
 	CacheWriteInputTokens int `json:"cache_write_input_tokens"`
-	OutputTokens          int `json:"output_tokens"`
+	// OutputTokens is the total of output_tokens.
+	OutputTokens int `json:"output_tokens"`
+	// ReasoningOutputTokens is the total of reasoning tokens.
 	ReasoningOutputTokens int `json:"reasoning_output_tokens"`
 }
 
 // EventError is turn.failed's error.
 type EventError struct {
+	// Message is the failure text (the same as the preceding error event's).
 	Message string `json:"message"`
 }
 
@@ -160,6 +178,7 @@ func Start(t testing.TB, inv Invocation) *Proc {
 	return p
 }
 
+// stdoutWriter receives codex's stdout.
 type stdoutWriter struct{ p *Proc }
 
 // Write splits codex's stdout into lines (which may be megabytes long) and
@@ -183,8 +202,10 @@ func (w stdoutWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// stderrWriter receives codex's stderr.
 type stderrWriter struct{ p *Proc }
 
+// Write appends b to the recorded stderr.
 func (w stderrWriter) Write(b []byte) (int, error) {
 	w.p.mu.Lock()
 	defer w.p.mu.Unlock()

@@ -105,8 +105,9 @@ func (s *Server) close() {
 	s.srv.Close()
 }
 
-// Requests returns a copy of every request received so far, in arrival
-// order.
+// Requests returns every request received so far (whatever its path), in
+// arrival order. The slice is a copy; the Requests' fields share memory
+// with the server's record and must be treated as read-only.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()

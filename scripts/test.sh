@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need (tmux, the pinned Codex CLI),
+# then runs gofmt, go vet and the whole suite with the race detector.
+#
+#   scripts/test.sh            # everything
+#   scripts/test.sh ./shim/... # only these packages (vet and test)
+#
+# Environment: BATTY_CODEX_CACHE (default ~/.cache/batty-codex) holds the
+# Codex CLI install; CI=true makes the end-to-end tests fail instead of skip
+# when the Codex CLI is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CODEX_VERSION=0.169.0
+export PATH="/usr/local/go/bin:$PATH"
+export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else "$@"; fi; }
+
+if ! command -v tmux >/dev/null 2>&1; then
+  echo "==> installing tmux"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+fi
+
+codex_dir="$BATTY_CODEX_CACHE/$CODEX_VERSION"
+if [ ! -x "$codex_dir/node_modules/.bin/codex" ]; then
+  echo "==> installing @openai/codex@$CODEX_VERSION into $codex_dir"
+  mkdir -p "$codex_dir"
+  npm install --silent --no-audit --no-fund --prefix "$codex_dir" "@openai/codex@$CODEX_VERSION"
+fi
+"$codex_dir/node_modules/.bin/codex" --version
+
+pkgs=("$@")
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
+
+echo "==> gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "not gofmt'ed:"; echo "$unformatted"; exit 1; fi
+
+echo "==> go vet"
+go vet "${pkgs[@]}"
+
+echo "==> go test -race"
+go test -race -count=1 -timeout 20m "${pkgs[@]}"

@@ -1,0 +1,149 @@
+package shim
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/protocol"
+)
+
+// The end-to-end tests run the real Codex CLI (the pinned npm release)
+// through a real shim against a mock Responses API. They skip when the CLI
+// is not installed, except in CI, where they fail.
+
+func startRealShim(t *testing.T, mod func(*Config)) (*harness, *codextest.Server) {
+	t.Helper()
+	bin := codextest.Codex(t)
+	srv := codextest.NewServer(t)
+	home := srv.WriteHome(t)
+	h := startShim(t, func(c *Config) {
+		c.CodexBin = bin
+		c.Env = []string{"CODEX_HOME=" + home}
+		c.Cwd = t.TempDir()
+		c.Exec.SkipGitRepoCheck = true
+		c.StopGrace = 2 * time.Second
+		if mod != nil {
+			mod(c)
+		}
+	})
+	return h, srv
+}
+
+func TestE2ETwoTurnsOnOneThread(t *testing.T) {
+	h, srv := startRealShim(t, nil)
+	h.send("m1", "first question [[mock:reply FIRST_ANSWER]]")
+	ev := h.expect(kAccepted, kState, kStarted, kThread)
+	thread := ev[3].(protocol.ThreadChanged).ThreadID
+	tf := h.finished("m1", protocol.TurnCompleted)
+	if tf.Reply != "FIRST_ANSWER" || tf.Usage.Input == 0 || tf.Usage.Output == 0 || tf.ThreadID != thread {
+		t.Fatalf("first turn = %+v", tf)
+	}
+	firstTotal := tf.Thread
+	h.expect(kStats, kState)
+
+	h.send("m2", "second question [[mock:reply SECOND_ANSWER]]")
+	ev = h.expect(kAccepted, kState, kStarted)
+	if ts := ev[2].(protocol.TurnStarted); !ts.Resume || ts.ThreadID != thread {
+		t.Fatalf("second turn started = %+v", ts)
+	}
+	tf = h.finished("m2", protocol.TurnCompleted)
+	if tf.Reply != "SECOND_ANSWER" || tf.ThreadID != thread {
+		t.Fatalf("second turn = %+v", tf)
+	}
+	// codex reports thread totals; the shim turns them into per-turn usage.
+	if tf.Thread.Input != firstTotal.Input+tf.Usage.Input || tf.Usage.Input == 0 {
+		t.Fatalf("usage: turn %+v, thread %+v, first thread total %+v", tf.Usage, tf.Thread, firstTotal)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	history := strings.Join(reqs[1].InputTexts, "\n")
+	for _, want := range []string{"first question", "FIRST_ANSWER", "second question", "batty message m2 from human"} {
+		if !strings.Contains(history, want) {
+			t.Errorf("second request lacks %q in its input", want)
+		}
+	}
+}
+
+func TestE2EQuota(t *testing.T) {
+	h, _ := startRealShim(t, nil)
+	h.send("q", "please [[mock:quota]]")
+	ev := h.expect(kAccepted, kState, kStarted, kThread, kQuota)
+	qb := ev[4].(protocol.QuotaBlocked)
+	// The mock resets the limit in one hour; codex prints it to the minute.
+	if d := time.Until(qb.RetryAt); d < 55*time.Minute || d > 65*time.Minute {
+		t.Fatalf("retry at %s (in %s), want about an hour from now; message %q", qb.RetryAt, d, qb.Message)
+	}
+	tf := h.finished("q", protocol.TurnFailed)
+	if tf.Failure != protocol.FailQuota || !strings.Contains(tf.Error, "usage limit") {
+		t.Fatalf("quota turn = %+v", tf)
+	}
+}
+
+func TestE2EContextWindow(t *testing.T) {
+	h, _ := startRealShim(t, nil)
+	h.send("c", "too long [[mock:context]]")
+	h.expect(kAccepted, kState, kStarted, kThread, kContextEx)
+	tf := h.finished("c", protocol.TurnFailed)
+	if tf.Failure != protocol.FailContextWindow {
+		t.Fatalf("context turn = %+v", tf)
+	}
+}
+
+func TestE2EShellCommand(t *testing.T) {
+	h, _ := startRealShim(t, nil)
+	h.send("s", "run it [[mock:shell echo E2E_SHELL_OK]]")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	tf := h.finished("s", protocol.TurnCompleted)
+	if !strings.Contains(tf.Reply, "SHELL_DONE") || !strings.Contains(tf.Reply, "E2E_SHELL_OK") {
+		t.Fatalf("shell turn reply = %q", tf.Reply)
+	}
+	transcript, err := os.ReadFile(h.cfg.Transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(transcript), "echo E2E_SHELL_OK") {
+		t.Fatalf("transcript lacks the command:\n%s", transcript)
+	}
+}
+
+func TestE2EKillMidTurnLeavesNoOrphan(t *testing.T) {
+	h, _ := startRealShim(t, nil)
+	// The model runs a command that also detaches a child into its own
+	// session: codex's own SIGINT cleanup cannot reach that one.
+	h.send("k", "[[mock:shell setsid sleep 3131 >/dev/null 2>&1 < /dev/null & sleep 3132]]")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	waitForProcess(t, h.mark, "sleep 3131")
+	waitForProcess(t, h.mark, "sleep 3132")
+	h.command(protocol.Kill{})
+	h.expectState(protocol.StateWorking, protocol.StateStopping)
+	h.finished("k", protocol.TurnInterrupted)
+	h.expect(kStats)
+	h.expectState(protocol.StateStopping, protocol.StateStopped)
+	if code := h.waitExit(); code != 0 {
+		t.Fatalf("shim exit code %d", code)
+	}
+	assertNoProcesses(t, h.mark)
+}
+
+// waitForProcess waits until a process carrying mark runs a command line
+// containing cmd.
+func waitForProcess(t *testing.T, mark, cmd string) {
+	t.Helper()
+	deadline := time.Now().Add(eventWait)
+	for time.Now().Before(deadline) {
+		for _, pid := range markedProcesses(mark) {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+			if strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), cmd) {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond) // codex starts the command asynchronously
+	}
+	t.Fatalf("no process running %q", cmd)
+}
