@@ -190,19 +190,23 @@ func ClassifyStderr(stderr string) Failure {
 	return Classify(stderr)
 }
 
-const retryNoticePrefix = "reconnecting..."
+const retryNoticePrefix = "reconnecting"
 
 // IsRetryNotice reports whether message is a non-fatal retry notice that
 // codex writes as a top-level error event while it retries:
 // "Reconnecting... 1/2 (cause)" or "Reconnecting... waiting for network
-// (cause)". Such an event is not followed by turn.failed unless the last
-// retry fails too.
+// (cause)" (an ellipsis character is accepted for the dots). Such an event
+// is not followed by turn.failed unless the last retry fails too.
 func IsRetryNotice(message string) bool {
 	m := strings.TrimSpace(message)
-	return len(m) >= len(retryNoticePrefix) && strings.EqualFold(m[:len(retryNoticePrefix)], retryNoticePrefix)
+	if len(m) < len(retryNoticePrefix) || !strings.EqualFold(m[:len(retryNoticePrefix)], retryNoticePrefix) {
+		return false
+	}
+	rest := m[len(retryNoticePrefix):]
+	return strings.HasPrefix(rest, "...") || strings.HasPrefix(rest, "\u2026")
 }
 
-var retryNoticeRE = regexp.MustCompile(`(?is)^\s*reconnecting\.\.\.\s*(?:(\d+)\s*/\s*(\d+)|waiting for network)?\s*(?:\((.*)\))?\s*$`)
+var retryNoticeRE = regexp.MustCompile(`(?is)^\s*reconnecting(?:\.\.\.|\x{2026})\s*(?:(\d+)\s*/\s*(\d+)|waiting for network)?\s*(?:\((.*)\))?\s*$`)
 
 // ParseRetryNotice splits a retry notice into its attempt counter and its
 // cause: "Reconnecting... 1/2 (X)" gives 1, 2, "X"; "Reconnecting...

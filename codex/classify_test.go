@@ -130,6 +130,8 @@ func TestIsRetryNotice(t *testing.T) {
 		{"Reconnecting... 1/2 (stream disconnected before completion: The model produced invalid content (mock server_error).)", true, 1, 2, "stream disconnected before completion: The model produced invalid content (mock server_error)."},
 		{"Reconnecting... waiting for network (Connection failed: error sending request)", true, 0, 0, "Connection failed: error sending request"},
 		{"reconnecting... 3/5", true, 3, 5, ""},
+		{"Reconnecting… 2/5 (x)", true, 2, 5, "x"},
+		{"Reconnecting to the server", false, 0, 0, ""},
 		{"We’re currently experiencing high demand, which may cause temporary errors.", false, 0, 0, ""},
 		{"stream disconnected before completion: stream closed before response.completed", false, 0, 0, ""},
 		{"Reconnect", false, 0, 0, ""},

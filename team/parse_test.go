@@ -2,6 +2,7 @@ package team
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -48,6 +49,19 @@ func loadString(t *testing.T, src string) (*Config, string, string) {
 		t.Fatalf("Load: error %v is not a *ValidationError", err)
 	}
 	return cfg, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""), dir
+}
+
+// mergeBomb builds a document whose merge keys would expand to 10^11
+// mappings if followed naively.
+func mergeBomb() string {
+	var b strings.Builder
+	b.WriteString("name: t\ncodex:\n  model: x\n  env: &m0 {A: b}\n  config:\n")
+	for i := 1; i <= 11; i++ {
+		refs := strings.Repeat(fmt.Sprintf("*m%d, ", i-1), 10)
+		fmt.Fprintf(&b, "    k%d: &m%d {<<: [%s]}\n", i, i, strings.TrimSuffix(refs, ", "))
+	}
+	b.WriteString("roles: [{name: a, codex: {env: {<<: *m11}}}]\n")
+	return b.String()
 }
 
 func TestParseErrors(t *testing.T) {
@@ -168,6 +182,8 @@ func TestParseErrors(t *testing.T) {
 			`team.yaml:1:1: team file must be a mapping of keys, not a list`},
 		{"two documents", "name: t\nroles: [{name: a}]\n---\nname: u\n",
 			`team.yaml:3:1: file contains more than one YAML document`},
+		{"merge bomb", mergeBomb(), `team.yaml:9:14: document is too large or uses too many aliases (simplify the file)`},
+		{"too deep", strings.Repeat("[", 20000), `team.yaml: invalid YAML: exceeded max depth of 10000`},
 		{"merge cycle", "name: t\ncodex: &c {<<: *c}\nroles: [{name: a}]\n",
 			`team.yaml:2:16: merge keys (<<) nested too deeply`},
 	}

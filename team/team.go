@@ -174,7 +174,9 @@ func agentName(role string, n, i int) string {
 }
 
 // Agents returns every agent of the team, in role order and, within a role,
-// in instance order. The result is freshly allocated on every call.
+// in instance order. The result, including each agent's Codex slices and
+// maps, is freshly allocated on every call. A role whose Instances is below
+// 1 (possible only in a Config built by hand) counts as one instance.
 func (c *Config) Agents() []Agent {
 	var out []Agent
 	for _, r := range c.Roles {

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/battyhq/batty/codex/codextest"
+)
+
+// TestMain lets this test binary be the batty binary itself when
+// BATTY_TEST_ROLE=batty, so `batty chat` can re-execute it as `batty shim`.
+func TestMain(m *testing.M) {
+	if os.Getenv("BATTY_TEST_ROLE") == "batty" {
+		os.Exit(execute(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// runBatty runs this binary as batty with args and stdin; it returns stdout,
+// stderr and the exit code.
+func runBatty(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(append(os.Environ(), "BATTY_TEST_ROLE=batty"), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func chatEnv(t *testing.T) (string, []string) {
+	bin := codextest.Codex(t)
+	srv := codextest.NewServer(t)
+	return bin, []string{"CODEX_HOME=" + srv.WriteHome(t)}
+}
+
+func TestChatJSONRunsEveryLineOnOneThread(t *testing.T) {
+	bin, env := chatEnv(t)
+	out, errOut, code := runBatty(t, env, "hello [[mock:reply ALPHA]]\n\nagain [[mock:reply BETA]]\n",
+		"chat", "--json", "--codex-bin", bin, "--cwd", t.TempDir())
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	var finished []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("not JSON: %q: %v", line, err)
+		}
+		if ev["event"] == "turn_finished" {
+			finished = append(finished, ev)
+		}
+	}
+	if len(finished) != 2 {
+		t.Fatalf("%d turn_finished events, want 2 (the empty line is skipped):\n%s", len(finished), out)
+	}
+	for i, want := range []string{"ALPHA", "BETA"} {
+		if finished[i]["status"] != "completed" || finished[i]["reply"] != want {
+			t.Fatalf("turn %d = %v", i, finished[i])
+		}
+	}
+	if finished[0]["thread_id"] == "" || finished[0]["thread_id"] != finished[1]["thread_id"] {
+		t.Fatalf("threads %v and %v differ", finished[0]["thread_id"], finished[1]["thread_id"])
+	}
+	if !strings.Contains(out, `"event":"state_changed"`) || !strings.Contains(out, `"to":"stopped"`) {
+		t.Fatalf("no clean shutdown in the event stream:\n%s", out)
+	}
+}
+
+func TestChatExitsNonZeroWhenATurnFails(t *testing.T) {
+	bin, env := chatEnv(t)
+	out, _, code := runBatty(t, env, "fine\nnot fine [[mock:quota]]\n", "chat", "--codex-bin", bin, "--cwd", t.TempDir())
+	if code != 1 {
+		t.Fatalf("exit %d, want 1:\n%s", code, out)
+	}
+	for _, want := range []string{"✔ chat-1 completed", "! quota blocked until", "✘ chat-2 failed (quota)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestChatWithoutCodex(t *testing.T) {
+	out, _, code := runBatty(t, nil, "hi\n", "chat", "--codex-bin", "/nonexistent/codex")
+	if code != 1 || !strings.Contains(out, "(spawn)") || !strings.Contains(out, "/nonexistent/codex") {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, _, code := runBatty(t, nil, "", "version")
+	if code != 0 || !strings.HasPrefix(out, "batty ") || !strings.Contains(out, "protocol 1") {
+		t.Fatalf("exit %d, output %q", code, out)
+	}
+}
