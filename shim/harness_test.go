@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) {
 	case "shim":
 		os.Exit(Main(os.Args[1:]))
 	case "fakecodex":
-		os.Exit(fakeCodex(os.Args[1:]))
+		os.Exit(codextest.FakeMain(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }

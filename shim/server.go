@@ -223,6 +223,7 @@ func (s *server) startTurn(m protocol.SendMessage, retried bool) {
 
 // threadStarted records the thread codex named for the turn in flight.
 func (s *server) threadStarted(p threadSeen) {
+	defer close(p.ack)
 	if p.id == "" || p.id == s.threadID {
 		return
 	}

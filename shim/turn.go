@@ -69,10 +69,13 @@ type turnResult struct {
 	duration   time.Duration
 }
 
-// threadSeen is sent to the loop as soon as codex names the thread.
+// threadSeen is sent to the loop as soon as codex names the thread. The
+// loop closes ack once it has announced the thread, so the turn's later
+// events (warnings) never overtake that announcement.
 type threadSeen struct {
-	t  *turn
-	id string
+	t   *turn
+	id  string
+	ack chan struct{}
 }
 
 // runTurn runs t to the end and sends its result on s.turnDone. It never
@@ -260,7 +263,9 @@ func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems
 	switch ev.Type {
 	case codex.TypeThreadStarted:
 		res.threadID = ev.ThreadID
-		s.progress <- threadSeen{t: t, id: ev.ThreadID}
+		ack := make(chan struct{})
+		s.progress <- threadSeen{t: t, id: ev.ThreadID, ack: ack}
+		<-ack
 	case codex.TypeTurnCompleted:
 		res.completed = true
 		res.usage = ev.Usage

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,7 +68,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("ResolveRecipient(%q) = %v, %v", r.Name, got, err)
 			}
 			for _, to := range r.TalksTo {
-				if _, ok := cfg.role(to); !ok {
+				if !slices.ContainsFunc(cfg.Roles, func(r Role) bool { return r.Name == to }) {
 					t.Fatalf("talks_to names unknown role %q", to)
 				}
 			}
@@ -76,6 +78,9 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("bad or duplicate agent name %q", a.Name)
 			}
 			seen[a.Name] = true
+			if b, ok := cfg.Agent(a.Name); !ok || !reflect.DeepEqual(a, b) {
+				t.Fatalf("Agent(%q) = %+v, %v; Agents() has %+v", a.Name, b, ok, a)
+			}
 			got, err := cfg.ResolveRecipient(a.Name)
 			if err != nil || len(got) != 1 || got[0].Name != a.Name {
 				t.Fatalf("ResolveRecipient(%q) = %v, %v", a.Name, got, err)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/battyhq/batty/codex"
 )
 
 // maxWork bounds the number of nodes visited while validating one file, so
@@ -362,7 +364,7 @@ func (p *parser) tomlValue(n *yaml.Node, what string) (string, bool) {
 	}
 	switch d.ShortTag() {
 	case "!!str":
-		return tomlString(d.Value), true
+		return codex.TOMLString(d.Value), true
 	case "!!bool":
 		var b bool
 		if err := d.Decode(&b); err == nil {
@@ -383,38 +385,6 @@ func (p *parser) tomlValue(n *yaml.Node, what string) (string, bool) {
 	}
 	p.add(n, quoteHint(n), "%s must be a string, number or boolean, not %s", what, kindName(n))
 	return "", false
-}
-
-// tomlString renders s as a TOML basic string.
-func tomlString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\r':
-			b.WriteString(`\r`)
-		default:
-			if r < 0x20 || r == 0x7f {
-				fmt.Fprintf(&b, `\u%04X`, r)
-			} else {
-				b.WriteRune(r)
-			}
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }
 
 // tomlFloat renders f as a TOML float (always with a fraction or exponent).

@@ -164,6 +164,8 @@ func TestParseErrors(t *testing.T) {
 			`team.yaml:3:12: codex.env.X must be a string, not null (use "" for an empty value)`},
 		{"empty bin", "name: t\ncodex: {bin: \"\"}\nroles: [{name: a}]\n",
 			`team.yaml:2:14: codex.bin must not be empty`},
+		{"model line break", "name: t\ncodex: {model: \"a\\nb\"}\nroles: [{name: a}]\n",
+			`team.yaml:2:16: codex.model must not contain line breaks`},
 		{"context window", "name: t\ncodex: {context_window: 0}\nroles: [{name: a}]\n",
 			`team.yaml:2:25: codex.context_window must be between 1 and 2147483647, got 0`},
 		{"args element", "name: t\ncodex: {args: [--x, ~]}\nroles: [{name: a}]\n",
@@ -415,5 +417,38 @@ func TestProblemString(t *testing.T) {
 	e := &ValidationError{Problems: []Problem{tests[0].p, tests[1].p}}
 	if got, want := e.Error(), "team.yaml:12:5: m (h)\nteam.yaml:3: m"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+func TestConfigTOMLRendering(t *testing.T) {
+	tests := []struct{ yaml, want string }{
+		{`low`, `"low"`},
+		{`"low"`, `"low"`},
+		{`"5"`, `"5"`},
+		{`'a\b'`, `"a\\b"`},
+		{`"tab\there\u0001"`, `"tab\there\u0001"`},
+		{`true`, `true`},
+		{`False`, `false`},
+		{`3`, `3`},
+		{`-7`, `-7`},
+		{`0x10`, `16`},
+		{`1_000`, `1000`},
+		{`1.5`, `1.5`},
+		{`2.0`, `2.0`},
+		{`1e3`, `1000.0`},
+		{`.inf`, `inf`},
+		{`-.inf`, `-inf`},
+		{`.nan`, `nan`},
+		{`"ünïcode"`, `"ünïcode"`},
+	}
+	for _, tt := range tests {
+		cfg, msg, _ := loadString(t, "name: t\ncodex:\n  config:\n    k: "+tt.yaml+"\nroles: [{name: a}]\n")
+		if msg != "" {
+			t.Errorf("%s: %s", tt.yaml, msg)
+			continue
+		}
+		if got := cfg.Codex.Config["k"]; got != tt.want {
+			t.Errorf("config value %s rendered as %s, want %s", tt.yaml, got, tt.want)
+		}
 	}
 }

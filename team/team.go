@@ -201,22 +201,32 @@ func (c *Config) Agents() []Agent {
 // Agent returns the agent with the given name and whether it exists.
 // "human" is not an agent.
 func (c *Config) Agent(name string) (Agent, bool) {
-	for _, a := range c.Agents() {
-		if a.Name == name {
-			return a, true
-		}
+	r, i, ok := c.agentRole(name)
+	if !ok {
+		return Agent{}, false
 	}
-	return Agent{}, false
+	return Agent{Name: name, Role: r.Name, Index: i, Prompt: r.Prompt, Cwd: r.Cwd, Codex: r.Codex.clone()}, true
 }
 
-// role returns the role with the given name.
-func (c *Config) role(name string) (Role, bool) {
+// agentRole returns the role of the named agent and the agent's index.
+func (c *Config) agentRole(name string) (Role, int, bool) {
 	for _, r := range c.Roles {
-		if r.Name == name {
-			return r, true
+		n := max(r.Instances, 1)
+		if n == 1 {
+			if name == r.Name {
+				return r, 0, true
+			}
+			continue
+		}
+		rest, ok := strings.CutPrefix(name, r.Name+"-")
+		if !ok {
+			continue
+		}
+		if i, err := strconv.Atoi(rest); err == nil && i >= 1 && i <= n && strconv.Itoa(i) == rest {
+			return r, i, true
 		}
 	}
-	return Role{}, false
+	return Role{}, 0, false
 }
 
 // ResolveRecipient maps a `batty send` target to agents:
@@ -278,26 +288,22 @@ func (c *Config) MayTalk(fromAgent, toAgent string) bool {
 	if fromAgent == toAgent {
 		return false
 	}
-	var to Agent
+	var toRole Role
 	if toAgent != Human {
-		a, ok := c.Agent(toAgent)
+		r, _, ok := c.agentRole(toAgent)
 		if !ok {
 			return false
 		}
-		to = a
+		toRole = r
 	}
 	if fromAgent == Human {
 		return true
 	}
-	from, ok := c.Agent(fromAgent)
+	fromRole, _, ok := c.agentRole(fromAgent)
 	if !ok {
 		return false
 	}
-	if toAgent == Human {
-		return true
-	}
-	r, ok := c.role(from.Role)
-	return ok && slices.Contains(r.TalksTo, to.Role)
+	return toAgent == Human || slices.Contains(fromRole.TalksTo, toRole.Name)
 }
 
 // clone returns a deep copy of s.

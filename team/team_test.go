@@ -79,7 +79,7 @@ func TestAgents(t *testing.T) {
 	if a, ok := cfg.Agent("eng-2"); !ok || a.Role != "eng" || a.Index != 2 {
 		t.Errorf("Agent(eng-2) = %+v, %v", a, ok)
 	}
-	for _, name := range []string{"eng", "human", "nobody", ""} {
+	for _, name := range []string{"eng", "human", "nobody", "", "eng-0", "eng-3", "eng-01", "eng-+1", "architect-1"} {
 		if _, ok := cfg.Agent(name); ok {
 			t.Errorf("Agent(%q) found an agent", name)
 		}

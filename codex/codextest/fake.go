@@ -1,4 +1,4 @@
-package shim
+package codextest
 
 import (
 	"crypto/rand"
@@ -16,12 +16,20 @@ import (
 	"time"
 )
 
-// The fake codex is this test binary re-executed with BATTY_TEST_ROLE=
-// fakecodex. It reads the prompt from stdin like `codex exec --json ... -`
-// and acts out the scenario named by a "scenario:NAME[:ARG]" token in it,
-// printing the same JSONL shapes the real CLI prints (see testdata in the
-// codex package). Threads live as files under $FAKE_CODEX_STATE so resume,
-// unknown threads and thread-cumulative usage behave like the real thing.
+// FakeMain is a fake `codex exec --json` for fast tests: a test binary
+// re-executes itself (the helper-process pattern) and calls FakeMain with the
+// codex arguments. It reads the prompt from stdin like `codex exec --json ...
+// -` and acts out the scenario named by a "scenario:NAME[:ARG]" token in it,
+// printing the JSONL shapes the real CLI prints. Threads live as files under
+// $FAKE_CODEX_STATE, so resume, unknown threads and thread-cumulative usage
+// behave like the real thing. It returns the exit code.
+//
+// Scenarios: text (default; replies "ECHO:<first body line>"), usage:N,
+// slow:SECONDS, hang (ignores SIGINT), silent, crash, selfkill, huge:BYTES,
+// quota, context, auth, servererror, newthread, detach:PIDFILE, exec,
+// garbage, env:VAR (replies with the variable's value), spawnfail, and
+// stamp:FILE (appends the start time in Unix nanoseconds to FILE, then
+// replies like text).
 
 var scenarioRE = regexp.MustCompile(`scenario:([a-z-]+)(?::([0-9a-zA-Z._/-]+))?`)
 
@@ -31,7 +39,8 @@ type fakeThread struct {
 	Turns  int   `json:"turns"`
 }
 
-func fakeCodex(args []string) int {
+func FakeMain(args []string) int {
+	start := time.Now()
 	// Codex answers SIGINT by ending the turn and exiting 1 with nothing more
 	// on stdout.
 	sigs := make(chan os.Signal, 1)
@@ -120,6 +129,14 @@ func fakeCodex(args []string) int {
 		}
 	}
 	switch scenario {
+	case "stamp":
+		f, err := os.OpenFile(arg, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return fail(err.Error())
+		}
+		fmt.Fprintf(f, "%d\n", start.UnixNano())
+		f.Close()
+		return complete("STAMPED", 1000, 10)
 	case "text":
 		firstLine := strings.SplitN(strings.TrimSpace(bodyOf(prompt)), "\n", 2)[0]
 		return complete("ECHO:"+firstLine, 1000, 10)

@@ -1,0 +1,154 @@
+package team
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// codexOverlay holds the Codex keys set in one codex section.
+type codexOverlay struct {
+	strs          map[string]string
+	args          []string
+	argsSet       bool
+	config, env   map[string]string
+	contextWindow int
+}
+
+// codex validates a codex section.
+func (p *parser) codex(n *yaml.Node, what string) codexOverlay {
+	o := codexOverlay{strs: map[string]string{}}
+	f, ok := p.mapping(n, what, codexKeys)
+	if !ok {
+		return o
+	}
+	set := func(key string, v string, ok bool) {
+		if ok {
+			o.strs[key] = v
+		}
+	}
+	for _, key := range []string{"bin", "model", "codex_home"} {
+		e, ok := f[key]
+		if !ok {
+			continue
+		}
+		s, ok := p.str(e.val, what+"."+key)
+		switch {
+		case !ok:
+		case key == "bin" && s == "":
+			p.add(e.val, `e.g. "codex" or "/usr/local/bin/codex"`, "%s.bin must not be empty", what)
+		case key == "model" && strings.ContainsAny(s, "\r\n"):
+			p.add(e.val, "", "%s.model must not contain line breaks", what)
+		case (key == "bin" && strings.ContainsRune(s, '/')) || (key == "codex_home" && s != ""):
+			s, ok = p.path(e.val, s)
+			set(key, s, ok)
+		default:
+			set(key, s, true)
+		}
+	}
+	enums := []struct {
+		key     string
+		allowed []string
+		empty   bool
+	}{
+		{"reasoning_effort", reasoningEfforts, true},
+		{"sandbox", sandboxModes, false},
+		{"approval_policy", approvalPolicies, false},
+	}
+	for _, en := range enums {
+		if e, ok := f[en.key]; ok {
+			s, ok := p.enum(e.val, what+"."+en.key, en.allowed, en.empty)
+			set(en.key, s, ok)
+		}
+	}
+	if e, ok := f["args"]; ok {
+		items, ok := p.strList(e.val, what+".args")
+		if ok {
+			o.argsSet = true
+			o.args = []string{}
+			for _, it := range items {
+				o.args = append(o.args, it.val)
+			}
+		}
+	}
+	if e, ok := f["config"]; ok {
+		m, _ := p.mapping(e.val, what+".config", nil)
+		o.config = map[string]string{}
+		for k, kv := range m {
+			if !configKeyRE.MatchString(k) {
+				p.add(kv.key, "use a dotted key such as model_providers.local.base_url", "invalid %s.config key %.60q", what, k)
+				continue
+			}
+			if v, ok := p.tomlValue(kv.val, what+".config."+k); ok {
+				o.config[k] = v
+			}
+		}
+	}
+	if e, ok := f["env"]; ok {
+		m, _ := p.mapping(e.val, what+".env", nil)
+		o.env = map[string]string{}
+		for k, kv := range m {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				p.add(kv.key, "", "invalid %s.env variable name %.60q", what, k)
+				continue
+			}
+			if isNull(kv.val) {
+				p.add(kv.val, `use "" for an empty value`, "%s.env.%s must be a string, not null", what, k)
+				continue
+			}
+			if v, ok := p.str(kv.val, what+".env."+k); ok {
+				o.env[k] = v
+			}
+		}
+	}
+	if e, ok := f["context_window"]; ok {
+		if v, ok := p.integer(e.val, what+".context_window", 1, math.MaxInt32); ok {
+			o.contextWindow = v
+		}
+	}
+	return o
+}
+
+// apply returns base with the overlay's keys applied: scalars and args
+// replace, config and env merge key by key.
+func (o codexOverlay) apply(base CodexSettings) CodexSettings {
+	s := base.clone()
+	for k, v := range o.strs {
+		switch k {
+		case "bin":
+			s.Bin = v
+		case "model":
+			s.Model = v
+		case "codex_home":
+			s.CodexHome = v
+		case "reasoning_effort":
+			s.ReasoningEffort = v
+		case "sandbox":
+			s.Sandbox = v
+		case "approval_policy":
+			s.ApprovalPolicy = v
+		}
+	}
+	if o.argsSet {
+		s.Args = slices.Clone(o.args)
+	}
+	s.Config = mergeMaps(s.Config, o.config)
+	s.Env = mergeMaps(s.Env, o.env)
+	if o.contextWindow > 0 {
+		s.ContextWindow = o.contextWindow
+	}
+	return s
+}
+
+// mergeMaps sets every key of over in dst (allocating it when needed).
+func mergeMaps(dst, over map[string]string) map[string]string {
+	for k, v := range over {
+		if dst == nil {
+			dst = map[string]string{}
+		}
+		dst[k] = v
+	}
+	return dst
+}
