@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"sync"
@@ -31,7 +32,8 @@ const headerSize = 4
 var ErrFrameTooLarge = errors.New("frame too large")
 
 // ErrClosed is returned by a Conn after it was closed, by either side or
-// because a protocol error made the stream unusable.
+// because a protocol error made the stream unusable. Unless Close was the
+// cause, it comes wrapped together with the error that closed the Conn.
 var ErrClosed = errors.New("control channel closed")
 
 // Options tune a Conn. The zero value is valid.
@@ -47,6 +49,11 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.MaxFrameSize <= 0 {
 		o.MaxFrameSize = DefaultMaxFrameSize
+	}
+	// The length prefix is 32 bits: a larger limit would let a frame's
+	// length wrap around in its header and desynchronise the stream.
+	if uint64(o.MaxFrameSize) > math.MaxUint32 {
+		o.MaxFrameSize = math.MaxUint32
 	}
 	if o.FrameTimeout <= 0 {
 		o.FrameTimeout = DefaultFrameTimeout
@@ -119,22 +126,38 @@ func Socketpair(opts Options) (local *Conn, remote *os.File, err error) {
 	return NewConn(nc, opts), remote, nil
 }
 
-// fail records err as the Conn's terminal error and closes the socket.
+// fail records err as the Conn's terminal error, unless one is already
+// recorded, and closes the socket. It returns the error the failing call
+// reports: err itself when it is what ended the Conn, otherwise the closed
+// error (see broken).
 func (c *Conn) fail(err error) error {
 	c.mu.Lock()
-	if c.err == nil {
+	first := c.err == nil
+	if first {
 		c.err = err
 	}
-	err = c.err
 	c.mu.Unlock()
 	c.closeOnce.Do(func() { c.c.Close() })
-	return err
+	if first {
+		return err
+	}
+	return c.broken()
 }
 
+// broken returns nil while the Conn is usable. Once it is closed, by Close,
+// by the peer or by a protocol error, it returns ErrClosed, wrapped together
+// with the cause when the cause was not Close.
 func (c *Conn) broken() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
+	cause := c.err
+	c.mu.Unlock()
+	switch cause {
+	case nil:
+		return nil
+	case ErrClosed:
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: %w", ErrClosed, cause)
 }
 
 // Close closes the channel. It is idempotent and unblocks a pending Recv,
@@ -252,7 +275,7 @@ func (c *Conn) Recv() (Message, error) {
 	}
 	m, err := Decode(body)
 	if err != nil {
-		return nil, c.fail(err)
+		return nil, err
 	}
 	return m, nil
 }

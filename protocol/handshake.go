@@ -15,11 +15,23 @@ var ErrVersionMismatch = errors.New("protocol version mismatch")
 const DefaultHandshakeTimeout = 10 * time.Second
 
 // recvWithin receives one message, closing the Conn if none arrives within
-// timeout.
+// timeout. The timeout error wraps os.ErrDeadlineExceeded.
 func (c *Conn) recvWithin(timeout time.Duration) (Message, error) {
-	t := time.AfterFunc(timeout, func() { c.fail(fmt.Errorf("no frame within %s", timeout)) })
-	defer t.Stop()
-	return c.Recv()
+	fired := make(chan struct{})
+	t := time.AfterFunc(timeout, func() {
+		c.fail(fmt.Errorf("no frame within %s: %w", timeout, os.ErrDeadlineExceeded))
+		close(fired)
+	})
+	m, err := c.Recv()
+	if !t.Stop() {
+		// The timer went off, possibly just after the frame arrived: it has
+		// closed (or is closing) the Conn, so the exchange failed either way.
+		<-fired
+		if err == nil {
+			m, err = nil, c.broken()
+		}
+	}
+	return m, err
 }
 
 // AcceptHello is the orchestrator side of the handshake: it waits up to

@@ -24,16 +24,17 @@ func TestMain(m *testing.M) {
 // stderr and the exit code.
 func runBatty(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(self, args...)
-	cmd.Env = append(append(os.Environ(), "BATTY_TEST_ROLE=batty"), env...)
+	return runBattyIn(t, "", env, stdin, args...)
+}
+
+// runBattyIn is runBatty in the working directory dir ("" for the test's).
+func runBattyIn(t *testing.T, dir string, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := battyCommand(t, dir, env, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
+	err := cmd.Run()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
@@ -41,6 +42,27 @@ func runBatty(t *testing.T, env []string, stdin string, args ...string) (string,
 		t.Fatal(err)
 	}
 	return out.String(), errb.String(), code
+}
+
+// battyCommand prepares this binary to run as batty in dir with args. The
+// environment is the test's without the variables that point batty at a
+// project or an agent, plus env.
+func battyCommand(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Dir = dir
+	var base []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BATTY_AGENT=") && !strings.HasPrefix(kv, "BATTY_DIR=") {
+			base = append(base, kv)
+		}
+	}
+	cmd.Env = append(append(base, "BATTY_TEST_ROLE=batty"), env...)
+	return cmd
 }
 
 func chatEnv(t *testing.T) (string, []string) {

@@ -27,7 +27,9 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCmd(), newShimCmd(), newChatCmd())
+	root.AddCommand(newVersionCmd(), newShimCmd(), newChatCmd(),
+		newStartCmd(), newDaemonCmd(), newStopCmd(), newStatusCmd(), newPauseCmd(true), newPauseCmd(false), newResetCmd())
+	root.AddCommand(newSendCmd(), newInboxCmd(), newLogsCmd(), newInitCmd(), newValidateCmd())
 	return root
 }
 

@@ -25,11 +25,12 @@ import (
 // behave like the real thing. It returns the exit code.
 //
 // Scenarios: text (default; replies "ECHO:<first body line>"), usage:N,
-// slow:SECONDS, hang (ignores SIGINT), silent, crash, selfkill, huge:BYTES,
+// slow:SECONDS, slowfirst:SECONDS (slow unless redelivered), hang (ignores SIGINT), silent, crash, selfkill, huge:BYTES,
 // quota, context, auth, servererror, newthread, detach:PIDFILE, exec,
 // garbage, env:VAR (replies with the variable's value), spawnfail, and
 // stamp:FILE (appends the start time in Unix nanoseconds to FILE, then
-// replies like text).
+// replies like text). With $FAKE_CODEX_LOG set, every invocation appends a
+// line "<unix ns> <resumed thread|new> <first prompt line>" to that file.
 
 var scenarioRE = regexp.MustCompile(`scenario:([a-z-]+)(?::([0-9a-zA-Z._/-]+))?`)
 
@@ -71,6 +72,16 @@ func FakeMain(args []string) int {
 		return 1
 	}
 	prompt := string(promptBytes)
+	if logPath := os.Getenv("FAKE_CODEX_LOG"); logPath != "" {
+		// One line per invocation: time, resumed thread (or "new"), the
+		// prompt's first line (batty's header names the message id).
+		f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			first, _, _ := strings.Cut(prompt, "\n")
+			fmt.Fprintf(f, "%d %s %s\n", start.UnixNano(), or(resume, "new"), first)
+			f.Close()
+		}
+	}
 	scenario, arg := "text", ""
 	if m := scenarioRE.FindStringSubmatch(prompt); m != nil {
 		scenario, arg = m[1], m[2]
@@ -143,6 +154,12 @@ func FakeMain(args []string) int {
 	case "usage":
 		n, _ := strconv.ParseInt(arg, 10, 64)
 		return complete("used "+arg, n, 100)
+	case "slowfirst":
+		// Slow unless batty says this is a redelivery.
+		if strings.Contains(prompt, "(redelivered") {
+			return complete("SLOW_DONE", 1000, 10)
+		}
+		fallthrough
 	case "slow":
 		secs, _ := strconv.Atoi(arg)
 		if waitOrInterrupt(time.Duration(secs) * time.Second) {

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/team"
+)
+
+// startWait bounds how long `batty start` waits for the daemon to accept
+// messages.
+const startWait = 60 * time.Second
+
+// loadProject resolves the project and loads its team file, printing every
+// validation problem.
+func loadProject(teamFile string) (orchestrator.Project, *team.Config, error) {
+	p, err := orchestrator.ResolveProject(teamFile)
+	if err != nil {
+		return p, nil, err
+	}
+	cfg, err := team.Load(p.TeamFile)
+	if err != nil {
+		return p, nil, err
+	}
+	return p, cfg, nil
+}
+
+func newStartCmd() *cobra.Command {
+	var teamFile string
+	var foreground, noTmux bool
+	cmd := &cobra.Command{
+		Use:   "start [-f team.yaml] [--foreground]",
+		Short: "Start the team's daemon (in the background unless --foreground)",
+		Long: `start validates the team file, then runs the daemon — in the background, returning
+once it accepts messages, or in the foreground with --foreground. One daemon runs
+per project; its state, inboxes and logs live in .batty/ next to the team file.
+The team file defaults to ./team.yaml, else ./.batty/team.yaml.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_ = noTmux // every start is headless until the tmux cockpit exists
+			p, cfg, err := loadProject(teamFile)
+			if err != nil {
+				return err
+			}
+			if running, pid := orchestrator.Running(p.Layout); running {
+				return fmt.Errorf("batty is already running for this project (pid %d, socket %s); `batty stop` stops it", pid, p.Layout.Socket())
+			}
+			if foreground {
+				return runDaemon(cmd.Context(), p, cfg, nil, true)
+			}
+			return startBackground(cmd.OutOrStdout(), p, cfg)
+		},
+	}
+	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file (default ./team.yaml, else ./.batty/team.yaml)")
+	cmd.Flags().BoolVar(&foreground, "foreground", false, "run the daemon in this process until Ctrl-C")
+	cmd.Flags().BoolVar(&noTmux, "no-tmux", false, "run without the tmux cockpit (the default for now)")
+	return cmd
+}
+
+// startBackground runs `batty daemon` detached and waits until it reports
+// that it accepts messages (over a pipe, no polling), or fails.
+func startBackground(out io.Writer, p orchestrator.Project, cfg *team.Config) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the batty binary: %w", err)
+	}
+	if err := atomicfile.MkdirAll(p.Layout.Dir); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(p.Layout.DaemonLog(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("open daemon log: %w", err)
+	}
+	defer logf.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("ready pipe: %w", err)
+	}
+	defer pr.Close()
+	cmd := exec.Command(exe, "daemon", "-f", p.TeamFile, "--ready-fd", "3")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		return fmt.Errorf("start daemon: %w", err)
+	}
+	pw.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(pr).ReadString('\n')
+		line <- strings.TrimSpace(s)
+	}()
+	select {
+	case s := <-line:
+		if s == "ok" {
+			fmt.Fprintf(out, "batty: team %q running (pid %d, %d agents); logs in %s\n", cfg.Name, cmd.Process.Pid, len(cfg.Agents()), p.Layout.Dir)
+			return nil
+		}
+		if s == "" {
+			err := <-exited
+			return fmt.Errorf("daemon exited (%v) before it was ready; see %s", err, p.Layout.DaemonLog())
+		}
+		return errors.New(strings.TrimPrefix(s, "error: "))
+	case <-time.After(startWait):
+		cmd.Process.Signal(syscall.SIGTERM)
+		return fmt.Errorf("daemon not ready after %s; see %s", startWait, p.Layout.DaemonLog())
+	}
+}
+
+func newDaemonCmd() *cobra.Command {
+	var teamFile string
+	var readyFD int
+	cmd := &cobra.Command{
+		Use:    "daemon -f team.yaml",
+		Short:  "Run the daemon (started by batty start)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var ready *os.File
+			if readyFD > 0 {
+				ready = os.NewFile(uintptr(readyFD), "ready")
+			}
+			p, cfg, err := loadProject(teamFile)
+			if err != nil {
+				if ready != nil {
+					fmt.Fprintf(ready, "error: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+				}
+				return err
+			}
+			return runDaemon(cmd.Context(), p, cfg, ready, false)
+		},
+	}
+	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file")
+	cmd.Flags().IntVar(&readyFD, "ready-fd", 0, "write ok (or error: ...) to this fd once ready")
+	return cmd
+}
+
+// runDaemon runs the daemon in this process until a signal or `batty stop`.
+func runDaemon(ctx context.Context, p orchestrator.Project, cfg *team.Config, ready *os.File, foreground bool) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := atomicfile.MkdirAll(p.Layout.Dir); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(p.Layout.DaemonLog(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("open daemon log: %w", err)
+	}
+	defer logf.Close()
+	var logOut io.Writer = logf
+	if foreground {
+		logOut = io.MultiWriter(logf, os.Stderr)
+	}
+	level := hclog.LevelFromString(os.Getenv("BATTY_LOG_LEVEL"))
+	if level == hclog.NoLevel {
+		level = hclog.Info
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "daemon", Level: level, Output: logOut})
+	fail := func(err error) error {
+		if ready != nil {
+			fmt.Fprintf(ready, "error: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+			ready.Close()
+		}
+		return err
+	}
+	d, err := orchestrator.New(cfg, p.Layout, orchestrator.Options{Logger: log, ShimLog: logf})
+	if err != nil {
+		return fail(err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	signal.Ignore(syscall.SIGHUP)
+	go func() {
+		select {
+		case <-d.Ready():
+			if ready != nil {
+				fmt.Fprintln(ready, "ok")
+				ready.Close()
+			}
+			if foreground {
+				fmt.Fprintf(os.Stderr, "batty: team %q running in the foreground (pid %d); Ctrl-C stops it\n", cfg.Name, os.Getpid())
+			}
+		case <-ctx.Done():
+		}
+	}()
+	if err := d.Run(ctx); err != nil {
+		log.Error("Daemon failed", "error", err)
+		return fail(err)
+	}
+	return nil
+}
+
+func newStopCmd() *cobra.Command {
+	var teamFile string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "stop [--timeout D]",
+		Short: "Stop the daemon: turns in flight may finish until the timeout, then are interrupted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := orchestrator.ResolveProject(teamFile)
+			if err != nil {
+				return err
+			}
+			running, pid := orchestrator.Running(p.Layout)
+			if !running {
+				fmt.Fprintln(cmd.OutOrStdout(), "batty: not running")
+				return nil
+			}
+			if _, err := orchestrator.Call(p.Layout, orchestrator.Request{Op: orchestrator.OpStop, Timeout: timeout}, 0); err != nil {
+				return fmt.Errorf("stop daemon (pid %d): %w", pid, err)
+			}
+			if err := orchestrator.WaitStopped(p.Layout, 30*time.Second); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "batty: stopped (pid %d)\n", pid)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long turns in flight may finish (default: the team's timeouts.shutdown)")
+	return cmd
+}
+
+func newPauseCmd(pause bool) *cobra.Command {
+	var teamFile string
+	use, short := "resume", "Release dispatch team-wide (also ends a quota or auth pause)"
+	if pause {
+		use, short = "pause [reason]", "Hold dispatch team-wide; messages keep queueing"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := orchestrator.ResolveProject(teamFile)
+			if err != nil {
+				return err
+			}
+			reason := strings.Join(args, " ")
+			op := orchestrator.OpResume
+			if pause {
+				op = orchestrator.OpPause
+			}
+			_, err = orchestrator.Call(p.Layout, orchestrator.Request{Op: op, Reason: reason}, 10*time.Second)
+			if errors.Is(err, orchestrator.ErrNotRunning) {
+				err = orchestrator.OfflinePause(p.Layout, pause, reason)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "batty: dispatch %sd\n", strings.Fields(use)[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file")
+	return cmd
+}
+
+func newResetCmd() *cobra.Command {
+	var teamFile, reason string
+	cmd := &cobra.Command{
+		Use:   "reset <agent>",
+		Short: "Archive the agent's thread so its next message starts a fresh one",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, cfg, err := loadProject(teamFile)
+			if err != nil {
+				return err
+			}
+			_, err = orchestrator.Call(p.Layout, orchestrator.Request{Op: orchestrator.OpReset, Agent: args[0], Reason: reason}, 60*time.Second)
+			if errors.Is(err, orchestrator.ErrNotRunning) {
+				err = orchestrator.OfflineReset(cfg, p.Layout, args[0], reason)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "batty: %s will start a fresh thread\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (kept with the archived thread)")
+	return cmd
+}

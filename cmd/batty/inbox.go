@@ -1,0 +1,299 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/team"
+)
+
+// Message states shown by `batty inbox`.
+const (
+	msgStateNew      = "new"
+	msgStateInFlight = "in_flight"
+	msgStateDone     = "done"
+)
+
+// listedMessage is one message of `batty inbox --json`: the stored message
+// plus the box it is in and its state there.
+type listedMessage struct {
+	inbox.Message
+	Box   string `json:"box"`
+	State string `json:"state"`
+}
+
+func newInboxCmd() *cobra.Command {
+	var (
+		teamFile string
+		limit    int
+		asJSON   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "inbox [agent] [-n N] [--json] [-f TEAMFILE]",
+		Short: "List the human's messages, or an agent's messages and their outcomes",
+		Long: `Without an agent, inbox lists the human's inbox: the messages agents sent to
+"human", newest first, with the time, the sender, the message they answer and
+the text.
+
+With an agent, it lists that agent's recent messages: pending (new), in
+flight, and done with their outcome (status, failure, error, the first line
+of the reply and the tokens used). The name of a role with several instances
+lists the messages waiting in the role's queue.
+
+--json prints a JSON array of the messages, each with its "box" and "state"
+(new, in_flight or done).`,
+		Example: `  batty inbox
+  batty inbox engineer-1 -n 5
+  batty inbox manager --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 1 {
+				return usageError(cmd, "-n must be at least 1, got %d", limit)
+			}
+			name := team.Human
+			if len(args) == 1 {
+				name = args[0]
+			}
+			p, cfg, err := loadTeamProject(teamFile)
+			if err != nil {
+				return err
+			}
+			box, err := inboxBoxName(cfg, name)
+			if err != nil {
+				return err
+			}
+			msgs, err := listBox(p.Layout, box, limit, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return printInboxJSON(out, msgs)
+			}
+			if len(msgs) == 0 {
+				fmt.Fprintf(out, "no messages for %s\n", name)
+				return nil
+			}
+			for _, m := range msgs {
+				if box == team.Human {
+					printHumanMessage(out, m)
+				} else {
+					printAgentMessage(out, m)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file (default ./team.yaml or ./.batty/team.yaml, or the team of $"+orchestrator.EnvDir+")")
+	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "show at most N messages")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return withUsageExit(cmd)
+}
+
+// inboxBoxName maps the argument of `batty inbox` to a box: "human", an
+// agent, or the queue of a role with several instances.
+func inboxBoxName(cfg *team.Config, name string) (string, error) {
+	if name == team.Human {
+		return team.Human, nil
+	}
+	if _, ok := cfg.Agent(name); ok {
+		return name, nil
+	}
+	for _, r := range cfg.Roles {
+		if r.Name == name {
+			return "@" + name, nil
+		}
+	}
+	return "", fmt.Errorf("%w (or no name for the human's inbox)", unknownAgentError(cfg, name))
+}
+
+// listBox returns at most limit messages of box, newest first. A box that
+// does not exist yet is empty (listing creates nothing). Files that cannot
+// be read are reported to warn and skipped.
+func listBox(l orchestrator.Layout, box string, limit int, warn io.Writer) ([]listedMessage, error) {
+	ok, err := isDir(filepath.Join(l.Inboxes(), box))
+	if err != nil || !ok {
+		return []listedMessage{}, err
+	}
+	store, err := inbox.Open(l.Inboxes())
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", box, err)
+	}
+	b, err := store.Box(box)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", box, err)
+	}
+	var out []listedMessage
+	add := func(state string, ms []inbox.Message, errs []error) {
+		for _, err := range errs {
+			fmt.Fprintf(warn, "batty: warning: %s: %v\n", box, err)
+		}
+		for _, m := range ms {
+			out = append(out, listedMessage{Message: m, Box: box, State: state})
+		}
+	}
+	pending, errs := b.Pending()
+	add(msgStateNew, pending, errs)
+	inflight, errs := b.InFlight()
+	add(msgStateInFlight, inflight, errs)
+	// Done returns the readable messages along with an error naming the
+	// files it could not read; both are shown.
+	done, err := b.Done(limit)
+	var doneErrs []error
+	if err != nil {
+		doneErrs = []error{err}
+	}
+	add(msgStateDone, done, doneErrs)
+	slices.SortStableFunc(out, func(a, b listedMessage) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	if out == nil {
+		out = []listedMessage{}
+	}
+	return out, nil
+}
+
+// printInboxJSON writes v as indented JSON.
+func printInboxJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
+}
+
+// inboxTime formats t for listings, in local time.
+func inboxTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// printHumanMessage writes one message of the human's inbox: a header line
+// and the whole body, indented.
+func printHumanMessage(w io.Writer, m listedMessage) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  from %s", inboxTime(m.CreatedAt), m.From)
+	if m.InReplyTo != "" {
+		fmt.Fprintf(&b, "  re %s", m.InReplyTo)
+	}
+	if m.State != msgStateDone {
+		fmt.Fprintf(&b, "  [%s]", strings.ReplaceAll(m.State, "_", " "))
+	}
+	fmt.Fprintf(&b, "  %s\n", m.ID)
+	writeIndented(&b, "  ", terminalSafe(m.Body))
+	b.WriteString("\n")
+	io.WriteString(w, b.String())
+}
+
+// printAgentMessage writes one message of an agent's inbox: a header line
+// with its state or outcome, the first line of the message and, when done,
+// the outcome's details.
+func printAgentMessage(w io.Writer, m listedMessage) {
+	var b strings.Builder
+	state := "new"
+	switch {
+	case m.State == msgStateInFlight:
+		state = fmt.Sprintf("in flight (attempt %d)", max(m.Attempt, 1))
+	case m.Outcome != nil:
+		state = m.Outcome.Status
+		if m.Outcome.Failure != "" {
+			state += " (" + m.Outcome.Failure + ")"
+		}
+	case m.State == msgStateDone:
+		state = "done"
+	}
+	fmt.Fprintf(&b, "%s  %s  from %s", inboxTime(m.CreatedAt), state, m.From)
+	if m.To != m.Box && m.To != "" {
+		fmt.Fprintf(&b, " to %s", m.To)
+	}
+	fmt.Fprintf(&b, "  %s\n", m.ID)
+	fmt.Fprintf(&b, "  message: %s\n", oneLine(m.Body))
+	if m.InReplyTo != "" {
+		fmt.Fprintf(&b, "  re:      %s\n", m.InReplyTo)
+	}
+	if o := m.Outcome; o != nil {
+		if o.Agent != "" && o.Agent != m.Box {
+			fmt.Fprintf(&b, "  agent:   %s\n", o.Agent)
+		}
+		if o.Error != "" {
+			fmt.Fprintf(&b, "  error:   %s\n", oneLine(o.Error))
+		}
+		if o.Reply != "" {
+			fmt.Fprintf(&b, "  reply:   %s\n", oneLine(o.Reply))
+		}
+		fmt.Fprintf(&b, "  tokens:  in %d out %d · finished %s\n", o.InputTokens, o.OutputTokens, inboxTime(o.FinishedAt))
+	}
+	b.WriteString("\n")
+	io.WriteString(w, b.String())
+}
+
+// oneLine returns the first line of s (without surrounding white
+// space), marked with " …" when more follows, cut to a terminal-friendly
+// length and made safe for a terminal.
+func oneLine(s string) string {
+	line, _, more := strings.Cut(strings.TrimSpace(s), "\n")
+	line = strings.TrimRight(line, "\r")
+	const maxRunes = 160
+	if r := []rune(line); len(r) > maxRunes {
+		line, more = string(r[:maxRunes]), true
+	}
+	line = terminalSafe(line)
+	if more {
+		line += " …"
+	}
+	return line
+}
+
+// terminalSafe escapes the control characters of s other than newlines and
+// tabs (escape sequences included), so that text written by an agent cannot
+// drive the terminal it is printed on.
+func terminalSafe(s string) string {
+	if !strings.ContainsFunc(s, unsafeControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case !unsafeControl(r):
+			b.WriteRune(r)
+		case r < 0x100:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
+}
+
+// unsafeControl reports whether r is a control character other than a
+// newline or a tab.
+func unsafeControl(r rune) bool {
+	return r != '\n' && r != '\t' && (unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r))
+}
+
+// writeIndented writes every line of s with prefix.
+func writeIndented(b *strings.Builder, prefix, s string) {
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString(prefix)
+		b.WriteString(l)
+		b.WriteString("\n")
+	}
+}

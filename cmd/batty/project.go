@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/team"
+)
+
+// exitUsage is the exit code for a command line that cannot be run: unknown
+// flags, a wrong number of arguments, an invalid flag value.
+const exitUsage = 2
+
+// usageError prints "batty <cmd>: <msg>" and the command's usage line to
+// stderr and returns the error that makes batty exit with exitUsage.
+func usageError(cmd *cobra.Command, format string, args ...any) error {
+	fmt.Fprintf(cmd.ErrOrStderr(), "batty %s: %s\nUsage: batty %s\nRun 'batty %s --help' for details.\n",
+		cmd.Name(), fmt.Sprintf(format, args...), cmd.Use, cmd.Name())
+	return exitError{exitUsage}
+}
+
+// usageArgs wraps a cobra argument validator so that a wrong command line
+// exits with exitUsage.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return usageError(cmd, "%v", err)
+		}
+		return nil
+	}
+}
+
+// withUsageExit makes flag parsing errors and argument count errors of cmd
+// exit with exitUsage.
+func withUsageExit(cmd *cobra.Command) *cobra.Command {
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError(c, "%v", err)
+	})
+	if cmd.Args != nil {
+		cmd.Args = usageArgs(cmd.Args)
+	}
+	return cmd
+}
+
+// loadTeamProject resolves the project (see orchestrator.ResolveProject) and
+// loads its team file.
+func loadTeamProject(teamFile string) (orchestrator.Project, *team.Config, error) {
+	p, err := orchestrator.ResolveProject(teamFile)
+	if err != nil {
+		return orchestrator.Project{}, nil, err
+	}
+	cfg, err := team.Load(p.TeamFile)
+	if err != nil {
+		var verr *team.ValidationError
+		if errors.As(err, &verr) {
+			return p, nil, fmt.Errorf("team file %s is invalid (see `batty validate -f %s`):\n%w", p.TeamFile, p.TeamFile, err)
+		}
+		return p, nil, fmt.Errorf("load team file %s: %w", p.TeamFile, err)
+	}
+	return p, cfg, nil
+}
+
+// teamAgentNames lists the names of every agent of cfg, in team order.
+func teamAgentNames(cfg *team.Config) []string {
+	var names []string
+	for _, a := range cfg.Agents() {
+		names = append(names, a.Name)
+	}
+	return names
+}
+
+// unknownAgentError returns the error for a name that is not an agent of cfg.
+func unknownAgentError(cfg *team.Config, name string) error {
+	return fmt.Errorf("unknown agent %q in team %q (%s); agents: %s",
+		name, cfg.Name, cfg.Path, strings.Join(teamAgentNames(cfg), ", "))
+}
+
+// isDir reports whether dir exists and is a directory.
+func isDir(dir string) (bool, error) {
+	st, err := os.Stat(dir)
+	switch {
+	case err == nil:
+		return st.IsDir(), nil
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	default:
+		return false, fmt.Errorf("stat %s: %w", dir, err)
+	}
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/team"
+)
+
+func newSendCmd() *cobra.Command {
+	var from, teamFile string
+	cmd := &cobra.Command{
+		Use:   "send [--from NAME] [-f TEAMFILE] <agent|role|human> <message...>",
+		Short: "Queue a message for an agent, a role or the human",
+		Long: `send writes a message into the recipient's inbox (.batty/inboxes) and
+prints its id. It does not need the daemon: the daemon picks the message up
+when it runs.
+
+The message is the remaining arguments joined by spaces, or stdin when the
+only message argument is "-". Flags must come before the recipient; everything
+after it is message text.
+
+The recipient is "human", an agent, or a role. A role with one instance is
+its agent; a message to a role with several instances waits in the role's
+queue ("@<role>") and the daemon gives it to an idle instance, else to the one
+with the shortest backlog.
+
+The sender is --from, else $BATTY_AGENT (set for every agent's Codex
+process), else "human". An agent may message "human" and the roles listed in
+its role's talks_to; the human may message anyone.
+
+Exit status: 0 queued, 1 error, 2 usage.`,
+		Example: `  batty send manager "the build is green"
+  batty send engineer "please fix the flaky test"
+  git diff | batty send --from architect manager -`,
+		Args: func(_ *cobra.Command, args []string) error {
+			switch len(args) {
+			case 0:
+				return errors.New("name a recipient and a message")
+			case 1:
+				return errors.New(`missing message: give it as arguments, or "-" to read it from stdin`)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if from == "" {
+				from = os.Getenv(orchestrator.EnvAgent)
+			}
+			if from == "" {
+				from = team.Human
+			}
+			body := strings.Join(args[1:], " ")
+			if len(args) == 2 && args[1] == "-" {
+				b, err := readBody(cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				body = b
+			}
+			m, err := deliverMessage(teamFile, from, args[0], body)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "queued %s for %s\n", m.ID, m.box)
+			return nil
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().StringVar(&from, "from", "", `sender: an agent name or "human" (default $`+orchestrator.EnvAgent+`, else "human")`)
+	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file (default ./team.yaml or ./.batty/team.yaml, or the team of $"+orchestrator.EnvDir+")")
+	return withUsageExit(cmd)
+}
+
+// readBody reads a message body from r, without its trailing line breaks.
+func readBody(r io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, inbox.MaxBodyLen+2))
+	if err != nil {
+		return "", fmt.Errorf("read message from stdin: %w", err)
+	}
+	s := strings.TrimRight(string(b), "\r\n")
+	if len(s) > inbox.MaxBodyLen {
+		return "", fmt.Errorf("message on stdin is longer than %d bytes", inbox.MaxBodyLen)
+	}
+	return s, nil
+}
+
+// sentMessage is a delivered message and the box it went to.
+type sentMessage struct {
+	inbox.Message
+	box string
+}
+
+// deliverMessage checks that from may message to and delivers body into the right box.
+func deliverMessage(teamFile, from, to, body string) (sentMessage, error) {
+	if strings.TrimSpace(body) == "" {
+		return sentMessage{}, errors.New("empty message: give the text as arguments, or \"-\" to read it from stdin")
+	}
+	if len(body) > inbox.MaxBodyLen {
+		return sentMessage{}, fmt.Errorf("message is %d bytes, more than %d", len(body), inbox.MaxBodyLen)
+	}
+	p, cfg, err := loadTeamProject(teamFile)
+	if err != nil {
+		return sentMessage{}, err
+	}
+	if from != team.Human {
+		if _, ok := cfg.Agent(from); !ok {
+			return sentMessage{}, fmt.Errorf("unknown sender %q (from --from or $%s): not an agent of team %q (%s); agents: %s",
+				from, orchestrator.EnvAgent, cfg.Name, cfg.Path, strings.Join(teamAgentNames(cfg), ", "))
+		}
+	}
+	box, err := recipientBox(cfg, from, to)
+	if err != nil {
+		return sentMessage{}, err
+	}
+	store, err := inbox.Open(p.Layout.Inboxes())
+	if err != nil {
+		return sentMessage{}, fmt.Errorf("send to %s: %w", to, err)
+	}
+	b, err := store.Box(box)
+	if err != nil {
+		return sentMessage{}, fmt.Errorf("send to %s: %w", to, err)
+	}
+	m, err := b.Deliver(inbox.Message{From: from, To: to, Body: body})
+	if err != nil {
+		return sentMessage{}, fmt.Errorf("send to %s: %w", to, err)
+	}
+	return sentMessage{Message: m, box: box}, nil
+}
+
+// recipientBox resolves to into the name of the box the message goes to and
+// enforces talks_to for agent senders.
+func recipientBox(cfg *team.Config, from, to string) (string, error) {
+	agents, err := cfg.ResolveRecipient(to)
+	if err != nil {
+		return "", err
+	}
+	if len(agents) == 0 { // the human
+		if from == team.Human {
+			return "", errors.New("the human may not message itself: name an agent or a role")
+		}
+		return team.Human, nil
+	}
+	// The agent the talks_to rule is checked against: the recipient, or for
+	// a role, its first instance other than the sender.
+	target := agents[0].Name
+	for _, a := range agents {
+		if a.Name != from {
+			target = a.Name
+			break
+		}
+	}
+	if from != team.Human && !cfg.MayTalk(from, target) {
+		return "", refusal(cfg, from, to, target)
+	}
+	if len(agents) == 1 {
+		return agents[0].Name, nil
+	}
+	return "@" + agents[0].Role, nil
+}
+
+// refusal explains why agent from may not message to.
+func refusal(cfg *team.Config, from, to, target string) error {
+	if target == from {
+		return fmt.Errorf("%s may not message itself", from)
+	}
+	a, _ := cfg.Agent(from)
+	var talksTo []string
+	for _, r := range cfg.Roles {
+		if r.Name == a.Role {
+			talksTo = slices.Clone(r.TalksTo)
+		}
+	}
+	listed := "none"
+	if len(talksTo) > 0 {
+		listed = strings.Join(talksTo, ", ")
+	}
+	allowed := append(talksTo, team.Human)
+	return fmt.Errorf("%s may not message %s (talks_to of role %q in %s: %s); it may message: %s",
+		from, to, a.Role, cfg.Path, listed, strings.Join(allowed, ", "))
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/orchestrator"
+)
+
+func newStatusCmd() *cobra.Command {
+	var teamFile string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status [--json]",
+		Short: "Show the team: daemon, dispatch, and every agent's state, thread, backlog and usage",
+		Long: `status asks the running daemon; with no daemon it reads the state files.
+--json prints the documented shape: team, daemon {pid, uptime_s}, dispatch
+{paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
+in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
+context_pct, last_error, shim_pid, restarts}].`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, cfg, err := loadProject(teamFile)
+			if err != nil {
+				return err
+			}
+			var st orchestrator.Status
+			resp, err := orchestrator.Call(p.Layout, orchestrator.Request{Op: orchestrator.OpStatus}, 10*time.Second)
+			switch {
+			case err == nil:
+				st = *resp.Status
+			case errors.Is(err, orchestrator.ErrNotRunning):
+				if st, err = orchestrator.OfflineStatus(cfg, p.Layout); err != nil {
+					return err
+				}
+			default:
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			printStatus(cmd.OutOrStdout(), st)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printStatus(w io.Writer, st orchestrator.Status) {
+	daemon := "not running"
+	if st.Daemon.PID != 0 {
+		daemon = fmt.Sprintf("pid %d, up %s", st.Daemon.PID, time.Duration(st.Daemon.UptimeS)*time.Second)
+	}
+	dispatch := "running"
+	if st.Dispatch.Paused {
+		dispatch = "PAUSED: " + st.Dispatch.Reason
+		if st.Dispatch.ResumeAt != nil {
+			dispatch += fmt.Sprintf(" (resumes %s)", st.Dispatch.ResumeAt.Local().Format("2006-01-02 15:04 MST"))
+		}
+	}
+	fmt.Fprintf(w, "team %s · daemon %s · dispatch %s\n\n", st.Team, daemon, dispatch)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tROLE\tSTATE\tTHREAD\tBACKLOG\tIN FLIGHT\tTURNS\tTOKENS IN/OUT\tCTX\tLAST ERROR")
+	for _, a := range st.Agents {
+		inflight := "-"
+		if a.InFlight != nil {
+			inflight = fmt.Sprintf("%s (%s)", shorten(*a.InFlight, 20), time.Duration(a.InFlightAgeS)*time.Second)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s/%s\t%.0f%%\t%s\n", a.Name, a.Role, a.State, or(shorten(a.ThreadID, 13), "-"),
+			a.Backlog, inflight, a.TurnsCompleted, count(a.InputTokens), count(a.OutputTokens), a.ContextPct, or(shorten(a.LastError, 60), "-"))
+	}
+	tw.Flush()
+}
+
+func shorten(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func count(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/team"
+)
+
+func newValidateCmd() *cobra.Command {
+	var teamFile string
+	cmd := &cobra.Command{
+		Use:   "validate [-f TEAMFILE]",
+		Short: "Check a team file and list every problem",
+		Long: `validate loads the team file (-f, else ./team.yaml, else ./.batty/team.yaml)
+and checks it completely, including that prompt files and working directories
+exist.
+
+When the file is invalid it prints every problem to stderr, one per line as
+file:line:col: message (hint), and exits 1. When it is valid it prints the
+team's name and agents and exits 0.`,
+		Example: `  batty validate
+  batty validate -f ~/src/myproject/team.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, err := team.FindFile(teamFile)
+			if err != nil {
+				return err
+			}
+			cfg, err := team.Load(path)
+			var verr *team.ValidationError
+			if errors.As(err, &verr) {
+				for _, p := range verr.Problems {
+					fmt.Fprintln(cmd.ErrOrStderr(), p.String())
+				}
+				return exitError{1}
+			}
+			if err != nil {
+				return fmt.Errorf("validate %s: %w", path, err)
+			}
+			names := teamAgentNames(cfg)
+			noun := "agents"
+			if len(names) == 1 {
+				noun = "agent"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid — team %q, %d %s: %s\n",
+				path, cfg.Name, len(names), noun, strings.Join(names, ", "))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file (default ./team.yaml, else ./.batty/team.yaml)")
+	return withUsageExit(cmd)
+}

@@ -1,0 +1,357 @@
+package inbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+	"unicode/utf8"
+
+	"github.com/battyhq/batty/atomicfile"
+)
+
+// filePerm is the permission of message files.
+const filePerm = 0o600
+
+// writeNew creates sub/<id>.json with m, durably, via tmp/; it never
+// overwrites (fs.ErrExist).
+func (b *Box) writeNew(sub string, m Message) error {
+	data, err := Encode(m)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteNew(b.file(sub, m.ID), b.path(dirTmp), data, filePerm)
+}
+
+// Deliver adds m to the box's pending messages (new/) and returns it as
+// stored. It fills an empty ID with NewID() and a zero CreatedAt with the
+// current time, and stores times in UTC. m must be valid (see
+// Message.Validate) and have no Outcome.
+//
+// The message is written to tmp/, fsynced, hard-linked into new/ and new/ is
+// fsynced: when Deliver returns nil the message survives a crash, and
+// readers never see a partial file. Deliver never overwrites: a caller-chosen
+// ID already in new/, cur/ or done/ gives ErrExists (a generated ID that
+// collides is replaced by a fresh one). It is safe for concurrent use by any
+// number of goroutines and processes, and may be called by anyone (batty
+// send, the daemon). It blocks for the fsyncs.
+func (b *Box) Deliver(m Message) (Message, error) {
+	if m.Outcome != nil {
+		return Message{}, fmt.Errorf("deliver to %s: a pending message cannot have an outcome", b.Dir)
+	}
+	generated := m.ID == ""
+	if m.CreatedAt.IsZero() && !generated {
+		m.CreatedAt = time.Now()
+	}
+	for try := 0; ; try++ {
+		if generated {
+			id, now := NewID()
+			m.ID = id
+			if m.CreatedAt.IsZero() {
+				m.CreatedAt = now
+			}
+		}
+		normalize(&m)
+		if err := m.Validate(); err != nil {
+			return Message{}, fmt.Errorf("deliver %s to %s: %w", trim(m.ID), b.Dir, err)
+		}
+		if !generated {
+			for _, sub := range []string{dirCur, dirDone} {
+				ok, err := b.exists(sub, m.ID)
+				if err != nil {
+					return Message{}, fmt.Errorf("deliver %s to %s: %w", m.ID, b.Dir, err)
+				}
+				if ok {
+					return Message{}, fmt.Errorf("deliver %s to %s: %w (in %s/)", m.ID, b.Dir, ErrExists, sub)
+				}
+			}
+		}
+		err := b.writeNew(dirNew, m)
+		if err == nil {
+			return m, nil
+		}
+		if errors.Is(err, fs.ErrExist) {
+			if generated && try < 3 {
+				continue
+			}
+			return Message{}, fmt.Errorf("deliver %s to %s: %w (in new/)", m.ID, b.Dir, ErrExists)
+		}
+		return Message{}, fmt.Errorf("deliver %s to %s: %w", m.ID, b.Dir, err)
+	}
+}
+
+// Claim moves the pending message id from new/ to cur/, incrementing its
+// Attempt, and returns it: the caller then delivers it and records the
+// result with Complete (or puts it back with Requeue). The copy in cur/ is
+// created exclusively and made durable before the file in new/ is removed,
+// so a crash in between leaves the message in both, which Claim and Recover
+// resolve in favour of cur/.
+//
+// Errors: ErrNotPending if the message is already in cur/ or done/ (then also
+// ErrAlreadyDone), so claiming twice never delivers twice; ErrNotFound if the
+// box has no such message; a *BadFileError if the file does not decode (it is
+// moved to bad/). After any other error the message may be in cur/; Recover
+// returns it. Only the daemon claims. Safe for concurrent use: of concurrent
+// Claims of one message exactly one succeeds. It blocks for the fsyncs.
+func (b *Box) Claim(id string) (Message, error) {
+	fail := func(err error) (Message, error) {
+		return Message{}, fmt.Errorf("claim %s in %s: %w", trim(id), b.Dir, err)
+	}
+	if !ValidID(id) {
+		return fail(fmt.Errorf("invalid id: %w", ErrNotFound))
+	}
+	m, err := b.read(dirNew, id, true)
+	if errors.Is(err, fs.ErrNotExist) {
+		if ok, err := b.exists(dirDone, id); err != nil || ok {
+			return fail(orErr(err, fmt.Errorf("%w: %w", ErrNotPending, ErrAlreadyDone)))
+		}
+		if ok, err := b.exists(dirCur, id); err != nil || ok {
+			return fail(orErr(err, ErrNotPending))
+		}
+		return fail(ErrNotFound)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	// A copy in done/ (a redelivery raced a Complete, say) means the
+	// message is finished: drop the stale pending copy.
+	if ok, err := b.exists(dirDone, id); err != nil || ok {
+		if err == nil {
+			err = b.remove(dirNew, id)
+		}
+		return fail(orErr(err, fmt.Errorf("%w: %w", ErrNotPending, ErrAlreadyDone)))
+	}
+	m.Attempt = min(m.Attempt+1, MaxAttempt)
+	m.Outcome = nil
+	if err := b.writeNew(dirCur, m); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			// Claimed already (an earlier Claim crashed, or a concurrent
+			// one won): finish its job.
+			return fail(orErr(b.remove(dirNew, id), ErrNotPending))
+		}
+		return fail(err)
+	}
+	if err := b.remove(dirNew, id); err != nil {
+		return fail(err)
+	}
+	return m, nil
+}
+
+// orErr returns err if it is not nil, otherwise alt.
+func orErr(err, alt error) error {
+	if err != nil {
+		return err
+	}
+	return alt
+}
+
+// Complete records the outcome of the in-flight message id: it writes
+// done/<id>.json (the message with o as its Outcome) exclusively and
+// durably, then removes cur/<id>.json, and returns the message as recorded.
+// A zero o.FinishedAt is set to the current time; a Reply or Error longer
+// than its limit is truncated (at a UTF-8 boundary, ending in
+// "… [truncated]"), so that an outcome is never lost to its size. o must
+// otherwise be valid (see Outcome.Validate).
+//
+// The outcome is recorded exactly once: if done/<id>.json exists already,
+// Complete leaves it as it is, still removes cur/<id>.json, and returns the
+// recorded message with ErrAlreadyDone. Other errors: ErrNotInFlight if the
+// message is still in new/, ErrNotFound if the box has no such message, a
+// *BadFileError if the file in cur/ does not decode (it is moved to bad/).
+// Only the daemon completes. Safe for concurrent use; it blocks for the
+// fsyncs.
+func (b *Box) Complete(id string, o Outcome) (Message, error) {
+	fail := func(err error) (Message, error) {
+		return Message{}, fmt.Errorf("complete %s in %s: %w", trim(id), b.Dir, err)
+	}
+	if !ValidID(id) {
+		return fail(fmt.Errorf("invalid id: %w", ErrNotFound))
+	}
+	if o.FinishedAt.IsZero() {
+		o.FinishedAt = time.Now()
+	}
+	o.Reply = truncate(o.Reply, MaxReplyLen)
+	o.Error = truncate(o.Error, MaxErrorLen)
+	if err := o.Validate(); err != nil {
+		return fail(fmt.Errorf("outcome: %w", err))
+	}
+	alreadyDone := func() (Message, error) {
+		if err := b.remove(dirCur, id); err != nil {
+			return fail(err)
+		}
+		done, err := b.read(dirDone, id, false)
+		if err != nil {
+			return fail(err)
+		}
+		return done, fmt.Errorf("complete %s in %s: %w", id, b.Dir, ErrAlreadyDone)
+	}
+	m, err := b.read(dirCur, id, true)
+	if errors.Is(err, fs.ErrNotExist) {
+		if ok, err := b.exists(dirDone, id); err != nil || ok {
+			if err != nil {
+				return fail(err)
+			}
+			return alreadyDone()
+		}
+		if ok, err := b.exists(dirNew, id); err != nil || ok {
+			return fail(orErr(err, ErrNotInFlight))
+		}
+		return fail(ErrNotFound)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	m.Outcome = &o
+	if err := b.writeNew(dirDone, m); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return alreadyDone()
+		}
+		return fail(err)
+	}
+	if err := b.remove(dirCur, id); err != nil {
+		return fail(err)
+	}
+	normalize(&m)
+	return m, nil
+}
+
+// truncate shortens s to at most max bytes, cutting at a UTF-8 boundary and
+// marking the cut.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const mark = "… [truncated]"
+	n := max - len(mark)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + mark
+}
+
+// Requeue puts the in-flight message id back into new/, keeping its
+// Attempt, for a delivery that must be retried later (quota pause, daemon
+// stop). The copy in new/ is written durably before cur/<id>.json is
+// removed.
+//
+// It is idempotent: requeueing a message that is already pending (and not
+// in flight) succeeds. Errors: ErrAlreadyDone if the message has an outcome
+// (the copy in cur/, if any, is removed; nothing is requeued), ErrNotFound
+// if the box has no such message, a *BadFileError if the file in cur/ does
+// not decode (it is moved to bad/). Only the daemon requeues. Safe for
+// concurrent use; it blocks for the fsyncs.
+func (b *Box) Requeue(id string) error {
+	fail := func(err error) error {
+		return fmt.Errorf("requeue %s in %s: %w", trim(id), b.Dir, err)
+	}
+	if !ValidID(id) {
+		return fail(fmt.Errorf("invalid id: %w", ErrNotFound))
+	}
+	if ok, err := b.exists(dirDone, id); err != nil || ok {
+		if err == nil {
+			err = b.remove(dirCur, id)
+		}
+		return fail(orErr(err, ErrAlreadyDone))
+	}
+	m, err := b.read(dirCur, id, true)
+	if errors.Is(err, fs.ErrNotExist) {
+		ok, err := b.exists(dirNew, id)
+		if err != nil {
+			return fail(err)
+		}
+		if ok {
+			return nil // already pending
+		}
+		return fail(ErrNotFound)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	data, err := Encode(m)
+	if err != nil {
+		return fail(err)
+	}
+	// Overwrite a pending copy left by an interrupted Claim or Requeue: the
+	// one in cur/ has the current Attempt.
+	if err := atomicfile.WriteFileVia(b.file(dirNew, id), b.path(dirTmp), data, filePerm); err != nil {
+		return fail(err)
+	}
+	if err := b.remove(dirCur, id); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// MoveTo moves the pending message id from this box's new/ to dst's new/,
+// keeping its id and content: it routes a message of a role queue to one of
+// the role's agents. The copy in dst is created exclusively and durably
+// before the file here is removed, so a crash in between leaves the message
+// in both boxes; calling MoveTo again then completes the move.
+//
+// It is idempotent in that sense: if dst already holds the same message (same
+// id, sender, recipient, body, creation time and reply-to) in new/, cur/ or
+// done/, MoveTo only removes the copy here and returns dst's copy. If dst
+// holds a different message with that id, it returns ErrExists and changes
+// nothing. Other errors: ErrNotPending if the message is in cur/ or done/
+// here, ErrNotFound if it is nowhere here, a *BadFileError if its file does
+// not decode (it is moved to bad/). Only the daemon moves. Safe for
+// concurrent use; it blocks for the fsyncs.
+func (b *Box) MoveTo(id string, dst *Box) (Message, error) {
+	fail := func(err error) (Message, error) {
+		return Message{}, fmt.Errorf("move %s from %s to %s: %w", trim(id), b.Dir, dst.Dir, err)
+	}
+	if !ValidID(id) {
+		return fail(fmt.Errorf("invalid id: %w", ErrNotFound))
+	}
+	if dst.Dir == b.Dir {
+		return fail(errors.New("source and destination are the same box"))
+	}
+	m, err := b.read(dirNew, id, true)
+	if errors.Is(err, fs.ErrNotExist) {
+		for _, sub := range []string{dirCur, dirDone} {
+			if ok, err := b.exists(sub, id); err != nil || ok {
+				return fail(orErr(err, ErrNotPending))
+			}
+		}
+		return fail(ErrNotFound)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	// finish completes a move whose copy in dst already exists.
+	finish := func() (Message, error) {
+		got, _, err := dst.Get(id)
+		if err != nil {
+			return fail(err)
+		}
+		if !sameMessage(got, m) {
+			return fail(fmt.Errorf("%w in %s with different content", ErrExists, dst.Dir))
+		}
+		if err := b.remove(dirNew, id); err != nil {
+			return fail(err)
+		}
+		return got, nil
+	}
+	if _, _, err := dst.Get(id); err == nil {
+		return finish()
+	} else if !errors.Is(err, ErrNotFound) {
+		return fail(err)
+	}
+	if err := dst.writeNew(dirNew, m); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return finish()
+		}
+		return fail(err)
+	}
+	if err := b.remove(dirNew, id); err != nil {
+		return fail(err)
+	}
+	return m, nil
+}
+
+// sameMessage reports whether a and b are the same message, ignoring its
+// delivery state (Attempt, Outcome).
+func sameMessage(a, b Message) bool {
+	return a.ID == b.ID && a.From == b.From && a.To == b.To && a.Body == b.Body &&
+		a.CreatedAt.Equal(b.CreatedAt) && a.InReplyTo == b.InReplyTo
+}

@@ -1,0 +1,358 @@
+package inbox
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/battyhq/batty/atomicfile"
+)
+
+// BadFileError reports a file in new/, cur/ or done/ that is not a valid
+// message: its name is not "<id>.json", it is not a regular file, it does
+// not decode, its id does not match its name, or (in done/) it has no
+// outcome. The listings and the transitions move such files to <box>/bad/.
+type BadFileError struct {
+	// Path is the file as found.
+	Path string
+	// MovedTo is where the file was moved, or "" if it was not moved.
+	MovedTo string
+	// Err says what is wrong with the file.
+	Err error
+	// MoveErr is why the file could not be moved to bad/, if it was not.
+	MoveErr error
+}
+
+func (e *BadFileError) Error() string {
+	s := fmt.Sprintf("bad message file %s: %v", e.Path, e.Err)
+	if e.MovedTo != "" {
+		s += "; moved to " + e.MovedTo
+	}
+	if e.MoveErr != nil {
+		s += "; not moved: " + e.MoveErr.Error()
+	}
+	return s
+}
+
+func (e *BadFileError) Unwrap() error { return e.Err }
+
+// contentError marks a problem with what a file holds, as opposed to an
+// error reading it: only the former makes a file bad.
+type contentError struct{ err error }
+
+func (e contentError) Error() string { return e.err.Error() }
+func (e contentError) Unwrap() error { return e.err }
+
+// readFile reads and decodes the message file at path without following a
+// symbolic link or blocking on a FIFO.
+func readFile(path string) (Message, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Message{}, err
+		}
+		// A symbolic link (O_NOFOLLOW) or a socket cannot be opened.
+		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+			return Message{}, contentError{fmt.Errorf("not a regular file (%v)", fi.Mode().Type())}
+		}
+		return Message{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Message{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return Message{}, contentError{fmt.Errorf("not a regular file (%v)", fi.Mode().Type())}
+	}
+	if fi.Size() > MaxFileLen {
+		return Message{}, contentError{fmt.Errorf("%d bytes, more than %d", fi.Size(), MaxFileLen)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileLen+1))
+	if err != nil {
+		return Message{}, err
+	}
+	m, err := Decode(data)
+	if err != nil {
+		return Message{}, contentError{err}
+	}
+	return m, nil
+}
+
+// read reads the message sub/<id>.json. A missing file gives an error
+// matching fs.ErrNotExist; a bad file gives a *BadFileError, and is moved to
+// bad/ if quarantine is set.
+func (b *Box) read(sub, id string, quarantine bool) (Message, error) {
+	path := b.file(sub, id)
+	m, err := readFile(path)
+	if err == nil {
+		switch {
+		case m.ID != id:
+			err = contentError{fmt.Errorf("id %q does not match the file name", m.ID)}
+		case sub == dirDone && m.Outcome == nil:
+			err = contentError{errors.New("no outcome in done/")}
+		}
+	}
+	var ce contentError
+	if errors.As(err, &ce) {
+		if quarantine {
+			return Message{}, b.quarantine(sub, id+".json", ce.err)
+		}
+		return Message{}, &BadFileError{Path: path, Err: ce.err}
+	}
+	if err != nil {
+		return Message{}, err
+	}
+	return m, nil
+}
+
+// quarantine moves sub/name to bad/ and returns the error reporting it.
+func (b *Box) quarantine(sub, name string, cause error) *BadFileError {
+	src := filepath.Join(b.path(sub), name)
+	bad := &BadFileError{Path: src, Err: cause}
+	badDir := b.path(dirBad)
+	if err := atomicfile.MkdirAll(badDir); err != nil {
+		bad.MoveErr = err
+		return bad
+	}
+	dst := filepath.Join(badDir, sub+"-"+name)
+	if _, err := os.Lstat(dst); err == nil {
+		id, _ := NewID()
+		dst += "." + id
+	}
+	if err := os.Rename(src, dst); err != nil {
+		bad.MoveErr = err
+		return bad
+	}
+	bad.MovedTo = dst
+	if err := atomicfile.SyncDir(badDir); err != nil {
+		bad.MoveErr = err
+	} else if err := atomicfile.SyncDir(b.path(sub)); err != nil {
+		bad.MoveErr = err
+	}
+	return bad
+}
+
+// messageID returns the id a file name stands for, if it is "<id>.json".
+func messageID(name string) (string, bool) {
+	id, ok := strings.CutSuffix(name, ".json")
+	return id, ok && ValidID(id)
+}
+
+// list returns the messages in sub/, sorted by id. Every entry that is not a
+// valid message is moved to bad/ and reported; messages that disappear
+// while listing (moved concurrently) are left out.
+func (b *Box) list(sub string) ([]Message, []error) {
+	des, err := os.ReadDir(b.path(sub))
+	if err != nil {
+		return nil, []error{fmt.Errorf("list %s/ in %s: %w", sub, b.Dir, err)}
+	}
+	var msgs []Message
+	var errs []error
+	for _, de := range des {
+		id, ok := messageID(de.Name())
+		if !ok {
+			errs = append(errs, b.quarantine(sub, de.Name(), errors.New(`not a message file name ("<id>.json")`)))
+			continue
+		}
+		m, err := b.read(sub, id, true)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			errs = append(errs, fmt.Errorf("list %s/ in %s: %w", sub, b.Dir, err))
+		default:
+			msgs = append(msgs, m)
+		}
+	}
+	slices.SortFunc(msgs, func(x, y Message) int { return strings.Compare(x.ID, y.ID) })
+	return msgs, errs
+}
+
+// Pending returns the messages in new/, sorted by id (creation time for
+// generated ids). A file that is not a valid message is moved to bad/ and
+// reported in the error slice as a *BadFileError naming it; it never hides
+// or blocks the other messages. Errors reading the directory also land in
+// the slice. Anyone may call it (it moves only bad files); safe for
+// concurrent use.
+func (b *Box) Pending() ([]Message, []error) { return b.list(dirNew) }
+
+// InFlight returns the messages in cur/, sorted by id, with the error
+// handling of Pending. Safe for concurrent use.
+func (b *Box) InFlight() ([]Message, []error) { return b.list(dirCur) }
+
+// Done returns the messages in done/, most recently finished first (by
+// Outcome.FinishedAt, then by id, descending), at most limit of them (0 or
+// less: all). Bad files are moved to bad/; Done then returns the valid
+// messages along with an error naming every bad file. It reads every file of
+// done/. Safe for concurrent use.
+func (b *Box) Done(limit int) ([]Message, error) {
+	msgs, errs := b.list(dirDone)
+	slices.SortFunc(msgs, func(x, y Message) int {
+		if c := y.Outcome.FinishedAt.Compare(x.Outcome.FinishedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(y.ID, x.ID)
+	})
+	if limit > 0 && len(msgs) > limit {
+		msgs = msgs[:limit:limit]
+	}
+	return msgs, errors.Join(errs...)
+}
+
+// Get finds the message id in new/, cur/ or done/ and returns it with the
+// name of its state: StateNew ("new"), StateCur ("cur") or StateDone
+// ("done"). A message that moves while Get looks is still found. Errors:
+// ErrNotFound, or a *BadFileError (Get never moves files). It only reads;
+// safe for concurrent use.
+func (b *Box) Get(id string) (Message, string, error) {
+	if !ValidID(id) {
+		return Message{}, "", fmt.Errorf("get %s in %s: invalid id: %w", trim(id), b.Dir, ErrNotFound)
+	}
+	// The states are visited in the order messages move through them, and a
+	// move writes its destination before removing its source, so one pass
+	// finds a message that only moves forward; the second pass catches a
+	// Requeue (cur → new) racing the first.
+	for range 2 {
+		for _, sub := range []string{dirNew, dirCur, dirDone} {
+			m, err := b.read(sub, id, false)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+			case err != nil:
+				return Message{}, "", fmt.Errorf("get %s in %s: %w", id, b.Dir, err)
+			default:
+				return m, sub, nil
+			}
+		}
+	}
+	return Message{}, "", fmt.Errorf("get %s in %s: %w", id, b.Dir, ErrNotFound)
+}
+
+// names returns the message ids whose files are in sub/, unsorted.
+func (b *Box) names(sub string) ([]string, error) {
+	f, err := os.Open(b.path(sub))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	ids := names[:0]
+	for _, n := range names {
+		if id, ok := messageID(n); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// Count returns the number of message files in new/ and cur/, without
+// reading them (a bad file counts until a listing moves it). It only reads;
+// safe for concurrent use.
+func (b *Box) Count() (pending, inflight int, err error) {
+	n, err := b.names(dirNew)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count %s: %w", b.Dir, err)
+	}
+	c, err := b.names(dirCur)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count %s: %w", b.Dir, err)
+	}
+	return len(n), len(c), nil
+}
+
+// Recover repairs the box after a crash and returns the messages to
+// redeliver. The daemon calls it for every box at start, before claiming
+// anything; it is idempotent, and Deliver may run concurrently.
+//
+// It removes the files in tmp/ older than StaleTempAge (writes abandoned by
+// a crash; younger ones may belong to a live writer); removes each cur/
+// entry whose message is in done/ (Complete crashed after recording the
+// outcome: it is not redelivered); removes each new/ entry whose message is
+// in cur/ (Claim crashed after its copy) or done/; and moves bad files of
+// cur/ to bad/. It returns the remaining messages of cur/, sorted by id:
+// their delivery started but their outcome was not recorded. Deliver them
+// as they are (they stay in cur/; finish with Complete), or Requeue them to
+// go through Claim again, which counts the new attempt.
+//
+// Every problem is reported in the error slice; when Recover cannot tell
+// whether a message in cur/ was completed it returns it (at-least-once
+// delivery; Complete still records one outcome).
+func (b *Box) Recover() (redeliver []Message, errs []error) {
+	errs = append(errs, b.cleanTmp()...)
+	inflight, lerrs := b.list(dirCur)
+	errs = append(errs, lerrs...)
+	fail := func(id string, err error) {
+		errs = append(errs, fmt.Errorf("recover %s in %s: %w", id, b.Dir, err))
+	}
+	for _, m := range inflight {
+		done, err := b.exists(dirDone, m.ID)
+		if err != nil {
+			fail(m.ID, err)
+		} else if done {
+			if err := b.remove(dirCur, m.ID); err != nil {
+				fail(m.ID, err)
+			}
+			continue
+		}
+		if pending, err := b.exists(dirNew, m.ID); err != nil {
+			fail(m.ID, err)
+		} else if pending {
+			if err := b.remove(dirNew, m.ID); err != nil {
+				fail(m.ID, err)
+			}
+		}
+		redeliver = append(redeliver, m)
+	}
+	pending, err := b.names(dirNew)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("recover %s: %w", b.Dir, err))
+	}
+	for _, id := range pending {
+		if done, err := b.exists(dirDone, id); err != nil {
+			fail(id, err)
+		} else if done {
+			if err := b.remove(dirNew, id); err != nil {
+				fail(id, err)
+			}
+		}
+	}
+	return redeliver, errs
+}
+
+// cleanTmp removes the entries of tmp/ older than StaleTempAge.
+func (b *Box) cleanTmp() []error {
+	dir := b.path(dirTmp)
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return []error{fmt.Errorf("recover %s: %w", b.Dir, err)}
+	}
+	var errs []error
+	removed := false
+	cutoff := time.Now().Add(-StaleTempAge)
+	for _, de := range des {
+		fi, err := de.Info()
+		if err != nil || !fi.ModTime().Before(cutoff) {
+			continue // gone, or maybe in use
+		}
+		if err := os.RemoveAll(filepath.Join(dir, de.Name())); err != nil {
+			errs = append(errs, fmt.Errorf("recover %s: %w", b.Dir, err))
+			continue
+		}
+		removed = true
+	}
+	if removed {
+		if err := atomicfile.SyncDir(dir); err != nil {
+			errs = append(errs, fmt.Errorf("recover %s: %w", b.Dir, err))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,311 @@
+package inbox
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Outcome statuses.
+const (
+	StatusCompleted   = "completed"
+	StatusFailed      = "failed"
+	StatusInterrupted = "interrupted"
+	StatusTimedOut    = "timed_out"
+	StatusRejected    = "rejected"
+)
+
+// Limits enforced by Decode and Encode.
+const (
+	// MaxNameLen is the maximum length of an agent or role name.
+	MaxNameLen = 40
+	// MaxIDLen is the maximum length of a message id.
+	MaxIDLen = 128
+	// MaxBodyLen is the maximum size of a message body, in bytes.
+	MaxBodyLen = 1 << 20
+	// MaxReplyLen is the maximum size of Outcome.Reply, in bytes.
+	MaxReplyLen = 1 << 20
+	// MaxErrorLen is the maximum size of Outcome.Error, in bytes.
+	MaxErrorLen = 64 << 10
+	// MaxShortLen is the maximum size of Outcome.Failure and
+	// Outcome.ThreadID, in bytes.
+	MaxShortLen = 256
+	// MaxAttempt is the largest valid Message.Attempt.
+	MaxAttempt = 1_000_000
+	// MaxFileLen is the maximum size of an encoded message. Every valid
+	// message encodes to less (even a body made only of characters JSON
+	// escapes as \u00XX).
+	MaxFileLen = 16 << 20
+)
+
+// Message is one message of an inbox, as stored in a file.
+type Message struct {
+	// ID identifies the message in its box and names its file. Deliver
+	// assigns one when empty: "<UTC time>-<8 random hex digits>", e.g.
+	// "20261121T125100.123456789Z-1f2e3d4c", which sorts by creation time
+	// and is unique across processes. IDs match [A-Za-z0-9][A-Za-z0-9._-]*
+	// and are at most MaxIDLen bytes long.
+	ID string `json:"id"`
+	// From is the sender: an agent name or "human".
+	From string `json:"from"`
+	// To is the recipient as the sender wrote it: an agent, "human", a role,
+	// or "@" + role.
+	To string `json:"to"`
+	// Body is the text of the message; never empty, at most MaxBodyLen bytes.
+	Body string `json:"body"`
+	// CreatedAt is when the message was sent, in UTC.
+	CreatedAt time.Time `json:"created_at"`
+	// InReplyTo is the id of the message this one answers, if any.
+	InReplyTo string `json:"in_reply_to,omitempty"`
+	// Attempt counts the deliveries started: Claim increments it.
+	Attempt int `json:"attempt,omitempty"`
+	// Outcome is the recorded outcome; set on messages in done/.
+	Outcome *Outcome `json:"outcome,omitempty"`
+}
+
+// Outcome is the recorded result of delivering a message.
+type Outcome struct {
+	// Status is one of the Status constants.
+	Status string `json:"status"`
+	// Failure is the failure class when Status is not "completed".
+	Failure string `json:"failure,omitempty"`
+	// Error is a human-readable error, at most MaxErrorLen bytes.
+	Error string `json:"error,omitempty"`
+	// Reply is the agent's final answer, at most MaxReplyLen bytes.
+	Reply string `json:"reply,omitempty"`
+	// Agent is the agent that ran the message.
+	Agent string `json:"agent,omitempty"`
+	// ThreadID is the Codex thread the message ran on.
+	ThreadID string `json:"thread_id,omitempty"`
+	// InputTokens and OutputTokens are the tokens the delivery used.
+	InputTokens  int64 `json:"input_tokens,omitempty"`
+	OutputTokens int64 `json:"output_tokens,omitempty"`
+	// FinishedAt is when the delivery ended, in UTC.
+	FinishedAt time.Time `json:"finished_at"`
+}
+
+// validName reports whether s matches ^[a-z0-9][a-z0-9-]*$ and is at most
+// MaxNameLen bytes long: the agent, role and "human" names.
+func validName(s string) bool {
+	if s == "" || len(s) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidBoxName reports whether s names a box: an agent name or "human"
+// (^[a-z0-9][a-z0-9-]*$, at most MaxNameLen bytes), or a role queue, "@"
+// followed by a role name. A valid box name is a single, non-hidden path
+// element. It is a pure function, safe for concurrent use.
+func ValidBoxName(s string) bool {
+	if len(s) > 1 && s[0] == '@' {
+		return validName(s[1:])
+	}
+	return validName(s)
+}
+
+// ValidID reports whether s can be a message id: it matches
+// ^[A-Za-z0-9][A-Za-z0-9._-]*$ and is at most MaxIDLen bytes long, so that
+// "<id>.json" is a single, non-hidden path element. It is a pure function,
+// safe for concurrent use.
+func ValidID(s string) bool {
+	if s == "" || len(s) > MaxIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case (c == '.' || c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+var validStatus = map[string]bool{
+	StatusCompleted:   true,
+	StatusFailed:      true,
+	StatusInterrupted: true,
+	StatusTimedOut:    true,
+	StatusRejected:    true,
+}
+
+// validTime reports whether t is set and encodes as RFC 3339 in UTC.
+func validTime(t time.Time) bool {
+	if t.IsZero() {
+		return false
+	}
+	y := t.UTC().Year()
+	return y >= 1 && y <= 9999
+}
+
+// Validate reports the first way m is not a valid stored message, or nil.
+// Decode accepts, and Encode writes, only valid messages. It is a pure
+// function, safe for concurrent use.
+func (m *Message) Validate() error {
+	switch {
+	case !ValidID(m.ID):
+		return fmt.Errorf("invalid id %q", trim(m.ID))
+	case !validName(m.From):
+		return fmt.Errorf("invalid from %q", trim(m.From))
+	case !ValidBoxName(m.To):
+		return fmt.Errorf("invalid to %q", trim(m.To))
+	case m.Body == "":
+		return errors.New("empty body")
+	case len(m.Body) > MaxBodyLen:
+		return fmt.Errorf("body is %d bytes, more than %d", len(m.Body), MaxBodyLen)
+	case !utf8.ValidString(m.Body):
+		return errors.New("body is not valid UTF-8")
+	case !validTime(m.CreatedAt):
+		return fmt.Errorf("invalid created_at %v", m.CreatedAt)
+	case m.InReplyTo != "" && !ValidID(m.InReplyTo):
+		return fmt.Errorf("invalid in_reply_to %q", trim(m.InReplyTo))
+	case m.Attempt < 0 || m.Attempt > MaxAttempt:
+		return fmt.Errorf("invalid attempt %d", m.Attempt)
+	}
+	if m.Outcome != nil {
+		if err := m.Outcome.Validate(); err != nil {
+			return fmt.Errorf("outcome: %w", err)
+		}
+	}
+	return nil
+}
+
+// Validate reports the first way o is not a valid outcome, or nil. It is a
+// pure function, safe for concurrent use.
+func (o *Outcome) Validate() error {
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{
+		{"failure", o.Failure, MaxShortLen},
+		{"error", o.Error, MaxErrorLen},
+		{"reply", o.Reply, MaxReplyLen},
+		{"thread_id", o.ThreadID, MaxShortLen},
+	} {
+		if len(f.v) > f.max {
+			return fmt.Errorf("%s is %d bytes, more than %d", f.name, len(f.v), f.max)
+		}
+		if !utf8.ValidString(f.v) {
+			return fmt.Errorf("%s is not valid UTF-8", f.name)
+		}
+	}
+	switch {
+	case !validStatus[o.Status]:
+		return fmt.Errorf("invalid status %q", trim(o.Status))
+	case o.Agent != "" && !validName(o.Agent):
+		return fmt.Errorf("invalid agent %q", trim(o.Agent))
+	case o.InputTokens < 0 || o.OutputTokens < 0:
+		return fmt.Errorf("negative token count (%d in, %d out)", o.InputTokens, o.OutputTokens)
+	case !validTime(o.FinishedAt):
+		return fmt.Errorf("invalid finished_at %v", o.FinishedAt)
+	}
+	return nil
+}
+
+// trim shortens s for an error message.
+func trim(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}
+
+// normalize puts the times of m in UTC without a monotonic reading, so that
+// equal instants compare equal with ==.
+func normalize(m *Message) {
+	m.CreatedAt = m.CreatedAt.UTC().Round(0)
+	if m.Outcome != nil {
+		m.Outcome.FinishedAt = m.Outcome.FinishedAt.UTC().Round(0)
+	}
+}
+
+// Decode parses one stored message strictly: data must be a single JSON
+// object of at most MaxFileLen bytes, with no unknown field, followed only
+// by white space, and the message must be valid (see Message.Validate).
+// Times are returned in UTC. Decode never panics; it is safe for concurrent
+// use.
+func Decode(data []byte) (Message, error) {
+	if len(data) > MaxFileLen {
+		return Message{}, fmt.Errorf("decode message: %d bytes, more than %d", len(data), MaxFileLen)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var m Message
+	if err := dec.Decode(&m); err != nil {
+		return Message{}, fmt.Errorf("decode message: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Message{}, errors.New("decode message: data after the JSON object")
+	}
+	if err := m.Validate(); err != nil {
+		return Message{}, fmt.Errorf("decode message: %w", err)
+	}
+	normalize(&m)
+	return m, nil
+}
+
+// Encode returns the stored form of m: indented JSON followed by a newline.
+// It fails, writing nothing, if m is not valid (see Message.Validate).
+// Decode(Encode(m)) equals m with its times in UTC. It is safe for
+// concurrent use.
+func Encode(m Message) ([]byte, error) {
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("encode message %q: %w", trim(m.ID), err)
+	}
+	normalize(&m)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(&m); err != nil {
+		return nil, fmt.Errorf("encode message %s: %w", m.ID, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// idClock makes the ids of one process strictly increasing.
+var idClock struct {
+	sync.Mutex
+	last time.Time
+}
+
+// idLayout formats the time part of an id: fixed width, so that ids sort by
+// time.
+const idLayout = "20060102T150405.000000000Z"
+
+// NewID returns a fresh message id and the time it encodes. Within one
+// process the ids are strictly increasing; across processes they are unique
+// with overwhelming probability (32 random bits on top of the nanosecond
+// time) and Deliver never overwrites anyway. Safe for concurrent use.
+func NewID() (string, time.Time) {
+	now := time.Now().UTC().Round(0)
+	idClock.Lock()
+	if !now.After(idClock.last) {
+		now = idClock.last.Add(time.Nanosecond)
+	}
+	idClock.last = now
+	idClock.Unlock()
+	var r [4]byte
+	rand.Read(r[:])
+	return now.Format(idLayout) + "-" + hex.EncodeToString(r[:]), now
+}

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package inbox
+
+// openFlags are added when opening a message file.
+const openFlags = 0

@@ -1,0 +1,364 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/team"
+)
+
+// Agent states as shown by status, beyond the shim's own states.
+const (
+	agentSpawning   = "spawning"
+	agentRestarting = "restarting" // waiting for the respawn backoff
+	agentFailed     = "failed"     // crash loop: no more respawns
+	agentStopped    = "stopped"
+)
+
+// agent supervises one shim and delivers its inbox one message at a time.
+// run's goroutine owns everything but snap, which status reads under mu.
+type agent struct {
+	d   *Daemon
+	def team.Agent
+	box *inbox.Box
+	log hclog.Logger
+
+	kick chan struct{} // buffered(1): look at the inbox and the gate
+	ctl  chan agentCtl
+
+	mu   sync.Mutex
+	snap agentSnap
+
+	// owned by run
+	st        AgentState
+	p         *shim.Process
+	events    chan protocol.Message
+	ready     bool // shim is up and has no turn of ours in flight
+	inflight  *inbox.Message
+	flightAt  time.Time
+	stopping  bool
+	crashes   []time.Time
+	backoff   time.Duration
+	spawnedAt time.Time
+	nonce     uint64
+	pongDue   <-chan time.Time
+	respawn   <-chan time.Time
+}
+
+// agentSnap is what status shows of an agent.
+type agentSnap struct {
+	state    string
+	inflight string
+	flightAt time.Time
+	backlog  int
+	shimPID  int
+	restarts int
+	st       AgentState
+}
+
+// agentCtl is a request from the daemon's goroutine to an agent's.
+type agentCtl struct {
+	op      string // "reset" | "stop"
+	reason  string
+	timeout time.Duration
+	done    chan error
+}
+
+func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
+	a := &agent{
+		d: d, def: def, box: box, log: d.log.Named(def.Name),
+		kick: make(chan struct{}, 1), ctl: make(chan agentCtl),
+		backoff: d.opts.RespawnMin,
+	}
+	a.st.Name = def.Name
+	if err := loadJSON(d.layout.AgentState(def.Name), &a.st); err != nil {
+		return nil, err
+	}
+	a.st.Name = def.Name
+	a.snap = agentSnap{state: agentSpawning, st: a.st}
+	return a, nil
+}
+
+// poke asks the agent to look at its inbox; it never blocks.
+func (a *agent) poke() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+// snapshot returns the agent's status line.
+func (a *agent) snapshot() agentSnap {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.snap
+}
+
+func (a *agent) setSnap(f func(*agentSnap)) {
+	a.mu.Lock()
+	f(&a.snap)
+	a.snap.st = a.st
+	a.mu.Unlock()
+}
+
+// run supervises the agent until it is stopped. Before it returns, its shim
+// has exited.
+func (a *agent) run(ctx context.Context) {
+	a.recover()
+	a.spawn()
+	ping := time.NewTicker(a.d.opts.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-a.kick:
+			a.dispatch()
+		case m, ok := <-a.events:
+			if !ok {
+				a.events = nil
+				if a.shimExited() {
+					return
+				}
+				continue
+			}
+			a.handle(m)
+		case <-a.respawn:
+			a.respawn = nil
+			a.spawn()
+		case <-ping.C:
+			a.ping()
+		case <-a.pongDue:
+			a.pongDue = nil
+			a.log.Error("Shim did not answer a ping, killing it", "timeout", a.d.opts.PongTimeout)
+			a.d.events.Append(Event{Type: EvWedged, Agent: a.def.Name, Detail: fmt.Sprintf("no pong within %s", a.d.opts.PongTimeout)})
+			if a.p != nil {
+				go a.p.Kill()
+			}
+		case c := <-a.ctl:
+			switch c.op {
+			case "reset":
+				c.done <- a.reset(c.reason)
+			case "stop":
+				a.stopping = true
+				a.setSnap(func(s *agentSnap) { s.state = agentStopped })
+				if a.p == nil {
+					c.done <- nil
+					return
+				}
+				a.p.Conn.Send(protocol.Shutdown{Timeout: c.timeout, Reason: "daemon stop"})
+				go func(p *shim.Process, limit time.Duration) {
+					select {
+					case <-p.Done():
+					case <-time.After(limit):
+						p.Conn.Send(protocol.Kill{})
+						select {
+						case <-p.Done():
+						case <-time.After(10 * time.Second):
+							p.Kill()
+						}
+					}
+				}(a.p, c.timeout+5*time.Second)
+				defer func() { c.done <- nil }()
+			}
+		case <-ctx.Done():
+			ctx = context.Background()
+			if a.p != nil {
+				a.stopping = true
+				a.p.Conn.Send(protocol.Kill{})
+			} else {
+				return
+			}
+		}
+	}
+}
+
+// recover puts messages a previous daemon left in flight back in the
+// queue; they are redelivered first, marked as redeliveries.
+func (a *agent) recover() {
+	msgs, errs := a.box.Recover()
+	for _, err := range errs {
+		a.warn("recover inbox", err)
+	}
+	for _, m := range msgs {
+		if err := a.box.Requeue(m.ID); err != nil {
+			a.warn("requeue "+m.ID, err)
+			continue
+		}
+		a.d.events.Append(Event{Type: EvRequeued, Agent: a.def.Name, Message: m.ID, Detail: "in flight when the daemon stopped"})
+	}
+}
+
+func (a *agent) shimConfig() shim.Config {
+	c := a.def.Codex
+	exec := codex.ExecOptions{
+		Model: c.Model, ReasoningEffort: c.ReasoningEffort, Sandbox: c.Sandbox, ApprovalPolicy: c.ApprovalPolicy,
+		ExtraArgs: c.Args, SkipGitRepoCheck: true,
+	}
+	for _, k := range sortedKeys(c.Config) {
+		exec.Config = append(exec.Config, k+"="+c.Config[k])
+	}
+	var env []string
+	for _, k := range sortedKeys(c.Env) {
+		env = append(env, k+"="+c.Env[k])
+	}
+	if c.CodexHome != "" {
+		env = append(env, "CODEX_HOME="+c.CodexHome)
+	}
+	env = append(env, EnvDir+"="+a.d.layout.Dir)
+	t := a.d.cfg.Timeouts
+	return shim.Config{
+		Agent: a.def.Name, Cwd: a.def.Cwd, CodexBin: c.Bin, Exec: exec, Env: env,
+		InstructionsFile: a.def.Prompt, ThreadID: a.st.ThreadID, Transcript: a.d.layout.Transcript(a.def.Name),
+		QueueDepth: a.d.cfg.QueueDepth, TurnTimeout: t.Turn, IdleTimeout: t.Idle,
+		ContextWindow: int64(c.ContextWindow),
+	}
+}
+
+// spawn starts the shim; a failure counts as a crash.
+func (a *agent) spawn() {
+	a.setSnap(func(s *agentSnap) { s.state = agentSpawning })
+	p, err := shim.Spawn(shim.SpawnOptions{
+		Path: a.d.opts.ShimCommand[0], Args: a.d.opts.ShimCommand[1:], Env: a.d.opts.ShimEnv,
+		Stderr: a.d.shimLog(a.def.Name), Config: a.shimConfig(),
+	})
+	if err != nil {
+		a.log.Error("Shim did not start", "error", err)
+		a.d.events.Append(Event{Type: EvShimExited, Agent: a.def.Name, Detail: "spawn failed: " + err.Error()})
+		a.crashed()
+		return
+	}
+	a.p, a.spawnedAt, a.ready = p, time.Now(), true
+	a.events = make(chan protocol.Message, 64)
+	go func(p *shim.Process, out chan<- protocol.Message) {
+		defer close(out)
+		for {
+			m, err := p.Conn.Recv()
+			if err != nil {
+				return
+			}
+			out <- m
+		}
+	}(p, a.events)
+	a.log.Info("Shim started", "pid", p.Pid(), "thread", a.st.ThreadID)
+	a.d.events.Append(Event{Type: EvShimStarted, Agent: a.def.Name, Data: map[string]any{"pid": p.Pid(), "thread_id": a.st.ThreadID}})
+	a.setSnap(func(s *agentSnap) { s.shimPID = p.Pid(); s.state = string(protocol.StateStarting) })
+	a.poke()
+}
+
+// shimExited handles the end of the shim's event stream. It returns true
+// when the agent is done (stopping).
+func (a *agent) shimExited() bool {
+	p := a.p
+	a.p, a.ready, a.pongDue = nil, false, nil
+	<-p.Done()
+	code := p.ExitCode()
+	if a.inflight != nil {
+		// The shim died with our message: it goes back to the queue and is
+		// redelivered (marked as such) to the next shim.
+		a.requeueInflight("shim exited mid-turn")
+	}
+	a.setSnap(func(s *agentSnap) { s.shimPID = 0 })
+	if a.stopping {
+		a.log.Info("Shim stopped", "exit", code)
+		a.setSnap(func(s *agentSnap) { s.state = agentStopped })
+		return true
+	}
+	a.log.Error("Shim exited unexpectedly", "exit", code)
+	a.d.events.Append(Event{Type: EvShimExited, Agent: a.def.Name, Data: map[string]any{"exit_code": code}})
+	if time.Since(a.spawnedAt) > a.d.opts.CrashWindow {
+		a.backoff = a.d.opts.RespawnMin
+	}
+	a.crashed()
+	return false
+}
+
+// crashed schedules a respawn with backoff, or gives up after too many
+// crashes in the crash window.
+func (a *agent) crashed() {
+	now := time.Now()
+	a.crashes = append(a.crashes, now)
+	for len(a.crashes) > 0 && now.Sub(a.crashes[0]) > a.d.opts.CrashWindow {
+		a.crashes = a.crashes[1:]
+	}
+	if len(a.crashes) >= a.d.opts.MaxCrashes {
+		msg := fmt.Sprintf("%d crashes within %s: not restarting; see %s, then `batty reset %s` or restart the daemon",
+			len(a.crashes), a.d.opts.CrashWindow, a.d.layout.DaemonLog(), a.def.Name)
+		a.log.Error("Agent failed", "detail", msg)
+		a.st.LastError, a.st.LastErrorAt = msg, now.UTC()
+		a.saveState()
+		a.d.events.Append(Event{Type: EvAgentFailed, Agent: a.def.Name, Detail: msg})
+		a.setSnap(func(s *agentSnap) { s.state = agentFailed; s.restarts++ })
+		return
+	}
+	a.log.Info("Respawning shim", "in", a.backoff)
+	a.respawn = time.After(a.backoff)
+	a.setSnap(func(s *agentSnap) { s.state = agentRestarting; s.restarts++ })
+	a.backoff = min(a.backoff*2, a.d.opts.RespawnMax)
+}
+
+func (a *agent) ping() {
+	if a.p == nil || a.pongDue != nil {
+		return
+	}
+	a.nonce++
+	if err := a.p.Conn.Send(protocol.Ping{Nonce: a.nonce}); err == nil {
+		a.pongDue = time.After(a.d.opts.PongTimeout)
+	}
+}
+
+// reset archives the current thread so the next message starts a fresh one.
+func (a *agent) reset(reason string) error {
+	if reason == "" {
+		reason = "reset by user"
+	}
+	old := a.st.ThreadID
+	a.st.archive(reason, time.Now().UTC())
+	if a.st.LastError != "" && strings.Contains(a.st.LastError, "crashes within") {
+		a.st.LastError = ""
+		a.crashes = nil
+		if a.p == nil && a.respawn == nil {
+			a.respawn = time.After(0)
+		}
+	}
+	if err := a.saveState(); err != nil {
+		return err
+	}
+	if a.p != nil {
+		a.p.Conn.Send(protocol.ResetThread{Reason: reason})
+	}
+	a.d.events.Append(Event{Type: EvThreadReset, Agent: a.def.Name, Detail: reason, Data: map[string]any{"archived": old}})
+	return nil
+}
+
+func (a *agent) saveState() error {
+	a.st.UpdatedAt = time.Now().UTC()
+	err := saveJSON(a.d.layout.AgentState(a.def.Name), a.st)
+	if err != nil {
+		a.log.Error("Saving agent state failed", "error", err)
+	}
+	a.setSnap(func(*agentSnap) {})
+	return err
+}
+
+func (a *agent) warn(what string, err error) {
+	a.log.Warn("Inbox problem", "what", what, "error", err)
+	a.d.events.Append(Event{Type: EvWarning, Agent: a.def.Name, Detail: what + ": " + err.Error()})
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

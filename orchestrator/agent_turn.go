@@ -1,0 +1,233 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/team"
+)
+
+// maxContextRetries bounds how often one message is retried on a fresh
+// thread after the context window ran out.
+const maxContextRetries = 3
+
+// dispatch hands the oldest pending message to the shim when the agent is
+// free and the gate is open. One message is in flight at a time: the
+// durable inbox is the queue, so a crash loses nothing that waits.
+func (a *agent) dispatch() {
+	defer a.updateBacklog()
+	if a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.open() {
+		return
+	}
+	for {
+		pending, errs := a.box.Pending()
+		for _, err := range errs {
+			a.warn("pending message", err)
+		}
+		if len(pending) == 0 {
+			return
+		}
+		m := pending[0]
+		if refusal := a.refuse(m); refusal != "" {
+			if _, err := a.box.Claim(m.ID); err != nil {
+				a.warn("claim "+m.ID, err)
+				return
+			}
+			a.complete(m, inbox.Outcome{Status: "rejected", Error: refusal})
+			a.d.events.Append(Event{Type: EvRejected, Agent: a.def.Name, Message: m.ID, Detail: refusal})
+			continue
+		}
+		cm, err := a.box.Claim(m.ID)
+		if errors.Is(err, inbox.ErrNotPending) {
+			continue
+		}
+		if err != nil {
+			a.warn("claim "+m.ID, err)
+			return
+		}
+		if err := a.p.Conn.Send(protocol.SendMessage{ID: cm.ID, From: cm.From, Body: cm.Body, Attempt: cm.Attempt}); err != nil {
+			// The shim is going away; its exit puts the message back.
+			a.log.Warn("Sending to the shim failed", "message", cm.ID, "error", err)
+		}
+		a.inflight, a.flightAt, a.ready = &cm, time.Now(), false
+		a.d.events.Append(Event{Type: EvDelivered, Agent: a.def.Name, Message: cm.ID, Data: map[string]any{"from": cm.From, "attempt": cm.Attempt}})
+		a.setSnap(func(s *agentSnap) { s.inflight, s.flightAt = cm.ID, a.flightAt })
+		return
+	}
+}
+
+// refuse says why a message may not be delivered ("" = it may): talks_to
+// is enforced here too, so a file dropped into an inbox by hand cannot get
+// around it.
+func (a *agent) refuse(m inbox.Message) string {
+	if m.From == team.Human {
+		return ""
+	}
+	if _, ok := a.d.cfg.Agent(m.From); !ok {
+		return fmt.Sprintf("unknown sender %q", m.From)
+	}
+	if !a.d.cfg.MayTalk(m.From, a.def.Name) {
+		return fmt.Sprintf("%s may not message %s (talks_to)", m.From, a.def.Name)
+	}
+	return ""
+}
+
+func (a *agent) updateBacklog() {
+	pending, inflight, err := a.box.Count()
+	if err != nil {
+		return
+	}
+	a.setSnap(func(s *agentSnap) { s.backlog = pending + inflight })
+}
+
+// handle applies one event from the shim.
+func (a *agent) handle(m protocol.Message) {
+	switch e := m.(type) {
+	case protocol.StateChanged:
+		a.setSnap(func(s *agentSnap) { s.state = string(e.To) })
+		a.d.events.Append(Event{Type: EvStateChanged, Agent: a.def.Name, Detail: fmt.Sprintf("%s→%s %s", e.From, e.To, e.Reason)})
+	case protocol.ThreadChanged:
+		a.threadChanged(e)
+	case protocol.Rejected:
+		a.log.Warn("Shim rejected a message", "message", e.ID, "reason", e.Reason, "detail", e.Detail)
+		if a.inflight != nil && a.inflight.ID == e.ID {
+			a.requeueInflight("rejected by the shim: " + string(e.Reason))
+			a.ready = true
+		}
+	case protocol.TurnFinished:
+		a.turnFinished(e)
+	case protocol.QuotaBlocked:
+		reason := fmt.Sprintf("quota exhausted (reported by %s): %s", a.def.Name, e.Message)
+		a.d.events.Append(Event{Type: EvQuotaBlocked, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message, Data: map[string]any{"retry_at": e.RetryAt}})
+		a.d.pause(PauseQuota, reason, e.RetryAt)
+	case protocol.AuthRequired:
+		a.d.events.Append(Event{Type: EvAuthRequired, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
+		a.d.pause(PauseAuth, fmt.Sprintf("codex needs a login (reported by %s): %s — fix it, then `batty resume`", a.def.Name, e.Message), time.Time{})
+	case protocol.ContextExhausted:
+		a.d.events.Append(Event{Type: EvContextExhaust, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
+	case protocol.ContextPressure:
+		a.st.ContextPct = e.Pct
+	case protocol.Pong:
+		if e.Nonce == a.nonce {
+			a.pongDue = nil
+		}
+	case protocol.Warning:
+		a.d.events.Append(Event{Type: EvWarning, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
+	case protocol.Error:
+		a.log.Warn("Shim reported an error", "command", e.Command, "error", e.Message)
+	}
+}
+
+func (a *agent) threadChanged(e protocol.ThreadChanged) {
+	now := time.Now().UTC()
+	switch e.Reason {
+	case protocol.ThreadReset:
+		// Archived by reset already.
+	case protocol.ThreadResumeFailed, protocol.ThreadResumeChanged:
+		if e.Previous != "" && a.st.ThreadID == e.Previous {
+			a.st.archive(string(e.Reason)+": "+e.Detail, now)
+		}
+	}
+	if e.ThreadID != "" || e.Reason != protocol.ThreadReset {
+		a.st.ThreadID = e.ThreadID
+	}
+	a.saveState()
+	a.d.events.Append(Event{Type: EvThreadChanged, Agent: a.def.Name, Detail: string(e.Reason),
+		Data: map[string]any{"thread_id": e.ThreadID, "previous": e.Previous}})
+}
+
+// turnFinished records the outcome of the message in flight — durably,
+// before anything else happens — or puts it back in the queue when it must
+// run again (quota, auth, interrupted, context window).
+func (a *agent) turnFinished(e protocol.TurnFinished) {
+	if a.inflight == nil || a.inflight.ID != e.MessageID {
+		a.log.Warn("Turn finished for a message not in flight", "message", e.MessageID)
+		return
+	}
+	m := *a.inflight
+	a.st.InputTokens += e.Usage.Input
+	a.st.OutputTokens += e.Usage.Output
+	if e.ContextPct >= 0 {
+		a.st.ContextPct = e.ContextPct
+	}
+	if e.ThreadID != "" {
+		a.st.ThreadID = e.ThreadID
+	}
+	requeue := ""
+	switch {
+	case e.Status == protocol.TurnInterrupted:
+		requeue = "interrupted: " + e.Error
+	case e.Failure == protocol.FailQuota, e.Failure == protocol.FailAuth:
+		requeue = string(e.Failure) + ": waits for the pause to end"
+	case e.Failure == protocol.FailContextWindow && m.Attempt < maxContextRetries:
+		// The thread is full: archive it and run the message on a fresh one.
+		a.st.archive("context window exhausted", time.Now().UTC())
+		a.p.Conn.Send(protocol.ResetThread{Reason: "context window exhausted"})
+		requeue = "context window exhausted: retried on a fresh thread"
+	}
+	if e.Status == protocol.TurnCompleted {
+		a.st.TurnsCompleted++
+	} else if e.Error != "" {
+		a.st.TurnsFailed++
+		a.st.LastError, a.st.LastErrorAt = fmt.Sprintf("%s %s: %s", e.Status, e.Failure, e.Error), time.Now().UTC()
+	}
+	if requeue != "" {
+		a.requeueInflight(requeue)
+	} else {
+		a.complete(m, inbox.Outcome{
+			Status: string(e.Status), Failure: string(e.Failure), Error: e.Error, Reply: e.Reply, Agent: a.def.Name,
+			ThreadID: e.ThreadID, InputTokens: e.Usage.Input, OutputTokens: e.Usage.Output,
+		})
+		a.inflight = nil
+		if e.Status == protocol.TurnCompleted && m.From == team.Human && e.Reply != "" {
+			a.replyToHuman(m, e.Reply)
+		}
+	}
+	a.saveState()
+	a.ready = true
+	a.setSnap(func(s *agentSnap) { s.inflight = "" })
+	a.updateBacklog()
+	// Announced once the outcome (or the requeue) is on disk.
+	a.d.events.Append(Event{Type: EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
+		"status": e.Status, "failure": e.Failure, "input_tokens": e.Usage.Input, "output_tokens": e.Usage.Output,
+		"duration_ms": e.Duration.Milliseconds(), "thread_id": e.ThreadID, "attempt": m.Attempt, "requeued": requeue != ""}})
+	a.dispatch()
+}
+
+// complete records a message's outcome durably.
+func (a *agent) complete(m inbox.Message, o inbox.Outcome) {
+	o.FinishedAt = time.Now().UTC()
+	if o.Agent == "" {
+		o.Agent = a.def.Name
+	}
+	if _, err := a.box.Complete(m.ID, o); err != nil && !errors.Is(err, inbox.ErrAlreadyDone) {
+		a.warn("record outcome of "+m.ID, err)
+	}
+}
+
+// requeueInflight puts the message in flight back in the queue.
+func (a *agent) requeueInflight(why string) {
+	if a.inflight == nil {
+		return
+	}
+	id := a.inflight.ID
+	a.inflight = nil
+	if err := a.box.Requeue(id); err != nil {
+		a.warn("requeue "+id, err)
+	}
+	a.d.events.Append(Event{Type: EvRequeued, Agent: a.def.Name, Message: id, Detail: why})
+	a.setSnap(func(s *agentSnap) { s.inflight = "" })
+}
+
+// replyToHuman drops the agent's final answer into the human's inbox.
+func (a *agent) replyToHuman(m inbox.Message, reply string) {
+	r, err := a.d.humanBox.Deliver(inbox.Message{From: a.def.Name, To: team.Human, Body: reply, InReplyTo: m.ID})
+	if err != nil {
+		a.warn("reply to human", err)
+		return
+	}
+	a.d.events.Append(Event{Type: EvReply, Agent: a.def.Name, Message: r.ID, Data: map[string]any{"in_reply_to": m.ID}})
+}

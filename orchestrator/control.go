@@ -1,0 +1,197 @@
+package orchestrator
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Status is the documented, stable shape of `batty status --json`.
+type Status struct {
+	Team     string         `json:"team"`
+	Daemon   DaemonStatus   `json:"daemon"`
+	Dispatch DispatchStatus `json:"dispatch"`
+	Agents   []AgentStatus  `json:"agents"`
+}
+
+// DaemonStatus describes the daemon process.
+type DaemonStatus struct {
+	PID     int   `json:"pid"`
+	UptimeS int64 `json:"uptime_s"`
+}
+
+// DispatchStatus is the team-wide dispatch gate.
+type DispatchStatus struct {
+	Paused   bool       `json:"paused"`
+	Reason   string     `json:"reason"`
+	ResumeAt *time.Time `json:"resume_at"`
+}
+
+// AgentStatus is one agent's line of status.
+type AgentStatus struct {
+	Name           string  `json:"name"`
+	Role           string  `json:"role"`
+	State          string  `json:"state"`
+	ThreadID       string  `json:"thread_id"`
+	Backlog        int     `json:"backlog"`
+	InFlight       *string `json:"in_flight"`
+	InFlightAgeS   int64   `json:"in_flight_age_s"`
+	TurnsCompleted int     `json:"turns_completed"`
+	InputTokens    int64   `json:"input_tokens"`
+	OutputTokens   int64   `json:"output_tokens"`
+	ContextPct     float64 `json:"context_pct"`
+	LastError      string  `json:"last_error"`
+	ShimPID        int     `json:"shim_pid"`
+	Restarts       int     `json:"restarts"`
+}
+
+// Request is one control-socket request. Op is one of the Op* constants.
+type Request struct {
+	Op       string        `json:"op"`
+	Agent    string        `json:"agent,omitempty"`
+	Reason   string        `json:"reason,omitempty"`
+	Timeout  time.Duration `json:"timeout,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+}
+
+// Control operations.
+const (
+	OpPing   = "ping"
+	OpStatus = "status"
+	OpStop   = "stop"
+	OpPause  = "pause"
+	OpResume = "resume"
+	OpReset  = "reset"
+)
+
+// Response answers a Request.
+type Response struct {
+	OK     bool    `json:"ok"`
+	Error  string  `json:"error,omitempty"`
+	Status *Status `json:"status,omitempty"`
+	PID    int     `json:"pid,omitempty"`
+}
+
+// ErrNotRunning is returned by Call when no daemon listens on the socket.
+var ErrNotRunning = errors.New("daemon not running")
+
+// Call sends one request to the daemon of layout l and waits for the answer
+// (at most timeout; 0 = no limit, for stop). It returns ErrNotRunning
+// (wrapped) when nothing listens.
+func Call(l Layout, req Request, timeout time.Duration) (Response, error) {
+	c, err := net.Dial("unix", l.Socket())
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+			return Response{}, fmt.Errorf("%w (no daemon listens on %s; start it with `batty start`)", ErrNotRunning, l.Socket())
+		}
+		return Response{}, fmt.Errorf("connect to daemon %s: %w", l.Socket(), err)
+	}
+	defer c.Close()
+	if timeout > 0 {
+		c.SetDeadline(time.Now().Add(timeout))
+	}
+	if err := json.NewEncoder(c).Encode(req); err != nil {
+		return Response{}, fmt.Errorf("send %s to daemon: %w", req.Op, err)
+	}
+	var resp Response
+	if err := json.NewDecoder(bufio.NewReader(c)).Decode(&resp); err != nil {
+		return Response{}, fmt.Errorf("read daemon's answer to %s: %w", req.Op, err)
+	}
+	if !resp.OK {
+		return resp, errors.New(resp.Error)
+	}
+	return resp, nil
+}
+
+// listenControl listens on the control socket with mode 0600. A stale socket
+// file (nothing listening) is removed first; the caller holds the daemon
+// lock, so no live daemon owns it.
+func listenControl(path string) (*net.UnixListener, error) {
+	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
+		return nil, fmt.Errorf("control socket path %s is %d bytes, longer than the system allows (%d): move the project to a shorter path", path, len(path), len(unix.RawSockaddrUnix{}.Path)-1)
+	}
+	os.Remove(path)
+	old := unix.Umask(0o177)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	unix.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on control socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod control socket %s: %w", path, err)
+	}
+	return ln, nil
+}
+
+// peerUID returns the uid of the process at the other end of c.
+func peerUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var cred *unix.Ucred
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return -1, err
+	}
+	if serr != nil {
+		return -1, serr
+	}
+	return int(cred.Uid), nil
+}
+
+// controlConn is one accepted control connection with its request.
+type controlConn struct {
+	req  Request
+	conn *net.UnixConn
+}
+
+// reply writes the response and closes the connection.
+func (c controlConn) reply(r Response) {
+	c.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	json.NewEncoder(c.conn).Encode(r)
+	c.conn.Close()
+}
+
+// serveControl accepts connections until ln is closed, checks the peer's
+// uid, reads one request each and hands it to out.
+func serveControl(ln *net.UnixListener, out chan<- controlConn, done <-chan struct{}) {
+	uid := os.Getuid()
+	for {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		go func() {
+			if peer, err := peerUID(c); err != nil || peer != uid {
+				json.NewEncoder(c).Encode(Response{Error: fmt.Sprintf("refused: peer uid %d is not the daemon's owner (%d)", peer, uid)})
+				c.Close()
+				return
+			}
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			var req Request
+			if err := json.NewDecoder(bufio.NewReader(c)).Decode(&req); err != nil {
+				json.NewEncoder(c).Encode(Response{Error: "bad request: " + err.Error()})
+				c.Close()
+				return
+			}
+			c.SetReadDeadline(time.Time{})
+			select {
+			case out <- controlConn{req: req, conn: c}:
+			case <-done:
+				json.NewEncoder(c).Encode(Response{Error: "daemon is shutting down"})
+				c.Close()
+			}
+		}()
+	}
+}

@@ -1,0 +1,182 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// control answers every request but stop.
+func (d *Daemon) control(req Request) Response {
+	switch req.Op {
+	case OpPing:
+		return Response{OK: true, PID: os.Getpid()}
+	case OpStatus:
+		st := d.status()
+		return Response{OK: true, Status: &st, PID: os.Getpid()}
+	case OpPause:
+		reason := req.Reason
+		if reason == "" {
+			reason = "paused by user"
+		}
+		d.pause(PauseManual, reason, time.Time{})
+		return Response{OK: true}
+	case OpResume:
+		d.resume("resumed by user")
+		return Response{OK: true}
+	case OpReset:
+		a, ok := d.byName[req.Agent]
+		if !ok {
+			return Response{Error: fmt.Sprintf("no agent %q in team %q", req.Agent, d.cfg.Name)}
+		}
+		c := agentCtl{op: "reset", reason: req.Reason, done: make(chan error, 1)}
+		select {
+		case a.ctl <- c:
+		case <-time.After(30 * time.Second):
+			return Response{Error: "agent " + req.Agent + " did not answer"}
+		}
+		if err := <-c.done; err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true}
+	}
+	return Response{Error: fmt.Sprintf("unknown operation %q", req.Op)}
+}
+
+// status collects the documented status shape.
+func (d *Daemon) status() Status {
+	gs := d.gate.state()
+	st := Status{
+		Team:     d.cfg.Name,
+		Daemon:   DaemonStatus{PID: os.Getpid(), UptimeS: int64(time.Since(d.started).Seconds())},
+		Dispatch: DispatchStatus{Paused: gs.Paused, Reason: gs.Reason},
+		Agents:   []AgentStatus{},
+	}
+	if !gs.ResumeAt.IsZero() {
+		t := gs.ResumeAt
+		st.Dispatch.ResumeAt = &t
+	}
+	for _, a := range d.agents {
+		s := a.snapshot()
+		as := AgentStatus{
+			Name: a.def.Name, Role: a.def.Role, State: s.state, ThreadID: s.st.ThreadID, Backlog: s.backlog,
+			TurnsCompleted: s.st.TurnsCompleted, InputTokens: s.st.InputTokens, OutputTokens: s.st.OutputTokens,
+			ContextPct: s.st.ContextPct, LastError: s.st.LastError, ShimPID: s.shimPID, Restarts: s.restarts,
+		}
+		if s.inflight != "" {
+			id := s.inflight
+			as.InFlight = &id
+			as.InFlightAgeS = int64(time.Since(s.flightAt).Seconds())
+		}
+		st.Agents = append(st.Agents, as)
+	}
+	return st
+}
+
+// route gives each message waiting in a role's queue to an instance: an
+// idle one, else the one with the shortest backlog. Failed instances get
+// nothing; with no live instance the message waits.
+func (d *Daemon) route(role string) {
+	box := d.roles[role]
+	pending, errs := box.Pending()
+	for _, err := range errs {
+		d.log.Warn("Role queue problem", "role", role, "error", err)
+	}
+	if len(pending) == 0 {
+		return
+	}
+	var cands []*agent
+	load := map[*agent]int{}
+	for _, a := range d.agents {
+		if a.def.Role != role {
+			continue
+		}
+		if s := a.snapshot(); s.state == agentFailed || s.state == agentStopped {
+			continue
+		}
+		// The load is read from disk, so messages routed a moment ago and
+		// not yet picked up by the agent count too.
+		pending, inflight, err := a.box.Count()
+		if err != nil {
+			d.log.Warn("Counting an inbox failed", "agent", a.def.Name, "error", err)
+			continue
+		}
+		cands = append(cands, a)
+		load[a] = pending + inflight
+	}
+	if len(cands) == 0 {
+		return
+	}
+	for _, m := range pending {
+		best := cands[0]
+		for _, a := range cands[1:] {
+			if load[a] < load[best] {
+				best = a
+			}
+		}
+		if _, err := box.MoveTo(m.ID, best.box); err != nil {
+			d.log.Warn("Routing failed", "role", role, "message", m.ID, "error", err)
+			continue
+		}
+		load[best]++
+		d.events.Append(Event{Type: EvRouted, Agent: best.def.Name, Message: m.ID, Detail: "@" + role})
+		best.poke()
+	}
+}
+
+// acquireLock takes the project's daemon lock without blocking.
+func acquireLock(l Layout) (*os.File, error) {
+	f, err := os.OpenFile(l.LockFile(), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", l.LockFile(), err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		pid := readPID(l.LockFile())
+		return nil, fmt.Errorf("%w: batty is already running for this project (pid %d, socket %s); `batty stop` stops it", ErrAlreadyRunning, pid, l.Socket())
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	f.Sync()
+	return f, nil
+}
+
+// ErrAlreadyRunning is returned (wrapped) by New when the project's daemon
+// already runs.
+var ErrAlreadyRunning = errors.New("already running")
+
+func releaseLock(f *os.File) {
+	if f == nil {
+		return
+	}
+	f.Truncate(0)
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	f.Close()
+}
+
+func readPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	return pid
+}
+
+// Running reports whether a daemon holds the project's lock, and its pid.
+func Running(l Layout) (bool, int) {
+	f, err := os.OpenFile(l.LockFile(), os.O_RDWR, 0o600)
+	if err != nil {
+		return false, 0
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return true, readPID(l.LockFile())
+	}
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false, 0
+}

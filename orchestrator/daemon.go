@@ -1,0 +1,345 @@
+// Package orchestrator is the batty daemon: it runs one shim per agent of a
+// team.yaml, delivers each agent's durable inbox one message at a time,
+// records every outcome durably, supervises the shims, gates dispatch on
+// quota and auth problems, and answers the CLI on a control socket.
+//
+// Everything is event-driven: inboxes are watched with fsnotify (a slow
+// rescan is only a safety net), shims report over their sockets, and timers
+// drive respawn backoff, pings and quota resumption.
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/team"
+)
+
+// Options tune a Daemon; zero fields take the defaults.
+type Options struct {
+	// ShimCommand runs a shim: the executable and the arguments before the
+	// shim flags (default: this executable, "shim").
+	ShimCommand []string
+	// ShimEnv is the shims' environment (nil: the daemon's).
+	ShimEnv []string
+	// Logger receives the daemon's log (default: a discarding logger).
+	Logger hclog.Logger
+	// ShimLog receives the shims' own logs (default: discarded).
+	ShimLog io.Writer
+	// Rescan is the safety-net inbox rescan period (default 30s).
+	Rescan time.Duration
+	// PingInterval and PongTimeout detect a wedged shim (30s, 10s).
+	PingInterval, PongTimeout time.Duration
+	// RespawnMin and RespawnMax bound the respawn backoff (1s, 30s).
+	RespawnMin, RespawnMax time.Duration
+	// MaxCrashes within CrashWindow mark an agent failed (5 in 60s).
+	MaxCrashes  int
+	CrashWindow time.Duration
+	// OnEvent, if set, sees every event written to the event log, after it
+	// was written (tests and benchmarks wait on it). It must not block.
+	OnEvent func(Event)
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if len(o.ShimCommand) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return o, fmt.Errorf("find the batty binary for shims: %w", err)
+		}
+		o.ShimCommand = []string{exe, "shim"}
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.Rescan, 30*time.Second)
+	def(&o.PingInterval, 30*time.Second)
+	def(&o.PongTimeout, 10*time.Second)
+	def(&o.RespawnMin, time.Second)
+	def(&o.RespawnMax, 30*time.Second)
+	def(&o.CrashWindow, 60*time.Second)
+	if o.MaxCrashes <= 0 {
+		o.MaxCrashes = 5
+	}
+	return o, nil
+}
+
+// Daemon runs one team. Create it with New, then call Run once.
+type Daemon struct {
+	cfg      *team.Config
+	layout   Layout
+	opts     Options
+	log      hclog.Logger
+	store    *inbox.Store
+	humanBox *inbox.Box
+	events   *eventLog
+	gate     *gate
+	started  time.Time
+
+	agents []*agent
+	byName map[string]*agent
+	roles  map[string]*inbox.Box // "@role" queues of roles with several instances
+
+	ready chan struct{} // closed once the control socket accepts requests
+	lock  *os.File
+}
+
+// New prepares a daemon for the team in cfg, with its state under layout.
+// It takes the project's lock: a second daemon for the same project fails
+// with an error saying where the first one runs.
+func New(cfg *team.Config, layout Layout, opts Options) (*Daemon, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range []string{layout.Dir, layout.StateDir(), layout.LogsDir()} {
+		if err := atomicfile.MkdirAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	lock, err := acquireLock(layout)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, byName: map[string]*agent{},
+		roles: map[string]*inbox.Box{}, ready: make(chan struct{}), lock: lock, started: time.Now()}
+	if err := d.init(); err != nil {
+		releaseLock(lock)
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Daemon) init() error {
+	var err error
+	if d.store, err = inbox.Open(d.layout.Inboxes()); err != nil {
+		return err
+	}
+	if d.humanBox, err = d.store.Box(team.Human); err != nil {
+		return err
+	}
+	if d.gate, err = newGate(d.layout.DispatchState()); err != nil {
+		return err
+	}
+	if d.events, err = openEventLog(d.layout.EventsLog(), func(err error) { d.log.Error("Event log", "error", err) }); err != nil {
+		return err
+	}
+	d.events.observe = d.opts.OnEvent
+	if err := atomicfile.WriteFile(d.layout.TeamFileRef(), []byte(d.cfg.Path+"\n"), 0o600); err != nil {
+		return err
+	}
+	for _, def := range d.cfg.Agents() {
+		box, err := d.store.Box(def.Name)
+		if err != nil {
+			return err
+		}
+		a, err := newAgent(d, def, box)
+		if err != nil {
+			return err
+		}
+		d.agents = append(d.agents, a)
+		d.byName[def.Name] = a
+	}
+	for _, r := range d.cfg.Roles {
+		if r.Instances > 1 {
+			box, err := d.store.Box("@" + r.Name)
+			if err != nil {
+				return err
+			}
+			d.roles[r.Name] = box
+		}
+	}
+	return nil
+}
+
+// Ready is closed once the daemon accepts control requests.
+func (d *Daemon) Ready() <-chan struct{} { return d.ready }
+
+// Run runs the team until ctx ends or a stop request arrives, then stops
+// every shim (letting turns finish for the team's shutdown timeout) and
+// releases the lock. It returns when nothing it started is running.
+func (d *Daemon) Run(ctx context.Context) error {
+	defer releaseLock(d.lock)
+	defer d.events.Close()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch inboxes: %w", err)
+	}
+	defer w.Close()
+	owners := map[string]func(){}
+	for _, a := range d.agents {
+		owners[filepath.Join(a.box.Dir, "new")] = a.poke
+	}
+	for role, box := range d.roles {
+		owners[filepath.Join(box.Dir, "new")] = func() { d.route(role) }
+	}
+	for dir := range owners {
+		if err := w.Add(dir); err != nil {
+			return fmt.Errorf("watch inbox %s: %w", dir, err)
+		}
+	}
+	ln, err := listenControl(d.layout.Socket())
+	if err != nil {
+		return err
+	}
+	defer os.Remove(d.layout.Socket())
+	ctl := make(chan controlConn)
+	done := make(chan struct{})
+	var serveWG sync.WaitGroup
+	serveWG.Add(1)
+	go func() { defer serveWG.Done(); serveControl(ln, ctl, done) }()
+	defer func() { ln.Close(); close(done); serveWG.Wait() }()
+
+	agentCtx, cancelAgents := context.WithCancel(context.Background())
+	defer cancelAgents()
+	var wg sync.WaitGroup
+	for _, a := range d.agents {
+		wg.Add(1)
+		go func(a *agent) { defer wg.Done(); a.run(agentCtx) }(a)
+	}
+	d.log.Info("Daemon started", "team", d.cfg.Name, "agents", len(d.agents), "pid", os.Getpid())
+	d.events.Append(Event{Type: EvDaemonStarted, Data: map[string]any{"pid": os.Getpid(), "team": d.cfg.Name}})
+	close(d.ready)
+	d.routeAll()
+
+	rescan := time.NewTicker(d.opts.Rescan)
+	defer rescan.Stop()
+	resumeTimer := d.armResume(nil)
+	for {
+		select {
+		case ev, ok := <-w.Events:
+			if !ok {
+				return errors.New("inbox watcher closed")
+			}
+			if f, ok := owners[filepath.Dir(ev.Name)]; ok {
+				f()
+			}
+		case err := <-w.Errors:
+			d.log.Warn("Inbox watcher error, rescanning", "error", err)
+			d.rescan()
+		case <-rescan.C:
+			d.rescan()
+		case <-d.gate.changed:
+			resumeTimer = d.armResume(resumeTimer)
+			if d.gate.open() {
+				d.pokeAll()
+			}
+		case <-timerC(resumeTimer):
+			resumeTimer = nil
+			st := d.gate.state()
+			if st.Paused && st.Kind == PauseQuota {
+				d.log.Info("Quota reset time reached, resuming dispatch")
+				d.resume("quota reset time reached")
+			}
+		case c := <-ctl:
+			if c.req.Op == OpStop {
+				timeout := c.req.Timeout
+				if timeout <= 0 {
+					timeout = d.cfg.Timeouts.Shutdown
+				}
+				d.stopAgents(timeout, &wg)
+				c.reply(Response{OK: true, PID: os.Getpid()})
+				d.events.Append(Event{Type: EvDaemonStopped})
+				return nil
+			}
+			c.reply(d.control(c.req))
+		case <-ctx.Done():
+			d.stopAgents(d.cfg.Timeouts.Shutdown, &wg)
+			d.events.Append(Event{Type: EvDaemonStopped})
+			return nil
+		}
+	}
+}
+
+func timerC(t *time.Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C
+}
+
+// armResume (re)arms the timer that ends a quota pause at its reset time.
+func (d *Daemon) armResume(t *time.Timer) *time.Timer {
+	if t != nil {
+		t.Stop()
+	}
+	st := d.gate.state()
+	if !st.Paused || st.Kind != PauseQuota || st.ResumeAt.IsZero() {
+		return nil
+	}
+	return time.NewTimer(max(time.Until(st.ResumeAt), 0))
+}
+
+// stopAgents stops every agent, letting turns in flight run for timeout,
+// and waits until all shims are gone.
+func (d *Daemon) stopAgents(timeout time.Duration, wg *sync.WaitGroup) {
+	d.log.Info("Stopping", "timeout", timeout)
+	for _, a := range d.agents {
+		go func(a *agent) {
+			c := agentCtl{op: "stop", timeout: timeout, done: make(chan error, 1)}
+			select {
+			case a.ctl <- c:
+			case <-time.After(timeout + 30*time.Second):
+			}
+		}(a)
+	}
+	wg.Wait()
+}
+
+func (d *Daemon) pokeAll() {
+	for _, a := range d.agents {
+		a.poke()
+	}
+}
+
+func (d *Daemon) rescan() {
+	d.pokeAll()
+	d.routeAll()
+}
+
+func (d *Daemon) routeAll() {
+	for role := range d.roles {
+		d.route(role)
+	}
+}
+
+// pause closes the dispatch gate (safe from any goroutine).
+func (d *Daemon) pause(kind, reason string, resumeAt time.Time) {
+	changed, err := d.gate.pause(kind, reason, resumeAt)
+	if err != nil {
+		d.log.Error("Saving the dispatch state failed", "error", err)
+	}
+	if changed {
+		d.log.Warn("Dispatch paused", "kind", kind, "reason", reason, "resume_at", resumeAt)
+		d.events.Append(Event{Type: EvPaused, Detail: reason, Data: map[string]any{"kind": kind, "resume_at": resumeAt}})
+	}
+}
+
+func (d *Daemon) resume(why string) {
+	changed, err := d.gate.resume()
+	if err != nil {
+		d.log.Error("Saving the dispatch state failed", "error", err)
+	}
+	if changed {
+		d.events.Append(Event{Type: EvResumed, Detail: why})
+		d.pokeAll()
+	}
+}
+
+// shimLog returns where a shim's own log goes.
+func (d *Daemon) shimLog(string) io.Writer { return d.opts.ShimLog }

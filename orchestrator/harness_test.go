@@ -1,0 +1,329 @@
+package orchestrator
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/team"
+)
+
+// TestMain lets this test binary be a shim, a fake codex, or a whole daemon
+// (for the SIGKILL test), selected by BATTY_TEST_ROLE.
+func TestMain(m *testing.M) {
+	switch os.Getenv("BATTY_TEST_ROLE") {
+	case "shim":
+		os.Exit(shim.Main(os.Args[1:]))
+	case "fakecodex":
+		os.Exit(codextest.FakeMain(os.Args[1:]))
+	case "daemon":
+		os.Exit(daemonMain(os.Args[1]))
+	}
+	os.Exit(m.Run())
+}
+
+const waitLimit = 60 * time.Second
+
+// project is a team on disk whose codex is the fake.
+type project struct {
+	t       *testing.T
+	dir     string
+	cfg     *team.Config
+	layout  Layout
+	fakeLog string
+	mark    string
+}
+
+// newProject writes team.yaml (roles given as YAML lines under "roles:")
+// with the fake codex as every agent's worker.
+func newProject(t *testing.T, roles string) *project {
+	t.Helper()
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &project{t: t, dir: dir, fakeLog: filepath.Join(dir, "fake.log"), mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
+	state := filepath.Join(dir, "fakestate")
+	os.MkdirAll(state, 0o700)
+	yaml := fmt.Sprintf(`name: test
+codex:
+  bin: %s
+  env:
+    BATTY_TEST_ROLE: fakecodex
+    FAKE_CODEX_STATE: %s
+    FAKE_CODEX_LOG: %s
+timeouts:
+  shutdown: 5s
+roles:
+%s`, self, state, p.fakeLog, roles)
+	path := filepath.Join(dir, "team.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.cfg, err = team.Load(path)
+	if err != nil {
+		t.Fatalf("team.yaml: %v", err)
+	}
+	p.layout, _ = LayoutFor(path)
+	return p
+}
+
+func (p *project) shimEnv() []string {
+	return append(os.Environ(), "BATTY_TEST_ROLE=shim", "BATTY_TEST_MARK="+p.mark, "BATTY_LOG_LEVEL=debug")
+}
+
+// send writes a message into a box the way `batty send` does.
+func (p *project) send(box, from, body string) string {
+	p.t.Helper()
+	s, err := inbox.Open(p.layout.Inboxes())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	b, err := s.Box(box)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	m, err := b.Deliver(inbox.Message{From: from, To: strings.TrimPrefix(box, "@"), Body: body})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return m.ID
+}
+
+// box opens a box for inspection.
+func (p *project) box(name string) *inbox.Box {
+	p.t.Helper()
+	s, err := inbox.Open(p.layout.Inboxes())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	b, err := s.Box(name)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return b
+}
+
+// deliveries counts the fake codex invocations that ran message id.
+func (p *project) deliveries(id string) int {
+	b, _ := os.ReadFile(p.fakeLog)
+	return strings.Count(string(b), "batty message "+id+" ")
+}
+
+// running is an in-process daemon with an event feed.
+type running struct {
+	d      *Daemon
+	cancel context.CancelFunc
+	done   chan error
+	mu     sync.Mutex
+	seen   []Event
+	notify chan struct{}
+	log    *syncLog
+}
+
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncLog) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(b)
+}
+
+// start runs a daemon for p in this process until the test ends.
+func (p *project) start(mod func(*Options)) *running {
+	p.t.Helper()
+	self, _ := os.Executable()
+	r := &running{done: make(chan error, 1), notify: make(chan struct{}, 1), log: &syncLog{}}
+	opts := Options{
+		ShimCommand: []string{self}, ShimEnv: p.shimEnv(),
+		Logger:  hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: r.log}),
+		ShimLog: r.log, RespawnMin: 50 * time.Millisecond, RespawnMax: 200 * time.Millisecond,
+		OnEvent: func(e Event) {
+			r.mu.Lock()
+			r.seen = append(r.seen, e)
+			r.mu.Unlock()
+			select {
+			case r.notify <- struct{}{}:
+			default:
+			}
+		},
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	d, err := New(p.cfg, p.layout, opts)
+	if err != nil {
+		p.t.Fatalf("new daemon: %v", err)
+	}
+	r.d = d
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- d.Run(ctx) }()
+	select {
+	case <-d.Ready():
+	case err := <-r.done:
+		p.t.Fatalf("daemon ended before ready: %v", err)
+	}
+	p.t.Cleanup(func() {
+		r.stop(p.t)
+		if p.t.Failed() {
+			p.t.Logf("daemon log:\n%s", r.log.b.String())
+		}
+		assertNoProcesses(p.t, p.mark)
+	})
+	return r
+}
+
+// stop cancels the daemon and waits for it (idempotent).
+func (r *running) stop(t *testing.T) {
+	r.cancel()
+	select {
+	case <-r.done:
+		r.done <- nil
+	case <-time.After(waitLimit):
+		t.Errorf("daemon did not stop within %s", waitLimit)
+	}
+}
+
+// waitEvent waits for an event matching f and returns it.
+func (r *running) waitEvent(t *testing.T, what string, f func(Event) bool) Event {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	i := 0
+	for {
+		r.mu.Lock()
+		for ; i < len(r.seen); i++ {
+			if f(r.seen[i]) {
+				e := r.seen[i]
+				r.mu.Unlock()
+				return e
+			}
+		}
+		r.mu.Unlock()
+		select {
+		case <-r.notify:
+		case <-deadline:
+			t.Fatalf("no %s within %s", what, waitLimit)
+		}
+	}
+}
+
+// finished waits for the turn of message id to end and returns its status.
+func (r *running) finished(t *testing.T, id string) string {
+	t.Helper()
+	e := r.waitEvent(t, "turn_finished for "+id, func(e Event) bool { return e.Type == EvTurnFinished && e.Message == id })
+	return fmt.Sprint(e.Data["status"])
+}
+
+func (r *running) count(typ, id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.seen {
+		if e.Type == typ && (id == "" || e.Message == id) {
+			n++
+		}
+	}
+	return n
+}
+
+// daemonMain runs a daemon in a child process for the SIGKILL test.
+func daemonMain(teamFile string) int {
+	cfg, err := team.Load(teamFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	l, _ := LayoutFor(teamFile)
+	self, _ := os.Executable()
+	env := append(os.Environ(), "BATTY_TEST_ROLE=shim")
+	d, err := New(cfg, l, Options{ShimCommand: []string{self}, ShimEnv: env})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() {
+		<-d.Ready()
+		fmt.Println("ready")
+	}()
+	if err := d.Run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// startChildDaemon runs a daemon process for p and waits until it is ready.
+func (p *project) startChildDaemon() *exec.Cmd {
+	p.t.Helper()
+	self, _ := os.Executable()
+	cmd := exec.Command(self, filepath.Join(p.dir, "team.yaml"))
+	cmd.Env = append(os.Environ(), "BATTY_TEST_ROLE=daemon", "BATTY_TEST_MARK="+p.mark)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		ok := sc.Scan() && sc.Text() == "ready"
+		ready <- ok
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			cmd.Process.Kill()
+			cmd.Wait()
+			p.t.Fatal("child daemon did not become ready")
+		}
+	case <-time.After(waitLimit):
+		cmd.Process.Kill()
+		p.t.Fatal("child daemon not ready in time")
+	}
+	return cmd
+}
+
+// assertNoProcesses fails when any live process carries mark.
+func assertNoProcesses(t *testing.T, mark string) {
+	t.Helper()
+	needle := []byte("BATTY_TEST_MARK=" + mark + "\x00")
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' || e.Name() == fmt.Sprint(os.Getpid()) {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !strings.Contains(string(env), string(needle)) {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		t.Errorf("process left running: %s %s", e.Name(), strings.ReplaceAll(string(cmdline), "\x00", " "))
+	}
+}

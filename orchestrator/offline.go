@@ -1,0 +1,148 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/team"
+)
+
+// The functions in this file change or read a project's state while no
+// daemon runs. Each takes the project's lock first, so they refuse to run
+// next to a daemon (which is then the only writer; use Call instead).
+
+// withLock runs f while holding the daemon lock.
+func withLock(l Layout, f func() error) error {
+	for _, dir := range []string{l.Dir, l.StateDir()} {
+		if err := atomicfile.MkdirAll(dir); err != nil {
+			return err
+		}
+	}
+	lock, err := acquireLock(l)
+	if err != nil {
+		return err
+	}
+	defer releaseLock(lock)
+	return f()
+}
+
+// OfflineStatus builds the status of a stopped team from its files: every
+// agent is "stopped", with its persisted thread, counters and backlog.
+func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
+	var st Status
+	err := withLock(l, func() error {
+		g, err := newGate(l.DispatchState())
+		if err != nil {
+			return err
+		}
+		ds := g.state()
+		st = Status{Team: cfg.Name, Dispatch: DispatchStatus{Paused: ds.Paused, Reason: ds.Reason}, Agents: []AgentStatus{}}
+		if !ds.ResumeAt.IsZero() {
+			t := ds.ResumeAt
+			st.Dispatch.ResumeAt = &t
+		}
+		store, err := inbox.Open(l.Inboxes())
+		if err != nil {
+			return err
+		}
+		for _, a := range cfg.Agents() {
+			var as AgentState
+			if err := loadJSON(l.AgentState(a.Name), &as); err != nil {
+				return err
+			}
+			box, err := store.Box(a.Name)
+			if err != nil {
+				return err
+			}
+			pending, inflight, err := box.Count()
+			if err != nil {
+				return err
+			}
+			st.Agents = append(st.Agents, AgentStatus{
+				Name: a.Name, Role: a.Role, State: agentStopped, ThreadID: as.ThreadID, Backlog: pending + inflight,
+				TurnsCompleted: as.TurnsCompleted, InputTokens: as.InputTokens, OutputTokens: as.OutputTokens,
+				ContextPct: as.ContextPct, LastError: as.LastError,
+			})
+		}
+		return nil
+	})
+	return st, err
+}
+
+// OfflineReset archives an agent's thread so its next message starts a
+// fresh one.
+func OfflineReset(cfg *team.Config, l Layout, agent, reason string) error {
+	if _, ok := cfg.Agent(agent); !ok {
+		return fmt.Errorf("no agent %q in team %q", agent, cfg.Name)
+	}
+	if reason == "" {
+		reason = "reset by user"
+	}
+	return withLock(l, func() error {
+		var as AgentState
+		if err := loadJSON(l.AgentState(agent), &as); err != nil {
+			return err
+		}
+		as.Name = agent
+		as.archive(reason, time.Now().UTC())
+		as.UpdatedAt = time.Now().UTC()
+		return saveJSON(l.AgentState(agent), as)
+	})
+}
+
+// OfflinePause closes (pause) or opens the dispatch gate of a stopped team.
+func OfflinePause(l Layout, pause bool, reason string) error {
+	return withLock(l, func() error {
+		g, err := newGate(l.DispatchState())
+		if err != nil {
+			return err
+		}
+		if pause {
+			if reason == "" {
+				reason = "paused by user"
+			}
+			_, err = g.pause(PauseManual, reason, time.Time{})
+		} else {
+			_, err = g.resume()
+		}
+		return err
+	})
+}
+
+// WaitStopped blocks until no daemon holds the project's lock (the daemon
+// process has exited), or timeout passes.
+func WaitStopped(l Layout, timeout time.Duration) error {
+	f, err := os.OpenFile(l.LockFile(), os.O_RDWR, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open lock %s: %w", l.LockFile(), err)
+	}
+	done := make(chan error, 1)
+	// The goroutine ends when the lock is released; flock cannot be
+	// cancelled, so on timeout it is left to finish with the process.
+	go func() {
+		defer f.Close()
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if err == nil {
+			unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("wait for the daemon to exit: %w", err)
+		}
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("the daemon (pid %d) still holds %s after %s", readPID(l.LockFile()), l.LockFile(), timeout)
+	}
+}
