@@ -30,6 +30,7 @@ type BadFileError struct {
 	MoveErr error
 }
 
+// Error says which file is bad, why, and where it went.
 func (e *BadFileError) Error() string {
 	s := fmt.Sprintf("bad message file %s: %v", e.Path, e.Err)
 	if e.MovedTo != "" {
@@ -41,6 +42,7 @@ func (e *BadFileError) Error() string {
 	return s
 }
 
+// Unwrap returns Err.
 func (e *BadFileError) Unwrap() error { return e.Err }
 
 // contentError marks a problem with what a file holds, as opposed to an

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/orchestrator"
+)
+
+var (
+	buildOnce sync.Once
+	builtPath string
+	buildErr  error
+)
+
+// buildBatty builds the real batty binary once per test run: agents run
+// `batty send` from inside Codex, so it must be on their PATH under its
+// real name.
+func buildBatty(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "batty-e2e-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtPath = filepath.Join(dir, "batty")
+		out, err := exec.Command("go", "build", "-o", builtPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtPath
+}
+
+// teamRun drives the real batty binary in a project directory.
+type teamRun struct {
+	t    *testing.T
+	bin  string
+	dir  string
+	mark string
+}
+
+func (r *teamRun) batty(args ...string) (string, string, int) {
+	r.t.Helper()
+	cmd := exec.Command(r.bin, args...)
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "BATTY_TEST_MARK="+r.mark)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		r.t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func (r *teamRun) must(args ...string) string {
+	r.t.Helper()
+	out, errOut, code := r.batty(args...)
+	if code != 0 {
+		r.t.Fatalf("batty %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+func (r *teamRun) status() orchestrator.Status {
+	r.t.Helper()
+	var st orchestrator.Status
+	if err := json.Unmarshal([]byte(r.must("status", "--json")), &st); err != nil {
+		r.t.Fatal(err)
+	}
+	return st
+}
+
+// waitStatus polls `batty status --json` (another process owns the state)
+// until ok holds.
+func (r *teamRun) waitStatus(what string, ok func(orchestrator.Status) bool) orchestrator.Status {
+	r.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		st := r.status()
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(r.dir, ".batty", "daemon.log"))
+			r.t.Fatalf("timed out waiting for %s; status %+v\ndaemon log:\n%s", what, st, log)
+		}
+		time.Sleep(100 * time.Millisecond) // the daemon is another process
+	}
+}
+
+func agentStatus(st orchestrator.Status, name string) orchestrator.AgentStatus {
+	for _, a := range st.Agents {
+		if a.Name == name {
+			return a
+		}
+	}
+	return orchestrator.AgentStatus{}
+}
+
+func TestE2ETeamWithRealCodex(t *testing.T) {
+	codexBin := codextest.Codex(t)
+	srv := codextest.NewServer(t)
+	home := srv.WriteHome(t)
+	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-%d", time.Now().UnixNano())}
+	os.MkdirAll(filepath.Join(r.dir, "prompts"), 0o755)
+	os.WriteFile(filepath.Join(r.dir, "prompts", "architect.md"), []byte("ROLE-PROMPT-ARCHITECT: you design.\n"), 0o644)
+	os.WriteFile(filepath.Join(r.dir, "prompts", "eng.md"), []byte("ROLE-PROMPT-ENG: you build.\n"), 0o644)
+	os.WriteFile(filepath.Join(r.dir, "team.yaml"), []byte(fmt.Sprintf(`name: e2e
+codex:
+  bin: %s
+  codex_home: %s
+  sandbox: danger-full-access
+roles:
+  - name: architect
+    prompt: prompts/architect.md
+    talks_to: [eng]
+  - name: eng
+    prompt: prompts/eng.md
+    talks_to: [architect]
+`, codexBin, home)), 0o644)
+
+	t.Cleanup(func() {
+		r.batty("stop", "--timeout", "2s")
+		assertNoMarked(t, r.mark)
+	})
+	out := r.must("start")
+	if !strings.Contains(out, `team "e2e" running`) {
+		t.Fatalf("start said %q", out)
+	}
+	if _, errOut, code := r.batty("start"); code == 0 || !strings.Contains(errOut, "already running") {
+		t.Fatalf("second start: exit %d, %q", code, errOut)
+	}
+
+	// The architect runs `batty send eng ...` through Codex's shell tool.
+	r.must("send", "architect", "plan the work [[mock:shell batty send eng please-build-it]]")
+	st := r.waitStatus("both agents to finish a turn", func(st orchestrator.Status) bool {
+		return agentStatus(st, "architect").TurnsCompleted == 1 && agentStatus(st, "eng").TurnsCompleted == 1
+	})
+	for _, name := range []string{"architect", "eng"} {
+		a := agentStatus(st, name)
+		if a.ThreadID == "" || a.InputTokens == 0 || a.OutputTokens == 0 || a.State != "idle" {
+			t.Fatalf("%s status %+v", name, a)
+		}
+	}
+	if st.Daemon.PID == 0 || st.Dispatch.Paused {
+		t.Fatalf("status %+v", st)
+	}
+
+	// A second message to the architect resumes its thread.
+	r.must("send", "architect", "and now? [[mock:reply DONE-TWO]]")
+	st = r.waitStatus("the second architect turn", func(st orchestrator.Status) bool {
+		return agentStatus(st, "architect").TurnsCompleted == 2
+	})
+	if got := agentStatus(st, "architect").ThreadID; got == "" {
+		t.Fatal("no architect thread")
+	}
+
+	// The architect's replies to the human land in the human's inbox.
+	inboxOut := r.must("inbox", "--json")
+	if !strings.Contains(inboxOut, "SHELL_DONE") || !strings.Contains(inboxOut, "DONE-TWO") {
+		t.Fatalf("human inbox lacks the replies:\n%s", inboxOut)
+	}
+
+	// The role prompt reaches Codex on every turn of every thread: each
+	// model request of a thread carries its agent's standing instructions.
+	threads := map[string]string{
+		agentStatus(st, "architect").ThreadID: "ROLE-PROMPT-ARCHITECT",
+		agentStatus(st, "eng").ThreadID:       "ROLE-PROMPT-ENG",
+	}
+	reqs := srv.Requests()
+	if len(reqs) < 4 {
+		t.Fatalf("%d model requests, want at least 4", len(reqs))
+	}
+	for _, req := range reqs {
+		want, ok := threads[req.ThreadID]
+		if !ok {
+			t.Fatalf("request for unknown thread %q", req.ThreadID)
+		}
+		if !strings.Contains(string(req.Body), want) {
+			t.Errorf("request %d (%s, thread %s) lacks %s", req.Seq, req.Kind, req.ThreadID, want)
+		}
+	}
+
+	out = r.must("stop", "--timeout", "5s")
+	if !strings.Contains(out, "stopped") {
+		t.Fatalf("stop said %q", out)
+	}
+	assertNoMarked(t, r.mark)
+	if st := r.status(); st.Daemon.PID != 0 || agentStatus(st, "eng").ThreadID == "" {
+		t.Fatalf("status after stop %+v", st)
+	}
+}
+
+// assertNoMarked fails when a live process carries the mark.
+func assertNoMarked(t *testing.T, mark string) {
+	t.Helper()
+	needle := "BATTY_TEST_MARK=" + mark + "\x00"
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !strings.Contains(string(env), needle) {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		t.Errorf("process left running: %s %s", e.Name(), strings.ReplaceAll(string(cmdline), "\x00", " "))
+	}
+}
