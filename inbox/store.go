@@ -63,20 +63,21 @@ var (
 // a live writer keeps its temporary file for milliseconds.
 const StaleTempAge = time.Minute
 
+// States of a message, as returned by Box.Get: the name of the box
+// subdirectory that holds it.
+const (
+	StateNew  = "new"  // pending
+	StateCur  = "cur"  // in flight
+	StateDone = "done" // outcome recorded
+)
+
 // Subdirectories of a box.
 const (
 	dirTmp  = "tmp"
-	dirNew  = "new"
-	dirCur  = "cur"
-	dirDone = "done"
+	dirNew  = StateNew
+	dirCur  = StateCur
+	dirDone = StateDone
 	dirBad  = "bad"
-)
-
-// State names returned by Box.Get.
-const (
-	StateNew  = dirNew
-	StateCur  = dirCur
-	StateDone = dirDone
 )
 
 // Store is the root of the inboxes. The zero value is not usable: use Open.

@@ -39,7 +39,7 @@ const waitLimit = 60 * time.Second
 
 // project is a team on disk whose codex is the fake.
 type project struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	cfg     *team.Config
 	layout  Layout
@@ -49,7 +49,7 @@ type project struct {
 
 // newProject writes team.yaml (roles given as YAML lines under "roles:")
 // with the fake codex as every agent's worker.
-func newProject(t *testing.T, roles string) *project {
+func newProject(t testing.TB, roles string) *project {
 	t.Helper()
 	dir := t.TempDir()
 	self, err := os.Executable()
@@ -192,7 +192,7 @@ func (p *project) start(mod func(*Options)) *running {
 }
 
 // stop cancels the daemon and waits for it (idempotent).
-func (r *running) stop(t *testing.T) {
+func (r *running) stop(t testing.TB) {
 	r.cancel()
 	select {
 	case <-r.done:
@@ -203,7 +203,7 @@ func (r *running) stop(t *testing.T) {
 }
 
 // waitEvent waits for an event matching f and returns it.
-func (r *running) waitEvent(t *testing.T, what string, f func(Event) bool) Event {
+func (r *running) waitEvent(t testing.TB, what string, f func(Event) bool) Event {
 	t.Helper()
 	deadline := time.After(waitLimit)
 	i := 0
@@ -226,7 +226,7 @@ func (r *running) waitEvent(t *testing.T, what string, f func(Event) bool) Event
 }
 
 // finished waits for the turn of message id to end and returns its status.
-func (r *running) finished(t *testing.T, id string) string {
+func (r *running) finished(t testing.TB, id string) string {
 	t.Helper()
 	e := r.waitEvent(t, "turn_finished for "+id, func(e Event) bool { return e.Type == EvTurnFinished && e.Message == id })
 	return fmt.Sprint(e.Data["status"])
@@ -307,7 +307,7 @@ func (p *project) startChildDaemon() *exec.Cmd {
 }
 
 // assertNoProcesses fails when any live process carries mark.
-func assertNoProcesses(t *testing.T, mark string) {
+func assertNoProcesses(t testing.TB, mark string) {
 	t.Helper()
 	needle := []byte("BATTY_TEST_MARK=" + mark + "\x00")
 	entries, _ := os.ReadDir("/proc")

@@ -58,7 +58,7 @@ func loadTeamProject(teamFile string) (orchestrator.Project, *team.Config, error
 	if err != nil {
 		var verr *team.ValidationError
 		if errors.As(err, &verr) {
-			return p, nil, fmt.Errorf("team file %s is invalid (see `batty validate -f %s`):\n%w", p.TeamFile, p.TeamFile, err)
+			return p, nil, fmt.Errorf("team file %s is invalid:\n%w", p.TeamFile, err)
 		}
 		return p, nil, fmt.Errorf("load team file %s: %w", p.TeamFile, err)
 	}
