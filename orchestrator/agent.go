@@ -259,6 +259,7 @@ func (a *agent) spawn() {
 func (a *agent) shimExited() bool {
 	p := a.p
 	a.p, a.ready, a.pongDue = nil, false, nil
+	p.Conn.Close()
 	<-p.Done()
 	code := p.ExitCode()
 	if a.inflight != nil {
@@ -295,8 +296,8 @@ func (a *agent) crashed() {
 		a.log.Error("Agent failed", "detail", msg)
 		a.st.LastError, a.st.LastErrorAt = msg, now.UTC()
 		a.saveState()
+		a.setSnap(func(s *agentSnap) { s.state = agentFailed })
 		a.d.events.Append(Event{Type: EvAgentFailed, Agent: a.def.Name, Detail: msg})
-		a.setSnap(func(s *agentSnap) { s.state = agentFailed; s.restarts++ })
 		return
 	}
 	a.log.Info("Respawning shim", "in", a.backoff)

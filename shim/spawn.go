@@ -34,7 +34,8 @@ type SpawnOptions struct {
 
 // Process is a running shim seen from its parent. Conn is the control
 // channel after the handshake; Hello is what the shim said in it. The
-// parent owns the process: it must call Wait (directly or via Stop).
+// parent owns both: it reads Conn until io.EOF (which follows the shim's
+// last event), closes it, and waits for the process (Wait, Stop or Kill).
 type Process struct {
 	Conn  *protocol.Conn
 	Hello protocol.Hello
@@ -68,10 +69,10 @@ func Spawn(o SpawnOptions) (*Process, error) {
 	remote.Close()
 	p := &Process{Conn: conn, cmd: cmd, done: make(chan struct{})}
 	go func() {
+		// The shim's end of the socket closes when it exits, so a reader of
+		// Conn still gets every event the shim sent, then io.EOF.
 		p.waitErr = cmd.Wait()
 		close(p.done)
-		// A shim that died takes its channel with it: unblock readers.
-		conn.Close()
 	}()
 	timeout := o.HandshakeTimeout
 	if timeout <= 0 {

@@ -1,0 +1,160 @@
+package orchestrator
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func call(t *testing.T, p *project, req Request) Response {
+	t.Helper()
+	resp, err := Call(p.layout, req, 30*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", req.Op, err)
+	}
+	return resp
+}
+
+func TestPauseHoldsDispatchAndResumeReleasesIt(t *testing.T) {
+	p := newProject(t, fourAgents)
+	r := p.start(nil)
+	call(t, p, Request{Op: OpPause, Reason: "lunch"})
+	r.waitEvent(t, "pause", func(e Event) bool { return e.Type == EvPaused })
+	id := p.send("manager", "human", "wait for it")
+	st := call(t, p, Request{Op: OpStatus}).Status
+	if !st.Dispatch.Paused || st.Dispatch.Reason != "lunch" {
+		t.Fatalf("dispatch %+v", st.Dispatch)
+	}
+	// The message waits: give the daemon the chance to (wrongly) take it by
+	// asking for status again after the inbox event was handled.
+	r.d.rescan()
+	if _, where, _ := p.box("manager").Get(id); where != "new" {
+		t.Fatalf("paused daemon took the message (%s)", where)
+	}
+	call(t, p, Request{Op: OpResume})
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+}
+
+func TestQuotaPausesTheTeamAndSurvivesRestart(t *testing.T) {
+	p := newProject(t, fourAgents)
+	r := p.start(nil)
+	id := p.send("manager", "human", "scenario:quota")
+	// The quota failure does not consume the message: it goes back to the
+	// queue and the team pauses until the reset time codex printed.
+	e := r.waitEvent(t, "requeue", func(e Event) bool { return e.Type == EvRequeued && e.Message == id })
+	if !strings.HasPrefix(e.Detail, "quota") {
+		t.Fatalf("requeue detail %q", e.Detail)
+	}
+	st := call(t, p, Request{Op: OpStatus}).Status
+	want := time.Date(2026, 11, 22, 0, 21, 0, 0, time.Local).UTC()
+	if !st.Dispatch.Paused || st.Dispatch.ResumeAt == nil || !st.Dispatch.ResumeAt.Equal(want) {
+		t.Fatalf("dispatch %+v, want paused until %s", st.Dispatch, want)
+	}
+	other := p.send("architect", "human", "not now")
+	r.stop(t)
+	for _, box := range []string{"manager", "architect"} {
+		if pending, _, _ := p.box(box).Count(); pending != 1 {
+			t.Fatalf("%s has %d pending, want 1", box, pending)
+		}
+	}
+
+	// A restarted daemon keeps the pause and its reset time.
+	r = p.start(nil)
+	st = call(t, p, Request{Op: OpStatus}).Status
+	if !st.Dispatch.Paused || st.Dispatch.ResumeAt == nil || !st.Dispatch.ResumeAt.Equal(want) {
+		t.Fatalf("dispatch after restart %+v", st.Dispatch)
+	}
+	if _, where, _ := p.box("architect").Get(other); where != "new" {
+		t.Fatalf("message dispatched during a quota pause (%s)", where)
+	}
+	call(t, p, Request{Op: OpResume})
+	if st := r.finished(t, other); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+}
+
+func TestResetStartsAFreshThread(t *testing.T) {
+	p := newProject(t, fourAgents)
+	r := p.start(nil)
+	r.finished(t, p.send("manager", "human", "first"))
+	var before AgentState
+	loadJSON(p.layout.AgentState("manager"), &before)
+	call(t, p, Request{Op: OpReset, Agent: "manager", Reason: "new topic"})
+	var after AgentState
+	loadJSON(p.layout.AgentState("manager"), &after)
+	if after.ThreadID != "" || len(after.ArchivedThreads) != 1 || after.ArchivedThreads[0].ID != before.ThreadID || after.ArchivedThreads[0].Reason != "new topic" {
+		t.Fatalf("state after reset %+v (before %s)", after, before.ThreadID)
+	}
+	id := p.send("manager", "human", "second")
+	r.finished(t, id)
+	m, _, _ := p.box("manager").Get(id)
+	if m.Outcome.ThreadID == "" || m.Outcome.ThreadID == before.ThreadID {
+		t.Fatalf("second turn ran on thread %q (old %q)", m.Outcome.ThreadID, before.ThreadID)
+	}
+	if _, err := Call(p.layout, Request{Op: OpReset, Agent: "nobody"}, 10*time.Second); err == nil {
+		t.Fatal("reset of an unknown agent succeeded")
+	}
+}
+
+func TestWedgedShimIsKilledAndRespawned(t *testing.T) {
+	p := newProject(t, "  - name: solo\n")
+	r := p.start(func(o *Options) { o.PingInterval = 100 * time.Millisecond; o.PongTimeout = 300 * time.Millisecond })
+	r.waitEvent(t, "shim start", func(e Event) bool { return e.Type == EvShimStarted })
+	pid := r.d.byName["solo"].snapshot().shimPID
+	syscall.Kill(pid, syscall.SIGSTOP) // alive but deaf
+	r.waitEvent(t, "wedge alert", func(e Event) bool { return e.Type == EvWedged })
+	r.waitEvent(t, "respawn", func(e Event) bool { return e.Type == EvShimStarted && e.Data["pid"] != pid })
+	if st := r.finished(t, p.send("solo", "human", "still alive?")); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+}
+
+func TestCrashLoopMarksTheAgentFailed(t *testing.T) {
+	p := newProject(t, "  - name: solo\n")
+	r := p.start(func(o *Options) { o.ShimCommand = []string{"/bin/false"} })
+	e := r.waitEvent(t, "agent failed alert", func(e Event) bool { return e.Type == EvAgentFailed && e.Agent == "solo" })
+	if !strings.Contains(e.Detail, "5 crashes") {
+		t.Fatalf("alert %q", e.Detail)
+	}
+	st := call(t, p, Request{Op: OpStatus}).Status
+	if a := st.Agents[0]; a.State != agentFailed || !strings.Contains(a.LastError, "crashes") {
+		t.Fatalf("agent %+v", a)
+	}
+}
+
+func TestSecondDaemonIsRefused(t *testing.T) {
+	p := newProject(t, "  - name: solo\n")
+	p.start(nil)
+	_, err := New(p.cfg, p.layout, Options{})
+	if !errors.Is(err, ErrAlreadyRunning) || !strings.Contains(err.Error(), p.layout.Socket()) {
+		t.Fatalf("second daemon: %v", err)
+	}
+	if running, pid := Running(p.layout); !running || pid != os.Getpid() {
+		t.Fatalf("Running = %v, %d", running, pid)
+	}
+}
+
+func TestOfflineCommands(t *testing.T) {
+	p := newProject(t, fourAgents)
+	if _, err := Call(p.layout, Request{Op: OpStatus}, time.Second); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("call without daemon: %v", err)
+	}
+	if err := OfflinePause(p.layout, true, "maintenance"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := OfflineStatus(p.cfg, p.layout)
+	if err != nil || !st.Dispatch.Paused || st.Dispatch.Reason != "maintenance" || len(st.Agents) != 4 || st.Agents[0].State != agentStopped {
+		t.Fatalf("offline status %+v %v", st, err)
+	}
+	if err := OfflinePause(p.layout, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := OfflineReset(p.cfg, p.layout, "nobody", ""); err == nil {
+		t.Fatal("offline reset of an unknown agent succeeded")
+	}
+}
