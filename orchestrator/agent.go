@@ -133,7 +133,9 @@ func (a *agent) run(ctx context.Context) {
 			a.handle(m)
 		case <-a.respawn:
 			a.respawn = nil
-			a.spawn()
+			if !a.stopping {
+				a.spawn()
+			}
 		case <-ping.C:
 			a.ping()
 		case <-a.pongDue:
