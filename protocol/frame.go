@@ -275,7 +275,7 @@ func (c *Conn) Recv() (Message, error) {
 	}
 	m, err := Decode(body)
 	if err != nil {
-		return nil, err
+		return nil, c.fail(err)
 	}
 	return m, nil
 }

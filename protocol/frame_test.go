@@ -201,21 +201,28 @@ func TestReadFrameTooLarge(t *testing.T) {
 	}
 }
 
-// expectClosed asserts conn is unusable, every call failing with ErrClosed,
-// and that it closed its socket.
+// expectClosed asserts conn is unusable, every call failing with ErrClosed
+// (at once: a Conn left open would block reading, so each call has a time
+// limit), and that it closed its socket.
 func expectClosed(t *testing.T, conn *Conn, peer net.Conn) {
 	t.Helper()
-	if _, err := conn.ReadFrame(); !errors.Is(err, ErrClosed) {
-		t.Errorf("ReadFrame after the failure: %v, want ErrClosed", err)
-	}
-	if _, err := conn.Recv(); !errors.Is(err, ErrClosed) {
-		t.Errorf("Recv after the failure: %v, want ErrClosed", err)
-	}
-	if err := conn.Send(Ping{}); !errors.Is(err, ErrClosed) {
-		t.Errorf("Send after the failure: %v, want ErrClosed", err)
-	}
-	if err := conn.WriteFrame([]byte{1}); !errors.Is(err, ErrClosed) {
-		t.Errorf("WriteFrame after the failure: %v, want ErrClosed", err)
+	for name, call := range map[string]func() error{
+		"ReadFrame":  func() error { _, err := conn.ReadFrame(); return err },
+		"Recv":       func() error { _, err := conn.Recv(); return err },
+		"Send":       func() error { return conn.Send(Ping{}) },
+		"WriteFrame": func() error { return conn.WriteFrame([]byte{1}) },
+	} {
+		ch := async(func() result { return result{err: call()} })
+		select {
+		case r := <-ch:
+			if !errors.Is(r.err, ErrClosed) {
+				t.Errorf("%s after the failure: %v, want ErrClosed", name, r.err)
+			}
+		case <-time.After(5 * time.Second):
+			conn.Close() // ends the call
+			<-ch
+			t.Fatalf("%s after the failure blocked: the Conn is still open", name)
+		}
 	}
 	if peer != nil {
 		expectPeerEOF(t, peer)
@@ -473,13 +480,13 @@ func TestNetPipe(t *testing.T) {
 		t.Fatalf("Recv = %#v, %v", r.m, r.err)
 	}
 
-	if err := a.Send(Ping{}); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("Send nobody reads: %v, want a deadline error", err)
+	if r := await(t, asyncErr(func() error { return a.Send(Ping{}) }), "Send nobody reads"); !errors.Is(r.err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Send nobody reads: %v, want a deadline error", r.err)
 	}
 	if err := a.Send(Ping{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Send after the timeout: %v, want ErrClosed", err)
 	}
-	if m, err := b.Recv(); err != io.EOF {
-		t.Fatalf("peer Recv = %#v, %v; want io.EOF", m, err)
+	if r := await(t, asyncRecv(b), "peer Recv"); r.err != io.EOF {
+		t.Fatalf("peer Recv = %#v, %v; want io.EOF", r.m, r.err)
 	}
 }

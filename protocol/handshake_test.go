@@ -74,8 +74,8 @@ func TestAcceptHelloVersionMismatch(t *testing.T) {
 				}
 			}
 			expectClosed(t, orch, nil)
-			if m, err := shim.Recv(); err != io.EOF {
-				t.Errorf("shim got %#v, %v; want io.EOF (no welcome)", m, err)
+			if r := await(t, asyncRecv(shim), "shim Recv"); r.err != io.EOF {
+				t.Errorf("shim got %#v, %v; want io.EOF (no welcome)", r.m, r.err)
 			}
 		})
 	}
