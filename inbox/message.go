@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/battyhq/batty/team"
 )
 
 // Outcome statuses.
@@ -25,7 +27,7 @@ const (
 // Limits enforced by Decode and Encode.
 const (
 	// MaxNameLen is the maximum length of an agent or role name.
-	MaxNameLen = 40
+	MaxNameLen = team.MaxNameLen
 	// MaxIDLen is the maximum length of a message id.
 	MaxIDLen = 128
 	// MaxBodyLen is the maximum size of a message body, in bytes.
@@ -91,33 +93,15 @@ type Outcome struct {
 	FinishedAt time.Time `json:"finished_at"`
 }
 
-// validName reports whether s matches ^[a-z0-9][a-z0-9-]*$ and is at most
-// MaxNameLen bytes long: the agent, role and "human" names.
-func validName(s string) bool {
-	if s == "" || len(s) > MaxNameLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // ValidBoxName reports whether s names a box: an agent name or "human"
 // (^[a-z0-9][a-z0-9-]*$, at most MaxNameLen bytes), or a role queue, "@"
 // followed by a role name. A valid box name is a single, non-hidden path
 // element. It is a pure function, safe for concurrent use.
 func ValidBoxName(s string) bool {
 	if len(s) > 1 && s[0] == '@' {
-		return validName(s[1:])
+		return team.ValidName(s[1:])
 	}
-	return validName(s)
+	return team.ValidName(s)
 }
 
 // ValidID reports whether s can be a message id: it matches
@@ -164,7 +148,7 @@ func (m *Message) Validate() error {
 	switch {
 	case !ValidID(m.ID):
 		return fmt.Errorf("invalid id %q", trim(m.ID))
-	case !validName(m.From):
+	case !team.ValidName(m.From):
 		return fmt.Errorf("invalid from %q", trim(m.From))
 	case !ValidBoxName(m.To):
 		return fmt.Errorf("invalid to %q", trim(m.To))
@@ -211,7 +195,7 @@ func (o *Outcome) Validate() error {
 	switch {
 	case !validStatus[o.Status]:
 		return fmt.Errorf("invalid status %q", trim(o.Status))
-	case o.Agent != "" && !validName(o.Agent):
+	case o.Agent != "" && !team.ValidName(o.Agent):
 		return fmt.Errorf("invalid agent %q", trim(o.Agent))
 	case o.InputTokens < 0 || o.OutputTokens < 0:
 		return fmt.Errorf("negative token count (%d in, %d out)", o.InputTokens, o.OutputTokens)
