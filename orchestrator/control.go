@@ -19,6 +19,9 @@ type Status struct {
 	Daemon   DaemonStatus   `json:"daemon"`
 	Dispatch DispatchStatus `json:"dispatch"`
 	Agents   []AgentStatus  `json:"agents"`
+	// Queues counts messages waiting in the queue of each role with several
+	// instances, not yet given to an instance.
+	Queues map[string]int `json:"queues"`
 }
 
 // DaemonStatus describes the daemon process.

@@ -54,6 +54,12 @@ func (d *Daemon) status() Status {
 		Daemon:   DaemonStatus{PID: os.Getpid(), UptimeS: int64(time.Since(d.started).Seconds())},
 		Dispatch: DispatchStatus{Paused: gs.Paused, Reason: gs.Reason},
 		Agents:   []AgentStatus{},
+		Queues:   map[string]int{},
+	}
+	for role, box := range d.roles {
+		if n, _, err := box.Count(); err == nil {
+			st.Queues[role] = n
+		}
 	}
 	if !gs.ResumeAt.IsZero() {
 		t := gs.ResumeAt

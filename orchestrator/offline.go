@@ -42,7 +42,7 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 			return err
 		}
 		ds := g.state()
-		st = Status{Team: cfg.Name, Dispatch: DispatchStatus{Paused: ds.Paused, Reason: ds.Reason}, Agents: []AgentStatus{}}
+		st = Status{Team: cfg.Name, Dispatch: DispatchStatus{Paused: ds.Paused, Reason: ds.Reason}, Agents: []AgentStatus{}, Queues: map[string]int{}}
 		if !ds.ResumeAt.IsZero() {
 			t := ds.ResumeAt
 			st.Dispatch.ResumeAt = &t
@@ -50,6 +50,18 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 		store, err := inbox.Open(l.Inboxes())
 		if err != nil {
 			return err
+		}
+		for _, r := range cfg.Roles {
+			if r.Instances < 2 {
+				continue
+			}
+			box, err := store.Box("@" + r.Name)
+			if err != nil {
+				return err
+			}
+			if st.Queues[r.Name], _, err = box.Count(); err != nil {
+				return err
+			}
 		}
 		for _, a := range cfg.Agents() {
 			var as AgentState

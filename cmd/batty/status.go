@@ -24,7 +24,7 @@ func newStatusCmd() *cobra.Command {
 --json prints the documented shape: team, daemon {pid, uptime_s}, dispatch
 {paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
 in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
-context_pct, last_error, shim_pid, restarts}].`,
+context_pct, last_error, shim_pid, restarts}], queues {role: waiting}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, cfg, err := loadProject(teamFile)
@@ -81,6 +81,11 @@ func printStatus(w io.Writer, st orchestrator.Status) {
 			a.Backlog, inflight, a.TurnsCompleted, count(a.InputTokens), count(a.OutputTokens), a.ContextPct, or(shorten(a.LastError, 60), "-"))
 	}
 	tw.Flush()
+	for role, n := range st.Queues {
+		if n > 0 {
+			fmt.Fprintf(w, "\n%d message(s) wait in role queue %s for a free instance\n", n, role)
+		}
+	}
 }
 
 func shorten(s string, n int) string {
