@@ -147,9 +147,14 @@ func TestOfflineCommands(t *testing.T) {
 	if err := OfflinePause(p.layout, true, "maintenance"); err != nil {
 		t.Fatal(err)
 	}
+	p.send("@eng", "human", "for any engineer")
+	p.send("manager", "human", "for the manager")
 	st, err := OfflineStatus(p.cfg, p.layout)
 	if err != nil || !st.Dispatch.Paused || st.Dispatch.Reason != "maintenance" || len(st.Agents) != 4 || st.Agents[0].State != agentStopped {
 		t.Fatalf("offline status %+v %v", st, err)
+	}
+	if st.Queues["eng"] != 1 || st.Agents[1].Name != "manager" || st.Agents[1].Backlog != 1 {
+		t.Fatalf("offline backlog: queues %v, agents %+v", st.Queues, st.Agents)
 	}
 	if err := OfflinePause(p.layout, false, ""); err != nil {
 		t.Fatal(err)
