@@ -228,6 +228,10 @@ func (s *server) execTurn(t *turn) turnResult {
 	if stopping {
 		<-stopDone
 	}
+	// A descendant that inherited codex's stdin or stderr must not hold the
+	// turn open: give the pipes a short grace, then stop waiting on them.
+	stderrR.SetReadDeadline(time.Now().Add(stdoutDrainGrace))
+	stdinW.SetWriteDeadline(time.Now().Add(stdoutDrainGrace))
 	wg.Wait()
 	stdoutR.Close()
 	s.reaper.release(cmd.Process.Pid)
