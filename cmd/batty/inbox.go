@@ -33,6 +33,8 @@ type listedMessage struct {
 	State string `json:"state"`
 }
 
+// newInboxCmd returns `batty inbox`: list the human's or an agent's
+// messages.
 func newInboxCmd() *cobra.Command {
 	var (
 		teamFile string
@@ -194,8 +196,8 @@ func printHumanMessage(w io.Writer, m listedMessage) {
 	if m.InReplyTo != "" {
 		fmt.Fprintf(&b, "  re %s", m.InReplyTo)
 	}
-	if m.State != msgStateDone {
-		fmt.Fprintf(&b, "  [%s]", strings.ReplaceAll(m.State, "_", " "))
+	if m.State == msgStateInFlight {
+		b.WriteString("  [in flight]")
 	}
 	fmt.Fprintf(&b, "  %s\n", m.ID)
 	writeIndented(&b, "  ", terminalSafe(m.Body))

@@ -81,7 +81,7 @@ func TestInboxHuman(t *testing.T) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 	inOrder(t, out,
-		"from engineer-1", "[new]", ms["h2"].ID, "\n  which database?\n",
+		"from engineer-1  ", ms["h2"].ID, "\n  which database?\n",
 		"from manager", "re 20261121T115900.000000000Z-00000001", ms["h1"].ID, "\n  first report\n  second line\n")
 
 	out, _, code = runBattyIn(t, dir, nil, "", "inbox", "-n", "1")

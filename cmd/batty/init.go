@@ -9,6 +9,7 @@ import (
 	"github.com/battyhq/batty/team"
 )
 
+// newInitCmd returns `batty init`: write the example team.
 func newInitCmd() *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{

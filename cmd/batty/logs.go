@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 // events, not the way new lines are normally noticed.
 const defaultRescan = 5 * time.Second
 
+// newLogsCmd returns `batty logs`: print or follow an agent's transcript.
 func newLogsCmd() *cobra.Command {
 	var (
 		teamFile string
@@ -90,6 +92,7 @@ type transcriptTail struct {
 	f    *os.File // the transcript being followed, or nil
 	off  int64    // bytes of f already printed
 	last byte     // last byte printed, 0 before any
+	buf  []byte
 
 	w           *fsnotify.Watcher
 	watched     string      // directory watched: the logs directory or its nearest existing ancestor
@@ -107,26 +110,21 @@ func (t *transcriptTail) printLast(n int) error {
 		return fmt.Errorf("open transcript: %w", err)
 	}
 	defer f.Close()
-	_, err = t.printTail(f, n)
-	return err
+	return t.printTail(f, n)
 }
 
-// printTail prints the last n lines of f and returns the size of f it
-// printed up to.
-func (t *transcriptTail) printTail(f *os.File, n int) (int64, error) {
+// printTail prints the last n lines of f, as far as f reaches now.
+func (t *transcriptTail) printTail(f *os.File, n int) error {
 	st, err := f.Stat()
 	if err != nil {
-		return 0, fmt.Errorf("stat transcript: %w", err)
+		return fmt.Errorf("stat transcript: %w", err)
 	}
 	size := st.Size()
 	start, err := tailStart(f, size, n)
 	if err != nil {
-		return 0, fmt.Errorf("read transcript %s: %w", f.Name(), err)
+		return fmt.Errorf("read transcript %s: %w", f.Name(), err)
 	}
-	if err := t.copy(f, start, size); err != nil {
-		return 0, err
-	}
-	return size, nil
+	return t.emit(f, start, size)
 }
 
 // tailStart returns the offset at which the last n lines of the first size
@@ -156,11 +154,14 @@ func tailStart(r io.ReaderAt, size int64, n int) (int64, error) {
 	return 0, nil
 }
 
-// copy prints bytes [from, to) of f, or to its end when to is negative.
-func (t *transcriptTail) copy(f *os.File, from, to int64) error {
-	buf := make([]byte, 32<<10)
+// emit prints bytes [from, to) of f, or to its end when to is negative,
+// and records how far it got in off.
+func (t *transcriptTail) emit(f *os.File, from, to int64) error {
+	if t.buf == nil {
+		t.buf = make([]byte, 32<<10)
+	}
 	for to < 0 || from < to {
-		chunk := buf
+		chunk := t.buf
 		if to >= 0 && to-from < int64(len(chunk)) {
 			chunk = chunk[:to-from]
 		}
@@ -210,15 +211,15 @@ func (t *transcriptTail) follow(ctx context.Context, n int, rescan time.Duration
 		return fmt.Errorf("open transcript: %w", err)
 	default:
 		t.f = f
-		if _, err := t.printTail(f, n); err != nil {
+		if err := t.printTail(f, n); err != nil {
 			return err
 		}
 	}
 	if err := t.poll(); err != nil {
 		return err
 	}
-	timer := time.NewTicker(rescan)
-	defer timer.Stop()
+	safety := time.NewTicker(rescan)
+	defer safety.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -237,7 +238,7 @@ func (t *transcriptTail) follow(ctx context.Context, n int, rescan time.Duration
 			if !errors.Is(err, fsnotify.ErrEventOverflow) {
 				return fmt.Errorf("follow transcript: watching %s: %w", t.watched, err)
 			}
-		case <-timer.C:
+		case <-safety.C:
 		}
 		if err := t.poll(); err != nil {
 			return err
@@ -261,87 +262,165 @@ func (t *transcriptTail) relevant(ev fsnotify.Event) bool {
 
 // arm points the watch at the transcript's directory, or at its nearest
 // existing ancestor while it does not exist, and re-adds it when the
-// directory was replaced.
+// directory was replaced. It looks again after every change of watch: a
+// directory created between the look and the new watch made no event.
 func (t *transcriptTail) arm() error {
-	dir := filepath.Dir(t.path)
-	var st os.FileInfo
+	for range 100 {
+		dir, st, err := nearestDir(filepath.Dir(t.path))
+		if err != nil {
+			return fmt.Errorf("follow transcript: %w", err)
+		}
+		if dir == t.watched && os.SameFile(st, t.watchedInfo) {
+			return nil
+		}
+		if t.watched != "" {
+			_ = t.w.Remove(t.watched) // fails when the directory is gone, which is fine
+			t.watched, t.watchedInfo = "", nil
+		}
+		if err := t.w.Add(dir); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // removed meanwhile
+			}
+			return fmt.Errorf("follow transcript: watch %s: %w", dir, err)
+		}
+		t.watched, t.watchedInfo = dir, st
+	}
+	return fmt.Errorf("follow transcript: the directories above %s keep changing", t.path)
+}
+
+// nearestDir returns dir, or its nearest ancestor that exists, and its
+// file info.
+func nearestDir(dir string) (string, os.FileInfo, error) {
 	for {
-		var err error
-		st, err = os.Stat(dir)
+		st, err := os.Stat(dir)
 		if err == nil && st.IsDir() {
-			break
+			return dir, st, nil
 		}
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("follow transcript: %w", err)
+			return "", nil, err
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return fmt.Errorf("follow transcript: no existing directory above %s", t.path)
+			return "", nil, fmt.Errorf("no directory of %s exists", dir)
 		}
 		dir = parent
 	}
-	if dir == t.watched && os.SameFile(st, t.watchedInfo) {
-		return nil
-	}
-	if t.watched != "" {
-		_ = t.w.Remove(t.watched) // fails when the directory is gone, which is fine
-	}
-	if err := t.w.Add(dir); err != nil {
-		return fmt.Errorf("follow transcript: watch %s: %w", dir, err)
-	}
-	t.watched, t.watchedInfo = dir, st
-	return nil
 }
 
-// poll prints what was appended to the transcript and switches to a new
-// file when the transcript was rotated, replaced or created.
+// poll prints what was appended to the transcript and moves on to the
+// newer files when it was rotated, replaced or created.
 func (t *transcriptTail) poll() error {
 	if err := t.arm(); err != nil {
 		return err
 	}
-	if t.f != nil {
-		if err := t.copy(t.f, t.off, -1); err != nil {
-			return err
-		}
-	}
-	st, err := os.Stat(t.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // rotated and not recreated yet, or not created yet
-	}
-	if err != nil {
-		return fmt.Errorf("follow transcript: %w", err)
-	}
-	if t.f != nil {
-		cur, err := t.f.Stat()
-		if err != nil {
-			return fmt.Errorf("follow transcript: %w", err)
-		}
-		if os.SameFile(cur, st) {
-			if cur.Size() < t.off {
+	for range maxGenerations + 2 {
+		if t.f != nil {
+			if err := t.emit(t.f, t.off, -1); err != nil {
+				return err
+			}
+			if st, err := t.f.Stat(); err == nil && st.Size() < t.off {
 				fmt.Fprintf(t.notice, "batty: %s was truncated; printing it from the start\n", t.path)
 				t.endLine()
-				return t.copy(t.f, 0, -1)
+				if err := t.emit(t.f, 0, -1); err != nil {
+					return err
+				}
 			}
-			return nil
 		}
-		// Replaced (rotated). The writer closes the old file before it
-		// renames it, so one more read gets its last lines.
-		if err := t.copy(t.f, t.off, -1); err != nil {
+		next, err := t.next()
+		if err != nil || next == nil {
 			return err
 		}
-		t.f.Close()
-		t.f = nil
-		t.endLine()
+		if t.f != nil {
+			// The writer closes a file before it renames it, so this read,
+			// after the rename was seen, gets its last lines.
+			err := t.emit(t.f, t.off, -1)
+			t.f.Close()
+			if err != nil {
+				next.Close()
+				t.f = nil
+				return err
+			}
+			t.endLine()
+		}
+		t.f, t.off = next, 0
 	}
-	f, err := os.Open(t.path)
+	return nil // more at the next wake-up
+}
+
+// maxGenerations bounds the rotated generations (path.1 ... path.N) looked
+// at.
+const maxGenerations = 100
+
+// next opens the file written after the one followed so far, or returns nil
+// when that is the newest (or there is none yet).
+//
+// After a rotation the followed file is path.k and the next one path.k-1
+// (path itself for k = 1); with a fast writer several rotations can happen
+// between two wake-ups, and going one file at a time prints them all. When
+// the followed file is not among the generations (removed, or rotated out of
+// reach), the next one is the transcript itself.
+func (t *transcriptTail) next() (*os.File, error) {
+	if t.f == nil {
+		return openExisting(t.path)
+	}
+	cur, err := t.f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("follow transcript: %w", err)
+	}
+	name := func(i int) string {
+		if i == 0 {
+			return t.path
+		}
+		return t.path + "." + strconv.Itoa(i)
+	}
+	// A rotation while looking shifts the names; look again then.
+	for range 10 {
+		var newer os.FileInfo // the generation before the one looked at
+		found := false
+		for i := 0; i <= maxGenerations; i++ {
+			st, err := os.Stat(name(i))
+			if err != nil {
+				if i == 0 {
+					return nil, nil // rotated or removed, and not recreated yet
+				}
+				break
+			}
+			if !os.SameFile(st, cur) {
+				newer = st
+				continue
+			}
+			if i == 0 {
+				return nil, nil // still the newest
+			}
+			f, err := openExisting(name(i - 1))
+			if err != nil || f == nil {
+				return f, err
+			}
+			if fst, err := f.Stat(); err == nil && os.SameFile(fst, newer) {
+				return f, nil
+			}
+			f.Close()
+			found = true
+			break
+		}
+		if !found {
+			return openExisting(t.path)
+		}
+	}
+	return openExisting(t.path)
+}
+
+// openExisting opens path for reading; it returns nil when path does not
+// exist.
+func openExisting(path string) (*os.File, error) {
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("open transcript: %w", err)
+		return nil, fmt.Errorf("open transcript: %w", err)
 	}
-	t.f, t.off = f, 0
-	return t.copy(f, 0, -1)
+	return f, nil
 }
 
 // endLine finishes a partial last line before output from another file.

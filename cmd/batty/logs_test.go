@@ -131,22 +131,24 @@ func startFollow(t *testing.T, dir string, args ...string) *follower {
 func waitFor(t *testing.T, ch <-chan string, want string, unexpected ...string) {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
+	var seen []string
 	for {
 		select {
 		case line, ok := <-ch:
 			if !ok {
-				t.Fatalf("output ended before %q", want)
+				t.Fatalf("output ended before %q; got %q", want, seen)
 			}
 			if line == want {
 				return
 			}
+			seen = append(seen, line)
 			for _, u := range unexpected {
 				if line == u {
 					t.Fatalf("got %q while waiting for %q", line, want)
 				}
 			}
 		case <-deadline:
-			t.Fatalf("no line %q within the deadline", want)
+			t.Fatalf("no line %q within the deadline; got %q", want, seen)
 		}
 	}
 }
@@ -209,6 +211,22 @@ func TestLogsFollowAppendsAndRotation(t *testing.T) {
 	waitFor(t, f.stdout, "rotated 1")
 	appendTo(t, path, "rotated 2\n")
 	waitFor(t, f.stdout, "rotated 2")
+
+	// Two rotations before the follower may look: every file is printed,
+	// in order.
+	appendTo(t, path, "rotated 3\n")
+	for _, g := range []string{"a", "b"} {
+		if err := os.Rename(path+".1", path+".2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path, path+".1"); err != nil {
+			t.Fatal(err)
+		}
+		appendTo(t, path, "generation "+g+"\n")
+	}
+	waitFor(t, f.stdout, "rotated 3")
+	waitFor(t, f.stdout, "generation a")
+	waitFor(t, f.stdout, "generation b")
 
 	// Removed and recreated later.
 	if err := os.Remove(path); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/battyhq/batty/team"
 )
 
+// newSendCmd returns `batty send`: queue a message in a recipient's inbox.
 func newSendCmd() *cobra.Command {
 	var from, teamFile string
 	cmd := &cobra.Command{
@@ -81,12 +82,15 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 
 // readBody reads a message body from r, without its trailing line breaks.
 func readBody(r io.Reader) (string, error) {
-	b, err := io.ReadAll(io.LimitReader(r, inbox.MaxBodyLen+2))
+	// Room for the longest body plus some trailing line breaks; reading all
+	// of it means there was more.
+	const limit = inbox.MaxBodyLen + 4096
+	b, err := io.ReadAll(io.LimitReader(r, limit))
 	if err != nil {
 		return "", fmt.Errorf("read message from stdin: %w", err)
 	}
 	s := strings.TrimRight(string(b), "\r\n")
-	if len(s) > inbox.MaxBodyLen {
+	if len(b) == limit || len(s) > inbox.MaxBodyLen {
 		return "", fmt.Errorf("message on stdin is longer than %d bytes", inbox.MaxBodyLen)
 	}
 	return s, nil
@@ -98,7 +102,8 @@ type sentMessage struct {
 	box string
 }
 
-// deliverMessage checks that from may message to and delivers body into the right box.
+// deliverMessage checks that from may message to and delivers body into
+// the recipient's box.
 func deliverMessage(teamFile, from, to, body string) (sentMessage, error) {
 	if strings.TrimSpace(body) == "" {
 		return sentMessage{}, errors.New("empty message: give the text as arguments, or \"-\" to read it from stdin")

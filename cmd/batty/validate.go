@@ -10,6 +10,7 @@ import (
 	"github.com/battyhq/batty/team"
 )
 
+// newValidateCmd returns `batty validate`: check a team file.
 func newValidateCmd() *cobra.Command {
 	var teamFile string
 	cmd := &cobra.Command{
