@@ -117,9 +117,13 @@ func (d *Daemon) route(role string) {
 		return
 	}
 	for _, m := range pending {
-		best := cands[0]
-		for _, a := range cands[1:] {
-			if load[a] < load[best] {
+		// An instance writing to its own role means "another one of us".
+		var best *agent
+		for _, a := range cands {
+			if a.def.Name == m.From && len(cands) > 1 {
+				continue
+			}
+			if best == nil || load[a] < load[best] {
 				best = a
 			}
 		}
