@@ -309,21 +309,5 @@ func (p *project) startChildDaemon() *exec.Cmd {
 // assertNoProcesses fails when any live process carries mark.
 func assertNoProcesses(t testing.TB, mark string) {
 	t.Helper()
-	needle := []byte("BATTY_TEST_MARK=" + mark + "\x00")
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' || e.Name() == fmt.Sprint(os.Getpid()) {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !strings.Contains(string(env), string(needle)) {
-			continue
-		}
-		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		t.Errorf("process left running: %s %s", e.Name(), strings.ReplaceAll(string(cmdline), "\x00", " "))
-	}
+	codextest.AssertNoMarked(t, mark)
 }

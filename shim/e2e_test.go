@@ -2,7 +2,6 @@ package shim
 
 import (
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,9 +136,8 @@ func waitForProcess(t *testing.T, mark, cmd string) {
 	t.Helper()
 	deadline := time.Now().Add(eventWait)
 	for time.Now().Before(deadline) {
-		for _, pid := range markedProcesses(mark) {
-			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-			if strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), cmd) {
+		for _, pid := range codextest.Marked(mark) {
+			if strings.Contains(codextest.Cmdline(pid), cmd) {
 				return
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -189,26 +188,5 @@ func describe(ms []protocol.Message) string {
 // its environment: the shim, codex, or anything they started.
 func assertNoProcesses(t *testing.T, mark string) {
 	t.Helper()
-	if left := markedProcesses(mark); len(left) > 0 {
-		t.Errorf("processes left running: %v", left)
-		for _, pid := range left {
-			cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-			t.Logf("  %d: %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
-		}
-	}
-}
-
-func markedProcesses(mark string) []int {
-	needle := []byte("BATTY_TEST_MARK=" + mark + "\x00")
-	var out []int
-	for _, p := range listProcs() {
-		if p.state == 'Z' || p.pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/environ")
-		if err == nil && bytes.Contains(env, needle) {
-			out = append(out, p.pid)
-		}
-	}
-	return out
+	codextest.AssertNoMarked(t, mark)
 }

@@ -139,7 +139,7 @@ roles:
 
 	t.Cleanup(func() {
 		r.batty("stop", "--timeout", "2s")
-		assertNoMarked(t, r.mark)
+		codextest.AssertNoMarked(t, r.mark)
 	})
 	out := r.must("start")
 	if !strings.Contains(out, `team "e2e" running`) {
@@ -203,30 +203,8 @@ roles:
 	if !strings.Contains(out, "stopped") {
 		t.Fatalf("stop said %q", out)
 	}
-	assertNoMarked(t, r.mark)
+	codextest.AssertNoMarked(t, r.mark)
 	if st := r.status(); st.Daemon.PID != 0 || agentStatus(st, "eng").ThreadID == "" {
 		t.Fatalf("status after stop %+v", st)
-	}
-}
-
-// assertNoMarked fails when a live process carries the mark.
-func assertNoMarked(t *testing.T, mark string) {
-	t.Helper()
-	needle := "BATTY_TEST_MARK=" + mark + "\x00"
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !strings.Contains(string(env), needle) {
-			continue
-		}
-		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		t.Errorf("process left running: %s %s", e.Name(), strings.ReplaceAll(string(cmdline), "\x00", " "))
 	}
 }
