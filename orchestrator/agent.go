@@ -35,6 +35,7 @@ type agent struct {
 
 	kick chan struct{} // buffered(1): look at the inbox and the gate
 	ctl  chan agentCtl
+	done chan struct{} // closed when run returns
 
 	mu   sync.Mutex
 	snap agentSnap
@@ -66,7 +67,8 @@ type agentSnap struct {
 	st       AgentState
 }
 
-// agentCtl is a request from the daemon's goroutine to an agent's.
+// agentCtl is a request from the daemon's goroutine to an agent's. A reset
+// is answered on done; a stop is answered by the agent's done channel.
 type agentCtl struct {
 	op      string // "reset" | "stop"
 	reason  string
@@ -77,7 +79,7 @@ type agentCtl struct {
 func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 	a := &agent{
 		d: d, def: def, box: box, log: d.log.Named(def.Name),
-		kick: make(chan struct{}, 1), ctl: make(chan agentCtl),
+		kick: make(chan struct{}, 1), ctl: make(chan agentCtl), done: make(chan struct{}),
 		backoff: d.opts.RespawnMin,
 	}
 	a.st.Name = def.Name
@@ -114,6 +116,7 @@ func (a *agent) setSnap(f func(*agentSnap)) {
 // run supervises the agent until it is stopped. Before it returns, its shim
 // has exited.
 func (a *agent) run(ctx context.Context) {
+	defer close(a.done)
 	a.recover()
 	a.spawn()
 	ping := time.NewTicker(a.d.opts.PingInterval)
@@ -150,10 +153,10 @@ func (a *agent) run(ctx context.Context) {
 			case "reset":
 				c.done <- a.reset(c.reason)
 			case "stop":
+				// run answers by returning: done closes once the shim is gone.
 				a.stopping = true
 				a.setSnap(func(s *agentSnap) { s.state = agentStopped })
 				if a.p == nil {
-					c.done <- nil
 					return
 				}
 				a.p.Conn.Send(protocol.Shutdown{Timeout: c.timeout, Reason: "daemon stop"})
@@ -169,7 +172,6 @@ func (a *agent) run(ctx context.Context) {
 						}
 					}
 				}(a.p, c.timeout+5*time.Second)
-				defer func() { c.done <- nil }()
 			}
 		case <-ctx.Done():
 			ctx = context.Background()
@@ -251,8 +253,8 @@ func (a *agent) spawn() {
 		}
 	}(p, a.events)
 	a.log.Info("Shim started", "pid", p.Pid(), "thread", a.st.ThreadID)
-	a.d.events.Append(Event{Type: EvShimStarted, Agent: a.def.Name, Data: map[string]any{"pid": p.Pid(), "thread_id": a.st.ThreadID}})
 	a.setSnap(func(s *agentSnap) { s.shimPID = p.Pid(); s.state = string(protocol.StateStarting) })
+	a.d.events.Append(Event{Type: EvShimStarted, Agent: a.def.Name, Data: map[string]any{"pid": p.Pid(), "thread_id": a.st.ThreadID}})
 	a.poke()
 }
 

@@ -35,8 +35,8 @@ func (d *Daemon) control(req Request) Response {
 		c := agentCtl{op: "reset", reason: req.Reason, done: make(chan error, 1)}
 		select {
 		case a.ctl <- c:
-		case <-time.After(30 * time.Second):
-			return Response{Error: "agent " + req.Agent + " did not answer"}
+		case <-a.done:
+			return Response{Error: "agent " + req.Agent + " is stopped"}
 		}
 		if err := <-c.done; err != nil {
 			return Response{Error: err.Error()}

@@ -104,8 +104,11 @@ func TestResetStartsAFreshThread(t *testing.T) {
 func TestWedgedShimIsKilledAndRespawned(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	r := p.start(func(o *Options) { o.PingInterval = 100 * time.Millisecond; o.PongTimeout = 300 * time.Millisecond })
-	r.waitEvent(t, "shim start", func(e Event) bool { return e.Type == EvShimStarted })
-	pid := r.d.byName["solo"].snapshot().shimPID
+	e := r.waitEvent(t, "shim start", func(e Event) bool { return e.Type == EvShimStarted })
+	pid, _ := e.Data["pid"].(int)
+	if pid <= 0 {
+		t.Fatalf("shim pid %v", e.Data["pid"])
+	}
 	syscall.Kill(pid, syscall.SIGSTOP) // alive but deaf
 	r.waitEvent(t, "wedge alert", func(e Event) bool { return e.Type == EvWedged })
 	r.waitEvent(t, "respawn", func(e Event) bool { return e.Type == EvShimStarted && e.Data["pid"] != pid })

@@ -291,10 +291,9 @@ func (d *Daemon) stopAgents(timeout time.Duration, wg *sync.WaitGroup) {
 	d.log.Info("Stopping", "timeout", timeout)
 	for _, a := range d.agents {
 		go func(a *agent) {
-			c := agentCtl{op: "stop", timeout: timeout, done: make(chan error, 1)}
 			select {
-			case a.ctl <- c:
-			case <-time.After(timeout + 30*time.Second):
+			case a.ctl <- agentCtl{op: "stop", timeout: timeout}:
+			case <-a.done:
 			}
 		}(a)
 	}

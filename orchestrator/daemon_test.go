@@ -97,7 +97,7 @@ func TestShimKilledMidTurnIsRespawnedAndTheMessageRedelivered(t *testing.T) {
 	id := p.send("manager", "human", "scenario:slow:3 long job")
 	r.waitEvent(t, "delivery", func(e Event) bool { return e.Type == EvDelivered && e.Message == id })
 	first := r.d.byName["manager"].snapshot().shimPID
-	if first == 0 {
+	if first <= 0 {
 		t.Fatal("no shim pid")
 	}
 	syscall.Kill(first, syscall.SIGKILL)
