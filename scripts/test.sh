@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 
 CODEX_VERSION=0.169.0
 export PATH="/usr/local/go/bin:$PATH"
+export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else "$@"; fi; }
