@@ -101,8 +101,15 @@ func (a *agent) handle(m protocol.Message) {
 		a.turnFinished(e)
 	case protocol.QuotaBlocked:
 		reason := fmt.Sprintf("quota exhausted (reported by %s): %s", a.def.Name, e.Message)
-		a.d.events.Append(Event{Type: EvQuotaBlocked, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message, Data: map[string]any{"retry_at": e.RetryAt}})
-		a.d.pause(PauseQuota, reason, e.RetryAt)
+		at := e.RetryAt
+		if at.IsZero() {
+			// Codex gave no reset time ("try again later"): try again after a
+			// while rather than never, and never at once (no flapping).
+			at = time.Now().Add(a.d.opts.QuotaRetry)
+			reason += fmt.Sprintf(" (no reset time given: retrying in %s)", a.d.opts.QuotaRetry)
+		}
+		a.d.events.Append(Event{Type: EvQuotaBlocked, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message, Data: map[string]any{"retry_at": at}})
+		a.d.pause(PauseQuota, reason, at)
 	case protocol.AuthRequired:
 		a.d.events.Append(Event{Type: EvAuthRequired, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
 		a.d.pause(PauseAuth, fmt.Sprintf("codex needs a login (reported by %s): %s — fix it, then `batty resume`", a.def.Name, e.Message), time.Time{})

@@ -78,6 +78,20 @@ func TestQuotaPausesTheTeamAndSurvivesRestart(t *testing.T) {
 	}
 }
 
+func TestQuotaWithoutResetTimeResumesOnItsOwn(t *testing.T) {
+	p := newProject(t, "  - name: solo\n")
+	r := p.start(func(o *Options) { o.QuotaRetry = 300 * time.Millisecond })
+	id := p.send("solo", "human", "scenario:quotaonce")
+	e := r.waitEvent(t, "pause", func(e Event) bool { return e.Type == EvPaused })
+	if !strings.Contains(e.Detail, "no reset time given") {
+		t.Fatalf("pause reason %q", e.Detail)
+	}
+	r.waitEvent(t, "resume", func(e Event) bool { return e.Type == EvResumed })
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+}
+
 func TestResetStartsAFreshThread(t *testing.T) {
 	p := newProject(t, fourAgents)
 	r := p.start(nil)

@@ -46,6 +46,9 @@ type Options struct {
 	// MaxCrashes within CrashWindow mark an agent failed (5 in 60s).
 	MaxCrashes  int
 	CrashWindow time.Duration
+	// QuotaRetry is how long dispatch stays paused after a quota failure
+	// that names no reset time (default 30m).
+	QuotaRetry time.Duration
 	// OnEvent, if set, sees every event written to the event log, after it
 	// was written (tests and benchmarks wait on it). It must not block.
 	OnEvent func(Event)
@@ -73,6 +76,7 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RespawnMin, time.Second)
 	def(&o.RespawnMax, 30*time.Second)
 	def(&o.CrashWindow, 60*time.Second)
+	def(&o.QuotaRetry, 30*time.Minute)
 	if o.MaxCrashes <= 0 {
 		o.MaxCrashes = 5
 	}

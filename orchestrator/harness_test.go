@@ -225,10 +225,13 @@ func (r *running) waitEvent(t testing.TB, what string, f func(Event) bool) Event
 	}
 }
 
-// finished waits for the turn of message id to end and returns its status.
+// finished waits for the outcome of message id to be recorded (a turn that
+// put the message back in the queue does not count) and returns its status.
 func (r *running) finished(t testing.TB, id string) string {
 	t.Helper()
-	e := r.waitEvent(t, "turn_finished for "+id, func(e Event) bool { return e.Type == EvTurnFinished && e.Message == id })
+	e := r.waitEvent(t, "turn_finished for "+id, func(e Event) bool {
+		return e.Type == EvTurnFinished && e.Message == id && e.Data["requeued"] != true
+	})
 	return fmt.Sprint(e.Data["status"])
 }
 
