@@ -71,6 +71,19 @@ The team file defaults to ./team.yaml, else ./.batty/team.yaml.`,
 	return cmd
 }
 
+// openDaemonLog opens .batty/daemon.log for appending, creating the
+// directory (0700) and the file (0600) when needed.
+func openDaemonLog(l orchestrator.Layout) (*os.File, error) {
+	if err := atomicfile.MkdirAll(l.Dir); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(l.DaemonLog(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open daemon log: %w", err)
+	}
+	return f, nil
+}
+
 // startBackground runs `batty daemon` detached and waits until it reports
 // that it accepts messages (over a pipe, no polling), or fails.
 func startBackground(out io.Writer, p orchestrator.Project, cfg *team.Config) error {
@@ -78,12 +91,9 @@ func startBackground(out io.Writer, p orchestrator.Project, cfg *team.Config) er
 	if err != nil {
 		return fmt.Errorf("find the batty binary: %w", err)
 	}
-	if err := atomicfile.MkdirAll(p.Layout.Dir); err != nil {
-		return err
-	}
-	logf, err := os.OpenFile(p.Layout.DaemonLog(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	logf, err := openDaemonLog(p.Layout)
 	if err != nil {
-		return fmt.Errorf("open daemon log: %w", err)
+		return err
 	}
 	defer logf.Close()
 	pr, pw, err := os.Pipe()
@@ -157,12 +167,9 @@ func runDaemon(ctx context.Context, p orchestrator.Project, cfg *team.Config, re
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := atomicfile.MkdirAll(p.Layout.Dir); err != nil {
-		return err
-	}
-	logf, err := os.OpenFile(p.Layout.DaemonLog(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	logf, err := openDaemonLog(p.Layout)
 	if err != nil {
-		return fmt.Errorf("open daemon log: %w", err)
+		return err
 	}
 	defer logf.Close()
 	var logOut io.Writer = logf
