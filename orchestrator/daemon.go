@@ -228,7 +228,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		select {
 		case ev, ok := <-w.Events:
 			if !ok {
-				return errors.New("inbox watcher closed")
+				d.stopAgents(d.cfg.Timeouts.Shutdown, &wg)
+				return errors.New("inbox watcher closed unexpectedly; all agents were stopped")
 			}
 			if f, ok := owners[filepath.Dir(ev.Name)]; ok {
 				f()
