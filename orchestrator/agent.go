@@ -264,7 +264,14 @@ func (a *agent) shimExited() bool {
 	p := a.p
 	a.p, a.ready, a.pongDue = nil, false, nil
 	p.Conn.Close()
-	<-p.Done()
+	select {
+	case <-p.Done():
+	case <-time.After(15 * time.Second):
+		// It closed its socket but does not exit (its own cleanup is bounded
+		// by 5 s): it is wedged.
+		a.log.Error("Shim closed its channel but did not exit, killing it", "pid", p.Pid())
+		p.Kill()
+	}
 	code := p.ExitCode()
 	if a.inflight != nil {
 		// The shim died with our message: it goes back to the queue and is
