@@ -376,8 +376,6 @@ func (s *server) warn(msgID, text string) {
 	s.emit(protocol.Warning{MessageID: msgID, Message: text})
 }
 
-func (s *server) prompt(m protocol.SendMessage) string { return FormatPrompt(m) }
-
 func addUsage(a, b protocol.Usage) protocol.Usage {
 	return protocol.Usage{Input: a.Input + b.Input, CachedInput: a.CachedInput + b.CachedInput,
 		Output: a.Output + b.Output, ReasoningOutput: a.ReasoningOutput + b.ReasoningOutput}

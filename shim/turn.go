@@ -144,7 +144,7 @@ func (s *server) execTurn(t *turn) turnResult {
 	go func() {
 		defer wg.Done()
 		defer stdinW.Close()
-		if _, err := io.WriteString(stdinW, s.prompt(t.msg)); err != nil {
+		if _, err := io.WriteString(stdinW, FormatPrompt(t.msg)); err != nil {
 			s.log.Debug("Writing prompt failed", "message", t.msg.ID, "error", err)
 		}
 	}()

@@ -32,6 +32,13 @@ func runBattyIn(t *testing.T, dir string, env []string, stdin string, args ...st
 	t.Helper()
 	cmd := battyCommand(t, dir, env, args...)
 	cmd.Stdin = strings.NewReader(stdin)
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd and returns its stdout, stderr and exit code; failing to
+// start it fails the test.
+func runCmd(t testing.TB, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

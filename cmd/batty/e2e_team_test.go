@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -58,16 +57,7 @@ func (r *teamRun) batty(args ...string) (string, string, int) {
 	cmd := exec.Command(r.bin, args...)
 	cmd.Dir = r.dir
 	cmd.Env = append(os.Environ(), "BATTY_TEST_MARK="+r.mark)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		r.t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return runCmd(r.t, cmd)
 }
 
 func (r *teamRun) must(args ...string) string {
