@@ -232,7 +232,7 @@ func (a *agent) spawn() {
 	a.setSnap(func(s *agentSnap) { s.state = agentSpawning })
 	p, err := shim.Spawn(shim.SpawnOptions{
 		Path: a.d.opts.ShimCommand[0], Args: a.d.opts.ShimCommand[1:], Env: a.d.opts.ShimEnv,
-		Stderr: a.d.shimLog(a.def.Name), Config: a.shimConfig(),
+		Stderr: a.d.opts.ShimLog, Config: a.shimConfig(),
 	})
 	if err != nil {
 		a.log.Error("Shim did not start", "error", err)

@@ -344,6 +344,3 @@ func (d *Daemon) resume(why string) {
 		d.pokeAll()
 	}
 }
-
-// shimLog returns where a shim's own log goes.
-func (d *Daemon) shimLog(string) io.Writer { return d.opts.ShimLog }
