@@ -1,8 +1,13 @@
 package orchestrator
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,9 +77,13 @@ func TestQuotaPausesTheTeamAndSurvivesRestart(t *testing.T) {
 	if _, where, _ := p.box("architect").Get(other); where != "new" {
 		t.Fatalf("message dispatched during a quota pause (%s)", where)
 	}
+	// Resuming releases both: the quota-failed message runs again (the
+	// fake worker succeeds on a redelivery) and the one that waited.
 	call(t, p, Request{Op: OpResume})
-	if st := r.finished(t, other); st != "completed" {
-		t.Fatalf("status %s", st)
+	for _, m := range []string{id, other} {
+		if st := r.finished(t, m); st != "completed" {
+			t.Fatalf("%s: status %s", m, st)
+		}
 	}
 }
 
@@ -178,5 +187,52 @@ func TestOfflineCommands(t *testing.T) {
 	}
 	if err := OfflineReset(p.cfg, p.layout, "nobody", ""); err == nil {
 		t.Fatal("offline reset of an unknown agent succeeded")
+	}
+}
+
+// lockHolderMain plays a daemon that exits slowly: it takes the project's
+// lock, says "locked", and when its stdin closes releases the lock and
+// lingers before exiting, as a daemon does while its process is torn down.
+func lockHolderMain(dir string) int {
+	l := Layout{Dir: dir}
+	lock, err := acquireLock(l)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println("locked")
+	io.Copy(io.Discard, os.Stdin)
+	releaseLock(lock)
+	time.Sleep(300 * time.Millisecond)
+	return 0
+}
+
+func TestWaitStoppedWaitsForTheDaemonProcessToExit(t *testing.T) {
+	l := Layout{Dir: t.TempDir()}
+	self, _ := os.Executable()
+	cmd := exec.Command(self, l.Dir)
+	cmd.Env = append(os.Environ(), "BATTY_TEST_ROLE=lockholder")
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "locked\n" {
+		t.Fatalf("lock holder said %q", line)
+	}
+	if running, pid := Running(l); !running || pid != cmd.Process.Pid {
+		t.Fatalf("Running = %v, %d; want true, %d", running, pid, cmd.Process.Pid)
+	}
+	stdin.Close()
+	if err := WaitStopped(l, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Not reaped yet (this test is its parent), so it must be a zombie.
+	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z' {
+		t.Fatalf("WaitStopped returned while the daemon process still ran: %s", stat)
 	}
 }

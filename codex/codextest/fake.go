@@ -26,7 +26,7 @@ import (
 //
 // Scenarios: text (default; replies "ECHO:<first body line>"), usage:N,
 // slow:SECONDS, slowfirst:SECONDS (slow unless redelivered), hang (ignores SIGINT), silent, crash, selfkill, huge:BYTES,
-// quota, quotaonce (no reset time; succeeds when redelivered), context, auth, servererror, newthread, detach:PIDFILE, exec,
+// quota (reset time given), quotaonce (no reset time) — both succeed when redelivered, context, auth, servererror, newthread, detach:PIDFILE, exec,
 // garbage, env:VAR (replies with the variable's value), spawnfail, and
 // stamp:FILE (appends the start time in Unix nanoseconds to FILE, then
 // replies like text). With $FAKE_CODEX_LOG set, every invocation appends a
@@ -182,6 +182,10 @@ func FakeMain(args []string) int {
 		n, _ := strconv.Atoi(arg)
 		return complete(strings.Repeat("x", n), 1000, int64(n/4))
 	case "quota":
+		// A limit with a reset time, gone by the redelivery (the reset came).
+		if strings.Contains(prompt, "(redelivered") {
+			return complete("AFTER_QUOTA", 1000, 10)
+		}
 		return fail("You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at Nov 22nd, 2026 12:21 AM.")
 	case "quotaonce":
 		// A limit without a reset time, gone by the redelivery.
