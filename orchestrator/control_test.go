@@ -207,7 +207,7 @@ func lockHolderMain(dir string) int {
 	return 0
 }
 
-func TestWaitStoppedWaitsForTheDaemonProcessToExit(t *testing.T) {
+func TestStopWaitsForTheDaemonProcessToExit(t *testing.T) {
 	l := Layout{Dir: t.TempDir()}
 	self, _ := os.Executable()
 	cmd := exec.Command(self, l.Dir)
@@ -226,13 +226,18 @@ func TestWaitStoppedWaitsForTheDaemonProcessToExit(t *testing.T) {
 	if running, pid := Running(l); !running || pid != cmd.Process.Pid {
 		t.Fatalf("Running = %v, %d; want true, %d", running, pid, cmd.Process.Pid)
 	}
+	d, err := pinDaemon(l)
+	if err != nil || d.pid != cmd.Process.Pid || d.pidfd < 0 {
+		t.Fatalf("pinDaemon = %+v, %v", d, err)
+	}
+	defer d.close()
 	stdin.Close()
-	if err := WaitStopped(l, 30*time.Second); err != nil {
+	if err := d.wait(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 	// Not reaped yet (this test is its parent), so it must be a zombie.
 	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
 	if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z' {
-		t.Fatalf("WaitStopped returned while the daemon process still ran: %s", stat)
+		t.Fatalf("wait returned while the daemon process still ran: %s", stat)
 	}
 }

@@ -1,12 +1,8 @@
 package orchestrator
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/inbox"
@@ -125,75 +121,4 @@ func OfflinePause(l Layout, pause bool, reason string) error {
 		}
 		return err
 	})
-}
-
-// WaitStopped blocks until no daemon holds the project's lock and the
-// daemon process that held it has exited, or timeout passes. A daemon
-// releases its lock a moment before its process is gone; a caller that
-// goes on to check for leftover processes needs both.
-func WaitStopped(l Layout, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	f, err := os.OpenFile(l.LockFile(), os.O_RDWR, 0o600)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("open lock %s: %w", l.LockFile(), err)
-	}
-	// Pin the daemon process before it can exit and its pid be reused:
-	// the pid in the lock file is valid while the lock is held.
-	pidfd := -1
-	running, pid := Running(l)
-	if running && pid > 0 && pid != os.Getpid() {
-		if fd, err := unix.PidfdOpen(pid, 0); err == nil {
-			pidfd = fd
-			defer unix.Close(pidfd)
-		}
-	}
-	done := make(chan error, 1)
-	// The goroutine ends when the lock is released; flock cannot be
-	// cancelled, so on timeout it is left to finish with the process.
-	go func() {
-		defer f.Close()
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if err == nil {
-			unix.Flock(int(f.Fd()), unix.LOCK_UN)
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("wait for the daemon to exit: %w", err)
-		}
-	case <-time.After(time.Until(deadline)):
-		return fmt.Errorf("the daemon (pid %d) still holds %s after %s", pid, l.LockFile(), timeout)
-	}
-	if pidfd < 0 {
-		return nil
-	}
-	if err := waitPidfd(pidfd, time.Until(deadline)); err != nil {
-		return fmt.Errorf("the daemon (pid %d) released its lock but did not exit: %w", pid, err)
-	}
-	return nil
-}
-
-// waitPidfd blocks until the process behind pidfd has exited (a pidfd
-// becomes readable then), or timeout passes.
-func waitPidfd(pidfd int, timeout time.Duration) error {
-	for {
-		ms := max(int(timeout.Milliseconds()), 0)
-		start := time.Now()
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, ms)
-		switch {
-		case errors.Is(err, unix.EINTR):
-			timeout -= time.Since(start)
-			continue
-		case err != nil:
-			return fmt.Errorf("poll pidfd: %w", err)
-		case n == 0:
-			return fmt.Errorf("still running after %s", timeout)
-		}
-		return nil
-	}
 }

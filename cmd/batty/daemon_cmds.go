@@ -227,15 +227,12 @@ func newStopCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			running, pid := orchestrator.Running(p.Layout)
-			if !running {
+			pid, err := orchestrator.Stop(p.Layout, timeout, 30*time.Second)
+			if errors.Is(err, orchestrator.ErrNotRunning) && pid == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "batty: not running")
 				return nil
 			}
-			if _, err := orchestrator.Call(p.Layout, orchestrator.Request{Op: orchestrator.OpStop, Timeout: timeout}, 0); err != nil {
-				return fmt.Errorf("stop daemon (pid %d): %w", pid, err)
-			}
-			if err := orchestrator.WaitStopped(p.Layout, 30*time.Second); err != nil {
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "batty: stopped (pid %d)\n", pid)

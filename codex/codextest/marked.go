@@ -2,9 +2,13 @@ package codextest
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"strconv"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // MarkEnv is the environment variable a test sets, to a value of its own,
@@ -42,10 +46,43 @@ func Cmdline(pid int) string {
 	return string(bytes.TrimSpace(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
 }
 
-// AssertNoMarked fails t for every live process carrying mark, naming it.
+// ExitGrace is how long AssertNoMarked lets a marked process finish dying:
+// a process SIGKILLed by its parent-death signal, or reparented while it
+// exits, is still in /proc for a moment after the process that owned it
+// has gone.
+const ExitGrace = 10 * time.Second
+
+// AssertNoMarked fails t for every process carrying mark that is still
+// alive ExitGrace after the call, naming it. It returns as soon as every
+// marked process has exited (it waits on each one's pidfd, no polling).
 func AssertNoMarked(t testing.TB, mark string) {
 	t.Helper()
+	deadline := time.Now().Add(ExitGrace)
 	for _, pid := range Marked(mark) {
+		if waitExit(pid, time.Until(deadline)) {
+			continue
+		}
 		t.Errorf("process left running: %d %s", pid, Cmdline(pid))
+	}
+}
+
+// waitExit reports whether process pid exits (or is gone) within timeout.
+func waitExit(pid int, timeout time.Duration) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	deadline := time.Now().Add(timeout)
+	for {
+		ms := max(int(time.Until(deadline).Milliseconds()), 0)
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return err == nil && n > 0
 	}
 }

@@ -1,0 +1,128 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Stop asks the project's daemon to stop, letting turns in flight run for
+// timeout (0: the team's timeouts.shutdown) before they are interrupted,
+// and blocks until the daemon has released its lock and its process has
+// exited, or wait passes. It returns the daemon's pid, or ErrNotRunning
+// (wrapped) when no daemon runs.
+//
+// The daemon process is pinned (pidfd) before the request is sent: a
+// daemon releases its lock a moment before its process is gone, and the
+// caller — `batty stop` — promises that nothing is left running.
+func Stop(l Layout, timeout, wait time.Duration) (int, error) {
+	d, err := pinDaemon(l)
+	if err != nil {
+		return 0, err
+	}
+	defer d.close()
+	if d.pid == 0 {
+		return 0, fmt.Errorf("%w (no daemon holds %s)", ErrNotRunning, l.LockFile())
+	}
+	if _, err := Call(l, Request{Op: OpStop, Timeout: timeout}, 0); err != nil {
+		return d.pid, fmt.Errorf("stop daemon (pid %d): %w", d.pid, err)
+	}
+	return d.pid, d.wait(wait)
+}
+
+// daemonProc is a running daemon pinned by its lock file and, where the
+// kernel has pidfds, by a pidfd on its process.
+type daemonProc struct {
+	l     Layout
+	pid   int // 0: no daemon ran when pinned
+	pidfd int // -1: none (no pidfd, or the daemon is this process)
+}
+
+// pinDaemon pins the daemon running for l, if any.
+func pinDaemon(l Layout) (*daemonProc, error) {
+	d := &daemonProc{l: l, pidfd: -1}
+	running, pid := Running(l)
+	if !running {
+		return d, nil
+	}
+	d.pid = pid
+	if pid <= 0 || pid == os.Getpid() {
+		return d, nil
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		// No pidfds (Linux < 5.3), or the daemon is already gone: the
+		// lock alone will have to do.
+		return d, nil
+	}
+	// The pid in the lock file is the holder's only while it holds the
+	// lock: check that it still does, so fd is not some reused pid's.
+	if running, again := Running(l); !running || again != pid {
+		unix.Close(fd)
+		return d, nil
+	}
+	d.pidfd = fd
+	return d, nil
+}
+
+func (d *daemonProc) close() {
+	if d.pidfd >= 0 {
+		unix.Close(d.pidfd)
+		d.pidfd = -1
+	}
+}
+
+// wait blocks until the daemon's lock is free and its process has exited,
+// or timeout passes.
+func (d *daemonProc) wait(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	f, err := os.OpenFile(d.l.LockFile(), os.O_RDWR, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open lock %s: %w", d.l.LockFile(), err)
+	}
+	done := make(chan error, 1)
+	// The goroutine ends when the lock is released; flock cannot be
+	// cancelled, so on timeout it is left to finish with the process.
+	go func() {
+		defer f.Close()
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if err == nil {
+			unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("wait for the daemon to exit: %w", err)
+		}
+	case <-time.After(time.Until(deadline)):
+		return fmt.Errorf("the daemon (pid %d) still holds %s after %s", d.pid, d.l.LockFile(), timeout)
+	}
+	if d.pidfd < 0 {
+		return nil
+	}
+	if !waitReadable(d.pidfd, deadline) {
+		return fmt.Errorf("the daemon (pid %d) released %s but had not exited after %s", d.pid, d.l.LockFile(), timeout)
+	}
+	return nil
+}
+
+// waitReadable reports whether fd became readable before deadline (a
+// pidfd does when its process exits).
+func waitReadable(fd int, deadline time.Time) bool {
+	for {
+		ms := max(int(time.Until(deadline).Milliseconds()), 0)
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return err == nil && n > 0
+	}
+}
