@@ -31,13 +31,22 @@ func Marked(mark string) []int {
 		if err != nil || !bytes.Contains(env, needle) {
 			continue
 		}
-		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			continue
+		if alive(pid) {
+			out = append(out, pid)
 		}
-		out = append(out, pid)
 	}
 	return out
+}
+
+// alive reports whether pid is a process that has not exited (neither
+// gone nor a zombie).
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] != 'Z'
 }
 
 // Cmdline returns a process's command line with spaces between arguments.
@@ -73,7 +82,8 @@ func waitExit(pid int, timeout time.Duration) bool {
 		return true
 	}
 	if err != nil {
-		return false
+		// No pidfds here (Linux < 5.3): judge by what /proc shows now.
+		return !alive(pid)
 	}
 	defer unix.Close(fd)
 	deadline := time.Now().Add(timeout)
