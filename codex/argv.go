@@ -45,6 +45,9 @@ type ExecOptions struct {
 	// ApprovalPolicy becomes `-c approval_policy="X"` (one of the
 	// Approval* constants); empty: not passed.
 	ApprovalPolicy string
+	// AddDirs become `--add-dir D` each: directories the workspace-write
+	// sandbox lets model commands write besides the working directory.
+	AddDirs []string
 	// Config holds extra `key=value` overrides, each passed verbatim as
 	// `-c key=value` (the value is parsed as TOML by codex, or taken as a
 	// literal string if it is not TOML).
@@ -76,6 +79,11 @@ func (o ExecOptions) Validate() error {
 			return fmt.Errorf("codex: config override %q: want key=value", kv)
 		}
 	}
+	for _, d := range o.AddDirs {
+		if d == "" {
+			return errors.New("codex: empty --add-dir directory")
+		}
+	}
 	if strings.ContainsAny(o.Model, "\n\r") {
 		return errors.New("codex: model name contains a line break")
 	}
@@ -88,7 +96,7 @@ func (o ExecOptions) Validate() error {
 //
 // First turn (resumeThreadID empty):
 //
-//	exec --json [--skip-git-repo-check] [-m M] [-c model_reasoning_effort="E"] [-s S] [-c approval_policy="A"] [-c kv]... [extra]... -
+//	exec --json [--skip-git-repo-check] [-m M] [-c model_reasoning_effort="E"] [-s S] [-c approval_policy="A"] [--add-dir D]... [-c kv]... [extra]... -
 //
 // Resume: the same flags, then `resume <resumeThreadID> -`. The flags must
 // come before `resume`: they belong to `codex exec`, and `resume` itself
@@ -111,6 +119,9 @@ func ExecArgs(o ExecOptions, resumeThreadID string) []string {
 	}
 	if o.ApprovalPolicy != "" {
 		args = append(args, "-c", "approval_policy="+TOMLString(o.ApprovalPolicy))
+	}
+	for _, d := range o.AddDirs {
+		args = append(args, "--add-dir", d)
 	}
 	for _, kv := range o.Config {
 		args = append(args, "-c", kv)

@@ -13,6 +13,7 @@ func TestExecArgs(t *testing.T) {
 		ReasoningEffort:  "high",
 		Sandbox:          SandboxWorkspaceWrite,
 		ApprovalPolicy:   ApprovalNever,
+		AddDirs:          []string{"/srv/project/.batty/inboxes"},
 		Config:           []string{`model_provider="mock"`, "shell_environment_policy.inherit=all"},
 		ExtraArgs:        []string{"--ephemeral", "-C", "/srv/project"},
 		SkipGitRepoCheck: true,
@@ -23,6 +24,7 @@ func TestExecArgs(t *testing.T) {
 		"-c", `model_reasoning_effort="high"`,
 		"-s", "workspace-write",
 		"-c", `approval_policy="never"`,
+		"--add-dir", "/srv/project/.batty/inboxes",
 		"-c", `model_provider="mock"`,
 		"-c", "shell_environment_policy.inherit=all",
 		"--ephemeral", "-C", "/srv/project",
@@ -79,6 +81,7 @@ func TestExecOptionsValidate(t *testing.T) {
 		{Config: []string{"novalue"}},
 		{Config: []string{"=x"}},
 		{Model: "a\nb"},
+		{AddDirs: []string{""}},
 	}
 	for _, o := range bad {
 		if err := o.Validate(); err == nil || !strings.HasPrefix(err.Error(), "codex: ") {

@@ -207,6 +207,12 @@ func (a *agent) shimConfig() shim.Config {
 		Model: c.Model, ReasoningEffort: c.ReasoningEffort, Sandbox: c.Sandbox, ApprovalPolicy: c.ApprovalPolicy,
 		ExtraArgs: c.Args, SkipGitRepoCheck: true,
 	}
+	if c.Sandbox == codex.SandboxWorkspaceWrite {
+		// `batty send` from the agent's shell writes into the inboxes,
+		// which lie outside the sandbox's workspace when the agent's cwd
+		// is not the project directory.
+		exec.AddDirs = []string{a.d.layout.Inboxes()}
+	}
 	for _, k := range sortedKeys(c.Config) {
 		exec.Config = append(exec.Config, k+"="+c.Config[k])
 	}

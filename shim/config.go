@@ -121,6 +121,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Exec.ReasoningEffort, "reasoning-effort", "", "model_reasoning_effort")
 	fs.StringVar(&c.Exec.Sandbox, "sandbox", "", "codex sandbox mode")
 	fs.StringVar(&c.Exec.ApprovalPolicy, "approval-policy", "", "codex approval_policy")
+	fs.StringArrayVar(&c.Exec.AddDirs, "add-dir", nil, "extra directory the workspace-write sandbox lets codex write (repeatable)")
 	fs.StringArrayVar(&c.Exec.Config, "codex-config", nil, "extra codex -c key=value override (repeatable)")
 	fs.StringArrayVar(&c.Exec.ExtraArgs, "codex-arg", nil, "extra codex exec argument (repeatable)")
 	fs.BoolVar(&c.Exec.SkipGitRepoCheck, "skip-git-repo-check", true, "pass --skip-git-repo-check to codex")
@@ -172,6 +173,9 @@ func (c Config) Args() []string {
 	add("reasoning-effort", c.Exec.ReasoningEffort)
 	add("sandbox", c.Exec.Sandbox)
 	add("approval-policy", c.Exec.ApprovalPolicy)
+	for _, v := range c.Exec.AddDirs {
+		add("add-dir", v)
+	}
 	for _, v := range c.Exec.Config {
 		add("codex-config", v)
 	}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/orchestrator"
+)
+
+// An agent whose working directory lies outside the project runs under
+// codex's workspace-write sandbox, and can still message its team: the
+// daemon lets the sandbox write the inboxes (--add-dir). /tmp, where the
+// test's directories live, is taken out of the sandbox's writable roots so
+// only that grant makes the inboxes writable.
+func TestE2ESandboxedAgentOutsideTheProjectCanSend(t *testing.T) {
+	codexBin := codextest.Codex(t)
+	if out, err := exec.Command(codexBin, "sandbox", "--", "/bin/true").CombinedOutput(); err != nil {
+		t.Skipf("codex's sandbox cannot run on this machine (%v): %s", err, out)
+	}
+	srv := codextest.NewServer(t)
+	home := srv.WriteHome(t)
+	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-sandbox-%d", time.Now().UnixNano())}
+	elsewhere := t.TempDir()
+	os.WriteFile(filepath.Join(r.dir, "team.yaml"), []byte(fmt.Sprintf(`name: sandboxed
+codex:
+  bin: %s
+  codex_home: %s
+  sandbox: workspace-write
+  config:
+    sandbox_workspace_write.exclude_slash_tmp: true
+    sandbox_workspace_write.exclude_tmpdir_env_var: true
+roles:
+  - name: architect
+    cwd: %s
+    talks_to: [eng]
+  - name: eng
+`, codexBin, home, elsewhere)), 0o644)
+	t.Cleanup(func() {
+		r.batty("stop", "--timeout", "2s")
+		codextest.AssertNoMarked(t, r.mark)
+	})
+	r.must("start")
+
+	r.must("send", "architect", "[[mock:shell batty send eng from-the-sandbox && touch ../outside-the-workspace]]")
+	st := r.waitStatus("the architect's turn", func(st orchestrator.Status) bool {
+		a := agentStatus(st, "architect")
+		return a.TurnsCompleted == 1 || a.LastError != ""
+	})
+	if a := agentStatus(st, "architect"); a.TurnsCompleted != 1 {
+		t.Fatalf("architect: %+v", a)
+	}
+	// The architect's shell ran `batty send` to completion before its turn
+	// ended, so the message is in eng's inbox now.
+	if eng := agentStatus(st, "eng"); eng.TurnsCompleted == 0 && eng.Backlog == 0 {
+		out, _, _ := r.batty("inbox", "--json")
+		t.Fatalf("the sandboxed `batty send` did not deliver; human inbox:\n%s", out)
+	}
+	r.waitStatus("eng's turn", func(st orchestrator.Status) bool {
+		return agentStatus(st, "eng").TurnsCompleted == 1
+	})
+	// The sandbox still holds: only the workspace and the inboxes opened.
+	if _, err := os.Stat(filepath.Join(filepath.Dir(elsewhere), "outside-the-workspace")); err == nil {
+		t.Fatal("a sandboxed command wrote outside its workspace")
+	}
+}

@@ -1,0 +1,37 @@
+package shim
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/codex"
+)
+
+// The orchestrator hands a Config to the shim as flags: every field must
+// survive Args → ParseArgs.
+func TestConfigArgsRoundTrip(t *testing.T) {
+	full := Config{
+		Agent: "eng-1", Cwd: "/srv/work", CodexBin: "/opt/codex",
+		Exec: codex.ExecOptions{
+			Model: "gpt-5.5", ReasoningEffort: "high", Sandbox: codex.SandboxWorkspaceWrite,
+			ApprovalPolicy: codex.ApprovalNever, AddDirs: []string{"/srv/p/.batty/inboxes", "/srv/shared"},
+			Config: []string{`a.b="x y"`, "c=1"}, ExtraArgs: []string{"--ephemeral", "--oss"},
+			SkipGitRepoCheck: true,
+		},
+		Env:              []string{"A=1", "B=two words"},
+		InstructionsFile: "/srv/p/prompts/eng.md", ThreadID: "01a1fe06-da19-7320-bb56-f999f5fa1a4a",
+		Transcript: "/srv/p/.batty/logs/eng-1.log", QueueDepth: 3,
+		TurnTimeout: time.Hour, IdleTimeout: 5 * time.Minute, StopGrace: 2 * time.Second,
+		ContextWindow: 400000, PressurePct: 75,
+	}
+	for _, c := range []Config{full, {Agent: "solo"}} {
+		got, err := ParseArgs(c.Args())
+		if err != nil {
+			t.Fatalf("ParseArgs(%q): %v", c.Args(), err)
+		}
+		if want := c.withDefaults(); !reflect.DeepEqual(got, want) {
+			t.Errorf("round trip:\n got  %+v\n want %+v", got, want)
+		}
+	}
+}
