@@ -238,7 +238,7 @@ func (a *agent) spawn() {
 	a.setSnap(func(s *agentSnap) { s.state = agentSpawning })
 	p, err := shim.Spawn(shim.SpawnOptions{
 		Path: a.d.opts.ShimCommand[0], Args: a.d.opts.ShimCommand[1:], Env: a.d.opts.ShimEnv,
-		Stderr: a.d.opts.ShimLog, Config: a.shimConfig(),
+		Stderr: a.d.opts.ShimLog, Config: a.shimConfig(), Reaper: a.d.reaper,
 	})
 	if err != nil {
 		a.log.Error("Shim did not start", "error", err)
@@ -279,6 +279,11 @@ func (a *agent) shimExited() bool {
 		p.Kill()
 	}
 	code := p.ExitCode()
+	if !a.stopping || code != 0 {
+		// A shim cleans up after itself unless it was killed; then what
+		// its codex's model detached is now the daemon's to kill.
+		a.d.killOrphans(a.def.Name + "'s shim exited")
+	}
 	if a.inflight != nil {
 		// The shim died with our message: it goes back to the queue and is
 		// redelivered (marked as such) to the next shim.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
 )
 
@@ -52,6 +53,13 @@ type Options struct {
 	// OnEvent, if set, sees every event written to the event log, after it
 	// was written (tests and benchmarks wait on it). It must not block.
 	OnEvent func(Event)
+	// Subreaper makes the daemon process a child subreaper for the life of
+	// the process: what a shim that died abruptly (SIGKILL) leaves behind —
+	// model commands in sessions of their own — is reparented to the
+	// daemon, which kills and reaps it. Only for a daemon that owns its
+	// process (`batty daemon`): it kills every child it did not start as a
+	// shim.
+	Subreaper bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -99,8 +107,9 @@ type Daemon struct {
 	byName map[string]*agent
 	roles  map[string]*inbox.Box // "@role" queues of roles with several instances
 
-	ready chan struct{} // closed once the control socket accepts requests
-	lock  *os.File
+	ready  chan struct{} // closed once the control socket accepts requests
+	lock   *os.File
+	reaper *reap.Reaper // nil unless Options.Subreaper
 }
 
 // New prepares a daemon for the team in cfg, with its state under layout.
@@ -209,6 +218,20 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { defer serveWG.Done(); serveControl(ln, ctl, done) }()
 	defer func() { ln.Close(); close(done); serveWG.Wait() }()
 
+	if d.opts.Subreaper {
+		if err := reap.BecomeSubreaper(); err != nil {
+			return err
+		}
+		d.reaper = reap.New()
+		reapCtx, stopReaping := context.WithCancel(context.Background())
+		reaped := make(chan struct{})
+		go func() { defer close(reaped); d.reaper.Run(reapCtx) }()
+		defer func() {
+			d.killOrphans("daemon exit")
+			stopReaping()
+			<-reaped
+		}()
+	}
 	agentCtx, cancelAgents := context.WithCancel(context.Background())
 	defer cancelAgents()
 	var wg sync.WaitGroup
@@ -319,6 +342,22 @@ func (d *Daemon) rescan() {
 func (d *Daemon) routeAll() {
 	for role := range d.roles {
 		d.route(role)
+	}
+}
+
+// killOrphans kills and reaps the processes that shims which died left
+// to the daemon (a subreaper); a no-op unless Options.Subreaper. It blocks
+// until they are gone (at most 5 s). Safe from any goroutine.
+func (d *Daemon) killOrphans(why string) {
+	if d.reaper == nil {
+		return
+	}
+	n, err := d.reaper.KillLeftovers(5 * time.Second)
+	if n > 0 {
+		d.log.Warn("Killed processes a shim left behind", "count", n, "after", why)
+	}
+	if err != nil {
+		d.log.Error("Processes a shim left behind survived", "error", err)
 	}
 }
 

@@ -2,10 +2,14 @@ package orchestrator
 
 import (
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/codex/codextest"
 )
 
 const fourAgents = `  - name: architect
@@ -179,4 +183,47 @@ func waitFakeRun(t *testing.T, p *project, id string) {
 		time.Sleep(20 * time.Millisecond) // another process writes it
 	}
 	t.Fatalf("message %s never reached codex", id)
+}
+
+// A shim SIGKILLed mid-turn cannot clean up: the model command its codex
+// detached (own session) is reparented to the daemon, a subreaper, which
+// kills it. Without that it would run on, orphaned, for good.
+func TestShimSIGKILLedLeavesNoDetachedCommand(t *testing.T) {
+	p := newProject(t, "  - name: solo\n")
+	child := p.startChildDaemon()
+	t.Cleanup(func() {
+		Call(p.layout, Request{Op: OpStop, Timeout: time.Second}, waitLimit)
+		child.Wait()
+		assertNoProcesses(t, p.mark)
+	})
+	pidFile := filepath.Join(t.TempDir(), "detached.pid")
+	p.send("solo", "human", "scenario:detach:"+pidFile)
+	detached := waitPidFile(t, pidFile)
+	st, err := Call(p.layout, Request{Op: OpStatus}, waitLimit)
+	if err != nil || len(st.Status.Agents) != 1 || st.Status.Agents[0].ShimPID <= 0 {
+		t.Fatalf("status %+v, %v", st.Status, err)
+	}
+	if err := syscall.Kill(st.Status.Agents[0].ShimPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !codextest.WaitExit(detached, codextest.ExitGrace) {
+		t.Fatalf("the detached command %d (%s) outlived its SIGKILLed shim", detached, codextest.Cmdline(detached))
+	}
+}
+
+// waitPidFile waits until the fake codex's detached child has written its
+// pid to path.
+func waitPidFile(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				return pid
+			}
+		}
+		time.Sleep(10 * time.Millisecond) // another process writes it
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
 }

@@ -259,7 +259,7 @@ func daemonMain(teamFile string) int {
 	l, _ := LayoutFor(teamFile)
 	self, _ := os.Executable()
 	env := append(os.Environ(), "BATTY_TEST_ROLE=shim")
-	d, err := New(cfg, l, Options{ShimCommand: []string{self}, ShimEnv: env})
+	d, err := New(cfg, l, Options{ShimCommand: []string{self}, ShimEnv: env, Subreaper: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -5,10 +5,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -194,7 +194,7 @@ func TestOrchestratorGoneStopsEverything(t *testing.T) {
 		t.Fatalf("shim exit code = %d", code)
 	}
 	assertNoProcesses(t, h.mark)
-	if alive(pid) {
+	if codextest.Alive(pid) {
 		t.Fatalf("detached grandchild %d survived the shim", pid)
 	}
 }
@@ -205,13 +205,13 @@ func TestInterruptKillsDetachedGrandchild(t *testing.T) {
 	h.send("d", "scenario:detach:"+pidFile)
 	h.expect(kAccepted, kState, kStarted, kThread)
 	pid := waitPidFile(t, pidFile)
-	if !alive(pid) {
+	if !codextest.Alive(pid) {
 		t.Fatal("detached child not running")
 	}
 	h.command(protocol.Interrupt{})
 	h.finished("d", protocol.TurnInterrupted)
 	// The turn's leftovers are killed before TurnFinished is sent.
-	if alive(pid) {
+	if codextest.Alive(pid) {
 		t.Fatalf("detached grandchild %d survived the interrupt", pid)
 	}
 	h.expect(kStats, kState)
@@ -447,12 +447,4 @@ func waitPidFile(t *testing.T, path string) int {
 	}
 	t.Fatalf("no pid in %s", path)
 	return 0
-}
-
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	p, ok := readProc(pid)
-	return ok && p.state != 'Z'
 }

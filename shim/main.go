@@ -26,6 +26,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
+	"github.com/battyhq/batty/reap"
 )
 
 // ControlFD is the descriptor a shim expects its control socket on.
@@ -87,11 +88,11 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := becomeSubreaper(); err != nil {
+	if err := reap.BecomeSubreaper(); err != nil {
 		return err
 	}
 	s := &server{
-		cfg: cfg, conn: conn, log: log, born: time.Now(), reaper: newReaper(),
+		cfg: cfg, conn: conn, log: log, born: time.Now(), reaper: reap.New(),
 		turnDone: make(chan turnResult), progress: make(chan threadSeen),
 		state: protocol.StateStarting, since: time.Now(), known: map[string]bool{}, threadID: cfg.ThreadID,
 	}
@@ -119,10 +120,10 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 	reaperDone := make(chan struct{})
 	go func() {
 		defer close(reaperDone)
-		s.reaper.run(rctx)
+		s.reaper.Run(rctx)
 	}()
 	err = s.serve(ctx)
-	if n, kerr := s.reaper.killLeftovers(5 * time.Second); kerr != nil {
+	if n, kerr := s.reaper.KillLeftovers(5 * time.Second); kerr != nil {
 		log.Error("Processes survived the shim's cleanup", "error", kerr)
 	} else if n > 0 {
 		log.Info("Killed leftover processes at exit", "count", n)

@@ -12,6 +12,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
+	"github.com/battyhq/batty/reap"
 )
 
 // server is one shim: the loop goroutine owns every field below "loop
@@ -25,7 +26,7 @@ type server struct {
 	binErr   error // why the codex binary cannot be used; every turn fails with it
 	execOpts codex.ExecOptions
 	env      []string
-	reaper   *reaper
+	reaper   *reap.Reaper
 	born     time.Time
 
 	turnDone chan turnResult

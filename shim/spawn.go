@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/reap"
 )
 
 // SpawnOptions say how to start a shim process.
@@ -30,6 +31,10 @@ type SpawnOptions struct {
 	// HandshakeTimeout bounds the Hello/Welcome exchange (default
 	// protocol.DefaultHandshakeTimeout).
 	HandshakeTimeout time.Duration
+	// Reaper, when the parent is a subreaper, starts the shim as a managed
+	// child (and releases it once reaped), so the parent's orphan scans
+	// leave it alone. nil: plain exec.Cmd.Start.
+	Reaper *reap.Reaper
 }
 
 // Process is a running shim seen from its parent. Conn is the control
@@ -61,7 +66,11 @@ func Spawn(o SpawnOptions) (*Process, error) {
 	cmd.Stderr = o.Stderr
 	cmd.ExtraFiles = []*os.File{remote} // fd 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if o.Reaper != nil {
+		start = func() error { return o.Reaper.Start(cmd) }
+	}
+	if err := start(); err != nil {
 		remote.Close()
 		conn.Close()
 		return nil, fmt.Errorf("start shim %s: %w", o.Path, err)
@@ -72,6 +81,9 @@ func Spawn(o SpawnOptions) (*Process, error) {
 		// The shim's end of the socket closes when it exits, so a reader of
 		// Conn still gets every event the shim sent, then io.EOF.
 		p.waitErr = cmd.Wait()
+		if o.Reaper != nil {
+			o.Reaper.Release(cmd.Process.Pid)
+		}
 		close(p.done)
 	}()
 	timeout := o.HandshakeTimeout

@@ -122,7 +122,7 @@ func (s *server) execTurn(t *turn) turnResult {
 		return res
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
-	err = s.reaper.start(cmd)
+	err = s.reaper.Start(cmd)
 	stdinR.Close()
 	stdoutW.Close()
 	stderrW.Close()
@@ -234,11 +234,11 @@ func (s *server) execTurn(t *turn) turnResult {
 	stdinW.SetWriteDeadline(time.Now().Add(stdoutDrainGrace))
 	wg.Wait()
 	stdoutR.Close()
-	s.reaper.release(cmd.Process.Pid)
+	s.reaper.Release(cmd.Process.Pid)
 	res.stderrTail = stderr.String()
 	res.exitCode = exitCode(cmd.ProcessState, waitErr)
 	if stopping || res.exitCode < 0 {
-		if n, err := s.reaper.killLeftovers(5 * time.Second); err != nil {
+		if n, err := s.reaper.KillLeftovers(5 * time.Second); err != nil {
 			s.log.Error("Processes left by the turn survived", "message", t.msg.ID, "error", err)
 		} else if n > 0 {
 			s.log.Info("Killed processes left by the turn", "message", t.msg.ID, "count", n)

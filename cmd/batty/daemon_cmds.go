@@ -188,7 +188,7 @@ func runDaemon(ctx context.Context, p orchestrator.Project, cfg *team.Config, re
 		}
 		return err
 	}
-	d, err := orchestrator.New(cfg, p.Layout, orchestrator.Options{Logger: log, ShimLog: logf})
+	d, err := orchestrator.New(cfg, p.Layout, orchestrator.Options{Logger: log, ShimLog: logf, Subreaper: true})
 	if err != nil {
 		return fail(err)
 	}

@@ -31,16 +31,16 @@ func Marked(mark string) []int {
 		if err != nil || !bytes.Contains(env, needle) {
 			continue
 		}
-		if alive(pid) {
+		if Alive(pid) {
 			out = append(out, pid)
 		}
 	}
 	return out
 }
 
-// alive reports whether pid is a process that has not exited (neither
+// Alive reports whether pid is a process that has not exited (neither
 // gone nor a zombie).
-func alive(pid int) bool {
+func Alive(pid int) bool {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return false
@@ -68,22 +68,23 @@ func AssertNoMarked(t testing.TB, mark string) {
 	t.Helper()
 	deadline := time.Now().Add(ExitGrace)
 	for _, pid := range Marked(mark) {
-		if waitExit(pid, time.Until(deadline)) {
+		if WaitExit(pid, time.Until(deadline)) {
 			continue
 		}
 		t.Errorf("process left running: %d %s", pid, Cmdline(pid))
 	}
 }
 
-// waitExit reports whether process pid exits (or is gone) within timeout.
-func waitExit(pid int, timeout time.Duration) bool {
+// WaitExit reports whether process pid exits (or is gone) within timeout.
+// It waits on a pidfd: no polling.
+func WaitExit(pid int, timeout time.Duration) bool {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if errors.Is(err, unix.ESRCH) {
 		return true
 	}
 	if err != nil {
 		// No pidfds here (Linux < 5.3): judge by what /proc shows now.
-		return !alive(pid)
+		return !Alive(pid)
 	}
 	defer unix.Close(fd)
 	deadline := time.Now().Add(timeout)

@@ -1,4 +1,12 @@
-package shim
+// Package reap makes a process the reaper of everything below it (Linux
+// child subreaper) and kills what its children leave behind.
+//
+// Codex starts the model's commands in sessions of their own, so killing
+// codex's process group never reaches them. A child subreaper inherits such
+// processes when their parents die; a Reaper tells them apart from the
+// children the process started itself (managed: their owner reaps them with
+// exec.Cmd.Wait), reaps them when they exit and kills them on request.
+package reap
 
 import (
 	"bytes"
@@ -15,33 +23,35 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// becomeSubreaper makes this process the reaper of every orphan below it.
-// Codex starts the model's commands in new sessions, so killing codex's
-// process group never reaches them; as a child subreaper the shim inherits
-// them when their parents die and can kill and reap them.
-func becomeSubreaper() error {
+// BecomeSubreaper makes this process the reaper of every orphan below it
+// (prctl PR_SET_CHILD_SUBREAPER); the setting lasts for the process's life
+// and is not inherited by its children.
+func BecomeSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
 	}
 	return nil
 }
 
-// reaper tracks the processes the shim started with os/exec (managed: their
-// owner reaps them with Wait) and reaps every other child the kernel hands
-// the subreaper (orphans). The mutex is held across Start so an orphan scan
-// never reaps a managed child before it is registered.
-type reaper struct {
+// Reaper tracks the processes this process started with os/exec (managed:
+// their owner reaps them with Wait) and reaps every other child the kernel
+// hands the subreaper (orphans). Every child must be started through Start:
+// the mutex is held across it so an orphan scan never reaps or kills a
+// managed child before it is registered. Safe for concurrent use.
+type Reaper struct {
 	self    int
 	mu      sync.Mutex
 	managed map[int]bool
 }
 
-func newReaper() *reaper {
-	return &reaper{self: os.Getpid(), managed: map[int]bool{}}
+// New returns a Reaper for this process.
+func New() *Reaper {
+	return &Reaper{self: os.Getpid(), managed: map[int]bool{}}
 }
 
-// start starts cmd and registers it as managed.
-func (r *reaper) start(cmd *exec.Cmd) error {
+// Start starts cmd and registers it as managed; its owner must Wait for it
+// and then Release it.
+func (r *Reaper) Start(cmd *exec.Cmd) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := cmd.Start(); err != nil {
@@ -51,15 +61,16 @@ func (r *reaper) start(cmd *exec.Cmd) error {
 	return nil
 }
 
-// release forgets a managed pid once its owner has waited for it.
-func (r *reaper) release(pid int) {
+// Release forgets a managed pid once its owner has waited for it.
+func (r *Reaper) Release(pid int) {
 	r.mu.Lock()
 	delete(r.managed, pid)
 	r.mu.Unlock()
 }
 
-// run reaps orphans whenever a child changes state, until ctx ends.
-func (r *reaper) run(ctx context.Context) {
+// Run reaps orphans whenever a child changes state (SIGCHLD); it blocks
+// until ctx ends.
+func (r *Reaper) Run(ctx context.Context) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGCHLD)
 	defer signal.Stop(ch)
@@ -74,7 +85,7 @@ func (r *reaper) run(ctx context.Context) {
 }
 
 // reapOrphans waits for every exited child that is not managed.
-func (r *reaper) reapOrphans() {
+func (r *Reaper) reapOrphans() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, p := range listProcs() {
@@ -87,7 +98,7 @@ func (r *reaper) reapOrphans() {
 
 // leftovers returns the live descendants of this process that are not
 // managed and not below a managed process.
-func (r *reaper) leftovers() []proc {
+func (r *Reaper) leftovers() []proc {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	procs := listProcs()
@@ -113,10 +124,11 @@ func (r *reaper) leftovers() []proc {
 	return out
 }
 
-// killLeftovers SIGKILLs every unmanaged descendant (and its process group)
-// and reaps them, until none is left or timeout passes. It returns how many
-// processes it killed and an error naming the survivors.
-func (r *reaper) killLeftovers(timeout time.Duration) (int, error) {
+// KillLeftovers SIGKILLs every descendant that is neither managed nor below
+// a managed process (and its process group), and reaps them, until none is
+// left or timeout passes. It blocks meanwhile, and returns how many
+// processes it killed and an error counting the survivors.
+func (r *Reaper) KillLeftovers(timeout time.Duration) (int, error) {
 	deadline := time.Now().Add(timeout)
 	killed := map[int]bool{}
 	for {
@@ -146,7 +158,7 @@ func (r *reaper) killLeftovers(timeout time.Duration) (int, error) {
 	}
 }
 
-func (r *reaper) pgid() int {
+func (r *Reaper) pgid() int {
 	g, _ := unix.Getpgid(r.self)
 	return g
 }
