@@ -227,6 +227,7 @@ func newStopCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			announceStop(cmd.ErrOrStderr(), p.Layout, timeout)
 			pid, err := orchestrator.Stop(p.Layout, timeout, 30*time.Second)
 			if errors.Is(err, orchestrator.ErrNotRunning) && pid == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "batty: not running")
@@ -242,6 +243,29 @@ func newStopCmd() *cobra.Command {
 	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long turns in flight may finish (default: the team's timeouts.shutdown)")
 	return cmd
+}
+
+// announceStop says, before a stop that may take a while, how many turns
+// it lets finish and for how long.
+func announceStop(w io.Writer, l orchestrator.Layout, timeout time.Duration) {
+	resp, err := orchestrator.Call(l, orchestrator.Request{Op: orchestrator.OpStatus}, 5*time.Second)
+	if err != nil || resp.Status == nil {
+		return
+	}
+	busy := 0
+	for _, a := range resp.Status.Agents {
+		if a.InFlight != nil {
+			busy++
+		}
+	}
+	if busy == 0 {
+		return
+	}
+	limit := "timeouts.shutdown"
+	if timeout > 0 {
+		limit = timeout.String()
+	}
+	fmt.Fprintf(w, "batty: stopping; %d turn(s) in flight may finish (up to %s), then are interrupted\n", busy, limit)
 }
 
 func newPauseCmd(pause bool) *cobra.Command {

@@ -189,9 +189,15 @@ roles:
 		}
 	}
 
-	out = r.must("stop", "--timeout", "5s")
-	if !strings.Contains(out, "stopped") {
-		t.Fatalf("stop said %q", out)
+	// Stopping with a turn in flight: the CLI says so, interrupts it after
+	// the timeout, and returns once nothing is left running.
+	r.must("send", "eng", "long job [[mock:slow 60]]")
+	r.waitStatus("eng's long turn", func(st orchestrator.Status) bool {
+		return agentStatus(st, "eng").InFlight != nil
+	})
+	out, errOut, code := r.batty("stop", "--timeout", "1s")
+	if code != 0 || !strings.Contains(out, "stopped") || !strings.Contains(errOut, "1 turn(s) in flight may finish (up to 1s)") {
+		t.Fatalf("stop: exit %d, %q, %q", code, out, errOut)
 	}
 	codextest.AssertNoMarked(t, r.mark)
 	if st := r.status(); st.Daemon.PID != 0 || agentStatus(st, "eng").ThreadID == "" {
