@@ -227,7 +227,7 @@ func TestStopWaitsForTheDaemonProcessToExit(t *testing.T) {
 		t.Fatalf("Running = %v, %d; want true, %d", running, pid, cmd.Process.Pid)
 	}
 	d, err := pinDaemon(l)
-	if err != nil || d.pid != cmd.Process.Pid || d.pidfd < 0 {
+	if err != nil || d.pid != cmd.Process.Pid || d.pidfd == nil {
 		t.Fatalf("pinDaemon = %+v, %v", d, err)
 	}
 	defer d.close()

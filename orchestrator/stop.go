@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/battyhq/batty/reap"
 )
 
 // Stop asks the project's daemon to stop, letting turns in flight run for
@@ -37,13 +39,13 @@ func Stop(l Layout, timeout, wait time.Duration) (int, error) {
 // kernel has pidfds, by a pidfd on its process.
 type daemonProc struct {
 	l     Layout
-	pid   int // 0: no daemon ran when pinned
-	pidfd int // -1: none (no pidfd, or the daemon is this process)
+	pid   int         // 0: no daemon ran when pinned
+	pidfd *reap.Pidfd // nil: none (no pidfds, or the daemon is this process)
 }
 
 // pinDaemon pins the daemon running for l, if any.
 func pinDaemon(l Layout) (*daemonProc, error) {
-	d := &daemonProc{l: l, pidfd: -1}
+	d := &daemonProc{l: l}
 	running, pid := Running(l)
 	if !running {
 		return d, nil
@@ -52,7 +54,7 @@ func pinDaemon(l Layout) (*daemonProc, error) {
 	if pid <= 0 || pid == os.Getpid() {
 		return d, nil
 	}
-	fd, err := unix.PidfdOpen(pid, 0)
+	pidfd, err := reap.OpenPidfd(pid)
 	if err != nil {
 		// No pidfds (Linux < 5.3), or the daemon is already gone: the
 		// lock alone will have to do.
@@ -61,17 +63,17 @@ func pinDaemon(l Layout) (*daemonProc, error) {
 	// The pid in the lock file is the holder's only while it holds the
 	// lock: check that it still does, so fd is not some reused pid's.
 	if running, again := Running(l); !running || again != pid {
-		unix.Close(fd)
+		pidfd.Close()
 		return d, nil
 	}
-	d.pidfd = fd
+	d.pidfd = pidfd
 	return d, nil
 }
 
 func (d *daemonProc) close() {
-	if d.pidfd >= 0 {
-		unix.Close(d.pidfd)
-		d.pidfd = -1
+	if d.pidfd != nil {
+		d.pidfd.Close()
+		d.pidfd = nil
 	}
 }
 
@@ -105,24 +107,11 @@ func (d *daemonProc) wait(timeout time.Duration) error {
 	case <-time.After(time.Until(deadline)):
 		return fmt.Errorf("the daemon (pid %d) still holds %s after %s", d.pid, d.l.LockFile(), timeout)
 	}
-	if d.pidfd < 0 {
+	if d.pidfd == nil {
 		return nil
 	}
-	if !waitReadable(d.pidfd, deadline) {
+	if !d.pidfd.WaitExit(deadline) {
 		return fmt.Errorf("the daemon (pid %d) released %s but had not exited after %s", d.pid, d.l.LockFile(), timeout)
 	}
 	return nil
-}
-
-// waitReadable reports whether fd became readable before deadline (a
-// pidfd does when its process exits).
-func waitReadable(fd int, deadline time.Time) bool {
-	for {
-		ms := max(int(time.Until(deadline).Milliseconds()), 0)
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return err == nil && n > 0
-	}
 }

@@ -6,6 +6,7 @@
 // processes when their parents die; a Reaper tells them apart from the
 // children the process started itself (managed: their owner reaps them with
 // exec.Cmd.Wait), reaps them when they exit and kills them on request.
+// A Pidfd waits for the exit of any process, child or not.
 package reap
 
 import (

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/battyhq/batty/reap"
 )
 
 // MarkEnv is the environment variable a test sets, to a value of its own,
@@ -78,7 +80,7 @@ func AssertNoMarked(t testing.TB, mark string) {
 // WaitExit reports whether process pid exits (or is gone) within timeout.
 // It waits on a pidfd: no polling.
 func WaitExit(pid int, timeout time.Duration) bool {
-	fd, err := unix.PidfdOpen(pid, 0)
+	p, err := reap.OpenPidfd(pid)
 	if errors.Is(err, unix.ESRCH) {
 		return true
 	}
@@ -86,14 +88,6 @@ func WaitExit(pid int, timeout time.Duration) bool {
 		// No pidfds here (Linux < 5.3): judge by what /proc shows now.
 		return !Alive(pid)
 	}
-	defer unix.Close(fd)
-	deadline := time.Now().Add(timeout)
-	for {
-		ms := max(int(time.Until(deadline).Milliseconds()), 0)
-		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return err == nil && n > 0
-	}
+	defer p.Close()
+	return p.WaitExit(time.Now().Add(timeout))
 }

@@ -1,0 +1,41 @@
+package reap
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Pidfd pins one process (pidfd_open, Linux ≥ 5.3): unlike its pid, it
+// never comes to name another process once that one has exited. Any
+// process can be pinned, not only a child. Close it when done.
+type Pidfd struct{ fd int }
+
+// OpenPidfd pins process pid. The error wraps unix.ESRCH when no such
+// process exists, unix.ENOSYS when the kernel has no pidfds.
+func OpenPidfd(pid int) (*Pidfd, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil, fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+	return &Pidfd{fd: fd}, nil
+}
+
+// WaitExit blocks until the process has exited (it may be a zombie, not
+// yet reaped) or deadline passes, and reports whether it exited. It waits
+// on the pidfd, which becomes readable at exit: no polling.
+func (p *Pidfd) WaitExit(deadline time.Time) bool {
+	for {
+		ms := max(int(time.Until(deadline).Milliseconds()), 0)
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}}, ms)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return err == nil && n > 0
+	}
+}
+
+// Close releases the pidfd.
+func (p *Pidfd) Close() error { return unix.Close(p.fd) }
