@@ -110,6 +110,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("shim: %s %s is negative", d.name, d.v)
 		}
 	}
+	if err := c.Exec.Validate(); err != nil {
+		return fmt.Errorf("shim: %w", err)
+	}
 	return nil
 }
 

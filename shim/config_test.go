@@ -2,6 +2,7 @@ package shim
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,19 @@ func TestConfigArgsRoundTrip(t *testing.T) {
 		}
 		if want := c.withDefaults(); !reflect.DeepEqual(got, want) {
 			t.Errorf("round trip:\n got  %+v\n want %+v", got, want)
+		}
+	}
+}
+
+func TestParseArgsRefusesBadCodexSettings(t *testing.T) {
+	for _, args := range [][]string{
+		{"--agent=a", "--sandbox=full"},
+		{"--agent=a", "--approval-policy=always"},
+		{"--agent=a", "--codex-config=novalue"},
+		{"--agent=a", "--add-dir="},
+	} {
+		if _, err := ParseArgs(args); err == nil || !strings.HasPrefix(err.Error(), "shim: codex: ") {
+			t.Errorf("ParseArgs(%q) = %v, want a codex settings error", args, err)
 		}
 	}
 }

@@ -353,8 +353,7 @@ func readEvents(r io.Reader, out chan<- lineResult) {
 		if errors.Is(err, io.EOF) {
 			return
 		}
-		var le *codex.LineError
-		if errors.Is(err, codex.ErrLineTooLong) || errors.As(err, &le) {
+		if codex.IsLineError(err) {
 			out <- lineResult{err: err}
 			continue
 		}
