@@ -48,7 +48,10 @@ func TestPauseHoldsDispatchAndResumeReleasesIt(t *testing.T) {
 func TestQuotaPausesTheTeamAndSurvivesRestart(t *testing.T) {
 	p := newProject(t, fourAgents)
 	r := p.start(nil)
-	id := p.send("manager", "human", "scenario:quota")
+	// The reset time is derived from now, never a calendar date: codex
+	// prints it to the minute.
+	want := time.Now().Add(2 * time.Hour).Truncate(time.Minute).UTC()
+	id := p.send("manager", "human", fmt.Sprintf("scenario:quota:%d", want.Unix()))
 	// The quota failure does not consume the message: it goes back to the
 	// queue and the team pauses until the reset time codex printed.
 	e := r.waitEvent(t, "requeue", func(e Event) bool { return e.Type == EvRequeued && e.Message == id })
@@ -56,7 +59,6 @@ func TestQuotaPausesTheTeamAndSurvivesRestart(t *testing.T) {
 		t.Fatalf("requeue detail %q", e.Detail)
 	}
 	st := call(t, p, Request{Op: OpStatus}).Status
-	want := time.Date(2026, 11, 22, 0, 21, 0, 0, time.Local).UTC()
 	if !st.Dispatch.Paused || st.Dispatch.ResumeAt == nil || !st.Dispatch.ResumeAt.Equal(want) {
 		t.Fatalf("dispatch %+v, want paused until %s", st.Dispatch, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/battyhq/batty/codex"
 	"io"
 	"os"
 	"path/filepath"
@@ -404,5 +405,29 @@ func TestShellInterrupt(t *testing.T) {
 	// codex kills the command's process group on SIGINT before it exits.
 	if pids := leftovers(); len(pids) > 0 {
 		t.Errorf("processes left after interrupt: %v", pids)
+	}
+}
+
+// The fake's quota message reads back as the reset time it was given, on
+// any day of any month: the suite never depends on the calendar.
+func TestQuotaMessageParsesBack(t *testing.T) {
+	now := time.Now()
+	for _, at := range []time.Time{
+		now.Add(time.Hour).Truncate(time.Minute),
+		time.Date(now.Year()+1, 1, 1, 0, 5, 0, 0, time.Local),
+		time.Date(now.Year()+1, 2, 2, 12, 30, 0, 0, time.Local),
+		time.Date(now.Year()+1, 3, 3, 23, 59, 0, 0, time.Local),
+		time.Date(now.Year()+1, 4, 11, 9, 1, 0, 0, time.Local),
+		time.Date(now.Year()+1, 5, 22, 13, 0, 0, 0, time.Local),
+		time.Date(now.Year()+1, 6, 13, 1, 0, 0, 0, time.Local),
+	} {
+		msg := QuotaMessage(at)
+		got, ok := codex.ParseRetryAt(msg, now, time.Local)
+		if !ok || !got.Equal(at) {
+			t.Errorf("%q parsed as %v, %v; want %v", msg, got, ok, at)
+		}
+		if codex.Classify(msg) != codex.FailureQuota {
+			t.Errorf("%q not classified as quota", msg)
+		}
 	}
 }

@@ -26,7 +26,7 @@ import (
 //
 // Scenarios: text (default; replies "ECHO:<first body line>"), usage:N,
 // slow:SECONDS, slowfirst:SECONDS (slow unless redelivered), hang (ignores SIGINT), silent, crash, selfkill, huge:BYTES,
-// quota (reset time given), quotaonce (no reset time) — both succeed when redelivered, context, auth, servererror, newthread, detach:PIDFILE, exec,
+// quota[:UNIX] (reset time given: UNIX seconds, default an hour from now), quotaonce (no reset time) — both succeed when redelivered, context, auth, servererror, newthread, detach:PIDFILE, exec,
 // garbage, env:VAR (replies with the variable's value), spawnfail, and
 // stamp:FILE (appends the start time in Unix nanoseconds to FILE, then
 // replies like text). With $FAKE_CODEX_LOG set, every invocation appends a
@@ -186,7 +186,7 @@ func FakeMain(args []string) int {
 		if strings.Contains(prompt, "(redelivered") {
 			return complete("AFTER_QUOTA", 1000, 10)
 		}
-		return fail("You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at Nov 22nd, 2026 12:21 AM.")
+		return fail(QuotaMessage(quotaReset(arg, start)))
 	case "quotaonce":
 		// A limit without a reset time, gone by the redelivery.
 		if strings.Contains(prompt, "(redelivered") {
@@ -229,6 +229,41 @@ func FakeMain(args []string) int {
 		return complete(os.Getenv(arg), 1000, 10)
 	}
 	return fail("fakecodex: unknown scenario " + scenario)
+}
+
+// quotaReset is the reset time of the quota scenario: the Unix seconds in
+// arg, else an hour from now. Never a fixed date: the suite must pass on any
+// day.
+func quotaReset(arg string, now time.Time) time.Time {
+	if secs, err := strconv.ParseInt(arg, 10, 64); err == nil {
+		return time.Unix(secs, 0)
+	}
+	return now.Add(time.Hour)
+}
+
+// QuotaMessage is the usage-limit message the real Codex CLI prints, with
+// the reset time at written in the local zone, dated, to the minute (codex
+// rounds it down), e.g. "try again at Nov 22nd, 2026 12:21 AM.".
+func QuotaMessage(at time.Time) string {
+	at = at.Local()
+	return "You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at " +
+		at.Format("Jan ") + ordinal(at.Day()) + at.Format(", 2006 3:04 PM") + "."
+}
+
+// ordinal writes a day of the month the way codex does: 1st, 2nd, 3rd, 4th, 11th.
+func ordinal(d int) string {
+	suffix := "th"
+	if d/10 != 1 {
+		switch d % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return strconv.Itoa(d) + suffix
 }
 
 // bodyOf strips the batty header: the body starts after the first blank line.
