@@ -34,9 +34,11 @@ its agent; a message to a role with several instances waits in the role's
 queue ("@<role>") and the daemon gives it to an idle instance, else to the one
 with the shortest backlog.
 
-The sender is --from, else $BATTY_AGENT (set for every agent's Codex
-process), else "human". An agent may message "human" and the roles listed in
-its role's talks_to; the human may message anyone.
+The sender is $BATTY_AGENT (set for every agent's Codex process), else
+--from, else "human". Where $BATTY_AGENT is set, --from must name that same
+agent: an agent cannot send as the human or as another agent. An agent may
+message "human" and the roles listed in its role's talks_to; the human may
+message anyone.
 
 Exit status: 0 queued, 1 error, 2 usage.`,
 		Example: `  batty send manager "the build is green"
@@ -52,11 +54,9 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if from == "" {
-				from = os.Getenv(orchestrator.EnvAgent)
-			}
-			if from == "" {
-				from = team.Human
+			sender, err := senderOf(from, os.Getenv(orchestrator.EnvAgent))
+			if err != nil {
+				return usageError(cmd, "%v", err)
 			}
 			body := strings.Join(args[1:], " ")
 			if len(args) == 2 && args[1] == "-" {
@@ -66,7 +66,7 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 				}
 				body = b
 			}
-			m, err := deliverMessage(teamFile, from, args[0], body)
+			m, err := deliverMessage(teamFile, sender, args[0], body)
 			if err != nil {
 				return err
 			}
@@ -75,7 +75,7 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
-	cmd.Flags().StringVar(&from, "from", "", `sender: an agent name or "human" (default $`+orchestrator.EnvAgent+`, else "human")`)
+	cmd.Flags().StringVar(&from, "from", "", `sender: an agent name or "human" (default $`+orchestrator.EnvAgent+`, else "human"; must equal $`+orchestrator.EnvAgent+` when that is set)`)
 	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file (default ./team.yaml or ./.batty/team.yaml, or the team of $"+orchestrator.EnvDir+")")
 	return withUsageExit(cmd)
 }
