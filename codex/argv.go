@@ -52,6 +52,13 @@ type ExecOptions struct {
 	// `-c key=value` (the value is parsed as TOML by codex, or taken as a
 	// literal string if it is not TOML).
 	Config []string
+	// DeveloperInstructions are standing instructions for the model,
+	// passed as `-c developer_instructions="…"` after Config: codex adds
+	// them to every model request of the thread as a developer message.
+	// Empty: not passed. Like every flag they travel on codex's command
+	// line, so once TOML-escaped they must fit one argument (see
+	// CheckInstructions).
+	DeveloperInstructions string
 	// ExtraArgs are appended verbatim after the other flags and before
 	// `resume` or the prompt argument.
 	ExtraArgs []string
@@ -61,8 +68,9 @@ type ExecOptions struct {
 }
 
 // Validate checks the values ExecArgs cannot vouch for: Sandbox and
-// ApprovalPolicy must be empty or known, and every Config entry must have
-// the form key=value with a non-empty key.
+// ApprovalPolicy must be empty or known, every Config entry must have the
+// form key=value with a non-empty key, and every argument must be short
+// enough for execve (MaxArgLen; an *ArgTooLongError otherwise).
 func (o ExecOptions) Validate() error {
 	switch o.Sandbox {
 	case "", SandboxReadOnly, SandboxWorkspaceWrite, SandboxDangerFullAccess:
@@ -87,7 +95,10 @@ func (o ExecOptions) Validate() error {
 	if strings.ContainsAny(o.Model, "\n\r") {
 		return errors.New("codex: model name contains a line break")
 	}
-	return nil
+	if err := CheckInstructions(o.DeveloperInstructions); err != nil {
+		return err
+	}
+	return checkArgLens(ExecArgs(o, ""))
 }
 
 // ExecArgs returns the argv after the codex binary for one turn. The prompt
@@ -96,7 +107,7 @@ func (o ExecOptions) Validate() error {
 //
 // First turn (resumeThreadID empty):
 //
-//	exec --json [--skip-git-repo-check] [-m M] [-c model_reasoning_effort="E"] [-s S] [-c approval_policy="A"] [--add-dir D]... [-c kv]... [extra]... -
+//	exec --json [--skip-git-repo-check] [-m M] [-c model_reasoning_effort="E"] [-s S] [-c approval_policy="A"] [--add-dir D]... [-c kv]... [-c developer_instructions="I"] [extra]... -
 //
 // Resume: the same flags, then `resume <resumeThreadID> -`. The flags must
 // come before `resume`: they belong to `codex exec`, and `resume` itself
@@ -125,6 +136,9 @@ func ExecArgs(o ExecOptions, resumeThreadID string) []string {
 	}
 	for _, kv := range o.Config {
 		args = append(args, "-c", kv)
+	}
+	if o.DeveloperInstructions != "" {
+		args = append(args, "-c", instructionsArg(o.DeveloperInstructions))
 	}
 	args = append(args, o.ExtraArgs...)
 	if resumeThreadID != "" {

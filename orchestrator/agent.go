@@ -227,7 +227,7 @@ func (a *agent) shimConfig() shim.Config {
 	t := a.d.cfg.Timeouts
 	return shim.Config{
 		Agent: a.def.Name, Cwd: a.def.Cwd, CodexBin: c.Bin, Exec: exec, Env: env,
-		InstructionsFile: a.def.Prompt, ThreadID: a.st.ThreadID, Transcript: a.d.layout.Transcript(a.def.Name),
+		Instructions: a.def.Instructions, ThreadID: a.st.ThreadID, Transcript: a.d.layout.Transcript(a.def.Name),
 		QueueDepth: a.d.cfg.QueueDepth, TurnTimeout: t.Turn, IdleTimeout: t.Idle,
 		ContextWindow: int64(c.ContextWindow),
 	}

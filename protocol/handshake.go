@@ -35,9 +35,15 @@ func (c *Conn) recvWithin(timeout time.Duration) (Message, error) {
 }
 
 // AcceptHello is the orchestrator side of the handshake: it waits up to
-// timeout for the shim's Hello, checks the version and answers Welcome. On
-// any failure the Conn is closed and the error says why.
+// timeout for the shim's Hello, checks the version and answers a Welcome
+// without settings. On any failure the Conn is closed and the error says
+// why.
 func (c *Conn) AcceptHello(timeout time.Duration) (Hello, error) {
+	return c.AcceptHelloWith(Welcome{}, timeout)
+}
+
+// AcceptHelloWith is AcceptHello answering w (its Version is set here).
+func (c *Conn) AcceptHelloWith(w Welcome, timeout time.Duration) (Hello, error) {
 	m, err := c.recvWithin(timeout)
 	if err != nil {
 		return Hello{}, fmt.Errorf("handshake: waiting for hello: %w", err)
@@ -50,7 +56,8 @@ func (c *Conn) AcceptHello(timeout time.Duration) (Hello, error) {
 		return h, c.fail(fmt.Errorf("handshake: shim %q (pid %d) speaks protocol %d, this batty speaks %d; run the same batty binary for daemon and shims: %w",
 			h.Agent, h.PID, h.Version, Version, ErrVersionMismatch))
 	}
-	if err := c.Send(Welcome{Version: Version}); err != nil {
+	w.Version = Version
+	if err := c.Send(w); err != nil {
 		return h, fmt.Errorf("handshake: send welcome: %w", err)
 	}
 	return h, nil
@@ -59,6 +66,13 @@ func (c *Conn) AcceptHello(timeout time.Duration) (Hello, error) {
 // OfferHello is the shim side of the handshake: it sends h (with Version
 // and PID filled in when zero) and waits up to timeout for Welcome.
 func (c *Conn) OfferHello(h Hello, timeout time.Duration) error {
+	_, err := c.OfferHelloWelcome(h, timeout)
+	return err
+}
+
+// OfferHelloWelcome is OfferHello returning the Welcome, with the settings
+// the orchestrator sent in it.
+func (c *Conn) OfferHelloWelcome(h Hello, timeout time.Duration) (Welcome, error) {
 	if h.Version == 0 {
 		h.Version = Version
 	}
@@ -66,18 +80,18 @@ func (c *Conn) OfferHello(h Hello, timeout time.Duration) error {
 		h.PID = os.Getpid()
 	}
 	if err := c.Send(h); err != nil {
-		return fmt.Errorf("handshake: send hello: %w", err)
+		return Welcome{}, fmt.Errorf("handshake: send hello: %w", err)
 	}
 	m, err := c.recvWithin(timeout)
 	if err != nil {
-		return fmt.Errorf("handshake: waiting for welcome: %w", err)
+		return Welcome{}, fmt.Errorf("handshake: waiting for welcome: %w", err)
 	}
 	w, ok := m.(Welcome)
 	if !ok {
-		return c.fail(fmt.Errorf("handshake: first frame is %s, want welcome", m.Kind()))
+		return Welcome{}, c.fail(fmt.Errorf("handshake: first frame is %s, want welcome", m.Kind()))
 	}
 	if w.Version != Version {
-		return c.fail(fmt.Errorf("handshake: orchestrator speaks protocol %d, this shim %d: %w", w.Version, Version, ErrVersionMismatch))
+		return Welcome{}, c.fail(fmt.Errorf("handshake: orchestrator speaks protocol %d, this shim %d: %w", w.Version, Version, ErrVersionMismatch))
 	}
-	return nil
+	return w, nil
 }

@@ -12,7 +12,7 @@ import "time"
 
 // Version is the protocol version both sides must speak. It changes whenever
 // a message changes incompatibly.
-const Version = 1
+const Version = 2
 
 // Kind names a message type on the wire.
 type Kind string
@@ -60,9 +60,17 @@ const (
 // ---- Commands ----
 
 // Welcome is the orchestrator's answer to Hello. A shim that gets anything
-// else first, or another version, exits.
+// else first, or another version, exits. It also carries the settings that
+// must not appear on the shim's command line, which every local user can
+// read (ps, /proc/<pid>/cmdline): the channel is private to the two ends.
 type Welcome struct {
 	Version int `json:"version"`
+	// Env is extra KEY=VALUE environment for the worker processes the shim
+	// starts (API keys among them).
+	Env []string `json:"env,omitempty"`
+	// Instructions are the agent's standing instructions for the model ("":
+	// none).
+	Instructions string `json:"instructions,omitempty"`
 }
 
 // SendMessage asks the shim to run one turn with Body. The shim answers with

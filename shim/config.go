@@ -25,7 +25,9 @@ const (
 
 // Config is everything a shim needs to run one agent. The orchestrator
 // builds it, turns it into flags with Args, and the shim reads them back with
-// ParseArgs.
+// ParseArgs — all but Env and Instructions, which never become flags: a
+// command line is readable by every local user (ps, /proc/<pid>/cmdline),
+// so Spawn hands them to the shim in the handshake's Welcome instead.
 type Config struct {
 	// Agent is the agent's name; it identifies the agent to codex commands
 	// (BATTY_AGENT) and in the transcript.
@@ -37,11 +39,14 @@ type Config struct {
 	CodexBin string
 	// Exec holds the codex settings that become flags.
 	Exec codex.ExecOptions
-	// Env is extra KEY=VALUE environment for codex, over the shim's own.
+	// Env is extra KEY=VALUE environment for codex, over the shim's own. It
+	// may hold secrets (API keys): not a flag, sent in the Welcome.
 	Env []string
-	// InstructionsFile holds the role's standing instructions, passed to
-	// codex on every turn as developer instructions ("" = none).
-	InstructionsFile string
+	// Instructions are the role's standing instructions, passed to codex on
+	// every turn as developer instructions ("" = none). They must fit one
+	// codex argument (codex.CheckInstructions). Not a flag, sent in the
+	// Welcome.
+	Instructions string
 	// ThreadID is the thread to resume on the first turn ("" = fresh).
 	ThreadID string
 	// Transcript is the readable log path ("" = no transcript).
@@ -98,9 +103,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("shim: --queue-depth %d out of range 1..%d", c.QueueDepth, maxQueueDepth)
 	}
 	for _, e := range c.Env {
-		if !strings.Contains(e, "=") {
-			return fmt.Errorf("shim: --env %q is not KEY=VALUE", e)
+		k, _, ok := strings.Cut(e, "=")
+		switch {
+		case !ok || k == "":
+			return fmt.Errorf("shim: environment entry %.40q is not KEY=VALUE", e)
+		case len(e)+1 > codex.MaxArgLen:
+			return fmt.Errorf("shim: environment variable %s is %d bytes, more than Linux passes to a program (%d with the terminating NUL, MAX_ARG_STRLEN)", k, len(e), codex.MaxArgLen)
 		}
+	}
+	if err := codex.CheckInstructions(c.Instructions); err != nil {
+		return fmt.Errorf("shim: instructions: %w", err)
 	}
 	for _, d := range []struct {
 		name string
@@ -128,8 +140,6 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&c.Exec.Config, "codex-config", nil, "extra codex -c key=value override (repeatable)")
 	fs.StringArrayVar(&c.Exec.ExtraArgs, "codex-arg", nil, "extra codex exec argument (repeatable)")
 	fs.BoolVar(&c.Exec.SkipGitRepoCheck, "skip-git-repo-check", true, "pass --skip-git-repo-check to codex")
-	fs.StringArrayVar(&c.Env, "env", nil, "extra KEY=VALUE environment for codex (repeatable)")
-	fs.StringVar(&c.InstructionsFile, "instructions-file", "", "file with the role's standing instructions")
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
 	fs.IntVar(&c.QueueDepth, "queue-depth", DefaultQueueDepth, "messages that may wait behind the turn in flight")
@@ -161,7 +171,8 @@ func ParseArgs(args []string) (Config, error) {
 	return c, c.Validate()
 }
 
-// Args renders c as shim flags; ParseArgs(c.Args()) yields c with defaults.
+// Args renders c as shim flags; ParseArgs(c.Args()) yields c with
+// defaults, without Env and Instructions (see Config).
 func (c Config) Args() []string {
 	c = c.withDefaults()
 	a := []string{"--agent=" + c.Agent}
@@ -186,10 +197,6 @@ func (c Config) Args() []string {
 		a = append(a, "--codex-arg="+v)
 	}
 	a = append(a, "--skip-git-repo-check="+strconv.FormatBool(c.Exec.SkipGitRepoCheck))
-	for _, v := range c.Env {
-		add("env", v)
-	}
-	add("instructions-file", c.InstructionsFile)
 	add("thread-id", c.ThreadID)
 	add("transcript", c.Transcript)
 	a = append(a,

@@ -9,8 +9,9 @@ import (
 	"github.com/battyhq/batty/codex"
 )
 
-// The orchestrator hands a Config to the shim as flags: every field must
-// survive Args → ParseArgs.
+// The orchestrator hands a Config to the shim as flags: every field but
+// Env and Instructions (which travel in the Welcome) must survive Args →
+// ParseArgs.
 func TestConfigArgsRoundTrip(t *testing.T) {
 	full := Config{
 		Agent: "eng-1", Cwd: "/srv/work", CodexBin: "/opt/codex",
@@ -20,8 +21,8 @@ func TestConfigArgsRoundTrip(t *testing.T) {
 			Config: []string{`a.b="x y"`, "c=1"}, ExtraArgs: []string{"--ephemeral", "--oss"},
 			SkipGitRepoCheck: true,
 		},
-		Env:              []string{"A=1", "B=two words"},
-		InstructionsFile: "/srv/p/prompts/eng.md", ThreadID: "01a1fe06-da19-7320-bb56-f999f5fa1a4a",
+		Env:          []string{"A=1", "B=two words"},
+		Instructions: "You build.", ThreadID: "01a1fe06-da19-7320-bb56-f999f5fa1a4a",
 		Transcript: "/srv/p/.batty/logs/eng-1.log", QueueDepth: 3,
 		TurnTimeout: time.Hour, IdleTimeout: 5 * time.Minute, StopGrace: 2 * time.Second,
 		ContextWindow: 400000, PressurePct: 75,
@@ -31,7 +32,9 @@ func TestConfigArgsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ParseArgs(%q): %v", c.Args(), err)
 		}
-		if want := c.withDefaults(); !reflect.DeepEqual(got, want) {
+		want := c.withDefaults()
+		want.Env, want.Instructions = nil, ""
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("round trip:\n got  %+v\n want %+v", got, want)
 		}
 	}
@@ -46,6 +49,35 @@ func TestParseArgsRefusesBadCodexSettings(t *testing.T) {
 	} {
 		if _, err := ParseArgs(args); err == nil || !strings.HasPrefix(err.Error(), "shim: codex: ") {
 			t.Errorf("ParseArgs(%q) = %v, want a codex settings error", args, err)
+		}
+	}
+}
+
+// Nothing of Env or Instructions reaches the shim's command line, which any
+// local user can read.
+func TestConfigArgsCarryNoSecrets(t *testing.T) {
+	c := Config{Agent: "a", Env: []string{"OPENAI_API_KEY=sk-SECRET-VALUE"}, Instructions: "ROLE-PROMPT-TEXT"}
+	args := strings.Join(c.Args(), " ")
+	for _, secret := range []string{"OPENAI_API_KEY", "sk-SECRET-VALUE", "ROLE-PROMPT-TEXT", "--env", "instructions"} {
+		if strings.Contains(args, secret) {
+			t.Errorf("Args() holds %q: %s", secret, args)
+		}
+	}
+}
+
+func TestConfigValidateEnvAndInstructions(t *testing.T) {
+	for _, tc := range []struct {
+		c    Config
+		want string
+	}{
+		{Config{Agent: "a", Env: []string{"NOVALUE"}}, "is not KEY=VALUE"},
+		{Config{Agent: "a", Env: []string{"=x"}}, "is not KEY=VALUE"},
+		{Config{Agent: "a", Env: []string{"BIG=" + strings.Repeat("x", codex.MaxArgLen)}}, "environment variable BIG is 131076 bytes"},
+		{Config{Agent: "a", Instructions: strings.Repeat("x", codex.MaxArgLen)}, "developer_instructions is 131097 bytes"},
+	} {
+		err := tc.c.withDefaults().Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "131072") && !strings.Contains(tc.want, "KEY=VALUE") {
+			t.Errorf("Validate() = %v, want an error containing %q", err, tc.want)
 		}
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -64,9 +63,17 @@ func Main(args []string) int {
 		log.Error("No control socket on fd 3: batty shim is started by batty (chat or the daemon), not by hand", "error", err)
 		return 2
 	}
-	if err := conn.OfferHello(protocol.Hello{Agent: cfg.Agent, ThreadID: cfg.ThreadID}, protocol.DefaultHandshakeTimeout); err != nil {
+	w, err := conn.OfferHelloWelcome(protocol.Hello{Agent: cfg.Agent, ThreadID: cfg.ThreadID}, protocol.DefaultHandshakeTimeout)
+	if err != nil {
 		conn.Close()
 		log.Error("Handshake failed: fd 3 does not speak the batty protocol", "error", err)
+		return 2
+	}
+	// What must not be on the command line came with the Welcome.
+	cfg.Env, cfg.Instructions = w.Env, w.Instructions
+	if err := cfg.Validate(); err != nil {
+		conn.Close()
+		log.Error("Invalid shim settings in the welcome", "error", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
@@ -153,22 +160,10 @@ func openTranscript(cfg Config, log hclog.Logger) (*ptylog.Writer, error) {
 func execOptions(cfg Config) (codex.ExecOptions, error) {
 	o := cfg.Exec
 	o.Config = append([]string(nil), o.Config...)
-	if cfg.InstructionsFile == "" {
-		return o, nil
+	o.DeveloperInstructions = cfg.Instructions
+	if err := o.Validate(); err != nil {
+		return o, fmt.Errorf("codex settings: %w", err)
 	}
-	b, err := os.ReadFile(cfg.InstructionsFile)
-	if err != nil {
-		return o, fmt.Errorf("read instructions: %w", err)
-	}
-	text := strings.TrimSpace(string(b))
-	if text == "" {
-		return o, nil
-	}
-	const maxArg = 100 << 10 // Linux caps one argv string at 128 KiB
-	if len(text) > maxArg {
-		return o, fmt.Errorf("instructions %s are %d bytes; keep them under %d", cfg.InstructionsFile, len(text), maxArg)
-	}
-	o.Config = append(o.Config, "developer_instructions="+codex.TOMLString(text))
 	return o, nil
 }
 

@@ -26,7 +26,8 @@ type SpawnOptions struct {
 	Dir string
 	// Stderr receives the shim's log (nil: discarded).
 	Stderr io.Writer
-	// Config is rendered as the shim's flags.
+	// Config is rendered as the shim's flags, except Env and Instructions,
+	// which the shim gets in the handshake's Welcome.
 	Config Config
 	// HandshakeTimeout bounds the Hello/Welcome exchange (default
 	// protocol.DefaultHandshakeTimeout).
@@ -51,9 +52,14 @@ type Process struct {
 	once    sync.Once
 }
 
-// Spawn starts a shim in its own process group with the control socket on
-// fd 3 and waits for its handshake. On failure nothing is left running.
+// Spawn checks o.Config, starts a shim in its own process group with the
+// control socket on fd 3 and waits for its handshake, in which it hands the
+// shim Config.Env and Config.Instructions. On failure nothing is left
+// running.
 func Spawn(o SpawnOptions) (*Process, error) {
+	if err := o.Config.withDefaults().Validate(); err != nil {
+		return nil, fmt.Errorf("shim %q: %w", o.Config.Agent, err)
+	}
 	conn, remote, err := protocol.Socketpair(protocol.Options{})
 	if err != nil {
 		return nil, err
@@ -90,7 +96,8 @@ func Spawn(o SpawnOptions) (*Process, error) {
 	if timeout <= 0 {
 		timeout = protocol.DefaultHandshakeTimeout
 	}
-	p.Hello, err = conn.AcceptHello(timeout)
+	// Env and Instructions go in the Welcome, never on the command line.
+	p.Hello, err = conn.AcceptHelloWith(protocol.Welcome{Env: o.Config.Env, Instructions: o.Config.Instructions}, timeout)
 	if err != nil {
 		p.Kill()
 		return nil, fmt.Errorf("shim %q: %w", o.Config.Agent, err)

@@ -297,6 +297,7 @@ func (p *parser) role(n *yaml.Node, cfg *Config) *roleDraft {
 		if s, ok := p.str(e.val, "prompt"); ok && s != "" {
 			if abs, ok := p.path(e.val, s); ok && p.checkFile(e.val, "prompt file", s, abs, false) {
 				r.Prompt = abs
+				r.Instructions = p.instructions(e.val, s, abs)
 			}
 		}
 	}

@@ -114,6 +114,11 @@ type Role struct {
 	// empty when the role has none. When set, the file existed and was
 	// readable at load time.
 	Prompt string
+	// Instructions is the text of the Prompt file as read at load time,
+	// without surrounding blank space ("" when there is none). Loading
+	// refused it unless it fits one codex argument
+	// (codex.CheckInstructions), so Codex can always be given it.
+	Instructions string
 	// TalksTo lists the role names this role's agents may message, in file
 	// order without duplicates. "human" is never listed: it is always
 	// allowed. A role listing itself lets its instances message each other.
@@ -139,6 +144,8 @@ type Agent struct {
 	Index int
 	// Prompt is the absolute path of the role's prompt file, or empty.
 	Prompt string
+	// Instructions is the role's Instructions: the prompt file's text.
+	Instructions string
 	// Cwd is the absolute working directory.
 	Cwd string
 	// Codex is the role's effective Codex settings (a private copy).
@@ -183,11 +190,12 @@ func (c *Config) Agents() []Agent {
 		n := max(r.Instances, 1)
 		for i := 1; i <= n; i++ {
 			a := Agent{
-				Name:   agentName(r.Name, n, i),
-				Role:   r.Name,
-				Prompt: r.Prompt,
-				Cwd:    r.Cwd,
-				Codex:  r.Codex.clone(),
+				Name:         agentName(r.Name, n, i),
+				Role:         r.Name,
+				Prompt:       r.Prompt,
+				Instructions: r.Instructions,
+				Cwd:          r.Cwd,
+				Codex:        r.Codex.clone(),
 			}
 			if n > 1 {
 				a.Index = i
@@ -205,7 +213,7 @@ func (c *Config) Agent(name string) (Agent, bool) {
 	if !ok {
 		return Agent{}, false
 	}
-	return Agent{Name: name, Role: r.Name, Index: i, Prompt: r.Prompt, Cwd: r.Cwd, Codex: r.Codex.clone()}, true
+	return Agent{Name: name, Role: r.Name, Index: i, Prompt: r.Prompt, Instructions: r.Instructions, Cwd: r.Cwd, Codex: r.Codex.clone()}, true
 }
 
 // agentRole returns the role of the named agent and the agent's index.

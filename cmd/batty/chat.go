@@ -15,15 +15,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
 )
 
 func newChatCmd() *cobra.Command {
 	var (
-		cfg             shim.Config
-		asJSON          bool
-		shutdownTimeout time.Duration
+		cfg              shim.Config
+		instructionsFile string
+		asJSON           bool
+		shutdownTimeout  time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "chat [flags]",
@@ -33,13 +35,22 @@ to it as a message from "human". It prints every event (human-readable, or one
 JSON object per line with --json). When stdin ends it waits for every sent
 message to finish, shuts the shim down and exits 0 if all completed, 1
 otherwise. The codex binary comes from --codex-bin, else "codex" on PATH;
-CODEX_HOME and the rest of the environment pass through.`,
+CODEX_HOME and the rest of the environment pass through, so export secrets
+such as API keys rather than giving them with --env (a command line is
+readable by every local user).`,
 		Example: `  echo "list the files here" | batty chat
   batty chat --json --model gpt-5.5 < prompts.txt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Agent == "" {
 				cfg.Agent = "chat"
+			}
+			if instructionsFile != "" {
+				text, err := readInstructions(instructionsFile)
+				if err != nil {
+					return err
+				}
+				cfg.Instructions = text
 			}
 			code, err := runChat(cmd.Context(), cfg, cmd.InOrStdin(), cmd.OutOrStdout(), asJSON, shutdownTimeout)
 			if err != nil {
@@ -54,6 +65,10 @@ CODEX_HOME and the rest of the environment pass through.`,
 	fs := cfg.FlagSet()
 	fs.Lookup("agent").DefValue = "chat"
 	cmd.Flags().AddFlagSet(fs)
+	// Not shim flags: the shim gets these in its handshake, off its command
+	// line.
+	cmd.Flags().StringArrayVar(&cfg.Env, "env", nil, "extra KEY=VALUE environment for codex (repeatable; visible on this command line, so export secrets instead: the environment passes through)")
+	cmd.Flags().StringVar(&instructionsFile, "instructions-file", "", "file with standing instructions, given to codex on every turn")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per event")
 	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on Ctrl-C, how long the turn in flight may finish")
 	return cmd
@@ -170,4 +185,18 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 			return 1, ctx.Err()
 		}
 	}
+}
+
+// readInstructions reads a standing-instructions file: its text without
+// surrounding blank space, refused when it is too long to hand to codex.
+func readInstructions(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--instructions-file: %w", err)
+	}
+	text := strings.TrimSpace(string(b))
+	if err := codex.CheckInstructions(text); err != nil {
+		return "", fmt.Errorf("--instructions-file %s: %w; shorten it", path, err)
+	}
+	return text, nil
 }

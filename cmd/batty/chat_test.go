@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/protocol"
 )
 
 // TestMain lets this test binary be the batty binary itself when
@@ -137,7 +139,7 @@ func TestChatWithoutCodex(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	out, _, code := runBatty(t, nil, "", "version")
-	if code != 0 || !strings.HasPrefix(out, "batty ") || !strings.Contains(out, "protocol 1") {
+	if code != 0 || !strings.HasPrefix(out, "batty ") || !strings.Contains(out, fmt.Sprintf("(protocol %d)", protocol.Version)) {
 		t.Fatalf("exit %d, output %q", code, out)
 	}
 }

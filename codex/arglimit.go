@@ -1,0 +1,62 @@
+package codex
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MaxArgLen is the most bytes Linux lets one command-line argument (or one
+// environment string) of a new program take, counting its terminating NUL:
+// MAX_ARG_STRLEN, 32 pages of 4 KiB. execve fails with E2BIG on a longer
+// one, so codex would not start at all.
+const MaxArgLen = 32 * 4096
+
+// ArgTooLongError says that one argument of codex's command line would be
+// longer than MaxArgLen allows.
+type ArgTooLongError struct {
+	// What names the argument, e.g. "developer_instructions".
+	What string
+	// Len is the argument's length in bytes, without its NUL.
+	Len int
+}
+
+func (e *ArgTooLongError) Error() string {
+	return fmt.Sprintf("codex: %s is %d bytes as one command-line argument, more than Linux allows (%d bytes with the terminating NUL, MAX_ARG_STRLEN)",
+		e.What, e.Len, MaxArgLen)
+}
+
+// instructionsKey is the codex config key that carries standing
+// instructions; codex adds them to every model request as a developer
+// message.
+const instructionsKey = "developer_instructions"
+
+// instructionsArg is the -c value carrying text as developer instructions.
+func instructionsArg(text string) string {
+	return instructionsKey + "=" + TOMLString(text)
+}
+
+// CheckInstructions reports, as an *ArgTooLongError, when text is too long
+// to reach codex as developer instructions: once TOML-escaped it must fit
+// one command-line argument. It is a pure function.
+func CheckInstructions(text string) error {
+	if n := len(instructionsArg(text)); n+1 > MaxArgLen {
+		return &ArgTooLongError{What: instructionsKey, Len: n}
+	}
+	return nil
+}
+
+// checkArgLens reports the first argument of args that is too long for
+// execve.
+func checkArgLens(args []string) error {
+	for _, a := range args {
+		if len(a)+1 <= MaxArgLen {
+			continue
+		}
+		what := "argument " + fmt.Sprintf("%.40q", a)
+		if k, _, ok := strings.Cut(a, "="); ok && len(k) < 80 && !strings.ContainsAny(k, " \n") {
+			what = k
+		}
+		return &ArgTooLongError{What: what, Len: len(a)}
+	}
+	return nil
+}

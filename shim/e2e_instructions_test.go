@@ -1,0 +1,64 @@
+package shim
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/protocol"
+)
+
+// largestInstructions returns multi-line instructions whose
+// developer_instructions argument is exactly as long as Linux allows one
+// argument to be, starting with begin and ending with end.
+func largestInstructions(t *testing.T, begin, end string) string {
+	t.Helper()
+	room := codex.MaxArgLen - 1 - len("developer_instructions=") - len(codex.TOMLString(begin+end))
+	line := "Keep the design notes current; answer in short paragraphs.\n"
+	esc := len(codex.TOMLString(line)) - 2 // the newline costs two bytes
+	body := strings.Repeat(line, room/esc)
+	body += strings.Repeat("x", room-len(codex.TOMLString(body))+2)
+	text := begin + body + end
+	if n := len("developer_instructions=") + len(codex.TOMLString(text)) + 1; n != codex.MaxArgLen {
+		t.Fatalf("test setup: the argument takes %d bytes, want %d", n, codex.MaxArgLen)
+	}
+	if err := codex.CheckInstructions(text); err != nil {
+		t.Fatalf("test setup: %v", err)
+	}
+	return text
+}
+
+// The largest role prompt batty accepts reaches the real Codex whole, on
+// every turn: the first of a new thread and a resumed one.
+func TestE2ELargestInstructionsReachEveryTurn(t *testing.T) {
+	text := largestInstructions(t, "BEGIN-ROLE-PROMPT\n", "\nEND-ROLE-PROMPT")
+	h, srv := startRealShim(t, func(c *Config) { c.Instructions = text })
+	h.send("m1", "first [[mock:reply ONE]]")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	if tf := h.finished("m1", protocol.TurnCompleted); tf.Reply != "ONE" {
+		t.Fatalf("first turn = %+v", tf)
+	}
+	h.expect(kStats, kState)
+	h.send("m2", "second [[mock:reply TWO]]")
+	if ts := h.expect(kAccepted, kState, kStarted)[2].(protocol.TurnStarted); !ts.Resume {
+		t.Fatalf("second turn did not resume: %+v", ts)
+	}
+	if tf := h.finished("m2", protocol.TurnCompleted); tf.Reply != "TWO" {
+		t.Fatalf("second turn = %+v", tf)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	for _, r := range reqs {
+		found := false
+		for _, m := range r.Messages {
+			if m.Role == "developer" && strings.Contains(m.Text, text) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("request %d (%s) lacks the whole instructions (%d bytes) in a developer message", r.Seq, r.Metadata["history_initialization"], len(text))
+		}
+	}
+}
