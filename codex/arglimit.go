@@ -21,28 +21,8 @@ type ArgTooLongError struct {
 }
 
 func (e *ArgTooLongError) Error() string {
-	return fmt.Sprintf("codex: %s is %d bytes as one command-line argument, more than Linux allows (%d bytes with the terminating NUL, MAX_ARG_STRLEN)",
-		e.What, e.Len, MaxArgLen)
-}
-
-// instructionsKey is the codex config key that carries standing
-// instructions; codex adds them to every model request as a developer
-// message.
-const instructionsKey = "developer_instructions"
-
-// instructionsArg is the -c value carrying text as developer instructions.
-func instructionsArg(text string) string {
-	return instructionsKey + "=" + TOMLString(text)
-}
-
-// CheckInstructions reports, as an *ArgTooLongError, when text is too long
-// to reach codex as developer instructions: once TOML-escaped it must fit
-// one command-line argument. It is a pure function.
-func CheckInstructions(text string) error {
-	if n := len(instructionsArg(text)); n+1 > MaxArgLen {
-		return &ArgTooLongError{What: instructionsKey, Len: n}
-	}
-	return nil
+	return fmt.Sprintf("codex: %s is %d bytes as one command-line argument; Linux allows at most %d bytes plus its terminating NUL (MAX_ARG_STRLEN = %d)",
+		e.What, e.Len, MaxArgLen-1, MaxArgLen)
 }
 
 // checkArgLens reports the first argument of args that is too long for

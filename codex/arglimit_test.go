@@ -2,8 +2,11 @@ package codex
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -80,5 +83,46 @@ func TestExecOptionsValidateArgLength(t *testing.T) {
 		if !errors.As(err, &tooLong) || !strings.HasPrefix(tooLong.What, tc.what) || !strings.HasPrefix(err.Error(), "codex: ") {
 			t.Errorf("Validate = %v, want an ArgTooLongError naming %s", err, tc.what)
 		}
+	}
+}
+
+func TestReadInstructions(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if got, err := ReadInstructions(write("ok.md", "\n\n  You design.\n  Tersely.\n\n")); err != nil || got != "You design.\n  Tersely." {
+		t.Fatalf("ReadInstructions = %q, %v", got, err)
+	}
+	if got, err := ReadInstructions(write("blank.md", " \n\t\n")); err != nil || got != "" {
+		t.Fatalf("blank file: %q, %v", got, err)
+	}
+	fits := fittingInstructions()
+	if got, err := ReadInstructions(write("limit.md", "\n"+fits+"\n")); err != nil || got != fits {
+		t.Fatalf("file at the limit: %d bytes, %v", len(got), err)
+	}
+	var tooLong *ArgTooLongError
+	if _, err := ReadInstructions(write("over.md", fits+"x")); !errors.As(err, &tooLong) || tooLong.Len != MaxArgLen {
+		t.Fatalf("one byte over: %v", err)
+	}
+	huge := write("huge.md", strings.Repeat(" ", 9*MaxArgLen)+"x")
+	if _, err := ReadInstructions(huge); !errors.As(err, &tooLong) || tooLong.Len != 9*MaxArgLen+1 {
+		t.Fatalf("huge file: %v", err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, dir, "/dev/zero"} {
+		if _, err := ReadInstructions(p); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("ReadInstructions(%s) = %v, want a refusal", p, err)
+		}
+	}
+	if _, err := ReadInstructions(filepath.Join(dir, "missing.md")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
 	}
 }

@@ -2,8 +2,6 @@ package team
 
 import (
 	"errors"
-	"os"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -17,17 +15,16 @@ import (
 // kernel's limit for one argument. Refusing it here means it is never a
 // spawn failure while the team runs.
 func (p *parser) instructions(n *yaml.Node, written, abs string) string {
-	b, err := os.ReadFile(abs)
-	if err != nil {
-		p.add(n, "", "prompt file %.80q: %v", written, errors.Unwrap(err))
-		return ""
-	}
-	text := strings.TrimSpace(string(b))
+	text, err := codex.ReadInstructions(abs)
 	var tooLong *codex.ArgTooLongError
-	if err := codex.CheckInstructions(text); errors.As(err, &tooLong) {
+	switch {
+	case errors.As(err, &tooLong):
 		p.add(n, "shorten it; keep long reference material in files the agent reads",
-			"prompt file %.80q is too large: its %d bytes become a %d-byte developer_instructions argument for codex, over Linux's limit of %d bytes for one argument (MAX_ARG_STRLEN)",
-			written, len(text), tooLong.Len, codex.MaxArgLen)
+			"prompt file %.80q is too large: it becomes a %d-byte developer_instructions argument for codex; Linux allows one argument at most %d bytes plus its terminating NUL (MAX_ARG_STRLEN = %d)",
+			written, tooLong.Len, codex.MaxArgLen-1, codex.MaxArgLen)
+		return ""
+	case err != nil:
+		p.add(n, "", "prompt file %.80q: %v", written, err)
 		return ""
 	}
 	return text

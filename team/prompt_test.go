@@ -61,7 +61,7 @@ func TestLoadRefusesAPromptTooLargeForCodex(t *testing.T) {
 	if !errors.As(err, &verr) {
 		t.Fatalf("Load = %v, want a ValidationError", err)
 	}
-	for _, want := range []string{`team.yaml:5:13: prompt file "a.md" is too large`, "131047 bytes", "131072 bytes", "MAX_ARG_STRLEN"} {
+	for _, want := range []string{`team.yaml:5:13: prompt file "a.md" is too large`, "a 131072-byte developer_instructions argument", "at most 131071 bytes", "MAX_ARG_STRLEN = 131072"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

@@ -190,13 +190,9 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 // readInstructions reads a standing-instructions file: its text without
 // surrounding blank space, refused when it is too long to hand to codex.
 func readInstructions(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	text, err := codex.ReadInstructions(path)
 	if err != nil {
-		return "", fmt.Errorf("--instructions-file: %w", err)
-	}
-	text := strings.TrimSpace(string(b))
-	if err := codex.CheckInstructions(text); err != nil {
-		return "", fmt.Errorf("--instructions-file %s: %w; shorten it", path, err)
+		return "", fmt.Errorf("--instructions-file %s: %w", path, err)
 	}
 	return text, nil
 }
