@@ -68,16 +68,18 @@ func TestConfigArgsCarryNoSecrets(t *testing.T) {
 func TestConfigValidateEnvAndInstructions(t *testing.T) {
 	for _, tc := range []struct {
 		c    Config
-		want string
+		want []string
 	}{
-		{Config{Agent: "a", Env: []string{"NOVALUE"}}, "is not KEY=VALUE"},
-		{Config{Agent: "a", Env: []string{"=x"}}, "is not KEY=VALUE"},
-		{Config{Agent: "a", Env: []string{"BIG=" + strings.Repeat("x", codex.MaxArgLen)}}, "environment variable BIG is 131076 bytes"},
-		{Config{Agent: "a", Instructions: strings.Repeat("x", codex.MaxArgLen)}, "developer_instructions is 131097 bytes"},
+		{Config{Agent: "a", Env: []string{"NOVALUE"}}, []string{`"NOVALUE" is not KEY=VALUE`}},
+		{Config{Agent: "a", Env: []string{"=x"}}, []string{`"=x" is not KEY=VALUE`}},
+		{Config{Agent: "a", Env: []string{"BIG=" + strings.Repeat("x", codex.MaxArgLen)}}, []string{"environment variable BIG is 131076 bytes", "131072", "MAX_ARG_STRLEN"}},
+		{Config{Agent: "a", Instructions: strings.Repeat("x", codex.MaxArgLen)}, []string{"developer_instructions is 131097 bytes", "131072", "MAX_ARG_STRLEN"}},
 	} {
 		err := tc.c.withDefaults().Validate()
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "131072") && !strings.Contains(tc.want, "KEY=VALUE") {
-			t.Errorf("Validate() = %v, want an error containing %q", err, tc.want)
+		for _, want := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Validate() = %v, want an error containing %q", err, want)
+			}
 		}
 	}
 }
