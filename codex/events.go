@@ -133,6 +133,23 @@ func (u Usage) Sub(prev Usage) Usage {
 	}
 }
 
+// Delta returns the usage of one run of a thread: u, the thread-cumulative
+// usage a turn.completed reported, minus prev, the cumulative usage reported
+// before it (the baseline; zero for a fresh thread). A running total only
+// grows while codex keeps it; when any count of u is below prev, codex
+// started a new total (a compacted or rebuilt thread history, or a baseline
+// that belongs to another total), so everything since the restart — u
+// itself — is this run's usage, and restarted is true. It is a pure
+// function.
+func (u Usage) Delta(prev Usage) (d Usage, restarted bool) {
+	if u.InputTokens < prev.InputTokens || u.CachedInputTokens < prev.CachedInputTokens ||
+		u.CacheWriteInputTokens < prev.CacheWriteInputTokens || u.OutputTokens < prev.OutputTokens ||
+		u.ReasoningOutputTokens < prev.ReasoningOutputTokens {
+		return u, true
+	}
+	return u.Sub(prev), false
+}
+
 // Add returns the field-by-field sum of u and o.
 func (u Usage) Add(o Usage) Usage {
 	return Usage{

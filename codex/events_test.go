@@ -115,6 +115,32 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// TestUsageDelta: a growing total yields the difference; a total that went
+// down (codex restarted it) yields the new total, never zeros.
+func TestUsageDelta(t *testing.T) {
+	// Cumulative figures of context-then-resume.2-resume and .3-resume-again.
+	before := Usage{InputTokens: 17150, OutputTokens: 9}
+	after := Usage{InputTokens: 26927, OutputTokens: 14}
+	restartedTotal := Usage{InputTokens: 9700, OutputTokens: 20}
+	for _, c := range []struct {
+		name          string
+		u, prev, want Usage
+		restarted     bool
+	}{
+		{"fresh thread", before, Usage{}, before, false},
+		{"next turn", after, before, Usage{InputTokens: 9777, OutputTokens: 5}, false},
+		{"same total", after, after, Usage{}, false},
+		{"total went down", restartedTotal, after, restartedTotal, true},
+		{"only output went down", Usage{InputTokens: 30000, OutputTokens: 1}, after, Usage{InputTokens: 30000, OutputTokens: 1}, true},
+		{"only cache write went down", Usage{InputTokens: 30000, OutputTokens: 20}, Usage{InputTokens: 1, CacheWriteInputTokens: 5}, Usage{InputTokens: 30000, OutputTokens: 20}, true},
+	} {
+		got, restarted := c.u.Delta(c.prev)
+		if got != c.want || restarted != c.restarted {
+			t.Errorf("%s: Delta = %+v, %v; want %+v, %v", c.name, got, restarted, c.want, c.restarted)
+		}
+	}
+}
+
 func TestEventIsTerminal(t *testing.T) {
 	for typ, want := range map[string]bool{
 		TypeTurnCompleted: true, TypeTurnFailed: true, TypeError: false,

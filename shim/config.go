@@ -49,6 +49,10 @@ type Config struct {
 	Instructions string
 	// ThreadID is the thread to resume on the first turn ("" = fresh).
 	ThreadID string
+	// ThreadUsage is the thread-cumulative usage codex last reported for
+	// ThreadID (the baseline the first turn's usage is measured from; zero
+	// when unknown). Only meaningful with ThreadID.
+	ThreadUsage codex.Usage
 	// Transcript is the readable log path ("" = no transcript).
 	Transcript string
 	// QueueDepth is how many messages may wait behind the turn in flight.
@@ -122,6 +126,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("shim: %s %s is negative", d.name, d.v)
 		}
 	}
+	if !c.ThreadUsage.IsZero() && c.ThreadID == "" {
+		return errors.New("shim: --thread-usage needs --thread-id (it is the usage of that thread)")
+	}
 	if err := c.Exec.Validate(); err != nil {
 		return fmt.Errorf("shim: %w", err)
 	}
@@ -141,6 +148,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&c.Exec.ExtraArgs, "codex-arg", nil, "extra codex exec argument (repeatable)")
 	fs.BoolVar(&c.Exec.SkipGitRepoCheck, "skip-git-repo-check", true, "pass --skip-git-repo-check to codex")
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
+	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
 	fs.IntVar(&c.QueueDepth, "queue-depth", DefaultQueueDepth, "messages that may wait behind the turn in flight")
 	fs.DurationVar(&c.TurnTimeout, "turn-timeout", DefaultTurnTimeout, "hard limit of one turn")
@@ -198,6 +206,9 @@ func (c Config) Args() []string {
 	}
 	a = append(a, "--skip-git-repo-check="+strconv.FormatBool(c.Exec.SkipGitRepoCheck))
 	add("thread-id", c.ThreadID)
+	if !c.ThreadUsage.IsZero() {
+		add("thread-usage", (*usageValue)(&c.ThreadUsage).String())
+	}
 	add("transcript", c.Transcript)
 	a = append(a,
 		"--queue-depth="+strconv.Itoa(c.QueueDepth),

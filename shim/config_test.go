@@ -23,7 +23,8 @@ func TestConfigArgsRoundTrip(t *testing.T) {
 		},
 		Env:          []string{"A=1", "B=two words"},
 		Instructions: "You build.", ThreadID: "01a1fe06-da19-7320-bb56-f999f5fa1a4a",
-		Transcript: "/srv/p/.batty/logs/eng-1.log", QueueDepth: 3,
+		ThreadUsage: codex.Usage{InputTokens: 19124, CachedInputTokens: 9000, CacheWriteInputTokens: 5, OutputTokens: 7, ReasoningOutputTokens: 2},
+		Transcript:  "/srv/p/.batty/logs/eng-1.log", QueueDepth: 3,
 		TurnTimeout: time.Hour, IdleTimeout: 5 * time.Minute, StopGrace: 2 * time.Second,
 		ContextWindow: 400000, PressurePct: 75,
 	}
@@ -37,6 +38,25 @@ func TestConfigArgsRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("round trip:\n got  %+v\n want %+v", got, want)
 		}
+	}
+}
+
+func TestParseArgsRefusesBadThreadUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--agent=a", "--thread-usage=input=5"}, // no thread
+		{"--agent=a", "--thread-id=t", "--thread-usage=input=-5"},
+		{"--agent=a", "--thread-id=t", "--thread-usage=input=5,input=6"},
+		{"--agent=a", "--thread-id=t", "--thread-usage=tokens=5"},
+		{"--agent=a", "--thread-id=t", "--thread-usage=input"},
+		{"--agent=a", "--thread-id=t", "--thread-usage=output=1e3"},
+	} {
+		if _, err := ParseArgs(args); err == nil {
+			t.Errorf("ParseArgs(%q) accepted it", args)
+		}
+	}
+	c, err := ParseArgs([]string{"--agent=a", "--thread-id=t", "--thread-usage=output=3,input=5"})
+	if err != nil || c.ThreadUsage != (codex.Usage{InputTokens: 5, OutputTokens: 3}) {
+		t.Fatalf("ParseArgs = %+v, %v", c.ThreadUsage, err)
 	}
 }
 

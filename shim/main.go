@@ -103,6 +103,11 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 		turnDone: make(chan turnResult), progress: make(chan threadSeen),
 		state: protocol.StateStarting, since: time.Now(), known: map[string]bool{}, threadID: cfg.ThreadID,
 	}
+	if cfg.ThreadID != "" {
+		// The baseline of the resumed thread: codex's totals include every
+		// earlier run, which earlier shims already accounted for.
+		s.threadUse = cfg.ThreadUsage
+	}
 	var err error
 	s.bin, err = codex.ResolveBinary(cfg.CodexBin)
 	if err != nil {

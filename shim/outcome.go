@@ -54,13 +54,20 @@ func failureKind(f codex.Failure) protocol.FailureKind {
 }
 
 // contextUse estimates how much of the window the thread's history fills
-// after a turn. Usage is summed over every model request of the turn, and
-// each tool call adds one request that re-reads the history, so the input of
-// one request is about the turn's input divided by (1 + tool calls).
-func contextUse(turn protocol.Usage, toolCalls int, window int64) (used int64, pct float64) {
+// after a turn: ideally the input of the turn's last model request plus its
+// output. Codex's JSONL does not give per-request usage (turn.completed
+// carries only the thread's running total; its last-request figure is
+// dropped), so the estimate is the turn's input divided by its model
+// requests — one, plus one per function tool call (command, patch, MCP or
+// collaboration tool), each of which sends the history again; hosted tools
+// such as web search run inside a request and add none — plus the turn's
+// output. With one request it is exact; with several it is their average,
+// below the last request's input by what the tool calls added. A turn that
+// also compacted the history counts the compaction request's input too.
+func contextUse(turn protocol.Usage, extraRequests int, window int64) (used int64, pct float64) {
 	if window <= 0 || turn.Input <= 0 {
 		return 0, -1
 	}
-	used = turn.Input/int64(1+toolCalls) + turn.Output
+	used = turn.Input/int64(1+extraRequests) + turn.Output
 	return used, float64(used) * 100 / float64(window)
 }

@@ -271,12 +271,16 @@ func (s *server) finishTurn(r turnResult) {
 
 	var turnUse protocol.Usage
 	if r.completed {
-		d := r.usage.Sub(s.threadUse)
+		d, restarted := r.usage.Delta(s.threadUse)
+		if restarted {
+			s.log.Info("Codex restarted the thread's running total; counting the new total as this turn's usage",
+				"message", t.msg.ID, "previous_input", s.threadUse.InputTokens, "input", r.usage.InputTokens)
+		}
 		s.threadUse = r.usage
 		turnUse = protocol.Usage{Input: d.InputTokens, CachedInput: d.CachedInputTokens, Output: d.OutputTokens, ReasoningOutput: d.ReasoningOutputTokens}
 		s.total = addUsage(s.total, turnUse)
 	}
-	used, pct := contextUse(turnUse, r.toolCalls, s.cfg.ContextWindow)
+	used, pct := contextUse(turnUse, r.requests, s.cfg.ContextWindow)
 	threadUse := protocol.Usage{Input: s.threadUse.InputTokens, CachedInput: s.threadUse.CachedInputTokens, Output: s.threadUse.OutputTokens, ReasoningOutput: s.threadUse.ReasoningOutputTokens}
 
 	switch kind {

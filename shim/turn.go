@@ -63,7 +63,7 @@ type turnResult struct {
 	usage      codex.Usage // thread-cumulative, from turn.completed
 	failedMsg  string      // turn.failed message
 	reply      string
-	toolCalls  int
+	requests   int // model requests of the turn beyond the first (see contextUse)
 	exitCode   int // -1: killed by a signal or never ran
 	stderrTail string
 	duration   time.Duration
@@ -304,12 +304,12 @@ func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems
 				tl.CommandStarted(it.Command)
 			} else if done {
 				delete(openItems, it.ID)
-				res.toolCalls++
+				res.requests++
 				tl.CommandFinished(it.Command, it.ExitCode, it.Status, it.AggregatedOutput)
 			}
 		case codex.ItemFileChange:
 			if done {
-				res.toolCalls++
+				res.requests++
 				ch := make([]ptylog.FileChange, 0, len(it.Changes))
 				for _, c := range it.Changes {
 					ch = append(ch, ptylog.FileChange{Path: c.Path, Kind: c.Kind})
@@ -317,8 +317,9 @@ func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems
 				tl.FileChanges(ch)
 			}
 		case codex.ItemWebSearch:
+			// A hosted tool: the search runs inside the model request, it
+			// adds no request of its own.
 			if done {
-				res.toolCalls++
 				tl.WebSearch(it.Query)
 			}
 		case codex.ItemError:
@@ -327,7 +328,7 @@ func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems
 			}
 		default:
 			if done && it.Type != "" && it.Type != codex.ItemTodoList {
-				res.toolCalls++
+				res.requests++
 			}
 		}
 	}

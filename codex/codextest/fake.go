@@ -25,6 +25,8 @@ import (
 // behave like the real thing. It returns the exit code.
 //
 // Scenarios: text (default; replies "ECHO:<first body line>"), usage:N,
+// compact:N (the thread's running total restarts: the reported total is this
+// run's N input tokens), websearch (a web search, one model request),
 // slow:SECONDS, slowfirst:SECONDS (slow unless redelivered), hang (ignores SIGINT), silent, crash, selfkill, huge:BYTES,
 // quota[:UNIX] (reset time given: UNIX seconds, default an hour from now), quotaonce (no reset time) — both succeed when redelivered, context, auth, servererror, newthread, detach:PIDFILE, exec,
 // garbage, env:VAR (replies with the variable's value), spawnfail, and
@@ -154,6 +156,18 @@ func FakeMain(args []string) int {
 	case "usage":
 		n, _ := strconv.ParseInt(arg, 10, 64)
 		return complete("used "+arg, n, 100)
+	case "compact":
+		// Codex compacted the thread and started its running total afresh:
+		// the reported total is this run's N input tokens alone.
+		n, _ := strconv.ParseInt(arg, 10, 64)
+		th.Input, th.Output = 0, 0
+		return complete("compacted", n, 100)
+	case "websearch":
+		// A hosted web search: one model request (the real shape, with the
+		// item's two "id" keys).
+		out.Write([]byte(`{"type":"item.started","item":{"id":"item_0","type":"web_search","id":"ws_1","query":"","action":{"type":"other"}}}` + "\n"))
+		out.Write([]byte(`{"type":"item.completed","item":{"id":"item_0","type":"web_search","id":"ws_1","query":"batty","action":{"type":"search","query":"batty"}}}` + "\n"))
+		return complete("SEARCHED", 3000, 30)
 	case "slowfirst":
 		// Slow unless batty says this is a redelivery.
 		if strings.Contains(prompt, "(redelivered") {

@@ -1,0 +1,82 @@
+package shim
+
+import (
+	"testing"
+
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/protocol"
+)
+
+// runTurn sends one message to h and returns its TurnFinished, skipping the
+// events around it.
+func runTurn(h *harness, id, body string) protocol.TurnFinished {
+	h.t.Helper()
+	h.send(id, body)
+	for {
+		m := h.next()
+		if tf, ok := m.(protocol.TurnFinished); ok {
+			if tf.MessageID != id || tf.Status != protocol.TurnCompleted {
+				h.t.Fatalf("turn finished = %+v, want %s completed", tf, id)
+			}
+			h.expect(kStats, kState)
+			return tf
+		}
+	}
+}
+
+// TestResumeWithBaselineCountsOnlyTheNewTurn: a new shim resuming a thread
+// (a daemon restart, `batty chat --thread-id`) is given the thread's last
+// cumulative usage; its first turn is charged only what it used, not the
+// thread's whole history.
+func TestResumeWithBaselineCountsOnlyTheNewTurn(t *testing.T) {
+	state := t.TempDir()
+	withState := func(c *Config) { c.Env = []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + state} }
+	first := startShim(t, withState)
+	runTurn(first, "1", "scenario:usage:5000")
+	tf := runTurn(first, "2", "scenario:usage:3000")
+	if tf.Thread.Input != 8000 || tf.Usage.Input != 3000 {
+		t.Fatalf("second turn: usage %+v thread %+v", tf.Usage, tf.Thread)
+	}
+	first.p.Kill()
+	first.waitExit()
+
+	thread, base := tf.ThreadID, tf.Thread
+	second := startShim(t, func(c *Config) {
+		withState(c)
+		c.ThreadID = thread
+		c.ThreadUsage = codex.Usage{InputTokens: base.Input, CachedInputTokens: base.CachedInput, OutputTokens: base.Output, ReasoningOutputTokens: base.ReasoningOutput}
+		c.ContextWindow = 100000
+	})
+	tf = runTurn(second, "3", "scenario:usage:2000")
+	if tf.ThreadID != thread || tf.Usage.Input != 2000 || tf.Usage.Output != 100 || tf.Thread.Input != 10000 {
+		t.Fatalf("first turn of the new shim: usage %+v thread %+v on %s, want input 2000 of 10000 on %s", tf.Usage, tf.Thread, tf.ThreadID, thread)
+	}
+	if want := float64(2000+100) * 100 / 100000; tf.ContextPct != want {
+		t.Fatalf("context pct = %v, want %v", tf.ContextPct, want)
+	}
+}
+
+// TestRunningTotalThatWentDown: when codex restarts the thread's running
+// total (compaction), the turn is charged the new total, not zero.
+func TestRunningTotalThatWentDown(t *testing.T) {
+	h := startShim(t, nil)
+	runTurn(h, "1", "scenario:usage:5000")
+	tf := runTurn(h, "2", "scenario:compact:1200")
+	if tf.Usage.Input != 1200 || tf.Usage.Output != 100 || tf.Thread.Input != 1200 {
+		t.Fatalf("turn after the restart: usage %+v thread %+v, want 1200 of 1200", tf.Usage, tf.Thread)
+	}
+	tf = runTurn(h, "3", "scenario:usage:1000")
+	if tf.Usage.Input != 1000 || tf.Thread.Input != 2200 {
+		t.Fatalf("next turn: usage %+v thread %+v, want 1000 of 2200", tf.Usage, tf.Thread)
+	}
+}
+
+// TestWebSearchIsNoExtraRequest: a hosted web search runs inside the model
+// request, so the turn's whole input is one request's context.
+func TestWebSearchIsNoExtraRequest(t *testing.T) {
+	h := startShim(t, func(c *Config) { c.ContextWindow = 10000 })
+	tf := runTurn(h, "w", "scenario:websearch")
+	if want := float64(3000+30) * 100 / 10000; tf.ContextPct != want {
+		t.Fatalf("context pct = %v, want %v (input %d)", tf.ContextPct, want, tf.Usage.Input)
+	}
+}
