@@ -225,8 +225,14 @@ func (a *agent) shimConfig() shim.Config {
 	}
 	env = append(env, EnvDir+"="+a.d.layout.Dir)
 	t := a.d.cfg.Timeouts
+	var base codex.Usage
+	if a.st.ThreadID != "" {
+		u := a.st.ThreadUsage
+		base = codex.Usage{InputTokens: u.Input, CachedInputTokens: u.CachedInput, OutputTokens: u.Output, ReasoningOutputTokens: u.ReasoningOutput}
+	}
 	return shim.Config{
-		Agent: a.def.Name, Cwd: a.def.Cwd, CodexBin: c.Bin, Exec: exec, Env: env,
+		ThreadUsage: base,
+		Agent:       a.def.Name, Cwd: a.def.Cwd, CodexBin: c.Bin, Exec: exec, Env: env,
 		Instructions: a.def.Instructions, ThreadID: a.st.ThreadID, Transcript: a.d.layout.Transcript(a.def.Name),
 		QueueDepth: a.d.cfg.QueueDepth, TurnTimeout: t.Turn, IdleTimeout: t.Idle,
 		ContextWindow: int64(c.ContextWindow),

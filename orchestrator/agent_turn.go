@@ -139,7 +139,8 @@ func (a *agent) threadChanged(e protocol.ThreadChanged) {
 		}
 	}
 	if e.ThreadID != "" || e.Reason != protocol.ThreadReset {
-		a.st.ThreadID = e.ThreadID
+		// A changed thread starts its running total afresh.
+		a.st.setThread(e.ThreadID, protocol.Usage{})
 	}
 	a.saveState()
 	a.d.events.Append(Event{Type: EvThreadChanged, Agent: a.def.Name, Detail: string(e.Reason),
@@ -161,7 +162,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		a.st.ContextPct = e.ContextPct
 	}
 	if e.ThreadID != "" {
-		a.st.ThreadID = e.ThreadID
+		a.st.setThread(e.ThreadID, e.Thread)
 	}
 	requeue := ""
 	switch {

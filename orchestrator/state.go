@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/protocol"
 )
 
 // ArchivedThread is a thread an agent no longer uses, kept with why.
@@ -20,8 +21,11 @@ type ArchivedThread struct {
 // AgentState is what survives a daemon restart about one agent. The daemon
 // is its only writer; every write is atomic and durable.
 type AgentState struct {
-	Name            string           `json:"name"`
-	ThreadID        string           `json:"thread_id,omitempty"`
+	Name     string `json:"name"`
+	ThreadID string `json:"thread_id,omitempty"`
+	// ThreadUsage is the thread-cumulative usage codex last reported for
+	// ThreadID: the baseline a respawned shim measures its first turn from.
+	ThreadUsage     protocol.Usage   `json:"thread_usage,omitzero"`
 	ArchivedThreads []ArchivedThread `json:"archived_threads,omitempty"`
 	TurnsCompleted  int              `json:"turns_completed"`
 	TurnsFailed     int              `json:"turns_failed"`
@@ -40,7 +44,20 @@ func (s *AgentState) archive(reason string, at time.Time) {
 	}
 	s.ArchivedThreads = append(s.ArchivedThreads, ArchivedThread{ID: s.ThreadID, Reason: reason, At: at})
 	s.ThreadID = ""
+	s.ThreadUsage = protocol.Usage{}
 	s.ContextPct = 0
+}
+
+// setThread records the agent's current thread and its last cumulative
+// usage; a thread other than the recorded one starts from zero.
+func (s *AgentState) setThread(id string, usage protocol.Usage) {
+	if id != s.ThreadID {
+		s.ThreadUsage = protocol.Usage{}
+	}
+	s.ThreadID = id
+	if id != "" {
+		s.ThreadUsage = usage
+	}
 }
 
 // DispatchState is the team-wide dispatch gate. It survives restarts, so a

@@ -1,0 +1,45 @@
+package orchestrator
+
+import (
+	"testing"
+
+	"github.com/battyhq/batty/protocol"
+)
+
+const oneAgent = `  - name: solo
+`
+
+// TestThreadUsageBaselineSurvivesARestart: the thread's last cumulative
+// usage is kept in the agent's state with its thread id and handed to the
+// next shim, so the first turn after a daemon restart is charged only what
+// it used, not the thread's whole history again.
+func TestThreadUsageBaselineSurvivesARestart(t *testing.T) {
+	p := newProject(t, oneAgent)
+	r := p.start(nil)
+	first := p.send("solo", "human", "scenario:usage:5000")
+	if st := r.finished(t, first); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	r.stop(t)
+	var st AgentState
+	if err := loadJSON(p.layout.AgentState("solo"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.ThreadID == "" || st.ThreadUsage != (protocol.Usage{Input: 5000, Output: 100}) {
+		t.Fatalf("state after the first daemon: thread %q usage %+v", st.ThreadID, st.ThreadUsage)
+	}
+
+	r = p.start(nil)
+	second := p.send("solo", "human", "scenario:usage:2000")
+	e := r.waitEvent(t, "turn_finished for "+second, func(e Event) bool { return e.Type == EvTurnFinished && e.Message == second })
+	if e.Data["input_tokens"] != int64(2000) || e.Data["thread_id"] != st.ThreadID {
+		t.Fatalf("first turn after the restart: %+v, want 2000 input tokens on %s", e.Data, st.ThreadID)
+	}
+	r.stop(t)
+	if err := loadJSON(p.layout.AgentState("solo"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.InputTokens != 7000 || st.OutputTokens != 200 || st.ThreadUsage.Input != 7000 {
+		t.Fatalf("state after the restart: input %d output %d thread usage %+v, want 7000, 200, 7000", st.InputTokens, st.OutputTokens, st.ThreadUsage)
+	}
+}
