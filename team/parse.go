@@ -238,7 +238,7 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 		}
 		drafts = append(drafts, p.role(n, cfg))
 	}
-	p.crossCheck(drafts)
+	p.crossCheck(drafts, p.capAgents(rn.Content, drafts))
 	for _, r := range drafts {
 		cfg.Roles = append(cfg.Roles, r.Role)
 	}
@@ -370,9 +370,29 @@ func (p *parser) checkFile(n *yaml.Node, what, written, abs string, wantDir bool
 	return true
 }
 
+// capAgents refuses a team of more than MaxAgents agents, naming the role
+// (nodes[i] is drafts[i]'s node) whose instances cross the limit. It
+// reports whether the team is within the limit.
+func (p *parser) capAgents(nodes []*yaml.Node, drafts []*roleDraft) bool {
+	total, over := 0, -1
+	for i, r := range drafts {
+		total += max(r.Instances, 1)
+		if over < 0 && total > MaxAgents {
+			over = i
+		}
+	}
+	if over < 0 {
+		return true
+	}
+	p.add(nodes[over], fmt.Sprintf("lower instances or remove roles; a team may have at most %d agents", MaxAgents),
+		"team has %d agents, more than the limit of %d (reached at this role)", total, MaxAgents)
+	return false
+}
+
 // crossCheck validates what depends on several roles: unique role and agent
-// names, agent name lengths and talks_to references.
-func (p *parser) crossCheck(drafts []*roleDraft) {
+// names, agent name lengths and talks_to references. Agent names are
+// expanded only for a team within MaxAgents (expandAgents).
+func (p *parser) crossCheck(drafts []*roleDraft, expandAgents bool) {
 	var names []string
 	byName := map[string]*roleDraft{}
 	for _, r := range drafts {
@@ -396,7 +416,7 @@ func (p *parser) crossCheck(drafts []*roleDraft) {
 			continue
 		}
 		claims := []string{r.Name}
-		if r.Instances > 1 {
+		if r.Instances > 1 && expandAgents {
 			for i := 1; i <= r.Instances; i++ {
 				claims = append(claims, agentName(r.Name, r.Instances, i))
 			}

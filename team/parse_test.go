@@ -126,6 +126,8 @@ func TestParseErrors(t *testing.T) {
 			`team.yaml:3:11: role name "human" is reserved ("human" always means the person running batty; pick another name)`},
 		{"instances zero", "name: t\nroles:\n  - name: a\n    instances: 0\n",
 			`team.yaml:4:16: instances must be between 1 and 100, got 0`},
+		{"too many agents", "name: t\nroles:\n  - name: a\n    instances: 100\n  - name: b\n    instances: 100\n  - name: c\n    instances: 57\n  - name: d\n",
+			`team.yaml:7:5: team has 258 agents, more than the limit of 256 (reached at this role) (lower instances or remove roles; a team may have at most 256 agents)`},
 		{"instances too many", "name: t\nroles:\n  - name: a\n    instances: 101\n",
 			`team.yaml:4:16: instances must be between 1 and 100, got 101`},
 		{"queue depth", "name: t\nqueue_depth: 1025\nroles: [{name: a}]\n",
@@ -450,5 +452,26 @@ func TestConfigTOMLRendering(t *testing.T) {
 		if got := cfg.Codex.Config["k"]; got != tt.want {
 			t.Errorf("config value %s rendered as %s, want %s", tt.yaml, got, tt.want)
 		}
+	}
+}
+
+// TestAgentCap: a team of 2,000 roles × 100 instances is refused with the
+// limit named; exactly MaxAgents agents are fine.
+func TestAgentCap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: t\nroles:\n")
+	for i := range 2000 {
+		fmt.Fprintf(&b, "  - name: r%d\n    instances: 100\n", i)
+	}
+	_, msg, _ := loadString(t, b.String())
+	if !strings.Contains(msg, "team.yaml:7:5: team has 200000 agents, more than the limit of 256") {
+		t.Fatalf("error = %.300s", msg)
+	}
+
+	b.Reset()
+	b.WriteString("name: t\nroles:\n  - name: a\n    instances: 100\n  - name: b\n    instances: 100\n  - name: c\n    instances: 55\n  - name: d\n")
+	cfg, msg, _ := loadString(t, b.String())
+	if cfg == nil || len(cfg.Agents()) != MaxAgents {
+		t.Fatalf("a team of %d agents: %s", MaxAgents, msg)
 	}
 }

@@ -30,6 +30,15 @@ const MaxNameLen = 40
 // MaxInstances is the largest allowed value of a role's instances key.
 const MaxInstances = 100
 
+// MaxAgents is the most agents a team may have, all roles' instances
+// together. Every agent is a long-lived shim process with a socket, a
+// transcript and a watched inbox, plus a codex process of ≈ 45 MB for each
+// turn it runs; 256 agents working at once already need over 10 GB of
+// memory and share one account's rate limits — far beyond a team one
+// person coordinates. A larger figure is a typo (instances on the wrong
+// role, a generated file gone wrong), refused before anything starts.
+const MaxAgents = 256
+
 // ErrNoTeamFile is wrapped by the error FindFile returns when no team file
 // was found.
 var ErrNoTeamFile = errors.New("no team file found")
