@@ -199,6 +199,29 @@ func (a *agent) recover() {
 		}
 		a.d.events.Append(Event{Type: EvRequeued, Agent: a.def.Name, Message: m.ID, Detail: "in flight when the daemon stopped"})
 	}
+	a.reconcileTurns()
+}
+
+// reconcileTurns sets TurnsCompleted to the number of outcomes recorded as
+// completed. The outcome is written before the state file, so a daemon
+// killed between the two leaves a counter one short; the recorded outcomes
+// are the truth.
+func (a *agent) reconcileTurns() {
+	n := 0
+	if err := a.box.Outcomes(func(_ string, o inbox.Outcome) {
+		if o.Status == inbox.StatusCompleted {
+			n++
+		}
+	}); err != nil {
+		a.warn("count recorded outcomes", err)
+	}
+	if n == a.st.TurnsCompleted {
+		return
+	}
+	a.log.Info("Turns completed reconciled with the recorded outcomes", "state", a.st.TurnsCompleted, "outcomes", n)
+	a.st.TurnsCompleted = n
+	a.saveState()
+	a.setSnap(func(*agentSnap) {})
 }
 
 func (a *agent) shimConfig() shim.Config {

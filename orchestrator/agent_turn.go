@@ -176,19 +176,22 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		a.p.Conn.Send(protocol.ResetThread{Reason: "context window exhausted"})
 		requeue = "context window exhausted: retried on a fresh thread"
 	}
-	if e.Status == protocol.TurnCompleted {
-		a.st.TurnsCompleted++
-	} else if e.Error != "" {
+	if e.Status != protocol.TurnCompleted && e.Error != "" {
 		a.st.TurnsFailed++
 		a.st.LastError, a.st.LastErrorAt = fmt.Sprintf("%s %s: %s", e.Status, e.Failure, e.Error), time.Now().UTC()
 	}
 	if requeue != "" {
 		a.requeueInflight(requeue)
 	} else {
-		a.complete(m, inbox.Outcome{
+		recorded := a.complete(m, inbox.Outcome{
 			Status: string(e.Status), Failure: string(e.Failure), Error: e.Error, Reply: e.Reply, Agent: a.def.Name,
 			ThreadID: e.ThreadID, InputTokens: e.Usage.Input, OutputTokens: e.Usage.Output,
 		})
+		// The counter follows the recorded outcomes: a message whose
+		// outcome was already on disk is not counted twice.
+		if recorded && e.Status == protocol.TurnCompleted {
+			a.st.TurnsCompleted++
+		}
 		a.inflight = nil
 		if e.Status == protocol.TurnCompleted && m.From == team.Human && e.Reply != "" {
 			a.replyToHuman(m, e.Reply)
@@ -205,15 +208,19 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	a.dispatch()
 }
 
-// complete records a message's outcome durably.
-func (a *agent) complete(m inbox.Message, o inbox.Outcome) {
+// complete records a message's outcome durably. It reports whether this
+// call recorded it (false when it was on disk already or could not be
+// written).
+func (a *agent) complete(m inbox.Message, o inbox.Outcome) bool {
 	o.FinishedAt = time.Now().UTC()
 	if o.Agent == "" {
 		o.Agent = a.def.Name
 	}
-	if _, err := a.box.Complete(m.ID, o); err != nil && !errors.Is(err, inbox.ErrAlreadyDone) {
+	_, err := a.box.Complete(m.ID, o)
+	if err != nil && !errors.Is(err, inbox.ErrAlreadyDone) {
 		a.warn("record outcome of "+m.ID, err)
 	}
+	return err == nil
 }
 
 // requeueInflight puts the message in flight back in the queue.

@@ -1,8 +1,11 @@
 package orchestrator
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -41,5 +44,40 @@ func TestThreadUsageBaselineSurvivesARestart(t *testing.T) {
 	}
 	if st.InputTokens != 7000 || st.OutputTokens != 200 || st.ThreadUsage.Input != 7000 {
 		t.Fatalf("state after the restart: input %d output %d thread usage %+v, want 7000, 200, 7000", st.InputTokens, st.OutputTokens, st.ThreadUsage)
+	}
+}
+
+// TestTurnsCompletedFollowsTheRecordedOutcomes: a daemon killed after an
+// outcome reached done/ but before the state file was written leaves the
+// counter one short; the next daemon counts the recorded outcomes.
+func TestTurnsCompletedFollowsTheRecordedOutcomes(t *testing.T) {
+	p := newProject(t, oneAgent)
+	// The crash window, on disk: an outcome recorded as completed, a state
+	// file that never counted it.
+	box := p.box("solo")
+	m, err := box.Deliver(inbox.Message{From: "human", To: "solo", Body: "ran before the crash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := box.Claim(m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := box.Complete(m.ID, inbox.Outcome{Status: inbox.StatusCompleted, Reply: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(p.layout.AgentState("solo")), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := saveJSON(p.layout.AgentState("solo"), AgentState{Name: "solo"}); err != nil {
+		t.Fatal(err)
+	}
+
+	r := p.start(nil)
+	id := p.send("solo", "human", "after the restart")
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	if n := r.d.byName["solo"].snapshot().st.TurnsCompleted; n != 2 {
+		t.Fatalf("turns_completed = %d, want 2 (two outcomes recorded as completed)", n)
 	}
 }
