@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -292,10 +293,17 @@ func (s *server) finishTurn(r turnResult) {
 	case protocol.FailContextWindow:
 		s.emit(protocol.ContextExhausted{MessageID: t.msg.ID, ThreadID: s.threadID, Message: errMsg})
 	}
+	// Every error shows once: the turn's own error in its end line, the
+	// others (and a stderr line the error does not quote) before it.
+	for _, e := range r.errors {
+		if e != errMsg {
+			s.tlog.Error(e)
+		}
+	}
 	if status != protocol.TurnCompleted {
 		s.failed++
 		if kind == protocol.FailExit || kind == protocol.FailSpawn {
-			if tail := lastMeaningfulLine(r.stderrTail); tail != "" && tail != errMsg {
+			if tail := lastMeaningfulLine(r.stderrTail); tail != "" && !strings.Contains(errMsg, tail) {
 				s.tlog.Warning("codex stderr: " + tail)
 			}
 		}

@@ -62,6 +62,7 @@ type turnResult struct {
 	completed  bool
 	usage      codex.Usage // thread-cumulative, from turn.completed
 	failedMsg  string      // turn.failed message
+	errors     []string    // codex error events other than retry notices, in order
 	reply      string
 	requests   int // model requests of the turn beyond the first (see contextUse)
 	exitCode   int // -1: killed by a signal or never ran
@@ -274,13 +275,15 @@ func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems
 		res.completed = true
 		res.usage = ev.Usage
 	case codex.TypeTurnFailed:
+		// The transcript shows it once, in the turn's end line.
 		res.failedMsg = ev.Message
-		tl.Error(ev.Message)
 	case codex.TypeError:
 		if codex.IsRetryNotice(ev.Message) {
 			tl.Warning(ev.Message)
 		} else {
-			tl.Error(ev.Message)
+			// Codex repeats its fatal error in turn.failed: finishTurn
+			// writes the ones that are not the turn's error.
+			res.errors = append(res.errors, ev.Message)
 		}
 	case codex.TypeItemStarted, codex.TypeItemUpdated, codex.TypeItemCompleted:
 		if ev.Item == nil {

@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/battyhq/batty/codex"
@@ -78,5 +79,43 @@ func TestWebSearchIsNoExtraRequest(t *testing.T) {
 	tf := runTurn(h, "w", "scenario:websearch")
 	if want := float64(3000+30) * 100 / 10000; tf.ContextPct != want {
 		t.Fatalf("context pct = %v, want %v (input %d)", tf.ContextPct, want, tf.Usage.Input)
+	}
+}
+
+// TestFatalErrorShownOnce: codex prints its fatal error as an error event
+// and again in turn.failed, and a failure before the turn only on stderr;
+// the transcript shows each once, in the turn's end line.
+func TestFatalErrorShownOnce(t *testing.T) {
+	h := startShim(t, nil)
+	for _, c := range []struct{ id, body, text string }{
+		{"s", "scenario:servererror", "experiencing high demand"},
+		{"p", "scenario:spawnfail", "Model provider `nonexistent` not found"},
+	} {
+		h.send(c.id, c.body)
+		for {
+			if tf, ok := h.next().(protocol.TurnFinished); ok {
+				if tf.MessageID != c.id || tf.Status != protocol.TurnFailed {
+					t.Fatalf("turn finished = %+v", tf)
+				}
+				break
+			}
+		}
+		h.expect(kStats, kState)
+		h.command(protocol.Capture{Lines: 200})
+		var tr protocol.Transcript
+		for {
+			if m, ok := h.next().(protocol.Transcript); ok {
+				tr = m
+				break
+			}
+		}
+		text := strings.Join(tr.Lines, "\n")
+		start := strings.LastIndex(text, c.id+" from human")
+		if start < 0 {
+			t.Fatalf("no turn header for %s in:\n%s", c.id, text)
+		}
+		if n := strings.Count(text[start:], c.text); n != 1 {
+			t.Errorf("%s: the error appears %d times in the turn's transcript, want once:\n%s", c.id, n, text[start:])
+		}
 	}
 }
