@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/battyhq/batty/inbox"
@@ -79,5 +80,26 @@ func TestTurnsCompletedFollowsTheRecordedOutcomes(t *testing.T) {
 	}
 	if n := r.d.byName["solo"].snapshot().st.TurnsCompleted; n != 2 {
 		t.Fatalf("turns_completed = %d, want 2 (two outcomes recorded as completed)", n)
+	}
+}
+
+// TestAuthPauseEventHasNoZeroResumeAt: an auth pause has no end; its
+// dispatch_paused event leaves resume_at out instead of writing the zero
+// time.
+func TestAuthPauseEventHasNoZeroResumeAt(t *testing.T) {
+	p := newProject(t, oneAgent)
+	r := p.start(nil)
+	p.send("solo", "human", "scenario:auth")
+	e := r.waitEvent(t, "dispatch_paused", func(e Event) bool { return e.Type == EvPaused })
+	if _, ok := e.Data["resume_at"]; ok || e.Data["kind"] != PauseAuth {
+		t.Fatalf("pause event data = %v, want kind auth and no resume_at", e.Data)
+	}
+	r.stop(t)
+	b, err := os.ReadFile(p.layout.EventsLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "0001-01-01") || !strings.Contains(string(b), `"type":"dispatch_paused"`) {
+		t.Fatalf("events.jsonl:\n%s", b)
 	}
 }

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 	"sync"
@@ -91,6 +92,7 @@ func (l *eventLog) Append(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
+	e.Data = withoutZeroTimes(e.Data)
 	b, err := json.Marshal(e)
 	if err != nil {
 		l.onError(fmt.Errorf("encode event %s: %w", e.Type, err))
@@ -139,4 +141,27 @@ func (l *eventLog) Close() error {
 	err := l.f.Close()
 	l.f = nil
 	return err
+}
+
+// withoutZeroTimes returns data without its zero time.Time values: an
+// instant that is not known ("resume_at" of a pause that has no end) is left
+// out rather than written as 0001-01-01T00:00:00Z. data itself is not
+// modified.
+func withoutZeroTimes(data map[string]any) map[string]any {
+	var out map[string]any
+	for k, v := range data {
+		if t, ok := v.(time.Time); ok && t.IsZero() {
+			if out == nil {
+				out = maps.Clone(data)
+			}
+			delete(out, k)
+		}
+	}
+	if out == nil {
+		return data
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

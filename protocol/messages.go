@@ -258,11 +258,11 @@ type TurnFinished struct {
 }
 
 // QuotaBlocked reports a usage/quota limit. RetryAt is the parsed reset time
-// in UTC, zero when codex gave none.
+// in UTC, zero when codex gave none (and then left out of its JSON form).
 type QuotaBlocked struct {
 	MessageID string    `json:"message_id"`
 	Message   string    `json:"message"`
-	RetryAt   time.Time `json:"retry_at"`
+	RetryAt   time.Time `json:"retry_at,omitzero"`
 }
 
 // AuthRequired reports that codex cannot authenticate; a human must act.
