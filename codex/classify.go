@@ -34,7 +34,21 @@ const (
 	// FailureTransient: a server or network error worth retrying later
 	// (5xx, overloaded, stream disconnected, rate limited).
 	FailureTransient
+	// FailureInputTooLarge: the prompt is longer than codex accepts for one
+	// turn (MaxInputChars characters); codex refuses it before any request.
+	// Sending it again cannot help: shorten it.
+	FailureInputTooLarge
 )
+
+// MaxInputChars is the most characters (Unicode code points) codex accepts
+// as the text input of one turn — the whole prompt on stdin, its final line
+// break included. Longer input fails before any model request with
+// InputTooLargeMessage.
+const MaxInputChars = 1 << 20
+
+// InputTooLargeMessage is codex's own wording for input over MaxInputChars
+// ("Input exceeds the maximum length of 1048576 characters.").
+var InputTooLargeMessage = "Input exceeds the maximum length of " + strconv.Itoa(MaxInputChars) + " characters."
 
 var failureNames = [...]string{
 	FailureNone:          "none",
@@ -44,10 +58,12 @@ var failureNames = [...]string{
 	FailureResumeMissing: "resume_missing",
 	FailureActiveWriter:  "active_writer",
 	FailureTransient:     "transient",
+	FailureInputTooLarge: "input_too_large",
 }
 
 // String returns the snake_case name of f ("none", "quota", "auth",
-// "context_window", "resume_missing", "active_writer", "transient"), or
+// "context_window", "resume_missing", "active_writer", "transient",
+// "input_too_large"), or
 // "Failure(N)" for a value outside the constants.
 func (f Failure) String() string {
 	if f >= 0 && int(f) < len(failureNames) {
@@ -78,6 +94,10 @@ var failurePatterns = []struct {
 	}},
 	{class: FailureActiveWriter, contains: []string{
 		"already has an active writer",
+	}},
+	{class: FailureInputTooLarge, contains: []string{
+		"input exceeds the maximum length of",
+		`"input_error_code":"input_too_large"`,
 	}},
 	{class: FailureQuota, contains: []string{
 		"you've hit your usage limit",

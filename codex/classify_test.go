@@ -1,6 +1,11 @@
 package codex
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 func TestClassify(t *testing.T) {
 	cases := []struct {
@@ -56,6 +61,8 @@ func TestClassify(t *testing.T) {
 		// stderr-only failures.
 		{"Error: thread/resume: thread/resume failed: no rollout found for thread id 01a1fdfc-0000-7000-8000-000000000000 (code -32600)", FailureResumeMissing},
 		{"Error: thread/resume: thread/resume failed: thread 01a1fe06-da19-7320-bb56-f999f5fa1a4a already has an active writer (code -32600)", FailureActiveWriter},
+		{`Error: turn/start: turn/start failed: Input exceeds the maximum length of 1048576 characters. (code -32602), data: {"input_error_code":"input_too_large","max_chars":1048576,"actual_chars":1048601}`, FailureInputTooLarge},
+		{InputTooLargeMessage, FailureInputTooLarge},
 
 		// Not recognised.
 		{"", FailureNone},
@@ -98,7 +105,7 @@ func TestFailureString(t *testing.T) {
 	want := map[Failure]string{
 		FailureNone: "none", FailureQuota: "quota", FailureAuth: "auth",
 		FailureContextWindow: "context_window", FailureResumeMissing: "resume_missing",
-		FailureActiveWriter: "active_writer", FailureTransient: "transient",
+		FailureActiveWriter: "active_writer", FailureTransient: "transient", FailureInputTooLarge: "input_too_large",
 		Failure(42): "Failure(42)", Failure(-1): "Failure(-1)",
 	}
 	for f, s := range want {
@@ -111,7 +118,7 @@ func TestFailureString(t *testing.T) {
 			t.Errorf("%v not retryable", f)
 		}
 	}
-	for _, f := range []Failure{FailureNone, FailureQuota, FailureAuth, FailureContextWindow, FailureResumeMissing} {
+	for _, f := range []Failure{FailureNone, FailureQuota, FailureAuth, FailureContextWindow, FailureResumeMissing, FailureInputTooLarge} {
 		if f.Retryable() {
 			t.Errorf("%v retryable", f)
 		}
@@ -152,5 +159,29 @@ func TestIsRetryNotice(t *testing.T) {
 	}
 	if (Event{Type: TypeTurnFailed, Message: "Reconnecting... 1/2 (x)"}).IsRetryNotice() {
 		t.Error("turn.failed taken for a retry notice")
+	}
+}
+
+// TestClassifyInputTooLargeRecording: the real CLI, given a prompt over
+// MaxInputChars, prints only thread.started and exits 1 with the reason on
+// stderr (testdata/input-too-large).
+func TestClassifyInputTooLargeRecording(t *testing.T) {
+	dir := filepath.Join("testdata", "input-too-large")
+	stderr, err := os.ReadFile(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ClassifyStderr(string(stderr)); got != FailureInputTooLarge {
+		t.Errorf("ClassifyStderr = %v, want %v", got, FailureInputTooLarge)
+	}
+	if !strings.Contains(string(stderr), InputTooLargeMessage) {
+		t.Errorf("stderr lacks %q", InputTooLargeMessage)
+	}
+	stdout, err := os.ReadFile(filepath.Join(dir, "stdout.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs := readAll(t, stdout); len(evs) != 1 || evs[0].Type != TypeThreadStarted {
+		t.Errorf("stdout events %+v, want only thread.started", evs)
 	}
 }

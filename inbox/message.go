@@ -30,8 +30,10 @@ const (
 	MaxNameLen = team.MaxNameLen
 	// MaxIDLen is the maximum length of a message id.
 	MaxIDLen = 128
-	// MaxBodyLen is the maximum size of a message body, in bytes.
-	MaxBodyLen = 1 << 20
+	// MaxBodyLen is the maximum size of a message body, in bytes: room for
+	// the longest body batty send accepts (shim.MaxBodyChars characters,
+	// Codex's limit for one turn, at up to 4 bytes each in UTF-8).
+	MaxBodyLen = 4 << 20
 	// MaxReplyLen is the maximum size of Outcome.Reply, in bytes.
 	MaxReplyLen = 1 << 20
 	// MaxErrorLen is the maximum size of Outcome.Error, in bytes.
@@ -44,7 +46,7 @@ const (
 	// MaxFileLen is the maximum size of an encoded message. Every valid
 	// message encodes to less (even a body made only of characters JSON
 	// escapes as \u00XX).
-	MaxFileLen = 16 << 20
+	MaxFileLen = 32 << 20
 )
 
 // Message is one message of an inbox, as stored in a file.

@@ -230,6 +230,9 @@ const (
 	FailSpawn         FailureKind = "spawn"
 	FailExit          FailureKind = "exit"
 	FailStream        FailureKind = "stream"
+	// FailInputTooLarge: codex refused the prompt as longer than it
+	// accepts for one turn (codex.MaxInputChars characters).
+	FailInputTooLarge FailureKind = "input_too_large"
 )
 
 // Usage counts tokens.

@@ -49,6 +49,8 @@ func failureKind(f codex.Failure) protocol.FailureKind {
 		return protocol.FailResume
 	case codex.FailureTransient:
 		return protocol.FailStream
+	case codex.FailureInputTooLarge:
+		return protocol.FailInputTooLarge
 	}
 	return protocol.FailNone
 }

@@ -119,3 +119,20 @@ func TestFatalErrorShownOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestInputTooLargeHasItsOwnFailure: a prompt codex refuses as too long is
+// the failure input_too_large, not a generic exit.
+func TestInputTooLargeHasItsOwnFailure(t *testing.T) {
+	h := startShim(t, nil)
+	h.send("big", strings.Repeat("é", codex.MaxInputChars))
+	for {
+		tf, ok := h.next().(protocol.TurnFinished)
+		if !ok {
+			continue
+		}
+		if tf.Status != protocol.TurnFailed || tf.Failure != protocol.FailInputTooLarge || !strings.Contains(tf.Error, codex.InputTooLargeMessage) {
+			t.Fatalf("turn finished = %s %s: %s", tf.Status, tf.Failure, tf.Error)
+		}
+		return
+	}
+}

@@ -146,6 +146,12 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 			}
 			sent++
 			id := "chat-" + strconv.Itoa(sent)
+			if err := shim.CheckBodyLen(line); err != nil {
+				// Codex would refuse it: not sent, counted as failed.
+				fmt.Fprintf(os.Stderr, "batty chat: %s not sent: %v\n", id, err)
+				failed++
+				continue
+			}
 			outstanding[id] = true
 			if err := p.Conn.Send(protocol.SendMessage{ID: id, From: shim.HumanSender, Body: line}); err != nil {
 				return 1, fmt.Errorf("send message %s: %w", id, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 )
 
@@ -91,7 +92,8 @@ func readBody(r io.Reader) (string, error) {
 	}
 	s := strings.TrimRight(string(b), "\r\n")
 	if len(b) == limit || len(s) > inbox.MaxBodyLen {
-		return "", fmt.Errorf("message on stdin is longer than %d bytes", inbox.MaxBodyLen)
+		return "", fmt.Errorf("message on stdin: more than %d bytes: Input exceeds the maximum length of %d characters; shorten it, or write it to a file and send the path",
+			inbox.MaxBodyLen, shim.MaxBodyChars)
 	}
 	return s, nil
 }
@@ -108,8 +110,8 @@ func deliverMessage(teamFile, from, to, body string) (sentMessage, error) {
 	if strings.TrimSpace(body) == "" {
 		return sentMessage{}, errors.New("empty message: give the text as arguments, or \"-\" to read it from stdin")
 	}
-	if len(body) > inbox.MaxBodyLen {
-		return sentMessage{}, fmt.Errorf("message is %d bytes, more than %d", len(body), inbox.MaxBodyLen)
+	if err := shim.CheckBodyLen(body); err != nil {
+		return sentMessage{}, err
 	}
 	p, cfg, err := loadTeamProject(teamFile)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // FakeMain is a fake `codex exec --json` for fast tests: a test binary
@@ -31,8 +32,12 @@ import (
 // quota[:UNIX] (reset time given: UNIX seconds, default an hour from now), quotaonce (no reset time) — both succeed when redelivered, context, auth, servererror, newthread, detach:PIDFILE, exec,
 // garbage, env:VAR (replies with the variable's value), spawnfail, and
 // stamp:FILE (appends the start time in Unix nanoseconds to FILE, then
-// replies like text). With $FAKE_CODEX_LOG set, every invocation appends a
+// replies like text). A prompt over 1,048,576 characters is refused the
+// way codex refuses it, whatever the scenario. With $FAKE_CODEX_LOG set, every invocation appends a
 // line "<unix ns> <resumed thread|new> <first prompt line>" to that file.
+
+// maxInputChars is codex's limit on one turn's prompt, in characters.
+const maxInputChars = 1 << 20
 
 var scenarioRE = regexp.MustCompile(`scenario:([a-z-]+)(?::([0-9a-zA-Z._/-]+))?`)
 
@@ -109,6 +114,13 @@ func FakeMain(args []string) int {
 		os.WriteFile(filepath.Join(state, id+".json"), b, 0o600)
 	}
 	save()
+	if n := utf8.RuneCountInString(prompt); n > maxInputChars {
+		// Like codex: the thread exists, the turn is refused before any
+		// request, the reason goes to stderr.
+		emit(map[string]any{"type": "thread.started", "thread_id": id})
+		fmt.Fprintf(os.Stderr, "Error: turn/start: turn/start failed: Input exceeds the maximum length of %d characters. (code -32602), data: {\"input_error_code\":\"input_too_large\",\"max_chars\":%d,\"actual_chars\":%d}\n", maxInputChars, maxInputChars, n)
+		return 1
+	}
 	if scenario == "spawnfail" {
 		fmt.Fprintln(os.Stderr, "Error: Model provider `nonexistent` not found")
 		return 1
