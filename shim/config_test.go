@@ -103,3 +103,21 @@ func TestConfigValidateEnvAndInstructions(t *testing.T) {
 		}
 	}
 }
+
+// FuzzThreadUsageFlag: --thread-usage never panics, and what it accepts
+// renders back to the same usage.
+func FuzzThreadUsageFlag(f *testing.F) {
+	for _, s := range []string{"", "input=1", "input=19124,cached_input=0,cache_write_input=0,output=7,reasoning_output=0", "input=-1", "x=1,", "input=9223372036854775808", ",,output=3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var u usageValue
+		if u.Set(s) != nil {
+			return
+		}
+		var back usageValue
+		if err := back.Set(u.String()); err != nil || back != u {
+			t.Fatalf("%q → %q → %+v, %v", s, u.String(), back, err)
+		}
+	})
+}
