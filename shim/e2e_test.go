@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
 )
@@ -144,4 +145,41 @@ func waitForProcess(t *testing.T, mark, cmd string) {
 		time.Sleep(20 * time.Millisecond) // codex starts the command asynchronously
 	}
 	t.Fatalf("no process running %q", cmd)
+}
+
+// TestE2EResumedByANewShimWithBaseline: the real CLI reports the thread's
+// running total also from a new process (seeded from the rollout); a new
+// shim given the thread's last total charges its first turn only what that
+// turn's request cost, as the mock billed it.
+func TestE2EResumedByANewShimWithBaseline(t *testing.T) {
+	bin := codextest.Codex(t)
+	srv := codextest.NewServer(t)
+	srv.Handle(func(r codextest.Request) codextest.Reply {
+		rep := srv.Scripted(r)
+		rep.InputTokens, rep.OutputTokens = 1000+r.Seq, 10
+		return rep
+	})
+	home, cwd := srv.WriteHome(t), t.TempDir()
+	real := func(c *Config) {
+		c.CodexBin, c.Env, c.Cwd, c.Exec.SkipGitRepoCheck, c.StopGrace = bin, []string{"CODEX_HOME=" + home}, cwd, true, 2*time.Second
+	}
+	first := startShim(t, real)
+	runTurn(first, "1", "one [[mock:reply A]]")
+	tf := runTurn(first, "2", "two [[mock:reply B]]")
+	if tf.Thread.Input != 1001+1002 || tf.Usage.Input != 1002 {
+		t.Fatalf("second turn: usage %+v thread %+v", tf.Usage, tf.Thread)
+	}
+	first.p.Kill()
+	first.waitExit()
+
+	thread, base := tf.ThreadID, tf.Thread
+	second := startShim(t, func(c *Config) {
+		real(c)
+		c.ThreadID = thread
+		c.ThreadUsage = codex.Usage{InputTokens: base.Input, CachedInputTokens: base.CachedInput, OutputTokens: base.Output, ReasoningOutputTokens: base.ReasoningOutput}
+	})
+	tf = runTurn(second, "3", "three [[mock:reply C]]")
+	if tf.ThreadID != thread || tf.Usage.Input != 1003 || tf.Usage.Output != 10 || tf.Thread.Input != 1001+1002+1003 {
+		t.Fatalf("first turn of the new shim: usage %+v thread %+v, want 1003 of %d", tf.Usage, tf.Thread, 1001+1002+1003)
+	}
 }
