@@ -104,8 +104,10 @@ var ErrNoType = errors.New(`codex: event has no "type"`)
 
 // Usage is the token usage codex reports in turn.completed. The counts are
 // cumulative over the whole thread (every turn and every model request of
-// the thread, compaction included), not per turn: use Sub with the previous
-// turn.completed of the same thread to get one turn's usage.
+// the thread, compaction included, earlier processes too), not per turn:
+// use Delta with the previous turn.completed of the same thread to get one
+// turn's usage. A context-window failure restarts the thread's total from
+// zero (the next resume's compaction request is the first thing counted).
 type Usage struct {
 	// InputTokens counts all input tokens, cached ones included.
 	InputTokens int64 `json:"input_tokens"`

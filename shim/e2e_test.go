@@ -183,3 +183,51 @@ func TestE2EResumedByANewShimWithBaseline(t *testing.T) {
 		t.Fatalf("first turn of the new shim: usage %+v thread %+v, want 1003 of %d", tf.Usage, tf.Thread, 1001+1002+1003)
 	}
 }
+
+// TestE2EContextFailureRestartsTheRunningTotal: recorded with the real CLI —
+// after a context-window failure codex counts the thread from zero (the
+// window is marked full), and the next resume first sends a compaction
+// request. That turn is charged the compaction and its own request, the one
+// after it only its own.
+func TestE2EContextFailureRestartsTheRunningTotal(t *testing.T) {
+	bin := codextest.Codex(t)
+	srv := codextest.NewServer(t)
+	srv.Handle(func(r codextest.Request) codextest.Reply {
+		rep := srv.Scripted(r)
+		rep.InputTokens, rep.OutputTokens = 1000*r.Seq, 10*r.Seq
+		return rep
+	})
+	home := srv.WriteHome(t)
+	h := startShim(t, func(c *Config) {
+		c.CodexBin, c.Env, c.Cwd, c.Exec.SkipGitRepoCheck, c.StopGrace = bin, []string{"CODEX_HOME=" + home}, t.TempDir(), true, 2*time.Second
+	})
+	runTurn(h, "1", "one [[mock:reply A]]")                                    // request 1
+	if tf := runTurn(h, "2", "two [[mock:reply B]]"); tf.Usage.Input != 2000 { // request 2
+		t.Fatalf("second turn: %+v", tf.Usage)
+	}
+	h.send("3", "boom [[mock:context]]") // request 3: no usage
+	for {
+		if tf, ok := h.next().(protocol.TurnFinished); ok {
+			if tf.Failure != protocol.FailContextWindow {
+				t.Fatalf("third turn: %s %s", tf.Status, tf.Failure)
+			}
+			break
+		}
+	}
+	h.expect(kStats, kState)
+	tf := runTurn(h, "4", "after [[mock:reply C]]") // requests 4 (compaction) and 5
+	if want := (protocol.Usage{Input: 4000 + 5000, Output: 40 + 50}); tf.Usage != want {
+		t.Fatalf("turn after the context failure: usage %+v, want %+v (thread %+v)", tf.Usage, want, tf.Thread)
+	}
+	tf = runTurn(h, "5", "again [[mock:reply D]]") // request 6
+	if want := (protocol.Usage{Input: 6000, Output: 60}); tf.Usage != want {
+		t.Fatalf("next turn: usage %+v, want %+v", tf.Usage, want)
+	}
+	var kinds []string
+	for _, r := range srv.Requests() {
+		kinds = append(kinds, r.Kind)
+	}
+	if strings.Join(kinds, ",") != "turn,turn,turn,compaction,turn,turn" {
+		t.Fatalf("request kinds %v", kinds)
+	}
+}

@@ -281,6 +281,12 @@ func (s *server) finishTurn(r turnResult) {
 		turnUse = protocol.Usage{Input: d.InputTokens, CachedInput: d.CachedInputTokens, Output: d.OutputTokens, ReasoningOutput: d.ReasoningOutputTokens}
 		s.total = addUsage(s.total, turnUse)
 	}
+	if kind == protocol.FailContextWindow {
+		// Codex marks the thread's window as full and restarts its running
+		// total from zero; the next resume compacts the history first and
+		// reports what it used from there.
+		s.threadUse = codex.Usage{}
+	}
 	used, pct := contextUse(turnUse, r.requests, s.cfg.ContextWindow)
 	threadUse := protocol.Usage{Input: s.threadUse.InputTokens, CachedInput: s.threadUse.CachedInputTokens, Output: s.threadUse.OutputTokens, ReasoningOutput: s.threadUse.ReasoningOutputTokens}
 

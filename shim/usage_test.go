@@ -58,17 +58,39 @@ func TestResumeWithBaselineCountsOnlyTheNewTurn(t *testing.T) {
 }
 
 // TestRunningTotalThatWentDown: when codex restarts the thread's running
-// total (compaction), the turn is charged the new total, not zero.
+// total, the turn is charged the new total, not zero.
 func TestRunningTotalThatWentDown(t *testing.T) {
 	h := startShim(t, nil)
 	runTurn(h, "1", "scenario:usage:5000")
-	tf := runTurn(h, "2", "scenario:compact:1200")
+	tf := runTurn(h, "2", "scenario:restart:1200")
 	if tf.Usage.Input != 1200 || tf.Usage.Output != 100 || tf.Thread.Input != 1200 {
 		t.Fatalf("turn after the restart: usage %+v thread %+v, want 1200 of 1200", tf.Usage, tf.Thread)
 	}
 	tf = runTurn(h, "3", "scenario:usage:1000")
 	if tf.Usage.Input != 1000 || tf.Thread.Input != 2200 {
 		t.Fatalf("next turn: usage %+v thread %+v, want 1000 of 2200", tf.Usage, tf.Thread)
+	}
+}
+
+// TestContextFailureRestartsTheRunningTotal: a context-window failure makes
+// codex count the thread's usage from zero again; the next turn is charged
+// the whole new total even though it is above the old one.
+func TestContextFailureRestartsTheRunningTotal(t *testing.T) {
+	h := startShim(t, nil)
+	runTurn(h, "1", "scenario:usage:5000")
+	h.send("2", "scenario:context")
+	for {
+		if tf, ok := h.next().(protocol.TurnFinished); ok {
+			if tf.Failure != protocol.FailContextWindow || tf.Thread != (protocol.Usage{}) {
+				t.Fatalf("context failure: %s, thread usage %+v, want context_window and zero", tf.Failure, tf.Thread)
+			}
+			break
+		}
+	}
+	h.expect(kStats, kState)
+	tf := runTurn(h, "3", "scenario:usage:8000")
+	if tf.Usage.Input != 8000 || tf.Usage.Output != 100 || tf.Thread.Input != 8000 {
+		t.Fatalf("turn after the context failure: usage %+v thread %+v, want 8000 of 8000", tf.Usage, tf.Thread)
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 // behave like the real thing. It returns the exit code.
 //
 // Scenarios: text (default; replies "ECHO:<first body line>"), usage:N,
-// compact:N (the thread's running total restarts: the reported total is this
+// restart:N (the thread's running total restarts: the reported total is this
 // run's N input tokens), websearch (a web search, one model request),
 // slow:SECONDS, slowfirst:SECONDS (slow unless redelivered), hang (ignores SIGINT), silent, crash, selfkill, huge:BYTES,
 // quota[:UNIX] (reset time given: UNIX seconds, default an hour from now), quotaonce (no reset time) — both succeed when redelivered, context, auth, servererror, newthread, detach:PIDFILE, exec,
@@ -168,9 +168,9 @@ func FakeMain(args []string) int {
 	case "usage":
 		n, _ := strconv.ParseInt(arg, 10, 64)
 		return complete("used "+arg, n, 100)
-	case "compact":
-		// Codex compacted the thread and started its running total afresh:
-		// the reported total is this run's N input tokens alone.
+	case "restart":
+		// Codex started the thread's running total afresh: the reported
+		// total is this run's N input tokens alone.
 		n, _ := strconv.ParseInt(arg, 10, 64)
 		th.Input, th.Output = 0, 0
 		return complete("compacted", n, 100)
@@ -220,6 +220,10 @@ func FakeMain(args []string) int {
 		}
 		return fail("You’ve hit your usage limit. Try again later.")
 	case "context":
+		// Like codex: the window is marked full and the thread's running
+		// total starts again from zero.
+		th.Input, th.Output = 0, 0
+		save()
 		return fail("Codex ran out of room in the model's context window. Start a new thread or clear earlier history before retrying.")
 	case "auth":
 		return fail("unexpected status 401 Unauthorized: Incorrect API key provided, url: http://127.0.0.1:1/v1/responses, request id: x")
