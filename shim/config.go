@@ -51,6 +51,10 @@ type Config struct {
 	ThreadID string
 	// Transcript is the readable log path ("" = no transcript).
 	Transcript string
+	// TranscriptRoot, if set, is the trusted directory the transcript lies
+	// beneath (the project directory): no directory between it and the
+	// transcript, nor the transcript, may be a symbolic link.
+	TranscriptRoot string
 	// QueueDepth is how many messages may wait behind the turn in flight.
 	QueueDepth int
 	// TurnTimeout is the hard limit of one turn.
@@ -142,6 +146,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.Exec.SkipGitRepoCheck, "skip-git-repo-check", true, "pass --skip-git-repo-check to codex")
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
+	fs.StringVar(&c.TranscriptRoot, "transcript-root", "", "directory beneath which no component of the transcript path may be a symbolic link")
 	fs.IntVar(&c.QueueDepth, "queue-depth", DefaultQueueDepth, "messages that may wait behind the turn in flight")
 	fs.DurationVar(&c.TurnTimeout, "turn-timeout", DefaultTurnTimeout, "hard limit of one turn")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "end a turn after this long without codex output")
@@ -199,6 +204,7 @@ func (c Config) Args() []string {
 	a = append(a, "--skip-git-repo-check="+strconv.FormatBool(c.Exec.SkipGitRepoCheck))
 	add("thread-id", c.ThreadID)
 	add("transcript", c.Transcript)
+	add("transcript-root", c.TranscriptRoot)
 	a = append(a,
 		"--queue-depth="+strconv.Itoa(c.QueueDepth),
 		"--turn-timeout="+c.TurnTimeout.String(),
