@@ -363,3 +363,16 @@ func (d *Dir) WriteJSON(name string, v any, perm os.FileMode) error {
 	}
 	return d.WriteFile(name, b, perm)
 }
+
+// OpenFile opens the regular file path as Dir.OpenFile does (O_NOFOLLOW,
+// regular files only, perm exact with O_CREATE), within the directory of
+// path opened with OpenDir: neither the file nor its directory may be a
+// symbolic link (a *LinkError); the directory's ancestors are trusted.
+func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	d, err := OpenDir(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.OpenFile(filepath.Base(path), flag, perm)
+}

@@ -189,6 +189,12 @@ func TestDirOpenFileRefusesLinkAndFIFO(t *testing.T) {
 	wantLink(t, err, link)
 	wantLink(t, d.Chmod("a.log", 0o600), link)
 	wantLink(t, d.WriteFile("a.log", []byte("x"), 0), link)
+	_, err = OpenFile(link, os.O_WRONLY|os.O_APPEND, 0)
+	wantLink(t, err, link)
+	linkedDir := filepath.Join(root, "logs")
+	symlink(t, out, linkedDir)
+	_, err = OpenFile(filepath.Join(linkedDir, "victim"), os.O_WRONLY|os.O_APPEND, 0)
+	wantLink(t, err, linkedDir)
 	untouched(t, out, victim)
 
 	// A FIFO must not block the opener (there is no reader).
