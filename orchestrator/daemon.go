@@ -140,7 +140,7 @@ func New(cfg *team.Config, layout Layout, opts Options) (*Daemon, error) {
 
 func (d *Daemon) init() error {
 	var err error
-	if d.store, err = inbox.Open(d.layout.Inboxes()); err != nil {
+	if d.store, err = d.layout.OpenInboxes(); err != nil {
 		return err
 	}
 	if d.humanBox, err = d.store.Box(team.Human); err != nil {

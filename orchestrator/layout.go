@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/team"
 )
 
@@ -45,6 +46,7 @@ const (
 	dispatchName  = "dispatch.json"
 	subState      = "state"
 	subLogs       = "logs"
+	subInboxes    = "inboxes"
 )
 
 // agentStateName is the name of an agent's state file in state/.
@@ -65,7 +67,7 @@ func (l Layout) OpenDir(sub string, create bool) (*atomicfile.Dir, error) {
 func (l Layout) Root() string { return filepath.Dir(l.Dir) }
 
 // Inboxes is the root of the message store.
-func (l Layout) Inboxes() string { return filepath.Join(l.Dir, "inboxes") }
+func (l Layout) Inboxes() string { return filepath.Join(l.Dir, subInboxes) }
 
 // StateDir holds per-agent state and the dispatch state.
 func (l Layout) StateDir() string { return filepath.Join(l.Dir, subState) }
@@ -207,4 +209,16 @@ func (l Layout) OpenDaemonLog() (*os.File, error) {
 		return nil, fmt.Errorf("open daemon log: %w", err)
 	}
 	return f, nil
+}
+
+// OpenInboxes opens the project's message store, creating .batty and
+// .batty/inboxes (0700) where missing. Neither may be a symbolic link: a
+// link is refused, as OpenDir does, before the store touches anything.
+func (l Layout) OpenInboxes() (*inbox.Store, error) {
+	d, err := l.OpenDir(subInboxes, true)
+	if err != nil {
+		return nil, err
+	}
+	d.Close()
+	return inbox.Open(l.Inboxes())
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/team"
 )
 
@@ -40,7 +39,7 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 			t := ds.ResumeAt
 			st.Dispatch.ResumeAt = &t
 		}
-		store, err := inbox.Open(l.Inboxes())
+		store, err := l.OpenInboxes()
 		if err != nil {
 			return err
 		}
