@@ -15,6 +15,9 @@
 // sequences are removed and other control characters are escaped before
 // anything reaches the file, so the only ANSI sequences in a transcript are the
 // Writer's own colours.
+//
+// The transcript's directory may be writable by the agents it records, so
+// nothing is opened, created or renamed through a symbolic link (see Open).
 package ptylog
 
 import (
