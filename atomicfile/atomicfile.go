@@ -4,9 +4,20 @@
 // nil is on disk.
 //
 // Every function is safe for concurrent use by any number of goroutines and
-// processes: temporary files get unique names (os.CreateTemp), and the final
-// step is a single rename(2) or link(2). Every function blocks until the data
-// and the directory entries involved have been flushed with fsync.
+// processes: temporary files get unique names (created with O_EXCL), and the
+// final step is a single rename(2) or link(2). Every function blocks until
+// the data and the directory entries involved have been flushed with fsync.
+//
+// Nothing is opened, created, renamed or chmodded through a symbolic link:
+// the directory a function works in is opened with O_NOFOLLOW (so it must
+// not be a link), every file in it is named relative to that descriptor
+// (openat, renameat, linkat) and opened with O_NOFOLLOW, and a target that
+// is a link is refused. A refusal is a *LinkError, matched by
+// errors.Is(err, ErrSymlink), naming the link and saying to remove it. The
+// path-based functions trust the ancestors of the directory they work in;
+// Dir (from OpenDirBeneath) also refuses links between a trusted root and
+// the directory, which is what a state directory that untrusted programs can
+// write needs.
 package atomicfile
 
 import (
@@ -15,9 +26,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"syscall"
+	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // DefaultPerm is the permission of the files written when perm is 0.
@@ -71,44 +85,76 @@ func WriteNew(path, tmpDir string, data []byte, perm os.FileMode) error {
 // spaces, HTML characters not escaped) followed by a newline, as WriteFile
 // does. If v does not encode, nothing is written.
 func WriteJSON(path string, v any, perm os.FileMode) error {
+	b, err := encodeJSON(v)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return WriteFile(path, b, perm)
+}
+
+func encodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("write %s: encode JSON: %w", path, err)
+		return nil, fmt.Errorf("encode JSON: %w", err)
 	}
-	return WriteFile(path, buf.Bytes(), perm)
+	return buf.Bytes(), nil
 }
 
-func write(path, tmpDir string, data []byte, perm os.FileMode, exclusive bool) (err error) {
-	dir := filepath.Dir(path)
-	if tmpDir == "" {
-		tmpDir = dir
+func write(path, tmpDir string, data []byte, perm os.FileMode, exclusive bool) error {
+	d, err := OpenDir(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer d.Close()
+	td := d
+	if tmpDir != "" && filepath.Clean(tmpDir) != d.path {
+		if td, err = OpenDir(tmpDir); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		defer td.Close()
+	}
+	return writeAt(d, filepath.Base(path), td, data, perm, exclusive)
+}
+
+// writeAt is write relative to open directories: name in d, the temporary
+// file in td (on the same file system).
+func writeAt(d *Dir, name string, td *Dir, data []byte, perm os.FileMode, exclusive bool) (err error) {
+	path := d.join(name)
+	if err := d.checkName(name); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	perm = perm.Perm()
 	if perm == 0 {
 		perm = DefaultPerm
 	}
-	f, err := os.CreateTemp(tmpDir, "."+filepath.Base(path)+".*.tmp")
+	if !exclusive {
+		// rename(2) would replace a link, not follow it; refusing it makes
+		// the planted link visible instead of silently dropping it.
+		var st unix.Stat_t
+		if err := unix.Fstatat(d.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return fmt.Errorf("write %s: %w", path, &LinkError{Path: path, What: "a symbolic link"})
+		}
+	}
+	f, tmp, err := createTemp(td, "."+name+".", ".tmp")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp := f.Name()
 	closed := false
 	defer func() {
 		if !closed {
 			f.Close()
 		}
 		if err != nil {
-			os.Remove(tmp)
+			unix.Unlinkat(td.fd(), tmp, 0)
 		}
 	}()
-	// CreateTemp makes the file 0600; Chmod is not filtered by the umask.
-	if perm != 0o600 {
-		if err := f.Chmod(perm); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
+	// Set the mode on the descriptor: exact (no umask), and no link can
+	// redirect it.
+	if err := f.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -121,39 +167,55 @@ func write(path, tmpDir string, data []byte, perm os.FileMode, exclusive bool) (
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if exclusive {
-		err := os.Link(tmp, path)
+		// linkat without AT_SYMLINK_FOLLOW: an existing name, link or not,
+		// is EEXIST.
+		err := unix.Linkat(td.fd(), tmp, d.fd(), name, 0)
 		// The temporary name is not needed any more, whatever happened; if
 		// removing it fails, it is only an orphan in tmpDir.
-		os.Remove(tmp)
+		unix.Unlinkat(td.fd(), tmp, 0)
 		if err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
+			return fmt.Errorf("write %s: %w", path, &os.LinkError{Op: "link", Old: td.join(tmp), New: path, Err: err})
 		}
-	} else if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	} else if err := unix.Renameat(td.fd(), tmp, d.fd(), name); err != nil {
+		return fmt.Errorf("write %s: %w", path, &os.LinkError{Op: "rename", Old: td.join(tmp), New: path, Err: err})
 	}
-	if err := SyncDir(dir); err != nil {
+	if err := d.Sync(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }
 
+// createTemp creates a new file prefix+<random>+suffix in d with mode 0600,
+// O_EXCL and O_NOFOLLOW, and returns it with its name.
+func createTemp(d *Dir, prefix, suffix string) (*os.File, string, error) {
+	for range 10000 {
+		name := prefix + strconv.FormatUint(uint64(rand.Uint32()), 10) + suffix
+		fd, err := unix.Openat(d.fd(), name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return nil, "", &os.PathError{Op: "create", Path: d.join(name), Err: err}
+		}
+		return os.NewFile(uintptr(fd), d.join(name)), name, nil
+	}
+	return nil, "", fmt.Errorf("create temporary file in %s: too many names taken", d.path)
+}
+
 // SyncDir fsyncs the directory dir, making the creation, renaming and
 // removal of its entries durable. File systems that cannot sync a directory
-// (EINVAL) count as success: there is nothing more to do on them.
+// (EINVAL) count as success: there is nothing more to do on them. dir itself
+// must not be a symbolic link (a *LinkError).
 func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := OpenDir(dir)
 	if err != nil {
 		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}
 	err = d.Sync()
-	cerr := d.Close()
-	if err != nil && !errors.Is(err, syscall.EINVAL) {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
+	if cerr := d.Close(); err == nil {
+		err = cerr
 	}
-	if cerr != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, cerr)
-	}
-	return nil
+	return err
 }
 
 // MkdirAll creates dir and any missing parents with permission DirPerm
@@ -163,50 +225,47 @@ func SyncDir(dir string) error {
 // already is a directory, and an error if dir or a parent exists but is not
 // a directory. It is idempotent and safe to call concurrently with itself
 // for overlapping paths.
+//
+// dir must not be a symbolic link (a *LinkError, matching ErrSymlink). The
+// existing ancestors of the directories it creates are trusted and may be
+// links; below the deepest existing one it creates and walks every
+// directory with O_NOFOLLOW (see OpenDirBeneath), so nothing it creates can
+// be redirected by a link.
 func MkdirAll(dir string) error {
 	dir = filepath.Clean(dir)
-	if fi, err := os.Stat(dir); err == nil {
-		if !fi.IsDir() {
-			return fmt.Errorf("mkdir %s: %w", dir, syscall.ENOTDIR)
-		}
-		return nil
-	}
-	// Collect the missing directories, deepest first.
-	var missing []string
-	for d := dir; ; {
-		fi, err := os.Stat(d)
+	// Find the deepest existing ancestor.
+	base := dir
+	for {
+		fi, err := os.Lstat(base)
 		if err == nil {
-			if !fi.IsDir() {
-				return fmt.Errorf("mkdir %s: %s: %w", dir, d, syscall.ENOTDIR)
+			if fi.Mode()&fs.ModeSymlink != 0 && base == dir {
+				return fmt.Errorf("mkdir %s: %w", dir, &LinkError{Path: dir, What: "a symbolic link"})
 			}
 			break
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("mkdir %s: %w", dir, err)
 		}
-		missing = append(missing, d)
-		parent := filepath.Dir(d)
-		if parent == d {
+		parent := filepath.Dir(base)
+		if parent == base {
 			break
 		}
-		d = parent
+		base = parent
 	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		d := missing[i]
-		if err := os.Mkdir(d, DirPerm); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				if fi, serr := os.Stat(d); serr == nil && fi.IsDir() {
-					continue // created concurrently by someone else
-				}
-			}
+	if base == dir {
+		d, err := OpenDir(dir)
+		if err != nil {
 			return fmt.Errorf("mkdir %s: %w", dir, err)
 		}
-		if err := os.Chmod(d, DirPerm); err != nil {
-			return fmt.Errorf("mkdir %s: %w", dir, err)
-		}
-		if err := SyncDir(filepath.Dir(d)); err != nil {
-			return fmt.Errorf("mkdir %s: %w", dir, err)
-		}
+		return d.Close()
 	}
-	return nil
+	rel, err := filepath.Rel(base, dir)
+	if err != nil {
+		return fmt.Errorf("mkdir %s: %w", dir, err)
+	}
+	d, err := OpenDirBeneath(base, rel, true)
+	if err != nil {
+		return fmt.Errorf("mkdir %s: %w", dir, err)
+	}
+	return d.Close()
 }

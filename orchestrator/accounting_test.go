@@ -26,7 +26,7 @@ func TestThreadUsageBaselineSurvivesARestart(t *testing.T) {
 	}
 	r.stop(t)
 	var st AgentState
-	if err := loadJSON(p.layout.AgentState("solo"), &st); err != nil {
+	if err := loadJSON(p.layout, agentStateName("solo"), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.ThreadID == "" || st.ThreadUsage != (protocol.Usage{Input: 5000, Output: 100}) {
@@ -40,7 +40,7 @@ func TestThreadUsageBaselineSurvivesARestart(t *testing.T) {
 		t.Fatalf("first turn after the restart: %+v, want 2000 input tokens on %s", e.Data, st.ThreadID)
 	}
 	r.stop(t)
-	if err := loadJSON(p.layout.AgentState("solo"), &st); err != nil {
+	if err := loadJSON(p.layout, agentStateName("solo"), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.InputTokens != 7000 || st.OutputTokens != 200 || st.ThreadUsage.Input != 7000 {
@@ -69,7 +69,7 @@ func TestTurnsCompletedFollowsTheRecordedOutcomes(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(p.layout.AgentState("solo")), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := saveJSON(p.layout.AgentState("solo"), AgentState{Name: "solo"}); err != nil {
+	if err := saveJSON(p.layout, agentStateName("solo"), AgentState{Name: "solo"}); err != nil {
 		t.Fatal(err)
 	}
 

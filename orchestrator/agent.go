@@ -65,6 +65,7 @@ type agentSnap struct {
 	shimPID  int
 	restarts int
 	st       AgentState
+	saveErr  string // the last failure to save st, "" once a save succeeds
 }
 
 // agentCtl is a request from the daemon's goroutine to an agent's. A reset
@@ -83,7 +84,7 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 		backoff: d.opts.RespawnMin,
 	}
 	a.st.Name = def.Name
-	if err := loadJSON(d.layout.AgentState(def.Name), &a.st); err != nil {
+	if err := loadJSON(d.layout, agentStateName(def.Name), &a.st); err != nil {
 		return nil, err
 	}
 	a.st.Name = def.Name
@@ -257,7 +258,8 @@ func (a *agent) shimConfig() shim.Config {
 		ThreadUsage: base,
 		Agent:       a.def.Name, Cwd: a.def.Cwd, CodexBin: c.Bin, Exec: exec, Env: env,
 		Instructions: a.def.Instructions, ThreadID: a.st.ThreadID, Transcript: a.d.layout.Transcript(a.def.Name),
-		QueueDepth: a.d.cfg.QueueDepth, TurnTimeout: t.Turn, IdleTimeout: t.Idle,
+		TranscriptRoot: a.d.layout.Root(),
+		QueueDepth:     a.d.cfg.QueueDepth, TurnTimeout: t.Turn, IdleTimeout: t.Idle,
 		ContextWindow: int64(c.ContextWindow),
 	}
 }
@@ -393,11 +395,16 @@ func (a *agent) reset(reason string) error {
 
 func (a *agent) saveState() error {
 	a.st.UpdatedAt = time.Now().UTC()
-	err := saveJSON(a.d.layout.AgentState(a.def.Name), a.st)
+	err := saveJSON(a.d.layout, agentStateName(a.def.Name), a.st)
+	saveErr := ""
 	if err != nil {
+		// Surfaced in the log, the event log and status (as last_error);
+		// the state stays in memory and the next save tries again.
 		a.log.Error("Saving agent state failed", "error", err)
+		a.d.events.Append(Event{Type: EvWarning, Agent: a.def.Name, Detail: "agent state not saved: " + err.Error()})
+		saveErr = "agent state not saved: " + err.Error()
 	}
-	a.setSnap(func(*agentSnap) {})
+	a.setSnap(func(s *agentSnap) { s.saveErr = saveErr })
 	return err
 }
 

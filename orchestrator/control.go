@@ -113,25 +113,51 @@ func Call(l Layout, req Request, timeout time.Duration) (Response, error) {
 	return resp, nil
 }
 
-// listenControl listens on the control socket with mode 0600. A stale socket
-// file (nothing listening) is removed first; the caller holds the daemon
-// lock, so no live daemon owns it.
-func listenControl(path string) (*net.UnixListener, error) {
+// listenControl listens on the project's control socket with mode 0600. A
+// stale socket file (nothing listening) is removed first; the caller holds
+// the daemon lock, so no live daemon owns it. The socket is removed, bound
+// and chmodded through the state directory's descriptor (see
+// Layout.OpenDir), never through a symbolic link.
+func listenControl(l Layout) (*net.UnixListener, error) {
+	path := l.Socket()
 	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
 		return nil, fmt.Errorf("control socket path %s is %d bytes, longer than the system allows (%d): move the project to a shorter path", path, len(path), len(unix.RawSockaddrUnix{}.Path)-1)
 	}
-	os.Remove(path)
+	dir, err := l.OpenDir("", false)
+	if err != nil {
+		return nil, fmt.Errorf("listen on control socket %s: %w", path, err)
+	}
+	defer dir.Close()
+	if err := dir.Remove(socketName); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale control socket %s: %w", path, err)
+	}
 	old := unix.Umask(0o177)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: dir.ProcPath(socketName), Net: "unix"})
 	unix.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("listen on control socket %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	// The bound name goes through dir's descriptor, which is closed on
+	// return: removeSocket removes the socket instead.
+	ln.SetUnlinkOnClose(false)
+	if err := dir.Chmod(socketName, 0o600); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("chmod control socket %s: %w", path, err)
 	}
 	return ln, nil
+}
+
+// removeSocket removes the control socket file, without following links.
+func removeSocket(l Layout) error {
+	dir, err := l.OpenDir("", false)
+	if err != nil {
+		return fmt.Errorf("remove control socket %s: %w", l.Socket(), err)
+	}
+	defer dir.Close()
+	if err := dir.Remove(socketName); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove control socket %s: %w", l.Socket(), err)
+	}
+	return nil
 }
 
 // peerUID returns the uid of the process at the other end of c.

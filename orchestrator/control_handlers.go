@@ -72,6 +72,9 @@ func (d *Daemon) status() Status {
 			TurnsCompleted: s.st.TurnsCompleted, InputTokens: s.st.InputTokens, OutputTokens: s.st.OutputTokens,
 			ContextPct: s.st.ContextPct, LastError: s.st.LastError, ShimPID: s.shimPID, Restarts: s.restarts,
 		}
+		if s.saveErr != "" {
+			as.LastError = s.saveErr
+		}
 		if s.inflight != "" {
 			id := s.inflight
 			as.InFlight = &id
@@ -139,13 +142,13 @@ func (d *Daemon) route(role string) {
 
 // acquireLock takes the project's daemon lock without blocking.
 func acquireLock(l Layout) (*os.File, error) {
-	f, err := os.OpenFile(l.LockFile(), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := openLock(l, os.O_CREATE|os.O_RDWR)
 	if err != nil {
-		return nil, fmt.Errorf("open lock %s: %w", l.LockFile(), err)
+		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		pid := readPID(l.LockFile())
+		pid := readPID(l)
 		return nil, fmt.Errorf("%w: batty is already running for this project (pid %d, socket %s); `batty stop` stops it", ErrAlreadyRunning, pid, l.Socket())
 	}
 	f.Truncate(0)
@@ -167,8 +170,23 @@ func releaseLock(f *os.File) {
 	f.Close()
 }
 
-func readPID(path string) int {
-	b, err := os.ReadFile(path)
+// openLock opens the daemon lock file with flag, never through a link.
+func openLock(l Layout, flag int) (*os.File, error) {
+	dir, err := l.OpenDir("", false)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", l.LockFile(), err)
+	}
+	defer dir.Close()
+	f, err := dir.OpenFile(lockName, flag, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", l.LockFile(), err)
+	}
+	return f, nil
+}
+
+// readPID returns the pid recorded in the lock file, or 0.
+func readPID(l Layout) int {
+	b, err := l.readFile(lockName)
 	if err != nil {
 		return 0
 	}
@@ -179,13 +197,13 @@ func readPID(path string) int {
 
 // Running reports whether a daemon holds the project's lock, and its pid.
 func Running(l Layout) (bool, int) {
-	f, err := os.OpenFile(l.LockFile(), os.O_RDWR, 0o600)
+	f, err := openLock(l, os.O_RDWR)
 	if err != nil {
 		return false, 0
 	}
 	defer f.Close()
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return true, readPID(l.LockFile())
+		return true, readPID(l)
 	}
 	unix.Flock(int(f.Fd()), unix.LOCK_UN)
 	return false, 0

@@ -108,10 +108,10 @@ func TestResetStartsAFreshThread(t *testing.T) {
 	r := p.start(nil)
 	r.finished(t, p.send("manager", "human", "first"))
 	var before AgentState
-	loadJSON(p.layout.AgentState("manager"), &before)
+	loadJSON(p.layout, agentStateName("manager"), &before)
 	call(t, p, Request{Op: OpReset, Agent: "manager", Reason: "new topic"})
 	var after AgentState
-	loadJSON(p.layout.AgentState("manager"), &after)
+	loadJSON(p.layout, agentStateName("manager"), &after)
 	if after.ThreadID != "" || len(after.ArchivedThreads) != 1 || after.ArchivedThreads[0].ID != before.ThreadID || after.ArchivedThreads[0].Reason != "new topic" {
 		t.Fatalf("state after reset %+v (before %s)", after, before.ThreadID)
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
@@ -120,10 +119,8 @@ func New(cfg *team.Config, layout Layout, opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, dir := range []string{layout.Dir, layout.StateDir(), layout.LogsDir()} {
-		if err := atomicfile.MkdirAll(dir); err != nil {
-			return nil, err
-		}
+	if err := layout.MkdirAll(); err != nil {
+		return nil, err
 	}
 	lock, err := acquireLock(layout)
 	if err != nil {
@@ -132,6 +129,9 @@ func New(cfg *team.Config, layout Layout, opts Options) (*Daemon, error) {
 	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, byName: map[string]*agent{},
 		roles: map[string]*inbox.Box{}, ready: make(chan struct{}), lock: lock, started: time.Now()}
 	if err := d.init(); err != nil {
+		if d.events != nil {
+			d.events.Close()
+		}
 		releaseLock(lock)
 		return nil, err
 	}
@@ -140,20 +140,26 @@ func New(cfg *team.Config, layout Layout, opts Options) (*Daemon, error) {
 
 func (d *Daemon) init() error {
 	var err error
-	if d.store, err = inbox.Open(d.layout.Inboxes()); err != nil {
+	if d.store, err = d.layout.OpenInboxes(); err != nil {
 		return err
 	}
 	if d.humanBox, err = d.store.Box(team.Human); err != nil {
 		return err
 	}
-	if d.gate, err = newGate(d.layout.DispatchState()); err != nil {
+	if d.gate, err = newGate(d.layout); err != nil {
 		return err
 	}
-	if d.events, err = openEventLog(d.layout.EventsLog(), func(err error) { d.log.Error("Event log", "error", err) }); err != nil {
+	if d.events, err = openEventLog(d.layout, func(err error) { d.log.Error("Event log", "error", err) }); err != nil {
 		return err
 	}
 	d.events.observe = d.opts.OnEvent
-	if err := atomicfile.WriteFile(d.layout.TeamFileRef(), []byte(d.cfg.Path+"\n"), 0o600); err != nil {
+	root, err := d.layout.OpenDir("", false)
+	if err != nil {
+		return err
+	}
+	err = root.WriteFile(teamRefName, []byte(d.cfg.Path+"\n"), 0o600)
+	root.Close()
+	if err != nil {
 		return err
 	}
 	for _, def := range d.cfg.Agents() {
@@ -206,11 +212,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return fmt.Errorf("watch inbox %s: %w", dir, err)
 		}
 	}
-	ln, err := listenControl(d.layout.Socket())
+	ln, err := listenControl(d.layout)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(d.layout.Socket())
+	defer removeSocket(d.layout)
 	ctl := make(chan controlConn)
 	done := make(chan struct{})
 	var serveWG sync.WaitGroup

@@ -127,7 +127,7 @@ func TestDaemonSIGKILLedMidTurnResumesThreadsAndRedeliversOnce(t *testing.T) {
 	done := p.send("architect", "human", "finished before the crash")
 	waitOutcome(t, p, "architect", done)
 	var before AgentState
-	if err := loadJSON(p.layout.AgentState("architect"), &before); err != nil || before.ThreadID == "" {
+	if err := loadJSON(p.layout, agentStateName("architect"), &before); err != nil || before.ThreadID == "" {
 		t.Fatalf("state before: %+v %v", before, err)
 	}
 	cut := p.send("architect", "human", "scenario:slowfirst:60 cut off")

@@ -2,12 +2,15 @@ package orchestrator
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/battyhq/batty/atomicfile"
 )
 
 // Event log defaults.
@@ -54,9 +57,17 @@ const (
 // eventLog appends events as JSON lines and rotates the file by size
 // (events.jsonl → .1 → .2 …). Safe for concurrent use; a write failure is
 // reported to onError and never stops the daemon.
+//
+// It holds the state directory open (checked not to be a link, see
+// Layout.OpenDir) and opens, renames and removes its files relative to it
+// with O_NOFOLLOW: a link planted at events.jsonl is refused at the next
+// reopen (reported, events dropped until it is removed), never written
+// through, and a link swapped in for .batty later redirects nothing.
 type eventLog struct {
 	mu      sync.Mutex
-	path    string
+	dir     *atomicfile.Dir // owned; closed by Close
+	name    string
+	path    string // for messages
 	max     int64
 	keep    int
 	f       *os.File
@@ -65,16 +76,23 @@ type eventLog struct {
 	observe func(Event) // Options.OnEvent
 }
 
-func openEventLog(path string, onError func(error)) (*eventLog, error) {
-	l := &eventLog{path: path, max: defaultEventLogMax, keep: defaultEventLogKeep, onError: onError}
-	if err := l.open(); err != nil {
+// openEventLog opens the event log of the project in l, creating it (0600)
+// if needed. The state directory must exist.
+func openEventLog(l Layout, onError func(error)) (*eventLog, error) {
+	dir, err := l.OpenDir("", false)
+	if err != nil {
+		return nil, fmt.Errorf("open event log %s: %w", l.EventsLog(), err)
+	}
+	el := &eventLog{dir: dir, name: eventsName, path: l.EventsLog(), max: defaultEventLogMax, keep: defaultEventLogKeep, onError: onError}
+	if err := el.open(); err != nil {
+		dir.Close()
 		return nil, err
 	}
-	return l, nil
+	return el, nil
 }
 
 func (l *eventLog) open() error {
-	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := l.dir.OpenFile(l.name, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("open event log %s: %w", l.path, err)
 	}
@@ -87,7 +105,8 @@ func (l *eventLog) open() error {
 	return nil
 }
 
-// Append writes one event (Time defaults to now).
+// Append writes one event (Time defaults to now). If the file could not be
+// reopened after a failure, it tries again first.
 func (l *eventLog) Append(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
@@ -104,12 +123,21 @@ func (l *eventLog) Append(e Event) {
 	if l.observe != nil {
 		defer l.observe(e)
 	}
+	if l.dir == nil {
+		return // closed
+	}
 	if l.f == nil {
-		return
+		if err := l.open(); err != nil {
+			l.onError(fmt.Errorf("event %s dropped: %w", e.Type, err))
+			return
+		}
 	}
 	if l.size+int64(len(b)) > l.max && l.size > 0 {
 		if err := l.rotate(); err != nil {
 			l.onError(err)
+		}
+		if l.f == nil {
+			return
 		}
 	}
 	n, err := l.f.Write(b)
@@ -119,27 +147,35 @@ func (l *eventLog) Append(e Event) {
 	}
 }
 
+// rotate shifts the generations and opens a fresh file. If the file cannot
+// be renamed it keeps appending to it; if no file can be opened, l.f is nil.
 func (l *eventLog) rotate() error {
 	l.f.Close()
+	l.f = nil
 	for i := l.keep - 1; i >= 1; i-- {
-		os.Rename(l.path+"."+strconv.Itoa(i), l.path+"."+strconv.Itoa(i+1))
+		l.dir.Rename(l.name+"."+strconv.Itoa(i), l.name+"."+strconv.Itoa(i+1))
 	}
-	if err := os.Rename(l.path, l.path+".1"); err != nil {
-		l.open()
-		return fmt.Errorf("rotate event log %s: %w", l.path, err)
+	if err := l.dir.Rename(l.name, l.name+".1"); err != nil {
+		return errors.Join(fmt.Errorf("rotate event log %s: %w", l.path, err), l.open())
 	}
 	return l.open()
 }
 
-// Close closes the file; later appends are dropped.
+// Close closes the file and the directory; later appends are dropped. It is
+// idempotent.
 func (l *eventLog) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
+	if l.dir == nil {
 		return nil
 	}
-	err := l.f.Close()
-	l.f = nil
+	var err error
+	if l.f != nil {
+		err = l.f.Close()
+		l.f = nil
+	}
+	err = errors.Join(err, l.dir.Close())
+	l.dir = nil
 	return err
 }
 

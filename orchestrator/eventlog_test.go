@@ -10,8 +10,12 @@ import (
 )
 
 func TestEventLogRotatesBySizeAndLosesNothing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "events.jsonl")
-	l, err := openEventLog(path, func(err error) { t.Errorf("event log: %v", err) })
+	lay := Layout{Dir: filepath.Join(t.TempDir(), DirName)}
+	if err := lay.MkdirAll(); err != nil {
+		t.Fatal(err)
+	}
+	path := lay.EventsLog()
+	l, err := openEventLog(lay, func(err error) { t.Errorf("event log: %v", err) })
 	if err != nil {
 		t.Fatal(err)
 	}

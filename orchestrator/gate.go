@@ -11,14 +11,15 @@ import (
 type gate struct {
 	mu      sync.Mutex
 	st      DispatchState
-	path    string
+	layout  Layout
 	changed chan struct{} // buffered(1): the daemon re-arms its resume timer
-	save    func(path string, v any) error
+	save    func(l Layout, name string, v any) error
 }
 
-func newGate(path string) (*gate, error) {
-	g := &gate{path: path, changed: make(chan struct{}, 1), save: saveJSON}
-	if err := loadJSON(path, &g.st); err != nil {
+// newGate loads the dispatch state of the project in l.
+func newGate(l Layout) (*gate, error) {
+	g := &gate{layout: l, changed: make(chan struct{}, 1), save: saveJSON}
+	if err := loadJSON(l, dispatchName, &g.st); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -58,7 +59,7 @@ func (g *gate) pause(kind, reason string, resumeAt time.Time) (bool, error) {
 	if resumeAt.IsZero() {
 		g.st.ResumeAt = time.Time{}
 	}
-	err := g.save(g.path, g.st)
+	err := g.save(g.layout, dispatchName, g.st)
 	g.notify()
 	return true, err
 }
@@ -71,7 +72,7 @@ func (g *gate) resume() (bool, error) {
 		return false, nil
 	}
 	g.st = DispatchState{}
-	err := g.save(g.path, g.st)
+	err := g.save(g.layout, dispatchName, g.st)
 	g.notify()
 	return true, err
 }

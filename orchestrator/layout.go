@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/team"
 )
 
@@ -24,27 +26,62 @@ const EnvAgent = "BATTY_AGENT"
 
 // Layout names the files of one project's state directory. It only computes
 // paths; it creates nothing.
+//
+// Agents can write the state directory, so nothing in it is opened, created,
+// renamed or chmodded through a symbolic link: files are reached through
+// OpenDir, which refuses a link at .batty or at any directory below it.
 type Layout struct {
 	// Dir is the absolute path of the .batty directory.
 	Dir string
 }
 
+// Entry names of files in the state directory and in its state/ directory,
+// for use with the directories OpenDir returns.
+const (
+	eventsName    = "events.jsonl"
+	lockName      = "daemon.lock"
+	socketName    = "daemon.sock"
+	teamRefName   = "team-file"
+	daemonLogName = "daemon.log"
+	dispatchName  = "dispatch.json"
+	subState      = "state"
+	subLogs       = "logs"
+	subInboxes    = "inboxes"
+)
+
+// agentStateName is the name of an agent's state file in state/.
+func agentStateName(agent string) string { return agent + ".json" }
+
+// OpenDir opens the directory sub of the state directory ("" = the state
+// directory itself) without following a symbolic link at .batty or at any
+// directory below it; the project directory that holds .batty is trusted. A
+// link is refused with an error matching atomicfile.ErrSymlink that names it
+// and says to remove it. With create, missing directories are created with
+// mode 0700. The caller owns the returned directory and must close it.
+func (l Layout) OpenDir(sub string, create bool) (*atomicfile.Dir, error) {
+	return atomicfile.OpenDirBeneath(l.Root(), filepath.Join(filepath.Base(l.Dir), sub), create)
+}
+
+// Root is the trusted directory that holds the state directory (normally
+// the project directory).
+func (l Layout) Root() string { return filepath.Dir(l.Dir) }
+
 // Inboxes is the root of the message store.
-func (l Layout) Inboxes() string { return filepath.Join(l.Dir, "inboxes") }
+func (l Layout) Inboxes() string { return filepath.Join(l.Dir, subInboxes) }
 
 // StateDir holds per-agent state and the dispatch state.
-func (l Layout) StateDir() string { return filepath.Join(l.Dir, "state") }
+func (l Layout) StateDir() string { return filepath.Join(l.Dir, subState) }
 
 // AgentState is one agent's state file.
 func (l Layout) AgentState(agent string) string {
-	return filepath.Join(l.StateDir(), agent+".json")
+	return filepath.Join(l.StateDir(), agentStateName(agent))
 }
 
 // DispatchState is the team-wide dispatch state file (pauses).
-func (l Layout) DispatchState() string { return filepath.Join(l.StateDir(), "dispatch.json") }
+func (l Layout) DispatchState() string { return filepath.Join(l.StateDir(), dispatchName) }
 
 // LogsDir holds the agents' transcripts.
-func (l Layout) LogsDir() string { return filepath.Join(l.Dir, "logs") }
+func (l Layout) LogsDir() string { return filepath.Join(l.Dir, subLogs) }
 
 // Transcript is one agent's readable transcript.
 func (l Layout) Transcript(agent string) string {
@@ -52,20 +89,20 @@ func (l Layout) Transcript(agent string) string {
 }
 
 // EventsLog is the append-only event log.
-func (l Layout) EventsLog() string { return filepath.Join(l.Dir, "events.jsonl") }
+func (l Layout) EventsLog() string { return filepath.Join(l.Dir, eventsName) }
 
 // DaemonLog is the daemon's own log.
-func (l Layout) DaemonLog() string { return filepath.Join(l.Dir, "daemon.log") }
+func (l Layout) DaemonLog() string { return filepath.Join(l.Dir, daemonLogName) }
 
 // Socket is the daemon's control socket.
-func (l Layout) Socket() string { return filepath.Join(l.Dir, "daemon.sock") }
+func (l Layout) Socket() string { return filepath.Join(l.Dir, socketName) }
 
 // LockFile is held (flock) by the running daemon.
-func (l Layout) LockFile() string { return filepath.Join(l.Dir, "daemon.lock") }
+func (l Layout) LockFile() string { return filepath.Join(l.Dir, lockName) }
 
 // TeamFileRef records the absolute path of the team file the daemon was
 // started with, for commands run from elsewhere (agents).
-func (l Layout) TeamFileRef() string { return filepath.Join(l.Dir, "team-file") }
+func (l Layout) TeamFileRef() string { return filepath.Join(l.Dir, teamRefName) }
 
 // Project is a team file and the state directory that belongs to it.
 type Project struct {
@@ -119,7 +156,7 @@ func projectFromDir(dir string) (Project, error) {
 		return Project{}, fmt.Errorf("resolve %s=%s: %w", EnvDir, dir, err)
 	}
 	l := Layout{Dir: abs}
-	if b, err := os.ReadFile(l.TeamFileRef()); err == nil {
+	if b, err := l.readFile(teamRefName); err == nil {
 		if f := strings.TrimSpace(string(b)); f != "" {
 			return Project{TeamFile: f, Layout: l}, nil
 		}
@@ -132,4 +169,56 @@ func projectFromDir(dir string) (Project, error) {
 		}
 	}
 	return Project{}, fmt.Errorf("%s=%s has no team file: start the team with `batty start` first", EnvDir, dir)
+}
+
+// readFile reads the file name of the state directory, refusing links as
+// OpenDir does.
+func (l Layout) readFile(name string) ([]byte, error) {
+	d, err := l.OpenDir("", false)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadFile(name)
+}
+
+// MkdirAll creates the state directory and its state/ and logs/
+// directories (mode 0700) where missing, refusing symbolic links as OpenDir
+// does. It is idempotent.
+func (l Layout) MkdirAll() error {
+	for _, sub := range []string{"", subState, subLogs} {
+		d, err := l.OpenDir(sub, true)
+		if err != nil {
+			return err
+		}
+		d.Close()
+	}
+	return nil
+}
+
+// OpenDaemonLog opens daemon.log for appending, creating the state
+// directory (0700) and the file (0600) when needed, never through a link.
+func (l Layout) OpenDaemonLog() (*os.File, error) {
+	d, err := l.OpenDir("", true)
+	if err != nil {
+		return nil, fmt.Errorf("open daemon log: %w", err)
+	}
+	defer d.Close()
+	f, err := d.OpenFile(daemonLogName, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open daemon log: %w", err)
+	}
+	return f, nil
+}
+
+// OpenInboxes opens the project's message store, creating .batty and
+// .batty/inboxes (0700) where missing. Neither may be a symbolic link: a
+// link is refused, as OpenDir does, before the store touches anything.
+func (l Layout) OpenInboxes() (*inbox.Store, error) {
+	d, err := l.OpenDir(subInboxes, true)
+	if err != nil {
+		return nil, err
+	}
+	d.Close()
+	return inbox.Open(l.Inboxes())
 }

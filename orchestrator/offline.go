@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/battyhq/batty/atomicfile"
-	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/team"
 )
 
@@ -15,10 +13,8 @@ import (
 
 // withLock runs f while holding the daemon lock.
 func withLock(l Layout, f func() error) error {
-	for _, dir := range []string{l.Dir, l.StateDir()} {
-		if err := atomicfile.MkdirAll(dir); err != nil {
-			return err
-		}
+	if err := l.MkdirAll(); err != nil {
+		return err
 	}
 	lock, err := acquireLock(l)
 	if err != nil {
@@ -33,7 +29,7 @@ func withLock(l Layout, f func() error) error {
 func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 	var st Status
 	err := withLock(l, func() error {
-		g, err := newGate(l.DispatchState())
+		g, err := newGate(l)
 		if err != nil {
 			return err
 		}
@@ -43,7 +39,7 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 			t := ds.ResumeAt
 			st.Dispatch.ResumeAt = &t
 		}
-		store, err := inbox.Open(l.Inboxes())
+		store, err := l.OpenInboxes()
 		if err != nil {
 			return err
 		}
@@ -61,7 +57,7 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 		}
 		for _, a := range cfg.Agents() {
 			var as AgentState
-			if err := loadJSON(l.AgentState(a.Name), &as); err != nil {
+			if err := loadJSON(l, agentStateName(a.Name), &as); err != nil {
 				return err
 			}
 			box, err := store.Box(a.Name)
@@ -94,20 +90,20 @@ func OfflineReset(cfg *team.Config, l Layout, agent, reason string) error {
 	}
 	return withLock(l, func() error {
 		var as AgentState
-		if err := loadJSON(l.AgentState(agent), &as); err != nil {
+		if err := loadJSON(l, agentStateName(agent), &as); err != nil {
 			return err
 		}
 		as.Name = agent
 		as.archive(reason, time.Now().UTC())
 		as.UpdatedAt = time.Now().UTC()
-		return saveJSON(l.AgentState(agent), as)
+		return saveJSON(l, agentStateName(agent), as)
 	})
 }
 
 // OfflinePause closes (pause) or opens the dispatch gate of a stopped team.
 func OfflinePause(l Layout, pause bool, reason string) error {
 	return withLock(l, func() error {
-		g, err := newGate(l.DispatchState())
+		g, err := newGate(l)
 		if err != nil {
 			return err
 		}

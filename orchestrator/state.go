@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
-	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -78,9 +78,20 @@ const (
 	PauseAuth   = "auth"
 )
 
-// loadJSON reads a state file; a missing file leaves v untouched.
-func loadJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+// loadJSON reads the file name of the state/ directory; a missing file
+// leaves v untouched. Neither the file nor a directory on the way may be a
+// symbolic link (see Layout.OpenDir).
+func loadJSON(l Layout, name string, v any) error {
+	path := filepath.Join(l.StateDir(), name)
+	d, err := l.OpenDir(subState, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read state %s: %w", path, err)
+	}
+	defer d.Close()
+	b, err := d.ReadFile(name)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -93,9 +104,17 @@ func loadJSON(path string, v any) error {
 	return nil
 }
 
-// saveJSON writes a state file atomically and durably.
-func saveJSON(path string, v any) error {
-	if err := atomicfile.WriteJSON(path, v, 0o600); err != nil {
+// saveJSON writes the file name of the state/ directory atomically and
+// durably, never through a symbolic link (see Layout.OpenDir); a link is an
+// error naming it.
+func saveJSON(l Layout, name string, v any) error {
+	path := filepath.Join(l.StateDir(), name)
+	d, err := l.OpenDir(subState, true)
+	if err != nil {
+		return fmt.Errorf("write state %s: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.WriteJSON(name, v, 0o600); err != nil {
 		return fmt.Errorf("write state %s: %w", path, err)
 	}
 	return nil

@@ -81,12 +81,12 @@ func (d *daemonProc) close() {
 // or timeout passes.
 func (d *daemonProc) wait(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	f, err := os.OpenFile(d.l.LockFile(), os.O_RDWR, 0o600)
+	f, err := openLock(d.l, os.O_RDWR)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("open lock %s: %w", d.l.LockFile(), err)
+		return err
 	}
 	done := make(chan error, 1)
 	// The goroutine ends when the lock is released; flock cannot be

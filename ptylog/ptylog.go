@@ -15,6 +15,9 @@
 // sequences are removed and other control characters are escaped before
 // anything reaches the file, so the only ANSI sequences in a transcript are the
 // Writer's own colours.
+//
+// The transcript's directory may be writable by the agents it records, so
+// nothing is opened, created or renamed through a symbolic link (see Open).
 package ptylog
 
 import (
@@ -22,9 +25,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/battyhq/batty/atomicfile"
 )
 
 // Defaults applied by Open to zero (or negative) Options fields.
@@ -67,6 +73,11 @@ type Options struct {
 	// successful write), on the Writer's goroutine. It must not block for
 	// long and must not call Close; it may call the other methods.
 	OnError func(error)
+	// Root, if set, is a directory the transcript lies beneath (the
+	// project directory holding .batty): no directory between Root and the
+	// transcript may be a symbolic link. Root itself is trusted. Unset, only
+	// the transcript's own directory is checked.
+	Root string
 
 	hooks hooks
 }
@@ -155,15 +166,26 @@ type Writer struct {
 // file with mode 0600; an existing transcript is appended to, never
 // truncated. Open does touch the disk and may block briefly; the returned
 // Writer must be closed with Close to flush it and stop the goroutine.
+//
+// Nothing is written through a symbolic link: the transcript's directory
+// (and, with Options.Root, every directory below Root) is opened with
+// O_NOFOLLOW and held open, and the transcript and its rotated generations
+// are opened, renamed and removed relative to it with O_NOFOLLOW. A link
+// found at Open is an error matching atomicfile.ErrSymlink; a link planted
+// later makes the reopen after a rotation or a failure fail the same way,
+// reported to OnError, and the lines are dropped (counted) rather than
+// written through it.
 func Open(path string, opts Options) (*Writer, error) {
 	if path == "" {
 		return nil, errors.New("open transcript: empty path")
 	}
 	opts = opts.withDefaults()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir, err := openDir(filepath.Dir(path), opts.Root)
+	if err != nil {
 		return nil, fmt.Errorf("open transcript %s: %w", path, err)
 	}
 	s := &sink{
+		dir:      dir,
 		path:     path,
 		maxBytes: opts.MaxBytes,
 		keep:     opts.Keep,
@@ -171,6 +193,7 @@ func Open(path string, opts Options) (*Writer, error) {
 		rename:   opts.hooks.rename,
 	}
 	if err := s.open(); err != nil {
+		dir.Close()
 		return nil, err
 	}
 	w := &Writer{
@@ -424,4 +447,22 @@ func (w *Writer) report(err error) {
 	if w.onError != nil {
 		w.onError(err)
 	}
+}
+
+// openDir opens (creating 0700 if needed) the transcript directory dir
+// without following a link below root ("" = the parent of dir, whose
+// missing ancestors are created as well).
+func openDir(dir, root string) (*atomicfile.Dir, error) {
+	dir = filepath.Clean(dir)
+	if root == "" {
+		root = filepath.Dir(dir)
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, fmt.Errorf("transcript directory %s is not beneath %s", dir, root)
+	}
+	return atomicfile.OpenDirBeneath(root, rel, true)
 }

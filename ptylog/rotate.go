@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
+
+	"github.com/battyhq/batty/atomicfile"
 )
 
 // file is the part of *os.File the sink uses; tests wrap it to stall or fail.
@@ -21,7 +24,10 @@ const openFlags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 // sink appends lines to the transcript file and rotates it by size. It is
 // used only by the Writer's goroutine (and by Open before that starts).
 type sink struct {
-	path     string
+	path string
+	// dir is the transcript's directory, opened without following links;
+	// every file operation is relative to it (owned: closed by close).
+	dir      *atomicfile.Dir
 	maxBytes int64
 	keep     int
 	openFile func(name string, flag int, perm os.FileMode) (file, error)
@@ -42,7 +48,7 @@ func (s *sink) open() error {
 	open := s.openFile
 	if open == nil {
 		open = func(name string, flag int, perm os.FileMode) (file, error) {
-			return os.OpenFile(name, flag, perm)
+			return s.dir.OpenFile(filepath.Base(name), flag, perm)
 		}
 	}
 	f, err := open(s.path, openFlags, 0o600)
@@ -146,15 +152,18 @@ func (s *sink) generation(i int) string {
 func (s *sink) rotate() error {
 	rename := s.rename
 	if rename == nil {
-		rename = os.Rename
+		rename = func(oldpath, newpath string) error {
+			return s.dir.Rename(filepath.Base(oldpath), filepath.Base(newpath))
+		}
 	}
+	remove := func(path string) error { return s.dir.Remove(filepath.Base(path)) }
 	var errs []error
 	if s.f != nil {
 		errs = append(errs, s.f.Sync())
 		errs = append(errs, s.f.Close())
 		s.f = nil
 	}
-	if err := os.Remove(s.generation(s.keep)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := remove(s.generation(s.keep)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
 	}
 	for i := s.keep - 1; i >= 1; i-- {
@@ -171,7 +180,7 @@ func (s *sink) rotate() error {
 		return fmt.Errorf("rotate transcript %s: %w", s.path, errors.Join(errs...))
 	}
 	// Generations beyond keep, left by an earlier run with a larger Keep.
-	for i := s.keep + 1; os.Remove(s.generation(i)) == nil; i++ {
+	for i := s.keep + 1; remove(s.generation(i)) == nil; i++ {
 	}
 	s.rotateAt = 0
 	s.partial = false
@@ -185,12 +194,13 @@ func (s *sink) rotate() error {
 	return nil
 }
 
-// close syncs and closes the current file, if any.
+// close syncs and closes the current file, if any, and the directory.
 func (s *sink) close() error {
+	derr := s.dir.Close()
 	if s.f == nil {
-		return nil
+		return derr
 	}
-	err := errors.Join(s.f.Sync(), s.f.Close())
+	err := errors.Join(s.f.Sync(), s.f.Close(), derr)
 	s.f = nil
 	if err != nil {
 		return fmt.Errorf("close transcript %s: %w", s.path, err)

@@ -215,10 +215,19 @@ func TestRotationFailureKeepsAppending(t *testing.T) {
 	opts.hooks.rename = func(oldpath, newpath string) error {
 		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: syscall.EACCES}
 	}
+	// The first write waits until every line is queued, so the failed
+	// rotations all fall in the second batch: one run of failures.
+	gate := make(chan struct{})
+	entered, enter := signalChan()
+	opts.hooks.openFile = stallOpener(gate, enter)
 	w, path := openTest(t, opts)
 	for i := range 100 {
 		w.Notice(fmt.Sprintf("line %04d", i))
+		if i == 0 {
+			wait(t, entered, "the first write to stall")
+		}
 	}
+	close(gate)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,10 @@ type Config struct {
 	ThreadUsage codex.Usage
 	// Transcript is the readable log path ("" = no transcript).
 	Transcript string
+	// TranscriptRoot, if set, is the trusted directory the transcript lies
+	// beneath (the project directory): no directory between it and the
+	// transcript, nor the transcript, may be a symbolic link.
+	TranscriptRoot string
 	// QueueDepth is how many messages may wait behind the turn in flight.
 	QueueDepth int
 	// TurnTimeout is the hard limit of one turn.
@@ -150,6 +154,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
+	fs.StringVar(&c.TranscriptRoot, "transcript-root", "", "directory beneath which no component of the transcript path may be a symbolic link")
 	fs.IntVar(&c.QueueDepth, "queue-depth", DefaultQueueDepth, "messages that may wait behind the turn in flight")
 	fs.DurationVar(&c.TurnTimeout, "turn-timeout", DefaultTurnTimeout, "hard limit of one turn")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "end a turn after this long without codex output")
@@ -210,6 +215,7 @@ func (c Config) Args() []string {
 		add("thread-usage", (*usageValue)(&c.ThreadUsage).String())
 	}
 	add("transcript", c.Transcript)
+	add("transcript-root", c.TranscriptRoot)
 	a = append(a,
 		"--queue-depth="+strconv.Itoa(c.QueueDepth),
 		"--turn-timeout="+c.TurnTimeout.String(),

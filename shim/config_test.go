@@ -24,7 +24,7 @@ func TestConfigArgsRoundTrip(t *testing.T) {
 		Env:          []string{"A=1", "B=two words"},
 		Instructions: "You build.", ThreadID: "01a1fe06-da19-7320-bb56-f999f5fa1a4a",
 		ThreadUsage: codex.Usage{InputTokens: 19124, CachedInputTokens: 9000, CacheWriteInputTokens: 5, OutputTokens: 7, ReasoningOutputTokens: 2},
-		Transcript:  "/srv/p/.batty/logs/eng-1.log", QueueDepth: 3,
+		Transcript:  "/srv/p/.batty/logs/eng-1.log", TranscriptRoot: "/srv/p", QueueDepth: 3,
 		TurnTimeout: time.Hour, IdleTimeout: 5 * time.Minute, StopGrace: 2 * time.Second,
 		ContextWindow: 400000, PressurePct: 75,
 	}

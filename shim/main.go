@@ -13,6 +13,7 @@ package shim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
@@ -151,8 +153,15 @@ func openTranscript(cfg Config, log hclog.Logger) (*ptylog.Writer, error) {
 	}
 	w, err := ptylog.Open(cfg.Transcript, ptylog.Options{
 		Color:   true,
+		Root:    cfg.TranscriptRoot,
 		OnError: func(err error) { log.Warn("Transcript write failed", "path", cfg.Transcript, "error", err) },
 	})
+	if errors.Is(err, atomicfile.ErrSymlink) {
+		// Refused, not fatal: the agent runs without a transcript rather
+		// than writing it wherever a planted link points.
+		log.Warn("Transcript refused; running without one", "path", cfg.Transcript, "error", err)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open transcript: %w", err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/team"
 )
@@ -72,16 +71,10 @@ The team file defaults to ./team.yaml, else ./.batty/team.yaml.`,
 }
 
 // openDaemonLog opens .batty/daemon.log for appending, creating the
-// directory (0700) and the file (0600) when needed.
+// directory (0700) and the file (0600) when needed, never through a
+// symbolic link.
 func openDaemonLog(l orchestrator.Layout) (*os.File, error) {
-	if err := atomicfile.MkdirAll(l.Dir); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(l.DaemonLog(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open daemon log: %w", err)
-	}
-	return f, nil
+	return l.OpenDaemonLog()
 }
 
 // startBackground runs `batty daemon` detached and waits until it reports

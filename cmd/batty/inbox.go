@@ -128,7 +128,7 @@ func listBox(l orchestrator.Layout, box string, limit int, warn io.Writer) ([]li
 	if err != nil || !ok {
 		return []listedMessage{}, err
 	}
-	store, err := inbox.Open(l.Inboxes())
+	store, err := l.OpenInboxes()
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", box, err)
 	}

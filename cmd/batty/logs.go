@@ -15,6 +15,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/orchestrator"
 )
 
@@ -101,7 +102,7 @@ type transcriptTail struct {
 
 // printLast prints the last n lines of the transcript, or says there is none.
 func (t *transcriptTail) printLast(n int) error {
-	f, err := os.Open(t.path)
+	f, err := atomicfile.OpenFile(t.path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintf(t.notice, "batty: no transcript for %s yet (%s)\n", t.agent, t.path)
 		return nil
@@ -203,7 +204,7 @@ func (t *transcriptTail) follow(ctx context.Context, n int, rescan time.Duration
 	if err := t.arm(); err != nil {
 		return err
 	}
-	f, err := os.Open(t.path)
+	f, err := atomicfile.OpenFile(t.path, os.O_RDONLY, 0)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		fmt.Fprintf(t.notice, "batty: no transcript for %s yet; waiting for %s\n", t.agent, t.path)
@@ -411,9 +412,9 @@ func (t *transcriptTail) next() (*os.File, error) {
 }
 
 // openExisting opens path for reading; it returns nil when path does not
-// exist.
+// exist. A transcript or logs directory that is a symbolic link is refused.
 func openExisting(path string) (*os.File, error) {
-	f, err := os.Open(path)
+	f, err := atomicfile.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

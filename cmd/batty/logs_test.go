@@ -253,3 +253,23 @@ func TestLogsFollowWaitsForTheTranscript(t *testing.T) {
 	waitFor(t, f.stdout, "and more")
 	f.stop(t)
 }
+
+// A transcript that is a symbolic link is refused, not followed: an agent
+// cannot make `batty logs` print a file of its choosing.
+func TestLogsRefusesASymlinkedTranscript(t *testing.T) {
+	dir, l := writeTeam(t)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("private line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(l.LogsDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, l.Transcript("manager")); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runBattyIn(t, dir, nil, "", "logs", "manager")
+	if code == 0 || strings.Contains(out, "private") || !strings.Contains(errOut, l.Transcript("manager")+" is a symbolic link") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}

@@ -127,7 +127,7 @@ func deliverMessage(teamFile, from, to, body string) (sentMessage, error) {
 	if err != nil {
 		return sentMessage{}, err
 	}
-	store, err := inbox.Open(p.Layout.Inboxes())
+	store, err := p.Layout.OpenInboxes()
 	if err != nil {
 		return sentMessage{}, fmt.Errorf("send to %s: %w", to, err)
 	}

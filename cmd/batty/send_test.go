@@ -195,3 +195,28 @@ func TestSendErrorsAndUsage(t *testing.T) {
 		t.Fatalf("no team file: exit %d, stderr %s", code, errOut)
 	}
 }
+
+// A .batty or .batty/inboxes that is a symbolic link is refused with a
+// message naming it; nothing is written where it points.
+func TestSendRefusesASymlinkedStateDir(t *testing.T) {
+	for _, linked := range []string{".batty", ".batty/inboxes"} {
+		t.Run(linked, func(t *testing.T) {
+			dir, _ := writeTeam(t)
+			out := t.TempDir()
+			at := filepath.Join(dir, linked)
+			if err := os.MkdirAll(filepath.Dir(at), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(out, at); err != nil {
+				t.Fatal(err)
+			}
+			_, errOut, code := runBattyIn(t, dir, nil, "", "send", "manager", "secret plan")
+			if code == 0 || !strings.Contains(errOut, at+" is a symbolic link") || !strings.Contains(errOut, "remove it") {
+				t.Errorf("exit %d, stderr %s", code, errOut)
+			}
+			if des, _ := os.ReadDir(out); len(des) != 0 {
+				t.Errorf("written through the link: %v", des)
+			}
+		})
+	}
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/orchestrator"
+)
+
+// `batty start` and `batty daemon` never append the daemon's log through a
+// link planted at .batty or .batty/daemon.log.
+func TestDaemonLogIsNeverOpenedThroughALink(t *testing.T) {
+	for _, linked := range []string{".batty", ".batty/daemon.log"} {
+		t.Run(linked, func(t *testing.T) {
+			out := t.TempDir()
+			victim := filepath.Join(out, "victim")
+			if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			project := t.TempDir()
+			l := orchestrator.Layout{Dir: filepath.Join(project, ".batty")}
+			target := out
+			if linked != ".batty" {
+				target = victim
+				if err := os.Mkdir(l.Dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			at := filepath.Join(project, linked)
+			if err := os.Symlink(target, at); err != nil {
+				t.Fatal(err)
+			}
+			f, err := openDaemonLog(l)
+			if err == nil {
+				f.WriteString("daemon output\n")
+				f.Close()
+			}
+			var le *atomicfile.LinkError
+			if !errors.Is(err, atomicfile.ErrSymlink) || !errors.As(err, &le) || le.Path != at {
+				t.Errorf("openDaemonLog = %v; want the link %s refused", err, at)
+			}
+			if b, err := os.ReadFile(victim); err != nil || string(b) != "precious\n" {
+				t.Errorf("victim = %q, %v", b, err)
+			}
+			if des, _ := os.ReadDir(out); len(des) != 1 {
+				t.Errorf("files created outside: %v", des)
+			}
+		})
+	}
+}
