@@ -43,7 +43,7 @@ type Dir struct {
 func Open(path string) (*Dir, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open reply directory %s: %w", path, linkErr(err))
+		return nil, fmt.Errorf("open reply directory %s: %w", path, dirErr(err, unix.AT_FDCWD, path))
 	}
 	return &Dir{f: os.NewFile(uintptr(fd), path), path: path}, nil
 }
@@ -86,7 +86,7 @@ func (d *Dir) sub(name string, create bool) (*Dir, error) {
 			return &Dir{f: os.NewFile(uintptr(fd), path), path: path}, nil
 		}
 		if !create || err != unix.ENOENT || try > 0 {
-			return nil, fmt.Errorf("open reply directory %s: %w", path, linkErr(err))
+			return nil, fmt.Errorf("open reply directory %s: %w", path, dirErr(err, d.fd(), name))
 		}
 		if err := unix.Mkdirat(d.fd(), name, 0o700); err != nil && err != unix.EEXIST {
 			return nil, fmt.Errorf("create reply directory %s: %w", path, err)
@@ -274,6 +274,16 @@ func (d *Dir) Clear() (int, error) {
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// dirErr names the refusal when opening a directory with O_NOFOLLOW met a
+// symbolic link (Linux says ENOTDIR when O_DIRECTORY is given too).
+func dirErr(err error, dirfd int, name string) error {
+	var st unix.Stat_t
+	if err == unix.ENOTDIR && unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return fmt.Errorf("%w: %w", ErrLink, err)
+	}
+	return linkErr(err)
 }
 
 // linkErr names the refusal when O_NOFOLLOW met a symbolic link.
