@@ -56,7 +56,7 @@ func TestWriteReadRemove(t *testing.T) {
 
 func TestName(t *testing.T) {
 	for id, want := range map[string]string{
-		"chat-1": "chat-1.reply",
+		"chat-1":                              "chat-1.reply",
 		"20261121T125100.123456789Z-1f2e3d4c": "20261121T125100.123456789Z-1f2e3d4c.reply",
 	} {
 		if got := Name(id); got != want {
