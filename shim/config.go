@@ -55,6 +55,12 @@ type Config struct {
 	ThreadUsage codex.Usage
 	// Transcript is the readable log path ("" = no transcript).
 	Transcript string
+	// ReplyDir is an existing directory, not a symbolic link, where a reply
+	// longer than protocol.MaxReplyPreview is stored whole (see
+	// TurnFinished.ReplyFile); the parent reads and removes the files. ""
+	// = nowhere: such a reply reaches the parent cut to its preview, with
+	// a warning.
+	ReplyDir string
 	// QueueDepth is how many messages may wait behind the turn in flight.
 	QueueDepth int
 	// TurnTimeout is the hard limit of one turn.
@@ -150,6 +156,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
+	fs.StringVar(&c.ReplyDir, "reply-dir", "", "directory for replies too long for one frame")
 	fs.IntVar(&c.QueueDepth, "queue-depth", DefaultQueueDepth, "messages that may wait behind the turn in flight")
 	fs.DurationVar(&c.TurnTimeout, "turn-timeout", DefaultTurnTimeout, "hard limit of one turn")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "end a turn after this long without codex output")
@@ -210,6 +217,7 @@ func (c Config) Args() []string {
 		add("thread-usage", (*usageValue)(&c.ThreadUsage).String())
 	}
 	add("transcript", c.Transcript)
+	add("reply-dir", c.ReplyDir)
 	a = append(a,
 		"--queue-depth="+strconv.Itoa(c.QueueDepth),
 		"--turn-timeout="+c.TurnTimeout.String(),

@@ -15,6 +15,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
+	"github.com/battyhq/batty/replyfile"
 )
 
 // stopReason says why the shim ended a turn itself.
@@ -63,9 +64,11 @@ type turnResult struct {
 	usage      codex.Usage // thread-cumulative, from turn.completed
 	failedMsg  string      // turn.failed message
 	errors     []string    // codex error events other than retry notices, in order
-	reply      string
-	requests   int // model requests of the turn beyond the first (see contextUse)
-	exitCode   int // -1: killed by a signal or never ran
+	reply      string      // whole, or its preview when replyFile/replySize are set
+	replyFile  string      // the whole reply, when longer than a frame may carry
+	replySize  int64       // the whole reply's size when reply is its preview
+	requests   int         // model requests of the turn beyond the first (see contextUse)
+	exitCode   int         // -1: killed by a signal or never ran
 	stderrTail string
 	duration   time.Duration
 }
@@ -86,7 +89,35 @@ func (s *server) runTurn(t *turn) {
 	res := s.execTurn(t)
 	res.turn = t
 	res.duration = time.Since(t.started)
+	s.storeReply(&res)
 	s.turnDone <- res
+}
+
+// storeReply keeps a reply longer than protocol.MaxReplyPreview whole in
+// the reply directory and leaves its preview in res: the TurnFinished that
+// carries it then always fits in a frame. It runs on the turn's goroutine
+// (a large reply takes a while to write), before the loop sees the result.
+func (s *server) storeReply(res *turnResult) {
+	if len(res.reply) <= protocol.MaxReplyPreview {
+		return
+	}
+	whole := res.reply
+	res.reply = protocol.Prefix(whole, protocol.MaxReplyPreview)
+	res.replySize = int64(len(whole))
+	err := s.repliesErr
+	if s.replies == nil && err == nil {
+		err = errors.New("the shim has no reply directory (--reply-dir)")
+	}
+	if s.replies != nil {
+		name := replyfile.Name(res.turn.msg.ID)
+		if err = s.replies.Write(name, whole); err == nil {
+			res.replyFile = s.replies.File(name)
+			return
+		}
+	}
+	s.log.Error("Reply not stored: only its preview is sent", "message", res.turn.msg.ID, "bytes", len(whole), "error", err)
+	s.warn(res.turn.msg.ID, fmt.Sprintf("the reply is %d bytes, more than one frame carries (%d), and could not be stored whole: %v; only its first %d bytes are kept",
+		len(whole), protocol.MaxReplyPreview, err, len(res.reply)))
 }
 
 func (s *server) execTurn(t *turn) turnResult {
@@ -275,15 +306,17 @@ func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems
 		res.completed = true
 		res.usage = ev.Usage
 	case codex.TypeTurnFailed:
-		// The transcript shows it once, in the turn's end line.
-		res.failedMsg = ev.Message
+		// The transcript shows it once, in the turn's end line. Bounded
+		// here: it is classified, logged and sent on.
+		res.failedMsg = protocol.Clip(ev.Message, protocol.MaxText)
 	case codex.TypeError:
 		if codex.IsRetryNotice(ev.Message) {
 			tl.Warning(ev.Message)
 		} else {
 			// Codex repeats its fatal error in turn.failed: finishTurn
-			// writes the ones that are not the turn's error.
-			res.errors = append(res.errors, ev.Message)
+			// writes the ones that are not the turn's error (bounded
+			// like it, so that the two compare equal).
+			res.errors = append(res.errors, protocol.Clip(ev.Message, protocol.MaxText))
 		}
 	case codex.TypeItemStarted, codex.TypeItemUpdated, codex.TypeItemCompleted:
 		if ev.Item == nil {
