@@ -3,9 +3,11 @@ package shim
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
@@ -130,4 +132,62 @@ func TestWorkerOutputNeverOutgrowsAFrame(t *testing.T) {
 	h.expect(kStats, kState)
 	h.command(protocol.Capture{Lines: 500})
 	h.expect(kTranscript)
+}
+
+// TestProgressReaderStalled: the stdout drain is cut only when one read
+// waited the whole grace without a byte — never while a long line is still
+// being decoded or data keeps coming.
+func TestProgressReaderStalled(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	p := &progressReader{r: r}
+	if p.stalled() {
+		t.Fatal("stalled before anything was seen")
+	}
+	// Not reading at all (busy decoding): not stalled.
+	if p.stalled() {
+		t.Fatal("stalled while no read waits")
+	}
+	got := make(chan int)
+	go func() {
+		n, _ := p.Read(make([]byte, 8))
+		got <- n
+	}()
+	waitFor(t, func() bool { return p.reading.Load() })
+	if p.stalled() {
+		t.Fatal("stalled at the first look at a waiting read")
+	}
+	if !p.stalled() {
+		t.Fatal("a read that waited the whole time is not stalled")
+	}
+	w.Write([]byte("data"))
+	if n := <-got; n != 4 {
+		t.Fatalf("read %d bytes", n)
+	}
+	go func() {
+		n, _ := p.Read(make([]byte, 8))
+		got <- n
+	}()
+	waitFor(t, func() bool { return p.reading.Load() })
+	if p.stalled() {
+		t.Fatal("stalled although bytes arrived since the last look")
+	}
+	w.Close()
+	<-got
+}
+
+// waitFor waits until cond holds, failing after eventWait.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(eventWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		runtime.Gosched()
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -196,7 +197,8 @@ func (s *server) execTurn(t *turn) turnResult {
 	exited := procExited // select case; nil once seen
 
 	lines := make(chan lineResult, 16)
-	go readEvents(stdoutR, lines)
+	stdout := &progressReader{r: stdoutR}
+	go readEvents(stdout, lines)
 
 	turnTimer := time.NewTimer(s.cfg.TurnTimeout)
 	defer turnTimer.Stop()
@@ -245,10 +247,17 @@ func (s *server) execTurn(t *turn) turnResult {
 			exitSeen, exited = true, nil
 			if stdoutOpen {
 				drainTimer = time.After(stdoutDrainGrace)
+				stdout.stalled()
 			}
 		case <-drainTimer:
 			drainTimer = nil
-			stdoutR.SetReadDeadline(time.Now())
+			if stdout.stalled() {
+				stdoutR.SetReadDeadline(time.Now())
+			} else {
+				// Still reading (a long line takes a while to decode): what
+				// codex wrote before it exited is never cut off.
+				drainTimer = time.After(stdoutDrainGrace)
+			}
 		case r := <-t.stopCh:
 			stop(r, "")
 		case <-turnTimer.C:
@@ -374,6 +383,36 @@ func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems
 type lineResult struct {
 	ev  codex.Event
 	err error
+}
+
+// progressReader counts what is read through it and whether a Read is
+// waiting, so the turn can tell a pipe that is still being drained from one
+// held open by a leftover descendant with nothing more to say.
+type progressReader struct {
+	r       io.Reader
+	n       atomic.Int64
+	reading atomic.Bool
+	// owned by the turn's loop: what stalled saw last time
+	lastN       int64
+	lastReading bool
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	p.reading.Store(true)
+	n, err := p.r.Read(b)
+	p.reading.Store(false)
+	p.n.Add(int64(n))
+	return n, err
+}
+
+// stalled reports whether, since its previous call, one Read has been
+// waiting all along without getting a byte: the pipe was empty the whole
+// time. The first call only takes a reading.
+func (p *progressReader) stalled() bool {
+	n, reading := p.n.Load(), p.reading.Load()
+	stalled := reading && p.lastReading && n == p.lastN
+	p.lastN, p.lastReading = n, reading
+	return stalled
 }
 
 // readEvents decodes codex's stdout until EOF (or a forced read deadline)
