@@ -190,3 +190,28 @@ func TestReaderRealBigFixture(t *testing.T) {
 		t.Errorf("with a 64 KiB limit: %+v", got)
 	}
 }
+
+// TestReader50MBReply: a 50 MB agent_message line (within DefaultMaxLine)
+// comes out whole, the line after it too, and the reader does not keep the
+// big line's buffer afterwards.
+func TestReader50MBReply(t *testing.T) {
+	const n = 50_000_000
+	text := strings.Repeat("y", n-1) + "z"
+	input := `{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"` + text + "\"}}\n" +
+		`{"type":"turn.completed","usage":{"output_tokens":7}}` + "\n"
+	r := NewReader(strings.NewReader(input), 0)
+	ev, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Item == nil || len(ev.Item.Text) != n || ev.Item.Text != text {
+		t.Fatalf("agent message of %d bytes, want %d", len(ev.Item.Text), n)
+	}
+	if cap(r.buf) > retainLimit {
+		t.Errorf("the reader keeps a %d-byte buffer after the big line", cap(r.buf))
+	}
+	ev, err = r.Next()
+	if err != nil || ev.Type != TypeTurnCompleted || ev.Usage.OutputTokens != 7 {
+		t.Fatalf("after the big line: %+v %v", ev, err)
+	}
+}

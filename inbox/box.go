@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/team"
 )
 
 // filePerm is the permission of message files.
@@ -30,7 +31,11 @@ func (b *Box) writeNew(sub string, m Message) error {
 //
 // The message is written to tmp/, fsynced, hard-linked into new/ and new/ is
 // fsynced: when Deliver returns nil the message survives a crash, and
-// readers never see a partial file. Deliver never overwrites: a caller-chosen
+// readers never see a partial file. A message to the human whose body is
+// longer than MaxInlineBody keeps its whole body in texts/<id>.body, written
+// durably first, and the first PreviewLen bytes in Body (BodyFile and
+// BodySize say so; Deliver sets them, the caller must not); any other body
+// longer than MaxBodyLen is refused. Deliver never overwrites: a caller-chosen
 // ID already in new/, cur/ or done/ gives ErrExists (a generated ID that
 // collides is replaced by a fresh one). It is safe for concurrent use by any
 // number of goroutines and processes, and may be called by anyone (batty
@@ -38,6 +43,17 @@ func (b *Box) writeNew(sub string, m Message) error {
 func (b *Box) Deliver(m Message) (Message, error) {
 	if m.Outcome != nil {
 		return Message{}, fmt.Errorf("deliver to %s: a pending message cannot have an outcome", b.Dir)
+	}
+	if m.BodyFile != "" || m.BodySize != 0 {
+		return Message{}, fmt.Errorf("deliver to %s: body_file and body_size are set by Deliver, not by its caller", b.Dir)
+	}
+	whole := m.Body
+	spill := m.To == team.Human && len(whole) > MaxInlineBody
+	if spill {
+		if !utf8.ValidString(whole) {
+			return Message{}, fmt.Errorf("deliver to %s: body is not valid UTF-8", b.Dir)
+		}
+		m.Body, m.BodySize = preview(whole), int64(len(whole))
 	}
 	generated := m.ID == ""
 	if m.CreatedAt.IsZero() && !generated {
@@ -52,11 +68,21 @@ func (b *Box) Deliver(m Message) (Message, error) {
 			}
 		}
 		normalize(&m)
+		if spill {
+			m.BodyFile = textFile(m.ID, bodyExt)
+		}
 		if err := m.Validate(); err != nil {
 			return Message{}, fmt.Errorf("deliver %s to %s: %w", trim(m.ID), b.Dir, err)
 		}
-		if !generated {
-			for _, sub := range []string{dirCur, dirDone} {
+		// An id in use is refused before anything is written. writeNew
+		// finds one in new/, but a text file must not replace the text of
+		// a message already there.
+		subs := []string{dirCur, dirDone}
+		if spill {
+			subs = append(subs, dirNew)
+		}
+		if !generated || spill {
+			for _, sub := range subs {
 				ok, err := b.exists(sub, m.ID)
 				if err != nil {
 					return Message{}, fmt.Errorf("deliver %s to %s: %w", m.ID, b.Dir, err)
@@ -66,9 +92,19 @@ func (b *Box) Deliver(m Message) (Message, error) {
 				}
 			}
 		}
+		if spill {
+			// The whole body first: the message never names a text file
+			// that is not there.
+			if err := b.writeText(m.ID, bodyExt, whole); err != nil {
+				return Message{}, fmt.Errorf("deliver %s to %s: %w", m.ID, b.Dir, err)
+			}
+		}
 		err := b.writeNew(dirNew, m)
 		if err == nil {
 			return m, nil
+		}
+		if spill && !errors.Is(err, fs.ErrExist) {
+			b.removeText(m.ID, bodyExt)
 		}
 		if errors.Is(err, fs.ErrExist) {
 			if generated && try < 3 {
@@ -148,10 +184,13 @@ func orErr(err, alt error) error {
 // Complete records the outcome of the in-flight message id: it writes
 // done/<id>.json (the message with o as its Outcome) exclusively and
 // durably, then removes cur/<id>.json, and returns the message as recorded.
-// A zero o.FinishedAt is set to the current time; a Reply or Error longer
-// than its limit is truncated (at a UTF-8 boundary, ending in
-// "… [truncated]"), so that an outcome is never lost to its size. o must
-// otherwise be valid (see Outcome.Validate).
+// A zero o.FinishedAt is set to the current time. A Reply longer than
+// MaxReplyLen is kept whole in texts/<id>.reply, written durably first, and
+// its first PreviewLen bytes stay in the record (ReplyFile and ReplySize say
+// so; Complete sets them, the caller must not). An Error longer than
+// MaxErrorLen is truncated (at a UTF-8 boundary, ending in "… [truncated]"),
+// so that an outcome is never lost to its size. o must otherwise be valid
+// (see Outcome.Validate).
 //
 // The outcome is recorded exactly once: if done/<id>.json exists already,
 // Complete leaves it as it is, still removes cur/<id>.json, and returns the
@@ -170,7 +209,17 @@ func (b *Box) Complete(id string, o Outcome) (Message, error) {
 	if o.FinishedAt.IsZero() {
 		o.FinishedAt = time.Now()
 	}
-	o.Reply = truncate(o.Reply, MaxReplyLen)
+	if o.ReplyFile != "" || o.ReplySize != 0 {
+		return fail(errors.New("outcome: reply_file and reply_size are set by Complete, not by its caller"))
+	}
+	whole := o.Reply
+	spill := len(whole) > MaxReplyLen
+	if spill {
+		if !utf8.ValidString(whole) {
+			return fail(errors.New("outcome: reply is not valid UTF-8"))
+		}
+		o.Reply, o.ReplyFile, o.ReplySize = preview(whole), textFile(id, replyExt), int64(len(whole))
+	}
 	o.Error = truncate(o.Error, MaxErrorLen)
 	if err := o.Validate(); err != nil {
 		return fail(fmt.Errorf("outcome: %w", err))
@@ -202,6 +251,19 @@ func (b *Box) Complete(id string, o Outcome) (Message, error) {
 		return fail(err)
 	}
 	m.Outcome = &o
+	if spill {
+		// The whole reply first, and never over the text of an outcome
+		// already recorded.
+		if ok, err := b.exists(dirDone, id); err != nil || ok {
+			if err != nil {
+				return fail(err)
+			}
+			return alreadyDone()
+		}
+		if err := b.writeText(id, replyExt, whole); err != nil {
+			return fail(err)
+		}
+	}
 	if err := b.writeNew(dirDone, m); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return alreadyDone()

@@ -353,9 +353,13 @@ func TestComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A long reply is kept whole beside the record; a long error is cut.
 	if len(done.Outcome.Reply) > MaxReplyLen || len(done.Outcome.Error) > MaxErrorLen ||
-		!strings.HasSuffix(done.Outcome.Reply, "[truncated]") {
-		t.Fatalf("reply %d bytes, error %d bytes", len(done.Outcome.Reply), len(done.Outcome.Error))
+		!strings.HasSuffix(done.Outcome.Error, "[truncated]") || done.Outcome.ReplySize != MaxReplyLen+10 {
+		t.Fatalf("reply %d bytes (of %d), error %d bytes", len(done.Outcome.Reply), done.Outcome.ReplySize, len(done.Outcome.Error))
+	}
+	if whole, err := b.FullReply(done); err != nil || whole != first.Reply {
+		t.Fatalf("whole reply: %d bytes, %v", len(whole), err)
 	}
 	// Completing again records nothing new and returns the recorded outcome.
 	again, err := b.Complete(m.ID, Outcome{Status: StatusFailed, Error: "second"})

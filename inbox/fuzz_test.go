@@ -21,6 +21,13 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(data)
+	// Texts kept in text files: a long reply to the human, a long answer.
+	m.Outcome.ReplyFile, m.Outcome.ReplySize = textFile(m.ID, replyExt), 1<<21
+	m.To, m.From, m.BodyFile, m.BodySize = "human", "eng", textFile(m.ID, bodyExt), 1<<21
+	if data, err = Encode(m); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Decode(data)
 		if err != nil {

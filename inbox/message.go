@@ -34,8 +34,17 @@ const (
 	// the longest body batty send accepts (shim.MaxBodyChars characters,
 	// Codex's limit for one turn, at up to 4 bytes each in UTF-8).
 	MaxBodyLen = 4 << 20
-	// MaxReplyLen is the maximum size of Outcome.Reply, in bytes.
+	// MaxInlineBody is the largest body a message to the human keeps in its
+	// file; a longer one is kept whole in a text file of its box (see
+	// Message.BodyFile), whatever its size.
+	MaxInlineBody = 1 << 20
+	// MaxReplyLen is the maximum size of Outcome.Reply kept in the message
+	// file, in bytes. A longer reply is kept whole in a text file of the
+	// box (see Outcome.ReplyFile).
 	MaxReplyLen = 1 << 20
+	// PreviewLen is how much of a text kept in a text file its message file
+	// still holds (cut at a UTF-8 boundary).
+	PreviewLen = 64 << 10
 	// MaxErrorLen is the maximum size of Outcome.Error, in bytes.
 	MaxErrorLen = 64 << 10
 	// MaxShortLen is the maximum size of Outcome.Failure and
@@ -63,7 +72,14 @@ type Message struct {
 	// or "@" + role.
 	To string `json:"to"`
 	// Body is the text of the message; never empty, at most MaxBodyLen bytes.
+	// When BodyFile is set it is the first PreviewLen bytes of the text.
 	Body string `json:"body"`
+	// BodyFile, set by Deliver for a message to the human longer than
+	// MaxInlineBody, names the file holding the whole body, relative to the
+	// box directory: always "texts/<id>.body". Read it with Box.FullBody.
+	BodyFile string `json:"body_file,omitempty"`
+	// BodySize is the size of the whole body in bytes when BodyFile is set.
+	BodySize int64 `json:"body_size,omitempty"`
 	// CreatedAt is when the message was sent, in UTC.
 	CreatedAt time.Time `json:"created_at"`
 	// InReplyTo is the id of the message this one answers, if any.
@@ -82,8 +98,16 @@ type Outcome struct {
 	Failure string `json:"failure,omitempty"`
 	// Error is a human-readable error, at most MaxErrorLen bytes.
 	Error string `json:"error,omitempty"`
-	// Reply is the agent's final answer, at most MaxReplyLen bytes.
+	// Reply is the agent's final answer, at most MaxReplyLen bytes. When
+	// ReplyFile is set it is the first PreviewLen bytes of the answer.
 	Reply string `json:"reply,omitempty"`
+	// ReplyFile, set by Complete for an answer longer than MaxReplyLen,
+	// names the file holding the whole answer, relative to the box
+	// directory: always "texts/<id>.reply". Read it with Box.FullReply.
+	ReplyFile string `json:"reply_file,omitempty"`
+	// ReplySize is the size of the whole answer in bytes when ReplyFile is
+	// set.
+	ReplySize int64 `json:"reply_size,omitempty"`
 	// Agent is the agent that ran the message.
 	Agent string `json:"agent,omitempty"`
 	// ThreadID is the Codex thread the message ran on.
@@ -167,10 +191,36 @@ func (m *Message) Validate() error {
 	case m.Attempt < 0 || m.Attempt > MaxAttempt:
 		return fmt.Errorf("invalid attempt %d", m.Attempt)
 	}
+	if err := validTextFile("body", m.BodyFile, textFile(m.ID, bodyExt), m.BodySize, len(m.Body)); err != nil {
+		return err
+	}
+	if m.BodyFile != "" && m.To != team.Human {
+		return fmt.Errorf("body_file in a message to %q: only messages to %s keep their body in a file", trim(m.To), team.Human)
+	}
 	if m.Outcome != nil {
 		if err := m.Outcome.Validate(); err != nil {
 			return fmt.Errorf("outcome: %w", err)
 		}
+		if err := validTextFile("outcome reply", m.Outcome.ReplyFile, textFile(m.ID, replyExt), m.Outcome.ReplySize, len(m.Outcome.Reply)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validTextFile checks the file and size fields of a text kept in a text
+// file: both unset, or the canonical file name with a size larger than the
+// preview.
+func validTextFile(what, file, canonical string, size int64, preview int) error {
+	switch {
+	case file == "" && size == 0:
+		return nil
+	case file == "":
+		return fmt.Errorf("%s_size %d without a file", what, size)
+	case file != canonical:
+		return fmt.Errorf("%s file %q, want %q", what, trim(file), canonical)
+	case size <= int64(preview):
+		return fmt.Errorf("%s_size %d is not larger than its preview (%d bytes)", what, size, preview)
 	}
 	return nil
 }

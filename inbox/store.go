@@ -9,6 +9,7 @@
 //	<root>/<box>/cur/   messages in flight, claimed for delivery
 //	<root>/<box>/done/  messages with their recorded outcome
 //	<root>/<box>/bad/   files that did not decode, moved aside
+//	<root>/<box>/texts/ whole texts too long for their message file (see text.go)
 //
 // Each message is one file, "<id>.json", that moves new → cur → done. Every
 // move writes the destination durably (temporary file in tmp/, fsync, link

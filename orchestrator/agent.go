@@ -54,6 +54,7 @@ type agent struct {
 	nonce     uint64
 	pongDue   <-chan time.Time
 	respawn   <-chan time.Time
+	replyDir  string // the shim's reply directory, "" when it is not usable
 }
 
 // agentSnap is what status shows of an agent.
@@ -258,8 +259,8 @@ func (a *agent) shimConfig() shim.Config {
 		ThreadUsage: base,
 		Agent:       a.def.Name, Cwd: a.def.Cwd, CodexBin: c.Bin, Exec: exec, Env: env,
 		Instructions: a.def.Instructions, ThreadID: a.st.ThreadID, Transcript: a.d.layout.Transcript(a.def.Name),
-		TranscriptRoot: a.d.layout.Root(),
-		QueueDepth:     a.d.cfg.QueueDepth, TurnTimeout: t.Turn, IdleTimeout: t.Idle,
+		TranscriptRoot: a.d.layout.Root(), ReplyDir: a.replyDir,
+		QueueDepth: a.d.cfg.QueueDepth, TurnTimeout: t.Turn, IdleTimeout: t.Idle,
 		ContextWindow: int64(c.ContextWindow),
 	}
 }
@@ -267,6 +268,7 @@ func (a *agent) shimConfig() shim.Config {
 // spawn starts the shim; a failure counts as a crash.
 func (a *agent) spawn() {
 	a.setSnap(func(s *agentSnap) { s.state = agentSpawning })
+	a.prepareReplies()
 	p, err := shim.Spawn(shim.SpawnOptions{
 		Path: a.d.opts.ShimCommand[0], Args: a.d.opts.ShimCommand[1:], Env: a.d.opts.ShimEnv,
 		Stderr: a.d.opts.ShimLog, Config: a.shimConfig(), Reaper: a.d.reaper,

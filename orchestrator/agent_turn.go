@@ -7,6 +7,7 @@ import (
 
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/team"
 )
 
@@ -183,8 +184,11 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	if requeue != "" {
 		a.requeueInflight(requeue)
 	} else {
+		// The whole reply, however long: held once, written whole into the
+		// record and the human's inbox.
+		reply := a.wholeReply(e)
 		recorded := a.complete(m, inbox.Outcome{
-			Status: string(e.Status), Failure: string(e.Failure), Error: e.Error, Reply: e.Reply, Agent: a.def.Name,
+			Status: string(e.Status), Failure: string(e.Failure), Error: e.Error, Reply: reply, Agent: a.def.Name,
 			ThreadID: e.ThreadID, InputTokens: e.Usage.Input, OutputTokens: e.Usage.Output,
 		})
 		// The counter follows the recorded outcomes: a message whose
@@ -193,9 +197,13 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 			a.st.TurnsCompleted++
 		}
 		a.inflight = nil
-		if e.Status == protocol.TurnCompleted && m.From == team.Human && e.Reply != "" {
-			a.replyToHuman(m, e.Reply)
+		if e.Status == protocol.TurnCompleted && m.From == team.Human && reply != "" {
+			a.replyToHuman(m, reply)
 		}
+	}
+	if e.ReplyFile != "" && a.replyDir != "" {
+		// Recorded or back in the queue: the file has served.
+		a.removeReply(replyfile.Name(e.MessageID))
 	}
 	a.saveState()
 	a.ready = true

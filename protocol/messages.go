@@ -12,7 +12,7 @@ import "time"
 
 // Version is the protocol version both sides must speak. It changes whenever
 // a message changes incompatibly.
-const Version = 2
+const Version = 3
 
 // Kind names a message type on the wire.
 type Kind string
@@ -250,9 +250,21 @@ type TurnFinished struct {
 	Status    TurnStatus  `json:"status"`
 	Failure   FailureKind `json:"failure,omitempty"`
 	Error     string      `json:"error,omitempty"` // the failure's message
-	Reply     string      `json:"reply"`           // the last agent message of the turn
-	Usage     Usage       `json:"usage"`           // this turn
-	Thread    Usage       `json:"thread_usage"`    // thread total after this turn
+	// Reply is the last agent message of the turn, whole when it is at
+	// most MaxReplyPreview bytes. A longer reply is cut there (at a UTF-8
+	// boundary) and ReplySize says how long it is; the whole reply is then
+	// in ReplyFile, when the shim could store it ("" when it could not: a
+	// Warning said why).
+	Reply string `json:"reply"`
+	// ReplyFile is the file holding the whole reply (in the shim's reply
+	// directory, see shim.Config.ReplyDir) when Reply is only its preview.
+	// The receiver reads it and removes it once the outcome is recorded.
+	ReplyFile string `json:"reply_file,omitempty"`
+	// ReplySize is the size of the whole reply in bytes when Reply is only
+	// its preview (then ReplySize > len(Reply)); 0 when Reply is whole.
+	ReplySize int64 `json:"reply_size,omitempty"`
+	Usage     Usage `json:"usage"`        // this turn
+	Thread    Usage `json:"thread_usage"` // thread total after this turn
 	// ContextPct is the share of the model's window the turn used, or -1
 	// when unknown.
 	ContextPct float64       `json:"context_pct"`

@@ -59,6 +59,12 @@ type Config struct {
 	// beneath (the project directory): no directory between it and the
 	// transcript, nor the transcript, may be a symbolic link.
 	TranscriptRoot string
+	// ReplyDir is an existing directory, not a symbolic link, where a reply
+	// longer than protocol.MaxReplyPreview is stored whole (see
+	// TurnFinished.ReplyFile); the parent reads and removes the files. ""
+	// = nowhere: such a reply reaches the parent cut to its preview, with
+	// a warning.
+	ReplyDir string
 	// QueueDepth is how many messages may wait behind the turn in flight.
 	QueueDepth int
 	// TurnTimeout is the hard limit of one turn.
@@ -155,6 +161,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
 	fs.StringVar(&c.TranscriptRoot, "transcript-root", "", "directory beneath which no component of the transcript path may be a symbolic link")
+	fs.StringVar(&c.ReplyDir, "reply-dir", "", "directory for replies too long for one frame")
 	fs.IntVar(&c.QueueDepth, "queue-depth", DefaultQueueDepth, "messages that may wait behind the turn in flight")
 	fs.DurationVar(&c.TurnTimeout, "turn-timeout", DefaultTurnTimeout, "hard limit of one turn")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "end a turn after this long without codex output")
@@ -216,6 +223,7 @@ func (c Config) Args() []string {
 	}
 	add("transcript", c.Transcript)
 	add("transcript-root", c.TranscriptRoot)
+	add("reply-dir", c.ReplyDir)
 	a = append(a,
 		"--queue-depth="+strconv.Itoa(c.QueueDepth),
 		"--turn-timeout="+c.TurnTimeout.String(),

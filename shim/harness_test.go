@@ -71,6 +71,7 @@ func startShim(t *testing.T, mod func(*Config)) *harness {
 		CodexBin:   self,
 		Env:        []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + t.TempDir()},
 		Transcript: filepath.Join(t.TempDir(), "tester.log"),
+		ReplyDir:   t.TempDir(),
 		StopGrace:  300 * time.Millisecond,
 	}
 	if mod != nil {

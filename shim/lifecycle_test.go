@@ -259,8 +259,8 @@ func TestHugeLine(t *testing.T) {
 	h.send("big", "scenario:huge:"+strconv.Itoa(n))
 	h.expect(kAccepted, kState, kStarted, kThread)
 	tf := h.finished("big", protocol.TurnCompleted)
-	if len(tf.Reply) != n {
-		t.Fatalf("reply has %d bytes, want %d", len(tf.Reply), n)
+	if got := wholeReply(t, tf); len(got) != n {
+		t.Fatalf("reply has %d bytes, want %d", len(got), n)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/replyfile"
 )
 
 // ControlFD is the descriptor a shim expects its control socket on.
@@ -128,6 +129,16 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 		return err
 	}
 	defer s.tlog.Close()
+	if cfg.ReplyDir != "" {
+		if s.replies, err = replyfile.Open(cfg.ReplyDir); err != nil {
+			// Not fatal: a long reply then arrives cut to its preview, with
+			// a warning naming this error.
+			log.Warn("Reply directory not usable: replies longer than a frame will be cut", "error", err)
+			s.repliesErr = err
+		} else {
+			defer s.replies.Close()
+		}
+	}
 	s.tlog.Notice(fmt.Sprintf("shim started for %s (pid %d, codex %s)", cfg.Agent, os.Getpid(), s.bin.Path))
 
 	rctx, cancel := context.WithCancel(context.Background())

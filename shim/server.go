@@ -14,6 +14,7 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/replyfile"
 )
 
 // server is one shim: the loop goroutine owns every field below "loop
@@ -29,6 +30,10 @@ type server struct {
 	env      []string
 	reaper   *reap.Reaper
 	born     time.Time
+	// replies stores replies longer than a frame (nil: nowhere, because
+	// of repliesErr or no Config.ReplyDir).
+	replies    *replyfile.Dir
+	repliesErr error
 
 	turnDone chan turnResult
 	progress chan threadSeen
@@ -229,6 +234,12 @@ func (s *server) threadStarted(p threadSeen) {
 	if p.id == "" || p.id == s.threadID {
 		return
 	}
+	if !plausibleThreadID(p.id) {
+		// Ids travel in every event and in the recorded outcome: one that
+		// cannot be a thread id is not adopted (the next turn starts fresh).
+		s.warn(p.t.msg.ID, fmt.Sprintf("codex named a thread id that cannot be one (%d bytes: %q); ignored", len(p.id), protocol.Clip(p.id, 64)))
+		return
+	}
 	prev := s.threadID
 	reason := protocol.ThreadStarted
 	detail := ""
@@ -321,7 +332,7 @@ func (s *server) finishTurn(r turnResult) {
 	delete(s.known, t.msg.ID)
 	s.emit(protocol.TurnFinished{
 		MessageID: t.msg.ID, ThreadID: s.threadID, Status: status, Failure: kind, Error: errMsg,
-		Reply: r.reply, Usage: turnUse, Thread: threadUse, ContextPct: pct, ExitCode: r.exitCode, Duration: r.duration,
+		Reply: r.reply, ReplyFile: r.replyFile, ReplySize: r.replySize, Usage: turnUse, Thread: threadUse, ContextPct: pct, ExitCode: r.exitCode, Duration: r.duration,
 	})
 	s.log.Info("Turn finished", "message", t.msg.ID, "status", status, "failure", kind, "duration", r.duration,
 		"input_tokens", turnUse.Input, "output_tokens", turnUse.Output)
@@ -381,18 +392,43 @@ func (s *server) setState(to protocol.State, reason string) {
 	s.emit(protocol.StateChanged{From: from, To: to, Reason: reason})
 }
 
-// emit sends an event. A failed send is logged: the command reader sees
-// the broken channel and stops the shim.
+// emit sends an event, its worker-printed text bounded (protocol.Bound) so
+// that no output of codex can make it too large for a frame. A failed send
+// is logged: the command reader sees the broken channel and stops the shim.
 func (s *server) emit(m protocol.Message) {
-	if err := s.conn.Send(m); err != nil {
-		s.log.Debug("Event not sent", "event", m.Kind(), "error", err)
+	if err := s.conn.Send(protocol.Bound(m)); err != nil {
+		if errors.Is(err, protocol.ErrClosed) {
+			s.log.Debug("Event not sent", "event", m.Kind(), "error", err)
+		} else {
+			s.log.Error("Event not sent", "event", m.Kind(), "error", err)
+		}
 	}
 }
 
 // warn sends a Warning and writes it to the transcript.
 func (s *server) warn(msgID, text string) {
+	text = protocol.Clip(text, protocol.MaxText)
 	s.tlog.Warning(text)
 	s.emit(protocol.Warning{MessageID: msgID, Message: text})
+}
+
+// maxThreadID bounds a thread id (codex's are 36-byte UUIDs).
+const maxThreadID = 128
+
+// plausibleThreadID reports whether id can be a codex thread id: 1 to
+// maxThreadID bytes of letters, digits, '-', '_', '.' and ':'. It is a pure
+// function.
+func plausibleThreadID(id string) bool {
+	if id == "" || len(id) > maxThreadID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
 }
 
 func addUsage(a, b protocol.Usage) protocol.Usage {

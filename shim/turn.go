@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
+	"github.com/battyhq/batty/replyfile"
 )
 
 // stopReason says why the shim ended a turn itself.
@@ -63,9 +65,11 @@ type turnResult struct {
 	usage      codex.Usage // thread-cumulative, from turn.completed
 	failedMsg  string      // turn.failed message
 	errors     []string    // codex error events other than retry notices, in order
-	reply      string
-	requests   int // model requests of the turn beyond the first (see contextUse)
-	exitCode   int // -1: killed by a signal or never ran
+	reply      string      // whole, or its preview when replyFile/replySize are set
+	replyFile  string      // the whole reply, when longer than a frame may carry
+	replySize  int64       // the whole reply's size when reply is its preview
+	requests   int         // model requests of the turn beyond the first (see contextUse)
+	exitCode   int         // -1: killed by a signal or never ran
 	stderrTail string
 	duration   time.Duration
 }
@@ -86,7 +90,35 @@ func (s *server) runTurn(t *turn) {
 	res := s.execTurn(t)
 	res.turn = t
 	res.duration = time.Since(t.started)
+	s.storeReply(&res)
 	s.turnDone <- res
+}
+
+// storeReply keeps a reply longer than protocol.MaxReplyPreview whole in
+// the reply directory and leaves its preview in res: the TurnFinished that
+// carries it then always fits in a frame. It runs on the turn's goroutine
+// (a large reply takes a while to write), before the loop sees the result.
+func (s *server) storeReply(res *turnResult) {
+	if len(res.reply) <= protocol.MaxReplyPreview {
+		return
+	}
+	whole := res.reply
+	res.reply = protocol.Prefix(whole, protocol.MaxReplyPreview)
+	res.replySize = int64(len(whole))
+	err := s.repliesErr
+	if s.replies == nil && err == nil {
+		err = errors.New("the shim has no reply directory (--reply-dir)")
+	}
+	if s.replies != nil {
+		name := replyfile.Name(res.turn.msg.ID)
+		if err = s.replies.Write(name, whole); err == nil {
+			res.replyFile = s.replies.File(name)
+			return
+		}
+	}
+	s.log.Error("Reply not stored: only its preview is sent", "message", res.turn.msg.ID, "bytes", len(whole), "error", err)
+	s.warn(res.turn.msg.ID, fmt.Sprintf("the reply is %d bytes, more than one frame carries (%d), and could not be stored whole: %v; only its first %d bytes are kept",
+		len(whole), protocol.MaxReplyPreview, err, len(res.reply)))
 }
 
 func (s *server) execTurn(t *turn) turnResult {
@@ -165,7 +197,8 @@ func (s *server) execTurn(t *turn) turnResult {
 	exited := procExited // select case; nil once seen
 
 	lines := make(chan lineResult, 16)
-	go readEvents(stdoutR, lines)
+	stdout := &progressReader{r: stdoutR}
+	go readEvents(stdout, lines)
 
 	turnTimer := time.NewTimer(s.cfg.TurnTimeout)
 	defer turnTimer.Stop()
@@ -214,10 +247,17 @@ func (s *server) execTurn(t *turn) turnResult {
 			exitSeen, exited = true, nil
 			if stdoutOpen {
 				drainTimer = time.After(stdoutDrainGrace)
+				stdout.stalled()
 			}
 		case <-drainTimer:
 			drainTimer = nil
-			stdoutR.SetReadDeadline(time.Now())
+			if stdout.stalled() {
+				stdoutR.SetReadDeadline(time.Now())
+			} else {
+				// Still reading (a long line takes a while to decode): what
+				// codex wrote before it exited is never cut off.
+				drainTimer = time.After(stdoutDrainGrace)
+			}
 		case r := <-t.stopCh:
 			stop(r, "")
 		case <-turnTimer.C:
@@ -275,15 +315,17 @@ func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems
 		res.completed = true
 		res.usage = ev.Usage
 	case codex.TypeTurnFailed:
-		// The transcript shows it once, in the turn's end line.
-		res.failedMsg = ev.Message
+		// The transcript shows it once, in the turn's end line. Bounded
+		// here: it is classified, logged and sent on.
+		res.failedMsg = protocol.Clip(ev.Message, protocol.MaxText)
 	case codex.TypeError:
 		if codex.IsRetryNotice(ev.Message) {
 			tl.Warning(ev.Message)
 		} else {
 			// Codex repeats its fatal error in turn.failed: finishTurn
-			// writes the ones that are not the turn's error.
-			res.errors = append(res.errors, ev.Message)
+			// writes the ones that are not the turn's error (bounded
+			// like it, so that the two compare equal).
+			res.errors = append(res.errors, protocol.Clip(ev.Message, protocol.MaxText))
 		}
 	case codex.TypeItemStarted, codex.TypeItemUpdated, codex.TypeItemCompleted:
 		if ev.Item == nil {
@@ -341,6 +383,36 @@ func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems
 type lineResult struct {
 	ev  codex.Event
 	err error
+}
+
+// progressReader counts what is read through it and whether a Read is
+// waiting, so the turn can tell a pipe that is still being drained from one
+// held open by a leftover descendant with nothing more to say.
+type progressReader struct {
+	r       io.Reader
+	n       atomic.Int64
+	reading atomic.Bool
+	// owned by the turn's loop: what stalled saw last time
+	lastN       int64
+	lastReading bool
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	p.reading.Store(true)
+	n, err := p.r.Read(b)
+	p.reading.Store(false)
+	p.n.Add(int64(n))
+	return n, err
+}
+
+// stalled reports whether, since its previous call, one Read has been
+// waiting all along without getting a byte: the pipe was empty the whole
+// time. The first call only takes a reading.
+func (p *progressReader) stalled() bool {
+	n, reading := p.n.Load(), p.reading.Load()
+	stalled := reading && p.lastReading && n == p.lastN
+	p.lastN, p.lastReading = n, reading
+	return stalled
 }
 
 // readEvents decodes codex's stdout until EOF (or a forced read deadline)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/shim"
 )
 
@@ -69,6 +70,7 @@ readable by every local user).`,
 	// line.
 	cmd.Flags().StringArrayVar(&cfg.Env, "env", nil, "extra KEY=VALUE environment for codex (repeatable; visible on this command line, so export secrets instead: the environment passes through)")
 	cmd.Flags().StringVar(&instructionsFile, "instructions-file", "", "file with standing instructions, given to codex on every turn")
+	cmd.Flags().MarkHidden("reply-dir") // chat uses a private directory of its own
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per event")
 	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on Ctrl-C, how long the turn in flight may finish")
 	return cmd
@@ -87,6 +89,11 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 	if os.Getenv("BATTY_LOG_LEVEL") == "" {
 		env = append(env, "BATTY_LOG_LEVEL=warn") // keep the terminal for events
 	}
+	replies, cleanup, err := chatReplyDir(&cfg)
+	if err != nil {
+		return 1, err
+	}
+	defer cleanup()
 	p, err := shim.Spawn(shim.SpawnOptions{Path: exe, Args: []string{"shim"}, Env: env, Config: cfg, Stderr: os.Stderr})
 	if err != nil {
 		return 1, err
@@ -128,6 +135,9 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 		if stdinDone && len(outstanding) == 0 && !interrupted {
 			p.Stop(shutdownTimeout)
 			for m := range events {
+				if e, ok := m.(protocol.TurnFinished); ok {
+					m = wholeChatReply(replies, e)
+				}
 				out.print(m)
 			}
 			if failed > 0 {
@@ -165,6 +175,9 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 				}
 				return 0, nil
 			}
+			if e, ok := m.(protocol.TurnFinished); ok {
+				m = wholeChatReply(replies, e)
+			}
 			out.print(m)
 			switch e := m.(type) {
 			case protocol.TurnFinished:
@@ -201,4 +214,55 @@ func readInstructions(path string) (string, error) {
 		return "", fmt.Errorf("--instructions-file %s: %w", path, err)
 	}
 	return text, nil
+}
+
+// chatReplyDir gives the shim a private directory (0700) for replies too
+// long for one frame, unless cfg names one, and opens it. cleanup closes it
+// and removes a directory chat made.
+func chatReplyDir(cfg *shim.Config) (*replyfile.Dir, func(), error) {
+	made := ""
+	if cfg.ReplyDir == "" {
+		dir, err := os.MkdirTemp("", "batty-chat-replies-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("create a directory for long replies: %w", err)
+		}
+		cfg.ReplyDir, made = dir, dir
+	}
+	d, err := replyfile.Open(cfg.ReplyDir)
+	if err != nil {
+		if made != "" {
+			os.RemoveAll(made)
+		}
+		return nil, nil, err
+	}
+	return d, func() {
+		d.Close()
+		if made != "" {
+			os.RemoveAll(made)
+		}
+	}, nil
+}
+
+// wholeChatReply puts the whole reply into e when it came in a reply file
+// (then removed); a reply file that cannot be read leaves the preview and
+// says so on stderr.
+func wholeChatReply(d *replyfile.Dir, e protocol.TurnFinished) protocol.TurnFinished {
+	if e.ReplyFile == "" {
+		return e
+	}
+	name := replyfile.Name(e.MessageID)
+	if e.ReplyFile != d.File(name) {
+		fmt.Fprintf(os.Stderr, "batty chat: %s: reply file %s is not %s; showing the first %d of %d bytes\n", e.MessageID, e.ReplyFile, d.File(name), len(e.Reply), e.ReplySize)
+		return e
+	}
+	whole, err := d.Read(name, e.ReplySize)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "batty chat: %s: %v; showing the first %d of %d bytes\n", e.MessageID, err, len(e.Reply), e.ReplySize)
+		return e
+	}
+	if err := d.Remove(name); err != nil {
+		fmt.Fprintf(os.Stderr, "batty chat: %v\n", err)
+	}
+	e.Reply, e.ReplyFile = whole, ""
+	return e
 }

@@ -16,8 +16,11 @@ import (
 // TestMain lets this test binary be the batty binary itself when
 // BATTY_TEST_ROLE=batty, so `batty chat` can re-execute it as `batty shim`.
 func TestMain(m *testing.M) {
-	if os.Getenv("BATTY_TEST_ROLE") == "batty" {
+	switch os.Getenv("BATTY_TEST_ROLE") {
+	case "batty":
 		os.Exit(execute(os.Args[1:]))
+	case "fakecodex":
+		os.Exit(codextest.FakeMain(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }

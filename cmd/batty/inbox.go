@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -40,6 +41,7 @@ func newInboxCmd() *cobra.Command {
 		teamFile string
 		limit    int
 		asJSON   bool
+		full     string
 	)
 	cmd := &cobra.Command{
 		Use:   "inbox [agent] [-n N] [--json] [-f TEAMFILE]",
@@ -54,8 +56,15 @@ of the reply and the tokens used). The name of a role with several instances
 lists the messages waiting in the role's queue.
 
 --json prints a JSON array of the messages, each with its "box" and "state"
-(new, in_flight or done).`,
+(new, in_flight or done).
+
+A long text is listed as its beginning: a message to the human longer than
+1 MiB shows its first 64 KiB, an agent's reply its first line. --full ID
+prints the whole text of one message: in the human's inbox its body, in an
+agent's its reply once it has one (else its body). With --json, --full
+prints the message with its whole texts.`,
 		Example: `  batty inbox
+  batty inbox --full 20261121T125100.123456789Z-1f2e3d4c
   batty inbox engineer-1 -n 5
   batty inbox manager --json`,
 		Args: cobra.MaximumNArgs(1),
@@ -74,6 +83,9 @@ lists the messages waiting in the role's queue.
 			box, err := inboxBoxName(cfg, name)
 			if err != nil {
 				return err
+			}
+			if full != "" {
+				return printFull(cmd.OutOrStdout(), p.Layout, box, name, full, asJSON)
 			}
 			msgs, err := listBox(p.Layout, box, limit, cmd.ErrOrStderr())
 			if err != nil {
@@ -100,6 +112,7 @@ lists the messages waiting in the role's queue.
 	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file (default ./team.yaml or ./.batty/team.yaml, or the team of $"+orchestrator.EnvDir+")")
 	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "show at most N messages")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	cmd.Flags().StringVar(&full, "full", "", "print the whole text of message `ID`")
 	return withUsageExit(cmd)
 }
 
@@ -118,6 +131,72 @@ func inboxBoxName(cfg *team.Config, name string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w (or no name for the human's inbox)", unknownAgentError(cfg, name))
+}
+
+// printFull writes the whole text of message id of box (named name on the
+// command line): in the human's box its body, in an agent's its reply once
+// it has one, else its body. With asJSON it writes the message as JSON with
+// its whole texts in "body" and "outcome.reply".
+func printFull(w io.Writer, l orchestrator.Layout, box, name, id string, asJSON bool) error {
+	fail := func(err error) error {
+		return fmt.Errorf("inbox %s --full %s: %w", name, id, err)
+	}
+	ok, err := isDir(filepath.Join(l.Inboxes(), box))
+	if err != nil {
+		return fail(err)
+	}
+	if !ok {
+		return fail(fmt.Errorf("no message %s in the inbox of %s", id, name))
+	}
+	store, err := inbox.Open(l.Inboxes())
+	if err != nil {
+		return fail(err)
+	}
+	b, err := store.Box(box)
+	if err != nil {
+		return fail(err)
+	}
+	m, state, err := b.Get(id)
+	if errors.Is(err, inbox.ErrNotFound) {
+		list := "batty inbox"
+		if box != team.Human {
+			list += " " + name
+		}
+		return fail(fmt.Errorf("no message %s in the inbox of %s (`%s` lists them)", id, name, list))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	body, err := b.FullBody(m)
+	if err != nil {
+		return fail(err)
+	}
+	reply, err := b.FullReply(m)
+	if err != nil {
+		return fail(err)
+	}
+	if asJSON {
+		m.Body, m.BodyFile = body, ""
+		if m.Outcome != nil {
+			o := *m.Outcome
+			o.Reply, o.ReplyFile = reply, ""
+			m.Outcome = &o
+		}
+		st := map[string]string{inbox.StateNew: msgStateNew, inbox.StateCur: msgStateInFlight, inbox.StateDone: msgStateDone}[state]
+		return printInboxJSON(w, listedMessage{Message: m, Box: box, State: st})
+	}
+	text := body
+	if box != team.Human && reply != "" {
+		text = reply
+	}
+	text = terminalSafe(text)
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	if _, err := io.WriteString(w, text); err != nil {
+		return fail(err)
+	}
+	return nil
 }
 
 // listBox returns at most limit messages of box, newest first. A box that
@@ -201,8 +280,22 @@ func printHumanMessage(w io.Writer, m listedMessage) {
 	}
 	fmt.Fprintf(&b, "  %s\n", m.ID)
 	writeIndented(&b, "  ", terminalSafe(m.Body))
+	if m.BodyFile != "" {
+		fmt.Fprintf(&b, "  … (%s shown of %s; the whole text: batty inbox --full %s)\n", byteSize(int64(len(m.Body))), byteSize(m.BodySize), m.ID)
+	}
 	b.WriteString("\n")
 	io.WriteString(w, b.String())
+}
+
+// byteSize renders n bytes for people: "812 bytes", "64.0 KiB", "20.0 MiB".
+func byteSize(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // printAgentMessage writes one message of an agent's inbox: a header line
@@ -240,6 +333,9 @@ func printAgentMessage(w io.Writer, m listedMessage) {
 		}
 		if o.Reply != "" {
 			fmt.Fprintf(&b, "  reply:   %s\n", oneLine(o.Reply))
+		}
+		if o.ReplyFile != "" {
+			fmt.Fprintf(&b, "           (%s in all: batty inbox %s --full %s)\n", byteSize(o.ReplySize), m.Box, m.ID)
 		}
 		fmt.Fprintf(&b, "  tokens:  in %d out %d · finished %s\n", o.InputTokens, o.OutputTokens, inboxTime(o.FinishedAt))
 	}

@@ -28,7 +28,9 @@ import (
 // Scenarios: text (default; replies "ECHO:<first body line>"), usage:N,
 // restart:N (the thread's running total restarts: the reported total is this
 // run's N input tokens), websearch (a web search, one model request),
-// slow:SECONDS, slowfirst:SECONDS (slow unless redelivered), hang (ignores SIGINT), silent, crash, selfkill, huge:BYTES,
+// slow:SECONDS, slowfirst:SECONDS (slow unless redelivered), hang (ignores SIGINT), silent, crash, selfkill, huge:BYTES
+// (a reply of BYTES bytes), hugefail:BYTES (a turn.failed message that long), hugewarn:BYTES (an error item that long,
+// then a reply), hugethread:BYTES (a thread id that long),
 // quota[:UNIX] (reset time given: UNIX seconds, default an hour from now), quotaonce (no reset time) — both succeed when redelivered, context, auth, servererror, newthread, detach:PIDFILE, exec,
 // garbage, env:VAR (replies with the variable's value), spawnfail, and
 // stamp:FILE (appends the start time in Unix nanoseconds to FILE, then
@@ -125,6 +127,10 @@ func FakeMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "Error: Model provider `nonexistent` not found")
 		return 1
 	}
+	if scenario == "hugethread" {
+		n, _ := strconv.Atoi(arg)
+		id = strings.Repeat("t", n)
+	}
 	emit(map[string]any{"type": "thread.started", "thread_id": id})
 	emit(map[string]any{"type": "turn.started"})
 	complete := func(text string, in, outTok int64) int {
@@ -207,6 +213,15 @@ func FakeMain(args []string) int {
 	case "huge":
 		n, _ := strconv.Atoi(arg)
 		return complete(strings.Repeat("x", n), 1000, int64(n/4))
+	case "hugefail":
+		n, _ := strconv.Atoi(arg)
+		return fail("stream error: " + strings.Repeat("e", n))
+	case "hugethread":
+		return complete("ODD_THREAD", 1000, 10)
+	case "hugewarn":
+		n, _ := strconv.Atoi(arg)
+		emit(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_1", "type": "error", "message": strings.Repeat("w", n)}})
+		return complete("AFTER_WARNING", 1000, 10)
 	case "quota":
 		// A limit with a reset time, gone by the redelivery (the reset came).
 		if strings.Contains(prompt, "(redelivered") {

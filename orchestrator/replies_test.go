@@ -1,0 +1,49 @@
+package orchestrator
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestLongRepliesReachTheHumanWhole: replies of 2 MiB (over the inbox's
+// inline limit) and 20 MiB (over the frame limit) to human messages are
+// recorded whole in the agent's done/ record and land whole in the human's
+// inbox; the reply files they travelled in are gone afterwards, and the
+// agent goes on working.
+func TestLongRepliesReachTheHumanWhole(t *testing.T) {
+	p := newProject(t, "  - name: solo\n")
+	r := p.start(nil)
+	for _, n := range []int{2 << 20, 20 << 20} {
+		id := p.send("solo", "human", "scenario:huge:"+strconv.Itoa(n))
+		if st := r.finished(t, id); st != "completed" {
+			t.Fatalf("%d bytes: status %s", n, st)
+		}
+		e := r.waitEvent(t, "reply to "+id, func(e Event) bool { return e.Type == EvReply && e.Data["in_reply_to"] == id })
+		human := p.box("human")
+		m, where, err := human.Get(e.Message)
+		if err != nil || where != "new" || m.InReplyTo != id || m.BodySize != int64(n) {
+			t.Fatalf("%d bytes: human message %s, body_size %d (%v)", n, where, m.BodySize, err)
+		}
+		whole, err := human.FullBody(m)
+		if err != nil || len(whole) != n || strings.Trim(whole, "x") != "" {
+			t.Fatalf("%d bytes: the human got %d bytes (%v)", n, len(whole), err)
+		}
+		solo := p.box("solo")
+		done, _, err := solo.Get(id)
+		if err != nil || done.Outcome == nil || done.Outcome.ReplySize != int64(n) {
+			t.Fatalf("%d bytes: done record %+v (%v)", n, done.Outcome, err)
+		}
+		if whole, err := solo.FullReply(done); err != nil || len(whole) != n {
+			t.Fatalf("%d bytes: the done record keeps %d bytes (%v)", n, len(whole), err)
+		}
+		if des, err := os.ReadDir(p.layout.ReplyDir("solo")); err != nil || len(des) != 0 {
+			t.Fatalf("reply directory after the turn: %v %v", des, err)
+		}
+	}
+	id := p.send("solo", "human", "still here")
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+}

@@ -1,0 +1,135 @@
+package protocol
+
+import "unicode/utf8"
+
+// Limits of the text an event carries. Whatever a worker prints, an event
+// bounded by Bound encodes far below DefaultMaxFrameSize, so a shim can
+// always send it.
+const (
+	// MaxReplyPreview is the largest TurnFinished.Reply; a longer reply
+	// travels in a file (TurnFinished.ReplyFile).
+	MaxReplyPreview = 64 << 10
+	// MaxText is the largest free-text field of an event (errors,
+	// warnings, details, ids).
+	MaxText = 64 << 10
+	// MaxTranscriptLine is the largest line of a Transcript event.
+	MaxTranscriptLine = 4 << 10
+	// MaxTranscript is the largest total size of a Transcript's lines; the
+	// oldest lines are left out beyond it.
+	MaxTranscript = 1 << 20
+)
+
+// truncMark ends a text that Clip shortened.
+const truncMark = "… [truncated]"
+
+// Prefix returns the longest prefix of s that is at most max bytes long and
+// does not split a UTF-8 sequence. It is a pure function.
+func Prefix(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	if max <= 0 {
+		return ""
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Clip returns s if it is at most max bytes long, else a prefix of s cut at
+// a UTF-8 boundary and ending in "… [truncated]", at most max bytes in all.
+// It is a pure function.
+func Clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return Prefix(s, max-len(truncMark)) + truncMark
+}
+
+// Bound returns m with every text field whose size depends on what a worker
+// printed clipped to its limit (see the Max constants): reply previews, error
+// and warning messages, details, thread ids and transcript lines. Fields
+// within their limits are unchanged, and so are messages without such fields.
+// TurnFinished.Reply is clipped to MaxReplyPreview without a mark (it stays a
+// prefix of the reply); a sender that must keep the whole reply stores it in
+// a file first and sets ReplyFile and ReplySize. It is a pure function.
+func Bound(m Message) Message {
+	c := func(s string) string { return Clip(s, MaxText) }
+	switch e := m.(type) {
+	case Hello:
+		e.ThreadID = c(e.ThreadID)
+		return e
+	case Rejected:
+		e.Detail = c(e.Detail)
+		return e
+	case TurnStarted:
+		e.ThreadID = c(e.ThreadID)
+		return e
+	case ThreadChanged:
+		e.ThreadID, e.Previous, e.Detail = c(e.ThreadID), c(e.Previous), c(e.Detail)
+		return e
+	case StateChanged:
+		e.Reason = c(e.Reason)
+		return e
+	case TurnFinished:
+		e.ThreadID, e.Error, e.ReplyFile = c(e.ThreadID), c(e.Error), c(e.ReplyFile)
+		if len(e.Reply) > MaxReplyPreview {
+			if e.ReplySize < int64(len(e.Reply)) {
+				e.ReplySize = int64(len(e.Reply))
+			}
+			e.Reply = Prefix(e.Reply, MaxReplyPreview)
+		}
+		return e
+	case QuotaBlocked:
+		e.Message = c(e.Message)
+		return e
+	case AuthRequired:
+		e.Message = c(e.Message)
+		return e
+	case ContextExhausted:
+		e.ThreadID, e.Message = c(e.ThreadID), c(e.Message)
+		return e
+	case ContextPressure:
+		e.ThreadID = c(e.ThreadID)
+		return e
+	case StateReport:
+		e.ThreadID, e.InFlight = c(e.ThreadID), c(e.InFlight)
+		return e
+	case Transcript:
+		e.Lines = boundLines(e.Lines)
+		return e
+	case Warning:
+		e.Message = c(e.Message)
+		return e
+	case Error:
+		e.Message = c(e.Message)
+		return e
+	}
+	return m
+}
+
+// boundLines clips every line to MaxTranscriptLine and keeps the newest
+// lines that fit in MaxTranscript. It returns lines itself when nothing
+// changes.
+func boundLines(lines []string) []string {
+	total, first, changed := 0, 0, false
+	for i := len(lines) - 1; i >= 0; i-- {
+		n := min(len(lines[i]), MaxTranscriptLine)
+		if total+n > MaxTranscript {
+			first, changed = i+1, true
+			break
+		}
+		total += n
+		changed = changed || len(lines[i]) > MaxTranscriptLine
+	}
+	if !changed {
+		return lines
+	}
+	out := make([]string, 0, len(lines)-first)
+	for _, l := range lines[first:] {
+		out = append(out, Clip(l, MaxTranscriptLine))
+	}
+	return out
+}

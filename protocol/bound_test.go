@@ -1,0 +1,106 @@
+package protocol
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestPrefixAndClip(t *testing.T) {
+	for _, c := range []struct {
+		s          string
+		max        int
+		prefix     string
+		clipped    string
+		clipChange bool
+	}{
+		{"hello", 10, "hello", "hello", false},
+		{"hello", 5, "hello", "hello", false},
+		{"hello", 4, "hell", "", true},
+		{"héllo", 2, "h", "", true},
+		{"€€", 4, "€", "", true},
+		{"abc", 0, "", "", true},
+		{strings.Repeat("x", 20), 16, strings.Repeat("x", 16), "x" + truncMark, true},
+	} {
+		if got := Prefix(c.s, c.max); got != c.prefix {
+			t.Errorf("Prefix(%q, %d) = %q, want %q", c.s, c.max, got, c.prefix)
+		}
+		got := Clip(c.s, c.max)
+		if len(got) > max(c.max, 0) && c.clipChange && len(c.s) > c.max && c.max >= len(truncMark) {
+			t.Errorf("Clip(%q, %d) = %q: longer than the limit", c.s, c.max, got)
+		}
+		if !c.clipChange && got != c.s {
+			t.Errorf("Clip(%q, %d) = %q, want it unchanged", c.s, c.max, got)
+		}
+		if c.clipped != "" && got != c.clipped {
+			t.Errorf("Clip(%q, %d) = %q, want %q", c.s, c.max, got, c.clipped)
+		}
+		if !utf8.ValidString(got) {
+			t.Errorf("Clip(%q, %d) = %q: not valid UTF-8", c.s, c.max, got)
+		}
+	}
+}
+
+// TestBoundKeepsEveryEventWithinAFrame: whatever size the text a worker
+// printed, every event the shim sends fits in a frame once bounded.
+func TestBoundKeepsEveryEventWithinAFrame(t *testing.T) {
+	huge := strings.Repeat("é", 10<<20) // 20 MiB, more than a frame
+	lines := make([]string, 2000)
+	for i := range lines {
+		lines[i] = huge[:64<<10]
+	}
+	lines[len(lines)-1] = "last"
+	events := []Message{
+		Hello{Version: Version, ThreadID: huge},
+		Accepted{ID: "m", QueueDepth: 1},
+		Rejected{ID: "m", Reason: RejectInvalid, Detail: huge},
+		TurnStarted{MessageID: "m", ThreadID: huge},
+		ThreadChanged{ThreadID: huge, Previous: huge, Detail: huge},
+		StateChanged{From: StateIdle, To: StateWorking, Reason: huge},
+		TurnFinished{MessageID: "m", ThreadID: huge, Error: huge, Reply: huge, ReplyFile: huge},
+		QuotaBlocked{MessageID: "m", Message: huge},
+		AuthRequired{MessageID: "m", Message: huge},
+		ContextExhausted{MessageID: "m", ThreadID: huge, Message: huge},
+		ContextPressure{ThreadID: huge},
+		SessionStats{Turns: 1},
+		StateReport{ThreadID: huge, InFlight: huge},
+		Transcript{Lines: lines},
+		Pong{Nonce: 1},
+		Warning{MessageID: "m", Message: huge},
+		Error{Command: KindCapture, Message: huge},
+	}
+	for _, m := range events {
+		b, err := Encode(Bound(m))
+		if err != nil {
+			t.Fatalf("%s: %v", m.Kind(), err)
+		}
+		if len(b) > 2<<20 {
+			t.Errorf("%s: %d bytes once bounded", m.Kind(), len(b))
+		}
+		back, err := Decode(b)
+		if err != nil {
+			t.Fatalf("%s: decode: %v", m.Kind(), err)
+		}
+		switch e := back.(type) {
+		case TurnFinished:
+			if e.ReplySize != int64(len(huge)) || !strings.HasPrefix(huge, e.Reply) || len(e.Reply) > MaxReplyPreview {
+				t.Errorf("turn_finished: reply of %d bytes, reply_size %d", len(e.Reply), e.ReplySize)
+			}
+		case Transcript:
+			if len(e.Lines) == 0 || e.Lines[len(e.Lines)-1] != "last" {
+				t.Errorf("transcript: the newest line is missing")
+			}
+		}
+	}
+}
+
+func TestBoundLeavesSmallEventsAlone(t *testing.T) {
+	tf := TurnFinished{MessageID: "m", ThreadID: "t", Error: "e", Reply: "r", ReplySize: 0}
+	if got := Bound(tf); got != Message(tf) {
+		t.Errorf("Bound changed %+v into %+v", tf, got)
+	}
+	tr := Transcript{Lines: []string{"a", "b"}}
+	if got := Bound(tr).(Transcript); len(got.Lines) != 2 || &got.Lines[0] != &tr.Lines[0] {
+		t.Errorf("Bound copied a small transcript")
+	}
+}
