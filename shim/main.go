@@ -7,8 +7,8 @@
 // time in its own process group, queues further messages up to a bounded
 // depth, watches every turn with a hard and a no-output timeout, and ends
 // every accepted message with exactly one TurnFinished. As a child subreaper
-// it kills whatever a stopped turn left behind, so nothing it starts
-// outlives it.
+// it kills whatever a turn left behind when the turn ends, so nothing a turn
+// starts outlives it.
 package shim
 
 import (
@@ -193,7 +193,8 @@ func execOptions(cfg Config) (codex.ExecOptions, error) {
 }
 
 // codexEnv is codex's environment: the shim's own, what the npm launcher
-// would have set, the configured extras, the agent's name, and the batty
+// would have set, the configured extras, the shim's project mark
+// (reap.MarkEnv), the agent's name, and the batty
 // binary's directory first on PATH so the agent can run `batty send`.
 func codexEnv(cfg Config, bin codex.Binary) []string {
 	env := bin.Environ(os.Environ())
@@ -201,5 +202,9 @@ func codexEnv(cfg Config, bin codex.Binary) []string {
 		env = append(env, "PATH="+filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	env = append(env, cfg.Env...)
+	if mark, ok := os.LookupEnv(reap.MarkEnv); ok {
+		// The project's mark (set by the daemon) wins over the settings.
+		env = append(env, reap.MarkEnv+"="+mark)
+	}
 	return append(env, "BATTY_AGENT="+cfg.Agent)
 }

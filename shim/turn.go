@@ -84,8 +84,8 @@ type threadSeen struct {
 }
 
 // runTurn runs t to the end and sends its result on s.turnDone. It never
-// returns before codex and everything the turn left behind is gone when the
-// turn was stopped.
+// returns before codex and everything the turn left behind is gone, however
+// the turn ended.
 func (s *server) runTurn(t *turn) {
 	res := s.execTurn(t)
 	res.turn = t
@@ -278,12 +278,14 @@ func (s *server) execTurn(t *turn) turnResult {
 	s.reaper.Release(cmd.Process.Pid)
 	res.stderrTail = stderr.String()
 	res.exitCode = exitCode(cmd.ProcessState, waitErr)
-	if stopping || res.exitCode < 0 {
-		if n, err := s.reaper.KillLeftovers(5 * time.Second); err != nil {
-			s.log.Error("Processes left by the turn survived", "message", t.msg.ID, "error", err)
-		} else if n > 0 {
-			s.log.Info("Killed processes left by the turn", "message", t.msg.ID, "count", n)
-		}
+	// Whatever the turn left running — stopped, failed or completed — is
+	// killed and reaped now, before the loop hears of the end and can start
+	// the next turn's codex: codex is released above, so every descendant
+	// left is this turn's.
+	if n, err := s.reaper.KillLeftovers(5 * time.Second); err != nil {
+		s.log.Error("Processes left by the turn survived", "message", t.msg.ID, "error", err)
+	} else if n > 0 {
+		s.log.Info("Killed processes left by the turn", "message", t.msg.ID, "count", n)
 	}
 	return res
 }

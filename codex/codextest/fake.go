@@ -31,7 +31,9 @@ import (
 // slow:SECONDS, slowfirst:SECONDS (slow unless redelivered), hang (ignores SIGINT), silent, crash, selfkill, huge:BYTES
 // (a reply of BYTES bytes), hugefail:BYTES (a turn.failed message that long), hugewarn:BYTES (an error item that long,
 // then a reply), hugethread:BYTES (a thread id that long),
-// quota[:UNIX] (reset time given: UNIX seconds, default an hour from now), quotaonce (no reset time) — both succeed when redelivered, context, auth, servererror, newthread, detach:PIDFILE, exec,
+// quota[:UNIX] (reset time given: UNIX seconds, default an hour from now), quotaonce (no reset time) — both succeed when redelivered, context, auth, servererror, newthread, detach:PIDFILE,
+// detachbare:PIDFILE (detach with an empty environment), detachdone:PIDFILE
+// (detaches, then completes the turn), exec,
 // garbage, env:VAR (replies with the variable's value), spawnfail, and
 // stamp:FILE (appends the start time in Unix nanoseconds to FILE, then
 // replies like text). A prompt over 1,048,576 characters is refused the
@@ -247,10 +249,16 @@ func FakeMain(args []string) int {
 	case "newthread":
 		// Behaves like resume of a name that is not a thread: a new id.
 		return complete("NEW", 1000, 10)
-	case "detach":
+	case "detach", "detachbare":
 		// A model command that detaches itself (own session, reparented
 		// away from codex) and records its pid, then a long command runs.
-		child := exec.Command("/bin/sh", "-c", "echo $$ > \"$0\"; exec sleep 300", arg)
+		// detachbare's command also clears its environment (env -i), as a
+		// process hiding from batty's mark would.
+		script := `echo $$ > "$0"; exec sleep 300`
+		if scenario == "detachbare" {
+			script = `echo $$ > "$0"; exec env -i "$(command -v sleep)" 300`
+		}
+		child := exec.Command("/bin/sh", "-c", script, arg)
 		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		if err := child.Start(); err != nil {
 			return fail(err.Error())
@@ -261,6 +269,27 @@ func FakeMain(args []string) int {
 			return 1 // like codex on SIGINT; the detached child is left behind
 		}
 		return 0
+	case "detachdone":
+		// A model command that detaches itself and is left running by a
+		// turn that completes normally. Its pid is in PIDFILE before the
+		// turn completes.
+		child := exec.Command("sleep", "300")
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := child.Start(); err != nil {
+			return fail(err.Error())
+		}
+		tmp := arg + ".tmp"
+		if err := os.WriteFile(tmp, []byte(strconv.Itoa(child.Process.Pid)+"\n"), 0o600); err != nil {
+			return fail(err.Error())
+		}
+		if err := os.Rename(tmp, arg); err != nil {
+			return fail(err.Error())
+		}
+		emit(map[string]any{"type": "item.started", "item": map[string]any{"id": "item_0", "type": "command_execution",
+			"command": "/bin/bash -lc 'server &'", "aggregated_output": "", "exit_code": nil, "status": "in_progress"}})
+		emit(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_0", "type": "command_execution",
+			"command": "/bin/bash -lc 'server &'", "aggregated_output": "", "exit_code": 0, "status": "completed"}})
+		return complete("DETACHED", 1000, 10)
 	case "exec":
 		emit(map[string]any{"type": "item.started", "item": map[string]any{"id": "item_0", "type": "command_execution",
 			"command": "/bin/bash -lc 'echo hi'", "aggregated_output": "", "exit_code": nil, "status": "in_progress"}})

@@ -18,27 +18,9 @@ import (
 // Marked finds every descendant, including ones that left the process tree.
 const MarkEnv = "BATTY_TEST_MARK"
 
-// Marked returns the live (not zombie) processes other than this one whose
-// environment holds MarkEnv=mark.
-func Marked(mark string) []int {
-	needle := []byte(MarkEnv + "=" + mark + "\x00")
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !bytes.Contains(env, needle) {
-			continue
-		}
-		if Alive(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
+// Marked returns the live (not zombie) processes of this user other than
+// this one whose environment holds MarkEnv=mark (see reap.Marked).
+func Marked(mark string) []int { return reap.Marked(MarkEnv, mark) }
 
 // Alive reports whether pid is a process that has not exited (neither
 // gone nor a zombie).
