@@ -269,7 +269,7 @@ func (a *agent) shimConfig() shim.Config {
 func (a *agent) spawn() {
 	a.setSnap(func(s *agentSnap) { s.state = agentSpawning })
 	a.prepareReplies()
-	p, err := shim.Spawn(shim.SpawnOptions{
+	p, err := a.d.procs.spawn(shim.SpawnOptions{
 		Path: a.d.opts.ShimCommand[0], Args: a.d.opts.ShimCommand[1:], Env: a.d.opts.ShimEnv,
 		Stderr: a.d.opts.ShimLog, Config: a.shimConfig(), Reaper: a.d.reaper,
 	})

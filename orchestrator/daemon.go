@@ -59,6 +59,10 @@ type Options struct {
 	// process (`batty daemon`): it kills every child it did not start as a
 	// shim.
 	Subreaper bool
+	// NoCgroup keeps the shims out of a cgroup of the team even where one
+	// could be made: leftovers are then found by their mark alone (tests
+	// of that path).
+	NoCgroup bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -109,6 +113,7 @@ type Daemon struct {
 	ready  chan struct{} // closed once the control socket accepts requests
 	lock   *os.File
 	reaper *reap.Reaper // nil unless Options.Subreaper
+	procs  *teamProcs   // set by Run before the first shim starts
 }
 
 // New prepares a daemon for the team in cfg, with its state under layout.
@@ -238,6 +243,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 			<-reaped
 		}()
 	}
+	// What an earlier run left (killed with its shims) goes before the
+	// first shim starts; what this run leaves, once the last has exited.
+	var stale int
+	d.procs, stale = openTeamProcs(d.layout, d.log, d.opts.NoCgroup)
+	if n := stale + d.procs.sweepMarked("daemon start"); n > 0 {
+		d.events.Append(Event{Type: EvWarning, Detail: fmt.Sprintf("killed %d processes an earlier run of the team left running", n)})
+	}
+	defer d.procs.stop()
 	agentCtx, cancelAgents := context.WithCancel(context.Background())
 	defer cancelAgents()
 	var wg sync.WaitGroup

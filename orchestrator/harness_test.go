@@ -259,7 +259,7 @@ func daemonMain(teamFile string) int {
 	l, _ := LayoutFor(teamFile)
 	self, _ := os.Executable()
 	env := append(os.Environ(), "BATTY_TEST_ROLE=shim")
-	d, err := New(cfg, l, Options{ShimCommand: []string{self}, ShimEnv: env, Subreaper: true})
+	d, err := New(cfg, l, Options{ShimCommand: []string{self}, ShimEnv: env, Subreaper: true, NoCgroup: os.Getenv("BATTY_TEST_NOCGROUP") != ""})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -275,12 +275,14 @@ func daemonMain(teamFile string) int {
 	return 0
 }
 
-// startChildDaemon runs a daemon process for p and waits until it is ready.
-func (p *project) startChildDaemon() *exec.Cmd {
+// startChildDaemon runs a daemon process for p, with env added to its
+// environment, and waits until it is ready. BATTY_TEST_NOCGROUP=1 keeps
+// its shims out of a cgroup.
+func (p *project) startChildDaemon(env ...string) *exec.Cmd {
 	p.t.Helper()
 	self, _ := os.Executable()
 	cmd := exec.Command(self, filepath.Join(p.dir, "team.yaml"))
-	cmd.Env = append(os.Environ(), "BATTY_TEST_ROLE=daemon", "BATTY_TEST_MARK="+p.mark)
+	cmd.Env = append(append(os.Environ(), "BATTY_TEST_ROLE=daemon", "BATTY_TEST_MARK="+p.mark), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -152,6 +152,10 @@ func (c *Cgroup) Procs() ([]int, error) {
 // returns how many processes the cgroup held, and an error when it could
 // not kill them or they had not all exited in time. A process that exited
 // but is not yet reaped by its parent counts as gone.
+//
+// Start nothing into a cgroup once killed: on some kernels (seen on 6.18)
+// processes born into it later (CLONE_INTO_CGROUP) are killed at once.
+// Remove it and open a new one instead.
 func (c *Cgroup) Kill(timeout time.Duration) (int, error) {
 	procs, err := c.Procs()
 	if err != nil {

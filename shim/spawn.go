@@ -36,6 +36,10 @@ type SpawnOptions struct {
 	// child (and releases it once reaped), so the parent's orphan scans
 	// leave it alone. nil: plain exec.Cmd.Start.
 	Reaper *reap.Reaper
+	// Cgroup, when set, is the cgroup v2 the shim is born in
+	// (CLONE_INTO_CGROUP), with everything it will start. nil: the
+	// parent's cgroup.
+	Cgroup *reap.Cgroup
 }
 
 // Process is a running shim seen from its parent. Conn is the control
@@ -72,6 +76,9 @@ func Spawn(o SpawnOptions) (*Process, error) {
 	cmd.Stderr = o.Stderr
 	cmd.ExtraFiles = []*os.File{remote} // fd 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if o.Cgroup != nil {
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, o.Cgroup.FD()
+	}
 	start := cmd.Start
 	if o.Reaper != nil {
 		start = func() error { return o.Reaper.Start(cmd) }

@@ -224,6 +224,15 @@ func newStopCmd() *cobra.Command {
 			pid, err := orchestrator.Stop(p.Layout, timeout, 30*time.Second)
 			if errors.Is(err, orchestrator.ErrNotRunning) && pid == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "batty: not running")
+				// A team killed with its daemon (kill -9) may have left
+				// processes running: they go now.
+				n, err := orchestrator.SweepLeftovers(p.Layout)
+				if n > 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "batty: killed %d process(es) an earlier run left running\n", n)
+				}
+				if err != nil && !errors.Is(err, orchestrator.ErrAlreadyRunning) {
+					return fmt.Errorf("kill what an earlier run left running: %w", err)
+				}
 				return nil
 			}
 			if err != nil {
