@@ -31,7 +31,8 @@ type Options struct {
 	// ShimCommand runs a shim: the executable and the arguments before the
 	// shim flags (default: this executable, "shim").
 	ShimCommand []string
-	// ShimEnv is the shims' environment (nil: the daemon's).
+	// ShimEnv is the shims' environment (nil: the daemon's). The daemon
+	// adds the project's mark (reap.MarkEnv) to it.
 	ShimEnv []string
 	// Logger receives the daemon's log (default: a discarding logger).
 	Logger hclog.Logger

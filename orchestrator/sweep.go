@@ -60,7 +60,9 @@ func openTeamProcs(l Layout, log hclog.Logger, noCgroup bool) (*teamProcs, int) 
 	}
 	killed, err := removeCgroup(cgroupName(l))
 	if err != nil {
-		log.Error("Processes left running by the team survived", "when", "daemon start", "error", err)
+		// Not a fresh cgroup, and maybe a killed one: no shim goes in.
+		log.Error("Processes left running by the team survived; no cgroup for the team this run", "when", "daemon start", "error", err)
+		return tp, killed
 	}
 	cg, err := reap.OpenCgroup(cgroupName(l), true)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,5 +190,34 @@ func TestStartSweepSparesOtherProjectsAndUnmarkedProcesses(t *testing.T) {
 	}
 	if st := r.finished(t, p.send("solo", "human", "hello")); st != "completed" {
 		t.Fatalf("status %s", st)
+	}
+}
+
+func TestIsStartError(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("start shim x: %w", &fs.PathError{Op: "fork/exec", Path: "/x", Err: syscall.ENOSYS}), true},
+		{&fs.PathError{Op: "fork/exec", Path: "/x", Err: syscall.EBUSY}, true},
+		{fmt.Errorf("shim %q: %w", "a", errors.New("handshake: waiting for hello: EOF")), false},
+		{&fs.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT}, false},
+		{nil, false},
+	} {
+		if got := isStartError(c.err); got != c.want {
+			t.Errorf("isStartError(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+// One cgroup per project: the same for every run of a project, another
+// for another project.
+func TestCgroupNameIsPerProject(t *testing.T) {
+	a, b := Layout{Dir: "/p/a/.batty"}, Layout{Dir: "/p/b/.batty"}
+	if cgroupName(a) != cgroupName(Layout{Dir: "/p/a/.batty"}) || cgroupName(a) == cgroupName(b) {
+		t.Fatalf("cgroupName: %s, %s", cgroupName(a), cgroupName(b))
+	}
+	if n := cgroupName(a); !strings.HasPrefix(n, "batty-") || len(n) != len("batty-")+16 || strings.ContainsRune(n, '/') {
+		t.Fatalf("cgroupName = %q", n)
 	}
 }
