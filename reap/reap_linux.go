@@ -6,7 +6,12 @@
 // processes when their parents die; a Reaper tells them apart from the
 // children the process started itself (managed: their owner reaps them with
 // exec.Cmd.Wait), reaps them when they exit and kills them on request.
-// A Pidfd waits for the exit of any process, child or not.
+// A Pidfd waits for the exit of any process, child or not, and signals it.
+//
+// What outlives its subreapers (the daemon and its shims killed together)
+// is found by the project's mark in its environment (MarkEnv, Marked,
+// SweepMarked) and, where a cgroup v2 is writable, by the Cgroup it was
+// started in.
 package reap
 
 import (
