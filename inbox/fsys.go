@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/battyhq/batty/atomicfile"
 )
 
 // Every file operation of the package goes through a directory file
@@ -19,31 +21,8 @@ import (
 // created, renamed, removed or chmodded through a link, even when a link
 // appears between a check and a use. Agents may write the inboxes (they
 // run `batty send`), so a link there could otherwise point a write of
-// batty's anywhere the user may write.
-
-// ErrLink is matched (errors.Is) by a *LinkError.
-var ErrLink = errors.New("symbolic link refused")
-
-// LinkError reports a symbolic link (or another non-directory) found where
-// the store expects a directory: it is refused, never followed.
-type LinkError struct {
-	// Path is the link.
-	Path string
-	// Type is what was found instead of a directory.
-	Type fs.FileMode
-}
-
-// Error names the link and says how to fix it.
-func (e *LinkError) Error() string {
-	what := "a symbolic link"
-	if e.Type&fs.ModeSymlink == 0 {
-		what = fmt.Sprintf("not a directory (%v)", e.Type)
-	}
-	return fmt.Sprintf("%s is %s: refused (batty never follows links under its inboxes; remove it and batty recreates the directory)", e.Path, what)
-}
-
-// Is makes errors.Is(err, ErrLink) true for a link.
-func (e *LinkError) Is(target error) bool { return target == ErrLink && e.Type&fs.ModeSymlink != 0 }
+// batty's anywhere the user may write. A link found gives an
+// *atomicfile.LinkError (errors.Is(err, atomicfile.ErrSymlink)) naming it.
 
 // dir is an open directory, reached without following any link.
 type dir struct {
@@ -75,7 +54,7 @@ func openRootDir(path string, create bool) (*dir, error) {
 
 // sub opens the subdirectory name of d without following a link; with
 // create, a missing one is created with permission 0700 exactly and d is
-// synced. A link or other non-directory gives a *LinkError.
+// synced. A link or other non-directory gives an *atomicfile.LinkError.
 func (d *dir) sub(name string, create bool) (*dir, error) {
 	path := filepath.Join(d.path, name)
 	for try := 0; ; try++ {
@@ -107,13 +86,21 @@ func (d *dir) sub(name string, create bool) (*dir, error) {
 	}
 }
 
-// classify turns the error of opening d/name as a directory into a
-// *LinkError when name is a link or not a directory.
+// classify turns the error of opening d/name as a directory into an
+// *atomicfile.LinkError when name is a link or not a directory.
 func (d *dir) classify(name string, err error) error {
 	path := filepath.Join(d.path, name)
 	if err == unix.ELOOP || err == unix.ENOTDIR || err == unix.EMLINK {
 		if mode, serr := d.lstat(name); serr == nil {
-			return &LinkError{Path: path, Type: mode.Type()}
+			what := "a symbolic link"
+			switch {
+			case mode&fs.ModeSymlink != 0:
+			case mode.IsRegular():
+				what = "a regular file, not a directory"
+			default:
+				what = fmt.Sprintf("not a directory (%v)", mode.Type())
+			}
+			return &atomicfile.LinkError{Path: path, What: what}
 		}
 	}
 	return &fs.PathError{Op: "open", Path: path, Err: err}

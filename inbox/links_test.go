@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/atomicfile"
 )
 
 type env struct {
@@ -20,7 +22,7 @@ type env struct {
 // TestLinksAreRefused replaces, for every path of the package that writes,
 // a directory under the store's root with a symbolic link to a victim
 // directory outside it, and checks that the operation is refused with
-// ErrLink and that nothing was written (or removed) in the victim.
+// atomicfile.ErrSymlink and that nothing was written (or removed) in the victim.
 func TestLinksAreRefused(t *testing.T) {
 	tests := []struct {
 		name string
@@ -146,8 +148,8 @@ func TestLinksAreRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = tt.op(e)
-			if !errors.Is(err, ErrLink) {
-				t.Fatalf("error %v, want one matching ErrLink", err)
+			if !errors.Is(err, atomicfile.ErrSymlink) {
+				t.Fatalf("error %v, want one matching atomicfile.ErrSymlink", err)
 			}
 			if got := dirNames(t, victim); !slices.Equal(got, []string{".old.tmp", "canary"}) {
 				t.Fatalf("the link's target now holds %q", got)

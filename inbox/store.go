@@ -31,9 +31,9 @@
 // Nothing under the root is opened, created, renamed, removed or chmodded
 // through a symbolic link: every operation walks from the root with
 // directory descriptors opened O_NOFOLLOW, and a link where a directory
-// belongs is refused with a *LinkError (a link where a message file belongs
-// is a bad file, moved to bad/ as a link). Agents can write the inboxes, so
-// a link there must not steer batty's writes elsewhere.
+// belongs is refused with an *atomicfile.LinkError (a link where a message
+// file belongs is a bad file, moved to bad/ as a link). Agents can write the
+// inboxes, so a link there must not steer batty's writes elsewhere.
 //
 // A box may bound its backlog (Box.Limit): Deliver and MoveTo refuse a
 // message beyond it with a *FullError, under a lock on the box directory.
@@ -121,9 +121,9 @@ type Store struct {
 
 // Open returns the store rooted at root, creating root (and its parents)
 // with permission 0700 if missing. root itself must be a real directory,
-// not a symbolic link (its parents may be links): a link gives a
-// *LinkError. It is idempotent and safe to call from several processes at
-// once.
+// not a symbolic link (its parents may be links): a link gives an
+// *atomicfile.LinkError. It is idempotent and safe to call from several
+// processes at once.
 func Open(root string) (*Store, error) {
 	if root == "" {
 		return nil, errors.New("open inbox store: empty root")
@@ -165,9 +165,9 @@ func (s *Store) root() (*dir, error) { return openRootDir(s.Root, false) }
 // Box returns the box called name, creating its directories (0700) if
 // missing. name must satisfy ValidBoxName, so nothing outside Root is ever
 // touched; a box directory, or one of its subdirectories, that exists but
-// is not a real directory (a symbolic link, say) is refused with a
-// *LinkError. It is idempotent and safe to call from several processes at
-// once; it does not block beyond the file system.
+// is not a real directory (a symbolic link, say) is refused with an
+// *atomicfile.LinkError. It is idempotent and safe to call from several
+// processes at once; it does not block beyond the file system.
 func (s *Store) Box(name string) (*Box, error) {
 	if !ValidBoxName(name) {
 		return nil, fmt.Errorf("open box %q in %s: invalid box name", trim(name), s.Root)
