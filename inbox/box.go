@@ -7,7 +7,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/team"
 )
 
@@ -17,11 +16,22 @@ const filePerm = 0o600
 // writeNew creates sub/<id>.json with m, durably, via tmp/; it never
 // overwrites (fs.ErrExist).
 func (b *Box) writeNew(sub string, m Message) error {
+	return b.write(sub, m, true)
+}
+
+// write stores m as sub/<id>.json, durably, via tmp/: exclusively (it never
+// overwrites: fs.ErrExist), or replacing what is there.
+func (b *Box) write(sub string, m Message, exclusive bool) error {
 	data, err := Encode(m)
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteNew(b.file(sub, m.ID), b.path(dirTmp), data, filePerm)
+	ds, err := b.open(false, dirTmp, sub)
+	if err != nil {
+		return err
+	}
+	defer ds.close()
+	return createFile(ds.subs[0], ds.subs[1], m.ID+".json", data, exclusive)
 }
 
 // Deliver adds m to the box's pending messages (new/) and returns it as
@@ -40,6 +50,12 @@ func (b *Box) writeNew(sub string, m Message) error {
 // collides is replaced by a fresh one). It is safe for concurrent use by any
 // number of goroutines and processes, and may be called by anyone (batty
 // send, the daemon). It blocks for the fsyncs.
+//
+// With b.Limit > 0, Deliver holds an exclusive lock (flock(2)) on the box
+// directory while it counts the backlog and writes, blocking while another
+// Deliver or a MoveTo into the box holds it, so that racing senders never
+// push the backlog past the limit: a box that holds Limit or more messages
+// in new/ and cur/ gives a *FullError, and nothing is written.
 func (b *Box) Deliver(m Message) (Message, error) {
 	if m.Outcome != nil {
 		return Message{}, fmt.Errorf("deliver to %s: a pending message cannot have an outcome", b.Dir)
@@ -54,6 +70,13 @@ func (b *Box) Deliver(m Message) (Message, error) {
 			return Message{}, fmt.Errorf("deliver to %s: body is not valid UTF-8", b.Dir)
 		}
 		m.Body, m.BodySize = preview(whole), int64(len(whole))
+	}
+	if b.Limit > 0 {
+		unlock, err := b.lockBacklog(true)
+		if err != nil {
+			return Message{}, fmt.Errorf("deliver to %s: %w", b.Dir, err)
+		}
+		defer unlock()
 	}
 	generated := m.ID == ""
 	if m.CreatedAt.IsZero() && !generated {
@@ -329,86 +352,15 @@ func (b *Box) Requeue(id string) error {
 	if err != nil {
 		return fail(err)
 	}
-	data, err := Encode(m)
-	if err != nil {
-		return fail(err)
-	}
 	// Overwrite a pending copy left by an interrupted Claim or Requeue: the
 	// one in cur/ has the current Attempt.
-	if err := atomicfile.WriteFileVia(b.file(dirNew, id), b.path(dirTmp), data, filePerm); err != nil {
+	if err := b.write(dirNew, m, false); err != nil {
 		return fail(err)
 	}
 	if err := b.remove(dirCur, id); err != nil {
 		return fail(err)
 	}
 	return nil
-}
-
-// MoveTo moves the pending message id from this box's new/ to dst's new/,
-// keeping its id and content: it routes a message of a role queue to one of
-// the role's agents. The copy in dst is created exclusively and durably
-// before the file here is removed, so a crash in between leaves the message
-// in both boxes; calling MoveTo again then completes the move.
-//
-// It is idempotent in that sense: if dst already holds the same message (same
-// id, sender, recipient, body, creation time and reply-to) in new/, cur/ or
-// done/, MoveTo only removes the copy here and returns dst's copy. If dst
-// holds a different message with that id, it returns ErrExists and changes
-// nothing. Other errors: ErrNotPending if the message is in cur/ or done/
-// here, ErrNotFound if it is nowhere here, a *BadFileError if its file does
-// not decode (it is moved to bad/). Only the daemon moves. Safe for
-// concurrent use; it blocks for the fsyncs.
-func (b *Box) MoveTo(id string, dst *Box) (Message, error) {
-	fail := func(err error) (Message, error) {
-		return Message{}, fmt.Errorf("move %s from %s to %s: %w", trim(id), b.Dir, dst.Dir, err)
-	}
-	if !ValidID(id) {
-		return fail(fmt.Errorf("invalid id: %w", ErrNotFound))
-	}
-	if dst.Dir == b.Dir {
-		return fail(errors.New("source and destination are the same box"))
-	}
-	m, err := b.read(dirNew, id, true)
-	if errors.Is(err, fs.ErrNotExist) {
-		for _, sub := range []string{dirCur, dirDone} {
-			if ok, err := b.exists(sub, id); err != nil || ok {
-				return fail(orErr(err, ErrNotPending))
-			}
-		}
-		return fail(ErrNotFound)
-	}
-	if err != nil {
-		return fail(err)
-	}
-	// finish completes a move whose copy in dst already exists.
-	finish := func() (Message, error) {
-		got, _, err := dst.Get(id)
-		if err != nil {
-			return fail(err)
-		}
-		if !sameMessage(got, m) {
-			return fail(fmt.Errorf("%w in %s with different content", ErrExists, dst.Dir))
-		}
-		if err := b.remove(dirNew, id); err != nil {
-			return fail(err)
-		}
-		return got, nil
-	}
-	if _, _, err := dst.Get(id); err == nil {
-		return finish()
-	} else if !errors.Is(err, ErrNotFound) {
-		return fail(err)
-	}
-	if err := dst.writeNew(dirNew, m); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return finish()
-		}
-		return fail(err)
-	}
-	if err := b.remove(dirNew, id); err != nil {
-		return fail(err)
-	}
-	return m, nil
 }
 
 // sameMessage reports whether a and b are the same message, ignoring its

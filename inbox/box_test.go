@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/atomicfile"
 )
 
 func newBox(t testing.TB, name string) (*Store, *Box) {
@@ -124,7 +126,7 @@ func TestBoxRejectsEscapingNames(t *testing.T) {
 	if err := os.Symlink(parent, filepath.Join(root, "evil")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Box("evil"); err == nil || !strings.Contains(err.Error(), "not a directory") {
+	if _, err := s.Box("evil"); !errors.Is(err, atomicfile.ErrSymlink) {
 		t.Errorf("Box(symlink) = %v", err)
 	}
 }

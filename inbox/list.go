@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/battyhq/batty/atomicfile"
+	"golang.org/x/sys/unix"
 )
 
 // BadFileError reports a file in new/, cur/ or done/ that is not a valid
@@ -45,6 +44,28 @@ func (e *BadFileError) Error() string {
 // Unwrap returns Err.
 func (e *BadFileError) Unwrap() error { return e.Err }
 
+// NotReadyError reports a regular file in new/ that is not a valid message
+// (yet) but changed less than the store's grace ago: its sender may still be
+// writing it. It is left where it is; a listing after Retry looks again and
+// moves it to bad/ if it still does not decode.
+type NotReadyError struct {
+	// Path is the file.
+	Path string
+	// Err says what is wrong with it so far.
+	Err error
+	// Retry is how long until its grace ends.
+	Retry time.Duration
+}
+
+// Error says which file waits and why.
+func (e *NotReadyError) Error() string {
+	return fmt.Sprintf("message file %s is not valid yet (%v); looking again in %s before moving it to bad/",
+		e.Path, e.Err, e.Retry.Round(time.Millisecond))
+}
+
+// Unwrap returns Err.
+func (e *NotReadyError) Unwrap() error { return e.Err }
+
 // contentError marks a problem with what a file holds, as opposed to an
 // error reading it: only the former makes a file bad.
 type contentError struct{ err error }
@@ -52,17 +73,17 @@ type contentError struct{ err error }
 func (e contentError) Error() string { return e.err.Error() }
 func (e contentError) Unwrap() error { return e.err }
 
-// readFile reads and decodes the message file at path without following a
+// readFile reads and decodes the message file d/name without following a
 // symbolic link or blocking on a FIFO.
-func readFile(path string) (Message, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+func readFile(d *dir, name string) (Message, error) {
+	f, err := d.openFile(name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return Message{}, err
 		}
 		// A symbolic link (O_NOFOLLOW) or a socket cannot be opened.
-		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
-			return Message{}, contentError{fmt.Errorf("not a regular file (%v)", fi.Mode().Type())}
+		if mode, lerr := d.lstat(name); lerr == nil && !mode.IsRegular() {
+			return Message{}, contentError{fmt.Errorf("not a regular file (%v)", mode.Type())}
 		}
 		return Message{}, err
 	}
@@ -90,10 +111,21 @@ func readFile(path string) (Message, error) {
 
 // read reads the message sub/<id>.json. A missing file gives an error
 // matching fs.ErrNotExist; a bad file gives a *BadFileError, and is moved to
-// bad/ if quarantine is set.
+// bad/ if quarantine is set (a young one in new/ gives a *NotReadyError and
+// stays).
 func (b *Box) read(sub, id string, quarantine bool) (Message, error) {
-	path := b.file(sub, id)
-	m, err := readFile(path)
+	d, err := b.openSub(sub)
+	if err != nil {
+		return Message{}, err
+	}
+	defer d.close()
+	return b.readIn(d, sub, id, quarantine)
+}
+
+// readIn is read with sub/ open as d.
+func (b *Box) readIn(d *dir, sub, id string, quarantine bool) (Message, error) {
+	name := id + ".json"
+	m, err := readFile(d, name)
 	if err == nil {
 		switch {
 		case m.ID != id:
@@ -105,9 +137,9 @@ func (b *Box) read(sub, id string, quarantine bool) (Message, error) {
 	var ce contentError
 	if errors.As(err, &ce) {
 		if quarantine {
-			return Message{}, b.quarantine(sub, id+".json", ce.err)
+			return Message{}, b.reject(d, sub, name, ce.err)
 		}
-		return Message{}, &BadFileError{Path: path, Err: ce.err}
+		return Message{}, &BadFileError{Path: filepath.Join(d.path, name), Err: ce.err}
 	}
 	if err != nil {
 		return Message{}, err
@@ -115,30 +147,46 @@ func (b *Box) read(sub, id string, quarantine bool) (Message, error) {
 	return m, nil
 }
 
-// quarantine moves sub/name to bad/ and returns the error reporting it.
-func (b *Box) quarantine(sub, name string, cause error) *BadFileError {
-	src := filepath.Join(b.path(sub), name)
-	bad := &BadFileError{Path: src, Err: cause}
-	badDir := b.path(dirBad)
-	if err := atomicfile.MkdirAll(badDir); err != nil {
+// reject handles the bad entry sub/name, open as d: a regular file in new/
+// that changed less than the grace ago gives a *NotReadyError and stays;
+// anything else is moved to bad/ (see quarantine).
+func (b *Box) reject(d *dir, sub, name string, cause error) error {
+	if sub == dirNew {
+		var st unix.Stat_t
+		if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			if left := b.store.grace() - b.store.now().Sub(ctime(&st)); left > 0 {
+				return &NotReadyError{Path: filepath.Join(d.path, name), Err: cause, Retry: left}
+			}
+		}
+	}
+	return b.quarantine(d, sub, name, cause)
+}
+
+// quarantine moves sub/name (sub/ open as d) to bad/, never through a link
+// and never over another file, and returns the error reporting it.
+func (b *Box) quarantine(d *dir, sub, name string, cause error) *BadFileError {
+	bad := &BadFileError{Path: filepath.Join(d.path, name), Err: cause}
+	ds, err := b.open(false, dirBad)
+	if err != nil {
 		bad.MoveErr = err
 		return bad
 	}
-	dst := filepath.Join(badDir, sub+"-"+name)
-	if _, err := os.Lstat(dst); err == nil {
+	defer ds.close()
+	badDir := ds.subs[0]
+	dst := sub + "-" + name
+	for try := 0; ; try++ {
+		err = moveFile(d, name, badDir, dst)
+		if !errors.Is(err, fs.ErrExist) || try > 3 {
+			break
+		}
 		id, _ := NewID()
-		dst += "." + id
+		dst = sub + "-" + name + "." + id
 	}
-	if err := os.Rename(src, dst); err != nil {
+	if err != nil {
 		bad.MoveErr = err
 		return bad
 	}
-	bad.MovedTo = dst
-	if err := atomicfile.SyncDir(badDir); err != nil {
-		bad.MoveErr = err
-	} else if err := atomicfile.SyncDir(b.path(sub)); err != nil {
-		bad.MoveErr = err
-	}
+	bad.MovedTo = filepath.Join(badDir.path, dst)
 	return bad
 }
 
@@ -149,22 +197,28 @@ func messageID(name string) (string, bool) {
 }
 
 // list returns the messages in sub/, sorted by id. Every entry that is not a
-// valid message is moved to bad/ and reported; messages that disappear
-// while listing (moved concurrently) are left out.
+// valid message is moved to bad/ and reported (in new/, after its grace: a
+// *NotReadyError until then); messages that disappear while listing (moved
+// concurrently) are left out.
 func (b *Box) list(sub string) ([]Message, []error) {
-	des, err := os.ReadDir(b.path(sub))
+	d, err := b.openSub(sub)
+	if err != nil {
+		return nil, []error{fmt.Errorf("list %s/ in %s: %w", sub, b.Dir, err)}
+	}
+	defer d.close()
+	names, err := d.names()
 	if err != nil {
 		return nil, []error{fmt.Errorf("list %s/ in %s: %w", sub, b.Dir, err)}
 	}
 	var msgs []Message
 	var errs []error
-	for _, de := range des {
-		id, ok := messageID(de.Name())
+	for _, name := range names {
+		id, ok := messageID(name)
 		if !ok {
-			errs = append(errs, b.quarantine(sub, de.Name(), errors.New(`not a message file name ("<id>.json")`)))
+			errs = append(errs, b.reject(d, sub, name, errors.New(`not a message file name ("<id>.json")`)))
 			continue
 		}
-		m, err := b.read(sub, id, true)
+		m, err := b.readIn(d, sub, id, true)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
@@ -179,8 +233,10 @@ func (b *Box) list(sub string) ([]Message, []error) {
 
 // Pending returns the messages in new/, sorted by id (creation time for
 // generated ids). A file that is not a valid message is moved to bad/ and
-// reported in the error slice as a *BadFileError naming it; it never hides
-// or blocks the other messages. Errors reading the directory also land in
+// reported in the error slice as a *BadFileError naming it — once the
+// store's grace has passed since it last changed; until then it stays and
+// is reported as a *NotReadyError. It never hides or blocks the other
+// messages. Errors reading the directory also land in
 // the slice. Anyone may call it (it moves only bad files); safe for
 // concurrent use.
 func (b *Box) Pending() ([]Message, []error) { return b.list(dirNew) }
@@ -221,9 +277,14 @@ func (b *Box) Get(id string) (Message, string, error) {
 	// move writes its destination before removing its source, so one pass
 	// finds a message that only moves forward; the second pass catches a
 	// Requeue (cur → new) racing the first.
+	ds, err := b.open(false, dirNew, dirCur, dirDone)
+	if err != nil {
+		return Message{}, "", fmt.Errorf("get %s in %s: %w", id, b.Dir, err)
+	}
+	defer ds.close()
 	for range 2 {
-		for _, sub := range []string{dirNew, dirCur, dirDone} {
-			m, err := b.read(sub, id, false)
+		for i, sub := range []string{dirNew, dirCur, dirDone} {
+			m, err := b.readIn(ds.subs[i], sub, id, false)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
 			case err != nil:
@@ -238,12 +299,17 @@ func (b *Box) Get(id string) (Message, string, error) {
 
 // names returns the message ids whose files are in sub/, unsorted.
 func (b *Box) names(sub string) ([]string, error) {
-	f, err := os.Open(b.path(sub))
+	d, err := b.openSub(sub)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
+	defer d.close()
+	return d.messageIDs()
+}
+
+// messageIDs returns the message ids whose files are in d, unsorted.
+func (d *dir) messageIDs() ([]string, error) {
+	names, err := d.names()
 	if err != nil {
 		return nil, err
 	}
@@ -332,27 +398,35 @@ func (b *Box) Recover() (redeliver []Message, errs []error) {
 
 // cleanTmp removes the entries of tmp/ older than StaleTempAge.
 func (b *Box) cleanTmp() []error {
-	dir := b.path(dirTmp)
-	des, err := os.ReadDir(dir)
+	d, err := b.openSub(dirTmp)
+	if err != nil {
+		return []error{fmt.Errorf("recover %s: %w", b.Dir, err)}
+	}
+	defer d.close()
+	names, err := d.names()
 	if err != nil {
 		return []error{fmt.Errorf("recover %s: %w", b.Dir, err)}
 	}
 	var errs []error
 	removed := false
 	cutoff := time.Now().Add(-StaleTempAge)
-	for _, de := range des {
-		fi, err := de.Info()
-		if err != nil || !fi.ModTime().Before(cutoff) {
-			continue // gone, or maybe in use
+	for _, name := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue // gone
 		}
-		if err := os.RemoveAll(filepath.Join(dir, de.Name())); err != nil {
+		sec, nsec := st.Mtim.Unix()
+		if !time.Unix(sec, nsec).Before(cutoff) {
+			continue // maybe in use
+		}
+		if err := d.remove(name); err != nil {
 			errs = append(errs, fmt.Errorf("recover %s: %w", b.Dir, err))
 			continue
 		}
 		removed = true
 	}
 	if removed {
-		if err := atomicfile.SyncDir(dir); err != nil {
+		if err := d.sync(); err != nil {
 			errs = append(errs, fmt.Errorf("recover %s: %w", b.Dir, err))
 		}
 	}

@@ -276,13 +276,18 @@ func normalize(m *Message) {
 }
 
 // Decode parses one stored message strictly: data must be a single JSON
-// object of at most MaxFileLen bytes, with no unknown field, followed only
-// by white space, and the message must be valid (see Message.Validate).
+// object of at most MaxFileLen bytes, in valid UTF-8 with no lone surrogate
+// escape (which encoding/json would silently replace), with no unknown
+// field, followed only by white space, and the message must be valid (see
+// Message.Validate).
 // Times are returned in UTC. Decode never panics; it is safe for concurrent
 // use.
 func Decode(data []byte) (Message, error) {
 	if len(data) > MaxFileLen {
 		return Message{}, fmt.Errorf("decode message: %d bytes, more than %d", len(data), MaxFileLen)
+	}
+	if err := validUnicode(data); err != nil {
+		return Message{}, fmt.Errorf("decode message: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -24,6 +24,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helper(helperDeliver))
 	case "churn":
 		os.Exit(helper(helperChurn))
+	case "route":
+		os.Exit(helper(helperRoute))
 	default:
 		fmt.Fprintf(os.Stderr, "unknown helper %q\n", os.Getenv(helperEnv))
 		os.Exit(2)

@@ -80,7 +80,8 @@ func TestRecover(t *testing.T) {
 }
 
 func TestBadFiles(t *testing.T) {
-	_, b := newBox(t, "eng")
+	s, b := newBox(t, "eng")
+	s.Grace = -1 // no grace: see TestGrace
 	good := deliver(t, b, msg("good"))
 	other := deliver(t, b, msg("other"))
 	newDir := b.path(dirNew)

@@ -21,10 +21,31 @@
 // start (Recover) was being delivered when the daemon died and is
 // redelivered; its outcome is recorded exactly once (Complete).
 //
+// Between boxes a message moves only by routing (MoveTo, role queue →
+// agent), which is one rename that never replaces a file: at every instant
+// the message is in exactly one box. Copies of one id in several boxes (a
+// crash of an older build, a file copied by hand) are resolved by
+// Reconcile, which the daemon runs at start: one live copy is kept, none
+// once an outcome exists anywhere.
+//
+// Nothing under the root is opened, created, renamed, removed or chmodded
+// through a symbolic link: every operation walks from the root with
+// directory descriptors opened O_NOFOLLOW, and a link where a directory
+// belongs is refused with an *atomicfile.LinkError (a link where a message
+// file belongs is a bad file, moved to bad/ as a link). Agents can write the
+// inboxes, so a link there must not steer batty's writes elsewhere.
+//
+// A box may bound its backlog (Box.Limit): Deliver and MoveTo refuse a
+// message beyond it with a *FullError, under a lock on the box directory.
+//
+// A file in new/ that is not a valid message is moved to bad/ only once
+// the store's grace has passed since it last changed: a sender that writes
+// into new/ directly, in several writes, is not cut off mid-write.
+//
 // Roles: any process may Deliver (batty send, from several processes at
 // once, also inside a sandbox); only the daemon, one per root, calls Claim,
-// Complete, Requeue, MoveTo and Recover. Queries (Pending, InFlight, Done,
-// Get, Count, Boxes) are safe from any process at any time. The file system
+// Complete, Requeue, MoveTo, Drop, Reconcile and Recover. Queries (Pending, InFlight, Done,
+// Get, Count, Boxes, Find) are safe from any process at any time. The file system
 // is the only shared state: every method is safe for concurrent use, and the
 // transitions stay correct even when raced (each destination is created with
 // an exclusive link, so of two concurrent Claims or Completes of one message
@@ -37,8 +58,6 @@ package inbox
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -64,6 +83,9 @@ var (
 // a live writer keeps its temporary file for milliseconds.
 const StaleTempAge = time.Minute
 
+// DefaultGrace is the default Store.Grace.
+const DefaultGrace = 2 * time.Second
+
 // States of a message, as returned by Box.Get: the name of the box
 // subdirectory that holds it.
 const (
@@ -82,65 +104,103 @@ const (
 )
 
 // Store is the root of the inboxes. The zero value is not usable: use Open.
-// A Store holds no state beyond Root; it is safe for concurrent use.
+// A Store holds no state beyond its fields; it is safe for concurrent use
+// once its fields are set.
 type Store struct {
 	// Root is the root directory, e.g. ".batty/inboxes".
 	Root string
+	// Grace is how long a file in new/ that is not (yet) a valid message is
+	// left alone before it is moved to bad/: a sender that writes into
+	// new/ directly, in several writes, is not cut off mid-write. During
+	// the grace listings report it as a *NotReadyError. 0 means
+	// DefaultGrace; negative, no grace.
+	Grace time.Duration
+	// Now is the clock the grace is measured with (nil: time.Now).
+	Now func() time.Time
 }
 
 // Open returns the store rooted at root, creating root (and its parents)
-// with permission 0700 if missing. It is idempotent and safe to call from
-// several processes at once.
+// with permission 0700 if missing. root itself must be a real directory,
+// not a symbolic link (its parents may be links): a link gives an
+// *atomicfile.LinkError. It is idempotent and safe to call from several
+// processes at once.
 func Open(root string) (*Store, error) {
 	if root == "" {
 		return nil, errors.New("open inbox store: empty root")
 	}
 	root = filepath.Clean(root)
-	if err := atomicfile.MkdirAll(root); err != nil {
+	if err := atomicfile.MkdirAll(filepath.Dir(root)); err != nil {
 		return nil, fmt.Errorf("open inbox store: %w", err)
 	}
+	d, err := openRootDir(root, true)
+	if err != nil {
+		return nil, fmt.Errorf("open inbox store: %w", err)
+	}
+	d.close()
 	return &Store{Root: root}, nil
 }
 
+// now returns the store's current time.
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// grace returns the effective grace.
+func (s *Store) grace() time.Duration {
+	switch {
+	case s.Grace == 0:
+		return DefaultGrace
+	case s.Grace < 0:
+		return 0
+	}
+	return s.Grace
+}
+
+// root opens the root directory.
+func (s *Store) root() (*dir, error) { return openRootDir(s.Root, false) }
+
 // Box returns the box called name, creating its directories (0700) if
 // missing. name must satisfy ValidBoxName, so nothing outside Root is ever
-// touched; a box directory that exists but is not a real directory (a
-// symbolic link, say) is an error. It is idempotent and safe to call from
-// several processes at once; it does not block beyond the file system.
+// touched; a box directory, or one of its subdirectories, that exists but
+// is not a real directory (a symbolic link, say) is refused with an
+// *atomicfile.LinkError. It is idempotent and safe to call from several
+// processes at once; it does not block beyond the file system.
 func (s *Store) Box(name string) (*Box, error) {
 	if !ValidBoxName(name) {
 		return nil, fmt.Errorf("open box %q in %s: invalid box name", trim(name), s.Root)
 	}
-	b := &Box{Name: name, Dir: filepath.Join(s.Root, name)}
-	for _, sub := range []string{dirTmp, dirNew, dirCur, dirDone} {
-		if err := atomicfile.MkdirAll(b.path(sub)); err != nil {
-			return nil, fmt.Errorf("open box %s: %w", name, err)
-		}
+	b := &Box{Name: name, Dir: filepath.Join(s.Root, name), store: s}
+	ds, err := b.open(true, dirTmp, dirNew, dirCur, dirDone)
+	if err != nil {
+		return nil, fmt.Errorf("open box %s: %w", name, err)
 	}
-	for _, d := range []string{b.Dir, b.path(dirTmp), b.path(dirNew), b.path(dirCur), b.path(dirDone)} {
-		fi, err := os.Lstat(d)
-		if err != nil {
-			return nil, fmt.Errorf("open box %s: %w", name, err)
-		}
-		if !fi.IsDir() {
-			return nil, fmt.Errorf("open box %s: %s is not a directory (%v)", name, d, fi.Mode().Type())
-		}
-	}
+	ds.close()
 	return b, nil
 }
 
 // Boxes returns the names of the boxes that exist under Root, sorted.
-// Entries that are not directories or whose names are not valid box names
-// are ignored. It only reads; it is safe for concurrent use.
+// Entries that are not directories (links included) or whose names are not
+// valid box names are ignored. It only reads; it is safe for concurrent use.
 func (s *Store) Boxes() ([]string, error) {
-	des, err := os.ReadDir(s.Root)
+	root, err := s.root()
+	if err != nil {
+		return nil, fmt.Errorf("list boxes in %s: %w", s.Root, err)
+	}
+	defer root.close()
+	all, err := root.names()
 	if err != nil {
 		return nil, fmt.Errorf("list boxes in %s: %w", s.Root, err)
 	}
 	var names []string
-	for _, de := range des {
-		if de.IsDir() && ValidBoxName(de.Name()) {
-			names = append(names, de.Name())
+	for _, n := range all {
+		if !ValidBoxName(n) {
+			continue
+		}
+		if mode, err := root.lstat(n); err == nil && mode.IsDir() {
+			names = append(names, n)
 		}
 	}
 	sort.Strings(names)
@@ -155,29 +215,86 @@ type Box struct {
 	Name string
 	// Dir is the box directory, Root/Name.
 	Dir string
+	// Limit bounds the backlog: the messages in new/ and cur/ together.
+	// Deliver and MoveTo refuse a message with a *FullError when the box
+	// holds Limit or more. 0 means no limit. Set it before use.
+	Limit int
+
+	store *Store
 }
 
 func (b *Box) path(sub string) string { return filepath.Join(b.Dir, sub) }
 
 func (b *Box) file(sub, id string) string { return filepath.Join(b.Dir, sub, id+".json") }
 
+// boxDirs are open directories of a box: the box itself and the
+// subdirectories asked for, in order.
+type boxDirs struct {
+	box  *dir
+	subs []*dir
+}
+
+func (ds boxDirs) close() {
+	for _, d := range ds.subs {
+		d.close()
+	}
+	ds.box.close()
+}
+
+// open opens the box directory and its subdirectories subs, from the
+// store's root, never following a link; with create, missing ones are
+// created.
+func (b *Box) open(create bool, subs ...string) (boxDirs, error) {
+	root, err := b.store.root()
+	if err != nil {
+		return boxDirs{}, err
+	}
+	defer root.close()
+	bd, err := root.sub(b.Name, create)
+	if err != nil {
+		return boxDirs{}, err
+	}
+	ds := boxDirs{box: bd}
+	for _, s := range subs {
+		d, err := bd.sub(s, create || s == dirBad || s == dirTexts)
+		if err != nil {
+			ds.close()
+			return boxDirs{}, err
+		}
+		ds.subs = append(ds.subs, d)
+	}
+	return ds, nil
+}
+
+// openSub opens one subdirectory of the box.
+func (b *Box) openSub(sub string) (*dir, error) {
+	ds, err := b.open(false, sub)
+	if err != nil {
+		return nil, err
+	}
+	ds.box.close()
+	return ds.subs[0], nil
+}
+
 // exists reports whether the message file sub/<id>.json exists.
 func (b *Box) exists(sub, id string) (bool, error) {
-	_, err := os.Lstat(b.file(sub, id))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	default:
+	d, err := b.openSub(sub)
+	if err != nil {
 		return false, err
 	}
+	defer d.close()
+	return d.exists(id + ".json")
 }
 
 // remove removes sub/<id>.json, if it exists, and syncs sub/.
 func (b *Box) remove(sub, id string) error {
-	if err := os.Remove(b.file(sub, id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	d, err := b.openSub(sub)
+	if err != nil {
 		return err
 	}
-	return atomicfile.SyncDir(b.path(sub))
+	defer d.close()
+	if err := d.remove(id + ".json"); err != nil {
+		return err
+	}
+	return d.sync()
 }

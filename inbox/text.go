@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/battyhq/batty/atomicfile"
+	"golang.org/x/sys/unix"
 )
 
 // Texts too long for a message file — a reply to the human, an agent's
@@ -49,73 +49,53 @@ func preview(s string) string {
 	return s[:n]
 }
 
-// textsDir creates texts/ if missing and checks that it is a real
-// directory, not a link.
-func (b *Box) textsDir() (string, error) {
-	dir := b.path(dirTexts)
-	if err := atomicfile.MkdirAll(dir); err != nil {
-		return "", err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return "", err
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("%s is not a directory (%v)", dir, fi.Mode().Type())
-	}
-	return dir, nil
-}
-
 // writeText stores text as texts/<id>.<ext>, replacing a file of that name,
-// atomically and durably. text is written from its own memory, not copied.
-func (b *Box) writeText(id, ext, text string) (err error) {
-	dir, err := b.textsDir()
+// atomically and durably (texts/ is created if missing; a link there is
+// refused). text is written from its own memory, not copied.
+func (b *Box) writeText(id, ext, text string) error {
+	name := id + "." + ext
+	ds, err := b.open(false, dirTmp, dirTexts)
 	if err != nil {
 		return fmt.Errorf("write %s text of %s: %w", ext, id, err)
 	}
-	path := filepath.Join(b.Dir, textFile(id, ext))
-	f, err := os.CreateTemp(b.path(dirTmp), "."+id+"."+ext+".*.tmp")
+	defer ds.close()
+	tmp, texts := ds.subs[0], ds.subs[1]
+	tname, err := tmp.writeTemp(name, filePerm, func(f *os.File) error {
+		_, err := f.WriteString(text)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s text of %s: %w", ext, id, err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.WriteString(text); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	// renameat(2) replaces a link at the name itself, never its target.
+	if err := unix.Renameat(tmp.fd, tname, texts.fd, name); err != nil {
+		tmp.remove(tname)
+		return fmt.Errorf("write %s: %w", filepath.Join(texts.path, name), err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: sync: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	// rename(2) replaces a link at path itself, never its target.
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := atomicfile.SyncDir(dir); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if err := texts.sync(); err != nil {
+		return fmt.Errorf("write %s text of %s: %w", ext, id, err)
 	}
 	return nil
 }
 
 // readText returns the content of the text file rel (relative to the box
-// directory), which must be a regular file of size bytes holding UTF-8.
+// directory, "texts/<name>"), which must be a regular file of size bytes
+// holding UTF-8. Neither texts/ nor the file is followed if it is a link.
 func (b *Box) readText(rel string, size int64) (string, error) {
 	path := filepath.Join(b.Dir, filepath.FromSlash(rel))
-	if fi, err := os.Lstat(b.path(dirTexts)); err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	} else if !fi.IsDir() {
-		return "", fmt.Errorf("read %s: %s is not a directory (%v)", path, b.path(dirTexts), fi.Mode().Type())
+	sub, name, ok := strings.Cut(rel, "/")
+	if !ok || sub != dirTexts || name == "" || strings.Contains(name, "/") {
+		return "", fmt.Errorf("read %s: not a text file of the box", path)
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	d, err := b.openSub(dirTexts)
 	if err != nil {
-		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
-			return "", fmt.Errorf("read %s: not a regular file (%v)", path, fi.Mode().Type())
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	defer d.close()
+	f, err := d.openFile(name)
+	if err != nil {
+		if mode, lerr := d.lstat(name); lerr == nil && !mode.IsRegular() {
+			return "", fmt.Errorf("read %s: not a regular file (%v)", path, mode.Type())
 		}
 		return "", fmt.Errorf("read %s: %w", path, err)
 	}
@@ -171,9 +151,16 @@ func (b *Box) FullReply(m Message) (string, error) {
 
 // removeText removes texts/<id>.<ext> if it exists.
 func (b *Box) removeText(id, ext string) error {
-	err := os.Remove(filepath.Join(b.Dir, textFile(id, ext)))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	d, err := b.openSub(dirTexts)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	return nil
+	defer d.close()
+	if err := d.remove(id + "." + ext); err != nil {
+		return err
+	}
+	return d.sync()
 }

@@ -54,7 +54,9 @@ type agent struct {
 	nonce     uint64
 	pongDue   <-chan time.Time
 	respawn   <-chan time.Time
-	replyDir  string // the shim's reply directory, "" when it is not usable
+	replyDir  string      // the shim's reply directory, "" when it is not usable
+	retry     *time.Timer // looks at the inbox again when a file's grace ends
+	retryAt   time.Time
 }
 
 // agentSnap is what status shows of an agent.
@@ -141,6 +143,9 @@ func (a *agent) run(ctx context.Context) {
 			if !a.stopping {
 				a.spawn()
 			}
+		case <-timerC(a.retry):
+			a.retry = nil
+			a.dispatch()
 		case <-ping.C:
 			a.ping()
 		case <-a.pongDue:

@@ -26,6 +26,13 @@ func (a *agent) dispatch() {
 	for {
 		pending, errs := a.box.Pending()
 		for _, err := range errs {
+			var nr *inbox.NotReadyError
+			if errors.As(err, &nr) {
+				// Maybe still being written: look again when its grace ends.
+				a.log.Debug("Inbox file not ready yet", "error", err)
+				a.retryIn(nr.Retry)
+				continue
+			}
 			a.warn("pending message", err)
 		}
 		if len(pending) == 0 {
@@ -228,7 +235,24 @@ func (a *agent) complete(m inbox.Message, o inbox.Outcome) bool {
 	if err != nil && !errors.Is(err, inbox.ErrAlreadyDone) {
 		a.warn("record outcome of "+m.ID, err)
 	}
+	if _, ok := a.d.roles[a.def.Role]; ok {
+		// Room for a message the role's queue holds back (backlog_limit).
+		a.d.kickRoute()
+	}
 	return err == nil
+}
+
+// retryIn makes the agent look at its inbox again after delay (or sooner).
+// Only run's goroutine calls it.
+func (a *agent) retryIn(delay time.Duration) {
+	at := time.Now().Add(delay)
+	if a.retry != nil && !a.retryAt.After(at) {
+		return
+	}
+	if a.retry != nil {
+		a.retry.Stop()
+	}
+	a.retry, a.retryAt = time.NewTimer(delay), at
 }
 
 // requeueInflight puts the message in flight back in the queue.

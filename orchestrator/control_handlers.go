@@ -85,61 +85,6 @@ func (d *Daemon) status() Status {
 	return st
 }
 
-// route gives each message waiting in a role's queue to an instance: an
-// idle one, else the one with the shortest backlog. Failed instances get
-// nothing; with no live instance the message waits.
-func (d *Daemon) route(role string) {
-	box := d.roles[role]
-	pending, errs := box.Pending()
-	for _, err := range errs {
-		d.log.Warn("Role queue problem", "role", role, "error", err)
-	}
-	if len(pending) == 0 {
-		return
-	}
-	var cands []*agent
-	load := map[*agent]int{}
-	for _, a := range d.agents {
-		if a.def.Role != role {
-			continue
-		}
-		if s := a.snapshot(); s.state == agentFailed || s.state == agentStopped {
-			continue
-		}
-		// The load is read from disk, so messages routed a moment ago and
-		// not yet picked up by the agent count too.
-		pending, inflight, err := a.box.Count()
-		if err != nil {
-			d.log.Warn("Counting an inbox failed", "agent", a.def.Name, "error", err)
-			continue
-		}
-		cands = append(cands, a)
-		load[a] = pending + inflight
-	}
-	if len(cands) == 0 {
-		return
-	}
-	for _, m := range pending {
-		// An instance writing to its own role means "another one of us".
-		var best *agent
-		for _, a := range cands {
-			if a.def.Name == m.From && len(cands) > 1 {
-				continue
-			}
-			if best == nil || load[a] < load[best] {
-				best = a
-			}
-		}
-		if _, err := box.MoveTo(m.ID, best.box); err != nil {
-			d.log.Warn("Routing failed", "role", role, "message", m.ID, "error", err)
-			continue
-		}
-		load[best]++
-		d.events.Append(Event{Type: EvRouted, Agent: best.def.Name, Message: m.ID, Detail: "@" + role})
-		best.poke()
-	}
-}
-
 // acquireLock takes the project's daemon lock without blocking.
 func acquireLock(l Layout) (*os.File, error) {
 	f, err := openLock(l, os.O_CREATE|os.O_RDWR)

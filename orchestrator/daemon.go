@@ -53,6 +53,10 @@ type Options struct {
 	// OnEvent, if set, sees every event written to the event log, after it
 	// was written (tests and benchmarks wait on it). It must not block.
 	OnEvent func(Event)
+	// InboxGrace is how long a file in an inbox's new/ that is not a valid
+	// message yet is left alone (it may still be being written) before it
+	// is moved to bad/ (default inbox.DefaultGrace).
+	InboxGrace time.Duration
 	// Subreaper makes the daemon process a child subreaper for the life of
 	// the process: what a shim that died abruptly (SIGKILL) leaves behind —
 	// model commands in sessions of their own — is reparented to the
@@ -111,6 +115,10 @@ type Daemon struct {
 	byName map[string]*agent
 	roles  map[string]*inbox.Box // "@role" queues of roles with several instances
 
+	routeKick  chan struct{} // buffered(1): route the role queues again
+	routeTimer *time.Timer   // routes again at routeAt; Run's goroutine owns both
+	routeAt    time.Time
+
 	ready  chan struct{} // closed once the control socket accepts requests
 	lock   *os.File
 	reaper *reap.Reaper // nil unless Options.Subreaper
@@ -133,7 +141,8 @@ func New(cfg *team.Config, layout Layout, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, byName: map[string]*agent{},
-		roles: map[string]*inbox.Box{}, ready: make(chan struct{}), lock: lock, started: time.Now()}
+		roles: map[string]*inbox.Box{}, ready: make(chan struct{}), lock: lock, started: time.Now(),
+		routeKick: make(chan struct{}, 1)}
 	if err := d.init(); err != nil {
 		if d.events != nil {
 			d.events.Close()
@@ -149,6 +158,7 @@ func (d *Daemon) init() error {
 	if d.store, err = d.layout.OpenInboxes(); err != nil {
 		return err
 	}
+	d.store.Grace = d.opts.InboxGrace
 	if d.humanBox, err = d.store.Box(team.Human); err != nil {
 		return err
 	}
@@ -173,6 +183,7 @@ func (d *Daemon) init() error {
 		if err != nil {
 			return err
 		}
+		box.Limit = d.cfg.BacklogLimit
 		a, err := newAgent(d, def, box)
 		if err != nil {
 			return err
@@ -186,6 +197,7 @@ func (d *Daemon) init() error {
 			if err != nil {
 				return err
 			}
+			box.Limit = d.cfg.BacklogLimit
 			d.roles[r.Name] = box
 		}
 	}
@@ -252,6 +264,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.events.Append(Event{Type: EvWarning, Detail: fmt.Sprintf("killed %d processes an earlier run of the team left running", n)})
 	}
 	defer d.procs.stop()
+	// Before any agent recovers its inbox or anything is routed.
+	d.reconcile()
 	agentCtx, cancelAgents := context.WithCancel(context.Background())
 	defer cancelAgents()
 	var wg sync.WaitGroup
@@ -282,6 +296,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.rescan()
 		case <-rescan.C:
 			d.rescan()
+		case <-d.routeKick:
+			d.routeAll()
+		case <-timerC(d.routeTimer):
+			d.routeTimer = nil
+			d.routeAll()
 		case <-d.gate.changed:
 			resumeTimer = d.armResume(resumeTimer)
 			if d.gate.open() {

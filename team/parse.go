@@ -21,7 +21,7 @@ import (
 
 // Keys accepted in each section of a team file.
 var (
-	topKeys     = []string{"name", "codex", "timeouts", "queue_depth", "roles"}
+	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "roles"}
 	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "args", "config", "env", "codex_home", "context_window"}
 	timeoutKeys = []string{"turn", "idle", "shutdown"}
 	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "codex"}
@@ -38,6 +38,8 @@ var (
 const (
 	defaultQueueDepth    = 16
 	maxQueueDepth        = 1024
+	defaultBacklogLimit  = 256
+	maxBacklogLimit      = 100_000
 	defaultContextWindow = 272000
 	defaultTurn          = 60 * time.Minute
 	defaultIdle          = 10 * time.Minute
@@ -83,11 +85,12 @@ func Parse(path string, data []byte) (*Config, error) {
 	}
 	p := &parser{file: path, dir: filepath.Dir(abs)}
 	cfg := &Config{
-		Codex:      defaultCodex(),
-		Timeouts:   Timeouts{Turn: defaultTurn, Idle: defaultIdle, Shutdown: defaultShutdown},
-		QueueDepth: defaultQueueDepth,
-		Path:       abs,
-		Dir:        p.dir,
+		Codex:        defaultCodex(),
+		Timeouts:     Timeouts{Turn: defaultTurn, Idle: defaultIdle, Shutdown: defaultShutdown},
+		QueueDepth:   defaultQueueDepth,
+		BacklogLimit: defaultBacklogLimit,
+		Path:         abs,
+		Dir:          p.dir,
 	}
 	if root := p.decode(data); root != nil {
 		p.config(root, cfg)
@@ -214,6 +217,12 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 	if e, ok := f["queue_depth"]; ok {
 		if v, ok := p.integer(e.val, "queue_depth", 1, maxQueueDepth); ok {
 			cfg.QueueDepth = v
+		}
+	}
+
+	if e, ok := f["backlog_limit"]; ok {
+		if v, ok := p.integer(e.val, "backlog_limit", 1, maxBacklogLimit); ok {
+			cfg.BacklogLimit = v
 		}
 	}
 

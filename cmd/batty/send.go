@@ -135,9 +135,12 @@ func deliverMessage(teamFile, from, to, body string) (sentMessage, error) {
 	if err != nil {
 		return sentMessage{}, fmt.Errorf("send to %s: %w", to, err)
 	}
+	if box != team.Human {
+		b.Limit = cfg.BacklogLimit
+	}
 	m, err := b.Deliver(inbox.Message{From: from, To: to, Body: body})
 	if err != nil {
-		return sentMessage{}, fmt.Errorf("send to %s: %w", to, err)
+		return sentMessage{}, deliverError(cfg, to, err)
 	}
 	return sentMessage{Message: m, box: box}, nil
 }

@@ -1,6 +1,0 @@
-//go:build !unix
-
-package inbox
-
-// openFlags are added when opening a message file.
-const openFlags = 0

@@ -1,0 +1,187 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/battyhq/batty/inbox"
+)
+
+// busyRetry is how soon routing tries again when an instance's inbox was
+// locked by a sender writing into it.
+const busyRetry = 20 * time.Millisecond
+
+// route gives each message waiting in a role's queue to an instance: an
+// idle one, else the one with the shortest backlog, never one whose backlog
+// is at the team's backlog_limit (the message then waits in the queue until
+// an instance finishes a message). Failed instances get nothing; with no
+// live instance the message waits. A queue message that an instance already
+// holds (in any state) is a duplicate, never routed again. It runs on the
+// daemon's goroutine only.
+func (d *Daemon) route(role string) {
+	box := d.roles[role]
+	pending, errs := box.Pending()
+	d.inboxProblems("@"+role, errs, d.routeIn)
+	if len(pending) == 0 {
+		return
+	}
+	limit := d.cfg.BacklogLimit
+	var cands []*agent
+	var boxes []*inbox.Box
+	load := map[*agent]int{}
+	for _, a := range d.agents {
+		if a.def.Role != role {
+			continue
+		}
+		boxes = append(boxes, a.box)
+		if s := a.snapshot(); s.state == agentFailed || s.state == agentStopped {
+			continue
+		}
+		// The load is read from disk, so messages routed a moment ago and
+		// not yet picked up by the agent count too.
+		pending, inflight, err := a.box.Count()
+		if err != nil {
+			d.log.Warn("Counting an inbox failed", "agent", a.def.Name, "error", err)
+			continue
+		}
+		cands = append(cands, a)
+		load[a] = pending + inflight
+	}
+	if len(cands) == 0 {
+		return
+	}
+	for _, m := range pending {
+		if d.dropDuplicate(role, box, m, boxes) {
+			continue
+		}
+		for range len(cands) {
+			// An instance writing to its own role means "another one of us".
+			var best *agent
+			for _, a := range cands {
+				if (a.def.Name == m.From && len(cands) > 1) || load[a] >= limit {
+					continue
+				}
+				if best == nil || load[a] < load[best] {
+					best = a
+				}
+			}
+			if best == nil {
+				break // every instance is at its limit: the message waits
+			}
+			_, err := box.MoveTo(m.ID, best.box)
+			switch {
+			case errors.Is(err, inbox.ErrFull):
+				load[best] = limit // a sender filled it meanwhile
+				continue
+			case errors.Is(err, inbox.ErrBusy):
+				d.routeIn(busyRetry)
+			case err != nil:
+				d.log.Warn("Routing failed", "role", role, "message", m.ID, "error", err)
+			default:
+				load[best]++
+				d.events.Append(Event{Type: EvRouted, Agent: best.def.Name, Message: m.ID, Detail: "@" + role})
+				best.poke()
+			}
+			break
+		}
+	}
+}
+
+// dropDuplicate removes (or, for another message under the same id, moves
+// to bad/) the queue's copy of m when an instance already holds m, and
+// reports whether it did: a message has one live copy and runs once.
+func (d *Daemon) dropDuplicate(role string, queue *inbox.Box, m inbox.Message, instances []*inbox.Box) bool {
+	copies, err := inbox.Find(m.ID, instances)
+	if err != nil {
+		d.log.Warn("Looking for copies of a queued message failed", "role", role, "message", m.ID, "error", err)
+		return true // route it on a later pass rather than risk a second copy
+	}
+	if len(copies) == 0 {
+		return false
+	}
+	queued := inbox.Copy{Box: queue, State: inbox.StateNew, Msg: m}
+	if err := queued.Drop(copies[0]); err != nil {
+		d.log.Warn("Dropping a duplicate queued message failed", "role", role, "message", m.ID, "error", err)
+		return true
+	}
+	detail := fmt.Sprintf("%s was also in %s: dropped the queue's copy", m.ID, copies[0])
+	d.log.Warn("Duplicate message in a role queue", "role", role, "message", m.ID, "kept", copies[0].String())
+	d.events.Append(Event{Type: EvWarning, Message: m.ID, Detail: detail})
+	return true
+}
+
+// routeIn makes the daemon route again after delay (or sooner). It runs on
+// the daemon's goroutine only.
+func (d *Daemon) routeIn(delay time.Duration) {
+	at := time.Now().Add(delay)
+	if d.routeTimer != nil && !d.routeAt.After(at) {
+		return
+	}
+	if d.routeTimer != nil {
+		d.routeTimer.Stop()
+	}
+	d.routeTimer, d.routeAt = time.NewTimer(delay), at
+}
+
+// kickRoute asks the daemon's goroutine to route the role queues again (an
+// instance's backlog went down); it never blocks. Safe from any goroutine.
+func (d *Daemon) kickRoute() {
+	select {
+	case d.routeKick <- struct{}{}:
+	default:
+	}
+}
+
+// reconcile makes every message id that a crash (or a copy by hand) left
+// in more than one inbox have one live copy, or none once it has an
+// outcome, before anything is recovered, routed or delivered.
+func (d *Daemon) reconcile() {
+	var boxes []*inbox.Box
+	for _, a := range d.agents {
+		boxes = append(boxes, a.box)
+	}
+	for _, r := range d.cfg.Roles {
+		if q, ok := d.roles[r.Name]; ok {
+			boxes = append(boxes, q)
+		}
+	}
+	res, errs := inbox.Reconcile(boxes)
+	for _, err := range errs {
+		d.log.Warn("Reconciling the inboxes", "error", err)
+		d.events.Append(Event{Type: EvWarning, Detail: "reconcile inboxes: " + err.Error()})
+	}
+	for _, r := range res {
+		var gone []string
+		for _, c := range r.Removed {
+			gone = append(gone, c.String()+" (removed)")
+		}
+		for _, c := range r.Quarantined {
+			gone = append(gone, c.String()+" (another message with this id: moved to bad/)")
+		}
+		var kept []string
+		for _, c := range r.Kept {
+			kept = append(kept, c.String())
+		}
+		detail := fmt.Sprintf("message %s was in several inboxes: kept %s; %s", r.ID, strings.Join(kept, ", "), strings.Join(gone, ", "))
+		d.log.Warn("Message found in several inboxes", "message", r.ID, "kept", kept, "dropped", gone)
+		d.events.Append(Event{Type: EvWarning, Message: r.ID, Detail: detail})
+	}
+}
+
+// inboxProblems logs the problems a listing of box reported. A file not
+// ready yet (still being written) is only looked at again when its grace
+// ends, through retry; the rest are warnings.
+func (d *Daemon) inboxProblems(box string, errs []error, retry func(time.Duration)) {
+	for _, err := range errs {
+		var nr *inbox.NotReadyError
+		if errors.As(err, &nr) {
+			d.log.Debug("Inbox file not ready yet", "box", box, "error", err)
+			retry(nr.Retry)
+			continue
+		}
+		d.log.Warn("Inbox problem", "box", box, "error", err)
+		d.events.Append(Event{Type: EvWarning, Detail: box + ": " + err.Error()})
+	}
+}
