@@ -80,6 +80,9 @@ type Response struct {
 	Error  string  `json:"error,omitempty"`
 	Status *Status `json:"status,omitempty"`
 	PID    int     `json:"pid,omitempty"`
+	// Changed answers pause and resume: whether the dispatch gate changed
+	// (false: it was already paused, or not paused).
+	Changed bool `json:"changed,omitempty"`
 }
 
 // ErrNotRunning is returned by Call when no daemon listens on the socket.

@@ -22,11 +22,9 @@ func (d *Daemon) control(req Request) Response {
 		if reason == "" {
 			reason = "paused by user"
 		}
-		d.pause(PauseManual, reason, time.Time{})
-		return Response{OK: true}
+		return Response{OK: true, Changed: d.pause(PauseManual, reason, time.Time{})}
 	case OpResume:
-		d.resume("resumed by user")
-		return Response{OK: true}
+		return Response{OK: true, Changed: d.resume("resumed by user")}
 	case OpReset:
 		a, ok := d.byName[req.Agent]
 		if !ok {

@@ -172,8 +172,11 @@ func TestOfflineCommands(t *testing.T) {
 	if _, err := Call(p.layout, Request{Op: OpStatus}, time.Second); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("call without daemon: %v", err)
 	}
-	if err := OfflinePause(p.layout, true, "maintenance"); err != nil {
-		t.Fatal(err)
+	if changed, err := OfflinePause(p.layout, true, "maintenance"); err != nil || !changed {
+		t.Fatalf("offline pause: changed %v, %v", changed, err)
+	}
+	if changed, err := OfflinePause(p.layout, true, "again"); err != nil || changed {
+		t.Fatalf("offline pause of a paused team: changed %v, %v", changed, err)
 	}
 	p.send("@eng", "human", "for any engineer")
 	p.send("manager", "human", "for the manager")
@@ -184,8 +187,11 @@ func TestOfflineCommands(t *testing.T) {
 	if st.Queues["eng"] != 1 || st.Agents[1].Name != "manager" || st.Agents[1].Backlog != 1 {
 		t.Fatalf("offline backlog: queues %v, agents %+v", st.Queues, st.Agents)
 	}
-	if err := OfflinePause(p.layout, false, ""); err != nil {
-		t.Fatal(err)
+	if changed, err := OfflinePause(p.layout, false, ""); err != nil || !changed {
+		t.Fatalf("offline resume: changed %v, %v", changed, err)
+	}
+	if changed, err := OfflinePause(p.layout, false, ""); err != nil || changed {
+		t.Fatalf("offline resume of a running gate: changed %v, %v", changed, err)
 	}
 	if err := OfflineReset(p.cfg, p.layout, "nobody", ""); err == nil {
 		t.Fatal("offline reset of an unknown agent succeeded")

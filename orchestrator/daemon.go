@@ -400,8 +400,9 @@ func (d *Daemon) killOrphans(why string) {
 	}
 }
 
-// pause closes the dispatch gate (safe from any goroutine).
-func (d *Daemon) pause(kind, reason string, resumeAt time.Time) {
+// pause closes the dispatch gate (safe from any goroutine). It returns
+// whether the gate changed.
+func (d *Daemon) pause(kind, reason string, resumeAt time.Time) bool {
 	changed, err := d.gate.pause(kind, reason, resumeAt)
 	if err != nil {
 		d.log.Error("Saving the dispatch state failed", "error", err)
@@ -410,9 +411,12 @@ func (d *Daemon) pause(kind, reason string, resumeAt time.Time) {
 		d.log.Warn("Dispatch paused", "kind", kind, "reason", reason, "resume_at", resumeAt)
 		d.events.Append(Event{Type: EvPaused, Detail: reason, Data: map[string]any{"kind": kind, "resume_at": resumeAt}})
 	}
+	return changed
 }
 
-func (d *Daemon) resume(why string) {
+// resume opens the dispatch gate (safe from any goroutine). It returns
+// whether it was closed.
+func (d *Daemon) resume(why string) bool {
 	changed, err := d.gate.resume()
 	if err != nil {
 		d.log.Error("Saving the dispatch state failed", "error", err)
@@ -421,4 +425,5 @@ func (d *Daemon) resume(why string) {
 		d.events.Append(Event{Type: EvResumed, Detail: why})
 		d.pokeAll()
 	}
+	return changed
 }

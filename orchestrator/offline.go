@@ -101,8 +101,10 @@ func OfflineReset(cfg *team.Config, l Layout, agent, reason string) error {
 }
 
 // OfflinePause closes (pause) or opens the dispatch gate of a stopped team.
-func OfflinePause(l Layout, pause bool, reason string) error {
-	return withLock(l, func() error {
+// It returns whether the gate changed (false: it was already paused, or not
+// paused).
+func OfflinePause(l Layout, pause bool, reason string) (changed bool, err error) {
+	err = withLock(l, func() error {
 		g, err := newGate(l)
 		if err != nil {
 			return err
@@ -111,10 +113,11 @@ func OfflinePause(l Layout, pause bool, reason string) error {
 			if reason == "" {
 				reason = "paused by user"
 			}
-			_, err = g.pause(PauseManual, reason, time.Time{})
+			changed, err = g.pause(PauseManual, reason, time.Time{})
 		} else {
-			_, err = g.resume()
+			changed, err = g.resume()
 		}
 		return err
 	})
+	return changed, err
 }

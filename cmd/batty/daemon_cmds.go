@@ -48,6 +48,9 @@ func newStartCmd() *cobra.Command {
 once it accepts messages, or in the foreground with --foreground. One daemon runs
 per project; its state, inboxes and logs live in .batty/ next to the team file.
 The team file defaults to ./team.yaml, else ./.batty/team.yaml.`,
+		Example: `  batty start
+  batty start --team ~/src/demo/team.yaml
+  batty start --foreground`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_ = noTmux // every start is headless until the tmux cockpit exists
@@ -64,7 +67,7 @@ The team file defaults to ./team.yaml, else ./.batty/team.yaml.`,
 			return startBackground(cmd.OutOrStdout(), p, cfg)
 		},
 	}
-	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file (default ./team.yaml, else ./.batty/team.yaml)")
+	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().BoolVar(&foreground, "foreground", false, "run the daemon in this process until Ctrl-C")
 	cmd.Flags().BoolVar(&noTmux, "no-tmux", false, "run without the tmux cockpit (the default for now)")
 	return cmd
@@ -214,7 +217,13 @@ func newStopCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stop [--timeout D]",
 		Short: "Stop the daemon: turns in flight may finish until the timeout, then are interrupted",
-		Args:  cobra.NoArgs,
+		Long: `stop stops dispatching, lets the turns in flight finish until the timeout
+(default: timeouts.shutdown of the team), then interrupts them. Every shim
+and Codex process, and the daemon itself, is gone when it returns.
+Interrupted messages are delivered again at the next start.`,
+		Example: `  batty stop
+  batty stop --timeout 5s`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := orchestrator.ResolveProject(teamFile)
 			if err != nil {
@@ -242,7 +251,7 @@ func newStopCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file")
+	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long turns in flight may finish (default: the team's timeouts.shutdown)")
 	return cmd
 }
@@ -273,13 +282,25 @@ func announceStop(w io.Writer, l orchestrator.Layout, timeout time.Duration) {
 func newPauseCmd(pause bool) *cobra.Command {
 	var teamFile string
 	use, short := "resume", "Release dispatch team-wide (also ends a quota or auth pause)"
+	long := `resume releases the team-wide dispatch gate: a manual pause, a quota pause
+before its reset time, or an auth pause. It says so when nothing was
+paused. With the daemon stopped it changes the saved state, which the next
+start uses.`
+	example := `  batty resume`
 	if pause {
 		use, short = "pause [reason]", "Hold dispatch team-wide; messages keep queueing"
+		long = `pause holds dispatch team-wide: no agent starts a new turn (turns in
+flight finish) and messages keep queueing until batty resume. The pause is
+saved, so it holds across restarts.`
+		example = `  batty pause "reviewing the design"
+  batty pause`
 	}
 	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cobra.MaximumNArgs(1),
+		Use:     use,
+		Short:   short,
+		Long:    long,
+		Example: example,
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := orchestrator.ResolveProject(teamFile)
 			if err != nil {
@@ -290,19 +311,45 @@ func newPauseCmd(pause bool) *cobra.Command {
 			if pause {
 				op = orchestrator.OpPause
 			}
-			_, err = orchestrator.Call(p.Layout, orchestrator.Request{Op: op, Reason: reason}, 10*time.Second)
+			resp, err := orchestrator.Call(p.Layout, orchestrator.Request{Op: op, Reason: reason}, 10*time.Second)
+			changed, running := resp.Changed, true
 			if errors.Is(err, orchestrator.ErrNotRunning) {
-				err = orchestrator.OfflinePause(p.Layout, pause, reason)
+				running = false
+				changed, err = orchestrator.OfflinePause(p.Layout, pause, reason)
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "batty: dispatch %sd\n", strings.Fields(use)[0])
+			fmt.Fprintln(cmd.OutOrStdout(), pauseOutcome(pause, changed, running))
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file")
+	addTeamFlags(cmd, &teamFile, true)
 	return cmd
+}
+
+// pauseOutcome is what `batty pause` (pause) or `batty resume` says, given
+// whether the dispatch gate changed and whether the daemon runs. It is a
+// pure function.
+func pauseOutcome(pause, changed, running bool) string {
+	switch {
+	case pause && changed && running:
+		return "batty: dispatch paused; messages keep queueing until `batty resume`"
+	case pause && changed:
+		return "batty: dispatch paused; it stays paused across `batty start` until `batty resume`"
+	case pause && running:
+		return "batty: dispatch was already paused"
+	case pause:
+		return "batty: dispatch was already paused (the daemon is not running)"
+	case changed && running:
+		return "batty: dispatch resumed"
+	case changed:
+		return "batty: pause lifted; the team dispatches once `batty start` starts it"
+	case running:
+		return "batty: nothing is paused; dispatch is already running"
+	default:
+		return "batty: nothing is paused (the daemon is not running: `batty start` starts it)"
+	}
 }
 
 func newResetCmd() *cobra.Command {
@@ -310,7 +357,12 @@ func newResetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "reset <agent>",
 		Short: "Archive the agent's thread so its next message starts a fresh one",
-		Args:  cobra.ExactArgs(1),
+		Long: `reset archives the agent's Codex thread (kept in its state with the reason
+and the time); the agent's next message starts a fresh thread. It works with
+the daemon running or stopped.`,
+		Example: `  batty reset engineer-1
+  batty reset manager --reason "context full"`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, cfg, err := loadProject(teamFile)
 			if err != nil {
@@ -327,7 +379,8 @@ func newResetCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file")
+	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (kept with the archived thread)")
+	cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
 	return cmd
 }

@@ -109,7 +109,8 @@ prints the message with its whole texts.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file (default ./team.yaml or ./.batty/team.yaml, or the team of $"+orchestrator.EnvDir+")")
+	addTeamFlags(cmd, &teamFile, true)
+	cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents|namesQueues|namesHuman)
 	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "show at most N messages")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	cmd.Flags().StringVar(&full, "full", "", "print the whole text of message `ID`")

@@ -19,24 +19,30 @@ const exitUsage = 2
 // usageError prints "batty <cmd>: <msg>" and the command's usage line to
 // stderr and returns the error that makes batty exit with exitUsage.
 func usageError(cmd *cobra.Command, format string, args ...any) error {
-	fmt.Fprintf(cmd.ErrOrStderr(), "batty %s: %s\nUsage: batty %s\nRun 'batty %s --help' for details.\n",
-		cmd.Name(), fmt.Sprintf(format, args...), cmd.Use, cmd.Name())
+	path := cmd.CommandPath()
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\nUsage: %s\nRun '%s --help' for details.\n",
+		path, fmt.Sprintf(format, args...), cmd.UseLine(), path)
 	return exitError{exitUsage}
 }
 
 // usageArgs wraps a cobra argument validator so that a wrong command line
-// exits with exitUsage.
+// exits with exitUsage. An error that already carries an exit code (from a
+// validator wrapped before) passes through unchanged, so wrapping twice is
+// harmless.
 func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := v(cmd, args); err != nil {
-			return usageError(cmd, "%v", err)
+		err := v(cmd, args)
+		var ee exitError
+		if err == nil || errors.As(err, &ee) {
+			return err
 		}
-		return nil
+		return usageError(cmd, "%v", err)
 	}
 }
 
 // withUsageExit makes flag parsing errors and argument count errors of cmd
-// exit with exitUsage.
+// exit with exitUsage. newRoot does this for every command of the tree;
+// calling it on a command as well is harmless.
 func withUsageExit(cmd *cobra.Command) *cobra.Command {
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError(c, "%v", err)

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
 )
@@ -20,20 +22,162 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
+// Help groups of the top-level commands.
+const (
+	groupTeam     = "team"
+	groupMessages = "messages"
+	groupInspect  = "inspect"
+	groupAgent    = "agent"
+	groupSetup    = "setup"
+)
+
+// commandGroups places each top-level command in a help group by name. A
+// command missing here would be listed under "Additional Commands";
+// TestEveryCommandHasAGroupAndExamples catches that.
+var commandGroups = map[string]string{
+	"start": groupTeam, "stop": groupTeam, "attach": groupTeam,
+	"pause": groupTeam, "resume": groupTeam, "reset": groupTeam,
+	"send": groupMessages, "inbox": groupMessages,
+	"status": groupInspect, "logs": groupInspect,
+	"chat": groupAgent,
+	"init": groupSetup, "validate": groupSetup, "demo": groupSetup,
+	"version": groupSetup, "completion": groupSetup, "help": groupSetup,
+}
+
+// newRoot builds the whole command tree. Every command of it exits with
+// exitUsage (2) for a command line that cannot be run — an unknown command
+// or flag, a bad flag value, a wrong number of arguments — and with 1 for a
+// runtime error (see execute).
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "batty",
-		Short:         "Run a team of Codex agents as one crew",
+		Use:   "batty <command>",
+		Short: "Run a team of Codex agents as one crew",
+		Long: `batty runs a team of Codex CLI agents as one crew: a daemon keeps one
+Codex conversation per agent, messages travel through durable inboxes, and
+transcripts show what every agent does.
+
+The team file is team.yaml (or .batty/team.yaml, or the team of $` + orchestrator.EnvDir + `);
+name another with --team FILE (-f FILE on every command but logs, where -f is
+--follow).
+
+Exit status: 0 ok, 1 error, 2 usage (unknown command or flag, bad flag value,
+wrong arguments).`,
+		Example: `  batty init && batty start
+  batty send architect "design a CLI that converts CSV to JSON"
+  batty status
+  batty logs -f architect`,
+		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownCommand(cmd, args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	root.SetVersionTemplate(fmt.Sprintf("batty {{.Version}} (protocol %d)\n", protocol.Version))
+	root.AddGroup(
+		&cobra.Group{ID: groupTeam, Title: "Team:"},
+		&cobra.Group{ID: groupMessages, Title: "Messages:"},
+		&cobra.Group{ID: groupInspect, Title: "Inspect:"},
+		&cobra.Group{ID: groupAgent, Title: "One agent:"},
+		&cobra.Group{ID: groupSetup, Title: "Setup:"},
+	)
 	root.AddCommand(newVersionCmd(), newShimCmd(), newChatCmd(),
 		newStartCmd(), newDaemonCmd(), newStopCmd(), newStatusCmd(), newPauseCmd(true), newPauseCmd(false), newResetCmd())
 	root.AddCommand(newSendCmd(), newInboxCmd(), newLogsCmd(), newInitCmd(), newValidateCmd())
+	root.SetHelpCommand(newHelpCmd())
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	finishTree(root)
 	return root
 }
 
-// execute runs the CLI and returns the exit code.
+// finishTree gives every command of the tree its help group, usage exit
+// codes and, for a command that only groups others (completion), an error
+// for an unknown subcommand instead of a silent help text.
+func finishTree(root *cobra.Command) {
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError(c, "%v", err)
+	})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Parent() == root && c.GroupID == "" {
+			c.GroupID = commandGroups[c.Name()]
+		}
+		if c.Name() == "completion" && c.Parent() == root {
+			c.Example = `  source <(batty completion bash)
+  batty completion zsh > "${fpath[1]}/_batty"
+  batty completion fish > ~/.config/fish/completions/batty.fish`
+		}
+		if c != root && !c.Runnable() && c.HasSubCommands() {
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return unknownCommand(cmd, args[0])
+				}
+				return nil
+			}
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+		if c.Args != nil {
+			c.Args = usageArgs(c.Args)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// unknownCommand is the usage error for a subcommand name cmd does not have.
+func unknownCommand(cmd *cobra.Command, name string) error {
+	hint := ""
+	if s := cmd.SuggestionsFor(name); len(s) > 0 {
+		hint = "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return usageError(cmd, "unknown command %q%s", name, hint)
+}
+
+// newHelpCmd returns `batty help [command]`: cobra's help command, except
+// that an unknown topic is a usage error (exit 2).
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "help prints the help of a command: its usage, flags and examples.",
+		Example: `  batty help send
+  batty send --help`,
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			target, _, err := c.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, sub := range target.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					names = append(names, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			target, rest, err := c.Root().Find(args)
+			if err != nil {
+				return usageError(c, "%v", err)
+			}
+			if len(rest) > 0 && target.HasSubCommands() {
+				return usageError(c, "unknown help topic %q: run 'batty --help' for the commands", strings.Join(args, " "))
+			}
+			target.InitDefaultHelpFlag()
+			target.InitDefaultVersionFlag()
+			return target.Help()
+		},
+	}
+}
+
+// execute runs the CLI and returns the exit code: 0 ok, 1 error, 2 usage.
 func execute(args []string) int {
 	root := newRoot()
 	root.SetArgs(args)
@@ -65,7 +209,10 @@ func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print batty's version and protocol version",
-		Args:  cobra.NoArgs,
+		Long:  "version prints batty's version and the version of the protocol between batty and its shims; batty --version prints the same.",
+		Example: `  batty version
+  batty --version`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintf(cmd.OutOrStdout(), "batty %s (protocol %d)\n", versionString(), protocol.Version)
 			return nil

@@ -41,6 +41,10 @@ agent: an agent cannot send as the human or as another agent. An agent may
 message "human" and the roles listed in its role's talks_to; the human may
 message anyone.
 
+With the daemon stopped the message is queued all the same and waits until
+batty start (a note on stderr says so). A message that starts with "--" gets
+a warning on stderr: it is probably a flag given after the recipient.
+
 Exit status: 0 queued, 1 error, 2 usage.`,
 		Example: `  batty send manager "the build is green"
   batty send engineer "please fix the flaky test"
@@ -67,17 +71,26 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 				}
 				body = b
 			}
+			if strings.HasPrefix(args[1], "--") {
+				fmt.Fprintf(cmd.ErrOrStderr(), "batty send: warning: the message starts with %q and is sent as text; flags go before the recipient: batty send [flags] %s <message>\n",
+					args[1], args[0])
+			}
 			m, err := deliverMessage(teamFile, sender, args[0], body)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "queued %s for %s\n", m.ID, m.box)
+			if running, _ := orchestrator.Running(m.layout); !running {
+				fmt.Fprintf(cmd.ErrOrStderr(), "batty: the team is not running; the message waits until `batty start`\n")
+			}
 			return nil
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().StringVar(&from, "from", "", `sender: an agent name or "human" (default $`+orchestrator.EnvAgent+`, else "human"; must equal $`+orchestrator.EnvAgent+` when that is set)`)
-	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file (default ./team.yaml or ./.batty/team.yaml, or the team of $"+orchestrator.EnvDir+")")
+	addTeamFlags(cmd, &teamFile, true)
+	cmd.ValidArgsFunction = completeRecipients(&teamFile, &from)
+	_ = cmd.RegisterFlagCompletionFunc("from", completeNames(&teamFile, namesAgents|namesHuman))
 	return withUsageExit(cmd)
 }
 
@@ -101,7 +114,8 @@ func readBody(r io.Reader) (string, error) {
 // sentMessage is a delivered message and the box it went to.
 type sentMessage struct {
 	inbox.Message
-	box string
+	box    string
+	layout orchestrator.Layout // of the project it was sent in
 }
 
 // deliverMessage checks that from may message to and delivers body into
@@ -142,7 +156,7 @@ func deliverMessage(teamFile, from, to, body string) (sentMessage, error) {
 	if err != nil {
 		return sentMessage{}, deliverError(cfg, to, err)
 	}
-	return sentMessage{Message: m, box: box}, nil
+	return sentMessage{Message: m, box: box, layout: p.Layout}, nil
 }
 
 // recipientBox resolves to into the name of the box the message goes to and

@@ -25,6 +25,8 @@ func newStatusCmd() *cobra.Command {
 {paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
 in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
 context_pct, last_error, shim_pid, restarts}], queues {role: waiting}.`,
+		Example: `  batty status
+  batty status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, cfg, err := loadProject(teamFile)
@@ -52,24 +54,14 @@ context_pct, last_error, shim_pid, restarts}], queues {role: waiting}.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file")
+	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
 func printStatus(w io.Writer, st orchestrator.Status) {
-	daemon := "not running"
-	if st.Daemon.PID != 0 {
-		daemon = fmt.Sprintf("pid %d, up %s", st.Daemon.PID, time.Duration(st.Daemon.UptimeS)*time.Second)
-	}
-	dispatch := "running"
-	if st.Dispatch.Paused {
-		dispatch = "PAUSED: " + st.Dispatch.Reason
-		if st.Dispatch.ResumeAt != nil {
-			dispatch += fmt.Sprintf(" (resumes %s)", st.Dispatch.ResumeAt.Local().Format("2006-01-02 15:04 MST"))
-		}
-	}
-	fmt.Fprintf(w, "team %s · daemon %s · dispatch %s\n\n", st.Team, daemon, dispatch)
+	fmt.Fprintln(w, statusHeadline(st))
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tROLE\tSTATE\tTHREAD\tBACKLOG\tIN FLIGHT\tTURNS\tTOKENS IN/OUT\tCTX\tLAST ERROR")
 	for _, a := range st.Agents {
@@ -86,6 +78,33 @@ func printStatus(w io.Writer, st orchestrator.Status) {
 			fmt.Fprintf(w, "\n%d message(s) wait in role queue %s for a free instance\n", n, role)
 		}
 	}
+}
+
+// statusHeadline is the first line of `batty status`: the team, the daemon
+// and the dispatch gate. A stopped team dispatches nothing, so it says the
+// daemon is not running (and shows only a pause that the next start keeps).
+// It is a pure function.
+func statusHeadline(st orchestrator.Status) string {
+	pause := ""
+	if st.Dispatch.Paused {
+		pause = "PAUSED: " + st.Dispatch.Reason
+		if st.Dispatch.ResumeAt != nil {
+			pause += fmt.Sprintf(" (resumes %s)", st.Dispatch.ResumeAt.Local().Format("2006-01-02 15:04 MST"))
+		}
+	}
+	if st.Daemon.PID == 0 {
+		s := fmt.Sprintf("team %s · daemon not running (`batty start` starts it)", st.Team)
+		if pause != "" {
+			s += " · dispatch " + pause + ", kept at the next start"
+		}
+		return s
+	}
+	dispatch := "running"
+	if pause != "" {
+		dispatch = pause
+	}
+	return fmt.Sprintf("team %s · daemon pid %d, up %s · dispatch %s", st.Team, st.Daemon.PID,
+		time.Duration(st.Daemon.UptimeS)*time.Second, dispatch)
 }
 
 func shorten(s string, n int) string {

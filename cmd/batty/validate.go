@@ -52,6 +52,6 @@ team's name and agents and exits 0.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file (default ./team.yaml, else ./.batty/team.yaml)")
+	addTeamFlags(cmd, &teamFile, true)
 	return withUsageExit(cmd)
 }
