@@ -26,8 +26,16 @@ func call(t *testing.T, p *project, req Request) Response {
 func TestPauseHoldsDispatchAndResumeReleasesIt(t *testing.T) {
 	p := newProject(t, fourAgents)
 	r := p.start(nil)
-	call(t, p, Request{Op: OpPause, Reason: "lunch"})
+	if call(t, p, Request{Op: OpResume}).Changed {
+		t.Fatal("resume of a running gate reported a change")
+	}
+	if !call(t, p, Request{Op: OpPause, Reason: "lunch"}).Changed {
+		t.Fatal("pause reported no change")
+	}
 	r.waitEvent(t, "pause", func(e Event) bool { return e.Type == EvPaused })
+	if call(t, p, Request{Op: OpPause, Reason: "lunch"}).Changed {
+		t.Fatal("pause of a paused gate reported a change")
+	}
 	id := p.send("manager", "human", "wait for it")
 	st := call(t, p, Request{Op: OpStatus}).Status
 	if !st.Dispatch.Paused || st.Dispatch.Reason != "lunch" {
@@ -39,7 +47,9 @@ func TestPauseHoldsDispatchAndResumeReleasesIt(t *testing.T) {
 	if _, where, _ := p.box("manager").Get(id); where != "new" {
 		t.Fatalf("paused daemon took the message (%s)", where)
 	}
-	call(t, p, Request{Op: OpResume})
+	if !call(t, p, Request{Op: OpResume}).Changed {
+		t.Fatal("resume of a paused gate reported no change")
+	}
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)
 	}
