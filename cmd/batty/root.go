@@ -78,6 +78,8 @@ wrong arguments).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	root.SetVersionTemplate(fmt.Sprintf("batty {{.Version}} (protocol %d)\n", protocol.Version))
+	// --version only: -v stays free, as in gh.
+	root.Flags().Bool("version", false, "print batty's version and protocol version")
 	root.AddGroup(
 		&cobra.Group{ID: groupTeam, Title: "Team:"},
 		&cobra.Group{ID: groupMessages, Title: "Messages:"},
