@@ -113,6 +113,14 @@ func finishTree(root *cobra.Command) {
 			c.Example = `  source <(batty completion bash)
   batty completion zsh > "${fpath[1]}/_batty"
   batty completion fish > ~/.config/fish/completions/batty.fish`
+			for _, sh := range c.Commands() {
+				sh.Example = map[string]string{
+					"bash":       "  source <(batty completion bash)",
+					"zsh":        `  batty completion zsh > "${fpath[1]}/_batty"`,
+					"fish":       "  batty completion fish | source",
+					"powershell": "  batty completion powershell | Out-String | Invoke-Expression",
+				}[sh.Name()]
+			}
 		}
 		if c != root && !c.Runnable() && c.HasSubCommands() {
 			c.Args = func(cmd *cobra.Command, args []string) error {
