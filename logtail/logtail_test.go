@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -264,4 +265,29 @@ func TestPrintLastMissing(t *testing.T) {
 	if err := tl.PrintLast(5); !errors.Is(err, ErrNoFile) {
 		t.Fatalf("PrintLast of a missing file = %v, want ErrNoFile", err)
 	}
+}
+
+// BenchmarkPrintLast100MB prints the last 10 lines of a 100 MB log and
+// reports the bytes read for it.
+func BenchmarkPrintLast100MB(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "big.log")
+	var tail strings.Builder
+	for i := 1; i <= 50; i++ {
+		fmt.Fprintf(&tail, "line %d\n", i)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.Truncate(100<<20 - int64(tail.Len()))
+	f.WriteAt([]byte(tail.String()), 100<<20-int64(tail.Len()))
+	f.Close()
+	var c counting
+	for b.Loop() {
+		tl := &Tail{Path: path, Label: "log", Out: io.Discard, Open: c.open}
+		if err := tl.PrintLast(10); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(c.read.Load())/float64(b.N), "bytes-read/op")
 }

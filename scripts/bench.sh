@@ -3,7 +3,7 @@
 # with machine load; run it on a quiet machine.
 #
 #   scripts/bench.sh            # all
-#   scripts/bench.sh protocol   # one group: protocol | codex | shim | orchestrator | ptylog
+#   scripts/bench.sh protocol   # one group: protocol | codex | shim | orchestrator | ptylog | logtail
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -19,6 +19,9 @@ if [ "$group" = all ] || [ "$group" = codex ]; then
 fi
 if [ "$group" = all ] || [ "$group" = ptylog ]; then
   run -bench . -benchmem -count 3 ./ptylog/
+fi
+if [ "$group" = all ] || [ "$group" = logtail ]; then
+  run -bench . -benchmem -count 3 ./logtail/
 fi
 if [ "$group" = all ] || [ "$group" = shim ]; then
   run -bench 'TurnViaShim|WorkerDirect' -benchtime 200x -count 3 ./shim/

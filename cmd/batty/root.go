@@ -50,7 +50,7 @@ var commandGroups = map[string]string{
 // runtime error (see execute).
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "batty <command>",
+		Use:   "batty",
 		Short: "Run a team of Codex agents as one crew",
 		Long: `batty runs a team of Codex CLI agents as one crew: a daemon keeps one
 Codex conversation per agent, messages travel through durable inboxes, and
