@@ -143,7 +143,7 @@ func writeBigLog(t *testing.T, path string, size int64, tail string) {
 	if err := f.Truncate(size - int64(len(tail))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteAt([]byte("\n"+tail[1:]), size-int64(len(tail))); err != nil {
+	if _, err := f.WriteAt([]byte(tail), size-int64(len(tail))); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -279,9 +279,15 @@ func BenchmarkPrintLast100MB(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	f.Truncate(100<<20 - int64(tail.Len()))
-	f.WriteAt([]byte(tail.String()), 100<<20-int64(tail.Len()))
-	f.Close()
+	if err := f.Truncate(100<<20 - int64(tail.Len())); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte(tail.String()), 100<<20-int64(tail.Len())); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
 	var c counting
 	for b.Loop() {
 		tl := &Tail{Path: path, Label: "log", Out: io.Discard, Open: c.open}
