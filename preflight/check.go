@@ -1,0 +1,346 @@
+// Package preflight checks, before an agent gets a message, that its Codex
+// can run: the binary resolves and answers `codex --version`, CODEX_HOME
+// exists, and — when the configured model provider needs an OpenAI login —
+// `codex login status` says it is logged in. A failed check is a Problem
+// that names what is wrong and how to fix it.
+//
+// The checks run codex the way a shim does (the same binary resolution, the
+// agent's environment and CODEX_HOME, its working directory), each in its
+// own process group, killed at a timeout and always reaped.
+package preflight
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/reap"
+)
+
+// PinnedVersion is the Codex CLI version batty is built and tested against.
+const PinnedVersion = "0.169.0"
+
+// installHint says how to install the pinned Codex CLI.
+const installHint = "install it: npm install -g @openai/codex@" + PinnedVersion
+
+// DefaultTimeout bounds each codex run of a check.
+const DefaultTimeout = 10 * time.Second
+
+// maxOutput is how much of a check's output is kept.
+const maxOutput = 4 << 10
+
+// Kind classifies a Problem.
+type Kind string
+
+// Problem kinds.
+const (
+	// KindMissing: the binary is not there (not on PATH, no such file, a
+	// launcher without its native binary, not executable).
+	KindMissing Kind = "codex_missing"
+	// KindBroken: the binary is there but `codex --version` fails.
+	KindBroken Kind = "codex_broken"
+	// KindHome: CODEX_HOME is not a directory.
+	KindHome Kind = "codex_home"
+	// KindLogin: the provider needs a login and codex is not logged in.
+	KindLogin Kind = "not_logged_in"
+	// KindLoginCheck: `codex login status` failed for another reason.
+	KindLoginCheck Kind = "login_check"
+)
+
+// Problem is why an agent's Codex cannot run, with the fix.
+type Problem struct {
+	Kind   Kind
+	Detail string // what is wrong, naming the file or directory
+	Fix    string // what to do about it
+}
+
+// String is "<detail> — <fix>".
+func (p *Problem) String() string {
+	if p.Fix == "" {
+		return p.Detail
+	}
+	return p.Detail + " — " + p.Fix
+}
+
+func (p *Problem) Error() string { return p.String() }
+
+// Target is how one agent runs Codex.
+type Target struct {
+	// Bin is the configured codex binary (codex.bin).
+	Bin string
+	// Home is the configured CODEX_HOME ("" inherits the environment's).
+	Home string
+	// Env is the agent's extra environment ("KEY=value", codex.env).
+	Env []string
+	// Cwd is the agent's working directory.
+	Cwd string
+	// Config is codex.config: dotted keys to TOML values.
+	Config map[string]string
+	// Args is codex.args.
+	Args []string
+}
+
+// Key identifies targets that one check answers for: the same binary, home,
+// environment, directory and settings. Agents with equal keys share a check.
+func (t Target) Key() string {
+	var b strings.Builder
+	field := func(s string) { fmt.Fprintf(&b, "%d:%s;", len(s), s) }
+	field(t.Bin)
+	field(t.Home)
+	field(t.Cwd)
+	for _, kv := range t.Env {
+		field(kv)
+	}
+	b.WriteByte('|')
+	keys := make([]string, 0, len(t.Config))
+	for k := range t.Config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		field(k + "=" + t.Config[k])
+	}
+	b.WriteByte('|')
+	for _, a := range t.Args {
+		field(a)
+	}
+	return b.String()
+}
+
+// Checker runs checks. The zero value works (no reaper, DefaultTimeout).
+type Checker struct {
+	// Reaper, when the process is a child subreaper, starts the check's
+	// processes as managed children (so its orphan reaping leaves them to
+	// their Wait).
+	Reaper *reap.Reaper
+	// Timeout bounds each codex run (DefaultTimeout when 0).
+	Timeout time.Duration
+	// BaseEnv is the environment the agent's Env applies over (nil: this
+	// process's).
+	BaseEnv []string
+}
+
+// Check runs the checks for t in order — binary, CODEX_HOME, --version,
+// login — and returns the first problem, or nil when Codex can run. It
+// blocks for at most two codex runs of c.Timeout each; ctx cancels them.
+func (c *Checker) Check(ctx context.Context, t Target) *Problem {
+	bin, err := codex.ResolveBinary(t.Bin)
+	if err != nil {
+		return missing(t.Bin, err)
+	}
+	base := c.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	env := append(bin.Environ(base), t.Env...)
+	if t.Home != "" {
+		env = append(env, "CODEX_HOME="+t.Home)
+	}
+	getenv := lookupIn(env)
+	home := effectiveHome(getenv)
+	if t.Home != "" || getenv("CODEX_HOME") != "" {
+		if fi, err := os.Stat(home); err != nil || !fi.IsDir() {
+			why := "does not exist"
+			if err == nil {
+				why = "is not a directory"
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				why = "cannot be read: " + err.Error()
+			}
+			return &Problem{Kind: KindHome, Detail: fmt.Sprintf("CODEX_HOME %s %s", home, why),
+				Fix: fmt.Sprintf("create it and log in: mkdir -p %s && CODEX_HOME=%s codex login (or fix codex.codex_home in the team file)", home, home)}
+		}
+	}
+	code, out, err := c.run(ctx, bin.Path, env, t.Cwd, "--version")
+	if err != nil || code != 0 {
+		what := fmt.Sprintf("exited with status %d", code)
+		if err != nil {
+			what = err.Error()
+		}
+		if tail := lastLine(out); tail != "" {
+			what += ": " + tail
+		}
+		return &Problem{Kind: KindBroken, Detail: fmt.Sprintf("codex at %s does not run (`codex --version` %s)", bin.Path, what),
+			Fix: "re" + installHint + ", or point codex.bin in the team file at a working codex"}
+	}
+	homeConfig, _ := os.ReadFile(filepath.Join(home, "config.toml"))
+	over, profile, oss := ArgsSettings(t.Args)
+	cfgKeys := make([]string, 0, len(t.Config))
+	for k := range t.Config {
+		cfgKeys = append(cfgKeys, k)
+	}
+	sort.Strings(cfgKeys)
+	var overrides []string
+	for _, k := range cfgKeys {
+		overrides = append(overrides, k+"="+t.Config[k])
+	}
+	d := NeedsLogin(LoginInput{Overrides: append(overrides, over...), Profile: profile, OSS: oss, HomeConfig: string(homeConfig), Getenv: getenv})
+	if !d.Needed {
+		return nil
+	}
+	code, out, err = c.run(ctx, bin.Path, env, t.Cwd, "login", "status")
+	login := "codex login"
+	if t.Home != "" || getenv("CODEX_HOME") != "" {
+		login = "CODEX_HOME=" + home + " codex login"
+	}
+	if err != nil {
+		return &Problem{Kind: KindLoginCheck, Detail: fmt.Sprintf("`codex login status` failed (%v)", err), Fix: "check that " + login + " works"}
+	}
+	switch ClassifyLoginStatus(code, out) {
+	case LoggedIn:
+		return nil
+	case NotLoggedIn:
+		return &Problem{Kind: KindLogin, Detail: fmt.Sprintf("codex is not logged in (CODEX_HOME %s, model provider %s)", home, d.Provider),
+			Fix: "run: " + login + " (or set OPENAI_API_KEY in codex.env)"}
+	}
+	return &Problem{Kind: KindLoginCheck, Detail: fmt.Sprintf("`codex login status` exited with status %d: %s", code, or(lastLine(out), "no output")),
+		Fix: "fix what it says, then run: " + login}
+}
+
+// missing turns a binary resolution error into a Problem.
+func missing(bin string, err error) *Problem {
+	switch {
+	case bin == "" || !strings.ContainsRune(bin, '/'):
+		name := or(bin, codex.DefaultBinary)
+		var pe *exec.Error
+		if errors.As(err, &pe) || strings.Contains(err.Error(), "not on PATH") {
+			return &Problem{Kind: KindMissing, Detail: fmt.Sprintf("codex not found: %q is not on PATH", name),
+				Fix: installHint + " (or set codex.bin in the team file to its full path)"}
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		return &Problem{Kind: KindMissing, Detail: "codex not found at " + bin, Fix: installHint + ", or fix codex.bin in the team file"}
+	}
+	// Not executable, not a regular file, a launcher without its native
+	// binary: the resolver's message names the file and the fix.
+	msg := strings.TrimPrefix(err.Error(), codex.ErrBinaryNotFound.Error()+": ")
+	return &Problem{Kind: KindMissing, Detail: "codex not usable: " + msg}
+}
+
+// run runs codex with args, in its own process group (killed whole at the
+// timeout or when ctx ends), and returns its exit code and combined output.
+// err is set when it could not run or was killed.
+func (c *Checker) run(ctx context.Context, path string, env []string, dir string, args ...string) (int, string, error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.Command(path, args...)
+	cmd.Env, cmd.Dir = env, dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	out := &capped{max: maxOutput}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = time.Second
+	var err error
+	if c.Reaper != nil {
+		err = c.Reaper.Start(cmd)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
+		return -1, "", fmt.Errorf("start %s: %w", path, err)
+	}
+	pid := cmd.Process.Pid
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-ctx.Done():
+			syscall.Kill(-pid, syscall.SIGKILL)
+		case <-done:
+		}
+	}()
+	werr := cmd.Wait()
+	close(done)
+	<-stopped
+	if c.Reaper != nil {
+		c.Reaper.Release(pid)
+	}
+	if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return -1, out.String(), fmt.Errorf("no answer within %s", timeout)
+		}
+		return -1, out.String(), ctx.Err()
+	}
+	var ee *exec.ExitError
+	if werr != nil && !errors.As(werr, &ee) {
+		return -1, out.String(), werr
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), nil
+}
+
+// effectiveHome is the CODEX_HOME codex uses: $CODEX_HOME, else ~/.codex.
+func effectiveHome(getenv func(string) string) string {
+	if h := getenv("CODEX_HOME"); h != "" {
+		return h
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".codex")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".codex")
+	}
+	return ".codex"
+}
+
+// lookupIn looks a variable up in env, the last entry winning (as exec does).
+func lookupIn(env []string) func(string) string {
+	return func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+}
+
+// lastLine is the last non-blank line of s that is not one of codex's
+// "WARNING: proceeding…" notices, clipped to 300 bytes.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l == "" || strings.HasPrefix(l, "WARNING: proceeding") {
+			continue
+		}
+		if len(l) > 300 {
+			l = l[:300] + "…"
+		}
+		return l
+	}
+	return ""
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// capped keeps the first max bytes written to it and drops the rest.
+type capped struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (c *capped) String() string { return c.buf.String() }
