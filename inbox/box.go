@@ -326,8 +326,26 @@ func truncate(s string, max int) string {
 // not decode (it is moved to bad/). Only the daemon requeues. Safe for
 // concurrent use; it blocks for the fsyncs.
 func (b *Box) Requeue(id string) error {
+	return b.requeue(id, false)
+}
+
+// Unclaim puts the in-flight message id back into new/ as it was before
+// Claim: its Attempt goes back down by one (not below zero). It is for a
+// delivery that never started — the worker could not be run at all — so
+// the message is neither counted as tried nor marked as a redelivery.
+// Otherwise it behaves like Requeue (idempotent, same errors); a second
+// Unclaim of a message already pending changes nothing.
+func (b *Box) Unclaim(id string) error {
+	return b.requeue(id, true)
+}
+
+func (b *Box) requeue(id string, undo bool) error {
+	op := "requeue"
+	if undo {
+		op = "unclaim"
+	}
 	fail := func(err error) error {
-		return fmt.Errorf("requeue %s in %s: %w", trim(id), b.Dir, err)
+		return fmt.Errorf("%s %s in %s: %w", op, trim(id), b.Dir, err)
 	}
 	if !ValidID(id) {
 		return fail(fmt.Errorf("invalid id: %w", ErrNotFound))
@@ -351,6 +369,9 @@ func (b *Box) Requeue(id string) error {
 	}
 	if err != nil {
 		return fail(err)
+	}
+	if undo {
+		m.Attempt = max(m.Attempt-1, 0)
 	}
 	// Overwrite a pending copy left by an interrupted Claim or Requeue: the
 	// one in cur/ has the current Attempt.

@@ -434,6 +434,34 @@ func TestRequeue(t *testing.T) {
 	}
 }
 
+// A delivery that never started gives its attempt back: the message is
+// pending as before its Claim, not counted as tried.
+func TestUnclaim(t *testing.T) {
+	_, b := newBox(t, "eng")
+	m := deliver(t, b, msg("x"))
+	if c, err := b.Claim(m.ID); err != nil || c.Attempt != 1 {
+		t.Fatalf("Claim = %+v, %v", c, err)
+	}
+	for range 2 { // idempotent
+		if err := b.Unclaim(m.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, state, err := b.Get(m.ID)
+	if err != nil || state != StateNew || got.Attempt != 0 {
+		t.Fatalf("after Unclaim: %+v in %q, %v", got, state, err)
+	}
+	if c, err := b.Claim(m.ID); err != nil || c.Attempt != 1 {
+		t.Fatalf("Claim after Unclaim = %+v, %v; want attempt 1 again", c, err)
+	}
+	if _, err := b.Complete(m.ID, validOutcome()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Unclaim(m.ID); !errors.Is(err, ErrAlreadyDone) || !strings.Contains(err.Error(), "unclaim") {
+		t.Fatalf("Unclaim(done) = %v", err)
+	}
+}
+
 func TestMoveTo(t *testing.T) {
 	s, queue := newBox(t, "@eng")
 	dst, err := s.Box("eng-1")

@@ -39,6 +39,10 @@ import (
 // replies like text). A prompt over 1,048,576 characters is refused the
 // way codex refuses it, whatever the scenario. With $FAKE_CODEX_LOG set, every invocation appends a
 // line "<unix ns> <resumed thread|new> <first prompt line>" to that file.
+//
+// Outside exec it answers `--version` ("codex-cli 0.169.0") and `login
+// status` (logged in, exit 0, when $CODEX_HOME/auth.json exists; else "Not
+// logged in", exit 1), as the real CLI does.
 
 // maxInputChars is codex's limit on one turn's prompt, in characters.
 const maxInputChars = 1 << 20
@@ -58,6 +62,19 @@ func FakeMain(args []string) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT)
 	out := os.Stdout
+	if len(args) == 1 && args[0] == "--version" {
+		fmt.Println("codex-cli " + CodexVersion)
+		return 0
+	}
+	if len(args) == 2 && args[0] == "login" && args[1] == "status" {
+		// Like codex: logged in when CODEX_HOME holds an auth.json.
+		if _, err := os.Stat(filepath.Join(os.Getenv("CODEX_HOME"), "auth.json")); err == nil {
+			fmt.Fprintln(os.Stderr, "Logged in using ChatGPT")
+			return 0
+		}
+		fmt.Fprintln(os.Stderr, "Not logged in")
+		return 1
+	}
 	emit := func(v any) {
 		b, _ := json.Marshal(v)
 		out.Write(append(b, '\n'))
