@@ -324,6 +324,31 @@ func TestSpawnFailureFinishesTheMessage(t *testing.T) {
 	}
 }
 
+// A codex installed after the shim started is used by the next turn: the
+// shim does not keep the failure it saw at start.
+func TestSpawnFailureLooksForTheBinaryAgain(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "codex")
+	h := startShim(t, func(c *Config) { c.CodexBin = bin })
+	h.send("one", "hi")
+	h.expect(kAccepted, kState)
+	if tf := h.finished("one", protocol.TurnFailed); tf.Failure != protocol.FailSpawn || !strings.Contains(tf.Error, bin) {
+		t.Fatalf("spawn failure = %+v", tf)
+	}
+	h.expect(kStats, kState)
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
+	}
+	h.send("two", "hello again")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	if tf := h.finished("two", protocol.TurnCompleted); tf.Reply != "ECHO:hello again" {
+		t.Fatalf("turn after the binary appeared = %+v", tf)
+	}
+}
+
 func TestCodexFailingBeforeTheTurn(t *testing.T) {
 	h := startShim(t, nil)
 	h.send("p", "scenario:spawnfail")

@@ -114,8 +114,9 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 	var err error
 	s.bin, err = codex.ResolveBinary(cfg.CodexBin)
 	if err != nil {
-		// Not fatal: every turn then fails with this error as a spawn
-		// failure, so the orchestrator sees why instead of a crash loop.
+		// Not fatal: a turn looks for the binary again and, while it is
+		// still unusable, fails as a spawn failure naming this error, so
+		// the orchestrator sees why instead of a crash loop.
 		log.Error("Codex binary not usable", "bin", cfg.CodexBin, "error", err)
 		s.binErr = err
 	} else if s.bin.Launcher != "" {

@@ -124,8 +124,17 @@ func (s *server) storeReply(res *turnResult) {
 func (s *server) execTurn(t *turn) turnResult {
 	res := turnResult{exitCode: -1}
 	if s.binErr != nil {
-		res.spawnErr = s.binErr
-		return res
+		// The binary was not usable when last looked at: look again, so a
+		// codex installed (or repaired) meanwhile is used without a
+		// restart. Only the turn in flight touches bin, binErr and env.
+		bin, err := codex.ResolveBinary(s.cfg.CodexBin)
+		if err != nil {
+			s.binErr = err
+			res.spawnErr = err
+			return res
+		}
+		s.bin, s.binErr, s.env = bin, nil, codexEnv(s.cfg, bin)
+		s.log.Info("Codex binary usable now", "bin", s.cfg.CodexBin, "path", bin.Path)
 	}
 	args := codex.ExecArgs(s.execOpts, t.threadID)
 	cmd := exec.Command(s.bin.Path, args...)
