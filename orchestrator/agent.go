@@ -12,6 +12,7 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
@@ -57,6 +58,8 @@ type agent struct {
 	replyDir  string      // the shim's reply directory, "" when it is not usable
 	retry     *time.Timer // looks at the inbox again when a file's grace ends
 	retryAt   time.Time
+	health    *health
+	parked    *preflight.Problem // why the agent takes no message, nil when it does
 }
 
 // agentSnap is what status shows of an agent.
@@ -69,6 +72,7 @@ type agentSnap struct {
 	restarts int
 	st       AgentState
 	saveErr  string // the last failure to save st, "" once a save succeeds
+	parked   *preflight.Problem
 }
 
 // agentCtl is a request from the daemon's goroutine to an agent's. A reset

@@ -20,7 +20,8 @@ const maxContextRetries = 3
 // durable inbox is the queue, so a crash loses nothing that waits.
 func (a *agent) dispatch() {
 	defer a.updateBacklog()
-	if a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.open() {
+	a.syncParked()
+	if a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.open() {
 		return
 	}
 	for {
@@ -105,6 +106,8 @@ func (a *agent) handle(m protocol.Message) {
 			a.requeueInflight("rejected by the shim: " + string(e.Reason))
 			a.ready = true
 		}
+	case protocol.TurnStarted:
+		a.health.started()
 	case protocol.TurnFinished:
 		a.turnFinished(e)
 	case protocol.QuotaBlocked:
@@ -119,8 +122,10 @@ func (a *agent) handle(m protocol.Message) {
 		a.d.events.Append(Event{Type: EvQuotaBlocked, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message, Data: map[string]any{"retry_at": at}})
 		a.d.pause(PauseQuota, reason, at)
 	case protocol.AuthRequired:
-		a.d.events.Append(Event{Type: EvAuthRequired, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
-		a.d.pause(PauseAuth, fmt.Sprintf("codex needs a login (reported by %s): %s — fix it, then `batty resume`", a.def.Name, e.Message), time.Time{})
+		fix := a.loginFix()
+		a.d.events.Append(Event{Type: EvAuthRequired, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message + " — " + fix,
+			Data: map[string]any{"fix": fix}})
+		a.d.pause(PauseAuth, fmt.Sprintf("codex needs a login (reported by %s): %s — %s", a.def.Name, e.Message, fix), time.Time{})
 	case protocol.ContextExhausted:
 		a.d.events.Append(Event{Type: EvContextExhaust, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
 	case protocol.ContextPressure:
@@ -164,6 +169,16 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		return
 	}
 	m := *a.inflight
+	if e.Failure == protocol.FailSpawn {
+		// Codex never ran: nothing to record but the parking.
+		a.spawnFailed(m, e)
+		a.ready = true
+		a.updateBacklog()
+		a.d.events.Append(Event{Type: EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
+			"status": e.Status, "failure": e.Failure, "attempt": m.Attempt, "requeued": true}})
+		a.dispatch()
+		return
+	}
 	a.st.InputTokens += e.Usage.Input
 	a.st.OutputTokens += e.Usage.Output
 	if e.ContextPct >= 0 {

@@ -53,6 +53,17 @@ type AgentStatus struct {
 	LastError      string  `json:"last_error"`
 	ShimPID        int     `json:"shim_pid"`
 	Restarts       int     `json:"restarts"`
+	// Parked says why a parked agent's Codex cannot run and how to fix it;
+	// absent when the agent is not parked.
+	Parked *ParkedStatus `json:"parked,omitempty"`
+}
+
+// ParkedStatus is why an agent is parked: its Codex cannot run (see the
+// preflight package). Its messages wait until it can.
+type ParkedStatus struct {
+	Kind   string `json:"kind"`   // codex_missing | codex_broken | codex_home | not_logged_in | login_check
+	Detail string `json:"detail"` // what is wrong
+	Fix    string `json:"fix"`    // how to fix it
 }
 
 // Request is one control-socket request. Op is one of the Op* constants.
@@ -83,6 +94,9 @@ type Response struct {
 	// Changed answers pause and resume: whether the dispatch gate changed
 	// (false: it was already paused, or not paused).
 	Changed bool `json:"changed,omitempty"`
+	// Rechecked answers resume: the parked agents whose Codex it checks
+	// again at once.
+	Rechecked []string `json:"rechecked,omitempty"`
 }
 
 // ErrNotRunning is returned by Call when no daemon listens on the socket.

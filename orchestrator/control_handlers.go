@@ -24,7 +24,8 @@ func (d *Daemon) control(req Request) Response {
 		}
 		return Response{OK: true, Changed: d.pause(PauseManual, reason, time.Time{})}
 	case OpResume:
-		return Response{OK: true, Changed: d.resume("resumed by user")}
+		changed := d.resume("resumed by user")
+		return Response{OK: true, Changed: changed, Rechecked: d.recheckAll()}
 	case OpReset:
 		a, ok := d.byName[req.Agent]
 		if !ok {
@@ -72,6 +73,12 @@ func (d *Daemon) status() Status {
 		}
 		if s.saveErr != "" {
 			as.LastError = s.saveErr
+		}
+		if p := a.parkedNow(s); p != nil && s.state != agentFailed && s.state != agentStopped {
+			// From the health itself too: status is right before the
+			// agent's goroutine has caught up.
+			as.State, as.Parked = agentParked, parkedStatus(p)
+			as.LastError = parkedPrefix + p.String()
 		}
 		if s.inflight != "" {
 			id := s.inflight

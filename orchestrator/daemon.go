@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
 )
@@ -50,6 +51,10 @@ type Options struct {
 	// QuotaRetry is how long dispatch stays paused after a quota failure
 	// that names no reset time (default 30m).
 	QuotaRetry time.Duration
+	// RecheckMin and RecheckMax bound the back-off between checks of a
+	// parked agent's Codex (5s, 5m); CheckTimeout bounds each codex run of
+	// a check (preflight.DefaultTimeout).
+	RecheckMin, RecheckMax, CheckTimeout time.Duration
 	// OnEvent, if set, sees every event written to the event log, after it
 	// was written (tests and benchmarks wait on it). It must not block.
 	OnEvent func(Event)
@@ -93,6 +98,9 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RespawnMax, 30*time.Second)
 	def(&o.CrashWindow, 60*time.Second)
 	def(&o.QuotaRetry, 30*time.Minute)
+	def(&o.RecheckMin, 5*time.Second)
+	def(&o.RecheckMax, 5*time.Minute)
+	def(&o.CheckTimeout, preflight.DefaultTimeout)
 	if o.MaxCrashes <= 0 {
 		o.MaxCrashes = 5
 	}
@@ -111,9 +119,10 @@ type Daemon struct {
 	gate     *gate
 	started  time.Time
 
-	agents []*agent
-	byName map[string]*agent
-	roles  map[string]*inbox.Box // "@role" queues of roles with several instances
+	agents  []*agent
+	byName  map[string]*agent
+	healths []*health             // one per distinct way the agents run Codex
+	roles   map[string]*inbox.Box // "@role" queues of roles with several instances
 
 	routeKick  chan struct{} // buffered(1): route the role queues again
 	routeTimer *time.Timer   // routes again at routeAt; Run's goroutine owns both
@@ -191,6 +200,7 @@ func (d *Daemon) init() error {
 		d.agents = append(d.agents, a)
 		d.byName[def.Name] = a
 	}
+	d.initHealth()
 	for _, r := range d.cfg.Roles {
 		if r.Instances > 1 {
 			box, err := d.store.Box("@" + r.Name)
@@ -266,6 +276,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.procs.stop()
 	// Before any agent recovers its inbox or anything is routed.
 	d.reconcile()
+	// Every agent's Codex is checked before the daemon says it is ready, so
+	// `batty start` and the first status already show a parked agent.
+	d.checkAll(ctx)
+	healthCtx, stopHealth := context.WithCancel(context.Background())
+	var healthWG sync.WaitGroup
+	for _, h := range d.healths {
+		healthWG.Add(1)
+		go func(h *health) { defer healthWG.Done(); h.run(healthCtx) }(h)
+	}
+	defer func() { stopHealth(); healthWG.Wait() }()
 	agentCtx, cancelAgents := context.WithCancel(context.Background())
 	defer cancelAgents()
 	var wg sync.WaitGroup

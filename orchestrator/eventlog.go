@@ -50,7 +50,9 @@ const (
 	EvAuthRequired   = "auth_required" // alert
 	EvContextExhaust = "context_exhausted"
 	EvThreadReset    = "thread_reset"
-	EvWedged         = "shim_wedged" // alert: no pong
+	EvWedged         = "shim_wedged"    // alert: no pong
+	EvAgentParked    = "agent_parked"   // alert: its codex cannot run; its messages wait
+	EvAgentUnparked  = "agent_unparked" // its codex runs again
 	EvWarning        = "warning"
 )
 

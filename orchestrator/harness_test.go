@@ -66,6 +66,7 @@ codex:
   bin: %s
   env:
     BATTY_TEST_ROLE: fakecodex
+    CODEX_API_KEY: fake-key-no-login-needed
     FAKE_CODEX_STATE: %s
     FAKE_CODEX_LOG: %s
 timeouts:

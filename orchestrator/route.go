@@ -16,8 +16,8 @@ const busyRetry = 20 * time.Millisecond
 // route gives each message waiting in a role's queue to an instance: an
 // idle one, else the one with the shortest backlog, never one whose backlog
 // is at the team's backlog_limit (the message then waits in the queue until
-// an instance finishes a message). Failed instances get nothing; with no
-// live instance the message waits. A queue message that an instance already
+// an instance finishes a message). Failed and parked instances get nothing;
+// with no live instance the message waits. A queue message that an instance already
 // holds (in any state) is a duplicate, never routed again. It runs on the
 // daemon's goroutine only.
 func (d *Daemon) route(role string) {
@@ -36,7 +36,7 @@ func (d *Daemon) route(role string) {
 			continue
 		}
 		boxes = append(boxes, a.box)
-		if s := a.snapshot(); s.state == agentFailed || s.state == agentStopped {
+		if s := a.snapshot(); s.state == agentFailed || s.state == agentStopped || a.parkedNow(s) != nil {
 			continue
 		}
 		// The load is read from disk, so messages routed a moment ago and

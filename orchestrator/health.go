@@ -1,0 +1,328 @@
+package orchestrator
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/team"
+)
+
+// settle is how long a watched file must stay quiet before it is checked:
+// an install writes the binary in several steps.
+const settle = 250 * time.Millisecond
+
+// health tracks whether the Codex of one preflight target — agents with the
+// same binary, CODEX_HOME, environment, directory and settings — can run.
+// While it cannot, its agents are parked: they take no message, and their
+// messages wait in their inboxes. The daemon checks it before the agents
+// start; run checks it again with a back-off, when a watched file changes
+// (the binary's directory, CODEX_HOME) and at once on recheck. problem and
+// report are safe from any goroutine; run's goroutine owns the rest.
+type health struct {
+	d      *Daemon
+	target preflight.Target
+	agents []*agent
+	kick   chan struct{} // buffered(1): check now
+	fail   chan struct{} // buffered(1): a spawn failed; check, keep the failure if the check passes
+
+	mu       sync.Mutex
+	prob     *preflight.Problem // nil: codex runs
+	reported *preflight.Problem // a spawn failure not yet checked
+	worked   bool               // a turn started since the last back-off step
+}
+
+// targetFor is how agent def runs Codex.
+func targetFor(def team.Agent) preflight.Target {
+	c := def.Codex
+	var env []string
+	for _, k := range sortedKeys(c.Env) {
+		env = append(env, k+"="+c.Env[k])
+	}
+	return preflight.Target{Bin: c.Bin, Home: c.CodexHome, Env: env, Cwd: def.Cwd, Config: c.Config, Args: c.Args}
+}
+
+func newHealth(d *Daemon, t preflight.Target) *health {
+	return &health{d: d, target: t, kick: make(chan struct{}, 1), fail: make(chan struct{}, 1)}
+}
+
+// problem returns why the target's Codex cannot run, nil when it can.
+func (h *health) problem() *preflight.Problem {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.prob
+}
+
+// recheck asks run to check now; it never blocks.
+func (h *health) recheck() {
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// report says that a turn of an agent could not start codex (detail is the
+// shim's error). The target is parked at once; run checks it, and when the
+// check finds nothing wrong the failure stands until the next check after
+// the back-off, so an error the check cannot see does not turn into a
+// loop of failed spawns. It never blocks.
+func (h *health) report(detail string) {
+	p := &preflight.Problem{Kind: preflight.KindMissing, Detail: "codex could not be started: " + detail,
+		Fix: "fix it and run `batty resume` (batty also tries again by itself)"}
+	h.mu.Lock()
+	if h.prob == nil {
+		h.prob = p
+	}
+	h.reported = p
+	h.mu.Unlock()
+	select {
+	case h.fail <- struct{}{}:
+	default:
+	}
+	h.pokeAgents()
+}
+
+// started says a turn of one of the target's agents started codex: the
+// back-off starts over.
+func (h *health) started() {
+	h.mu.Lock()
+	h.worked = true
+	h.mu.Unlock()
+}
+
+// check runs the preflight checks once and records the result; it blocks
+// for them (see preflight.Checker.Check). It reports whether the result
+// changed.
+func (h *health) check(ctx context.Context) bool {
+	c := &preflight.Checker{Reaper: h.d.reaper, Timeout: h.d.opts.CheckTimeout}
+	p := c.Check(ctx, h.target)
+	if ctx.Err() != nil {
+		return false
+	}
+	h.mu.Lock()
+	if p == nil && h.reported != nil {
+		// The check sees nothing wrong, but a spawn failed: that failure
+		// stands until the next check.
+		p = h.reported
+	}
+	h.reported = nil
+	old := h.prob
+	h.prob = p
+	h.mu.Unlock()
+	changed := (old == nil) != (p == nil) || (old != nil && old.String() != p.String())
+	if changed {
+		if p != nil {
+			h.d.log.Warn("Codex cannot run; its agents are parked", "bin", h.target.Bin, "problem", p.String())
+		} else {
+			h.d.log.Info("Codex runs again; its agents take messages", "bin", h.target.Bin)
+		}
+	}
+	return changed
+}
+
+// pokeAgents has the target's agents (and the role queues) look at the
+// health again; it never blocks.
+func (h *health) pokeAgents() {
+	for _, a := range h.agents {
+		a.poke()
+	}
+	select {
+	case h.d.routeKick <- struct{}{}:
+	default:
+	}
+}
+
+// run re-checks a parked target until ctx ends: after a back-off
+// (RecheckMin doubling to RecheckMax), on a change of a watched file, and at
+// once on recheck.
+func (h *health) run(ctx context.Context) {
+	backoff := h.d.opts.RecheckMin
+	var timer *time.Timer
+	var w *fsnotify.Watcher
+	var settleC <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		if w != nil {
+			w.Close()
+		}
+	}()
+	// arm (re)arms the back-off timer and the watches for the current state.
+	arm := func() {
+		if timer != nil {
+			timer.Stop()
+			timer = nil
+		}
+		if h.problem() == nil {
+			if w != nil {
+				w.Close()
+				w = nil
+			}
+			return
+		}
+		timer = time.NewTimer(backoff)
+		if w == nil {
+			w = h.watch()
+		}
+	}
+	arm()
+	for {
+		var timerC <-chan time.Time
+		if timer != nil {
+			timerC = timer.C
+		}
+		var events <-chan fsnotify.Event
+		var errs <-chan error
+		if w != nil {
+			events, errs = w.Events, w.Errors
+		}
+		now := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.kick:
+			now = true
+		case <-h.fail:
+			h.mu.Lock()
+			if h.worked {
+				backoff, h.worked = h.d.opts.RecheckMin, false
+			}
+			h.mu.Unlock()
+			now = true
+		case <-timerC:
+			timer = nil
+			now = true
+			backoff = min(backoff*2, h.d.opts.RecheckMax)
+		case ev, ok := <-events:
+			if ok && h.watched(ev.Name) {
+				settleC = time.After(settle)
+			}
+		case err, ok := <-errs:
+			if ok {
+				h.d.log.Debug("Watching for codex failed", "error", err)
+			}
+		case <-settleC:
+			settleC = nil
+			now = true
+		}
+		if !now {
+			continue
+		}
+		if h.check(ctx) {
+			h.pokeAgents()
+		}
+		arm()
+	}
+}
+
+// watch watches where a fix shows up: the directory of a binary configured
+// by path, or every directory on PATH for a name, and CODEX_HOME (or its
+// parent while it does not exist). It returns nil when nothing can be
+// watched (the back-off still runs).
+func (h *health) watch() *fsnotify.Watcher {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		h.d.log.Debug("Cannot watch for codex", "error", err)
+		return nil
+	}
+	var dirs []string
+	if strings.ContainsRune(h.target.Bin, '/') {
+		dirs = append(dirs, filepath.Dir(h.target.Bin))
+	} else {
+		dirs = append(dirs, filepath.SplitList(os.Getenv("PATH"))...)
+	}
+	if home := h.home(); home != "" {
+		dirs = append(dirs, home, filepath.Dir(home))
+	}
+	n := 0
+	for _, dir := range dirs {
+		if dir == "" {
+			continue
+		}
+		if err := w.Add(dir); err == nil {
+			n++
+		}
+	}
+	if n == 0 {
+		w.Close()
+		return nil
+	}
+	return w
+}
+
+// home is the agent's CODEX_HOME when set ("" = the default, not watched).
+func (h *health) home() string {
+	if h.target.Home != "" {
+		return h.target.Home
+	}
+	for i := len(h.target.Env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(h.target.Env[i], "CODEX_HOME="); ok {
+			return v
+		}
+	}
+	return os.Getenv("CODEX_HOME")
+}
+
+// watched reports whether a change of name can fix the target: the binary,
+// CODEX_HOME itself, or its auth.json or config.toml.
+func (h *health) watched(name string) bool {
+	base := filepath.Base(name)
+	bin := h.target.Bin
+	if bin == "" {
+		bin = "codex"
+	}
+	if base == filepath.Base(bin) && (!strings.ContainsRune(bin, '/') || name == bin) {
+		return true
+	}
+	home := h.home()
+	return home != "" && (name == home || (filepath.Dir(name) == home && (base == "auth.json" || base == "config.toml")))
+}
+
+// healthFor groups the daemon's agents by preflight target.
+func (d *Daemon) initHealth() {
+	byKey := map[string]*health{}
+	for _, a := range d.agents {
+		t := targetFor(a.def)
+		h, ok := byKey[t.Key()]
+		if !ok {
+			h = newHealth(d, t)
+			byKey[t.Key()] = h
+			d.healths = append(d.healths, h)
+		}
+		h.agents = append(h.agents, a)
+		a.health = h
+	}
+}
+
+// checkAll runs every target's first check, in parallel, and waits for
+// them.
+func (d *Daemon) checkAll(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, h := range d.healths {
+		wg.Add(1)
+		go func(h *health) { defer wg.Done(); h.check(ctx) }(h)
+	}
+	wg.Wait()
+}
+
+// recheckAll asks every parked target to check again now, and returns the
+// names of the agents it concerns.
+func (d *Daemon) recheckAll() []string {
+	var names []string
+	for _, h := range d.healths {
+		if h.problem() != nil {
+			h.recheck()
+			for _, a := range h.agents {
+				names = append(names, a.def.Name)
+			}
+		}
+	}
+	return names
+}

@@ -1,0 +1,84 @@
+package orchestrator
+
+import (
+	"strings"
+	"time"
+
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/protocol"
+)
+
+// agentParked is the state status shows for an agent whose Codex cannot
+// run: it takes no message until its Codex works again.
+const agentParked = "parked"
+
+// parkedPrefix starts the last error of a parked agent.
+const parkedPrefix = "parked: "
+
+// syncParked brings the agent in line with its Codex's health: it parks the
+// agent (state, last error, one agent_parked alert) when its Codex cannot
+// run and releases it (agent_unparked) once it can. Run's goroutine only.
+func (a *agent) syncParked() {
+	p := a.health.problem()
+	switch {
+	case p != nil && (a.parked == nil || a.parked.String() != p.String()):
+		a.parked = p
+		text := parkedPrefix + p.String()
+		a.log.Warn("Agent parked: its messages wait until codex runs", "problem", p.String())
+		a.st.LastError, a.st.LastErrorAt = text, time.Now().UTC()
+		a.saveState()
+		a.setSnap(func(s *agentSnap) { s.parked = p })
+		a.d.events.Append(Event{Type: EvAgentParked, Agent: a.def.Name, Detail: p.String(),
+			Data: map[string]any{"kind": string(p.Kind), "fix": p.Fix}})
+	case p == nil && a.parked != nil:
+		a.parked = nil
+		a.log.Info("Agent unparked: codex runs again")
+		if strings.HasPrefix(a.st.LastError, parkedPrefix) {
+			a.st.LastError, a.st.LastErrorAt = "", time.Time{}
+		}
+		a.saveState()
+		a.setSnap(func(s *agentSnap) { s.parked = nil })
+		a.d.events.Append(Event{Type: EvAgentUnparked, Agent: a.def.Name})
+	}
+}
+
+// spawnFailed handles a turn that could not start codex at all: the message
+// goes back to the queue as it was (not consumed, its attempt given back)
+// and the agent's Codex is reported unusable, which parks the agent.
+func (a *agent) spawnFailed(m inbox.Message, e protocol.TurnFinished) {
+	a.inflight = nil
+	if err := a.box.Unclaim(m.ID); err != nil {
+		a.warn("unclaim "+m.ID, err)
+	}
+	a.d.events.Append(Event{Type: EvRequeued, Agent: a.def.Name, Message: m.ID, Detail: "codex could not be started: " + e.Error})
+	a.setSnap(func(s *agentSnap) { s.inflight = "" })
+	a.health.report(e.Error)
+}
+
+// parkedStatus is what status shows of a parked agent, nil when it is not.
+func parkedStatus(p *preflight.Problem) *ParkedStatus {
+	if p == nil {
+		return nil
+	}
+	return &ParkedStatus{Kind: string(p.Kind), Detail: p.Detail, Fix: p.Fix}
+}
+
+// parkedNow is why the agent is parked as status sees it: its own record,
+// else its Codex's health. Safe from any goroutine.
+func (a *agent) parkedNow(s agentSnap) *preflight.Problem {
+	if s.parked != nil {
+		return s.parked
+	}
+	return a.health.problem()
+}
+
+// loginFix says how to give the agent's Codex a login: `codex login` with
+// the agent's CODEX_HOME, or a valid API key in codex.env.
+func (a *agent) loginFix() string {
+	login := "codex login"
+	if home := a.health.home(); home != "" {
+		login = "CODEX_HOME=" + home + " codex login"
+	}
+	return "run: " + login + " (or set a valid OPENAI_API_KEY in codex.env), then `batty resume`"
+}
