@@ -1,0 +1,166 @@
+package orchestrator
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// waitAgent waits until the status of agent name satisfies ok. Status has
+// no event of its own, so the in-process status is read again on a short
+// tick, up to waitLimit.
+func (r *running) waitAgent(t testing.TB, name, what string, ok func(AgentStatus) bool) AgentStatus {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, a := range r.d.status().Agents {
+			if a.Name == name && ok(a) {
+				return a
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no %s within %s; status %+v", name, what, waitLimit, r.d.status().Agents)
+		}
+		<-tick.C
+	}
+}
+
+// engWithCodex is a team of one agent, eng, whose codex is bin.
+func engWithCodex(bin string) string {
+	return fmt.Sprintf("  - name: eng\n    codex:\n      bin: %s\n", bin)
+}
+
+// assertWaiting checks that message id is pending in eng's inbox, never
+// delivered and its attempt not used.
+func assertWaiting(t *testing.T, p *project, r *running, id string) {
+	t.Helper()
+	m, where, err := p.box("eng").Get(id)
+	if err != nil || where != "new" || m.Attempt != 0 || m.Outcome != nil {
+		t.Fatalf("message %s: %+v in %q (%v); want it pending, attempt 0", id, m, where, err)
+	}
+	if n := r.count(EvDelivered, id); n != 0 {
+		t.Fatalf("message %s delivered %d times while the agent was parked", id, n)
+	}
+}
+
+func assertCompletedFirstTry(t *testing.T, p *project, r *running, id string) {
+	t.Helper()
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("message %s: %s", id, st)
+	}
+	m, where, err := p.box("eng").Get(id)
+	if err != nil || where != "done" || m.Attempt != 1 || m.Outcome == nil || m.Outcome.Status != "completed" {
+		t.Fatalf("message %s: %+v in %q (%v); want completed on attempt 1", id, m, where, err)
+	}
+}
+
+// A codex binary that does not exist parks the agent: status says why and
+// how to fix it, messages wait (not consumed, attempt not used), one alert
+// is written, and once the binary appears the messages run without a
+// restart.
+func TestMissingCodexParksTheAgentUntilItAppears(t *testing.T) {
+	self, _ := os.Executable()
+	bin := filepath.Join(t.TempDir(), "codex")
+	p := newProject(t, engWithCodex(bin))
+	// No back-off check during the test: the binary's directory is watched.
+	r := p.start(func(o *Options) { o.RecheckMin, o.RecheckMax = time.Hour, time.Hour })
+
+	r.waitEvent(t, "agent_parked", func(e Event) bool { return e.Type == EvAgentParked && e.Agent == "eng" })
+	a := r.waitAgent(t, "eng", "parked state", func(a AgentStatus) bool { return a.State == agentParked })
+	if a.Parked == nil || a.Parked.Kind != "codex_missing" || !strings.Contains(a.LastError, "codex not found at "+bin) ||
+		!strings.Contains(a.LastError, "npm install -g @openai/codex@0.169.0") {
+		t.Fatalf("parked agent status %+v (%+v)", a, a.Parked)
+	}
+
+	id1 := p.send("eng", "human", "first")
+	r.waitAgent(t, "eng", "the first message seen", func(a AgentStatus) bool { return a.Backlog == 1 })
+	id2 := p.send("eng", "human", "second")
+	r.waitAgent(t, "eng", "the second message seen", func(a AgentStatus) bool { return a.Backlog == 2 })
+	assertWaiting(t, p, r, id1)
+	assertWaiting(t, p, r, id2)
+	if n := r.count(EvAgentParked, ""); n != 1 {
+		t.Fatalf("%d agent_parked alerts; want one, not one per message", n)
+	}
+
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
+	}
+	assertCompletedFirstTry(t, p, r, id1)
+	assertCompletedFirstTry(t, p, r, id2)
+	r.waitEvent(t, "agent_unparked", func(e Event) bool { return e.Type == EvAgentUnparked && e.Agent == "eng" })
+	if a := r.waitAgent(t, "eng", "idle", func(a AgentStatus) bool { return a.State == "idle" }); a.LastError != "" || a.Parked != nil {
+		t.Fatalf("released agent status %+v", a)
+	}
+}
+
+// A binary that exists but does not run (`codex --version` fails) parks the
+// agent too, and `batty resume` checks it again at once: no back-off, no
+// watched file involved.
+func TestBrokenCodexIsReleasedByResume(t *testing.T) {
+	self, _ := os.Executable()
+	fixed := filepath.Join(t.TempDir(), "fixed")
+	bin := filepath.Join(t.TempDir(), "codex")
+	script := fmt.Sprintf("#!/bin/sh\n[ -f %s ] || { echo 'codex: cannot open shared object' >&2; exit 3; }\nexec %s \"$@\"\n", fixed, self)
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := newProject(t, engWithCodex(bin))
+	r := p.start(func(o *Options) { o.RecheckMin, o.RecheckMax = time.Hour, time.Hour })
+
+	a := r.waitAgent(t, "eng", "parked state", func(a AgentStatus) bool { return a.State == agentParked })
+	if a.Parked == nil || a.Parked.Kind != "codex_broken" || !strings.Contains(a.LastError, "exited with status 3: codex: cannot open shared object") {
+		t.Fatalf("parked agent status %+v (%+v)", a, a.Parked)
+	}
+	id := p.send("eng", "human", "hello")
+	r.waitAgent(t, "eng", "the message seen", func(a AgentStatus) bool { return a.Backlog == 1 })
+	assertWaiting(t, p, r, id)
+
+	if err := os.WriteFile(fixed, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if resp := r.d.control(Request{Op: OpResume}); !resp.OK {
+		t.Fatalf("resume: %+v", resp)
+	}
+	assertCompletedFirstTry(t, p, r, id)
+}
+
+// A binary that goes away while the team runs: the turn cannot start codex,
+// so the message goes back to the queue as it was and the agent is parked
+// until the binary is back.
+func TestCodexGoneWhileRunningDoesNotConsumeTheMessage(t *testing.T) {
+	self, _ := os.Executable()
+	bin := filepath.Join(t.TempDir(), "codex")
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
+	}
+	p := newProject(t, engWithCodex(bin))
+	r := p.start(func(o *Options) { o.RecheckMin, o.RecheckMax = time.Hour, time.Hour })
+	assertCompletedFirstTry(t, p, r, p.send("eng", "human", "before"))
+
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	id := p.send("eng", "human", "while gone")
+	r.waitEvent(t, "agent_parked", func(e Event) bool { return e.Type == EvAgentParked && e.Agent == "eng" })
+	a := r.waitAgent(t, "eng", "parked state", func(a AgentStatus) bool { return a.State == agentParked && a.Backlog == 1 })
+	if a.Parked == nil || !strings.Contains(a.LastError, "codex not found at "+bin) {
+		t.Fatalf("parked agent status %+v (%+v)", a, a.Parked)
+	}
+	m, where, err := p.box("eng").Get(id)
+	if err != nil || where != "new" || m.Attempt != 0 || m.Outcome != nil {
+		t.Fatalf("message %+v in %q (%v); want it back in new/ with attempt 0", m, where, err)
+	}
+	if a.TurnsCompleted != 1 {
+		t.Fatalf("turns completed %d", a.TurnsCompleted)
+	}
+
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
+	}
+	assertCompletedFirstTry(t, p, r, id)
+}
