@@ -20,10 +20,10 @@ import (
 // server is one shim: the loop goroutine owns every field below "loop
 // state"; turns and the command reader talk to it over channels.
 type server struct {
-	cfg  Config
-	conn *protocol.Conn
-	log  hclog.Logger
-	tlog *ptylog.Writer
+	cfg      Config
+	conn     *protocol.Conn
+	log      hclog.Logger
+	tlog     *ptylog.Writer
 	// bin, binErr and env are the turn's: set up by Run, then read and
 	// renewed only by the turn in flight (one at a time).
 	bin      codex.Binary
