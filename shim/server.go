@@ -24,10 +24,8 @@ type server struct {
 	conn     *protocol.Conn
 	log      hclog.Logger
 	tlog     *ptylog.Writer
-	// bin, binErr and env are the turn's: set up by Run, then read and
-	// renewed only by the turn in flight (one at a time).
 	bin      codex.Binary
-	binErr   error // why the codex binary could not be used; the next turn looks again
+	binErr   error // why the codex binary was not usable; the next turn looks again (bin, binErr, env: the turn in flight's)
 	execOpts codex.ExecOptions
 	env      []string
 	reaper   *reap.Reaper
