@@ -64,7 +64,11 @@ The team file defaults to ./team.yaml, else ./.batty/team.yaml.`,
 			if foreground {
 				return runDaemon(cmd.Context(), p, cfg, nil, true)
 			}
-			return startBackground(cmd.OutOrStdout(), p, cfg)
+			if err := startBackground(cmd.OutOrStdout(), p, cfg); err != nil {
+				return err
+			}
+			warnParked(cmd.ErrOrStderr(), p.Layout)
+			return nil
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
@@ -200,6 +204,7 @@ func runDaemon(ctx context.Context, p orchestrator.Project, cfg *team.Config, re
 			}
 			if foreground {
 				fmt.Fprintf(os.Stderr, "batty: team %q running in the foreground (pid %d); Ctrl-C stops it\n", cfg.Name, os.Getpid())
+				warnParked(os.Stderr, p.Layout)
 			}
 		case <-ctx.Done():
 		}

@@ -24,7 +24,9 @@ func newStatusCmd() *cobra.Command {
 --json prints the documented shape: team, daemon {pid, uptime_s}, dispatch
 {paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
 in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
-context_pct, last_error, shim_pid, restarts}], queues {role: waiting}.`,
+context_pct, last_error, shim_pid, restarts, parked}], queues {role: waiting}.
+An agent whose Codex cannot run is "parked": its "parked" {kind, detail, fix}
+says why and how to fix it, and its messages wait until it runs.`,
 		Example: `  batty status
   batty status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
@@ -73,6 +75,10 @@ func printStatus(w io.Writer, st orchestrator.Status) {
 			a.Backlog, inflight, a.TurnsCompleted, count(a.InputTokens), count(a.OutputTokens), a.ContextPct, or(shorten(a.LastError, 60), "-"))
 	}
 	tw.Flush()
+	if st.Daemon.PID != 0 && hasParked(st) {
+		fmt.Fprintln(w)
+		printParked(w, "", st)
+	}
 	for role, n := range st.Queues {
 		if n > 0 {
 			fmt.Fprintf(w, "\n%d message(s) wait in role queue %s for a free instance\n", n, role)

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/battyhq/batty/orchestrator"
+)
+
+// warnParked asks the running daemon for its status and prints every
+// parked agent — one whose Codex cannot run — with what is wrong and how to
+// fix it. `batty start` calls it once the daemon is ready: the daemon checks
+// every agent's Codex before it says so. A team with parked agents still
+// starts (exit 0): their messages wait until their Codex runs.
+func warnParked(w io.Writer, l orchestrator.Layout) {
+	resp, err := orchestrator.Call(l, orchestrator.Request{Op: orchestrator.OpStatus}, 10*time.Second)
+	if err != nil || resp.Status == nil {
+		fmt.Fprintf(w, "batty: could not ask the daemon whether every agent's codex runs (%v); see `batty status`\n", err)
+		return
+	}
+	if printParked(w, "batty: warning: ", *resp.Status) {
+		fmt.Fprintln(w, "batty: their messages wait; batty checks again by itself, and at once on `batty resume`")
+	}
+}
+
+// printParked prints one line per distinct problem of the parked agents of
+// st — "<prefix>eng-1, eng-2 parked: <what is wrong> — <fix>" — and reports
+// whether there was any.
+func printParked(w io.Writer, prefix string, st orchestrator.Status) bool {
+	type group struct {
+		names []string
+		text  string
+	}
+	var groups []*group
+	byText := map[string]*group{}
+	for _, a := range st.Agents {
+		if a.Parked == nil {
+			continue
+		}
+		text := a.Parked.Detail
+		if a.Parked.Fix != "" {
+			text += " — " + a.Parked.Fix
+		}
+		g, ok := byText[text]
+		if !ok {
+			g = &group{text: text}
+			byText[text] = g
+			groups = append(groups, g)
+		}
+		g.names = append(g.names, a.Name)
+	}
+	for _, g := range groups {
+		fmt.Fprintf(w, "%s%s parked: %s\n", prefix, strings.Join(g.names, ", "), g.text)
+	}
+	return len(groups) > 0
+}
+
+func hasParked(st orchestrator.Status) bool {
+	for _, a := range st.Agents {
+		if a.Parked != nil {
+			return true
+		}
+	}
+	return false
+}
