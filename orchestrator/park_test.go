@@ -164,3 +164,22 @@ func TestCodexGoneWhileRunningDoesNotConsumeTheMessage(t *testing.T) {
 	}
 	assertCompletedFirstTry(t, p, r, id)
 }
+
+// A login that fails while the team runs (HTTP 401) pauses dispatch; the
+// alert and the status say to run `codex login` with the agent's
+// CODEX_HOME, then `batty resume`.
+func TestAuthFailureSaysToLogIn(t *testing.T) {
+	home := t.TempDir()
+	p := newProject(t, "  - name: solo\n    codex:\n      codex_home: "+home+"\n")
+	r := p.start(nil)
+	p.send("solo", "human", "scenario:auth")
+	e := r.waitEvent(t, "auth_required", func(e Event) bool { return e.Type == EvAuthRequired })
+	fix := "run: CODEX_HOME=" + home + " codex login (or set a valid OPENAI_API_KEY in codex.env), then `batty resume`"
+	if !strings.Contains(e.Detail, fix) || e.Data["fix"] != fix {
+		t.Fatalf("auth_required event %+v; want the fix %q", e, fix)
+	}
+	r.waitEvent(t, "dispatch_paused", func(e Event) bool { return e.Type == EvPaused })
+	if st := r.d.status(); !st.Dispatch.Paused || !strings.Contains(st.Dispatch.Reason, fix) {
+		t.Fatalf("dispatch %+v; want the fix in the reason", st.Dispatch)
+	}
+}
