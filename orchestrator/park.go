@@ -31,15 +31,18 @@ func (a *agent) syncParked() {
 		a.setSnap(func(s *agentSnap) { s.parked = p })
 		a.d.events.Append(Event{Type: EvAgentParked, Agent: a.def.Name, Detail: p.String(),
 			Data: map[string]any{"kind": string(p.Kind), "fix": p.Fix}})
-	case p == nil && a.parked != nil:
-		a.parked = nil
-		a.log.Info("Agent unparked: codex runs again")
+	case p == nil && (a.parked != nil || strings.HasPrefix(a.st.LastError, parkedPrefix)):
+		// Released, or parked by an earlier daemon and fine now.
 		if strings.HasPrefix(a.st.LastError, parkedPrefix) {
 			a.st.LastError, a.st.LastErrorAt = "", time.Time{}
 		}
 		a.saveState()
-		a.setSnap(func(s *agentSnap) { s.parked = nil })
-		a.d.events.Append(Event{Type: EvAgentUnparked, Agent: a.def.Name})
+		if a.parked != nil {
+			a.parked = nil
+			a.log.Info("Agent unparked: codex runs again")
+			a.setSnap(func(s *agentSnap) { s.parked = nil })
+			a.d.events.Append(Event{Type: EvAgentUnparked, Agent: a.def.Name})
+		}
 	}
 }
 

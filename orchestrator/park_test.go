@@ -183,3 +183,17 @@ func TestAuthFailureSaysToLogIn(t *testing.T) {
 		t.Fatalf("dispatch %+v; want the fix in the reason", st.Dispatch)
 	}
 }
+
+// An agent parked by an earlier daemon whose codex runs now starts with no
+// stale "parked" error.
+func TestParkedErrorOfAnEarlierDaemonIsCleared(t *testing.T) {
+	p := newProject(t, "  - name: solo\n")
+	if err := saveJSON(p.layout, agentStateName("solo"), AgentState{Name: "solo", LastError: parkedPrefix + "codex not found at /x"}); err != nil {
+		t.Fatal(err)
+	}
+	r := p.start(nil)
+	r.waitAgent(t, "solo", "the stale error cleared", func(a AgentStatus) bool { return a.LastError == "" && a.State == "idle" })
+	if n := r.count(EvAgentParked, ""); n != 0 {
+		t.Fatalf("%d agent_parked events", n)
+	}
+}
