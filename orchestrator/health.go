@@ -11,6 +11,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
 )
 
@@ -100,7 +101,14 @@ func (h *health) started() {
 // for them (see preflight.Checker.Check). It reports whether the result
 // changed.
 func (h *health) check(ctx context.Context) bool {
-	c := &preflight.Checker{Reaper: h.d.reaper, Timeout: h.d.opts.CheckTimeout}
+	// Codex runs with the environment a shim gives it: the shims' own,
+	// marked as the project's (see sweep.go), with the agent's over it.
+	base := h.d.opts.ShimEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	base = append(append([]string(nil), base...), reap.MarkEnv+"="+h.d.layout.Dir)
+	c := &preflight.Checker{Reaper: h.d.reaper, Timeout: h.d.opts.CheckTimeout, BaseEnv: base}
 	p := c.Check(ctx, h.target)
 	if ctx.Err() != nil {
 		return false
@@ -285,7 +293,7 @@ func (h *health) watched(name string) bool {
 	return home != "" && (name == home || (filepath.Dir(name) == home && (base == "auth.json" || base == "config.toml")))
 }
 
-// healthFor groups the daemon's agents by preflight target.
+// initHealth groups the daemon's agents by preflight target.
 func (d *Daemon) initHealth() {
 	byKey := map[string]*health{}
 	for _, a := range d.agents {
