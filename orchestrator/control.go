@@ -61,7 +61,7 @@ type AgentStatus struct {
 // ParkedStatus is why an agent is parked: its Codex cannot run (see the
 // preflight package). Its messages wait until it can.
 type ParkedStatus struct {
-	Kind   string `json:"kind"`   // codex_missing | codex_broken | codex_home | not_logged_in | login_check
+	Kind   string `json:"kind"`   // codex_missing | codex_broken | codex_home | not_logged_in | login_check | codex_spawn
 	Detail string `json:"detail"` // what is wrong
 	Fix    string `json:"fix"`    // how to fix it
 }

@@ -74,7 +74,7 @@ func (h *health) recheck() {
 // the back-off, so an error the check cannot see does not turn into a
 // loop of failed spawns. It never blocks.
 func (h *health) report(detail string) {
-	p := &preflight.Problem{Kind: preflight.KindMissing, Detail: "codex could not be started: " + detail,
+	p := &preflight.Problem{Kind: preflight.KindSpawn, Detail: "codex could not be started: " + detail,
 		Fix: "fix it and run `batty resume` (batty also tries again by itself)"}
 	h.mu.Lock()
 	if h.prob == nil {

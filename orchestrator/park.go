@@ -23,14 +23,18 @@ func (a *agent) syncParked() {
 	p := a.health.problem()
 	switch {
 	case p != nil && (a.parked == nil || a.parked.String() != p.String()):
+		first := a.parked == nil
 		a.parked = p
-		text := parkedPrefix + p.String()
 		a.log.Warn("Agent parked: its messages wait until codex runs", "problem", p.String())
-		a.st.LastError, a.st.LastErrorAt = text, time.Now().UTC()
+		a.st.LastError, a.st.LastErrorAt = parkedPrefix+p.String(), time.Now().UTC()
 		a.saveState()
 		a.setSnap(func(s *agentSnap) { s.parked = p })
-		a.d.events.Append(Event{Type: EvAgentParked, Agent: a.def.Name, Detail: p.String(),
-			Data: map[string]any{"kind": string(p.Kind), "fix": p.Fix}})
+		if first {
+			// One alert per parking; a more precise reason found by the
+			// check meanwhile shows in status and the log.
+			a.d.events.Append(Event{Type: EvAgentParked, Agent: a.def.Name, Detail: p.String(),
+				Data: map[string]any{"kind": string(p.Kind), "fix": p.Fix}})
+		}
 	case p == nil && (a.parked != nil || strings.HasPrefix(a.st.LastError, parkedPrefix)):
 		// Released, or parked by an earlier daemon and fine now.
 		if strings.HasPrefix(a.st.LastError, parkedPrefix) {

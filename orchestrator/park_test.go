@@ -147,8 +147,12 @@ func TestCodexGoneWhileRunningDoesNotConsumeTheMessage(t *testing.T) {
 	}
 	id := p.send("eng", "human", "while gone")
 	r.waitEvent(t, "agent_parked", func(e Event) bool { return e.Type == EvAgentParked && e.Agent == "eng" })
-	a := r.waitAgent(t, "eng", "parked state", func(a AgentStatus) bool { return a.State == agentParked && a.Backlog == 1 })
-	if a.Parked == nil || !strings.Contains(a.LastError, "codex not found at "+bin) {
+	// The spawn failure parks the agent at once; the check that follows
+	// names the problem and its fix.
+	a := r.waitAgent(t, "eng", "parked state with the checked reason", func(a AgentStatus) bool {
+		return a.State == agentParked && a.Backlog == 1 && a.Parked != nil && a.Parked.Kind == "codex_missing"
+	})
+	if !strings.Contains(a.LastError, "codex not found at "+bin+" — install it") {
 		t.Fatalf("parked agent status %+v (%+v)", a, a.Parked)
 	}
 	m, where, err := p.box("eng").Get(id)
@@ -157,6 +161,9 @@ func TestCodexGoneWhileRunningDoesNotConsumeTheMessage(t *testing.T) {
 	}
 	if a.TurnsCompleted != 1 {
 		t.Fatalf("turns completed %d", a.TurnsCompleted)
+	}
+	if n := r.count(EvAgentParked, ""); n != 1 {
+		t.Fatalf("%d agent_parked alerts; want one", n)
 	}
 
 	if err := os.Symlink(self, bin); err != nil {

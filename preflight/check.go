@@ -55,6 +55,9 @@ const (
 	KindLogin Kind = "not_logged_in"
 	// KindLoginCheck: `codex login status` failed for another reason.
 	KindLoginCheck Kind = "login_check"
+	// KindSpawn: a turn could not start codex although the checks pass
+	// (reported by the daemon, not found by Check).
+	KindSpawn Kind = "codex_spawn"
 )
 
 // Problem is why an agent's Codex cannot run, with the fix.
