@@ -101,14 +101,10 @@ func (h *health) started() {
 // for them (see preflight.Checker.Check). It reports whether the result
 // changed.
 func (h *health) check(ctx context.Context) bool {
-	// Codex runs with the environment a shim gives it: the shims' own,
-	// marked as the project's (see sweep.go), with the agent's over it.
-	base := h.d.opts.ShimEnv
-	if base == nil {
-		base = os.Environ()
-	}
-	base = append(append([]string(nil), base...), reap.MarkEnv+"="+h.d.layout.Dir)
-	c := &preflight.Checker{Reaper: h.d.reaper, Timeout: h.d.opts.CheckTimeout, BaseEnv: base}
+	// Codex runs with the environment a shim gives it: the shims' own with
+	// the agent's over it, marked as the project's (see sweep.go).
+	c := &preflight.Checker{Reaper: h.d.reaper, Timeout: h.d.opts.CheckTimeout, BaseEnv: h.d.opts.ShimEnv,
+		FinalEnv: []string{reap.MarkEnv + "=" + h.d.layout.Dir}}
 	p := c.Check(ctx, h.target)
 	if ctx.Err() != nil {
 		return false

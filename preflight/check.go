@@ -131,6 +131,9 @@ type Checker struct {
 	// BaseEnv is the environment the agent's Env applies over (nil: this
 	// process's).
 	BaseEnv []string
+	// FinalEnv is set after the agent's Env and CODEX_HOME, which cannot
+	// override it.
+	FinalEnv []string
 }
 
 // Check runs the checks for t in order — binary, CODEX_HOME, --version,
@@ -149,6 +152,7 @@ func (c *Checker) Check(ctx context.Context, t Target) *Problem {
 	if t.Home != "" {
 		env = append(env, "CODEX_HOME="+t.Home)
 	}
+	env = append(env, c.FinalEnv...)
 	getenv := lookupIn(env)
 	home := effectiveHome(getenv)
 	if t.Home != "" || getenv("CODEX_HOME") != "" {
