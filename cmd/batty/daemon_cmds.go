@@ -326,6 +326,7 @@ saved, so it holds across restarts.`
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), pauseOutcome(pause, changed, running))
+			announceRecheck(cmd.OutOrStdout(), resp.Rechecked)
 			return nil
 		},
 	}

@@ -65,3 +65,11 @@ func hasParked(st orchestrator.Status) bool {
 	}
 	return false
 }
+
+// announceRecheck says which parked agents `batty resume` has the daemon
+// check again (nothing when none is parked).
+func announceRecheck(w io.Writer, agents []string) {
+	if len(agents) > 0 {
+		fmt.Fprintf(w, "batty: checking the codex of %s again (parked); `batty status` shows the result\n", strings.Join(agents, ", "))
+	}
+}

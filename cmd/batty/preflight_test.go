@@ -118,6 +118,9 @@ func TestStartWithoutCodexSaysHowToFixIt(t *testing.T) {
 	if des, _ := os.ReadDir(filepath.Join(box, "done")); len(des) != 0 {
 		t.Fatalf("done/ holds %d entries while codex is missing", len(des))
 	}
+	if out, _, code := p.batty("resume"); code != 0 || !strings.Contains(out, "checking the codex of eng again") {
+		t.Fatalf("resume: exit %d, %q", code, out)
+	}
 
 	if err := os.Symlink(self, bin); err != nil {
 		t.Fatal(err)
