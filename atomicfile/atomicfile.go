@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -116,12 +117,39 @@ func write(path, tmpDir string, data []byte, perm os.FileMode, exclusive bool) e
 		}
 		defer td.Close()
 	}
-	return writeAt(d, filepath.Base(path), td, data, perm, exclusive)
+	how := replaceFile
+	if exclusive {
+		how = createNew
+	}
+	return writeAt(d, filepath.Base(path), td, perm, how, writeBytes(data))
 }
 
+// writeBytes returns a write func for writeAt that writes data.
+func writeBytes(data []byte) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}
+}
+
+// writeHow says what writeAt does with an existing entry at the name.
+type writeHow int
+
+const (
+	// replaceFile renames over the name, but refuses a symbolic link there
+	// (a *LinkError), which makes a planted link visible instead of
+	// silently dropping it.
+	replaceFile writeHow = iota
+	// replaceAny renames over whatever the name is: rename(2) replaces a
+	// link itself, never its target.
+	replaceAny
+	// createNew never replaces: linkat(2), fs.ErrExist if the name exists.
+	createNew
+)
+
 // writeAt is write relative to open directories: name in d, the temporary
-// file in td (on the same file system).
-func writeAt(d *Dir, name string, td *Dir, data []byte, perm os.FileMode, exclusive bool) (err error) {
+// file in td (on the same file system), its content written by write.
+func writeAt(d *Dir, name string, td *Dir, perm os.FileMode, how writeHow, write func(io.Writer) error) (err error) {
 	path := d.join(name)
 	if err := d.checkName(name); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -130,9 +158,7 @@ func writeAt(d *Dir, name string, td *Dir, data []byte, perm os.FileMode, exclus
 	if perm == 0 {
 		perm = DefaultPerm
 	}
-	if !exclusive {
-		// rename(2) would replace a link, not follow it; refusing it makes
-		// the planted link visible instead of silently dropping it.
+	if how == replaceFile {
 		var st unix.Stat_t
 		if err := unix.Fstatat(d.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			return fmt.Errorf("write %s: %w", path, &LinkError{Path: path, What: "a symbolic link"})
@@ -156,7 +182,7 @@ func writeAt(d *Dir, name string, td *Dir, data []byte, perm os.FileMode, exclus
 	if err := f.Chmod(perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := write(f); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
@@ -166,7 +192,7 @@ func writeAt(d *Dir, name string, td *Dir, data []byte, perm os.FileMode, exclus
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if exclusive {
+	if how == createNew {
 		// linkat without AT_SYMLINK_FOLLOW: an existing name, link or not,
 		// is EEXIST.
 		err := unix.Linkat(td.fd(), tmp, d.fd(), name, 0)

@@ -296,13 +296,20 @@ func (d *Dir) Rename(oldname, newname string) error {
 	return nil
 }
 
-// Remove removes the entry name of d (a link is removed, not its target).
-// It does not fsync d.
+// Remove removes the entry name of d: a file, a symbolic link (the link,
+// not its target) or an empty directory, as os.Remove does. A missing entry
+// is an error matching fs.ErrNotExist. It does not fsync d.
 func (d *Dir) Remove(name string) error {
 	if err := d.checkName(name); err != nil {
 		return err
 	}
-	if err := unix.Unlinkat(d.fd(), name, 0); err != nil {
+	err := unix.Unlinkat(d.fd(), name, 0)
+	if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EPERM) {
+		if rerr := unix.Unlinkat(d.fd(), name, unix.AT_REMOVEDIR); rerr == nil || !errors.Is(rerr, unix.ENOTDIR) {
+			err = rerr
+		}
+	}
+	if err != nil {
 		return &os.PathError{Op: "remove", Path: d.join(name), Err: err}
 	}
 	return nil
@@ -351,7 +358,7 @@ func (d *Dir) ProcPath(name string) string {
 // and d is fsynced. If name exists as a symbolic link it is refused with a
 // *LinkError and nothing is written.
 func (d *Dir) WriteFile(name string, data []byte, perm os.FileMode) error {
-	return writeAt(d, name, d, data, perm, false)
+	return writeAt(d, name, d, perm, replaceFile, writeBytes(data))
 }
 
 // WriteJSON atomically replaces the entry name of d with v encoded as

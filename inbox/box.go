@@ -3,6 +3,7 @@ package inbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"time"
 	"unicode/utf8"
@@ -31,7 +32,15 @@ func (b *Box) write(sub string, m Message, exclusive bool) error {
 		return err
 	}
 	defer ds.close()
-	return createFile(ds.subs[0], ds.subs[1], m.ID+".json", data, exclusive)
+	tmp, d := ds.subs[0], ds.subs[1]
+	write := func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}
+	if exclusive {
+		return d.CreateVia(tmp, m.ID+".json", filePerm, write)
+	}
+	return d.WriteVia(tmp, m.ID+".json", filePerm, write)
 }
 
 // Deliver adds m to the box's pending messages (new/) and returns it as

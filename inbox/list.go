@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/battyhq/batty/atomicfile"
 )
 
 // BadFileError reports a file in new/, cur/ or done/ that is not a valid
@@ -75,15 +76,15 @@ func (e contentError) Unwrap() error { return e.err }
 
 // readFile reads and decodes the message file d/name without following a
 // symbolic link or blocking on a FIFO.
-func readFile(d *dir, name string) (Message, error) {
-	f, err := d.openFile(name)
+func readFile(d *atomicfile.Dir, name string) (Message, error) {
+	f, err := d.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return Message{}, err
 		}
-		// A symbolic link (O_NOFOLLOW) or a socket cannot be opened.
-		if mode, lerr := d.lstat(name); lerr == nil && !mode.IsRegular() {
-			return Message{}, contentError{fmt.Errorf("not a regular file (%v)", mode.Type())}
+		// A symbolic link, a FIFO, a directory or a socket is refused.
+		if fi, lerr := d.Lstat(name); lerr == nil && !fi.Mode().IsRegular() {
+			return Message{}, contentError{fmt.Errorf("not a regular file (%v)", fi.Mode().Type())}
 		}
 		return Message{}, err
 	}
@@ -118,12 +119,12 @@ func (b *Box) read(sub, id string, quarantine bool) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	defer d.close()
+	defer d.Close()
 	return b.readIn(d, sub, id, quarantine)
 }
 
 // readIn is read with sub/ open as d.
-func (b *Box) readIn(d *dir, sub, id string, quarantine bool) (Message, error) {
+func (b *Box) readIn(d *atomicfile.Dir, sub, id string, quarantine bool) (Message, error) {
 	name := id + ".json"
 	m, err := readFile(d, name)
 	if err == nil {
@@ -139,7 +140,7 @@ func (b *Box) readIn(d *dir, sub, id string, quarantine bool) (Message, error) {
 		if quarantine {
 			return Message{}, b.reject(d, sub, name, ce.err)
 		}
-		return Message{}, &BadFileError{Path: filepath.Join(d.path, name), Err: ce.err}
+		return Message{}, &BadFileError{Path: filepath.Join(d.Path(), name), Err: ce.err}
 	}
 	if err != nil {
 		return Message{}, err
@@ -150,12 +151,11 @@ func (b *Box) readIn(d *dir, sub, id string, quarantine bool) (Message, error) {
 // reject handles the bad entry sub/name, open as d: a regular file in new/
 // that changed less than the grace ago gives a *NotReadyError and stays;
 // anything else is moved to bad/ (see quarantine).
-func (b *Box) reject(d *dir, sub, name string, cause error) error {
+func (b *Box) reject(d *atomicfile.Dir, sub, name string, cause error) error {
 	if sub == dirNew {
-		var st unix.Stat_t
-		if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-			if left := b.store.grace() - b.store.now().Sub(ctime(&st)); left > 0 {
-				return &NotReadyError{Path: filepath.Join(d.path, name), Err: cause, Retry: left}
+		if fi, err := d.Lstat(name); err == nil && fi.Mode().IsRegular() {
+			if left := b.store.grace() - b.store.now().Sub(fi.ChangeTime()); left > 0 {
+				return &NotReadyError{Path: filepath.Join(d.Path(), name), Err: cause, Retry: left}
 			}
 		}
 	}
@@ -164,8 +164,8 @@ func (b *Box) reject(d *dir, sub, name string, cause error) error {
 
 // quarantine moves sub/name (sub/ open as d) to bad/, never through a link
 // and never over another file, and returns the error reporting it.
-func (b *Box) quarantine(d *dir, sub, name string, cause error) *BadFileError {
-	bad := &BadFileError{Path: filepath.Join(d.path, name), Err: cause}
+func (b *Box) quarantine(d *atomicfile.Dir, sub, name string, cause error) *BadFileError {
+	bad := &BadFileError{Path: filepath.Join(d.Path(), name), Err: cause}
 	ds, err := b.open(false, dirBad)
 	if err != nil {
 		bad.MoveErr = err
@@ -175,7 +175,7 @@ func (b *Box) quarantine(d *dir, sub, name string, cause error) *BadFileError {
 	badDir := ds.subs[0]
 	dst := sub + "-" + name
 	for try := 0; ; try++ {
-		err = moveFile(d, name, badDir, dst)
+		err = d.RenameNoReplace(name, badDir, dst)
 		if !errors.Is(err, fs.ErrExist) || try > 3 {
 			break
 		}
@@ -186,7 +186,7 @@ func (b *Box) quarantine(d *dir, sub, name string, cause error) *BadFileError {
 		bad.MoveErr = err
 		return bad
 	}
-	bad.MovedTo = filepath.Join(badDir.path, dst)
+	bad.MovedTo = filepath.Join(badDir.Path(), dst)
 	return bad
 }
 
@@ -205,8 +205,8 @@ func (b *Box) list(sub string) ([]Message, []error) {
 	if err != nil {
 		return nil, []error{fmt.Errorf("list %s/ in %s: %w", sub, b.Dir, err)}
 	}
-	defer d.close()
-	names, err := d.names()
+	defer d.Close()
+	names, err := d.Names()
 	if err != nil {
 		return nil, []error{fmt.Errorf("list %s/ in %s: %w", sub, b.Dir, err)}
 	}
@@ -303,13 +303,13 @@ func (b *Box) names(sub string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer d.close()
-	return d.messageIDs()
+	defer d.Close()
+	return messageIDs(d)
 }
 
 // messageIDs returns the message ids whose files are in d, unsorted.
-func (d *dir) messageIDs() ([]string, error) {
-	names, err := d.names()
+func messageIDs(d *atomicfile.Dir) ([]string, error) {
+	names, err := d.Names()
 	if err != nil {
 		return nil, err
 	}
@@ -402,8 +402,8 @@ func (b *Box) cleanTmp() []error {
 	if err != nil {
 		return []error{fmt.Errorf("recover %s: %w", b.Dir, err)}
 	}
-	defer d.close()
-	names, err := d.names()
+	defer d.Close()
+	names, err := d.Names()
 	if err != nil {
 		return []error{fmt.Errorf("recover %s: %w", b.Dir, err)}
 	}
@@ -411,22 +411,21 @@ func (b *Box) cleanTmp() []error {
 	removed := false
 	cutoff := time.Now().Add(-StaleTempAge)
 	for _, name := range names {
-		var st unix.Stat_t
-		if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		fi, err := d.Lstat(name)
+		if err != nil {
 			continue // gone
 		}
-		sec, nsec := st.Mtim.Unix()
-		if !time.Unix(sec, nsec).Before(cutoff) {
+		if !fi.ModTime().Before(cutoff) {
 			continue // maybe in use
 		}
-		if err := d.remove(name); err != nil {
+		if err := removeEntry(d, name); err != nil {
 			errs = append(errs, fmt.Errorf("recover %s: %w", b.Dir, err))
 			continue
 		}
 		removed = true
 	}
 	if removed {
-		if err := d.sync(); err != nil {
+		if err := d.Sync(); err != nil {
 			errs = append(errs, fmt.Errorf("recover %s: %w", b.Dir, err))
 		}
 	}

@@ -188,7 +188,7 @@ func Find(id string, boxes []*Box) ([]Copy, error) {
 			return out, fmt.Errorf("find %s in %s: %w", trim(id), b.Dir, err)
 		}
 		for i, state := range []string{StateNew, StateCur, StateDone} {
-			ok, err := ds.subs[i].exists(id + ".json")
+			ok, err := exists(ds.subs[i], id+".json")
 			if err == nil && ok {
 				var m Message
 				m, err = b.readIn(ds.subs[i], state, id, false)
@@ -225,7 +225,7 @@ func (c Copy) Drop(kept Copy) error {
 	if err != nil {
 		return err
 	}
-	defer d.close()
+	defer d.Close()
 	bad := b.quarantine(d, c.State, c.Msg.ID+".json",
 		fmt.Errorf("message id %s is also in %s, with different content", c.Msg.ID, kept))
 	if bad.MoveErr != nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 
-	"golang.org/x/sys/unix"
+	"github.com/battyhq/batty/atomicfile"
 )
 
 // ErrFull is matched (errors.Is) by a *FullError.
@@ -40,26 +40,16 @@ func (b *Box) lockBacklog(wait bool) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	how := unix.LOCK_EX
-	if !wait {
-		how |= unix.LOCK_NB
-	}
-	for {
-		err = unix.Flock(ds.box.fd, how)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
+	if err := ds.box.Lock(wait); err != nil {
 		ds.close()
-		if err == unix.EWOULDBLOCK {
+		if errors.Is(err, atomicfile.ErrLocked) {
 			return nil, ErrBusy
 		}
-		return nil, fmt.Errorf("lock %s: %w", b.Dir, err)
+		return nil, err
 	}
 	n := 0
 	for _, d := range ds.subs {
-		ids, err := d.messageIDs()
+		ids, err := messageIDs(d)
 		if err != nil {
 			ds.close()
 			return nil, err
@@ -144,13 +134,13 @@ func (b *Box) MoveTo(id string, dst *Box) (Message, error) {
 	if err != nil {
 		return fail(err)
 	}
-	defer src.close()
+	defer src.Close()
 	to, err := dst.openSub(dirNew)
 	if err != nil {
 		return fail(err)
 	}
-	defer to.close()
-	switch err := moveFile(src, id+".json", to, id+".json"); {
+	defer to.Close()
+	switch err := src.RenameNoReplace(id+".json", to, id+".json"); {
 	case errors.Is(err, fs.ErrExist):
 		return finish()
 	case errors.Is(err, fs.ErrNotExist):

@@ -129,14 +129,9 @@ func Open(root string) (*Store, error) {
 		return nil, errors.New("open inbox store: empty root")
 	}
 	root = filepath.Clean(root)
-	if err := atomicfile.MkdirAll(filepath.Dir(root)); err != nil {
+	if err := atomicfile.MkdirAll(root); err != nil {
 		return nil, fmt.Errorf("open inbox store: %w", err)
 	}
-	d, err := openRootDir(root, true)
-	if err != nil {
-		return nil, fmt.Errorf("open inbox store: %w", err)
-	}
-	d.close()
 	return &Store{Root: root}, nil
 }
 
@@ -160,7 +155,7 @@ func (s *Store) grace() time.Duration {
 }
 
 // root opens the root directory.
-func (s *Store) root() (*dir, error) { return openRootDir(s.Root, false) }
+func (s *Store) root() (*atomicfile.Dir, error) { return atomicfile.OpenDir(s.Root) }
 
 // Box returns the box called name, creating its directories (0700) if
 // missing. name must satisfy ValidBoxName, so nothing outside Root is ever
@@ -189,8 +184,8 @@ func (s *Store) Boxes() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list boxes in %s: %w", s.Root, err)
 	}
-	defer root.close()
-	all, err := root.names()
+	defer root.Close()
+	all, err := root.Names()
 	if err != nil {
 		return nil, fmt.Errorf("list boxes in %s: %w", s.Root, err)
 	}
@@ -199,7 +194,7 @@ func (s *Store) Boxes() ([]string, error) {
 		if !ValidBoxName(n) {
 			continue
 		}
-		if mode, err := root.lstat(n); err == nil && mode.IsDir() {
+		if fi, err := root.Lstat(n); err == nil && fi.IsDir() {
 			names = append(names, n)
 		}
 	}
@@ -230,15 +225,15 @@ func (b *Box) file(sub, id string) string { return filepath.Join(b.Dir, sub, id+
 // boxDirs are open directories of a box: the box itself and the
 // subdirectories asked for, in order.
 type boxDirs struct {
-	box  *dir
-	subs []*dir
+	box  *atomicfile.Dir
+	subs []*atomicfile.Dir
 }
 
 func (ds boxDirs) close() {
 	for _, d := range ds.subs {
-		d.close()
+		d.Close()
 	}
-	ds.box.close()
+	ds.box.Close()
 }
 
 // open opens the box directory and its subdirectories subs, from the
@@ -249,14 +244,14 @@ func (b *Box) open(create bool, subs ...string) (boxDirs, error) {
 	if err != nil {
 		return boxDirs{}, err
 	}
-	defer root.close()
-	bd, err := root.sub(b.Name, create)
+	defer root.Close()
+	bd, err := root.Sub(b.Name, create)
 	if err != nil {
 		return boxDirs{}, err
 	}
 	ds := boxDirs{box: bd}
 	for _, s := range subs {
-		d, err := bd.sub(s, create || s == dirBad || s == dirTexts)
+		d, err := bd.Sub(s, create || s == dirBad || s == dirTexts)
 		if err != nil {
 			ds.close()
 			return boxDirs{}, err
@@ -267,12 +262,12 @@ func (b *Box) open(create bool, subs ...string) (boxDirs, error) {
 }
 
 // openSub opens one subdirectory of the box.
-func (b *Box) openSub(sub string) (*dir, error) {
+func (b *Box) openSub(sub string) (*atomicfile.Dir, error) {
 	ds, err := b.open(false, sub)
 	if err != nil {
 		return nil, err
 	}
-	ds.box.close()
+	ds.box.Close()
 	return ds.subs[0], nil
 }
 
@@ -282,8 +277,8 @@ func (b *Box) exists(sub, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer d.close()
-	return d.exists(id + ".json")
+	defer d.Close()
+	return exists(d, id+".json")
 }
 
 // remove removes sub/<id>.json, if it exists, and syncs sub/.
@@ -292,9 +287,9 @@ func (b *Box) remove(sub, id string) error {
 	if err != nil {
 		return err
 	}
-	defer d.close()
-	if err := d.remove(id + ".json"); err != nil {
+	defer d.Close()
+	if err := removeEntry(d, id+".json"); err != nil {
 		return err
 	}
-	return d.sync()
+	return d.Sync()
 }

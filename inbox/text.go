@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
-
-	"golang.org/x/sys/unix"
 )
 
 // Texts too long for a message file — a reply to the human, an agent's
@@ -60,19 +57,12 @@ func (b *Box) writeText(id, ext, text string) error {
 	}
 	defer ds.close()
 	tmp, texts := ds.subs[0], ds.subs[1]
-	tname, err := tmp.writeTemp(name, filePerm, func(f *os.File) error {
-		_, err := f.WriteString(text)
+	// A link at the name itself is replaced, never written through.
+	err = texts.WriteVia(tmp, name, filePerm, func(w io.Writer) error {
+		_, err := io.WriteString(w, text)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("write %s text of %s: %w", ext, id, err)
-	}
-	// renameat(2) replaces a link at the name itself, never its target.
-	if err := unix.Renameat(tmp.fd, tname, texts.fd, name); err != nil {
-		tmp.remove(tname)
-		return fmt.Errorf("write %s: %w", filepath.Join(texts.path, name), err)
-	}
-	if err := texts.sync(); err != nil {
 		return fmt.Errorf("write %s text of %s: %w", ext, id, err)
 	}
 	return nil
@@ -91,39 +81,18 @@ func (b *Box) readText(rel string, size int64) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", path, err)
 	}
-	defer d.close()
-	f, err := d.openFile(name)
+	defer d.Close()
+	if size < 0 {
+		return "", fmt.Errorf("read %s: the message gives a negative size (%d)", path, size)
+	}
+	text, err := d.ReadText(name, size)
 	if err != nil {
-		if mode, lerr := d.lstat(name); lerr == nil && !mode.IsRegular() {
-			return "", fmt.Errorf("read %s: not a regular file (%v)", path, mode.Type())
+		if fi, lerr := d.Lstat(name); lerr == nil && !fi.Mode().IsRegular() {
+			return "", fmt.Errorf("read %s: not a regular file (%v): %w", path, fi.Mode().Type(), err)
 		}
-		return "", fmt.Errorf("read %s: %w", path, err)
+		return "", err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("read %s: not a regular file (%v)", path, fi.Mode().Type())
-	}
-	if fi.Size() != size {
-		return "", fmt.Errorf("read %s: %d bytes, the message says %d", path, fi.Size(), size)
-	}
-	var sb strings.Builder
-	sb.Grow(int(size))
-	n, err := io.Copy(&sb, io.LimitReader(f, size+1))
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	if n != size {
-		return "", fmt.Errorf("read %s: %d bytes, the message says %d", path, n, size)
-	}
-	s := sb.String()
-	if !utf8.ValidString(s) {
-		return "", fmt.Errorf("read %s: not valid UTF-8", path)
-	}
-	return s, nil
+	return text, nil
 }
 
 // FullBody returns the whole body of m, a message of this box: m.Body, or
@@ -158,9 +127,9 @@ func (b *Box) removeText(id, ext string) error {
 	if err != nil {
 		return err
 	}
-	defer d.close()
-	if err := d.remove(id + "." + ext); err != nil {
+	defer d.Close()
+	if err := removeEntry(d, id+"."+ext); err != nil {
 		return err
 	}
-	return d.sync()
+	return d.Sync()
 }

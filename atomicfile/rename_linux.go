@@ -1,4 +1,4 @@
-package inbox
+package atomicfile
 
 import "golang.org/x/sys/unix"
 

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package inbox
+package atomicfile
 
 import "golang.org/x/sys/unix"
 
