@@ -72,6 +72,12 @@ func renameNoReplace(oldfd int, old string, newfd int, new string) error {
 	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.ENOTSUP) {
 		return err
 	}
+	return linkThenUnlink(oldfd, old, newfd, new)
+}
+
+// linkThenUnlink renames without replacing in two steps, link(2) (EEXIST
+// if new exists) then unlink(2): a crash in between leaves both names.
+func linkThenUnlink(oldfd int, old string, newfd int, new string) error {
 	if err := unix.Linkat(oldfd, old, newfd, new, 0); err != nil {
 		return err
 	}
