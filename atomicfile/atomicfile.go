@@ -12,7 +12,9 @@
 // the directory a function works in is opened with O_NOFOLLOW (so it must
 // not be a link), every file in it is named relative to that descriptor
 // (openat, renameat, linkat) and opened with O_NOFOLLOW, and a target that
-// is a link is refused. A refusal is a *LinkError, matched by
+// is a link is refused (Dir.WriteVia alone replaces a link at its target
+// name, which rename(2) does without following it). A refusal is a
+// *LinkError, matched by
 // errors.Is(err, ErrSymlink), naming the link and saying to remove it. The
 // path-based functions trust the ancestors of the directory they work in;
 // Dir (from OpenDirBeneath) also refuses links between a trusted root and
