@@ -514,3 +514,33 @@ func TestMoveTo(t *testing.T) {
 		t.Fatalf("MoveTo(in flight) = %v", err)
 	}
 }
+
+// TestCountCountsEachMessageOnce: in the instant between writing a
+// message's next copy and removing the previous one (a Claim, a Complete,
+// or a crash there) the message counts once, so a backlog is never
+// overstated.
+func TestCountCountsEachMessageOnce(t *testing.T) {
+	_, b := newBox(t, "eng")
+	m := deliver(t, b, Message{From: "human", To: "eng", Body: "do it"})
+	copyTo := func(from, to string) {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(b.path(from), m.ID+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(b.path(to), m.ID+".json"), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(pending, inflight int) {
+		t.Helper()
+		if p, f, err := b.Count(); err != nil || p != pending || f != inflight {
+			t.Fatalf("Count() = %d, %d, %v; want %d, %d", p, f, err, pending, inflight)
+		}
+	}
+	want(1, 0)
+	copyTo(dirNew, dirCur) // claimed, new/ copy not yet removed
+	want(0, 1)
+	copyTo(dirCur, dirDone) // outcome recorded, cur/ and new/ copies not yet removed
+	want(0, 0)
+}

@@ -322,9 +322,12 @@ func messageIDs(d *atomicfile.Dir) ([]string, error) {
 	return ids, nil
 }
 
-// Count returns the number of message files in new/ and cur/, without
-// reading them (a bad file counts until a listing moves it). It only reads;
-// safe for concurrent use.
+// Count returns the number of messages waiting (new/) and in flight
+// (cur/), without reading them (a bad file counts until a listing moves
+// it). Each message counts once, also in the instant a Claim or Complete
+// has written its next copy and not yet removed the previous one: an id in
+// both new/ and cur/ is in flight, an id in cur/ with an outcome in done/
+// is neither. It only reads; safe for concurrent use.
 func (b *Box) Count() (pending, inflight int, err error) {
 	n, err := b.names(dirNew)
 	if err != nil {
@@ -334,7 +337,23 @@ func (b *Box) Count() (pending, inflight int, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("count %s: %w", b.Dir, err)
 	}
-	return len(n), len(c), nil
+	claimed := make(map[string]bool, len(c))
+	for _, id := range c {
+		claimed[id] = true
+		done, err := b.exists(dirDone, id)
+		if err != nil {
+			return 0, 0, fmt.Errorf("count %s: %w", b.Dir, err)
+		}
+		if !done {
+			inflight++
+		}
+	}
+	for _, id := range n {
+		if !claimed[id] {
+			pending++
+		}
+	}
+	return pending, inflight, nil
 }
 
 // Recover repairs the box after a crash and returns the messages to
