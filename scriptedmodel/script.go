@@ -1,0 +1,339 @@
+package scriptedmodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Roles the script plays.
+const (
+	RoleArchitect = "architect"
+	RoleEngineer  = "engineer"
+)
+
+// Human is the sender name batty gives messages typed by a person, and the
+// recipient that reaches the human's inbox.
+const Human = "human"
+
+// AnswerHeading starts the architect's answer to the human once every task
+// has been reported: `batty demo` waits for a message in the human's inbox
+// that starts with it.
+const AnswerHeading = "The team is done."
+
+// Task is one piece of work the architect hands to an engineer.
+type Task struct {
+	// Engineer is the agent that gets the task ("engineer-1").
+	Engineer string
+	// Ask is the message the architect sends it; the engineer recognises
+	// its task by this text.
+	Ask string
+	// Command is the shell command the engineer runs in its working
+	// directory (bash, no login profile).
+	Command string
+	// File is the file Command writes, relative to the engineer's working
+	// directory.
+	File string
+}
+
+// Script is the stand-in model's part for a team of one architect and the
+// engineers its Tasks name. The zero Script answers every request with
+// [Script.Next]'s "no part" text.
+type Script struct {
+	// ArchitectPrompt and EngineerPrompt are the roles' standing
+	// instructions (team.yaml `prompt:`): a request is the architect's or
+	// an engineer's when its developer instructions hold the prompt's
+	// first line.
+	ArchitectPrompt, EngineerPrompt string
+	// Tasks are handed out in order, one `batty send` each.
+	Tasks []Task
+}
+
+// Step is the script's answer to one request: run Shell, or end the turn
+// with the final answer Text.
+type Step struct {
+	// Agent is who asks ("architect", "engineer-1"), when the script can
+	// tell; Role is its role, "" for a conversation it has no part for.
+	Agent, Role string
+	// From is the sender of the message the turn works on ("" when none
+	// was found).
+	From string
+	// Shell is the command to run; "" means the turn ends with Text.
+	Shell string
+	// Text is the final answer of the turn when Shell is "".
+	Text string
+	// Failed reports that the previous command failed; Text says which
+	// and how.
+	Failed bool
+}
+
+// NoPart is the answer to a request the script has no part for.
+const NoPart = "I am batty's scripted stand-in model and only play the demo script; this message is not part of it."
+
+// DemoScript returns the script `batty demo` plays: the architect hands two
+// tasks out, engineer-1 writes a greeting and lists it, engineer-2 writes
+// the numbers 1 to 5 and counts them, both report back, and the architect
+// answers the human.
+func DemoScript() Script {
+	return Script{
+		ArchitectPrompt: "You are the architect of a small demo team.\n" +
+			"Split the human's goal into tasks, hand each to an engineer with `batty send engineer-N \"...\"`,\n" +
+			"and answer the human with `batty send human \"...\"` once every engineer has reported.",
+		EngineerPrompt: "You are an engineer of a small demo team.\n" +
+			"Do the task the architect sends you in your working directory, then report what you did\n" +
+			"and what your command printed with `batty send architect \"...\"`.",
+		Tasks: []Task{
+			{
+				Engineer: "engineer-1",
+				Ask:      "Write greeting.txt with a greeting signed with your name, then list it with ls -l.",
+				Command:  `printf 'Hello from %s, written for the batty demo.\n' "$BATTY_AGENT" > greeting.txt && ls -l greeting.txt && cat greeting.txt`,
+				File:     "greeting.txt",
+			},
+			{
+				Engineer: "engineer-2",
+				Ask:      "Write numbers.txt with the numbers 1 to 5, one per line, then count its lines and words with wc.",
+				Command:  `seq 1 5 > numbers.txt && wc -l -w numbers.txt`,
+				File:     "numbers.txt",
+			},
+		},
+	}
+}
+
+// Goal is the message `batty demo` sends the architect.
+const Goal = "Show me that the team works: have two engineers each write a small file in their scratch directory, run a command on it, and tell me what they got."
+
+// headerRE matches the first line batty puts before every message an agent
+// receives (shim.FormatPrompt): "--- batty message <id> from <sender> ---",
+// possibly with a redelivery note before the closing dashes.
+var headerRE = regexp.MustCompile(`(?m)^--- batty message (\S+) from ([a-z0-9][a-z0-9-]*)(?: \([^\n]*\))? ---$`)
+
+// parsedMessage is one batty message found in the conversation.
+type parsedMessage struct {
+	index int // position in Request.Items
+	from  string
+	body  string
+}
+
+// messages returns the batty messages among the user messages of req, in
+// order.
+func messages(req Request) []parsedMessage {
+	var out []parsedMessage
+	for i, it := range req.Items {
+		if it.Kind != ItemMessage || it.Role != "user" {
+			continue
+		}
+		m := headerRE.FindStringSubmatchIndex(it.Text)
+		if m == nil {
+			continue
+		}
+		from := it.Text[m[4]:m[5]]
+		body := it.Text[m[1]:]
+		// The header is followed by one line on how to answer and a blank
+		// line; the body comes after them.
+		if _, after, ok := strings.Cut(body, "\n\n"); ok {
+			body = after
+		}
+		out = append(out, parsedMessage{index: i, from: from, body: strings.TrimSpace(body)})
+	}
+	return out
+}
+
+// Next returns the step for req. It depends on req alone.
+func (s Script) Next(req Request) Step {
+	msgs := messages(req)
+	if len(msgs) == 0 {
+		return Step{Text: NoPart}
+	}
+	cur := msgs[len(msgs)-1]
+	var outputs []string
+	for _, it := range req.Items[cur.index+1:] {
+		if it.Kind == ItemOutput {
+			outputs = append(outputs, it.Text)
+		}
+	}
+	step := Step{From: cur.from, Role: s.role(req)}
+	var task *Task
+	switch step.Role {
+	case RoleArchitect:
+		step.Agent = RoleArchitect
+	case RoleEngineer:
+		for i, t := range s.Tasks {
+			if cur.from == RoleArchitect && strings.Contains(cur.body, t.Ask) {
+				task, step.Agent = &s.Tasks[i], t.Engineer
+				break
+			}
+		}
+	}
+	if len(outputs) > 0 {
+		if code, out := execResult(outputs[len(outputs)-1]); code != 0 {
+			step.Failed = true
+			step.Text = fmt.Sprintf("The command `%s` failed (exit code %d): %s", lastCommand(req), code, excerpt(out, 400))
+			return step
+		}
+	}
+	switch {
+	case step.Role == RoleArchitect && cur.from == Human:
+		return s.handOut(step, len(outputs))
+	case step.Role == RoleArchitect && s.taskOf(cur.from) >= 0:
+		return s.collect(step, msgs, len(outputs))
+	case task != nil:
+		return s.work(step, *task, outputs)
+	}
+	step.Text = NoPart
+	return step
+}
+
+// handOut is the architect's turn on the human's goal: one `batty send`
+// per task, then an acknowledgement (its final answer, which batty
+// delivers to the human).
+func (s Script) handOut(step Step, done int) Step {
+	if done < len(s.Tasks) {
+		t := s.Tasks[done]
+		step.Shell = "batty send " + t.Engineer + " " + shellQuote(t.Ask)
+		return step
+	}
+	var names []string
+	for _, t := range s.Tasks {
+		names = append(names, t.Engineer)
+	}
+	step.Text = fmt.Sprintf("I split the goal into %d tasks and handed them to %s. I will answer you when every engineer has reported.",
+		len(s.Tasks), strings.Join(names, " and "))
+	return step
+}
+
+// collect is the architect's turn on an engineer's report: with every
+// task reported it answers the human, else it waits for the others.
+func (s Script) collect(step Step, msgs []parsedMessage, done int) Step {
+	reports := map[string]string{} // engineer → its latest report
+	for _, m := range msgs {
+		if s.taskOf(m.from) >= 0 {
+			reports[m.from] = m.body
+		}
+	}
+	var missing []string
+	for _, t := range s.Tasks {
+		if _, ok := reports[t.Engineer]; !ok {
+			missing = append(missing, t.Engineer)
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		step.Text = fmt.Sprintf("Noted %s's report; waiting for %s.", step.From, strings.Join(missing, " and "))
+	case done == 0:
+		step.Shell = "batty send human " + shellQuote(s.Answer(reports))
+	default:
+		step.Text = "Every engineer has reported; I sent the human the answer."
+	}
+	return step
+}
+
+// Answer is the architect's answer to the human given every engineer's
+// report: AnswerHeading, then one paragraph per task.
+func (s Script) Answer(reports map[string]string) string {
+	var b strings.Builder
+	b.WriteString(AnswerHeading)
+	for _, t := range s.Tasks {
+		fmt.Fprintf(&b, "\n\n%s: %s", t.Engineer, reports[t.Engineer])
+	}
+	return b.String()
+}
+
+// work is an engineer's turn on its task: run the command, report its
+// output to the architect, then end the turn.
+func (s Script) work(step Step, t Task, outputs []string) Step {
+	switch len(outputs) {
+	case 0:
+		step.Shell = t.Command
+	case 1:
+		_, out := execResult(outputs[0])
+		report := fmt.Sprintf("I wrote %s. `%s` printed:\n%s", t.File, t.Command, excerpt(out, 1000))
+		step.Shell = "batty send architect " + shellQuote(report)
+	default:
+		step.Text = fmt.Sprintf("Done: %s is written and my report is on its way to the architect.", t.File)
+	}
+	return step
+}
+
+// role tells which role's instructions req carries.
+func (s Script) role(req Request) string {
+	instr := req.instructions()
+	switch {
+	case s.ArchitectPrompt != "" && strings.Contains(instr, firstLine(s.ArchitectPrompt)):
+		return RoleArchitect
+	case s.EngineerPrompt != "" && strings.Contains(instr, firstLine(s.EngineerPrompt)):
+		return RoleEngineer
+	}
+	return ""
+}
+
+// taskOf returns the index of the task of engineer name, or -1.
+func (s Script) taskOf(name string) int {
+	for i, t := range s.Tasks {
+		if t.Engineer == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
+// exitRE finds the exit status in the output codex returns for a command.
+var exitRE = regexp.MustCompile(`(?m)^Process exited with code (-?\d+)$`)
+
+// execResult splits the output codex returns for a finished command
+// ("…\nProcess exited with code N\n…\nOutput:\n<output>") into its exit
+// code and what the command printed. Text in another shape is taken as the
+// output of a command that succeeded.
+func execResult(s string) (int, string) {
+	code := 0
+	if m := exitRE.FindStringSubmatch(s); m != nil {
+		code, _ = strconv.Atoi(m[1])
+	}
+	if _, after, ok := strings.Cut(s, "\nOutput:\n"); ok {
+		s = after
+	}
+	return code, strings.TrimSpace(s)
+}
+
+// lastCommand returns the command of the last shell call in req.
+func lastCommand(req Request) string {
+	for i := len(req.Items) - 1; i >= 0; i-- {
+		it := req.Items[i]
+		if it.Kind != ItemCall {
+			continue
+		}
+		var a struct {
+			Cmd string `json:"cmd"`
+		}
+		if json.Unmarshal([]byte(it.Arguments), &a) == nil && a.Cmd != "" {
+			return a.Cmd
+		}
+		return it.Arguments
+	}
+	return "?"
+}
+
+// excerpt returns at most n bytes of s, cut at a rune boundary, marking a
+// cut with "…".
+func excerpt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !isRuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// shellQuote quotes s as one bash word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,237 @@
+package scriptedmodel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ShellTool is the function tool the script calls to run a command: the
+// Codex CLI's exec_command, with JSON arguments {"cmd": "<bash command>",
+// "login": false, "yield_time_ms": 30000} (no login profile, so the
+// machine's shell start-up files play no part; codex waits up to 30 s for
+// the command before answering).
+const ShellTool = "exec_command"
+
+// Server is the stand-in model: an HTTP server on 127.0.0.1 answering
+// POST /v1/responses with the steps of its script as server-sent events.
+// It owns its listener and its goroutines; Close ends them. Its methods are
+// safe for concurrent use.
+type Server struct {
+	// URL is the base URL for the Codex CLI's model provider:
+	// http://127.0.0.1:PORT/v1.
+	URL string
+
+	script  Script
+	observe func(Step)
+	srv     *http.Server
+	served  chan struct{} // closed when Serve returned
+	seq     atomic.Int64
+	closeMu sync.Mutex
+	closed  bool
+	serrMu  sync.Mutex
+	serr    error // what Serve returned, unless it was the Close
+}
+
+// Options adjusts a Server.
+type Options struct {
+	// Observe, when set, is called with every step the server answers,
+	// before the answer is written, on the request's goroutine: it must
+	// not block for long.
+	Observe func(Step)
+}
+
+// Start listens on 127.0.0.1 on a free port and serves script until
+// Close. It returns once the server accepts connections.
+func Start(script Script, opts Options) (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("scripted model: listen on 127.0.0.1: %w", err)
+	}
+	s := &Server{
+		URL:     "http://" + ln.Addr().String() + "/v1",
+		script:  script,
+		observe: opts.Observe,
+		served:  make(chan struct{}),
+	}
+	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.served)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.serrMu.Lock()
+			s.serr = err
+			s.serrMu.Unlock()
+		}
+	}()
+	return s, nil
+}
+
+// Close stops the server: it stops accepting, lets requests in progress
+// finish for up to a second (every answer is written at once, so they end
+// within milliseconds) and then closes every connection. It returns once
+// the serving goroutine has ended, with the error that ended serving
+// early, if any. It is idempotent.
+func (s *Server) Close() error {
+	s.closeMu.Lock()
+	already := s.closed
+	s.closed = true
+	s.closeMu.Unlock()
+	if !already {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if err := s.srv.Shutdown(ctx); err != nil {
+			_ = s.srv.Close()
+		}
+		cancel()
+	}
+	<-s.served
+	s.serrMu.Lock()
+	defer s.serrMu.Unlock()
+	if s.serr != nil {
+		return fmt.Errorf("scripted model: serve: %w", s.serr)
+	}
+	return nil
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
+		writeError(w, http.StatusNotFound, "not_found", "scripted model: no route for "+r.Method+" "+r.URL.Path)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "scripted model: read request: "+err.Error())
+		return
+	}
+	req := ParseRequest(body)
+	step := s.script.Next(req)
+	if s.observe != nil {
+		s.observe(step)
+	}
+	writeStep(w, fmt.Sprintf("%d", s.seq.Add(1)), req.Model, len(body), step)
+}
+
+// writeError writes an OpenAI-style JSON error.
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// writeStep streams step as one model response, the way the Responses API
+// does: response.created; for a command, a function_call item calling
+// ShellTool (output_item.added, then output_item.done with the
+// arguments); for a final answer, an assistant message item (added, text
+// deltas, done); then response.completed with the output and token usage
+// (input: the request's size / 4; output: the produced text's size / 4 + 1).
+// Write errors (a client that left) end nothing early but are otherwise
+// ignored: the client is gone.
+func writeStep(w http.ResponseWriter, id, model string, reqSize int, step Step) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("x-request-id", "req_scripted_"+id)
+	w.WriteHeader(http.StatusOK)
+	sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
+
+	resp := map[string]any{
+		"id": "resp_scripted_" + id, "object": "response", "created_at": time.Now().Unix(),
+		"status": "in_progress", "model": model, "output": []any{},
+	}
+	sse.event("response.created", map[string]any{"response": resp})
+
+	var item map[string]any
+	produced := ""
+	if step.Shell != "" {
+		args, _ := json.Marshal(map[string]any{"cmd": step.Shell, "login": false, "yield_time_ms": 30000})
+		produced = string(args)
+		item = map[string]any{
+			"type": "function_call", "id": "fc_scripted_" + id, "call_id": "call_scripted_" + id,
+			"name": ShellTool, "arguments": "", "status": "in_progress",
+		}
+		sse.event("response.output_item.added", map[string]any{"output_index": 0, "item": item})
+		item = clone(item)
+		item["arguments"], item["status"] = produced, "completed"
+	} else {
+		produced = step.Text
+		msgID := "msg_scripted_" + id
+		item = map[string]any{"type": "message", "id": msgID, "role": "assistant", "status": "in_progress", "content": []any{}}
+		sse.event("response.output_item.added", map[string]any{"output_index": 0, "item": item})
+		for _, chunk := range chunks(step.Text, 64) {
+			sse.event("response.output_text.delta", map[string]any{
+				"item_id": msgID, "output_index": 0, "content_index": 0, "delta": chunk,
+			})
+		}
+		item = clone(item)
+		item["status"] = "completed"
+		item["content"] = []any{map[string]any{"type": "output_text", "text": step.Text, "annotations": []any{}}}
+	}
+	sse.event("response.output_item.done", map[string]any{"output_index": 0, "item": item})
+
+	in, out := reqSize/4, len(produced)/4+1
+	resp["status"] = "completed"
+	resp["output"] = []any{item}
+	resp["usage"] = map[string]any{
+		"input_tokens":          in,
+		"input_tokens_details":  map[string]any{"cached_tokens": 0},
+		"output_tokens":         out,
+		"output_tokens_details": map[string]any{"reasoning_tokens": 0},
+		"total_tokens":          in + out,
+	}
+	sse.event("response.completed", map[string]any{"response": resp})
+}
+
+// sseWriter writes server-sent events, numbering and flushing each.
+type sseWriter struct {
+	w   io.Writer
+	rc  *http.ResponseController
+	seq int
+}
+
+// event writes one event of type typ whose data is fields plus "type" and
+// "sequence_number".
+func (e *sseWriter) event(typ string, fields map[string]any) {
+	data := map[string]any{"type": typ, "sequence_number": e.seq}
+	for k, v := range fields {
+		data[k] = v
+	}
+	e.seq++
+	b, _ := json.Marshal(data)
+	_, _ = fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", typ, b)
+	_ = e.rc.Flush()
+}
+
+func clone(m map[string]any) map[string]any {
+	c := make(map[string]any, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// chunks splits s into pieces of at most n runes (at least one piece).
+func chunks(s string, n int) []string {
+	var out []string
+	for s != "" {
+		end, runes := len(s), 0
+		for i := range s {
+			if runes == n {
+				end = i
+				break
+			}
+			runes++
+		}
+		out = append(out, s[:end])
+		s = s[end:]
+	}
+	if out == nil {
+		out = []string{""}
+	}
+	return out
+}
