@@ -95,7 +95,7 @@ func TestRealCodexPlaysTheScript(t *testing.T) {
 	if err != nil || !strings.Contains(string(greeting), "Hello from engineer-1") {
 		t.Fatalf("%s: %q, %v", task.File, greeting, err)
 	}
-	if len(calls) != 1 || !strings.HasPrefix(calls[0], "engineer-1|send architect I wrote greeting.txt.") || !strings.Contains(calls[0], "Hello from engineer-1") {
+	if len(calls) != 1 || !strings.HasPrefix(calls[0], "engineer-1|send architect I wrote greeting.txt; my command printed:") || !strings.Contains(calls[0], "Hello from engineer-1") {
 		t.Fatalf("engineer-1 reported %q", calls)
 	}
 	if !strings.Contains(answer, "greeting.txt is written") {

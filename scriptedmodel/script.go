@@ -88,7 +88,7 @@ func DemoScript() Script {
 			{
 				Engineer: "engineer-1",
 				Ask:      "Write greeting.txt with a greeting signed with your name, then list it with ls -l.",
-				Command:  `printf 'Hello from %s, written for the batty demo.\n' "$BATTY_AGENT" > greeting.txt && ls -l greeting.txt && cat greeting.txt`,
+				Command:  `printf 'Hello from %s.\n' "$BATTY_AGENT" > greeting.txt && ls -l greeting.txt && cat greeting.txt`,
 				File:     "greeting.txt",
 			},
 			{
@@ -248,7 +248,7 @@ func (s Script) work(step Step, t Task, outputs []string) Step {
 		step.Shell = t.Command
 	case 1:
 		_, out := execResult(outputs[0])
-		report := fmt.Sprintf("I wrote %s. `%s` printed:\n%s", t.File, t.Command, excerpt(out, 1000))
+		report := fmt.Sprintf("I wrote %s; my command printed:\n%s", t.File, excerpt(out, 1000))
 		step.Shell = "batty send architect " + shellQuote(report)
 	default:
 		step.Text = fmt.Sprintf("Done: %s is written and my report is on its way to the architect.", t.File)

@@ -31,6 +31,8 @@ type Server struct {
 
 	script  Script
 	observe func(Step)
+	pace    time.Duration
+	quit    chan struct{} // closed by Close: paced answers stop waiting
 	srv     *http.Server
 	served  chan struct{} // closed when Serve returned
 	seq     atomic.Int64
@@ -43,9 +45,12 @@ type Server struct {
 // Options adjusts a Server.
 type Options struct {
 	// Observe, when set, is called with every step the server answers,
-	// before the answer is written, on the request's goroutine: it must
-	// not block for long.
+	// once its Pace has passed and before the step is written, on the
+	// request's goroutine: it must not block for long.
 	Observe func(Step)
+	// Pace is how long each answer "thinks" (after response.created, before
+	// the step) so that a person can follow the team; 0 answers at once.
+	Pace time.Duration
 }
 
 // Start listens on 127.0.0.1 on a free port and serves script until
@@ -59,6 +64,8 @@ func Start(script Script, opts Options) (*Server, error) {
 		URL:     "http://" + ln.Addr().String() + "/v1",
 		script:  script,
 		observe: opts.Observe,
+		pace:    opts.Pace,
+		quit:    make(chan struct{}),
 		served:  make(chan struct{}),
 	}
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
@@ -73,8 +80,8 @@ func Start(script Script, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Close stops the server: it stops accepting, lets requests in progress
-// finish for up to a second (every answer is written at once, so they end
+// Close stops the server: it stops accepting, ends the pauses of paced
+// answers, lets requests in progress finish for up to a second (they end
 // within milliseconds) and then closes every connection. It returns once
 // the serving goroutine has ended, with the error that ended serving
 // early, if any. It is idempotent.
@@ -84,6 +91,7 @@ func (s *Server) Close() error {
 	s.closed = true
 	s.closeMu.Unlock()
 	if !already {
+		close(s.quit)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		if err := s.srv.Shutdown(ctx); err != nil {
 			_ = s.srv.Close()
@@ -111,10 +119,27 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	req := ParseRequest(body)
 	step := s.script.Next(req)
+	writeStep(r.Context(), w, fmt.Sprintf("%d", s.seq.Add(1)), req.Model, len(body), step, s.think)
+}
+
+// think waits for the server's pace, then reports step to the observer. It
+// reports false when the client left or the server is closing.
+func (s *Server) think(ctx context.Context, step Step) bool {
+	if s.pace > 0 {
+		t := time.NewTimer(s.pace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		case <-s.quit:
+			return false
+		}
+	}
 	if s.observe != nil {
 		s.observe(step)
 	}
-	writeStep(w, fmt.Sprintf("%d", s.seq.Add(1)), req.Model, len(body), step)
+	return true
 }
 
 // writeError writes an OpenAI-style JSON error.
@@ -131,9 +156,10 @@ func writeError(w http.ResponseWriter, status int, typ, msg string) {
 // arguments); for a final answer, an assistant message item (added, text
 // deltas, done); then response.completed with the output and token usage
 // (input: the request's size / 4; output: the produced text's size / 4 + 1).
-// Write errors (a client that left) end nothing early but are otherwise
-// ignored: the client is gone.
-func writeStep(w http.ResponseWriter, id, model string, reqSize int, step Step) {
+// Between response.created and the step it calls think, and ends the
+// stream there when think reports false. Write errors (a client that
+// left) are ignored: the client is gone.
+func writeStep(ctx context.Context, w http.ResponseWriter, id, model string, reqSize int, step Step, think func(context.Context, Step) bool) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("x-request-id", "req_scripted_"+id)
@@ -145,6 +171,9 @@ func writeStep(w http.ResponseWriter, id, model string, reqSize int, step Step) 
 		"status": "in_progress", "model": model, "output": []any{},
 	}
 	sse.event("response.created", map[string]any{"response": resp})
+	if !think(ctx, step) {
+		return
+	}
 
 	var item map[string]any
 	produced := ""

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
@@ -188,5 +189,37 @@ func TestWriteCodexHome(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("config.toml lacks %s:\n%s", want, b)
 		}
+	}
+}
+
+// A paced answer holds its stream after response.created; Close ends the
+// wait instead of waiting for it, and the observer never hears of a step
+// that was not written.
+func TestCloseEndsPacedAnswers(t *testing.T) {
+	observed := make(chan Step, 1)
+	s, err := Start(DemoScript(), Options{Pace: time.Hour, Observe: func(st Step) { observed <- st }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(s.URL+"/responses", "application/json", strings.NewReader(requestBody(t, "x", "human", "hi")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || line != "event: response.created\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(resp.Body)
+	if strings.Contains(string(rest), "response.completed") {
+		t.Fatalf("a paced answer was completed after Close: %s", rest)
+	}
+	select {
+	case st := <-observed:
+		t.Fatalf("observed %+v", st)
+	default:
 	}
 }

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/demo"
+)
+
+// exitInterrupted is the exit code of a demo ended by Ctrl-C (128 + SIGINT).
+const exitInterrupted = 130
+
+// newDemoCmd returns `batty demo`: a small team working offline against a
+// scripted stand-in for the model.
+func newDemoCmd() *cobra.Command {
+	var noTmux, keep bool
+	var timeout, pace time.Duration
+	var codexBin string
+	cmd := &cobra.Command{
+		Use:   "demo [--no-tmux] [--keep]",
+		Short: "Watch a small team work, offline, with a scripted stand-in for the model",
+		Long: `demo runs an architect and two engineers on this machine with no OpenAI
+account: the model is a scripted stand-in (a local server playing a fixed
+script), while batty, the Codex CLI and the commands are real. The architect
+gets a goal and hands a task to each engineer with batty send; each engineer
+writes a file in a scratch directory, runs a command on it and reports back;
+the architect then answers you.
+
+The demo writes a scratch project into a temporary directory, prints what
+happens, ends by itself once the answer is in your inbox (or after --timeout),
+and stops and removes everything it started, also on Ctrl-C. In a terminal
+with tmux it shows the team in the tmux cockpit; --no-tmux prints a plain
+feed instead.
+
+It needs the Codex CLI: the pinned install of scripts/demo.sh
+(~/.cache/batty-codex), else codex on PATH, or --codex-bin.`,
+		Example: `  scripts/demo.sh            # from a checkout: installs what is missing, then runs this
+  batty demo
+  batty demo --no-tmux --keep`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("find the batty binary: %w", err)
+			}
+			// Caught for the whole run, cleanup included: a second Ctrl-C
+			// does not cut the cleanup short.
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			defer stop()
+			out := cmd.OutOrStdout()
+			cockpit := false
+			if !noTmux && isTerminal(os.Stdin) && isTerminal(os.Stdout) {
+				cockpit = cockpitNote(cmd.Root(), out)
+			}
+			_, err = demo.Run(ctx, demo.Options{
+				Batty: exe, CodexBin: codexBin, Cockpit: cockpit, Keep: keep, Timeout: timeout, Pace: pace,
+				Out: out, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+			})
+			if errors.Is(err, demo.ErrInterrupted) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "batty demo: interrupted; everything it started is stopped")
+				return exitError{exitInterrupted}
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&noTmux, "no-tmux", false, "print a plain feed instead of opening the tmux cockpit")
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep the scratch project (team.yaml, .batty/, the engineers' files) afterwards")
+	cmd.Flags().DurationVar(&timeout, "timeout", demo.DefaultTimeout, "give up when the team has not finished by then")
+	cmd.Flags().DurationVar(&pace, "pace", demo.DefaultPace, "how long each step of the stand-in model takes (0: as fast as it goes)")
+	cmd.Flags().StringVar(&codexBin, "codex-bin", "", "the Codex CLI to run (default: the pinned install, else codex on PATH)")
+	return withUsageExit(cmd)
+}
+
+// cockpitNote reports whether the tmux cockpit can open (batty has
+// `attach` and tmux is installed), and says why not when it cannot.
+func cockpitNote(root *cobra.Command, out io.Writer) bool {
+	if c, _, err := root.Find([]string{"attach"}); err != nil || c == root {
+		return false
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		fmt.Fprintln(out, "tmux is not installed, so the demo prints a plain feed (scripts/demo.sh installs tmux).")
+		return false
+	}
+	return true
+}

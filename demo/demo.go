@@ -1,0 +1,426 @@
+// Package demo runs `batty demo`: a small team (an architect and two
+// engineers) working entirely offline. It writes a scratch project into a
+// temporary directory, starts the scripted stand-in model
+// (scriptedmodel) and points the real Codex CLI at it through a generated
+// CODEX_HOME, drives the team through batty's own commands (start, send,
+// attach, stop — the batty executable it is given), prints what happens,
+// and cleans up everything it started.
+package demo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/scriptedmodel"
+)
+
+// DefaultTimeout bounds a whole demo run.
+const DefaultTimeout = 3 * time.Minute
+
+// stopTimeout is how long `batty stop` lets turns in flight finish when the
+// demo cleans up.
+const stopTimeout = 2 * time.Second
+
+// DefaultPace is how long each step of the stand-in model takes by
+// default, so that a person can follow the team.
+const DefaultPace = 700 * time.Millisecond
+
+// settleWait bounds the wait, after the answer arrived, for the turns
+// still running to end.
+const settleWait = 30 * time.Second
+
+// cockpitLinger is how long the cockpit stays open after the answer
+// arrived, unless the user detaches first.
+const cockpitLinger = 15 * time.Second
+
+// ErrInterrupted is returned by Run when its context ended (Ctrl-C) before
+// the team finished; everything was cleaned up nonetheless.
+var ErrInterrupted = errors.New("demo interrupted")
+
+// Options configures Run.
+type Options struct {
+	// Batty is the batty executable whose commands drive the team (the
+	// running binary: os.Executable()).
+	Batty string
+	// CodexBin is the Codex CLI to use; "" means FindCodex("").
+	CodexBin string
+	// Cockpit opens the tmux cockpit: `batty start` without --no-tmux, then
+	// `batty attach` on Stdin/Stdout/Stderr. Without it the team runs
+	// headless (`batty start --no-tmux`) and the feed is the only output.
+	Cockpit bool
+	// Keep leaves the scratch project in place (it is removed otherwise).
+	Keep bool
+	// Timeout bounds the run; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Pace is how long each step of the stand-in model takes (0: none).
+	Pace time.Duration
+	// Out receives the feed; Stdin, Stdout and Stderr are the terminal the
+	// cockpit attaches to.
+	Out                   io.Writer
+	Stdin, Stdout, Stderr *os.File
+}
+
+// Result says where the demo's files are.
+type Result struct {
+	// Dir is the scratch project (removed at the end unless Options.Keep).
+	Dir string
+	// Answer is the architect's answer to the human.
+	Answer string
+}
+
+// Run plays the demo: it blocks until the architect's answer reached the
+// human's inbox, the team failed, the timeout passed or ctx ended (then it
+// returns ErrInterrupted). In every case it stops the team (daemon, shims,
+// Codex processes, tmux session), closes the stand-in model's server and
+// removes the scratch project unless opts.Keep — all before it returns,
+// whatever ctx says. The caller should keep catching SIGINT meanwhile.
+func Run(ctx context.Context, opts Options) (res Result, err error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	codexBin, err := FindCodex(opts.CodexBin)
+	if err != nil {
+		return res, err
+	}
+	p := newPrinter(opts.Out)
+
+	dir, err := os.MkdirTemp("", "batty-demo-")
+	if err != nil {
+		return res, fmt.Errorf("create the demo's scratch directory: %w", err)
+	}
+	res.Dir = dir
+	keep := opts.Keep
+	defer func() {
+		if keep {
+			p.plainf("The demo project is kept in %s (remove it when done).\n", dir)
+			return
+		}
+		if rerr := os.RemoveAll(dir); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("remove the demo project %s: %w", dir, rerr))
+		}
+	}()
+
+	teamFile := filepath.Join(dir, "team.yaml")
+	l, err := orchestrator.LayoutFor(teamFile)
+	if err != nil {
+		return res, err
+	}
+	fol, err := newFollower(l, p)
+	if err != nil {
+		return res, err
+	}
+	script := scriptedmodel.DemoScript()
+	srv, err := scriptedmodel.Start(script, scriptedmodel.Options{Observe: func(st scriptedmodel.Step) {
+		if st.Failed {
+			fol.fail(stepLine(st))
+			return
+		}
+		p.linef("%s", stepLine(st))
+	}, Pace: opts.Pace})
+	if err != nil {
+		return res, err
+	}
+	defer func() { err = errors.Join(err, srv.Close()) }()
+
+	sandbox, err := writeProject(ctx, dir, codexBin, srv.URL, script)
+	if err != nil {
+		return res, err
+	}
+	p.plainf("%s", banner(ctx, dir, codexBin, srv.URL, sandbox))
+
+	// From the first start on, the team is stopped whatever happens: stop
+	// is harmless when nothing runs, and the tmux session goes with it
+	// (which ends an attached cockpit).
+	r := &runner{exe: opts.Batty, dir: dir, teamFile: teamFile}
+	defer func() {
+		if r.stopped {
+			return
+		}
+		p.plainf("Stopping the team (batty stop)…\n")
+		if serr := r.stop(p); serr != nil {
+			keep = true // never remove a directory a daemon may still use
+			err = errors.Join(err, serr)
+		}
+		r.waitAttach()
+	}()
+	startArgs := []string{"start", "-f", teamFile}
+	if !opts.Cockpit {
+		startArgs = append(startArgs, "--no-tmux")
+	}
+	if ctx.Err() != nil {
+		return res, ErrInterrupted
+	}
+	out, err := r.run(startArgs...)
+	if err != nil {
+		return res, err
+	}
+	p.plainf("%s\n", strings.TrimSpace(out))
+	if ctx.Err() != nil {
+		return res, ErrInterrupted
+	}
+
+	fctx, stopFollow := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	followErr := make(chan error, 1)
+	wg.Add(1)
+	go func() { defer wg.Done(); followErr <- fol.run(fctx) }()
+	defer func() { stopFollow(); wg.Wait() }()
+
+	p.restart()
+	p.linef("human runs: batty send architect %q", oneLine(scriptedmodel.Goal, 100))
+	if _, err := r.run("send", "-f", teamFile, "architect", scriptedmodel.Goal); err != nil {
+		return res, err
+	}
+
+	var attached <-chan struct{}
+	if opts.Cockpit {
+		attached = r.attach(p, opts)
+	}
+
+	timeout := time.NewTimer(opts.Timeout)
+	defer timeout.Stop()
+	select {
+	case res.Answer = <-fol.answered:
+	case why := <-fol.failed:
+		keepHint(p, dir, &keep)
+		return res, fmt.Errorf("the demo team did not finish: %s; see %s", why, l.DaemonLog())
+	case err := <-followErr:
+		return res, err
+	case <-timeout.C:
+		keepHint(p, dir, &keep)
+		return res, fmt.Errorf("the demo team did not finish within %s; see %s and the transcripts in %s", opts.Timeout, l.DaemonLog(), l.LogsDir())
+	case <-ctx.Done():
+		p.plainf("\nInterrupted: stopping the team and cleaning up…\n")
+		return res, ErrInterrupted
+	}
+	// The answer is in: let the turns still running end, so that every
+	// transcript is complete, then stop the team before the summary.
+	fol.awaitSettled(ctx, settleWait)
+	if attached != nil {
+		lingerCockpit(ctx, attached)
+	}
+	p.plainf("%s", "\nStopping the team (batty stop)…\n")
+	if err := r.stop(p); err != nil {
+		return res, err
+	}
+	r.waitAttach()
+	p.plainf("\n%s", summary(dir, script))
+	return res, nil
+}
+
+// keepHint keeps a failed demo's project for inspection.
+func keepHint(p *printer, dir string, keep *bool) {
+	if !*keep {
+		*keep = true
+		p.plainf("Keeping %s to look at (.batty/daemon.log, .batty/logs/).\n", dir)
+	}
+}
+
+// lingerCockpit leaves the attached cockpit open for a while after the
+// answer, so it can be seen, until the user detaches or ctx ends.
+func lingerCockpit(ctx context.Context, attached <-chan struct{}) {
+	t := time.NewTimer(cockpitLinger)
+	defer t.Stop()
+	select {
+	case <-attached:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// banner says what the demo is: above all, that the model is a stand-in.
+func banner(ctx context.Context, dir, codexBin, url, sandbox string) string {
+	var b strings.Builder
+	b.WriteString("batty demo: an architect and two engineers work on a small goal, on this machine.\n\n")
+	b.WriteString("  The model is a SCRIPTED STAND-IN, not OpenAI's: a local server (" + url + ")\n")
+	b.WriteString("  plays a fixed script. No OpenAI account is used and nothing leaves this machine.\n")
+	b.WriteString("  batty, the Codex CLI and the commands the script asks for are real.\n\n")
+	fmt.Fprintf(&b, "  Codex CLI: %s (%s)\n", codexBin, codexVersion(ctx, codexBin, filepath.Join(dir, "codex-home")))
+	fmt.Fprintf(&b, "  Sandbox:   %s\n", sandbox)
+	fmt.Fprintf(&b, "  Project:   %s (team.yaml, prompts/, codex-home/, work/;\n             removed at the end unless --keep)\n\n", dir)
+	return b.String()
+}
+
+// summary lists the files the engineers wrote, with their contents.
+func summary(dir string, script scriptedmodel.Script) string {
+	var b strings.Builder
+	b.WriteString("Done: the architect's answer (above) reached the human's inbox. The engineers' files, in " + filepath.Join(dir, "work") + ":\n")
+	var files []string
+	for _, t := range script.Tasks {
+		files = append(files, t.File)
+	}
+	sort.Strings(files)
+	for _, name := range files {
+		data, err := os.ReadFile(filepath.Join(dir, "work", name))
+		if err != nil {
+			fmt.Fprintf(&b, "  %s: %v\n", name, err)
+			continue
+		}
+		fmt.Fprintf(&b, "  %s:\n", name)
+		for _, l := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+			fmt.Fprintf(&b, "    %s\n", l)
+		}
+	}
+	b.WriteString("\nTo run a real team, see README.md (codex login, batty init, batty start).\n")
+	return b.String()
+}
+
+// writeProject writes the scratch project into dir: team.yaml (the
+// architect and two engineers, Codex at codexBin with CODEX_HOME
+// codex-home/), the role prompts, codex-home/config.toml pointing at url,
+// and work/, the engineers' working directory. It returns a description of the sandbox the commands run in: Codex's
+// workspace-write sandbox where it runs on this machine, else none.
+func writeProject(ctx context.Context, dir, codexBin, url string, script scriptedmodel.Script) (string, error) {
+	home := filepath.Join(dir, "codex-home")
+	if err := scriptedmodel.WriteCodexHome(home, url); err != nil {
+		return "", err
+	}
+	for _, d := range []string{"prompts", "work"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			return "", fmt.Errorf("create %s: %w", filepath.Join(dir, d), err)
+		}
+	}
+	files := map[string]string{
+		"prompts/architect.md": script.ArchitectPrompt + "\n",
+		"prompts/engineer.md":  script.EngineerPrompt + "\n",
+	}
+	sandbox, note := "workspace-write", "Codex's workspace-write sandbox (each agent writes only its working directory and the inboxes)"
+	if !sandboxWorks(ctx, codexBin, home) {
+		sandbox, note = "danger-full-access", "none: Codex's sandbox cannot run on this machine, so the scripted commands run unsandboxed"
+	}
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	files["team.yaml"] = fmt.Sprintf(`# The team of batty demo. The model behind it is a scripted stand-in
+# (a local server); see codex-home/config.toml.
+name: batty-demo
+codex:
+  bin: %s
+  codex_home: codex-home
+  sandbox: %s
+  approval_policy: never
+timeouts:
+  turn: 2m
+  idle: 1m
+  shutdown: 5s
+roles:
+  - name: architect
+    prompt: prompts/architect.md
+    talks_to: [engineer]
+  - name: engineer
+    instances: %d
+    prompt: prompts/engineer.md
+    talks_to: [architect]
+    cwd: work
+`, q(codexBin), sandbox, len(script.Tasks))
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			return "", fmt.Errorf("write %s: %w", p, err)
+		}
+	}
+	return note, nil
+}
+
+// runner runs batty commands for the demo's project.
+type runner struct {
+	exe, dir, teamFile string
+	attachCmd          *exec.Cmd     // the cockpit's `batty attach`, if started
+	attachDone         chan struct{} // closed when it returned
+	stopped            bool          // a stop succeeded
+}
+
+// command prepares `batty args…` in the project directory, in a process
+// group of its own so that a Ctrl-C at the terminal reaches only the demo,
+// which then cleans up in order.
+func (r *runner) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, r.exe, args...)
+	cmd.Dir = r.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// run runs one batty command to its end (each bounds its own waits; the
+// demo never cuts one short, so a start is never left half done) and
+// returns its output.
+func (r *runner) run(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := r.command(ctx, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("batty %s: %w\n%s", args[0], err, strings.TrimSpace(out.String()))
+	}
+	return out.String(), nil
+}
+
+// stop stops the team (daemon, shims, Codex, tmux session) and prints what
+// batty stop said; it is a no-op when nothing runs.
+func (r *runner) stop(p *printer) error {
+	out, err := r.run("stop", "-f", r.teamFile, "--timeout", stopTimeout.String())
+	if err != nil {
+		return fmt.Errorf("%w\nthe demo team may still run: stop it with `batty stop -f %s`", err, r.teamFile)
+	}
+	r.stopped = true
+	p.plainf("%s\n", strings.TrimSpace(out))
+	return nil
+}
+
+// attach runs `batty attach` on the terminal, holding the feed back while
+// it runs; the returned channel is closed when it returned (the user
+// detached, or the session ended).
+func (r *runner) attach(p *printer, opts Options) <-chan struct{} {
+	done := make(chan struct{})
+	cmd := exec.Command(r.exe, "attach")
+	cmd.Dir = r.dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.Stdin, opts.Stdout, opts.Stderr
+	p.hold()
+	if err := cmd.Start(); err != nil {
+		p.release()
+		p.linef("cannot open the cockpit (%v); following the team here", err)
+		close(done)
+		return done
+	}
+	r.attachCmd, r.attachDone = cmd, done
+	go func() {
+		defer close(done)
+		err := cmd.Wait()
+		p.release()
+		if err != nil {
+			p.linef("the cockpit closed (%v); following the team here", err)
+		}
+	}()
+	return done
+}
+
+// waitAttach waits for the cockpit's `batty attach` to return once the
+// team (and so its session) is stopped, killing it after a grace.
+func (r *runner) waitAttach() {
+	if r.attachCmd == nil {
+		return
+	}
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-r.attachDone:
+	case <-t.C:
+		_ = r.attachCmd.Process.Kill()
+		<-r.attachDone
+	}
+}
