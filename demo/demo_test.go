@@ -1,0 +1,256 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/scriptedmodel"
+	"github.com/battyhq/batty/team"
+)
+
+// writeExe writes an executable shell script.
+func writeExe(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("#!/bin/sh\necho codex-cli 0.0.0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFindCodex(t *testing.T) {
+	cache, pathDir := t.TempDir(), t.TempDir()
+	t.Setenv("BATTY_CODEX_CACHE", cache)
+	t.Setenv("PATH", pathDir)
+
+	// Neither the pinned install nor codex on PATH: say how to get it.
+	_, err := FindCodex("")
+	if !errors.Is(err, ErrNoCodex) || !strings.Contains(err.Error(), "scripts/demo.sh") ||
+		!strings.Contains(err.Error(), "npm install -g @openai/codex@"+CodexVersion) {
+		t.Fatalf("FindCodex without codex: %v", err)
+	}
+
+	// codex on PATH.
+	onPath := filepath.Join(pathDir, "codex")
+	writeExe(t, onPath)
+	if got, err := FindCodex(""); err != nil || got != onPath {
+		t.Fatalf("FindCodex with codex on PATH = %q, %v", got, err)
+	}
+
+	// The pinned install wins over PATH.
+	pinned := filepath.Join(cache, CodexVersion, "node_modules", ".bin", "codex")
+	writeExe(t, pinned)
+	if PinnedCodex() != pinned {
+		t.Fatalf("PinnedCodex = %q", PinnedCodex())
+	}
+	if got, err := FindCodex(""); err != nil || got != pinned {
+		t.Fatalf("FindCodex with the pinned install = %q, %v", got, err)
+	}
+
+	// An explicit binary is taken as given, and must exist.
+	if got, err := FindCodex(onPath); err != nil || got != onPath {
+		t.Fatalf("FindCodex(%s) = %q, %v", onPath, got, err)
+	}
+	if _, err := FindCodex(filepath.Join(pathDir, "missing")); !errors.Is(err, ErrNoCodex) {
+		t.Fatalf("FindCodex of a missing file: %v", err)
+	}
+}
+
+// The scratch project is a valid team: the architect and one engineer per
+// task, who may talk to each other, the engineers working in work/, and
+// Codex pointed at the stand-in through codex-home/.
+func TestWriteProject(t *testing.T) {
+	dir := t.TempDir()
+	codexBin := filepath.Join(t.TempDir(), "codex")
+	writeExe(t, codexBin)
+	script := scriptedmodel.DemoScript()
+	if _, err := writeProject(context.Background(), dir, codexBin, "http://127.0.0.1:9/v1", script); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := team.Load(filepath.Join(dir, "team.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, a := range cfg.Agents() {
+		names = append(names, a.Name)
+		if a.Codex.Bin != codexBin || a.Codex.CodexHome != filepath.Join(dir, "codex-home") {
+			t.Errorf("%s's codex settings %+v", a.Name, a.Codex)
+		}
+		switch a.Role {
+		case "architect":
+			if a.Instructions != script.ArchitectPrompt || a.Cwd != dir {
+				t.Errorf("architect %+v", a)
+			}
+		case "engineer":
+			if a.Instructions != script.EngineerPrompt || a.Cwd != filepath.Join(dir, "work") {
+				t.Errorf("%s %+v", a.Name, a)
+			}
+		}
+	}
+	if strings.Join(names, ",") != "architect,engineer-1,engineer-2" {
+		t.Fatalf("agents %v", names)
+	}
+	for _, task := range script.Tasks {
+		if !cfg.MayTalk("architect", task.Engineer) || !cfg.MayTalk(task.Engineer, "architect") {
+			t.Errorf("architect and %s may not talk", task.Engineer)
+		}
+	}
+	conf, err := os.ReadFile(filepath.Join(dir, "codex-home", "config.toml"))
+	if err != nil || !strings.Contains(string(conf), `base_url = "http://127.0.0.1:9/v1"`) {
+		t.Fatalf("config.toml: %s, %v", conf, err)
+	}
+}
+
+// appendEvent appends one daemon event to the project's event log.
+func appendEvent(t *testing.T, l orchestrator.Layout, ev orchestrator.Event) {
+	t.Helper()
+	b, _ := json.Marshal(ev)
+	f, err := os.OpenFile(l.EventsLog(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFollowerReportsTheTeam(t *testing.T) {
+	dir := t.TempDir()
+	l, err := orchestrator.LayoutFor(filepath.Join(dir, "team.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	f, err := newFollower(l, newPrinter(&out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendEvent(t, l, orchestrator.Event{Type: orchestrator.EvDelivered, Agent: "engineer-1", Data: map[string]any{"from": "architect"}})
+	f.scan()
+	appendEvent(t, l, orchestrator.Event{Type: orchestrator.EvTurnFinished, Agent: "engineer-1", Data: map[string]any{"status": "completed", "duration_ms": 1500}})
+	if _, err := f.human.Deliver(inbox.Message{From: "architect", To: "human", Body: "not yet the answer"}); err != nil {
+		t.Fatal(err)
+	}
+	f.scan()
+	select {
+	case <-f.answered:
+		t.Fatal("answered too early")
+	default:
+	}
+	if _, err := f.human.Deliver(inbox.Message{From: "architect", To: "human", Body: scriptedmodel.AnswerHeading + "\n\nall good"}); err != nil {
+		t.Fatal(err)
+	}
+	f.scan()
+	f.scan() // nothing is printed twice
+	select {
+	case a := <-f.answered:
+		if !strings.HasSuffix(a, "all good") {
+			t.Fatalf("answer %q", a)
+		}
+	default:
+		t.Fatal("the answer was not recognised")
+	}
+	select {
+	case <-f.settled:
+	default:
+		t.Fatal("not settled with the answer in and no turn running")
+	}
+	got := out.String()
+	for _, want := range []string{"batty delivers architect's message to engineer-1", "engineer-1 finished its turn (1.5s)",
+		"architect → human (your inbox):\n", "         all good\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("feed lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "all good") != 1 {
+		t.Errorf("a message was printed twice:\n%s", got)
+	}
+
+	// A failed turn is reported at once.
+	appendEvent(t, l, orchestrator.Event{Type: orchestrator.EvTurnFinished, Agent: "architect", Detail: "boom",
+		Data: map[string]any{"status": "failed", "failure": "exit"}})
+	f.scan()
+	select {
+	case why := <-f.failed:
+		if why != "architect's turn failed (exit): boom" {
+			t.Fatalf("failure %q", why)
+		}
+	default:
+		t.Fatal("the failed turn was not reported")
+	}
+}
+
+// The follower wakes on file system events: a message reaching the
+// human's inbox is reported without waiting for the rescan.
+func TestFollowerRunWakesOnTheInbox(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := orchestrator.LayoutFor(filepath.Join(dir, "team.yaml"))
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := newFollower(l, newPrinter(&bytes.Buffer{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.run(ctx) }()
+	if _, err := f.human.Deliver(inbox.Message{From: "architect", To: "human", Body: scriptedmodel.AnswerHeading}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-f.answered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the answer was not noticed")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPrinterHoldsLinesWhileTheCockpitIsAttached(t *testing.T) {
+	var out bytes.Buffer
+	p := newPrinter(&out)
+	p.hold()
+	p.linef("one\ntwo")
+	p.plainf("three\n")
+	if out.Len() != 0 {
+		t.Fatalf("written while held: %q", out.String())
+	}
+	p.release()
+	if got := out.String(); !strings.HasSuffix(got, "s  one\n         two\nthree\n") {
+		t.Fatalf("released %q", got)
+	}
+}
+
+func TestStepLine(t *testing.T) {
+	for _, c := range []struct {
+		st   scriptedmodel.Step
+		want string
+	}{
+		{scriptedmodel.Step{Agent: "architect", Shell: "batty send engineer-1 'x'"}, "architect (model) runs: batty send engineer-1 'x'"},
+		{scriptedmodel.Step{Agent: "engineer-2", Text: "Done.\nReally."}, `engineer-2 (model) ends its turn: "Done. Really."`},
+		{scriptedmodel.Step{Text: "?"}, `an agent (model) ends its turn: "?"`},
+		{scriptedmodel.Step{Agent: "engineer-1", Failed: true, Text: "The command failed"}, "engineer-1 (model): The command failed"},
+	} {
+		if got := stepLine(c.st); got != c.want {
+			t.Errorf("stepLine(%+v) = %q, want %q", c.st, got, c.want)
+		}
+	}
+	if got := oneLine(strings.Repeat("é", 20), 10); got != strings.Repeat("é", 9)+"…" {
+		t.Errorf("oneLine = %q", got)
+	}
+}
