@@ -56,6 +56,14 @@ It needs the Codex CLI: the pinned install of scripts/demo.sh
 			// does not cut the cleanup short.
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
+			// A reader that goes away (batty demo | head) must not kill the
+			// demo before it cleaned up: with SIGPIPE caught, writes to a
+			// broken stdout fail instead, and the demo plays on. (Caught,
+			// not ignored: an ignored signal would stay ignored in the
+			// team's processes.)
+			pipe := make(chan os.Signal, 1)
+			signal.Notify(pipe, syscall.SIGPIPE)
+			defer signal.Stop(pipe)
 			out := cmd.OutOrStdout()
 			cockpit := false
 			if !noTmux && isTerminal(os.Stdin) && isTerminal(os.Stdout) {

@@ -187,3 +187,33 @@ func TestDemoWithoutCodexSaysHowToGetIt(t *testing.T) {
 		t.Errorf("a demo project was created: %q", dirs)
 	}
 }
+
+// A reader that goes away (batty demo | head) does not kill the demo
+// before it cleaned up: it plays on and leaves nothing behind.
+func TestE2EDemoOutlivesItsReader(t *testing.T) {
+	codexBin := codextest.Codex(t)
+	tmp, mark := t.TempDir(), fmt.Sprintf("e2e-demo-pipe-%d", time.Now().UnixNano())
+	cmd := demoCmd(t, tmp, mark, "--no-tmux", "--pace", "0", "--timeout", "2m", "--codex-bin", codexBin)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		codextest.AssertNoMarked(t, mark)
+	})
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "batty delivers human's message to architect") {
+	}
+	stdout.Close() // like head once it has its lines
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("batty demo: %v", err)
+	}
+	codextest.AssertNoMarked(t, mark)
+	if dirs := demoDirs(t, tmp); len(dirs) != 0 {
+		t.Errorf("the demo project was left behind: %q", dirs)
+	}
+}
