@@ -387,7 +387,7 @@ func (r *runner) stop(p *printer) error {
 // detached, or the session ended).
 func (r *runner) attach(p *printer, opts Options) <-chan struct{} {
 	done := make(chan struct{})
-	cmd := exec.Command(r.exe, "attach")
+	cmd := exec.Command(r.exe, "attach", "-f", r.teamFile)
 	cmd.Dir = r.dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.Stdin, opts.Stdout, opts.Stderr
 	p.hold()
