@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -342,6 +343,7 @@ type runner struct {
 	attachCmd          *exec.Cmd     // the cockpit's `batty attach`, if started
 	attachDone         chan struct{} // closed when it returned
 	stopped            bool          // a stop succeeded
+	stopping           atomic.Bool   // the demo is stopping the team (and so ends the cockpit)
 }
 
 // command prepares `batty args…` in the project directory, in a process
@@ -373,6 +375,7 @@ func (r *runner) run(args ...string) (string, error) {
 // stop stops the team (daemon, shims, Codex, tmux session) and prints what
 // batty stop said; it is a no-op when nothing runs.
 func (r *runner) stop(p *printer) error {
+	r.stopping.Store(true)
 	out, err := r.run("stop", "-f", r.teamFile, "--timeout", stopTimeout.String())
 	if err != nil {
 		return fmt.Errorf("%w\nthe demo team may still run: stop it with `batty stop -f %s`", err, r.teamFile)
@@ -402,8 +405,13 @@ func (r *runner) attach(p *printer, opts Options) <-chan struct{} {
 		defer close(done)
 		err := cmd.Wait()
 		p.release()
-		if err != nil {
+		switch {
+		case r.stopping.Load():
+			// The demo ended the session itself.
+		case err != nil:
 			p.linef("the cockpit closed (%v); following the team here", err)
+		default:
+			p.linef("you left the cockpit; following the team here")
 		}
 	}()
 	return done
