@@ -168,6 +168,12 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 		return res, ErrInterrupted
 	}
 	out, err := r.run(startArgs...)
+	if err != nil && opts.Cockpit {
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		p.plainf("The cockpit did not open (%s); running without it.\n", first)
+		opts.Cockpit = false
+		out, err = r.run("start", "-f", teamFile, "--no-tmux")
+	}
 	if err != nil {
 		return res, err
 	}
