@@ -109,7 +109,7 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 	keep := opts.Keep
 	defer func() {
 		if keep {
-			p.plainf("The demo project is kept in %s (remove it when done).\n", dir)
+			p.plainf("The demo project is kept in %s (its .batty/ holds daemon.log and the transcripts; remove it when done).\n", dir)
 			return
 		}
 		if rerr := os.RemoveAll(dir); rerr != nil {
@@ -205,12 +205,12 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 	select {
 	case res.Answer = <-fol.answered:
 	case why := <-fol.failed:
-		keepHint(p, dir, &keep)
+		keep = true // to look at
 		return res, fmt.Errorf("the demo team did not finish: %s; see %s", why, l.DaemonLog())
 	case err := <-followErr:
 		return res, err
 	case <-timeout.C:
-		keepHint(p, dir, &keep)
+		keep = true // to look at
 		return res, fmt.Errorf("the demo team did not finish within %s; see %s and the transcripts in %s", opts.Timeout, l.DaemonLog(), l.LogsDir())
 	case <-ctx.Done():
 		p.plainf("\nInterrupted: stopping the team and cleaning up…\n")
@@ -229,14 +229,6 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 	r.waitAttach()
 	p.plainf("\n%s", summary(dir, script))
 	return res, nil
-}
-
-// keepHint keeps a failed demo's project for inspection.
-func keepHint(p *printer, dir string, keep *bool) {
-	if !*keep {
-		*keep = true
-		p.plainf("Keeping %s to look at (.batty/daemon.log, .batty/logs/).\n", dir)
-	}
 }
 
 // lingerCockpit leaves the attached cockpit open for a while after the

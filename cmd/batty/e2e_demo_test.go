@@ -217,3 +217,29 @@ func TestE2EDemoOutlivesItsReader(t *testing.T) {
 		t.Errorf("the demo project was left behind: %q", dirs)
 	}
 }
+
+// A turn that fails ends the demo at once, naming the failure and
+// daemon.log, with nothing left running and the project kept to look at.
+func TestDemoFailsFastWhenATurnFails(t *testing.T) {
+	tmp, mark := t.TempDir(), fmt.Sprintf("demo-fail-%d", time.Now().UnixNano())
+	fake := filepath.Join(t.TempDir(), "codex")
+	script := "#!/bin/sh\ncase \"$1\" in\n--version) echo codex-cli 0.169.0 ;;\nsandbox) exit 0 ;;\n*) echo 'boom: no model here' >&2; exit 1 ;;\nesac\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := demoCmd(t, tmp, mark, "--no-tmux", "--pace", "0", "--timeout", "2m", "--codex-bin", fake)
+	out, err := cmd.CombinedOutput()
+	codextest.AssertNoMarked(t, mark)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v\n%s", err, out)
+	}
+	for _, want := range []string{"the demo team did not finish: architect's turn failed", "daemon.log", "The demo project is kept in"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if dirs := demoDirs(t, tmp); len(dirs) != 1 {
+		t.Errorf("demo projects kept: %q", dirs)
+	}
+}
