@@ -16,9 +16,6 @@ import (
 	"github.com/battyhq/batty/demo"
 )
 
-// exitInterrupted is the exit code of a demo ended by Ctrl-C (128 + SIGINT).
-const exitInterrupted = 130
-
 // newDemoCmd returns `batty demo`: a small team working offline against a
 // scripted stand-in for the model.
 func newDemoCmd() *cobra.Command {
@@ -75,7 +72,7 @@ It needs the Codex CLI: the pinned install of scripts/demo.sh
 			})
 			if errors.Is(err, demo.ErrInterrupted) {
 				fmt.Fprintln(cmd.ErrOrStderr(), "batty demo: interrupted; everything it started is stopped")
-				return exitError{exitInterrupted}
+				return exitError{1}
 			}
 			return err
 		},

@@ -155,7 +155,7 @@ func TestE2EDemoInterrupted(t *testing.T) {
 	rest, _ := io.ReadAll(stdout)
 	err = cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("exit: %v\n%s%s\n%s", err, seen.String(), rest, stderr.String())
 	}
 	if !strings.Contains(string(rest), "Interrupted: stopping the team") || !strings.Contains(string(rest), "batty: stopped") ||
