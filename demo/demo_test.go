@@ -254,3 +254,27 @@ func TestStepLine(t *testing.T) {
 		t.Errorf("oneLine = %q", got)
 	}
 }
+
+// An alert that keeps the team from finishing ends the demo at once.
+func TestFollowerFailsOnAlerts(t *testing.T) {
+	for _, typ := range []string{orchestrator.EvAgentParked, orchestrator.EvAgentFailed, orchestrator.EvAuthRequired,
+		orchestrator.EvQuotaBlocked, orchestrator.EvRejected} {
+		t.Run(typ, func(t *testing.T) {
+			l, _ := orchestrator.LayoutFor(filepath.Join(t.TempDir(), "team.yaml"))
+			f, err := newFollower(l, newPrinter(&bytes.Buffer{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			appendEvent(t, l, orchestrator.Event{Type: typ, Agent: "engineer-1", Detail: "why"})
+			f.scan()
+			select {
+			case why := <-f.failed:
+				if why != typ+" engineer-1: why" {
+					t.Fatalf("failure %q", why)
+				}
+			default:
+				t.Fatal("not reported as a failure")
+			}
+		})
+	}
+}

@@ -269,7 +269,7 @@ func (f *follower) event(ev orchestrator.Event) {
 			return
 		}
 		f.fail(fmt.Sprintf("%s's turn %s (%s): %s", ev.Agent, status, str("failure"), ev.Detail))
-	case orchestrator.EvAgentFailed, orchestrator.EvAuthRequired, orchestrator.EvQuotaBlocked, orchestrator.EvRejected:
+	case orchestrator.EvAgentFailed, orchestrator.EvAgentParked, orchestrator.EvAuthRequired, orchestrator.EvQuotaBlocked, orchestrator.EvRejected:
 		f.fail(fmt.Sprintf("%s %s: %s", ev.Type, ev.Agent, ev.Detail))
 	case orchestrator.EvWarning, orchestrator.EvWedged:
 		f.print.linef("warning (%s): %s", ev.Agent, ev.Detail)
