@@ -44,11 +44,22 @@ func encodeTo(buf *bytes.Buffer, m Message) error {
 }
 
 // Decode parses a frame body into a message value (never a pointer), so
-// callers can switch on the concrete type. It never panics on bad input.
-func Decode(body []byte) (Message, error) {
+// callers can switch on the concrete type. It never panics on bad input: a
+// frame it cannot decode is an error naming the kind when the kind was read.
+// Two guards make that hold, because the msgpack library does not by itself:
+// nesting is bounded before decoding (checkNesting; a stack overflow is
+// fatal, not a panic), and a panic inside the library (v5.4.1 panics on nil
+// where a time.Time is due) is recovered and returned as an error.
+func Decode(body []byte) (m Message, err error) {
 	if err := checkNesting(body); err != nil {
 		return nil, err
 	}
+	what := "message" // the kind, once it is known
+	defer func() {
+		if p := recover(); p != nil {
+			m, err = nil, fmt.Errorf("decode %s: malformed body: msgpack decoder panicked: %v", what, p)
+		}
+	}()
 	r := bytes.NewReader(body)
 	dec := msgpack.NewDecoder(r)
 	dec.SetCustomStructTag("json")
@@ -67,7 +78,8 @@ func Decode(body []byte) (Message, error) {
 	if !ok {
 		return nil, fmt.Errorf("decode message: %q: %w", kind, ErrUnknownKind)
 	}
-	m, err := decode(dec)
+	what = kind
+	m, err = decode(dec)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", kind, err)
 	}

@@ -263,6 +263,7 @@ func TestUndecodableBody(t *testing.T) {
 		"unknown kind":   {0x92, 0xa3, 'f', 'o', 'o', 0x80},
 		"trailing bytes": append(mustEncode(t, Ping{}), 0x00),
 		"nested deep":    append([]byte{0x92, 0xa4, 'p', 'i', 'n', 'g', 0x81, 0xa1, 'x'}, bytes.Repeat([]byte{0x91}, 100_000)...),
+		"decoder panic":  nilRetryAt,
 	} {
 		t.Run(name, func(t *testing.T) {
 			conn, peer := rawPair(t, Options{})

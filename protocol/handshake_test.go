@@ -122,6 +122,23 @@ func TestHandshakeWrongFirstFrame(t *testing.T) {
 		}
 		expectClosed(t, orch, peer)
 	})
+	t.Run("orchestrator, decoder panic", func(t *testing.T) {
+		orch, peer := rawPair(t, Options{})
+		mustWrite(t, peer, frame(nilRetryAt))
+		if h, err := orch.AcceptHello(5 * time.Second); err == nil || !strings.Contains(err.Error(), "quota_blocked") {
+			t.Fatalf("AcceptHello = %+v, %v; want a decode error naming quota_blocked", h, err)
+		}
+		expectClosed(t, orch, peer)
+	})
+	t.Run("shim, decoder panic", func(t *testing.T) {
+		shim, peer := rawPair(t, Options{})
+		offer := asyncErr(func() error { return shim.OfferHello(Hello{Agent: "erin"}, 5*time.Second) })
+		mustWrite(t, peer, frame(nilRetryAt))
+		if err := await(t, offer, "OfferHello").err; err == nil || !strings.Contains(err.Error(), "quota_blocked") {
+			t.Fatalf("OfferHello: %v, want a decode error naming quota_blocked", err)
+		}
+		expectClosed(t, shim, nil)
+	})
 	t.Run("shim", func(t *testing.T) {
 		orch, shim := pair(t, Options{})
 		offer := asyncErr(func() error { return shim.OfferHello(Hello{Agent: "erin"}, 5*time.Second) })
