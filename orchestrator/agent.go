@@ -2,7 +2,9 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -45,7 +47,8 @@ type agent struct {
 	st        AgentState
 	p         *shim.Process
 	events    chan protocol.Message
-	ready     bool // shim is up and has no turn of ours in flight
+	chanErr   error // why the reader of events stopped; read once events is closed
+	ready     bool  // shim is up and has no turn of ours in flight
 	inflight  *inbox.Message
 	flightAt  time.Time
 	stopping  bool
@@ -289,17 +292,21 @@ func (a *agent) spawn() {
 		return
 	}
 	a.p, a.spawnedAt, a.ready = p, time.Now(), true
-	a.events = make(chan protocol.Message, 64)
-	go func(p *shim.Process, out chan<- protocol.Message) {
+	a.events, a.chanErr = make(chan protocol.Message, 64), nil
+	// The reader ends at the first error: io.EOF once the shim exited, or
+	// a broken channel (an undecodable frame, a frame cut short), which
+	// closes it; either way the shim is then handled as gone (shimExited).
+	go func(p *shim.Process, out chan<- protocol.Message, ended *error) {
 		defer close(out)
 		for {
 			m, err := p.Conn.Recv()
 			if err != nil {
+				*ended = err
 				return
 			}
 			out <- m
 		}
-	}(p, a.events)
+	}(p, a.events, &a.chanErr)
 	a.log.Info("Shim started", "pid", p.Pid(), "thread", a.st.ThreadID)
 	a.setSnap(func(s *agentSnap) { s.shimPID = p.Pid(); s.state = string(protocol.StateStarting) })
 	a.d.events.Append(Event{Type: EvShimStarted, Agent: a.def.Name, Data: map[string]any{"pid": p.Pid(), "thread_id": a.st.ThreadID}})
@@ -307,11 +314,18 @@ func (a *agent) spawn() {
 }
 
 // shimExited handles the end of the shim's event stream. It returns true
-// when the agent is done (stopping).
+// when the agent is done (stopping). A shim that broke the protocol is
+// handled as one that crashed: its channel is closed (which makes a real
+// shim stop), it gets 15 s to exit, and it is respawned.
 func (a *agent) shimExited() bool {
 	p := a.p
 	a.p, a.ready, a.pongDue = nil, false, nil
 	p.Conn.Close()
+	broken := ""
+	if a.chanErr != nil && !errors.Is(a.chanErr, io.EOF) {
+		broken = "control channel broken: " + a.chanErr.Error()
+		a.log.Error("Shim broke the control channel, handling it as crashed", "pid", p.Pid(), "error", a.chanErr)
+	}
 	select {
 	case <-p.Done():
 	case <-time.After(15 * time.Second):
@@ -338,7 +352,7 @@ func (a *agent) shimExited() bool {
 		return true
 	}
 	a.log.Error("Shim exited unexpectedly", "exit", code)
-	a.d.events.Append(Event{Type: EvShimExited, Agent: a.def.Name, Data: map[string]any{"exit_code": code}})
+	a.d.events.Append(Event{Type: EvShimExited, Agent: a.def.Name, Detail: broken, Data: map[string]any{"exit_code": code}})
 	if time.Since(a.spawnedAt) > a.d.opts.CrashWindow {
 		a.backoff = a.d.opts.RespawnMin
 	}

@@ -21,12 +21,15 @@ import (
 	"github.com/battyhq/batty/team"
 )
 
-// TestMain lets this test binary be a shim, a fake codex, or a whole daemon
-// (for the SIGKILL test), selected by BATTY_TEST_ROLE.
+// TestMain lets this test binary be a shim (a real one, or one that sends an
+// undecodable frame), a fake codex, or a whole daemon (for the SIGKILL
+// test), selected by BATTY_TEST_ROLE.
 func TestMain(m *testing.M) {
 	switch os.Getenv("BATTY_TEST_ROLE") {
 	case "shim":
 		os.Exit(shim.Main(os.Args[1:]))
+	case "badframeshim":
+		os.Exit(badFrameShimMain(os.Args[1:]))
 	case "fakecodex":
 		os.Exit(codextest.FakeMain(os.Args[1:]))
 	case "daemon":

@@ -100,12 +100,17 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 	}
 	out := newEventPrinter(stdout, asJSON)
 
+	// The reader ends at the first error; recvErr holds it once events is
+	// closed. Anything but io.EOF (the shim exited) means the channel broke,
+	// for example on a frame that cannot be decoded, and was closed.
 	events := make(chan protocol.Message)
+	var recvErr error
 	go func() {
 		defer close(events)
 		for {
 			m, err := p.Conn.Recv()
 			if err != nil {
+				recvErr = err
 				return
 			}
 			events <- m
@@ -140,6 +145,9 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 				}
 				out.print(m)
 			}
+			if err := channelBroken(recvErr, len(outstanding)); err != nil {
+				return 1, err
+			}
 			if failed > 0 {
 				return 1, nil
 			}
@@ -169,6 +177,9 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 		case m, ok := <-events:
 			if !ok {
 				p.Wait()
+				if err := channelBroken(recvErr, len(outstanding)); err != nil {
+					return 1, err
+				}
 				if len(outstanding) > 0 || interrupted {
 					fmt.Fprintf(os.Stderr, "batty chat: shim exited (status %d) with %d message(s) unfinished\n", p.ExitCode(), len(outstanding))
 					return 1, nil
@@ -265,4 +276,13 @@ func wholeChatReply(d *replyfile.Dir, e protocol.TurnFinished) protocol.TurnFini
 	}
 	e.Reply, e.ReplyFile = whole, ""
 	return e
+}
+
+// channelBroken turns the error that ended the shim's event stream into
+// the error chat fails with: nil for io.EOF, the shim's clean exit.
+func channelBroken(err error, unfinished int) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return fmt.Errorf("the shim broke the control channel (now closed) with %d message(s) unfinished: %w", unfinished, err)
 }

@@ -11,13 +11,19 @@ import (
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimtest"
 )
 
 // TestMain lets this test binary be the batty binary itself when
 // BATTY_TEST_ROLE=batty, so `batty chat` can re-execute it as `batty shim`.
+// With BATTY_TEST_BAD_FRAME=1, that shim sends an undecodable frame after
+// accepting its first message.
 func TestMain(m *testing.M) {
 	switch os.Getenv("BATTY_TEST_ROLE") {
 	case "batty":
+		if os.Getenv("BATTY_TEST_BAD_FRAME") == "1" && len(os.Args) > 1 && os.Args[1] == "shim" {
+			os.Exit(shimtest.BadFrameMain(os.Args[2:], shimtest.NilRetryAt))
+		}
 		os.Exit(execute(os.Args[1:]))
 	case "fakecodex":
 		os.Exit(codextest.FakeMain(os.Args[1:]))
@@ -137,6 +143,22 @@ func TestChatWithoutCodex(t *testing.T) {
 	out, _, code := runBatty(t, nil, "hi\n", "chat", "--codex-bin", "/nonexistent/codex")
 	if code != 1 || !strings.Contains(out, "(spawn)") || !strings.Contains(out, "/nonexistent/codex") {
 		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+}
+
+// A frame chat cannot decode (one the msgpack library panics on) is an
+// error that closes the channel: chat says so and exits 1, it does not
+// crash.
+func TestChatSurvivesAnUndecodableFrame(t *testing.T) {
+	out, errOut, code := runBatty(t, []string{"BATTY_TEST_BAD_FRAME=1"}, "hello\n",
+		"chat", "--codex-bin", "/nonexistent/codex", "--cwd", t.TempDir())
+	if code != 1 || strings.Contains(errOut, "goroutine ") {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"broke the control channel", "decode quota_blocked", "1 message(s) unfinished"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
 	}
 }
 
