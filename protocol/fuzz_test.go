@@ -86,7 +86,8 @@ func checkEnd(t *testing.T, err error, end streamEnd) {
 // FuzzReadFrame feeds arbitrary bytes to a Conn through its peer socket:
 // ReadFrame returns exactly the whole frames they hold, then the right
 // error, allocating no more than the frames (at most the limit each); Recv
-// returns what Decode makes of those frames, stopping at the first error.
+// returns what Decode makes of those frames, stopping at the first error;
+// AcceptHello takes the first frame only when it is a Hello of this version.
 func FuzzReadFrame(f *testing.F) {
 	var stream []byte
 	for _, m := range []Message{
@@ -102,6 +103,7 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add(append(bytes.Clone(stream), header(fuzzMaxFrame+1, []byte("xx"))...))
 	f.Add(append(bytes.Clone(stream), header(0, nil)...))
 	f.Add(append(frame([]byte("not msgpack")), stream...))
+	f.Add(frame(mustEncode(f, Hello{Version: Version + 1, Agent: "future"})))
 	f.Add(header(0xffffffff, nil))
 	f.Add([]byte{0, 0})
 
@@ -128,6 +130,24 @@ func FuzzReadFrame(f *testing.F) {
 		}
 		if alloc, limit := after.TotalAlloc-before.TotalAlloc, 2*uint64(len(data)+fuzzMaxFrame)+1<<20; alloc > limit {
 			t.Fatalf("reading %d bytes allocated %d bytes (limit %d)", len(data), alloc, limit)
+		}
+
+		// The handshake reads the first frame the same way: a Hello of this
+		// version is taken (answering it may fail: the peer does not read),
+		// anything else (or nothing) is an error.
+		conn, stop = feed(t, data)
+		h, err := conn.AcceptHello(waitLimit)
+		stop()
+		var first Message
+		if len(bodies) > 0 {
+			first, _ = Decode(bodies[0])
+		}
+		if want, ok := first.(Hello); ok && want.Version == Version {
+			if h != want || (err != nil && !strings.Contains(err.Error(), "send welcome")) {
+				t.Fatalf("AcceptHello = %+v, %v; want %+v", h, err, want)
+			}
+		} else if err == nil {
+			t.Fatalf("AcceptHello took %+v from a stream starting with %#v", h, first)
 		}
 
 		conn, stop = feed(t, data)
