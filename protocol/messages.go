@@ -67,7 +67,7 @@ type Welcome struct {
 	Version int `json:"version"`
 	// Env is extra KEY=VALUE environment for the worker processes the shim
 	// starts (API keys among them).
-	Env []string `json:"env,omitempty"`
+	Env []string `json:"env"`
 	// Instructions are the agent's standing instructions for the model ("":
 	// none).
 	Instructions string `json:"instructions,omitempty"`
