@@ -106,6 +106,9 @@ func Bound(m Message) Message {
 	case Error:
 		e.Message = c(e.Message)
 		return e
+	case NetworkWait:
+		e.Message = c(e.Message)
+		return e
 	}
 	return m
 }

@@ -68,6 +68,7 @@ func TestBoundKeepsEveryEventWithinAFrame(t *testing.T) {
 		Pong{Nonce: 1},
 		Warning{MessageID: "m", Message: huge},
 		Error{Command: KindCapture, Message: huge},
+		NetworkWait{MessageID: "m", Waiting: true, Message: huge},
 	}
 	for _, m := range events {
 		b, err := Encode(Bound(m))

@@ -124,6 +124,7 @@ var decoders = map[Kind]func(*msgpack.Decoder) (Message, error){
 	KindPong:             decodeAs[Pong],
 	KindWarning:          decodeAs[Warning],
 	KindError:            decodeAs[Error],
+	KindNetworkWait:      decodeAs[NetworkWait],
 }
 
 // maxNesting bounds how deeply msgpack arrays and maps may nest in a frame

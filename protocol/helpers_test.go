@@ -26,7 +26,7 @@ var allMessages = []Message{
 	Hello{}, Accepted{}, Rejected{}, TurnStarted{}, ThreadChanged{},
 	StateChanged{}, TurnFinished{}, QuotaBlocked{}, AuthRequired{},
 	ContextExhausted{}, ContextPressure{}, SessionStats{}, StateReport{},
-	Transcript{}, Pong{}, Warning{}, Error{},
+	Transcript{}, Pong{}, Warning{}, Error{}, NetworkWait{},
 }
 
 var timeType = reflect.TypeFor[time.Time]()

@@ -55,6 +55,7 @@ const (
 	KindPong             Kind = "pong"
 	KindWarning          Kind = "warning"
 	KindError            Kind = "error"
+	KindNetworkWait      Kind = "network_wait"
 )
 
 // ---- Commands ----
@@ -83,6 +84,11 @@ type SendMessage struct {
 	// Attempt counts deliveries of this message; > 1 marks a redelivery,
 	// which the prompt header tells the agent.
 	Attempt int `json:"attempt,omitempty"`
+	// Retry, when set, says that this delivery retries an attempt that
+	// failed and why ("retry 2 of 3 after a server error: …"); the prompt
+	// header tells the agent this instead of calling the earlier delivery
+	// cut off.
+	Retry string `json:"retry,omitempty"`
 }
 
 // Interrupt stops the turn in flight; its message finishes as interrupted.
@@ -233,6 +239,11 @@ const (
 	// FailInputTooLarge: codex refused the prompt as longer than it
 	// accepts for one turn (codex.MaxInputChars characters).
 	FailInputTooLarge FailureKind = "input_too_large"
+	// FailNetwork: codex could not reach the API for longer than the
+	// shim lets a turn wait for the network (it retries a refused
+	// connection forever, printing "Reconnecting... waiting for network");
+	// the shim stopped the turn.
+	FailNetwork FailureKind = "network"
 )
 
 // Usage counts tokens.
@@ -270,6 +281,10 @@ type TurnFinished struct {
 	ContextPct float64       `json:"context_pct"`
 	ExitCode   int           `json:"exit_code"` // -1 when killed by a signal or never started
 	Duration   time.Duration `json:"duration"`
+	// Items counts the items the turn completed — commands, file changes,
+	// messages, searches —: 0 means the turn ended before the model did
+	// anything, so a retry has nothing to check.
+	Items int `json:"items,omitempty"`
 }
 
 // QuotaBlocked reports a usage/quota limit. RetryAt is the parsed reset time
@@ -337,6 +352,19 @@ type Warning struct {
 	Message   string `json:"message"`
 }
 
+// NetworkWait reports that the turn in flight waits for the network
+// (Waiting): codex cannot reach the API and retries, printing
+// "Reconnecting... waiting for network (…)" (Message, its latest notice),
+// since Since. It is sent on the first such notice of a wait, and with
+// Waiting false as soon as codex prints anything else (the API answered). A
+// wait still on when the turn ends ends with the turn's TurnFinished.
+type NetworkWait struct {
+	MessageID string    `json:"message_id"`
+	Waiting   bool      `json:"waiting"`
+	Since     time.Time `json:"since"`
+	Message   string    `json:"message,omitempty"`
+}
+
 // Error reports a command the shim could not carry out.
 type Error struct {
 	Command Kind   `json:"command,omitempty"`
@@ -370,3 +398,4 @@ func (Transcript) Kind() Kind       { return KindTranscript }
 func (Pong) Kind() Kind             { return KindPong }
 func (Warning) Kind() Kind          { return KindWarning }
 func (Error) Kind() Kind            { return KindError }
+func (NetworkWait) Kind() Kind      { return KindNetworkWait }
