@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -335,7 +336,13 @@ func truncate(s string, max int) string {
 // not decode (it is moved to bad/). Only the daemon requeues. Safe for
 // concurrent use; it blocks for the fsyncs.
 func (b *Box) Requeue(id string) error {
-	return b.requeue(id, false)
+	return b.requeue("requeue", id, func(m *Message) {
+		if m.Retry != nil {
+			// Whatever the last delivery was, it did not end as the
+			// retry note says: it was cut off.
+			m.Retry.Note, m.Retry.NotBefore = "", time.Time{}
+		}
+	})
 }
 
 // Unclaim puts the in-flight message id back into new/ as it was before
@@ -345,16 +352,26 @@ func (b *Box) Requeue(id string) error {
 // Otherwise it behaves like Requeue (idempotent, same errors); a second
 // Unclaim of a message already pending changes nothing.
 func (b *Box) Unclaim(id string) error {
-	return b.requeue(id, true)
+	return b.requeue("unclaim", id, func(m *Message) { m.Attempt = max(m.Attempt-1, 0) })
 }
 
-func (b *Box) requeue(id string, undo bool) error {
-	op := "requeue"
-	if undo {
-		op = "unclaim"
-	}
+// Retry puts the in-flight message id back in the queue, like Requeue,
+// with r as its retry record: why it failed, how often, and when it may be
+// tried again. The daemon does not deliver it before r.NotBefore, and the
+// next delivery's prompt header says r.Note. r is clipped to what Validate
+// accepts. Errors and guarantees are those of Requeue.
+func (b *Box) Retry(id string, r Retry) error {
+	r.Note = truncate(strings.ToValidUTF8(r.Note, "\uFFFD"), MaxErrorLen)
+	r.LastError = truncate(strings.ToValidUTF8(r.LastError, "\uFFFD"), MaxErrorLen)
+	r.Failures = min(max(r.Failures, 1), MaxAttempt)
+	return b.requeue("retry", id, func(m *Message) { m.Retry = &r })
+}
+
+// requeue moves the in-flight message id back into new/ after edit
+// changed it; what names the operation in errors.
+func (b *Box) requeue(what, id string, edit func(*Message)) error {
 	fail := func(err error) error {
-		return fmt.Errorf("%s %s in %s: %w", op, trim(id), b.Dir, err)
+		return fmt.Errorf("%s %s in %s: %w", what, trim(id), b.Dir, err)
 	}
 	if !ValidID(id) {
 		return fail(fmt.Errorf("invalid id: %w", ErrNotFound))
@@ -379,11 +396,9 @@ func (b *Box) requeue(id string, undo bool) error {
 	if err != nil {
 		return fail(err)
 	}
-	if undo {
-		m.Attempt = max(m.Attempt-1, 0)
-	}
 	// Overwrite a pending copy left by an interrupted Claim or Requeue: the
 	// one in cur/ has the current Attempt.
+	edit(&m)
 	if err := b.write(dirNew, m, false); err != nil {
 		return fail(err)
 	}

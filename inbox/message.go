@@ -86,8 +86,44 @@ type Message struct {
 	InReplyTo string `json:"in_reply_to,omitempty"`
 	// Attempt counts the deliveries started: Claim increments it.
 	Attempt int `json:"attempt,omitempty"`
+	// Retry, set by Box.Retry, records the failed attempts of the message
+	// that may pass when it is tried again; nil when there were none.
+	Retry *Retry `json:"retry,omitempty"`
 	// Outcome is the recorded outcome; set on messages in done/.
 	Outcome *Outcome `json:"outcome,omitempty"`
+}
+
+// Retry is why a message waits to be tried again, and when it may be.
+type Retry struct {
+	// Failures counts the attempts that failed in a way that may pass by
+	// itself (at least 1).
+	Failures int `json:"failures"`
+	// Note says why the next delivery is a retry, for its prompt header
+	// (at most MaxErrorLen bytes). Box.Requeue clears it: a delivery that
+	// was cut off is not the retry the note describes.
+	Note string `json:"note,omitempty"`
+	// LastError is the error of the last failed attempt (at most
+	// MaxErrorLen bytes).
+	LastError string `json:"last_error,omitempty"`
+	// NotBefore is when the message may be tried again (its back-off);
+	// zero means at once. Box.Requeue clears it.
+	NotBefore time.Time `json:"not_before,omitzero"`
+}
+
+// Validate reports the first way r is not a valid retry record, or nil. It
+// is a pure function.
+func (r *Retry) Validate() error {
+	switch {
+	case r.Failures < 1 || r.Failures > MaxAttempt:
+		return fmt.Errorf("invalid retry failures %d", r.Failures)
+	case len(r.Note) > MaxErrorLen || !utf8.ValidString(r.Note):
+		return errors.New("retry note is too long or not valid UTF-8")
+	case len(r.LastError) > MaxErrorLen || !utf8.ValidString(r.LastError):
+		return errors.New("retry last_error is too long or not valid UTF-8")
+	case !r.NotBefore.IsZero() && !validTime(r.NotBefore):
+		return fmt.Errorf("invalid retry not_before %v", r.NotBefore)
+	}
+	return nil
 }
 
 // Outcome is the recorded result of delivering a message.
@@ -196,6 +232,11 @@ func (m *Message) Validate() error {
 	}
 	if m.BodyFile != "" && m.To != team.Human {
 		return fmt.Errorf("body_file in a message to %q: only messages to %s keep their body in a file", trim(m.To), team.Human)
+	}
+	if m.Retry != nil {
+		if err := m.Retry.Validate(); err != nil {
+			return err
+		}
 	}
 	if m.Outcome != nil {
 		if err := m.Outcome.Validate(); err != nil {

@@ -17,6 +17,7 @@ const (
 	DefaultQueueDepth    = 16
 	DefaultTurnTimeout   = 60 * time.Minute
 	DefaultIdleTimeout   = 10 * time.Minute
+	DefaultNetworkWait   = 30 * time.Minute
 	DefaultStopGrace     = 1 * time.Second
 	DefaultContextWindow = 272000
 	DefaultPressurePct   = 80
@@ -72,6 +73,12 @@ type Config struct {
 	// IdleTimeout ends a turn when codex prints nothing for this long while
 	// no command of the model is running.
 	IdleTimeout time.Duration
+	// NetworkWait is how long a turn may wait for the network: from
+	// codex's first "Reconnecting... waiting for network" notice until it
+	// prints real output again. Codex never gives up by itself; past this
+	// the turn is stopped and fails as protocol.FailNetwork. The idle
+	// timeout does not run meanwhile (the notices are not output).
+	NetworkWait time.Duration
 	// StopGrace is how long codex gets to exit after SIGINT before its
 	// process group is killed.
 	StopGrace time.Duration
@@ -95,6 +102,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.NetworkWait == 0 {
+		c.NetworkWait = DefaultNetworkWait
 	}
 	if c.StopGrace == 0 {
 		c.StopGrace = DefaultStopGrace
@@ -131,7 +141,7 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--turn-timeout", c.TurnTimeout}, {"--idle-timeout", c.IdleTimeout}, {"--stop-grace", c.StopGrace}} {
+	}{{"--turn-timeout", c.TurnTimeout}, {"--idle-timeout", c.IdleTimeout}, {"--network-wait", c.NetworkWait}, {"--stop-grace", c.StopGrace}} {
 		if d.v < 0 {
 			return fmt.Errorf("shim: %s %s is negative", d.name, d.v)
 		}
@@ -165,6 +175,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.QueueDepth, "queue-depth", DefaultQueueDepth, "messages that may wait behind the turn in flight")
 	fs.DurationVar(&c.TurnTimeout, "turn-timeout", DefaultTurnTimeout, "hard limit of one turn")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "end a turn after this long without codex output")
+	fs.DurationVar(&c.NetworkWait, "network-wait", DefaultNetworkWait, "how long a turn may wait for codex to reach the API before it fails as network")
 	fs.DurationVar(&c.StopGrace, "stop-grace", DefaultStopGrace, "time between SIGINT and SIGKILL when stopping codex")
 	fs.Int64Var(&c.ContextWindow, "context-window", DefaultContextWindow, "model context window in tokens")
 	fs.Float64Var(&c.PressurePct, "pressure-pct", DefaultPressurePct, "context use (%) that triggers a context_pressure event")
@@ -228,6 +239,7 @@ func (c Config) Args() []string {
 		"--queue-depth="+strconv.Itoa(c.QueueDepth),
 		"--turn-timeout="+c.TurnTimeout.String(),
 		"--idle-timeout="+c.IdleTimeout.String(),
+		"--network-wait="+c.NetworkWait.String(),
 		"--stop-grace="+c.StopGrace.String(),
 		"--context-window="+strconv.FormatInt(c.ContextWindow, 10),
 		"--pressure-pct="+strconv.FormatFloat(c.PressurePct, 'g', -1, 64),

@@ -20,6 +20,8 @@ func outcome(r turnResult) (protocol.TurnStatus, protocol.FailureKind, string) {
 			kind = protocol.FailStream
 		}
 		return protocol.TurnFailed, kind, r.failedMsg
+	case r.stop == stopNetwork:
+		return protocol.TurnFailed, protocol.FailNetwork, r.stopDetail
 	case r.stop == stopTimeout:
 		return protocol.TurnTimedOut, protocol.FailNone, r.stopDetail
 	case r.stop == stopInterrupt:

@@ -3,6 +3,7 @@ package shim
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/battyhq/batty/protocol"
 )
@@ -19,7 +20,12 @@ func FormatPrompt(m protocol.SendMessage) string {
 		from = HumanSender
 	}
 	fmt.Fprintf(&b, "--- batty message %s from %s", m.ID, from)
-	if m.Attempt > 1 {
+	switch {
+	case m.Retry != "":
+		// The orchestrator knows why the earlier attempt ended: say that,
+		// not that it was cut off.
+		fmt.Fprintf(&b, " (%s)", clipRunes(oneLine(m.Retry), maxRetryNote))
+	case m.Attempt > 1:
 		fmt.Fprintf(&b, " (redelivered, attempt %d: an earlier delivery was cut off; check what is already done before repeating work)", m.Attempt)
 	}
 	b.WriteString(" ---\n")
@@ -34,4 +40,23 @@ func FormatPrompt(m protocol.SendMessage) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// maxRetryNote bounds, in characters, the retry note a header shows, so
+// that the header stays within promptHeaderMax.
+const maxRetryNote = 480
+
+// clipRunes returns s cut to at most n characters, ending in "…" when cut.
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// oneLine folds every run of white space in s, line breaks included, into
+// one space: a header stays one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }

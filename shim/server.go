@@ -225,6 +225,9 @@ func (s *server) startTurn(m protocol.SendMessage, retried bool) {
 	s.cur = &turn{msg: m, threadID: s.threadID, retried: retried, started: time.Now(), stopCh: make(chan stopReason, 1)}
 	s.setState(protocol.StateWorking, "message "+m.ID)
 	s.tlog.TurnHeader(ptylog.TurnHeader{From: m.From, MessageID: m.ID, ThreadID: s.threadID, Resume: s.threadID != "", Attempt: m.Attempt, Time: s.cur.started})
+	if m.Retry != "" {
+		s.tlog.Notice(oneLine(m.Retry))
+	}
 	go s.runTurn(s.cur)
 }
 
@@ -333,6 +336,7 @@ func (s *server) finishTurn(r turnResult) {
 	s.emit(protocol.TurnFinished{
 		MessageID: t.msg.ID, ThreadID: s.threadID, Status: status, Failure: kind, Error: errMsg,
 		Reply: r.reply, ReplyFile: r.replyFile, ReplySize: r.replySize, Usage: turnUse, Thread: threadUse, ContextPct: pct, ExitCode: r.exitCode, Duration: r.duration,
+		Items: r.items,
 	})
 	s.log.Info("Turn finished", "message", t.msg.ID, "status", status, "failure", kind, "duration", r.duration,
 		"input_tokens", turnUse.Input, "output_tokens", turnUse.Output)

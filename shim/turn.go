@@ -26,6 +26,7 @@ const (
 	stopNone      stopReason = iota
 	stopInterrupt            // Interrupt, Shutdown timeout, Kill, orchestrator gone
 	stopTimeout              // turn or idle timeout
+	stopNetwork              // waited for the network longer than allowed
 )
 
 // stderrKeep is how much of codex's stderr a turn keeps for diagnosis.
@@ -69,6 +70,7 @@ type turnResult struct {
 	replyFile  string      // the whole reply, when longer than a frame may carry
 	replySize  int64       // the whole reply's size when reply is its preview
 	requests   int         // model requests of the turn beyond the first (see contextUse)
+	items      int         // items completed: commands, patches, messages, searches
 	exitCode   int         // -1: killed by a signal or never ran
 	stderrTail string
 	duration   time.Duration
@@ -219,6 +221,8 @@ func (s *server) execTurn(t *turn) turnResult {
 	openItems := map[string]bool{} // running commands: the idle timeout waits for them
 	stdoutOpen := true
 	exitSeen := false
+	net := &netWait{limit: s.cfg.NetworkWait}
+	defer net.stop()
 
 	stop := func(r stopReason, detail string) {
 		if stopping {
@@ -242,6 +246,21 @@ func (s *server) execTurn(t *turn) turnResult {
 			if lr.err != nil {
 				s.warn(t.msg.ID, fmt.Sprintf("codex output: %v", lr.err))
 				continue
+			}
+			// Only real output is activity: codex's retry notices keep
+			// coming while it cannot get an answer, and must not keep a
+			// hung turn alive.
+			switch classifyEvent(lr.ev) {
+			case classNetworkWait:
+				s.networkNotice(t, net, lr.ev.Message, idleTimer)
+				continue
+			case classRetryNotice:
+				s.warn(t.msg.ID, "codex retries: "+lr.ev.Message)
+				continue
+			}
+			if waited, ok := net.end(time.Now()); ok {
+				s.tlog.Notice(fmt.Sprintf("the API answered again after %s without it", waited.Round(time.Second)))
+				s.emit(protocol.NetworkWait{MessageID: t.msg.ID, Waiting: false, Since: time.Now().Add(-waited)})
 			}
 			if len(openItems) == 0 {
 				resetTimer(idleTimer, s.cfg.IdleTimeout)
@@ -270,9 +289,17 @@ func (s *server) execTurn(t *turn) turnResult {
 		case r := <-t.stopCh:
 			stop(r, "")
 		case <-turnTimer.C:
-			stop(stopTimeout, fmt.Sprintf("turn exceeded the turn timeout of %s", s.cfg.TurnTimeout))
+			what := fmt.Sprintf("turn exceeded the turn timeout of %s", s.cfg.TurnTimeout)
+			if net.waiting() {
+				stop(stopNetwork, net.failure(what))
+			} else {
+				stop(stopTimeout, what)
+			}
 		case <-idleTimer.C:
 			stop(stopTimeout, fmt.Sprintf("codex printed nothing for %s (idle timeout)", s.cfg.IdleTimeout))
+		case <-net.C():
+			stop(stopNetwork, net.failure(fmt.Sprintf("codex could not reach the API for %s (network_wait)", s.cfg.NetworkWait)))
+			net.stop()
 		}
 	}
 	if stopping {
@@ -330,20 +357,20 @@ func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems
 		// here: it is classified, logged and sent on.
 		res.failedMsg = protocol.Clip(ev.Message, protocol.MaxText)
 	case codex.TypeError:
-		if codex.IsRetryNotice(ev.Message) {
-			tl.Warning(ev.Message)
-		} else {
-			// Codex repeats its fatal error in turn.failed: finishTurn
-			// writes the ones that are not the turn's error (bounded
-			// like it, so that the two compare equal).
-			res.errors = append(res.errors, protocol.Clip(ev.Message, protocol.MaxText))
-		}
+		// Retry notices never get here (see classifyEvent). Codex repeats
+		// its fatal error in turn.failed: finishTurn writes the ones that
+		// are not the turn's error (bounded like it, so that the two
+		// compare equal).
+		res.errors = append(res.errors, protocol.Clip(ev.Message, protocol.MaxText))
 	case codex.TypeItemStarted, codex.TypeItemUpdated, codex.TypeItemCompleted:
 		if ev.Item == nil {
 			return
 		}
 		it := ev.Item
 		done := ev.Type == codex.TypeItemCompleted
+		if done && it.Type != codex.ItemReasoning && it.Type != codex.ItemError && it.Type != codex.ItemTodoList {
+			res.items++
+		}
 		switch it.Type {
 		case codex.ItemAgentMessage:
 			if done {

@@ -21,9 +21,9 @@ import (
 
 // Keys accepted in each section of a team file.
 var (
-	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "roles"}
+	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "roles"}
 	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "args", "config", "env", "codex_home", "context_window"}
-	timeoutKeys = []string{"turn", "idle", "shutdown"}
+	timeoutKeys = []string{"turn", "idle", "network_wait", "shutdown"}
 	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "codex"}
 )
 
@@ -44,6 +44,9 @@ const (
 	defaultTurn          = 60 * time.Minute
 	defaultIdle          = 10 * time.Minute
 	defaultShutdown      = 30 * time.Second
+	defaultNetworkWait   = 30 * time.Minute
+	defaultMaxAttempts   = 3
+	maxMaxAttempts       = 100
 )
 
 // defaultCodex returns the Codex settings used when the file sets none.
@@ -86,7 +89,8 @@ func Parse(path string, data []byte) (*Config, error) {
 	p := &parser{file: path, dir: filepath.Dir(abs)}
 	cfg := &Config{
 		Codex:        defaultCodex(),
-		Timeouts:     Timeouts{Turn: defaultTurn, Idle: defaultIdle, Shutdown: defaultShutdown},
+		Timeouts:     Timeouts{Turn: defaultTurn, Idle: defaultIdle, NetworkWait: defaultNetworkWait, Shutdown: defaultShutdown},
+		MaxAttempts:  defaultMaxAttempts,
 		QueueDepth:   defaultQueueDepth,
 		BacklogLimit: defaultBacklogLimit,
 		Path:         abs,
@@ -204,7 +208,8 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 	if e, ok := f["timeouts"]; ok {
 		tf, _ := p.mapping(e.val, "timeouts", timeoutKeys)
 		for key, dst := range map[string]*time.Duration{
-			"turn": &cfg.Timeouts.Turn, "idle": &cfg.Timeouts.Idle, "shutdown": &cfg.Timeouts.Shutdown,
+			"turn": &cfg.Timeouts.Turn, "idle": &cfg.Timeouts.Idle, "network_wait": &cfg.Timeouts.NetworkWait,
+			"shutdown": &cfg.Timeouts.Shutdown,
 		} {
 			if te, ok := tf[key]; ok {
 				if v, ok := p.duration(te.val, "timeouts."+key); ok {
@@ -217,6 +222,12 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 	if e, ok := f["queue_depth"]; ok {
 		if v, ok := p.integer(e.val, "queue_depth", 1, maxQueueDepth); ok {
 			cfg.QueueDepth = v
+		}
+	}
+
+	if e, ok := f["max_attempts"]; ok {
+		if v, ok := p.integer(e.val, "max_attempts", 1, maxMaxAttempts); ok {
+			cfg.MaxAttempts = v
 		}
 	}
 

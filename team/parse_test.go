@@ -73,7 +73,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level key", "name: t\nrole: []\nroles: [{name: a}]\n",
 			`team.yaml:2:1: unknown key "role" in team file (did you mean "roles"?)`},
 		{"unknown key without suggestion", "name: t\nroles: [{name: a}]\nzzz: 1\n",
-			`team.yaml:3:1: unknown key "zzz" in team file (valid keys: name, codex, timeouts, backlog_limit, queue_depth, roles)`},
+			`team.yaml:3:1: unknown key "zzz" in team file (valid keys: name, codex, timeouts, backlog_limit, queue_depth, max_attempts, roles)`},
 		{"unknown role key", "name: t\nroles:\n  - name: a\n    talksTo: [a]\n",
 			`team.yaml:4:5: unknown key "talksTo" in role (did you mean "talks_to"?)`},
 		{"unknown codex key", "name: t\ncodex:\n  modle: o3\nroles: [{name: a}]\n",
@@ -132,6 +132,8 @@ func TestParseErrors(t *testing.T) {
 			`team.yaml:4:16: instances must be between 1 and 100, got 101`},
 		{"queue depth", "name: t\nqueue_depth: 1025\nroles: [{name: a}]\n",
 			`team.yaml:2:14: queue_depth must be between 1 and 1024, got 1025`},
+		{"max attempts", "name: t\nmax_attempts: 0\nroles: [{name: a}]\n",
+			`team.yaml:2:15: max_attempts must be between 1 and 100, got 0`},
 		{"backlog limit", "name: t\nbacklog_limit: 0\nroles: [{name: a}]\n",
 			`team.yaml:2:16: backlog_limit must be between 1 and 100000, got 0`},
 		{"sandbox enum", "name: t\ncodex:\n  sandbox: workspace_write\nroles: [{name: a}]\n",
@@ -255,9 +257,10 @@ func TestParseDefaults(t *testing.T) {
 	want := &Config{
 		Name:         "t",
 		Codex:        CodexSettings{Bin: "codex", Sandbox: "workspace-write", ApprovalPolicy: "never", ContextWindow: 272000},
-		Timeouts:     Timeouts{Turn: 60 * time.Minute, Idle: 10 * time.Minute, Shutdown: 30 * time.Second},
+		Timeouts:     Timeouts{Turn: 60 * time.Minute, Idle: 10 * time.Minute, NetworkWait: 30 * time.Minute, Shutdown: 30 * time.Second},
 		QueueDepth:   16,
 		BacklogLimit: 256,
+		MaxAttempts:  3,
 		Path:         filepath.Join(dir, "team.yaml"),
 		Dir:          dir,
 	}
@@ -288,9 +291,10 @@ codex:
   env: {A: "1", B: two}
   codex_home: home
   context_window: 1000
-timeouts: {turn: 2h, idle: 90s, shutdown: 1m}
+timeouts: {turn: 2h, idle: 90s, network_wait: 5m, shutdown: 1m}
 queue_depth: 4
 backlog_limit: 7
+max_attempts: 5
 roles:
   - name: a
     instances: 3
@@ -328,8 +332,9 @@ roles:
 	if !reflect.DeepEqual(cfg.Codex, base) {
 		t.Errorf("team codex:\n got %+v\nwant %+v", cfg.Codex, base)
 	}
-	if cfg.Timeouts != (Timeouts{Turn: 2 * time.Hour, Idle: 90 * time.Second, Shutdown: time.Minute}) || cfg.QueueDepth != 4 || cfg.BacklogLimit != 7 {
-		t.Errorf("timeouts/queue/backlog: %+v %d %d", cfg.Timeouts, cfg.QueueDepth, cfg.BacklogLimit)
+	if cfg.Timeouts != (Timeouts{Turn: 2 * time.Hour, Idle: 90 * time.Second, NetworkWait: 5 * time.Minute, Shutdown: time.Minute}) ||
+		cfg.QueueDepth != 4 || cfg.BacklogLimit != 7 || cfg.MaxAttempts != 5 {
+		t.Errorf("timeouts/queue/backlog/attempts: %+v %d %d %d", cfg.Timeouts, cfg.QueueDepth, cfg.BacklogLimit, cfg.MaxAttempts)
 	}
 	a := cfg.Roles[0]
 	wantA := base.clone()

@@ -69,6 +69,11 @@ type Config struct {
 	// waiting in each role queue. `batty send` beyond it is refused; the
 	// daemon routes a role-queue message only to an instance below it.
 	BacklogLimit int
+	// MaxAttempts bounds how often one message is tried when its attempts
+	// fail in a way that may pass by itself (a server error, an overloaded
+	// model, a rate limit, a dropped stream, a timeout, an unreachable
+	// API), between 1 (never retried) and 100.
+	MaxAttempts int
 	// Roles are the roles in file order; there is at least one.
 	Roles []Role
 	// Path is the absolute path of the team file.
@@ -117,6 +122,10 @@ type Timeouts struct {
 	// Idle is how long a turn may go without any output from codex before
 	// it is considered timed out.
 	Idle time.Duration
+	// NetworkWait is how long a turn may wait for codex to reach the API
+	// (codex retries a refused connection forever) before it fails as a
+	// network failure.
+	NetworkWait time.Duration
 	// Shutdown is how long `batty stop` lets running turns finish.
 	Shutdown time.Duration
 }

@@ -2,6 +2,8 @@ package codextest
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,6 +33,12 @@ import (
 // slow:SECONDS, slowfirst:SECONDS (slow unless redelivered), hang (ignores SIGINT), silent, crash, selfkill, huge:BYTES
 // (a reply of BYTES bytes), hugefail:BYTES (a turn.failed message that long), hugewarn:BYTES (an error item that long,
 // then a reply), hugethread:BYTES (a thread id that long),
+// drop (a dropped stream), servererror, netdown (codex waiting for the
+// network until interrupted), netwait:N (N network notices, then a reply),
+// retrystorm (codex's own retry notices until interrupted), longcmd:MS (a
+// command running MS milliseconds), flaky:N, flakydrop:N, flakynet:N and
+// flakyhang:N (the first N runs of the same body fail with a server error,
+// a dropped stream, a network wait or silence, then it replies),
 // quota[:UNIX] (reset time given: UNIX seconds, default an hour from now), quotaonce (no reset time) — both succeed when redelivered, context, auth, servererror, newthread, detach:PIDFILE,
 // detachbare:PIDFILE (detach with an empty environment), detachdone:PIDFILE
 // (detaches, then completes the turn), exec,
@@ -178,6 +186,15 @@ func FakeMain(args []string) int {
 			return false
 		}
 	}
+	// flaky*:N fail (each its own way) the first N runs of the same body,
+	// then reply like text; the count lives in $FAKE_CODEX_STATE.
+	if strings.HasPrefix(scenario, "flaky") {
+		n, _ := strconv.Atoi(arg)
+		if runs := countRun(state, bodyOf(prompt)); runs > n {
+			return complete(fmt.Sprintf("RECOVERED after %d failed runs", n), 1000, 10)
+		}
+		scenario = map[string]string{"flaky": "servererror", "flakydrop": "drop", "flakynet": "netdown", "flakyhang": "silent"}[scenario]
+	}
 	switch scenario {
 	case "stamp":
 		f, err := os.OpenFile(arg, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
@@ -263,6 +280,47 @@ func FakeMain(args []string) int {
 		return fail("unexpected status 401 Unauthorized: Incorrect API key provided, url: http://127.0.0.1:1/v1/responses, request id: x")
 	case "servererror":
 		return fail("We’re currently experiencing high demand, which may cause temporary errors.")
+	case "drop":
+		return fail("stream disconnected before completion: Transport error: network error: error decoding response body")
+	case "netdown":
+		// Like codex with nothing listening: it never gives up by itself.
+		for {
+			emit(map[string]any{"type": "error", "message": NetworkWaitNotice})
+			if waitOrInterrupt(netNoticeEvery) {
+				return 1
+			}
+		}
+	case "netwait":
+		// The API comes back after N notices.
+		n, _ := strconv.Atoi(arg)
+		for range n {
+			emit(map[string]any{"type": "error", "message": NetworkWaitNotice})
+			if waitOrInterrupt(netNoticeEvery) {
+				return 1
+			}
+		}
+		return complete("NET_BACK", 1000, 10)
+	case "retrystorm":
+		// Codex's own retry notices, and nothing else, until interrupted.
+		for i := 1; ; i++ {
+			emit(map[string]any{"type": "error", "message": fmt.Sprintf("Reconnecting... %d/1000 (stream disconnected before completion: idle timeout waiting for SSE)", i)})
+			if waitOrInterrupt(netNoticeEvery) {
+				return 1
+			}
+		}
+	case "longcmd":
+		// A model command that runs MS milliseconds, printing nothing
+		// codex shows before it ends.
+		ms, _ := strconv.Atoi(arg)
+		item := map[string]any{"id": "item_0", "type": "command_execution", "command": "/bin/bash -lc 'make'",
+			"aggregated_output": "", "exit_code": nil, "status": "in_progress"}
+		emit(map[string]any{"type": "item.started", "item": item})
+		if waitOrInterrupt(time.Duration(ms) * time.Millisecond) {
+			return 1
+		}
+		item["aggregated_output"], item["exit_code"], item["status"] = "built\n", 0, "completed"
+		emit(map[string]any{"type": "item.completed", "item": item})
+		return complete("LONGCMD_DONE", 2000, 20)
 	case "newthread":
 		// Behaves like resume of a name that is not a thread: a new id.
 		return complete("NEW", 1000, 10)
@@ -369,4 +427,24 @@ func newUUID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// NetworkWaitNotice is the notice the real Codex CLI prints while nothing
+// listens at the API's address.
+const NetworkWaitNotice = "Reconnecting... waiting for network (Connection failed: error sending request)"
+
+// netNoticeEvery is how often the fake repeats a notice (codex: 5 s, then
+// longer); short, so tests stay fast.
+const netNoticeEvery = 100 * time.Millisecond
+
+// countRun counts one more run of body and returns the count so far
+// (1 for the first run). The count is a file in state.
+func countRun(state, body string) int {
+	sum := sha256.Sum256([]byte(body))
+	path := filepath.Join(state, "runs-"+hex.EncodeToString(sum[:8]))
+	b, _ := os.ReadFile(path)
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	n++
+	os.WriteFile(path, []byte(strconv.Itoa(n)), 0o600)
+	return n
 }
