@@ -59,10 +59,11 @@ type agent struct {
 	pongDue   <-chan time.Time
 	respawn   <-chan time.Time
 	replyDir  string      // the shim's reply directory, "" when it is not usable
-	retry     *time.Timer // looks at the inbox again when a file's grace ends
+	retry     *time.Timer // looks at the inbox again when a file's grace or a back-off ends
 	retryAt   time.Time
 	health    *health
 	parked    *preflight.Problem // why the agent takes no message, nil when it does
+	account   string             // accountKey: the effective CODEX_HOME
 }
 
 // agentSnap is what status shows of an agent.
@@ -76,6 +77,10 @@ type agentSnap struct {
 	st       AgentState
 	saveErr  string // the last failure to save st, "" once a save succeeds
 	parked   *preflight.Problem
+	// netSince and netMessage: the turn in flight waits for the network
+	// since netSince (zero: it does not), codex's notice.
+	netSince   time.Time
+	netMessage string
 }
 
 // agentCtl is a request from the daemon's goroutine to an agent's. A reset
@@ -92,6 +97,7 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 		d: d, def: def, box: box, log: d.log.Named(def.Name),
 		kick: make(chan struct{}, 1), ctl: make(chan agentCtl), done: make(chan struct{}),
 		backoff: d.opts.RespawnMin,
+		account: accountKey(def.Codex.CodexHome, envLookup(d.opts.ShimEnv)),
 	}
 	a.st.Name = def.Name
 	if err := loadJSON(d.layout, agentStateName(def.Name), &a.st); err != nil {
@@ -272,7 +278,7 @@ func (a *agent) shimConfig() shim.Config {
 		Agent:       a.def.Name, Cwd: a.def.Cwd, CodexBin: c.Bin, Exec: exec, Env: env,
 		Instructions: a.def.Instructions, ThreadID: a.st.ThreadID, Transcript: a.d.layout.Transcript(a.def.Name),
 		TranscriptRoot: a.d.layout.Root(), ReplyDir: a.replyDir,
-		QueueDepth: a.d.cfg.QueueDepth, TurnTimeout: t.Turn, IdleTimeout: t.Idle,
+		QueueDepth: a.d.cfg.QueueDepth, TurnTimeout: t.Turn, IdleTimeout: t.Idle, NetworkWait: t.NetworkWait,
 		ContextWindow: int64(c.ContextWindow),
 	}
 }
@@ -345,6 +351,7 @@ func (a *agent) shimExited() bool {
 		// redelivered (marked as such) to the next shim.
 		a.requeueInflight("shim exited mid-turn")
 	}
+	a.leaveNetHold()
 	a.setSnap(func(s *agentSnap) { s.shimPID = 0 })
 	if a.stopping {
 		a.log.Info("Shim stopped", "exit", code)

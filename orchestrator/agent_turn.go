@@ -21,7 +21,7 @@ const maxContextRetries = 3
 func (a *agent) dispatch() {
 	defer a.updateBacklog()
 	a.syncParked()
-	if a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.open() {
+	if a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.open() || !a.d.net.allows(a.account, a.def.Name) {
 		return
 	}
 	for {
@@ -40,6 +40,10 @@ func (a *agent) dispatch() {
 			return
 		}
 		m := pending[0]
+		if a.backingOff(m) {
+			// Messages keep their order: the ones behind wait too.
+			return
+		}
 		if refusal := a.refuse(m); refusal != "" {
 			if _, err := a.box.Claim(m.ID); err != nil {
 				a.warn("claim "+m.ID, err)
@@ -57,7 +61,11 @@ func (a *agent) dispatch() {
 			a.warn("claim "+m.ID, err)
 			return
 		}
-		if err := a.p.Conn.Send(protocol.SendMessage{ID: cm.ID, From: cm.From, Body: cm.Body, Attempt: cm.Attempt}); err != nil {
+		send := protocol.SendMessage{ID: cm.ID, From: cm.From, Body: cm.Body, Attempt: cm.Attempt}
+		if cm.Retry != nil {
+			send.Retry = cm.Retry.Note
+		}
+		if err := a.p.Conn.Send(send); err != nil {
 			// The shim is going away; its exit puts the message back.
 			a.log.Warn("Sending to the shim failed", "message", cm.ID, "error", err)
 		}
@@ -136,6 +144,8 @@ func (a *agent) handle(m protocol.Message) {
 		}
 	case protocol.Warning:
 		a.d.events.Append(Event{Type: EvWarning, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
+	case protocol.NetworkWait:
+		a.netWaitChanged(e)
 	case protocol.Error:
 		a.log.Warn("Shim reported an error", "command", e.Command, "error", e.Message)
 	}
@@ -203,16 +213,42 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		a.st.TurnsFailed++
 		a.st.LastError, a.st.LastErrorAt = fmt.Sprintf("%s %s: %s", e.Status, e.Failure, e.Error), time.Now().UTC()
 	}
-	if requeue != "" {
+	var verdict retryVerdict
+	cause := ""
+	if requeue == "" {
+		if cause = retryCause(e); cause != "" {
+			verdict = decideRetry(m, e, cause, a.d.cfg.MaxAttempts, time.Now(), a.d.opts.RetryBase, a.d.opts.RetryMax, a.d.opts.Rand())
+		}
+	}
+	if !(verdict.retry && e.Failure == protocol.FailNetwork) {
+		// A message retried after a network failure keeps probing the
+		// held account; any other end leaves the hold.
+		a.leaveNetHold()
+	}
+	switch {
+	case requeue != "":
 		a.requeueInflight(requeue)
-	} else {
+	case verdict.retry:
+		a.retryInflight(m, e, verdict)
+		requeue = verdict.record.Note
+	default:
+		errText := e.Error
+		if cause != "" {
+			errText = verdict.final
+		}
 		// The whole reply, however long: held once, written whole into the
 		// record and the human's inbox.
 		reply := a.wholeReply(e)
 		recorded := a.complete(m, inbox.Outcome{
-			Status: string(e.Status), Failure: string(e.Failure), Error: e.Error, Reply: reply, Agent: a.def.Name,
+			Status: string(e.Status), Failure: string(e.Failure), Error: errText, Reply: reply, Agent: a.def.Name,
 			ThreadID: e.ThreadID, InputTokens: e.Usage.Input, OutputTokens: e.Usage.Output,
 		})
+		if recorded && cause != "" {
+			// Every try spent: an alert, with the last error.
+			a.log.Error("Message failed", "message", m.ID, "attempts", verdict.failures, "error", e.Error)
+			a.d.events.Append(Event{Type: EvMessageFailed, Agent: a.def.Name, Message: m.ID, Detail: errText, Data: map[string]any{
+				"attempts": verdict.failures, "max_attempts": a.d.cfg.MaxAttempts, "status": e.Status, "failure": e.Failure}})
+		}
 		// The counter follows the recorded outcomes: a message whose
 		// outcome was already on disk is not counted twice.
 		if recorded && e.Status == protocol.TurnCompleted {

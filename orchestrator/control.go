@@ -56,6 +56,9 @@ type AgentStatus struct {
 	// Parked says why a parked agent's Codex cannot run and how to fix it;
 	// absent when the agent is not parked.
 	Parked *ParkedStatus `json:"parked,omitempty"`
+	// Network is set while the agent's account cannot reach the API (see
+	// NetworkStatus); null otherwise.
+	Network *NetworkStatus `json:"network"`
 }
 
 // ParkedStatus is why an agent is parked: its Codex cannot run (see the
@@ -65,6 +68,21 @@ type ParkedStatus struct {
 	Detail string `json:"detail"` // what is wrong
 	Fix    string `json:"fix"`    // how to fix it
 }
+
+// NetworkStatus says that an agent's account cannot reach the API: its turn
+// waits for the network (State "waiting"; the agent's State is then
+// AgentWaitingForNetwork), or another turn of the account does and this
+// agent starts no new turn until the API answers (State "held").
+type NetworkStatus struct {
+	State   string    `json:"state"`   // "waiting" | "held"
+	Account string    `json:"account"` // the effective CODEX_HOME
+	Since   time.Time `json:"since"`   // the wait began (held: the account's hold began)
+	Message string    `json:"message"` // codex's latest notice, e.g. "Reconnecting... waiting for network (…)"
+}
+
+// AgentWaitingForNetwork is the state status shows for an agent whose turn
+// waits for codex to reach the API.
+const AgentWaitingForNetwork = "waiting_for_network"
 
 // Request is one control-socket request. Op is one of the Op* constants.
 type Request struct {

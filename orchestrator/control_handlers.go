@@ -79,6 +79,12 @@ func (d *Daemon) status() Status {
 			// agent's goroutine has caught up.
 			as.State, as.Parked = agentParked, parkedStatus(p)
 			as.LastError = parkedPrefix + p.String()
+		} else if since, msg, held := d.net.get(a.account); held || !s.netSince.IsZero() {
+			as.Network = &NetworkStatus{State: "held", Account: a.account, Since: since, Message: msg}
+			if !s.netSince.IsZero() {
+				as.State = AgentWaitingForNetwork
+				as.Network.State, as.Network.Since, as.Network.Message = "waiting", s.netSince, s.netMessage
+			}
 		}
 		if s.inflight != "" {
 			id := s.inflight

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -55,6 +56,13 @@ type Options struct {
 	// parked agent's Codex (5s, 5m); CheckTimeout bounds each codex run of
 	// a check (preflight.DefaultTimeout).
 	RecheckMin, RecheckMax, CheckTimeout time.Duration
+	// RetryBase and RetryMax bound the back-off between tries of a
+	// message whose attempt failed in a way that may pass (10s doubling,
+	// at most 5m, with jitter; see backoff).
+	RetryBase, RetryMax time.Duration
+	// Rand returns a random number in [0, 1) for the back-off's jitter
+	// (default math/rand/v2's Float64).
+	Rand func() float64
 	// OnEvent, if set, sees every event written to the event log, after it
 	// was written (tests and benchmarks wait on it). It must not block.
 	OnEvent func(Event)
@@ -101,6 +109,11 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RecheckMin, 5*time.Second)
 	def(&o.RecheckMax, 5*time.Minute)
 	def(&o.CheckTimeout, preflight.DefaultTimeout)
+	def(&o.RetryBase, 10*time.Second)
+	def(&o.RetryMax, 5*time.Minute)
+	if o.Rand == nil {
+		o.Rand = rand.Float64
+	}
 	if o.MaxCrashes <= 0 {
 		o.MaxCrashes = 5
 	}
@@ -117,6 +130,7 @@ type Daemon struct {
 	humanBox *inbox.Box
 	events   *eventLog
 	gate     *gate
+	net      netHolds // network holds per account (see netHolds)
 	started  time.Time
 
 	agents  []*agent

@@ -54,6 +54,17 @@ const (
 	EvAgentParked    = "agent_parked"   // alert: its codex cannot run; its messages wait
 	EvAgentUnparked  = "agent_unparked" // its codex runs again
 	EvWarning        = "warning"
+	// EvNetworkWaiting: alert, once per hold: an account's API is
+	// unreachable (codex waits for the network); no agent of the account
+	// starts a new turn until it answers.
+	EvNetworkWaiting  = "network_waiting"
+	EvNetworkRestored = "network_restored" // the API answered again; the hold ended
+	// EvRetryScheduled: an attempt failed in a way that may pass; the
+	// message is tried again after a back-off (attempt n of max_attempts).
+	EvRetryScheduled = "retry_scheduled"
+	// EvMessageFailed: alert: a message failed on its last try
+	// (max_attempts spent); its outcome carries the last error.
+	EvMessageFailed = "message_failed"
 )
 
 // eventLog appends events as JSON lines and rotates the file by size

@@ -56,6 +56,12 @@ type project struct {
 // with the fake codex as every agent's worker.
 func newProject(t testing.TB, roles string) *project {
 	t.Helper()
+	return newProjectWith(t, "timeouts:\n  shutdown: 5s\n", roles)
+}
+
+// newProjectWith is newProject with top, top-level YAML lines, before roles.
+func newProjectWith(t testing.TB, top, roles string) *project {
+	t.Helper()
 	dir := t.TempDir()
 	self, err := os.Executable()
 	if err != nil {
@@ -72,10 +78,8 @@ codex:
     CODEX_API_KEY: fake-key-no-login-needed
     FAKE_CODEX_STATE: %s
     FAKE_CODEX_LOG: %s
-timeouts:
-  shutdown: 5s
-roles:
-%s`, self, state, p.fakeLog, roles)
+%sroles:
+%s`, self, state, p.fakeLog, top, roles)
 	path := filepath.Join(dir, "team.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

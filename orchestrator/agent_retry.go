@@ -1,0 +1,105 @@
+package orchestrator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/protocol"
+)
+
+// netWaitChanged applies a shim's NetworkWait: the agent's turn waits for
+// the network (its account is held: no agent of it starts a new turn), or
+// the API answered again (the hold ends and held work goes on by itself).
+func (a *agent) netWaitChanged(e protocol.NetworkWait) {
+	if e.Waiting {
+		a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = e.Since, e.Message })
+		a.log.Warn("Codex waits for the network", "message", e.MessageID, "since", e.Since, "notice", e.Message)
+		if a.d.net.wait(a.account, a.def.Name, e.Since, e.Message) {
+			// One alert per hold, not per agent or notice.
+			a.d.events.Append(Event{Type: EvNetworkWaiting, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message,
+				Data: map[string]any{"account": a.account, "since": e.Since}})
+		}
+		return
+	}
+	a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = time.Time{}, "" })
+	if since, ok := a.d.net.restored(a.account); ok {
+		a.log.Info("The API answered again", "account", a.account, "held_for", time.Since(since).Round(time.Second))
+		a.d.events.Append(Event{Type: EvNetworkRestored, Agent: a.def.Name, Message: e.MessageID,
+			Data: map[string]any{"account": a.account, "since": since, "held_ms": time.Since(since).Milliseconds()}})
+		a.d.pokeAll()
+	}
+}
+
+// leaveNetHold takes the agent out of its account's network hold (its
+// message ended without the API answering, or its shim went away); the
+// account's other agents go on when that ends the hold.
+func (a *agent) leaveNetHold() {
+	a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = time.Time{}, "" })
+	if a.d.net.leave(a.account, a.def.Name) {
+		a.log.Info("Network hold ended: no turn of the account waits any more", "account", a.account)
+		a.d.pokeAll()
+	}
+}
+
+// retryVerdict is what becomes of a message whose attempt failed in a way
+// that may pass.
+type retryVerdict struct {
+	retry    bool          // try again after delay
+	delay    time.Duration // the back-off
+	record   inbox.Retry   // the message's retry record when retried
+	failures int           // failed attempts so far, this one included
+	final    string        // the outcome's error when not retried
+}
+
+// decideRetry decides for message m, whose attempt ended as e with cause
+// (retryCause), under maxAttempts tries: retried with back-off (the nth
+// retry waits backoff(n, base, limit, r)) while tries are left, else
+// failed with the last error. It is a pure function.
+func decideRetry(m inbox.Message, e protocol.TurnFinished, cause string, maxAttempts int, now time.Time, base, limit time.Duration, r float64) retryVerdict {
+	failures := 1
+	if m.Retry != nil {
+		failures = m.Retry.Failures + 1
+	}
+	if failures >= maxAttempts {
+		final := e.Error
+		if failures > 1 {
+			final = fmt.Sprintf("failed %d of %d attempts, the last after %s: %s", failures, maxAttempts, cause, e.Error)
+		}
+		return retryVerdict{failures: failures, final: final}
+	}
+	delay := backoff(failures, base, limit, r)
+	return retryVerdict{retry: true, delay: delay, failures: failures, record: inbox.Retry{
+		Failures: failures, LastError: e.Error, NotBefore: now.Add(delay).UTC(),
+		Note: retryNote(failures+1, maxAttempts, cause, e.Error, e.Items > 0),
+	}}
+}
+
+// retryInflight puts the message in flight back in the queue with its
+// retry record; dispatch holds it back until the back-off ends.
+func (a *agent) retryInflight(m inbox.Message, e protocol.TurnFinished, v retryVerdict) {
+	a.inflight = nil
+	if err := a.box.Retry(m.ID, v.record); err != nil {
+		a.warn("retry "+m.ID, err)
+	}
+	a.log.Warn("Attempt failed, retrying", "message", m.ID, "failures", v.failures, "max_attempts", a.d.cfg.MaxAttempts,
+		"in", v.delay.Round(time.Millisecond), "error", e.Error)
+	a.d.events.Append(Event{Type: EvRetryScheduled, Agent: a.def.Name, Message: m.ID, Detail: e.Error, Data: map[string]any{
+		"attempt": v.failures + 1, "max_attempts": a.d.cfg.MaxAttempts, "status": e.Status, "failure": e.Failure,
+		"delay_ms": v.delay.Milliseconds(), "not_before": v.record.NotBefore, "note": v.record.Note}})
+	a.retryIn(v.delay)
+}
+
+// backingOff reports whether m waits for its retry back-off, and arms the
+// agent's timer to look again when it ends.
+func (a *agent) backingOff(m inbox.Message) bool {
+	if m.Retry == nil || m.Retry.NotBefore.IsZero() {
+		return false
+	}
+	wait := time.Until(m.Retry.NotBefore)
+	if wait <= 0 {
+		return false
+	}
+	a.retryIn(wait)
+	return true
+}

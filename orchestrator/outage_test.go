@@ -1,0 +1,193 @@
+package orchestrator
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/inbox"
+)
+
+// fastRetries makes back-offs short: no test sleeps through a real one.
+func fastRetries(o *Options) {
+	o.RetryBase, o.RetryMax = 20*time.Millisecond, 80*time.Millisecond
+	o.Rand = func() float64 { return 0.5 }
+}
+
+// recorded returns the outcome recorded for id in box.
+func (p *project) recorded(box, id string) inbox.Outcome {
+	p.t.Helper()
+	m, state, err := p.box(box).Get(id)
+	if err != nil || state != inbox.StateDone || m.Outcome == nil {
+		p.t.Fatalf("%s: %+v in %q, %v", id, m, state, err)
+	}
+	return *m.Outcome
+}
+
+// headers returns the first prompt line of every fake codex run of id.
+func (p *project) headers(id string) []string {
+	b, _ := os.ReadFile(p.fakeLog)
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if i := strings.Index(l, "--- batty message "+id+" "); i >= 0 {
+			out = append(out, l[i:])
+		}
+	}
+	return out
+}
+
+// A server error is retried with back-off; every attempt is in the event
+// log, the retry's header says why, and the message completes.
+func TestTransientFailureIsRetried(t *testing.T) {
+	p := newProjectWith(t, "max_attempts: 3\n", "  - name: solo\n")
+	r := p.start(fastRetries)
+	id := p.send("solo", "human", "scenario:flaky:2")
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	if n := r.count(EvRetryScheduled, id); n != 2 {
+		t.Fatalf("%d retries scheduled, want 2", n)
+	}
+	h := p.headers(id)
+	if len(h) != 3 {
+		t.Fatalf("%d runs, want 3: %q", len(h), h)
+	}
+	for i, want := range []string{"", "retry 2 of 3 after a server error: We’re currently experiencing high demand", "retry 3 of 3 after a server error"} {
+		if want == "" {
+			if strings.Contains(h[i], "retry") || strings.Contains(h[i], "redelivered") {
+				t.Errorf("first header %q", h[i])
+			}
+			continue
+		}
+		if !strings.Contains(h[i], want) || strings.Contains(h[i], "cut off") {
+			t.Errorf("header %d = %q, want %q", i+1, h[i], want)
+		}
+	}
+	if o := p.recorded("solo", id); o.Status != inbox.StatusCompleted {
+		t.Fatalf("outcome %+v", o)
+	}
+}
+
+// A failure that persists fails the message after max_attempts tries,
+// with one alert and the last error.
+func TestRetriesExhaustedFailWithAnAlert(t *testing.T) {
+	p := newProjectWith(t, "max_attempts: 3\n", "  - name: solo\n")
+	r := p.start(fastRetries)
+	id := p.send("solo", "human", "scenario:servererror")
+	if st := r.finished(t, id); st != "failed" {
+		t.Fatalf("status %s", st)
+	}
+	if n, a := r.count(EvRetryScheduled, id), r.count(EvMessageFailed, id); n != 2 || a != 1 {
+		t.Fatalf("%d retries, %d alerts; want 2, 1", n, a)
+	}
+	o := p.recorded("solo", id)
+	if o.Failure != "stream" || !strings.Contains(o.Error, "failed 3 of 3 attempts") || !strings.Contains(o.Error, "experiencing high demand") {
+		t.Fatalf("outcome %+v", o)
+	}
+	if p.deliveries(id) != 3 {
+		t.Fatalf("%d runs, want 3", p.deliveries(id))
+	}
+	// A failure that cannot pass by itself is not retried.
+	id2 := p.send("solo", "human", "scenario:crash")
+	if st := r.finished(t, id2); st != "failed" || r.count(EvRetryScheduled, id2) != 0 || r.count(EvMessageFailed, id2) != 0 {
+		t.Fatalf("crash: status %s, retried", st)
+	}
+}
+
+// A hung turn is timed out and retried; a long command is not silence.
+func TestHungTurnIsRetried(t *testing.T) {
+	p := newProjectWith(t, "max_attempts: 2\ntimeouts:\n  idle: 400ms\n  shutdown: 5s\n", "  - name: solo\n")
+	r := p.start(fastRetries)
+	id := p.send("solo", "human", "scenario:flakyhang:1")
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	h := p.headers(id)
+	if len(h) != 2 || !strings.Contains(h[1], "retry 2 of 2 after a timeout: codex printed nothing for 400ms (idle timeout)") {
+		t.Fatalf("headers %q", h)
+	}
+	long := p.send("solo", "human", "scenario:longcmd:1500")
+	if st := r.finished(t, long); st != "completed" || r.count(EvRetryScheduled, long) != 0 {
+		t.Fatalf("a long command: %s", st)
+	}
+}
+
+// While a turn waits for the network, its account is held: a message to
+// another agent of the account waits, and goes through by itself once the
+// API answers. Status shows both meanwhile.
+func TestNetworkHoldHoldsTheAccount(t *testing.T) {
+	p := newProject(t, "  - name: a\n  - name: b\n")
+	r := p.start(nil)
+	ida := p.send("a", "human", "scenario:netwait:20")
+	r.waitEvent(t, "network_waiting", func(e Event) bool { return e.Type == EvNetworkWaiting && e.Agent == "a" })
+	idb := p.send("b", "human", "hello from b")
+	// b's inbox is watched: it is seen at once, and held.
+	waitFor(t, "b's backlog", func() bool { return agentStatusOf(r.d.status(), "b").Backlog == 1 })
+	st := r.d.status()
+	sa, sb := agentStatusOf(st, "a"), agentStatusOf(st, "b")
+	if sa.State != AgentWaitingForNetwork || sa.Network == nil || sa.Network.State != "waiting" || !strings.Contains(sa.Network.Message, "waiting for network") {
+		t.Fatalf("a: %+v %+v", sa, sa.Network)
+	}
+	if sb.Network == nil || sb.Network.State != "held" || sb.InFlight != nil {
+		t.Fatalf("b: %+v %+v", sb, sb.Network)
+	}
+	if r.finished(t, ida) != "completed" || r.finished(t, idb) != "completed" {
+		t.Fatal("not completed")
+	}
+	restored := r.waitEvent(t, "network_restored", func(e Event) bool { return e.Type == EvNetworkRestored })
+	delivered := r.waitEvent(t, "b's delivery", func(e Event) bool { return e.Type == EvDelivered && e.Message == idb })
+	if delivered.Time.Before(restored.Time) {
+		t.Fatalf("b started at %v, before the API answered at %v", delivered.Time, restored.Time)
+	}
+	if n := r.count(EvNetworkWaiting, ""); n != 1 {
+		t.Fatalf("%d network alerts, want 1", n)
+	}
+	if st := r.d.status(); agentStatusOf(st, "a").Network != nil || agentStatusOf(st, "b").Network != nil {
+		t.Fatalf("network still shown: %+v", st.Agents)
+	}
+}
+
+// A turn that waits for the network longer than network_wait fails as
+// network and is retried; the retry completes once the API is back.
+func TestNetworkFailureIsRetried(t *testing.T) {
+	p := newProjectWith(t, "timeouts:\n  network_wait: 300ms\n  shutdown: 5s\n", "  - name: solo\n")
+	r := p.start(fastRetries)
+	id := p.send("solo", "human", "scenario:flakynet:1")
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	h := p.headers(id)
+	if len(h) != 2 || !strings.Contains(h[1], "retry 2 of 3 after an unreachable API") {
+		t.Fatalf("headers %q", h)
+	}
+	e := r.waitEvent(t, "the failed attempt", func(e Event) bool {
+		return e.Type == EvTurnFinished && e.Message == id && e.Data["requeued"] == true
+	})
+	if fmt.Sprint(e.Data["failure"]) != "network" || !strings.Contains(e.Detail, "network_wait") {
+		t.Fatalf("first attempt %+v", e)
+	}
+}
+
+func agentStatusOf(st Status, name string) AgentStatus {
+	for _, a := range st.Agents {
+		if a.Name == name {
+			return a
+		}
+	}
+	return AgentStatus{}
+}
+
+// waitFor waits for cond, checking it every few milliseconds, up to
+// waitLimit.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %s", what, waitLimit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
