@@ -24,9 +24,13 @@ func newStatusCmd() *cobra.Command {
 --json prints the documented shape: team, daemon {pid, uptime_s}, dispatch
 {paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
 in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
-context_pct, last_error, shim_pid, restarts, parked}], queues {role: waiting}.
-An agent whose Codex cannot run is "parked": its "parked" {kind, detail, fix}
-says why and how to fix it, and its messages wait until it runs.`,
+context_pct, last_error, shim_pid, restarts, parked, network}], queues
+{role: waiting}. An agent whose Codex cannot run is "parked": its "parked"
+{kind, detail, fix} says why and how to fix it, and its messages wait until
+it runs. network is null, or {state, account, since, message} while the
+agent's account cannot reach the API: "waiting" (its turn waits for the
+network; the agent's state is waiting_for_network) or "held" (it starts no
+new turn until the API answers).`,
 		Example: `  batty status
   batty status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
@@ -79,6 +83,7 @@ func printStatus(w io.Writer, st orchestrator.Status) {
 		fmt.Fprintln(w)
 		printParked(w, "", st)
 	}
+	printNetwork(w, st.Agents)
 	for role, n := range st.Queues {
 		if n > 0 {
 			fmt.Fprintf(w, "\n%d message(s) wait in role queue %s for a free instance\n", n, role)
@@ -136,4 +141,37 @@ func count(n int64) string {
 		return fmt.Sprintf("%.1fk", float64(n)/1e3)
 	}
 	return fmt.Sprint(n)
+}
+
+// printNetwork says, per account, which turn waits for the network since
+// when, in codex's words, and which agents it holds.
+func printNetwork(w io.Writer, agents []orchestrator.AgentStatus) {
+	held := map[string][]string{}
+	for _, a := range agents {
+		if a.Network == nil {
+			continue
+		}
+		n := a.Network
+		if n.State == "waiting" {
+			fmt.Fprintf(w, "\n%s: waiting for network since %s (account %s): %s", a.Name,
+				n.Since.Local().Format("15:04:05"), n.Account, shorten(n.Message, 120))
+		} else {
+			held[n.Account] = append(held[n.Account], a.Name)
+		}
+	}
+	for account, names := range held {
+		fmt.Fprintf(w, "\nheld until the API answers (account %s): %s", account, strings.Join(names, ", "))
+	}
+	if len(held) > 0 || hasWaiting(agents) {
+		fmt.Fprintln(w)
+	}
+}
+
+func hasWaiting(agents []orchestrator.AgentStatus) bool {
+	for _, a := range agents {
+		if a.Network != nil && a.Network.State == "waiting" {
+			return true
+		}
+	}
+	return false
 }

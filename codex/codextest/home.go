@@ -36,6 +36,10 @@ type HomeConfig struct {
 	ApprovalPolicy string
 	// SandboxMode is codex's sandbox_mode; "" means "danger-full-access".
 	SandboxMode string
+	// StreamMaxRetries is the provider's stream_max_retries: how often
+	// codex retries a turn whose stream failed by itself, printing
+	// "Reconnecting... N/MAX (…)" (0: never).
+	StreamMaxRetries int
 	// Extra is TOML inserted after the top-level keys and before the
 	// tables the home always has ([analytics], [features],
 	// [model_providers.mock]); it must not redefine them.
@@ -52,7 +56,7 @@ func (s *Server) WriteHome(t testing.TB) string {
 
 // WriteHomeWith writes a CODEX_HOME whose config.toml selects a custom
 // provider ([ProviderID]) with wire_api "responses", base_url s.URL and
-// request_max_retries = stream_max_retries = 0, the model cfg.Model,
+// request_max_retries = 0, stream_max_retries = cfg.StreamMaxRetries, the model cfg.Model,
 // approval_policy "never" and sandbox_mode "danger-full-access" (unless
 // cfg says otherwise), and turns off everything that would reach the
 // network or slow a run: update checks, analytics, web search, plugins,
@@ -93,7 +97,7 @@ func (s *Server) ConfigTOML(cfg HomeConfig) string {
 	b.WriteString("name = \"codextest mock\"\n")
 	fmt.Fprintf(&b, "base_url = %s\n", strconv.Quote(s.URL))
 	b.WriteString("wire_api = \"responses\"\n")
-	b.WriteString("request_max_retries = 0\nstream_max_retries = 0\n")
+	fmt.Fprintf(&b, "request_max_retries = 0\nstream_max_retries = %d\n", cfg.StreamMaxRetries)
 	b.WriteString("supports_websockets = false\n")
 	return b.String()
 }

@@ -246,6 +246,9 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req Request, repl
 		"status": "in_progress", "model": req.Model, "output": []any{},
 	}
 	sse.event("response.created", map[string]any{"response": resp})
+	if s.takeDrop() {
+		abortStream()
+	}
 
 	if reply.Hold > 0 {
 		t := time.NewTimer(reply.Hold)

@@ -22,7 +22,8 @@ type Server struct {
 	URL string
 
 	srv  *httptest.Server
-	quit chan struct{} // closed when the server shuts down
+	ln   *switchListener // see Refuse and Accept
+	quit chan struct{}   // closed when the server shuts down
 
 	mu       sync.Mutex
 	reqs     []Request
@@ -30,6 +31,7 @@ type Server struct {
 	hook     func(Request) Reply
 	def      *Reply
 	inflight int // requests whose handler has not returned
+	drops    int // streams still to cut (DropStreams)
 }
 
 // Request is one request the server received, decoded.
@@ -93,7 +95,15 @@ func (r Request) LastUserText() string {
 func NewServer(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{quit: make(chan struct{}), changed: make(chan struct{})}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	ln, err := newSwitchListener()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ln = ln
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv.Listener.Close()
+	s.srv.Listener = ln
+	s.srv.Start()
 	s.URL = s.srv.URL + "/v1"
 	t.Cleanup(s.close)
 	return s
