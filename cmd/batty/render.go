@@ -85,6 +85,11 @@ func humanEvent(m protocol.Message) string {
 		return fmt.Sprintf("! context %.0f%% used (%d of %d tokens)", e.Pct, e.UsedTokens, e.WindowTokens)
 	case protocol.Warning:
 		return "! " + e.Message
+	case protocol.NetworkWait:
+		if e.Waiting {
+			return fmt.Sprintf("! %s waiting for network since %s: %s", e.MessageID, e.Since.Local().Format("15:04:05"), e.Message)
+		}
+		return fmt.Sprintf("  %s: the API answers again (waited %s)", e.MessageID, time.Since(e.Since).Round(time.Second))
 	case protocol.Error:
 		return fmt.Sprintf("! %s: %s", e.Command, e.Message)
 	}

@@ -19,3 +19,18 @@ func TestEventJSONLeavesOutUnknownTimes(t *testing.T) {
 		t.Errorf("reset time given: %s", s)
 	}
 }
+
+// batty chat shows a wait for the network, in codex's words, and its end.
+func TestHumanEventNetworkWait(t *testing.T) {
+	since := time.Now().Add(-5 * time.Second)
+	on := humanEvent(protocol.NetworkWait{MessageID: "chat-1", Waiting: true, Since: since, Message: "Reconnecting... waiting for network (x)"})
+	if !strings.Contains(on, "chat-1 waiting for network since") || !strings.Contains(on, "Reconnecting... waiting for network (x)") {
+		t.Errorf("waiting: %q", on)
+	}
+	if off := humanEvent(protocol.NetworkWait{MessageID: "chat-1", Since: since}); !strings.Contains(off, "the API answers again") {
+		t.Errorf("back: %q", off)
+	}
+	if s := eventJSON(protocol.NetworkWait{MessageID: "m", Waiting: true, Since: since, Message: "n"}); !strings.Contains(s, `"event":"network_wait"`) || !strings.Contains(s, `"waiting":true`) {
+		t.Errorf("json: %s", s)
+	}
+}
