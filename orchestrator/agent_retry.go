@@ -22,10 +22,17 @@ func (a *agent) netWaitChanged(e protocol.NetworkWait) {
 		}
 		return
 	}
+	a.apiAnswered(e.MessageID)
+}
+
+// apiAnswered ends the agent's wait and its account's network hold, if
+// any: a turn of the account got an answer from the API (msgID's). The
+// held agents go on.
+func (a *agent) apiAnswered(msgID string) {
 	a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = time.Time{}, "" })
 	if since, ok := a.d.net.restored(a.account); ok {
 		a.log.Info("The API answered again", "account", a.account, "held_for", time.Since(since).Round(time.Second))
-		a.d.events.Append(Event{Type: EvNetworkRestored, Agent: a.def.Name, Message: e.MessageID,
+		a.d.events.Append(Event{Type: EvNetworkRestored, Agent: a.def.Name, Message: msgID,
 			Data: map[string]any{"account": a.account, "since": since, "held_ms": time.Since(since).Milliseconds()}})
 		a.d.pokeAll()
 	}

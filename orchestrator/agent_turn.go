@@ -220,9 +220,15 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 			verdict = decideRetry(m, e, cause, a.d.cfg.MaxAttempts, time.Now(), a.d.opts.RetryBase, a.d.opts.RetryMax, a.d.opts.Rand())
 		}
 	}
-	if !(verdict.retry && e.Failure == protocol.FailNetwork) {
+	if verdict.retry && e.Failure == protocol.FailNetwork {
 		// A message retried after a network failure keeps probing the
-		// held account; any other end leaves the hold.
+		// held account (its turn no longer waits meanwhile).
+		a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = time.Time{}, "" })
+	} else if e.Status == protocol.TurnCompleted {
+		// A probe that completed got its answer, whether or not it
+		// waited first.
+		a.apiAnswered(e.MessageID)
+	} else {
 		a.leaveNetHold()
 	}
 	switch {

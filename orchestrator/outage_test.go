@@ -165,6 +165,12 @@ func TestNetworkFailureIsRetried(t *testing.T) {
 	e := r.waitEvent(t, "the failed attempt", func(e Event) bool {
 		return e.Type == EvTurnFinished && e.Message == id && e.Data["requeued"] == true
 	})
+	if w, b := r.count(EvNetworkWaiting, ""), r.count(EvNetworkRestored, ""); w != 1 || b != 1 {
+		t.Fatalf("%d network alerts, %d restored; want 1, 1 (the retry probes the same hold)", w, b)
+	}
+	if sa := agentStatusOf(r.d.status(), "solo"); sa.Network != nil || sa.State == AgentWaitingForNetwork {
+		t.Fatalf("still shown waiting: %+v %+v", sa, sa.Network)
+	}
 	if fmt.Sprint(e.Data["failure"]) != "network" || !strings.Contains(e.Detail, "network_wait") {
 		t.Fatalf("first attempt %+v", e)
 	}
