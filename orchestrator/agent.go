@@ -63,7 +63,7 @@ type agent struct {
 	retryAt   time.Time
 	health    *health
 	parked    *preflight.Problem // why the agent takes no message, nil when it does
-	account   string             // accountKey: the effective CODEX_HOME
+	account   string             // netAccount: the effective CODEX_HOME
 }
 
 // agentSnap is what status shows of an agent.
@@ -97,7 +97,7 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 		d: d, def: def, box: box, log: d.log.Named(def.Name),
 		kick: make(chan struct{}, 1), ctl: make(chan agentCtl), done: make(chan struct{}),
 		backoff: d.opts.RespawnMin,
-		account: accountKey(def.Codex.CodexHome, envLookup(d.opts.ShimEnv)),
+		account: netAccount(def.Codex.CodexHome, def.Codex.Env, envLookup(d.opts.ShimEnv)),
 	}
 	a.st.Name = def.Name
 	if err := loadJSON(d.layout, agentStateName(def.Name), &a.st); err != nil {

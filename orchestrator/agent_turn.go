@@ -63,7 +63,7 @@ func (a *agent) dispatch() {
 		}
 		send := protocol.SendMessage{ID: cm.ID, From: cm.From, Body: cm.Body, Attempt: cm.Attempt}
 		if cm.Retry != nil {
-			send.Retry = cm.Retry.Note
+			send.RetryNote = cm.Retry.Note
 		}
 		if err := a.p.Conn.Send(send); err != nil {
 			// The shim is going away; its exit puts the message back.

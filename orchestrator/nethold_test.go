@@ -8,18 +8,20 @@ import (
 func TestAccountKey(t *testing.T) {
 	env := envLookup([]string{"HOME=/home/u", "CODEX_HOME=/srv/codex/", "CODEX_HOME=/srv/codex2/"})
 	cases := []struct {
-		home string
-		env  func(string) string
-		want string
+		home     string
+		codexEnv map[string]string
+		env      func(string) string
+		want     string
 	}{
-		{"/p/home/", env, "/p/home"},
-		{"", env, "/srv/codex2"},
-		{"", envLookup([]string{"HOME=/home/u"}), "/home/u/.codex"},
-		{"", envLookup([]string{}), "~/.codex"},
+		{"/p/home/", map[string]string{"CODEX_HOME": "/e"}, env, "/p/home"},
+		{"", map[string]string{"CODEX_HOME": "/e/"}, env, "/e"},
+		{"", nil, env, "/srv/codex2"},
+		{"", nil, envLookup([]string{"HOME=/home/u"}), "/home/u/.codex"},
+		{"", nil, envLookup([]string{}), "~/.codex"},
 	}
 	for _, c := range cases {
-		if got := accountKey(c.home, c.env); got != c.want {
-			t.Errorf("accountKey(%q) = %q, want %q", c.home, got, c.want)
+		if got := netAccount(c.home, c.codexEnv, c.env); got != c.want {
+			t.Errorf("netAccount(%q) = %q, want %q", c.home, got, c.want)
 		}
 	}
 }

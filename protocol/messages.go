@@ -84,11 +84,11 @@ type SendMessage struct {
 	// Attempt counts deliveries of this message; > 1 marks a redelivery,
 	// which the prompt header tells the agent.
 	Attempt int `json:"attempt,omitempty"`
-	// Retry, when set, says that this delivery retries an attempt that
-	// failed and why ("retry 2 of 3 after a server error: …"); the prompt
-	// header tells the agent this instead of calling the earlier delivery
-	// cut off.
-	Retry string `json:"retry,omitempty"`
+	// RetryNote, when set, says that this delivery retries an attempt
+	// that failed and why ("retry 2 of 3 after a server error: …"); the
+	// prompt header tells the agent this instead of calling the earlier
+	// delivery cut off.
+	RetryNote string `json:"retry_note,omitempty"`
 }
 
 // Interrupt stops the turn in flight; its message finishes as interrupted.

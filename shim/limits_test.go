@@ -18,7 +18,7 @@ func TestLongestPromptFitsCodexLimit(t *testing.T) {
 		{ID: strings.Repeat("i", inbox.MaxIDLen), From: strings.Repeat("a", inbox.MaxNameLen), Body: body, Attempt: inbox.MaxAttempt},
 		{ID: strings.Repeat("i", inbox.MaxIDLen), From: HumanSender, Body: body, Attempt: inbox.MaxAttempt},
 		{ID: strings.Repeat("i", inbox.MaxIDLen), From: strings.Repeat("a", inbox.MaxNameLen), Body: body, Attempt: inbox.MaxAttempt,
-			Retry: strings.Repeat("é", 1<<20)},
+			RetryNote: strings.Repeat("é", 1<<20)},
 	} {
 		if n := utf8.RuneCountInString(FormatPrompt(m)); n > codex.MaxInputChars {
 			t.Errorf("prompt of %d characters, codex takes %d", n, codex.MaxInputChars)

@@ -138,7 +138,7 @@ func TestLongCommandIsNotSilence(t *testing.T) {
 // A retried message's header says why, and never that it was cut off.
 func TestRetryHeader(t *testing.T) {
 	p := FormatPrompt(protocol.SendMessage{ID: "m", From: "human", Body: "do it", Attempt: 2,
-		Retry: "retry 2 of 3 after a server error:\nWe’re busy"})
+		RetryNote: "retry 2 of 3 after a server error:\nWe’re busy"})
 	first, _, _ := strings.Cut(p, "\n")
 	if first != "--- batty message m from human (retry 2 of 3 after a server error: We’re busy) ---" {
 		t.Errorf("header %q", first)

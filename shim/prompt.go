@@ -21,10 +21,10 @@ func FormatPrompt(m protocol.SendMessage) string {
 	}
 	fmt.Fprintf(&b, "--- batty message %s from %s", m.ID, from)
 	switch {
-	case m.Retry != "":
+	case m.RetryNote != "":
 		// The orchestrator knows why the earlier attempt ended: say that,
 		// not that it was cut off.
-		fmt.Fprintf(&b, " (%s)", clipRunes(oneLine(m.Retry), maxRetryNote))
+		fmt.Fprintf(&b, " (%s)", clipRunes(oneLine(m.RetryNote), maxRetryNote))
 	case m.Attempt > 1:
 		fmt.Fprintf(&b, " (redelivered, attempt %d: an earlier delivery was cut off; check what is already done before repeating work)", m.Attempt)
 	}

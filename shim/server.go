@@ -225,8 +225,8 @@ func (s *server) startTurn(m protocol.SendMessage, retried bool) {
 	s.cur = &turn{msg: m, threadID: s.threadID, retried: retried, started: time.Now(), stopCh: make(chan stopReason, 1)}
 	s.setState(protocol.StateWorking, "message "+m.ID)
 	s.tlog.TurnHeader(ptylog.TurnHeader{From: m.From, MessageID: m.ID, ThreadID: s.threadID, Resume: s.threadID != "", Attempt: m.Attempt, Time: s.cur.started})
-	if m.Retry != "" {
-		s.tlog.Notice(oneLine(m.Retry))
+	if m.RetryNote != "" {
+		s.tlog.Notice(oneLine(m.RetryNote))
 	}
 	go s.runTurn(s.cur)
 }
