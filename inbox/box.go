@@ -337,10 +337,10 @@ func truncate(s string, max int) string {
 // concurrent use; it blocks for the fsyncs.
 func (b *Box) Requeue(id string) error {
 	return b.requeue("requeue", id, func(m *Message) {
-		if m.Retry != nil {
+		if m.Transient != nil {
 			// Whatever the last delivery was, it did not end as the
 			// retry note says: it was cut off.
-			m.Retry.Note, m.Retry.NotBefore = "", time.Time{}
+			m.Transient.Note, m.Transient.NotBefore = "", time.Time{}
 		}
 	})
 }
@@ -355,16 +355,16 @@ func (b *Box) Unclaim(id string) error {
 	return b.requeue("unclaim", id, func(m *Message) { m.Attempt = max(m.Attempt-1, 0) })
 }
 
-// Retry puts the in-flight message id back in the queue, like Requeue,
+// RetryLater puts the in-flight message id back in the queue, like Requeue,
 // with r as its retry record: why it failed, how often, and when it may be
 // tried again. The daemon does not deliver it before r.NotBefore, and the
 // next delivery's prompt header says r.Note. r is clipped to what Validate
 // accepts. Errors and guarantees are those of Requeue.
-func (b *Box) Retry(id string, r Retry) error {
+func (b *Box) RetryLater(id string, r TransientRetry) error {
 	r.Note = truncate(strings.ToValidUTF8(r.Note, "\uFFFD"), MaxErrorLen)
 	r.LastError = truncate(strings.ToValidUTF8(r.LastError, "\uFFFD"), MaxErrorLen)
 	r.Failures = min(max(r.Failures, 1), MaxAttempt)
-	return b.requeue("retry", id, func(m *Message) { m.Retry = &r })
+	return b.requeue("retry", id, func(m *Message) { m.Transient = &r })
 }
 
 // requeue moves the in-flight message id back into new/ after edit

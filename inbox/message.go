@@ -86,15 +86,17 @@ type Message struct {
 	InReplyTo string `json:"in_reply_to,omitempty"`
 	// Attempt counts the deliveries started: Claim increments it.
 	Attempt int `json:"attempt,omitempty"`
-	// Retry, set by Box.Retry, records the failed attempts of the message
-	// that may pass when it is tried again; nil when there were none.
-	Retry *Retry `json:"retry,omitempty"`
+	// Transient, set by Box.RetryLater, records the failed attempts of the
+	// message that may pass when it is tried again; nil when there were
+	// none.
+	Transient *TransientRetry `json:"transient,omitempty"`
 	// Outcome is the recorded outcome; set on messages in done/.
 	Outcome *Outcome `json:"outcome,omitempty"`
 }
 
-// Retry is why a message waits to be tried again, and when it may be.
-type Retry struct {
+// TransientRetry is why a message waits to be tried again after attempts
+// that failed in a way that may pass by itself, and when it may be.
+type TransientRetry struct {
 	// Failures counts the attempts that failed in a way that may pass by
 	// itself (at least 1).
 	Failures int `json:"failures"`
@@ -112,7 +114,7 @@ type Retry struct {
 
 // Validate reports the first way r is not a valid retry record, or nil. It
 // is a pure function.
-func (r *Retry) Validate() error {
+func (r *TransientRetry) Validate() error {
 	switch {
 	case r.Failures < 1 || r.Failures > MaxAttempt:
 		return fmt.Errorf("invalid retry failures %d", r.Failures)
@@ -233,8 +235,8 @@ func (m *Message) Validate() error {
 	if m.BodyFile != "" && m.To != team.Human {
 		return fmt.Errorf("body_file in a message to %q: only messages to %s keep their body in a file", trim(m.To), team.Human)
 	}
-	if m.Retry != nil {
-		if err := m.Retry.Validate(); err != nil {
+	if m.Transient != nil {
+		if err := m.Transient.Validate(); err != nil {
 			return err
 		}
 	}

@@ -54,7 +54,7 @@ func (a *agent) leaveNetHold() {
 type retryVerdict struct {
 	retry    bool          // try again after delay
 	delay    time.Duration // the back-off
-	record   inbox.Retry   // the message's retry record when retried
+	record   inbox.TransientRetry   // the message's retry record when retried
 	failures int           // failed attempts so far, this one included
 	final    string        // the outcome's error when not retried
 }
@@ -65,8 +65,8 @@ type retryVerdict struct {
 // failed with the last error. It is a pure function.
 func decideRetry(m inbox.Message, e protocol.TurnFinished, cause string, maxAttempts int, now time.Time, base, limit time.Duration, r float64) retryVerdict {
 	failures := 1
-	if m.Retry != nil {
-		failures = m.Retry.Failures + 1
+	if m.Transient != nil {
+		failures = m.Transient.Failures + 1
 	}
 	if failures >= maxAttempts {
 		final := e.Error
@@ -76,7 +76,7 @@ func decideRetry(m inbox.Message, e protocol.TurnFinished, cause string, maxAtte
 		return retryVerdict{failures: failures, final: final}
 	}
 	delay := backoff(failures, base, limit, r)
-	return retryVerdict{retry: true, delay: delay, failures: failures, record: inbox.Retry{
+	return retryVerdict{retry: true, delay: delay, failures: failures, record: inbox.TransientRetry{
 		Failures: failures, LastError: e.Error, NotBefore: now.Add(delay).UTC(),
 		Note: retryNote(failures+1, maxAttempts, cause, e.Error, e.Items > 0),
 	}}
@@ -86,7 +86,7 @@ func decideRetry(m inbox.Message, e protocol.TurnFinished, cause string, maxAtte
 // retry record; dispatch holds it back until the back-off ends.
 func (a *agent) retryInflight(m inbox.Message, e protocol.TurnFinished, v retryVerdict) {
 	a.inflight = nil
-	if err := a.box.Retry(m.ID, v.record); err != nil {
+	if err := a.box.RetryLater(m.ID, v.record); err != nil {
 		a.warn("retry "+m.ID, err)
 	}
 	a.log.Warn("Attempt failed, retrying", "message", m.ID, "failures", v.failures, "max_attempts", a.d.cfg.MaxAttempts,
@@ -100,10 +100,10 @@ func (a *agent) retryInflight(m inbox.Message, e protocol.TurnFinished, v retryV
 // backingOff reports whether m waits for its retry back-off, and arms the
 // agent's timer to look again when it ends.
 func (a *agent) backingOff(m inbox.Message) bool {
-	if m.Retry == nil || m.Retry.NotBefore.IsZero() {
+	if m.Transient == nil || m.Transient.NotBefore.IsZero() {
 		return false
 	}
-	wait := time.Until(m.Retry.NotBefore)
+	wait := time.Until(m.Transient.NotBefore)
 	if wait <= 0 {
 		return false
 	}

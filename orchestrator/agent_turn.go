@@ -62,8 +62,8 @@ func (a *agent) dispatch() {
 			return
 		}
 		send := protocol.SendMessage{ID: cm.ID, From: cm.From, Body: cm.Body, Attempt: cm.Attempt}
-		if cm.Retry != nil {
-			send.RetryNote = cm.Retry.Note
+		if cm.Transient != nil {
+			send.RetryNote = cm.Transient.Note
 		}
 		if err := a.p.Conn.Send(send); err != nil {
 			// The shim is going away; its exit puts the message back.

@@ -93,7 +93,7 @@ func TestDecideRetry(t *testing.T) {
 		if failures == 0 {
 			return inbox.Message{ID: "m"}
 		}
-		return inbox.Message{ID: "m", Retry: &inbox.Retry{Failures: failures}}
+		return inbox.Message{ID: "m", Transient: &inbox.TransientRetry{Failures: failures}}
 	}
 	s := time.Second
 	cases := []struct {
