@@ -52,11 +52,11 @@ func (a *agent) leaveNetHold() {
 // retryVerdict is what becomes of a message whose attempt failed in a way
 // that may pass.
 type retryVerdict struct {
-	retry    bool          // try again after delay
-	delay    time.Duration // the back-off
-	record   inbox.TransientRetry   // the message's retry record when retried
-	failures int           // failed attempts so far, this one included
-	final    string        // the outcome's error when not retried
+	retry    bool                 // try again after delay
+	delay    time.Duration        // the back-off
+	record   inbox.TransientRetry // the message's retry record when retried
+	failures int                  // failed attempts so far, this one included
+	final    string               // the outcome's error when not retried
 }
 
 // decideRetry decides for message m, whose attempt ended as e with cause

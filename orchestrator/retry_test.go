@@ -108,7 +108,7 @@ func TestDecideRetry(t *testing.T) {
 		{1, 3, 0.5, true, 15 * s, "retry 3 of 3 after a server error", ""},
 		{2, 3, 0, false, 0, "", "failed 3 of 3 attempts, the last after a server error: We’re currently experiencing high demand"},
 		{0, 1, 0, false, 0, "", "We’re currently experiencing high demand"}, // max_attempts 1: never retried, the error as is
-		{5, 3, 0, false, 0, "", "failed 6 of 3 attempts"},                       // max_attempts lowered since
+		{5, 3, 0, false, 0, "", "failed 6 of 3 attempts"},                   // max_attempts lowered since
 	}
 	for _, c := range cases {
 		v := decideRetry(msg(c.prior), e, "a server error", c.max, now, 10*s, 300*s, c.r)
