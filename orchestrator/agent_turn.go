@@ -180,7 +180,9 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	}
 	m := *a.inflight
 	if e.Failure == protocol.FailSpawn {
-		// Codex never ran: nothing to record but the parking.
+		// Codex never ran: nothing to record but the parking. A parked
+		// agent probes no network hold.
+		a.leaveNetHold()
 		a.spawnFailed(m, e)
 		a.ready = true
 		a.updateBacklog()
