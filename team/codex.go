@@ -15,6 +15,7 @@ type codexOverlay struct {
 	argsSet       bool
 	config, env   map[string]string
 	contextWindow int
+	handoffPct    int
 }
 
 // codex validates a codex section.
@@ -108,6 +109,11 @@ func (p *parser) codex(n *yaml.Node, what string) codexOverlay {
 			o.contextWindow = v
 		}
 	}
+	if e, ok := f["context_handoff_pct"]; ok {
+		if v, ok := p.integer(e.val, what+".context_handoff_pct", 1, 100); ok {
+			o.handoffPct = v
+		}
+	}
 	return o
 }
 
@@ -138,6 +144,9 @@ func (o codexOverlay) apply(base CodexSettings) CodexSettings {
 	s.Env = mergeMaps(s.Env, o.env)
 	if o.contextWindow > 0 {
 		s.ContextWindow = o.contextWindow
+	}
+	if o.handoffPct > 0 {
+		s.HandoffPct = o.handoffPct
 	}
 	return s
 }

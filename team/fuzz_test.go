@@ -61,7 +61,7 @@ func FuzzParse(f *testing.F) {
 			if !ValidName(r.Name) || r.Name == Human || r.Instances < 1 || r.Instances > MaxInstances || r.Line < 1 {
 				t.Fatalf("invalid role accepted: %+v", r)
 			}
-			if r.Codex.Bin == "" || r.Codex.Sandbox == "" || r.Codex.ApprovalPolicy == "" || r.Codex.ContextWindow < 1 {
+			if r.Codex.Bin == "" || r.Codex.Sandbox == "" || r.Codex.ApprovalPolicy == "" || r.Codex.Window() < 1 {
 				t.Fatalf("incomplete codex settings: %+v", r.Codex)
 			}
 			if got, err := cfg.ResolveRecipient(r.Name); err != nil || len(got) != r.Instances || got[0].Role != r.Name {

@@ -22,7 +22,7 @@ import (
 // Keys accepted in each section of a team file.
 var (
 	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "roles"}
-	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "args", "config", "env", "codex_home", "context_window"}
+	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
 	timeoutKeys = []string{"turn", "idle", "network_wait", "shutdown"}
 	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "codex"}
 )
@@ -36,17 +36,16 @@ var (
 
 // Defaults for keys that are absent from the file.
 const (
-	defaultQueueDepth    = 16
-	maxQueueDepth        = 1024
-	defaultBacklogLimit  = 256
-	maxBacklogLimit      = 100_000
-	defaultContextWindow = 272000
-	defaultTurn          = 60 * time.Minute
-	defaultIdle          = 10 * time.Minute
-	defaultShutdown      = 30 * time.Second
-	defaultNetworkWait   = 30 * time.Minute
-	defaultMaxAttempts   = 3
-	maxMaxAttempts       = 100
+	defaultQueueDepth   = 16
+	maxQueueDepth       = 1024
+	defaultBacklogLimit = 256
+	maxBacklogLimit     = 100_000
+	defaultTurn         = 60 * time.Minute
+	defaultIdle         = 10 * time.Minute
+	defaultShutdown     = 30 * time.Second
+	defaultNetworkWait  = 30 * time.Minute
+	defaultMaxAttempts  = 3
+	maxMaxAttempts      = 100
 )
 
 // defaultCodex returns the Codex settings used when the file sets none.
@@ -55,7 +54,6 @@ func defaultCodex() CodexSettings {
 		Bin:            "codex",
 		Sandbox:        codex.SandboxWorkspaceWrite,
 		ApprovalPolicy: codex.ApprovalNever,
-		ContextWindow:  defaultContextWindow,
 	}
 }
 

@@ -256,7 +256,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 	want := &Config{
 		Name:         "t",
-		Codex:        CodexSettings{Bin: "codex", Sandbox: "workspace-write", ApprovalPolicy: "never", ContextWindow: 272000},
+		Codex:        CodexSettings{Bin: "codex", Sandbox: "workspace-write", ApprovalPolicy: "never"},
 		Timeouts:     Timeouts{Turn: 60 * time.Minute, Idle: 10 * time.Minute, NetworkWait: 30 * time.Minute, Shutdown: 30 * time.Second},
 		QueueDepth:   16,
 		BacklogLimit: 256,

@@ -110,9 +110,14 @@ type CodexSettings struct {
 	// CodexHome is the CODEX_HOME for the worker as an absolute path, or
 	// empty to inherit the environment's.
 	CodexHome string
-	// ContextWindow is the model's context window in tokens (≥ 1), used to
-	// report context usage as a percentage.
+	// ContextWindow is the model's context window in tokens as set by
+	// context_window, 0 when unset (then Window gives the model's known
+	// window). It turns context usage into a percentage.
 	ContextWindow int
+	// HandoffPct is context_handoff_pct (1–100), 0 when unset (then
+	// Handoff gives DefaultHandoffPct): a turn that used this share of the
+	// window makes the agent hand off to a fresh thread when it is next idle.
+	HandoffPct int
 }
 
 // Timeouts are the team's time limits.
