@@ -89,6 +89,10 @@ type SendMessage struct {
 	// prompt header tells the agent this instead of calling the earlier
 	// delivery cut off.
 	RetryNote string `json:"retry_note,omitempty"`
+	// Handoff, when set, is the summary that opens a fresh thread after the
+	// agent's previous one was archived (its context window was full): the
+	// prompt carries it, marked as a handoff, before the message.
+	Handoff string `json:"handoff,omitempty"`
 }
 
 // Interrupt stops the turn in flight; its message finishes as interrupted.

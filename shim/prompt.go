@@ -5,16 +5,39 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 )
 
 // HumanSender is the sender name of messages typed by a person.
 const HumanSender = "human"
 
-// FormatPrompt renders what codex reads on stdin for one message: a short
-// header naming the sender and how to answer, then the body verbatim.
+// The lines around a handoff in a prompt.
+const (
+	handoffOpen  = "--- batty handoff: this is a fresh thread; your previous thread was archived because its context window was full. What batty kept of it follows; the message to work on comes after it ---\n"
+	handoffClose = "--- end of handoff ---\n\n"
+)
+
+// FormatPrompt renders what codex reads on stdin for one message: a
+// handoff first when the message opens a fresh thread after a handoff
+// (marked as such), then a short header naming the sender and how to
+// answer, then the body verbatim.
 func FormatPrompt(m protocol.SendMessage) string {
 	var b strings.Builder
+	if m.Handoff != "" {
+		// The handoff gives way to the body: clipped so that the prompt
+		// stays within what codex takes for one turn.
+		budget := codex.MaxInputChars - promptHeaderMax - utf8.RuneCountInString(m.Body) - len(handoffOpen) - len(handoffClose) - 1
+		if budget > 0 {
+			h := protocol.Clip(m.Handoff, budget)
+			b.WriteString(handoffOpen)
+			b.WriteString(h)
+			if !strings.HasSuffix(h, "\n") {
+				b.WriteString("\n")
+			}
+			b.WriteString(handoffClose)
+		}
+	}
 	from := m.From
 	if from == "" {
 		from = HumanSender
