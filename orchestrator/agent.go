@@ -64,6 +64,8 @@ type agent struct {
 	health    *health
 	parked    *preflight.Problem // why the agent takes no message, nil when it does
 	account   string             // netAccount: the effective CODEX_HOME
+	carried   bool               // the message in flight opens a fresh thread with a handoff
+	freshTurn bool               // the message in flight was sent without a thread to resume
 }
 
 // agentSnap is what status shows of an agent.
@@ -279,7 +281,7 @@ func (a *agent) shimConfig() shim.Config {
 		Instructions: a.def.Instructions, ThreadID: a.st.ThreadID, Transcript: a.d.layout.Transcript(a.def.Name),
 		TranscriptRoot: a.d.layout.Root(), ReplyDir: a.replyDir,
 		QueueDepth: a.d.cfg.QueueDepth, TurnTimeout: t.Turn, IdleTimeout: t.Idle, NetworkWait: t.NetworkWait,
-		ContextWindow: int64(c.ContextWindow),
+		ContextWindow: int64(c.Window()), PressurePct: float64(c.Handoff()),
 	}
 }
 
@@ -408,6 +410,8 @@ func (a *agent) reset(reason string) error {
 	}
 	old := a.st.ThreadID
 	a.st.archive(reason, time.Now().UTC())
+	// A thread reset by hand starts clean: no handoff.
+	a.st.Handoff, a.st.ContextRetry = nil, nil
 	if a.st.LastError != "" && strings.Contains(a.st.LastError, "crashes within") {
 		a.st.LastError = ""
 		a.crashes = nil

@@ -11,10 +11,6 @@ import (
 	"github.com/battyhq/batty/team"
 )
 
-// maxContextRetries bounds how often one message is retried on a fresh
-// thread after the context window ran out.
-const maxContextRetries = 3
-
 // dispatch hands the oldest pending message to the shim when the agent is
 // free and the gate is open. One message is in flight at a time: the
 // durable inbox is the queue, so a crash loses nothing that waits.
@@ -61,11 +57,7 @@ func (a *agent) dispatch() {
 			a.warn("claim "+m.ID, err)
 			return
 		}
-		send := protocol.SendMessage{ID: cm.ID, From: cm.From, Body: cm.Body, Attempt: cm.Attempt}
-		if cm.Transient != nil {
-			send.RetryNote = cm.Transient.Note
-		}
-		if err := a.p.Conn.Send(send); err != nil {
+		if err := a.p.Conn.Send(a.outgoing(cm)); err != nil {
 			// The shim is going away; its exit puts the message back.
 			a.log.Warn("Sending to the shim failed", "message", cm.ID, "error", err)
 		}
@@ -135,7 +127,9 @@ func (a *agent) handle(m protocol.Message) {
 			Data: map[string]any{"fix": fix}})
 		a.d.pause(PauseAuth, fmt.Sprintf("codex needs a login (reported by %s): %s — %s", a.def.Name, e.Message, fix), time.Time{})
 	case protocol.ContextExhausted:
-		a.d.events.Append(Event{Type: EvContextExhaust, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
+		// Acted on with the turn's end (turnFinished): retried, handed off
+		// or failed with one alert.
+		a.log.Info("Context window exhausted", "message", e.MessageID, "thread", e.ThreadID)
 	case protocol.ContextPressure:
 		a.st.ContextPct = e.Pct
 	case protocol.Pong:
@@ -205,11 +199,10 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		requeue = "interrupted: " + e.Error
 	case e.Failure == protocol.FailQuota, e.Failure == protocol.FailAuth:
 		requeue = string(e.Failure) + ": waits for the pause to end"
-	case e.Failure == protocol.FailContextWindow && m.Attempt < maxContextRetries:
-		// The thread is full: archive it and run the message on a fresh one.
-		a.st.archive("context window exhausted", time.Now().UTC())
-		a.p.Conn.Send(protocol.ResetThread{Reason: "context window exhausted"})
-		requeue = "context window exhausted: retried on a fresh thread"
+	case e.Failure == protocol.FailContextWindow:
+		// Retried on the same thread, then on a fresh one with a
+		// handoff; "" when it does not fit even there.
+		requeue = a.contextFailed(m, e)
 	}
 	if e.Status != protocol.TurnCompleted && e.Error != "" {
 		a.st.TurnsFailed++
@@ -236,9 +229,11 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	switch {
 	case requeue != "":
 		a.requeueInflight(requeue)
+		a.afterTurn(m, e, "", true)
 	case verdict.retry:
 		a.retryInflight(m, e, verdict)
 		requeue = verdict.record.Note
+		a.afterTurn(m, e, "", true)
 	default:
 		errText := e.Error
 		if cause != "" {
@@ -262,6 +257,10 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		if recorded && e.Status == protocol.TurnCompleted {
 			a.st.TurnsCompleted++
 		}
+		if recorded && e.Failure == protocol.FailContextWindow {
+			a.contextGaveUp(m, e)
+		}
+		a.afterTurn(m, e, reply, false)
 		a.inflight = nil
 		if e.Status == protocol.TurnCompleted && m.From == team.Human && reply != "" {
 			a.replyToHuman(m, reply)

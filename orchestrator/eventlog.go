@@ -46,9 +46,11 @@ const (
 	EvReply          = "reply" // a reply landed in the human's inbox
 	EvPaused         = "dispatch_paused"
 	EvResumed        = "dispatch_resumed"
-	EvQuotaBlocked   = "quota_blocked" // alert
-	EvAuthRequired   = "auth_required" // alert
-	EvContextExhaust = "context_exhausted"
+	EvQuotaBlocked   = "quota_blocked"     // alert
+	EvAuthRequired   = "auth_required"     // alert
+	EvContextExhaust = "context_exhausted" // alert: a message does not fit even a fresh thread; recorded as failed
+	EvContextRetry   = "context_retry"     // a turn ran out of context window; its message is retried
+	EvHandoff        = "context_handoff"   // the thread was archived; the next message opens a fresh one with a handoff
 	EvThreadReset    = "thread_reset"
 	EvWedged         = "shim_wedged"    // alert: no pong
 	EvAgentParked    = "agent_parked"   // alert: its codex cannot run; its messages wait

@@ -49,6 +49,7 @@ type project struct {
 	cfg     *team.Config
 	layout  Layout
 	fakeLog string
+	prompts string // every prompt the fake codex read (FAKE_CODEX_PROMPTS)
 	mark    string
 }
 
@@ -67,7 +68,7 @@ func newProjectWith(t testing.TB, top, roles string) *project {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &project{t: t, dir: dir, fakeLog: filepath.Join(dir, "fake.log"), mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
+	p := &project{t: t, dir: dir, fakeLog: filepath.Join(dir, "fake.log"), prompts: filepath.Join(dir, "prompts.log"), mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
 	state := filepath.Join(dir, "fakestate")
 	os.MkdirAll(state, 0o700)
 	yaml := fmt.Sprintf(`name: test
@@ -78,8 +79,9 @@ codex:
     CODEX_API_KEY: fake-key-no-login-needed
     FAKE_CODEX_STATE: %s
     FAKE_CODEX_LOG: %s
+    FAKE_CODEX_PROMPTS: %s
 %sroles:
-%s`, self, state, p.fakeLog, top, roles)
+%s`, self, state, p.fakeLog, p.prompts, top, roles)
 	path := filepath.Join(dir, "team.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

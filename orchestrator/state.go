@@ -34,7 +34,15 @@ type AgentState struct {
 	ContextPct      float64          `json:"context_pct"`
 	LastError       string           `json:"last_error,omitempty"`
 	LastErrorAt     time.Time        `json:"last_error_at,omitzero"`
-	UpdatedAt       time.Time        `json:"updated_at"`
+	// Recent are the agent's last completed turns, clipped, for a handoff.
+	Recent []RecentTurn `json:"recent,omitempty"`
+	// Handoff is the handoff owed to the agent's next fresh thread, nil
+	// when none is owed.
+	Handoff *PendingHandoff `json:"handoff,omitempty"`
+	// ContextRetry follows the message whose turn last ran out of context
+	// window, nil when none is being retried.
+	ContextRetry *ContextRetry `json:"context_retry,omitempty"`
+	UpdatedAt    time.Time     `json:"updated_at"`
 }
 
 // archive moves the current thread into ArchivedThreads.

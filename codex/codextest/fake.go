@@ -39,14 +39,20 @@ import (
 // command running MS milliseconds), flaky:N, flakydrop:N, flakynet:N and
 // flakyhang:N (the first N runs of the same body fail with a server error,
 // a dropped stream, a network wait or silence, then it replies),
-// quota[:UNIX] (reset time given: UNIX seconds, default an hour from now), quotaonce (no reset time) — both succeed when redelivered, context, auth, servererror, newthread, detach:PIDFILE,
+// quota[:UNIX] (reset time given: UNIX seconds, default an hour from now), quotaonce (no reset time) — both succeed when redelivered,
+// context (always out of context window), contextonce (out of context window
+// unless batty says it retries after that), contextsame (out of context
+// window unless the prompt opens with a batty handoff), auth, servererror, newthread, detach:PIDFILE,
 // detachbare:PIDFILE (detach with an empty environment), detachdone:PIDFILE
 // (detaches, then completes the turn), exec,
 // garbage, env:VAR (replies with the variable's value), spawnfail, and
 // stamp:FILE (appends the start time in Unix nanoseconds to FILE, then
 // replies like text). A prompt over 1,048,576 characters is refused the
 // way codex refuses it, whatever the scenario. With $FAKE_CODEX_LOG set, every invocation appends a
-// line "<unix ns> <resumed thread|new> <first prompt line>" to that file.
+// line "<unix ns> <resumed thread|new> <first prompt line>" (after a batty
+// handoff, the message's header line) to that file; with
+// $FAKE_CODEX_PROMPTS set, it appends "=== <resumed thread|new>", a line
+// break and the whole prompt.
 //
 // Outside exec it answers `--version` ("codex-cli 0.169.0") and `login
 // status` (logged in, exit 0, when $CODEX_HOME/auth.json exists; else "Not
@@ -114,12 +120,28 @@ func FakeMain(args []string) int {
 		f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 		if err == nil {
 			first, _, _ := strings.Cut(prompt, "\n")
+			if i := strings.Index(prompt, "\n--- batty message "); i >= 0 && strings.HasPrefix(prompt, "--- batty handoff") {
+				// A handoff comes first: log the message's own header.
+				first, _, _ = strings.Cut(prompt[i+1:], "\n")
+			}
 			fmt.Fprintf(f, "%d %s %s\n", start.UnixNano(), or(resume, "new"), first)
 			f.Close()
 		}
 	}
+	if dump := os.Getenv("FAKE_CODEX_PROMPTS"); dump != "" {
+		f, err := os.OpenFile(dump, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			fmt.Fprintf(f, "=== %s\n%s", or(resume, "new"), prompt)
+			f.Close()
+		}
+	}
 	scenario, arg := "text", ""
-	if m := scenarioRE.FindStringSubmatch(prompt); m != nil {
+	// A handoff quotes earlier messages: the scenario is the message's own.
+	scan := prompt
+	if i := strings.Index(prompt, "--- end of handoff ---"); i >= 0 {
+		scan = prompt[i:]
+	}
+	if m := scenarioRE.FindStringSubmatch(scan); m != nil {
 		scenario, arg = m[1], m[2]
 	}
 	state := os.Getenv("FAKE_CODEX_STATE")
@@ -270,6 +292,14 @@ func FakeMain(args []string) int {
 			return complete("AFTER_QUOTA", 1000, 10)
 		}
 		return fail("You’ve hit your usage limit. Try again later.")
+	case "contextonce", "contextsame":
+		// Fine once batty retries after the context failure (contextonce)
+		// or hands off to a fresh thread (contextsame).
+		if scenario == "contextonce" && strings.Contains(prompt, "ran out of context window") ||
+			scenario == "contextsame" && strings.HasPrefix(prompt, "--- batty handoff") {
+			return complete("AFTER_CONTEXT", 1000, 10)
+		}
+		fallthrough
 	case "context":
 		// Like codex: the window is marked full and the thread's running
 		// total starts again from zero.
