@@ -1,0 +1,111 @@
+package orchestrator
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/team"
+)
+
+// newRealProject is a one-agent team ("solo") whose worker is the real
+// Codex CLI talking to srv.
+func newRealProject(t *testing.T, srv *codextest.Server) *project {
+	t.Helper()
+	bin := codextest.CodexNative(t)
+	home := srv.WriteHome(t)
+	dir := t.TempDir()
+	p := &project{t: t, dir: dir, mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
+	yaml := fmt.Sprintf("name: real\ncodex:\n  bin: %s\n  codex_home: %s\n  sandbox: danger-full-access\ntimeouts:\n  shutdown: 5s\nroles:\n  - name: solo\n", bin, home)
+	path := filepath.Join(dir, "team.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if p.cfg, err = team.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	p.layout, _ = LayoutFor(path)
+	return p
+}
+
+// End to end with the real Codex CLI: a message the model answers with
+// context_length_exceeded every time is retried once on its thread (which
+// codex compacts first), then once on a fresh thread that opens with a
+// handoff, and then fails: one outcome, one alert. The agent completes the
+// next message on a fresh thread that opens with a handoff saying what
+// happened.
+func TestE2EMessageOverflowingContextWindow(t *testing.T) {
+	srv := codextest.NewServer(t)
+	p := newRealProject(t, srv)
+	r := p.start(nil)
+
+	first := p.send("solo", "human", "first task [[mock:reply FIRST-DONE]]")
+	if st := r.finished(t, first); st != "completed" {
+		t.Fatalf("first message: %s", st)
+	}
+	thread := r.d.status().Agents[0].ThreadID
+	before := len(srv.Requests())
+
+	big := p.send("solo", "human", "enormous material [[mock:context]]")
+	if st := r.finished(t, big); st != "failed" {
+		t.Fatalf("overflowing message: %s; want failed", st)
+	}
+	done, _, _ := p.box("solo").Get(big)
+	if done.Outcome == nil || done.Outcome.Failure != "context_window" || done.Attempt != 3 {
+		t.Fatalf("outcome %+v after %d attempts; want context_window after 3", done.Outcome, done.Attempt)
+	}
+	next := p.send("solo", "human", "small task [[mock:reply NEXT-DONE]]")
+	if st := r.finished(t, next); st != "completed" {
+		t.Fatalf("next message: %s; want completed", st)
+	}
+	if n := r.count(EvContextExhaust, ""); n != 1 {
+		t.Fatalf("%d context alerts; want 1", n)
+	}
+	if n := r.count(EvContextRetry, big); n != 2 {
+		t.Fatalf("%d context retries; want 2 (same thread, fresh thread)", n)
+	}
+
+	// What the model received, request by request.
+	var turns, compactions []codextest.Request
+	for _, q := range srv.Requests()[before:] {
+		if q.Kind == "compaction" {
+			compactions = append(compactions, q)
+		} else {
+			turns = append(turns, q)
+		}
+	}
+	if len(compactions) != 1 || compactions[0].ThreadID != thread {
+		t.Errorf("%d compaction requests; want one, on %s (codex compacts the thread the retry resumes)", len(compactions), thread)
+	}
+	if len(turns) != 4 {
+		for _, q := range srv.Requests()[before:] {
+			t.Logf("request %d kind %s thread %s: %.200q", q.Seq, q.Kind, q.ThreadID, q.LastUserText())
+		}
+		t.Fatalf("%d turn requests after the first message; want 4 (overflow ×3, next)", len(turns))
+	}
+	if turns[0].ThreadID != thread || turns[1].ThreadID != thread {
+		t.Fatalf("first two attempts on threads %s, %s; want both on %s", turns[0].ThreadID, turns[1].ThreadID, thread)
+	}
+	if !strings.Contains(turns[1].LastUserText(), "(retried, attempt 2: the earlier attempt ran out of context window") {
+		t.Fatalf("same-thread retry header: %.300q", turns[1].LastUserText())
+	}
+	fresh := turns[2]
+	if fresh.ThreadID == thread || !strings.HasPrefix(fresh.LastUserText(), "--- batty handoff") ||
+		!strings.Contains(fresh.LastUserText(), "You replied: FIRST-DONE") ||
+		!strings.Contains(fresh.LastUserText(), "(retried on a fresh thread, attempt 3") {
+		t.Fatalf("fresh-thread attempt on %s: %q", fresh.ThreadID, fresh.LastUserText())
+	}
+	last := turns[3]
+	if last.ThreadID == thread || last.ThreadID == fresh.ThreadID || !strings.HasPrefix(last.LastUserText(), "--- batty handoff") ||
+		!strings.Contains(last.LastUserText(), "message "+big+" from human was too large for the context window") {
+		t.Fatalf("next message on %s: %q", last.ThreadID, last.LastUserText())
+	}
+	if got := r.d.status().Agents[0].ThreadID; got != last.ThreadID {
+		t.Fatalf("agent on thread %s; want %s", got, last.ThreadID)
+	}
+}
