@@ -131,7 +131,10 @@ func (a *agent) handle(m protocol.Message) {
 		// or failed with one alert.
 		a.log.Info("Context window exhausted", "message", e.MessageID, "thread", e.ThreadID)
 	case protocol.ContextPressure:
-		a.st.ContextPct = e.Pct
+		if e.ThreadID == a.st.ThreadID {
+			// Not for a thread handed off already (afterTurn).
+			a.st.ContextPct = e.Pct
+		}
 	case protocol.Pong:
 		if e.Nonce == a.nonce {
 			a.pongDue = nil
