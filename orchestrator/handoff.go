@@ -139,9 +139,15 @@ func (a *agent) outgoing(m inbox.Message) protocol.SendMessage {
 		s.RetryNote = fmt.Sprintf("retried, attempt %d: the earlier attempt ran out of context window; the thread's history has been compacted since, so check what is already done before repeating work", m.Attempt)
 	}
 	a.carried, a.freshTurn = false, a.st.ThreadID == ""
-	if h := a.st.Handoff; h != nil && a.st.ThreadID == "" {
+	switch h := a.st.Handoff; {
+	case h != nil && a.st.ThreadID == "":
 		s.Handoff = handoffText(handoffInput{Agent: a.def.Name, Role: a.def.Role, Team: a.d.cfg.Name, Pending: *h, Recent: a.st.Recent})
 		a.carried = true
+	case h != nil:
+		// Only a message carrying the handoff starts a thread after one is
+		// owed: this thread holds it (its turn ended without a
+		// turn_finished, the shim having died).
+		a.st.Handoff = nil
 	}
 	return s
 }
