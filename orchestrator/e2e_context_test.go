@@ -1,37 +1,11 @@
 package orchestrator
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
-	"github.com/battyhq/batty/team"
 )
-
-// newRealProject is a one-agent team ("solo") whose worker is the real
-// Codex CLI talking to srv.
-func newRealProject(t *testing.T, srv *codextest.Server) *project {
-	t.Helper()
-	bin := codextest.CodexNative(t)
-	home := srv.WriteHome(t)
-	dir := t.TempDir()
-	p := &project{t: t, dir: dir, mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
-	yaml := fmt.Sprintf("name: real\ncodex:\n  bin: %s\n  codex_home: %s\n  sandbox: danger-full-access\ntimeouts:\n  shutdown: 5s\nroles:\n  - name: solo\n", bin, home)
-	path := filepath.Join(dir, "team.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	if p.cfg, err = team.Load(path); err != nil {
-		t.Fatal(err)
-	}
-	p.layout, _ = LayoutFor(path)
-	return p
-}
 
 // End to end with the real Codex CLI: a message the model answers with
 // context_length_exceeded every time is retried once on its thread (which
@@ -41,7 +15,7 @@ func newRealProject(t *testing.T, srv *codextest.Server) *project {
 // happened.
 func TestE2EMessageOverflowingContextWindow(t *testing.T) {
 	srv := codextest.NewServer(t)
-	p := newRealProject(t, srv)
+	p := newRealProject(t, srv.WriteHome(t), "timeouts:\n  shutdown: 5s\n", "  - name: solo\n")
 	r := p.start(nil)
 
 	first := p.send("solo", "human", "first task [[mock:reply FIRST-DONE]]")
