@@ -269,7 +269,9 @@ func daemonMain(teamFile string) int {
 	l, _ := LayoutFor(teamFile)
 	self, _ := os.Executable()
 	env := append(os.Environ(), "BATTY_TEST_ROLE=shim")
-	d, err := New(cfg, l, Options{ShimCommand: []string{self}, ShimEnv: env, Subreaper: true, NoCgroup: os.Getenv("BATTY_TEST_NOCGROUP") != ""})
+	opts := Options{ShimCommand: []string{self}, ShimEnv: env, Subreaper: true, NoCgroup: os.Getenv("BATTY_TEST_NOCGROUP") != ""}
+	chaosOptions(&opts)
+	d, err := New(cfg, l, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
