@@ -106,8 +106,12 @@ func openEventLog(l Layout, onError func(error)) (*eventLog, error) {
 	return el, nil
 }
 
+// open opens (or creates) the log for appending. A log whose last line
+// was cut short (power lost mid-append, a hand edit) gets a newline first,
+// so the next event starts a line of its own instead of being glued to
+// the cut one and lost with it.
 func (l *eventLog) open() error {
-	f, err := l.dir.OpenFile(l.name, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := l.dir.OpenFile(l.name, os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("open event log %s: %w", l.path, err)
 	}
@@ -116,7 +120,22 @@ func (l *eventLog) open() error {
 		f.Close()
 		return fmt.Errorf("stat event log %s: %w", l.path, err)
 	}
-	l.f, l.size = f, st.Size()
+	size := st.Size()
+	if size > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, size-1); err != nil {
+			f.Close()
+			return fmt.Errorf("read the end of event log %s: %w", l.path, err)
+		}
+		if last[0] != '\n' {
+			if _, err := f.Write([]byte{'\n'}); err != nil {
+				f.Close()
+				return fmt.Errorf("end the cut last line of event log %s: %w", l.path, err)
+			}
+			size++
+		}
+	}
+	l.f, l.size = f, size
 	return nil
 }
 

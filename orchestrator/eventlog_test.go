@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -59,5 +60,37 @@ func TestEventLogRotatesBySizeAndLosesNothing(t *testing.T) {
 		if !seen[strconv.Itoa(i)] {
 			t.Fatalf("event %d lost", i)
 		}
+	}
+}
+
+// A log whose last line was cut short (the machine lost power mid-append,
+// or a hand edit) must not swallow the next event: it starts on a line of
+// its own, and only the cut line stays unreadable.
+func TestEventLogStartsAfterACutLine(t *testing.T) {
+	lay := Layout{Dir: filepath.Join(t.TempDir(), DirName)}
+	if err := lay.MkdirAll(); err != nil {
+		t.Fatal(err)
+	}
+	cut := `{"time":"2026-01-02T03:04:05Z","type":"turn_fin`
+	if err := os.WriteFile(lay.EventsLog(), []byte(`{"type":"warning","detail":"whole"}`+"\n"+cut), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := openEventLog(lay, func(err error) { t.Errorf("event log: %v", err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Append(Event{Type: EvWarning, Detail: "after the cut"})
+	l.Close()
+	b, err := os.ReadFile(lay.EventsLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 3 || lines[1] != cut {
+		t.Fatalf("log lines %q, want the whole line, the cut line, the new event", lines)
+	}
+	var e Event
+	if err := json.Unmarshal([]byte(lines[2]), &e); err != nil || e.Detail != "after the cut" {
+		t.Fatalf("last line %q: %+v, %v", lines[2], e, err)
 	}
 }
