@@ -96,11 +96,14 @@ func TestChaos(t *testing.T) {
 	p := newProject(t, chaosTeam)
 	agents := p.cfg.Agents()
 	roles := []string{"@eng", "@qa"}
+	// Messages alternate in blocks of 10: to instances, then to the role
+	// queues (a daemon kill comes right after a block to the queues).
+	const burst, window = 10, 80 // messages per burst, most outstanding at once
 	boxFor := func(i int) string {
-		if i%2 == 0 {
-			return roles[(i/2)%len(roles)]
+		if i/burst%2 == 1 {
+			return roles[i%len(roles)]
 		}
-		return agents[(i/2)%len(agents)].Name
+		return agents[i%len(agents)].Name
 	}
 	store, err := inbox.Open(p.layout.Inboxes())
 	if err != nil {
@@ -124,7 +127,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 
-	f := chaosFigures{messages: n, preQueued: n / 5}
+	f := chaosFigures{messages: n, preQueued: n / 5 / burst * burst}
 	send(f.preQueued)
 
 	var (
@@ -193,20 +196,29 @@ func TestChaos(t *testing.T) {
 		lo, hi := n*k/(kills+1), n*(k+1)/(kills+1)
 		killAt[k] = lo + rng.IntN(max(hi-lo, 1))
 	}
-	const burst, window = 10, 80 // messages per burst, most outstanding at once
-	deadline := time.Now().Add(90*time.Second + time.Duration(n)*300*time.Millisecond)
+	// The run ends when every message has an outcome, or when none was
+	// recorded for stallLimit: then the missing ones are reported below.
+	const stallLimit = 30 * time.Second
+	lastDone, lastProgress := -1, time.Now()
 	for {
 		done := countDone(t, p)
 		if done >= n {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d messages have an outcome after %s", done, n, time.Since(start))
+		if done != lastDone {
+			lastDone, lastProgress = done, time.Now()
+		}
+		if time.Since(lastProgress) > stallLimit {
+			t.Errorf("only %d of %d messages have an outcome, none new for %s", done, n, stallLimit)
+			break
 		}
 		if f.daemonKills < kills && done >= killAt[f.daemonKills] {
+			if len(ids)/burst%2 == 1 {
+				send(burst) // to the queues: the kill follows the next such block
+			}
 			before := waitingInRoleQueues(t, p, roles)
 			send(2 * burst)
-			time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond) // a random moment within the routing
+			time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond) // a random moment within the routing
 			childMu.Lock()
 			child.Process.Signal(syscall.SIGKILL)
 			child.Wait()
@@ -244,15 +256,18 @@ func TestChaos(t *testing.T) {
 	outcomes, statuses := chaosOutcomes(t, store)
 	f.statuses = map[string]int{}
 	for _, id := range ids {
-		switch c := outcomes[id]; {
+		c := outcomes[id]
+		switch {
 		case c == 0:
 			f.lost++
-			t.Errorf("message %s has no outcome", id)
+			t.Errorf("message %s has no outcome; it is in %s", id, whereIs(store, id))
 		case c > 1:
 			f.duplicates += c - 1
 			t.Errorf("message %s has %d outcomes", id, c)
 		}
-		f.statuses[statuses[id]]++
+		if c > 0 {
+			f.statuses[statuses[id]]++
+		}
 	}
 	runs := executions(t, p.fakeLog)
 	for _, id := range ids {
@@ -284,6 +299,25 @@ func childrenOf(pid int) []int {
 		}
 	}
 	return out
+}
+
+// whereIs names the boxes and directories that hold message id.
+func whereIs(store *inbox.Store, id string) string {
+	names, _ := store.Boxes()
+	var at []string
+	for _, name := range names {
+		b, err := store.Box(name)
+		if err != nil {
+			continue
+		}
+		if _, where, err := b.Get(id); err == nil {
+			at = append(at, name+"/"+where)
+		}
+	}
+	if len(at) == 0 {
+		return "no box"
+	}
+	return strings.Join(at, ", ")
 }
 
 // countDone counts the outcome files in every box's done/.
