@@ -42,18 +42,22 @@ func newStartCmd() *cobra.Command {
 	var teamFile string
 	var foreground, noTmux bool
 	cmd := &cobra.Command{
-		Use:   "start [-f team.yaml] [--foreground]",
+		Use:   "start [-f team.yaml] [--foreground] [--no-tmux]",
 		Short: "Start the team's daemon (in the background unless --foreground)",
 		Long: `start validates the team file, then runs the daemon — in the background, returning
 once it accepts messages, or in the foreground with --foreground. One daemon runs
 per project; its state, inboxes and logs live in .batty/ next to the team file.
-The team file defaults to ./team.yaml, else ./.batty/team.yaml.`,
+The team file defaults to ./team.yaml, else ./.batty/team.yaml.
+
+Unless --no-tmux, it also opens the cockpit: a detached tmux session on the
+project's private tmux server, with the orchestrator's feed and one pane per
+agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
 		Example: `  batty start
   batty start --team ~/src/demo/team.yaml
-  batty start --foreground`,
+  batty start --foreground
+  batty start --no-tmux`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_ = noTmux // every start is headless until the tmux cockpit exists
 			p, cfg, err := loadProject(teamFile)
 			if err != nil {
 				return err
@@ -61,11 +65,29 @@ The team file defaults to ./team.yaml, else ./.batty/team.yaml.`,
 			if running, pid := orchestrator.Running(p.Layout); running {
 				return fmt.Errorf("batty is already running for this project (pid %d, socket %s); `batty stop` stops it", pid, p.Layout.Socket())
 			}
-			if foreground {
-				return runDaemon(cmd.Context(), p, cfg, nil, true)
+			if !noTmux {
+				// Before the daemon: its tmux server must not be a child
+				// of the daemon's subreaper.
+				if _, err := createCockpit(cmd.Context(), p, cfg); err != nil {
+					return err
+				}
 			}
-			if err := startBackground(cmd.OutOrStdout(), p, cfg); err != nil {
+			if foreground {
+				if !noTmux {
+					announceCockpit(cmd.ErrOrStderr(), p, cfg)
+				}
+				return runDaemon(cmd.Context(), p, cfg, nil, true, !noTmux)
+			}
+			if err := startBackground(cmd.OutOrStdout(), p, cfg, !noTmux); err != nil {
+				if !noTmux {
+					if kerr := stopCockpit(p); kerr != nil {
+						err = errors.Join(err, kerr)
+					}
+				}
 				return err
+			}
+			if !noTmux {
+				announceCockpit(cmd.OutOrStdout(), p, cfg)
 			}
 			warnParked(cmd.ErrOrStderr(), p.Layout)
 			return nil
@@ -73,7 +95,7 @@ The team file defaults to ./team.yaml, else ./.batty/team.yaml.`,
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().BoolVar(&foreground, "foreground", false, "run the daemon in this process until Ctrl-C")
-	cmd.Flags().BoolVar(&noTmux, "no-tmux", false, "run without the tmux cockpit (the default for now)")
+	cmd.Flags().BoolVar(&noTmux, "no-tmux", false, "run without the tmux cockpit (watch agents with batty logs -f)")
 	return cmd
 }
 
@@ -86,7 +108,7 @@ func openDaemonLog(l orchestrator.Layout) (*os.File, error) {
 
 // startBackground runs `batty daemon` detached and waits until it reports
 // that it accepts messages (over a pipe, no polling), or fails.
-func startBackground(out io.Writer, p orchestrator.Project, cfg *team.Config) error {
+func startBackground(out io.Writer, p orchestrator.Project, cfg *team.Config, withCockpit bool) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the batty binary: %w", err)
@@ -102,6 +124,9 @@ func startBackground(out io.Writer, p orchestrator.Project, cfg *team.Config) er
 	}
 	defer pr.Close()
 	cmd := exec.Command(exe, "daemon", "-f", p.TeamFile, "--ready-fd", "3")
+	if withCockpit {
+		cmd.Args = append(cmd.Args, "--cockpit")
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{pw}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -137,6 +162,7 @@ func startBackground(out io.Writer, p orchestrator.Project, cfg *team.Config) er
 func newDaemonCmd() *cobra.Command {
 	var teamFile string
 	var readyFD int
+	var withCockpit bool
 	cmd := &cobra.Command{
 		Use:    "daemon -f team.yaml",
 		Short:  "Run the daemon (started by batty start)",
@@ -154,16 +180,19 @@ func newDaemonCmd() *cobra.Command {
 				}
 				return err
 			}
-			return runDaemon(cmd.Context(), p, cfg, ready, false)
+			return runDaemon(cmd.Context(), p, cfg, ready, false, withCockpit)
 		},
 	}
+	cmd.Flags().BoolVar(&withCockpit, "cockpit", false, "keep the cockpit's pane titles up to date (the session exists already)")
 	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file")
 	cmd.Flags().IntVar(&readyFD, "ready-fd", 0, "write ok (or error: ...) to this fd once ready")
 	return cmd
 }
 
 // runDaemon runs the daemon in this process until a signal or `batty stop`.
-func runDaemon(ctx context.Context, p orchestrator.Project, cfg *team.Config, ready *os.File, foreground bool) error {
+// With withCockpit it keeps the cockpit's titles up to date and kills its
+// tmux server when the daemon stops.
+func runDaemon(ctx context.Context, p orchestrator.Project, cfg *team.Config, ready *os.File, foreground, withCockpit bool) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -188,12 +217,36 @@ func runDaemon(ctx context.Context, p orchestrator.Project, cfg *team.Config, re
 		}
 		return err
 	}
-	d, err := orchestrator.New(cfg, p.Layout, orchestrator.Options{Logger: log, ShimLog: logf, Subreaper: true})
+	opts := orchestrator.Options{Logger: log, ShimLog: logf, Subreaper: true}
+	var dc *daemonCockpit
+	if withCockpit {
+		if dc, err = newDaemonCockpit(p, cfg, log); err != nil {
+			return fail(err)
+		}
+		opts.OnEvent = dc.onEvent
+	}
+	d, err := orchestrator.New(cfg, p.Layout, opts)
 	if err != nil {
+		if dc != nil {
+			dc.close()
+		}
 		return fail(err)
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if dc != nil {
+		dc.d = d
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); dc.run(cctx) }()
+		defer func() {
+			cancel()
+			<-done
+			if err := dc.close(); err != nil {
+				log.Warn("Closing the cockpit failed", "error", err)
+			}
+		}()
+	}
 	signal.Ignore(syscall.SIGHUP)
 	go func() {
 		select {
@@ -237,6 +290,9 @@ Interrupted messages are delivered again at the next start.`,
 			announceStop(cmd.ErrOrStderr(), p.Layout, timeout)
 			pid, err := orchestrator.Stop(p.Layout, timeout, 30*time.Second)
 			if errors.Is(err, orchestrator.ErrNotRunning) && pid == 0 {
+				if err := stopCockpit(p); err != nil {
+					return err
+				}
 				fmt.Fprintln(cmd.OutOrStdout(), "batty: not running")
 				// A team killed with its daemon (kill -9) may have left
 				// processes running: they go now.
@@ -250,6 +306,9 @@ Interrupted messages are delivered again at the next start.`,
 				return nil
 			}
 			if err != nil {
+				return err
+			}
+			if err := stopCockpit(p); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "batty: stopped (pid %d)\n", pid)

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/battyhq/batty/cockpit"
+	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/team"
+)
+
+// cockpitWait bounds each tmux call the CLI makes for the cockpit.
+const cockpitWait = 30 * time.Second
+
+// projectDir returns the directory that holds the project's .batty.
+func projectDir(p orchestrator.Project) string { return filepath.Dir(p.Layout.Dir) }
+
+// cockpitServer returns the project's private tmux server; exec runs each
+// tmux invocation (nil: as a plain child).
+func cockpitServer(p orchestrator.Project, bin string, exec func(*exec.Cmd) error) cockpit.Server {
+	return cockpit.Server{Run: cockpit.ExecRunner{Bin: bin, Socket: cockpit.SocketName(projectDir(p)), Exec: exec}}
+}
+
+// createCockpit creates the team's tmux session on the project's private
+// server, replacing whatever a crashed run left there: the orchestrator
+// pane runs `batty feed`, each agent's pane `batty logs -f <agent>`. It
+// never attaches. A missing tmux is an error that says how to install it.
+func createCockpit(ctx context.Context, p orchestrator.Project, cfg *team.Config) (cockpit.Server, error) {
+	bin, err := cockpit.LookTmux()
+	if err != nil {
+		return cockpit.Server{}, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return cockpit.Server{}, fmt.Errorf("find the batty binary for the cockpit: %w", err)
+	}
+	srv := cockpitServer(p, bin, nil)
+	ctx, cancel := context.WithTimeout(ctx, cockpitWait)
+	defer cancel()
+	// The team is not running (start checked): a server still there is a
+	// leftover, with an old environment. Create copes with the server
+	// exiting just as it starts a new one.
+	if err := srv.Kill(ctx); err != nil {
+		return srv, err
+	}
+	spec := cockpit.Spec{
+		Session: cockpit.SessionName(cfg.Name),
+		Dir:     projectDir(p),
+		Feed:    []string{exe, "feed", "--team", p.TeamFile},
+		Agents:  teamAgentNames(cfg),
+		AgentCmd: func(agent string) []string {
+			return []string{exe, "logs", "-f", "--team", p.TeamFile, agent}
+		},
+	}
+	if _, err := srv.Create(ctx, spec); err != nil {
+		return srv, fmt.Errorf("%w\n(run `batty start --no-tmux` to start without the cockpit)", err)
+	}
+	return srv, nil
+}
+
+// stopCockpit kills the project's private tmux server, if tmux exists and
+// the server runs. Idempotent.
+func stopCockpit(p orchestrator.Project) error {
+	bin, err := cockpit.LookTmux()
+	if err != nil {
+		return nil // no tmux, no cockpit
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cockpitWait)
+	defer cancel()
+	return cockpitServer(p, bin, nil).Kill(ctx)
+}
+
+// daemonCockpit is the cockpit side of a running daemon: it keeps the pane
+// titles in step with the team and shows alerts. Its goroutine is owned by
+// runDaemon.
+type daemonCockpit struct {
+	team *cockpit.Team
+	srv  cockpit.Server
+	d    *orchestrator.Daemon // set once New returned
+}
+
+// newDaemonCockpit prepares the cockpit of a daemon; Event goes into
+// orchestrator.Options.OnEvent before the daemon exists.
+func newDaemonCockpit(p orchestrator.Project, cfg *team.Config, log hclog.Logger) (*daemonCockpit, error) {
+	bin, err := cockpit.LookTmux()
+	if err != nil {
+		return nil, err
+	}
+	dc := &daemonCockpit{}
+	// The daemon is a child subreaper: tmux must run as a child it knows.
+	dc.srv = cockpitServer(p, bin, func(cmd *exec.Cmd) error { return dc.d.RunChild(cmd) })
+	dc.team = cockpit.NewTeam(dc.srv, cockpit.SessionName(cfg.Name), func() orchestrator.Status { return dc.d.Status() },
+		cockpit.UpdaterOptions{Logger: log.Named("cockpit")})
+	return dc, nil
+}
+
+// onEvent is the daemon's event observer; it never blocks. Events before
+// the daemon is running only mark the titles stale.
+func (dc *daemonCockpit) onEvent(e orchestrator.Event) { dc.team.Event(e) }
+
+// run updates the titles from the moment the daemon is ready until ctx
+// ends, then kills the private server (the session goes with the team).
+func (dc *daemonCockpit) run(ctx context.Context) {
+	select {
+	case <-dc.d.Ready():
+	case <-ctx.Done():
+		return
+	}
+	dc.team.Updater().Run(ctx)
+}
+
+// close kills the private tmux server once the daemon has stopped.
+func (dc *daemonCockpit) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), cockpitWait)
+	defer cancel()
+	return dc.srv.Kill(ctx)
+}
+
+func newAttachCmd() *cobra.Command {
+	var teamFile string
+	cmd := &cobra.Command{
+		Use:   "attach [--team FILE]",
+		Short: "Open the team's tmux cockpit (detach with Ctrl-b d; the team keeps running)",
+		Long: `attach opens the cockpit of the running team: a tmux session on the project's
+private tmux server (never your own tmux server), with the orchestrator's feed
+of deliveries, turn outcomes and alerts, and one pane per agent following its
+transcript. Pane titles show each agent's state. Detaching (Ctrl-b d) leaves
+the team running; batty stop ends it. It works from any directory of the
+project, and from inside another tmux session.`,
+		Example: `  batty attach
+  batty attach --team ~/proj/team.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, cfg, err := loadTeamProject(teamFile)
+			if err != nil {
+				return err
+			}
+			bin, err := cockpit.LookTmux()
+			if err != nil {
+				return err
+			}
+			srv := cockpitServer(p, bin, nil)
+			session := cockpit.SessionName(cfg.Name)
+			ok, err := srv.Has(cmd.Context(), session)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return noCockpitError(p, cfg)
+			}
+			if _, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS); err != nil {
+				return fmt.Errorf("batty attach needs a terminal (stdin is not one); the session is %q on `tmux -L %s`",
+					session, cockpit.SocketName(projectDir(p)))
+			}
+			argv := []string{"tmux", "-L", cockpit.SocketName(projectDir(p)), "attach-session", "-t", "=" + session}
+			return syscall.Exec(bin, argv, withoutEnv(os.Environ(), "TMUX"))
+		},
+	}
+	addTeamFlags(cmd, &teamFile, true)
+	return withUsageExit(cmd)
+}
+
+// noCockpitError explains why there is no session to attach to.
+func noCockpitError(p orchestrator.Project, cfg *team.Config) error {
+	if running, pid := orchestrator.Running(p.Layout); running {
+		return fmt.Errorf("team %q runs (pid %d) without a cockpit: it was started with --no-tmux, or its tmux server was killed; `batty stop` then `batty start` opens one (watch an agent meanwhile with `batty logs -f <agent>`)", cfg.Name, pid)
+	}
+	return fmt.Errorf("team %q is not running: `batty start` starts it with its cockpit", cfg.Name)
+}
+
+// withoutEnv returns env without the variable name.
+func withoutEnv(env []string, name string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// announceCockpit tells where the cockpit is.
+func announceCockpit(w io.Writer, p orchestrator.Project, cfg *team.Config) {
+	fmt.Fprintf(w, "batty: cockpit ready: `batty attach` (tmux session %q on the private server `tmux -L %s`)\n",
+		cockpit.SessionName(cfg.Name), cockpit.SocketName(projectDir(p)))
+}
+
+// isNoTmux reports whether err is a missing tmux.
+func isNoTmux(err error) bool { return errors.Is(err, cockpit.ErrNoTmux) }

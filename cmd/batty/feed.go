@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/logtail"
+	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/ptylog"
+)
+
+// newFeedCmd returns the hidden `batty feed`: the cockpit's orchestrator
+// pane, one readable line per event of .batty/events.jsonl, followed.
+func newFeedCmd() *cobra.Command {
+	var (
+		teamFile string
+		lines    int
+		follow   bool
+	)
+	cmd := &cobra.Command{
+		Use:    "feed [--team FILE] [-n N] [--follow]",
+		Short:  "Print the team's events as readable lines (the cockpit's orchestrator pane)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := orchestrator.ResolveProject(teamFile)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fw := &feedWriter{w: out, color: !stripColor(colorAuto, isTerminal(out), os.Getenv("NO_COLOR"))}
+			t := &logtail.Tail{Path: p.Layout.EventsLog(), Label: "event log", Out: fw, Notice: cmd.ErrOrStderr()}
+			if !follow {
+				err := t.PrintLast(lines)
+				if errors.Is(err, logtail.ErrNoFile) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "batty: no events yet (%s)\n", t.Path)
+					err = nil
+				}
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return t.Follow(ctx, lines, logtail.DefaultRescan)
+		},
+	}
+	addTeamFlags(cmd, &teamFile, false)
+	cmd.Flags().IntVarP(&lines, "lines", "n", 30, "print the last N events first")
+	cmd.Flags().BoolVar(&follow, "follow", true, "keep printing new events until interrupted")
+	return withUsageExit(cmd)
+}
+
+// feedWriter turns the bytes of the event log into readable lines: it
+// renders every complete line and keeps a partial one for the next write.
+// A line that is not an event is shown as it is, sanitized.
+type feedWriter struct {
+	w       io.Writer
+	color   bool
+	partial []byte
+}
+
+// maxFeedLine bounds a partial line kept between writes.
+const maxFeedLine = 1 << 20
+
+func (f *feedWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(f.partial)+len(p) <= maxFeedLine {
+				f.partial = append(f.partial, p...)
+			}
+			break
+		}
+		line := p[:i]
+		if len(f.partial) > 0 {
+			line = append(f.partial, line...)
+			f.partial = f.partial[:0]
+		}
+		p = p[i+1:]
+		if s := renderFeedLine(line, f.color); s != "" {
+			if _, err := io.WriteString(f.w, s+"\n"); err != nil {
+				return n - len(p), err
+			}
+		}
+	}
+	return n, nil
+}
+
+// ANSI styles of the feed.
+const (
+	feedRed    = "\x1b[31m"
+	feedYellow = "\x1b[33m"
+	feedGreen  = "\x1b[32m"
+	feedDim    = "\x1b[2m"
+	feedReset  = "\x1b[0m"
+)
+
+// renderFeedLine renders one line of the event log ("" for the events not
+// worth a line, such as state changes the pane titles show). It never
+// panics, whatever the line holds.
+func renderFeedLine(line []byte, color bool) string {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return ""
+	}
+	var e orchestrator.Event
+	if err := json.Unmarshal(line, &e); err != nil || e.Type == "" {
+		return feedLine("? " + string(line))
+	}
+	style, text := feedText(e)
+	if text == "" {
+		return ""
+	}
+	ts := "--:--:--"
+	if !e.Time.IsZero() {
+		ts = e.Time.Local().Format("15:04:05")
+	}
+	s := ts + " " + feedLine(text)
+	if color && style != "" {
+		return style + s + feedReset
+	}
+	return s
+}
+
+// feedLine makes s one line of plain text: no escapes, no control
+// characters, at most 400 runes.
+func feedLine(s string) string {
+	s = ptylog.StripANSI(s)
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == 400 {
+			b.WriteString("…")
+			break
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			r = ' '
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
+
+// shortID returns the random suffix of a message id ("1f2e3d4c").
+func shortID(id string) string {
+	if i := strings.LastIndexByte(id, '-'); i >= 0 && i+1 < len(id) {
+		return id[i+1:]
+	}
+	return id
+}
+
+// feedText returns the style and text of one event ("" to leave it out).
+func feedText(e orchestrator.Event) (style, text string) {
+	d := func(k string) any { return e.Data[k] }
+	num := func(k string) int64 {
+		if v, ok := d(k).(float64); ok {
+			return int64(v)
+		}
+		return 0
+	}
+	str := func(k string) string {
+		s, _ := d(k).(string)
+		return s
+	}
+	id := shortID(e.Message)
+	switch e.Type {
+	case orchestrator.EvDaemonStarted:
+		return feedGreen, fmt.Sprintf("▶ team %s started (daemon pid %d)", str("team"), num("pid"))
+	case orchestrator.EvDaemonStopped:
+		return feedDim, "■ team stopped"
+	case orchestrator.EvShimStarted:
+		return feedDim, fmt.Sprintf("  %s: worker started (pid %d)", e.Agent, num("pid"))
+	case orchestrator.EvShimExited:
+		if e.Detail != "" {
+			return feedYellow, fmt.Sprintf("  %s: worker exited: %s", e.Agent, e.Detail)
+		}
+		return feedDim, fmt.Sprintf("  %s: worker exited (status %d)", e.Agent, num("exit_code"))
+	case orchestrator.EvAgentFailed:
+		return feedRed, fmt.Sprintf("✘ ALERT %s failed: %s", e.Agent, e.Detail)
+	case orchestrator.EvStateChanged, orchestrator.EvThreadChanged:
+		return "", "" // the pane titles show states
+	case orchestrator.EvDelivered:
+		s := fmt.Sprintf("→ %s ← %s: message %s", e.Agent, str("from"), id)
+		if a := num("attempt"); a > 1 {
+			s += fmt.Sprintf(" (attempt %d)", a)
+		}
+		return "", s
+	case orchestrator.EvRouted:
+		return feedDim, fmt.Sprintf("  %s → %s: message %s", e.Detail, e.Agent, id)
+	case orchestrator.EvTurnFinished:
+		return turnText(e, id, str, num)
+	case orchestrator.EvRequeued:
+		return feedYellow, fmt.Sprintf("↺ %s: message %s back in the queue (%s)", e.Agent, id, e.Detail)
+	case orchestrator.EvRejected:
+		return feedYellow, fmt.Sprintf("✘ %s: message %s refused: %s", e.Agent, id, e.Detail)
+	case orchestrator.EvReply:
+		return feedGreen, fmt.Sprintf("✉ %s answered you: batty inbox", e.Agent)
+	case orchestrator.EvPaused:
+		return feedYellow, "⏸ dispatch paused: " + e.Detail
+	case orchestrator.EvResumed:
+		return feedGreen, "▶ dispatch resumed: " + e.Detail
+	case orchestrator.EvQuotaBlocked:
+		s := fmt.Sprintf("⚠ ALERT quota exhausted (%s): %s", e.Agent, e.Detail)
+		if t, err := time.Parse(time.RFC3339Nano, str("retry_at")); err == nil {
+			s += "; the team waits until " + t.Local().Format("15:04")
+		}
+		return feedRed, s
+	case orchestrator.EvAuthRequired:
+		return feedRed, fmt.Sprintf("⚠ ALERT codex needs a login (%s): run `codex login`, then `batty resume` — %s", e.Agent, e.Detail)
+	case orchestrator.EvContextExhaust:
+		return feedYellow, fmt.Sprintf("⚠ %s: context window full; the message is retried on a fresh thread", e.Agent)
+	case orchestrator.EvThreadReset:
+		return feedYellow, fmt.Sprintf("  %s: thread reset (%s)", e.Agent, e.Detail)
+	case orchestrator.EvWedged:
+		return feedRed, fmt.Sprintf("⚠ ALERT %s did not answer a ping (%s); restarting it", e.Agent, e.Detail)
+	case orchestrator.EvWarning:
+		return feedYellow, fmt.Sprintf("⚠ %s: %s", orDash(e.Agent), e.Detail)
+	}
+	return "", strings.TrimSpace(fmt.Sprintf("  %s %s %s", e.Type, e.Agent, e.Detail))
+}
+
+// turnText renders a turn_finished event.
+func turnText(e orchestrator.Event, id string, str func(string) string, num func(string) int64) (string, string) {
+	dur := time.Duration(num("duration_ms")) * time.Millisecond
+	if req, _ := e.Data["requeued"].(bool); req {
+		return feedYellow, fmt.Sprintf("↺ %s: message %s %s after %s; it goes back to the queue", e.Agent, id, str("status"), dur.Round(100*time.Millisecond))
+	}
+	if str("status") == "completed" {
+		return feedGreen, fmt.Sprintf("✔ %s: message %s done in %s · tokens in %d out %d", e.Agent, id, dur.Round(100*time.Millisecond), num("input_tokens"), num("output_tokens"))
+	}
+	s := fmt.Sprintf("✘ %s: message %s %s", e.Agent, id, orDash(str("status")))
+	if f := str("failure"); f != "" {
+		s += " (" + f + ")"
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return feedRed, s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,143 @@
+package cockpit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// tmuxBin is the tmux binary, "" when it is missing.
+var tmuxBin string
+
+// TestMain points tmux at a private temporary directory (TMUX_TMPDIR), so
+// no test touches the user's tmux servers, and kills every server started
+// there at the end.
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "bt")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	os.Setenv("TMUX_TMPDIR", tmp)
+	os.Unsetenv("TMUX")
+	tmuxBin, _ = exec.LookPath("tmux")
+	defer killServers(tmp)
+	return m.Run()
+}
+
+// killServers kills every tmux server whose socket is under dir.
+func killServers(dir string) {
+	socks, _ := filepath.Glob(filepath.Join(dir, "tmux-*", "*"))
+	for _, s := range socks {
+		if tmuxBin != "" {
+			exec.Command(tmuxBin, "-S", s, "kill-server").Run()
+		}
+	}
+}
+
+// needTmux skips the test without tmux, except in CI, where it fails.
+func needTmux(t testing.TB) {
+	t.Helper()
+	if tmuxBin == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("tmux is not installed (scripts/test.sh installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+}
+
+// realServer returns a fresh private server for one test, killed at its
+// end.
+func realServer(t testing.TB) Server {
+	t.Helper()
+	needTmux(t)
+	srv := Server{Run: ExecRunner{Bin: tmuxBin, Socket: SocketName(t.TempDir())}}
+	t.Cleanup(func() { srv.Kill(context.Background()) })
+	return srv
+}
+
+// countingRunner records every invocation and answers like tmux would for
+// the commands the updater sends.
+type countingRunner struct {
+	mu    sync.Mutex
+	calls [][]string
+	// titles holds the last title set per pane.
+	titles map[string]string
+	set    chan struct{} // signalled after every invocation
+	fail   func(args []string) error
+}
+
+func newCountingRunner() *countingRunner {
+	return &countingRunner{titles: map[string]string{}, set: make(chan struct{}, 1)}
+}
+
+func (r *countingRunner) Run(_ context.Context, args ...string) (string, error) {
+	r.mu.Lock()
+	defer func() {
+		r.mu.Unlock()
+		select {
+		case r.set <- struct{}{}:
+		default:
+		}
+	}()
+	r.calls = append(r.calls, args)
+	if r.fail != nil {
+		if err := r.fail(args); err != nil {
+			return "", err
+		}
+	}
+	if args[0] == "list-panes" {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%%0\tfeed\t\n")
+		for i := 1; i <= 20; i++ {
+			fmt.Fprintf(&b, "%%%d\tagent\ta%d\n", i, i)
+		}
+		return b.String(), nil
+	}
+	for i := 0; i+3 < len(args); i++ {
+		if args[i] == "select-pane" && args[i+1] == "-t" && args[i+3] == "-T" {
+			r.titles[args[i+2]] = args[i+4]
+		}
+	}
+	return "", nil
+}
+
+func (r *countingRunner) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
+func (r *countingRunner) title(pane string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.titles[pane]
+}
+
+// waitUntil polls cond until it holds or the deadline passes: only where
+// tmux gives no event to wait on.
+func waitUntil(t testing.TB, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok, got := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last: %s", what, got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,125 @@
+package cockpit
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/orchestrator"
+)
+
+// Team turns a running daemon's status and events into what the cockpit
+// shows. Event is meant for orchestrator.Options.OnEvent: it never blocks.
+// Safe for concurrent use.
+type Team struct {
+	status func() orchestrator.Status
+	up     *Updater
+
+	mu      sync.Mutex
+	pause   string          // kind of the dispatch pause, from the events
+	network map[string]bool // agents whose codex said it waits for the network
+}
+
+// NewTeam returns the view of a team whose status is read with status
+// (called from the updater's goroutine), and the updater that shows it on
+// srv's session.
+func NewTeam(srv Server, session string, status func() orchestrator.Status, opts UpdaterOptions) *Team {
+	t := &Team{status: status, network: map[string]bool{}}
+	t.up = NewUpdater(srv, session, t.Snapshot, opts)
+	return t
+}
+
+// Updater returns the updater; its Run must be run by the owner.
+func (t *Team) Updater() *Updater { return t.up }
+
+// Event notes an orchestrator event: the titles are refreshed (batched)
+// and an alert is shown to attached clients. It never blocks.
+func (t *Team) Event(e orchestrator.Event) {
+	t.mu.Lock()
+	switch e.Type {
+	case orchestrator.EvPaused:
+		if k, ok := e.Data["kind"].(string); ok {
+			t.pause = k
+		}
+	case orchestrator.EvResumed:
+		t.pause = ""
+	case orchestrator.EvWarning:
+		if codex.IsRetryNotice(e.Detail) && strings.Contains(strings.ToLower(e.Detail), "network") {
+			t.network[e.Agent] = true
+		}
+	case orchestrator.EvTurnFinished, orchestrator.EvShimExited, orchestrator.EvRequeued:
+		delete(t.network, e.Agent)
+	}
+	t.mu.Unlock()
+	if msg := AlertText(e); msg != "" {
+		t.up.Alert(msg)
+	}
+	t.up.Changed()
+}
+
+// Snapshot returns what the titles show now.
+func (t *Team) Snapshot() Snapshot {
+	st := t.status()
+	t.mu.Lock()
+	kind := t.pause
+	network := make(map[string]bool, len(t.network))
+	for k, v := range t.network {
+		network[k] = v
+	}
+	t.mu.Unlock()
+	if !st.Dispatch.Paused {
+		kind = ""
+	} else if kind == "" {
+		kind = pauseKind(st.Dispatch)
+	}
+	snap := Snapshot{Feed: FeedView{Team: st.Team, Pause: kind, Reason: st.Dispatch.Reason}}
+	if st.Dispatch.ResumeAt != nil {
+		snap.Feed.ResumeAt = *st.Dispatch.ResumeAt
+	}
+	for _, a := range st.Agents {
+		v := AgentView{Name: a.Name, State: a.State, Pause: kind, Network: network[a.Name], Waiting: a.Backlog}
+		if a.InFlight != nil {
+			v.Busy = true
+			v.Working = time.Duration(a.InFlightAgeS) * time.Second
+			v.Waiting = max(a.Backlog-1, 0)
+		}
+		snap.Agents = append(snap.Agents, v)
+	}
+	return snap
+}
+
+// pauseKind guesses the kind of a pause no event named (one kept from an
+// earlier run): only a quota pause has a resume time. Pure.
+func pauseKind(d orchestrator.DispatchStatus) string {
+	switch {
+	case !d.Paused:
+		return ""
+	case d.ResumeAt != nil:
+		return PauseQuota
+	case strings.Contains(d.Reason, "login"):
+		return PauseAuth
+	}
+	return PauseManual
+}
+
+// AlertText returns the message shown to attached clients for an alert
+// event, "" for the events that are not alerts. Pure.
+func AlertText(e orchestrator.Event) string {
+	switch e.Type {
+	case orchestrator.EvQuotaBlocked:
+		s := fmt.Sprintf("batty: quota exhausted (%s): the team is paused", e.Agent)
+		if at, ok := e.Data["retry_at"].(time.Time); ok && !at.IsZero() {
+			s += " until " + at.Local().Format("15:04")
+		}
+		return s
+	case orchestrator.EvAuthRequired:
+		return fmt.Sprintf("batty: codex needs a login (%s): run `codex login`, then `batty resume`", e.Agent)
+	case orchestrator.EvAgentFailed:
+		return fmt.Sprintf("batty: %s failed: %s", e.Agent, e.Detail)
+	case orchestrator.EvWedged:
+		return fmt.Sprintf("batty: %s did not answer (%s); restarting it", e.Agent, e.Detail)
+	}
+	return ""
+}

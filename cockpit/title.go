@@ -1,0 +1,134 @@
+package cockpit
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Dispatch pause kinds, as the orchestrator names them.
+const (
+	PauseQuota  = "quota"
+	PauseAuth   = "auth"
+	PauseManual = "manual"
+)
+
+// AgentView is what a pane title shows of one agent.
+type AgentView struct {
+	Name string
+	// State is the orchestrator's state of the agent (idle, working,
+	// spawning, starting, restarting, stopping, stopped, failed).
+	State string
+	// Busy reports a message in flight, for Working.
+	Busy    bool
+	Working time.Duration
+	// Waiting counts the messages queued behind the one in flight.
+	Waiting int
+	// Pause is the kind of the team's dispatch pause ("" when running).
+	Pause string
+	// Network reports that the agent's codex is waiting for the network.
+	Network bool
+}
+
+// Title renders an agent's pane title: its name, its live state (idle,
+// working 2m, quota paused, waiting for network, failed, …) and, when
+// messages wait, how many ("engineer-1 · working 2m · 3 waiting"). Ages
+// are in whole minutes, so a title changes at most once a minute by
+// itself. Pure.
+func Title(v AgentView) string {
+	parts := []string{v.Name, agentState(v)}
+	if v.Waiting > 0 {
+		parts = append(parts, fmt.Sprintf("%d waiting", v.Waiting))
+	}
+	return clean(strings.Join(parts, " · "))
+}
+
+func agentState(v AgentView) string {
+	switch {
+	case v.State == "failed":
+		return "failed"
+	case v.Busy && v.Network:
+		return "waiting for network"
+	case v.Busy:
+		return "working " + minutes(v.Working)
+	case v.State == "restarting":
+		return "restarting"
+	case v.State == "spawning" || v.State == "starting":
+		return "starting"
+	case v.State == "stopping" || v.State == "stopped":
+		return "stopped"
+	case v.Pause == PauseQuota:
+		return "quota paused"
+	case v.Pause == PauseAuth:
+		return "login needed"
+	case v.Pause != "":
+		return "paused"
+	case v.State == "working":
+		return "working"
+	}
+	return "idle"
+}
+
+// minutes renders d as "<1m", "2m" or "1h05m".
+func minutes(d time.Duration) string {
+	m := int(d / time.Minute)
+	switch {
+	case m < 1:
+		return "<1m"
+	case m < 60:
+		return fmt.Sprintf("%dm", m)
+	}
+	return fmt.Sprintf("%dh%02dm", m/60, m%60)
+}
+
+// FeedView is what the orchestrator pane's title shows.
+type FeedView struct {
+	Team     string
+	Pause    string // kind of the dispatch pause, "" when running
+	Reason   string
+	ResumeAt time.Time // end of a quota pause; zero when unknown
+}
+
+// FeedTitle renders the orchestrator pane's title: the team and its
+// dispatch gate ("orchestrator · demo · quota paused until 14:32"). Pure.
+func FeedTitle(v FeedView) string {
+	s := "orchestrator · " + v.Team + " · "
+	switch v.Pause {
+	case "":
+		s += "dispatch running"
+	case PauseQuota:
+		s += "quota paused"
+		if !v.ResumeAt.IsZero() {
+			s += " until " + v.ResumeAt.Local().Format("15:04")
+		}
+	case PauseAuth:
+		s += "paused: codex needs a login (codex login, then batty resume)"
+	default:
+		s += "paused"
+		if v.Reason != "" {
+			s += ": " + v.Reason
+		}
+	}
+	return clean(s)
+}
+
+// clean makes s safe as a title or message: control characters would
+// garble the border. At most 200 runes.
+func clean(s string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == 200 {
+			b.WriteString("…")
+			break
+		}
+		switch {
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
+		}
+		n++
+	}
+	return b.String()
+}

@@ -1,0 +1,96 @@
+package cockpit
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTitle(t *testing.T) {
+	for _, tc := range []struct {
+		v    AgentView
+		want string
+	}{
+		{AgentView{Name: "architect", State: "idle"}, "architect · idle"},
+		{AgentView{Name: "e-1", State: "working", Busy: true, Working: 30 * time.Second}, "e-1 · working <1m"},
+		{AgentView{Name: "e-1", State: "working", Busy: true, Working: 2*time.Minute + 5*time.Second, Waiting: 3}, "e-1 · working 2m · 3 waiting"},
+		{AgentView{Name: "e-1", State: "working", Busy: true, Working: 65 * time.Minute}, "e-1 · working 1h05m"},
+		{AgentView{Name: "e-1", State: "idle", Pause: PauseQuota, Waiting: 1}, "e-1 · quota paused · 1 waiting"},
+		{AgentView{Name: "e-1", State: "idle", Pause: PauseAuth}, "e-1 · login needed"},
+		{AgentView{Name: "e-1", State: "idle", Pause: PauseManual}, "e-1 · paused"},
+		{AgentView{Name: "e-1", State: "working", Busy: true, Network: true}, "e-1 · waiting for network"},
+		{AgentView{Name: "e-1", State: "failed", Pause: PauseQuota}, "e-1 · failed"},
+		{AgentView{Name: "e-1", State: "restarting"}, "e-1 · restarting"},
+		{AgentView{Name: "e-1", State: "spawning"}, "e-1 · starting"},
+		{AgentView{Name: "e-1", State: "stopped"}, "e-1 · stopped"},
+		{AgentView{Name: "e\x1b[31m", State: "idle"}, "e [31m · idle"},
+	} {
+		if got := Title(tc.v); got != tc.want {
+			t.Errorf("Title(%+v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
+
+func TestFeedTitle(t *testing.T) {
+	at := time.Date(2030, 1, 2, 14, 32, 0, 0, time.Local)
+	for _, tc := range []struct {
+		v    FeedView
+		want string
+	}{
+		{FeedView{Team: "demo"}, "orchestrator · demo · dispatch running"},
+		{FeedView{Team: "demo", Pause: PauseQuota, ResumeAt: at}, "orchestrator · demo · quota paused until 14:32"},
+		{FeedView{Team: "demo", Pause: PauseManual, Reason: "lunch"}, "orchestrator · demo · paused: lunch"},
+	} {
+		if got := FeedTitle(tc.v); got != tc.want {
+			t.Errorf("FeedTitle(%+v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+	if got := FeedTitle(FeedView{Team: "t", Pause: PauseManual, Reason: strings.Repeat("x", 500)}); len([]rune(got)) > 201 {
+		t.Errorf("a long reason is not cut: %d runes", len([]rune(got)))
+	}
+}
+
+func TestNames(t *testing.T) {
+	a, b := SocketName("/src/my project"), SocketName("/other/my project")
+	if a == b || !strings.HasPrefix(a, "batty-my-project-") || a != SocketName("/src/my project/") {
+		t.Errorf("SocketName: %q, %q", a, b)
+	}
+	if got := SocketName("/"); !strings.HasPrefix(got, "batty-project-") {
+		t.Errorf("SocketName(/) = %q", got)
+	}
+	if got := SessionName("my.team:1"); got != "my-team-1" {
+		t.Errorf("SessionName = %q", got)
+	}
+}
+
+func TestClassifiers(t *testing.T) {
+	for _, tc := range []struct {
+		msg            string
+		noServer, gone bool
+	}{
+		{"no server running on /tmp/tmux-0/batty-x", true, false},
+		{"error connecting to /tmp/tmux-0/batty-x (No such file or directory)", true, true},
+		{"server exited unexpectedly", true, true},
+		{"can't find session: =demo", true, false},
+		{"create window failed: index in use", false, false},
+	} {
+		err := &Error{Args: []string{"x"}, Msg: tc.msg}
+		if got := NoServer(err); got != tc.noServer {
+			t.Errorf("NoServer(%q) = %v", tc.msg, got)
+		}
+		if got := serverGone(err); got != tc.gone {
+			t.Errorf("serverGone(%q) = %v", tc.msg, got)
+		}
+	}
+	if NoServer(nil) || serverGone(nil) {
+		t.Error("nil is no tmux error")
+	}
+}
+
+func TestTmuxArg(t *testing.T) {
+	for in, want := range map[string]string{"a": "a", "a;": `a\;`, ";": `\;`, "a;b": "a;b"} {
+		if got := tmuxArg(in); got != want {
+			t.Errorf("tmuxArg(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
