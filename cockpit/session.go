@@ -18,6 +18,10 @@ const (
 // of the layout; tmux resizes the windows to the first client that attaches.
 const detachedWidth, detachedHeight = "240", "64"
 
+// mainPaneWidth is the share of the first window the orchestrator's feed
+// takes, on the left.
+const mainPaneWidth = "40%"
+
 // Spec describes the session to create.
 type Spec struct {
 	// Session is the tmux session name (see SessionName).
@@ -103,7 +107,8 @@ func (s Server) Create(ctx context.Context, spec Spec) (*Session, error) {
 	sess := &Session{Name: spec.Session, Panes: map[string]string{}}
 	var cmds [][]string
 	i := 0
-	for wi, w := range plan {
+	for _, w := range plan {
+		first := ids[i]
 		if w.Feed {
 			sess.Feed = ids[i]
 			cmds = append(cmds,
@@ -119,13 +124,12 @@ func (s Server) Create(ctx context.Context, spec Spec) (*Session, error) {
 				[]string{"select-pane", "-t", ids[i], "-T", tmuxArg(a)})
 			i++
 		}
-		target := fmt.Sprintf("=%s:%d", spec.Session, wi)
-		cmds = append(cmds, []string{"select-layout", "-t", target, w.Layout})
+		if w.Feed {
+			cmds = append(cmds, []string{"set-option", "-w", "-t", first, "main-pane-width", mainPaneWidth})
+		}
+		cmds = append(cmds, []string{"select-layout", "-t", first, w.Layout}, []string{"select-pane", "-t", first})
 	}
-	cmds = append(cmds, []string{"select-window", "-t", fmt.Sprintf("=%s:0", spec.Session)})
-	if sess.Feed != "" {
-		cmds = append(cmds, []string{"select-pane", "-t", sess.Feed})
-	}
+	cmds = append(cmds, []string{"select-window", "-t", ids[0]})
 	if _, err := s.Run.Run(ctx, join(cmds)...); err != nil {
 		return nil, fmt.Errorf("lay out tmux session %q: %w", spec.Session, err)
 	}
@@ -143,6 +147,10 @@ func (s Server) createPanes(ctx context.Context, spec Spec, plan []Window) ([]st
 			if !w.Feed || pi > 0 {
 				argv = spec.AgentCmd(w.Agents[pi-btoi(w.Feed)])
 			}
+			// Targets name the newest window and its active pane (the
+			// pane created last), never an index: the user's tmux.conf
+			// may change base-index and pane-base-index.
+			newest := "=" + spec.Session + ":{end}"
 			var c []string
 			switch {
 			case wi == 0 && pi == 0:
@@ -151,11 +159,12 @@ func (s Server) createPanes(ctx context.Context, spec Spec, plan []Window) ([]st
 					c = append(c, "-e", tmuxArg(kv))
 				}
 			case pi == 0:
-				c = []string{"new-window", "-d", "-t", fmt.Sprintf("=%s:%d", spec.Session, wi), "-n", w.Name}
+				c = []string{"new-window", "-d", "-t", "=" + spec.Session + ":", "-n", w.Name}
 			default:
-				// Re-tile before each split so that the next one has room.
-				cmds = append(cmds, []string{"select-layout", "-t", fmt.Sprintf("=%s:%d", spec.Session, wi), "tiled"})
-				c = []string{"split-window", "-d", "-t", fmt.Sprintf("=%s:%d", spec.Session, wi)}
+				// Re-tile before each split so that the next one has room;
+				// the new pane follows the last one and becomes active.
+				cmds = append(cmds, []string{"select-layout", "-t", newest, "tiled"})
+				c = []string{"split-window", "-t", newest}
 			}
 			if spec.Dir != "" {
 				c = append(c, "-c", tmuxArg(spec.Dir))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -60,9 +62,17 @@ func paneInfo(t testing.TB, srv Server, session string) []string {
 
 // TestCreateLayouts creates the session for 1, 2, 5 and 20 agents on a
 // real private tmux server: every agent has its pane, titled with its name,
-// in the planned window, and the feed pane comes first.
+// in the planned window and order, and the feed pane comes first; also
+// with a tmux.conf that numbers windows and panes from 1.
 func TestCreateLayouts(t *testing.T) {
 	srv := realServer(t)
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, ".tmux.conf"), []byte("set -g base-index 1\nsetw -g pane-base-index 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := srv.Run.(ExecRunner)
+	r.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home)
+	srv.Run = r
 	for _, n := range []int{1, 2, 5, 20} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			session := fmt.Sprintf("t%d", n)
@@ -80,26 +90,42 @@ func TestCreateLayouts(t *testing.T) {
 				t.Fatalf("session %+v", sess)
 			}
 			lines := paneInfo(t, srv, session)
+			if !strings.HasPrefix(lines[0], "1|") {
+				t.Fatalf("the tmux.conf was not read: %q", lines[0])
+			}
 			if len(lines) != n+1 {
 				t.Fatalf("%d panes, want %d: %q", len(lines), n+1, lines)
 			}
-			windowOf := map[string]int{}
-			for wi, w := range Plan(agents) {
-				for _, a := range w.Agents {
-					windowOf[a] = wi
-				}
-			}
+			// Panes are listed window by window, in pane order: each
+			// window holds the planned agents in team order, the feed
+			// first in the first one.
+			var got [][]string
+			lastWindow := ""
 			for _, l := range lines {
 				f := strings.Split(l, "|")
+				if f[0] != lastWindow {
+					got, lastWindow = append(got, nil), f[0]
+				}
+				w := len(got) - 1
 				if f[3] == "feed" {
-					if f[0] != "0" || f[1] != sess.Feed || f[2] != "orchestrator" {
+					if w != 0 || len(got[w]) != 0 || f[1] != sess.Feed || f[2] != "orchestrator" {
 						t.Errorf("feed pane %q", l)
 					}
 					continue
 				}
 				a := f[4]
-				if f[1] != sess.Panes[a] || f[2] != a || f[0] != fmt.Sprint(windowOf[a]) {
-					t.Errorf("pane %q: want agent %s in window %d titled with its name", l, a, windowOf[a])
+				if f[1] != sess.Panes[a] || f[2] != a {
+					t.Errorf("pane %q: want agent %s's pane, titled with its name", l, a)
+				}
+				got[w] = append(got[w], a)
+			}
+			plan := Plan(agents)
+			if len(got) != len(plan) {
+				t.Fatalf("%d windows, want %d: %q", len(got), len(plan), lines)
+			}
+			for i, w := range plan {
+				if !slices.Equal(got[i], w.Agents) {
+					t.Errorf("window %d holds %v, want %v", i, got[i], w.Agents)
 				}
 			}
 			found, err := srv.Find(context.Background(), session)

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	case "fakecodex":
 		os.Exit(codextest.FakeMain(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	os.Exit(runIsolated(m))
 }
 
 // runBatty runs this binary as batty with args and stdin; it returns stdout,

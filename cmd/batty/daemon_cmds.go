@@ -65,28 +65,33 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
 			if running, pid := orchestrator.Running(p.Layout); running {
 				return fmt.Errorf("batty is already running for this project (pid %d, socket %s); `batty stop` stops it", pid, p.Layout.Socket())
 			}
-			if !noTmux {
+			withCockpit := !noTmux
+			if withCockpit {
 				// Before the daemon: its tmux server must not be a child
 				// of the daemon's subreaper.
 				if _, err := createCockpit(cmd.Context(), p, cfg); err != nil {
-					return err
+					if !isNoTmux(err) {
+						return err
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "batty: no cockpit: %v\nbatty: starting without it; watch an agent with `batty logs -f <agent>`\n", err)
+					withCockpit = false
 				}
 			}
 			if foreground {
-				if !noTmux {
+				if withCockpit {
 					announceCockpit(cmd.ErrOrStderr(), p, cfg)
 				}
-				return runDaemon(cmd.Context(), p, cfg, nil, true, !noTmux)
+				return runDaemon(cmd.Context(), p, cfg, nil, true, withCockpit)
 			}
-			if err := startBackground(cmd.OutOrStdout(), p, cfg, !noTmux); err != nil {
-				if !noTmux {
+			if err := startBackground(cmd.OutOrStdout(), p, cfg, withCockpit); err != nil {
+				if withCockpit {
 					if kerr := stopCockpit(p); kerr != nil {
 						err = errors.Join(err, kerr)
 					}
 				}
 				return err
 			}
-			if !noTmux {
+			if withCockpit {
 				announceCockpit(cmd.OutOrStdout(), p, cfg)
 			}
 			warnParked(cmd.ErrOrStderr(), p.Layout)

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/cockpit"
+)
+
+// runIsolated runs the tests with tmux pointed at a private temporary
+// directory (TMUX_TMPDIR, inherited by every batty the tests start), so no
+// test touches the user's tmux, and kills every server started there.
+func runIsolated(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "bt")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	os.Setenv("TMUX_TMPDIR", tmp)
+	os.Unsetenv("TMUX")
+	defer func() {
+		bin, err := exec.LookPath("tmux")
+		if err != nil {
+			return
+		}
+		socks, _ := filepath.Glob(filepath.Join(tmp, "tmux-*", "*"))
+		for _, s := range socks {
+			exec.Command(bin, "-S", s, "kill-server").Run()
+		}
+	}()
+	return m.Run()
+}
+
+// needTmux returns the tmux binary; the test skips without it, except in
+// CI, where it fails.
+func needTmux(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("tmux")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("tmux is not installed (scripts/test.sh installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	return bin
+}
+
+// fakeTeam writes a team whose agents run the fake codex.
+func fakeTeam(t *testing.T, name string, agents int) string {
+	t.Helper()
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := fmt.Sprintf(`name: %s
+codex:
+  bin: %s
+  env:
+    BATTY_TEST_ROLE: fakecodex
+    FAKE_CODEX_STATE: %s
+timeouts:
+  shutdown: 5s
+roles:
+  - name: eng
+    instances: %d
+`, name, self, t.TempDir(), agents)
+	if err := os.WriteFile(filepath.Join(dir, "team.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// mustBatty runs batty in dir and fails the test unless it exits 0.
+func mustBatty(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, errOut, code := runBattyIn(t, dir, nil, "", args...)
+	if code != 0 {
+		log, _ := os.ReadFile(filepath.Join(dir, ".batty", "daemon.log"))
+		t.Fatalf("batty %s: exit %d\n%s%s\ndaemon.log:\n%s", strings.Join(args, " "), code, out, errOut, log)
+	}
+	return out + errOut
+}
+
+// pollTmux polls a tmux query until ok holds: tmux gives no event for a
+// pane's content or title.
+func pollTmux(t *testing.T, what string, query func() string, ok func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := query()
+		if ok(got) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last:\n%s", what, got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCockpit starts a team of two fake agents with its cockpit, with
+// stdout not a terminal: the session is on the project's private server,
+// with the feed and one pane per agent, titled; an agent's reply shows in
+// its pane and the turn in the feed; titles follow the state (working,
+// idle, quota paused); attach needs a terminal; stop removes the session
+// and the server.
+func TestCockpit(t *testing.T) {
+	bin := needTmux(t)
+	dir := fakeTeam(t, "cock-pit", 2)
+	out := mustBatty(t, dir, "start")
+	if !strings.Contains(out, "batty attach") {
+		t.Fatalf("start does not say how to see the cockpit:\n%s", out)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			runBattyIn(t, dir, nil, "", "stop")
+		}
+	}()
+	srv := cockpit.Server{Run: cockpit.ExecRunner{Bin: bin, Socket: cockpit.SocketName(dir)}}
+	ctx := context.Background()
+	sess, err := srv.Find(ctx, "cock-pit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Feed == "" || len(sess.Panes) != 2 || sess.Panes["eng-1"] == "" || sess.Panes["eng-2"] == "" {
+		t.Fatalf("session panes %+v", sess)
+	}
+	title := func(pane string) func() string {
+		return func() string {
+			out, _ := srv.Run.Run(ctx, "display-message", "-p", "-t", pane, "#{pane_title}")
+			return strings.TrimSpace(out)
+		}
+	}
+	capture := func(pane string) func() string {
+		return func() string {
+			out, _ := srv.Run.Run(ctx, "capture-pane", "-p", "-J", "-S", "-200", "-t", pane)
+			return out
+		}
+	}
+	is := func(want string) func(string) bool { return func(s string) bool { return s == want } }
+	has := func(want string) func(string) bool { return func(s string) bool { return strings.Contains(s, want) } }
+	pollTmux(t, "eng-1 idle", title(sess.Panes["eng-1"]), is("eng-1 · idle"))
+	pollTmux(t, "feed title", title(sess.Feed), is("orchestrator · cock-pit · dispatch running"))
+
+	mustBatty(t, dir, "send", "eng-1", "hello cockpit")
+	pollTmux(t, "the reply in eng-1's pane", capture(sess.Panes["eng-1"]), has("ECHO:hello cockpit"))
+	pollTmux(t, "the turn in the feed", capture(sess.Feed), has("✔ eng-1: message"))
+
+	mustBatty(t, dir, "send", "eng-2", "scenario:slow:3 take your time")
+	pollTmux(t, "eng-2 working", title(sess.Panes["eng-2"]), is("eng-2 · working <1m"))
+	pollTmux(t, "eng-2 idle again", title(sess.Panes["eng-2"]), is("eng-2 · idle"))
+
+	mustBatty(t, dir, "send", "eng-1", "scenario:quotaonce")
+	pollTmux(t, "eng-1 quota paused", title(sess.Panes["eng-1"]), is("eng-1 · quota paused · 1 waiting"))
+	pollTmux(t, "the alert in the feed", capture(sess.Feed), has("ALERT quota exhausted (eng-1)"))
+
+	_, errOut, code := runBattyIn(t, dir, nil, "", "attach")
+	if code != 1 || !strings.Contains(errOut, "needs a terminal") {
+		t.Fatalf("attach without a terminal: exit %d, %s", code, errOut)
+	}
+
+	mustBatty(t, dir, "stop")
+	stopped = true
+	if ok, err := srv.Has(ctx, "cock-pit"); ok || err != nil {
+		t.Fatalf("session after stop: %v, %v", ok, err)
+	}
+	if _, err := srv.Run.Run(ctx, "list-sessions"); !cockpit.NoServer(err) {
+		t.Fatalf("the private server survived stop: %v", err)
+	}
+	_, errOut, code = runBattyIn(t, dir, nil, "", "attach")
+	if code != 1 || !strings.Contains(errOut, "is not running") {
+		t.Fatalf("attach to a stopped team: exit %d, %s", code, errOut)
+	}
+}
+
+// TestStartWithoutTmux: with no tmux on PATH, start says how to install it
+// and runs the team without the cockpit; --no-tmux never looks for it, and
+// attach explains that the team has no cockpit.
+func TestStartWithoutTmux(t *testing.T) {
+	dir := fakeTeam(t, "plain", 1)
+	noTmux := []string{"PATH=" + t.TempDir()}
+	out, errOut, code := runBattyIn(t, dir, noTmux, "", "start")
+	if code != 0 || !strings.Contains(errOut, "tmux not found") || !strings.Contains(errOut, "apt-get install tmux") || strings.Contains(out, "batty attach") {
+		t.Fatalf("start without tmux: exit %d\n%s%s", code, out, errOut)
+	}
+	_, errOut, code = runBattyIn(t, dir, nil, "", "attach")
+	if code != 1 || !strings.Contains(errOut, "without a cockpit") {
+		t.Fatalf("attach to a team without a cockpit: exit %d, %s", code, errOut)
+	}
+	mustBatty(t, dir, "stop")
+
+	out = mustBatty(t, dir, "start", "--no-tmux")
+	if strings.Contains(out, "cockpit") {
+		t.Fatalf("start --no-tmux mentions a cockpit:\n%s", out)
+	}
+	mustBatty(t, dir, "send", "eng", "hi")
+	mustBatty(t, dir, "stop")
+}
