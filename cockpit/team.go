@@ -46,8 +46,14 @@ func (t *Team) Event(e orchestrator.Event) {
 	case orchestrator.EvResumed:
 		t.pause = ""
 	case orchestrator.EvWarning:
-		if codex.IsRetryNotice(e.Detail) && strings.Contains(strings.ToLower(e.Detail), "network") {
-			t.network[e.Agent] = true
+		// Codex retries by itself; a notice that it waits for the network
+		// holds until the turn ends or a notice says otherwise.
+		if codex.IsRetryNotice(e.Detail) {
+			if strings.Contains(strings.ToLower(e.Detail), "waiting for network") {
+				t.network[e.Agent] = true
+			} else {
+				delete(t.network, e.Agent)
+			}
 		}
 	case orchestrator.EvTurnFinished, orchestrator.EvShimExited, orchestrator.EvRequeued:
 		delete(t.network, e.Agent)

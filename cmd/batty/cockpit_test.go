@@ -110,7 +110,7 @@ func pollTmux(t *testing.T, what string, query func() string, ok func(string) bo
 // stdout not a terminal: the session is on the project's private server,
 // with the feed and one pane per agent, titled; an agent's reply shows in
 // its pane and the turn in the feed; titles follow the state (working,
-// idle, quota paused); attach needs a terminal; stop removes the session
+// idle, waiting for network, quota paused) and alerts are in the feed; attach needs a terminal; stop removes the session
 // and the server.
 func TestCockpit(t *testing.T) {
 	bin := needTmux(t)
@@ -158,6 +158,11 @@ func TestCockpit(t *testing.T) {
 	mustBatty(t, dir, "send", "eng-2", "scenario:slow:3 take your time")
 	pollTmux(t, "eng-2 working", title(sess.Panes["eng-2"]), is("eng-2 · working <1m"))
 	pollTmux(t, "eng-2 idle again", title(sess.Panes["eng-2"]), is("eng-2 · idle"))
+
+	mustBatty(t, dir, "send", "eng-2", "scenario:offline:3 no network")
+	pollTmux(t, "eng-2 waiting for network", title(sess.Panes["eng-2"]), is("eng-2 · waiting for network"))
+	pollTmux(t, "the notice in the feed", capture(sess.Feed), has("⚠ eng-2: Reconnecting... waiting for network"))
+	pollTmux(t, "eng-2 back", title(sess.Panes["eng-2"]), is("eng-2 · idle"))
 
 	mustBatty(t, dir, "send", "eng-1", "scenario:quotaonce")
 	pollTmux(t, "eng-1 quota paused", title(sess.Panes["eng-1"]), is("eng-1 · quota paused · 1 waiting"))
