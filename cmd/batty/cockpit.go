@@ -47,6 +47,11 @@ func createCockpit(ctx context.Context, p orchestrator.Project, cfg *team.Config
 		return cockpit.Server{}, fmt.Errorf("find the batty binary for the cockpit: %w", err)
 	}
 	srv := cockpitServer(p, bin, nil)
+	// The panes get this environment, less the variables of an enclosing
+	// tmux session.
+	r := srv.Run.(cockpit.ExecRunner)
+	r.Env = withoutEnv(withoutEnv(os.Environ(), "TMUX"), "TMUX_PANE")
+	srv.Run = r
 	ctx, cancel := context.WithTimeout(ctx, cockpitWait)
 	defer cancel()
 	// The team is not running (start checked): a server still there is a
@@ -138,38 +143,75 @@ private tmux server (never your own tmux server), with the orchestrator's feed
 of deliveries, turn outcomes and alerts, and one pane per agent following its
 transcript. Pane titles show each agent's state. Detaching (Ctrl-b d) leaves
 the team running; batty stop ends it. It works from any directory of the
-project, and from inside another tmux session.`,
+project (it looks for team.yaml, else .batty/team.yaml, here and in the
+parent directories), and from inside another tmux session.`,
 		Example: `  batty attach
   batty attach --team ~/proj/team.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if teamFile == "" && os.Getenv(orchestrator.EnvDir) == "" {
+				wd, err := os.Getwd()
+				if err != nil {
+					return fmt.Errorf("find the project: %w", err)
+				}
+				teamFile = findTeamUp(wd)
+			}
 			p, cfg, err := loadTeamProject(teamFile)
 			if err != nil {
 				return err
 			}
-			bin, err := cockpit.LookTmux()
-			if err != nil {
-				return err
-			}
-			srv := cockpitServer(p, bin, nil)
-			session := cockpit.SessionName(cfg.Name)
-			ok, err := srv.Has(cmd.Context(), session)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return noCockpitError(p, cfg)
-			}
-			if _, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS); err != nil {
-				return fmt.Errorf("batty attach needs a terminal (stdin is not one); the session is %q on `tmux -L %s`",
-					session, cockpit.SocketName(projectDir(p)))
-			}
-			argv := []string{"tmux", "-L", cockpit.SocketName(projectDir(p)), "attach-session", "-t", "=" + session}
-			return syscall.Exec(bin, argv, withoutEnv(os.Environ(), "TMUX"))
+			return attachCockpit(cmd.Context(), p, cfg)
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	return withUsageExit(cmd)
+}
+
+// attachCockpit replaces this process with a tmux client attached to the
+// team's session (it returns only on failure). The terminal is needed:
+// without one it says so. Inside another tmux session it nests.
+func attachCockpit(ctx context.Context, p orchestrator.Project, cfg *team.Config) error {
+	bin, err := cockpit.LookTmux()
+	if err != nil {
+		return err
+	}
+	srv := cockpitServer(p, bin, nil)
+	session := cockpit.SessionName(cfg.Name)
+	ok, err := srv.Has(ctx, session)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return noCockpitError(p, cfg)
+	}
+	if _, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS); err != nil {
+		return fmt.Errorf("batty attach needs a terminal (stdin is not one); the session is %q on `tmux -L %s`",
+			session, cockpit.SocketName(projectDir(p)))
+	}
+	argv := []string{"tmux", "-L", cockpit.SocketName(projectDir(p)), "attach-session", "-t", "=" + session}
+	if err := syscall.Exec(bin, argv, withoutEnv(os.Environ(), "TMUX")); err != nil {
+		return fmt.Errorf("run %s: %w", bin, err)
+	}
+	return nil
+}
+
+// findTeamUp returns the team file of the project dir is in: the first of
+// team.yaml and .batty/team.yaml found in dir or, going up, in one of its
+// parents; "" when there is none (the usual lookup then says what it
+// tried).
+func findTeamUp(dir string) string {
+	for {
+		for _, name := range []string{"team.yaml", filepath.Join(orchestrator.DirName, "team.yaml")} {
+			if st, err := os.Stat(filepath.Join(dir, name)); err == nil && st.Mode().IsRegular() {
+				return filepath.Join(dir, name)
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
 }
 
 // noCockpitError explains why there is no session to attach to.

@@ -210,3 +210,65 @@ func TestStartWithoutTmux(t *testing.T) {
 	mustBatty(t, dir, "send", "eng", "hi")
 	mustBatty(t, dir, "stop")
 }
+
+// TestAttach attaches a terminal (script(1) gives it one) from a
+// subdirectory of the project: tmux shows it the session, an alert reaches
+// it as a message, and detaching leaves the team running.
+func TestAttach(t *testing.T) {
+	bin := needTmux(t)
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is not installed")
+	}
+	dir := fakeTeam(t, "att", 1)
+	mustBatty(t, dir, "start")
+	defer runBattyIn(t, dir, nil, "", "stop")
+	sub := filepath.Join(dir, "src", "deep")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	typescript := filepath.Join(t.TempDir(), "typescript")
+	attach := battyCommand(t, sub, []string{"TERM=xterm"}, "attach")
+	// script runs the command through a shell: this binary as batty attach.
+	cmd := exec.Command(scriptBin, "-qfec", self+" attach", typescript)
+	cmd.Dir, cmd.Env = sub, attach.Env
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+		}
+	}()
+	srv := cockpit.Server{Run: cockpit.ExecRunner{Bin: bin, Socket: cockpit.SocketName(dir)}}
+	ctx := context.Background()
+	pollTmux(t, "an attached client", func() string {
+		out, _ := srv.Run.Run(ctx, "list-clients", "-t", "=att", "-F", "#{client_name}")
+		return out
+	}, func(s string) bool { return strings.TrimSpace(s) != "" })
+
+	mustBatty(t, dir, "send", "eng", "scenario:auth")
+	pollTmux(t, "the alert on the client", func() string {
+		b, _ := os.ReadFile(typescript)
+		return string(b)
+	}, func(s string) bool { return strings.Contains(s, "codex needs a login (eng)") })
+
+	if _, err := srv.Run.Run(ctx, "detach-client", "-s", "=att"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			b, _ := os.ReadFile(typescript)
+			t.Fatalf("attach after detach: %v\n%s", err, b)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("attach did not return after detach")
+	}
+	if ok, err := srv.Has(ctx, "att"); !ok || err != nil {
+		t.Fatalf("session gone after detach: %v %v", ok, err)
+	}
+}

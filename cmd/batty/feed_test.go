@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func TestRenderFeedLine(t *testing.T) {
+	ts := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	hhmmss := ts.Local().Format("15:04:05")
+	for _, tc := range []struct{ line, want string }{
+		{`{"type":"delivered","agent":"eng-1","message_id":"20301102T030405.1Z-1f2e3d4c","data":{"from":"architect","attempt":2}}`,
+			"→ eng-1 ← architect: message 1f2e3d4c (attempt 2)"},
+		{`{"type":"turn_finished","agent":"eng-1","message_id":"x-ab","data":{"status":"completed","duration_ms":6200,"input_tokens":9526,"output_tokens":41}}`,
+			"✔ eng-1: message ab done in 6.2s · tokens in 9526 out 41"},
+		{`{"type":"turn_finished","agent":"eng-1","message_id":"x-ab","detail":"boom","data":{"status":"failed","failure":"exit"}}`,
+			"✘ eng-1: message ab failed (exit): boom"},
+		{`{"type":"turn_finished","agent":"eng-1","message_id":"x-ab","data":{"status":"failed","requeued":true,"duration_ms":100}}`,
+			"↺ eng-1: message ab failed after 100ms; it goes back to the queue"},
+		{`{"type":"quota_blocked","agent":"eng-2","detail":"limit","data":{"retry_at":"2030-01-02T03:04:05Z"}}`,
+			"⚠ ALERT quota exhausted (eng-2): limit; the team waits until " + ts.Local().Format("15:04")},
+		{`{"type":"auth_required","agent":"a","detail":"401"}`, "⚠ ALERT codex needs a login (a): run `codex login`, then `batty resume` — 401"},
+		{`{"type":"agent_failed","agent":"a","detail":"5 crashes"}`, "✘ ALERT a failed: 5 crashes"},
+		{`{"type":"warning","detail":"x\u001b[31my\nz"}`, "⚠ -: xy z"},
+		{`{"type":"something_new","agent":"a","detail":"d"}`, "something_new a d"},
+		{`not json`, "? not json"},
+	} {
+		got := renderFeedLine([]byte(tc.line), false)
+		got = strings.TrimPrefix(got, "--:--:-- ")
+		if got != tc.want {
+			t.Errorf("renderFeedLine(%s)\n got %q\nwant %q", tc.line, got, tc.want)
+		}
+	}
+	if got := renderFeedLine([]byte(`{"type":"state_changed","agent":"a"}`), false); got != "" {
+		t.Errorf("state changes are left to the titles, got %q", got)
+	}
+	line := `{"time":"2030-01-02T03:04:05Z","type":"agent_failed","agent":"a","detail":"d"}`
+	if got := renderFeedLine([]byte(line), true); got != feedRed+hhmmss+" ✘ ALERT a failed: d"+feedReset {
+		t.Errorf("coloured: %q", got)
+	}
+}
+
+// TestFeedWriterJoinsPartialLines: the follower hands over bytes as they
+// come; a line split across writes is rendered once, whole.
+func TestFeedWriterJoinsPartialLines(t *testing.T) {
+	var out bytes.Buffer
+	fw := &feedWriter{w: &out}
+	in := `{"type":"agent_failed","agent":"a","detail":"d"}` + "\n" + `{"type":"reply","agent":"b"}` + "\n"
+	for i := 0; i < len(in); i += 7 {
+		fw.Write([]byte(in[i:min(i+7, len(in))]))
+	}
+	want := "--:--:-- ✘ ALERT a failed: d\n--:--:-- ✉ b answered you: batty inbox\n"
+	if out.String() != want {
+		t.Fatalf("got %q, want %q", out.String(), want)
+	}
+}
+
+// FuzzRenderFeedLine: whatever a line of the event log holds, the feed
+// renders at most one line of plain text (agents can write .batty/) and
+// never panics.
+func FuzzRenderFeedLine(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"turn_finished","agent":"a","data":{"duration_ms":"x","requeued":1}}`,
+		`{"type":"delivered","data":{"attempt":1e300}}`,
+		`{"type":"quota_blocked","data":{"retry_at":5}}`,
+		`{"type":"","agent":"a"}`, `[]`, `{"data":null,"type":"reply"}`, "\x1b]0;title\x07",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		got := renderFeedLine(line, false)
+		if strings.ContainsAny(got, "\n\r\x1b\x07") {
+			t.Fatalf("rendered %q", got)
+		}
+		if utf8.RuneCountInString(got) > 420 {
+			t.Fatalf("rendered %d runes", utf8.RuneCountInString(got))
+		}
+	})
+}

@@ -1,0 +1,114 @@
+package cockpit
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/orchestrator"
+)
+
+func TestTeamSnapshot(t *testing.T) {
+	id := "m1"
+	resume := time.Now().Add(time.Hour)
+	st := orchestrator.Status{Team: "demo", Agents: []orchestrator.AgentStatus{
+		{Name: "a", State: "working", InFlight: &id, InFlightAgeS: 150, Backlog: 4},
+		{Name: "b", State: "idle", Backlog: 2},
+		{Name: "c", State: "failed"},
+	}}
+	r := newCountingRunner()
+	team := NewTeam(Server{Run: r}, "s", func() orchestrator.Status { return st }, UpdaterOptions{})
+	titles := func() []string {
+		var out []string
+		for _, v := range team.Snapshot().Agents {
+			out = append(out, Title(v))
+		}
+		return out
+	}
+	want := []string{"a · working 2m · 3 waiting", "b · idle · 2 waiting", "c · failed"}
+	if got := titles(); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("titles %q, want %q", got, want)
+	}
+
+	// A pause the events named.
+	st.Dispatch = orchestrator.DispatchStatus{Paused: true, Reason: "codex needs a login (reported by a): 401"}
+	team.Event(orchestrator.Event{Type: orchestrator.EvPaused, Data: map[string]any{"kind": PauseAuth}})
+	if got := titles()[1]; got != "b · login needed · 2 waiting" {
+		t.Fatalf("auth pause: %q", got)
+	}
+	// Resumed: the status says so first.
+	st.Dispatch = orchestrator.DispatchStatus{}
+	if got := titles()[1]; got != "b · idle · 2 waiting" {
+		t.Fatalf("after resume: %q", got)
+	}
+	team.Event(orchestrator.Event{Type: orchestrator.EvResumed})
+	// A pause kept from an earlier run: no event names its kind.
+	st.Dispatch = orchestrator.DispatchStatus{Paused: true, Reason: "quota", ResumeAt: &resume}
+	snap := team.Snapshot()
+	if got := Title(snap.Agents[1]); got != "b · quota paused · 2 waiting" || !snap.Feed.ResumeAt.Equal(resume) {
+		t.Fatalf("kept quota pause: %q, %v", got, snap.Feed.ResumeAt)
+	}
+	st.Dispatch = orchestrator.DispatchStatus{}
+
+	// Codex waiting for the network, until its turn ends.
+	team.Event(orchestrator.Event{Type: orchestrator.EvWarning, Agent: "a", Detail: "Reconnecting... waiting for network (Connection failed)"})
+	if got := titles()[0]; got != "a · waiting for network · 3 waiting" {
+		t.Fatalf("network: %q", got)
+	}
+	team.Event(orchestrator.Event{Type: orchestrator.EvWarning, Agent: "a", Detail: "Reconnecting... 2/5 (stream disconnected)"})
+	if got := titles()[0]; !strings.HasPrefix(got, "a · working") {
+		t.Fatalf("after another notice: %q", got)
+	}
+	team.Event(orchestrator.Event{Type: orchestrator.EvWarning, Agent: "a", Detail: "Reconnecting... waiting for network"})
+	team.Event(orchestrator.Event{Type: orchestrator.EvTurnFinished, Agent: "a"})
+	if got := titles()[0]; !strings.HasPrefix(got, "a · working") {
+		t.Fatalf("after the turn: %q", got)
+	}
+
+	// Alerts reach attached clients at the next flush.
+	team.Event(orchestrator.Event{Type: orchestrator.EvAgentFailed, Agent: "c", Detail: "5 crashes"})
+	team.up.srv = Server{Run: clients{r, "/dev/pts/1\n"}}
+	team.Updater().Flush(context.Background())
+	last := strings.Join(r.calls[len(r.calls)-1], " ")
+	if !strings.Contains(last, "display-message -c /dev/pts/1 -d 10000 batty: c failed: 5 crashes") {
+		t.Fatalf("no alert in %q", last)
+	}
+}
+
+func TestAlertText(t *testing.T) {
+	at := time.Date(2030, 1, 2, 14, 5, 0, 0, time.Local)
+	for _, tc := range []struct {
+		e    orchestrator.Event
+		want string
+	}{
+		{orchestrator.Event{Type: orchestrator.EvQuotaBlocked, Agent: "a", Data: map[string]any{"retry_at": at}}, "batty: quota exhausted (a): the team is paused until 14:05"},
+		{orchestrator.Event{Type: orchestrator.EvQuotaBlocked, Agent: "a"}, "batty: quota exhausted (a): the team is paused"},
+		{orchestrator.Event{Type: orchestrator.EvAuthRequired, Agent: "a"}, "batty: codex needs a login (a): run `codex login`, then `batty resume`"},
+		{orchestrator.Event{Type: orchestrator.EvAgentFailed, Agent: "a", Detail: "d"}, "batty: a failed: d"},
+		{orchestrator.Event{Type: orchestrator.EvWedged, Agent: "a", Detail: "no pong within 10s"}, "batty: a did not answer (no pong within 10s); restarting it"},
+		{orchestrator.Event{Type: orchestrator.EvDelivered, Agent: "a"}, ""},
+		{orchestrator.Event{Type: orchestrator.EvWarning, Agent: "a"}, ""},
+	} {
+		if got := AlertText(tc.e); got != tc.want {
+			t.Errorf("AlertText(%s) = %q, want %q", tc.e.Type, got, tc.want)
+		}
+	}
+}
+
+func TestPauseKind(t *testing.T) {
+	at := time.Now()
+	for _, tc := range []struct {
+		d    orchestrator.DispatchStatus
+		want string
+	}{
+		{orchestrator.DispatchStatus{}, ""},
+		{orchestrator.DispatchStatus{Paused: true, ResumeAt: &at}, PauseQuota},
+		{orchestrator.DispatchStatus{Paused: true, Reason: "codex needs a login (reported by a)"}, PauseAuth},
+		{orchestrator.DispatchStatus{Paused: true, Reason: "lunch"}, PauseManual},
+	} {
+		if got := pauseKind(tc.d); got != tc.want {
+			t.Errorf("pauseKind(%+v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
