@@ -172,27 +172,41 @@ func TestTitlesFollowStateOnRealTmux(t *testing.T) {
 }
 
 // BenchmarkTitleBatch measures one flush that changes the titles of 20
-// agents: one tmux invocation against a real private server.
+// agents against a real private server: batched, one tmux invocation; for
+// comparison, one invocation per title.
 func BenchmarkTitleBatch(b *testing.B) {
 	srv := realServer(b)
 	ctx := context.Background()
-	if _, err := srv.Create(ctx, Spec{Session: "s", Feed: []string{"sleep", "600"}, Agents: agentNames(20),
-		AgentCmd: func(string) []string { return []string{"sleep", "600"} }}); err != nil {
+	sess, err := srv.Create(ctx, Spec{Session: "s", Feed: []string{"sleep", "600"}, Agents: agentNames(20),
+		AgentCmd: func(string) []string { return []string{"sleep", "600"} }})
+	if err != nil {
 		b.Fatal(err)
 	}
-	src := newFlipSource(20)
-	var calls atomic.Int64
-	u := NewUpdater(Server{Run: countCalls{srv.Run, &calls}}, "s", src.snapshot, UpdaterOptions{})
-	u.Flush(ctx)
-	calls.Store(0)
-	b.ResetTimer()
-	for i := range b.N {
-		for a := range 20 {
-			src.set(a, func(v *AgentView) { v.Waiting = i%2 + 1 })
-		}
+	b.Run("batched", func(b *testing.B) {
+		src := newFlipSource(20)
+		var calls atomic.Int64
+		u := NewUpdater(Server{Run: countCalls{srv.Run, &calls}}, "s", src.snapshot, UpdaterOptions{})
 		u.Flush(ctx)
-	}
-	b.ReportMetric(float64(calls.Load())/float64(b.N), "tmux-calls/op")
+		calls.Store(0)
+		b.ResetTimer()
+		for i := range b.N {
+			for a := range 20 {
+				src.set(a, func(v *AgentView) { v.Waiting = i%2 + 1 })
+			}
+			u.Flush(ctx)
+		}
+		b.ReportMetric(float64(calls.Load())/float64(b.N), "tmux-calls/op")
+	})
+	b.Run("one-call-per-title", func(b *testing.B) {
+		for i := range b.N {
+			for _, a := range agentNames(20) {
+				if _, err := srv.Run.Run(ctx, "select-pane", "-t", sess.Panes[a], "-T", fmt.Sprintf("%s · idle · %d waiting", a, i%2+1)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(20, "tmux-calls/op")
+	})
 }
 
 type countCalls struct {

@@ -3,7 +3,7 @@
 # with machine load; run it on a quiet machine.
 #
 #   scripts/bench.sh            # all
-#   scripts/bench.sh protocol   # one group: protocol | codex | shim | orchestrator | ptylog | logtail
+#   scripts/bench.sh protocol   # one group: protocol | codex | shim | orchestrator | ptylog | logtail | cockpit
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -25,6 +25,9 @@ if [ "$group" = all ] || [ "$group" = logtail ]; then
 fi
 if [ "$group" = all ] || [ "$group" = shim ]; then
   run -bench 'TurnViaShim|WorkerDirect' -benchtime 200x -count 3 ./shim/
+fi
+if [ "$group" = all ] || [ "$group" = cockpit ]; then
+  run -bench 'TitleBatch' -benchtime 100x -count 3 ./cockpit/
 fi
 if [ "$group" = all ] || [ "$group" = orchestrator ]; then
   run -bench 'SendToWorkerStart' -benchtime 300x -count 3 ./orchestrator/
