@@ -36,6 +36,8 @@ func TestMain(m *testing.M) {
 		os.Exit(daemonMain(os.Args[1]))
 	case "lockholder":
 		os.Exit(lockHolderMain(os.Args[1]))
+	case "runchild":
+		os.Exit(runChildMain(os.Args[1]))
 	}
 	os.Exit(m.Run())
 }
