@@ -225,10 +225,12 @@ func runDaemon(ctx context.Context, p orchestrator.Project, cfg *team.Config, re
 	opts := orchestrator.Options{Logger: log, ShimLog: logf, Subreaper: true}
 	var dc *daemonCockpit
 	if withCockpit {
+		// The cockpit is a view: without it the team runs all the same.
 		if dc, err = newDaemonCockpit(p, cfg, log); err != nil {
-			return fail(err)
+			log.Warn("No cockpit titles", "error", err)
+		} else {
+			opts.OnEvent = dc.onEvent
 		}
-		opts.OnEvent = dc.onEvent
 	}
 	d, err := orchestrator.New(cfg, p.Layout, opts)
 	if err != nil {
