@@ -192,6 +192,7 @@ func TestCockpit(t *testing.T) {
 // attach explains that the team has no cockpit.
 func TestStartWithoutTmux(t *testing.T) {
 	dir := fakeTeam(t, "plain", 1)
+	defer runBattyIn(t, dir, nil, "", "stop") // whatever failed, nothing stays
 	noTmux := []string{"PATH=" + t.TempDir()}
 	out, errOut, code := runBattyIn(t, dir, noTmux, "", "start")
 	if code != 0 || !strings.Contains(errOut, "tmux not found") || !strings.Contains(errOut, "apt-get install tmux") || strings.Contains(out, "batty attach") {
