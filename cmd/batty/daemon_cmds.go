@@ -284,7 +284,8 @@ func newStopCmd() *cobra.Command {
 		Short: "Stop the daemon: turns in flight may finish until the timeout, then are interrupted",
 		Long: `stop stops dispatching, lets the turns in flight finish until the timeout
 (default: timeouts.shutdown of the team), then interrupts them. Every shim
-and Codex process, and the daemon itself, is gone when it returns.
+and Codex process, and the daemon itself, is gone when it returns, and so
+is the cockpit (the tmux session and the project's private tmux server).
 Interrupted messages are delivered again at the next start.`,
 		Example: `  batty stop
   batty stop --timeout 5s`,
@@ -297,9 +298,8 @@ Interrupted messages are delivered again at the next start.`,
 			announceStop(cmd.ErrOrStderr(), p.Layout, timeout)
 			pid, err := orchestrator.Stop(p.Layout, timeout, 30*time.Second)
 			if errors.Is(err, orchestrator.ErrNotRunning) && pid == 0 {
-				if err := stopCockpit(p); err != nil {
-					return err
-				}
+				// A cockpit a dead daemon left goes too.
+				cerr := stopCockpit(p)
 				fmt.Fprintln(cmd.OutOrStdout(), "batty: not running")
 				// A team killed with its daemon (kill -9) may have left
 				// processes running: they go now.
@@ -308,9 +308,9 @@ Interrupted messages are delivered again at the next start.`,
 					fmt.Fprintf(cmd.OutOrStdout(), "batty: killed %d process(es) an earlier run left running\n", n)
 				}
 				if err != nil && !errors.Is(err, orchestrator.ErrAlreadyRunning) {
-					return fmt.Errorf("kill what an earlier run left running: %w", err)
+					return errors.Join(fmt.Errorf("kill what an earlier run left running: %w", err), cerr)
 				}
-				return nil
+				return cerr
 			}
 			if err != nil {
 				return err
