@@ -84,7 +84,9 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
 				return runDaemon(cmd.Context(), p, cfg, nil, true, withCockpit)
 			}
 			if err := startBackground(cmd.OutOrStdout(), p, cfg, withCockpit); err != nil {
-				if withCockpit {
+				// The cockpit goes with the failed daemon, unless another
+				// start won the race for the lock: that team keeps it.
+				if running, _ := orchestrator.Running(p.Layout); withCockpit && !running {
 					if kerr := stopCockpit(p); kerr != nil {
 						err = errors.Join(err, kerr)
 					}
