@@ -86,6 +86,9 @@ func (t *Team) Snapshot() Snapshot {
 	}
 	for _, a := range st.Agents {
 		v := AgentView{Name: a.Name, State: a.State, Pause: kind, Network: network[a.Name], Waiting: a.Backlog}
+		if a.Parked != nil {
+			v.Parked = a.Parked.Kind
+		}
 		if a.InFlight != nil {
 			v.Busy = true
 			v.Working = time.Duration(a.InFlightAgeS) * time.Second
@@ -124,6 +127,12 @@ func AlertText(e orchestrator.Event) string {
 		return fmt.Sprintf("batty: codex needs a login (%s): run `codex login`, then `batty resume`", e.Agent)
 	case orchestrator.EvAgentFailed:
 		return fmt.Sprintf("batty: %s failed: %s", e.Agent, e.Detail)
+	case orchestrator.EvAgentParked:
+		s := fmt.Sprintf("batty: %s parked: %s", e.Agent, e.Detail)
+		if fix, ok := e.Data["fix"].(string); ok && fix != "" && !strings.Contains(e.Detail, fix) {
+			s += " — " + fix
+		}
+		return s
 	case orchestrator.EvWedged:
 		return fmt.Sprintf("batty: %s did not answer (%s); restarting it", e.Agent, e.Detail)
 	}

@@ -16,6 +16,7 @@ func TestTeamSnapshot(t *testing.T) {
 		{Name: "a", State: "working", InFlight: &id, InFlightAgeS: 150, Backlog: 4},
 		{Name: "b", State: "idle", Backlog: 2},
 		{Name: "c", State: "failed"},
+		{Name: "d", State: "parked", Backlog: 1, Parked: &orchestrator.ParkedStatus{Kind: "codex_missing"}},
 	}}
 	r := newCountingRunner()
 	team := NewTeam(Server{Run: r}, "s", func() orchestrator.Status { return st }, UpdaterOptions{})
@@ -26,7 +27,7 @@ func TestTeamSnapshot(t *testing.T) {
 		}
 		return out
 	}
-	want := []string{"a · working 2m · 3 waiting", "b · idle · 2 waiting", "c · failed"}
+	want := []string{"a · working 2m · 3 waiting", "b · idle · 2 waiting", "c · failed", "d · parked (codex missing) · 1 waiting"}
 	if got := titles(); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("titles %q, want %q", got, want)
 	}
@@ -87,6 +88,7 @@ func TestAlertText(t *testing.T) {
 		{orchestrator.Event{Type: orchestrator.EvAuthRequired, Agent: "a"}, "batty: codex needs a login (a): run `codex login`, then `batty resume`"},
 		{orchestrator.Event{Type: orchestrator.EvAgentFailed, Agent: "a", Detail: "d"}, "batty: a failed: d"},
 		{orchestrator.Event{Type: orchestrator.EvWedged, Agent: "a", Detail: "no pong within 10s"}, "batty: a did not answer (no pong within 10s); restarting it"},
+		{orchestrator.Event{Type: orchestrator.EvAgentParked, Agent: "a", Detail: "codex not found", Data: map[string]any{"fix": "install it"}}, "batty: a parked: codex not found — install it"},
 		{orchestrator.Event{Type: orchestrator.EvDelivered, Agent: "a"}, ""},
 		{orchestrator.Event{Type: orchestrator.EvWarning, Agent: "a"}, ""},
 	} {

@@ -28,10 +28,14 @@ type AgentView struct {
 	Pause string
 	// Network reports that the agent's codex is waiting for the network.
 	Network bool
+	// Parked is the kind of problem that parks the agent (its codex cannot
+	// run: "codex_missing", "not_logged_in", …), "" when it is not parked.
+	Parked string
 }
 
 // Title renders an agent's pane title: its name, its live state (idle,
-// working 2m, quota paused, waiting for network, failed, …) and, when
+// working 2m, quota paused, waiting for network, parked (not logged in),
+// failed, …) and, when
 // messages wait, how many ("engineer-1 · working 2m · 3 waiting"). Ages
 // are in whole minutes, so a title changes at most once a minute by
 // itself. Pure.
@@ -47,6 +51,11 @@ func agentState(v AgentView) string {
 	switch {
 	case v.State == "failed":
 		return "failed"
+	case v.Parked != "" || v.State == "parked":
+		if v.Parked == "" {
+			return "parked"
+		}
+		return "parked (" + strings.ReplaceAll(v.Parked, "_", " ") + ")"
 	case v.Busy && v.Network:
 		return "waiting for network"
 	case v.Busy:

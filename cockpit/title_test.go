@@ -21,6 +21,8 @@ func TestTitle(t *testing.T) {
 		{AgentView{Name: "e-1", State: "working", Busy: true, Network: true}, "e-1 · waiting for network"},
 		{AgentView{Name: "e-1", State: "failed", Pause: PauseQuota}, "e-1 · failed"},
 		{AgentView{Name: "e-1", State: "restarting"}, "e-1 · restarting"},
+		{AgentView{Name: "e-1", State: "parked", Parked: "not_logged_in", Waiting: 2}, "e-1 · parked (not logged in) · 2 waiting"},
+		{AgentView{Name: "e-1", State: "parked"}, "e-1 · parked"},
 		{AgentView{Name: "e-1", State: "spawning"}, "e-1 · starting"},
 		{AgentView{Name: "e-1", State: "stopped"}, "e-1 · stopped"},
 		{AgentView{Name: "e\x1b[31m", State: "idle"}, "e [31m · idle"},

@@ -222,6 +222,14 @@ func feedText(e orchestrator.Event) (style, text string) {
 		return feedYellow, fmt.Sprintf("⚠ %s: context window full; the message is retried on a fresh thread", e.Agent)
 	case orchestrator.EvThreadReset:
 		return feedYellow, fmt.Sprintf("  %s: thread reset (%s)", e.Agent, e.Detail)
+	case orchestrator.EvAgentParked:
+		s := fmt.Sprintf("⏸ ALERT %s parked, its messages wait: %s", e.Agent, e.Detail)
+		if fix := str("fix"); fix != "" && !strings.Contains(e.Detail, fix) {
+			s += " — " + fix
+		}
+		return feedRed, s
+	case orchestrator.EvAgentUnparked:
+		return feedGreen, fmt.Sprintf("▶ %s: codex runs again; its messages go out", e.Agent)
 	case orchestrator.EvWedged:
 		return feedRed, fmt.Sprintf("⚠ ALERT %s did not answer a ping (%s); restarting it", e.Agent, e.Detail)
 	case orchestrator.EvWarning:

@@ -24,6 +24,8 @@ func TestRenderFeedLine(t *testing.T) {
 			"⚠ ALERT quota exhausted (eng-2): limit; the team waits until " + ts.Local().Format("15:04")},
 		{`{"type":"auth_required","agent":"a","detail":"401"}`, "⚠ ALERT codex needs a login (a): run `codex login`, then `batty resume` — 401"},
 		{`{"type":"agent_failed","agent":"a","detail":"5 crashes"}`, "✘ ALERT a failed: 5 crashes"},
+		{`{"type":"agent_parked","agent":"a","detail":"codex not found","data":{"fix":"install it"}}`, "⏸ ALERT a parked, its messages wait: codex not found — install it"},
+		{`{"type":"agent_unparked","agent":"a"}`, "▶ a: codex runs again; its messages go out"},
 		{`{"type":"warning","detail":"x\u001b[31my\nz"}`, "⚠ -: xy z"},
 		{`{"type":"something_new","agent":"a","detail":"d"}`, "something_new a d"},
 		{`not json`, "? not json"},
