@@ -65,6 +65,7 @@ codex:
   bin: %s
   env:
     BATTY_TEST_ROLE: fakecodex
+    CODEX_API_KEY: fake-key-no-login-needed
     FAKE_CODEX_STATE: %s
 timeouts:
   shutdown: 5s
