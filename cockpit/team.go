@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/orchestrator"
 )
 
@@ -17,16 +16,15 @@ type Team struct {
 	status func() orchestrator.Status
 	up     *Updater
 
-	mu      sync.Mutex
-	pause   string          // kind of the dispatch pause, from the events
-	network map[string]bool // agents whose codex said it waits for the network
+	mu    sync.Mutex
+	pause string // kind of the dispatch pause, from the events
 }
 
 // NewTeam returns the view of a team whose status is read with status
 // (called from the updater's goroutine), and the updater that shows it on
 // srv's session.
 func NewTeam(srv Server, session string, status func() orchestrator.Status, opts UpdaterOptions) *Team {
-	t := &Team{status: status, network: map[string]bool{}}
+	t := &Team{status: status}
 	t.up = NewUpdater(srv, session, t.Snapshot, opts)
 	return t
 }
@@ -45,18 +43,6 @@ func (t *Team) Event(e orchestrator.Event) {
 		}
 	case orchestrator.EvResumed:
 		t.pause = ""
-	case orchestrator.EvWarning:
-		// Codex retries by itself; a notice that it waits for the network
-		// holds until the turn ends or a notice says otherwise.
-		if codex.IsRetryNotice(e.Detail) {
-			if strings.Contains(strings.ToLower(e.Detail), "waiting for network") {
-				t.network[e.Agent] = true
-			} else {
-				delete(t.network, e.Agent)
-			}
-		}
-	case orchestrator.EvTurnFinished, orchestrator.EvShimExited, orchestrator.EvRequeued:
-		delete(t.network, e.Agent)
 	}
 	t.mu.Unlock()
 	if msg := AlertText(e); msg != "" {
@@ -70,10 +56,6 @@ func (t *Team) Snapshot() Snapshot {
 	st := t.status()
 	t.mu.Lock()
 	kind := t.pause
-	network := make(map[string]bool, len(t.network))
-	for k, v := range t.network {
-		network[k] = v
-	}
 	t.mu.Unlock()
 	if !st.Dispatch.Paused {
 		kind = ""
@@ -85,7 +67,11 @@ func (t *Team) Snapshot() Snapshot {
 		snap.Feed.ResumeAt = *st.Dispatch.ResumeAt
 	}
 	for _, a := range st.Agents {
-		v := AgentView{Name: a.Name, State: a.State, Pause: kind, Network: network[a.Name], Waiting: a.Backlog}
+		v := AgentView{Name: a.Name, State: a.State, Pause: kind, Waiting: a.Backlog}
+		if a.Network != nil {
+			v.Network = a.Network.State == "waiting"
+			v.Held = a.Network.State == "held"
+		}
 		if a.Parked != nil {
 			v.Parked = a.Parked.Kind
 		}
@@ -133,6 +119,10 @@ func AlertText(e orchestrator.Event) string {
 			s += " — " + fix
 		}
 		return s
+	case orchestrator.EvNetworkWaiting:
+		return fmt.Sprintf("batty: %s's codex waits for the network; its account's agents start nothing new until the API answers", e.Agent)
+	case orchestrator.EvMessageFailed:
+		return fmt.Sprintf("batty: a message to %s failed on its last try: %s", e.Agent, e.Detail)
 	case orchestrator.EvWedged:
 		return fmt.Sprintf("batty: %s did not answer (%s); restarting it", e.Agent, e.Detail)
 	}

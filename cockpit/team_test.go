@@ -52,20 +52,14 @@ func TestTeamSnapshot(t *testing.T) {
 	}
 	st.Dispatch = orchestrator.DispatchStatus{}
 
-	// Codex waiting for the network, until its turn ends.
-	team.Event(orchestrator.Event{Type: orchestrator.EvWarning, Agent: "a", Detail: "Reconnecting... waiting for network (Connection failed)"})
-	if got := titles()[0]; got != "a · waiting for network · 3 waiting" {
+	// Codex waiting for the network; another agent of its account held.
+	st.Agents[0].State = orchestrator.AgentWaitingForNetwork
+	st.Agents[0].Network = &orchestrator.NetworkStatus{State: "waiting"}
+	st.Agents[1].Network = &orchestrator.NetworkStatus{State: "held"}
+	if got := titles(); got[0] != "a · waiting for network · 3 waiting" || got[1] != "b · held: no network · 2 waiting" {
 		t.Fatalf("network: %q", got)
 	}
-	team.Event(orchestrator.Event{Type: orchestrator.EvWarning, Agent: "a", Detail: "Reconnecting... 2/5 (stream disconnected)"})
-	if got := titles()[0]; !strings.HasPrefix(got, "a · working") {
-		t.Fatalf("after another notice: %q", got)
-	}
-	team.Event(orchestrator.Event{Type: orchestrator.EvWarning, Agent: "a", Detail: "Reconnecting... waiting for network"})
-	team.Event(orchestrator.Event{Type: orchestrator.EvTurnFinished, Agent: "a"})
-	if got := titles()[0]; !strings.HasPrefix(got, "a · working") {
-		t.Fatalf("after the turn: %q", got)
-	}
+	st.Agents[0].State, st.Agents[0].Network, st.Agents[1].Network = "working", nil, nil
 
 	// Alerts reach attached clients at the next flush.
 	team.Event(orchestrator.Event{Type: orchestrator.EvAgentFailed, Agent: "c", Detail: "5 crashes"})
@@ -89,6 +83,8 @@ func TestAlertText(t *testing.T) {
 		{orchestrator.Event{Type: orchestrator.EvAgentFailed, Agent: "a", Detail: "d"}, "batty: a failed: d"},
 		{orchestrator.Event{Type: orchestrator.EvWedged, Agent: "a", Detail: "no pong within 10s"}, "batty: a did not answer (no pong within 10s); restarting it"},
 		{orchestrator.Event{Type: orchestrator.EvAgentParked, Agent: "a", Detail: "codex not found", Data: map[string]any{"fix": "install it"}}, "batty: a parked: codex not found — install it"},
+		{orchestrator.Event{Type: orchestrator.EvNetworkWaiting, Agent: "a"}, "batty: a's codex waits for the network; its account's agents start nothing new until the API answers"},
+		{orchestrator.Event{Type: orchestrator.EvMessageFailed, Agent: "a", Detail: "boom"}, "batty: a message to a failed on its last try: boom"},
 		{orchestrator.Event{Type: orchestrator.EvDelivered, Agent: "a"}, ""},
 		{orchestrator.Event{Type: orchestrator.EvWarning, Agent: "a"}, ""},
 	} {

@@ -28,6 +28,9 @@ type AgentView struct {
 	Pause string
 	// Network reports that the agent's codex is waiting for the network.
 	Network bool
+	// Held reports that another agent of its account waits for the
+	// network, so it starts no new turn.
+	Held bool
 	// Parked is the kind of problem that parks the agent (its codex cannot
 	// run: "codex_missing", "not_logged_in", …), "" when it is not parked.
 	Parked string
@@ -56,12 +59,14 @@ func agentState(v AgentView) string {
 			return "parked"
 		}
 		return "parked (" + strings.ReplaceAll(v.Parked, "_", " ") + ")"
-	case v.Busy && v.Network:
+	case v.Network || v.State == "waiting_for_network":
 		return "waiting for network"
 	case v.Busy:
 		return "working " + minutes(v.Working)
 	case v.State == "restarting":
 		return "restarting"
+	case v.Held:
+		return "held: no network"
 	case v.State == "spawning" || v.State == "starting":
 		return "starting"
 	case v.State == "stopping" || v.State == "stopped":

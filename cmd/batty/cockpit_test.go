@@ -160,10 +160,14 @@ func TestCockpit(t *testing.T) {
 	pollTmux(t, "eng-2 working", title(sess.Panes["eng-2"]), is("eng-2 · working <1m"))
 	pollTmux(t, "eng-2 idle again", title(sess.Panes["eng-2"]), is("eng-2 · idle"))
 
-	mustBatty(t, dir, "send", "eng-2", "scenario:offline:3 no network")
+	// About 4 s without the network (40 notices, 100 ms apart): eng-2
+	// waits, eng-1 (same account) is held.
+	mustBatty(t, dir, "send", "eng-2", "scenario:netwait:40 no network")
 	pollTmux(t, "eng-2 waiting for network", title(sess.Panes["eng-2"]), is("eng-2 · waiting for network"))
-	pollTmux(t, "the notice in the feed", capture(sess.Feed), has("⚠ eng-2: Reconnecting... waiting for network"))
+	pollTmux(t, "eng-1 held", title(sess.Panes["eng-1"]), is("eng-1 · held: no network"))
+	pollTmux(t, "the alert in the feed", capture(sess.Feed), has("ALERT eng-2: codex waits for the network"))
 	pollTmux(t, "eng-2 back", title(sess.Panes["eng-2"]), is("eng-2 · idle"))
+	pollTmux(t, "eng-1 back", title(sess.Panes["eng-1"]), is("eng-1 · idle"))
 
 	mustBatty(t, dir, "send", "eng-1", "scenario:quotaonce")
 	pollTmux(t, "eng-1 quota paused", title(sess.Panes["eng-1"]), is("eng-1 · quota paused · 1 waiting"))

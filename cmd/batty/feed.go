@@ -230,6 +230,15 @@ func feedText(e orchestrator.Event) (style, text string) {
 		return feedRed, s
 	case orchestrator.EvAgentUnparked:
 		return feedGreen, fmt.Sprintf("▶ %s: codex runs again; its messages go out", e.Agent)
+	case orchestrator.EvNetworkWaiting:
+		return feedRed, fmt.Sprintf("⚠ ALERT %s: codex waits for the network (%s); its account's agents start nothing new until the API answers", e.Agent, e.Detail)
+	case orchestrator.EvNetworkRestored:
+		return feedGreen, fmt.Sprintf("▶ the API answers again (%s); held work goes on", e.Agent)
+	case orchestrator.EvRetryScheduled:
+		return feedYellow, fmt.Sprintf("↺ %s: message %s failed (%s), retried in %s (attempt %d of %d)", e.Agent, id, orDash(e.Detail),
+			(time.Duration(num("delay_ms")) * time.Millisecond).Round(100*time.Millisecond), num("attempt"), num("max_attempts"))
+	case orchestrator.EvMessageFailed:
+		return feedRed, fmt.Sprintf("✘ ALERT %s: message %s failed on its last try (%d of %d): %s", e.Agent, id, num("attempts"), num("max_attempts"), e.Detail)
 	case orchestrator.EvWedged:
 		return feedRed, fmt.Sprintf("⚠ ALERT %s did not answer a ping (%s); restarting it", e.Agent, e.Detail)
 	case orchestrator.EvWarning:
