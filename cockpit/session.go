@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 )
@@ -216,12 +217,20 @@ func (s Server) KillSession(ctx context.Context, session string) error {
 	return nil
 }
 
-// Kill kills the private server and every session on it; no server is not
-// an error. Idempotent.
+// Kill kills the private server and every session on it, and removes the
+// socket file tmux leaves behind; no server is not an error. Idempotent.
 func (s Server) Kill(ctx context.Context) error {
+	socket, _ := s.Run.Run(ctx, "display-message", "-p", "#{socket_path}")
 	_, err := s.Run.Run(ctx, "kill-server")
 	if err != nil && !NoServer(err) {
 		return fmt.Errorf("kill tmux server: %w", err)
+	}
+	if socket = strings.TrimSpace(socket); socket != "" {
+		if fi, err := os.Lstat(socket); err == nil && fi.Mode().Type() == os.ModeSocket {
+			if err := os.Remove(socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove the tmux socket %s: %w", socket, err)
+			}
+		}
 	}
 	return nil
 }

@@ -167,8 +167,15 @@ func TestServerStaysAndKill(t *testing.T) {
 	if _, err := srv.Run.Run(ctx, "list-sessions"); err != nil && NoServer(err) {
 		t.Fatalf("server exited with its last session: %v", err)
 	}
+	socket, err := srv.Run.Run(ctx, "display-message", "-p", "#{socket_path}")
+	if socket = strings.TrimSpace(socket); err != nil || socket == "" {
+		t.Fatalf("socket path %q, %v", socket, err)
+	}
 	if err := srv.Kill(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the socket %s is left behind (%v)", socket, err)
 	}
 	if err := srv.Kill(ctx); err != nil {
 		t.Fatalf("second Kill: %v", err)
