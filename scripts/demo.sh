@@ -48,7 +48,7 @@ if [ ! -x "$codex_dir/node_modules/.bin/codex" ]; then
   fi
   echo "==> installing @openai/codex@$CODEX_VERSION into $codex_dir"
   mkdir -p "$codex_dir"
-  npm install --silent --no-audit --no-fund --prefix "$codex_dir" "@openai/codex@$CODEX_VERSION"
+  npm install --loglevel=error --no-audit --no-fund --prefix "$codex_dir" "@openai/codex@$CODEX_VERSION"
 fi
 
 echo "==> building batty into $bin_dir"

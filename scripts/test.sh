@@ -28,7 +28,7 @@ codex_dir="$BATTY_CODEX_CACHE/$CODEX_VERSION"
 if [ ! -x "$codex_dir/node_modules/.bin/codex" ]; then
   echo "==> installing @openai/codex@$CODEX_VERSION into $codex_dir"
   mkdir -p "$codex_dir"
-  npm install --silent --no-audit --no-fund --prefix "$codex_dir" "@openai/codex@$CODEX_VERSION"
+  npm install --loglevel=error --no-audit --no-fund --prefix "$codex_dir" "@openai/codex@$CODEX_VERSION"
 fi
 "$codex_dir/node_modules/.bin/codex" --version
 
