@@ -337,5 +337,5 @@ func (a *agent) replyToHuman(m inbox.Message, reply string) {
 		a.warn("reply to human", err)
 		return
 	}
-	a.d.events.Append(Event{Type: EvReply, Agent: a.def.Name, Message: r.ID, Data: map[string]any{"in_reply_to": m.ID}})
+	a.d.events.Append(Event{Type: EvReply, Agent: a.def.Name, Message: r.ID, Data: map[string]any{"in_reply_to": m.ID, "preview": replyPreview(reply)}})
 }
