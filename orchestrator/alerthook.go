@@ -57,7 +57,7 @@ type alertHook struct {
 // event queues the alert for e, if it is one; it never blocks. Safe from
 // any goroutine.
 func (h *alertHook) event(e Event) {
-	a, ok := alertFor(e)
+	a, ok := AlertFor(e)
 	if !ok || (a.Kind == AlertReply && !h.replies) {
 		return
 	}

@@ -43,11 +43,12 @@ type Alert struct {
 	Data      map[string]any `json:"data,omitempty"`
 }
 
-// alertFor says whether event e is an alert and, if so, which. It is a
-// pure function: the one place that decides which events reach on_alert.
-// Replies (AlertReply) are alerts here; whether they are sent is up to
-// alert_on_reply.
-func alertFor(e Event) (Alert, bool) {
+// AlertFor says whether event e is an alert and, if so, which. It is a
+// pure function: the one place that decides which events reach on_alert
+// (and what else shows alerts, reading the event log). Replies
+// (AlertReply) are alerts here; whether on_alert hears of them is up to
+// alert_on_reply. The alert's Team is left empty.
+func AlertFor(e Event) (Alert, bool) {
 	a := Alert{Agent: e.Agent, MessageID: e.Message, Event: e.Type, Time: e.Time, Data: e.Data, Message: e.Detail}
 	who := e.Agent
 	if who == "" {

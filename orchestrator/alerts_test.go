@@ -47,9 +47,9 @@ func TestAlertFor(t *testing.T) {
 		{"shim exited", Event{Type: EvShimExited, Agent: "eng"}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, ok := alertFor(tc.e)
+			a, ok := AlertFor(tc.e)
 			if ok != (tc.kind != "") || a.Kind != tc.kind || a.Message != tc.message {
-				t.Fatalf("alertFor = %v %q %q, want %q %q", ok, a.Kind, a.Message, tc.kind, tc.message)
+				t.Fatalf("AlertFor = %v %q %q, want %q %q", ok, a.Kind, a.Message, tc.kind, tc.message)
 			}
 			if ok && (a.Agent != tc.e.Agent || a.Event != tc.e.Type || a.MessageID != tc.e.Message) {
 				t.Fatalf("alert %+v does not carry the event's agent, type and message", a)

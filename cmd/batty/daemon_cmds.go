@@ -408,6 +408,9 @@ saved, so it holds across restarts.`
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
+	if !pause {
+		cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
+	}
 	return cmd
 }
 
