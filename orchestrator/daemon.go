@@ -301,10 +301,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 			<-reaped
 		}()
 	}
+	// What an earlier run left (killed with its shims) goes before the
+	// first shim starts; what this run leaves, once the last has exited.
+	var stale int
+	d.procs, stale = openTeamProcs(d.layout, d.log, d.opts.NoCgroup)
+	if n := stale + d.procs.sweepMarked("daemon start"); n > 0 {
+		d.events.Append(Event{Type: EvWarning, Detail: fmt.Sprintf("killed %d processes an earlier run of the team left running", n)})
+	}
+	defer d.procs.stop()
 	if d.alerts != nil {
-		// After the reaper (it starts the hooks), before the shims; on the
-		// way out the alerts of the stop still run, for at most one time
-		// limit.
+		// After the reaper (it starts the commands); on the way out the
+		// alerts of the stop still run, for at most one time limit, before
+		// the team's leftovers are swept.
 		alertCtx, stopAlerts := context.WithCancel(context.Background())
 		alertsDone := make(chan struct{})
 		go func() { defer close(alertsDone); d.alerts.run(alertCtx) }()
@@ -319,14 +327,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 			stopAlerts()
 		}()
 	}
-	// What an earlier run left (killed with its shims) goes before the
-	// first shim starts; what this run leaves, once the last has exited.
-	var stale int
-	d.procs, stale = openTeamProcs(d.layout, d.log, d.opts.NoCgroup)
-	if n := stale + d.procs.sweepMarked("daemon start"); n > 0 {
-		d.events.Append(Event{Type: EvWarning, Detail: fmt.Sprintf("killed %d processes an earlier run of the team left running", n)})
-	}
-	defer d.procs.stop()
 	// Before any agent recovers its inbox or anything is routed.
 	d.reconcile()
 	// Every agent's Codex is checked before the daemon says it is ready, so

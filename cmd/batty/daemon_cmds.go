@@ -419,6 +419,13 @@ saved, so it holds across restarts.`
 func resumeAgent(w io.Writer, p orchestrator.Project, name string) error {
 	resp, err := orchestrator.Call(p.Layout, orchestrator.Request{Op: orchestrator.OpResume, Agent: name}, 10*time.Second)
 	if errors.Is(err, orchestrator.ErrNotRunning) {
+		cfg, err := team.Load(p.TeamFile)
+		if err != nil {
+			return err
+		}
+		if _, ok := cfg.Agent(name); !ok {
+			return fmt.Errorf("no agent %q in team %q; `batty status` lists the agents", name, cfg.Name)
+		}
 		fmt.Fprintf(w, "batty: the daemon is not running; `batty start` starts %s afresh\n", name)
 		return nil
 	}
