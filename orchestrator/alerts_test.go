@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -262,4 +263,67 @@ func (r *running) logString() string {
 	r.log.mu.Lock()
 	defer r.log.mu.Unlock()
 	return r.log.b.String()
+}
+
+// In a daemon that is a subreaper (`batty daemon`), an alert command is its
+// own child, not a leftover: a shim's death, which has the daemon kill what
+// shims left, leaves it running, and its exit status reaches the daemon.
+func TestAlertHookInASubreaperDaemon(t *testing.T) {
+	p := newProject(t, "  - name: solo\n")
+	hook := hookScript(t, p.dir, "wait.sh", `echo $$ > "$1/pid.tmp" && mv "$1/pid.tmp" "$1/pid"
+i=0
+while [ ! -e "$1/go" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
+echo hook-finished
+`)
+	teamFile := filepath.Join(p.dir, "team.yaml")
+	b, err := os.ReadFile(teamFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = fmt.Appendf(b, "on_alert: [%q, %q]\n", hook, p.dir)
+	if err := os.WriteFile(teamFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(p.dir, "daemon-test.log")
+	child := p.startChildDaemon("BATTY_TEST_DAEMON_LOG=" + logPath)
+	t.Cleanup(func() {
+		Call(p.layout, Request{Op: OpStop, Timeout: time.Second}, waitLimit)
+		child.Wait()
+		assertNoProcesses(t, p.mark)
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("daemon log:\n%s", b)
+		}
+	})
+	p.send("solo", "human", "scenario:crash")
+	pid := waitPidFile(t, filepath.Join(p.dir, "pid"))
+	hookFD, err := reap.OpenPidfd(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hookFD.Close()
+	st, err := Call(p.layout, Request{Op: OpStatus}, waitLimit)
+	if err != nil || st.Status.Agents[0].ShimPID <= 0 {
+		t.Fatalf("status %+v, %v", st.Status, err)
+	}
+	shim := st.Status.Agents[0].ShimPID
+	syscall.Kill(shim, syscall.SIGKILL)
+	waitFor(t, "the shim's respawn", func() bool {
+		st, err := Call(p.layout, Request{Op: OpStatus}, waitLimit)
+		return err == nil && st.Status.Agents[0].ShimPID > 0 && st.Status.Agents[0].ShimPID != shim
+	})
+	if syscall.Kill(pid, 0) != nil {
+		t.Fatal("the alert command was killed with the dead shim's leftovers")
+	}
+	os.WriteFile(filepath.Join(p.dir, "go"), nil, 0o600)
+	if !hookFD.WaitExit(time.Now().Add(waitLimit)) {
+		t.Fatal("the alert command did not finish")
+	}
+	waitFor(t, "the command's success in the log", func() bool {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "Alert command ran") && strings.Contains(string(b), "hook-finished")
+	})
+	if b, _ := os.ReadFile(logPath); strings.Contains(string(b), "Alert command failed") {
+		t.Fatalf("the alert command's exit was lost:\n%s", b)
+	}
 }
