@@ -20,13 +20,6 @@ const (
 	AlertReply         = "reply"          // an agent replied to the human (alert_on_reply)
 )
 
-// Event types that map to alerts but are written by parts that may not
-// exist in every build of the daemon; matched by name.
-const (
-	evNetworkWaiting = "network_waiting"
-	evMessageFailed  = "message_failed"
-)
-
 // maxAlertText bounds an alert's message (in the environment and the
 // JSON): a long reply or error is cut, marked with "…".
 const maxAlertText = 2000
@@ -59,15 +52,16 @@ func AlertFor(e Event) (Alert, bool) {
 		a.Kind, a.Message = AlertQuota, "quota exhausted (reported by "+who+"): "+e.Detail
 	case EvAuthRequired:
 		a.Kind, a.Message = AlertAuth, "codex needs a login (reported by "+who+"): "+e.Detail
-	case evNetworkWaiting:
+	case EvNetworkWaiting:
 		a.Kind, a.Message = AlertNetwork, "the API is unreachable (reported by "+who+"): "+e.Detail
 	case EvContextExhaust:
 		a.Kind, a.Message = AlertContext, who+"'s context window is full: "+e.Detail
-	case evMessageFailed:
+	case EvMessageFailed:
 		a.Kind, a.Message = AlertMessageFailed, fmt.Sprintf("message %s to %s failed: %s", e.Message, who, e.Detail)
 	case EvTurnFinished:
 		status := fmt.Sprint(e.Data["status"])
-		if e.Data["requeued"] == true || status == "completed" {
+		if e.Data["requeued"] == true || status == "completed" || e.Data["message_failed"] == true {
+			// Not final, no failure, or told by its message_failed event.
 			return Alert{}, false
 		}
 		what := status

@@ -34,6 +34,8 @@ func TestAlertFor(t *testing.T) {
 		{"turn failed", turn(protocol.TurnFailed, protocol.FailExit, false), AlertMessageFailed, "message m1 to eng failed (exit): codex exited 3"},
 		{"turn failed, decoded from JSON", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1", Data: map[string]any{"status": "timed_out", "requeued": false}}, AlertMessageFailed, "message m1 to eng timed_out"},
 		{"turn failed but requeued", turn(protocol.TurnFailed, protocol.FailQuota, true), "", ""},
+		{"turn failed, told by message_failed", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1",
+			Data: map[string]any{"status": protocol.TurnFailed, "failure": protocol.FailStream, "requeued": false, "message_failed": true}}, "", ""},
 		{"turn completed", turn(protocol.TurnCompleted, protocol.FailNone, false), "", ""},
 		{"rejected", Event{Type: EvRejected, Agent: "eng", Message: "m2", Detail: "qa may not message eng (talks_to)"}, AlertMessageFailed, "message m2 to eng rejected: qa may not message eng (talks_to)"},
 		{"agent failed", Event{Type: EvAgentFailed, Agent: "eng", Detail: "5 crashes within 1m0s"}, AlertAgentFailed, "eng failed: 5 crashes within 1m0s"},
@@ -128,20 +130,11 @@ func hookScript(t *testing.T, dir, name, body string) string {
 	return path
 }
 
-// waitFor waits until cond holds (checked every 10 ms), at most waitLimit.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %s", what, waitLimit)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
+// Every failed message reaches on_alert once — one failed outright and one
+// whose retries ran out — and, with alert_on_reply, a reply too; each with
+// the documented environment and JSON.
 func TestOnAlertGetsMessageFailed(t *testing.T) {
-	p := newProject(t, "  - name: solo\n")
+	p := newProjectWith(t, "max_attempts: 2\n", "  - name: solo\n")
 	rec := filepath.Join(p.dir, "alerts")
 	os.Mkdir(rec, 0o700)
 	hook := hookScript(t, p.dir, "record.sh", `f="$1/$(date +%s%N)-$$"
@@ -151,41 +144,61 @@ mv "$f.env" "$f.envdone"
 `)
 	p.cfg.OnAlert = []string{hook, rec}
 	p.cfg.AlertOnReply = true
-	r := p.start(nil)
-	failed := p.send("solo", "human", "scenario:crash")
-	if st := r.finished(t, failed); st != "failed" {
+	r := p.start(fastRetries)
+	crashed := p.send("solo", "human", "scenario:crash")
+	if st := r.finished(t, crashed); st != "failed" {
+		t.Fatalf("status %s", st)
+	}
+	exhausted := p.send("solo", "human", "scenario:servererror")
+	if st := r.finished(t, exhausted); st != "failed" {
 		t.Fatalf("status %s", st)
 	}
 	r.finished(t, p.send("solo", "human", "hello"))
 
-	got := map[string]Alert{}
-	waitFor(t, "two recorded alerts", func() bool {
+	// One worker runs them in order: once the reply's alert is in, so are
+	// the failures' (and any duplicate).
+	var alerts []Alert
+	waitFor(t, "the reply's alert", func() bool {
+		alerts = alerts[:0]
 		envs, _ := filepath.Glob(filepath.Join(rec, "*.envdone"))
-		return len(envs) >= 2
-	})
-	envs, _ := filepath.Glob(filepath.Join(rec, "*.envdone"))
-	for _, envFile := range envs {
-		base := strings.TrimSuffix(envFile, ".envdone")
-		env, _ := os.ReadFile(envFile)
-		in, _ := os.ReadFile(base + ".json")
-		var a Alert
-		if err := json.Unmarshal(in, &a); err != nil {
-			t.Fatalf("stdin %q: %v", in, err)
-		}
-		for _, want := range []string{"BATTY_ALERT_KIND=" + a.Kind, "BATTY_ALERT_AGENT=solo", "BATTY_ALERT_MESSAGE=" + a.Message,
-			reap.MarkEnv + "=" + p.layout.Dir} {
-			if !strings.Contains(string(env), want+"\n") {
-				t.Errorf("%s alert: environment lacks %q:\n%s", a.Kind, want, env)
+		reply := false
+		for _, envFile := range envs {
+			base := strings.TrimSuffix(envFile, ".envdone")
+			env, _ := os.ReadFile(envFile)
+			in, _ := os.ReadFile(base + ".json")
+			var a Alert
+			if err := json.Unmarshal(in, &a); err != nil {
+				t.Fatalf("stdin %q: %v", in, err)
 			}
+			for _, want := range []string{"BATTY_ALERT_KIND=" + a.Kind, "BATTY_ALERT_AGENT=solo", "BATTY_ALERT_MESSAGE=" + a.Message,
+				reap.MarkEnv + "=" + p.layout.Dir} {
+				if !strings.Contains(string(env), want+"\n") {
+					t.Fatalf("%s alert: environment lacks %q:\n%s", a.Kind, want, env)
+				}
+			}
+			alerts = append(alerts, a)
+			reply = reply || a.Kind == AlertReply
 		}
-		got[a.Kind] = a
+		return reply
+	})
+	failed := map[string]int{}
+	for _, a := range alerts {
+		switch a.Kind {
+		case AlertMessageFailed:
+			failed[a.MessageID]++
+			if a.Agent != "solo" || a.Team != "test" || !strings.Contains(a.Message, "failed") {
+				t.Errorf("message_failed alert %+v", a)
+			}
+		case AlertReply:
+			if !strings.Contains(a.Message, "solo replied to you: ECHO:hello") {
+				t.Errorf("reply alert %+v", a)
+			}
+		default:
+			t.Errorf("unexpected alert %+v", a)
+		}
 	}
-	a, ok := got[AlertMessageFailed]
-	if !ok || a.MessageID != failed || a.Agent != "solo" || a.Team != "test" || !strings.Contains(a.Message, "failed") {
-		t.Fatalf("message_failed alert %+v (all: %v)", a, got)
-	}
-	if a, ok := got[AlertReply]; !ok || !strings.Contains(a.Message, "solo replied to you: ECHO:hello") {
-		t.Fatalf("reply alert %+v", a)
+	if failed[crashed] != 1 || failed[exhausted] != 1 || len(failed) != 2 {
+		t.Fatalf("message_failed alerts per message: %v; want one each for %s and %s", failed, crashed, exhausted)
 	}
 }
 
