@@ -213,7 +213,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	}
 	var verdict retryVerdict
 	cause := ""
-	announced := false // a message_failed event was written for it
+	announced := false // an alert event told the failure (message_failed, context_exhausted)
 	if requeue == "" {
 		if cause = retryCause(e); cause != "" {
 			verdict = decideRetry(m, e, cause, a.d.cfg.MaxAttempts, time.Now(), a.d.opts.RetryBase, a.d.opts.RetryMax, a.d.opts.Rand())
@@ -264,6 +264,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		}
 		if recorded && e.Failure == protocol.FailContextWindow {
 			a.contextGaveUp(m, e)
+			announced = true
 		}
 		a.afterTurn(m, e, reply, false)
 		a.inflight = nil
@@ -283,7 +284,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	a.d.events.Append(Event{Type: EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
 		"status": e.Status, "failure": e.Failure, "input_tokens": e.Usage.Input, "output_tokens": e.Usage.Output,
 		"duration_ms": e.Duration.Milliseconds(), "thread_id": e.ThreadID, "attempt": m.Attempt, "requeued": requeue != "",
-		"message_failed": announced}})
+		"alerted": announced}})
 	a.dispatch()
 }
 

@@ -60,8 +60,9 @@ func AlertFor(e Event) (Alert, bool) {
 		a.Kind, a.Message = AlertMessageFailed, fmt.Sprintf("message %s to %s failed: %s", e.Message, who, e.Detail)
 	case EvTurnFinished:
 		status := fmt.Sprint(e.Data["status"])
-		if e.Data["requeued"] == true || status == "completed" || e.Data["message_failed"] == true {
-			// Not final, no failure, or told by its message_failed event.
+		if e.Data["requeued"] == true || status == "completed" || e.Data["alerted"] == true {
+			// Not final, no failure, or told by its own alert event
+			// (message_failed, context_exhausted).
 			return Alert{}, false
 		}
 		what := status

@@ -35,7 +35,9 @@ func TestAlertFor(t *testing.T) {
 		{"turn failed, decoded from JSON", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1", Data: map[string]any{"status": "timed_out", "requeued": false}}, AlertMessageFailed, "message m1 to eng timed_out"},
 		{"turn failed but requeued", turn(protocol.TurnFailed, protocol.FailQuota, true), "", ""},
 		{"turn failed, told by message_failed", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1",
-			Data: map[string]any{"status": protocol.TurnFailed, "failure": protocol.FailStream, "requeued": false, "message_failed": true}}, "", ""},
+			Data: map[string]any{"status": protocol.TurnFailed, "failure": protocol.FailStream, "requeued": false, "alerted": true}}, "", ""},
+		{"turn failed, told by context_exhausted", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1",
+			Data: map[string]any{"status": protocol.TurnFailed, "failure": protocol.FailContextWindow, "requeued": false, "alerted": true}}, "", ""},
 		{"turn completed", turn(protocol.TurnCompleted, protocol.FailNone, false), "", ""},
 		{"rejected", Event{Type: EvRejected, Agent: "eng", Message: "m2", Detail: "qa may not message eng (talks_to)"}, AlertMessageFailed, "message m2 to eng rejected: qa may not message eng (talks_to)"},
 		{"agent failed", Event{Type: EvAgentFailed, Agent: "eng", Detail: "5 crashes within 1m0s"}, AlertAgentFailed, "eng failed: 5 crashes within 1m0s"},
@@ -130,9 +132,10 @@ func hookScript(t *testing.T, dir, name, body string) string {
 	return path
 }
 
-// Every failed message reaches on_alert once — one failed outright and one
-// whose retries ran out — and, with alert_on_reply, a reply too; each with
-// the documented environment and JSON.
+// Every failed message reaches on_alert once — one failed outright, one
+// whose retries ran out, one too large for the context window (as a
+// context alert) — and, with alert_on_reply, a reply too; each with the
+// documented environment and JSON.
 func TestOnAlertGetsMessageFailed(t *testing.T) {
 	p := newProjectWith(t, "max_attempts: 2\n", "  - name: solo\n")
 	rec := filepath.Join(p.dir, "alerts")
@@ -151,6 +154,10 @@ mv "$f.env" "$f.envdone"
 	}
 	exhausted := p.send("solo", "human", "scenario:servererror")
 	if st := r.finished(t, exhausted); st != "failed" {
+		t.Fatalf("status %s", st)
+	}
+	overflow := p.send("solo", "human", "enormous scenario:context")
+	if st := r.finished(t, overflow); st != "failed" {
 		t.Fatalf("status %s", st)
 	}
 	r.finished(t, p.send("solo", "human", "hello"))
@@ -189,16 +196,18 @@ mv "$f.env" "$f.envdone"
 			if a.Agent != "solo" || a.Team != "test" || !strings.Contains(a.Message, "failed") {
 				t.Errorf("message_failed alert %+v", a)
 			}
+		case AlertContext:
+			failed[a.MessageID]++
 		case AlertReply:
-			if !strings.Contains(a.Message, "solo replied to you: ECHO:hello") {
+			if !strings.HasPrefix(a.Message, "solo replied to you: ECHO:") {
 				t.Errorf("reply alert %+v", a)
 			}
 		default:
 			t.Errorf("unexpected alert %+v", a)
 		}
 	}
-	if failed[crashed] != 1 || failed[exhausted] != 1 || len(failed) != 2 {
-		t.Fatalf("message_failed alerts per message: %v; want one each for %s and %s", failed, crashed, exhausted)
+	if failed[crashed] != 1 || failed[exhausted] != 1 || failed[overflow] != 1 || len(failed) != 3 {
+		t.Fatalf("failure alerts per message: %v; want one each for %s, %s and %s", failed, crashed, exhausted, overflow)
 	}
 }
 
