@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +53,9 @@ type agent struct {
 	stopping  bool
 	crashes   []time.Time
 	backoff   time.Duration
+	failures  int  // crash loops in a row (see crashed)
+	failed    bool // in a crash loop: respawn is its cool-down
+	probation bool // spawned by a retry of a failed agent: a crash fails it again
 	spawnedAt time.Time
 	nonce     uint64
 	pongDue   <-chan time.Time
@@ -155,6 +157,10 @@ func (a *agent) run(ctx context.Context) {
 			a.handle(m)
 		case <-a.respawn:
 			a.respawn = nil
+			if a.failed {
+				a.failed, a.probation, a.backoff = false, true, a.d.opts.RespawnMin
+				a.log.Info("Retrying the failed agent", "failures", a.failures)
+			}
 			if !a.stopping {
 				a.spawn()
 			}
@@ -174,6 +180,12 @@ func (a *agent) run(ctx context.Context) {
 			switch c.op {
 			case "reset":
 				c.done <- a.reset(c.reason)
+			case "retry":
+				var err error
+				if !a.retryNow() {
+					err = errNotFailed
+				}
+				c.done <- err
 			case "stop":
 				// run answers by returning: done closes once the shim is gone.
 				a.stopping = true
@@ -363,34 +375,72 @@ func (a *agent) shimExited() bool {
 	a.log.Error("Shim exited unexpectedly", "exit", code)
 	a.d.events.Append(Event{Type: EvShimExited, Agent: a.def.Name, Detail: broken, Data: map[string]any{"exit_code": code}})
 	if time.Since(a.spawnedAt) > a.d.opts.CrashWindow {
-		a.backoff = a.d.opts.RespawnMin
+		// It ran for a while: whatever failed before is over.
+		a.backoff, a.failures, a.probation = a.d.opts.RespawnMin, 0, false
 	}
 	a.crashed()
 	return false
 }
 
-// crashed schedules a respawn with backoff, or gives up after too many
-// crashes in the crash window.
+// crashed schedules a respawn with backoff. After MaxCrashes crashes within
+// the crash window, or any crash of a shim started by the retry of a failed
+// agent, the agent is failed: one agent_failed alert, and the next try
+// after the cool-down of failedCooldown (or at once on `batty resume`).
 func (a *agent) crashed() {
 	now := time.Now()
 	a.crashes = append(a.crashes, now)
 	for len(a.crashes) > 0 && now.Sub(a.crashes[0]) > a.d.opts.CrashWindow {
 		a.crashes = a.crashes[1:]
 	}
-	if len(a.crashes) >= a.d.opts.MaxCrashes {
-		msg := fmt.Sprintf("%d crashes within %s: not restarting; see %s, then `batty reset %s` or restart the daemon",
-			len(a.crashes), a.d.opts.CrashWindow, a.d.layout.DaemonLog(), a.def.Name)
+	if len(a.crashes) >= a.d.opts.MaxCrashes || a.probation {
+		why := fmt.Sprintf("%d crashes within %s", len(a.crashes), a.d.opts.CrashWindow)
+		if a.probation {
+			why = "crashed again after its retry"
+		}
+		a.failures++
+		wait := failedCooldown(a.failures, a.d.opts.FailedRetryMin, a.d.opts.FailedRetryMax)
+		at := now.Add(wait)
+		msg := fmt.Sprintf("%s: retrying in %s (at %s); see %s; `batty resume %s` retries now",
+			why, wait, at.Local().Format("15:04:05"), a.d.layout.DaemonLog(), a.def.Name)
 		a.log.Error("Agent failed", "detail", msg)
+		a.crashes, a.probation, a.failed = nil, false, true
+		a.respawn = time.After(wait)
 		a.st.LastError, a.st.LastErrorAt = msg, now.UTC()
 		a.saveState()
 		a.setSnap(func(s *agentSnap) { s.state = agentFailed })
-		a.d.events.Append(Event{Type: EvAgentFailed, Agent: a.def.Name, Detail: msg})
+		a.d.events.Append(Event{Type: EvAgentFailed, Agent: a.def.Name, Detail: msg,
+			Data: map[string]any{"failures": a.failures, "retry_at": at.UTC()}})
 		return
 	}
 	a.log.Info("Respawning shim", "in", a.backoff)
 	a.respawn = time.After(a.backoff)
 	a.setSnap(func(s *agentSnap) { s.state = agentRestarting; s.restarts++ })
 	a.backoff = min(a.backoff*2, a.d.opts.RespawnMax)
+}
+
+// errNotFailed answers a retry of an agent that is not failed.
+var errNotFailed = errors.New("the agent is not failed")
+
+// retryNow ends a failed agent's cool-down: its shim is started again at
+// once. It reports whether the agent was failed. Only run's goroutine calls
+// it.
+func (a *agent) retryNow() bool {
+	if !a.failed {
+		return false
+	}
+	a.respawn = time.After(0)
+	return true
+}
+
+// failedCooldown is how long a failed agent waits before it is tried again
+// after its n-th crash loop in a row (n ≥ 1): lo, doubled for each earlier
+// one, at most hi. It is a pure function.
+func failedCooldown(n int, lo, hi time.Duration) time.Duration {
+	d := lo
+	for i := 1; i < n && d < hi; i++ {
+		d *= 2
+	}
+	return min(d, hi)
 }
 
 func (a *agent) ping() {
@@ -412,12 +462,9 @@ func (a *agent) reset(reason string) error {
 	a.st.archive(reason, time.Now().UTC())
 	// A thread reset by hand starts clean: no handoff.
 	a.st.Handoff, a.st.ContextRetry = nil, nil
-	if a.st.LastError != "" && strings.Contains(a.st.LastError, "crashes within") {
+	if a.failed {
 		a.st.LastError = ""
-		a.crashes = nil
-		if a.p == nil && a.respawn == nil {
-			a.respawn = time.After(0)
-		}
+		a.retryNow()
 	}
 	if err := a.saveState(); err != nil {
 		return err

@@ -213,6 +213,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	}
 	var verdict retryVerdict
 	cause := ""
+	announced := false // an alert event told the failure (message_failed, context_exhausted)
 	if requeue == "" {
 		if cause = retryCause(e); cause != "" {
 			verdict = decideRetry(m, e, cause, a.d.cfg.MaxAttempts, time.Now(), a.d.opts.RetryBase, a.d.opts.RetryMax, a.d.opts.Rand())
@@ -251,6 +252,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		})
 		if recorded && cause != "" {
 			// Every try spent: an alert, with the last error.
+			announced = true
 			a.log.Error("Message failed", "message", m.ID, "attempts", verdict.failures, "error", e.Error)
 			a.d.events.Append(Event{Type: EvMessageFailed, Agent: a.def.Name, Message: m.ID, Detail: errText, Data: map[string]any{
 				"attempts": verdict.failures, "max_attempts": a.d.cfg.MaxAttempts, "status": e.Status, "failure": e.Failure}})
@@ -262,6 +264,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		}
 		if recorded && e.Failure == protocol.FailContextWindow {
 			a.contextGaveUp(m, e)
+			announced = true
 		}
 		a.afterTurn(m, e, reply, false)
 		a.inflight = nil
@@ -280,7 +283,8 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	// Announced once the outcome (or the requeue) is on disk.
 	a.d.events.Append(Event{Type: EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
 		"status": e.Status, "failure": e.Failure, "input_tokens": e.Usage.Input, "output_tokens": e.Usage.Output,
-		"duration_ms": e.Duration.Milliseconds(), "thread_id": e.ThreadID, "attempt": m.Attempt, "requeued": requeue != ""}})
+		"duration_ms": e.Duration.Milliseconds(), "thread_id": e.ThreadID, "attempt": m.Attempt, "requeued": requeue != "",
+		"alerted": announced}})
 	a.dispatch()
 }
 
@@ -337,5 +341,5 @@ func (a *agent) replyToHuman(m inbox.Message, reply string) {
 		a.warn("reply to human", err)
 		return
 	}
-	a.d.events.Append(Event{Type: EvReply, Agent: a.def.Name, Message: r.ID, Data: map[string]any{"in_reply_to": m.ID}})
+	a.d.events.Append(Event{Type: EvReply, Agent: a.def.Name, Message: r.ID, Data: map[string]any{"in_reply_to": m.ID, "preview": replyPreview(reply)}})
 }

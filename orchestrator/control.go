@@ -115,6 +115,9 @@ type Response struct {
 	// Rechecked answers resume: the parked agents whose Codex it checks
 	// again at once.
 	Rechecked []string `json:"rechecked,omitempty"`
+	// Retried answers resume: the failed agents (crash loop) it has tried
+	// again at once, ending their cool-down.
+	Retried []string `json:"retried,omitempty"`
 }
 
 // ErrNotRunning is returned by Call when no daemon listens on the socket.

@@ -24,8 +24,31 @@ func (d *Daemon) control(req Request) Response {
 		}
 		return Response{OK: true, Changed: d.pause(PauseManual, reason, time.Time{})}
 	case OpResume:
+		if req.Agent != "" {
+			// One agent: tried again at once if failed, checked again if
+			// parked; the dispatch gate is left as it is.
+			a, ok := d.byName[req.Agent]
+			if !ok {
+				return Response{Error: fmt.Sprintf("no agent %q in team %q; `batty status` lists the agents", req.Agent, d.cfg.Name)}
+			}
+			resp := Response{OK: true}
+			if d.retryFailed(a) {
+				resp.Retried = []string{a.def.Name}
+			}
+			if a.health != nil && a.health.problem() != nil {
+				a.health.recheck()
+				resp.Rechecked = []string{a.def.Name}
+			}
+			return resp
+		}
 		changed := d.resume("resumed by user")
-		return Response{OK: true, Changed: changed, Rechecked: d.recheckAll()}
+		var retried []string
+		for _, a := range d.agents {
+			if d.retryFailed(a) {
+				retried = append(retried, a.def.Name)
+			}
+		}
+		return Response{OK: true, Changed: changed, Rechecked: d.recheckAll(), Retried: retried}
 	case OpReset:
 		a, ok := d.byName[req.Agent]
 		if !ok {
@@ -43,6 +66,19 @@ func (d *Daemon) control(req Request) Response {
 		return Response{OK: true}
 	}
 	return Response{Error: fmt.Sprintf("unknown operation %q", req.Op)}
+}
+
+// retryFailed has a failed agent try again now, ending its cool-down. It
+// reports whether the agent was failed; it blocks until the agent's
+// goroutine has answered.
+func (d *Daemon) retryFailed(a *agent) bool {
+	c := agentCtl{op: "retry", done: make(chan error, 1)}
+	select {
+	case a.ctl <- c:
+	case <-a.done:
+		return false
+	}
+	return <-c.done == nil
 }
 
 // status collects the documented status shape.

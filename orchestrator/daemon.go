@@ -50,6 +50,14 @@ type Options struct {
 	// MaxCrashes within CrashWindow mark an agent failed (5 in 60s).
 	MaxCrashes  int
 	CrashWindow time.Duration
+	// FailedRetryMin and FailedRetryMax bound the cool-down after which a
+	// failed agent is tried again (1m doubling with each failure in a row,
+	// at most 30m; see failedCooldown).
+	FailedRetryMin, FailedRetryMax time.Duration
+	// AlertQueue is how many alerts may wait for the team's on_alert
+	// command (default 64); beyond it the oldest are dropped, and counted
+	// in the log.
+	AlertQueue int
 	// QuotaRetry is how long dispatch stays paused after a quota failure
 	// that names no reset time (default 30m).
 	QuotaRetry time.Duration
@@ -106,6 +114,8 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RespawnMin, time.Second)
 	def(&o.RespawnMax, 30*time.Second)
 	def(&o.CrashWindow, 60*time.Second)
+	def(&o.FailedRetryMin, time.Minute)
+	def(&o.FailedRetryMax, 30*time.Minute)
 	def(&o.QuotaRetry, 30*time.Minute)
 	def(&o.RecheckMin, 5*time.Second)
 	def(&o.RecheckMax, 5*time.Minute)
@@ -131,7 +141,8 @@ type Daemon struct {
 	humanBox *inbox.Box
 	events   *eventLog
 	gate     *gate
-	net      netHolds // network holds per account (see netHolds)
+	net      netHolds   // network holds per account (see netHolds)
+	alerts   *alertHook // nil without on_alert
 	started  time.Time
 
 	agents  []*agent
@@ -193,6 +204,15 @@ func (d *Daemon) init() error {
 		return err
 	}
 	d.events.observe = d.opts.OnEvent
+	if d.alerts = d.newAlertHook(); d.alerts != nil {
+		alerts, observe := d.alerts, d.opts.OnEvent
+		d.events.observe = func(e Event) {
+			alerts.event(e)
+			if observe != nil {
+				observe(e)
+			}
+		}
+	}
 	root, err := d.layout.OpenDir("", false)
 	if err != nil {
 		return err
@@ -289,6 +309,24 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.events.Append(Event{Type: EvWarning, Detail: fmt.Sprintf("killed %d processes an earlier run of the team left running", n)})
 	}
 	defer d.procs.stop()
+	if d.alerts != nil {
+		// After the reaper (it starts the commands); on the way out the
+		// alerts of the stop still run, for at most one time limit, before
+		// the team's leftovers are swept.
+		alertCtx, stopAlerts := context.WithCancel(context.Background())
+		alertsDone := make(chan struct{})
+		go func() { defer close(alertsDone); d.alerts.run(alertCtx) }()
+		defer func() {
+			d.alerts.close()
+			select {
+			case <-alertsDone:
+			case <-time.After(d.alerts.timeout):
+				stopAlerts()
+				<-alertsDone
+			}
+			stopAlerts()
+		}()
+	}
 	// Before any agent recovers its inbox or anything is routed.
 	d.reconcile()
 	// Every agent's Codex is checked before the daemon says it is ready, so

@@ -273,6 +273,15 @@ func daemonMain(teamFile string) int {
 	env := append(os.Environ(), "BATTY_TEST_ROLE=shim")
 	opts := Options{ShimCommand: []string{self}, ShimEnv: env, Subreaper: true, NoCgroup: os.Getenv("BATTY_TEST_NOCGROUP") != ""}
 	chaosOptions(&opts)
+	if path := os.Getenv("BATTY_TEST_DAEMON_LOG"); path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer f.Close()
+		opts.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: f})
+	}
 	d, err := New(cfg, l, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

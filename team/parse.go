@@ -21,9 +21,9 @@ import (
 
 // Keys accepted in each section of a team file.
 var (
-	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "roles"}
+	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "roles"}
 	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
-	timeoutKeys = []string{"turn", "idle", "network_wait", "shutdown"}
+	timeoutKeys = []string{"turn", "idle", "network_wait", "shutdown", "alert"}
 	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "codex"}
 )
 
@@ -87,7 +87,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	p := &parser{file: path, dir: filepath.Dir(abs)}
 	cfg := &Config{
 		Codex:        defaultCodex(),
-		Timeouts:     Timeouts{Turn: defaultTurn, Idle: defaultIdle, NetworkWait: defaultNetworkWait, Shutdown: defaultShutdown},
+		Timeouts:     Timeouts{Turn: defaultTurn, Idle: defaultIdle, NetworkWait: defaultNetworkWait, Shutdown: defaultShutdown, Alert: DefaultAlertTimeout},
 		MaxAttempts:  defaultMaxAttempts,
 		QueueDepth:   defaultQueueDepth,
 		BacklogLimit: defaultBacklogLimit,
@@ -207,7 +207,7 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 		tf, _ := p.mapping(e.val, "timeouts", timeoutKeys)
 		for key, dst := range map[string]*time.Duration{
 			"turn": &cfg.Timeouts.Turn, "idle": &cfg.Timeouts.Idle, "network_wait": &cfg.Timeouts.NetworkWait,
-			"shutdown": &cfg.Timeouts.Shutdown,
+			"shutdown": &cfg.Timeouts.Shutdown, "alert": &cfg.Timeouts.Alert,
 		} {
 			if te, ok := tf[key]; ok {
 				if v, ok := p.duration(te.val, "timeouts."+key); ok {
@@ -234,6 +234,8 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 			cfg.BacklogLimit = v
 		}
 	}
+
+	p.alerts(f, cfg)
 
 	e, ok := f["roles"]
 	if !ok {

@@ -73,7 +73,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level key", "name: t\nrole: []\nroles: [{name: a}]\n",
 			`team.yaml:2:1: unknown key "role" in team file (did you mean "roles"?)`},
 		{"unknown key without suggestion", "name: t\nroles: [{name: a}]\nzzz: 1\n",
-			`team.yaml:3:1: unknown key "zzz" in team file (valid keys: name, codex, timeouts, backlog_limit, queue_depth, max_attempts, roles)`},
+			`team.yaml:3:1: unknown key "zzz" in team file (valid keys: name, codex, timeouts, backlog_limit, queue_depth, max_attempts, on_alert, alert_on_reply, roles)`},
 		{"unknown role key", "name: t\nroles:\n  - name: a\n    talksTo: [a]\n",
 			`team.yaml:4:5: unknown key "talksTo" in role (did you mean "talks_to"?)`},
 		{"unknown codex key", "name: t\ncodex:\n  modle: o3\nroles: [{name: a}]\n",
@@ -257,7 +257,7 @@ func TestParseDefaults(t *testing.T) {
 	want := &Config{
 		Name:         "t",
 		Codex:        CodexSettings{Bin: "codex", Sandbox: "workspace-write", ApprovalPolicy: "never"},
-		Timeouts:     Timeouts{Turn: 60 * time.Minute, Idle: 10 * time.Minute, NetworkWait: 30 * time.Minute, Shutdown: 30 * time.Second},
+		Timeouts:     Timeouts{Turn: 60 * time.Minute, Idle: 10 * time.Minute, NetworkWait: 30 * time.Minute, Shutdown: 30 * time.Second, Alert: 10 * time.Second},
 		QueueDepth:   16,
 		BacklogLimit: 256,
 		MaxAttempts:  3,
@@ -332,7 +332,7 @@ roles:
 	if !reflect.DeepEqual(cfg.Codex, base) {
 		t.Errorf("team codex:\n got %+v\nwant %+v", cfg.Codex, base)
 	}
-	if cfg.Timeouts != (Timeouts{Turn: 2 * time.Hour, Idle: 90 * time.Second, NetworkWait: 5 * time.Minute, Shutdown: time.Minute}) ||
+	if cfg.Timeouts != (Timeouts{Turn: 2 * time.Hour, Idle: 90 * time.Second, NetworkWait: 5 * time.Minute, Shutdown: time.Minute, Alert: 10 * time.Second}) ||
 		cfg.QueueDepth != 4 || cfg.BacklogLimit != 7 || cfg.MaxAttempts != 5 {
 		t.Errorf("timeouts/queue/backlog/attempts: %+v %d %d %d", cfg.Timeouts, cfg.QueueDepth, cfg.BacklogLimit, cfg.MaxAttempts)
 	}

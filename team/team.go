@@ -74,6 +74,13 @@ type Config struct {
 	// model, a rate limit, a dropped stream, a timeout, an unreachable
 	// API), between 1 (never retried) and 100.
 	MaxAttempts int
+	// OnAlert is the command run for every alert (on_alert): the program —
+	// a name looked up on PATH or an absolute path — and its arguments, run
+	// without a shell. Nil when the file sets none.
+	OnAlert []string
+	// AlertOnReply adds an alert of kind "reply" whenever an agent replies
+	// to the human (alert_on_reply).
+	AlertOnReply bool
 	// Roles are the roles in file order; there is at least one.
 	Roles []Role
 	// Path is the absolute path of the team file.
@@ -133,6 +140,8 @@ type Timeouts struct {
 	NetworkWait time.Duration
 	// Shutdown is how long `batty stop` lets running turns finish.
 	Shutdown time.Duration
+	// Alert is how long an on_alert command may run before it is killed.
+	Alert time.Duration
 }
 
 // Role is one validated role of a team.

@@ -388,6 +388,13 @@ func TestStoppedTeamWording(t *testing.T) {
 			t.Fatalf("%s: exit %d, output %q, want %q; stderr %s", step.cmd, code, out, step.want, errOut)
 		}
 	}
+	out, errOut, code = runBattyIn(t, dir, nil, "", "resume", "manager")
+	if code != 0 || out != "batty: the daemon is not running; `batty start` starts manager afresh\n" {
+		t.Fatalf("resume manager: exit %d, output %q; stderr %s", code, out, errOut)
+	}
+	if _, errOut, code = runBattyIn(t, dir, nil, "", "resume", "nobody"); code != 1 || !strings.Contains(errOut, `no agent "nobody" in team "demo"`) {
+		t.Fatalf("resume nobody: exit %d, stderr %s", code, errOut)
+	}
 	runBattyIn(t, dir, nil, "", "pause", "review")
 	out, _, _ = runBattyIn(t, dir, nil, "", "status")
 	if first, _, _ := strings.Cut(out, "\n"); !strings.Contains(first, "daemon not running") || !strings.Contains(first, "PAUSED: review, kept at the next start") {

@@ -1,0 +1,263 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/team"
+)
+
+// Alert hook defaults.
+const (
+	defaultAlertQueue = 64   // alerts waiting for the hook; beyond, the oldest go
+	alertOutputLimit  = 4096 // bytes of a hook's output kept for daemon.log
+)
+
+// alertHook runs the team's on_alert command for every alert, one at a
+// time, from its own goroutine (run): the daemon only queues (event, which
+// never blocks). The queue holds at most limit alerts; when it is full the
+// oldest is dropped and the number dropped is logged. Each run has a time
+// limit, its own process group (killed whole at the limit, then reaped),
+// the project's mark in its environment, and its output (bounded) in the
+// daemon's log. A hook that cannot start, fails or is killed is logged and
+// never stops the daemon.
+type alertHook struct {
+	argv    []string
+	dir     string
+	team    string
+	timeout time.Duration
+	replies bool
+	env     []string // the daemon's environment with the project's mark
+	log     hclog.Logger
+	limit   int
+	// start and release run a command as a managed child of the daemon
+	// (see Daemon.startChild).
+	start   func(*exec.Cmd) error
+	release func(pid int)
+
+	mu      sync.Mutex
+	queue   []Alert
+	dropped int
+	closed  bool
+	wake    chan struct{} // buffered(1)
+}
+
+// event queues the alert for e, if it is one; it never blocks. Safe from
+// any goroutine.
+func (h *alertHook) event(e Event) {
+	a, ok := AlertFor(e)
+	if !ok || (a.Kind == AlertReply && !h.replies) {
+		return
+	}
+	a.Team = h.team
+	if a.Time.IsZero() {
+		a.Time = time.Now().UTC()
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	if len(h.queue) >= h.limit {
+		h.queue = h.queue[1:]
+		h.dropped++
+	}
+	h.queue = append(h.queue, a)
+	h.mu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes the oldest queued alert; ok is false when there is none.
+func (h *alertHook) next() (a Alert, dropped int, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	dropped, h.dropped = h.dropped, 0
+	if len(h.queue) == 0 {
+		return Alert{}, dropped, false
+	}
+	a = h.queue[0]
+	h.queue = h.queue[1:]
+	return a, dropped, true
+}
+
+// close stops queueing: run returns once the queue is empty. Idempotent.
+func (h *alertHook) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run runs the hook for each queued alert until ctx ends (a hook running
+// then is killed) or, after close, the queue is empty. It blocks; the
+// daemon owns it.
+func (h *alertHook) run(ctx context.Context) {
+	for {
+		a, dropped, ok := h.next()
+		if dropped > 0 {
+			h.log.Warn("Alert queue full: oldest alerts dropped", "dropped", dropped, "limit", h.limit)
+		}
+		if ok {
+			h.runOne(ctx, a)
+			continue
+		}
+		h.mu.Lock()
+		closed := h.closed
+		h.mu.Unlock()
+		if closed || ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-h.wake:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// runOne runs the hook for one alert, killing its process group at the
+// time limit or when ctx ends; it returns once the hook is reaped.
+func (h *alertHook) runOne(ctx context.Context, a Alert) {
+	if ctx.Err() != nil {
+		return
+	}
+	in, err := json.Marshal(a)
+	if err != nil {
+		h.log.Error("Alert not encoded", "kind", a.Kind, "error", err)
+		return
+	}
+	in = append(in, '\n')
+	cmd := exec.Command(h.argv[0], h.argv[1:]...)
+	cmd.Dir = h.dir
+	cmd.Env = append(slices.Clone(h.env),
+		"BATTY_ALERT_KIND="+a.Kind, "BATTY_ALERT_AGENT="+a.Agent, "BATTY_ALERT_MESSAGE="+a.Message)
+	cmd.Stdin = bytes.NewReader(in)
+	out := &cappedBuffer{limit: alertOutputLimit}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A child of the hook still holding its output does not hold Wait.
+	cmd.WaitDelay = time.Second
+	log := h.log.With("kind", a.Kind, "agent", a.Agent, "command", h.argv[0])
+	if err := h.start(cmd); err != nil {
+		log.Error("Alert command did not start; fix on_alert in the team file", "error", err)
+		return
+	}
+	pid := cmd.Process.Pid
+	defer h.release(pid)
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	timer := time.NewTimer(h.timeout)
+	defer timer.Stop()
+	killed := ""
+	select {
+	case err = <-waited:
+	case <-timer.C:
+		killed = fmt.Sprintf("still running after timeouts.alert (%s)", h.timeout)
+	case <-ctx.Done():
+		killed = "still running when the daemon stopped"
+	}
+	if killed != "" {
+		// The whole group: what the hook started goes with it.
+		syscall.Kill(-pid, syscall.SIGKILL)
+		err = <-waited
+		log.Error("Alert command killed", "why", killed, "output", out.String())
+		return
+	}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		log.Error("Alert command failed", "exit", ee.ExitCode(), "output", out.String())
+	case err != nil:
+		log.Error("Alert command failed", "error", err, "output", out.String())
+	default:
+		log.Debug("Alert command ran", "output", out.String())
+	}
+}
+
+// cappedBuffer keeps the first limit bytes written to it and counts the
+// rest. Safe for concurrent use.
+type cappedBuffer struct {
+	mu    sync.Mutex
+	limit int
+	b     bytes.Buffer
+	extra int
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	room := c.limit - c.b.Len()
+	if room >= len(p) {
+		c.b.Write(p)
+	} else {
+		c.b.Write(p[:max(room, 0)])
+		c.extra += len(p) - max(room, 0)
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuffer) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := string(bytes.TrimSpace(c.b.Bytes()))
+	if c.extra > 0 {
+		s += fmt.Sprintf(" … (%d more bytes)", c.extra)
+	}
+	return s
+}
+
+// newAlertHook returns the team's alert hook, nil when on_alert is not set.
+func (d *Daemon) newAlertHook() *alertHook {
+	if len(d.cfg.OnAlert) == 0 {
+		return nil
+	}
+	limit := d.opts.AlertQueue
+	if limit <= 0 {
+		limit = defaultAlertQueue
+	}
+	timeout := d.cfg.Timeouts.Alert
+	if timeout <= 0 {
+		timeout = team.DefaultAlertTimeout
+	}
+	return &alertHook{
+		argv: d.cfg.OnAlert, dir: d.cfg.Dir, team: d.cfg.Name, timeout: timeout, replies: d.cfg.AlertOnReply,
+		env: append(os.Environ(), reap.MarkEnv+"="+d.layout.Dir), log: d.log.Named("alerts"), limit: limit,
+		start: d.startChild, release: d.releaseChild, wake: make(chan struct{}, 1),
+	}
+}
+
+// startChild starts cmd as a child of the daemon that is not a shim: with
+// Options.Subreaper it is registered with the reaper, so orphan reaping and
+// leftover kills leave it to its owner, who must Wait for it and then call
+// releaseChild.
+func (d *Daemon) startChild(cmd *exec.Cmd) error {
+	if d.reaper == nil {
+		return cmd.Start()
+	}
+	return d.reaper.Start(cmd)
+}
+
+// releaseChild forgets a child started by startChild once it was waited for.
+func (d *Daemon) releaseChild(pid int) {
+	if d.reaper != nil {
+		d.reaper.Release(pid)
+	}
+}

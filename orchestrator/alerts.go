@@ -1,0 +1,111 @@
+package orchestrator
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Alert kinds: what on_alert is told about (BATTY_ALERT_KIND).
+const (
+	AlertQuota         = "quota"          // an account ran out of quota; dispatch paused
+	AlertAuth          = "auth"           // codex needs a login; dispatch paused
+	AlertNetwork       = "network"        // the API is unreachable; turns wait for it
+	AlertContext       = "context"        // an agent's context window ran out
+	AlertMessageFailed = "message_failed" // a message ended without a reply
+	AlertAgentFailed   = "agent_failed"   // crash loop: the agent waits for its cool-down
+	AlertAgentWedged   = "agent_wedged"   // a shim stopped answering and was killed
+	AlertAgentParked   = "agent_parked"   // an agent's codex cannot run; its messages wait
+	AlertReply         = "reply"          // an agent replied to the human (alert_on_reply)
+)
+
+// maxAlertText bounds an alert's message (in the environment and the
+// JSON): a long reply or error is cut, marked with "…".
+const maxAlertText = 2000
+
+// Alert is what on_alert receives as JSON on its stdin.
+type Alert struct {
+	Kind      string         `json:"kind"`
+	Agent     string         `json:"agent,omitempty"`
+	Message   string         `json:"message"`
+	MessageID string         `json:"message_id,omitempty"`
+	Event     string         `json:"event"`
+	Time      time.Time      `json:"time"`
+	Team      string         `json:"team"`
+	Data      map[string]any `json:"data,omitempty"`
+}
+
+// AlertFor says whether event e is an alert and, if so, which. It is a
+// pure function: the one place that decides which events reach on_alert
+// (and what else shows alerts, reading the event log). Replies
+// (AlertReply) are alerts here; whether on_alert hears of them is up to
+// alert_on_reply. The alert's Team is left empty.
+func AlertFor(e Event) (Alert, bool) {
+	a := Alert{Agent: e.Agent, MessageID: e.Message, Event: e.Type, Time: e.Time, Data: e.Data, Message: e.Detail}
+	who := e.Agent
+	if who == "" {
+		who = "the team"
+	}
+	switch e.Type {
+	case EvQuotaBlocked:
+		a.Kind, a.Message = AlertQuota, "quota exhausted (reported by "+who+"): "+e.Detail
+	case EvAuthRequired:
+		a.Kind, a.Message = AlertAuth, "codex needs a login (reported by "+who+"): "+e.Detail
+	case EvNetworkWaiting:
+		a.Kind, a.Message = AlertNetwork, "the API is unreachable (reported by "+who+"): "+e.Detail
+	case EvContextExhaust:
+		a.Kind, a.Message = AlertContext, who+"'s context window is full: "+e.Detail
+	case EvMessageFailed:
+		a.Kind, a.Message = AlertMessageFailed, fmt.Sprintf("message %s to %s failed: %s", e.Message, who, e.Detail)
+	case EvTurnFinished:
+		status := fmt.Sprint(e.Data["status"])
+		if e.Data["requeued"] == true || status == "completed" || e.Data["alerted"] == true {
+			// Not final, no failure, or told by its own alert event
+			// (message_failed, context_exhausted).
+			return Alert{}, false
+		}
+		what := status
+		if f := fmt.Sprint(e.Data["failure"]); f != "" && f != "<nil>" {
+			what += " (" + f + ")"
+		}
+		a.Kind, a.Message = AlertMessageFailed, fmt.Sprintf("message %s to %s %s: %s", e.Message, who, what, e.Detail)
+	case EvRejected:
+		a.Kind, a.Message = AlertMessageFailed, fmt.Sprintf("message %s to %s rejected: %s", e.Message, who, e.Detail)
+	case EvAgentFailed:
+		a.Kind, a.Message = AlertAgentFailed, who+" failed: "+e.Detail
+	case EvWedged:
+		a.Kind, a.Message = AlertAgentWedged, who+"'s shim stopped answering and was killed: "+e.Detail
+	case EvAgentParked:
+		a.Kind, a.Message = AlertAgentParked, who+" is parked: "+e.Detail
+	case EvReply:
+		a.Kind, a.Message = AlertReply, who+" replied to you"
+		if p, ok := e.Data["preview"].(string); ok && p != "" {
+			a.Message += ": " + p
+		}
+	default:
+		return Alert{}, false
+	}
+	a.Message = clip(strings.TrimSuffix(a.Message, ": "), maxAlertText)
+	return a, true
+}
+
+// clip cuts s to at most n bytes on a rune boundary, ending it with "…"
+// when it was cut, and drops NUL bytes (an environment value cannot hold
+// them).
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\x00", "")
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// replyPreview is the start of a reply on one line, for the reply alert.
+func replyPreview(reply string) string {
+	return clip(strings.Join(strings.Fields(reply), " "), 200)
+}
