@@ -57,20 +57,47 @@ var months = map[string]time.Month{
 // ok is false for "try again later." and for messages without a
 // recognisable time.
 func ParseRetryAt(message string, now time.Time, loc *time.Location) (at time.Time, ok bool) {
+	at, _, ok = parseRetry(message, now, loc)
+	return at, ok
+}
+
+// ResetBy is ParseRetryAt read as the instant by which the limit has
+// surely reset: the printed time plus its precision. Codex prints the
+// minute, rounded down — a window ending at 22:56:25 reads "try again at
+// 10:56 PM" — so a printed 10:56 PM means 22:57:00; a time with seconds
+// gains one second, and "try again in 2 hours 3 minutes" gains one minute
+// (the smallest unit it names). ok is false when ParseRetryAt's is. It is
+// a pure function.
+func ResetBy(message string, now time.Time, loc *time.Location) (at time.Time, ok bool) {
+	at, prec, ok := parseRetry(message, now, loc)
+	if !ok {
+		return time.Time{}, false
+	}
+	return at.Add(prec), true
+}
+
+// parseRetry is ParseRetryAt that also returns the precision of the
+// printed time.
+func parseRetry(message string, now time.Time, loc *time.Location) (time.Time, time.Duration, bool) {
 	if loc == nil {
 		loc = time.Local
 	}
 	if m := retryAtRE.FindStringSubmatch(message); m != nil {
-		return parseClock(m, now, loc)
+		at, ok := parseClock(m, now, loc)
+		prec := time.Minute
+		if m[6] != "" {
+			prec = time.Second
+		}
+		return at, prec, ok
 	}
 	if m := retryInRE.FindStringSubmatch(message); m != nil {
-		d, ok := parseDuration(m[1])
+		d, prec, ok := parseDuration(m[1])
 		if !ok {
-			return time.Time{}, false
+			return time.Time{}, 0, false
 		}
-		return now.Add(d).UTC(), true
+		return now.Add(d).UTC(), prec, true
 	}
-	return time.Time{}, false
+	return time.Time{}, 0, false
 }
 
 // parseClock interprets a retryAtRE match.
@@ -122,17 +149,17 @@ func parseClock(m []string, now time.Time, loc *time.Location) (time.Time, bool)
 	return t.UTC(), true
 }
 
-// parseDuration sums "2 hours 3 minutes"-style parts.
-func parseDuration(s string) (time.Duration, bool) {
-	var total time.Duration
+// parseDuration sums "2 hours 3 minutes"-style parts; prec is the
+// smallest unit named.
+func parseDuration(s string) (total, prec time.Duration, ok bool) {
 	parts := durationPartRE.FindAllStringSubmatch(s, -1)
 	if len(parts) == 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	for _, p := range parts {
 		n, err := strconv.ParseInt(p[1], 10, 64)
 		if err != nil || n > 1e6 {
-			return 0, false
+			return 0, 0, false
 		}
 		var unit time.Duration
 		switch u := strings.ToLower(p[2]); {
@@ -145,9 +172,12 @@ func parseDuration(s string) (time.Duration, bool) {
 		case u == "s" || strings.HasPrefix(u, "sec"):
 			unit = time.Second
 		default:
-			return 0, false
+			return 0, 0, false
 		}
 		total += time.Duration(n) * unit
+		if prec == 0 || unit < prec {
+			prec = unit
+		}
 	}
-	return total, true
+	return total, prec, true
 }

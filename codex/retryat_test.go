@@ -89,3 +89,31 @@ func TestParseRetryAtNilLocation(t *testing.T) {
 		t.Errorf("nil location: %v %v, time.Local: %v %v", a, ok1, b, ok2)
 	}
 }
+
+// Codex prints the minute, rounded down: ResetBy reads it as the end of
+// that minute (a 40 s window ending at 22:56:25 prints "10:56 PM").
+func TestResetByIsTheEndOfThePrintedPrecision(t *testing.T) {
+	at := func(h, mi, s int) time.Time { return time.Date(2026, 11, 21, h, mi, s, 0, time.UTC) }
+	now := at(22, 55, 45)
+	cases := []struct {
+		name string
+		msg  string
+		want time.Time // zero: ok=false
+	}{
+		{"minute rounded down", "You’ve hit your usage limit. Try again at 10:56 PM.", at(22, 57, 0)},
+		{"dated minute", "try again at Nov 21st, 2026 10:56 PM.", at(22, 57, 0)},
+		{"with seconds", "try again at 22:56:25.", at(22, 56, 26)},
+		{"relative minutes", "try again in 5 minutes.", now.Add(6 * time.Minute)},
+		{"relative hours and minutes", "try again in 2 hours 3 minutes.", now.Add(2*time.Hour + 4*time.Minute)},
+		{"relative seconds", "try again in 30 seconds.", now.Add(31 * time.Second)},
+		{"later", "You’ve hit your usage limit. Try again later.", time.Time{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := ResetBy(c.msg, now, time.UTC)
+			if ok != !c.want.IsZero() || !got.Equal(c.want) {
+				t.Fatalf("ResetBy(%q) = %s, %v; want %s", c.msg, got, ok, c.want)
+			}
+		})
+	}
+}

@@ -334,23 +334,34 @@ func truncate(s string, max int) string {
 // (the copy in cur/, if any, is removed; nothing is requeued), ErrNotFound
 // if the box has no such message, a *BadFileError if the file in cur/ does
 // not decode (it is moved to bad/). Only the daemon requeues. Safe for
-// concurrent use; it blocks for the fsyncs.
+// concurrent use; it blocks for the fsyncs. The requeued message's Retry is
+// cleared: its delivery was cut off (see RequeueFor).
 func (b *Box) Requeue(id string) error {
-	return b.requeue("requeue", id, func(m *Message) {
-		if m.Transient != nil {
-			// Whatever the last delivery was, it did not end as the
-			// retry note says: it was cut off.
-			m.Transient.Note, m.Transient.NotBefore = "", time.Time{}
-		}
-	})
+	return b.requeue("requeue", id, func(m *Message) { m.cutOff(); m.Retry = "" })
+}
+
+// RequeueFor is Requeue that records in the message's Retry why its
+// delivery ended without an outcome (e.g. "quota"), so the next delivery
+// can say so; "" means it was cut off. why must be a valid Retry (at most
+// MaxRetryLen bytes of [a-z_]). A message already pending keeps its Retry.
+func (b *Box) RequeueFor(id, why string) error {
+	return b.requeue("requeue", id, func(m *Message) { m.cutOff(); m.Retry = why })
+}
+
+// cutOff clears what a retry record says of the next delivery: whatever the
+// last delivery was, it did not end as the retry note says.
+func (m *Message) cutOff() {
+	if m.Transient != nil {
+		m.Transient.Note, m.Transient.NotBefore = "", time.Time{}
+	}
 }
 
 // Unclaim puts the in-flight message id back into new/ as it was before
-// Claim: its Attempt goes back down by one (not below zero). It is for a
-// delivery that never started — the worker could not be run at all — so
-// the message is neither counted as tried nor marked as a redelivery.
-// Otherwise it behaves like Requeue (idempotent, same errors); a second
-// Unclaim of a message already pending changes nothing.
+// Claim: its Attempt goes back down by one (not below zero) and its Retry
+// stays. It is for a delivery that never started — the worker could not be
+// run at all — so the message is neither counted as tried nor marked as a
+// redelivery. Otherwise it behaves like Requeue (idempotent, same errors); a
+// second Unclaim of a message already pending changes nothing.
 func (b *Box) Unclaim(id string) error {
 	return b.requeue("unclaim", id, func(m *Message) { m.Attempt = max(m.Attempt-1, 0) })
 }
@@ -364,7 +375,7 @@ func (b *Box) RetryLater(id string, r TransientRetry) error {
 	r.Note = truncate(strings.ToValidUTF8(r.Note, "\uFFFD"), MaxErrorLen)
 	r.LastError = truncate(strings.ToValidUTF8(r.LastError, "\uFFFD"), MaxErrorLen)
 	r.Failures = min(max(r.Failures, 1), MaxAttempt)
-	return b.requeue("retry", id, func(m *Message) { m.Transient = &r })
+	return b.requeue("retry", id, func(m *Message) { m.Transient, m.Retry = &r, "" })
 }
 
 // requeue moves the in-flight message id back into new/ after edit

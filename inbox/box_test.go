@@ -462,6 +462,39 @@ func TestUnclaim(t *testing.T) {
 	}
 }
 
+// RequeueFor records why the delivery ended; the next Claim keeps it for
+// the prompt header, and a plain Requeue (cut off) clears it.
+func TestRequeueForRecordsWhy(t *testing.T) {
+	_, b := newBox(t, "eng")
+	m := deliver(t, b, msg("x"))
+	if _, err := b.Claim(m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.RequeueFor(m.ID, "quota"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.Claim(m.ID)
+	if err != nil || again.Attempt != 2 || again.Retry != "quota" {
+		t.Fatalf("Claim after RequeueFor = %+v, %v", again, err)
+	}
+	if err := b.Requeue(m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := b.Get(m.ID); err != nil || got.Retry != "" {
+		t.Fatalf("after Requeue: %+v, %v", got, err)
+	}
+	if _, err := b.Claim(m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.RequeueFor(m.ID, "Not/Valid"); err == nil {
+		t.Fatal("RequeueFor took an invalid reason")
+	}
+	bad := Message{ID: "x1", From: "human", To: "eng", Body: "b", CreatedAt: m.CreatedAt, Retry: strings.Repeat("a", MaxRetryLen+1)}
+	if err := bad.Validate(); err == nil {
+		t.Fatal("Validate took an overlong retry")
+	}
+}
+
 func TestMoveTo(t *testing.T) {
 	s, queue := newBox(t, "@eng")
 	dst, err := s.Box("eng-1")

@@ -90,6 +90,10 @@ type Message struct {
 	// message that may pass when it is tried again; nil when there were
 	// none.
 	Transient *TransientRetry `json:"transient,omitempty"`
+	// Retry says why the last delivery ended without an outcome, as
+	// RequeueFor was told ("quota", "auth"; "" when it was cut off). At
+	// most MaxRetryLen bytes of [a-z_].
+	Retry string `json:"retry,omitempty"`
 	// Outcome is the recorded outcome; set on messages in done/.
 	Outcome *Outcome `json:"outcome,omitempty"`
 }
@@ -205,6 +209,23 @@ func validTime(t time.Time) bool {
 	return y >= 1 && y <= 9999
 }
 
+// MaxRetryLen bounds Message.Retry.
+const MaxRetryLen = 32
+
+// validRetry reports whether s may be a Message.Retry: empty, or up to
+// MaxRetryLen bytes of lowercase ASCII letters and '_'.
+func validRetry(s string) bool {
+	if len(s) > MaxRetryLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
 // Validate reports the first way m is not a valid stored message, or nil.
 // Decode accepts, and Encode writes, only valid messages. It is a pure
 // function, safe for concurrent use.
@@ -228,6 +249,8 @@ func (m *Message) Validate() error {
 		return fmt.Errorf("invalid in_reply_to %q", trim(m.InReplyTo))
 	case m.Attempt < 0 || m.Attempt > MaxAttempt:
 		return fmt.Errorf("invalid attempt %d", m.Attempt)
+	case !validRetry(m.Retry):
+		return fmt.Errorf("invalid retry %q", trim(m.Retry))
 	}
 	if err := validTextFile("body", m.BodyFile, textFile(m.ID, bodyExt), m.BodySize, len(m.Body)); err != nil {
 		return err

@@ -291,8 +291,10 @@ type TurnFinished struct {
 	Items int `json:"items,omitempty"`
 }
 
-// QuotaBlocked reports a usage/quota limit. RetryAt is the parsed reset time
-// in UTC, zero when codex gave none (and then left out of its JSON form).
+// QuotaBlocked reports a usage/quota limit. RetryAt is the instant by which
+// the limit has reset by codex's words, in UTC: codex prints the minute,
+// rounded down, so a printed "10:56 PM" is 22:57:00 (codex.ResetBy). It is
+// zero when codex gave none (and then left out of its JSON form).
 type QuotaBlocked struct {
 	MessageID string    `json:"message_id"`
 	Message   string    `json:"message"`

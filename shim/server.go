@@ -306,7 +306,7 @@ func (s *server) finishTurn(r turnResult) {
 
 	switch kind {
 	case protocol.FailQuota:
-		at, _ := codex.ParseRetryAt(errMsg, time.Now(), time.Local)
+		at, _ := codex.ResetBy(errMsg, time.Now(), time.Local)
 		s.emit(protocol.QuotaBlocked{MessageID: t.msg.ID, Message: errMsg, RetryAt: at})
 	case protocol.FailAuth:
 		s.emit(protocol.AuthRequired{MessageID: t.msg.ID, Message: errMsg})
