@@ -21,7 +21,9 @@ import (
 
 // Keys accepted in each section of a team file.
 var (
-	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "roles"}
+	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "roles"}
+	quotaKeys   = []string{"scope", "backoff_max", "cooldown", "cooldown_max"}
+	quotaScopes = []string{QuotaScopeAccount, QuotaScopeAgent, QuotaScopeTeam}
 	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
 	timeoutKeys = []string{"turn", "idle", "network_wait", "shutdown", "alert"}
 	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "codex"}
@@ -46,6 +48,9 @@ const (
 	defaultNetworkWait  = 30 * time.Minute
 	defaultMaxAttempts  = 3
 	maxMaxAttempts      = 100
+	defaultBackoffMax   = 30 * time.Minute
+	defaultCooldown     = 15 * time.Minute
+	defaultCooldownMax  = 2 * time.Hour
 )
 
 // defaultCodex returns the Codex settings used when the file sets none.
@@ -91,6 +96,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		MaxAttempts:  defaultMaxAttempts,
 		QueueDepth:   defaultQueueDepth,
 		BacklogLimit: defaultBacklogLimit,
+		Quota:        Quota{Scope: QuotaScopeAccount, BackoffMax: defaultBackoffMax, Cooldown: defaultCooldown, CooldownMax: defaultCooldownMax},
 		Path:         abs,
 		Dir:          p.dir,
 	}
@@ -217,6 +223,10 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 		}
 	}
 
+	if e, ok := f["quota"]; ok {
+		p.quota(e.val, &cfg.Quota)
+	}
+
 	if e, ok := f["queue_depth"]; ok {
 		if v, ok := p.integer(e.val, "queue_depth", 1, maxQueueDepth); ok {
 			cfg.QueueDepth = v
@@ -261,6 +271,31 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 	p.crossCheck(drafts, p.capAgents(rn.Content, drafts))
 	for _, r := range drafts {
 		cfg.Roles = append(cfg.Roles, r.Role)
+	}
+}
+
+// quota decodes the quota mapping into q (which holds the defaults).
+func (p *parser) quota(n *yaml.Node, q *Quota) {
+	f, _ := p.mapping(n, "quota", quotaKeys)
+	if e, ok := f["scope"]; ok {
+		if v, ok := p.enum(e.val, "quota.scope", quotaScopes, false); ok {
+			q.Scope = v
+		}
+	}
+	for key, dst := range map[string]*time.Duration{
+		"backoff_max": &q.BackoffMax, "cooldown": &q.Cooldown, "cooldown_max": &q.CooldownMax,
+	} {
+		if e, ok := f[key]; ok {
+			if v, ok := p.duration(e.val, "quota."+key); ok {
+				*dst = v
+			}
+		}
+	}
+	if q.CooldownMax < q.Cooldown {
+		p.add(n, "raise quota.cooldown_max or lower quota.cooldown", "quota.cooldown_max (%s) is less than quota.cooldown (%s)", q.CooldownMax, q.Cooldown)
+	}
+	if q.BackoffMax < time.Minute {
+		p.add(n, "set quota.backoff_max to 1m or more", "quota.backoff_max (%s) is less than the first back-off step (1m)", q.BackoffMax)
 	}
 }
 

@@ -73,7 +73,13 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level key", "name: t\nrole: []\nroles: [{name: a}]\n",
 			`team.yaml:2:1: unknown key "role" in team file (did you mean "roles"?)`},
 		{"unknown key without suggestion", "name: t\nroles: [{name: a}]\nzzz: 1\n",
-			`team.yaml:3:1: unknown key "zzz" in team file (valid keys: name, codex, timeouts, backlog_limit, queue_depth, max_attempts, on_alert, alert_on_reply, roles)`},
+			`team.yaml:3:1: unknown key "zzz" in team file (valid keys: name, codex, timeouts, backlog_limit, queue_depth, max_attempts, on_alert, alert_on_reply, quota, roles)`},
+		{"unknown quota scope", "name: t\nquota: {scope: accounts}\nroles: [{name: a}]\n",
+			`team.yaml:2:16: invalid quota.scope "accounts" (did you mean "account"?)`},
+		{"quota cooldown above its cap", "name: t\nquota: {cooldown: 3h}\nroles: [{name: a}]\n",
+			`team.yaml:2:8: quota.cooldown_max (2h0m0s) is less than quota.cooldown (3h0m0s) (raise quota.cooldown_max or lower quota.cooldown)`},
+		{"quota backoff cap below a minute", "name: t\nquota: {backoff_max: 30s}\nroles: [{name: a}]\n",
+			`team.yaml:2:8: quota.backoff_max (30s) is less than the first back-off step (1m) (set quota.backoff_max to 1m or more)`},
 		{"unknown role key", "name: t\nroles:\n  - name: a\n    talksTo: [a]\n",
 			`team.yaml:4:5: unknown key "talksTo" in role (did you mean "talks_to"?)`},
 		{"unknown codex key", "name: t\ncodex:\n  modle: o3\nroles: [{name: a}]\n",
@@ -261,6 +267,7 @@ func TestParseDefaults(t *testing.T) {
 		QueueDepth:   16,
 		BacklogLimit: 256,
 		MaxAttempts:  3,
+		Quota:        Quota{Scope: "account", BackoffMax: 30 * time.Minute, Cooldown: 15 * time.Minute, CooldownMax: 2 * time.Hour},
 		Path:         filepath.Join(dir, "team.yaml"),
 		Dir:          dir,
 	}
@@ -292,6 +299,7 @@ codex:
   codex_home: home
   context_window: 1000
 timeouts: {turn: 2h, idle: 90s, network_wait: 5m, shutdown: 1m}
+quota: {scope: agent, backoff_max: 10m, cooldown: 5m, cooldown_max: 1h}
 queue_depth: 4
 backlog_limit: 7
 max_attempts: 5
@@ -335,6 +343,9 @@ roles:
 	if cfg.Timeouts != (Timeouts{Turn: 2 * time.Hour, Idle: 90 * time.Second, NetworkWait: 5 * time.Minute, Shutdown: time.Minute, Alert: 10 * time.Second}) ||
 		cfg.QueueDepth != 4 || cfg.BacklogLimit != 7 || cfg.MaxAttempts != 5 {
 		t.Errorf("timeouts/queue/backlog/attempts: %+v %d %d %d", cfg.Timeouts, cfg.QueueDepth, cfg.BacklogLimit, cfg.MaxAttempts)
+	}
+	if want := (Quota{Scope: "agent", BackoffMax: 10 * time.Minute, Cooldown: 5 * time.Minute, CooldownMax: time.Hour}); cfg.Quota != want {
+		t.Errorf("quota %+v, want %+v", cfg.Quota, want)
 	}
 	a := cfg.Roles[0]
 	wantA := base.clone()

@@ -81,6 +81,9 @@ type Config struct {
 	// AlertOnReply adds an alert of kind "reply" whenever an agent replies
 	// to the human (alert_on_reply).
 	AlertOnReply bool
+	// Quota says which agents a usage limit pauses together and when they
+	// try again.
+	Quota Quota
 	// Roles are the roles in file order; there is at least one.
 	Roles []Role
 	// Path is the absolute path of the team file.
@@ -125,6 +128,30 @@ type CodexSettings struct {
 	// Handoff gives DefaultHandoffPct): a turn that used this share of the
 	// window makes the agent hand off to a fresh thread when it is next idle.
 	HandoffPct int
+}
+
+// Quota scopes: which agents one usage limit pauses.
+const (
+	// QuotaScopeAccount pauses every agent with the same effective
+	// CODEX_HOME (the default).
+	QuotaScopeAccount = "account"
+	// QuotaScopeAgent pauses only the agent that hit the limit.
+	QuotaScopeAgent = "agent"
+	// QuotaScopeTeam pauses the whole team.
+	QuotaScopeTeam = "team"
+)
+
+// Quota is the team's usage-limit policy.
+type Quota struct {
+	// Scope is one of the QuotaScope constants.
+	Scope string
+	// BackoffMax caps the back-off after a probe turn hits the limit again
+	// (1m doubling), at least 1m.
+	BackoffMax time.Duration
+	// Cooldown is how long to wait before the first probe after a limit
+	// that named no reset time; it doubles per probe that hits the limit
+	// again, up to CooldownMax (≥ Cooldown).
+	Cooldown, CooldownMax time.Duration
 }
 
 // Timeouts are the team's time limits.
