@@ -17,7 +17,7 @@ import (
 func (a *agent) dispatch() {
 	defer a.updateBacklog()
 	a.syncParked()
-	if a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.open() || !a.d.net.allows(a.account, a.def.Name) {
+	if a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.open() || !a.d.net.allows(a.account, a.def.Name) || !a.d.quota.mayTry(a.def.Name) {
 		return
 	}
 	for {
@@ -33,6 +33,8 @@ func (a *agent) dispatch() {
 			a.warn("pending message", err)
 		}
 		if len(pending) == 0 {
+			// Nothing to probe with: another agent of the account may.
+			a.quotaRelease("")
 			return
 		}
 		m := pending[0]
@@ -49,7 +51,15 @@ func (a *agent) dispatch() {
 			a.d.events.Append(Event{Type: EvRejected, Agent: a.def.Name, Message: m.ID, Detail: refusal})
 			continue
 		}
+		// A paused account sends one probe turn once its pause ran out.
+		ok, probe := a.d.quota.admit(a.def.Name, m.ID)
+		if !ok {
+			return
+		}
 		cm, err := a.box.Claim(m.ID)
+		if err != nil && probe {
+			a.quotaRelease(m.ID)
+		}
 		if errors.Is(err, inbox.ErrNotPending) {
 			continue
 		}
@@ -63,6 +73,9 @@ func (a *agent) dispatch() {
 		}
 		a.inflight, a.flightAt, a.ready = &cm, time.Now(), false
 		a.d.events.Append(Event{Type: EvDelivered, Agent: a.def.Name, Message: cm.ID, Data: map[string]any{"from": cm.From, "attempt": cm.Attempt}})
+		if probe {
+			a.d.events.Append(Event{Type: EvQuotaProbe, Agent: a.def.Name, Message: cm.ID, Detail: "probe turn sent", Data: map[string]any{"result": "sent"}})
+		}
 		a.setSnap(func(s *agentSnap) { s.inflight, s.flightAt = cm.ID, a.flightAt })
 		return
 	}
@@ -111,16 +124,7 @@ func (a *agent) handle(m protocol.Message) {
 	case protocol.TurnFinished:
 		a.turnFinished(e)
 	case protocol.QuotaBlocked:
-		reason := fmt.Sprintf("quota exhausted (reported by %s): %s", a.def.Name, e.Message)
-		at := e.RetryAt
-		if at.IsZero() {
-			// Codex gave no reset time ("try again later"): try again after a
-			// while rather than never, and never at once (no flapping).
-			at = time.Now().Add(a.d.opts.QuotaRetry)
-			reason += fmt.Sprintf(" (no reset time given: retrying in %s)", a.d.opts.QuotaRetry)
-		}
-		a.d.events.Append(Event{Type: EvQuotaBlocked, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message, Data: map[string]any{"retry_at": at}})
-		a.d.pause(PauseQuota, reason, at)
+		a.quotaHit(e.MessageID, e.Message, e.RetryAt)
 	case protocol.AuthRequired:
 		fix := a.loginFix()
 		a.d.events.Append(Event{Type: EvAuthRequired, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message + " — " + fix,
@@ -196,12 +200,16 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	if e.ThreadID != "" {
 		a.st.setThread(e.ThreadID, e.Thread)
 	}
-	requeue := ""
+	requeue, retry := "", ""
 	switch {
 	case e.Status == protocol.TurnInterrupted:
 		requeue = "interrupted: " + e.Error
 	case e.Failure == protocol.FailQuota, e.Failure == protocol.FailAuth:
-		requeue = string(e.Failure) + ": waits for the pause to end"
+		requeue, retry = string(e.Failure)+": waits for the pause to end", retryOf(e.Failure)
+		if e.Failure == protocol.FailQuota {
+			// Normally announced by QuotaBlocked already (then a no-op).
+			a.quotaHit(m.ID, e.Error, time.Time{})
+		}
 	case e.Failure == protocol.FailContextWindow:
 		// Retried on the same thread, then on a fresh one with a
 		// handoff; "" when it does not fit even there.
@@ -232,12 +240,14 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	}
 	switch {
 	case requeue != "":
-		a.requeueInflight(requeue)
+		a.requeueInflightFor(requeue, retry)
 		a.afterTurn(m, e, "", true)
 	case verdict.retry:
 		a.retryInflight(m, e, verdict)
 		requeue = verdict.record.Note
 		a.afterTurn(m, e, "", true)
+		// A probe that failed this way tells nothing of the usage limit.
+		a.quotaProbeEnded(m.ID, false)
 	default:
 		errText := e.Error
 		if cause != "" {
@@ -271,6 +281,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		if e.Status == protocol.TurnCompleted && m.From == team.Human && reply != "" {
 			a.replyToHuman(m, reply)
 		}
+		a.quotaProbeEnded(m.ID, e.Status == protocol.TurnCompleted)
 	}
 	if e.ReplyFile != "" && a.replyDir != "" {
 		// Recorded or back in the queue: the file has served.
@@ -320,18 +331,26 @@ func (a *agent) retryIn(delay time.Duration) {
 	a.retry, a.retryAt = time.NewTimer(delay), at
 }
 
-// requeueInflight puts the message in flight back in the queue.
-func (a *agent) requeueInflight(why string) {
+// requeueInflight puts the message in flight back in the queue: it was cut
+// off.
+func (a *agent) requeueInflight(why string) { a.requeueInflightFor(why, "") }
+
+// requeueInflightFor puts the message in flight back in the queue,
+// recording retry (a protocol.Retry* reason, "" when it was cut off) for
+// the header of its next delivery. A probe turn put back tells nothing of
+// the limit, so the account's probe may go again.
+func (a *agent) requeueInflightFor(why, retry string) {
 	if a.inflight == nil {
 		return
 	}
 	id := a.inflight.ID
 	a.inflight = nil
-	if err := a.box.Requeue(id); err != nil {
+	if err := a.box.RequeueFor(id, retry); err != nil {
 		a.warn("requeue "+id, err)
 	}
 	a.d.events.Append(Event{Type: EvRequeued, Agent: a.def.Name, Message: id, Detail: why})
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
+	a.quotaProbeEnded(id, false)
 }
 
 // replyToHuman drops the agent's final answer into the human's inbox.

@@ -22,6 +22,9 @@ type Status struct {
 	// Queues counts messages waiting in the queue of each role with several
 	// instances, not yet given to an instance.
 	Queues map[string]int `json:"queues"`
+	// Accounts are the team's Codex accounts (by its quota scope) and
+	// their usage-limit pauses.
+	Accounts []AccountStatus `json:"accounts"`
 }
 
 // DaemonStatus describes the daemon process.

@@ -42,6 +42,9 @@ func (d *Daemon) control(req Request) Response {
 			return resp
 		}
 		changed := d.resume("resumed by user")
+		if d.resumeAccounts("resumed by user") {
+			changed = true
+		}
 		var retried []string
 		for _, a := range d.agents {
 			if d.retryFailed(a) {
@@ -100,8 +103,10 @@ func (d *Daemon) status() Status {
 		t := gs.ResumeAt
 		st.Dispatch.ResumeAt = &t
 	}
+	backlogs := map[string]int{}
 	for _, a := range d.agents {
 		s := a.snapshot()
+		backlogs[a.def.Name] = s.backlog
 		as := AgentStatus{
 			Name: a.def.Name, Role: a.def.Role, State: s.state, ThreadID: s.st.ThreadID, Backlog: s.backlog,
 			TurnsCompleted: s.st.TurnsCompleted, InputTokens: s.st.InputTokens, OutputTokens: s.st.OutputTokens,
@@ -129,6 +134,7 @@ func (d *Daemon) status() Status {
 		}
 		st.Agents = append(st.Agents, as)
 	}
+	st.Accounts = accountStatus(d.quota.views(), func(n string) int { return backlogs[n] })
 	return st
 }
 

@@ -58,9 +58,6 @@ type Options struct {
 	// command (default 64); beyond it the oldest are dropped, and counted
 	// in the log.
 	AlertQueue int
-	// QuotaRetry is how long dispatch stays paused after a quota failure
-	// that names no reset time (default 30m).
-	QuotaRetry time.Duration
 	// RecheckMin and RecheckMax bound the back-off between checks of a
 	// parked agent's Codex (5s, 5m); CheckTimeout bounds each codex run of
 	// a check (preflight.DefaultTimeout).
@@ -72,6 +69,13 @@ type Options struct {
 	// Rand returns a random number in [0, 1) for the back-off's jitter
 	// (default math/rand/v2's Float64).
 	Rand func() float64
+	// QuotaBackoffMin is the first back-off step of an account whose probe
+	// hit the usage limit again, or whose reset time had already passed
+	// (default 1m; it doubles up to the team's quota.backoff_max).
+	QuotaBackoffMin time.Duration
+	// QuotaJitter is the most jitter added to a planned probe (default
+	// 15s; negative: none).
+	QuotaJitter time.Duration
 	// OnEvent, if set, sees every event written to the event log, after it
 	// was written (tests and benchmarks wait on it). It must not block.
 	OnEvent func(Event)
@@ -116,7 +120,6 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.CrashWindow, 60*time.Second)
 	def(&o.FailedRetryMin, time.Minute)
 	def(&o.FailedRetryMax, 30*time.Minute)
-	def(&o.QuotaRetry, 30*time.Minute)
 	def(&o.RecheckMin, 5*time.Second)
 	def(&o.RecheckMax, 5*time.Minute)
 	def(&o.CheckTimeout, preflight.DefaultTimeout)
@@ -124,6 +127,10 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RetryMax, 5*time.Minute)
 	if o.Rand == nil {
 		o.Rand = rand.Float64
+	}
+	def(&o.QuotaBackoffMin, time.Minute)
+	if o.QuotaJitter == 0 {
+		o.QuotaJitter = 15 * time.Second
 	}
 	if o.MaxCrashes <= 0 {
 		o.MaxCrashes = 5
@@ -143,6 +150,7 @@ type Daemon struct {
 	gate     *gate
 	net      netHolds   // network holds per account (see netHolds)
 	alerts   *alertHook // nil without on_alert
+	quota    *quotaBook
 	started  time.Time
 
 	agents  []*agent
@@ -198,6 +206,19 @@ func (d *Daemon) init() error {
 		return err
 	}
 	if d.gate, err = newGate(d.layout); err != nil {
+		return err
+	}
+	env := d.opts.ShimEnv
+	if env == nil {
+		env = os.Environ()
+	}
+	q := d.cfg.Quota
+	policy := quotaPolicy{BackoffMin: d.opts.QuotaBackoffMin, BackoffMax: max(q.BackoffMax, d.opts.QuotaBackoffMin),
+		Cooldown: q.Cooldown, CooldownMax: max(q.CooldownMax, q.Cooldown), Jitter: max(d.opts.QuotaJitter, 0)}
+	if d.quota, err = newQuotaBook(d.cfg, d.layout, env, policy, d.quotaJitter); err != nil {
+		return err
+	}
+	if err := d.migrateQuotaGate(); err != nil {
 		return err
 	}
 	if d.events, err = openEventLog(d.layout, func(err error) { d.log.Error("Event log", "error", err) }); err != nil {
@@ -354,6 +375,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	rescan := time.NewTicker(d.opts.Rescan)
 	defer rescan.Stop()
 	resumeTimer := d.armResume(nil)
+	quotaTimer := d.armQuota(nil)
 	for {
 		select {
 		case ev, ok := <-w.Events:
@@ -379,6 +401,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if d.gate.open() {
 				d.pokeAll()
 			}
+		case <-d.quota.changed:
+			quotaTimer = d.armQuota(quotaTimer)
+		case <-timerC(quotaTimer):
+			quotaTimer = nil
+			d.startProbes(time.Now())
+			quotaTimer = d.armQuota(nil)
 		case <-timerC(resumeTimer):
 			resumeTimer = nil
 			st := d.gate.state()

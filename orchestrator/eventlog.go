@@ -46,7 +46,9 @@ const (
 	EvReply          = "reply" // a reply landed in the human's inbox
 	EvPaused         = "dispatch_paused"
 	EvResumed        = "dispatch_resumed"
-	EvQuotaBlocked   = "quota_blocked"     // alert
+	EvQuotaBlocked   = "quota_blocked"     // alert: once per account pause
+	EvQuotaProbe     = "quota_probe"       // a paused account's probe turn: start, sent, limit
+	EvQuotaResumed   = "quota_resumed"     // an account's agents released
 	EvAuthRequired   = "auth_required"     // alert
 	EvContextExhaust = "context_exhausted" // alert: a message does not fit even a fresh thread; recorded as failed
 	EvContextRetry   = "context_retry"     // a turn ran out of context window; its message is retried

@@ -133,6 +133,9 @@ func (a *agent) outgoing(m inbox.Message) protocol.SendMessage {
 	case m.Transient != nil && m.Transient.Note != "":
 		// Set by the last failure (a requeue clears it).
 		s.RetryNote = m.Transient.Note
+	case limitRetryNote(m) != "":
+		// Put back after a usage limit or a failed login: never answered.
+		s.RetryNote = limitRetryNote(m)
 	case cr != nil && cr.Message == m.ID && m.Attempt > 1 && cr.Step == int(contextHandoff):
 		s.RetryNote = fmt.Sprintf("retried on a fresh thread, attempt %d: the earlier attempt ran out of context window", m.Attempt)
 	case cr != nil && cr.Message == m.ID && m.Attempt > 1:

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/battyhq/batty/team"
@@ -43,6 +44,7 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 		if err != nil {
 			return err
 		}
+		backlogs := map[string]int{}
 		for _, r := range cfg.Roles {
 			if r.Instances < 2 {
 				continue
@@ -68,12 +70,18 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 			if err != nil {
 				return err
 			}
+			backlogs[a.Name] = pending + inflight
 			st.Agents = append(st.Agents, AgentStatus{
 				Name: a.Name, Role: a.Role, State: agentStopped, ThreadID: as.ThreadID, Backlog: pending + inflight,
 				TurnsCompleted: as.TurnsCompleted, InputTokens: as.InputTokens, OutputTokens: as.OutputTokens,
 				ContextPct: as.ContextPct, LastError: as.LastError,
 			})
 		}
+		book, err := newQuotaBook(cfg, l, os.Environ(), quotaPolicy{}, nil)
+		if err != nil {
+			return err
+		}
+		st.Accounts = accountStatus(book.views(), func(n string) int { return backlogs[n] })
 		return nil
 	})
 	return st, err
@@ -100,23 +108,38 @@ func OfflineReset(cfg *team.Config, l Layout, agent, reason string) error {
 	})
 }
 
-// OfflinePause closes (pause) or opens the dispatch gate of a stopped team.
-// It returns whether the gate changed (false: it was already paused, or not
-// paused).
+// OfflinePause closes (pause) or opens the dispatch gate of a stopped team;
+// opening it also ends every account's usage-limit pause. It returns
+// whether anything changed (false: it was already paused, or not paused).
 func OfflinePause(l Layout, pause bool, reason string) (changed bool, err error) {
 	err = withLock(l, func() error {
+		if !pause {
+			// Resume ends the accounts' usage-limit pauses too.
+			var q quotaState
+			if err := loadJSON(l, quotaName, &q); err != nil {
+				return err
+			}
+			if len(q.Paused) > 0 {
+				if err := saveJSON(l, quotaName, quotaState{Paused: []AccountPause{}}); err != nil {
+					return err
+				}
+				changed = true
+			}
+		}
 		g, err := newGate(l)
 		if err != nil {
 			return err
 		}
+		var gateChanged bool
 		if pause {
 			if reason == "" {
 				reason = "paused by user"
 			}
-			changed, err = g.pause(PauseManual, reason, time.Time{})
+			gateChanged, err = g.pause(PauseManual, reason, time.Time{})
 		} else {
-			changed, err = g.resume()
+			gateChanged, err = g.resume()
 		}
+		changed = changed || gateChanged
 		return err
 	})
 	return changed, err

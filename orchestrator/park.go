@@ -61,6 +61,8 @@ func (a *agent) spawnFailed(m inbox.Message, e protocol.TurnFinished) {
 	a.d.events.Append(Event{Type: EvRequeued, Agent: a.def.Name, Message: m.ID, Detail: "codex could not be started: " + e.Error})
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
 	a.health.report(e.Error)
+	// A probe that never ran tells nothing of the usage limit.
+	a.quotaProbeEnded(m.ID, false)
 }
 
 // parkedStatus is what status shows of a parked agent, nil when it is not.

@@ -14,7 +14,8 @@ import (
 const busyRetry = 20 * time.Millisecond
 
 // route gives each message waiting in a role's queue to an instance: an
-// idle one, else the one with the shortest backlog, never one whose backlog
+// idle one, else the one with the shortest backlog (one whose account is
+// not paused by a usage limit first), never one whose backlog
 // is at the team's backlog_limit (the message then waits in the queue until
 // an instance finishes a message). Failed and parked instances get nothing;
 // with no live instance the message waits. A queue message that an instance already
@@ -52,6 +53,18 @@ func (d *Daemon) route(role string) {
 	if len(cands) == 0 {
 		return
 	}
+	// An instance whose account is paused by a usage limit gets a message
+	// only when every instance's is.
+	paused := map[*agent]bool{}
+	for _, a := range cands {
+		paused[a] = d.quota.paused(a.def.Name)
+	}
+	lighter := func(a, b *agent) bool {
+		if paused[a] != paused[b] {
+			return !paused[a]
+		}
+		return load[a] < load[b]
+	}
 	for _, m := range pending {
 		if d.dropDuplicate(role, box, m, boxes) {
 			continue
@@ -63,7 +76,7 @@ func (d *Daemon) route(role string) {
 				if (a.def.Name == m.From && len(cands) > 1) || load[a] >= limit {
 					continue
 				}
-				if best == nil || load[a] < load[best] {
+				if best == nil || lighter(a, best) {
 					best = a
 				}
 			}

@@ -1,0 +1,348 @@
+package orchestrator
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/battyhq/batty/team"
+)
+
+// quotaName is the state file of the accounts' usage-limit pauses.
+const quotaName = "quota.json"
+
+// AccountPause is one account's usage-limit pause, as kept in
+// state/quota.json so that it survives a restart.
+type AccountPause struct {
+	// Account is the account's key: a CODEX_HOME path (scope account),
+	// "agent:<name>" (scope agent) or "team" (scope team).
+	Account string `json:"account"`
+	// Reason is codex's message.
+	Reason string `json:"reason"`
+	// Agent is the agent that hit the limit first.
+	Agent string    `json:"agent"`
+	Since time.Time `json:"since"`
+	// ResetBy is when codex said the limit resets (the end of the
+	// printed minute); zero when it named no time.
+	ResetBy time.Time `json:"reset_by,omitzero"`
+	// ProbeAt is when the next probe turn may go.
+	ProbeAt time.Time `json:"probe_at"`
+	// Probes counts the probes of this pause that hit the limit again.
+	Probes int `json:"probes,omitempty"`
+}
+
+// quotaState is the content of state/quota.json: the paused accounts.
+type quotaState struct {
+	Paused []AccountPause `json:"paused"`
+}
+
+// account is the agents whose usage counts against one account.
+type account struct {
+	key, home string
+	agents    []string
+	pause     *AccountPause // nil while the account is open
+	probing   bool          // ProbeAt has come: one probe turn may go
+	prober    string        // the agent that may send it ("" = any)
+	probeMsg  string        // the probe in flight ("" = none yet)
+}
+
+// quotaBook holds every account's pause: which agents may start a turn,
+// the one probe turn of an account whose pause has run out, and the
+// back-off when it hits the limit again. Safe for concurrent use; every
+// change is persisted (atomically, never through a link) before the
+// method returns, and the daemon's goroutine is told on changed to re-arm
+// its probe timer.
+type quotaBook struct {
+	mu       sync.Mutex
+	policy   quotaPolicy
+	jitter   func() time.Duration
+	layout   Layout
+	save     func(l Layout, name string, v any) error
+	accounts []*account // in the team's agent order
+	byAgent  map[string]*account
+	byKey    map[string]*account
+	changed  chan struct{} // buffered(1)
+}
+
+// newQuotaBook groups the agents of cfg into accounts by the team's quota
+// scope (env is the shims' environment, for CODEX_HOME and HOME) and loads
+// the pauses persisted in l. A pause of an account no agent has any more
+// is dropped.
+func newQuotaBook(cfg *team.Config, l Layout, env []string, policy quotaPolicy, jitter func() time.Duration) (*quotaBook, error) {
+	b := &quotaBook{policy: policy, jitter: jitter, layout: l, save: saveJSON,
+		byAgent: map[string]*account{}, byKey: map[string]*account{}, changed: make(chan struct{}, 1)}
+	for _, a := range cfg.Agents() {
+		home := effectiveCodexHome(a.Codex.CodexHome, a.Codex.Env, env, a.Cwd)
+		key := accountKey(cfg.Quota.Scope, a.Name, home)
+		acc := b.byKey[key]
+		if acc == nil {
+			acc = &account{key: key}
+			if cfg.Quota.Scope == team.QuotaScopeAccount || cfg.Quota.Scope == "" {
+				acc.home = home
+			}
+			b.byKey[key] = acc
+			b.accounts = append(b.accounts, acc)
+		}
+		acc.agents = append(acc.agents, a.Name)
+		b.byAgent[a.Name] = acc
+	}
+	var st quotaState
+	if err := loadJSON(l, quotaName, &st); err != nil {
+		return nil, err
+	}
+	for _, p := range st.Paused {
+		if acc := b.byKey[p.Account]; acc != nil {
+			p := p
+			acc.pause = &p
+		}
+	}
+	return b, nil
+}
+
+// persist writes the paused accounts; b.mu is held.
+func (b *quotaBook) persist() error {
+	st := quotaState{Paused: []AccountPause{}}
+	for _, acc := range b.accounts {
+		if acc.pause != nil {
+			st.Paused = append(st.Paused, *acc.pause)
+		}
+	}
+	return b.save(b.layout, quotaName, st)
+}
+
+func (b *quotaBook) notify() {
+	select {
+	case b.changed <- struct{}{}:
+	default:
+	}
+}
+
+// agentsOf returns the agents that share agent's account (agent included).
+func (b *quotaBook) agentsOf(agent string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if acc := b.byAgent[agent]; acc != nil {
+		return slices.Clone(acc.agents)
+	}
+	return nil
+}
+
+// mayTry reports whether agent may look for a message to run: its account
+// is open, or its pause has run out, no probe is in flight and the probe
+// is the agent's (or anyone's) to send.
+func (b *quotaBook) mayTry(agent string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	acc := b.byAgent[agent]
+	return acc == nil || acc.pause == nil || (acc.probing && acc.probeMsg == "" && (acc.prober == "" || acc.prober == agent))
+}
+
+// paused reports whether agent's account is paused (probing or not).
+func (b *quotaBook) paused(agent string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	acc := b.byAgent[agent]
+	return acc != nil && acc.pause != nil
+}
+
+// admit asks whether agent may start message id now. ok is true when its
+// account is open, or when id becomes the account's one probe (probe true);
+// a probe that is not sent after all must be given back with release.
+func (b *quotaBook) admit(agent, id string) (ok, probe bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	acc := b.byAgent[agent]
+	switch {
+	case acc == nil || acc.pause == nil:
+		return true, false
+	case acc.probing && acc.probeMsg == "" && (acc.prober == "" || acc.prober == agent):
+		acc.prober, acc.probeMsg = agent, id
+		return true, true
+	}
+	return false, false
+}
+
+// release gives back the probe id that agent did not send (its claim
+// failed), or the probe designation of an agent that has nothing to send
+// (id ""): any agent of the account may send the probe then. It returns
+// the account's agents to wake, nil when nothing changed.
+func (b *quotaBook) release(agent, id string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	acc := b.byAgent[agent]
+	if acc == nil || !acc.probing || acc.prober != agent || acc.probeMsg != id {
+		return nil
+	}
+	acc.prober, acc.probeMsg = "", ""
+	return slices.Clone(acc.agents)
+}
+
+// quotaHit is what a usage limit changed.
+type quotaHit struct {
+	// alert is true when it paused an open account: the one alert.
+	alert bool
+	// probeFailed is true when it was the account's probe.
+	probeFailed bool
+	pause       AccountPause
+	agents      []string
+}
+
+// hit records that agent's message id hit a usage limit (reason is codex's
+// message, resetBy its reset time or zero) at now. An open account pauses
+// until nextProbe; the account's probe backs off; any other hit of a
+// paused account only moves its probe later when codex names a later reset
+// time. The new state is persisted before hit returns.
+func (b *quotaBook) hit(agent, id, reason string, resetBy, now time.Time) (quotaHit, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	acc := b.byAgent[agent]
+	if acc == nil {
+		return quotaHit{}, nil
+	}
+	h := quotaHit{agents: slices.Clone(acc.agents)}
+	switch {
+	case acc.pause == nil:
+		acc.pause = &AccountPause{Account: acc.key, Reason: reason, Agent: agent, Since: now.UTC(), ResetBy: resetBy.UTC(),
+			ProbeAt: b.policy.nextProbe(now, resetBy, 0, b.jitter()).UTC()}
+		acc.probing, acc.prober, acc.probeMsg = false, "", ""
+		h.alert = true
+	case acc.probing && acc.probeMsg == id && acc.prober == agent:
+		p := acc.pause
+		p.Probes++
+		p.Reason, p.ResetBy = reason, resetBy.UTC()
+		p.ProbeAt = b.policy.nextProbe(now, resetBy, p.Probes, b.jitter()).UTC()
+		acc.probing, acc.prober, acc.probeMsg = false, "", ""
+		h.probeFailed = true
+	default:
+		p := acc.pause
+		if resetBy.IsZero() || !resetBy.After(p.ResetBy) {
+			h.pause = *p
+			return h, nil
+		}
+		p.ResetBy = resetBy.UTC()
+		if at := b.policy.nextProbe(now, resetBy, p.Probes, b.jitter()); !acc.probing && at.After(p.ProbeAt) {
+			p.ProbeAt = at.UTC()
+		}
+	}
+	h.pause = *acc.pause
+	err := b.persist()
+	b.notify()
+	return h, err
+}
+
+// probeEnded tells the book how the turn of agent's message id ended
+// (completed or not). When it was the account's probe: completed opens the
+// account, and the released agents are returned with resumed true;
+// anything else but a usage limit (handled by hit) tells nothing about the
+// limit, so the probe may go again, from any agent of the account (their
+// names are returned to wake them).
+func (b *quotaBook) probeEnded(agent, id string, completed bool) (wake []string, resumed bool, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	acc := b.byAgent[agent]
+	if acc == nil || acc.pause == nil || !acc.probing || acc.probeMsg != id || acc.prober != agent {
+		return nil, false, nil
+	}
+	if !completed {
+		acc.prober, acc.probeMsg = "", ""
+		return slices.Clone(acc.agents), false, nil
+	}
+	acc.pause, acc.probing, acc.prober, acc.probeMsg = nil, false, "", ""
+	err = b.persist()
+	b.notify()
+	return slices.Clone(acc.agents), true, err
+}
+
+// due returns the accounts whose pause has run out by now and that have no
+// probe going yet, by key.
+func (b *quotaBook) due(now time.Time) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var keys []string
+	for _, acc := range b.accounts {
+		if acc.pause != nil && !acc.probing && !acc.pause.ProbeAt.After(now) {
+			keys = append(keys, acc.key)
+		}
+	}
+	return keys
+}
+
+// startProbe lets prober ("" = any agent of the account) send the probe
+// of account key.
+func (b *quotaBook) startProbe(key, prober string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if acc := b.byKey[key]; acc != nil && acc.pause != nil {
+		acc.probing, acc.prober, acc.probeMsg = true, prober, ""
+	}
+}
+
+// account returns the agents and pause of account key.
+func (b *quotaBook) account(key string) (agents []string, p AccountPause, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	acc := b.byKey[key]
+	if acc == nil || acc.pause == nil {
+		return nil, AccountPause{}, false
+	}
+	return slices.Clone(acc.agents), *acc.pause, true
+}
+
+// nextWake returns the earliest ProbeAt of a paused account with no probe
+// going (zero: none).
+func (b *quotaBook) nextWake() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var at time.Time
+	for _, acc := range b.accounts {
+		if acc.pause != nil && !acc.probing && (at.IsZero() || acc.pause.ProbeAt.Before(at)) {
+			at = acc.pause.ProbeAt
+		}
+	}
+	return at
+}
+
+// resumeAll opens every account (`batty resume`) and returns the keys it
+// opened.
+func (b *quotaBook) resumeAll() ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var keys []string
+	for _, acc := range b.accounts {
+		if acc.pause != nil {
+			keys = append(keys, acc.key)
+			acc.pause, acc.probing, acc.prober, acc.probeMsg = nil, false, "", ""
+		}
+	}
+	if keys == nil {
+		return nil, nil
+	}
+	err := b.persist()
+	b.notify()
+	return keys, err
+}
+
+// accountView is what status shows of one account.
+type accountView struct {
+	key, home string
+	agents    []string
+	pause     *AccountPause
+	probing   bool
+	probeMsg  string
+}
+
+// views returns every account, in the team's agent order.
+func (b *quotaBook) views() []accountView {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]accountView, 0, len(b.accounts))
+	for _, acc := range b.accounts {
+		v := accountView{key: acc.key, home: acc.home, agents: slices.Clone(acc.agents), probing: acc.probing, probeMsg: acc.probeMsg}
+		if acc.pause != nil {
+			p := *acc.pause
+			v.pause = &p
+		}
+		out = append(out, v)
+	}
+	return out
+}

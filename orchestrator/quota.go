@@ -1,0 +1,256 @@
+package orchestrator
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/protocol"
+)
+
+// AccountStatus is one account of `batty status`: the agents whose usage
+// counts against one Codex account (by the team's quota scope) and its
+// usage-limit pause.
+type AccountStatus struct {
+	// Account is the key: the CODEX_HOME path (scope account),
+	// "agent:<name>" or "team".
+	Account   string   `json:"account"`
+	CodexHome string   `json:"codex_home,omitempty"`
+	Agents    []string `json:"agents"`
+	Paused    bool     `json:"paused"`
+	// Reason is codex's message of the limit ("" when open).
+	Reason string `json:"reason"`
+	// Since is when the pause began; ResumeAt is when the next probe turn
+	// may go (null while open, or while a probe is in flight).
+	Since    *time.Time `json:"since"`
+	ResumeAt *time.Time `json:"resume_at"`
+	// Probing is true once ResumeAt has come: one probe turn goes, the
+	// others wait for its outcome.
+	Probing bool `json:"probing"`
+	// FailedProbes counts the probes of this pause that hit the limit
+	// again.
+	FailedProbes int `json:"failed_probes"`
+	// Held counts the messages the pause holds: the backlogs of its agents.
+	Held int `json:"held"`
+}
+
+// quotaJitter draws the jitter of a planned probe.
+func (d *Daemon) quotaJitter() time.Duration {
+	if d.opts.QuotaJitter <= 0 {
+		return 0
+	}
+	return rand.N(d.opts.QuotaJitter + 1)
+}
+
+// quotaHit handles a usage limit that agent a's message id hit: the first
+// for an open account pauses all its agents, with one alert; the account's
+// probe backs off; any other is held quietly. Called from a's goroutine.
+func (a *agent) quotaHit(id, reason string, resetBy time.Time) {
+	d := a.d
+	h, err := d.quota.hit(a.def.Name, id, reason, resetBy, time.Now())
+	if err != nil {
+		d.log.Error("Saving the quota state failed", "error", err)
+		d.events.Append(Event{Type: EvWarning, Agent: a.def.Name, Detail: "quota state not saved: " + err.Error()})
+	}
+	switch {
+	case h.alert:
+		d.log.Warn("Usage limit: account paused", "account", h.pause.Account, "agents", h.agents, "probe_at", h.pause.ProbeAt)
+		data := map[string]any{"account": h.pause.Account, "agents": h.agents, "resume_at": h.pause.ProbeAt}
+		if !resetBy.IsZero() {
+			data["retry_at"] = resetBy.UTC()
+		}
+		d.events.Append(Event{Type: EvQuotaBlocked, Agent: a.def.Name, Message: id, Detail: reason, Data: data})
+	case h.probeFailed:
+		d.log.Info("Probe hit the usage limit again", "account", h.pause.Account, "probe_at", h.pause.ProbeAt, "failed_probes", h.pause.Probes)
+		d.events.Append(Event{Type: EvQuotaProbe, Agent: a.def.Name, Message: id,
+			Detail: fmt.Sprintf("the limit holds: next probe at %s", h.pause.ProbeAt.Format(time.RFC3339)),
+			Data:   map[string]any{"account": h.pause.Account, "result": "limit", "resume_at": h.pause.ProbeAt, "failed_probes": h.pause.Probes}})
+	default:
+		d.log.Debug("Usage limit while the account is paused", "agent", a.def.Name, "message", id)
+	}
+}
+
+// quotaProbeEnded tells the book how a's message id ended; when it was the
+// account's probe, a completed probe releases the account's agents and
+// anything else (but a limit) lets another probe go.
+func (a *agent) quotaProbeEnded(id string, completed bool) {
+	d := a.d
+	wake, resumed, err := d.quota.probeEnded(a.def.Name, id, completed)
+	if err != nil {
+		d.log.Error("Saving the quota state failed", "error", err)
+	}
+	if resumed {
+		d.log.Info("Probe completed: account resumed", "agents", wake)
+		d.events.Append(Event{Type: EvQuotaResumed, Agent: a.def.Name, Message: id, Detail: "probe turn completed",
+			Data: map[string]any{"agents": wake}})
+		d.kickRoute()
+	}
+	d.pokeNames(wake, a.def.Name)
+}
+
+// quotaRelease gives back a probe a did not send (id "" when a has nothing
+// to send) and wakes the account's other agents to send it.
+func (a *agent) quotaRelease(id string) {
+	a.d.pokeNames(a.d.quota.release(a.def.Name, id), a.def.Name)
+}
+
+// pokeNames pokes the named agents but skip.
+func (d *Daemon) pokeNames(names []string, skip string) {
+	for _, n := range names {
+		if a := d.byName[n]; a != nil && n != skip {
+			a.poke()
+		}
+	}
+}
+
+// startProbes lets each account whose pause has run out send one probe:
+// the oldest held message of its agents, on that message's agent (any
+// agent when none holds one). Run's goroutine calls it.
+func (d *Daemon) startProbes(now time.Time) {
+	for _, key := range d.quota.due(now) {
+		agents, p, ok := d.quota.account(key)
+		if !ok {
+			continue
+		}
+		prober, msg := d.oldestHeld(agents)
+		d.quota.startProbe(key, prober)
+		d.log.Info("Usage limit pause ran out: probing", "account", key, "agent", prober, "message", msg)
+		d.events.Append(Event{Type: EvQuotaProbe, Agent: prober, Message: msg, Detail: "pause ran out: one probe turn",
+			Data: map[string]any{"account": key, "result": "start", "failed_probes": p.Probes}})
+		if prober != "" {
+			d.byName[prober].poke()
+		} else {
+			d.pokeNames(agents, "")
+		}
+	}
+}
+
+// oldestHeld returns the agent (among agents, not failed, stopped or
+// parked) with
+// the oldest pending message, and that message; "" when none has one.
+func (d *Daemon) oldestHeld(agents []string) (string, string) {
+	var best string
+	var oldest inbox.Message
+	for _, n := range agents {
+		a := d.byName[n]
+		if a == nil {
+			continue
+		}
+		if s := a.snapshot(); s.state == agentFailed || s.state == agentStopped || a.parkedNow(s) != nil {
+			continue
+		}
+		pending, _ := a.box.Pending()
+		if len(pending) == 0 {
+			continue
+		}
+		m := pending[0]
+		if best == "" || m.CreatedAt.Before(oldest.CreatedAt) || (m.CreatedAt.Equal(oldest.CreatedAt) && m.ID < oldest.ID) {
+			best, oldest = n, m
+		}
+	}
+	return best, oldest.ID
+}
+
+// armQuota (re)arms the timer of the next account probe.
+func (d *Daemon) armQuota(t *time.Timer) *time.Timer {
+	if t != nil {
+		t.Stop()
+	}
+	at := d.quota.nextWake()
+	if at.IsZero() {
+		return nil
+	}
+	return time.NewTimer(max(time.Until(at), 0))
+}
+
+// resumeAccounts opens every paused account (`batty resume`) and reports
+// whether one was paused.
+func (d *Daemon) resumeAccounts(why string) bool {
+	keys, err := d.quota.resumeAll()
+	if err != nil {
+		d.log.Error("Saving the quota state failed", "error", err)
+	}
+	for _, k := range keys {
+		d.events.Append(Event{Type: EvQuotaResumed, Detail: why, Data: map[string]any{"account": k}})
+	}
+	if len(keys) > 0 {
+		d.pokeAll()
+		d.kickRoute()
+	}
+	return len(keys) > 0
+}
+
+// migrateQuotaGate turns a team-wide quota pause left in dispatch.json by
+// an earlier version into a pause of every account until the same time.
+func (d *Daemon) migrateQuotaGate() error {
+	st := d.gate.state()
+	if !st.Paused || st.Kind != PauseQuota {
+		return nil
+	}
+	now := time.Now()
+	for _, v := range d.quota.views() {
+		if v.pause == nil && len(v.agents) > 0 {
+			if _, err := d.quota.hit(v.agents[0], "", st.Reason, st.ResumeAt, now); err != nil {
+				return err
+			}
+		}
+	}
+	_, err := d.gate.resume()
+	return err
+}
+
+// accountStatus returns the accounts of status; backlog gives an agent's
+// backlog.
+func accountStatus(views []accountView, backlog func(agent string) int) []AccountStatus {
+	out := make([]AccountStatus, 0, len(views))
+	for _, v := range views {
+		as := AccountStatus{Account: v.key, CodexHome: v.home, Agents: v.agents}
+		if p := v.pause; p != nil {
+			as.Paused, as.Reason, as.Probing, as.FailedProbes = true, p.Reason, v.probing, p.Probes
+			since := p.Since
+			as.Since = &since
+			if !v.probing {
+				at := p.ProbeAt
+				as.ResumeAt = &at
+			}
+			for _, n := range v.agents {
+				as.Held += backlog(n)
+			}
+		}
+		out = append(out, as)
+	}
+	return out
+}
+
+// Reasons recorded in inbox.Message.Retry.
+const (
+	retryQuota = "quota" // the earlier attempt hit a usage limit
+	retryAuth  = "auth"  // the earlier attempt failed to authenticate
+)
+
+// retryOf is the Retry recorded with a message put back after failure f.
+func retryOf(f protocol.FailureKind) string {
+	switch f {
+	case protocol.FailQuota:
+		return retryQuota
+	case protocol.FailAuth:
+		return retryAuth
+	}
+	return ""
+}
+
+// limitRetryNote is the prompt header's note for a message put back after a
+// usage limit or a failed login ("" otherwise): the model never answered
+// the earlier attempt, and Codex keeps that unanswered copy in the thread,
+// so the agent is told why it sees the message again. It is a pure
+// function.
+func limitRetryNote(m inbox.Message) string {
+	switch m.Retry {
+	case retryQuota:
+		return fmt.Sprintf("retried after a usage limit, attempt %d; your earlier copy of this message was not answered", m.Attempt)
+	case retryAuth:
+		return fmt.Sprintf("retried after a login failure, attempt %d; your earlier copy of this message was not answered", m.Attempt)
+	}
+	return ""
+}
