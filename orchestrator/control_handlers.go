@@ -103,10 +103,8 @@ func (d *Daemon) status() Status {
 		t := gs.ResumeAt
 		st.Dispatch.ResumeAt = &t
 	}
-	backlogs := map[string]int{}
 	for _, a := range d.agents {
 		s := a.snapshot()
-		backlogs[a.def.Name] = s.backlog
 		as := AgentStatus{
 			Name: a.def.Name, Role: a.def.Role, State: s.state, ThreadID: s.st.ThreadID, Backlog: s.backlog,
 			TurnsCompleted: s.st.TurnsCompleted, InputTokens: s.st.InputTokens, OutputTokens: s.st.OutputTokens,
@@ -134,7 +132,12 @@ func (d *Daemon) status() Status {
 		}
 		st.Agents = append(st.Agents, as)
 	}
-	st.Accounts = accountStatus(d.quota.views(), func(n string) int { return backlogs[n] })
+	// Held messages are counted on disk: an agent's snapshot of its backlog
+	// is only as fresh as its last look at its inbox.
+	st.Accounts = accountStatus(d.quota.views(), func(n string) int {
+		pending, inflight, _ := d.byName[n].box.Count()
+		return pending + inflight
+	})
 	return st
 }
 

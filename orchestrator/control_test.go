@@ -55,64 +55,6 @@ func TestPauseHoldsDispatchAndResumeReleasesIt(t *testing.T) {
 	}
 }
 
-func TestQuotaPausesTheTeamAndSurvivesRestart(t *testing.T) {
-	p := newProject(t, fourAgents)
-	r := p.start(nil)
-	// The reset time is derived from now, never a calendar date: codex
-	// prints it to the minute.
-	want := time.Now().Add(2 * time.Hour).Truncate(time.Minute).UTC()
-	id := p.send("manager", "human", fmt.Sprintf("scenario:quota:%d", want.Unix()))
-	// The quota failure does not consume the message: it goes back to the
-	// queue and the team pauses until the reset time codex printed.
-	e := r.waitEvent(t, "requeue", func(e Event) bool { return e.Type == EvRequeued && e.Message == id })
-	if !strings.HasPrefix(e.Detail, "quota") {
-		t.Fatalf("requeue detail %q", e.Detail)
-	}
-	st := call(t, p, Request{Op: OpStatus}).Status
-	if !st.Dispatch.Paused || st.Dispatch.ResumeAt == nil || !st.Dispatch.ResumeAt.Equal(want) {
-		t.Fatalf("dispatch %+v, want paused until %s", st.Dispatch, want)
-	}
-	other := p.send("architect", "human", "not now")
-	r.stop(t)
-	for _, box := range []string{"manager", "architect"} {
-		if pending, _, _ := p.box(box).Count(); pending != 1 {
-			t.Fatalf("%s has %d pending, want 1", box, pending)
-		}
-	}
-
-	// A restarted daemon keeps the pause and its reset time.
-	r = p.start(nil)
-	st = call(t, p, Request{Op: OpStatus}).Status
-	if !st.Dispatch.Paused || st.Dispatch.ResumeAt == nil || !st.Dispatch.ResumeAt.Equal(want) {
-		t.Fatalf("dispatch after restart %+v", st.Dispatch)
-	}
-	if _, where, _ := p.box("architect").Get(other); where != "new" {
-		t.Fatalf("message dispatched during a quota pause (%s)", where)
-	}
-	// Resuming releases both: the quota-failed message runs again (the
-	// fake worker succeeds on a redelivery) and the one that waited.
-	call(t, p, Request{Op: OpResume})
-	for _, m := range []string{id, other} {
-		if st := r.finished(t, m); st != "completed" {
-			t.Fatalf("%s: status %s", m, st)
-		}
-	}
-}
-
-func TestQuotaWithoutResetTimeResumesOnItsOwn(t *testing.T) {
-	p := newProject(t, "  - name: solo\n")
-	r := p.start(func(o *Options) { o.QuotaRetry = 300 * time.Millisecond })
-	id := p.send("solo", "human", "scenario:quotaonce")
-	e := r.waitEvent(t, "pause", func(e Event) bool { return e.Type == EvPaused })
-	if !strings.Contains(e.Detail, "no reset time given") {
-		t.Fatalf("pause reason %q", e.Detail)
-	}
-	r.waitEvent(t, "resume", func(e Event) bool { return e.Type == EvResumed })
-	if st := r.finished(t, id); st != "completed" {
-		t.Fatalf("status %s", st)
-	}
-}
-
 func TestResetStartsAFreshThread(t *testing.T) {
 	p := newProject(t, fourAgents)
 	r := p.start(nil)

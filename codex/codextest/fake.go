@@ -40,6 +40,7 @@ import (
 // flakyhang:N (the first N runs of the same body fail with a server error,
 // a dropped stream, a network wait or silence, then it replies),
 // quota[:UNIX] (reset time given: UNIX seconds, default an hour from now), quotaonce (no reset time) — both succeed when redelivered,
+// quotauntil:UNIXNANO (a limit until that instant, with a reset time named two minutes ago),
 // context (always out of context window), contextonce (out of context window
 // unless batty says it retries after that), contextsame (out of context
 // window unless the prompt opens with a batty handoff), auth, servererror, newthread, detach:PIDFILE,
@@ -282,16 +283,24 @@ func FakeMain(args []string) int {
 		return complete("AFTER_WARNING", 1000, 10)
 	case "quota":
 		// A limit with a reset time, gone by the redelivery (the reset came).
-		if strings.Contains(prompt, "(redelivered") {
+		if redelivered(prompt) {
 			return complete("AFTER_QUOTA", 1000, 10)
 		}
 		return fail(QuotaMessage(quotaReset(arg, start)))
 	case "quotaonce":
 		// A limit without a reset time, gone by the redelivery.
-		if strings.Contains(prompt, "(redelivered") {
+		if redelivered(prompt) {
 			return complete("AFTER_QUOTA", 1000, 10)
 		}
 		return fail("You’ve hit your usage limit. Try again later.")
+	case "quotauntil":
+		// The account stays exhausted until the Unix nanoseconds in arg,
+		// while codex names a reset time two minutes ago.
+		until, _ := strconv.ParseInt(arg, 10, 64)
+		if start.UnixNano() < until {
+			return fail(QuotaMessage(start.Add(-2 * time.Minute)))
+		}
+		return complete("AFTER_QUOTA", 1000, 10)
 	case "contextonce", "contextsame":
 		// Fine once batty retries after the context failure (contextonce)
 		// or hands off to a fresh thread (contextsame).
@@ -408,6 +417,12 @@ func FakeMain(args []string) int {
 		return complete(os.Getenv(arg), 1000, 10)
 	}
 	return fail("fakecodex: unknown scenario " + scenario)
+}
+
+// redelivered reports whether batty's header marks the prompt as a
+// redelivery, for whatever reason.
+func redelivered(prompt string) bool {
+	return strings.Contains(prompt, "(redelivered") || strings.Contains(prompt, "(retried")
 }
 
 // quotaReset is the reset time of the quota scenario: the Unix seconds in
