@@ -25,7 +25,9 @@ func newStatusCmd() *cobra.Command {
 {paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
 in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
 context_pct, last_error, shim_pid, restarts, parked, network}], queues
-{role: waiting}. An agent whose Codex cannot run is "parked": its "parked"
+{role: waiting}, accounts [{account, codex_home, agents, paused, reason,
+since, resume_at, probing, failed_probes, held}] (usage-limit pauses per
+account). An agent whose Codex cannot run is "parked": its "parked"
 {kind, detail, fix} says why and how to fix it, and its messages wait until
 it runs. network is null, or {state, account, since, message} while the
 agent's account cannot reach the API: "waiting" (its turn waits for the
@@ -88,6 +90,26 @@ func printStatus(w io.Writer, st orchestrator.Status) {
 		if n > 0 {
 			fmt.Fprintf(w, "\n%d message(s) wait in role queue %s for a free instance\n", n, role)
 		}
+	}
+	printAccounts(w, st.Accounts)
+}
+
+// printAccounts lists the accounts paused by a usage limit: who, why,
+// until when, and how many messages wait.
+func printAccounts(w io.Writer, accounts []orchestrator.AccountStatus) {
+	for _, a := range accounts {
+		if !a.Paused {
+			continue
+		}
+		until := "probing now (one turn; the others wait for it)"
+		if a.ResumeAt != nil {
+			until = "until " + a.ResumeAt.Local().Format("2006-01-02 15:04:05 MST") + ", then one probe turn"
+		}
+		if a.FailedProbes > 0 {
+			until += fmt.Sprintf(" (%d probe(s) hit the limit again)", a.FailedProbes)
+		}
+		fmt.Fprintf(w, "\nQUOTA PAUSED account %s (%s): %s; %d message(s) held\n  %s\n",
+			a.Account, strings.Join(a.Agents, ", "), until, a.Held, shorten(a.Reason, 200))
 	}
 }
 

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/orchestrator"
+)
+
+// Text status names each paused account: its agents, why, until when, and
+// how many messages it holds; an open account is not listed.
+func TestStatusShowsPausedAccounts(t *testing.T) {
+	at := time.Now().Add(time.Hour)
+	var b strings.Builder
+	printStatus(&b, orchestrator.Status{Team: "t", Accounts: []orchestrator.AccountStatus{
+		{Account: "/home/u/.codex", Agents: []string{"eng-1", "eng-2"}, Paused: true, Reason: "You’ve hit your usage limit. Try again at 1:14 PM.", ResumeAt: &at, Held: 3},
+		{Account: "/home/u/.codex-b", Agents: []string{"lead"}},
+	}})
+	out := b.String()
+	for _, want := range []string{"QUOTA PAUSED account /home/u/.codex (eng-1, eng-2)", "until " + at.Local().Format("2006-01-02 15:04:05 MST"), "3 message(s) held", "Try again at 1:14 PM."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, ".codex-b") {
+		t.Errorf("an open account is listed:\n%s", out)
+	}
+}
