@@ -281,8 +281,9 @@ func TestFailuresAreClassifiedAndReported(t *testing.T) {
 	h.send("q", fmt.Sprintf("scenario:quota:%d", reset.Unix()))
 	ev := h.expect(kAccepted, kState, kStarted, kThread, kQuota)
 	qb := ev[4].(protocol.QuotaBlocked)
-	// The fake prints the reset time to the minute; the shim parses it back.
-	if want := reset; !qb.RetryAt.Equal(want) || !strings.Contains(qb.Message, "usage limit") {
+	// The fake prints the reset time to the minute, rounded down, like
+	// codex; the shim reports the end of that minute.
+	if want := reset.Add(time.Minute); !qb.RetryAt.Equal(want) || !strings.Contains(qb.Message, "usage limit") {
 		t.Fatalf("quota blocked = %+v", qb)
 	}
 	if tf := h.finished("q", protocol.TurnFailed); tf.Failure != protocol.FailQuota {
