@@ -66,9 +66,11 @@ type quotaBook struct {
 
 // newQuotaBook groups the agents of cfg into accounts by the team's quota
 // scope (env is the shims' environment, for CODEX_HOME and HOME) and loads
-// the pauses persisted in l. A pause of an account no agent has any more
-// is dropped.
-func newQuotaBook(cfg *team.Config, l Layout, env []string, policy quotaPolicy, jitter func() time.Duration) (*quotaBook, error) {
+// the pauses persisted in l. A pause of an account no agent has (any more,
+// or in this environment) is dropped, unless keepOthers (status of a
+// stopped team, read with the CLI's environment), which lists it as an
+// account without agents.
+func newQuotaBook(cfg *team.Config, l Layout, env []string, policy quotaPolicy, jitter func() time.Duration, keepOthers bool) (*quotaBook, error) {
 	b := &quotaBook{policy: policy, jitter: jitter, layout: l, save: saveJSON,
 		byAgent: map[string]*account{}, byKey: map[string]*account{}, changed: make(chan struct{}, 1)}
 	for _, a := range cfg.Agents() {
@@ -91,9 +93,13 @@ func newQuotaBook(cfg *team.Config, l Layout, env []string, policy quotaPolicy, 
 		return nil, err
 	}
 	for _, p := range st.Paused {
+		p := p
 		if acc := b.byKey[p.Account]; acc != nil {
-			p := p
 			acc.pause = &p
+		} else if keepOthers {
+			acc := &account{key: p.Account, pause: &p}
+			b.byKey[p.Account] = acc
+			b.accounts = append(b.accounts, acc)
 		}
 	}
 	return b, nil

@@ -215,7 +215,7 @@ func (d *Daemon) init() error {
 	q := d.cfg.Quota
 	policy := quotaPolicy{BackoffMin: d.opts.QuotaBackoffMin, BackoffMax: max(q.BackoffMax, d.opts.QuotaBackoffMin),
 		Cooldown: q.Cooldown, CooldownMax: max(q.CooldownMax, q.Cooldown), Jitter: max(d.opts.QuotaJitter, 0)}
-	if d.quota, err = newQuotaBook(d.cfg, d.layout, env, policy, d.quotaJitter); err != nil {
+	if d.quota, err = newQuotaBook(d.cfg, d.layout, env, policy, d.quotaJitter, false); err != nil {
 		return err
 	}
 	if err := d.migrateQuotaGate(); err != nil {

@@ -77,7 +77,7 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 				ContextPct: as.ContextPct, LastError: as.LastError,
 			})
 		}
-		book, err := newQuotaBook(cfg, l, os.Environ(), quotaPolicy{}, nil)
+		book, err := newQuotaBook(cfg, l, os.Environ(), quotaPolicy{}, nil, true)
 		if err != nil {
 			return err
 		}

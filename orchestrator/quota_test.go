@@ -56,6 +56,15 @@ func TestQuotaPausesTheAccountAndSurvivesRestart(t *testing.T) {
 		}
 	}
 
+	// A stopped team's status reads the pause from its state file.
+	off, err := OfflineStatus(p.cfg, p.layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc := accountOf(t, &off, "manager"); !acc.Paused || acc.ResumeAt == nil || !acc.ResumeAt.Equal(want) || acc.Held != 2 {
+		t.Fatalf("offline account %+v", acc)
+	}
+
 	// A restarted daemon keeps the pause and its probe time.
 	r = p.start(noJitter)
 	st = call(t, p, Request{Op: OpStatus}).Status
