@@ -132,6 +132,20 @@ func TestQuotaProbeBacksOffThenReleasesTheAccount(t *testing.T) {
 	r.waitEvent(t, "quota alert", func(e Event) bool { return e.Type == EvQuotaBlocked && e.Message == q })
 	other := p.send("eng-2", "human", "held by the pause")
 	later := p.send("eng-1", "human", "also held")
+	// Every agent looks at its inbox again and again (as the safety-net
+	// rescan makes them, at any moment): only the probe may go.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				r.d.pokeAll()
+			}
+		}
+	}()
 	for _, id := range []string{q, other, later} {
 		if st := r.finished(t, id); st != "completed" {
 			t.Fatalf("%s: %s", id, st)
