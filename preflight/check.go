@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -148,7 +149,9 @@ func (c *Checker) Check(ctx context.Context, t Target) *Problem {
 	if base == nil {
 		base = os.Environ()
 	}
-	env := append(bin.Environ(base), t.Env...)
+	// A copy: Check runs for several targets at once, and appending to
+	// the shared base would write into its spare capacity.
+	env := append(slices.Clip(bin.Environ(base)), t.Env...)
 	if t.Home != "" {
 		env = append(env, "CODEX_HOME="+t.Home)
 	}
