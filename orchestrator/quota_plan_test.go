@@ -4,6 +4,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/protocol"
 )
 
 // The plan of the next probe: a printed minute is read as its end (by
@@ -78,5 +81,28 @@ func TestEffectiveCodexHome(t *testing.T) {
 		if got := accountKey(scope, "eng-1", "/h"); got != want {
 			t.Errorf("accountKey(%s) = %q, want %q", scope, got, want)
 		}
+	}
+}
+
+// The header note of a message put back after a usage limit or a failed
+// login says the earlier copy was not answered; other requeues add none
+// (the shim's header then says the delivery was cut off).
+func TestLimitRetryNote(t *testing.T) {
+	cases := []struct {
+		retry string
+		want  string
+	}{
+		{retryQuota, "retried after a usage limit, attempt 2; your earlier copy of this message was not answered"},
+		{retryAuth, "retried after a login failure, attempt 2; your earlier copy of this message was not answered"},
+		{"", ""},
+		{"other", ""},
+	}
+	for _, c := range cases {
+		if got := limitRetryNote(inbox.Message{Attempt: 2, Retry: c.retry}); got != c.want {
+			t.Errorf("limitRetryNote(%q) = %q, want %q", c.retry, got, c.want)
+		}
+	}
+	if retryOf(protocol.FailQuota) != retryQuota || retryOf(protocol.FailAuth) != retryAuth || retryOf(protocol.FailContextWindow) != "" {
+		t.Error("retryOf maps the wrong failures")
 	}
 }
