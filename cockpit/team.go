@@ -66,8 +66,27 @@ func (t *Team) Snapshot() Snapshot {
 	if st.Dispatch.ResumeAt != nil {
 		snap.Feed.ResumeAt = *st.Dispatch.ResumeAt
 	}
+	// A usage limit pauses an account: its agents, not the team.
+	quota := map[string]bool{}
+	for _, acc := range st.Accounts {
+		if !acc.Paused {
+			continue
+		}
+		for _, n := range acc.Agents {
+			quota[n] = true
+		}
+		if snap.Feed.Pause == "" {
+			snap.Feed.Pause, snap.Feed.Reason = PauseQuota, acc.Reason
+			if acc.ResumeAt != nil {
+				snap.Feed.ResumeAt = *acc.ResumeAt
+			}
+		}
+	}
 	for _, a := range st.Agents {
 		v := AgentView{Name: a.Name, State: a.State, Pause: kind, Waiting: a.Backlog}
+		if kind == "" && quota[a.Name] {
+			v.Pause = PauseQuota
+		}
 		if a.Network != nil {
 			v.Network = a.Network.State == "waiting"
 			v.Held = a.Network.State == "held"
@@ -104,8 +123,10 @@ func pauseKind(d orchestrator.DispatchStatus) string {
 func AlertText(e orchestrator.Event) string {
 	switch e.Type {
 	case orchestrator.EvQuotaBlocked:
-		s := fmt.Sprintf("batty: quota exhausted (%s): the team is paused", e.Agent)
-		if at, ok := e.Data["retry_at"].(time.Time); ok && !at.IsZero() {
+		s := fmt.Sprintf("batty: quota exhausted (%s): its account's agents are paused", e.Agent)
+		if at, ok := e.Data["resume_at"].(time.Time); ok && !at.IsZero() {
+			s += " until " + at.Local().Format("15:04")
+		} else if at, ok := e.Data["retry_at"].(time.Time); ok && !at.IsZero() {
 			s += " until " + at.Local().Format("15:04")
 		}
 		return s

@@ -77,8 +77,8 @@ func TestAlertText(t *testing.T) {
 		e    orchestrator.Event
 		want string
 	}{
-		{orchestrator.Event{Type: orchestrator.EvQuotaBlocked, Agent: "a", Data: map[string]any{"retry_at": at}}, "batty: quota exhausted (a): the team is paused until 14:05"},
-		{orchestrator.Event{Type: orchestrator.EvQuotaBlocked, Agent: "a"}, "batty: quota exhausted (a): the team is paused"},
+		{orchestrator.Event{Type: orchestrator.EvQuotaBlocked, Agent: "a", Data: map[string]any{"retry_at": at}}, "batty: quota exhausted (a): its account's agents are paused until 14:05"},
+		{orchestrator.Event{Type: orchestrator.EvQuotaBlocked, Agent: "a"}, "batty: quota exhausted (a): its account's agents are paused"},
 		{orchestrator.Event{Type: orchestrator.EvAuthRequired, Agent: "a"}, "batty: codex needs a login (a): run `codex login`, then `batty resume`"},
 		{orchestrator.Event{Type: orchestrator.EvAgentFailed, Agent: "a", Detail: "d"}, "batty: a failed: d"},
 		{orchestrator.Event{Type: orchestrator.EvWedged, Agent: "a", Detail: "no pong within 10s"}, "batty: a did not answer (no pong within 10s); restarting it"},
