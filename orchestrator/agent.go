@@ -65,7 +65,7 @@ type agent struct {
 	retryAt   time.Time
 	health    *health
 	parked    *preflight.Problem // why the agent takes no message, nil when it does
-	account   string             // netAccount: the effective CODEX_HOME
+	account   string             // the effective CODEX_HOME (effectiveCodexHome), the key of its network hold
 	carried   bool               // the message in flight opens a fresh thread with a handoff
 	freshTurn bool               // the message in flight was sent without a thread to resume
 }
@@ -101,7 +101,7 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 		d: d, def: def, box: box, log: d.log.Named(def.Name),
 		kick: make(chan struct{}, 1), ctl: make(chan agentCtl), done: make(chan struct{}),
 		backoff: d.opts.RespawnMin,
-		account: netAccount(def.Codex.CodexHome, def.Codex.Env, envLookup(d.opts.ShimEnv)),
+		account: effectiveCodexHome(def.Codex.CodexHome, def.Codex.Env, d.shimEnviron(), def.Cwd),
 	}
 	a.st.Name = def.Name
 	if err := loadJSON(d.layout, agentStateName(def.Name), &a.st); err != nil {

@@ -208,10 +208,7 @@ func (d *Daemon) init() error {
 	if d.gate, err = newGate(d.layout); err != nil {
 		return err
 	}
-	env := d.opts.ShimEnv
-	if env == nil {
-		env = os.Environ()
-	}
+	env := d.shimEnviron()
 	q := d.cfg.Quota
 	policy := quotaPolicy{BackoffMin: d.opts.QuotaBackoffMin, BackoffMax: max(q.BackoffMax, d.opts.QuotaBackoffMin),
 		Cooldown: q.Cooldown, CooldownMax: max(q.CooldownMax, q.Cooldown), Jitter: max(d.opts.QuotaJitter, 0)}
@@ -554,4 +551,13 @@ func (d *Daemon) RunChild(cmd *exec.Cmd) error {
 	}
 	defer d.reaper.Release(cmd.Process.Pid)
 	return cmd.Wait()
+}
+
+// shimEnviron is the environment the shims get: Options.ShimEnv, else the
+// daemon's own.
+func (d *Daemon) shimEnviron() []string {
+	if d.opts.ShimEnv == nil {
+		return os.Environ()
+	}
+	return d.opts.ShimEnv
 }

@@ -1,52 +1,11 @@
 package orchestrator
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 )
 
-// netAccount is the account an agent's codex uses, the key of its network
-// hold: its effective CODEX_HOME, cleaned — codexHome (team.yaml's
-// codex.codex_home, already absolute) when set, else CODEX_HOME in
-// codex.env (codexEnv), else CODEX_HOME of the environment the shims get
-// (getenv), else ~/.codex under HOME. Agents with the same key share one
-// login, one quota and one route to the API. It is a pure function of its
-// arguments.
-func netAccount(codexHome string, codexEnv map[string]string, getenv func(string) string) string {
-	switch {
-	case codexHome != "":
-		return filepath.Clean(codexHome)
-	case codexEnv["CODEX_HOME"] != "":
-		return filepath.Clean(codexEnv["CODEX_HOME"])
-	case getenv("CODEX_HOME") != "":
-		return filepath.Clean(getenv("CODEX_HOME"))
-	case getenv("HOME") != "":
-		return filepath.Join(getenv("HOME"), ".codex")
-	}
-	return "~/.codex"
-}
-
-// envLookup returns getenv over env (KEY=VALUE entries, the last one of a
-// key winning), or os.Getenv when env is nil.
-func envLookup(env []string) func(string) string {
-	if env == nil {
-		return os.Getenv
-	}
-	return func(k string) string {
-		v := ""
-		for _, e := range env {
-			if key, val, ok := strings.Cut(e, "="); ok && key == k {
-				v = val
-			}
-		}
-		return v
-	}
-}
-
-// netHolds is the daemon's network hold, per account (netAccount). When a
+// netHolds is the daemon's network hold, per account (effectiveCodexHome, the key the quota pauses use too). When a
 // turn of an account's agent finds the API unreachable (codex prints
 // "Reconnecting... waiting for network"), the account is held: no agent
 // of it starts a new turn — each would only wait too. The agents whose

@@ -5,27 +5,6 @@ import (
 	"time"
 )
 
-func TestAccountKey(t *testing.T) {
-	env := envLookup([]string{"HOME=/home/u", "CODEX_HOME=/srv/codex/", "CODEX_HOME=/srv/codex2/"})
-	cases := []struct {
-		home     string
-		codexEnv map[string]string
-		env      func(string) string
-		want     string
-	}{
-		{"/p/home/", map[string]string{"CODEX_HOME": "/e"}, env, "/p/home"},
-		{"", map[string]string{"CODEX_HOME": "/e/"}, env, "/e"},
-		{"", nil, env, "/srv/codex2"},
-		{"", nil, envLookup([]string{"HOME=/home/u"}), "/home/u/.codex"},
-		{"", nil, envLookup([]string{}), "~/.codex"},
-	}
-	for _, c := range cases {
-		if got := netAccount(c.home, c.codexEnv, c.env); got != c.want {
-			t.Errorf("netAccount(%q) = %q, want %q", c.home, got, c.want)
-		}
-	}
-}
-
 func TestNetHolds(t *testing.T) {
 	var n netHolds
 	t0 := time.Now()
