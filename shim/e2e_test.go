@@ -231,3 +231,29 @@ func TestE2EContextFailureRestartsTheRunningTotal(t *testing.T) {
 		t.Fatalf("request kinds %v", kinds)
 	}
 }
+
+// Context use is the true size of the turn's last model request, read from
+// Codex's own record of it: a shell turn makes two requests, and the
+// second (with the tool's output) is the one that fills the window. An
+// estimate from the turn's totals would say (1,000 + 9,000) / 2 + 60.
+func TestE2EContextUseIsTheLastRequest(t *testing.T) {
+	h, srv := startRealShim(t, func(c *Config) { c.ContextWindow = 100000 })
+	srv.Handle(func(req codextest.Request) codextest.Reply {
+		r := srv.Scripted(req)
+		if req.FollowUp {
+			r.InputTokens, r.OutputTokens = 9000, 50
+		} else {
+			r.InputTokens, r.OutputTokens = 1000, 10
+		}
+		return r
+	})
+	h.send("s", "run it [[mock:shell echo CONTEXT_OK]]")
+	h.expect(kAccepted, kState, kStarted, kThread)
+	tf := h.finished("s", protocol.TurnCompleted)
+	if tf.Usage.Input != 10000 {
+		t.Fatalf("turn usage %+v, want 10000 input tokens over two requests", tf.Usage)
+	}
+	if tf.ContextPct != 9.05 {
+		t.Fatalf("context_pct = %v, want 9.05 (the last request: 9,000 in + 50 out of 100,000)", tf.ContextPct)
+	}
+}

@@ -1,6 +1,9 @@
 package shim
 
 import (
+	"path/filepath"
+	"strings"
+
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 )
@@ -57,7 +60,45 @@ func failureKind(f codex.Failure) protocol.FailureKind {
 	return protocol.FailNone
 }
 
-// contextUse estimates how much of the window the thread's history fills
+// lastRequestUse is how much of the window the thread's history fills
+// after a turn, from the true size of its last model request as Codex
+// recorded it (codex.LastRequest): that request's input plus its output,
+// over window (else the window Codex assumes for the model). pct is -1
+// when no window is known.
+func lastRequestUse(u codex.RequestUsage, window int64) (used int64, pct float64) {
+	used = u.Input + u.Output
+	if window <= 0 {
+		window = u.Window
+	}
+	if window <= 0 {
+		return used, -1
+	}
+	return used, float64(used) * 100 / float64(window)
+}
+
+// codexHome is the CODEX_HOME of a codex process run with env (the last
+// entry of a key wins, as for the process) in cwd: CODEX_HOME, relative to
+// cwd, else ~/.codex under HOME.
+func codexHome(env []string, cwd string) string {
+	home, user := "", ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "CODEX_HOME="); ok {
+			home = v
+		} else if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			user = v
+		}
+	}
+	if home == "" {
+		return filepath.Join(user, ".codex")
+	}
+	if !filepath.IsAbs(home) {
+		home = filepath.Join(cwd, home)
+	}
+	return home
+}
+
+// contextUse estimates, when Codex's own record of the last request cannot
+// be read (lastRequestUse), how much of the window the thread's history fills
 // after a turn: ideally the input of the turn's last model request plus its
 // output. Codex's JSONL does not give per-request usage (turn.completed
 // carries only the thread's running total; its last-request figure is

@@ -302,6 +302,14 @@ func (s *server) finishTurn(r turnResult) {
 		s.threadUse = codex.Usage{}
 	}
 	used, pct := contextUse(turnUse, r.requests, s.cfg.ContextWindow)
+	if kind != protocol.FailContextWindow && s.threadID != "" {
+		// The true size of the last request, where Codex recorded it.
+		if u, err := codex.LastRequest(codexHome(s.env, s.cfg.Cwd), s.threadID); err == nil {
+			used, pct = lastRequestUse(u, s.cfg.ContextWindow)
+		} else {
+			s.log.Debug("Context use estimated", "reason", err)
+		}
+	}
 	threadUse := protocol.Usage{Input: s.threadUse.InputTokens, CachedInput: s.threadUse.CachedInputTokens, Output: s.threadUse.OutputTokens, ReasoningOutput: s.threadUse.ReasoningOutputTokens}
 
 	switch kind {

@@ -1,0 +1,130 @@
+package codex
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+)
+
+// rolloutTail is how much of the end of a rollout file LastRequest reads:
+// the last token_count record is written at the end of a turn, after the
+// final answer, so it lies within the last few kilobytes unless the answer
+// was huge.
+const rolloutTail = 4 << 20
+
+// RequestUsage is what Codex recorded about one model request: its input
+// (the whole history the model was sent) and output tokens, and the
+// context window Codex assumes for the model (0 when not recorded).
+type RequestUsage struct {
+	Input, Output, Window int64
+}
+
+// LastRequest returns the usage of the last model request of a thread, as
+// Codex records it in its session log ("rollout") under
+// home/sessions/YYYY/MM/DD/rollout-<time>-<threadID>.jsonl: the
+// last_token_usage of the last token_count event. `codex exec --json`
+// reports only the thread's running total, so this is the only place the
+// true size of the last request is found. The rollout is an internal
+// format of Codex: any file, line or field that is missing or not as
+// expected is an error, never a panic; callers fall back to an estimate.
+// It reads at most the last 4 MiB of the file, never through a link.
+func LastRequest(home, threadID string) (RequestUsage, error) {
+	if !IsThreadID(threadID) {
+		return RequestUsage{}, fmt.Errorf("rollout of %q: not a thread id", threadID)
+	}
+	matches, err := filepath.Glob(filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+threadID+".jsonl"))
+	if err != nil || len(matches) == 0 {
+		return RequestUsage{}, fmt.Errorf("rollout of thread %s: none under %s", threadID, filepath.Join(home, "sessions"))
+	}
+	sort.Strings(matches) // by date and start time: the newest last
+	path := matches[len(matches)-1]
+	tail, err := readTail(path, rolloutTail)
+	if err != nil {
+		return RequestUsage{}, err
+	}
+	u, ok := lastTokenCount(tail)
+	if !ok {
+		return RequestUsage{}, fmt.Errorf("rollout %s: no token_count record in its last %d bytes", path, len(tail))
+	}
+	return u, nil
+}
+
+// readTail returns at most the last n bytes of the regular file path,
+// opened without following a link.
+func readTail(path string, n int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open rollout: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat rollout %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("rollout %s: not a regular file", path)
+	}
+	off := max(fi.Size()-n, 0)
+	b, err := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
+	if err != nil {
+		return nil, fmt.Errorf("read rollout %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// lastTokenCount finds the last complete token_count record in tail (the
+// end of a rollout file) and returns its last request's usage. A record
+// without last_token_usage, or with one that has no input, is skipped. It
+// is a pure function that never panics.
+func lastTokenCount(tail []byte) (RequestUsage, bool) {
+	for len(tail) > 0 {
+		i := bytes.LastIndexByte(tail, '\n')
+		line := tail[i+1:]
+		tail = tail[:max(i, 0)]
+		if i < 0 {
+			tail = nil
+		}
+		if !bytes.Contains(line, []byte(`"token_count"`)) {
+			continue
+		}
+		if u, err := parseTokenCount(line); err == nil {
+			return u, true
+		}
+	}
+	return RequestUsage{}, false
+}
+
+// parseTokenCount decodes one rollout line holding a token_count event:
+// {"type":"event_msg","payload":{"type":"token_count","info":{
+// "last_token_usage":{"input_tokens":N,"output_tokens":N,…},
+// "model_context_window":N}}}.
+func parseTokenCount(line []byte) (RequestUsage, error) {
+	var rec struct {
+		Type    string `json:"type"`
+		Payload struct {
+			Type string `json:"type"`
+			Info *struct {
+				Last *struct {
+					Input  int64 `json:"input_tokens"`
+					Output int64 `json:"output_tokens"`
+				} `json:"last_token_usage"`
+				Window int64 `json:"model_context_window"`
+			} `json:"info"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(line, &rec); err != nil {
+		return RequestUsage{}, err
+	}
+	p := rec.Payload
+	if rec.Type != "event_msg" || p.Type != "token_count" || p.Info == nil || p.Info.Last == nil || p.Info.Last.Input <= 0 ||
+		p.Info.Last.Output < 0 || p.Info.Window < 0 {
+		return RequestUsage{}, errors.New("not a token_count record with the last request's usage")
+	}
+	return RequestUsage{Input: p.Info.Last.Input, Output: p.Info.Last.Output, Window: p.Info.Window}, nil
+}
