@@ -12,8 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,119 +22,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/inbox"
-	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
 )
-
-// Options tune a Daemon; zero fields take the defaults.
-type Options struct {
-	// ShimCommand runs a shim: the executable and the arguments before the
-	// shim flags (default: this executable, "shim").
-	ShimCommand []string
-	// ShimEnv is the shims' environment (nil: the daemon's). The daemon
-	// adds the project's mark (reap.MarkEnv) to it.
-	ShimEnv []string
-	// Logger receives the daemon's log (default: a discarding logger).
-	Logger hclog.Logger
-	// ShimLog receives the shims' own logs (default: discarded).
-	ShimLog io.Writer
-	// Rescan is the safety-net inbox rescan period (default 30s).
-	Rescan time.Duration
-	// PingInterval and PongTimeout detect a wedged shim (30s, 10s).
-	PingInterval, PongTimeout time.Duration
-	// RespawnMin and RespawnMax bound the respawn backoff (1s, 30s).
-	RespawnMin, RespawnMax time.Duration
-	// MaxCrashes within CrashWindow mark an agent failed (5 in 60s).
-	MaxCrashes  int
-	CrashWindow time.Duration
-	// FailedRetryMin and FailedRetryMax bound the cool-down after which a
-	// failed agent is tried again (1m doubling with each failure in a row,
-	// at most 30m; see failedCooldown).
-	FailedRetryMin, FailedRetryMax time.Duration
-	// AlertQueue is how many alerts may wait for the team's on_alert
-	// command (default 64); beyond it the oldest are dropped, and counted
-	// in the log.
-	AlertQueue int
-	// RecheckMin and RecheckMax bound the back-off between checks of a
-	// parked agent's Codex (5s, 5m); CheckTimeout bounds each codex run of
-	// a check (preflight.DefaultTimeout).
-	RecheckMin, RecheckMax, CheckTimeout time.Duration
-	// RetryBase and RetryMax bound the back-off between tries of a
-	// message whose attempt failed in a way that may pass (10s doubling,
-	// at most 5m, with jitter; see backoff).
-	RetryBase, RetryMax time.Duration
-	// Rand returns a random number in [0, 1) for the back-off's jitter
-	// (default math/rand/v2's Float64).
-	Rand func() float64
-	// QuotaBackoffMin is the first back-off step of an account whose probe
-	// hit the usage limit again, or whose reset time had already passed
-	// (default 1m; it doubles up to the team's quota.backoff_max).
-	QuotaBackoffMin time.Duration
-	// QuotaJitter is the most jitter added to a planned probe (default
-	// 15s; negative: none).
-	QuotaJitter time.Duration
-	// OnEvent, if set, sees every event written to the event log, after it
-	// was written (tests and benchmarks wait on it). It must not block.
-	OnEvent func(Event)
-	// InboxGrace is how long a file in an inbox's new/ that is not a valid
-	// message yet is left alone (it may still be being written) before it
-	// is moved to bad/ (default inbox.DefaultGrace).
-	InboxGrace time.Duration
-	// Subreaper makes the daemon process a child subreaper for the life of
-	// the process: what a shim that died abruptly (SIGKILL) leaves behind —
-	// model commands in sessions of their own — is reparented to the
-	// daemon, which kills and reaps it. Only for a daemon that owns its
-	// process (`batty daemon`): it kills every child it did not start as a
-	// shim.
-	Subreaper bool
-	// NoCgroup keeps the shims out of a cgroup of the team even where one
-	// could be made: leftovers are then found by their mark alone (tests
-	// of that path).
-	NoCgroup bool
-}
-
-func (o Options) withDefaults() (Options, error) {
-	if len(o.ShimCommand) == 0 {
-		exe, err := os.Executable()
-		if err != nil {
-			return o, fmt.Errorf("find the batty binary for shims: %w", err)
-		}
-		o.ShimCommand = []string{exe, "shim"}
-	}
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
-	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&o.Rescan, 30*time.Second)
-	def(&o.PingInterval, 30*time.Second)
-	def(&o.PongTimeout, 10*time.Second)
-	def(&o.RespawnMin, time.Second)
-	def(&o.RespawnMax, 30*time.Second)
-	def(&o.CrashWindow, 60*time.Second)
-	def(&o.FailedRetryMin, time.Minute)
-	def(&o.FailedRetryMax, 30*time.Minute)
-	def(&o.RecheckMin, 5*time.Second)
-	def(&o.RecheckMax, 5*time.Minute)
-	def(&o.CheckTimeout, preflight.DefaultTimeout)
-	def(&o.RetryBase, 10*time.Second)
-	def(&o.RetryMax, 5*time.Minute)
-	if o.Rand == nil {
-		o.Rand = rand.Float64
-	}
-	def(&o.QuotaBackoffMin, time.Minute)
-	if o.QuotaJitter == 0 {
-		o.QuotaJitter = 15 * time.Second
-	}
-	if o.MaxCrashes <= 0 {
-		o.MaxCrashes = 5
-	}
-	return o, nil
-}
 
 // Daemon runs one team. Create it with New, then call Run once.
 type Daemon struct {
