@@ -33,7 +33,8 @@ type RequestUsage struct {
 // true size of the last request is found. The rollout is an internal
 // format of Codex: any file, line or field that is missing or not as
 // expected is an error, never a panic; callers fall back to an estimate.
-// It reads at most the last 4 MiB of the file, never through a link.
+// It reads the file from its end, 64 KiB first and at most 4 MiB, never
+// through a link.
 func LastRequest(home, threadID string) (RequestUsage, error) {
 	if !IsThreadID(threadID) {
 		return RequestUsage{}, fmt.Errorf("rollout of %q: not a thread id", threadID)
@@ -44,38 +45,43 @@ func LastRequest(home, threadID string) (RequestUsage, error) {
 	}
 	sort.Strings(matches) // by date and start time: the newest last
 	path := matches[len(matches)-1]
-	tail, err := readTail(path, rolloutTail)
-	if err != nil {
-		return RequestUsage{}, err
+	// The record sits near the end: read the last 64 KiB first, more only
+	// when it is not there.
+	for n := int64(64 << 10); ; n *= 4 {
+		tail, whole, err := readTail(path, min(n, rolloutTail))
+		if err != nil {
+			return RequestUsage{}, err
+		}
+		if u, ok := lastTokenCount(tail); ok {
+			return u, nil
+		}
+		if whole || n >= rolloutTail {
+			return RequestUsage{}, fmt.Errorf("rollout %s: no token_count record in its last %d bytes", path, len(tail))
+		}
 	}
-	u, ok := lastTokenCount(tail)
-	if !ok {
-		return RequestUsage{}, fmt.Errorf("rollout %s: no token_count record in its last %d bytes", path, len(tail))
-	}
-	return u, nil
 }
 
 // readTail returns at most the last n bytes of the regular file path,
-// opened without following a link.
-func readTail(path string, n int64) ([]byte, error) {
+// opened without following a link, and whether that is the whole file.
+func readTail(path string, n int64) ([]byte, bool, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open rollout: %w", err)
+		return nil, false, fmt.Errorf("open rollout: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("stat rollout %s: %w", path, err)
+		return nil, false, fmt.Errorf("stat rollout %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("rollout %s: not a regular file", path)
+		return nil, false, fmt.Errorf("rollout %s: not a regular file", path)
 	}
 	off := max(fi.Size()-n, 0)
 	b, err := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
 	if err != nil {
-		return nil, fmt.Errorf("read rollout %s: %w", path, err)
+		return nil, false, fmt.Errorf("read rollout %s: %w", path, err)
 	}
-	return b, nil
+	return b, off == 0, nil
 }
 
 // lastTokenCount finds the last complete token_count record in tail (the

@@ -44,6 +44,13 @@ func TestLastRequestRefuses(t *testing.T) {
 	if u, err := LastRequest(home, idCut); err != nil || u.Input != 500 || u.Output != 7 || u.Window != 1000 {
 		t.Errorf("cut last line: %+v, %v", u, err)
 	}
+	// The record further from the end than the first read (64 KiB).
+	const idFar = "01a2090e-0000-7000-8000-000000000005"
+	filler := strings.Repeat(`{"type":"response_item","payload":{"type":"message","content":"`+strings.Repeat("x", 1000)+`"}}`+"\n", 300)
+	write(idFar, good+filler)
+	if u, err := LastRequest(home, idFar); err != nil || u.Input != 500 {
+		t.Errorf("record 300 KiB before the end: %+v, %v", u, err)
+	}
 	// token_count records without usage (info null, as codex writes first).
 	write(idNoUse, `{"type":"event_msg","payload":{"type":"token_count","info":null}}`+"\n")
 	if _, err := LastRequest(home, idNoUse); err == nil {
