@@ -123,16 +123,6 @@ func (b *quotaBook) notify() {
 	}
 }
 
-// agentsOf returns the agents that share agent's account (agent included).
-func (b *quotaBook) agentsOf(agent string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if acc := b.byAgent[agent]; acc != nil {
-		return slices.Clone(acc.agents)
-	}
-	return nil
-}
-
 // mayTry reports whether agent may look for a message to run: its account
 // is open, or its pause has run out, no probe is in flight and the probe
 // is the agent's (or anyone's) to send.

@@ -177,7 +177,7 @@ func (h *alertHook) runOne(ctx context.Context, a Alert) {
 	if killed != "" {
 		// The whole group: what the hook started goes with it.
 		syscall.Kill(-pid, syscall.SIGKILL)
-		err = <-waited
+		<-waited // reaped; killed is the reason
 		log.Error("Alert command killed", "why", killed, "output", out.String())
 		return
 	}
