@@ -1,11 +1,10 @@
 package orchestrator
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
+	"slices"
 	"time"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/team"
 )
 
@@ -82,39 +81,15 @@ func accountKey(scope, agent, codexHome string) string {
 // effectiveCodexHome returns the CODEX_HOME an agent's codex runs with, as
 // a cleaned absolute path, following the order in which the shim builds
 // codex's environment: the team's codex_home wins, then CODEX_HOME in
-// codex.env, then the shims' environment (env), else ~/.codex of the HOME
-// in env (or of this user). A relative value is taken from the agent's
-// working directory, as codex would. It is a pure function but for the
-// last fallback (os.UserHomeDir).
+// codex.env, then the shims' environment (env); see codex.Home for the
+// rest. A relative value is taken from the agent's working directory.
 func effectiveCodexHome(setting string, codexEnv map[string]string, env []string, cwd string) string {
-	home := setting
-	if home == "" {
-		home = codexEnv["CODEX_HOME"]
+	env = slices.Clip(env)
+	if h := codexEnv["CODEX_HOME"]; h != "" {
+		env = append(env, "CODEX_HOME="+h)
 	}
-	if home == "" {
-		home = lookupEnv(env, "CODEX_HOME")
+	if setting != "" {
+		env = append(env, "CODEX_HOME="+setting)
 	}
-	if home == "" {
-		h := lookupEnv(env, "HOME")
-		if h == "" {
-			h, _ = os.UserHomeDir()
-		}
-		home = filepath.Join(h, ".codex")
-	}
-	if !filepath.IsAbs(home) {
-		home = filepath.Join(cwd, home)
-	}
-	return filepath.Clean(home)
-}
-
-// lookupEnv returns the last value of key in env ("" when absent), the one
-// a child process sees.
-func lookupEnv(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
+	return codex.Home(env, cwd)
 }

@@ -1,9 +1,6 @@
 package shim
 
 import (
-	"path/filepath"
-	"strings"
-
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 )
@@ -74,27 +71,6 @@ func lastRequestUse(u codex.RequestUsage, window int64) (used int64, pct float64
 		return used, -1
 	}
 	return used, float64(used) * 100 / float64(window)
-}
-
-// codexHome is the CODEX_HOME of a codex process run with env (the last
-// entry of a key wins, as for the process) in cwd: CODEX_HOME, relative to
-// cwd, else ~/.codex under HOME.
-func codexHome(env []string, cwd string) string {
-	home, user := "", ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "CODEX_HOME="); ok {
-			home = v
-		} else if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			user = v
-		}
-	}
-	if home == "" {
-		return filepath.Join(user, ".codex")
-	}
-	if !filepath.IsAbs(home) {
-		home = filepath.Join(cwd, home)
-	}
-	return home
 }
 
 // contextUse estimates, when Codex's own record of the last request cannot

@@ -304,7 +304,7 @@ func (s *server) finishTurn(r turnResult) {
 	used, pct := contextUse(turnUse, r.requests, s.cfg.ContextWindow)
 	if kind != protocol.FailContextWindow && s.threadID != "" {
 		// The true size of the last request, where Codex recorded it.
-		if u, err := codex.LastRequest(codexHome(s.env, s.cfg.Cwd), s.threadID); err == nil {
+		if u, err := codex.LastRequest(codex.Home(s.env, s.cfg.Cwd), s.threadID); err == nil {
 			used, pct = lastRequestUse(u, s.cfg.ContextWindow)
 		} else {
 			s.log.Debug("Context use estimated", "reason", err)

@@ -1,0 +1,39 @@
+package codex
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Home is the CODEX_HOME a codex process started with env (KEY=VALUE
+// entries, the last of a key winning, as for the process) in directory cwd
+// uses: CODEX_HOME, else ~/.codex under HOME (else under this user's home
+// directory), as a cleaned absolute path — a relative value is taken from
+// cwd, as codex would. It is a pure function but for that last fallback
+// (os.UserHomeDir).
+func Home(env []string, cwd string) string {
+	home := lookupEnv(env, "CODEX_HOME")
+	if home == "" {
+		h := lookupEnv(env, "HOME")
+		if h == "" {
+			h, _ = os.UserHomeDir()
+		}
+		home = filepath.Join(h, ".codex")
+	}
+	if !filepath.IsAbs(home) {
+		home = filepath.Join(cwd, home)
+	}
+	return filepath.Clean(home)
+}
+
+// lookupEnv returns the last value of key in env ("" when absent).
+func lookupEnv(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
