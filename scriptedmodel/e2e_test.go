@@ -1,4 +1,4 @@
-package scriptedmodel
+package scriptedmodel_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/scriptedmodel"
 	"github.com/battyhq/batty/shim"
 )
 
@@ -18,10 +19,10 @@ import (
 // the standing instructions prompt, working on msg, with a stand-in `batty`
 // on PATH that records its arguments. It returns the turn's final answer
 // and what the stand-in batty was asked, one line per call.
-func cliTurn(t *testing.T, s *Server, agent, prompt, dir string, msg protocol.SendMessage) (string, []string) {
+func cliTurn(t *testing.T, s *scriptedmodel.Server, agent, prompt, dir string, msg protocol.SendMessage) (string, []string) {
 	t.Helper()
 	home := filepath.Join(t.TempDir(), "codex-home")
-	if err := WriteCodexHome(home, s.URL); err != nil {
+	if err := scriptedmodel.WriteCodexHome(home, s.URL); err != nil {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
@@ -69,14 +70,14 @@ func cliTurn(t *testing.T, s *Server, agent, prompt, dir string, msg protocol.Se
 // answer.
 func TestRealCodexPlaysTheScript(t *testing.T) {
 	codextest.Codex(t) // skip, or fail with CI=true, without the CLI
-	sc := DemoScript()
-	s, err := Start(sc, Options{})
+	sc := scriptedmodel.DemoScript()
+	s, err := scriptedmodel.Start(sc, scriptedmodel.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 
-	answer, calls := cliTurn(t, s, "architect", sc.ArchitectPrompt, t.TempDir(), protocol.SendMessage{ID: "g1", From: "human", Body: Goal})
+	answer, calls := cliTurn(t, s, "architect", sc.ArchitectPrompt, t.TempDir(), protocol.SendMessage{ID: "g1", From: "human", Body: scriptedmodel.Goal})
 	wantCalls := []string{
 		"architect|send engineer-1 " + sc.Tasks[0].Ask,
 		"architect|send engineer-2 " + sc.Tasks[1].Ask,

@@ -160,107 +160,16 @@ func writeError(w http.ResponseWriter, status int, typ, msg string) {
 // stream there when think reports false. Write errors (a client that
 // left) are ignored: the client is gone.
 func writeStep(ctx context.Context, w http.ResponseWriter, id, model string, reqSize int, step Step, think func(context.Context, Step) bool) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("x-request-id", "req_scripted_"+id)
-	w.WriteHeader(http.StatusOK)
-	sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
-
-	resp := map[string]any{
-		"id": "resp_scripted_" + id, "object": "response", "created_at": time.Now().Unix(),
-		"status": "in_progress", "model": model, "output": []any{},
-	}
-	sse.event("response.created", map[string]any{"response": resp})
+	st := StartStream(w, "scripted_"+id, model, reqSize)
 	if !think(ctx, step) {
 		return
 	}
-
-	var item map[string]any
-	produced := ""
 	if step.Shell != "" {
 		args, _ := json.Marshal(map[string]any{"cmd": step.Shell, "login": false, "yield_time_ms": 30000})
-		produced = string(args)
-		item = map[string]any{
-			"type": "function_call", "id": "fc_scripted_" + id, "call_id": "call_scripted_" + id,
-			"name": ShellTool, "arguments": "", "status": "in_progress",
-		}
-		sse.event("response.output_item.added", map[string]any{"output_index": 0, "item": item})
-		item = clone(item)
-		item["arguments"], item["status"] = produced, "completed"
+		st.FunctionCall(ShellTool, string(args))
 	} else {
-		produced = step.Text
-		msgID := "msg_scripted_" + id
-		item = map[string]any{"type": "message", "id": msgID, "role": "assistant", "status": "in_progress", "content": []any{}}
-		sse.event("response.output_item.added", map[string]any{"output_index": 0, "item": item})
-		for _, chunk := range chunks(step.Text, 64) {
-			sse.event("response.output_text.delta", map[string]any{
-				"item_id": msgID, "output_index": 0, "content_index": 0, "delta": chunk,
-			})
-		}
-		item = clone(item)
-		item["status"] = "completed"
-		item["content"] = []any{map[string]any{"type": "output_text", "text": step.Text, "annotations": []any{}}}
+		st.Message(step.Text)
 	}
-	sse.event("response.output_item.done", map[string]any{"output_index": 0, "item": item})
-
-	in, out := reqSize/4, len(produced)/4+1
-	resp["status"] = "completed"
-	resp["output"] = []any{item}
-	resp["usage"] = map[string]any{
-		"input_tokens":          in,
-		"input_tokens_details":  map[string]any{"cached_tokens": 0},
-		"output_tokens":         out,
-		"output_tokens_details": map[string]any{"reasoning_tokens": 0},
-		"total_tokens":          in + out,
-	}
-	sse.event("response.completed", map[string]any{"response": resp})
-}
-
-// sseWriter writes server-sent events, numbering and flushing each.
-type sseWriter struct {
-	w   io.Writer
-	rc  *http.ResponseController
-	seq int
-}
-
-// event writes one event of type typ whose data is fields plus "type" and
-// "sequence_number".
-func (e *sseWriter) event(typ string, fields map[string]any) {
-	data := map[string]any{"type": typ, "sequence_number": e.seq}
-	for k, v := range fields {
-		data[k] = v
-	}
-	e.seq++
-	b, _ := json.Marshal(data)
-	_, _ = fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", typ, b)
-	_ = e.rc.Flush()
-}
-
-func clone(m map[string]any) map[string]any {
-	c := make(map[string]any, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
-}
-
-// chunks splits s into pieces of at most n runes (at least one piece).
-func chunks(s string, n int) []string {
-	var out []string
-	for s != "" {
-		end, runes := len(s), 0
-		for i := range s {
-			if runes == n {
-				end = i
-				break
-			}
-			runes++
-		}
-		out = append(out, s[:end])
-		s = s[end:]
-	}
-	if out == nil {
-		out = []string{""}
-	}
-	return out
+	st.Complete(0, 0)
 }

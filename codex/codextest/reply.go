@@ -9,12 +9,14 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/battyhq/batty/scriptedmodel"
 )
 
 // ShellTool is the name of the function tool the mock model calls for
 // [[mock:shell CMD]]: codex's unified exec tool, whose JSON arguments are
 // {"cmd": "<shell command>"} (other properties optional).
-const ShellTool = "exec_command"
+const ShellTool = scriptedmodel.ShellTool
 
 // Reply describes how the mock answers one request.
 //
@@ -235,17 +237,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req Request, repl
 		return
 	}
 
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
-
-	respID := fmt.Sprintf("resp_mock_%d", req.Seq)
-	resp := map[string]any{
-		"id": respID, "object": "response", "created_at": time.Now().Unix(),
-		"status": "in_progress", "model": req.Model, "output": []any{},
-	}
-	sse.event("response.created", map[string]any{"response": resp})
+	st := scriptedmodel.StartStream(w, fmt.Sprintf("mock_%d", req.Seq), req.Model, len(req.Body))
 	if s.takeDrop() {
 		abortStream()
 	}
@@ -264,14 +256,9 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req Request, repl
 	}
 
 	if reply.FailCode != "" {
-		resp["status"] = "failed"
-		resp["error"] = map[string]any{"code": reply.FailCode, "message": reply.FailMessage}
-		sse.event("response.failed", map[string]any{"response": resp})
+		st.Fail(reply.FailCode, reply.FailMessage)
 		return
 	}
-
-	var output []any
-	produced := ""
 	switch {
 	case reply.Shell != "":
 		a := map[string]any{}
@@ -280,98 +267,9 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, req Request, repl
 		}
 		a["cmd"] = reply.Shell
 		args, _ := json.Marshal(a)
-		produced = string(args)
-		item := map[string]any{
-			"type": "function_call", "id": fmt.Sprintf("fc_mock_%d", req.Seq),
-			"call_id": fmt.Sprintf("call_mock_%d", req.Seq), "name": ShellTool,
-			"arguments": "", "status": "in_progress",
-		}
-		sse.event("response.output_item.added", map[string]any{"output_index": 0, "item": item})
-		item = cloneMap(item)
-		item["arguments"], item["status"] = produced, "completed"
-		sse.event("response.output_item.done", map[string]any{"output_index": 0, "item": item})
-		output = append(output, item)
+		st.FunctionCall(ShellTool, string(args))
 	case reply.Text != "":
-		produced = reply.Text
-		msgID := fmt.Sprintf("msg_mock_%d", req.Seq)
-		item := map[string]any{
-			"type": "message", "id": msgID, "role": "assistant",
-			"status": "in_progress", "content": []any{},
-		}
-		sse.event("response.output_item.added", map[string]any{"output_index": 0, "item": item})
-		for _, chunk := range chunks(reply.Text, 64) {
-			sse.event("response.output_text.delta", map[string]any{
-				"item_id": msgID, "output_index": 0, "content_index": 0, "delta": chunk,
-			})
-		}
-		item = cloneMap(item)
-		item["status"] = "completed"
-		item["content"] = []any{map[string]any{"type": "output_text", "text": reply.Text, "annotations": []any{}}}
-		sse.event("response.output_item.done", map[string]any{"output_index": 0, "item": item})
-		output = append(output, item)
+		st.Message(reply.Text)
 	}
-
-	in, out := reply.InputTokens, reply.OutputTokens
-	if in == 0 {
-		in = len(req.Body) / 4
-	}
-	if out == 0 {
-		out = len(produced)/4 + 1
-	}
-	resp["status"] = "completed"
-	resp["output"] = output
-	if output == nil {
-		resp["output"] = []any{}
-	}
-	resp["usage"] = map[string]any{
-		"input_tokens":          in,
-		"input_tokens_details":  map[string]any{"cached_tokens": 0},
-		"output_tokens":         out,
-		"output_tokens_details": map[string]any{"reasoning_tokens": 0},
-		"total_tokens":          in + out,
-	}
-	sse.event("response.completed", map[string]any{"response": resp})
-}
-
-// sseWriter writes server-sent events, numbering them and flushing each.
-type sseWriter struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	seq int
-}
-
-// event writes one event of type typ whose data is fields plus "type" and
-// "sequence_number". Write errors (a client that went away) are ignored.
-func (e *sseWriter) event(typ string, fields map[string]any) {
-	data := map[string]any{"type": typ, "sequence_number": e.seq}
-	for k, v := range fields {
-		data[k] = v
-	}
-	e.seq++
-	b, _ := json.Marshal(data)
-	_, _ = fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", typ, b)
-	_ = e.rc.Flush()
-}
-
-// cloneMap returns a shallow copy of m.
-func cloneMap(m map[string]any) map[string]any {
-	c := make(map[string]any, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
-}
-
-// chunks splits s into pieces of at most n runes (at least one piece).
-func chunks(s string, n int) []string {
-	var out []string
-	for s != "" {
-		p := firstRunes(s, n)
-		out = append(out, p)
-		s = s[len(p):]
-	}
-	if out == nil {
-		out = []string{""}
-	}
-	return out
+	st.Complete(reply.InputTokens, reply.OutputTokens)
 }

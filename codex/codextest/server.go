@@ -7,10 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/scriptedmodel"
 )
 
 // Server is a mock Responses API (POST /v1/responses, answered with
@@ -269,61 +270,23 @@ func parseRequest(r *http.Request, body []byte) Request {
 		req.ThreadID = r.Header.Get("thread-id")
 	}
 
-	var b struct {
-		Model string            `json:"model"`
-		Input []json.RawMessage `json:"input"`
-	}
-	if json.Unmarshal(body, &b) != nil {
-		return req
-	}
-	req.Model = b.Model
+	p := scriptedmodel.ParseRequest(body)
+	req.Model = p.Model
 	lastUser := 0 // tool outputs seen before the last user message
-	for _, raw := range b.Input {
-		var it struct {
-			Type    string          `json:"type"`
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-			Output  json.RawMessage `json:"output"`
-		}
-		if json.Unmarshal(raw, &it) != nil {
-			continue
-		}
-		switch {
-		case it.Type == "message" || (it.Type == "" && it.Role != ""):
-			m := Message{Role: it.Role, Text: contentText(it.Content)}
+	for _, it := range p.Items {
+		switch it.Kind {
+		case scriptedmodel.ItemMessage:
+			m := Message{Role: it.Role, Text: it.Text}
 			req.Messages = append(req.Messages, m)
 			req.InputTexts = append(req.InputTexts, m.Role+": "+m.Text)
 			if m.Role == "user" {
 				req.UserTexts = append(req.UserTexts, m.Text)
 				lastUser = len(req.ToolOutputs)
 			}
-		case strings.HasSuffix(it.Type, "_call_output"):
-			req.ToolOutputs = append(req.ToolOutputs, contentText(it.Output))
+		case scriptedmodel.ItemOutput:
+			req.ToolOutputs = append(req.ToolOutputs, it.Text)
 		}
 	}
 	req.FollowUp = len(req.ToolOutputs) > lastUser
 	return req
-}
-
-// contentText flattens a Responses API content value: a string, or an array
-// of parts whose "text" fields are concatenated.
-func contentText(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var sb strings.Builder
-	for _, p := range parts {
-		sb.WriteString(p.Text)
-	}
-	return sb.String()
 }
