@@ -3,35 +3,12 @@ package orchestrator
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/inbox"
-	"github.com/battyhq/batty/team"
 )
-
-// newRealProject is a team whose agents run the real Codex CLI with the
-// CODEX_HOME home (pointing at a mock server).
-func newRealProject(t *testing.T, home, top, roles string) *project {
-	t.Helper()
-	bin := codextest.CodexNative(t)
-	dir := t.TempDir()
-	p := &project{t: t, dir: dir, fakeLog: filepath.Join(dir, "fake.log"), mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
-	yaml := fmt.Sprintf("name: e2e\ncodex:\n  bin: %s\n  codex_home: %s\n  sandbox: danger-full-access\n%sroles:\n%s", bin, home, top, roles)
-	path := filepath.Join(dir, "team.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	if p.cfg, err = team.Load(path); err != nil {
-		t.Fatalf("team.yaml: %v", err)
-	}
-	p.layout, _ = LayoutFor(path)
-	return p
-}
 
 // The real CLI against an API that refuses connections, then comes back:
 // the agent shows as waiting for the network (in codex's words) while the

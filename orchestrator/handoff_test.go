@@ -85,27 +85,26 @@ func (p *project) promptsOf(id string) []string {
 
 func resumed(line string) string { return strings.Fields(line)[1] }
 
-// warmUp runs one message so that the agent has a thread, and returns it.
-func warmUp(t *testing.T, p *project, r *running) string {
+// warmUp starts a team of one agent, solo, with the fake codex and runs
+// one message so that the agent has a thread. It returns the project, the
+// running daemon and the thread.
+func warmUp(t *testing.T) (*project, *running, string) {
 	t.Helper()
+	p := newProject(t, "  - name: solo\n")
+	r := p.start(nil)
 	id := p.send("solo", "human", "first task")
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("warm-up: %s", st)
 	}
-	return r.d.status().Agents[0].ThreadID
+	return p, r, r.d.status().Agents[0].ThreadID
 }
 
 // A turn that ran out of context window is retried once on the same thread
 // (codex compacts it on resume), with a header that says so, and costs no
 // alert.
 func TestContextRetryOnSameThreadSucceeds(t *testing.T) {
-	p := newProject(t, "  - name: solo\n")
-	r := p.start(nil)
-	thread := warmUp(t, p, r)
-	id := p.send("solo", "human", "big one scenario:contextonce")
-	if st := r.finished(t, id); st != "completed" {
-		t.Fatalf("status %s; want completed on the retry", st)
-	}
+	p, r, thread := warmUp(t)
+	id := p.sendAndWait(r, "solo", "big one scenario:contextonce", "completed")
 	inv := p.invocations(id)
 	if len(inv) != 2 || resumed(inv[0]) != thread || resumed(inv[1]) != thread {
 		t.Fatalf("invocations %q; want two, both resuming %s", inv, thread)
@@ -127,13 +126,8 @@ func TestContextRetryOnSameThreadSucceeds(t *testing.T) {
 // to a fresh thread that opens with a handoff: the role, the last reply and
 // what the agent was doing, then the message.
 func TestContextHandoffToFreshThread(t *testing.T) {
-	p := newProject(t, "  - name: solo\n")
-	r := p.start(nil)
-	thread := warmUp(t, p, r)
-	id := p.send("solo", "human", "huge task scenario:contextsame")
-	if st := r.finished(t, id); st != "completed" {
-		t.Fatalf("status %s; want completed on the fresh thread", st)
-	}
+	p, r, thread := warmUp(t)
+	id := p.sendAndWait(r, "solo", "huge task scenario:contextsame", "completed")
 	inv := p.invocations(id)
 	if len(inv) != 3 || resumed(inv[0]) != thread || resumed(inv[1]) != thread || resumed(inv[2]) != "new" {
 		t.Fatalf("invocations %q; want two on %s, then a new thread", inv, thread)
@@ -170,13 +164,8 @@ func TestContextHandoffToFreshThread(t *testing.T) {
 // A message that overflows even a fresh thread fails once, with one alert;
 // the agent is left on a usable thread and completes the next message.
 func TestContextAlwaysOverflowingMessageFailsOnce(t *testing.T) {
-	p := newProject(t, "  - name: solo\n")
-	r := p.start(nil)
-	warmUp(t, p, r)
-	id := p.send("solo", "human", "enormous scenario:context")
-	if st := r.finished(t, id); st != "failed" {
-		t.Fatalf("status %s; want failed", st)
-	}
+	p, r, _ := warmUp(t)
+	id := p.sendAndWait(r, "solo", "enormous scenario:context", "failed")
 	if n := p.deliveries(id); n != 3 {
 		t.Fatalf("%d deliveries; want 3 (first, same thread, fresh thread)", n)
 	}
@@ -207,13 +196,8 @@ func TestContextAlwaysOverflowingMessageFailsOnce(t *testing.T) {
 // hand off at once, idle: the next message opens a fresh thread with the
 // handoff.
 func TestContextPressureHandsOffAtIdle(t *testing.T) {
-	p := newProject(t, "  - name: solo\n")
-	r := p.start(nil)
-	thread := warmUp(t, p, r)
-	full := p.send("solo", "human", "read everything scenario:usage:250000")
-	if st := r.finished(t, full); st != "completed" {
-		t.Fatalf("status %s", st)
-	}
+	p, r, thread := warmUp(t)
+	full := p.sendAndWait(r, "solo", "read everything scenario:usage:250000", "completed")
 	e := r.waitEvent(t, "handoff", func(e Event) bool { return e.Type == EvHandoff })
 	if e.Data["archived"] != thread || !strings.Contains(e.Detail, "92% of the 272000-token context window (handoff from 85%)") {
 		t.Fatalf("handoff event %+v", e)

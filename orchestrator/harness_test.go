@@ -84,20 +84,39 @@ codex:
     FAKE_CODEX_PROMPTS: %s
 %sroles:
 %s`, self, state, p.fakeLog, p.prompts, top, roles)
-	path := filepath.Join(dir, "team.yaml")
+	p.writeTeam(yaml)
+	return p
+}
+
+// writeTeam writes yaml as the project's team.yaml and loads it into p.cfg
+// and p.layout, failing the test if either step fails.
+func (p *project) writeTeam(yaml string) {
+	p.t.Helper()
+	path := filepath.Join(p.dir, "team.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
+		p.t.Fatal(err)
 	}
-	p.cfg, err = team.Load(path)
-	if err != nil {
-		t.Fatalf("team.yaml: %v", err)
+	var err error
+	if p.cfg, err = team.Load(path); err != nil {
+		p.t.Fatalf("team.yaml: %v", err)
 	}
 	p.layout, _ = LayoutFor(path)
-	return p
 }
 
 func (p *project) shimEnv() []string {
 	return append(os.Environ(), "BATTY_TEST_ROLE=shim", "BATTY_TEST_MARK="+p.mark, "BATTY_LOG_LEVEL=debug")
+}
+
+// sendAndWait sends body to box from human, waits for the message's
+// outcome (see running.finished) and fails the test unless its status is
+// want. It returns the message id.
+func (p *project) sendAndWait(r *running, box, body, want string) string {
+	p.t.Helper()
+	id := p.send(box, "human", body)
+	if st := r.finished(p.t, id); st != want {
+		p.t.Fatalf("message %q to %s: status %s; want %s", body, box, st, want)
+	}
+	return id
 }
 
 // send writes a message into a box the way `batty send` does.
@@ -216,10 +235,16 @@ func (r *running) stop(t testing.TB) {
 	}
 }
 
-// waitEvent waits for an event matching f and returns it.
+// waitEvent waits up to waitLimit for an event matching f and returns it.
 func (r *running) waitEvent(t testing.TB, what string, f func(Event) bool) Event {
 	t.Helper()
-	deadline := time.After(waitLimit)
+	return r.waitEventWithin(t, waitLimit, what, f)
+}
+
+// waitEventWithin is waitEvent with its own time limit.
+func (r *running) waitEventWithin(t testing.TB, limit time.Duration, what string, f func(Event) bool) Event {
+	t.Helper()
+	deadline := time.After(limit)
 	i := 0
 	for {
 		r.mu.Lock()
@@ -234,7 +259,7 @@ func (r *running) waitEvent(t testing.TB, what string, f func(Event) bool) Event
 		select {
 		case <-r.notify:
 		case <-deadline:
-			t.Fatalf("no %s within %s", what, waitLimit)
+			t.Fatalf("no %s within %s", what, limit)
 		}
 	}
 }

@@ -38,15 +38,20 @@ func (p *project) headers(id string) []string {
 	return out
 }
 
+// runSolo starts a team of one agent, solo, with fast retries and top
+// (top-level YAML lines) and sends body to solo with p.sendAndWait. It
+// returns the project, the running daemon and the message id.
+func runSolo(t *testing.T, top, body, want string) (*project, *running, string) {
+	t.Helper()
+	p := newProjectWith(t, top, "  - name: solo\n")
+	r := p.start(fastRetries)
+	return p, r, p.sendAndWait(r, "solo", body, want)
+}
+
 // A server error is retried with back-off; every attempt is in the event
 // log, the retry's header says why, and the message completes.
 func TestTransientFailureIsRetried(t *testing.T) {
-	p := newProjectWith(t, "max_attempts: 3\n", "  - name: solo\n")
-	r := p.start(fastRetries)
-	id := p.send("solo", "human", "scenario:flaky:2")
-	if st := r.finished(t, id); st != "completed" {
-		t.Fatalf("status %s", st)
-	}
+	p, r, id := runSolo(t, "max_attempts: 3\n", "scenario:flaky:2", "completed")
 	if n := r.count(EvRetryScheduled, id); n != 2 {
 		t.Fatalf("%d retries scheduled, want 2", n)
 	}
@@ -73,12 +78,7 @@ func TestTransientFailureIsRetried(t *testing.T) {
 // A failure that persists fails the message after max_attempts tries,
 // with one alert and the last error.
 func TestRetriesExhaustedFailWithAnAlert(t *testing.T) {
-	p := newProjectWith(t, "max_attempts: 3\n", "  - name: solo\n")
-	r := p.start(fastRetries)
-	id := p.send("solo", "human", "scenario:servererror")
-	if st := r.finished(t, id); st != "failed" {
-		t.Fatalf("status %s", st)
-	}
+	p, r, id := runSolo(t, "max_attempts: 3\n", "scenario:servererror", "failed")
 	if n, a := r.count(EvRetryScheduled, id), r.count(EvMessageFailed, id); n != 2 || a != 1 {
 		t.Fatalf("%d retries, %d alerts; want 2, 1", n, a)
 	}
@@ -98,12 +98,7 @@ func TestRetriesExhaustedFailWithAnAlert(t *testing.T) {
 
 // A hung turn is timed out and retried; a long command is not silence.
 func TestHungTurnIsRetried(t *testing.T) {
-	p := newProjectWith(t, "max_attempts: 2\ntimeouts:\n  idle: 400ms\n  shutdown: 5s\n", "  - name: solo\n")
-	r := p.start(fastRetries)
-	id := p.send("solo", "human", "scenario:flakyhang:1")
-	if st := r.finished(t, id); st != "completed" {
-		t.Fatalf("status %s", st)
-	}
+	p, r, id := runSolo(t, "max_attempts: 2\ntimeouts:\n  idle: 400ms\n  shutdown: 5s\n", "scenario:flakyhang:1", "completed")
 	h := p.headers(id)
 	if len(h) != 2 || !strings.Contains(h[1], "retry 2 of 2 after a timeout: codex printed nothing for 400ms (idle timeout)") {
 		t.Fatalf("headers %q", h)
@@ -152,12 +147,7 @@ func TestNetworkHoldHoldsTheAccount(t *testing.T) {
 // A turn that waits for the network longer than network_wait fails as
 // network and is retried; the retry completes once the API is back.
 func TestNetworkFailureIsRetried(t *testing.T) {
-	p := newProjectWith(t, "timeouts:\n  network_wait: 300ms\n  shutdown: 5s\n", "  - name: solo\n")
-	r := p.start(fastRetries)
-	id := p.send("solo", "human", "scenario:flakynet:1")
-	if st := r.finished(t, id); st != "completed" {
-		t.Fatalf("status %s", st)
-	}
+	p, r, id := runSolo(t, "timeouts:\n  network_wait: 300ms\n  shutdown: 5s\n", "scenario:flakynet:1", "completed")
 	h := p.headers(id)
 	if len(h) != 2 || !strings.Contains(h[1], "retry 2 of 3 after an unreachable API") {
 		t.Fatalf("headers %q", h)

@@ -1,9 +1,6 @@
 package orchestrator
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -11,27 +8,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
-	"github.com/battyhq/batty/team"
 )
-
-// newCodexProject writes a team whose agents run the real Codex CLI with
-// home as their CODEX_HOME (the mock's).
-func newCodexProject(t *testing.T, bin, home, roles string) *project {
-	t.Helper()
-	dir := t.TempDir()
-	p := &project{t: t, dir: dir, fakeLog: filepath.Join(dir, "fake.log"), mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
-	yaml := fmt.Sprintf("name: e2e\ncodex:\n  bin: %s\n  codex_home: %s\n  sandbox: danger-full-access\ntimeouts:\n  shutdown: 5s\nroles:\n%s", bin, home, roles)
-	path := filepath.Join(dir, "team.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	if p.cfg, err = team.Load(path); err != nil {
-		t.Fatalf("team.yaml: %v", err)
-	}
-	p.layout, _ = LayoutFor(path)
-	return p
-}
 
 // Two agents on one account, the real Codex CLI, and a mock that answers
 // usage_limit_reached with resets_at 20 s ahead: both pause with one alert;
@@ -40,10 +17,9 @@ func newCodexProject(t *testing.T, bin, home, roles string) *project {
 // themselves and every held message completes. The model is told why it
 // sees the retried message again.
 func TestE2EQuotaPausesTheAccountAndProbes(t *testing.T) {
-	bin := codextest.CodexNative(t)
 	srv := codextest.NewServer(t)
 	home := srv.WriteHome(t)
-	p := newCodexProject(t, bin, home, "  - name: eng\n    instances: 2\n")
+	p := newRealProject(t, home, "timeouts:\n  shutdown: 5s\n", "  - name: eng\n    instances: 2\n")
 
 	var mu sync.Mutex
 	var resetAt time.Time
@@ -196,27 +172,4 @@ func messageIn(text string) string {
 	}
 	id, _, _ := strings.Cut(text[i+len(head):], " ")
 	return id
-}
-
-// waitEventWithin is waitEvent with its own time limit.
-func (r *running) waitEventWithin(t testing.TB, limit time.Duration, what string, f func(Event) bool) Event {
-	t.Helper()
-	deadline := time.After(limit)
-	i := 0
-	for {
-		r.mu.Lock()
-		for ; i < len(r.seen); i++ {
-			if f(r.seen[i]) {
-				e := r.seen[i]
-				r.mu.Unlock()
-				return e
-			}
-		}
-		r.mu.Unlock()
-		select {
-		case <-r.notify:
-		case <-deadline:
-			t.Fatalf("no %s within %s", what, limit)
-		}
-	}
 }
