@@ -118,11 +118,38 @@ func pauseKind(d orchestrator.DispatchStatus) string {
 	return PauseManual
 }
 
+// ShownAlert reports whether the cockpit (display-message and the feed's
+// ALERT lines) shows event e as an alert, and which. The events that are
+// alerts are decided by orchestrator.AlertFor alone; of those the cockpit
+// shows the kinds that stop or lose work, not replies (the inbox has
+// them), a full context window (retried on a fresh thread), or a turn's
+// failure told by its own event (rejected, turn_finished: the feed has a
+// line for each). Pure.
+func ShownAlert(e orchestrator.Event) (orchestrator.Alert, bool) {
+	a, ok := orchestrator.AlertFor(e)
+	if !ok {
+		return orchestrator.Alert{}, false
+	}
+	switch a.Kind {
+	case orchestrator.AlertQuota, orchestrator.AlertAuth, orchestrator.AlertNetwork,
+		orchestrator.AlertAgentFailed, orchestrator.AlertAgentWedged, orchestrator.AlertAgentParked:
+		return a, true
+	case orchestrator.AlertMessageFailed:
+		return a, e.Type == orchestrator.EvMessageFailed
+	}
+	return orchestrator.Alert{}, false
+}
+
 // AlertText returns the message shown to attached clients for an alert
-// event, "" for the events that are not alerts. Pure.
+// event (see ShownAlert), "" for the events that are not shown as alerts.
+// Pure.
 func AlertText(e orchestrator.Event) string {
-	switch e.Type {
-	case orchestrator.EvQuotaBlocked:
+	a, ok := ShownAlert(e)
+	if !ok {
+		return ""
+	}
+	switch a.Kind {
+	case orchestrator.AlertQuota:
 		s := fmt.Sprintf("batty: quota exhausted (%s): its account's agents are paused", e.Agent)
 		if at, ok := e.Data["resume_at"].(time.Time); ok && !at.IsZero() {
 			s += " until " + at.Local().Format("15:04")
@@ -130,21 +157,21 @@ func AlertText(e orchestrator.Event) string {
 			s += " until " + at.Local().Format("15:04")
 		}
 		return s
-	case orchestrator.EvAuthRequired:
+	case orchestrator.AlertAuth:
 		return fmt.Sprintf("batty: codex needs a login (%s): run `codex login`, then `batty resume`", e.Agent)
-	case orchestrator.EvAgentFailed:
+	case orchestrator.AlertAgentFailed:
 		return fmt.Sprintf("batty: %s failed: %s", e.Agent, e.Detail)
-	case orchestrator.EvAgentParked:
+	case orchestrator.AlertAgentParked:
 		s := fmt.Sprintf("batty: %s parked: %s", e.Agent, e.Detail)
 		if fix, ok := e.Data["fix"].(string); ok && fix != "" && !strings.Contains(e.Detail, fix) {
 			s += " — " + fix
 		}
 		return s
-	case orchestrator.EvNetworkWaiting:
+	case orchestrator.AlertNetwork:
 		return fmt.Sprintf("batty: %s's codex waits for the network; its account's agents start nothing new until the API answers", e.Agent)
-	case orchestrator.EvMessageFailed:
+	case orchestrator.AlertMessageFailed:
 		return fmt.Sprintf("batty: a message to %s failed on its last try: %s", e.Agent, e.Detail)
-	case orchestrator.EvWedged:
+	case orchestrator.AlertAgentWedged:
 		return fmt.Sprintf("batty: %s did not answer (%s); restarting it", e.Agent, e.Detail)
 	}
 	return ""

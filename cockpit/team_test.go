@@ -110,3 +110,29 @@ func TestPauseKind(t *testing.T) {
 		}
 	}
 }
+
+func TestShownAlert(t *testing.T) {
+	for _, tc := range []struct {
+		e    orchestrator.Event
+		kind string // "" when not shown
+	}{
+		{orchestrator.Event{Type: orchestrator.EvQuotaBlocked, Agent: "a"}, orchestrator.AlertQuota},
+		{orchestrator.Event{Type: orchestrator.EvMessageFailed, Agent: "a"}, orchestrator.AlertMessageFailed},
+		{orchestrator.Event{Type: orchestrator.EvWedged, Agent: "a"}, orchestrator.AlertAgentWedged},
+		// Alerts for on_alert that the cockpit leaves to the feed's own lines.
+		{orchestrator.Event{Type: orchestrator.EvReply, Agent: "a"}, ""},
+		{orchestrator.Event{Type: orchestrator.EvContextExhaust, Agent: "a"}, ""},
+		{orchestrator.Event{Type: orchestrator.EvRejected, Agent: "a"}, ""},
+		{orchestrator.Event{Type: orchestrator.EvTurnFinished, Agent: "a", Data: map[string]any{"status": "failed"}}, ""},
+		// Not alerts at all.
+		{orchestrator.Event{Type: orchestrator.EvDelivered, Agent: "a"}, ""},
+	} {
+		a, ok := ShownAlert(tc.e)
+		if ok != (tc.kind != "") || a.Kind != tc.kind && ok {
+			t.Errorf("ShownAlert(%s) = %q, %v; want %q", tc.e.Type, a.Kind, ok, tc.kind)
+		}
+		if _, alert := orchestrator.AlertFor(tc.e); ok && !alert {
+			t.Errorf("ShownAlert(%s) shows an event AlertFor does not call an alert", tc.e.Type)
+		}
+	}
+}

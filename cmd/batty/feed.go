@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/cockpit"
 	"github.com/battyhq/batty/logtail"
 	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/ptylog"
@@ -174,6 +175,10 @@ func feedText(e orchestrator.Event) (style, text string) {
 		return s
 	}
 	id := shortID(e.Message)
+	tag := "" // "ALERT " on the events the cockpit shows as alerts
+	if _, ok := cockpit.ShownAlert(e); ok {
+		tag = "ALERT "
+	}
 	switch e.Type {
 	case orchestrator.EvDaemonStarted:
 		return feedGreen, fmt.Sprintf("▶ team %s started (daemon pid %d)", str("team"), num("pid"))
@@ -187,7 +192,7 @@ func feedText(e orchestrator.Event) (style, text string) {
 		}
 		return feedDim, fmt.Sprintf("  %s: worker exited (status %d)", e.Agent, num("exit_code"))
 	case orchestrator.EvAgentFailed:
-		return feedRed, fmt.Sprintf("✘ ALERT %s failed: %s", e.Agent, e.Detail)
+		return feedRed, fmt.Sprintf("✘ %s%s failed: %s", tag, e.Agent, e.Detail)
 	case orchestrator.EvStateChanged, orchestrator.EvThreadChanged:
 		return "", "" // the pane titles show states
 	case orchestrator.EvDelivered:
@@ -211,19 +216,19 @@ func feedText(e orchestrator.Event) (style, text string) {
 	case orchestrator.EvResumed:
 		return feedGreen, "▶ dispatch resumed: " + e.Detail
 	case orchestrator.EvQuotaBlocked:
-		s := fmt.Sprintf("⚠ ALERT quota exhausted (%s): %s", e.Agent, e.Detail)
+		s := fmt.Sprintf("⚠ %squota exhausted (%s): %s", tag, e.Agent, e.Detail)
 		if t, err := time.Parse(time.RFC3339Nano, str("retry_at")); err == nil {
 			s += "; the team waits until " + t.Local().Format("15:04")
 		}
 		return feedRed, s
 	case orchestrator.EvAuthRequired:
-		return feedRed, fmt.Sprintf("⚠ ALERT codex needs a login (%s): run `codex login`, then `batty resume` — %s", e.Agent, e.Detail)
+		return feedRed, fmt.Sprintf("⚠ %scodex needs a login (%s): run `codex login`, then `batty resume` — %s", tag, e.Agent, e.Detail)
 	case orchestrator.EvContextExhaust:
 		return feedYellow, fmt.Sprintf("⚠ %s: context window full; the message is retried on a fresh thread", e.Agent)
 	case orchestrator.EvThreadReset:
 		return feedYellow, fmt.Sprintf("  %s: thread reset (%s)", e.Agent, e.Detail)
 	case orchestrator.EvAgentParked:
-		s := fmt.Sprintf("⏸ ALERT %s parked, its messages wait: %s", e.Agent, e.Detail)
+		s := fmt.Sprintf("⏸ %s%s parked, its messages wait: %s", tag, e.Agent, e.Detail)
 		if fix := str("fix"); fix != "" && !strings.Contains(e.Detail, fix) {
 			s += " — " + fix
 		}
@@ -231,16 +236,16 @@ func feedText(e orchestrator.Event) (style, text string) {
 	case orchestrator.EvAgentUnparked:
 		return feedGreen, fmt.Sprintf("▶ %s: codex runs again; its messages go out", e.Agent)
 	case orchestrator.EvNetworkWaiting:
-		return feedRed, fmt.Sprintf("⚠ ALERT %s: codex waits for the network (%s); its account's agents start nothing new until the API answers", e.Agent, e.Detail)
+		return feedRed, fmt.Sprintf("⚠ %s%s: codex waits for the network (%s); its account's agents start nothing new until the API answers", tag, e.Agent, e.Detail)
 	case orchestrator.EvNetworkRestored:
 		return feedGreen, fmt.Sprintf("▶ the API answers again (%s); held work goes on", e.Agent)
 	case orchestrator.EvRetryScheduled:
 		return feedYellow, fmt.Sprintf("↺ %s: message %s failed (%s), retried in %s (attempt %d of %d)", e.Agent, id, orDash(e.Detail),
 			(time.Duration(num("delay_ms")) * time.Millisecond).Round(100*time.Millisecond), num("attempt"), num("max_attempts"))
 	case orchestrator.EvMessageFailed:
-		return feedRed, fmt.Sprintf("✘ ALERT %s: message %s failed on its last try (%d of %d): %s", e.Agent, id, num("attempts"), num("max_attempts"), e.Detail)
+		return feedRed, fmt.Sprintf("✘ %s%s: message %s failed on its last try (%d of %d): %s", tag, e.Agent, id, num("attempts"), num("max_attempts"), e.Detail)
 	case orchestrator.EvWedged:
-		return feedRed, fmt.Sprintf("⚠ ALERT %s did not answer a ping (%s); restarting it", e.Agent, e.Detail)
+		return feedRed, fmt.Sprintf("⚠ %s%s did not answer a ping (%s); restarting it", tag, e.Agent, e.Detail)
 	case orchestrator.EvWarning:
 		return feedYellow, fmt.Sprintf("⚠ %s: %s", orDash(e.Agent), e.Detail)
 	}
