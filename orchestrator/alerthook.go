@@ -243,21 +243,3 @@ func (d *Daemon) newAlertHook() *alertHook {
 		start: d.startChild, release: d.releaseChild, wake: make(chan struct{}, 1),
 	}
 }
-
-// startChild starts cmd as a child of the daemon that is not a shim: with
-// Options.Subreaper it is registered with the reaper, so orphan reaping and
-// leftover kills leave it to its owner, who must Wait for it and then call
-// releaseChild.
-func (d *Daemon) startChild(cmd *exec.Cmd) error {
-	if d.reaper == nil {
-		return cmd.Start()
-	}
-	return d.reaper.Start(cmd)
-}
-
-// releaseChild forgets a child started by startChild once it was waited for.
-func (d *Daemon) releaseChild(pid int) {
-	if d.reaper != nil {
-		d.reaper.Release(pid)
-	}
-}

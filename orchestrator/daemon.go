@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -417,29 +416,6 @@ func (d *Daemon) resume(why string) bool {
 // Status returns the team's status, as `batty status` shows it. Safe from
 // any goroutine, at any time after New.
 func (d *Daemon) Status() Status { return d.status() }
-
-// RunChild runs cmd to completion as a child of the daemon process that is
-// not one of its shims (the cockpit's tmux calls). With Options.Subreaper
-// the daemon reaps every child it did not register and kills the live ones
-// as leftovers of a dead shim; RunChild registers cmd for its lifetime, so
-// its owner's Wait gets its exit status and nothing kills it. It blocks
-// until cmd exits. Safe from any goroutine once Ready is closed; before
-// that it runs cmd as a plain child.
-func (d *Daemon) RunChild(cmd *exec.Cmd) error {
-	select {
-	case <-d.ready:
-	default:
-		return cmd.Run()
-	}
-	if d.reaper == nil {
-		return cmd.Run()
-	}
-	if err := d.reaper.Start(cmd); err != nil {
-		return err
-	}
-	defer d.reaper.Release(cmd.Process.Pid)
-	return cmd.Wait()
-}
 
 // shimEnviron is the environment the shims get: Options.ShimEnv, else the
 // daemon's own.
