@@ -77,6 +77,14 @@ func (f chaosFigures) String() string {
 		f.lost, f.duplicates, f.executions, f.maxExecutions, f.procsLeft, f.wall.Round(100*time.Millisecond))
 }
 
+// benchLine is the figures as one line in the Go benchmark format, the
+// line scripts/bench.sh records for docs/benchmarks.md (go test prints it
+// with -v, or when the test fails).
+func (f chaosFigures) benchLine() string {
+	return fmt.Sprintf("BenchmarkChaos\t1\t%d ns/op\t%d messages\t%d daemon-kills\t%d shim-kills\t%d lost\t%d duplicates\t%d executions\t%d max-executions\t%d procs-left\t%.1f wall-s",
+		f.wall.Nanoseconds(), f.messages, f.daemonKills, f.shimKills, f.lost, f.duplicates, f.executions, f.maxExecutions, f.procsLeft, f.wall.Seconds())
+}
+
 // TestChaos sends messages to an 8-agent team on the fake worker while a
 // random shim is SIGKILLed every 100–200 ms and the daemon is SIGKILLed
 // (and restarted) at random moments, one of them right after a burst of
@@ -275,6 +283,7 @@ func TestChaos(t *testing.T) {
 		f.maxExecutions = max(f.maxExecutions, runs[id])
 	}
 	t.Logf("chaos: %s", f)
+	fmt.Println(f.benchLine())
 }
 
 // childrenOf returns the live child processes of pid: a daemon's shims.
@@ -404,4 +413,16 @@ func executions(t *testing.T, logPath string) map[string]int {
 		runs[m[1]]++
 	}
 	return runs
+}
+
+// The chaos figures come out as one benchmark-format line for
+// scripts/bench.sh: the name, one iteration, the wall time in ns/op, then
+// each figure with its unit.
+func TestChaosBenchLine(t *testing.T) {
+	f := chaosFigures{messages: 1000, daemonKills: 3, shimKills: 120, lost: 0, duplicates: 0,
+		executions: 1061, maxExecutions: 4, procsLeft: 0, wall: 20123 * time.Millisecond}
+	want := "BenchmarkChaos\t1\t20123000000 ns/op\t1000 messages\t3 daemon-kills\t120 shim-kills\t0 lost\t0 duplicates\t1061 executions\t4 max-executions\t0 procs-left\t20.1 wall-s"
+	if got := f.benchLine(); got != want {
+		t.Fatalf("benchLine\n got %q\nwant %q", got, want)
+	}
 }

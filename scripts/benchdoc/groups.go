@@ -1,0 +1,130 @@
+package main
+
+// column is one figure column of a group's table: the metrics of units,
+// joined by ", " (a missing one is left out; none at all shows "–").
+type column struct {
+	head  string
+	units []string
+}
+
+// row describes a benchmark of a group: its name in the output, and a
+// note for the notes column.
+type row struct {
+	name, note string
+}
+
+// derived computes extra rows from the medians of a group's benchmarks
+// (name → unit → median); nil when there is nothing to derive.
+type derived func(med map[string]map[string]float64) []derivedRow
+
+// derivedRow is a computed row: a label, its metrics and a note.
+type derivedRow struct {
+	label   string
+	metrics map[string]float64
+	note    string
+}
+
+// group is how one group of scripts/bench.sh is rendered.
+type group struct {
+	cols   []column
+	rows   []row
+	derive derived
+}
+
+var (
+	timeCol   = column{"time", []string{"ns/op"}}
+	memoryCol = column{"memory", []string{"B/op", "allocs/op"}}
+)
+
+// groups are the groups of scripts/bench.sh, by name. A benchmark a group
+// lists no row for is still rendered, after the listed ones, without a
+// note.
+var groups = map[string]group{
+	"protocol": {
+		cols: []column{{"time", []string{"ns/op", "MB/s"}}, memoryCol, {"writes", []string{"writes/op"}}},
+		rows: []row{
+			{"RoundTripCrossProcess", "Ping → Pong between two processes over a socketpair (the test binary re-executed as an echo child), one write per frame"},
+			{"EncoderOnSocket", "the same round trip with `msgpack.NewEncoder` writing straight to the socket, several writes per message: why frames are marshalled to bytes and written once"},
+			{"RoundTripInProcess", "both ends in one process"},
+			{"EncodeTurnFinished", "a realistic TurnFinished with a 2 KB reply"},
+			{"DecodeTurnFinished", ""},
+		},
+	},
+	"codex": {
+		cols: []column{{"throughput", []string{"MB/s"}}, timeCol, memoryCol},
+		rows: []row{
+			{"Reader", "every small recorded transcript, 47 KB of mixed events"},
+			{"ReaderBigLine", "the recorded 5,077,004-byte agent_message line"},
+		},
+	},
+	"ptylog": {
+		cols: []column{timeCol, memoryCol, {"lines dropped", []string{"dropped-lines/op"}}},
+		rows: []row{{"AgentMessage", "5 lines, colour on, queued for the writer goroutine"}},
+	},
+	"logtail": {
+		cols: []column{timeCol, {"read", []string{"bytes-read/op"}}, memoryCol},
+		rows: []row{{"PrintLast100MB", "`batty logs -n 10` of a 100 MB transcript"}},
+	},
+	"shim": {
+		cols: []column{{"per turn", []string{"ns/op"}}},
+		rows: []row{
+			{"WorkerDirect", "the fake worker run directly (same argv, prompt on stdin, JSONL read to the end)"},
+			{"TurnViaShim", "the same worker driven through a shim (frame in, spawn, parse, TurnFinished out)"},
+		},
+		derive: func(med map[string]map[string]float64) []derivedRow {
+			via, ok1 := med["TurnViaShim"]["ns/op"]
+			direct, ok2 := med["WorkerDirect"]["ns/op"]
+			if !ok1 || !ok2 {
+				return nil
+			}
+			return []derivedRow{{"shim overhead", map[string]float64{"ns/op": via - direct}, "`TurnViaShim` − `WorkerDirect`: what the shim adds to a turn"}}
+		},
+	},
+	"cockpit": {
+		cols: []column{{"per batch", []string{"ns/op"}}, {"tmux calls", []string{"tmux-calls/op"}}},
+		rows: []row{
+			{"TitleBatch/batched", "the cockpit's updater: every changed title in one invocation"},
+			{"TitleBatch/one-call-per-title", "one `select-pane -T` invocation per title"},
+		},
+	},
+	"orchestrator": {
+		cols: []column{{"p50", []string{"p50-ms"}}, {"p99", []string{"p99-ms"}}, {"max", []string{"max-ms"}}, {"messages", []string{unitIterations}}},
+		rows: []row{{"SendToWorkerStart", "message in the inbox → worker process started: fsnotify wake-up, claim with fsync, frame to the shim, worker spawn; one message at a time"}},
+	},
+	"idle": {
+		cols: []column{
+			{"CPU (daemon + shims, % of one core)", []string{"cpu-%"}},
+			{"daemon RSS", []string{"daemon-rss-MB"}},
+			{"RSS per shim (median)", []string{"shim-rss-MB"}},
+			{"total RSS", []string{"total-rss-MB"}},
+			{"window", []string{"window-s"}},
+		},
+		rows: []row{{"IdleTeam100", "the real `batty` binary, 100 agents on a fake codex, sampled once every agent is idle"}},
+	},
+	"fanout": {
+		cols: []column{{"wall", []string{"wall-s"}}, {"× ideal (target ≤ 1.3×)", []string{"x-ideal"}}},
+		rows: []row{{"Fanout100Rows64", "100 rows at concurrency 64 on a 1 s fake worker; ideal 2 s (two waves)"}},
+	},
+	"codexcli": {
+		cols: []column{{"p50", []string{"p50-ms"}}, {"p90", []string{"p90-ms"}}, {"messages", []string{unitIterations}}},
+		rows: []row{
+			{"CodexMessage/npm-launcher", "`codex exec --json` through the npm launcher (node, then the native binary)"},
+			{"CodexMessage/native", "the native binary bare, the argv batty uses"},
+			{"CodexMessage/batty", "through a running team of one agent: `batty send` → outcome recorded in `done/`"},
+		},
+	},
+	"chaos": {
+		cols: []column{
+			{"messages", []string{"messages"}},
+			{"daemon kills", []string{"daemon-kills"}},
+			{"shim kills", []string{"shim-kills"}},
+			{"lost", []string{"lost"}},
+			{"duplicate outcomes", []string{"duplicates"}},
+			{"executions", []string{"executions"}},
+			{"max executions of one message", []string{"max-executions"}},
+			{"processes left", []string{"procs-left"}},
+			{"wall", []string{"wall-s"}},
+		},
+		rows: []row{{"Chaos", "8 agents (2 roles × 4) on the fake worker"}},
+	},
+}
