@@ -24,7 +24,7 @@ var (
 // buildBatty builds the real batty binary once per test run: agents run
 // `batty send` from inside Codex, so it must be on their PATH under its
 // real name.
-func buildBatty(t *testing.T) string {
+func buildBatty(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "batty-e2e-bin-")

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim"
+)
+
+// benchExec is the codex exec settings of the benchmark's team (see
+// BenchmarkCodexMessage); ExecArgs of them is the argv batty runs.
+var benchExec = codex.ExecOptions{Sandbox: codex.SandboxDangerFullAccess, SkipGitRepoCheck: true}
+
+// BenchmarkCodexMessage measures one message with the real Codex CLI (the
+// pinned install; skipped without it) against the mock Responses server,
+// one message after another on one thread, three ways:
+//
+//   - npm-launcher: `codex exec --json` through the npm launcher (node,
+//     which starts the native binary);
+//   - native: the native binary behind it (codex.ResolveBinary), bare;
+//   - batty: through a running team of one agent (the real batty binary),
+//     from `batty send` to the outcome recorded in the agent's done/.
+//
+// Each reports the median (p50-ms) and 90th percentile (p90-ms) of its
+// messages. Run with -benchtime 20x.
+func BenchmarkCodexMessage(b *testing.B) {
+	launcher := codextest.Codex(b)
+	native, err := codex.ResolveBinary(launcher)
+	if err != nil {
+		b.Fatalf("resolve the native codex behind %s: %v", launcher, err)
+	}
+	if native.Launcher == "" {
+		b.Fatalf("%s is not the npm launcher: nothing to compare (unset BATTY_CODEX_BIN)", launcher)
+	}
+	srv := codextest.NewServer(b)
+	home := srv.WriteHome(b)
+
+	p := newBenchProject(b, fmt.Sprintf(`name: msg
+codex:
+  bin: %s
+  codex_home: %s
+  sandbox: %s
+timeouts:
+  shutdown: 5s
+roles:
+  - name: solo
+`, launcher, home, benchExec.Sandbox))
+	p.batty("start", "--no-tmux")
+	st := p.waitStatus("solo idle", 2*time.Minute, func(st orchestrator.Status) bool {
+		return len(st.Agents) == 1 && st.Agents[0].State == "idle"
+	})
+	b.Cleanup(func() { p.stop([]int{st.Daemon.PID, st.Agents[0].ShimPID}) })
+
+	var launcherThread, nativeThread string
+	work := b.TempDir()
+	b.Run("npm-launcher", func(b *testing.B) {
+		reportLatencies(b, func(i int) { bareMessage(b, launcher, nil, home, work, &launcherThread, i) })
+	})
+	b.Run("native", func(b *testing.B) {
+		reportLatencies(b, func(i int) { bareMessage(b, native.Path, native.Env, home, work, &nativeThread, i) })
+	})
+	b.Run("batty", func(b *testing.B) {
+		done := filepath.Join(p.dir, ".batty", "inboxes", "solo", "done")
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.Close()
+		if err := w.Add(done); err != nil {
+			b.Fatalf("watch %s: %v", done, err)
+		}
+		reportLatencies(b, func(i int) {
+			out := p.batty("send", "solo", fmt.Sprintf("benchmark message %d", i))
+			f := strings.Fields(out) // queued <id> for solo
+			if len(f) < 2 {
+				b.Fatalf("batty send printed %q", out)
+			}
+			waitOutcome(b, w, filepath.Join(done, f[1]+".json"))
+		})
+	})
+}
+
+// reportLatencies runs message b.N times and reports the median and the
+// 90th percentile of their durations.
+func reportLatencies(b *testing.B, message func(i int)) {
+	lat := make([]time.Duration, 0, b.N)
+	for i := range b.N {
+		t0 := time.Now()
+		message(i)
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	ms := func(q float64) float64 {
+		return float64(lat[int(q*float64(len(lat)-1)+0.5)].Microseconds()) / 1000
+	}
+	b.ReportMetric(ms(0.5), "p50-ms")
+	b.ReportMetric(ms(0.9), "p90-ms")
+}
+
+// bareMessage runs one `codex exec --json` of bin (with the extra
+// environment env) on *thread, starting it when empty, the way a shim
+// does (the argv of benchExec, the prompt on stdin, its own process
+// group), and reads its events to the end; the turn must complete.
+func bareMessage(b *testing.B, bin string, env []string, home, dir string, thread *string, i int) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, codex.ExecArgs(benchExec, *thread)...)
+	cmd.Dir = dir
+	cmd.Env = append(codex.Binary{Env: env}.Environ(os.Environ()), "CODEX_HOME="+home, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	cmd.Stdin = strings.NewReader(shim.FormatPrompt(protocol.SendMessage{ID: fmt.Sprint(i), From: "human", Body: fmt.Sprintf("benchmark message %d", i)}))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s: %v\n%s", bin, err, stderr.Bytes())
+	}
+	completed := false
+	rd := codex.NewReader(&stdout, 0)
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			break
+		}
+		switch ev.Type {
+		case codex.TypeThreadStarted:
+			*thread = ev.ThreadID
+		case codex.TypeTurnCompleted:
+			completed = true
+		}
+	}
+	if !completed || *thread == "" {
+		b.Fatalf("%s: no completed turn (thread %q)\n%s\n%s", bin, *thread, stdout.Bytes(), stderr.Bytes())
+	}
+}
+
+// waitOutcome waits, on the watcher of its directory, until the outcome
+// file path exists (at most a minute) and checks that it is completed.
+func waitOutcome(b *testing.B, w *fsnotify.Watcher, path string) {
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for {
+		if data, err := os.ReadFile(path); err == nil {
+			m, err := inbox.Decode(data)
+			if err != nil || m.Outcome == nil || m.Outcome.Status != inbox.StatusCompleted {
+				b.Fatalf("outcome %s: %v %+v", path, err, m.Outcome)
+			}
+			return
+		}
+		select {
+		case <-w.Events:
+		case err := <-w.Errors:
+			b.Fatalf("watch outcomes: %v", err)
+		case <-deadline.C:
+			b.Fatalf("no outcome %s within a minute", path)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/orchestrator"
+)
+
+// benchProject drives the real batty binary in a project directory for a
+// benchmark, every process it starts carrying BATTY_TEST_MARK=mark.
+type benchProject struct {
+	b    *testing.B
+	bin  string
+	dir  string
+	mark string
+}
+
+func newBenchProject(b *testing.B, teamYAML string) *benchProject {
+	b.Helper()
+	p := &benchProject{b: b, bin: buildBatty(b), dir: b.TempDir(), mark: fmt.Sprintf("bench-%d", time.Now().UnixNano())}
+	if err := os.WriteFile(filepath.Join(p.dir, "team.yaml"), []byte(teamYAML), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// batty runs the binary with args and returns stdout; a non-zero exit
+// fails the benchmark.
+func (p *benchProject) batty(args ...string) string {
+	p.b.Helper()
+	cmd := exec.Command(p.bin, args...)
+	cmd.Dir = p.dir
+	cmd.Env = append(os.Environ(), "BATTY_TEST_MARK="+p.mark, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	out, errOut, code := runCmd(p.b, cmd)
+	if code != 0 {
+		p.b.Fatalf("batty %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+// waitStatus reads `batty status --json` again (the daemon is another
+// process) until ok holds, up to limit.
+func (p *benchProject) waitStatus(what string, limit time.Duration, ok func(orchestrator.Status) bool) orchestrator.Status {
+	p.b.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		var st orchestrator.Status
+		if err := json.Unmarshal([]byte(p.batty("status", "--json")), &st); err != nil {
+			p.b.Fatalf("status --json: %v", err)
+		}
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(p.dir, ".batty", "daemon.log"))
+			p.b.Fatalf("no %s within %s\ndaemon log:\n%s", what, limit, log)
+		}
+		time.Sleep(200 * time.Millisecond) // another process owns the state
+	}
+}
+
+// stop runs `batty stop` and checks that the given processes and every
+// process carrying the mark are gone.
+func (p *benchProject) stop(pids []int) {
+	p.b.Helper()
+	p.batty("stop", "--timeout", "5s")
+	for _, pid := range pids {
+		if !codextest.WaitExit(pid, codextest.ExitGrace) {
+			p.b.Errorf("process %d (%s) still runs after batty stop", pid, codextest.Cmdline(pid))
+		}
+	}
+	codextest.AssertNoMarked(p.b, p.mark)
+}
+
+// BenchmarkIdleTeam100 measures an idle 100-agent team run by the real
+// batty binary (built by the benchmark): its codex is this test binary as
+// the fake codex, which passes the preflight checks. Once `batty status`
+// shows every agent idle it samples /proc of the daemon and of every shim
+// over a 15-second window and reports the CPU they used as a percentage of
+// one core (cpu-%), the daemon's resident memory (daemon-rss-MB), the
+// median of the shims' (shim-rss-MB) and the total (total-rss-MB). Then
+// `batty stop` must leave no process behind. Run with -benchtime 1x.
+func BenchmarkIdleTeam100(b *testing.B) {
+	const agents = 100
+	const window = 15 * time.Second
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		home := b.TempDir()
+		if err := os.WriteFile(filepath.Join(home, "auth.json"), []byte("{}"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		p := newBenchProject(b, fmt.Sprintf(`name: idle
+codex:
+  bin: %s
+  codex_home: %s
+  env:
+    BATTY_TEST_ROLE: fakecodex
+    FAKE_CODEX_STATE: %s
+timeouts:
+  shutdown: 5s
+roles:
+  - name: eng
+    instances: %d
+`, self, home, b.TempDir(), agents))
+		p.batty("start", "--no-tmux")
+		st := p.waitStatus("idle agents", 5*time.Minute, func(st orchestrator.Status) bool {
+			idle := 0
+			for _, a := range st.Agents {
+				if a.State == "idle" && a.ShimPID > 0 {
+					idle++
+				}
+			}
+			return idle == agents
+		})
+		pids := []int{st.Daemon.PID}
+		for _, a := range st.Agents {
+			pids = append(pids, a.ShimPID)
+		}
+
+		t0, c0 := time.Now(), cpuTicks(b, pids)
+		time.Sleep(window) // the measurement window itself
+		ticks := cpuTicks(b, pids) - c0
+		elapsed := time.Since(t0)
+		const clkTck = 100 // USER_HZ on Linux
+		daemonRSS := rssKB(b, pids[0])
+		var shimRSS []float64
+		total := daemonRSS
+		for _, pid := range pids[1:] {
+			kb := rssKB(b, pid)
+			shimRSS = append(shimRSS, float64(kb))
+			total += kb
+		}
+		after := p.waitStatus("the same shims", time.Minute, func(orchestrator.Status) bool { return true })
+		for _, a := range after.Agents {
+			if a.State != "idle" || !slices.Contains(pids[1:], a.ShimPID) {
+				b.Fatalf("agent %s changed during the window: %s, shim %d", a.Name, a.State, a.ShimPID)
+			}
+		}
+		p.stop(pids)
+
+		b.ReportMetric(float64(ticks)/clkTck/elapsed.Seconds()*100, "cpu-%")
+		b.ReportMetric(float64(daemonRSS)/1024, "daemon-rss-MB")
+		b.ReportMetric(medianOf(shimRSS)/1024, "shim-rss-MB")
+		b.ReportMetric(float64(total)/1024, "total-rss-MB")
+		b.ReportMetric(elapsed.Seconds(), "window-s")
+	}
+}
+
+// cpuTicks sums the user and system clock ticks of pids from
+// /proc/<pid>/stat; a process that is gone fails the benchmark.
+func cpuTicks(b *testing.B, pids []int) int64 {
+	b.Helper()
+	var total int64
+	for _, pid := range pids {
+		raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			b.Fatalf("cpu time of %d: %v", pid, err)
+		}
+		s := string(raw)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		// Fields after ")": state(0) … utime(11) stime(12).
+		u, err1 := strconv.ParseInt(f[11], 10, 64)
+		st, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			b.Fatalf("/proc/%d/stat: %q", pid, s)
+		}
+		total += u + st
+	}
+	return total
+}
+
+// rssKB reads VmRSS of pid in KiB; a process that is gone fails the
+// benchmark.
+func rssKB(b *testing.B, pid int) int64 {
+	b.Helper()
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		b.Fatalf("memory of %d: %v", pid, err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return n
+				}
+			}
+		}
+	}
+	b.Fatalf("/proc/%d/status has no VmRSS", pid)
+	return 0
+}
+
+// medianOf returns the median of xs (0 for none).
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
