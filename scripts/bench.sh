@@ -1,35 +1,110 @@
 #!/usr/bin/env bash
-# Runs the benchmarks recorded in docs/benchmarks.md. Timing figures move
-# with machine load; run it on a quiet machine.
+# Runs the benchmarks and rewrites docs/benchmarks.md from their results.
+# Each group's latest run (results, machine, date, command) is kept in
+# docs/benchmarks.json, so running some groups keeps the others' rows; the
+# markdown is rendered from all of them by scripts/benchdoc (its prose is
+# scripts/benchdoc/template.md). Timing figures move with machine load.
 #
-#   scripts/bench.sh            # all
-#   scripts/bench.sh protocol   # one group: protocol | codex | shim | orchestrator | ptylog | logtail | cockpit
+#   scripts/bench.sh                # every group (a few minutes)
+#   scripts/bench.sh shim chaos     # only these groups
+#
+# Groups: orchestrator shim protocol idle fanout codexcli chaos codex ptylog
+# logtail cockpit. `codexcli` needs the pinned Codex CLI in
+# $BATTY_CODEX_CACHE (default ~/.cache/batty-codex; scripts/test.sh installs
+# it) and `fanout` the fan-out benchmark in ./fanout/: without them the
+# group is recorded as skipped, with the reason (a group that has figures
+# keeps them). A group that fails keeps its previous rows; the script then
+# exits 1 after rendering the others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
+export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
+export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
+CODEX_VERSION=0.169.0
 
-group="${1:-all}"
-run() { echo "==> go test -run '^\$' $*"; go test -run '^$' "$@" | grep -E '^(Benchmark|ok|FAIL|---)'; }
+all=(orchestrator shim protocol idle fanout codexcli chaos codex ptylog logtail cockpit)
+groups=("$@")
+[ ${#groups[@]} -gt 0 ] || groups=("${all[@]}")
+for g in "${groups[@]}"; do
+  case " ${all[*]} " in
+    *" $g "*) ;;
+    *) echo "scripts/bench.sh: unknown group $g (the groups: ${all[*]})" >&2; exit 2 ;;
+  esac
+done
 
-if [ "$group" = all ] || [ "$group" = protocol ]; then
-  run -bench . -benchmem -benchtime 2s -count 3 ./protocol/
-fi
-if [ "$group" = all ] || [ "$group" = codex ]; then
-  run -bench 'Reader' -benchmem -count 3 ./codex/
-fi
-if [ "$group" = all ] || [ "$group" = ptylog ]; then
-  run -bench . -benchmem -count 3 ./ptylog/
-fi
-if [ "$group" = all ] || [ "$group" = logtail ]; then
-  run -bench . -benchmem -count 3 ./logtail/
-fi
-if [ "$group" = all ] || [ "$group" = shim ]; then
-  run -bench 'TurnViaShim|WorkerDirect' -benchtime 200x -count 3 ./shim/
-fi
-if [ "$group" = all ] || [ "$group" = cockpit ]; then
-  run -bench 'TitleBatch' -benchtime 100x -count 3 ./cockpit/
-fi
-if [ "$group" = all ] || [ "$group" = orchestrator ]; then
-  run -bench 'SendToWorkerStart' -benchtime 300x -count 3 ./orchestrator/
-  run -bench 'IdleTeam100' -benchtime 1x -timeout 10m ./orchestrator/
+data=docs/benchmarks.json
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/benchdoc" ./scripts/benchdoc
+goversion=$(go env GOVERSION)
+failed=()
+
+# quote prints its arguments as a shell command line, quoting only those
+# that need it.
+quote() {
+  local out=() a
+  for a in "$@"; do
+    if [[ "$a" =~ ^[A-Za-z0-9_./=:,+-]+$ ]]; then out+=("$a"); else out+=("'${a//\'/\'\\\'\'}'"); fi
+  done
+  echo "${out[*]}"
+}
+
+# bench GROUP ARGS...: runs `go test ARGS...`, shows its benchmark lines
+# and records them as GROUP's run.
+bench() {
+  local group=$1; shift
+  local cmd
+  cmd="go test $(quote "$@")"
+  echo "==> $group: $cmd"
+  if go test "$@" >"$tmp/$group.out" 2>&1; then
+    grep -E '^Benchmark' "$tmp/$group.out" || true
+    "$tmp/benchdoc" record -data "$data" -group "$group" -command "$cmd" -go "$goversion" <"$tmp/$group.out" || failed+=("$group")
+  else
+    tail -n 40 "$tmp/$group.out"
+    echo "==> $group failed; its rows stay as they were"
+    failed+=("$group")
+  fi
+}
+
+# skip GROUP REASON ARGS...: records GROUP as skipped for REASON (the
+# command it would have run is ARGS).
+skip() {
+  local group=$1 reason=$2; shift 2
+  echo "==> $group skipped: $reason"
+  "$tmp/benchdoc" record -data "$data" -group "$group" -command "go test $(quote "$@")" -go "$goversion" -skip "$reason" || failed+=("$group")
+}
+
+for g in "${groups[@]}"; do
+  case $g in
+    orchestrator) bench "$g" -run '^$' -bench '^BenchmarkSendToWorkerStart$' -benchtime 300x -count 3 ./orchestrator/ ;;
+    shim) bench "$g" -run '^$' -bench '^Benchmark(TurnViaShim|WorkerDirect)$' -benchtime 200x -count 3 ./shim/ ;;
+    protocol) bench "$g" -run '^$' -bench . -benchmem -benchtime 2s -count 3 ./protocol/ ;;
+    idle) bench "$g" -run '^$' -bench '^BenchmarkIdleTeam100$' -benchtime 1x -timeout 10m ./cmd/batty/ ;;
+    fanout)
+      args=(-run '^$' -bench '^BenchmarkFanout100Rows64$' -benchtime 1x -count 3 ./fanout/)
+      if grep -qs 'func BenchmarkFanout100Rows64(' fanout/*_test.go; then
+        bench "$g" "${args[@]}"
+      else
+        skip "$g" "no BenchmarkFanout100Rows64 in ./fanout/ on this branch" "${args[@]}"
+      fi ;;
+    codexcli)
+      args=(-run '^$' -bench '^BenchmarkCodexMessage$' -benchtime 20x -timeout 10m ./cmd/batty/)
+      if [ -x "$BATTY_CODEX_CACHE/$CODEX_VERSION/node_modules/.bin/codex" ]; then
+        BATTY_CODEX_BIN='' bench "$g" "${args[@]}"
+      else
+        skip "$g" "the Codex CLI $CODEX_VERSION is not installed in $BATTY_CODEX_CACHE (scripts/test.sh installs it)" "${args[@]}"
+      fi ;;
+    chaos) bench "$g" -count=1 -timeout 20m -run '^TestChaos$' -v ./orchestrator/ -args -chaos.messages=1000 -chaos.daemonkills=3 ;;
+    codex) bench "$g" -run '^$' -bench '^BenchmarkReader' -benchmem -count 3 ./codex/ ;;
+    ptylog) bench "$g" -run '^$' -bench . -benchmem -count 3 ./ptylog/ ;;
+    logtail) bench "$g" -run '^$' -bench . -benchmem -count 3 ./logtail/ ;;
+    cockpit) bench "$g" -run '^$' -bench '^BenchmarkTitleBatch$' -benchtime 100x -count 3 ./cockpit/ ;;
+  esac
+done
+
+"$tmp/benchdoc" render -data "$data" -out docs/benchmarks.md
+echo "==> wrote docs/benchmarks.md"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "==> failed: ${failed[*]}" >&2
+  exit 1
 fi

@@ -16,4 +16,4 @@ export PATH="/usr/local/go/bin:$PATH"
 race=()
 [ "${RACE:-}" = 1 ] && race=(-race)
 go test "${race[@]}" -count=1 -timeout 20m -run '^TestChaos$' -v ./orchestrator/ \
-  -args -chaos.messages=1000 -chaos.daemonkills=3 "$@" | grep -E 'chaos|^(---|ok|FAIL|PASS)'
+  -args -chaos.messages=1000 -chaos.daemonkills=3 "$@" | grep -E 'chaos|^(Benchmark|---|ok|FAIL|PASS)'

@@ -89,7 +89,9 @@ func (p *benchProject) stop(pids []int) {
 // shows every agent idle it samples /proc of the daemon and of every shim
 // over a 15-second window and reports the CPU they used as a percentage of
 // one core (cpu-%), the daemon's resident memory (daemon-rss-MB), the
-// median of the shims' (shim-rss-MB) and the total (total-rss-MB). Then
+// median of the shims' (shim-rss-MB), the total (total-rss-MB) and the
+// total proportional set size (total-pss-MB: shared pages, such as the
+// binary's code, divided among the processes that map them). Then
 // `batty stop` must leave no process behind. Run with -benchtime 1x.
 func BenchmarkIdleTeam100(b *testing.B) {
 	const agents = 100
@@ -136,13 +138,17 @@ roles:
 		ticks := cpuTicks(b, pids) - c0
 		elapsed := time.Since(t0)
 		const clkTck = 100 // USER_HZ on Linux
-		daemonRSS := rssKB(b, pids[0])
+		daemonRSS := procKB(b, pids[0], "status", "VmRSS:")
 		var shimRSS []float64
 		total := daemonRSS
 		for _, pid := range pids[1:] {
-			kb := rssKB(b, pid)
+			kb := procKB(b, pid, "status", "VmRSS:")
 			shimRSS = append(shimRSS, float64(kb))
 			total += kb
+		}
+		var pss int64
+		for _, pid := range pids {
+			pss += procKB(b, pid, "smaps_rollup", "Pss:")
 		}
 		after := p.waitStatus("the same shims", time.Minute, func(orchestrator.Status) bool { return true })
 		for _, a := range after.Agents {
@@ -156,6 +162,7 @@ roles:
 		b.ReportMetric(float64(daemonRSS)/1024, "daemon-rss-MB")
 		b.ReportMetric(medianOf(shimRSS)/1024, "shim-rss-MB")
 		b.ReportMetric(float64(total)/1024, "total-rss-MB")
+		b.ReportMetric(float64(pss)/1024, "total-pss-MB")
 		b.ReportMetric(elapsed.Seconds(), "window-s")
 	}
 }
@@ -183,16 +190,17 @@ func cpuTicks(b *testing.B, pids []int) int64 {
 	return total
 }
 
-// rssKB reads VmRSS of pid in KiB; a process that is gone fails the
-// benchmark.
-func rssKB(b *testing.B, pid int) int64 {
+// procKB reads the kB figure of the line starting with field in
+// /proc/<pid>/<file> (VmRSS: in status, Pss: in smaps_rollup); a process
+// that is gone fails the benchmark.
+func procKB(b *testing.B, pid int, file, field string) int64 {
 	b.Helper()
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + file)
 	if err != nil {
 		b.Fatalf("memory of %d: %v", pid, err)
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			if f := strings.Fields(rest); len(f) > 0 {
 				if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
 					return n
@@ -200,7 +208,7 @@ func rssKB(b *testing.B, pid int) int64 {
 			}
 		}
 	}
-	b.Fatalf("/proc/%d/status has no VmRSS", pid)
+	b.Fatalf("/proc/%d/%s has no %s", pid, file, field)
 	return 0
 }
 

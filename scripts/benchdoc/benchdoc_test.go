@@ -86,10 +86,12 @@ func TestCustomMetricTables(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "benchmarks.json")
 	recordFile(t, data, "chaos", "go test -count=1 -run '^TestChaos$' -v ./orchestrator/ -args -chaos.messages=1000 -chaos.daemonkills=3", "chaos.txt", day)
 	recordFile(t, data, "idle", "go test -run '^$' -bench IdleTeam100 -benchtime 1x ./cmd/batty/", "idle.txt", day)
+	recordFile(t, data, "fanout", "go test -run '^$' -bench Fanout100Rows64 -benchtime 1x -count 3 ./fanout/", "fanout.txt", day)
 	md := renderTo(t, data)
 	for _, want := range []string{
 		"| `Chaos` | 1,000 | 3 | 120 | 0 | 0 | 1,061 | 4 | 0 | 20.1 s | 8 agents (2 roles × 4) on the fake worker | 1 |" + testTail,
-		"| `IdleTeam100` | 0.0667 % | 21.5 MB | 7.13 MB | 734 MB | 15 s | the real `batty` binary",
+		"| `IdleTeam100` | 0.0667 % | 21.5 MB | 7.13 MB | 734 MB | 237 MB | 15 s | the real `batty` binary",
+		"| `Fanout100Rows64` | 2.41 s | 1.21× | 100 rows at concurrency 64 on a 1 s fake worker; ideal 2 s (two waves) | 3 |" + testTail,
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("no %q in\n%s", want, md)

@@ -97,6 +97,7 @@ var groups = map[string]group{
 			{"daemon RSS", []string{"daemon-rss-MB"}},
 			{"RSS per shim (median)", []string{"shim-rss-MB"}},
 			{"total RSS", []string{"total-rss-MB"}},
+			{"total PSS", []string{"total-pss-MB"}},
 			{"window", []string{"window-s"}},
 		},
 		rows: []row{{"IdleTeam100", "the real `batty` binary, 100 agents on a fake codex, sampled once every agent is idle"}},
