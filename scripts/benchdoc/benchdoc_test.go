@@ -210,6 +210,24 @@ func TestParseLine(t *testing.T) {
 	}
 }
 
+// A line longer than maxLine is skipped whole, also when it is a valid
+// result line; the lines around it are parsed.
+func TestParseSkipsOverlongLines(t *testing.T) {
+	in := "BenchmarkA 1 1 ns/op\n" + strings.Repeat("x", maxLine) + "\nBenchmarkB 1 2 ns/op\n" +
+		"BenchmarkC 1 3 ns/op" + strings.Repeat(" 1 u", maxLine/4) + "\nBenchmarkD 1 4 ns/op"
+	rs, err := Parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rs {
+		names = append(names, r.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"A", "B", "D"}) {
+		t.Fatalf("parsed %v, want [A B D]", names)
+	}
+}
+
 func TestFormatMetric(t *testing.T) {
 	for _, tc := range []struct {
 		unit string

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -25,26 +26,43 @@ type Result struct {
 	Metrics map[string]float64 `json:"metrics"`
 }
 
-// maxLine bounds one line of benchmark output; a longer line is skipped.
+// maxLine bounds one line of benchmark output; a longer line (test output
+// can be anything) is skipped, never a result.
 const maxLine = 1 << 20
 
 // Parse reads `go test -bench` output (also with -v, -count and other
 // test output mixed in) and returns its benchmark lines in order. Lines
-// that are not benchmark results are ignored; it never fails on content,
-// only on a read error.
+// that are not benchmark results, and lines over maxLine bytes, are
+// ignored; it fails only on a read error.
 func Parse(r io.Reader) ([]Result, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
+	br := bufio.NewReaderSize(r, 64<<10)
 	var out []Result
-	for sc.Scan() {
-		if res, ok := ParseLine(sc.Text()); ok {
-			out = append(out, res)
+	var line []byte
+	long := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !long {
+			line = append(line, chunk...)
+		}
+		if len(line) > maxLine {
+			line, long = line[:0], true
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if !long {
+			if res, ok := ParseLine(string(line)); ok {
+				out = append(out, res)
+			}
+		}
+		line, long = line[:0], false
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, fmt.Errorf("read benchmark output: %w", err)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("read benchmark output: %w", err)
-	}
-	return out, nil
 }
 
 // ParseLine parses one benchmark result line in the Go benchmark format
