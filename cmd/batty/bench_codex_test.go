@@ -65,7 +65,7 @@ roles:
 	st := p.waitStatus("solo idle", 2*time.Minute, func(st orchestrator.Status) bool {
 		return len(st.Agents) == 1 && st.Agents[0].State == "idle"
 	})
-	b.Cleanup(func() { p.stop([]int{st.Daemon.PID, st.Agents[0].ShimPID}) })
+	defer p.stop([]int{st.Daemon.PID, st.Agents[0].ShimPID})
 
 	var launcherThread, nativeThread string
 	work := b.TempDir()

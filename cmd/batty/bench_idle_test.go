@@ -20,18 +20,34 @@ import (
 // benchProject drives the real batty binary in a project directory for a
 // benchmark, every process it starts carrying BATTY_TEST_MARK=mark.
 type benchProject struct {
-	b    *testing.B
-	bin  string
-	dir  string
-	mark string
+	b       *testing.B
+	bin     string
+	dir     string
+	mark    string
+	stopped bool
 }
 
+// newBenchProject writes teamYAML into a new project directory. A team
+// still running when the benchmark ends (it failed before stop) is
+// stopped then, and nothing of it may be left.
 func newBenchProject(b *testing.B, teamYAML string) *benchProject {
 	b.Helper()
 	p := &benchProject{b: b, bin: buildBatty(b), dir: b.TempDir(), mark: fmt.Sprintf("bench-%d", time.Now().UnixNano())}
 	if err := os.WriteFile(filepath.Join(p.dir, "team.yaml"), []byte(teamYAML), 0o600); err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() {
+		if p.stopped {
+			return
+		}
+		cmd := exec.Command(p.bin, "stop", "--timeout", "5s")
+		cmd.Dir = p.dir
+		cmd.Env = append(os.Environ(), "BATTY_TEST_MARK="+p.mark)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Logf("batty stop: %v\n%s", err, out)
+		}
+		codextest.AssertNoMarked(b, p.mark)
+	})
 	return p
 }
 
@@ -75,6 +91,7 @@ func (p *benchProject) waitStatus(what string, limit time.Duration, ok func(orch
 func (p *benchProject) stop(pids []int) {
 	p.b.Helper()
 	p.batty("stop", "--timeout", "5s")
+	p.stopped = true
 	for _, pid := range pids {
 		if !codextest.WaitExit(pid, codextest.ExitGrace) {
 			p.b.Errorf("process %d (%s) still runs after batty stop", pid, codextest.Cmdline(pid))
