@@ -7,6 +7,7 @@
 #
 #   scripts/bench.sh                # every group (a few minutes)
 #   scripts/bench.sh shim chaos     # only these groups
+#   scripts/bench.sh render         # no benchmark: the page from the recorded results
 #
 # Groups: orchestrator shim protocol idle fanout codexcli chaos codex ptylog
 # logtail cockpit. `codexcli` needs the pinned Codex CLI in
@@ -26,7 +27,8 @@ CODEX_VERSION=0.169.0
 all=(orchestrator shim protocol idle fanout codexcli chaos codex ptylog logtail cockpit)
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=("${all[@]}")
-for g in "${groups[@]}"; do
+[ "${groups[*]}" != render ] || groups=()
+for g in "${groups[@]+"${groups[@]}"}"; do
   case " ${all[*]} " in
     *" $g "*) ;;
     *) echo "scripts/bench.sh: unknown group $g (the groups: ${all[*]})" >&2; exit 2 ;;
@@ -82,7 +84,7 @@ skip() {
   "$tmp/benchdoc" record -data "$data" -group "$group" -command "go test $(quote "$@")" -go "$goversion" -skip "$reason" || failed+=("$group")
 }
 
-for g in "${groups[@]}"; do
+for g in "${groups[@]+"${groups[@]}"}"; do
   case $g in
     orchestrator) bench "$g" -run '^$' -bench '^BenchmarkSendToWorkerStart$' -benchtime 300x -count 3 ./orchestrator/ ;;
     shim) bench "$g" -run '^$' -bench '^Benchmark(TurnViaShim|WorkerDirect)$' -benchtime 200x -count 3 ./shim/ ;;

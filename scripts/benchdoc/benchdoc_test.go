@@ -180,6 +180,27 @@ func TestTemplateCoversEveryGroup(t *testing.T) {
 	}
 }
 
+// The checked-in docs/benchmarks.md is what the template renders from the
+// checked-in docs/benchmarks.json: the page is generated, not edited.
+func TestCheckedInPageIsGenerated(t *testing.T) {
+	d, err := Load(filepath.Join("..", "..", "docs", "benchmarks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Render(d, docTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join("..", "..", "docs", "benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatal("docs/benchmarks.md is not what scripts/benchdoc renders from docs/benchmarks.json: " +
+			"edit scripts/benchdoc/template.md (not the page), then run `scripts/bench.sh render`")
+	}
+}
+
 func TestParseLine(t *testing.T) {
 	for _, tc := range []struct {
 		line string
