@@ -56,6 +56,18 @@ func FuzzParse(f *testing.F) {
 			cfg.Timeouts.Turn <= 0 || cfg.Timeouts.Idle <= 0 || cfg.Timeouts.Shutdown <= 0 {
 			t.Fatalf("invalid config accepted: %+v", cfg)
 		}
+		names := map[string]bool{}
+		for _, s := range cfg.Schedules {
+			if !ValidName(s.Name) || names[s.Name] || s.Every <= 0 || strings.TrimSpace(s.Prompt) == "" || s.To == Human ||
+				(s.MaxRuns != nil && *s.MaxRuns < 0) || (s.OnError != OnErrorStop && s.OnError != OnErrorContinue) ||
+				(!s.StartAt.IsZero() && !s.StopAt.IsZero() && !s.StopAt.After(s.StartAt)) {
+				t.Fatalf("invalid schedule accepted: %+v", s)
+			}
+			names[s.Name] = true
+			if got, err := cfg.ResolveRecipient(s.To); err != nil || len(got) == 0 {
+				t.Fatalf("schedule %q: ResolveRecipient(%q) = %v, %v", s.Name, s.To, got, err)
+			}
+		}
 		seen := map[string]bool{}
 		for _, r := range cfg.Roles {
 			if !ValidName(r.Name) || r.Name == Human || r.Instances < 1 || r.Instances > MaxInstances || r.Line < 1 {

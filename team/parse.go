@@ -21,7 +21,7 @@ import (
 
 // Keys accepted in each section of a team file.
 var (
-	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "roles"}
+	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "roles", "schedules"}
 	quotaKeys   = []string{"scope", "backoff_max", "cooldown", "cooldown_max"}
 	quotaScopes = []string{QuotaScopeAccount, QuotaScopeAgent, QuotaScopeTeam}
 	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
@@ -247,6 +247,13 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 
 	p.alerts(f, cfg)
 
+	before := len(p.problems)
+	p.roles(d, f, cfg)
+	p.schedules(f, cfg, len(p.problems) == before && len(cfg.Roles) > 0)
+}
+
+// roles validates the roles list into cfg.Roles.
+func (p *parser) roles(d *yaml.Node, f map[string]entry, cfg *Config) {
 	e, ok := f["roles"]
 	if !ok {
 		p.add(d, "add a \"roles:\" list with at least one role", "no roles defined")

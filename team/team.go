@@ -86,6 +86,9 @@ type Config struct {
 	Quota Quota
 	// Roles are the roles in file order; there is at least one.
 	Roles []Role
+	// Schedules are the scheduled prompts in file order (schedules); their
+	// names are unique and each To resolves to agents of the team.
+	Schedules []Schedule
 	// Path is the absolute path of the team file.
 	Path string
 	// Dir is the directory containing the team file (filepath.Dir(Path));
