@@ -1,0 +1,110 @@
+package schedule
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// epoch is the fixed origin of the tests' times.
+var epoch = time.Date(2030, 6, 1, 12, 0, 0, 0, time.UTC)
+
+func TestNext(t *testing.T) {
+	far := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		anchor time.Time
+		every  time.Duration
+		now    time.Time
+		want   time.Time
+		err    error
+	}{
+		{"before the anchor", epoch, time.Hour, epoch.Add(-5 * time.Minute), epoch, nil},
+		{"long before the anchor", epoch, time.Hour, epoch.Add(-1000 * time.Hour), epoch, nil},
+		{"at the anchor: strictly after", epoch, time.Hour, epoch, epoch.Add(time.Hour), nil},
+		{"just after the anchor", epoch, time.Hour, epoch.Add(time.Nanosecond), epoch.Add(time.Hour), nil},
+		{"on a tick: the next one", epoch, 30 * time.Minute, epoch.Add(90 * time.Minute), epoch.Add(2 * time.Hour), nil},
+		{"missed ticks collapse", epoch, 10 * time.Minute, epoch.Add(3*time.Hour + 5*time.Minute), epoch.Add(3*time.Hour + 10*time.Minute), nil},
+		{"one ns before a tick", epoch, time.Minute, epoch.Add(time.Minute - time.Nanosecond), epoch.Add(time.Minute), nil},
+		{"nanosecond period", epoch, time.Nanosecond, epoch.Add(7), epoch.Add(8), nil},
+		{"zone of the anchor kept", epoch.In(time.FixedZone("x", 3600)), time.Hour, epoch.Add(time.Hour), epoch.Add(2 * time.Hour), nil},
+		{"every zero", epoch, 0, epoch, time.Time{}, nil},
+		{"every negative", epoch, -time.Minute, epoch, time.Time{}, nil},
+		{"k·every overflows", epoch, 200 * 365 * 24 * time.Hour, epoch.Add(250 * 365 * 24 * time.Hour), time.Time{}, ErrOverflow},
+		{"distance beyond a duration", time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Hour, far, time.Time{}, ErrOverflow},
+		{"largest period, one step", epoch, time.Duration(1<<63 - 1), epoch, epoch.Add(time.Duration(1<<63 - 1)), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Next(tt.anchor, tt.every, tt.now)
+			if tt.every <= 0 {
+				if err == nil {
+					t.Fatalf("Next = %v, want an error", got)
+				}
+				return
+			}
+			if tt.err != nil {
+				if !errors.Is(err, tt.err) {
+					t.Fatalf("Next = %v, %v; want %v", got, err, tt.err)
+				}
+				return
+			}
+			if err != nil || !got.Equal(tt.want) {
+				t.Fatalf("Next = %v, %v; want %v", got, err, tt.want)
+			}
+			if !got.After(tt.now) && !tt.now.Before(tt.anchor) {
+				t.Fatalf("Next = %v is not after now %v", got, tt.now)
+			}
+		})
+	}
+}
+
+func intp(n int) *int { return &n }
+
+func TestPlan(t *testing.T) {
+	tests := []struct {
+		name     string
+		spec     spec
+		st       State
+		now      time.Time
+		wantDue  bool
+		wantNext time.Time
+		wantSt   string
+	}{
+		{"first run at the anchor (first seen)", spec{every: time.Hour}, State{FirstSeen: epoch}, epoch, true, epoch, Waiting},
+		{"first run at start_at, later", spec{every: time.Hour, start: epoch.Add(time.Hour)}, State{FirstSeen: epoch}, epoch, false, epoch.Add(time.Hour), Waiting},
+		{"first run: start_at long past runs once now", spec{every: time.Hour, start: epoch.Add(-50 * time.Hour)}, State{FirstSeen: epoch}, epoch, true, epoch.Add(-50 * time.Hour), Waiting},
+		{"after a run: the first tick after it finished", spec{every: time.Hour}, State{FirstSeen: epoch, Runs: 1, RunsCompleted: 1, LastFinished: epoch.Add(150 * time.Minute)}, epoch.Add(150 * time.Minute), false, epoch.Add(3 * time.Hour), Waiting},
+		{"max_runs 0 stops at once", spec{every: time.Hour, maxRuns: intp(0)}, State{FirstSeen: epoch}, epoch, false, time.Time{}, Stopped},
+		{"max_runs reached", spec{every: time.Hour, maxRuns: intp(2)}, State{FirstSeen: epoch, Runs: 2, RunsCompleted: 2, LastFinished: epoch}, epoch, false, time.Time{}, Stopped},
+		{"max_runs counts completed runs, not refused ones", spec{every: time.Hour, maxRuns: intp(2)}, State{FirstSeen: epoch, Runs: 3, RunsCompleted: 1, LastFinished: epoch}, epoch, false, epoch.Add(time.Hour), Waiting},
+		{"stop_at exclusive: a tick on it does not start", spec{every: time.Hour, stop: epoch.Add(time.Hour)}, State{FirstSeen: epoch, Runs: 1, RunsCompleted: 1, LastFinished: epoch.Add(time.Minute)}, epoch.Add(time.Minute), false, time.Time{}, Stopped},
+		{"stop_at: a tick before it does", spec{every: time.Hour, stop: epoch.Add(time.Hour + 1)}, State{FirstSeen: epoch, Runs: 1, RunsCompleted: 1, LastFinished: epoch.Add(time.Minute)}, epoch.Add(time.Minute), false, epoch.Add(time.Hour), Waiting},
+		{"stop_at passed while the daemon was down", spec{every: time.Hour, stop: epoch.Add(time.Hour)}, State{FirstSeen: epoch}, epoch.Add(2 * time.Hour), false, time.Time{}, Stopped},
+		{"overflow fails the schedule", spec{every: 200 * 365 * 24 * time.Hour}, State{FirstSeen: epoch, Runs: 1, RunsCompleted: 1, LastFinished: epoch.Add(250 * 365 * 24 * time.Hour)}, epoch, false, time.Time{}, Failed},
+		{"not waiting: nothing to do", spec{every: time.Hour}, State{FirstSeen: epoch, State: Failed}, epoch, false, time.Time{}, Failed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := tt.st
+			st.Name = "s"
+			if st.State == "" {
+				st.State = Waiting
+			}
+			due := plan(tt.spec.team(), &st, tt.now)
+			if due != tt.wantDue || !st.NextDue.Equal(tt.wantNext) || st.State != tt.wantSt {
+				t.Fatalf("plan = %v, next %v, state %s (%s); want %v, %v, %s", due, st.NextDue, st.State, st.LastError, tt.wantDue, tt.wantNext, tt.wantSt)
+			}
+			if st.State == Failed && tt.st.State == "" && st.LastError == "" {
+				t.Fatalf("failed without an error")
+			}
+		})
+	}
+}
+
+func TestRunIDValid(t *testing.T) {
+	id := RunID("nightly-report", 12, epoch.In(time.FixedZone("x", 7200)))
+	if id != "20300601T120000.000000000Z-schedule.nightly-report.12" {
+		t.Fatalf("RunID = %q", id)
+	}
+}

@@ -1,0 +1,357 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/battyhq/batty/team"
+)
+
+// Where a run's message stands (Deliverer.Lookup).
+const (
+	// Missing: the message is in no inbox: never delivered.
+	Missing = iota
+	// Pending: the message waits or runs; its outcome is not recorded.
+	Pending
+	// Recorded: its outcome is recorded.
+	Recorded
+)
+
+// Deliverer delivers runs as messages. The daemon's implementation writes
+// them into inboxes exactly like `batty send` from the human.
+type Deliverer interface {
+	// Deliver queues the prompt of spec as message id. It is idempotent by
+	// id: an id present in any inbox (in done/ too) is not delivered
+	// again, and that is no error. An error means nothing was queued (a
+	// backlog at its limit, say): the run fails.
+	Deliver(spec team.Schedule, id string, at time.Time) error
+	// Lookup says where message id stands (Missing, Pending, Recorded),
+	// with the run's result when Recorded.
+	Lookup(id string) (int, Result, error)
+}
+
+// Store persists the states of the schedules. Save must be atomic: a
+// crash leaves the old states or the new ones.
+type Store interface {
+	Load() (map[string]State, error)
+	Save(map[string]State) error
+}
+
+// Event kinds a Runner reports.
+const (
+	EvRunStarted  = "schedule_run_started"  // a run was delivered
+	EvRunFinished = "schedule_run_finished" // a run's outcome was recorded, or its delivery refused
+	EvStopped     = "schedule_stopped"      // stop_at or max_runs reached
+	EvFailed      = "schedule_failed"       // a run failed and on_error is stop, or the due time overflowed
+)
+
+// Event is one change of a schedule, for the daemon's event log.
+type Event struct {
+	Kind     string
+	Schedule string
+	// Run is the run number and ID its message id (for run events).
+	Run int
+	ID  string
+	// Detail is the run's error, or why the schedule stopped or failed.
+	Detail string
+	// State is the schedule's state after the event.
+	State State
+}
+
+// Runner runs a team's schedules. Create it with New, call Run once (it
+// owns the loop's goroutine), and Finished whenever an outcome is recorded.
+// Status is safe from any goroutine.
+type Runner struct {
+	specs   []team.Schedule
+	byName  map[string]team.Schedule
+	clock   Clock
+	deliver Deliverer
+	store   Store
+	log     hclog.Logger
+	onEvent func(Event)
+
+	mu       sync.Mutex
+	states   map[string]State  // every known schedule's state, also of schedules gone from the file
+	finished map[string]Result // recorded outcomes not yet applied, by message id
+	kick     chan struct{}     // buffered(1): finished has entries
+	loaded   bool              // Load ran (Run's goroutine, or before Run)
+}
+
+// New returns a Runner of specs. onEvent (may be nil) is called from Run's
+// goroutine.
+func New(specs []team.Schedule, clock Clock, d Deliverer, store Store, log hclog.Logger, onEvent func(Event)) *Runner {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	r := &Runner{specs: specs, byName: map[string]team.Schedule{}, clock: clock, deliver: d, store: store, log: log,
+		onEvent: onEvent, states: map[string]State{}, finished: map[string]Result{}, kick: make(chan struct{}, 1)}
+	for _, s := range specs {
+		r.byName[s.Name] = s
+	}
+	return r
+}
+
+// Load reads the persisted states and settles them at the current time:
+// new schedules get their first-seen time, a run left running is finished
+// from its recorded outcome, delivered when it is in no inbox (the daemon
+// stopped between saving and delivering) or left to run when it waits.
+// The states are saved. Run calls it unless it was called before (to
+// show the states before the loop starts).
+func (r *Runner) Load() error {
+	loaded, err := r.store.Load()
+	if err != nil {
+		return err
+	}
+	now := r.clock.Now()
+	r.mu.Lock()
+	r.states = loaded
+	for _, spec := range r.specs {
+		st, ok := r.states[spec.Name]
+		switch {
+		case !ok:
+			r.states[spec.Name] = State{Name: spec.Name, FirstSeen: now.UTC(), State: Waiting}
+		case st.State == Stopped:
+			// Looked at again: the team file may have moved stop_at or
+			// raised max_runs since.
+			st.State = Waiting
+			r.states[spec.Name] = st
+		}
+	}
+	r.mu.Unlock()
+	for _, spec := range r.specs {
+		st := r.state(spec.Name)
+		if st.State != Running {
+			continue
+		}
+		where, res, err := r.deliver.Lookup(st.RunID)
+		switch {
+		case err != nil:
+			return fmt.Errorf("schedule %s: look up run %s: %w", spec.Name, st.RunID, err)
+		case where == Recorded:
+			res.Recorded = true
+			r.finish(spec, st.RunID, res, now)
+		case where == Missing:
+			r.log.Info("Delivering a scheduled run the daemon did not deliver before it stopped", "schedule", spec.Name, "id", st.RunID)
+			if err := r.deliver.Deliver(spec, st.RunID, st.LastStarted); err != nil {
+				r.finish(spec, st.RunID, Result{Failed: true, Error: "delivery refused: " + err.Error()}, now)
+			}
+		}
+	}
+	for _, spec := range r.specs {
+		st := r.state(spec.Name)
+		before := st.State
+		plan(spec, &st, now)
+		r.setState(st)
+		if st.State != before {
+			r.stopped(st)
+		}
+	}
+	r.loaded = true
+	return r.save()
+}
+
+// Finished tells the Runner that the outcome of message id was recorded.
+// Messages that are no run in flight are ignored, so the daemon may call
+// it for every outcome. It never blocks; safe from any goroutine.
+func (r *Runner) Finished(id string, res Result) {
+	res.Recorded = true
+	r.mu.Lock()
+	r.finished[id] = res
+	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Status returns the state of every schedule of the team file, in file
+// order. Safe from any goroutine.
+func (r *Runner) Status() []State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]State, 0, len(r.specs))
+	for _, s := range r.specs {
+		if st, ok := r.states[s.Name]; ok {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// Run runs the schedules until ctx ends: it starts each run when it is due
+// and finishes it when Finished reports its outcome. It returns nil when
+// ctx ends, or the error of Load.
+func (r *Runner) Run(ctx context.Context) error {
+	if !r.loaded {
+		if err := r.Load(); err != nil {
+			return err
+		}
+	}
+	var timer Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		r.applyFinished()
+		wake := r.startDue()
+		if timer != nil {
+			timer.Stop()
+			timer = nil
+		}
+		var fire <-chan time.Time
+		if !wake.IsZero() {
+			timer = r.clock.NewTimer(wake.Sub(r.clock.Now()))
+			fire = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.kick:
+		case <-fire:
+			timer = nil
+		}
+	}
+}
+
+// applyFinished finishes the runs whose outcome Finished reported.
+func (r *Runner) applyFinished() {
+	r.mu.Lock()
+	done := r.finished
+	r.finished = map[string]Result{}
+	r.mu.Unlock()
+	if len(done) == 0 {
+		return
+	}
+	now := r.clock.Now()
+	changed := false
+	for _, spec := range r.specs {
+		st := r.state(spec.Name)
+		if res, ok := done[st.RunID]; ok && st.State == Running {
+			r.finish(spec, st.RunID, res, now)
+			changed = true
+		}
+	}
+	if changed {
+		r.saveLogged()
+	}
+}
+
+// startDue starts every run that is due and returns when the next one is
+// (zero: none waits).
+func (r *Runner) startDue() time.Time {
+	var wake time.Time
+	for _, spec := range r.specs {
+		now := r.clock.Now()
+		st := r.state(spec.Name)
+		before := st.State
+		due := plan(spec, &st, now)
+		r.setState(st)
+		if st.State != before {
+			r.stopped(st)
+			r.saveLogged()
+		}
+		if !due {
+			continue
+		}
+		id := start(&st, now)
+		r.setState(st)
+		// Saved before it is delivered: a crash in between delivers this
+		// id at the next start, never a second run.
+		if err := r.save(); err != nil {
+			r.finish(spec, id, Result{Failed: true, Error: "saving the schedule's state failed: " + err.Error()}, now)
+			r.saveLogged()
+			continue
+		}
+		if err := r.deliver.Deliver(spec, id, st.LastStarted); err != nil {
+			r.finish(spec, id, Result{Failed: true, Error: "delivery refused: " + err.Error()}, now)
+			r.saveLogged()
+			continue
+		}
+		r.emit(Event{Kind: EvRunStarted, Schedule: spec.Name, Run: st.Runs, ID: id, State: st})
+	}
+	// A run that ended at once (refused) waits for its next tick too.
+	for _, spec := range r.specs {
+		if st := r.state(spec.Name); st.State == Waiting && (wake.IsZero() || st.NextDue.Before(wake)) {
+			wake = st.NextDue
+		}
+	}
+	return wake
+}
+
+// finish ends run id of spec with res at now and reports it.
+func (r *Runner) finish(spec team.Schedule, id string, res Result, now time.Time) {
+	st := r.state(spec.Name)
+	run := st.Runs
+	finish(spec, &st, res, now)
+	if st.State == Waiting {
+		plan(spec, &st, now)
+	}
+	r.setState(st)
+	r.emit(Event{Kind: EvRunFinished, Schedule: spec.Name, Run: run, ID: id, Detail: res.Error, State: st})
+	r.stopped(st)
+}
+
+// stopped reports a schedule that stopped or failed.
+func (r *Runner) stopped(st State) {
+	switch st.State {
+	case Stopped:
+		r.emit(Event{Kind: EvStopped, Schedule: st.Name, Detail: stopReason(r.byName[st.Name], st), State: st})
+	case Failed:
+		r.emit(Event{Kind: EvFailed, Schedule: st.Name, Detail: st.LastError, State: st})
+	}
+}
+
+// stopReason says why a stopped schedule stopped.
+func stopReason(spec team.Schedule, st State) string {
+	if spec.MaxRuns != nil && st.RunsCompleted >= *spec.MaxRuns {
+		return fmt.Sprintf("max_runs (%d) reached", *spec.MaxRuns)
+	}
+	return "stop_at (" + spec.StopAt.UTC().Format(time.RFC3339) + ") reached"
+}
+
+func (r *Runner) emit(e Event) {
+	if r.onEvent != nil {
+		r.onEvent(e)
+	}
+}
+
+func (r *Runner) state(name string) State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.states[name]
+}
+
+func (r *Runner) setState(st State) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.states[st.Name] = st
+}
+
+// save persists every state.
+func (r *Runner) save() error {
+	r.mu.Lock()
+	snap := make(map[string]State, len(r.states))
+	for k, v := range r.states {
+		snap[k] = v
+	}
+	r.mu.Unlock()
+	if err := r.store.Save(snap); err != nil {
+		return fmt.Errorf("save schedule states: %w", err)
+	}
+	return nil
+}
+
+// saveLogged persists every state; a failure is logged (the states stay in
+// memory and the next save retries).
+func (r *Runner) saveLogged() {
+	if err := r.save(); err != nil && !errors.Is(err, context.Canceled) {
+		r.log.Error("Saving the schedules' state failed", "error", err)
+	}
+}

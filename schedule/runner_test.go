@@ -1,0 +1,442 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/team"
+)
+
+// spec is a schedule for the tests.
+type spec struct {
+	name        string
+	every       time.Duration
+	start, stop time.Time
+	maxRuns     *int
+	cont        bool
+}
+
+func (s spec) team() team.Schedule {
+	name := s.name
+	if name == "" {
+		name = "s"
+	}
+	ts := team.Schedule{Name: name, To: "a", Prompt: "p", Every: s.every, StartAt: s.start, StopAt: s.stop, MaxRuns: s.maxRuns, OnError: team.OnErrorStop}
+	if s.cont {
+		ts.OnError = team.OnErrorContinue
+	}
+	return ts
+}
+
+// fakeBoxes is a Deliverer over an in-memory set of messages. Deliver
+// checks that the run was saved as running first.
+type fakeBoxes struct {
+	t      *testing.T
+	store  *memStore
+	mu     sync.Mutex
+	msgs   map[string]*Result // nil: pending
+	refuse error
+	got    chan string
+}
+
+func newFakeBoxes(t *testing.T, store *memStore) *fakeBoxes {
+	return &fakeBoxes{t: t, store: store, msgs: map[string]*Result{}, got: make(chan string, 100)}
+}
+
+func (f *fakeBoxes) Deliver(spec team.Schedule, id string, at time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st := f.store.saved()[spec.Name]; st.State != Running || st.RunID != id {
+		f.t.Errorf("run %s delivered before it was saved as running (saved: %+v)", id, st)
+	}
+	if _, ok := f.msgs[id]; ok {
+		return nil
+	}
+	if f.refuse != nil {
+		return f.refuse
+	}
+	f.msgs[id] = nil
+	f.got <- id
+	return nil
+}
+
+func (f *fakeBoxes) Lookup(id string) (int, Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.msgs[id]
+	switch {
+	case !ok:
+		return Missing, Result{}, nil
+	case r == nil:
+		return Pending, Result{}, nil
+	}
+	return Recorded, *r, nil
+}
+
+// record records the outcome of id (as the daemon would, without telling
+// a Runner).
+func (f *fakeBoxes) record(id string, r Result) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.msgs[id] = &r
+}
+
+// memStore keeps the encoded state file in memory.
+type memStore struct {
+	mu   sync.Mutex
+	data []byte
+}
+
+func (m *memStore) Load() (map[string]State, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return Decode(m.data)
+}
+
+func (m *memStore) Save(s map[string]State) error {
+	b, err := Encode(s)
+	if err != nil {
+		return err
+	}
+	if _, err := Decode(b); err != nil {
+		return fmt.Errorf("saved an invalid state: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.data = b
+	return nil
+}
+
+func (m *memStore) saved() map[string]State {
+	s, _ := m.Load()
+	return s
+}
+
+// harness runs one Runner.
+type harness struct {
+	t      *testing.T
+	clock  *FakeClock
+	boxes  *fakeBoxes
+	store  *memStore
+	r      *Runner
+	events chan Event
+	stop   func()
+}
+
+func newHarness(t *testing.T, clock *FakeClock, store *memStore, boxes *fakeBoxes, specs ...spec) *harness {
+	t.Helper()
+	var ts []team.Schedule
+	for _, s := range specs {
+		ts = append(ts, s.team())
+	}
+	h := &harness{t: t, clock: clock, boxes: boxes, store: store, events: make(chan Event, 1000)}
+	h.r = New(ts, clock, boxes, store, nil, func(e Event) { h.events <- e })
+	if err := h.r.Load(); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.r.Run(ctx) }()
+	h.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		if h.stop != nil {
+			h.stop()
+		}
+	})
+	return h
+}
+
+func (h *harness) shutdown() {
+	h.stop()
+	h.stop = nil
+}
+
+// delivered waits for the next delivery.
+func (h *harness) delivered() string {
+	h.t.Helper()
+	select {
+	case id := <-h.boxes.got:
+		return id
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("no run was delivered")
+		return ""
+	}
+}
+
+// noDelivery checks that nothing was delivered so far.
+func (h *harness) noDelivery() {
+	h.t.Helper()
+	select {
+	case id := <-h.boxes.got:
+		h.t.Fatalf("unexpected delivery of %s", id)
+	default:
+	}
+}
+
+// event waits for the next event of kind (skipping others).
+func (h *harness) event(kind string) Event {
+	h.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case e := <-h.events:
+			if e.Kind == kind {
+				return e
+			}
+		case <-deadline:
+			h.t.Fatalf("no %s event", kind)
+		}
+	}
+}
+
+// finish records id's outcome and tells the runner; it waits until the
+// runner finished the run.
+func (h *harness) finish(id string, r Result) Event {
+	h.t.Helper()
+	h.boxes.record(id, r)
+	h.r.Finished(id, r)
+	e := h.event(EvRunFinished)
+	if e.ID != id {
+		h.t.Fatalf("finished %s, want %s", e.ID, id)
+	}
+	return e
+}
+
+func newParts(t *testing.T) (*FakeClock, *memStore, *fakeBoxes) {
+	store := &memStore{}
+	return NewFakeClock(epoch), store, newFakeBoxes(t, store)
+}
+
+func TestRunnerSingleFlightAndMissedTicks(t *testing.T) {
+	clock, store, boxes := newParts(t)
+	h := newHarness(t, clock, store, boxes, spec{every: time.Minute})
+	id := h.delivered()
+	if id != RunID("s", 1, epoch) {
+		t.Fatalf("first run %s, want it at the anchor (first seen)", id)
+	}
+	// Five ticks pass while the run is in flight: no second run.
+	clock.Advance(5*time.Minute + 30*time.Second)
+	e := h.finish(id, Result{})
+	h.noDelivery()
+	if e.State.State != Waiting || e.State.RunsCompleted != 1 || !e.State.NextDue.Equal(epoch.Add(6*time.Minute)) ||
+		!e.State.LastFinished.Equal(epoch.Add(5*time.Minute+30*time.Second)) || !e.State.LastStarted.Equal(epoch) {
+		t.Fatalf("after a late run: %+v; want the next due at the first tick after it (epoch+6m)", e.State)
+	}
+	clock.Advance(30*time.Second - time.Nanosecond)
+	h.noDelivery()
+	clock.Advance(time.Nanosecond)
+	if id := h.delivered(); id != RunID("s", 2, epoch.Add(6*time.Minute)) {
+		t.Fatalf("second run %s", id)
+	}
+	h.noDelivery()
+	if st := h.r.Status(); len(st) != 1 || st[0].State != Running || st[0].Runs != 2 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestRunnerStartAtInTheFuture(t *testing.T) {
+	clock, store, boxes := newParts(t)
+	h := newHarness(t, clock, store, boxes, spec{every: time.Hour, start: epoch.Add(90 * time.Minute)})
+	clock.Advance(90*time.Minute - time.Nanosecond)
+	h.noDelivery()
+	if st := h.r.Status(); st[0].State != Waiting || !st[0].NextDue.Equal(epoch.Add(90*time.Minute)) {
+		t.Fatalf("status %+v", st)
+	}
+	clock.Advance(time.Nanosecond)
+	h.delivered()
+}
+
+func TestRunnerFailureStops(t *testing.T) {
+	clock, store, boxes := newParts(t)
+	h := newHarness(t, clock, store, boxes, spec{every: time.Minute})
+	id := h.delivered()
+	h.finish(id, Result{Failed: true, Error: "failed network: unreachable"})
+	e := h.event(EvFailed)
+	if e.State.State != Failed || e.State.LastError != "failed network: unreachable" || e.State.RunsCompleted != 1 || e.State.RunsFailed != 1 {
+		t.Fatalf("after a failed run: %+v", e.State)
+	}
+	clock.Advance(time.Hour)
+	h.noDelivery()
+	if st := store.saved()["s"]; st.State != Failed {
+		t.Fatalf("saved %+v", st)
+	}
+}
+
+func TestRunnerOnErrorContinue(t *testing.T) {
+	clock, store, boxes := newParts(t)
+	h := newHarness(t, clock, store, boxes, spec{every: time.Minute, cont: true})
+	id := h.delivered()
+	e := h.finish(id, Result{Failed: true, Error: "boom"})
+	if e.State.State != Waiting || e.State.LastError != "boom" || e.State.RunsFailed != 1 {
+		t.Fatalf("after a failed run: %+v", e.State)
+	}
+	clock.Advance(time.Minute)
+	h.delivered()
+}
+
+func TestRunnerRefusedDelivery(t *testing.T) {
+	for _, cont := range []bool{false, true} {
+		t.Run(fmt.Sprint("continue=", cont), func(t *testing.T) {
+			clock, store, boxes := newParts(t)
+			boxes.refuse = errors.New("a holds 256 messages, its backlog limit is 256")
+			h := newHarness(t, clock, store, boxes, spec{every: time.Minute, cont: cont})
+			e := h.event(EvRunFinished)
+			if e.State.RunsCompleted != 0 || e.State.RunsFailed != 1 || e.State.LastError != "delivery refused: a holds 256 messages, its backlog limit is 256" {
+				t.Fatalf("after a refused delivery: %+v", e.State)
+			}
+			if !cont {
+				if e.State.State != Failed {
+					t.Fatalf("state %s, want failed", e.State.State)
+				}
+				return
+			}
+			boxes.mu.Lock()
+			boxes.refuse = nil
+			boxes.mu.Unlock()
+			clock.Advance(time.Minute)
+			if id := h.delivered(); id != RunID("s", 2, epoch.Add(time.Minute)) {
+				t.Fatalf("next run %s", id)
+			}
+		})
+	}
+}
+
+func TestRunnerStopAt(t *testing.T) {
+	clock, store, boxes := newParts(t)
+	h := newHarness(t, clock, store, boxes, spec{every: time.Minute, stop: epoch.Add(2 * time.Minute)})
+	for i := range 2 {
+		id := h.delivered()
+		clock.Advance(time.Second)
+		h.finish(id, Result{})
+		if i == 0 {
+			clock.Advance(time.Minute - time.Second)
+		}
+	}
+	// The tick at stop_at does not start: stop_at is exclusive.
+	e := h.event(EvStopped)
+	if e.State.State != Stopped || e.State.RunsCompleted != 2 || e.Detail != "stop_at (2030-06-01T12:02:00Z) reached" {
+		t.Fatalf("stopped: %+v %q", e.State, e.Detail)
+	}
+	clock.Advance(time.Hour)
+	h.noDelivery()
+}
+
+func TestRunnerMaxRuns(t *testing.T) {
+	clock, store, boxes := newParts(t)
+	h := newHarness(t, clock, store, boxes, spec{every: time.Minute, maxRuns: intp(2)}, spec{name: "never", every: time.Minute, maxRuns: intp(0)})
+	e := h.event(EvStopped)
+	if e.Schedule != "never" || e.Detail != "max_runs (0) reached" {
+		t.Fatalf("event %+v", e)
+	}
+	for range 2 {
+		id := h.delivered()
+		h.finish(id, Result{})
+		clock.Advance(time.Minute)
+	}
+	if e := h.event(EvStopped); e.Schedule != "s" || e.State.RunsCompleted != 2 {
+		t.Fatalf("event %+v", e)
+	}
+	clock.Advance(time.Hour)
+	h.noDelivery()
+}
+
+// A restart neither repeats a run nor forgets the count, whatever the
+// stopped daemon left.
+func TestRunnerRestart(t *testing.T) {
+	t.Run("outcome recorded while down", func(t *testing.T) {
+		clock, store, boxes := newParts(t)
+		h := newHarness(t, clock, store, boxes, spec{every: time.Minute, maxRuns: intp(2)})
+		id := h.delivered()
+		h.shutdown()
+		clock.Advance(90 * time.Second)
+		boxes.record(id, Result{Recorded: true})
+		h2 := newHarness(t, clock, store, boxes, spec{every: time.Minute, maxRuns: intp(2)})
+		e := h2.event(EvRunFinished)
+		if e.ID != id || e.State.RunsCompleted != 1 || !e.State.NextDue.Equal(epoch.Add(2*time.Minute)) {
+			t.Fatalf("after restart: %+v", e)
+		}
+		h2.noDelivery()
+		clock.Advance(30 * time.Second)
+		id2 := h2.delivered()
+		if id2 != RunID("s", 2, epoch.Add(2*time.Minute)) {
+			t.Fatalf("second run %s", id2)
+		}
+		h2.finish(id2, Result{})
+		if e := h2.event(EvStopped); e.State.RunsCompleted != 2 {
+			t.Fatalf("stopped %+v", e.State)
+		}
+	})
+	t.Run("saved but never delivered", func(t *testing.T) {
+		clock, store, boxes := newParts(t)
+		// The daemon died between saving "running" and delivering.
+		st := State{Name: "s", FirstSeen: epoch, State: Waiting}
+		id := start(&st, epoch)
+		if err := store.Save(map[string]State{"s": st}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Hour)
+		h := newHarness(t, clock, store, boxes, spec{every: time.Minute})
+		if got := h.delivered(); got != id {
+			t.Fatalf("delivered %s, want the saved run %s", got, id)
+		}
+		h.noDelivery()
+		h.finish(id, Result{})
+		if s := store.saved()["s"]; s.Runs != 1 || s.RunsCompleted != 1 {
+			t.Fatalf("saved %+v", s)
+		}
+	})
+	t.Run("still pending", func(t *testing.T) {
+		clock, store, boxes := newParts(t)
+		h := newHarness(t, clock, store, boxes, spec{every: time.Minute})
+		id := h.delivered()
+		h.shutdown()
+		clock.Advance(10 * time.Minute)
+		h2 := newHarness(t, clock, store, boxes, spec{every: time.Minute})
+		h2.noDelivery()
+		if st := h2.r.Status(); st[0].State != Running || st[0].RunID != id {
+			t.Fatalf("status %+v", st)
+		}
+		e := h2.finish(id, Result{})
+		if e.State.Runs != 1 || e.State.RunsCompleted != 1 || !e.State.NextDue.Equal(epoch.Add(11*time.Minute)) {
+			t.Fatalf("finished %+v", e.State)
+		}
+	})
+	t.Run("first seen kept", func(t *testing.T) {
+		clock, store, boxes := newParts(t)
+		h := newHarness(t, clock, store, boxes, spec{every: time.Hour})
+		id := h.delivered()
+		clock.Advance(time.Minute)
+		h.finish(id, Result{})
+		h.shutdown()
+		clock.Advance(30 * time.Minute)
+		h2 := newHarness(t, clock, store, boxes, spec{every: time.Hour})
+		if st := h2.r.Status(); !st[0].FirstSeen.Equal(epoch) || !st[0].NextDue.Equal(epoch.Add(time.Hour)) {
+			t.Fatalf("status %+v", st)
+		}
+		h2.noDelivery()
+	})
+}
+
+// Outcomes of other messages, and a second report of one, change nothing.
+func TestRunnerIgnoresOtherOutcomes(t *testing.T) {
+	clock, store, boxes := newParts(t)
+	h := newHarness(t, clock, store, boxes, spec{every: time.Minute})
+	id := h.delivered()
+	h.r.Finished("20300601T120000.000000000Z-1f2e3d4c", Result{Failed: true})
+	e := h.finish(id, Result{})
+	h.r.Finished(id, Result{Failed: true, Error: "late duplicate"})
+	clock.Advance(time.Minute)
+	h.delivered()
+	if st := h.r.Status()[0]; st.RunsCompleted != 1 || st.RunsFailed != 0 || e.State.LastError != "" {
+		t.Fatalf("status %+v", st)
+	}
+}
