@@ -311,6 +311,10 @@ func (a *agent) complete(m inbox.Message, o inbox.Outcome) bool {
 	if err != nil && !errors.Is(err, inbox.ErrAlreadyDone) {
 		a.warn("record outcome of "+m.ID, err)
 	}
+	if err == nil {
+		// A scheduled run ends with its recorded outcome.
+		a.d.outcomeRecorded(m.ID, o)
+	}
 	if _, ok := a.d.roles[a.def.Role]; ok {
 		// Room for a message the role's queue holds back (backlog_limit).
 		a.d.kickRoute()

@@ -25,6 +25,8 @@ type Status struct {
 	// Accounts are the team's Codex accounts (by its quota scope) and
 	// their usage-limit pauses.
 	Accounts []AccountStatus `json:"accounts"`
+	// Schedules are the team file's schedules and their runs.
+	Schedules []ScheduleStatus `json:"schedules"`
 }
 
 // DaemonStatus describes the daemon process.

@@ -138,6 +138,7 @@ func (d *Daemon) status() Status {
 		pending, inflight, _ := d.byName[n].box.Count()
 		return pending + inflight
 	})
+	st.Schedules = d.scheduleStatus()
 	return st
 }
 

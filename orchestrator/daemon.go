@@ -22,6 +22,7 @@ import (
 
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/team"
 )
 
@@ -38,6 +39,7 @@ type Daemon struct {
 	net      netHolds   // network holds per account (see netHolds)
 	alerts   *alertHook // nil without on_alert
 	quota    *quotaBook
+	sched    *schedule.Runner // nil without schedules
 	started  time.Time
 
 	agents  []*agent
@@ -141,6 +143,7 @@ func (d *Daemon) init() error {
 		d.byName[def.Name] = a
 	}
 	d.initHealth()
+	d.newScheduler()
 	for _, r := range d.cfg.Roles {
 		if r.Instances > 1 {
 			box, err := d.store.Box("@" + r.Name)
@@ -234,6 +237,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	// Before any agent recovers its inbox or anything is routed.
 	d.reconcile()
+	if d.sched != nil {
+		// After reconciling: a run left running is looked up in the
+		// inboxes as they stay.
+		if err := d.sched.Load(); err != nil {
+			return err
+		}
+	}
 	// Every agent's Codex is checked before the daemon says it is ready, so
 	// `batty start` and the first status already show a parked agent.
 	d.checkAll(ctx)
@@ -255,6 +265,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.events.Append(Event{Type: EvDaemonStarted, Data: map[string]any{"pid": os.Getpid(), "team": d.cfg.Name}})
 	close(d.ready)
 	d.routeAll()
+	if d.sched != nil {
+		schedCtx, stopSched := context.WithCancel(context.Background())
+		schedDone := make(chan struct{})
+		go func() {
+			defer close(schedDone)
+			if err := d.sched.Run(schedCtx); err != nil {
+				d.log.Error("Schedules stopped", "error", err)
+			}
+		}()
+		defer func() { stopSched(); <-schedDone }()
+	}
 
 	rescan := time.NewTicker(d.opts.Rescan)
 	defer rescan.Stop()

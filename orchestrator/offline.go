@@ -2,7 +2,9 @@ package orchestrator
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/battyhq/batty/team"
@@ -82,6 +84,11 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 			return err
 		}
 		st.Accounts = accountStatus(book.views(), func(n string) int { return backlogs[n] })
+		states, err := scheduleStore{l}.Load()
+		if err != nil {
+			return err
+		}
+		st.Schedules = schedulesStatus(cfg, slices.Collect(maps.Values(states)))
 		return nil
 	})
 	return st, err

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/schedule"
 )
 
 // Options tune a Daemon; zero fields take the defaults.
@@ -62,6 +63,9 @@ type Options struct {
 	// OnEvent, if set, sees every event written to the event log, after it
 	// was written (tests and benchmarks wait on it). It must not block.
 	OnEvent func(Event)
+	// ScheduleClock is the clock of the schedules (default: the system
+	// clock); tests give a schedule.FakeClock.
+	ScheduleClock schedule.Clock
 	// InboxGrace is how long a file in an inbox's new/ that is not a valid
 	// message yet is left alone (it may still be being written) before it
 	// is moved to bad/ (default inbox.DefaultGrace).

@@ -153,8 +153,12 @@ func feedLine(s string) string {
 	return b.String()
 }
 
-// shortID returns the random suffix of a message id ("1f2e3d4c").
+// shortID returns the random suffix of a message id ("1f2e3d4c"), or
+// what names a scheduled run ("schedule.nightly.3").
 func shortID(id string) string {
+	if i := strings.Index(id, "-schedule."); i >= 0 {
+		return id[i+1:]
+	}
 	if i := strings.LastIndexByte(id, '-'); i >= 0 && i+1 < len(id) {
 		return id[i+1:]
 	}
@@ -248,6 +252,8 @@ func feedText(e orchestrator.Event) (style, text string) {
 		return feedRed, fmt.Sprintf("⚠ %s%s did not answer a ping (%s); restarting it", tag, e.Agent, e.Detail)
 	case orchestrator.EvWarning:
 		return feedYellow, fmt.Sprintf("⚠ %s: %s", orDash(e.Agent), e.Detail)
+	case orchestrator.EvScheduleRunStarted, orchestrator.EvScheduleRunFinished, orchestrator.EvScheduleStopped, orchestrator.EvScheduleFailed:
+		return scheduleText(e, str, num)
 	}
 	return "", strings.TrimSpace(fmt.Sprintf("  %s %s %s", e.Type, e.Agent, e.Detail))
 }
@@ -276,4 +282,25 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// scheduleText renders a schedule's event.
+func scheduleText(e orchestrator.Event, str func(string) string, num func(string) int64) (string, string) {
+	name := str("schedule")
+	next := ""
+	if t, err := time.Parse(time.RFC3339Nano, str("next_due")); err == nil {
+		next = "; next run " + t.Local().Format("2006-01-02 15:04:05")
+	}
+	switch e.Type {
+	case orchestrator.EvScheduleRunStarted:
+		return "", fmt.Sprintf("⏲ schedule %s: run %d sent to %s (message %s)", name, num("run"), orDash(str("to")), shortID(e.Message))
+	case orchestrator.EvScheduleRunFinished:
+		if e.Detail != "" {
+			return feedYellow, fmt.Sprintf("⏲ schedule %s: run %d failed: %s%s", name, num("run"), e.Detail, next)
+		}
+		return feedGreen, fmt.Sprintf("⏲ schedule %s: run %d done (%d completed)%s", name, num("run"), num("runs_completed"), next)
+	case orchestrator.EvScheduleStopped:
+		return feedDim, fmt.Sprintf("■ schedule %s stopped: %s", name, e.Detail)
+	}
+	return feedRed, fmt.Sprintf("✘ schedule %s failed: %s", name, e.Detail)
 }

@@ -27,7 +27,9 @@ in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
 context_pct, last_error, shim_pid, restarts, parked, network}], queues
 {role: waiting}, accounts [{account, codex_home, agents, paused, reason,
 since, resume_at, probing, failed_probes, held}] (usage-limit pauses per
-account). An agent whose Codex cannot run is "parked": its "parked"
+account), schedules [{name, to, every, state, runs_completed, runs_failed,
+running, next_due, last_started, last_finished, last_error}] (the team
+file's scheduled prompts; unknown times are left out). An agent whose Codex cannot run is "parked": its "parked"
 {kind, detail, fix} says why and how to fix it, and its messages wait until
 it runs. network is null, or {state, account, since, message} while the
 agent's account cannot reach the API: "waiting" (its turn waits for the
@@ -92,6 +94,33 @@ func printStatus(w io.Writer, st orchestrator.Status) {
 		}
 	}
 	printAccounts(w, st.Accounts)
+	printSchedules(w, st.Schedules)
+}
+
+// printSchedules lists the team file's schedules: state, runs, when the
+// next is due, the last run and the last error.
+func printSchedules(w io.Writer, schedules []orchestrator.ScheduleStatus) {
+	if len(schedules) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCHEDULE	TO	EVERY	STATE	RUNS	FAILED	NEXT DUE	LAST STARTED	LAST FINISHED	LAST ERROR")
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Local().Format("2006-01-02 15:04:05")
+	}
+	for _, s := range schedules {
+		state := s.State
+		if s.Running != "" {
+			state += " (" + shorten(s.Running, 40) + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", s.Name, s.To, s.Every, state, s.RunsCompleted, s.RunsFailed,
+			when(s.NextDue), when(s.LastStarted), when(s.LastFinished), or(shorten(s.LastError, 60), "-"))
+	}
+	tw.Flush()
 }
 
 // printAccounts lists the accounts paused by a usage limit: who, why,

@@ -1,0 +1,267 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/schedule"
+	"github.com/battyhq/batty/team"
+)
+
+// schedulesName is the state file of the team's schedules (package
+// schedule): each one's state, runs and run in flight, by name.
+const schedulesName = "schedules.json"
+
+// maxSchedulesFile bounds the state file read: far above what MaxStates
+// schedules take, so that a file planted by an agent cannot exhaust memory.
+const maxSchedulesFile = 16 << 20
+
+// Event types of the schedules (schedule.Ev*), in events.jsonl.
+const (
+	EvScheduleRunStarted  = schedule.EvRunStarted
+	EvScheduleRunFinished = schedule.EvRunFinished
+	EvScheduleStopped     = schedule.EvStopped
+	EvScheduleFailed      = schedule.EvFailed
+)
+
+// ScheduleStatus is one schedule's line of status. Unknown times are left
+// out.
+type ScheduleStatus struct {
+	Name          string    `json:"name"`
+	To            string    `json:"to"`
+	Every         string    `json:"every"`
+	State         string    `json:"state"` // waiting | running | stopped | failed
+	RunsCompleted int       `json:"runs_completed"`
+	RunsFailed    int       `json:"runs_failed"`
+	Running       string    `json:"running,omitempty"` // the message id of the run in flight
+	NextDue       time.Time `json:"next_due,omitzero"`
+	LastStarted   time.Time `json:"last_started,omitzero"`
+	LastFinished  time.Time `json:"last_finished,omitzero"`
+	LastError     string    `json:"last_error"`
+}
+
+// scheduleStore keeps the schedules' states in state/schedules.json,
+// through the state directory's link-refusing, atomic writes.
+type scheduleStore struct{ l Layout }
+
+func (s scheduleStore) path() string { return filepath.Join(s.l.StateDir(), schedulesName) }
+
+// Load reads the state file; a missing one is no state. A file that does
+// not decode is an error naming it: the daemon does not start rather than
+// forget runs (and repeat them).
+func (s scheduleStore) Load() (map[string]schedule.State, error) {
+	d, err := s.l.OpenDir(subState, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]schedule.State{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state %s: %w", s.path(), err)
+	}
+	defer d.Close()
+	f, err := d.OpenFile(schedulesName, os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]schedule.State{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state %s: %w", s.path(), err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSchedulesFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("read state %s: %w", s.path(), err)
+	}
+	if len(b) > maxSchedulesFile {
+		return nil, fmt.Errorf("state file %s is larger than %d bytes: move it away to start the schedules afresh (their runs are counted from zero again)", s.path(), maxSchedulesFile)
+	}
+	states, err := schedule.Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("state file %s is corrupt (%v): move it away to start the schedules afresh (their runs are counted from zero again)", s.path(), err)
+	}
+	return states, nil
+}
+
+// Save writes the state file atomically and durably, never through a link.
+func (s scheduleStore) Save(states map[string]schedule.State) error {
+	b, err := schedule.Encode(states)
+	if err != nil {
+		return err
+	}
+	d, err := s.l.OpenDir(subState, true)
+	if err != nil {
+		return fmt.Errorf("write state %s: %w", s.path(), err)
+	}
+	defer d.Close()
+	if err := d.WriteFile(schedulesName, b, 0o600); err != nil {
+		return fmt.Errorf("write state %s: %w", s.path(), err)
+	}
+	return nil
+}
+
+// scheduleBoxes delivers scheduled runs into the team's inboxes, as
+// `batty send` from the human does: the recipient's box (a role with
+// several instances: its queue), with its backlog limit.
+type scheduleBoxes struct{ d *Daemon }
+
+// all is every box a run can be in: the agents' and the role queues.
+func (s scheduleBoxes) all() []*inbox.Box {
+	out := make([]*inbox.Box, 0, len(s.d.agents)+len(s.d.roles))
+	for _, a := range s.d.agents {
+		out = append(out, a.box)
+	}
+	for _, b := range s.d.roles {
+		out = append(out, b)
+	}
+	return out
+}
+
+// Deliver writes the run into the recipient's inbox unless its id is in
+// any box already (in done/ too): idempotent by id.
+func (s scheduleBoxes) Deliver(spec team.Schedule, id string, at time.Time) error {
+	copies, err := inbox.Find(id, s.all())
+	if err != nil {
+		return err
+	}
+	if len(copies) > 0 {
+		return nil
+	}
+	box, err := s.box(spec.To)
+	if err != nil {
+		return err
+	}
+	_, err = box.Deliver(inbox.Message{ID: id, From: team.Human, To: spec.To, Body: spec.Prompt, CreatedAt: at.UTC()})
+	if errors.Is(err, inbox.ErrExists) {
+		return nil
+	}
+	return err
+}
+
+// box is the box a message to to goes to.
+func (s scheduleBoxes) box(to string) (*inbox.Box, error) {
+	agents, err := s.d.cfg.ResolveRecipient(to)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(agents) == 0:
+		return nil, fmt.Errorf("a schedule cannot send to %s", to)
+	case len(agents) > 1:
+		if b := s.d.roles[agents[0].Role]; b != nil {
+			return b, nil
+		}
+	default:
+		if a := s.d.byName[agents[0].Name]; a != nil {
+			return a.box, nil
+		}
+	}
+	return nil, fmt.Errorf("no inbox for %s", to)
+}
+
+// Lookup says where run id stands, with its result once recorded.
+func (s scheduleBoxes) Lookup(id string) (int, schedule.Result, error) {
+	copies, err := inbox.Find(id, s.all())
+	if err != nil {
+		return schedule.Pending, schedule.Result{}, err
+	}
+	for _, c := range copies {
+		if c.State == inbox.StateDone && c.Msg.Outcome != nil {
+			return schedule.Recorded, runResult(*c.Msg.Outcome), nil
+		}
+	}
+	if len(copies) > 0 {
+		return schedule.Pending, schedule.Result{}, nil
+	}
+	return schedule.Missing, schedule.Result{}, nil
+}
+
+// runResult is what a recorded outcome means for a scheduled run.
+func runResult(o inbox.Outcome) schedule.Result {
+	r := schedule.Result{Recorded: true}
+	if o.Status != inbox.StatusCompleted {
+		r.Failed = true
+		r.Error = o.Status
+		if o.Failure != "" {
+			r.Error += " " + o.Failure
+		}
+		if o.Error != "" {
+			r.Error += ": " + o.Error
+		}
+	}
+	return r
+}
+
+// newScheduler prepares the runner of the team's schedules (nil without
+// any schedule and no state file to keep).
+func (d *Daemon) newScheduler() {
+	if len(d.cfg.Schedules) == 0 {
+		return
+	}
+	clock := d.opts.ScheduleClock
+	if clock == nil {
+		clock = schedule.SystemClock()
+	}
+	d.sched = schedule.New(d.cfg.Schedules, clock, scheduleBoxes{d}, scheduleStore{d.layout}, d.log.Named("schedule"), d.scheduleEvent)
+}
+
+// scheduleEvent writes a schedule's event to the event log.
+func (d *Daemon) scheduleEvent(e schedule.Event) {
+	data := map[string]any{"schedule": e.Schedule, "state": e.State.State, "runs_completed": e.State.RunsCompleted,
+		"next_due": e.State.NextDue}
+	if e.Run > 0 {
+		data["run"] = e.Run
+	}
+	if e.Kind == schedule.EvRunStarted {
+		if s, ok := d.scheduleSpec(e.Schedule); ok {
+			data["to"] = s.To
+		}
+	}
+	d.events.Append(Event{Type: e.Kind, Message: e.ID, Detail: e.Detail, Data: data})
+}
+
+func (d *Daemon) scheduleSpec(name string) (team.Schedule, bool) {
+	for _, s := range d.cfg.Schedules {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return team.Schedule{}, false
+}
+
+// outcomeRecorded tells the schedules that message id's outcome o is on
+// disk: a scheduled run finishes with it. Safe from any goroutine.
+func (d *Daemon) outcomeRecorded(id string, o inbox.Outcome) {
+	if d.sched != nil {
+		d.sched.Finished(id, runResult(o))
+	}
+}
+
+// scheduleStatus is the status of every schedule of the team file.
+func (d *Daemon) scheduleStatus() []ScheduleStatus {
+	out := []ScheduleStatus{}
+	if d.sched == nil {
+		return out
+	}
+	return schedulesStatus(d.cfg, d.sched.Status())
+}
+
+// schedulesStatus joins the team file's schedules with their states.
+func schedulesStatus(cfg *team.Config, states []schedule.State) []ScheduleStatus {
+	by := map[string]schedule.State{}
+	for _, st := range states {
+		by[st.Name] = st
+	}
+	out := []ScheduleStatus{}
+	for _, s := range cfg.Schedules {
+		st, ok := by[s.Name]
+		if !ok {
+			st = schedule.State{State: schedule.Waiting}
+		}
+		out = append(out, ScheduleStatus{Name: s.Name, To: s.To, Every: s.Every.String(), State: st.State,
+			RunsCompleted: st.RunsCompleted, RunsFailed: st.RunsFailed, Running: st.RunID, NextDue: st.NextDue,
+			LastStarted: st.LastStarted, LastFinished: st.LastFinished, LastError: st.LastError})
+	}
+	return out
+}

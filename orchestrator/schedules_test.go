@@ -1,0 +1,180 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/schedule"
+)
+
+// withClock gives the daemon's schedules clock.
+func withClock(c schedule.Clock) func(*Options) {
+	return func(o *Options) { o.ScheduleClock = c }
+}
+
+// scheduleOf returns the status of schedule name.
+func scheduleOf(t *testing.T, st *Status, name string) ScheduleStatus {
+	t.Helper()
+	for _, s := range st.Schedules {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no schedule %s in %+v", name, st.Schedules)
+	return ScheduleStatus{}
+}
+
+// scheduleJSON returns schedule name of the status as `batty status --json`
+// prints it.
+func scheduleJSON(t *testing.T, st *Status, name string) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Schedules []map[string]any `json:"schedules"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range v.Schedules {
+		if s["name"] == name {
+			return s
+		}
+	}
+	t.Fatalf("no schedule %s in %s", name, b)
+	return nil
+}
+
+func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
+	p := newProjectWith(t, "timeouts:\n  shutdown: 5s\nschedules:\n"+
+		"  - {name: hourly, to: worker, prompt: \"scheduled hello\", every: 1h}\n"+
+		"  - {name: never, to: worker, prompt: x, every: 1m, max_runs: 0}\n",
+		"  - name: worker\n")
+	t0 := time.Now().Truncate(time.Second)
+	clock := schedule.NewFakeClock(t0)
+	r := p.start(withClock(clock))
+	// The first run is due when the daemon first sees the schedule.
+	started := r.waitEvent(t, "run started", func(e Event) bool { return e.Type == EvScheduleRunStarted })
+	id := started.Message
+	if id != schedule.RunID("hourly", 1, t0) || started.Data["to"] != "worker" {
+		t.Fatalf("run started %+v", started)
+	}
+	if st := r.finished(t, id); st != inbox.StatusCompleted {
+		t.Fatalf("run %s: %s", id, st)
+	}
+	r.waitEvent(t, "run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished && e.Message == id })
+
+	st := call(t, p, Request{Op: OpStatus}).Status
+	s := scheduleOf(t, st, "hourly")
+	if s.State != schedule.Waiting || s.To != "worker" || s.RunsCompleted != 1 || s.RunsFailed != 0 || s.LastError != "" ||
+		!s.NextDue.Equal(t0.Add(time.Hour)) || !s.LastStarted.Equal(t0) || s.LastFinished.IsZero() {
+		t.Fatalf("status %+v", s)
+	}
+	js := scheduleJSON(t, st, "never")
+	for _, k := range []string{"name", "to", "state", "runs_completed", "last_error"} {
+		if _, ok := js[k]; !ok {
+			t.Errorf("status JSON of a schedule lacks %q: %v", k, js)
+		}
+	}
+	for _, k := range []string{"next_due", "last_started", "last_finished"} {
+		if _, ok := js[k]; ok {
+			t.Errorf("status JSON shows the unknown time %q: %v", k, js)
+		}
+	}
+	if js["state"] != schedule.Stopped {
+		t.Errorf("max_runs 0: state %v, want stopped", js["state"])
+	}
+	// The reply reaches the human like a reply to batty send, naming the
+	// run (and with it the schedule) it answers.
+	replies, _ := p.box("human").Pending()
+	if len(replies) != 1 || replies[0].InReplyTo != id || !strings.Contains(replies[0].InReplyTo, "schedule.hourly.") || replies[0].Body != "ECHO:scheduled hello" {
+		t.Fatalf("human inbox %+v", replies)
+	}
+
+	// A restart half an hour later neither repeats the run nor forgets it.
+	r.stop(t)
+	clock = schedule.NewFakeClock(t0.Add(30 * time.Minute))
+	r = p.start(withClock(clock))
+	st = call(t, p, Request{Op: OpStatus}).Status
+	if s := scheduleOf(t, st, "hourly"); s.State != schedule.Waiting || s.RunsCompleted != 1 || !s.NextDue.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("status after restart %+v", s)
+	}
+	if n := p.deliveries(id); n != 1 {
+		t.Fatalf("run 1 ran %d times", n)
+	}
+	clock.Set(t0.Add(time.Hour))
+	id2 := r.waitEvent(t, "second run", func(e Event) bool { return e.Type == EvScheduleRunStarted }).Message
+	if id2 != schedule.RunID("hourly", 2, t0.Add(time.Hour)) {
+		t.Fatalf("second run %s", id2)
+	}
+	r.waitEvent(t, "second run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished && e.Message == id2 })
+	if s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "hourly"); s.RunsCompleted != 2 || !s.NextDue.Equal(t0.Add(2*time.Hour)) {
+		t.Fatalf("status after the second run %+v", s)
+	}
+
+	// A stopped team's status reads the schedules from their state file.
+	r.stop(t)
+	off, err := OfflineStatus(p.cfg, p.layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := scheduleOf(t, &off, "hourly"); s.RunsCompleted != 2 || s.State != schedule.Waiting {
+		t.Fatalf("offline status %+v", s)
+	}
+}
+
+// A usage limit defers a scheduled run like any other message: the run
+// waits (running), it does not fail, and completes once the pause ends.
+func TestScheduleRunDeferredByQuotaPause(t *testing.T) {
+	printed := time.Now().Add(2 * time.Hour).Truncate(time.Minute).UTC()
+	p := newProjectWith(t, fmt.Sprintf("timeouts:\n  shutdown: 5s\nschedules:\n  - {name: q, to: worker, prompt: \"scenario:quota:%d\", every: 1h}\n", printed.Unix()),
+		"  - name: worker\n")
+	r := p.start(withClock(schedule.NewFakeClock(time.Now())))
+	started := r.waitEvent(t, "run started", func(e Event) bool { return e.Type == EvScheduleRunStarted })
+	id := started.Message
+	r.waitEvent(t, "requeue", func(e Event) bool { return e.Type == EvRequeued && e.Message == id })
+	st := call(t, p, Request{Op: OpStatus}).Status
+	if s := scheduleOf(t, st, "q"); s.State != schedule.Running || s.Running != id || s.LastError != "" || s.RunsFailed != 0 {
+		t.Fatalf("schedule during the quota pause %+v", s)
+	}
+	if acc := accountOf(t, st, "worker"); !acc.Paused {
+		t.Fatalf("account not paused: %+v", acc)
+	}
+	call(t, p, Request{Op: OpResume})
+	e := r.waitEvent(t, "run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished && e.Message == id })
+	if e.Detail != "" {
+		t.Fatalf("run finished with %q", e.Detail)
+	}
+	if s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "q"); s.State != schedule.Waiting || s.RunsCompleted != 1 || s.RunsFailed != 0 {
+		t.Fatalf("schedule after the pause %+v", s)
+	}
+	if r.count(EvScheduleRunStarted, "") != 1 {
+		t.Fatalf("the deferred run was started again")
+	}
+}
+
+// A failed run stops the schedule as failed, with the run's error.
+func TestScheduleFailedRunStopsIt(t *testing.T) {
+	p := newProjectWith(t, "max_attempts: 1\ntimeouts:\n  shutdown: 5s\nschedules:\n  - {name: f, to: worker, prompt: \"scenario:servererror\", every: 1m}\n",
+		"  - name: worker\n")
+	clock := schedule.NewFakeClock(time.Now())
+	r := p.start(withClock(clock))
+	e := r.waitEvent(t, "schedule failed", func(e Event) bool { return e.Type == EvScheduleFailed })
+	if !strings.Contains(e.Detail, "failed") {
+		t.Fatalf("failed with %q", e.Detail)
+	}
+	s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "f")
+	if s.State != schedule.Failed || s.RunsFailed != 1 || s.LastError == "" {
+		t.Fatalf("status %+v", s)
+	}
+	clock.Advance(time.Hour)
+	if n := r.count(EvScheduleRunStarted, ""); n != 1 {
+		t.Fatalf("%d runs started after the failure", n)
+	}
+}
