@@ -123,6 +123,9 @@ type Response struct {
 	// Retried answers resume: the failed agents (crash loop) it has tried
 	// again at once, ending their cool-down.
 	Retried []string `json:"retried,omitempty"`
+	// Schedules answers resume: the failed schedules it has put back to
+	// waiting.
+	Schedules []string `json:"schedules,omitempty"`
 }
 
 // ErrNotRunning is returned by Call when no daemon listens on the socket.

@@ -51,7 +51,11 @@ func (d *Daemon) control(req Request) Response {
 				retried = append(retried, a.def.Name)
 			}
 		}
-		return Response{OK: true, Changed: changed, Rechecked: d.recheckAll(), Retried: retried}
+		resp := Response{OK: true, Changed: changed, Rechecked: d.recheckAll(), Retried: retried}
+		if d.sched != nil {
+			resp.Schedules = d.sched.Resume()
+		}
+		return resp
 	case OpReset:
 		a, ok := d.byName[req.Agent]
 		if !ok {

@@ -265,3 +265,26 @@ func schedulesStatus(cfg *team.Config, states []schedule.State) []ScheduleStatus
 	}
 	return out
 }
+
+// OfflineResumeSchedules puts the failed schedules of a stopped team back
+// to waiting in its state file (`batty resume` with no daemon) and returns
+// their names.
+func OfflineResumeSchedules(cfg *team.Config, l Layout) ([]string, error) {
+	var names []string
+	err := withLock(l, func() error {
+		store := scheduleStore{l}
+		states, err := store.Load()
+		if err != nil {
+			return err
+		}
+		var all []string
+		for _, s := range cfg.Schedules {
+			all = append(all, s.Name)
+		}
+		if names = schedule.ResumeFailed(states, all); names == nil {
+			return nil
+		}
+		return store.Save(states)
+	})
+	return names, err
+}

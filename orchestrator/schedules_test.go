@@ -177,4 +177,26 @@ func TestScheduleFailedRunStopsIt(t *testing.T) {
 	if n := r.count(EvScheduleRunStarted, ""); n != 1 {
 		t.Fatalf("%d runs started after the failure", n)
 	}
+	// batty resume runs it again: at once, an hour of ticks having passed.
+	if resp := call(t, p, Request{Op: OpResume}); len(resp.Schedules) != 1 || resp.Schedules[0] != "f" {
+		t.Fatalf("resume answered %+v", resp)
+	}
+	e = r.waitEvent(t, "second run", func(e Event) bool { return e.Type == EvScheduleRunStarted && e.Data["run"] == 2 })
+	if e.Message != schedule.RunID("f", 2, clock.Now()) {
+		t.Fatalf("second run %s", e.Message)
+	}
+	r.waitEvent(t, "failed again", func(e Event) bool { return e.Type == EvScheduleFailed && e.Data["runs_completed"] == 2 })
+	r.stop(t)
+	// With the daemon stopped, resume changes the state file.
+	names, err := OfflineResumeSchedules(p.cfg, p.layout)
+	if err != nil || len(names) != 1 {
+		t.Fatalf("offline resume: %v, %v", names, err)
+	}
+	off, err := OfflineStatus(p.cfg, p.layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := scheduleOf(t, &off, "f"); s.State != schedule.Waiting || s.RunsCompleted != 2 || s.RunsFailed != 2 {
+		t.Fatalf("offline status after resume %+v", s)
+	}
 }

@@ -131,7 +131,8 @@ func (r *Runner) Load() error {
 		where, res, err := r.deliver.Lookup(st.RunID)
 		switch {
 		case err != nil:
-			return fmt.Errorf("schedule %s: look up run %s: %w", spec.Name, st.RunID, err)
+			// Left running: its outcome, once recorded, still finishes it.
+			r.log.Warn("Cannot tell where a scheduled run stands; waiting for its outcome", "schedule", spec.Name, "id", st.RunID, "error", err)
 		case where == Recorded:
 			res.Recorded = true
 			r.finish(spec, st.RunID, res, now)
@@ -354,4 +355,44 @@ func (r *Runner) saveLogged() {
 	if err := r.save(); err != nil && !errors.Is(err, context.Canceled) {
 		r.log.Error("Saving the schedules' state failed", "error", err)
 	}
+}
+
+// Resume puts every failed schedule of the team file back to waiting (its
+// count and last error kept): its next run is due at the first tick after
+// the run that failed, at once when that has passed. It returns their
+// names (none: nil). Safe from any goroutine; the loop starts the runs.
+func (r *Runner) Resume() []string {
+	var names []string
+	r.mu.Lock()
+	for _, spec := range r.specs {
+		if st, ok := r.states[spec.Name]; ok && st.State == Failed {
+			st.State = Waiting
+			r.states[spec.Name] = st
+			names = append(names, spec.Name)
+		}
+	}
+	r.mu.Unlock()
+	if names == nil {
+		return nil
+	}
+	r.saveLogged()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+	return names
+}
+
+// ResumeFailed is Resume for states at rest (no Runner runs): failed
+// schedules among names go back to waiting. It returns their names.
+func ResumeFailed(states map[string]State, names []string) []string {
+	var out []string
+	for _, n := range names {
+		if st, ok := states[n]; ok && st.State == Failed {
+			st.State = Waiting
+			states[n] = st
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -269,6 +269,19 @@ func TestRunnerFailureStops(t *testing.T) {
 	if st := store.saved()["s"]; st.State != Failed {
 		t.Fatalf("saved %+v", st)
 	}
+	// Resumed, it runs at once (its ticks passed), counts kept.
+	if names := h.r.Resume(); len(names) != 1 || names[0] != "s" {
+		t.Fatalf("Resume = %v", names)
+	}
+	if id := h.delivered(); id != RunID("s", 2, epoch.Add(time.Hour)) {
+		t.Fatalf("run after resume %s", id)
+	}
+	if st := h.r.Status()[0]; st.RunsCompleted != 1 || st.RunsFailed != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	if names := h.r.Resume(); names != nil {
+		t.Fatalf("Resume of a running schedule = %v", names)
+	}
 }
 
 func TestRunnerOnErrorContinue(t *testing.T) {

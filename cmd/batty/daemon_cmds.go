@@ -397,6 +397,9 @@ saved, so it holds across restarts.`
 			if errors.Is(err, orchestrator.ErrNotRunning) {
 				running = false
 				changed, err = orchestrator.OfflinePause(p.Layout, pause, reason)
+				if err == nil && !pause {
+					resp.Schedules, err = offlineResumeSchedules(p)
+				}
 			}
 			if err != nil {
 				return err
@@ -404,6 +407,7 @@ saved, so it holds across restarts.`
 			fmt.Fprintln(cmd.OutOrStdout(), pauseOutcome(pause, changed, running))
 			announceRetry(cmd.OutOrStdout(), resp.Retried)
 			announceRecheck(cmd.OutOrStdout(), resp.Rechecked)
+			announceSchedules(cmd.OutOrStdout(), resp.Schedules, running)
 			return nil
 		},
 	}
@@ -438,6 +442,28 @@ func resumeAgent(w io.Writer, p orchestrator.Project, name string) error {
 		fmt.Fprintf(w, "batty: %s is neither failed nor parked; nothing to retry (`batty resume` without a name releases a paused team)\n", name)
 	}
 	return nil
+}
+
+// offlineResumeSchedules puts a stopped team's failed schedules back to
+// waiting.
+func offlineResumeSchedules(p orchestrator.Project) ([]string, error) {
+	cfg, err := team.Load(p.TeamFile)
+	if err != nil {
+		return nil, err
+	}
+	return orchestrator.OfflineResumeSchedules(cfg, p.Layout)
+}
+
+// announceSchedules says which failed schedules `batty resume` has put
+// back to waiting (nothing when none was failed).
+func announceSchedules(w io.Writer, names []string, running bool) {
+	switch {
+	case len(names) == 0:
+	case running:
+		fmt.Fprintf(w, "batty: schedule(s) %s run again (they had failed); `batty status` shows when\n", strings.Join(names, ", "))
+	default:
+		fmt.Fprintf(w, "batty: schedule(s) %s run again once `batty start` starts the team (they had failed)\n", strings.Join(names, ", "))
+	}
 }
 
 // announceRetry says which failed agents `batty resume` has tried again
