@@ -1,8 +1,11 @@
 package orchestrator
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +201,57 @@ func TestScheduleFailedRunStopsIt(t *testing.T) {
 	}
 	if s := scheduleOf(t, &off, "f"); s.State != schedule.Waiting || s.RunsCompleted != 2 || s.RunsFailed != 2 {
 		t.Fatalf("offline status after resume %+v", s)
+	}
+}
+
+// A state file that does not decode, or a link planted in its place, stops
+// the daemon at start with an error naming it: its runs are neither
+// forgotten (and repeated) nor read through the link.
+func TestScheduleStateFileRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, path string)
+		want  string
+	}{
+		{"garbage", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(`{"schedules":[{"name":"Bad!","state":"waiting"}]}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "is corrupt"},
+		{"link", func(t *testing.T, path string) {
+			target := filepath.Join(t.TempDir(), "elsewhere.json")
+			if err := os.WriteFile(target, []byte(`{"schedules":[]}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, path); err != nil {
+				t.Fatal(err)
+			}
+		}, "symbolic link"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProjectWith(t, "schedules:\n  - {name: s, to: worker, prompt: p, every: 1h}\n", "  - name: worker\n")
+			if err := p.layout.MkdirAll(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(p.layout.StateDir(), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(p.layout.StateDir(), schedulesName)
+			tc.plant(t, path)
+			self, _ := os.Executable()
+			d, err := New(p.cfg, p.layout, Options{ShimCommand: []string{self}, ShimEnv: p.shimEnv(), NoCgroup: true})
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			err = d.Run(context.Background())
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Run = %v; want an error naming %s (%s)", err, path, tc.want)
+			}
+			select {
+			case <-d.Ready():
+				t.Fatal("the daemon said it was ready")
+			default:
+			}
+		})
 	}
 }
