@@ -444,28 +444,6 @@ func resumeAgent(w io.Writer, p orchestrator.Project, name string) error {
 	return nil
 }
 
-// offlineResumeSchedules puts a stopped team's failed schedules back to
-// waiting.
-func offlineResumeSchedules(p orchestrator.Project) ([]string, error) {
-	cfg, err := team.Load(p.TeamFile)
-	if err != nil {
-		return nil, err
-	}
-	return orchestrator.OfflineResumeSchedules(cfg, p.Layout)
-}
-
-// announceSchedules says which failed schedules `batty resume` has put
-// back to waiting (nothing when none was failed).
-func announceSchedules(w io.Writer, names []string, running bool) {
-	switch {
-	case len(names) == 0:
-	case running:
-		fmt.Fprintf(w, "batty: schedule(s) %s run again (they had failed); `batty status` shows when\n", strings.Join(names, ", "))
-	default:
-		fmt.Fprintf(w, "batty: schedule(s) %s run again once `batty start` starts the team (they had failed)\n", strings.Join(names, ", "))
-	}
-}
-
 // announceRetry says which failed agents `batty resume` has tried again
 // (nothing when none was failed).
 func announceRetry(w io.Writer, agents []string) {
