@@ -143,7 +143,6 @@ func (d *Daemon) init() error {
 		d.byName[def.Name] = a
 	}
 	d.initHealth()
-	d.newScheduler()
 	for _, r := range d.cfg.Roles {
 		if r.Instances > 1 {
 			box, err := d.store.Box("@" + r.Name)
@@ -154,6 +153,7 @@ func (d *Daemon) init() error {
 			d.roles[r.Name] = box
 		}
 	}
+	d.newScheduler()
 	return nil
 }
 

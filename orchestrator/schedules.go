@@ -193,8 +193,8 @@ func runResult(o inbox.Outcome) schedule.Result {
 	return r
 }
 
-// newScheduler prepares the runner of the team's schedules (nil without
-// any schedule and no state file to keep).
+// newScheduler prepares the runner of the team's schedules (d.sched stays
+// nil without any: their state file, if any, is left as it is).
 func (d *Daemon) newScheduler() {
 	if len(d.cfg.Schedules) == 0 {
 		return

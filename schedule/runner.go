@@ -75,6 +75,7 @@ type Runner struct {
 	log     hclog.Logger
 	onEvent func(Event)
 
+	saveMu   sync.Mutex // held across a snapshot and its save: saves land in order
 	mu       sync.Mutex
 	states   map[string]State  // every known schedule's state, also of schedules gone from the file
 	finished map[string]Result // recorded outcomes not yet applied, by message id
@@ -251,6 +252,11 @@ func (r *Runner) startDue() time.Time {
 	for _, spec := range r.specs {
 		now := r.clock.Now()
 		st := r.state(spec.Name)
+		if st.State != Waiting {
+			// Only Resume changes a schedule at rest (failed → waiting):
+			// never written back from a stale copy here.
+			continue
+		}
 		before := st.State
 		due := plan(spec, &st, now)
 		r.setState(st)
@@ -337,6 +343,8 @@ func (r *Runner) setState(st State) {
 
 // save persists every state.
 func (r *Runner) save() error {
+	r.saveMu.Lock()
+	defer r.saveMu.Unlock()
 	r.mu.Lock()
 	snap := make(map[string]State, len(r.states))
 	for k, v := range r.states {
