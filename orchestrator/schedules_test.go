@@ -255,3 +255,20 @@ func TestScheduleStateFileRefused(t *testing.T) {
 		})
 	}
 }
+
+// A run to a role with several instances goes through the role's queue, as
+// `batty send <role>` does, and finishes with the instance's outcome.
+func TestScheduleToARoleGoesThroughItsQueue(t *testing.T) {
+	p := newProjectWith(t, "timeouts:\n  shutdown: 5s\nschedules:\n  - {name: r, to: eng, prompt: \"to the role\", every: 1h}\n",
+		"  - name: eng\n    instances: 2\n")
+	r := p.start(withClock(schedule.NewFakeClock(time.Now())))
+	id := r.waitEvent(t, "run started", func(e Event) bool { return e.Type == EvScheduleRunStarted }).Message
+	routed := r.waitEvent(t, "routed", func(e Event) bool { return e.Type == EvRouted && e.Message == id })
+	if !strings.HasPrefix(routed.Agent, "eng-") {
+		t.Fatalf("routed to %q", routed.Agent)
+	}
+	e := r.waitEvent(t, "run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished && e.Message == id })
+	if e.Detail != "" || e.Data["runs_completed"] != 1 {
+		t.Fatalf("run finished %+v", e)
+	}
+}
