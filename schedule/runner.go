@@ -144,17 +144,24 @@ func (r *Runner) Load() error {
 			}
 		}
 	}
+	var ended []State
 	for _, spec := range r.specs {
 		st := r.state(spec.Name)
 		before := st.State
 		plan(spec, &st, now)
 		r.setState(st)
 		if st.State != before {
-			r.stopped(st)
+			ended = append(ended, st)
 		}
 	}
 	r.loaded = true
-	return r.save()
+	if err := r.save(); err != nil {
+		return err
+	}
+	for _, st := range ended {
+		r.stopped(st)
+	}
+	return nil
 }
 
 // Finished tells the Runner that the outcome of message id was recorded.
@@ -232,16 +239,11 @@ func (r *Runner) applyFinished() {
 		return
 	}
 	now := r.clock.Now()
-	changed := false
 	for _, spec := range r.specs {
 		st := r.state(spec.Name)
 		if res, ok := done[st.RunID]; ok && st.State == Running {
 			r.finish(spec, st.RunID, res, now)
-			changed = true
 		}
-	}
-	if changed {
-		r.saveLogged()
 	}
 }
 
@@ -261,8 +263,8 @@ func (r *Runner) startDue() time.Time {
 		due := plan(spec, &st, now)
 		r.setState(st)
 		if st.State != before {
-			r.stopped(st)
 			r.saveLogged()
+			r.stopped(st)
 		}
 		if !due {
 			continue
@@ -273,12 +275,10 @@ func (r *Runner) startDue() time.Time {
 		// id at the next start, never a second run.
 		if err := r.save(); err != nil {
 			r.finish(spec, id, Result{Failed: true, Error: "saving the schedule's state failed: " + err.Error()}, now)
-			r.saveLogged()
 			continue
 		}
 		if err := r.deliver.Deliver(spec, id, st.LastStarted); err != nil {
 			r.finish(spec, id, Result{Failed: true, Error: "delivery refused: " + err.Error()}, now)
-			r.saveLogged()
 			continue
 		}
 		r.emit(Event{Kind: EvRunStarted, Schedule: spec.Name, Run: st.Runs, ID: id, State: st})
@@ -292,7 +292,8 @@ func (r *Runner) startDue() time.Time {
 	return wake
 }
 
-// finish ends run id of spec with res at now and reports it.
+// finish ends run id of spec with res at now, saves it and then reports
+// it.
 func (r *Runner) finish(spec team.Schedule, id string, res Result, now time.Time) {
 	st := r.state(spec.Name)
 	run := st.Runs
@@ -301,6 +302,7 @@ func (r *Runner) finish(spec team.Schedule, id string, res Result, now time.Time
 		plan(spec, &st, now)
 	}
 	r.setState(st)
+	r.saveLogged()
 	r.emit(Event{Kind: EvRunFinished, Schedule: spec.Name, Run: run, ID: id, Detail: res.Error, State: st})
 	r.stopped(st)
 }

@@ -359,7 +359,8 @@ func newPauseCmd(pause bool) *cobra.Command {
 before its reset time, or an auth pause. It says so when nothing was
 paused. With the daemon stopped it changes the saved state, which the next
 start uses. It also tries failed agents (crash loop) again at once, ending
-their cool-down, and checks the codex of parked agents again.
+their cool-down, checks the codex of parked agents again, and puts failed
+schedules back to waiting (their next run is due at once if a tick passed).
 
 With an agent name it acts on that agent only: a failed agent is tried
 again at once, a parked one checked again; the dispatch gate is left as
