@@ -272,3 +272,39 @@ func TestScheduleToARoleGoesThroughItsQueue(t *testing.T) {
 		t.Fatalf("run finished %+v", e)
 	}
 }
+
+// A daemon stopped while a run is in flight leaves it running: the restarted
+// daemon redelivers its message (the inbox's own recovery) and starts no
+// second run; the run counts once when its outcome is recorded.
+func TestScheduleRunInFlightAcrossARestart(t *testing.T) {
+	p := newProjectWith(t, "timeouts:\n  shutdown: 1s\nschedules:\n  - {name: slow, to: worker, prompt: \"scenario:slowfirst:30\", every: 1h}\n",
+		"  - name: worker\n")
+	t0 := time.Now()
+	r := p.start(withClock(schedule.NewFakeClock(t0)))
+	id := r.waitEvent(t, "run started", func(e Event) bool { return e.Type == EvScheduleRunStarted }).Message
+	r.waitEvent(t, "delivered", func(e Event) bool { return e.Type == EvDelivered && e.Message == id })
+	r.stop(t)
+	off, err := OfflineStatus(p.cfg, p.layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := scheduleOf(t, &off, "slow"); s.State != schedule.Running || s.Running != id {
+		t.Fatalf("stopped mid-run: %+v", s)
+	}
+
+	r = p.start(withClock(schedule.NewFakeClock(t0.Add(time.Minute))))
+	e := r.waitEvent(t, "run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished })
+	if e.Message != id || e.Detail != "" {
+		t.Fatalf("finished %+v, want run %s completed", e, id)
+	}
+	if n := r.count(EvScheduleRunStarted, ""); n != 0 {
+		t.Fatalf("the restarted daemon started %d runs", n)
+	}
+	s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "slow")
+	if s.State != schedule.Waiting || s.RunsCompleted != 1 || !s.NextDue.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("status %+v", s)
+	}
+	if n := p.deliveries(id); n != 2 {
+		t.Fatalf("the run's message ran %d times, want 2 (cut off, then redelivered)", n)
+	}
+}
