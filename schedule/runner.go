@@ -83,8 +83,8 @@ type Runner struct {
 	loaded   bool              // Load ran (Run's goroutine, or before Run)
 }
 
-// New returns a Runner of specs. onEvent (may be nil) is called from Run's
-// goroutine.
+// New returns a Runner of specs. onEvent (may be nil) is called from the
+// goroutines of Load and Run, one at a time; it must not block.
 func New(specs []team.Schedule, clock Clock, d Deliverer, store Store, log hclog.Logger, onEvent func(Event)) *Runner {
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -109,9 +109,11 @@ func (r *Runner) Load() error {
 		return err
 	}
 	now := r.clock.Now()
+	was := map[string]string{} // the states as saved
 	r.mu.Lock()
 	r.states = loaded
 	for _, spec := range r.specs {
+		was[spec.Name] = r.states[spec.Name].State
 		st, ok := r.states[spec.Name]
 		switch {
 		case !ok:
@@ -137,20 +139,23 @@ func (r *Runner) Load() error {
 		case where == Recorded:
 			res.Recorded = true
 			r.finish(spec, st.RunID, res, now)
+			was[spec.Name] = r.state(spec.Name).State // finish told it
 		case where == Missing:
 			r.log.Info("Delivering a scheduled run the daemon did not deliver before it stopped", "schedule", spec.Name, "id", st.RunID)
 			if err := r.deliver.Deliver(spec, st.RunID, st.LastStarted); err != nil {
 				r.finish(spec, st.RunID, Result{Failed: true, Error: "delivery refused: " + err.Error()}, now)
+				was[spec.Name] = r.state(spec.Name).State
 			}
 		}
 	}
 	var ended []State
 	for _, spec := range r.specs {
 		st := r.state(spec.Name)
-		before := st.State
 		plan(spec, &st, now)
 		r.setState(st)
-		if st.State != before {
+		if st.State != was[spec.Name] {
+			// Told once: a schedule that stopped before this start is not
+			// announced again.
 			ended = append(ended, st)
 		}
 	}

@@ -453,3 +453,28 @@ func TestRunnerIgnoresOtherOutcomes(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 }
+
+// A schedule that stopped or failed before a restart is not announced
+// again; one that stops at the restart is, once.
+func TestRunnerRestartAnnouncesOnce(t *testing.T) {
+	clock, store, boxes := newParts(t)
+	h := newHarness(t, clock, store, boxes, spec{name: "never", every: time.Minute, maxRuns: intp(0)}, spec{every: time.Minute, maxRuns: intp(1)})
+	h.event(EvStopped)
+	id := h.delivered()
+	h.shutdown()
+	boxes.record(id, Result{Recorded: true})
+	h2 := newHarness(t, clock, store, boxes, spec{name: "never", every: time.Minute, maxRuns: intp(0)}, spec{every: time.Minute, maxRuns: intp(1)})
+	if e := h2.event(EvStopped); e.Schedule != "s" {
+		t.Fatalf("stopped %+v", e)
+	}
+	h2.shutdown()
+	h3 := newHarness(t, clock, store, boxes, spec{name: "never", every: time.Minute, maxRuns: intp(0)}, spec{every: time.Minute, maxRuns: intp(1)})
+	h3.shutdown()
+	close(h3.events)
+	for e := range h3.events {
+		t.Errorf("announced again at a restart: %+v", e)
+	}
+	if st := store.saved(); st["s"].State != Stopped || st["never"].State != Stopped || st["s"].RunsCompleted != 1 {
+		t.Fatalf("saved %+v", st)
+	}
+}
