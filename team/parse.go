@@ -341,6 +341,8 @@ func (p *parser) role(n *yaml.Node, cfg *Config) *roleDraft {
 		if s, ok := p.name(e.val, "role name"); ok {
 			if s == Human {
 				p.add(e.val, `"human" always means the person running batty; pick another name`, "role name %q is reserved", s)
+			} else if slices.Contains(StateNames, s) {
+				p.add(e.val, fmt.Sprintf("batty keeps its own state in .batty/state/%s.json, next to each agent's; pick another name", s), "role name %q is reserved", s)
 			} else {
 				r.Name, r.nameNode = s, e.val
 			}

@@ -130,6 +130,8 @@ func TestParseErrors(t *testing.T) {
 			`team.yaml:3:11: agent name "` + strings.Repeat("a", 38) + `-10" would be 41 characters long; the limit is 40 (shorten the role name to at most 37 characters)`},
 		{"reserved human", "name: t\nroles:\n  - name: human\n",
 			`team.yaml:3:11: role name "human" is reserved ("human" always means the person running batty; pick another name)`},
+		{"reserved state name", "name: t\nroles:\n  - name: quota\n",
+			`team.yaml:3:11: role name "quota" is reserved (batty keeps its own state in .batty/state/quota.json, next to each agent's; pick another name)`},
 		{"instances zero", "name: t\nroles:\n  - name: a\n    instances: 0\n",
 			`team.yaml:4:16: instances must be between 1 and 100, got 0`},
 		{"too many agents", "name: t\nroles:\n  - name: a\n    instances: 100\n  - name: b\n    instances: 100\n  - name: c\n    instances: 57\n  - name: d\n",

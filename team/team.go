@@ -24,6 +24,11 @@ import (
 // batty. It may not be used as a role name; every agent may message it.
 const Human = "human"
 
+// StateNames are reserved role names: the daemon keeps its own state in
+// .batty/state/<name>.json, where an agent's state would also go (an agent
+// is named after its role when the role has one instance).
+var StateNames = []string{"dispatch", "quota", "schedules"}
+
 // MaxNameLen is the maximum length, in bytes, of a team, role or agent name.
 const MaxNameLen = 40
 
