@@ -9,15 +9,16 @@ import (
 
 // Alert kinds: what on_alert is told about (BATTY_ALERT_KIND).
 const (
-	AlertQuota         = "quota"          // an account ran out of quota; dispatch paused
-	AlertAuth          = "auth"           // codex needs a login; dispatch paused
-	AlertNetwork       = "network"        // the API is unreachable; turns wait for it
-	AlertContext       = "context"        // an agent's context window ran out
-	AlertMessageFailed = "message_failed" // a message ended without a reply
-	AlertAgentFailed   = "agent_failed"   // crash loop: the agent waits for its cool-down
-	AlertAgentWedged   = "agent_wedged"   // a shim stopped answering and was killed
-	AlertAgentParked   = "agent_parked"   // an agent's codex cannot run; its messages wait
-	AlertReply         = "reply"          // an agent replied to the human (alert_on_reply)
+	AlertQuota         = "quota"           // an account ran out of quota; dispatch paused
+	AlertAuth          = "auth"            // codex needs a login; dispatch paused
+	AlertNetwork       = "network"         // the API is unreachable; turns wait for it
+	AlertContext       = "context"         // an agent's context window ran out
+	AlertMessageFailed = "message_failed"  // a message ended without a reply
+	AlertAgentFailed   = "agent_failed"    // crash loop: the agent waits for its cool-down
+	AlertAgentWedged   = "agent_wedged"    // a shim stopped answering and was killed
+	AlertAgentParked   = "agent_parked"    // an agent's codex cannot run; its messages wait
+	AlertReply         = "reply"           // an agent replied to the human (alert_on_reply)
+	AlertSchedule      = "schedule_failed" // a schedule stopped as failed (a failed or refused run)
 )
 
 // maxAlertText bounds an alert's message (in the environment and the
@@ -78,6 +79,8 @@ func AlertFor(e Event) (Alert, bool) {
 		a.Kind, a.Message = AlertAgentWedged, who+"'s shim stopped answering and was killed: "+e.Detail
 	case EvAgentParked:
 		a.Kind, a.Message = AlertAgentParked, who+" is parked: "+e.Detail
+	case EvScheduleFailed:
+		a.Kind, a.Message = AlertSchedule, fmt.Sprintf("schedule %v failed: %s", e.Data["schedule"], e.Detail)
 	case EvReply:
 		a.Kind, a.Message = AlertReply, who+" replied to you"
 		if p, ok := e.Data["preview"].(string); ok && p != "" {
