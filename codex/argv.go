@@ -59,6 +59,9 @@ type ExecOptions struct {
 	// line, so once TOML-escaped they must fit one argument (see
 	// CheckInstructions).
 	DeveloperInstructions string
+	// OutputSchema becomes `--output-schema FILE`: a JSON Schema file the
+	// model's final answer must match. Empty: not passed.
+	OutputSchema string
 	// ExtraArgs are appended verbatim after the other flags and before
 	// `resume` or the prompt argument.
 	ExtraArgs []string
@@ -92,6 +95,9 @@ func (o ExecOptions) Validate() error {
 			return errors.New("codex: empty --add-dir directory")
 		}
 	}
+	if o.OutputSchema != "" && strings.HasPrefix(o.OutputSchema, "-") {
+		return fmt.Errorf("codex: output schema %q: a file name must not start with '-' (write ./%s)", o.OutputSchema, o.OutputSchema)
+	}
 	if strings.ContainsAny(o.Model, "\n\r") {
 		return errors.New("codex: model name contains a line break")
 	}
@@ -107,7 +113,7 @@ func (o ExecOptions) Validate() error {
 //
 // First turn (resumeThreadID empty):
 //
-//	exec --json [--skip-git-repo-check] [-m M] [-c model_reasoning_effort="E"] [-s S] [-c approval_policy="A"] [--add-dir D]... [-c kv]... [-c developer_instructions="I"] [extra]... -
+//	exec --json [--skip-git-repo-check] [-m M] [-c model_reasoning_effort="E"] [-s S] [-c approval_policy="A"] [--add-dir D]... [-c kv]... [-c developer_instructions="I"] [--output-schema F] [extra]... -
 //
 // Resume: the same flags, then `resume <resumeThreadID> -`. The flags must
 // come before `resume`: they belong to `codex exec`, and `resume` itself
@@ -139,6 +145,9 @@ func ExecArgs(o ExecOptions, resumeThreadID string) []string {
 	}
 	if o.DeveloperInstructions != "" {
 		args = append(args, "-c", instructionsArg(o.DeveloperInstructions))
+	}
+	if o.OutputSchema != "" {
+		args = append(args, "--output-schema", o.OutputSchema)
 	}
 	args = append(args, o.ExtraArgs...)
 	if resumeThreadID != "" {

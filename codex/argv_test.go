@@ -15,6 +15,7 @@ func TestExecArgs(t *testing.T) {
 		ApprovalPolicy:   ApprovalNever,
 		AddDirs:          []string{"/srv/project/.batty/inboxes"},
 		Config:           []string{`model_provider="mock"`, "shell_environment_policy.inherit=all"},
+		OutputSchema:     "/srv/project/schema.json",
 		ExtraArgs:        []string{"--ephemeral", "-C", "/srv/project"},
 		SkipGitRepoCheck: true,
 	}
@@ -27,6 +28,7 @@ func TestExecArgs(t *testing.T) {
 		"--add-dir", "/srv/project/.batty/inboxes",
 		"-c", `model_provider="mock"`,
 		"-c", "shell_environment_policy.inherit=all",
+		"--output-schema", "/srv/project/schema.json",
 		"--ephemeral", "-C", "/srv/project",
 	}
 	cases := []struct {
@@ -42,6 +44,7 @@ func TestExecArgs(t *testing.T) {
 		{"fixture resume", ExecOptions{SkipGitRepoCheck: true}, id, []string{"exec", "--json", "--skip-git-repo-check", "resume", id, "-"}},
 		{"full", full, "", append(append([]string{"exec", "--json"}, fullFlags...), "-")},
 		{"full resume", full, id, append(append([]string{"exec", "--json"}, fullFlags...), "resume", id, "-")},
+		{"schema only", ExecOptions{OutputSchema: "s.json"}, "", []string{"exec", "--json", "--output-schema", "s.json", "-"}},
 		{"quoted effort", ExecOptions{ReasoningEffort: `a"b\c`}, "", []string{"exec", "--json", "-c", `model_reasoning_effort="a\"b\\c"`, "-"}},
 	}
 	for _, c := range cases {
@@ -82,6 +85,7 @@ func TestExecOptionsValidate(t *testing.T) {
 		{Config: []string{"=x"}},
 		{Model: "a\nb"},
 		{AddDirs: []string{""}},
+		{OutputSchema: "--json"},
 	}
 	for _, o := range bad {
 		if err := o.Validate(); err == nil || !strings.HasPrefix(err.Error(), "codex: ") {

@@ -165,6 +165,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Exec.ApprovalPolicy, "approval-policy", "", "codex approval_policy")
 	fs.StringArrayVar(&c.Exec.AddDirs, "add-dir", nil, "extra directory the workspace-write sandbox lets codex write (repeatable)")
 	fs.StringArrayVar(&c.Exec.Config, "codex-config", nil, "extra codex -c key=value override (repeatable)")
+	fs.StringVar(&c.Exec.OutputSchema, "output-schema", "", "JSON Schema file the final answer must match (codex --output-schema)")
 	fs.StringArrayVar(&c.Exec.ExtraArgs, "codex-arg", nil, "extra codex exec argument (repeatable)")
 	fs.BoolVar(&c.Exec.SkipGitRepoCheck, "skip-git-repo-check", true, "pass --skip-git-repo-check to codex")
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
@@ -224,6 +225,7 @@ func (c Config) Args() []string {
 	for _, v := range c.Exec.Config {
 		add("codex-config", v)
 	}
+	add("output-schema", c.Exec.OutputSchema)
 	for _, v := range c.Exec.ExtraArgs {
 		a = append(a, "--codex-arg="+v)
 	}

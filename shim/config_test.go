@@ -18,7 +18,7 @@ func TestConfigArgsRoundTrip(t *testing.T) {
 		Exec: codex.ExecOptions{
 			Model: "gpt-5.5", ReasoningEffort: "high", Sandbox: codex.SandboxWorkspaceWrite,
 			ApprovalPolicy: codex.ApprovalNever, AddDirs: []string{"/srv/p/.batty/inboxes", "/srv/shared"},
-			Config: []string{`a.b="x y"`, "c=1"}, ExtraArgs: []string{"--ephemeral", "--oss"},
+			Config: []string{`a.b="x y"`, "c=1"}, OutputSchema: "/srv/p/schema.json", ExtraArgs: []string{"--ephemeral", "--oss"},
 			SkipGitRepoCheck: true,
 		},
 		Env:          []string{"A=1", "B=two words"},

@@ -39,7 +39,7 @@ var commandGroups = map[string]string{
 	"pause": groupTeam, "resume": groupTeam, "reset": groupTeam,
 	"send": groupMessages, "inbox": groupMessages,
 	"status": groupInspect, "logs": groupInspect,
-	"chat": groupAgent,
+	"chat": groupAgent, "fanout": groupAgent,
 	"init": groupSetup, "validate": groupSetup, "demo": groupSetup,
 	"version": groupSetup, "completion": groupSetup, "help": groupSetup,
 }
@@ -84,10 +84,10 @@ wrong arguments).`,
 		&cobra.Group{ID: groupTeam, Title: "Team:"},
 		&cobra.Group{ID: groupMessages, Title: "Messages:"},
 		&cobra.Group{ID: groupInspect, Title: "Inspect:"},
-		&cobra.Group{ID: groupAgent, Title: "One agent:"},
+		&cobra.Group{ID: groupAgent, Title: "Without a team:"},
 		&cobra.Group{ID: groupSetup, Title: "Setup:"},
 	)
-	root.AddCommand(newVersionCmd(), newShimCmd(), newChatCmd(),
+	root.AddCommand(newVersionCmd(), newShimCmd(), newChatCmd(), newFanoutCmd(),
 		newStartCmd(), newDaemonCmd(), newStopCmd(), newStatusCmd(), newPauseCmd(true), newPauseCmd(false), newResetCmd())
 	root.AddCommand(newSendCmd(), newInboxCmd(), newLogsCmd(), newInitCmd(), newValidateCmd())
 	root.AddCommand(newDemoCmd())

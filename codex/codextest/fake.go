@@ -48,7 +48,9 @@ import (
 // (detaches, then completes the turn), exec,
 // garbage, env:VAR (replies with the variable's value), spawnfail, and
 // stamp:FILE (appends the start time in Unix nanoseconds to FILE, then
-// replies like text). A prompt over 1,048,576 characters is refused the
+// replies like text), sleepms:MS (replies after MS milliseconds). With the
+// word "replyjson" anywhere in the prompt, a reply is a JSON object instead:
+// {"reply": <the scenario's reply>, "row": <the body's first line>}. A prompt over 1,048,576 characters is refused the
 // way codex refuses it, whatever the scenario. With $FAKE_CODEX_LOG set, every invocation appends a
 // line "<unix ns> <resumed thread|new> <first prompt line>" (after a batty
 // handoff, the message's header line) to that file; with
@@ -184,6 +186,12 @@ func FakeMain(args []string) int {
 	emit(map[string]any{"type": "thread.started", "thread_id": id})
 	emit(map[string]any{"type": "turn.started"})
 	complete := func(text string, in, outTok int64) int {
+		if strings.Contains(prompt, "replyjson") {
+			// The reply as one JSON object, with the row it answers.
+			row := strings.SplitN(strings.TrimSpace(bodyOf(prompt)), "\n", 2)[0]
+			b, _ := json.Marshal(map[string]string{"reply": text, "row": row})
+			text = string(b)
+		}
 		if text != "" {
 			emit(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_9", "type": "agent_message", "text": text}})
 		}
@@ -251,6 +259,12 @@ func FakeMain(args []string) int {
 			return complete("SLOW_DONE", 1000, 10)
 		}
 		fallthrough
+	case "sleepms":
+		ms, _ := strconv.Atoi(arg)
+		if waitOrInterrupt(time.Duration(ms) * time.Millisecond) {
+			return 1
+		}
+		return complete("SLEPT", 1000, 10)
 	case "slow":
 		secs, _ := strconv.Atoi(arg)
 		if waitOrInterrupt(time.Duration(secs) * time.Second) {

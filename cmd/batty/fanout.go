@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/battyhq/batty/fanout"
+	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/shim"
+)
+
+// fanoutArgs are the settings of one `batty fanout`.
+type fanoutArgs struct {
+	csv, instruction, output, schema string
+	role, teamFile, instructionsFile string
+	concurrency                      int
+	maxTokens                        int64
+	grace                            time.Duration
+	cfg                              shim.Config
+}
+
+// fanoutCodexFlags are the flags that set codex for the workers; with
+// --role the role's settings do instead.
+var fanoutCodexFlags = []string{"cwd", "codex-bin", "model", "reasoning-effort", "sandbox", "approval-policy",
+	"add-dir", "codex-config", "codex-arg", "env", "instructions-file"}
+
+func newFanoutCmd() *cobra.Command {
+	var a fanoutArgs
+	cmd := &cobra.Command{
+		Use:   "fanout --csv IN --instruction TEXT --output OUT [flags]",
+		Short: "Run one instruction over every row of a CSV file, a fresh Codex thread per row",
+		Long: `fanout runs the instruction once per row of the CSV file IN (which needs a
+header line), on a fresh Codex thread each time, at most --concurrency rows at
+once. {column} in the instruction is the row's value of that column; {{ and }}
+are literal braces. Each row must answer with one JSON object (with --schema,
+one matching that JSON Schema: codex --output-schema).
+
+OUT gets the input columns plus status (done, failed or pending), result (the
+JSON object), error, thread_id, tokens and duration_s, one line per input row
+in input order. Each row is recorded durably as it finishes (in OUT.journal
+until the job ends), so an interrupted or killed job loses at most the rows
+running; run the same command again and the rows already done are skipped,
+failed and pending ones run. Failures that may pass (server errors, dropped
+streams, timeouts) are retried as for team messages; a usage limit holds new
+rows back until the reset and the job goes on by itself. --max-tokens stops
+starting rows once this run recorded that many tokens.
+
+Codex settings come from a role of the team file (--role) or from the same
+flags as batty chat. Ctrl-C stops starting rows and lets running ones finish
+for --shutdown-timeout; a second Ctrl-C stops them at once.
+
+Exit status: 0 every row done, 1 a row failed or the job stopped, 2 usage
+(bad flags, an unreadable or invalid CSV file, a placeholder naming no column,
+an OUT that is not a fanout output of this input).`,
+		Example: `  batty fanout --csv repos.csv --instruction "Summarise the README of {repo} as {\"summary\": ...}" --output out.csv
+  batty fanout --csv issues.csv --instruction "Triage issue {id}: {title}" --schema triage.json --output triage.csv --role triager -c 16
+  batty fanout --csv big.csv --instruction "..." --output out.csv --max-tokens 2000000`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runFanoutCmd(cmd, a)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&a.csv, "csv", "", "input CSV file with a header line (required)")
+	f.StringVar(&a.instruction, "instruction", "", "the instruction for each row; {column} is the row's value (required)")
+	f.StringVarP(&a.output, "output", "o", "", "output CSV file; rows done in it are skipped (required)")
+	f.IntVarP(&a.concurrency, "concurrency", "c", fanout.DefaultConcurrency, fmt.Sprintf("rows running at once (1 to %d)", fanout.MaxConcurrency))
+	f.StringVar(&a.schema, "schema", "", "JSON Schema file each row's answer must match (codex --output-schema)")
+	f.Int64Var(&a.maxTokens, "max-tokens", 0, "stop starting rows once this run recorded this many tokens (0: no limit)")
+	f.StringVar(&a.role, "role", "", "take codex settings from this role of the team file")
+	f.StringVar(&a.teamFile, "team", "", teamFlagUsage+"; with --role")
+	f.DurationVar(&a.grace, "shutdown-timeout", fanout.DefaultGrace, "on Ctrl-C, how long running rows may finish")
+	fs := a.cfg.FlagSet()
+	for _, name := range []string{"agent", "thread-id", "thread-usage", "reply-dir", "queue-depth", "transcript", "transcript-root", "output-schema", "pressure-pct"} {
+		fs.Lookup(name).Hidden = true
+	}
+	f.AddFlagSet(fs)
+	f.StringArrayVar(&a.cfg.Env, "env", nil, "extra KEY=VALUE environment for codex (repeatable; visible on this command line, so export secrets instead: the environment passes through)")
+	f.StringVar(&a.instructionsFile, "instructions-file", "", "file with standing instructions, given to codex on every row")
+	return cmd
+}
+
+// runFanoutCmd checks the command line and the files, then runs the job.
+func runFanoutCmd(cmd *cobra.Command, a fanoutArgs) error {
+	for _, req := range []struct{ name, v string }{{"--csv", a.csv}, {"--instruction", a.instruction}, {"--output", a.output}} {
+		if req.v == "" {
+			return usageError(cmd, "%s is required", req.name)
+		}
+	}
+	if a.concurrency < 1 || a.concurrency > fanout.MaxConcurrency {
+		return usageError(cmd, "--concurrency %d: want 1 to %d (each row runs its own codex process)", a.concurrency, fanout.MaxConcurrency)
+	}
+	if a.maxTokens < 0 {
+		return usageError(cmd, "--max-tokens %d must not be negative", a.maxTokens)
+	}
+	in, err := os.Open(a.csv)
+	if err != nil {
+		return usageError(cmd, "--csv: %v", err)
+	}
+	table, err := fanout.ReadTable(in)
+	in.Close()
+	if err != nil {
+		return usageError(cmd, "--csv %s: %v", a.csv, err)
+	}
+	tmpl, err := fanout.ParseTemplate(a.instruction, table.Columns)
+	if err != nil {
+		return usageError(cmd, "--instruction: %v", err)
+	}
+	pol := fanoutPolicy{attempts: fanout.DefaultMaxAttempts, quota: orchestrator.DefaultQuotaPolicy()}
+	if a.role != "" {
+		if err := roleSettings(cmd, &a, &pol); err != nil {
+			return err
+		}
+	} else {
+		if a.teamFile != "" {
+			return usageError(cmd, "--team names the team file of --role: give --role too")
+		}
+		if a.instructionsFile != "" {
+			if a.cfg.Instructions, err = readInstructions(a.instructionsFile); err != nil {
+				return usageError(cmd, "%v", err)
+			}
+		}
+	}
+	if a.schema != "" {
+		abs, err := checkSchema(a.schema)
+		if err != nil {
+			return usageError(cmd, "--schema: %v", err)
+		}
+		a.cfg.Exec.OutputSchema = abs
+	}
+	a.cfg.Agent = "fanout"
+	if err := checkShimConfig(a.cfg); err != nil {
+		return usageError(cmd, "%v", err)
+	}
+	store, err := fanout.OpenStore(a.output, table)
+	if err != nil {
+		return usageError(cmd, "--output: %v", err)
+	}
+	code, err := runFanout(cmd.Context(), a, table, tmpl, store, pol)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return exitError{code}
+	}
+	return nil
+}
+
+// fanoutPolicy is the retry and quota policy of a job: the team file's
+// with --role, else the defaults of one.
+type fanoutPolicy struct {
+	attempts int
+	quota    orchestrator.QuotaPolicy
+}
+
+// checkShimConfig validates the workers' settings as a shim would.
+func checkShimConfig(c shim.Config) error {
+	probe := c
+	probe.ReplyDir = ""
+	if _, err := shim.ParseArgs(probe.Args()); err != nil {
+		return err
+	}
+	return probe.Validate()
+}
+
+// checkSchema returns the schema file's absolute path once it holds a
+// JSON object (codex reads it from the workers' directory).
+func checkSchema(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(abs)
+	if err != nil {
+		return "", err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return "", fmt.Errorf("%s is not a JSON Schema (a JSON object): %v", path, err)
+	}
+	return abs, nil
+}
+
+// runFanout runs the job with signals wired up: the first SIGINT/SIGTERM
+// stops starting rows, the second kills the running ones. It returns the
+// exit code.
+func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *fanout.Template, store *fanout.Store, pol fanoutPolicy) (int, error) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		store.Close()
+		return 1, fmt.Errorf("find the batty binary: %w", err)
+	}
+	env := os.Environ()
+	if os.Getenv("BATTY_LOG_LEVEL") == "" {
+		env = append(env, "BATTY_LOG_LEVEL=warn")
+	}
+	level := hclog.LevelFromString(os.Getenv("BATTY_LOG_LEVEL"))
+	if level == hclog.NoLevel {
+		level = hclog.Warn
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "fanout", Level: level, Output: os.Stderr})
+
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	kill := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	sigDone := make(chan struct{})
+	defer close(sigDone)
+	go func() {
+		n := 0
+		for {
+			select {
+			case s := <-sigs:
+				n++
+				if n == 1 {
+					fmt.Fprintf(os.Stderr, "\nbatty fanout: %s: no more rows start; running rows get %s to finish (again to stop them now)\n", s, a.grace)
+					cancel()
+				} else if n == 2 {
+					fmt.Fprintf(os.Stderr, "\nbatty fanout: %s: stopping the running rows now\n", s)
+					close(kill)
+				}
+			case <-sigDone:
+				return
+			}
+		}
+	}()
+
+	prog := fanout.NewProgress(os.Stderr, isTerminal(os.Stderr))
+	progCtx, progStop := context.WithCancel(context.Background())
+	progDone := make(chan struct{})
+	go func() { defer close(progDone); prog.Run(progCtx) }()
+	workers := fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: os.Stderr}
+	sum, runErr := fanout.Run(ctx, kill, fanout.Options{
+		Table: table, Template: tmpl, Schema: a.schema != "", Store: store,
+		Concurrency: a.concurrency, MaxTokens: a.maxTokens, MaxAttempts: pol.attempts, Quota: pol.quota,
+		NewWorker: workers.New, Grace: a.grace, Progress: prog.Update, Log: log,
+	})
+	progStop()
+	<-progDone
+	closeErr := store.Close()
+	prog.Final(sum, a.output)
+	if runErr != nil {
+		return 1, runErr
+	}
+	if closeErr != nil {
+		return 1, closeErr
+	}
+	if !sum.Complete() {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+// roleSettings fills the workers' codex settings, timeouts and retry policy
+// from --role's role in the team file.
+func roleSettings(cmd *cobra.Command, a *fanoutArgs, pol *fanoutPolicy) error {
+	var given []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		for _, n := range fanoutCodexFlags {
+			if f.Name == n {
+				given = append(given, "--"+n)
+			}
+		}
+	})
+	if len(given) > 0 {
+		return usageError(cmd, "%s: with --role the codex settings come from the role in the team file; drop %s or --role", strings.Join(given, ", "), map[bool]string{true: "them", false: "it"}[len(given) > 1])
+	}
+	_, cfg, err := loadTeamProject(a.teamFile)
+	if err != nil {
+		return usageError(cmd, "--role: %v", err)
+	}
+	var agent *teamAgent
+	for _, ag := range cfg.Agents() {
+		if ag.Role == a.role {
+			agent = &teamAgent{ag}
+			break
+		}
+	}
+	if agent == nil {
+		var roles []string
+		for _, r := range cfg.Roles {
+			roles = append(roles, r.Name)
+		}
+		return usageError(cmd, "--role %q: no such role in %s; roles: %s", a.role, cfg.Path, strings.Join(roles, ", "))
+	}
+	agent.apply(&a.cfg)
+	t := cfg.Timeouts
+	setIfUnset(cmd, "turn-timeout", &a.cfg.TurnTimeout, t.Turn)
+	setIfUnset(cmd, "idle-timeout", &a.cfg.IdleTimeout, t.Idle)
+	setIfUnset(cmd, "network-wait", &a.cfg.NetworkWait, t.NetworkWait)
+	pol.attempts = cfg.MaxAttempts
+	pol.quota.BackoffMax = max(cfg.Quota.BackoffMax, pol.quota.BackoffMin)
+	pol.quota.Cooldown, pol.quota.CooldownMax = cfg.Quota.Cooldown, cfg.Quota.CooldownMax
+	return nil
+}
+
+// setIfUnset sets *d to v unless the flag was given.
+func setIfUnset(cmd *cobra.Command, flag string, d *time.Duration, v time.Duration) {
+	if !cmd.Flags().Changed(flag) && v > 0 {
+		*d = v
+	}
+}

@@ -1,0 +1,463 @@
+package fanout
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/protocol"
+)
+
+// Limits of Options.Concurrency.
+const (
+	DefaultConcurrency = 8
+	MaxConcurrency     = 256
+)
+
+// DefaultMaxAttempts is how often a row whose attempts fail in a way that
+// may pass is tried, as for team messages (a team file's max_attempts).
+const DefaultMaxAttempts = 3
+
+// DefaultGrace is how long running turns may finish after an interrupt.
+const DefaultGrace = 30 * time.Second
+
+// Options describe one run of a job.
+type Options struct {
+	Table    *Table
+	Template *Template
+	// Schema says that the workers' codex has an output schema (the
+	// prompt then says to match it).
+	Schema bool
+	// Store holds what earlier runs recorded; rows done there are skipped.
+	Store *Store
+	// Concurrency is the most rows running at once (1..MaxConcurrency).
+	Concurrency int
+	// MaxTokens, when > 0, stops starting rows once the tokens this run
+	// recorded reach it.
+	MaxTokens int64
+	// MaxAttempts bounds the attempts of a row (default
+	// DefaultMaxAttempts).
+	MaxAttempts int
+	// NewWorker starts worker n (1-based); called when a row needs one.
+	NewWorker func(n int) (Worker, error)
+	// Grace is how long running turns may finish once the job is
+	// interrupted (default DefaultGrace).
+	Grace time.Duration
+	// RetryBase and RetryMax bound the back-off between attempts (the
+	// daemon's defaults when zero).
+	RetryBase, RetryMax time.Duration
+	// Quota is the policy after a usage limit (the daemon's default when
+	// zero); QuotaJitter the most jitter added to a planned try (default
+	// orchestrator.DefaultQuotaJitter; negative: none).
+	Quota       orchestrator.QuotaPolicy
+	QuotaJitter time.Duration
+	// Rand returns a number in [0, 1) for jitter (default math/rand/v2).
+	Rand func() float64
+	// Progress, if set, is told every change.
+	Progress func(Snapshot)
+	Log      hclog.Logger
+}
+
+// Snapshot is a job's progress.
+type Snapshot struct {
+	Total, Skipped, Done, Failed, Running int
+	Tokens                                int64 // recorded by this run
+	Started                               time.Time
+	// PausedUntil is set while a usage limit holds new rows back; Probing
+	// while one row tries whether it has lifted.
+	PausedUntil time.Time
+	Probing     bool
+	// Stopping says why no more rows start ("" while they do).
+	Stopping string
+}
+
+// Summary is how a run ended: the last Snapshot (this run's counts) and
+// the state of every row of the input after it.
+type Summary struct {
+	Snapshot
+	// AllDone, AllFailed and Pending count the input's rows by their
+	// status in the output now (earlier runs included).
+	AllDone, AllFailed, Pending int
+}
+
+// Complete reports whether every row of the input is done.
+func (s Summary) Complete() bool { return s.Stopping == "" && s.AllDone == s.Total }
+
+func (o *Options) defaults() error {
+	if o.Concurrency < 1 || o.Concurrency > MaxConcurrency {
+		return fmt.Errorf("concurrency %d: want 1 to %d", o.Concurrency, MaxConcurrency)
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.RetryBase <= 0 {
+		o.RetryBase = orchestrator.DefaultRetryBase
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = orchestrator.DefaultRetryMax
+	}
+	if o.Quota == (orchestrator.QuotaPolicy{}) {
+		o.Quota = orchestrator.DefaultQuotaPolicy()
+	}
+	if o.QuotaJitter == 0 {
+		o.QuotaJitter = orchestrator.DefaultQuotaJitter
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
+	}
+	if o.Log == nil {
+		o.Log = hclog.NewNullLogger()
+	}
+	if o.Progress == nil {
+		o.Progress = func(Snapshot) {}
+	}
+	return nil
+}
+
+// pendingRow is a row still to run.
+type pendingRow struct {
+	i         int
+	failures  int       // failed attempts that count against MaxAttempts
+	notBefore time.Time // its back-off
+	note      string    // the retry note of its next attempt
+}
+
+type job struct {
+	row  *pendingRow
+	turn Turn
+}
+
+type result struct {
+	job
+	out     Outcome
+	err     error // the worker broke
+	spawn   bool  // the worker could not start
+	elapsed time.Duration
+}
+
+// Run runs every row of o.Table not done in o.Store, recording each as it
+// finishes. It blocks until no row runs any more: every row ran, or the job
+// stopped — ctx was cancelled (running turns get o.Grace to finish; kill
+// closed ends them at once), the token budget was reached, or codex cannot
+// run (no login, no binary). Rows not run stay pending for a rerun. Every
+// worker it started has exited when it returns. The error is about the job
+// itself (a row that could not be recorded); the rows' failures are in the
+// store and the Summary.
+func Run(ctx context.Context, kill <-chan struct{}, o Options) (Summary, error) {
+	if err := o.defaults(); err != nil {
+		return Summary{}, err
+	}
+	e := &engine{o: o, jobs: make(chan job), results: make(chan result), stop: make(chan struct{})}
+	e.snap = Snapshot{Total: len(o.Table.Rows), Started: time.Now()}
+	for i := range o.Table.Rows {
+		if o.Store.Done(i) {
+			e.snap.Skipped++
+			continue
+		}
+		e.pending = append(e.pending, &pendingRow{i: i})
+	}
+	err := e.loop(ctx, kill)
+	close(e.jobs)
+	e.wg.Wait()
+	s := Summary{Snapshot: e.snap}
+	for i := range o.Table.Rows {
+		r, ok := o.Store.Prior(i)
+		switch {
+		case !ok:
+		case r.Status == StatusDone:
+			s.AllDone++
+		case r.Status == StatusFailed:
+			s.AllFailed++
+		}
+	}
+	s.Pending = s.Total - s.AllDone - s.AllFailed
+	o.Progress(s.Snapshot)
+	return s, err
+}
+
+type engine struct {
+	o       Options
+	jobs    chan job
+	results chan result
+	stop    chan struct{} // closed when the job is interrupted
+	wg      sync.WaitGroup
+
+	snap         Snapshot
+	pending      []*pendingRow // in input order
+	running      int
+	started      int // worker goroutines
+	probe        int // the row probing a usage limit, -1 none
+	failedProbes int
+	stopped      bool
+}
+
+// loop dispatches rows and takes results until nothing runs and nothing can
+// start.
+func (e *engine) loop(ctx context.Context, kill <-chan struct{}) error {
+	e.probe = -1
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var fatal error
+	done := ctx.Done()
+	for {
+		now := time.Now()
+		next, wake := e.next(now)
+		if next == nil && e.running == 0 && (len(e.pending) == 0 || e.snap.Stopping != "") {
+			return fatal
+		}
+		var jobs chan job
+		var j job
+		if next != nil {
+			jobs = e.jobs
+			j = job{row: next, turn: Turn{ID: "row-" + strconv.Itoa(next.i+1), RetryNote: next.note,
+				Prompt: Prompt(e.o.Template.Render(e.o.Table.Rows[next.i]), e.o.Schema)}}
+			if e.started-e.running == 0 {
+				e.startWorker(kill)
+			}
+		}
+		timer.Reset(wakeIn(now, wake))
+		e.o.Progress(e.snap)
+		select {
+		case jobs <- j:
+			e.take(next)
+		case r := <-e.results:
+			e.running--
+			e.snap.Running = e.running
+			if err := e.finish(r); err != nil && fatal == nil {
+				fatal = err
+				e.halt("a row could not be recorded")
+			}
+		case <-timer.C:
+		case <-done:
+			done = nil
+			e.halt("interrupted")
+			close(e.stop)
+		}
+	}
+}
+
+// wakeIn is the timer's delay: until wake, or long when there is none.
+func wakeIn(now, wake time.Time) time.Duration {
+	if wake.IsZero() {
+		return time.Hour
+	}
+	return max(wake.Sub(now), time.Millisecond)
+}
+
+// halt stops the start of rows, saying why (the first reason stays).
+func (e *engine) halt(why string) {
+	if e.snap.Stopping == "" {
+		e.snap.Stopping = why
+		e.o.Log.Info("No more rows start", "why", why)
+	}
+}
+
+// next returns the row to start now (nil: none), and when to look again.
+func (e *engine) next(now time.Time) (*pendingRow, time.Time) {
+	if e.snap.Stopping != "" || e.running >= e.o.Concurrency || len(e.pending) == 0 {
+		return nil, time.Time{}
+	}
+	if e.o.MaxTokens > 0 && e.snap.Tokens >= e.o.MaxTokens {
+		e.halt(fmt.Sprintf("the token budget (--max-tokens %d) is reached: %d tokens recorded", e.o.MaxTokens, e.snap.Tokens))
+		return nil, time.Time{}
+	}
+	if !e.snap.PausedUntil.IsZero() {
+		if e.probe >= 0 {
+			return nil, time.Time{} // the probe decides
+		}
+		if now.Before(e.snap.PausedUntil) {
+			return nil, e.snap.PausedUntil
+		}
+	}
+	var wake time.Time
+	for _, r := range e.pending {
+		if !r.notBefore.After(now) {
+			return r, time.Time{}
+		}
+		if wake.IsZero() || r.notBefore.Before(wake) {
+			wake = r.notBefore
+		}
+	}
+	return nil, wake
+}
+
+// take marks r as started.
+func (e *engine) take(r *pendingRow) {
+	e.pending = slices.DeleteFunc(e.pending, func(p *pendingRow) bool { return p == r })
+	e.running++
+	e.snap.Running = e.running
+	if !e.snap.PausedUntil.IsZero() {
+		e.probe = r.i
+		e.snap.Probing = true
+	}
+}
+
+// requeue puts r back among the pending rows, in input order.
+func (e *engine) requeue(r *pendingRow) {
+	i, _ := slices.BinarySearchFunc(e.pending, r.i, func(p *pendingRow, i int) int { return p.i - i })
+	e.pending = slices.Insert(e.pending, i, r)
+}
+
+// startWorker starts one more worker goroutine, up to Concurrency. Its
+// worker (a shim) starts with its first row.
+func (e *engine) startWorker(kill <-chan struct{}) {
+	if e.started >= e.o.Concurrency {
+		return
+	}
+	e.started++
+	n := e.started
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		var w Worker
+		defer func() {
+			if w != nil {
+				w.Close(kill)
+			}
+		}()
+		for j := range e.jobs {
+			r := result{job: j}
+			if w == nil {
+				var err error
+				if w, err = e.o.NewWorker(n); err != nil {
+					r.err, r.spawn = err, true
+					e.results <- r
+					continue
+				}
+			}
+			t0 := time.Now()
+			r.out, r.err = w.Run(j.turn, e.stop, kill, e.o.Grace)
+			r.elapsed = time.Since(t0)
+			if r.err != nil {
+				w.Close(kill)
+				w = nil
+			}
+			e.results <- r
+		}
+	}()
+}
+
+// finish applies a row's result.
+func (e *engine) finish(r result) error {
+	row := r.row
+	wasProbe := e.probe == row.i
+	if wasProbe {
+		e.probe = -1
+		e.snap.Probing = false
+	}
+	if r.spawn {
+		e.requeue(row)
+		e.halt("a worker could not start: " + r.err.Error())
+		return nil
+	}
+	f := r.out.TurnFinished
+	tokens := f.Usage.Input + f.Usage.Output
+	e.snap.Tokens += tokens
+	if r.err == nil && f.Status == protocol.TurnFailed && f.Failure == protocol.FailQuota {
+		e.quotaHit(row, r.out.RetryAt, wasProbe)
+		return nil
+	}
+	if wasProbe {
+		if !e.snap.PausedUntil.IsZero() {
+			e.o.Log.Info("The usage limit lifted: rows start again")
+		}
+		e.snap.PausedUntil, e.failedProbes = time.Time{}, 0
+	}
+	rec := Record{Row: row.i, Values: e.o.Table.Rows[row.i], ThreadID: f.ThreadID, Tokens: tokens, Duration: r.elapsed.Seconds()}
+	if f.Duration > 0 {
+		rec.Duration = f.Duration.Seconds()
+	}
+	switch cause := retryCause(r); {
+	case r.err == nil && f.Status == protocol.TurnInterrupted:
+		e.requeue(row) // cut off by the interrupt: a rerun runs it
+		return nil
+	case r.err == nil && f.Status == protocol.TurnFailed && (f.Failure == protocol.FailAuth || f.Failure == protocol.FailSpawn):
+		e.requeue(row)
+		e.halt("codex cannot run: " + f.Error)
+		return nil
+	case cause != "":
+		row.failures++
+		msg := errorOf(r)
+		if row.failures < e.o.MaxAttempts {
+			delay := orchestrator.RetryBackoff(row.failures, e.o.RetryBase, e.o.RetryMax, e.o.Rand())
+			row.notBefore = time.Now().Add(delay)
+			row.note = fmt.Sprintf("retry %d of %d after %s: %s; this is a fresh thread, the earlier attempt's work is not in it", row.failures+1, e.o.MaxAttempts, cause, clip(msg, 200))
+			e.o.Log.Warn("Row failed, retrying", "row", row.i+1, "cause", cause, "in", delay, "error", msg)
+			e.requeue(row)
+			return nil
+		}
+		rec.Status, rec.Error = StatusFailed, fmt.Sprintf("%s (after %d attempts)", msg, row.failures)
+	case r.err == nil && f.Status == protocol.TurnCompleted:
+		res, err := ParseReply(f.Reply)
+		if err != nil {
+			rec.Status, rec.Error = StatusFailed, err.Error()
+		} else {
+			rec.Status, rec.Result = StatusDone, res
+		}
+	default:
+		rec.Status, rec.Error = StatusFailed, errorOf(r)
+	}
+	if rec.Status == StatusDone {
+		e.snap.Done++
+	} else {
+		e.snap.Failed++
+	}
+	return e.o.Store.Record(rec)
+}
+
+// retryCause is why r may pass when tried again ("" when it may not): the
+// team messages' rule, or a worker that broke.
+func retryCause(r result) string {
+	if r.err != nil {
+		return "a worker that ended"
+	}
+	return orchestrator.RetryCause(r.out.TurnFinished)
+}
+
+// errorOf is the error a failed row records.
+func errorOf(r result) string {
+	if r.err != nil {
+		return r.err.Error()
+	}
+	f := r.out.TurnFinished
+	msg := f.Error
+	if msg == "" {
+		msg = "the turn ended " + string(f.Status)
+	}
+	if f.Failure != "" {
+		msg = string(f.Failure) + ": " + msg
+	}
+	return msg
+}
+
+// quotaHit holds new rows back after a usage limit: until the reset codex
+// named (plus jitter) when the pause begins or its probe hit the limit
+// again; a limit hit by another row during the pause changes nothing. The
+// row goes back to pending, its attempt not counted.
+func (e *engine) quotaHit(row *pendingRow, retryAt time.Time, wasProbe bool) {
+	row.note = "retried after a usage limit: the earlier attempt got no answer"
+	e.requeue(row)
+	if !e.snap.PausedUntil.IsZero() && !wasProbe {
+		return
+	}
+	if wasProbe {
+		e.failedProbes++
+	}
+	var jitter time.Duration
+	if e.o.QuotaJitter > 0 {
+		jitter = time.Duration(e.o.Rand() * float64(e.o.QuotaJitter))
+	}
+	now := time.Now()
+	e.snap.PausedUntil = e.o.Quota.NextProbe(now, retryAt, e.failedProbes, jitter)
+	e.o.Log.Warn("Usage limit: no new rows until the reset", "until", e.snap.PausedUntil, "reset_by", retryAt)
+}

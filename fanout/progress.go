@@ -1,0 +1,142 @@
+package fanout
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Progress shows a job's progress on w: on a terminal one line redrawn at
+// most DrawEvery; otherwise a line every LineEvery, when a pause begins or
+// ends, and when rows stop starting. Update is safe for concurrent use;
+// Run owns the redrawing and returns when ctx ends.
+type Progress struct {
+	w   io.Writer
+	tty bool
+	// DrawEvery and LineEvery: see Progress.
+	DrawEvery, LineEvery time.Duration
+
+	mu       sync.Mutex
+	snap     Snapshot
+	dirty    bool
+	lastLine time.Time
+	noted    string // the pause/stop state last written as a line
+	drawn    bool   // a terminal line is on screen
+}
+
+// NewProgress returns a Progress writing to w, a terminal when tty is set.
+func NewProgress(w io.Writer, tty bool) *Progress {
+	return &Progress{w: w, tty: tty, DrawEvery: 100 * time.Millisecond, LineEvery: 10 * time.Second}
+}
+
+// Update records the job's state; it never blocks on w.
+func (p *Progress) Update(s Snapshot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.snap, p.dirty = s, true
+}
+
+// Run redraws until ctx ends.
+func (p *Progress) Run(ctx context.Context) {
+	every := p.LineEvery
+	if p.tty {
+		every = p.DrawEvery
+	}
+	// Checks of the pause state come often, lines only every LineEvery.
+	t := time.NewTicker(min(every, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			p.tick(now)
+		}
+	}
+}
+
+func (p *Progress) tick(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\x1b[K%s", Line(p.snap, now))
+		p.drawn = true
+		return
+	}
+	state := p.snap.Stopping
+	if !p.snap.PausedUntil.IsZero() {
+		state += "paused"
+	}
+	if state != p.noted || (p.dirty && now.Sub(p.lastLine) >= p.LineEvery) {
+		fmt.Fprintf(p.w, "%s\n", Line(p.snap, now))
+		p.noted, p.lastLine, p.dirty = state, now, false
+	}
+}
+
+// Final ends the progress display with the run's summary.
+func (p *Progress) Final(s Summary, out string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
+	fmt.Fprintln(p.w, SummaryLine(s, out))
+}
+
+// Line is one progress line: done / failed / running / total, rate, ETA,
+// tokens, and the pause or stop state. It is a pure function.
+func Line(s Snapshot, now time.Time) string {
+	var b strings.Builder
+	todo := s.Total - s.Skipped
+	finished := s.Done + s.Failed
+	fmt.Fprintf(&b, "fanout: %d/%d done, %d failed, %d running", s.Done, todo, s.Failed, s.Running)
+	if s.Skipped > 0 {
+		fmt.Fprintf(&b, " (%d done before)", s.Skipped)
+	}
+	el := now.Sub(s.Started)
+	if finished > 0 && el > 0 {
+		rate := float64(finished) / el.Minutes()
+		fmt.Fprintf(&b, " · %.1f rows/min", rate)
+		if left := todo - finished; left > 0 && s.Stopping == "" {
+			eta := time.Duration(float64(left) / rate * float64(time.Minute))
+			fmt.Fprintf(&b, " · ETA %s", eta.Round(time.Second))
+		}
+	}
+	fmt.Fprintf(&b, " · %s tokens", count(s.Tokens))
+	switch {
+	case s.Stopping != "":
+		fmt.Fprintf(&b, " · stopping: %s", s.Stopping)
+	case s.Probing:
+		b.WriteString(" · usage limit: one row tries whether it has lifted")
+	case !s.PausedUntil.IsZero():
+		fmt.Fprintf(&b, " · paused by a usage limit until %s", s.PausedUntil.Local().Format("15:04:05"))
+	}
+	return b.String()
+}
+
+// SummaryLine is the final line of a run.
+func SummaryLine(s Summary, out string) string {
+	line := fmt.Sprintf("fanout: %d of %d rows done, %d failed, %d pending (this run: %d done, %d failed, %s tokens); output %s",
+		s.AllDone, s.Total, s.AllFailed, s.Pending, s.Done, s.Failed, count(s.Tokens), out)
+	switch {
+	case s.Stopping != "":
+		line += "\nfanout: stopped: " + s.Stopping + "; run the same command again to continue"
+	case s.AllFailed > 0:
+		line += "\nfanout: run the same command again to retry the failed rows"
+	}
+	return line
+}
+
+// count writes n tokens briefly: 950, 12.3k, 4.56M.
+func count(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprint(n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.2fM", float64(n)/1e6)
+}

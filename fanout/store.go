@@ -1,0 +1,355 @@
+package fanout
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/battyhq/batty/atomicfile"
+)
+
+// Row statuses in the output file.
+const (
+	StatusDone    = "done"    // the worker answered with a JSON object
+	StatusFailed  = "failed"  // it did not, or its turn failed: retried by a rerun
+	StatusPending = "pending" // not run (yet): the job stopped before it
+)
+
+// ExtraColumns follow the input columns in the output file.
+var ExtraColumns = []string{"status", "result", "error", "thread_id", "tokens", "duration_s"}
+
+// JournalSuffix names the journal next to the output file.
+const JournalSuffix = ".journal"
+
+// journalVersion marks the first line of a journal.
+const journalVersion = 1
+
+// Record is the outcome of one row.
+type Record struct {
+	// Row is the row's index in the input (0 = the first row after the
+	// header).
+	Row int `json:"row"`
+	// Values are the row's input values, so that an edited input row is
+	// not taken for the one that was run.
+	Values   []string `json:"values"`
+	Status   string   `json:"status"`
+	Result   string   `json:"result,omitempty"` // the JSON object, compact
+	Error    string   `json:"error,omitempty"`
+	ThreadID string   `json:"thread_id,omitempty"`
+	Tokens   int64    `json:"tokens"`
+	Duration float64  `json:"duration_s"`
+}
+
+// journalHeader is a journal's first line.
+type journalHeader struct {
+	Version int      `json:"batty_fanout"`
+	Columns []string `json:"columns"`
+}
+
+// Store keeps the outcomes of a job's rows durable. Every finished row is
+// appended to the journal (OUT.journal, fsynced) as it finishes; Close
+// merges the journal into OUT, written atomically (temporary file, fsync,
+// rename, fsync of the directory), and removes the journal. A job killed
+// before Close leaves the journal; the next OpenStore merges it. Neither
+// file is ever opened through a symbolic link. Record is safe for
+// concurrent use; Close must be called once, after the last Record.
+type Store struct {
+	dir     *atomicfile.Dir
+	name    string // OUT's base name
+	table   *Table
+	prior   map[int]Record // by input row: OUT, then the journal over it
+	mu      sync.Mutex
+	journal *os.File
+}
+
+// OpenStore reads what earlier runs recorded in out (and in its journal,
+// left by a job that was killed) for the input t, and opens the journal
+// for this run. It refuses an out (or journal) that is not a fan-out output
+// for t's columns, naming it, and writes nothing then.
+func OpenStore(out string, t *Table) (*Store, error) {
+	dir, err := atomicfile.OpenDir(filepath.Dir(out))
+	if err != nil {
+		return nil, fmt.Errorf("output %s: %w", out, err)
+	}
+	s := &Store{dir: dir, name: filepath.Base(out), table: t, prior: map[int]Record{}}
+	if err := s.load(); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	// A journal left by a killed job goes into OUT first, so that this
+	// run's journal starts whole (a line the crash cut is dropped).
+	if err := s.writeOut(); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	f, err := dir.OpenFile(s.name+JournalSuffix, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		dir.Close()
+		return nil, fmt.Errorf("open the journal of %s: %w", out, err)
+	}
+	s.journal = f
+	err = s.appendLine(journalHeader{Version: journalVersion, Columns: t.Columns})
+	if err == nil {
+		err = dir.Sync()
+	}
+	if err != nil {
+		s.journal.Close()
+		dir.Close()
+		return nil, fmt.Errorf("start the journal of %s: %w", out, err)
+	}
+	return s, nil
+}
+
+// path is OUT's path; journalPath the journal's.
+func (s *Store) path() string        { return filepath.Join(s.dir.Path(), s.name) }
+func (s *Store) journalPath() string { return s.path() + JournalSuffix }
+
+// load reads OUT and the journal into prior.
+func (s *Store) load() error {
+	data, err := s.readFile(s.name)
+	if err != nil {
+		return err
+	}
+	if data != nil {
+		recs, err := DecodeOutput(data, s.table.Columns)
+		if err != nil {
+			return fmt.Errorf("output %s exists but is not a batty fanout output for these columns (%s): %w; choose another --output or remove it", s.path(), strings.Join(s.table.Columns, ", "), err)
+		}
+		for _, r := range recs {
+			s.prior[r.Row] = r
+		}
+	}
+	data, err = s.readFile(s.name + JournalSuffix)
+	if err != nil {
+		return err
+	}
+	if data != nil {
+		recs, err := DecodeJournal(data, s.table.Columns)
+		if err != nil {
+			return fmt.Errorf("journal %s: %w; remove it to start the rows it recorded again", s.journalPath(), err)
+		}
+		for _, r := range recs {
+			s.prior[r.Row] = r
+		}
+	}
+	return nil
+}
+
+// readFile returns the file's content, nil when it does not exist.
+func (s *Store) readFile(name string) ([]byte, error) {
+	f, err := s.dir.OpenFile(name, os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(s.dir.Path(), name), err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(s.dir.Path(), name), err)
+	}
+	if len(data) > MaxInputBytes {
+		return nil, fmt.Errorf("read %s: more than %d MiB", filepath.Join(s.dir.Path(), name), MaxInputBytes>>20)
+	}
+	if len(data) == 0 {
+		data = []byte{} // exists, empty
+	}
+	return data, nil
+}
+
+// Done reports whether input row i was recorded done, with the same input
+// values, by an earlier run: then it is not run again.
+func (s *Store) Done(i int) bool {
+	r, ok := s.prior[i]
+	return ok && r.Status == StatusDone && slices.Equal(r.Values, s.table.Rows[i])
+}
+
+// Prior returns what an earlier run recorded for input row i with the same
+// values.
+func (s *Store) Prior(i int) (Record, bool) {
+	r, ok := s.prior[i]
+	if !ok || !slices.Equal(r.Values, s.table.Rows[i]) {
+		return Record{}, false
+	}
+	return r, true
+}
+
+// Record makes r durable: appended to the journal and fsynced before it
+// returns.
+func (s *Store) Record(r Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.appendLine(r); err != nil {
+		return fmt.Errorf("record row %d in %s: %w", r.Row+1, s.journalPath(), err)
+	}
+	s.prior[r.Row] = r
+	return nil
+}
+
+func (s *Store) appendLine(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := s.journal.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	return s.journal.Sync()
+}
+
+// Close writes OUT (every input row in input order: its recorded outcome,
+// or pending), then removes the journal, whose rows OUT now holds. On an
+// error the journal stays, so nothing recorded is lost.
+func (s *Store) Close() error {
+	defer s.dir.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.journal.Close(); err != nil {
+		return fmt.Errorf("close the journal %s: %w", s.journalPath(), err)
+	}
+	return s.writeOut()
+}
+
+// writeOut writes OUT from prior, then removes the journal, whose rows OUT
+// now holds. On an error the journal stays, so nothing recorded is lost.
+func (s *Store) writeOut() error {
+	data, err := EncodeOutput(s.table, s.prior)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", s.path(), err)
+	}
+	if err := s.dir.WriteFile(s.name, data, 0o600); err != nil {
+		return err
+	}
+	if err := s.dir.Remove(s.name + JournalSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the journal %s: %w", s.journalPath(), err)
+	}
+	if err := s.dir.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", s.dir.Path(), err)
+	}
+	return nil
+}
+
+// EncodeOutput renders the output file: t's columns and ExtraColumns, one
+// line per input row in input order, with the outcome recorded for it when
+// its input values match, else pending.
+func EncodeOutput(t *Table, recs map[int]Record) ([]byte, error) {
+	header := append(slices.Clone(t.Columns), ExtraColumns...)
+	rows := make([][]string, len(t.Rows))
+	for i, values := range t.Rows {
+		r, ok := recs[i]
+		if !ok || !slices.Equal(r.Values, values) {
+			r = Record{Status: StatusPending}
+		}
+		rows[i] = append(slices.Clone(values), r.Status, r.Result, r.Error, r.ThreadID,
+			strconv.FormatInt(r.Tokens, 10), strconv.FormatFloat(r.Duration, 'f', 3, 64))
+	}
+	return writeCSV(header, rows)
+}
+
+// DecodeOutput reads an output file written for columns: its header must be
+// columns followed by ExtraColumns. Row k is input row k. It never panics.
+func DecodeOutput(data []byte, columns []string) ([]Record, error) {
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	cr := csv.NewReader(bytes.NewReader(data))
+	cr.FieldsPerRecord = -1
+	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, errors.New("it is empty")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("its header: %w", err)
+	}
+	want := append(slices.Clone(columns), ExtraColumns...)
+	if !slices.Equal(header, want) {
+		return nil, fmt.Errorf("its header is %q, a fan-out output of this input has %q", clip(strings.Join(header, ","), 200), strings.Join(want, ","))
+	}
+	n := len(columns)
+	var recs []Record
+	for row := 0; ; row++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return recs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		line, _ := cr.FieldPos(0)
+		if len(rec) != len(want) {
+			return nil, fmt.Errorf("line %d: %d fields, want %d", line, len(rec), len(want))
+		}
+		r := Record{Row: row, Values: rec[:n:n], Status: rec[n], Result: rec[n+1], Error: rec[n+2], ThreadID: rec[n+3]}
+		if err := checkStatus(r.Status); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if r.Tokens, err = strconv.ParseInt(rec[n+4], 10, 64); err != nil || r.Tokens < 0 {
+			return nil, fmt.Errorf("line %d: tokens %q is not a count", line, clip(rec[n+4], 40))
+		}
+		if r.Duration, err = strconv.ParseFloat(rec[n+5], 64); err != nil {
+			return nil, fmt.Errorf("line %d: duration_s %q is not a number", line, clip(rec[n+5], 40))
+		}
+		if r.Status == StatusPending {
+			continue
+		}
+		recs = append(recs, r)
+	}
+}
+
+func checkStatus(s string) error {
+	switch s {
+	case StatusDone, StatusFailed, StatusPending:
+		return nil
+	}
+	return fmt.Errorf("status %q is not done, failed or pending", clip(s, 40))
+}
+
+// DecodeJournal reads a journal written for columns: a header line, then
+// one record per line. A last line without its line break (cut by a crash
+// while it was written) is ignored; any other bad line is an error naming
+// it. It never panics.
+func DecodeJournal(data []byte, columns []string) ([]Record, error) {
+	if i := bytes.LastIndexByte(data, '\n'); i < len(data)-1 {
+		data = data[:i+1] // a cut last line was never recorded
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, MaxInputBytes)
+	var recs []Record
+	for line := 1; sc.Scan(); line++ {
+		if line == 1 {
+			var h journalHeader
+			if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h.Version != journalVersion {
+				return nil, errors.New("line 1 is not a batty fanout journal header")
+			}
+			if !slices.Equal(h.Columns, columns) {
+				return nil, fmt.Errorf("it was written for the columns %q, not %q", clip(strings.Join(h.Columns, ","), 200), strings.Join(columns, ","))
+			}
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if r.Row < 0 || len(r.Values) != len(columns) || r.Tokens < 0 {
+			return nil, fmt.Errorf("line %d: not a row of this input", line)
+		}
+		if err := checkStatus(r.Status); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		recs = append(recs, r)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return recs, nil
+}

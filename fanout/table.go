@@ -1,0 +1,100 @@
+// Package fanout runs one instruction over every row of a CSV file: one
+// fresh Codex thread per row, at most N at once, each answering with one
+// JSON object, recorded durably as it finishes so that a rerun resumes
+// where a job stopped (see Run).
+package fanout
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// MaxInputBytes bounds an input CSV file (and an output file read back).
+const MaxInputBytes = 256 << 20
+
+// Table is a CSV file read whole: its header and its rows, every row as
+// long as the header.
+type Table struct {
+	Columns []string
+	Rows    [][]string
+	// Lines holds the line each row starts on (1-based, the header is
+	// line 1), for messages.
+	Lines []int
+}
+
+// ReadTable decodes a CSV file with a header line. A byte order mark is
+// skipped. It refuses a file without a header, an empty or duplicate
+// column name, and a row whose field count differs from the header's,
+// naming the line. It never panics.
+func ReadTable(r io.Reader) (*Table, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	if len(data) > MaxInputBytes {
+		return nil, fmt.Errorf("more than %d MiB: split the file", MaxInputBytes>>20)
+	}
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	cr := csv.NewReader(bytes.NewReader(data))
+	cr.FieldsPerRecord = -1
+	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, errors.New("empty: a header line naming the columns is required")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("header: %w", err)
+	}
+	seen := map[string]int{}
+	for i, c := range header {
+		if strings.TrimSpace(c) == "" {
+			return nil, fmt.Errorf("line 1: column %d has no name: every column needs a name in the header line", i+1)
+		}
+		if j, ok := seen[c]; ok {
+			return nil, fmt.Errorf("line 1: column %q appears twice (columns %d and %d): rename one", c, j+1, i+1)
+		}
+		seen[c] = i
+	}
+	t := &Table{Columns: header}
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err // a csv.ParseError names the line
+		}
+		line, _ := cr.FieldPos(0)
+		if len(rec) != len(header) {
+			return nil, fmt.Errorf("line %d: %d fields, the header has %d: every row needs one field per column (quote a field holding a comma)", line, len(rec), len(header))
+		}
+		t.Rows = append(t.Rows, rec)
+		t.Lines = append(t.Lines, line)
+	}
+	return t, nil
+}
+
+// Row returns row i as a map from column name to value.
+func (t *Table) Row(i int) map[string]string {
+	m := make(map[string]string, len(t.Columns))
+	for j, c := range t.Columns {
+		m[c] = t.Rows[i][j]
+	}
+	return m
+}
+
+// writeCSV encodes header and rows as CSV.
+func writeCSV(header []string, rows [][]string) ([]byte, error) {
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	if err := w.Write(header); err != nil {
+		return nil, err
+	}
+	if err := w.WriteAll(rows); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

@@ -1,0 +1,210 @@
+package fanout
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/replyfile"
+	"github.com/battyhq/batty/shim"
+)
+
+// Turn is one row's prompt as a worker gets it.
+type Turn struct {
+	ID     string // unique within the job
+	Prompt string
+	// RetryNote, when set, says why this attempt retries a failed one
+	// (shown in the prompt's header).
+	RetryNote string
+}
+
+// Worker runs turns one at a time, each on a fresh Codex thread. A Worker
+// is used by one goroutine.
+type Worker interface {
+	// Run runs one turn and returns how it finished; an error means the
+	// worker broke (its shim exited) and must not be used again. When
+	// stop is closed the turn is shut down, getting grace to finish; when
+	// kill is closed it is killed at once.
+	Run(t Turn, stop, kill <-chan struct{}, grace time.Duration) (Outcome, error)
+	// Close ends the worker and everything it started, letting a
+	// running turn finish for a moment, at once when kill is closed; it
+	// blocks until they have exited. Idempotent.
+	Close(kill <-chan struct{})
+}
+
+// Outcome is how a worker's turn ended.
+type Outcome struct {
+	protocol.TurnFinished
+	// RetryAt is the reset time codex named for a usage limit (zero:
+	// none).
+	RetryAt time.Time
+}
+
+// ShimWorkers starts workers as shims of the batty binary: the same
+// machinery as `batty chat`, one shim per worker, a fresh thread per turn
+// (protocol.ResetThread before every turn but the first).
+type ShimWorkers struct {
+	// Path and Args start a shim (the batty binary and ["shim"]).
+	Path string
+	Args []string
+	// Env is the shims' environment (nil: this process's).
+	Env []string
+	// Config is every shim's configuration; Agent is suffixed with the
+	// worker's number, ReplyDir is set per worker.
+	Config shim.Config
+	// Stderr receives the shims' logs.
+	Stderr io.Writer
+}
+
+// New starts worker n (1-based). The shim's reply directory is a private
+// temporary directory, removed by Close.
+func (s ShimWorkers) New(n int) (Worker, error) {
+	cfg := s.Config
+	cfg.Agent = fmt.Sprintf("%s-%d", s.Config.Agent, n)
+	dir, err := os.MkdirTemp("", "batty-fanout-replies-")
+	if err != nil {
+		return nil, fmt.Errorf("create a directory for long replies: %w", err)
+	}
+	replies, err := replyfile.Open(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	cfg.ReplyDir = dir
+	p, err := shim.Spawn(shim.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Config: cfg, Stderr: s.Stderr})
+	if err != nil {
+		replies.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	w := &shimWorker{p: p, replies: replies, dir: dir, events: make(chan protocol.Message, 16)}
+	go w.read()
+	return w, nil
+}
+
+type shimWorker struct {
+	p       *shim.Process
+	replies *replyfile.Dir
+	dir     string
+	events  chan protocol.Message // closed after the shim's last event
+	recvErr error                 // why events closed; read after it did
+	used    bool
+	closed  bool
+}
+
+// read forwards the shim's events until its channel ends.
+func (w *shimWorker) read() {
+	defer close(w.events)
+	for {
+		m, err := w.p.Conn.Recv()
+		if err != nil {
+			w.recvErr = err
+			return
+		}
+		w.events <- m
+	}
+}
+
+func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration) (Outcome, error) {
+	if w.used {
+		if err := w.p.Conn.Send(protocol.ResetThread{Reason: "next row"}); err != nil {
+			return Outcome{}, fmt.Errorf("shim %d: reset the thread: %w", w.p.Pid(), err)
+		}
+	}
+	w.used = true
+	if err := w.p.Conn.Send(protocol.SendMessage{ID: t.ID, From: shim.HumanSender, Body: t.Prompt, RetryNote: t.RetryNote}); err != nil {
+		return Outcome{}, fmt.Errorf("shim %d: send %s: %w", w.p.Pid(), t.ID, err)
+	}
+	var out Outcome
+	for {
+		select {
+		case m, ok := <-w.events:
+			if !ok {
+				err := w.recvErr
+				if err == nil || errors.Is(err, io.EOF) {
+					err = errors.New("it exited")
+				}
+				return Outcome{}, fmt.Errorf("shim %d ended during %s (status %d): %w", w.p.Pid(), t.ID, w.p.ExitCode(), err)
+			}
+			switch e := m.(type) {
+			case protocol.Rejected:
+				if e.ID == t.ID {
+					return Outcome{}, fmt.Errorf("shim %d refused %s: %s %s", w.p.Pid(), t.ID, e.Reason, e.Detail)
+				}
+			case protocol.QuotaBlocked:
+				if e.MessageID == t.ID {
+					out.RetryAt = e.RetryAt
+				}
+			case protocol.TurnFinished:
+				if e.MessageID == t.ID {
+					out.TurnFinished = w.whole(e)
+					return out, nil
+				}
+			}
+		case <-stop:
+			stop = nil
+			if err := w.p.Conn.Send(protocol.Shutdown{Timeout: grace, Reason: "fanout interrupted"}); err != nil && !errors.Is(err, protocol.ErrClosed) {
+				w.p.Kill()
+			}
+		case <-kill:
+			kill = nil
+			if err := w.p.Conn.Send(protocol.Kill{}); err != nil {
+				w.p.Kill()
+			}
+		}
+	}
+}
+
+// whole puts the whole reply into e when it came in a reply file.
+func (w *shimWorker) whole(e protocol.TurnFinished) protocol.TurnFinished {
+	if e.ReplyFile == "" {
+		return e
+	}
+	name := replyfile.Name(e.MessageID)
+	if e.ReplyFile != w.replies.File(name) {
+		e.Status, e.Failure = protocol.TurnFailed, ""
+		e.Error = fmt.Sprintf("reply file %s is not %s", e.ReplyFile, w.replies.File(name))
+		return e
+	}
+	whole, err := w.replies.Read(name, e.ReplySize)
+	if err != nil {
+		e.Status, e.Failure, e.Error = protocol.TurnFailed, "", fmt.Sprintf("read the whole reply: %v", err)
+		return e
+	}
+	w.replies.Remove(name)
+	e.Reply, e.ReplyFile = whole, ""
+	return e
+}
+
+func (w *shimWorker) Close(kill <-chan struct{}) {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for range w.events {
+		}
+	}()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		w.p.Stop(closeGrace)
+	}()
+	select {
+	case <-stopped:
+	case <-kill:
+		w.p.Kill()
+		<-stopped
+	}
+	<-drained
+	w.replies.Close()
+	os.RemoveAll(w.dir)
+}
+
+// closeGrace is how long a shim that has nothing to do gets to stop.
+const closeGrace = 5 * time.Second
