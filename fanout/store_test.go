@@ -1,0 +1,127 @@
+package fanout
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/battyhq/batty/atomicfile"
+)
+
+func table(t *testing.T, csv string) *Table {
+	t.Helper()
+	tb, err := ReadTable(strings.NewReader(csv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// TestStoreJournalSurvivesACrash: rows recorded by a job that never closed
+// its store (killed) are in the journal; the next OpenStore merges them
+// into OUT and skips them, and a line cut by the crash is dropped.
+func TestStoreJournalSurvivesACrash(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.csv")
+	tb := table(t, "a\nx\ny\nz\n")
+	s, err := OpenStore(out, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(Record{Row: 0, Values: []string{"x"}, Status: StatusDone, Result: `{"k":1}`, Tokens: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(Record{Row: 2, Values: []string{"z"}, Status: StatusFailed, Error: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	// The crash: no Close; half a line was being written.
+	s.journal.Write([]byte(`{"row":1,"values":["y"],"sta`))
+	s.journal.Close()
+	s.dir.Close()
+
+	s2, err := OpenStore(out, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s2.Done(0) || s2.Done(1) || s2.Done(2) {
+		t.Errorf("done after the crash: %v %v %v, want only row 1", s2.Done(0), s2.Done(1), s2.Done(2))
+	}
+	// The journal was merged into OUT before this run's journal began.
+	b, _ := os.ReadFile(out)
+	if !strings.Contains(string(b), `x,done,"{""k"":1}",,,7,0.000`) || !strings.Contains(string(b), "y,pending") || !strings.Contains(string(b), "z,failed,,boom") {
+		t.Errorf("OUT after the merge:\n%s", b)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(out + JournalSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("journal left after Close: %v", err)
+	}
+}
+
+// TestStoreRedoesAnEditedRow: a row done in OUT whose input values changed
+// is not skipped.
+func TestStoreRedoesAnEditedRow(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.csv")
+	s, err := OpenStore(out, table(t, "a\nx\ny\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Record(Record{Row: 0, Values: []string{"x"}, Status: StatusDone, Result: "{}"})
+	s.Record(Record{Row: 1, Values: []string{"y"}, Status: StatusDone, Result: "{}"})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenStore(out, table(t, "a\nx\nedited\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.Done(0) || s.Done(1) {
+		t.Errorf("done: %v %v, want row 1 only (row 2 was edited)", s.Done(0), s.Done(1))
+	}
+}
+
+// TestStoreRefusesAForeignOutput: an OUT that is not a fan-out output of
+// these columns is refused, naming it, and left as it was; so is a link.
+func TestStoreRefusesAForeignOutput(t *testing.T) {
+	dir := t.TempDir()
+	tb := table(t, "a,b\n1,2\n")
+	cases := map[string]string{
+		"other.csv":   "name,age\nann,3\n",
+		"columns.csv": "a,status,result,error,thread_id,tokens,duration_s\n1,done,{},,,1,1\n",
+		"status.csv":  "a,b,status,result,error,thread_id,tokens,duration_s\n1,2,maybe,,,,1,1\n",
+		"notcsv.csv":  "a,b,status,result,error,thread_id,tokens,duration_s\n\"1,2\n",
+	}
+	for name, content := range cases {
+		out := filepath.Join(dir, name)
+		os.WriteFile(out, []byte(content), 0o644)
+		_, err := OpenStore(out, tb)
+		if err == nil || !strings.Contains(err.Error(), out) || !strings.Contains(err.Error(), "not a batty fanout output") {
+			t.Errorf("%s: err %v", name, err)
+		}
+		if b, _ := os.ReadFile(out); string(b) != content {
+			t.Errorf("%s was changed to %q", name, b)
+		}
+		if _, err := os.Stat(out + JournalSuffix); err == nil {
+			t.Errorf("%s: a journal was made", name)
+		}
+	}
+	target := filepath.Join(dir, "target.csv")
+	os.WriteFile(target, []byte("keep"), 0o644)
+	link := filepath.Join(dir, "link.csv")
+	os.Symlink(target, link)
+	if _, err := OpenStore(link, tb); !errors.Is(err, atomicfile.ErrSymlink) {
+		t.Errorf("link: err %v, want ErrSymlink", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep" {
+		t.Errorf("the link's target was changed to %q", b)
+	}
+	// A journal of other columns is refused too.
+	out := filepath.Join(dir, "j.csv")
+	os.WriteFile(out+JournalSuffix, []byte(`{"batty_fanout":1,"columns":["q"]}`+"\n"), 0o600)
+	if _, err := OpenStore(out, tb); err == nil || !strings.Contains(err.Error(), "written for the columns") {
+		t.Errorf("foreign journal: err %v", err)
+	}
+}
