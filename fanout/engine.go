@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -157,7 +158,7 @@ func Run(ctx context.Context, kill <-chan struct{}, o Options) (Summary, error) 
 	if err := o.defaults(); err != nil {
 		return Summary{}, err
 	}
-	e := &engine{o: o, jobs: make(chan job), results: make(chan result), stop: make(chan struct{})}
+	e := &engine{o: o, jobs: make(chan job), results: make(chan result), stop: make(chan struct{}), recordErr: make(chan error, 1)}
 	e.snap = Snapshot{Total: len(o.Table.Rows), Started: time.Now()}
 	for i := range o.Table.Rows {
 		if o.Store.Done(i) {
@@ -169,6 +170,12 @@ func Run(ctx context.Context, kill <-chan struct{}, o Options) (Summary, error) 
 	err := e.loop(ctx, kill)
 	close(e.jobs)
 	e.wg.Wait()
+	e.recording.Wait()
+	select {
+	case rerr := <-e.recordErr:
+		err = errors.Join(err, rerr)
+	default:
+	}
 	s := Summary{Snapshot: e.snap}
 	for i := range o.Table.Rows {
 		r, ok := o.Store.Prior(i)
@@ -197,8 +204,13 @@ type engine struct {
 	running      int
 	started      int // worker goroutines
 	probe        int // the row probing a usage limit, -1 none
-	failedProbes int
-	stopped      bool
+	failedProbes int // probes of this pause that hit the limit again
+
+	// recording counts rows being made durable: each by a goroutine of its
+	// own, so that the loop goes on meanwhile and concurrent rows share an
+	// fsync; recordErr holds the first failure.
+	recording sync.WaitGroup
+	recordErr chan error
 }
 
 // loop dispatches rows and takes results until nothing runs and nothing can
@@ -233,10 +245,10 @@ func (e *engine) loop(ctx context.Context, kill <-chan struct{}) error {
 		case r := <-e.results:
 			e.running--
 			e.snap.Running = e.running
-			if err := e.finish(r); err != nil && fatal == nil {
-				fatal = err
-				e.halt("a row could not be recorded")
-			}
+			e.finish(r)
+		case err := <-e.recordErr:
+			fatal = err
+			e.halt("a row could not be recorded")
 		case <-timer.C:
 		case <-done:
 			done = nil
@@ -347,8 +359,9 @@ func (e *engine) startWorker(kill <-chan struct{}) {
 	}()
 }
 
-// finish applies a row's result.
-func (e *engine) finish(r result) error {
+// finish applies a row's result; a row that finished is recorded in the
+// background.
+func (e *engine) finish(r result) {
 	row := r.row
 	wasProbe := e.probe == row.i
 	if wasProbe {
@@ -358,14 +371,14 @@ func (e *engine) finish(r result) error {
 	if r.spawn {
 		e.requeue(row)
 		e.halt("a worker could not start: " + r.err.Error())
-		return nil
+		return
 	}
 	f := r.out.TurnFinished
 	tokens := f.Usage.Input + f.Usage.Output
 	e.snap.Tokens += tokens
 	if r.err == nil && f.Status == protocol.TurnFailed && f.Failure == protocol.FailQuota {
 		e.quotaHit(row, r.out.RetryAt, wasProbe)
-		return nil
+		return
 	}
 	if wasProbe {
 		if !e.snap.PausedUntil.IsZero() {
@@ -380,11 +393,11 @@ func (e *engine) finish(r result) error {
 	switch cause := retryCause(r); {
 	case r.err == nil && f.Status == protocol.TurnInterrupted:
 		e.requeue(row) // cut off by the interrupt: a rerun runs it
-		return nil
+		return
 	case r.err == nil && f.Status == protocol.TurnFailed && (f.Failure == protocol.FailAuth || f.Failure == protocol.FailSpawn):
 		e.requeue(row)
 		e.halt("codex cannot run: " + f.Error)
-		return nil
+		return
 	case cause != "":
 		row.failures++
 		msg := errorOf(r)
@@ -394,7 +407,7 @@ func (e *engine) finish(r result) error {
 			row.note = fmt.Sprintf("retry %d of %d after %s: %s; this is a fresh thread, the earlier attempt's work is not in it", row.failures+1, e.o.MaxAttempts, cause, clip(msg, 200))
 			e.o.Log.Warn("Row failed, retrying", "row", row.i+1, "cause", cause, "in", delay, "error", msg)
 			e.requeue(row)
-			return nil
+			return
 		}
 		rec.Status, rec.Error = StatusFailed, fmt.Sprintf("%s (after %d attempts)", msg, row.failures)
 	case r.err == nil && f.Status == protocol.TurnCompleted:
@@ -412,7 +425,17 @@ func (e *engine) finish(r result) error {
 	} else {
 		e.snap.Failed++
 	}
-	return e.o.Store.Record(rec)
+	e.recording.Add(1)
+	go func() {
+		defer e.recording.Done()
+		if err := e.o.Store.Record(rec); err != nil {
+			select {
+			case e.recordErr <- err:
+			default:
+			}
+		}
+	}()
+	return
 }
 
 // retryCause is why r may pass when tried again ("" when it may not): the

@@ -69,8 +69,15 @@ type Store struct {
 	name    string // OUT's base name
 	table   *Table
 	prior   map[int]Record // by input row: OUT, then the journal over it
-	mu      sync.Mutex
 	journal *os.File
+
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled when a sync ends
+	buf     []byte     // records not yet written
+	seq     int        // records taken
+	synced  int        // records written and synced
+	syncing bool       // a Record call is writing
+	err     error      // the first write or sync error: the journal is unusable
 }
 
 // OpenStore reads what earlier runs recorded in out (and in its journal,
@@ -83,6 +90,7 @@ func OpenStore(out string, t *Table) (*Store, error) {
 		return nil, fmt.Errorf("output %s: %w", out, err)
 	}
 	s := &Store{dir: dir, name: filepath.Base(out), table: t, prior: map[int]Record{}}
+	s.cond = sync.NewCond(&s.mu)
 	if err := s.load(); err != nil {
 		dir.Close()
 		return nil, err
@@ -187,12 +195,40 @@ func (s *Store) Prior(i int) (Record, bool) {
 }
 
 // Record makes r durable: appended to the journal and fsynced before it
-// returns.
+// returns. Records of concurrent calls share one fsync (group commit).
 func (s *Store) Record(r Record) error {
+	line, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("record row %d: %w", r.Row+1, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.appendLine(r); err != nil {
-		return fmt.Errorf("record row %d in %s: %w", r.Row+1, s.journalPath(), err)
+	s.buf = append(append(s.buf, line...), '\n')
+	s.seq++
+	mine := s.seq
+	for s.synced < mine {
+		if s.syncing {
+			s.cond.Wait()
+			continue
+		}
+		// This call writes and syncs everything buffered so far, its own
+		// record included, without the lock.
+		buf, upto := s.buf, s.seq
+		s.buf, s.syncing = nil, true
+		s.mu.Unlock()
+		_, err := s.journal.Write(buf)
+		if err == nil {
+			err = s.journal.Sync()
+		}
+		s.mu.Lock()
+		s.syncing, s.synced = false, upto
+		if err != nil && s.err == nil {
+			s.err = fmt.Errorf("record rows in %s: %w", s.journalPath(), err)
+		}
+		s.cond.Broadcast()
+	}
+	if s.err != nil {
+		return s.err
 	}
 	s.prior[r.Row] = r
 	return nil
