@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/fanout"
+)
+
+// fanoutJob is one `batty fanout` on the fake codex, in a directory of its
+// own.
+type fanoutJob struct {
+	t    *testing.T
+	dir  string
+	in   string
+	out  string
+	log  string // $FAKE_CODEX_LOG
+	mark string
+	env  []string
+}
+
+func newFanoutJob(t *testing.T, csv string) *fanoutJob {
+	t.Helper()
+	dir := t.TempDir()
+	j := &fanoutJob{t: t, dir: dir, in: filepath.Join(dir, "in.csv"), out: filepath.Join(dir, "out.csv"),
+		log: filepath.Join(dir, "codex.log"), mark: fmt.Sprintf("fanout-cli-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	if err := os.WriteFile(j.in, []byte(csv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j.env = []string{codextest.MarkEnv + "=" + j.mark}
+	t.Cleanup(func() { codextest.AssertNoMarked(t, j.mark) })
+	return j
+}
+
+// args returns the command line of the job with the fake codex.
+func (j *fanoutJob) args(instruction string, more ...string) []string {
+	self, err := os.Executable()
+	if err != nil {
+		j.t.Fatal(err)
+	}
+	state := filepath.Join(j.dir, "state")
+	os.MkdirAll(state, 0o700)
+	return append([]string{"fanout", "--csv", j.in, "--instruction", instruction, "--output", j.out,
+		"--codex-bin", self, "--cwd", j.dir, "--stop-grace", "300ms",
+		"--env", "BATTY_TEST_ROLE=fakecodex", "--env", "FAKE_CODEX_STATE=" + state, "--env", "FAKE_CODEX_LOG=" + j.log}, more...)
+}
+
+// records reads OUT.
+func (j *fanoutJob) records(columns ...string) []fanout.Record {
+	j.t.Helper()
+	b, err := os.ReadFile(j.out)
+	if err != nil {
+		j.t.Fatal(err)
+	}
+	recs, err := fanout.DecodeOutput(b, columns)
+	if err != nil {
+		j.t.Fatalf("%v:\n%s", err, b)
+	}
+	return recs
+}
+
+// runsOf counts the codex runs of row n.
+func (j *fanoutJob) runsOf(n int) int {
+	b, _ := os.ReadFile(j.log)
+	return strings.Count(string(b), fmt.Sprintf("--- batty message row-%d from", n))
+}
+
+func TestFanoutRunsEveryRowAndKeepsTheOrder(t *testing.T) {
+	j := newFanoutJob(t, "id,city\n1,Oslo\n2,Lima\n3,\"Rio, BR\"\n")
+	out, errOut, code := runBatty(t, j.env, "", j.args("Tell me about {city} ({id}) replyjson", "-c", "2")...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	recs := j.records("id", "city")
+	for i, city := range []string{"Oslo", "Lima", "Rio, BR"} {
+		var res map[string]string
+		json.Unmarshal([]byte(recs[i].Result), &res)
+		if recs[i].Status != fanout.StatusDone || res["row"] != fmt.Sprintf("Tell me about %s (%d) replyjson", city, i+1) {
+			t.Errorf("row %d: %+v", i+1, recs[i])
+		}
+	}
+	if !strings.Contains(errOut, "3 of 3 rows done, 0 failed, 0 pending") {
+		t.Errorf("no final summary on stderr:\n%s", errOut)
+	}
+	if _, err := os.Stat(j.out + fanout.JournalSuffix); err == nil {
+		t.Error("the journal was left behind")
+	}
+	// A finished job reruns for free.
+	_, _, code = runBatty(t, j.env, "", j.args("Tell me about {city} ({id}) replyjson")...)
+	if code != 0 || j.runsOf(1)+j.runsOf(2)+j.runsOf(3) != 3 {
+		t.Errorf("rerun: exit %d, codex runs %d %d %d; want nothing run", code, j.runsOf(1), j.runsOf(2), j.runsOf(3))
+	}
+}
+
+func TestFanoutUsageErrors(t *testing.T) {
+	j := newFanoutJob(t, "id,city\n1,Oslo\n")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown placeholder", j.args("about {town}"), "placeholder {town} names no column of the CSV file; its columns: id, city"},
+		{"unclosed brace", j.args("about {city"), "is not closed"},
+		{"concurrency 0", j.args("x", "-c", "0"), "--concurrency 0: want 1 to 256"},
+		{"concurrency too high", j.args("x", "-c", "100000"), "--concurrency 100000: want 1 to 256"},
+		{"negative budget", j.args("x", "--max-tokens", "-1"), "--max-tokens -1"},
+		{"no csv", []string{"fanout", "--instruction", "x", "--output", j.out}, "--csv is required"},
+		{"missing schema", j.args("x", "--schema", filepath.Join(j.dir, "nope.json")), "--schema"},
+		{"role with codex flags", j.args("x", "--role", "dev"), "with --role the codex settings come from the role"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, errOut, code := runBatty(t, j.env, "", c.args...)
+			if code != 2 || !strings.Contains(errOut, c.want) {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and %q", code, errOut, c.want)
+			}
+			if _, err := os.Stat(j.out); err == nil {
+				t.Error("OUT was written")
+			}
+		})
+	}
+	bad := filepath.Join(j.dir, "bad.csv")
+	os.WriteFile(bad, []byte("a,b\n1,2\n3\n"), 0o600)
+	_, errOut, code := runBatty(t, j.env, "", "fanout", "--csv", bad, "--instruction", "x", "--output", j.out)
+	if code != 2 || !strings.Contains(errOut, "line 3: 1 fields, the header has 2") {
+		t.Errorf("ragged CSV: exit %d, stderr:\n%s", code, errOut)
+	}
+	// An OUT that is something else is refused and left alone.
+	os.WriteFile(j.out, []byte("precious,data\n1,2\n"), 0o600)
+	_, errOut, code = runBatty(t, j.env, "", j.args("about {city} replyjson")...)
+	if b, _ := os.ReadFile(j.out); code != 2 || string(b) != "precious,data\n1,2\n" || !strings.Contains(errOut, "is not a batty fanout output") {
+		t.Errorf("foreign OUT: exit %d, OUT %q, stderr:\n%s", code, b, errOut)
+	}
+}
+
+// waitJournal waits until the journal of j holds n records.
+func (j *fanoutJob) waitJournal(n int, cmd *exec.Cmd, stderr *bytes.Buffer) {
+	j.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, _ := os.ReadFile(j.out + fanout.JournalSuffix)
+		if bytes.Count(b, []byte(`"status":"done"`)) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			j.t.Fatalf("the journal never held %d rows:\n%s\nstderr:\n%s", n, b, stderr)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a file another process writes
+	}
+}
+
+// testFanoutRerunAfter interrupts a job with sig once its four quick rows
+// are recorded, checks what was kept, and reruns it: only the four slow
+// rows run again.
+func testFanoutRerunAfter(t *testing.T, sig syscall.Signal) {
+	var csv strings.Builder
+	csv.WriteString("id,sc\n")
+	for i := 1; i <= 8; i++ {
+		sc := "text"
+		if i%2 == 0 {
+			sc = "sleepms:3000"
+		}
+		fmt.Fprintf(&csv, "%d,%s\n", i, sc)
+	}
+	j := newFanoutJob(t, csv.String())
+	args := j.args("{id} scenario:{sc} replyjson", "-c", "8", "--shutdown-timeout", "100ms")
+	cmd := battyCommand(t, "", j.env, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	j.waitJournal(4, cmd, &stderr)
+	cmd.Process.Signal(sig)
+	err := cmd.Wait()
+	ee, _ := err.(*exec.ExitError)
+	switch sig {
+	case syscall.SIGINT:
+		if ee == nil || ee.ExitCode() != 1 {
+			t.Fatalf("after SIGINT: %v, want exit 1\nstderr:\n%s", err, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "4 of 8 rows done, 0 failed, 4 pending") {
+			t.Errorf("no summary of the interrupted job:\n%s", stderr.String())
+		}
+	case syscall.SIGKILL:
+		if _, err := os.Stat(j.out + fanout.JournalSuffix); err != nil {
+			t.Fatalf("no journal after SIGKILL: %v", err)
+		}
+	}
+	// Nothing is left running: the shims and their codex ended with batty.
+	codextest.AssertNoMarked(t, j.mark)
+	for i := 1; i <= 8; i++ {
+		if got := j.runsOf(i); got != 1 {
+			t.Fatalf("row %d ran %d times before the rerun", i, got)
+		}
+	}
+	out, errOut, code := runBatty(t, j.env, "", args...)
+	if code != 0 {
+		t.Fatalf("rerun: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for i := 1; i <= 8; i++ {
+		want := 1
+		if i%2 == 0 {
+			want = 2
+		}
+		if got := j.runsOf(i); got != want {
+			t.Errorf("row %d ran %d times in all, want %d", i, got, want)
+		}
+	}
+	recs := j.records("id", "sc")
+	if len(recs) != 8 {
+		t.Fatalf("%d rows in OUT, want 8", len(recs))
+	}
+	for i, r := range recs {
+		if r.Status != fanout.StatusDone || r.Values[0] != fmt.Sprint(i+1) {
+			t.Errorf("OUT line %d: %+v", i+2, r)
+		}
+	}
+}
+
+func TestFanoutRerunAfterSIGINT(t *testing.T)  { testFanoutRerunAfter(t, syscall.SIGINT) }
+func TestFanoutRerunAfterSIGKILL(t *testing.T) { testFanoutRerunAfter(t, syscall.SIGKILL) }
+
+// TestFanoutRealCodex runs the real Codex CLI against the mock Responses
+// API on a small CSV, with and without --schema.
+func TestFanoutRealCodex(t *testing.T) {
+	bin := codextest.Codex(t)
+	for _, withSchema := range []bool{false, true} {
+		t.Run(fmt.Sprintf("schema=%v", withSchema), func(t *testing.T) {
+			srv := codextest.NewServer(t)
+			j := newFanoutJob(t, "city\nOslo\nLima\n")
+			args := []string{"fanout", "--csv", j.in, "--output", j.out, "--codex-bin", bin, "--cwd", j.dir,
+				"--instruction", `Name the city. [[mock:reply {{"city": "{city}"}}]]`}
+			if withSchema {
+				schema := filepath.Join(j.dir, "schema.json")
+				os.WriteFile(schema, []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`), 0o600)
+				args = append(args, "--schema", schema)
+			}
+			out, errOut, code := runBatty(t, append(j.env, "CODEX_HOME="+srv.WriteHome(t)), "", args...)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			recs := j.records("city")
+			for i, city := range []string{"Oslo", "Lima"} {
+				if recs[i].Status != fanout.StatusDone || recs[i].Result != `{"city":"`+city+`"}` || recs[i].ThreadID == "" || recs[i].Tokens == 0 {
+					t.Errorf("row %d: %+v", i+1, recs[i])
+				}
+			}
+			if recs[0].ThreadID == recs[1].ThreadID {
+				t.Error("both rows ran on one thread")
+			}
+			var turns int
+			for _, r := range srv.Requests() {
+				if r.Kind == "compaction" {
+					continue
+				}
+				turns++
+				hasSchema := bytes.Contains(r.Body, []byte(`"json_schema"`)) && bytes.Contains(r.Body, []byte(`"additionalProperties":false`))
+				if hasSchema != withSchema {
+					t.Errorf("request %d carries the schema: %v, want %v\n%s", r.Seq, hasSchema, withSchema, r.Body)
+				}
+				if !strings.Contains(r.LastUserText(), "exactly one JSON object") {
+					t.Errorf("request %d does not ask for one JSON object: %q", r.Seq, r.LastUserText())
+				}
+			}
+			if turns != 2 {
+				t.Errorf("%d model requests, want 2", turns)
+			}
+		})
+	}
+}
