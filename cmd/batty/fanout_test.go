@@ -280,3 +280,61 @@ func TestFanoutRealCodex(t *testing.T) {
 		})
 	}
 }
+
+// TestFanoutTakesTheRolesCodexSettings: --role runs the workers with the
+// role's codex binary, environment (through the handshake, not a command
+// line), instructions and working directory.
+func TestFanoutTakesTheRolesCodexSettings(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := newFanoutJob(t, "id\n1\n2\n")
+	argv := filepath.Join(j.dir, "argv.log")
+	work := filepath.Join(j.dir, "work")
+	os.MkdirAll(filepath.Join(j.dir, "prompts"), 0o700)
+	os.MkdirAll(work, 0o700)
+	os.WriteFile(filepath.Join(j.dir, "prompts", "tri.md"), []byte("You triage rows."), 0o600)
+	yaml := fmt.Sprintf(`name: crew
+codex:
+  bin: %s
+  env:
+    BATTY_TEST_ROLE: fakecodex
+    FAKE_CODEX_STATE: %s
+    FAKE_CODEX_LOG: %s
+    FAKE_CODEX_ARGV: %s
+    ROLE_SECRET: s3cr3t-of-the-role
+roles:
+  - name: lead
+  - name: triager
+    prompt: prompts/tri.md
+    cwd: work
+    codex:
+      model: gpt-fanout
+`, self, t.TempDir(), j.log, argv)
+	team := filepath.Join(j.dir, "team.yaml")
+	os.WriteFile(team, []byte(yaml), 0o600)
+	out, errOut, code := runBatty(t, j.env, "", "fanout", "--csv", j.in, "--output", j.out, "--team", team, "--role", "triager",
+		"--instruction", "{id} scenario:env:ROLE_SECRET replyjson")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for i, r := range j.records("id") {
+		if r.Status != fanout.StatusDone || !strings.Contains(r.Result, `"reply":"s3cr3t-of-the-role"`) {
+			t.Errorf("row %d: %+v", i+1, r)
+		}
+	}
+	b, _ := os.ReadFile(argv)
+	args := string(b)
+	if strings.Count(args, "\n") != 2 || !strings.Contains(args, "gpt-fanout") || !strings.Contains(args, "You triage rows.") {
+		t.Errorf("codex argv lacks the role's model or instructions:\n%q", args)
+	}
+	if strings.Contains(args, "s3cr3t") {
+		t.Errorf("the role's environment reached a command line:\n%q", args)
+	}
+	// An unknown role names the roles there are.
+	_, errOut, code = runBatty(t, j.env, "", "fanout", "--csv", j.in, "--output", j.out, "--team", team, "--role", "nope", "--instruction", "x")
+	if code != 2 || !strings.Contains(errOut, `--role "nope": no such role`) || !strings.Contains(errOut, "roles: lead, triager") {
+		t.Errorf("unknown role: exit %d\n%s", code, errOut)
+	}
+}
