@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -336,5 +337,82 @@ roles:
 	_, errOut, code = runBatty(t, j.env, "", "fanout", "--csv", j.in, "--output", j.out, "--team", team, "--role", "nope", "--instruction", "x")
 	if code != 2 || !strings.Contains(errOut, `--role "nope": no such role`) || !strings.Contains(errOut, "roles: lead, triager") {
 		t.Errorf("unknown role: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestFanoutSecondInterruptStopsRunningRows: the first Ctrl-C lets the
+// running rows finish (up to --shutdown-timeout, here far away); the
+// second stops them at once, and nothing is left running.
+func TestFanoutSecondInterruptStopsRunningRows(t *testing.T) {
+	j := newFanoutJob(t, "id\n1\n2\n")
+	cmd := battyCommand(t, "", j.env, j.args("{id} scenario:sleepms:120000 replyjson", "--shutdown-timeout", "10m")...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	waitLine := func(want string) {
+		t.Helper()
+		deadline := time.After(60 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("stderr ended before %q", want)
+				}
+				if strings.Contains(l, want) {
+					return
+				}
+			case <-deadline:
+				cmd.Process.Kill()
+				t.Fatalf("no %q on stderr", want)
+			}
+		}
+	}
+	// Both rows run once codex logged them.
+	deadline := time.Now().Add(60 * time.Second)
+	for j.runsOf(1)+j.runsOf(2) < 2 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the rows never started")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a file another process writes
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	waitLine("no more rows start")
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	waitLine("0 of 2 rows done, 0 failed, 2 pending")
+	for range lines {
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v, want 1", err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the second interrupt took %s to stop the rows", d)
+	}
+	codextest.AssertNoMarked(t, j.mark)
+}
+
+// TestFanoutBudget: --max-tokens stops the job with exit 1 and says so.
+func TestFanoutBudget(t *testing.T) {
+	j := newFanoutJob(t, "id\n1\n2\n3\n")
+	_, errOut, code := runBatty(t, j.env, "", j.args("{id} replyjson", "-c", "1", "--max-tokens", "1")...)
+	if code != 1 || !strings.Contains(errOut, "stopped: the token budget (--max-tokens 1) is reached: 1010 tokens recorded; run the same command again to continue") {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
+	}
+	if j.runsOf(1) != 1 || j.runsOf(2) != 0 {
+		t.Errorf("codex runs %d %d, want only row 1", j.runsOf(1), j.runsOf(2))
 	}
 }
