@@ -94,7 +94,13 @@ func (r *Reaper) Run(ctx context.Context) {
 func (r *Reaper) reapOrphans() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, p := range listProcs() {
+	r.reapIn(listProcs())
+}
+
+// reapIn waits for every exited child in procs that is not managed. The
+// caller holds r.mu.
+func (r *Reaper) reapIn(procs []proc) {
+	for _, p := range procs {
 		if p.ppid == r.self && p.state == 'Z' && !r.managed[p.pid] {
 			var ws unix.WaitStatus
 			unix.Wait4(p.pid, &ws, unix.WNOHANG, nil)
@@ -103,11 +109,15 @@ func (r *Reaper) reapOrphans() {
 }
 
 // leftovers returns the live descendants of this process that are not
-// managed and not below a managed process.
+// managed and not below a managed process, and then reaps the exited
+// children that are not managed: one pass over /proc for both (every shim
+// makes it at the end of every turn, so its cost grows with everything
+// running on the machine).
 func (r *Reaper) leftovers() []proc {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	procs := listProcs()
+	defer r.reapIn(procs)
 	children := map[int][]proc{}
 	for _, p := range procs {
 		children[p.ppid] = append(children[p.ppid], p)
@@ -153,7 +163,6 @@ func (r *Reaper) KillLeftovers(timeout time.Duration) (int, error) {
 				unix.Kill(p.pid, unix.SIGKILL)
 			}
 		}
-		r.reapOrphans()
 		if live == 0 {
 			return len(killed), nil
 		}
@@ -200,10 +209,19 @@ func listProcs() []proc {
 // readProc parses /proc/<pid>/stat: "pid (comm) state ppid pgrp ...". comm
 // may hold spaces and parentheses, so fields are taken after the last ')'.
 func readProc(pid int) (proc, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	// Three system calls, not os.ReadFile's six: every shim reads every
+	// process's stat at the end of every turn.
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return proc{}, false
 	}
+	var buf [1024]byte // the fields wanted come right after comm (at most 64 bytes)
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return proc{}, false
+	}
+	b := buf[:n]
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
 		return proc{}, false
