@@ -124,7 +124,7 @@ func TestEveryCommandHasAGroupAndExamples(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, g := range []string{"Team:", "Messages:", "Inspect:", "Without a team:", "Setup:"} {
+	for _, g := range []string{"Team:", "Messages:", "Inspect:", "Without the daemon:", "Setup:"} {
 		if !strings.Contains(help.String(), "\n"+g+"\n") {
 			t.Errorf("help has no group %q:\n%s", g, help.String())
 		}

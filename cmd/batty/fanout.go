@@ -63,7 +63,7 @@ for --shutdown-timeout; a second Ctrl-C stops them at once.
 Exit status: 0 every row done, 1 a row failed or the job stopped, 2 usage
 (bad flags, an unreadable or invalid CSV file, a placeholder naming no column,
 an OUT that is not a fanout output of this input).`,
-		Example: `  batty fanout --csv repos.csv --instruction "Summarise the README of {repo} as {\"summary\": ...}" --output out.csv
+		Example: `  batty fanout --csv repos.csv --instruction "Summarise the README of {repo} as {{\"summary\": ...}}" --output out.csv
   batty fanout --csv issues.csv --instruction "Triage issue {id}: {title}" --schema triage.json --output triage.csv --role triager -c 16
   batty fanout --csv big.csv --instruction "..." --output out.csv --max-tokens 2000000`,
 		Args: cobra.NoArgs,
@@ -79,7 +79,7 @@ an OUT that is not a fanout output of this input).`,
 	f.StringVar(&a.schema, "schema", "", "JSON Schema file each row's answer must match (codex --output-schema)")
 	f.Int64Var(&a.maxTokens, "max-tokens", 0, "stop starting rows once this run recorded this many tokens (0: no limit)")
 	f.StringVar(&a.role, "role", "", "take codex settings from this role of the team file")
-	f.StringVar(&a.teamFile, "team", "", teamFlagUsage+"; with --role")
+	addTeamFlags(cmd, &a.teamFile, true) // the team of --role
 	f.DurationVar(&a.grace, "shutdown-timeout", fanout.DefaultGrace, "on Ctrl-C, how long running rows may finish")
 	fs := a.cfg.FlagSet()
 	for _, name := range []string{"agent", "thread-id", "thread-usage", "reply-dir", "queue-depth", "transcript", "transcript-root", "output-schema", "pressure-pct"} {

@@ -84,7 +84,7 @@ wrong arguments).`,
 		&cobra.Group{ID: groupTeam, Title: "Team:"},
 		&cobra.Group{ID: groupMessages, Title: "Messages:"},
 		&cobra.Group{ID: groupInspect, Title: "Inspect:"},
-		&cobra.Group{ID: groupAgent, Title: "Without a team:"},
+		&cobra.Group{ID: groupAgent, Title: "Without the daemon:"},
 		&cobra.Group{ID: groupSetup, Title: "Setup:"},
 	)
 	root.AddCommand(newVersionCmd(), newShimCmd(), newChatCmd(), newFanoutCmd(),
