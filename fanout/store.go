@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/battyhq/batty/atomicfile"
 )
 
@@ -70,6 +72,7 @@ type Store struct {
 	table   *Table
 	prior   map[int]Record // by input row: OUT, then the journal over it
 	journal *os.File
+	old     *os.File // a journal an earlier job left, locked while it is merged
 
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled when a sync ends
@@ -92,19 +95,31 @@ func OpenStore(out string, t *Table) (*Store, error) {
 	s := &Store{dir: dir, name: filepath.Base(out), table: t, prior: map[int]Record{}}
 	s.cond = sync.NewCond(&s.mu)
 	if err := s.load(); err != nil {
+		if s.old != nil {
+			s.old.Close()
+		}
 		dir.Close()
 		return nil, err
 	}
 	// A journal left by a killed job goes into OUT first, so that this
 	// run's journal starts whole (a line the crash cut is dropped).
-	if err := s.writeOut(); err != nil {
+	err = s.writeOut()
+	if s.old != nil {
+		s.old.Close()
+	}
+	if err != nil {
 		dir.Close()
 		return nil, err
 	}
 	f, err := dir.OpenFile(s.name+JournalSuffix, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		dir.Close()
-		return nil, fmt.Errorf("open the journal of %s: %w", out, err)
+		return nil, fmt.Errorf("open the journal of %s (is another batty fanout writing it?): %w", out, err)
+	}
+	if err := lockJournal(f); err != nil {
+		f.Close()
+		dir.Close()
+		return nil, err
 	}
 	s.journal = f
 	err = s.appendLine(journalHeader{Version: journalVersion, Columns: t.Columns})
@@ -138,7 +153,7 @@ func (s *Store) load() error {
 			s.prior[r.Row] = r
 		}
 	}
-	data, err = s.readFile(s.name + JournalSuffix)
+	data, err = s.readJournal()
 	if err != nil {
 		return err
 	}
@@ -150,6 +165,45 @@ func (s *Store) load() error {
 		for _, r := range recs {
 			s.prior[r.Row] = r
 		}
+	}
+	return nil
+}
+
+// readJournal returns the content of a journal an earlier job left, nil
+// when there is none. A journal is locked (flock) by the job writing it:
+// one still locked belongs to a job that runs, and is refused. The lock
+// taken here is held (s.old) until the journal has been merged and removed.
+func (s *Store) readJournal() ([]byte, error) {
+	f, err := s.dir.OpenFile(s.name+JournalSuffix, os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", s.journalPath(), err)
+	}
+	if err := lockJournal(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.old = f
+	data, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", s.journalPath(), err)
+	}
+	if len(data) > MaxInputBytes {
+		return nil, fmt.Errorf("read %s: more than %d MiB", s.journalPath(), MaxInputBytes>>20)
+	}
+	return data, nil
+}
+
+// lockJournal takes the journal's lock without waiting.
+func lockJournal(f *os.File) error {
+	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return fmt.Errorf("%s is locked: another batty fanout is writing this output; wait for it to end, or choose another --output", f.Name())
+	}
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
 	return nil
 }

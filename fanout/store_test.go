@@ -125,3 +125,31 @@ func TestStoreRefusesAForeignOutput(t *testing.T) {
 		t.Errorf("foreign journal: err %v", err)
 	}
 }
+
+// TestStoreRefusesAnOutputAnotherJobWrites: the journal of a running job
+// is locked; a second job on the same OUT is refused and changes nothing.
+func TestStoreRefusesAnOutputAnotherJobWrites(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.csv")
+	tb := table(t, "a\nx\n")
+	first, err := OpenStore(out, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Record(Record{Row: 0, Values: []string{"x"}, Status: StatusDone, Result: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenStore(out, tb); err == nil || !strings.Contains(err.Error(), "another batty fanout is writing this output") {
+		t.Fatalf("second job: err %v", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := OpenStore(out, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if !again.Done(0) {
+		t.Error("the first job's row was lost")
+	}
+}
