@@ -70,7 +70,7 @@ readable by every local user).`,
 	// line.
 	cmd.Flags().StringArrayVar(&cfg.Env, "env", nil, "extra KEY=VALUE environment for codex (repeatable; visible on this command line, so export secrets instead: the environment passes through)")
 	cmd.Flags().StringVar(&instructionsFile, "instructions-file", "", "file with standing instructions, given to codex on every turn")
-	cmd.Flags().MarkHidden("reply-dir") // chat uses a private directory of its own
+	cmd.Flags().MarkHidden("reply-dir")     // chat uses a private directory of its own
 	cmd.Flags().MarkHidden("output-schema") // batty fanout's --schema
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per event")
 	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on Ctrl-C, how long the turn in flight may finish")
