@@ -85,9 +85,22 @@ func (r *Reaper) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ch:
-			r.reapOrphans()
+			if zombieChild() {
+				r.reapOrphans()
+			}
 		}
 	}
+}
+
+// zombieChild reports whether a child of this process has exited and not
+// been waited for, without waiting for it (WNOWAIT). Most SIGCHLDs are a
+// managed child's, which its owner has often reaped by then: no pass over
+// /proc is needed for them. A child exiting after the check sends a
+// SIGCHLD of its own.
+func zombieChild() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err == nil && info.Signo != 0
 }
 
 // reapOrphans waits for every exited child that is not managed.
