@@ -259,18 +259,18 @@ func FakeMain(args []string) int {
 			return complete("SLOW_DONE", 1000, 10)
 		}
 		fallthrough
-	case "sleepms":
-		ms, _ := strconv.Atoi(arg)
-		if waitOrInterrupt(time.Duration(ms) * time.Millisecond) {
-			return 1
-		}
-		return complete("SLEPT", 1000, 10)
 	case "slow":
 		secs, _ := strconv.Atoi(arg)
 		if waitOrInterrupt(time.Duration(secs) * time.Second) {
 			return 1
 		}
 		return complete("SLOW_DONE", 1000, 10)
+	case "sleepms":
+		ms, _ := strconv.Atoi(arg)
+		if waitOrInterrupt(time.Duration(ms) * time.Millisecond) {
+			return 1
+		}
+		return complete("SLEPT", 1000, 10)
 	case "hang":
 		signal.Ignore(syscall.SIGINT)
 		time.Sleep(time.Hour)
