@@ -141,8 +141,10 @@ roles:
 
 	// The architect runs `batty send eng ...` through Codex's shell tool.
 	r.must("send", "architect", "plan the work [[mock:shell batty send eng please-build-it]]")
-	st := r.waitStatus("both agents to finish a turn", func(st orchestrator.Status) bool {
-		return agentStatus(st, "architect").TurnsCompleted == 1 && agentStatus(st, "eng").TurnsCompleted == 1
+	// The outcome is counted before the shim reports itself idle: wait for both.
+	st := r.waitStatus("both agents to finish a turn and be idle", func(st orchestrator.Status) bool {
+		a, e := agentStatus(st, "architect"), agentStatus(st, "eng")
+		return a.TurnsCompleted == 1 && e.TurnsCompleted == 1 && a.State == "idle" && e.State == "idle"
 	})
 	for _, name := range []string{"architect", "eng"} {
 		a := agentStatus(st, name)
