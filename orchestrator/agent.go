@@ -259,16 +259,37 @@ func (a *agent) reconcileTurns() {
 }
 
 func (a *agent) shimConfig() shim.Config {
-	c := a.def.Codex
-	exec := codex.ExecOptions{
-		Model: c.Model, ReasoningEffort: c.ReasoningEffort, Sandbox: c.Sandbox, ApprovalPolicy: c.ApprovalPolicy,
-		ExtraArgs: c.Args, SkipGitRepoCheck: true,
-	}
-	if c.Sandbox == codex.SandboxWorkspaceWrite {
+	c := CodexConfig(a.def)
+	if a.def.Codex.Sandbox == codex.SandboxWorkspaceWrite {
 		// `batty send` from the agent's shell writes into the inboxes,
 		// which lie outside the sandbox's workspace when the agent's cwd
 		// is not the project directory.
-		exec.AddDirs = []string{a.d.layout.Inboxes()}
+		c.Exec.AddDirs = []string{a.d.layout.Inboxes()}
+	}
+	c.Env = append(c.Env, EnvDir+"="+a.d.layout.Dir)
+	if a.st.ThreadID != "" {
+		u := a.st.ThreadUsage
+		c.ThreadID = a.st.ThreadID
+		c.ThreadUsage = codex.Usage{InputTokens: u.Input, CachedInputTokens: u.CachedInput, OutputTokens: u.Output, ReasoningOutputTokens: u.ReasoningOutput}
+	}
+	t := a.d.cfg.Timeouts
+	c.Transcript, c.TranscriptRoot, c.ReplyDir = a.d.layout.Transcript(a.def.Name), a.d.layout.Root(), a.replyDir
+	c.QueueDepth, c.TurnTimeout, c.IdleTimeout, c.NetworkWait = a.d.cfg.QueueDepth, t.Turn, t.Idle, t.NetworkWait
+	return c
+}
+
+// CodexConfig is how agent def runs codex, as the daemon gives it to the
+// agent's shim: name, binary, working directory, model, effort, sandbox,
+// approval policy, config, extra arguments, environment (CODEX_HOME
+// included; sent in the handshake, never on a command line),
+// instructions, context window and pressure threshold. It leaves out what
+// belongs to a running team (thread, transcript, replies, inboxes, queue,
+// timeouts). It is a pure function; `batty fanout --role` uses it too.
+func CodexConfig(def team.Agent) shim.Config {
+	c := def.Codex
+	exec := codex.ExecOptions{
+		Model: c.Model, ReasoningEffort: c.ReasoningEffort, Sandbox: c.Sandbox, ApprovalPolicy: c.ApprovalPolicy,
+		ExtraArgs: c.Args, SkipGitRepoCheck: true,
 	}
 	for _, k := range sortedKeys(c.Config) {
 		exec.Config = append(exec.Config, k+"="+c.Config[k])
@@ -280,19 +301,8 @@ func (a *agent) shimConfig() shim.Config {
 	if c.CodexHome != "" {
 		env = append(env, "CODEX_HOME="+c.CodexHome)
 	}
-	env = append(env, EnvDir+"="+a.d.layout.Dir)
-	t := a.d.cfg.Timeouts
-	var base codex.Usage
-	if a.st.ThreadID != "" {
-		u := a.st.ThreadUsage
-		base = codex.Usage{InputTokens: u.Input, CachedInputTokens: u.CachedInput, OutputTokens: u.Output, ReasoningOutputTokens: u.ReasoningOutput}
-	}
 	return shim.Config{
-		ThreadUsage: base,
-		Agent:       a.def.Name, Cwd: a.def.Cwd, CodexBin: c.Bin, Exec: exec, Env: env,
-		Instructions: a.def.Instructions, ThreadID: a.st.ThreadID, Transcript: a.d.layout.Transcript(a.def.Name),
-		TranscriptRoot: a.d.layout.Root(), ReplyDir: a.replyDir,
-		QueueDepth: a.d.cfg.QueueDepth, TurnTimeout: t.Turn, IdleTimeout: t.Idle, NetworkWait: t.NetworkWait,
+		Agent: def.Name, Cwd: def.Cwd, CodexBin: c.Bin, Exec: exec, Env: env, Instructions: def.Instructions,
 		ContextWindow: int64(c.Window()), PressurePct: float64(c.Handoff()),
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/battyhq/batty/fanout"
 	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/team"
 )
 
 // fanoutArgs are the settings of one `batty fanout`.
@@ -285,10 +286,10 @@ func roleSettings(cmd *cobra.Command, a *fanoutArgs, pol *fanoutPolicy) error {
 	if err != nil {
 		return usageError(cmd, "--role: %v", err)
 	}
-	var agent *teamAgent
+	var agent *team.Agent
 	for _, ag := range cfg.Agents() {
 		if ag.Role == a.role {
-			agent = &teamAgent{ag}
+			agent = &ag
 			break
 		}
 	}
@@ -299,7 +300,7 @@ func roleSettings(cmd *cobra.Command, a *fanoutArgs, pol *fanoutPolicy) error {
 		}
 		return usageError(cmd, "--role %q: no such role in %s; roles: %s", a.role, cfg.Path, strings.Join(roles, ", "))
 	}
-	agent.apply(&a.cfg)
+	applyRole(&a.cfg, *agent)
 	t := cfg.Timeouts
 	setIfUnset(cmd, "turn-timeout", &a.cfg.TurnTimeout, t.Turn)
 	setIfUnset(cmd, "idle-timeout", &a.cfg.IdleTimeout, t.Idle)
