@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/retry"
 )
 
 // Limits of Options.Concurrency.
@@ -56,8 +56,8 @@ type Options struct {
 	RetryBase, RetryMax time.Duration
 	// Quota is the policy after a usage limit (the daemon's default when
 	// zero); QuotaJitter the most jitter added to a planned try (default
-	// orchestrator.DefaultQuotaJitter; negative: none).
-	Quota       orchestrator.QuotaPolicy
+	// retry.DefaultQuotaJitter; negative: none).
+	Quota       retry.QuotaPolicy
 	QuotaJitter time.Duration
 	// Rand returns a number in [0, 1) for jitter (default math/rand/v2).
 	Rand func() float64
@@ -102,16 +102,16 @@ func (o *Options) defaults() error {
 		o.Grace = DefaultGrace
 	}
 	if o.RetryBase <= 0 {
-		o.RetryBase = orchestrator.DefaultRetryBase
+		o.RetryBase = retry.DefaultBase
 	}
 	if o.RetryMax <= 0 {
-		o.RetryMax = orchestrator.DefaultRetryMax
+		o.RetryMax = retry.DefaultMax
 	}
-	if o.Quota == (orchestrator.QuotaPolicy{}) {
-		o.Quota = orchestrator.DefaultQuotaPolicy()
+	if o.Quota == (retry.QuotaPolicy{}) {
+		o.Quota = retry.DefaultQuotaPolicy()
 	}
 	if o.QuotaJitter == 0 {
-		o.QuotaJitter = orchestrator.DefaultQuotaJitter
+		o.QuotaJitter = retry.DefaultQuotaJitter
 	}
 	if o.Rand == nil {
 		o.Rand = rand.Float64
@@ -402,7 +402,7 @@ func (e *engine) finish(r result) {
 		row.failures++
 		msg := errorOf(r)
 		if row.failures < e.o.MaxAttempts {
-			delay := orchestrator.RetryBackoff(row.failures, e.o.RetryBase, e.o.RetryMax, e.o.Rand())
+			delay := retry.Backoff(row.failures, e.o.RetryBase, e.o.RetryMax, e.o.Rand())
 			row.notBefore = time.Now().Add(delay)
 			row.note = fmt.Sprintf("retry %d of %d after %s: %s; this is a fresh thread, the earlier attempt's work is not in it", row.failures+1, e.o.MaxAttempts, cause, clip(msg, 200))
 			e.o.Log.Warn("Row failed, retrying", "row", row.i+1, "cause", cause, "in", delay, "error", msg)
@@ -444,7 +444,7 @@ func retryCause(r result) string {
 	if r.err != nil {
 		return "a worker that ended"
 	}
-	return orchestrator.RetryCause(r.out.TurnFinished)
+	return retry.Cause(r.out.TurnFinished)
 }
 
 // errorOf is the error a failed row records.

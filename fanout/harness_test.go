@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/shim"
 )
 
@@ -71,7 +71,7 @@ func newRig(t testing.TB, csv, instruction string) *rig {
 			Env: []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + state, "FAKE_CODEX_LOG=" + r.log}},
 	}
 	r.opts = Options{Template: tmpl, Concurrency: 4, Grace: 5 * time.Second, RetryBase: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond,
-		QuotaJitter: -1, Quota: orchestrator.QuotaPolicy{BackoffMin: 200 * time.Millisecond, BackoffMax: time.Second, Cooldown: 200 * time.Millisecond, CooldownMax: time.Second}}
+		QuotaJitter: -1, Quota: retry.QuotaPolicy{BackoffMin: 200 * time.Millisecond, BackoffMax: time.Second, Cooldown: 200 * time.Millisecond, CooldownMax: time.Second}}
 	t.Cleanup(func() { codextest.AssertNoMarked(t, r.mark) })
 	return r
 }

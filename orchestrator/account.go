@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/team"
 )
 
@@ -54,7 +55,7 @@ type account struct {
 // its probe timer.
 type quotaBook struct {
 	mu       sync.Mutex
-	policy   quotaPolicy
+	policy   retry.QuotaPolicy
 	jitter   func() time.Duration
 	layout   Layout
 	save     func(l Layout, name string, v any) error
@@ -70,7 +71,7 @@ type quotaBook struct {
 // or in this environment) is dropped, unless keepOthers (status of a
 // stopped team, read with the CLI's environment), which lists it as an
 // account without agents.
-func newQuotaBook(cfg *team.Config, l Layout, env []string, policy quotaPolicy, jitter func() time.Duration, keepOthers bool) (*quotaBook, error) {
+func newQuotaBook(cfg *team.Config, l Layout, env []string, policy retry.QuotaPolicy, jitter func() time.Duration, keepOthers bool) (*quotaBook, error) {
 	b := &quotaBook{policy: policy, jitter: jitter, layout: l, save: saveJSON,
 		byAgent: map[string]*account{}, byKey: map[string]*account{}, changed: make(chan struct{}, 1)}
 	for _, a := range cfg.Agents() {
@@ -199,14 +200,14 @@ func (b *quotaBook) hit(agent, id, reason string, resetBy, now time.Time) (quota
 	switch {
 	case acc.pause == nil:
 		acc.pause = &AccountPause{Account: acc.key, Reason: reason, Agent: agent, Since: now.UTC(), ResetBy: resetBy.UTC(),
-			ProbeAt: b.policy.nextProbe(now, resetBy, 0, b.jitter()).UTC()}
+			ProbeAt: b.policy.NextProbe(now, resetBy, 0, b.jitter()).UTC()}
 		acc.probing, acc.prober, acc.probeMsg = false, "", ""
 		h.alert = true
 	case acc.probing && acc.probeMsg == id && acc.prober == agent:
 		p := acc.pause
 		p.Probes++
 		p.Reason, p.ResetBy = reason, resetBy.UTC()
-		p.ProbeAt = b.policy.nextProbe(now, resetBy, p.Probes, b.jitter()).UTC()
+		p.ProbeAt = b.policy.NextProbe(now, resetBy, p.Probes, b.jitter()).UTC()
 		acc.probing, acc.prober, acc.probeMsg = false, "", ""
 		h.probeFailed = true
 	default:
@@ -216,7 +217,7 @@ func (b *quotaBook) hit(agent, id, reason string, resetBy, now time.Time) (quota
 			return h, nil
 		}
 		p.ResetBy = resetBy.UTC()
-		if at := b.policy.nextProbe(now, resetBy, p.Probes, b.jitter()); !acc.probing && at.After(p.ProbeAt) {
+		if at := b.policy.NextProbe(now, resetBy, p.Probes, b.jitter()); !acc.probing && at.After(p.ProbeAt) {
 			p.ProbeAt = at.UTC()
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/retry"
 )
 
 // netWaitChanged applies a shim's NetworkWait: the agent's turn waits for
@@ -61,7 +62,7 @@ type retryVerdict struct {
 
 // decideRetry decides for message m, whose attempt ended as e with cause
 // (retryCause), under maxAttempts tries: retried with back-off (the nth
-// retry waits backoff(n, base, limit, r)) while tries are left, else
+// retry waits retry.Backoff(n, base, limit, r)) while tries are left, else
 // failed with the last error. It is a pure function.
 func decideRetry(m inbox.Message, e protocol.TurnFinished, cause string, maxAttempts int, now time.Time, base, limit time.Duration, r float64) retryVerdict {
 	failures := 1
@@ -75,7 +76,7 @@ func decideRetry(m inbox.Message, e protocol.TurnFinished, cause string, maxAtte
 		}
 		return retryVerdict{failures: failures, final: final}
 	}
-	delay := backoff(failures, base, limit, r)
+	delay := retry.Backoff(failures, base, limit, r)
 	return retryVerdict{retry: true, delay: delay, failures: failures, record: inbox.TransientRetry{
 		Failures: failures, LastError: e.Error, NotBefore: now.Add(delay).UTC(),
 		Note: retryNote(failures+1, maxAttempts, cause, e.Error, e.Items > 0),

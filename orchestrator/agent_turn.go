@@ -8,6 +8,7 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
+	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/team"
 )
 
@@ -200,12 +201,12 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	if e.ThreadID != "" {
 		a.st.setThread(e.ThreadID, e.Thread)
 	}
-	requeue, retry := "", ""
+	requeue, retryKind := "", ""
 	switch {
 	case e.Status == protocol.TurnInterrupted:
 		requeue = "interrupted: " + e.Error
 	case e.Failure == protocol.FailQuota, e.Failure == protocol.FailAuth:
-		requeue, retry = string(e.Failure)+": waits for the pause to end", retryOf(e.Failure)
+		requeue, retryKind = string(e.Failure)+": waits for the pause to end", retryOf(e.Failure)
 		if e.Failure == protocol.FailQuota {
 			// Normally announced by QuotaBlocked already (then a no-op).
 			a.quotaHit(m.ID, e.Error, time.Time{})
@@ -223,7 +224,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	cause := ""
 	announced := false // an alert event told the failure (message_failed, context_exhausted)
 	if requeue == "" {
-		if cause = retryCause(e); cause != "" {
+		if cause = retry.Cause(e); cause != "" {
 			verdict = decideRetry(m, e, cause, a.d.cfg.MaxAttempts, time.Now(), a.d.opts.RetryBase, a.d.opts.RetryMax, a.d.opts.Rand())
 		}
 	}
@@ -240,7 +241,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	}
 	switch {
 	case requeue != "":
-		a.requeueInflightFor(requeue, retry)
+		a.requeueInflightFor(requeue, retryKind)
 		a.afterTurn(m, e, "", true)
 	case verdict.retry:
 		a.retryInflight(m, e, verdict)

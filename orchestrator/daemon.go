@@ -22,6 +22,7 @@ import (
 
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/team"
 )
@@ -99,7 +100,7 @@ func (d *Daemon) init() error {
 	}
 	env := d.shimEnviron()
 	q := d.cfg.Quota
-	policy := quotaPolicy{BackoffMin: d.opts.QuotaBackoffMin, BackoffMax: max(q.BackoffMax, d.opts.QuotaBackoffMin),
+	policy := retry.QuotaPolicy{BackoffMin: d.opts.QuotaBackoffMin, BackoffMax: max(q.BackoffMax, d.opts.QuotaBackoffMin),
 		Cooldown: q.Cooldown, CooldownMax: max(q.CooldownMax, q.Cooldown), Jitter: max(d.opts.QuotaJitter, 0)}
 	if d.quota, err = newQuotaBook(d.cfg, d.layout, env, policy, d.quotaJitter, false); err != nil {
 		return err

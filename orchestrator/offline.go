@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/team"
 )
 
@@ -79,7 +80,7 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 				ContextPct: as.ContextPct, LastError: as.LastError,
 			})
 		}
-		book, err := newQuotaBook(cfg, l, os.Environ(), quotaPolicy{}, nil, true)
+		book, err := newQuotaBook(cfg, l, os.Environ(), retry.QuotaPolicy{}, nil, true)
 		if err != nil {
 			return err
 		}

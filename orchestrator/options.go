@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
 )
 
@@ -110,14 +111,14 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RecheckMin, 5*time.Second)
 	def(&o.RecheckMax, 5*time.Minute)
 	def(&o.CheckTimeout, preflight.DefaultTimeout)
-	def(&o.RetryBase, 10*time.Second)
-	def(&o.RetryMax, 5*time.Minute)
+	def(&o.RetryBase, retry.DefaultBase)
+	def(&o.RetryMax, retry.DefaultMax)
 	if o.Rand == nil {
 		o.Rand = rand.Float64
 	}
-	def(&o.QuotaBackoffMin, time.Minute)
+	def(&o.QuotaBackoffMin, retry.DefaultQuotaBackoffMin)
 	if o.QuotaJitter == 0 {
-		o.QuotaJitter = 15 * time.Second
+		o.QuotaJitter = retry.DefaultQuotaJitter
 	}
 	if o.MaxCrashes <= 0 {
 		o.MaxCrashes = 5

@@ -3,52 +3,10 @@ package orchestrator
 import (
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/protocol"
 )
-
-// The plan of the next probe: a printed minute is read as its end (by
-// codex.ResetBy) plus jitter; a reset time already past is the smallest
-// back-off, never "at once"; a probe that hits the limit again backs off
-// doubling from one minute, capped; no reset time means a cool-down,
-// doubling, capped. Times derive from an injected now.
-func TestNextProbe(t *testing.T) {
-	p := quotaPolicy{BackoffMin: time.Minute, BackoffMax: 30 * time.Minute, Cooldown: 15 * time.Minute, CooldownMax: 2 * time.Hour, Jitter: 15 * time.Second}
-	now := time.Now().Truncate(time.Second)
-	s := func(d time.Duration) time.Time { return now.Add(d) }
-	cases := []struct {
-		name    string
-		resetBy time.Time
-		failed  int
-		jitter  time.Duration
-		want    time.Time
-	}{
-		{"reset ahead: its time plus jitter", s(35 * time.Second), 0, 7 * time.Second, s(42 * time.Second)},
-		{"reset ahead, no jitter", s(2 * time.Hour), 0, 0, s(2 * time.Hour)},
-		{"reset just now: smallest back-off, not at once", s(0), 0, 0, s(time.Minute)},
-		{"reset already past: smallest back-off", s(-40 * time.Second), 0, 3 * time.Second, s(time.Minute + 3*time.Second)},
-		{"probe hit again, reset past: 1m", s(-time.Minute), 1, 0, s(time.Minute)},
-		{"second failed probe: 2m", s(-time.Minute), 2, 0, s(2 * time.Minute)},
-		{"third failed probe: 4m", s(-time.Minute), 3, 0, s(4 * time.Minute)},
-		{"sixth failed probe: capped at 30m", s(-time.Minute), 6, 0, s(30 * time.Minute)},
-		{"many failed probes: capped, no overflow", s(-time.Minute), 500, 0, s(30 * time.Minute)},
-		{"probe hit again with a later reset: the reset wins", s(10 * time.Minute), 1, 0, s(10 * time.Minute)},
-		{"probe hit again with a near reset: the back-off wins", s(10 * time.Second), 2, 0, s(2 * time.Minute)},
-		{"no reset time: cool-down", time.Time{}, 0, 0, s(15 * time.Minute)},
-		{"no reset time, one failed probe: 30m", time.Time{}, 1, 2 * time.Second, s(30*time.Minute + 2*time.Second)},
-		{"no reset time, capped", time.Time{}, 5, 0, s(2 * time.Hour)},
-		{"no reset time, no overflow", time.Time{}, 1000, 0, s(2 * time.Hour)},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := p.nextProbe(now, c.resetBy, c.failed, c.jitter); !got.Equal(c.want) {
-				t.Fatalf("nextProbe = now%+v, want now%+v", got.Sub(now), c.want.Sub(now))
-			}
-		})
-	}
-}
 
 // An account is the effective CODEX_HOME, resolved the way the shim
 // builds codex's environment, as a cleaned absolute path.

@@ -9,67 +9,6 @@ import (
 	"github.com/battyhq/batty/protocol"
 )
 
-func TestRetryCause(t *testing.T) {
-	failed := func(k protocol.FailureKind, msg string) protocol.TurnFinished {
-		return protocol.TurnFinished{Status: protocol.TurnFailed, Failure: k, Error: msg}
-	}
-	cases := []struct {
-		e    protocol.TurnFinished
-		want string
-	}{
-		{failed(protocol.FailStream, "We’re currently experiencing high demand, which may cause temporary errors."), "a server error"},
-		{failed(protocol.FailStream, "Selected model is at capacity. Please try a different model."), "an overloaded model"},
-		{failed(protocol.FailStream, "exceeded retry limit, last status: 429 Too Many Requests, request id: x"), "a rate limit"},
-		{failed(protocol.FailStream, "stream disconnected before completion: Transport error: network error: error decoding response body"), "a dropped stream"},
-		{failed(protocol.FailStream, "the model said no"), ""},
-		{failed(protocol.FailNetwork, "codex could not reach the API for 30m0s"), "an unreachable API"},
-		{protocol.TurnFinished{Status: protocol.TurnTimedOut, Error: "codex printed nothing for 10m0s (idle timeout)"}, "a timeout"},
-		{failed(protocol.FailQuota, "You’ve hit your usage limit."), ""},
-		{failed(protocol.FailAuth, "401 Unauthorized"), ""},
-		{failed(protocol.FailContextWindow, "out of room"), ""},
-		{failed(protocol.FailExit, "codex exited with status 3"), ""},
-		{failed(protocol.FailSpawn, "no such file"), ""},
-		{failed(protocol.FailInputTooLarge, "Input exceeds"), ""},
-		{protocol.TurnFinished{Status: protocol.TurnInterrupted, Error: "stopped"}, ""},
-		{protocol.TurnFinished{Status: protocol.TurnCompleted}, ""},
-	}
-	for _, c := range cases {
-		if got := retryCause(c.e); got != c.want {
-			t.Errorf("retryCause(%s %s %q) = %q, want %q", c.e.Status, c.e.Failure, c.e.Error, got, c.want)
-		}
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	s := time.Second
-	cases := []struct {
-		n        int
-		r        float64
-		min, max time.Duration
-	}{
-		{1, 0, 5 * s, 5 * s},      // base 10 s: half fixed
-		{1, 0.999, 5 * s, 10 * s}, // plus up to the other half
-		{2, 0, 10 * s, 10 * s},
-		{3, 0.5, 30 * s, 30 * s},
-		{6, 0, 150 * s, 150 * s}, // capped at 5 min
-		{50, 1, 300 * s, 300 * s},
-		{1000000, 0.2, 150 * s, 300 * s},
-		{0, 0, 5 * s, 5 * s},
-		{2, -3, 10 * s, 10 * s}, // r outside [0,1) is clamped
-		{2, 7, 20 * s, 20 * s},
-	}
-	for _, c := range cases {
-		got := backoff(c.n, 10*s, 300*s, c.r)
-		if got < c.min || got > c.max {
-			t.Errorf("backoff(%d, r=%v) = %s, want %s..%s", c.n, c.r, got, c.min, c.max)
-		}
-	}
-	// Jitter spreads agents that failed together.
-	if backoff(2, 10*s, 300*s, 0.1) == backoff(2, 10*s, 300*s, 0.9) {
-		t.Error("no jitter")
-	}
-}
-
 func TestRetryNote(t *testing.T) {
 	n := retryNote(2, 3, "a server error", "We’re currently experiencing high demand", false)
 	if !strings.HasPrefix(n, "retry 2 of 3 after a server error: We’re currently experiencing high demand; ") ||

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/battyhq/batty/fanout"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 )
@@ -118,7 +118,7 @@ func runFanoutCmd(cmd *cobra.Command, a fanoutArgs) error {
 	if err != nil {
 		return usageError(cmd, "--instruction: %v", err)
 	}
-	pol := fanoutPolicy{attempts: fanout.DefaultMaxAttempts, quota: orchestrator.DefaultQuotaPolicy()}
+	pol := fanoutPolicy{attempts: fanout.DefaultMaxAttempts, quota: retry.DefaultQuotaPolicy()}
 	if a.role != "" {
 		if err := roleSettings(cmd, &a, &pol); err != nil {
 			return err
@@ -162,7 +162,7 @@ func runFanoutCmd(cmd *cobra.Command, a fanoutArgs) error {
 // with --role, else the defaults of one.
 type fanoutPolicy struct {
 	attempts int
-	quota    orchestrator.QuotaPolicy
+	quota    retry.QuotaPolicy
 }
 
 // checkShimConfig validates the workers' settings as a shim would.
