@@ -124,4 +124,3 @@ func (p QuotaPolicy) NextProbe(now, resetBy time.Time, failed int, jitter time.D
 	}
 	return at
 }
-

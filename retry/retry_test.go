@@ -108,4 +108,3 @@ func TestNextProbe(t *testing.T) {
 		})
 	}
 }
-
