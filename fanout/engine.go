@@ -165,7 +165,7 @@ func Run(ctx context.Context, kill <-chan struct{}, o Options) (Summary, error) 
 			e.snap.Skipped++
 			continue
 		}
-		e.pending = append(e.pending, &pendingRow{i: i})
+		e.fresh = append(e.fresh, &pendingRow{i: i})
 	}
 	err := e.loop(ctx, kill)
 	close(e.jobs)
@@ -199,8 +199,13 @@ type engine struct {
 	stop    chan struct{} // closed when the job is interrupted
 	wg      sync.WaitGroup
 
-	snap         Snapshot
-	pending      []*pendingRow // in input order
+	snap Snapshot
+	// The rows still to run: fresh[head:] were never started, retry were
+	// started and put back (both in input order). Starting the next fresh
+	// row costs O(1), however long the input.
+	fresh        []*pendingRow
+	head         int
+	retry        []*pendingRow
 	running      int
 	started      int // worker goroutines
 	probe        int // the row probing a usage limit, -1 none
@@ -224,7 +229,7 @@ func (e *engine) loop(ctx context.Context, kill <-chan struct{}) error {
 	for {
 		now := time.Now()
 		next, wake := e.next(now)
-		if next == nil && e.running == 0 && (len(e.pending) == 0 || e.snap.Stopping != "") {
+		if next == nil && e.running == 0 && (e.left() == 0 || e.snap.Stopping != "") {
 			return fatal
 		}
 		var jobs chan job
@@ -276,7 +281,7 @@ func (e *engine) halt(why string) {
 
 // next returns the row to start now (nil: none), and when to look again.
 func (e *engine) next(now time.Time) (*pendingRow, time.Time) {
-	if e.snap.Stopping != "" || e.running >= e.o.Concurrency || len(e.pending) == 0 {
+	if e.snap.Stopping != "" || e.running >= e.o.Concurrency || e.left() == 0 {
 		return nil, time.Time{}
 	}
 	if e.o.MaxTokens > 0 && e.snap.Tokens >= e.o.MaxTokens {
@@ -291,21 +296,39 @@ func (e *engine) next(now time.Time) (*pendingRow, time.Time) {
 			return nil, e.snap.PausedUntil
 		}
 	}
+	// The first row in input order whose back-off is over: the first
+	// such retry, or the next fresh row when it comes before.
 	var wake time.Time
-	for _, r := range e.pending {
+	var first *pendingRow
+	for _, r := range e.retry {
 		if !r.notBefore.After(now) {
-			return r, time.Time{}
+			first = r
+			break
 		}
 		if wake.IsZero() || r.notBefore.Before(wake) {
 			wake = r.notBefore
 		}
 	}
+	if e.head < len(e.fresh) && (first == nil || e.fresh[e.head].i < first.i) {
+		return e.fresh[e.head], time.Time{}
+	}
+	if first != nil {
+		return first, time.Time{}
+	}
 	return nil, wake
 }
 
+// left is the number of rows still to run.
+func (e *engine) left() int { return len(e.fresh) - e.head + len(e.retry) }
+
 // take marks r as started.
 func (e *engine) take(r *pendingRow) {
-	e.pending = slices.DeleteFunc(e.pending, func(p *pendingRow) bool { return p == r })
+	if e.head < len(e.fresh) && e.fresh[e.head] == r {
+		e.fresh[e.head] = nil
+		e.head++
+	} else {
+		e.retry = slices.DeleteFunc(e.retry, func(p *pendingRow) bool { return p == r })
+	}
 	e.running++
 	e.snap.Running = e.running
 	if !e.snap.PausedUntil.IsZero() {
@@ -316,8 +339,8 @@ func (e *engine) take(r *pendingRow) {
 
 // requeue puts r back among the pending rows, in input order.
 func (e *engine) requeue(r *pendingRow) {
-	i, _ := slices.BinarySearchFunc(e.pending, r.i, func(p *pendingRow, i int) int { return p.i - i })
-	e.pending = slices.Insert(e.pending, i, r)
+	i, _ := slices.BinarySearchFunc(e.retry, r.i, func(p *pendingRow, i int) int { return p.i - i })
+	e.retry = slices.Insert(e.retry, i, r)
 }
 
 // startWorker starts one more worker goroutine, up to Concurrency. Its
