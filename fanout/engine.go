@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/retry"
 )
@@ -235,9 +236,17 @@ func (e *engine) loop(ctx context.Context, kill <-chan struct{}) error {
 		var jobs chan job
 		var j job
 		if next != nil {
+			prompt := Prompt(e.o.Template.Render(e.o.Table.Rows[next.i]), e.o.Schema)
+			if err := codex.CheckBodyLen(prompt); err != nil {
+				// Codex would refuse it every time: failed without a
+				// turn (and without a frame too large for the shim).
+				e.unqueue(next)
+				e.record(Record{Row: next.i, Values: e.o.Table.Rows[next.i], Status: StatusFailed,
+					Error: "not run: the instruction for this row is too long: " + err.Error()})
+				continue
+			}
 			jobs = e.jobs
-			j = job{row: next, turn: Turn{ID: "row-" + strconv.Itoa(next.i+1), RetryNote: next.note,
-				Prompt: Prompt(e.o.Template.Render(e.o.Table.Rows[next.i]), e.o.Schema)}}
+			j = job{row: next, turn: Turn{ID: "row-" + strconv.Itoa(next.i+1), RetryNote: next.note, Prompt: prompt}}
 			if e.started-e.running == 0 {
 				e.startWorker(kill)
 			}
@@ -323,17 +332,22 @@ func (e *engine) left() int { return len(e.fresh) - e.head + len(e.retry) }
 
 // take marks r as started.
 func (e *engine) take(r *pendingRow) {
-	if e.head < len(e.fresh) && e.fresh[e.head] == r {
-		e.fresh[e.head] = nil
-		e.head++
-	} else {
-		e.retry = slices.DeleteFunc(e.retry, func(p *pendingRow) bool { return p == r })
-	}
+	e.unqueue(r)
 	e.running++
 	e.snap.Running = e.running
 	if !e.snap.PausedUntil.IsZero() {
 		e.probe = r.i
 		e.snap.Probing = true
+	}
+}
+
+// unqueue removes r from the rows still to run.
+func (e *engine) unqueue(r *pendingRow) {
+	if e.head < len(e.fresh) && e.fresh[e.head] == r {
+		e.fresh[e.head] = nil
+		e.head++
+	} else {
+		e.retry = slices.DeleteFunc(e.retry, func(p *pendingRow) bool { return p == r })
 	}
 }
 
@@ -443,6 +457,11 @@ func (e *engine) finish(r result) {
 	default:
 		rec.Status, rec.Error = StatusFailed, errorOf(r)
 	}
+	e.record(rec)
+}
+
+// record counts a finished row and makes it durable in the background.
+func (e *engine) record(rec Record) {
 	if rec.Status == StatusDone {
 		e.snap.Done++
 	} else {
@@ -458,7 +477,6 @@ func (e *engine) finish(r result) {
 			}
 		}
 	}()
-	return
 }
 
 // retryCause is why r may pass when tried again ("" when it may not): the

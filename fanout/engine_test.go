@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/codex"
 )
 
 // TestHundredRowsAtConcurrency64 runs 100 rows on 64 real shims: every row
@@ -226,5 +228,24 @@ func TestInterruptKeepsFinishedRows(t *testing.T) {
 	}
 	if got := len(r.codexRuns()) - before; got != 6-s.Skipped || s.Skipped < 3 {
 		t.Errorf("rerun ran codex %d times with %d rows skipped", got, s.Skipped)
+	}
+}
+
+// TestRowTooLongForCodexFailsWithoutATurn: a row whose instruction is
+// longer than codex takes is failed at once, naming the limit, with no
+// codex run and no retry; the other rows run.
+func TestRowTooLongForCodexFailsWithoutATurn(t *testing.T) {
+	long := strings.Repeat("é", codex.MaxBodyChars)
+	r := newRig(t, "id,text\n1,short\n2,"+long+"\n3,short\n", "{id} {text} replyjson")
+	s := r.run(context.Background(), nil)
+	recs := r.output()
+	if len(recs) != 3 || recs[0].Status != StatusDone || recs[2].Status != StatusDone {
+		t.Fatalf("records %+v", recs)
+	}
+	if recs[1].Status != StatusFailed || !strings.Contains(recs[1].Error, "maximum length of") || !strings.Contains(recs[1].Error, "too long") {
+		t.Errorf("row 2: %s %q", recs[1].Status, clip(recs[1].Error, 300))
+	}
+	if n := len(r.codexRuns()); n != 2 || s.Done != 2 || s.Failed != 1 {
+		t.Errorf("%d codex runs, summary %+v; want 2 runs, 2 done, 1 failed", n, s.Snapshot)
 	}
 }
