@@ -250,6 +250,9 @@ func (s *Store) Prior(i int) (Record, bool) {
 
 // Record makes r durable: appended to the journal and fsynced before it
 // returns. Records of concurrent calls share one fsync (group commit).
+// After a write or sync error (a full disk) nothing more is written: a
+// write the error cut short stays the journal's last line, which a crash
+// could also have cut, so the journal stays readable.
 func (s *Store) Record(r Record) error {
 	line, err := json.Marshal(r)
 	if err != nil {
@@ -257,10 +260,13 @@ func (s *Store) Record(r Record) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
 	s.buf = append(append(s.buf, line...), '\n')
 	s.seq++
 	mine := s.seq
-	for s.synced < mine {
+	for s.synced < mine && s.err == nil {
 		if s.syncing {
 			s.cond.Wait()
 			continue

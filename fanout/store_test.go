@@ -153,3 +153,47 @@ func TestStoreRefusesAnOutputAnotherJobWrites(t *testing.T) {
 		t.Error("the first job's row was lost")
 	}
 }
+
+// TestStoreWritesNothingAfterAJournalError: once a write to the journal
+// failed (a full disk, which may have written part of a line), no later
+// record is appended after the cut line, so the next run still reads the
+// journal and keeps the rows recorded before the failure.
+func TestStoreWritesNothingAfterAJournalError(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.csv")
+	tb := table(t, "a\nx\ny\nz\n")
+	s, err := OpenStore(out, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(Record{Row: 0, Values: []string{"x"}, Status: StatusDone, Result: `{}`}); err != nil {
+		t.Fatal(err)
+	}
+	// The disk fills up: the write fails, part of a line got through.
+	good := s.journal
+	ro, err := os.Open(out + JournalSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.journal = ro
+	if err := s.Record(Record{Row: 1, Values: []string{"y"}, Status: StatusDone, Result: `{}`}); err == nil {
+		t.Fatal("a failed write was not reported")
+	}
+	ro.Close()
+	good.Write([]byte(`{"row":1,"values":["y"],"sta`))
+	// Space is back when the next row finishes.
+	s.journal = good
+	if err := s.Record(Record{Row: 2, Values: []string{"z"}, Status: StatusDone, Result: `{}`}); err == nil {
+		t.Error("a record after a failed write was reported durable")
+	}
+	// The job is killed before it could write OUT.
+	s.journal.Close()
+	s.dir.Close()
+	s2, err := OpenStore(out, tb)
+	if err != nil {
+		t.Fatalf("the next run cannot read the journal: %v", err)
+	}
+	defer s2.Close()
+	if !s2.Done(0) || s2.Done(1) || s2.Done(2) {
+		t.Errorf("done after the failure: %v %v %v, want only row 1", s2.Done(0), s2.Done(1), s2.Done(2))
+	}
+}
