@@ -138,14 +138,19 @@ func OpenStore(out string, t *Table) (*Store, error) {
 func (s *Store) path() string        { return filepath.Join(s.dir.Path(), s.name) }
 func (s *Store) journalPath() string { return s.path() + JournalSuffix }
 
-// load reads OUT and the journal into prior.
+// load reads OUT and the journal into prior. Both are decoded as they are
+// read, whatever their size: OUT holds every row's whole result, so it may
+// be much larger than the input (a file this job cannot read back would
+// make the job impossible to resume).
 func (s *Store) load() error {
-	data, err := s.readFile(s.name)
-	if err != nil {
-		return err
-	}
-	if data != nil {
-		recs, err := DecodeOutput(data, s.table.Columns)
+	f, err := s.dir.OpenFile(s.name, os.O_RDONLY, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("read %s: %w", s.path(), err)
+	default:
+		recs, err := decodeOutput(f, s.table.Columns)
+		f.Close()
 		if err != nil {
 			return fmt.Errorf("output %s exists but is not a batty fanout output for these columns (%s): %w; choose another --output or remove it", s.path(), strings.Join(s.table.Columns, ", "), err)
 		}
@@ -153,47 +158,37 @@ func (s *Store) load() error {
 			s.prior[r.Row] = r
 		}
 	}
-	data, err = s.readJournal()
-	if err != nil {
+	if err := s.openJournal(); err != nil || s.old == nil {
 		return err
 	}
-	if data != nil {
-		recs, err := DecodeJournal(data, s.table.Columns)
-		if err != nil {
-			return fmt.Errorf("journal %s: %w; remove it to start the rows it recorded again", s.journalPath(), err)
-		}
-		for _, r := range recs {
-			s.prior[r.Row] = r
-		}
+	recs, err := decodeJournal(s.old, s.table.Columns)
+	if err != nil {
+		return fmt.Errorf("journal %s: %w; remove it to start the rows it recorded again", s.journalPath(), err)
+	}
+	for _, r := range recs {
+		s.prior[r.Row] = r
 	}
 	return nil
 }
 
-// readJournal returns the content of a journal an earlier job left, nil
-// when there is none. A journal is locked (flock) by the job writing it:
-// one still locked belongs to a job that runs, and is refused. The lock
-// taken here is held (s.old) until the journal has been merged and removed.
-func (s *Store) readJournal() ([]byte, error) {
+// openJournal opens a journal an earlier job left as s.old (nil when there
+// is none). A journal is locked (flock) by the job writing it: one still
+// locked belongs to a job that runs, and is refused. The lock taken here is
+// held (s.old) until the journal has been merged and removed.
+func (s *Store) openJournal() error {
 	f, err := s.dir.OpenFile(s.name+JournalSuffix, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.journalPath(), err)
+		return fmt.Errorf("read %s: %w", s.journalPath(), err)
 	}
 	if err := lockJournal(f); err != nil {
 		f.Close()
-		return nil, err
+		return err
 	}
 	s.old = f
-	data, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.journalPath(), err)
-	}
-	if len(data) > MaxInputBytes {
-		return nil, fmt.Errorf("read %s: more than %d MiB", s.journalPath(), MaxInputBytes>>20)
-	}
-	return data, nil
+	return nil
 }
 
 // lockJournal takes the journal's lock without waiting.
@@ -206,29 +201,6 @@ func lockJournal(f *os.File) error {
 		return fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
 	return nil
-}
-
-// readFile returns the file's content, nil when it does not exist.
-func (s *Store) readFile(name string) ([]byte, error) {
-	f, err := s.dir.OpenFile(name, os.O_RDONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(s.dir.Path(), name), err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(s.dir.Path(), name), err)
-	}
-	if len(data) > MaxInputBytes {
-		return nil, fmt.Errorf("read %s: more than %d MiB", filepath.Join(s.dir.Path(), name), MaxInputBytes>>20)
-	}
-	if len(data) == 0 {
-		data = []byte{} // exists, empty
-	}
-	return data, nil
 }
 
 // Done reports whether input row i was recorded done, with the same input
@@ -357,8 +329,16 @@ func EncodeOutput(t *Table, recs map[int]Record) ([]byte, error) {
 // DecodeOutput reads an output file written for columns: its header must be
 // columns followed by ExtraColumns. Row k is input row k. It never panics.
 func DecodeOutput(data []byte, columns []string) ([]Record, error) {
-	data = bytes.TrimPrefix(data, []byte("\ufeff"))
-	cr := csv.NewReader(bytes.NewReader(data))
+	return decodeOutput(bytes.NewReader(data), columns)
+}
+
+// decodeOutput is DecodeOutput reading from r.
+func decodeOutput(r io.Reader, columns []string) ([]Record, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if bom, err := br.Peek(3); err == nil && string(bom) == "\ufeff" {
+		br.Discard(3)
+	}
+	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
 	if errors.Is(err, io.EOF) {
@@ -415,16 +395,24 @@ func checkStatus(s string) error {
 // while it was written) is ignored; any other bad line is an error naming
 // it. It never panics.
 func DecodeJournal(data []byte, columns []string) ([]Record, error) {
-	if i := bytes.LastIndexByte(data, '\n'); i < len(data)-1 {
-		data = data[:i+1] // a cut last line was never recorded
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, MaxInputBytes)
+	return decodeJournal(bytes.NewReader(data), columns)
+}
+
+// decodeJournal is DecodeJournal reading from r.
+func decodeJournal(r io.Reader, columns []string) ([]Record, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
 	var recs []Record
-	for line := 1; sc.Scan(); line++ {
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return recs, nil // b, if any, is a cut last line: never recorded
+		}
+		if err != nil {
+			return nil, err
+		}
 		if line == 1 {
 			var h journalHeader
-			if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h.Version != journalVersion {
+			if err := json.Unmarshal(b, &h); err != nil || h.Version != journalVersion {
 				return nil, errors.New("line 1 is not a batty fanout journal header")
 			}
 			if !slices.Equal(h.Columns, columns) {
@@ -433,7 +421,7 @@ func DecodeJournal(data []byte, columns []string) ([]Record, error) {
 			continue
 		}
 		var r Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		if r.Row < 0 || len(r.Values) != len(columns) || r.Tokens < 0 {
@@ -444,8 +432,4 @@ func DecodeJournal(data []byte, columns []string) ([]Record, error) {
 		}
 		recs = append(recs, r)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return recs, nil
 }

@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"bufio"
 	"errors"
 	"os"
 	"path/filepath"
@@ -195,5 +196,56 @@ func TestStoreWritesNothingAfterAJournalError(t *testing.T) {
 	defer s2.Close()
 	if !s2.Done(0) || s2.Done(1) || s2.Done(2) {
 		t.Errorf("done after the failure: %v %v %v, want only row 1", s2.Done(0), s2.Done(1), s2.Done(2))
+	}
+}
+
+// TestStoreReadsBackAnOutputLargerThanTheInputLimit: OUT and the journal
+// hold every row's whole result, so a job with large replies writes files
+// far larger than an input may be; the next run reads them back (a finished
+// job reruns for free) instead of refusing its own output.
+func TestStoreReadsBackAnOutputLargerThanTheInputLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes two files of 260 MB")
+	}
+	out := filepath.Join(t.TempDir(), "out.csv")
+	tb := table(t, "a\nx\ny\n")
+	big := func(w *bufio.Writer) {
+		chunk := strings.Repeat("r", 1<<20)
+		for range MaxInputBytes>>20 + 4 {
+			w.WriteString(chunk)
+		}
+	}
+	write := func(name string, body func(w *bufio.Writer)) {
+		f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := bufio.NewWriter(f)
+		body(w)
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	write(out, func(w *bufio.Writer) {
+		w.WriteString("a,status,result,error,thread_id,tokens,duration_s\nx,done,\"{\"\"r\"\":\"\"")
+		big(w)
+		w.WriteString("\"\"}\",,t1,5,1.000\ny,pending,,,,0,0.000\n")
+	})
+	write(out+JournalSuffix, func(w *bufio.Writer) {
+		w.WriteString(`{"batty_fanout":1,"columns":["a"]}` + "\n" + `{"row":1,"values":["y"],"status":"done","result":"{\"r\":\"`)
+		big(w)
+		w.WriteString(`\"}","tokens":5,"duration_s":1}` + "\n")
+	})
+	s, err := OpenStore(out, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.Done(0) || !s.Done(1) {
+		t.Errorf("done: %v %v, want both rows", s.Done(0), s.Done(1))
+	}
+	if r, _ := s.Prior(1); len(r.Result) < MaxInputBytes {
+		t.Errorf("row 2's result has %d bytes, want it whole", len(r.Result))
 	}
 }

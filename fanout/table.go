@@ -14,7 +14,8 @@ import (
 	"unicode/utf8"
 )
 
-// MaxInputBytes bounds an input CSV file (and an output file read back).
+// MaxInputBytes bounds an input CSV file. The output file and its journal
+// have no bound: they hold every row's whole result.
 const MaxInputBytes = 256 << 20
 
 // Table is a CSV file read whole: its header and its rows, every row as
