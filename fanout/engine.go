@@ -41,8 +41,9 @@ type Options struct {
 	Store *Store
 	// Concurrency is the most rows running at once (1..MaxConcurrency).
 	Concurrency int
-	// MaxTokens, when > 0, stops starting rows once the tokens this run
-	// recorded reach it.
+	// MaxTokens, when > 0, stops starting rows once the job's recorded
+	// usage reaches it: the tokens the output records for the input's
+	// rows (earlier runs) plus every attempt of this run.
 	MaxTokens int64
 	// MaxAttempts bounds the attempts of a row (default
 	// DefaultMaxAttempts).
@@ -70,8 +71,12 @@ type Options struct {
 // Snapshot is a job's progress.
 type Snapshot struct {
 	Total, Skipped, Done, Failed, Running int
-	Tokens                                int64 // recorded by this run
-	Started                               time.Time
+	Tokens                                int64 // used by this run
+	// PriorTokens are the tokens earlier runs recorded for the input's
+	// rows; Budget is set when the token budget stopped the job.
+	PriorTokens int64
+	Budget      bool
+	Started     time.Time
 	// PausedUntil is set while a usage limit holds new rows back; Probing
 	// while one row tries whether it has lifted.
 	PausedUntil time.Time
@@ -130,6 +135,7 @@ func (o *Options) defaults() error {
 type pendingRow struct {
 	i         int
 	failures  int       // failed attempts that count against MaxAttempts
+	tokens    int64     // used by every attempt, earlier runs' included
 	notBefore time.Time // its back-off
 	note      string    // the retry note of its next attempt
 }
@@ -162,11 +168,13 @@ func Run(ctx context.Context, kill <-chan struct{}, o Options) (Summary, error) 
 	e := &engine{o: o, jobs: make(chan job), results: make(chan result), stop: make(chan struct{}), recordErr: make(chan error, 1)}
 	e.snap = Snapshot{Total: len(o.Table.Rows), Started: time.Now()}
 	for i := range o.Table.Rows {
+		prior, _ := o.Store.Prior(i)
+		e.snap.PriorTokens += prior.Tokens
 		if o.Store.Done(i) {
 			e.snap.Skipped++
 			continue
 		}
-		e.fresh = append(e.fresh, &pendingRow{i: i})
+		e.fresh = append(e.fresh, &pendingRow{i: i, tokens: prior.Tokens})
 	}
 	err := e.loop(ctx, kill)
 	close(e.jobs)
@@ -241,7 +249,7 @@ func (e *engine) loop(ctx context.Context, kill <-chan struct{}) error {
 				// Codex would refuse it every time: failed without a
 				// turn (and without a frame too large for the shim).
 				e.unqueue(next)
-				e.record(Record{Row: next.i, Values: e.o.Table.Rows[next.i], Status: StatusFailed,
+				e.record(Record{Row: next.i, Values: e.o.Table.Rows[next.i], Status: StatusFailed, Tokens: next.tokens,
 					Error: "not run: the instruction for this row is too long: " + err.Error()})
 				continue
 			}
@@ -293,8 +301,9 @@ func (e *engine) next(now time.Time) (*pendingRow, time.Time) {
 	if e.snap.Stopping != "" || e.running >= e.o.Concurrency || e.left() == 0 {
 		return nil, time.Time{}
 	}
-	if e.o.MaxTokens > 0 && e.snap.Tokens >= e.o.MaxTokens {
-		e.halt(fmt.Sprintf("the token budget (--max-tokens %d) is reached: %d tokens recorded", e.o.MaxTokens, e.snap.Tokens))
+	if used := e.snap.PriorTokens + e.snap.Tokens; e.o.MaxTokens > 0 && used >= e.o.MaxTokens {
+		e.halt(fmt.Sprintf("the token budget (--max-tokens %d) is reached: %d tokens recorded for this job (%d by earlier runs)", e.o.MaxTokens, used, e.snap.PriorTokens))
+		e.snap.Budget = true
 		return nil, time.Time{}
 	}
 	if !e.snap.PausedUntil.IsZero() {
@@ -413,6 +422,7 @@ func (e *engine) finish(r result) {
 	f := r.out.TurnFinished
 	tokens := f.Usage.Input + f.Usage.Output
 	e.snap.Tokens += tokens
+	row.tokens += tokens
 	if r.err == nil && f.Status == protocol.TurnFailed && f.Failure == protocol.FailQuota {
 		e.quotaHit(row, r.out.RetryAt, wasProbe)
 		return
@@ -423,7 +433,7 @@ func (e *engine) finish(r result) {
 		}
 		e.snap.PausedUntil, e.failedProbes = time.Time{}, 0
 	}
-	rec := Record{Row: row.i, Values: e.o.Table.Rows[row.i], ThreadID: f.ThreadID, Tokens: tokens, Duration: r.elapsed.Seconds()}
+	rec := Record{Row: row.i, Values: e.o.Table.Rows[row.i], ThreadID: f.ThreadID, Tokens: row.tokens, Duration: r.elapsed.Seconds()}
 	if f.Duration > 0 {
 		rec.Duration = f.Duration.Seconds()
 	}

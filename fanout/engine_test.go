@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/protocol"
 )
 
 // TestHundredRowsAtConcurrency64 runs 100 rows on 64 real shims: every row
@@ -247,5 +249,72 @@ func TestRowTooLongForCodexFailsWithoutATurn(t *testing.T) {
 	}
 	if n := len(r.codexRuns()); n != 2 || s.Done != 2 || s.Failed != 1 {
 		t.Errorf("%d codex runs, summary %+v; want 2 runs, 2 done, 1 failed", n, s.Snapshot)
+	}
+}
+
+// TestBudgetCountsTheJobsRecordedUsage: --max-tokens bounds the job, not
+// one run of it: a rerun with the same budget starts nothing once the
+// output records that many tokens, and one with a higher budget goes on
+// until the job's total reaches it.
+func TestBudgetCountsTheJobsRecordedUsage(t *testing.T) {
+	r := newRig(t, rows(6, func(int) string { return "x" }), "{id} scenario:usage:500 replyjson")
+	r.opts.Concurrency = 1
+	r.opts.MaxTokens = 1000
+	if s := r.run(context.Background(), nil); s.AllDone != 2 || !s.Budget {
+		t.Fatalf("first run: summary %+v, want 2 done (600 tokens each), then stopped by the budget", s)
+	}
+	s := r.run(context.Background(), nil)
+	if s.AllDone != 2 || s.Done != 0 || !s.Budget || s.PriorTokens != 1200 || !strings.Contains(s.Stopping, "1200 tokens recorded for this job") {
+		t.Errorf("rerun with the same budget: summary %+v, want nothing started", s)
+	}
+	if !strings.Contains(SummaryLine(s, "out.csv"), "higher --max-tokens") {
+		t.Errorf("summary line %q does not say how to go on", SummaryLine(s, "out.csv"))
+	}
+	r.opts.MaxTokens = 2500
+	if s := r.run(context.Background(), nil); s.AllDone != 5 || s.Done != 3 || !s.Budget {
+		t.Errorf("rerun with 2500: summary %+v, want 3 more rows (1200 + 3·600 ≥ 2500)", s)
+	}
+	if n := len(r.codexRuns()); n != 5 {
+		t.Errorf("%d codex runs, want 5", n)
+	}
+}
+
+// usageWorker is an in-process worker whose turns of a row use tokens and
+// fail in a way that is retried until the row's last attempt.
+type usageWorker struct{ attempts map[string]int }
+
+func (w usageWorker) Run(t Turn, _, _ <-chan struct{}, _ time.Duration) (Outcome, error) {
+	w.attempts[t.ID]++
+	var o Outcome
+	o.MessageID, o.Usage = t.ID, protocol.Usage{Input: 100, Output: 10}
+	if w.attempts[t.ID] < 3 {
+		o.Status = protocol.TurnTimedOut
+		return o, nil
+	}
+	o.Status, o.Reply = protocol.TurnCompleted, `{"ok":true}`
+	return o, nil
+}
+
+func (usageWorker) Close(<-chan struct{}) {}
+
+// TestRowRecordsTheTokensOfEveryAttempt: a row that took three attempts
+// records the tokens of all three, so the output's tokens column adds up
+// to what the job used.
+func TestRowRecordsTheTokensOfEveryAttempt(t *testing.T) {
+	tb := table(t, "id\n1\n")
+	tmpl, _ := ParseTemplate("{id}", tb.Columns)
+	st, err := OpenStore(filepath.Join(t.TempDir(), "out.csv"), tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := usageWorker{attempts: map[string]int{}}
+	s, err := Run(context.Background(), nil, Options{Table: tb, Template: tmpl, Store: st, Concurrency: 1,
+		RetryBase: time.Millisecond, RetryMax: time.Millisecond, NewWorker: func(int) (Worker, error) { return w, nil }})
+	if err != nil || !s.Complete() || s.Tokens != 330 {
+		t.Fatalf("summary %+v, %v", s, err)
+	}
+	if r, _ := st.Prior(0); r.Tokens != 330 {
+		t.Errorf("row 1 records %d tokens, want 330 (3 attempts of 110)", r.Tokens)
 	}
 }

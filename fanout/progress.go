@@ -122,6 +122,8 @@ func SummaryLine(s Summary, out string) string {
 	line := fmt.Sprintf("fanout: %d of %d rows done, %d failed, %d pending (this run: %d done, %d failed, %s tokens); output %s",
 		s.AllDone, s.Total, s.AllFailed, s.Pending, s.Done, s.Failed, count(s.Tokens), out)
 	switch {
+	case s.Budget:
+		line += "\nfanout: stopped: " + s.Stopping + "; run the command again with a higher --max-tokens to continue"
 	case s.Stopping != "":
 		line += "\nfanout: stopped: " + s.Stopping + "; run the same command again to continue"
 	case s.AllFailed > 0:

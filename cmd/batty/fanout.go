@@ -55,7 +55,8 @@ running; run the same command again and the rows already done are skipped,
 failed and pending ones run. Failures that may pass (server errors, dropped
 streams, timeouts) are retried as for team messages; a usage limit holds new
 rows back until the reset and the job goes on by itself. --max-tokens stops
-starting rows once this run recorded that many tokens.
+starting rows once the job's recorded usage (OUT's tokens, earlier runs
+included) reaches that many tokens.
 
 Codex settings come from a role of the team file (--role) or from the same
 flags as batty chat. Ctrl-C stops starting rows and lets running ones finish
@@ -78,7 +79,7 @@ an OUT that is not a fanout output of this input).`,
 	f.StringVarP(&a.output, "output", "o", "", "output CSV file; rows done in it are skipped (required)")
 	f.IntVarP(&a.concurrency, "concurrency", "c", fanout.DefaultConcurrency, fmt.Sprintf("rows running at once (1 to %d)", fanout.MaxConcurrency))
 	f.StringVar(&a.schema, "schema", "", "JSON Schema file each row's answer must match (codex --output-schema)")
-	f.Int64Var(&a.maxTokens, "max-tokens", 0, "stop starting rows once this run recorded this many tokens (0: no limit)")
+	f.Int64Var(&a.maxTokens, "max-tokens", 0, "stop starting rows once the job's recorded usage, earlier runs included, reaches this many tokens (0: no limit)")
 	f.StringVar(&a.role, "role", "", "take codex settings from this role of the team file")
 	addTeamFlags(cmd, &a.teamFile, true) // the team of --role
 	f.DurationVar(&a.grace, "shutdown-timeout", fanout.DefaultGrace, "on Ctrl-C, how long running rows may finish")

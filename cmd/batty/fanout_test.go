@@ -409,7 +409,7 @@ func TestFanoutSecondInterruptStopsRunningRows(t *testing.T) {
 func TestFanoutBudget(t *testing.T) {
 	j := newFanoutJob(t, "id\n1\n2\n3\n")
 	_, errOut, code := runBatty(t, j.env, "", j.args("{id} replyjson", "-c", "1", "--max-tokens", "1")...)
-	if code != 1 || !strings.Contains(errOut, "stopped: the token budget (--max-tokens 1) is reached: 1010 tokens recorded; run the same command again to continue") {
+	if code != 1 || !strings.Contains(errOut, "stopped: the token budget (--max-tokens 1) is reached: 1010 tokens recorded for this job (0 by earlier runs); run the command again with a higher --max-tokens to continue") {
 		t.Errorf("exit %d, stderr:\n%s", code, errOut)
 	}
 	if j.runsOf(1) != 1 || j.runsOf(2) != 0 {
