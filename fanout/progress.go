@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Progress shows a job's progress on w: on a terminal one line redrawn at
@@ -18,6 +19,10 @@ type Progress struct {
 	tty bool
 	// DrawEvery and LineEvery: see Progress.
 	DrawEvery, LineEvery time.Duration
+	// Width, if set, returns the terminal's width in columns (0: unknown);
+	// a redrawn line is cut to fit, since a line that wraps is not
+	// redrawn in place but scrolls a new one every DrawEvery.
+	Width func() int
 
 	mu       sync.Mutex
 	snap     Snapshot
@@ -62,7 +67,11 @@ func (p *Progress) tick(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.tty {
-		fmt.Fprintf(p.w, "\r\x1b[K%s", Line(p.snap, now))
+		line := Line(p.snap, now)
+		if p.Width != nil {
+			line = fit(line, p.Width()-1)
+		}
+		fmt.Fprintf(p.w, "\r\x1b[K%s", line)
 		p.drawn = true
 		return
 	}
@@ -130,6 +139,16 @@ func SummaryLine(s Summary, out string) string {
 		line += "\nfanout: run the same command again to retry the failed rows"
 	}
 	return line
+}
+
+// fit cuts s to at most n characters, the last one "…" when cut (n < 1:
+// no limit). It is a pure function.
+func fit(s string, n int) string {
+	if n < 1 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 // count writes n tokens briefly: 950, 12.3k, 4.56M.

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/fanout"
 	"github.com/battyhq/batty/retry"
@@ -244,6 +245,13 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 	}()
 
 	prog := fanout.NewProgress(os.Stderr, isTerminal(os.Stderr))
+	prog.Width = func() int {
+		ws, err := unix.IoctlGetWinsize(int(os.Stderr.Fd()), unix.TIOCGWINSZ)
+		if err != nil {
+			return 0
+		}
+		return int(ws.Col)
+	}
 	progCtx, progStop := context.WithCancel(context.Background())
 	progDone := make(chan struct{})
 	go func() { defer close(progDone); prog.Run(progCtx) }()
