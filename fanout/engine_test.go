@@ -318,3 +318,22 @@ func TestRowRecordsTheTokensOfEveryAttempt(t *testing.T) {
 		t.Errorf("row 1 records %d tokens, want 330 (3 attempts of 110)", r.Tokens)
 	}
 }
+
+// TestQuotaPauseAtConcurrency64ProbesWithOneRow: 64 rows hit a usage limit
+// at once; while it holds, one row at a time tries whether it has lifted
+// (no storm of 64 retries per probe), and once it has every row is done.
+func TestQuotaPauseAtConcurrency64ProbesWithOneRow(t *testing.T) {
+	until := time.Now().Add(1500 * time.Millisecond).UnixNano()
+	r := newRig(t, rows(100, func(int) string { return "x" }), fmt.Sprintf("{id} scenario:quotauntil:%d replyjson", until))
+	r.opts.Concurrency = 64
+	s := r.run(context.Background(), nil)
+	if !s.Complete() {
+		t.Fatalf("summary %+v, want every row done", s)
+	}
+	// Rows started before the first limit came back hit it too (at most
+	// the first 64); after that one row per probe.
+	runs := r.codexRuns()
+	if len(runs) > 100+64+8 {
+		t.Errorf("%d codex runs for 100 rows: a retry storm", len(runs))
+	}
+}
