@@ -89,6 +89,9 @@ type Store struct {
 // for t's columns, naming it, and writes nothing then.
 func OpenStore(out string, t *Table) (*Store, error) {
 	dir, err := atomicfile.OpenDir(filepath.Dir(out))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("output %s: the directory %s does not exist: create it, or choose another --output: %w", out, filepath.Dir(out), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("output %s: %w", out, err)
 	}

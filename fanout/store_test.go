@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/battyhq/batty/atomicfile"
 )
 
@@ -118,6 +120,22 @@ func TestStoreRefusesAForeignOutput(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(target); string(b) != "keep" {
 		t.Errorf("the link's target was changed to %q", b)
+	}
+	// A FIFO as OUT or as its journal is refused at once, not opened and
+	// waited on.
+	for _, name := range []string{"fifo.csv", "fifojournal.csv" + JournalSuffix} {
+		if err := unix.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"fifo.csv", "fifojournal.csv"} {
+		if _, err := OpenStore(filepath.Join(dir, name), tb); err == nil || !strings.Contains(err.Error(), "is a FIFO") {
+			t.Errorf("%s: err %v, want a FIFO refused", name, err)
+		}
+	}
+	// OUT in a directory that does not exist: say so.
+	if _, err := OpenStore(filepath.Join(dir, "nodir", "out.csv"), tb); err == nil || !strings.Contains(err.Error(), "does not exist: create it") {
+		t.Errorf("missing directory: err %v", err)
 	}
 	// A journal of other columns is refused too.
 	out := filepath.Join(dir, "j.csv")
