@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 )
 
-// Progress shows a job's progress on w: on a terminal one line redrawn at
-// most DrawEvery; otherwise a line every LineEvery, when a pause begins or
+// Progress shows a job's progress on w: on a terminal one line (a bar,
+// then Line) redrawn at most DrawEvery; otherwise a line every LineEvery, when a pause begins or
 // ends, and when rows stop starting. Update is safe for concurrent use;
 // Run owns the redrawing and returns when ctx ends.
 type Progress struct {
@@ -67,7 +67,7 @@ func (p *Progress) tick(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.tty {
-		line := Line(p.snap, now)
+		line := Bar(p.snap, barWidth) + " " + Line(p.snap, now)
 		if p.Width != nil {
 			line = fit(line, p.Width()-1)
 		}
@@ -124,6 +124,22 @@ func Line(s Snapshot, now time.Time) string {
 		fmt.Fprintf(&b, " · paused by a usage limit until %s", s.PausedUntil.Local().Format("15:04:05"))
 	}
 	return b.String()
+}
+
+// barWidth is the width of the terminal's progress bar between its brackets.
+const barWidth = 20
+
+// Bar draws the share of this run's rows finished as a bar of width
+// cells: "[####--------]", done rows as '#', failed ones as 'x'. It is a
+// pure function.
+func Bar(s Snapshot, width int) string {
+	todo := s.Total - s.Skipped
+	done, failed := width, 0
+	if todo > 0 {
+		done = s.Done * width / todo
+		failed = min((s.Done+s.Failed)*width/todo-done, width-done)
+	}
+	return "[" + strings.Repeat("#", done) + strings.Repeat("x", failed) + strings.Repeat("-", width-done-failed) + "]"
 }
 
 // SummaryLine is the final line of a run.

@@ -68,8 +68,27 @@ func TestProgressOnATerminal(t *testing.T) {
 	p.Update(Snapshot{Total: 3, Started: time.Now()})
 	p.tick(time.Now())
 	p.tick(time.Now())
-	if strings.Count(b.String(), "\r\x1b[K") != 2 || strings.Contains(b.String(), "\n") {
+	if strings.Count(b.String(), "\r\x1b[K") != 2 || strings.Contains(b.String(), "\n") || !strings.Contains(b.String(), "[--------------------] fanout: 0/3 done") {
 		t.Errorf("terminal output %q", b.String())
+	}
+}
+
+func TestBar(t *testing.T) {
+	for _, c := range []struct {
+		s    Snapshot
+		want string
+	}{
+		{Snapshot{Total: 10}, "[----------]"},
+		{Snapshot{Total: 10, Done: 5}, "[#####-----]"},
+		{Snapshot{Total: 10, Done: 5, Failed: 2}, "[#####xx---]"},
+		{Snapshot{Total: 12, Skipped: 2, Done: 10}, "[##########]"},
+		{Snapshot{Total: 3, Done: 1, Failed: 1}, "[###xxx----]"},
+		{Snapshot{Total: 0}, "[##########]"},
+		{Snapshot{Total: 4, Skipped: 4}, "[##########]"},
+	} {
+		if got := Bar(c.s, 10); got != c.want {
+			t.Errorf("Bar(%+v) = %q, want %q", c.s, got, c.want)
+		}
 	}
 }
 
