@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,27 +115,85 @@ func OpenStore(out string, t *Table) (*Store, error) {
 		dir.Close()
 		return nil, err
 	}
-	f, err := dir.OpenFile(s.name+JournalSuffix, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		dir.Close()
-		return nil, fmt.Errorf("open the journal of %s (is another batty fanout writing it?): %w", out, err)
-	}
-	if err := lockJournal(f); err != nil {
-		f.Close()
+	if err := s.createJournal(); err != nil {
 		dir.Close()
 		return nil, err
 	}
-	s.journal = f
-	err = s.appendLine(journalHeader{Version: journalVersion, Columns: t.Columns})
-	if err == nil {
-		err = dir.Sync()
-	}
-	if err != nil {
-		s.journal.Close()
-		dir.Close()
-		return nil, fmt.Errorf("start the journal of %s: %w", out, err)
-	}
 	return s, nil
+}
+
+// journalCreated is called once this run's journal file exists, before it
+// is locked (a test's hook into that moment).
+var journalCreated = func() {}
+
+// newJournalInfix names a journal being created: OUT.journal.new-PID-N.
+const newJournalInfix = ".new-"
+
+// createJournal starts this run's journal. The file is made under a name of
+// its own, locked, and given its header before it takes the journal's name
+// (a rename that never replaces), so that another job never finds it
+// unlocked, which would take it for the journal of a killed job, merge and
+// remove it, and run beside this one. Files a job killed while creating
+// its journal left (unlocked) are removed.
+func (s *Store) createJournal() error {
+	if err := s.removeStaleNewJournals(); err != nil {
+		return err
+	}
+	tmp := fmt.Sprintf("%s%s%s%d-%d", s.name, JournalSuffix, newJournalInfix, os.Getpid(), rand.Uint64())
+	f, err := s.dir.OpenFile(tmp, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create the journal of %s: %w", s.path(), err)
+	}
+	journalCreated()
+	fail := func(err error) error {
+		f.Close()
+		s.dir.Remove(tmp)
+		return err
+	}
+	if err := lockJournal(f); err != nil {
+		return fail(err)
+	}
+	s.journal = f
+	if err := s.appendLine(journalHeader{Version: journalVersion, Columns: s.table.Columns}); err != nil {
+		return fail(fmt.Errorf("start the journal of %s: %w", s.path(), err))
+	}
+	if err := s.dir.RenameNoReplace(tmp, s.dir, s.name+JournalSuffix); err != nil {
+		if errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrNotExist) {
+			// Another job took the name first, or (starting at the same
+			// moment) removed this file before it was locked.
+			err = fmt.Errorf("%s: another batty fanout is starting on this output or writing it; wait for it to end, or choose another --output", s.journalPath())
+		} else {
+			err = fmt.Errorf("start the journal of %s: %w", s.path(), err)
+		}
+		return fail(err)
+	}
+	return nil
+}
+
+// removeStaleNewJournals removes the journals being created that no job
+// holds locked: left by a job killed while it created its journal.
+func (s *Store) removeStaleNewJournals() error {
+	names, err := s.dir.Names()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, s.name+JournalSuffix+newJournalInfix) {
+			continue
+		}
+		f, err := s.dir.OpenFile(n, os.O_RDONLY, 0)
+		if err != nil {
+			continue // gone meanwhile, or not a file: not ours to remove
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			if err := s.dir.Remove(n); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				f.Close()
+				return fmt.Errorf("remove %s, left by a job that was killed: %w", filepath.Join(s.dir.Path(), n), err)
+			}
+		}
+		f.Close()
+	}
+	return nil
 }
 
 // path is OUT's path; journalPath the journal's.

@@ -267,3 +267,53 @@ func TestStoreReadsBackAnOutputLargerThanTheInputLimit(t *testing.T) {
 		t.Errorf("row 2's result has %d bytes, want it whole", len(r.Result))
 	}
 }
+
+// TestStoreTwoJobsStartingAtOnce: a second job that opens the output at the
+// very moment the first creates its journal never sees that journal
+// unlocked, so it neither merges and removes it nor runs beside it: one of
+// the two is refused, and the journal left is the other's, locked. A
+// half-made journal of a killed job is cleared away.
+func TestStoreTwoJobsStartingAtOnce(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.csv")
+	tb := table(t, "a\nx\ny\n")
+	// Left by a job killed while it created its journal: removed.
+	if err := os.WriteFile(out+JournalSuffix+".new-1-2", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var second *Store
+	var secondErr error
+	journalCreated = func() {
+		journalCreated = func() {}
+		second, secondErr = OpenStore(out, tb)
+	}
+	t.Cleanup(func() { journalCreated = func() {} })
+	first, firstErr := OpenStore(out, tb)
+	if (firstErr == nil) == (secondErr == nil) {
+		t.Fatalf("first job: %v; second job: %v; want exactly one refused", firstErr, secondErr)
+	}
+	if err := errors.Join(firstErr, secondErr); !strings.Contains(err.Error(), "another batty fanout") {
+		t.Errorf("the refusal %q does not say why", err)
+	}
+	winner := first
+	if winner == nil {
+		winner = second
+	}
+	if err := winner.Record(Record{Row: 0, Values: []string{"x"}, Status: StatusDone, Result: `{}`}); err != nil {
+		t.Fatal(err)
+	}
+	// The journal at its name is the winner's: locked, holding its row.
+	if _, err := OpenStore(out, tb); err == nil || !strings.Contains(err.Error(), "is locked") {
+		t.Errorf("a third job: err %v, want the journal locked", err)
+	}
+	b, err := os.ReadFile(out + JournalSuffix)
+	if err != nil || !strings.Contains(string(b), `"row":0`) {
+		t.Errorf("journal %q, %v: want the winner's row in it", b, err)
+	}
+	if err := winner.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := os.ReadDir(filepath.Dir(out))
+	if len(names) != 1 {
+		t.Errorf("files left: %v, want only OUT", names)
+	}
+}
