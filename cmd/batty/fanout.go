@@ -256,6 +256,11 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 	progDone := make(chan struct{})
 	go func() { defer close(progDone); prog.Run(progCtx) }()
 	workers := fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: os.Stderr}
+	if n, err := workers.RemoveStale(); err != nil {
+		log.Warn("Could not remove every reply directory of a killed job", "removed", n, "error", err)
+	} else if n > 0 {
+		log.Debug("Removed the reply directories of killed jobs", "count", n)
+	}
 	sum, runErr := fanout.Run(ctx, kill, fanout.Options{
 		Table: table, Template: tmpl, Schema: a.schema != "", Store: store,
 		Concurrency: a.concurrency, MaxTokens: a.maxTokens, MaxAttempts: pol.attempts, Quota: pol.quota,
