@@ -360,11 +360,12 @@ func TestRemoveStaleReplyDirs(t *testing.T) {
 	os.WriteFile(filepath.Join(stale, "row-1.reply"), []byte("a reply in flight"), 0o600)
 	live := mk(fmt.Sprintf("%s%d-456", replyDirPrefix, os.Getpid()))
 	other := mk("batty-other-1")
+	unnamed := mk(replyDirPrefix + "99999999") // no pid in its name: not known to be stale
 	w := ShimWorkers{TempDir: tmp}
 	if n, err := w.RemoveStale(); n != 1 || err != nil {
 		t.Errorf("RemoveStale: %d, %v; want 1 removed", n, err)
 	}
-	for p, want := range map[string]bool{stale: false, live: true, other: true} {
+	for p, want := range map[string]bool{stale: false, live: true, other: true, unnamed: true} {
 		if _, err := os.Stat(p); (err == nil) != want {
 			t.Errorf("%s: exists %v, want %v", filepath.Base(p), err == nil, want)
 		}

@@ -85,9 +85,9 @@ func (s ShimWorkers) RemoveStale() (int, error) {
 	var errs []error
 	for _, e := range entries {
 		pidText, ok := strings.CutPrefix(e.Name(), replyDirPrefix)
-		pidText, _, _ = strings.Cut(pidText, "-")
+		pidText, _, withPid := strings.Cut(pidText, "-")
 		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid <= 0 || !e.IsDir() || unix.Kill(pid, 0) != unix.ESRCH {
+		if !ok || !withPid || err != nil || pid <= 0 || !e.IsDir() || unix.Kill(pid, 0) != unix.ESRCH {
 			continue
 		}
 		info, err := e.Info()
