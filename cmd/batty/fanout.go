@@ -195,7 +195,8 @@ func checkSchema(path string) (string, error) {
 	return abs, nil
 }
 
-// runFanout runs the job with signals wired up: the first SIGINT/SIGTERM
+// runFanout runs the job with signals wired up: the first SIGINT, SIGTERM
+// or SIGHUP (a closed terminal, which would otherwise end batty at once)
 // stops starting rows, the second kills the running ones. It returns the
 // exit code.
 func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *fanout.Template, store *fanout.Store, pol fanoutPolicy) (int, error) {
@@ -221,7 +222,7 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 	defer cancel()
 	kill := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	sigDone := make(chan struct{})
 	defer close(sigDone)

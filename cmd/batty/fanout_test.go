@@ -187,7 +187,7 @@ func testFanoutRerunAfter(t *testing.T, sig syscall.Signal) {
 	err := cmd.Wait()
 	ee, _ := err.(*exec.ExitError)
 	switch sig {
-	case syscall.SIGINT:
+	case syscall.SIGINT, syscall.SIGHUP:
 		if ee == nil || ee.ExitCode() != 1 {
 			t.Fatalf("after SIGINT: %v, want exit 1\nstderr:\n%s", err, stderr.String())
 		}
@@ -232,6 +232,10 @@ func testFanoutRerunAfter(t *testing.T, sig syscall.Signal) {
 
 func TestFanoutRerunAfterSIGINT(t *testing.T)  { testFanoutRerunAfter(t, syscall.SIGINT) }
 func TestFanoutRerunAfterSIGKILL(t *testing.T) { testFanoutRerunAfter(t, syscall.SIGKILL) }
+
+// TestFanoutRerunAfterSIGHUP: a closed terminal stops the job as Ctrl-C
+// does, with its summary, instead of ending batty at once.
+func TestFanoutRerunAfterSIGHUP(t *testing.T) { testFanoutRerunAfter(t, syscall.SIGHUP) }
 
 // TestFanoutRealCodex runs the real Codex CLI against the mock Responses
 // API on a small CSV, with and without --schema.
