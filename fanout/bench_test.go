@@ -86,3 +86,36 @@ func BenchmarkFanout100Rows64Engine(b *testing.B) {
 	b.ReportMetric(w.Seconds(), "wall-s")
 	b.ReportMetric(float64(w)/float64(ideal), "x-ideal")
 }
+
+// BenchmarkFanoutEngineLongInput runs an input of 100,000 rows on in-process
+// workers that answer at once, and reports the engine's cost per row: it
+// must not grow with the length of the input (no pass over the rows still
+// to run per started row).
+func BenchmarkFanoutEngineLongInput(b *testing.B) {
+	const rowsN = 100_000
+	tb, err := ReadTable(strings.NewReader(rows(rowsN, func(int) string { return "x" })))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tmpl, _ := ParseTemplate("{id}", tb.Columns)
+	var wall time.Duration
+	for range b.N {
+		b.StopTimer()
+		st, err := OpenStore(filepath.Join(b.TempDir(), "out.csv"), tb)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		s, err := Run(context.Background(), nil, Options{Table: tb, Template: tmpl, Store: st, Concurrency: 64,
+			NewWorker: func(int) (Worker, error) { return sleepWorker{0}, nil }})
+		if err == nil {
+			err = st.Close()
+		}
+		wall += time.Since(t0)
+		if err != nil || !s.Complete() {
+			b.Fatalf("summary %+v, %v", s, err)
+		}
+	}
+	b.ReportMetric(float64(wall.Microseconds())/float64(b.N*rowsN), "µs/row")
+}

@@ -1,9 +1,20 @@
 package fanout
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 func TestReadTable(t *testing.T) {
 	cases := []struct {
@@ -25,6 +36,10 @@ func TestReadTable(t *testing.T) {
 		{"ragged long", "a,b\n1,2,3\n", nil, 0, "line 2: 3 fields"},
 		{"ragged after multiline", "a,b\n\"x\ny\",2\n1\n", nil, 0, "line 4: 1 fields"},
 		{"bad quote", "a,b\n\"x,2\n", nil, 0, "line"},
+		{"latin-1 value", "a,b\n1,caf\xe9\n", nil, 0, `line 2, column "b": not UTF-8 text`},
+		{"latin-1 value on a later line", "a,b\n\"x\ny\",2\n1,\"\xe9\"\n", nil, 0, `line 4, column "b": not UTF-8`},
+		{"latin-1 header", "a,caf\xe9\n1,2\n", nil, 0, `line 1, column "caf?": not UTF-8 text`},
+		{"nul and quotes", "a,b\n\"\x00\",\"say \"\"hi\"\"\"\n", []string{"a", "b"}, 1, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -114,6 +129,11 @@ func FuzzReadTable(f *testing.F) {
 	for _, s := range []string{"a,b\n1,2\n", "\ufeffa\n\"x\ny\"\n", "a,a\n", "a,b\n1\n", "\"", ""} {
 		f.Add(s)
 	}
+	// Values a journal or an output file could not hold as they are
+	// (invalid UTF-8 becomes U+FFFD in JSON; a lone CR).
+	for _, s := range []string{"a\nx\xff\n", "a,b\n\"\xc3\",\"\r\"\n", "a,b\n\"x\r\ny\",\"\x00\"\"\"\n"} {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		tb, err := ReadTable(strings.NewReader(s))
 		if err != nil {
@@ -122,6 +142,36 @@ func FuzzReadTable(f *testing.F) {
 		for _, r := range tb.Rows {
 			if len(r) != len(tb.Columns) {
 				t.Fatalf("row %q has %d fields, header %d", r, len(r), len(tb.Columns))
+			}
+		}
+		// Every row it accepts is recognised again after a journal and an
+		// output file recorded it, so that a rerun never runs it twice.
+		recs := map[int]Record{}
+		journal := []byte(`{"batty_fanout":1,"columns":` + mustJSON(t, tb.Columns) + "}\n")
+		for i, r := range tb.Rows {
+			recs[i] = Record{Row: i, Values: r, Status: StatusDone, Result: "{}"}
+			journal = append(append(journal, mustJSON(t, recs[i])...), '\n')
+		}
+		fromJournal, err := DecodeJournal(journal, tb.Columns)
+		if err != nil {
+			t.Fatalf("journal: %v", err)
+		}
+		out, err := EncodeOutput(tb, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromOut, err := DecodeOutput(out, tb.Columns)
+		if err != nil {
+			t.Fatalf("output: %v", err)
+		}
+		for what, got := range map[string][]Record{"journal": fromJournal, "output": fromOut} {
+			if len(got) != len(tb.Rows) {
+				t.Fatalf("%s gives %d rows back, want %d", what, len(got), len(tb.Rows))
+			}
+			for i, r := range got {
+				if r.Row != i || !slices.Equal(r.Values, tb.Rows[i]) {
+					t.Fatalf("%s gives row %d back as %d %q, want %q", what, i+1, r.Row+1, r.Values, tb.Rows[i])
+				}
 			}
 		}
 	})

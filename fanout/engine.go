@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/retry"
 )
@@ -40,8 +41,9 @@ type Options struct {
 	Store *Store
 	// Concurrency is the most rows running at once (1..MaxConcurrency).
 	Concurrency int
-	// MaxTokens, when > 0, stops starting rows once the tokens this run
-	// recorded reach it.
+	// MaxTokens, when > 0, stops starting rows once the job's recorded
+	// usage reaches it: the tokens the output records for the input's
+	// rows (earlier runs) plus every attempt of this run.
 	MaxTokens int64
 	// MaxAttempts bounds the attempts of a row (default
 	// DefaultMaxAttempts).
@@ -69,8 +71,12 @@ type Options struct {
 // Snapshot is a job's progress.
 type Snapshot struct {
 	Total, Skipped, Done, Failed, Running int
-	Tokens                                int64 // recorded by this run
-	Started                               time.Time
+	Tokens                                int64 // used by this run
+	// PriorTokens are the tokens earlier runs recorded for the input's
+	// rows; Budget is set when the token budget stopped the job.
+	PriorTokens int64
+	Budget      bool
+	Started     time.Time
 	// PausedUntil is set while a usage limit holds new rows back; Probing
 	// while one row tries whether it has lifted.
 	PausedUntil time.Time
@@ -129,6 +135,7 @@ func (o *Options) defaults() error {
 type pendingRow struct {
 	i         int
 	failures  int       // failed attempts that count against MaxAttempts
+	tokens    int64     // used by every attempt, earlier runs' included
 	notBefore time.Time // its back-off
 	note      string    // the retry note of its next attempt
 }
@@ -161,11 +168,13 @@ func Run(ctx context.Context, kill <-chan struct{}, o Options) (Summary, error) 
 	e := &engine{o: o, jobs: make(chan job), results: make(chan result), stop: make(chan struct{}), recordErr: make(chan error, 1)}
 	e.snap = Snapshot{Total: len(o.Table.Rows), Started: time.Now()}
 	for i := range o.Table.Rows {
+		prior, _ := o.Store.Prior(i)
+		e.snap.PriorTokens += prior.Tokens
 		if o.Store.Done(i) {
 			e.snap.Skipped++
 			continue
 		}
-		e.pending = append(e.pending, &pendingRow{i: i})
+		e.fresh = append(e.fresh, &pendingRow{i: i, tokens: prior.Tokens})
 	}
 	err := e.loop(ctx, kill)
 	close(e.jobs)
@@ -199,8 +208,13 @@ type engine struct {
 	stop    chan struct{} // closed when the job is interrupted
 	wg      sync.WaitGroup
 
-	snap         Snapshot
-	pending      []*pendingRow // in input order
+	snap Snapshot
+	// The rows still to run: fresh[head:] were never started, retry were
+	// started and put back (both in input order). Starting the next fresh
+	// row costs O(1), however long the input.
+	fresh        []*pendingRow
+	head         int
+	retry        []*pendingRow
 	running      int
 	started      int // worker goroutines
 	probe        int // the row probing a usage limit, -1 none
@@ -224,15 +238,23 @@ func (e *engine) loop(ctx context.Context, kill <-chan struct{}) error {
 	for {
 		now := time.Now()
 		next, wake := e.next(now)
-		if next == nil && e.running == 0 && (len(e.pending) == 0 || e.snap.Stopping != "") {
+		if next == nil && e.running == 0 && (e.left() == 0 || e.snap.Stopping != "") {
 			return fatal
 		}
 		var jobs chan job
 		var j job
 		if next != nil {
+			prompt := Prompt(e.o.Template.Render(e.o.Table.Rows[next.i]), e.o.Schema)
+			if err := codex.CheckBodyLen(prompt); err != nil {
+				// Codex would refuse it every time: failed without a
+				// turn (and without a frame too large for the shim).
+				e.unqueue(next)
+				e.record(Record{Row: next.i, Values: e.o.Table.Rows[next.i], Status: StatusFailed, Tokens: next.tokens,
+					Error: "not run: the instruction for this row is too long: " + err.Error()})
+				continue
+			}
 			jobs = e.jobs
-			j = job{row: next, turn: Turn{ID: "row-" + strconv.Itoa(next.i+1), RetryNote: next.note,
-				Prompt: Prompt(e.o.Template.Render(e.o.Table.Rows[next.i]), e.o.Schema)}}
+			j = job{row: next, turn: Turn{ID: "row-" + strconv.Itoa(next.i+1), RetryNote: next.note, Prompt: prompt}}
 			if e.started-e.running == 0 {
 				e.startWorker(kill)
 			}
@@ -276,11 +298,12 @@ func (e *engine) halt(why string) {
 
 // next returns the row to start now (nil: none), and when to look again.
 func (e *engine) next(now time.Time) (*pendingRow, time.Time) {
-	if e.snap.Stopping != "" || e.running >= e.o.Concurrency || len(e.pending) == 0 {
+	if e.snap.Stopping != "" || e.running >= e.o.Concurrency || e.left() == 0 {
 		return nil, time.Time{}
 	}
-	if e.o.MaxTokens > 0 && e.snap.Tokens >= e.o.MaxTokens {
-		e.halt(fmt.Sprintf("the token budget (--max-tokens %d) is reached: %d tokens recorded", e.o.MaxTokens, e.snap.Tokens))
+	if used := e.snap.PriorTokens + e.snap.Tokens; e.o.MaxTokens > 0 && used >= e.o.MaxTokens {
+		e.halt(fmt.Sprintf("the token budget (--max-tokens %d) is reached: %d tokens recorded for this job (%d by earlier runs)", e.o.MaxTokens, used, e.snap.PriorTokens))
+		e.snap.Budget = true
 		return nil, time.Time{}
 	}
 	if !e.snap.PausedUntil.IsZero() {
@@ -291,21 +314,34 @@ func (e *engine) next(now time.Time) (*pendingRow, time.Time) {
 			return nil, e.snap.PausedUntil
 		}
 	}
+	// The first row in input order whose back-off is over: the first
+	// such retry, or the next fresh row when it comes before.
 	var wake time.Time
-	for _, r := range e.pending {
+	var first *pendingRow
+	for _, r := range e.retry {
 		if !r.notBefore.After(now) {
-			return r, time.Time{}
+			first = r
+			break
 		}
 		if wake.IsZero() || r.notBefore.Before(wake) {
 			wake = r.notBefore
 		}
 	}
+	if e.head < len(e.fresh) && (first == nil || e.fresh[e.head].i < first.i) {
+		return e.fresh[e.head], time.Time{}
+	}
+	if first != nil {
+		return first, time.Time{}
+	}
 	return nil, wake
 }
 
+// left is the number of rows still to run.
+func (e *engine) left() int { return len(e.fresh) - e.head + len(e.retry) }
+
 // take marks r as started.
 func (e *engine) take(r *pendingRow) {
-	e.pending = slices.DeleteFunc(e.pending, func(p *pendingRow) bool { return p == r })
+	e.unqueue(r)
 	e.running++
 	e.snap.Running = e.running
 	if !e.snap.PausedUntil.IsZero() {
@@ -314,10 +350,20 @@ func (e *engine) take(r *pendingRow) {
 	}
 }
 
+// unqueue removes r from the rows still to run.
+func (e *engine) unqueue(r *pendingRow) {
+	if e.head < len(e.fresh) && e.fresh[e.head] == r {
+		e.fresh[e.head] = nil
+		e.head++
+	} else {
+		e.retry = slices.DeleteFunc(e.retry, func(p *pendingRow) bool { return p == r })
+	}
+}
+
 // requeue puts r back among the pending rows, in input order.
 func (e *engine) requeue(r *pendingRow) {
-	i, _ := slices.BinarySearchFunc(e.pending, r.i, func(p *pendingRow, i int) int { return p.i - i })
-	e.pending = slices.Insert(e.pending, i, r)
+	i, _ := slices.BinarySearchFunc(e.retry, r.i, func(p *pendingRow, i int) int { return p.i - i })
+	e.retry = slices.Insert(e.retry, i, r)
 }
 
 // startWorker starts one more worker goroutine, up to Concurrency. Its
@@ -376,6 +422,7 @@ func (e *engine) finish(r result) {
 	f := r.out.TurnFinished
 	tokens := f.Usage.Input + f.Usage.Output
 	e.snap.Tokens += tokens
+	row.tokens += tokens
 	if r.err == nil && f.Status == protocol.TurnFailed && f.Failure == protocol.FailQuota {
 		e.quotaHit(row, r.out.RetryAt, wasProbe)
 		return
@@ -386,7 +433,7 @@ func (e *engine) finish(r result) {
 		}
 		e.snap.PausedUntil, e.failedProbes = time.Time{}, 0
 	}
-	rec := Record{Row: row.i, Values: e.o.Table.Rows[row.i], ThreadID: f.ThreadID, Tokens: tokens, Duration: r.elapsed.Seconds()}
+	rec := Record{Row: row.i, Values: e.o.Table.Rows[row.i], ThreadID: f.ThreadID, Tokens: row.tokens, Duration: r.elapsed.Seconds()}
 	if f.Duration > 0 {
 		rec.Duration = f.Duration.Seconds()
 	}
@@ -420,6 +467,11 @@ func (e *engine) finish(r result) {
 	default:
 		rec.Status, rec.Error = StatusFailed, errorOf(r)
 	}
+	e.record(rec)
+}
+
+// record counts a finished row and makes it durable in the background.
+func (e *engine) record(rec Record) {
 	if rec.Status == StatusDone {
 		e.snap.Done++
 	} else {
@@ -435,52 +487,4 @@ func (e *engine) finish(r result) {
 			}
 		}
 	}()
-	return
-}
-
-// retryCause is why r may pass when tried again ("" when it may not): the
-// team messages' rule, or a worker that broke.
-func retryCause(r result) string {
-	if r.err != nil {
-		return "a worker that ended"
-	}
-	return retry.Cause(r.out.TurnFinished)
-}
-
-// errorOf is the error a failed row records.
-func errorOf(r result) string {
-	if r.err != nil {
-		return r.err.Error()
-	}
-	f := r.out.TurnFinished
-	msg := f.Error
-	if msg == "" {
-		msg = "the turn ended " + string(f.Status)
-	}
-	if f.Failure != "" {
-		msg = string(f.Failure) + ": " + msg
-	}
-	return msg
-}
-
-// quotaHit holds new rows back after a usage limit: until the reset codex
-// named (plus jitter) when the pause begins or its probe hit the limit
-// again; a limit hit by another row during the pause changes nothing. The
-// row goes back to pending, its attempt not counted.
-func (e *engine) quotaHit(row *pendingRow, retryAt time.Time, wasProbe bool) {
-	row.note = "retried after a usage limit: the earlier attempt got no answer"
-	e.requeue(row)
-	if !e.snap.PausedUntil.IsZero() && !wasProbe {
-		return
-	}
-	if wasProbe {
-		e.failedProbes++
-	}
-	var jitter time.Duration
-	if e.o.QuotaJitter > 0 {
-		jitter = time.Duration(e.o.Rand() * float64(e.o.QuotaJitter))
-	}
-	now := time.Now()
-	e.snap.PausedUntil = e.o.Quota.NextProbe(now, retryAt, e.failedProbes, jitter)
-	e.o.Log.Warn("Usage limit: no new rows until the reset", "until", e.snap.PausedUntil, "reset_by", retryAt)
 }

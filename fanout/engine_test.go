@@ -4,10 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/protocol"
 )
 
 // TestHundredRowsAtConcurrency64 runs 100 rows on 64 real shims: every row
@@ -226,5 +232,156 @@ func TestInterruptKeepsFinishedRows(t *testing.T) {
 	}
 	if got := len(r.codexRuns()) - before; got != 6-s.Skipped || s.Skipped < 3 {
 		t.Errorf("rerun ran codex %d times with %d rows skipped", got, s.Skipped)
+	}
+}
+
+// TestRowTooLongForCodexFailsWithoutATurn: a row whose instruction is
+// longer than codex takes is failed at once, naming the limit, with no
+// codex run and no retry; the other rows run.
+func TestRowTooLongForCodexFailsWithoutATurn(t *testing.T) {
+	long := strings.Repeat("é", codex.MaxBodyChars)
+	r := newRig(t, "id,text\n1,short\n2,"+long+"\n3,short\n", "{id} {text} replyjson")
+	s := r.run(context.Background(), nil)
+	recs := r.output()
+	if len(recs) != 3 || recs[0].Status != StatusDone || recs[2].Status != StatusDone {
+		t.Fatalf("records %+v", recs)
+	}
+	if recs[1].Status != StatusFailed || !strings.Contains(recs[1].Error, "maximum length of") || !strings.Contains(recs[1].Error, "too long") {
+		t.Errorf("row 2: %s %q", recs[1].Status, clip(recs[1].Error, 300))
+	}
+	if n := len(r.codexRuns()); n != 2 || s.Done != 2 || s.Failed != 1 {
+		t.Errorf("%d codex runs, summary %+v; want 2 runs, 2 done, 1 failed", n, s.Snapshot)
+	}
+}
+
+// TestBudgetCountsTheJobsRecordedUsage: --max-tokens bounds the job, not
+// one run of it: a rerun with the same budget starts nothing once the
+// output records that many tokens, and one with a higher budget goes on
+// until the job's total reaches it.
+func TestBudgetCountsTheJobsRecordedUsage(t *testing.T) {
+	r := newRig(t, rows(6, func(int) string { return "x" }), "{id} scenario:usage:500 replyjson")
+	r.opts.Concurrency = 1
+	r.opts.MaxTokens = 1000
+	if s := r.run(context.Background(), nil); s.AllDone != 2 || !s.Budget {
+		t.Fatalf("first run: summary %+v, want 2 done (600 tokens each), then stopped by the budget", s)
+	}
+	s := r.run(context.Background(), nil)
+	if s.AllDone != 2 || s.Done != 0 || !s.Budget || s.PriorTokens != 1200 || !strings.Contains(s.Stopping, "1200 tokens recorded for this job") {
+		t.Errorf("rerun with the same budget: summary %+v, want nothing started", s)
+	}
+	if !strings.Contains(SummaryLine(s, "out.csv"), "higher --max-tokens") {
+		t.Errorf("summary line %q does not say how to go on", SummaryLine(s, "out.csv"))
+	}
+	r.opts.MaxTokens = 2500
+	if s := r.run(context.Background(), nil); s.AllDone != 5 || s.Done != 3 || !s.Budget {
+		t.Errorf("rerun with 2500: summary %+v, want 3 more rows (1200 + 3·600 ≥ 2500)", s)
+	}
+	if n := len(r.codexRuns()); n != 5 {
+		t.Errorf("%d codex runs, want 5", n)
+	}
+}
+
+// usageWorker is an in-process worker whose turns of a row use tokens and
+// fail in a way that is retried until the row's last attempt.
+type usageWorker struct{ attempts map[string]int }
+
+func (w usageWorker) Run(t Turn, _, _ <-chan struct{}, _ time.Duration) (Outcome, error) {
+	w.attempts[t.ID]++
+	var o Outcome
+	o.MessageID, o.Usage = t.ID, protocol.Usage{Input: 100, Output: 10}
+	if w.attempts[t.ID] < 3 {
+		o.Status = protocol.TurnTimedOut
+		return o, nil
+	}
+	o.Status, o.Reply = protocol.TurnCompleted, `{"ok":true}`
+	return o, nil
+}
+
+func (usageWorker) Close(<-chan struct{}) {}
+
+// TestRowRecordsTheTokensOfEveryAttempt: a row that took three attempts
+// records the tokens of all three, so the output's tokens column adds up
+// to what the job used.
+func TestRowRecordsTheTokensOfEveryAttempt(t *testing.T) {
+	tb := table(t, "id\n1\n")
+	tmpl, _ := ParseTemplate("{id}", tb.Columns)
+	st, err := OpenStore(filepath.Join(t.TempDir(), "out.csv"), tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := usageWorker{attempts: map[string]int{}}
+	s, err := Run(context.Background(), nil, Options{Table: tb, Template: tmpl, Store: st, Concurrency: 1,
+		RetryBase: time.Millisecond, RetryMax: time.Millisecond, NewWorker: func(int) (Worker, error) { return w, nil }})
+	if err != nil || !s.Complete() || s.Tokens != 330 {
+		t.Fatalf("summary %+v, %v", s, err)
+	}
+	if r, _ := st.Prior(0); r.Tokens != 330 {
+		t.Errorf("row 1 records %d tokens, want 330 (3 attempts of 110)", r.Tokens)
+	}
+}
+
+// TestQuotaPauseAtConcurrency64ProbesWithOneRow: 64 rows hit a usage limit
+// at once; while it holds, one row at a time tries whether it has lifted
+// (no storm of 64 retries per probe), and once it has every row is done.
+func TestQuotaPauseAtConcurrency64ProbesWithOneRow(t *testing.T) {
+	until := time.Now().Add(1500 * time.Millisecond).UnixNano()
+	r := newRig(t, rows(100, func(int) string { return "x" }), fmt.Sprintf("{id} scenario:quotauntil:%d replyjson", until))
+	r.opts.Concurrency = 64
+	s := r.run(context.Background(), nil)
+	if !s.Complete() {
+		t.Fatalf("summary %+v, want every row done", s)
+	}
+	// Rows started before the first limit came back hit it too (at most
+	// the first 64); after that one row per probe.
+	runs := r.codexRuns()
+	if len(runs) > 100+64+8 {
+		t.Errorf("%d codex runs for 100 rows: a retry storm", len(runs))
+	}
+}
+
+// TestRemoveStaleReplyDirs: the reply directories a killed job left are
+// removed by the next one; those of running jobs stay, and so does
+// anything else in the temporary directory.
+func TestRemoveStaleReplyDirs(t *testing.T) {
+	tmp := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stale := mk(fmt.Sprintf("%s%d-123", replyDirPrefix, dead.Process.Pid))
+	os.WriteFile(filepath.Join(stale, "row-1.reply"), []byte("a reply in flight"), 0o600)
+	live := mk(fmt.Sprintf("%s%d-456", replyDirPrefix, os.Getpid()))
+	other := mk("batty-other-1")
+	unnamed := mk(replyDirPrefix + "99999999") // no pid in its name: not known to be stale
+	w := ShimWorkers{TempDir: tmp}
+	if n, err := w.RemoveStale(); n != 1 || err != nil {
+		t.Errorf("RemoveStale: %d, %v; want 1 removed", n, err)
+	}
+	for p, want := range map[string]bool{stale: false, live: true, other: true, unnamed: true} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", filepath.Base(p), err == nil, want)
+		}
+	}
+	// The workers' own directories carry this job's pid.
+	r := newRig(t, "id\n1\n", "{id} replyjson")
+	r.shims.TempDir = tmp
+	wk, err := r.shims.New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wk.Close(nil)
+	if n, err := r.shims.RemoveStale(); n != 0 || err != nil {
+		t.Errorf("RemoveStale beside a running worker: %d, %v; want nothing removed", n, err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(tmp, fmt.Sprintf("%s%d-*", replyDirPrefix, os.Getpid()))); len(m) != 2 {
+		t.Errorf("reply directories of this job: %v, want the test's and the worker's", m)
 	}
 }

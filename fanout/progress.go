@@ -7,10 +7,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
-// Progress shows a job's progress on w: on a terminal one line redrawn at
-// most DrawEvery; otherwise a line every LineEvery, when a pause begins or
+// Progress shows a job's progress on w: on a terminal one line (a bar,
+// then Line) redrawn at most DrawEvery; otherwise a line every LineEvery, when a pause begins or
 // ends, and when rows stop starting. Update is safe for concurrent use;
 // Run owns the redrawing and returns when ctx ends.
 type Progress struct {
@@ -18,6 +19,10 @@ type Progress struct {
 	tty bool
 	// DrawEvery and LineEvery: see Progress.
 	DrawEvery, LineEvery time.Duration
+	// Width, if set, returns the terminal's width in columns (0: unknown);
+	// a redrawn line is cut to fit, since a line that wraps is not
+	// redrawn in place but scrolls a new one every DrawEvery.
+	Width func() int
 
 	mu       sync.Mutex
 	snap     Snapshot
@@ -62,7 +67,11 @@ func (p *Progress) tick(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.tty {
-		fmt.Fprintf(p.w, "\r\x1b[K%s", Line(p.snap, now))
+		line := Bar(p.snap, barWidth) + " " + Line(p.snap, now)
+		if p.Width != nil {
+			line = fit(line, p.Width()-1)
+		}
+		fmt.Fprintf(p.w, "\r\x1b[K%s", line)
 		p.drawn = true
 		return
 	}
@@ -117,17 +126,45 @@ func Line(s Snapshot, now time.Time) string {
 	return b.String()
 }
 
+// barWidth is the width of the terminal's progress bar between its brackets.
+const barWidth = 20
+
+// Bar draws the share of this run's rows finished as a bar of width
+// cells: "[####--------]", done rows as '#', failed ones as 'x'. It is a
+// pure function.
+func Bar(s Snapshot, width int) string {
+	todo := s.Total - s.Skipped
+	done, failed := width, 0
+	if todo > 0 {
+		done = s.Done * width / todo
+		failed = min((s.Done+s.Failed)*width/todo-done, width-done)
+	}
+	return "[" + strings.Repeat("#", done) + strings.Repeat("x", failed) + strings.Repeat("-", width-done-failed) + "]"
+}
+
 // SummaryLine is the final line of a run.
 func SummaryLine(s Summary, out string) string {
 	line := fmt.Sprintf("fanout: %d of %d rows done, %d failed, %d pending (this run: %d done, %d failed, %s tokens); output %s",
 		s.AllDone, s.Total, s.AllFailed, s.Pending, s.Done, s.Failed, count(s.Tokens), out)
 	switch {
+	case s.Budget:
+		line += "\nfanout: stopped: " + s.Stopping + "; run the command again with a higher --max-tokens to continue"
 	case s.Stopping != "":
 		line += "\nfanout: stopped: " + s.Stopping + "; run the same command again to continue"
 	case s.AllFailed > 0:
 		line += "\nfanout: run the same command again to retry the failed rows"
 	}
 	return line
+}
+
+// fit cuts s to at most n characters, the last one "…" when cut (n < 1:
+// no limit). It is a pure function.
+func fit(s string, n int) string {
+	if n < 1 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 // count writes n tokens briefly: 950, 12.3k, 4.56M.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestLine(t *testing.T) {
@@ -67,7 +68,51 @@ func TestProgressOnATerminal(t *testing.T) {
 	p.Update(Snapshot{Total: 3, Started: time.Now()})
 	p.tick(time.Now())
 	p.tick(time.Now())
-	if strings.Count(b.String(), "\r\x1b[K") != 2 || strings.Contains(b.String(), "\n") {
+	if strings.Count(b.String(), "\r\x1b[K") != 2 || strings.Contains(b.String(), "\n") || !strings.Contains(b.String(), "[--------------------] fanout: 0/3 done") {
 		t.Errorf("terminal output %q", b.String())
+	}
+}
+
+func TestBar(t *testing.T) {
+	for _, c := range []struct {
+		s    Snapshot
+		want string
+	}{
+		{Snapshot{Total: 10}, "[----------]"},
+		{Snapshot{Total: 10, Done: 5}, "[#####-----]"},
+		{Snapshot{Total: 10, Done: 5, Failed: 2}, "[#####xx---]"},
+		{Snapshot{Total: 12, Skipped: 2, Done: 10}, "[##########]"},
+		{Snapshot{Total: 3, Done: 1, Failed: 1}, "[###xxx----]"},
+		{Snapshot{Total: 0}, "[##########]"},
+		{Snapshot{Total: 4, Skipped: 4}, "[##########]"},
+	} {
+		if got := Bar(c.s, 10); got != c.want {
+			t.Errorf("Bar(%+v) = %q, want %q", c.s, got, c.want)
+		}
+	}
+}
+
+// TestProgressFitsTheTerminal: on a terminal narrower than the line, the
+// line is cut to fit, so that it is redrawn in place instead of wrapping
+// (a wrapped line scrolls a new one at every redraw).
+func TestProgressFitsTheTerminal(t *testing.T) {
+	var b bytes.Buffer
+	p := NewProgress(&b, true)
+	p.Width = func() int { return 40 }
+	p.Update(Snapshot{Total: 10000, Done: 1234, Failed: 5, Running: 64, Skipped: 17, Tokens: 4_560_000,
+		Started: time.Now().Add(-time.Hour), PausedUntil: time.Now().Add(time.Hour)})
+	p.tick(time.Now())
+	line := strings.TrimPrefix(b.String(), "\r\x1b[K")
+	if n := utf8.RuneCountInString(line); n != 39 || !strings.HasSuffix(line, "…") {
+		t.Errorf("line of %d characters on a terminal of 40: %q", n, line)
+	}
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{{"abc", 3, "abc"}, {"abcd", 3, "ab…"}, {"a·b·c", 4, "a·b…"}, {"abc", 0, "abc"}, {"abc", 1, "…"}} {
+		if got := fit(c.s, c.n); got != c.want {
+			t.Errorf("fit(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
 	}
 }

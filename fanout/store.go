@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,6 +90,9 @@ type Store struct {
 // for t's columns, naming it, and writes nothing then.
 func OpenStore(out string, t *Table) (*Store, error) {
 	dir, err := atomicfile.OpenDir(filepath.Dir(out))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("output %s: the directory %s does not exist: create it, or choose another --output: %w", out, filepath.Dir(out), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("output %s: %w", out, err)
 	}
@@ -111,41 +115,104 @@ func OpenStore(out string, t *Table) (*Store, error) {
 		dir.Close()
 		return nil, err
 	}
-	f, err := dir.OpenFile(s.name+JournalSuffix, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		dir.Close()
-		return nil, fmt.Errorf("open the journal of %s (is another batty fanout writing it?): %w", out, err)
-	}
-	if err := lockJournal(f); err != nil {
-		f.Close()
+	if err := s.createJournal(); err != nil {
 		dir.Close()
 		return nil, err
 	}
-	s.journal = f
-	err = s.appendLine(journalHeader{Version: journalVersion, Columns: t.Columns})
-	if err == nil {
-		err = dir.Sync()
-	}
-	if err != nil {
-		s.journal.Close()
-		dir.Close()
-		return nil, fmt.Errorf("start the journal of %s: %w", out, err)
-	}
 	return s, nil
+}
+
+// journalCreated is called once this run's journal file exists, before it
+// is locked (a test's hook into that moment).
+var journalCreated = func() {}
+
+// newJournalInfix names a journal being created: OUT.journal.new-PID-N.
+const newJournalInfix = ".new-"
+
+// createJournal starts this run's journal. The file is made under a name of
+// its own, locked, and given its header before it takes the journal's name
+// (a rename that never replaces), so that another job never finds it
+// unlocked, which would take it for the journal of a killed job, merge and
+// remove it, and run beside this one. Files a job killed while creating
+// its journal left (unlocked) are removed.
+func (s *Store) createJournal() error {
+	if err := s.removeStaleNewJournals(); err != nil {
+		return err
+	}
+	tmp := fmt.Sprintf("%s%s%s%d-%d", s.name, JournalSuffix, newJournalInfix, os.Getpid(), rand.Uint64())
+	f, err := s.dir.OpenFile(tmp, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create the journal of %s: %w", s.path(), err)
+	}
+	journalCreated()
+	fail := func(err error) error {
+		f.Close()
+		s.dir.Remove(tmp)
+		return err
+	}
+	if err := lockJournal(f); err != nil {
+		return fail(err)
+	}
+	s.journal = f
+	if err := s.appendLine(journalHeader{Version: journalVersion, Columns: s.table.Columns}); err != nil {
+		return fail(fmt.Errorf("start the journal of %s: %w", s.path(), err))
+	}
+	if err := s.dir.RenameNoReplace(tmp, s.dir, s.name+JournalSuffix); err != nil {
+		if errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrNotExist) {
+			// Another job took the name first, or (starting at the same
+			// moment) removed this file before it was locked.
+			err = fmt.Errorf("%s: another batty fanout is starting on this output or writing it; wait for it to end, or choose another --output", s.journalPath())
+		} else {
+			err = fmt.Errorf("start the journal of %s: %w", s.path(), err)
+		}
+		return fail(err)
+	}
+	return nil
+}
+
+// removeStaleNewJournals removes the journals being created that no job
+// holds locked: left by a job killed while it created its journal.
+func (s *Store) removeStaleNewJournals() error {
+	names, err := s.dir.Names()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, s.name+JournalSuffix+newJournalInfix) {
+			continue
+		}
+		f, err := s.dir.OpenFile(n, os.O_RDONLY, 0)
+		if err != nil {
+			continue // gone meanwhile, or not a file: not ours to remove
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			if err := s.dir.Remove(n); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				f.Close()
+				return fmt.Errorf("remove %s, left by a job that was killed: %w", filepath.Join(s.dir.Path(), n), err)
+			}
+		}
+		f.Close()
+	}
+	return nil
 }
 
 // path is OUT's path; journalPath the journal's.
 func (s *Store) path() string        { return filepath.Join(s.dir.Path(), s.name) }
 func (s *Store) journalPath() string { return s.path() + JournalSuffix }
 
-// load reads OUT and the journal into prior.
+// load reads OUT and the journal into prior. Both are decoded as they are
+// read, whatever their size: OUT holds every row's whole result, so it may
+// be much larger than the input (a file this job cannot read back would
+// make the job impossible to resume).
 func (s *Store) load() error {
-	data, err := s.readFile(s.name)
-	if err != nil {
-		return err
-	}
-	if data != nil {
-		recs, err := DecodeOutput(data, s.table.Columns)
+	f, err := s.dir.OpenFile(s.name, os.O_RDONLY, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("read %s: %w", s.path(), err)
+	default:
+		recs, err := decodeOutput(f, s.table.Columns)
+		f.Close()
 		if err != nil {
 			return fmt.Errorf("output %s exists but is not a batty fanout output for these columns (%s): %w; choose another --output or remove it", s.path(), strings.Join(s.table.Columns, ", "), err)
 		}
@@ -153,47 +220,37 @@ func (s *Store) load() error {
 			s.prior[r.Row] = r
 		}
 	}
-	data, err = s.readJournal()
-	if err != nil {
+	if err := s.openJournal(); err != nil || s.old == nil {
 		return err
 	}
-	if data != nil {
-		recs, err := DecodeJournal(data, s.table.Columns)
-		if err != nil {
-			return fmt.Errorf("journal %s: %w; remove it to start the rows it recorded again", s.journalPath(), err)
-		}
-		for _, r := range recs {
-			s.prior[r.Row] = r
-		}
+	recs, err := decodeJournal(s.old, s.table.Columns)
+	if err != nil {
+		return fmt.Errorf("journal %s: %w; remove it to start the rows it recorded again", s.journalPath(), err)
+	}
+	for _, r := range recs {
+		s.prior[r.Row] = r
 	}
 	return nil
 }
 
-// readJournal returns the content of a journal an earlier job left, nil
-// when there is none. A journal is locked (flock) by the job writing it:
-// one still locked belongs to a job that runs, and is refused. The lock
-// taken here is held (s.old) until the journal has been merged and removed.
-func (s *Store) readJournal() ([]byte, error) {
+// openJournal opens a journal an earlier job left as s.old (nil when there
+// is none). A journal is locked (flock) by the job writing it: one still
+// locked belongs to a job that runs, and is refused. The lock taken here is
+// held (s.old) until the journal has been merged and removed.
+func (s *Store) openJournal() error {
 	f, err := s.dir.OpenFile(s.name+JournalSuffix, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.journalPath(), err)
+		return fmt.Errorf("read %s: %w", s.journalPath(), err)
 	}
 	if err := lockJournal(f); err != nil {
 		f.Close()
-		return nil, err
+		return err
 	}
 	s.old = f
-	data, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", s.journalPath(), err)
-	}
-	if len(data) > MaxInputBytes {
-		return nil, fmt.Errorf("read %s: more than %d MiB", s.journalPath(), MaxInputBytes>>20)
-	}
-	return data, nil
+	return nil
 }
 
 // lockJournal takes the journal's lock without waiting.
@@ -206,29 +263,6 @@ func lockJournal(f *os.File) error {
 		return fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
 	return nil
-}
-
-// readFile returns the file's content, nil when it does not exist.
-func (s *Store) readFile(name string) ([]byte, error) {
-	f, err := s.dir.OpenFile(name, os.O_RDONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(s.dir.Path(), name), err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxInputBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(s.dir.Path(), name), err)
-	}
-	if len(data) > MaxInputBytes {
-		return nil, fmt.Errorf("read %s: more than %d MiB", filepath.Join(s.dir.Path(), name), MaxInputBytes>>20)
-	}
-	if len(data) == 0 {
-		data = []byte{} // exists, empty
-	}
-	return data, nil
 }
 
 // Done reports whether input row i was recorded done, with the same input
@@ -250,6 +284,9 @@ func (s *Store) Prior(i int) (Record, bool) {
 
 // Record makes r durable: appended to the journal and fsynced before it
 // returns. Records of concurrent calls share one fsync (group commit).
+// After a write or sync error (a full disk) nothing more is written: a
+// write the error cut short stays the journal's last line, which a crash
+// could also have cut, so the journal stays readable.
 func (s *Store) Record(r Record) error {
 	line, err := json.Marshal(r)
 	if err != nil {
@@ -257,10 +294,13 @@ func (s *Store) Record(r Record) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
 	s.buf = append(append(s.buf, line...), '\n')
 	s.seq++
 	mine := s.seq
-	for s.synced < mine {
+	for s.synced < mine && s.err == nil {
 		if s.syncing {
 			s.cond.Wait()
 			continue
@@ -351,8 +391,16 @@ func EncodeOutput(t *Table, recs map[int]Record) ([]byte, error) {
 // DecodeOutput reads an output file written for columns: its header must be
 // columns followed by ExtraColumns. Row k is input row k. It never panics.
 func DecodeOutput(data []byte, columns []string) ([]Record, error) {
-	data = bytes.TrimPrefix(data, []byte("\ufeff"))
-	cr := csv.NewReader(bytes.NewReader(data))
+	return decodeOutput(bytes.NewReader(data), columns)
+}
+
+// decodeOutput is DecodeOutput reading from r.
+func decodeOutput(r io.Reader, columns []string) ([]Record, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if bom, err := br.Peek(3); err == nil && string(bom) == "\ufeff" {
+		br.Discard(3)
+	}
+	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
 	if errors.Is(err, io.EOF) {
@@ -409,16 +457,24 @@ func checkStatus(s string) error {
 // while it was written) is ignored; any other bad line is an error naming
 // it. It never panics.
 func DecodeJournal(data []byte, columns []string) ([]Record, error) {
-	if i := bytes.LastIndexByte(data, '\n'); i < len(data)-1 {
-		data = data[:i+1] // a cut last line was never recorded
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, MaxInputBytes)
+	return decodeJournal(bytes.NewReader(data), columns)
+}
+
+// decodeJournal is DecodeJournal reading from r.
+func decodeJournal(r io.Reader, columns []string) ([]Record, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
 	var recs []Record
-	for line := 1; sc.Scan(); line++ {
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return recs, nil // b, if any, is a cut last line: never recorded
+		}
+		if err != nil {
+			return nil, err
+		}
 		if line == 1 {
 			var h journalHeader
-			if err := json.Unmarshal(sc.Bytes(), &h); err != nil || h.Version != journalVersion {
+			if err := json.Unmarshal(b, &h); err != nil || h.Version != journalVersion {
 				return nil, errors.New("line 1 is not a batty fanout journal header")
 			}
 			if !slices.Equal(h.Columns, columns) {
@@ -427,7 +483,7 @@ func DecodeJournal(data []byte, columns []string) ([]Record, error) {
 			continue
 		}
 		var r Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		if r.Row < 0 || len(r.Values) != len(columns) || r.Tokens < 0 {
@@ -438,8 +494,4 @@ func DecodeJournal(data []byte, columns []string) ([]Record, error) {
 		}
 		recs = append(recs, r)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return recs, nil
 }

@@ -1,11 +1,14 @@
 package fanout
 
 import (
+	"bufio"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/atomicfile"
 )
@@ -118,6 +121,22 @@ func TestStoreRefusesAForeignOutput(t *testing.T) {
 	if b, _ := os.ReadFile(target); string(b) != "keep" {
 		t.Errorf("the link's target was changed to %q", b)
 	}
+	// A FIFO as OUT or as its journal is refused at once, not opened and
+	// waited on.
+	for _, name := range []string{"fifo.csv", "fifojournal.csv" + JournalSuffix} {
+		if err := unix.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"fifo.csv", "fifojournal.csv"} {
+		if _, err := OpenStore(filepath.Join(dir, name), tb); err == nil || !strings.Contains(err.Error(), "is a FIFO") {
+			t.Errorf("%s: err %v, want a FIFO refused", name, err)
+		}
+	}
+	// OUT in a directory that does not exist: say so.
+	if _, err := OpenStore(filepath.Join(dir, "nodir", "out.csv"), tb); err == nil || !strings.Contains(err.Error(), "does not exist: create it") {
+		t.Errorf("missing directory: err %v", err)
+	}
 	// A journal of other columns is refused too.
 	out := filepath.Join(dir, "j.csv")
 	os.WriteFile(out+JournalSuffix, []byte(`{"batty_fanout":1,"columns":["q"]}`+"\n"), 0o600)
@@ -151,5 +170,150 @@ func TestStoreRefusesAnOutputAnotherJobWrites(t *testing.T) {
 	defer again.Close()
 	if !again.Done(0) {
 		t.Error("the first job's row was lost")
+	}
+}
+
+// TestStoreWritesNothingAfterAJournalError: once a write to the journal
+// failed (a full disk, which may have written part of a line), no later
+// record is appended after the cut line, so the next run still reads the
+// journal and keeps the rows recorded before the failure.
+func TestStoreWritesNothingAfterAJournalError(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.csv")
+	tb := table(t, "a\nx\ny\nz\n")
+	s, err := OpenStore(out, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(Record{Row: 0, Values: []string{"x"}, Status: StatusDone, Result: `{}`}); err != nil {
+		t.Fatal(err)
+	}
+	// The disk fills up: the write fails, part of a line got through.
+	good := s.journal
+	ro, err := os.Open(out + JournalSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.journal = ro
+	if err := s.Record(Record{Row: 1, Values: []string{"y"}, Status: StatusDone, Result: `{}`}); err == nil {
+		t.Fatal("a failed write was not reported")
+	}
+	ro.Close()
+	good.Write([]byte(`{"row":1,"values":["y"],"sta`))
+	// Space is back when the next row finishes.
+	s.journal = good
+	if err := s.Record(Record{Row: 2, Values: []string{"z"}, Status: StatusDone, Result: `{}`}); err == nil {
+		t.Error("a record after a failed write was reported durable")
+	}
+	// The job is killed before it could write OUT.
+	s.journal.Close()
+	s.dir.Close()
+	s2, err := OpenStore(out, tb)
+	if err != nil {
+		t.Fatalf("the next run cannot read the journal: %v", err)
+	}
+	defer s2.Close()
+	if !s2.Done(0) || s2.Done(1) || s2.Done(2) {
+		t.Errorf("done after the failure: %v %v %v, want only row 1", s2.Done(0), s2.Done(1), s2.Done(2))
+	}
+}
+
+// TestStoreReadsBackAnOutputLargerThanTheInputLimit: OUT and the journal
+// hold every row's whole result, so a job with large replies writes files
+// far larger than an input may be; the next run reads them back (a finished
+// job reruns for free) instead of refusing its own output.
+func TestStoreReadsBackAnOutputLargerThanTheInputLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes two files of 260 MB")
+	}
+	out := filepath.Join(t.TempDir(), "out.csv")
+	tb := table(t, "a\nx\ny\n")
+	big := func(w *bufio.Writer) {
+		chunk := strings.Repeat("r", 1<<20)
+		for range MaxInputBytes>>20 + 4 {
+			w.WriteString(chunk)
+		}
+	}
+	write := func(name string, body func(w *bufio.Writer)) {
+		f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := bufio.NewWriter(f)
+		body(w)
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	write(out, func(w *bufio.Writer) {
+		w.WriteString("a,status,result,error,thread_id,tokens,duration_s\nx,done,\"{\"\"r\"\":\"\"")
+		big(w)
+		w.WriteString("\"\"}\",,t1,5,1.000\ny,pending,,,,0,0.000\n")
+	})
+	write(out+JournalSuffix, func(w *bufio.Writer) {
+		w.WriteString(`{"batty_fanout":1,"columns":["a"]}` + "\n" + `{"row":1,"values":["y"],"status":"done","result":"{\"r\":\"`)
+		big(w)
+		w.WriteString(`\"}","tokens":5,"duration_s":1}` + "\n")
+	})
+	s, err := OpenStore(out, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.Done(0) || !s.Done(1) {
+		t.Errorf("done: %v %v, want both rows", s.Done(0), s.Done(1))
+	}
+	if r, _ := s.Prior(1); len(r.Result) < MaxInputBytes {
+		t.Errorf("row 2's result has %d bytes, want it whole", len(r.Result))
+	}
+}
+
+// TestStoreTwoJobsStartingAtOnce: a second job that opens the output at the
+// very moment the first creates its journal never sees that journal
+// unlocked, so it neither merges and removes it nor runs beside it: one of
+// the two is refused, and the journal left is the other's, locked. A
+// half-made journal of a killed job is cleared away.
+func TestStoreTwoJobsStartingAtOnce(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.csv")
+	tb := table(t, "a\nx\ny\n")
+	// Left by a job killed while it created its journal: removed.
+	if err := os.WriteFile(out+JournalSuffix+".new-1-2", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var second *Store
+	var secondErr error
+	journalCreated = func() {
+		journalCreated = func() {}
+		second, secondErr = OpenStore(out, tb)
+	}
+	t.Cleanup(func() { journalCreated = func() {} })
+	first, firstErr := OpenStore(out, tb)
+	if (firstErr == nil) == (secondErr == nil) {
+		t.Fatalf("first job: %v; second job: %v; want exactly one refused", firstErr, secondErr)
+	}
+	if err := errors.Join(firstErr, secondErr); !strings.Contains(err.Error(), "another batty fanout") {
+		t.Errorf("the refusal %q does not say why", err)
+	}
+	winner := first
+	if winner == nil {
+		winner = second
+	}
+	if err := winner.Record(Record{Row: 0, Values: []string{"x"}, Status: StatusDone, Result: `{}`}); err != nil {
+		t.Fatal(err)
+	}
+	// The journal at its name is the winner's: locked, holding its row.
+	if _, err := OpenStore(out, tb); err == nil || !strings.Contains(err.Error(), "is locked") {
+		t.Errorf("a third job: err %v, want the journal locked", err)
+	}
+	b, err := os.ReadFile(out + JournalSuffix)
+	if err != nil || !strings.Contains(string(b), `"row":0`) {
+		t.Errorf("journal %q, %v: want the winner's row in it", b, err)
+	}
+	if err := winner.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := os.ReadDir(filepath.Dir(out))
+	if len(names) != 1 {
+		t.Errorf("files left: %v, want only OUT", names)
 	}
 }

@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
-// MaxInputBytes bounds an input CSV file (and an output file read back).
+// MaxInputBytes bounds an input CSV file. The output file and its journal
+// have no bound: they hold every row's whole result.
 const MaxInputBytes = 256 << 20
 
 // Table is a CSV file read whole: its header and its rows, every row as
@@ -48,6 +50,9 @@ func ReadTable(r io.Reader) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("header: %w", err)
 	}
+	if err := checkUTF8(cr, header, header); err != nil {
+		return nil, err
+	}
 	seen := map[string]int{}
 	for i, c := range header {
 		if strings.TrimSpace(c) == "" {
@@ -71,10 +76,27 @@ func ReadTable(r io.Reader) (*Table, error) {
 		if len(rec) != len(header) {
 			return nil, fmt.Errorf("line %d: %d fields, the header has %d: every row needs one field per column (quote a field holding a comma)", line, len(rec), len(header))
 		}
+		if err := checkUTF8(cr, rec, header); err != nil {
+			return nil, err
+		}
 		t.Rows = append(t.Rows, rec)
 		t.Lines = append(t.Lines, line)
 	}
 	return t, nil
+}
+
+// checkUTF8 refuses a record with a field that is not UTF-8 text, naming
+// its line and column: neither codex's prompt nor the journal (JSON) can
+// carry such a value unchanged, so its row would run with a mangled
+// instruction and, after a crash, not be recognised as done.
+func checkUTF8(cr *csv.Reader, rec, header []string) error {
+	for i, v := range rec {
+		if !utf8.ValidString(v) {
+			line, _ := cr.FieldPos(i)
+			return fmt.Errorf("line %d, column %q: not UTF-8 text: convert the file to UTF-8 (for example iconv -f WINDOWS-1252 -t UTF-8 IN)", line, clip(strings.ToValidUTF8(header[i], "?"), 40))
+		}
+	}
+	return nil
 }
 
 // Row returns row i as a map from column name to value.

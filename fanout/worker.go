@@ -5,7 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
@@ -57,14 +63,63 @@ type ShimWorkers struct {
 	Config shim.Config
 	// Stderr receives the shims' logs.
 	Stderr io.Writer
+	// TempDir holds the workers' reply directories ("": os.TempDir()).
+	TempDir string
+}
+
+// replyDirPrefix starts the name of a worker's reply directory, followed by
+// the pid of the job that made it.
+const replyDirPrefix = "batty-fanout-replies-"
+
+// RemoveStale removes the reply directories that jobs no longer running
+// left behind (killed before they could remove them; a reply in flight may
+// be in one), and returns how many. Directories of running jobs and of
+// other users stay. Idempotent.
+func (s ShimWorkers) RemoveStale() (int, error) {
+	tmp := s.tempDir()
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return 0, fmt.Errorf("look for stale reply directories in %s: %w", tmp, err)
+	}
+	n := 0
+	var errs []error
+	for _, e := range entries {
+		pidText, ok := strings.CutPrefix(e.Name(), replyDirPrefix)
+		pidText, _, withPid := strings.Cut(pidText, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || !withPid || err != nil || pid <= 0 || !e.IsDir() || unix.Kill(pid, 0) != unix.ESRCH {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if st, isUnix := info.Sys().(*syscall.Stat_t); !isUnix || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(tmp, e.Name())); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+func (s ShimWorkers) tempDir() string {
+	if s.TempDir != "" {
+		return s.TempDir
+	}
+	return os.TempDir()
 }
 
 // New starts worker n (1-based). The shim's reply directory is a private
-// temporary directory, removed by Close.
+// temporary directory, removed by Close (or, when the job is killed, by
+// the RemoveStale of a later one).
 func (s ShimWorkers) New(n int) (Worker, error) {
 	cfg := s.Config
 	cfg.Agent = fmt.Sprintf("%s-%d", s.Config.Agent, n)
-	dir, err := os.MkdirTemp("", "batty-fanout-replies-")
+	dir, err := os.MkdirTemp(s.tempDir(), replyDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("create a directory for long replies: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/fanout"
 	"github.com/battyhq/batty/retry"
@@ -55,7 +56,8 @@ running; run the same command again and the rows already done are skipped,
 failed and pending ones run. Failures that may pass (server errors, dropped
 streams, timeouts) are retried as for team messages; a usage limit holds new
 rows back until the reset and the job goes on by itself. --max-tokens stops
-starting rows once this run recorded that many tokens.
+starting rows once the job's recorded usage (OUT's tokens, earlier runs
+included) reaches that many tokens.
 
 Codex settings come from a role of the team file (--role) or from the same
 flags as batty chat. Ctrl-C stops starting rows and lets running ones finish
@@ -78,7 +80,7 @@ an OUT that is not a fanout output of this input).`,
 	f.StringVarP(&a.output, "output", "o", "", "output CSV file; rows done in it are skipped (required)")
 	f.IntVarP(&a.concurrency, "concurrency", "c", fanout.DefaultConcurrency, fmt.Sprintf("rows running at once (1 to %d)", fanout.MaxConcurrency))
 	f.StringVar(&a.schema, "schema", "", "JSON Schema file each row's answer must match (codex --output-schema)")
-	f.Int64Var(&a.maxTokens, "max-tokens", 0, "stop starting rows once this run recorded this many tokens (0: no limit)")
+	f.Int64Var(&a.maxTokens, "max-tokens", 0, "stop starting rows once the job's recorded usage, earlier runs included, reaches this many tokens (0: no limit)")
 	f.StringVar(&a.role, "role", "", "take codex settings from this role of the team file")
 	addTeamFlags(cmd, &a.teamFile, true) // the team of --role
 	f.DurationVar(&a.grace, "shutdown-timeout", fanout.DefaultGrace, "on Ctrl-C, how long running rows may finish")
@@ -193,7 +195,8 @@ func checkSchema(path string) (string, error) {
 	return abs, nil
 }
 
-// runFanout runs the job with signals wired up: the first SIGINT/SIGTERM
+// runFanout runs the job with signals wired up: the first SIGINT, SIGTERM
+// or SIGHUP (a closed terminal, which would otherwise end batty at once)
 // stops starting rows, the second kills the running ones. It returns the
 // exit code.
 func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *fanout.Template, store *fanout.Store, pol fanoutPolicy) (int, error) {
@@ -219,7 +222,7 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 	defer cancel()
 	kill := make(chan struct{})
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	sigDone := make(chan struct{})
 	defer close(sigDone)
@@ -243,10 +246,22 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 	}()
 
 	prog := fanout.NewProgress(os.Stderr, isTerminal(os.Stderr))
+	prog.Width = func() int {
+		ws, err := unix.IoctlGetWinsize(int(os.Stderr.Fd()), unix.TIOCGWINSZ)
+		if err != nil {
+			return 0
+		}
+		return int(ws.Col)
+	}
 	progCtx, progStop := context.WithCancel(context.Background())
 	progDone := make(chan struct{})
 	go func() { defer close(progDone); prog.Run(progCtx) }()
 	workers := fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: os.Stderr}
+	if n, err := workers.RemoveStale(); err != nil {
+		log.Warn("Could not remove every reply directory of a killed job", "removed", n, "error", err)
+	} else if n > 0 {
+		log.Debug("Removed the reply directories of killed jobs", "count", n)
+	}
 	sum, runErr := fanout.Run(ctx, kill, fanout.Options{
 		Table: table, Template: tmpl, Schema: a.schema != "", Store: store,
 		Concurrency: a.concurrency, MaxTokens: a.maxTokens, MaxAttempts: pol.attempts, Quota: pol.quota,

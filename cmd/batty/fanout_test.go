@@ -187,7 +187,7 @@ func testFanoutRerunAfter(t *testing.T, sig syscall.Signal) {
 	err := cmd.Wait()
 	ee, _ := err.(*exec.ExitError)
 	switch sig {
-	case syscall.SIGINT:
+	case syscall.SIGINT, syscall.SIGHUP:
 		if ee == nil || ee.ExitCode() != 1 {
 			t.Fatalf("after SIGINT: %v, want exit 1\nstderr:\n%s", err, stderr.String())
 		}
@@ -232,6 +232,10 @@ func testFanoutRerunAfter(t *testing.T, sig syscall.Signal) {
 
 func TestFanoutRerunAfterSIGINT(t *testing.T)  { testFanoutRerunAfter(t, syscall.SIGINT) }
 func TestFanoutRerunAfterSIGKILL(t *testing.T) { testFanoutRerunAfter(t, syscall.SIGKILL) }
+
+// TestFanoutRerunAfterSIGHUP: a closed terminal stops the job as Ctrl-C
+// does, with its summary, instead of ending batty at once.
+func TestFanoutRerunAfterSIGHUP(t *testing.T) { testFanoutRerunAfter(t, syscall.SIGHUP) }
 
 // TestFanoutRealCodex runs the real Codex CLI against the mock Responses
 // API on a small CSV, with and without --schema.
@@ -409,7 +413,7 @@ func TestFanoutSecondInterruptStopsRunningRows(t *testing.T) {
 func TestFanoutBudget(t *testing.T) {
 	j := newFanoutJob(t, "id\n1\n2\n3\n")
 	_, errOut, code := runBatty(t, j.env, "", j.args("{id} replyjson", "-c", "1", "--max-tokens", "1")...)
-	if code != 1 || !strings.Contains(errOut, "stopped: the token budget (--max-tokens 1) is reached: 1010 tokens recorded; run the same command again to continue") {
+	if code != 1 || !strings.Contains(errOut, "stopped: the token budget (--max-tokens 1) is reached: 1010 tokens recorded for this job (0 by earlier runs); run the command again with a higher --max-tokens to continue") {
 		t.Errorf("exit %d, stderr:\n%s", code, errOut)
 	}
 	if j.runsOf(1) != 1 || j.runsOf(2) != 0 {
