@@ -81,7 +81,12 @@ func TestPlan(t *testing.T) {
 		{"stop_at exclusive: a tick on it does not start", spec{every: time.Hour, stop: epoch.Add(time.Hour)}, State{FirstSeen: epoch, Runs: 1, RunsCompleted: 1, LastFinished: epoch.Add(time.Minute)}, epoch.Add(time.Minute), false, time.Time{}, Stopped},
 		{"stop_at: a tick before it does", spec{every: time.Hour, stop: epoch.Add(time.Hour + 1)}, State{FirstSeen: epoch, Runs: 1, RunsCompleted: 1, LastFinished: epoch.Add(time.Minute)}, epoch.Add(time.Minute), false, epoch.Add(time.Hour), Waiting},
 		{"stop_at passed while the daemon was down", spec{every: time.Hour, stop: epoch.Add(time.Hour)}, State{FirstSeen: epoch}, epoch.Add(2 * time.Hour), false, time.Time{}, Stopped},
-		{"overflow fails the schedule", spec{every: 200 * 365 * 24 * time.Hour}, State{FirstSeen: epoch, Runs: 1, RunsCompleted: 1, LastFinished: epoch.Add(250 * 365 * 24 * time.Hour)}, epoch, false, time.Time{}, Failed},
+		{"overflow fails the schedule", spec{every: 200 * 365 * 24 * time.Hour}, State{FirstSeen: epoch, Runs: 1, RunsCompleted: 1, LastFinished: epoch.Add(250 * 365 * 24 * time.Hour)}, epoch.Add(250 * 365 * 24 * time.Hour), false, time.Time{}, Failed},
+		{"clock set back after the run: the first tick after now, not after the run's future end", spec{every: time.Hour}, State{FirstSeen: epoch, Runs: 1, RunsCompleted: 1, LastFinished: epoch.Add(365 * 24 * time.Hour)}, epoch.Add(90 * time.Minute), false, epoch.Add(2 * time.Hour), Waiting},
+		{"clock set back before first seen: ticks keep their phase", spec{every: time.Hour}, State{FirstSeen: epoch.Add(365*24*time.Hour + 30*time.Minute), Runs: 1, RunsCompleted: 1, LastFinished: epoch.Add(365*24*time.Hour + 31*time.Minute)}, epoch, false, epoch.Add(30 * time.Minute), Waiting},
+		{"clock set back before first seen, never run", spec{every: 24 * time.Hour}, State{FirstSeen: epoch.Add(365*24*time.Hour + 30*time.Minute)}, epoch, false, epoch.Add(30 * time.Minute), Waiting},
+		{"clock set back centuries before first seen", spec{every: time.Hour}, State{FirstSeen: time.Date(9999, 1, 1, 0, 30, 0, 0, time.UTC), Runs: 1, RunsCompleted: 1, LastFinished: time.Date(9999, 1, 1, 0, 31, 0, 0, time.UTC)}, epoch, false, epoch.Add(time.Hour), Waiting},
+		{"start_at is the user's: the clock set back waits for it", spec{every: time.Hour, start: epoch.Add(365 * 24 * time.Hour)}, State{FirstSeen: epoch, Runs: 1, RunsCompleted: 1, LastFinished: epoch.Add(365*24*time.Hour + time.Minute)}, epoch, false, epoch.Add(365 * 24 * time.Hour), Waiting},
 		{"not waiting: nothing to do", spec{every: time.Hour}, State{FirstSeen: epoch, State: Failed}, epoch, false, time.Time{}, Failed},
 	}
 	for _, tt := range tests {
@@ -94,6 +99,9 @@ func TestPlan(t *testing.T) {
 			due := plan(tt.spec.team(), &st, tt.now)
 			if due != tt.wantDue || !st.NextDue.Equal(tt.wantNext) || st.State != tt.wantSt {
 				t.Fatalf("plan = %v, next %v, state %s (%s); want %v, %v, %s", due, st.NextDue, st.State, st.LastError, tt.wantDue, tt.wantNext, tt.wantSt)
+			}
+			if tt.spec.start.IsZero() && st.FirstSeen.After(tt.now.Add(tt.spec.every)) {
+				t.Fatalf("first seen %v is more than a period after now %v", st.FirstSeen, tt.now)
 			}
 			if st.State == Failed && tt.st.State == "" && st.LastError == "" {
 				t.Fatalf("failed without an error")

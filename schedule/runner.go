@@ -63,6 +63,12 @@ type Event struct {
 	State State
 }
 
+// maxSleep bounds the loop's sleep. Timers run on elapsed time, which
+// neither a wall clock set forwards nor a suspended machine moves on: the
+// loop looks at the wall clock at least this often, so a run is never
+// later than this after it is due.
+const maxSleep = time.Minute
+
 // Runner runs a team's schedules. Create it with New, call Run once (it
 // owns the loop's goroutine), and Finished whenever an outcome is recorded.
 // Status is safe from any goroutine.
@@ -221,7 +227,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		var fire <-chan time.Time
 		if !wake.IsZero() {
-			timer = r.clock.NewTimer(wake.Sub(r.clock.Now()))
+			timer = r.clock.NewTimer(min(wake.Sub(r.clock.Now()), maxSleep))
 			fire = timer.C()
 		}
 		select {

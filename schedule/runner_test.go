@@ -478,3 +478,70 @@ func TestRunnerRestartAnnouncesOnce(t *testing.T) {
 		t.Fatalf("saved %+v", st)
 	}
 }
+
+// sleeping waits until the runner went to sleep on its timer.
+func (h *harness) sleeping() {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.clock.WaitTimers(ctx, 1); err != nil {
+		h.t.Fatalf("the runner does not sleep: %v", err)
+	}
+}
+
+// The wall clock set forwards or backwards while the runner sleeps (the
+// system's timers run on elapsed time, as do the fake clock's): one run
+// soon after, no burst, no stall.
+func TestRunnerClockSet(t *testing.T) {
+	const year = 365 * 24 * time.Hour
+	t.Run("forwards a year", func(t *testing.T) {
+		clock, store, boxes := newParts(t)
+		h := newHarness(t, clock, store, boxes, spec{every: 24 * time.Hour})
+		h.finish(h.delivered(), Result{})
+		h.sleeping()
+		clock.Jump(epoch.Add(year))
+		clock.Advance(maxSleep)
+		if id := h.delivered(); id != RunID("s", 2, epoch.Add(year+maxSleep)) {
+			t.Fatalf("run after the clock jumped %s", id)
+		}
+		e := h.finish(RunID("s", 2, epoch.Add(year+maxSleep)), Result{})
+		if want := epoch.Add(year + 24*time.Hour); !e.State.NextDue.Equal(want) {
+			t.Fatalf("next due %v, want the tick after now %v", e.State.NextDue, want)
+		}
+		clock.Advance(time.Hour)
+		h.noDelivery()
+	})
+	t.Run("backwards a year", func(t *testing.T) {
+		clock, store, boxes := newParts(t)
+		h := newHarness(t, clock, store, boxes, spec{every: time.Hour})
+		id := h.delivered()
+		clock.Advance(time.Minute)
+		h.finish(id, Result{})
+		h.sleeping()
+		clock.Jump(epoch.Add(-year + time.Minute))
+		clock.Advance(maxSleep)
+		h.sleeping()
+		h.noDelivery()
+		if st := h.r.Status()[0]; !st.NextDue.Equal(epoch.Add(-year + time.Hour)) {
+			t.Fatalf("next due %v after the clock went back a year, want %v", st.NextDue, epoch.Add(-year+time.Hour))
+		}
+		clock.Advance(time.Hour - 2*time.Minute)
+		if id := h.delivered(); id != RunID("s", 2, epoch.Add(-year+time.Hour)) {
+			t.Fatalf("run after the clock went back %s", id)
+		}
+	})
+	t.Run("backwards a year across a restart", func(t *testing.T) {
+		clock, store, boxes := newParts(t)
+		h := newHarness(t, clock, store, boxes, spec{every: time.Hour})
+		id := h.delivered()
+		clock.Advance(time.Minute)
+		h.finish(id, Result{})
+		h.shutdown()
+		clock.Jump(epoch.Add(-year))
+		h2 := newHarness(t, clock, store, boxes, spec{every: time.Hour})
+		if st := h2.r.Status()[0]; !st.NextDue.Equal(epoch.Add(-year+time.Hour)) || st.RunsCompleted != 1 {
+			t.Fatalf("after a restart with the clock a year back: %+v", st)
+		}
+		h2.noDelivery()
+	})
+}

@@ -17,6 +17,7 @@ package schedule
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -204,8 +205,15 @@ func plan(spec team.Schedule, st *State, now time.Time) (due bool) {
 		st.State, st.NextDue = Stopped, time.Time{}
 		return false
 	}
+	rewind(spec, st, now)
 	next := anchor(spec, *st)
 	if st.Runs > 0 {
+		if now.Before(st.LastFinished) {
+			// The clock was set back since the run finished: that moment
+			// is taken to be now (kept, so that the next due stays put
+			// while the clock runs up to it).
+			st.LastFinished = now.UTC()
+		}
 		var err error
 		if next, err = Next(next, spec.Every, st.LastFinished); err != nil {
 			st.State, st.NextDue, st.LastError = Failed, time.Time{}, clip(err.Error())
@@ -218,6 +226,26 @@ func plan(spec team.Schedule, st *State, now time.Time) (due bool) {
 	}
 	st.NextDue = next
 	return !next.After(now)
+}
+
+// rewind moves the first-seen anchor of st back by whole periods when the
+// clock was set back before it (to less than one period after now), so
+// that the ticks keep their phase and the next run is due
+// within a period, not once the clock reaches the anchor again. A user's
+// start_at is never moved. It changes nothing while the clock runs
+// forward.
+func rewind(spec team.Schedule, st *State, now time.Time) {
+	if !spec.StartAt.IsZero() || !st.FirstSeen.After(now) || spec.Every <= 0 {
+		return
+	}
+	gap := st.FirstSeen.Sub(now)
+	if gap == math.MaxInt64 {
+		// Too far to count in periods (Sub saturates): start the ticks
+		// from now.
+		st.FirstSeen = now.UTC()
+		return
+	}
+	st.FirstSeen = st.FirstSeen.Add(-(gap / spec.Every) * spec.Every)
 }
 
 // start marks the next run of st as started at now and returns its id.
