@@ -69,6 +69,12 @@ type Event struct {
 // later than this after it is due.
 const maxSleep = time.Minute
 
+// refusedPause is how long a schedule whose run was refused (its message
+// was not written, or its state not saved) waits at least before it starts
+// the next: a run refused at once must not turn a small every into a loop
+// writing the state file and the event log as fast as the disk goes.
+const refusedPause = time.Second
+
 // Runner runs a team's schedules. Create it with New, call Run once (it
 // owns the loop's goroutine), and Finished whenever an outcome is recorded.
 // Status is safe from any goroutine.
@@ -83,10 +89,11 @@ type Runner struct {
 
 	saveMu   sync.Mutex // held across a snapshot and its save: saves land in order
 	mu       sync.Mutex
-	states   map[string]State  // every known schedule's state, also of schedules gone from the file
-	finished map[string]Result // recorded outcomes not yet applied, by message id
-	kick     chan struct{}     // buffered(1): finished has entries
-	loaded   bool              // Load ran (Run's goroutine, or before Run)
+	states   map[string]State     // every known schedule's state, also of schedules gone from the file
+	finished map[string]Result    // recorded outcomes not yet applied, by message id
+	kick     chan struct{}        // buffered(1): finished has entries
+	held     map[string]time.Time // no run starts before this, by schedule (refusedPause); Run's goroutine only
+	loaded   bool                 // Load ran (Run's goroutine, or before Run)
 }
 
 // New returns a Runner of specs. onEvent (may be nil) is called from the
@@ -96,7 +103,8 @@ func New(specs []team.Schedule, clock Clock, d Deliverer, store Store, log hclog
 		log = hclog.NewNullLogger()
 	}
 	r := &Runner{specs: specs, byName: map[string]team.Schedule{}, clock: clock, deliver: d, store: store, log: log,
-		onEvent: onEvent, states: map[string]State{}, finished: map[string]Result{}, kick: make(chan struct{}, 1)}
+		onEvent: onEvent, states: map[string]State{}, finished: map[string]Result{}, kick: make(chan struct{}, 1),
+		held: map[string]time.Time{}}
 	for _, s := range specs {
 		r.byName[s.Name] = s
 	}
@@ -277,27 +285,39 @@ func (r *Runner) startDue() time.Time {
 			r.saveLogged()
 			r.stopped(st)
 		}
-		if !due {
+		if !due || now.Before(r.held[spec.Name]) {
 			continue
 		}
+		delete(r.held, spec.Name)
 		id := start(&st, now)
 		r.setState(st)
 		// Saved before it is delivered: a crash in between delivers this
 		// id at the next start, never a second run.
 		if err := r.save(); err != nil {
+			r.held[spec.Name] = now.Add(refusedPause)
 			r.finish(spec, id, Result{Failed: true, Error: "saving the schedule's state failed: " + err.Error()}, now)
 			continue
 		}
 		if err := r.deliver.Deliver(spec, id, st.LastStarted); err != nil {
+			r.held[spec.Name] = now.Add(refusedPause)
 			r.finish(spec, id, Result{Failed: true, Error: "delivery refused: " + err.Error()}, now)
 			continue
 		}
 		r.emit(Event{Kind: EvRunStarted, Schedule: spec.Name, Run: st.Runs, ID: id, State: st})
 	}
-	// A run that ended at once (refused) waits for its next tick too.
+	// A run that ended at once (refused) waits for its next tick too, and
+	// for its pause.
 	for _, spec := range r.specs {
-		if st := r.state(spec.Name); st.State == Waiting && (wake.IsZero() || st.NextDue.Before(wake)) {
-			wake = st.NextDue
+		st := r.state(spec.Name)
+		if st.State != Waiting {
+			continue
+		}
+		at := st.NextDue
+		if h := r.held[spec.Name]; h.After(at) {
+			at = h
+		}
+		if wake.IsZero() || at.Before(wake) {
+			wake = at
 		}
 	}
 	return wake

@@ -545,3 +545,30 @@ func TestRunnerClockSet(t *testing.T) {
 		h2.noDelivery()
 	})
 }
+
+// A tiny every whose runs are refused at once (a full backlog, on_error:
+// continue) retries once per refusedPause, not as fast as the disk goes.
+func TestRunnerRefusedRunsPause(t *testing.T) {
+	clock, store, boxes := newParts(t)
+	boxes.refuse = errors.New("a holds 256 messages, its backlog limit is 256")
+	h := newHarness(t, clock, store, boxes, spec{every: time.Nanosecond, cont: true})
+	h.event(EvRunFinished)
+	for range 10 {
+		h.sleeping()
+		clock.Advance(refusedPause / 10)
+	}
+	if e := h.event(EvRunFinished); e.State.RunsFailed != 2 || !e.State.LastStarted.Equal(epoch.Add(refusedPause)) {
+		t.Fatalf("second refused run %+v, want it a pause after the first", e.State)
+	}
+	h.sleeping()
+	if n := len(h.events); n != 0 {
+		t.Fatalf("%d more events within the pause", n)
+	}
+	boxes.mu.Lock()
+	boxes.refuse = nil
+	boxes.mu.Unlock()
+	clock.Advance(refusedPause)
+	if id := h.delivered(); id != RunID("s", 3, epoch.Add(2*refusedPause)) {
+		t.Fatalf("run after the backlog cleared %s", id)
+	}
+}
