@@ -11,7 +11,9 @@
 // finished, so missed ticks collapse into one. stop_at is an exclusive
 // bound for starting runs; max_runs bounds the completed runs (0 = stopped
 // at once). A failed run stops the schedule as failed, unless on_error is
-// continue.
+// continue. The loop reads the wall clock at least once a minute; a clock
+// set back brings a run's end or the first-seen anchor found in the future
+// back to now (the anchor by whole periods), so it never stalls a schedule.
 package schedule
 
 import (
