@@ -278,12 +278,17 @@ func (r *Runner) startDue() time.Time {
 			// never written back from a stale copy here.
 			continue
 		}
-		before := st.State
+		before := st
 		due := plan(spec, &st, now)
 		r.setState(st)
-		if st.State != before {
+		switch {
+		case st.State != before.State:
 			r.saveLogged()
 			r.stopped(st)
+		case !st.FirstSeen.Equal(before.FirstSeen) || !st.LastFinished.Equal(before.LastFinished):
+			// The clock was set back (plan moved them): kept, so that a
+			// restart keeps the due time.
+			r.saveLogged()
 		}
 		if !due || now.Before(r.held[spec.Name]) {
 			continue

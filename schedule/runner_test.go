@@ -525,6 +525,10 @@ func TestRunnerClockSet(t *testing.T) {
 		if st := h.r.Status()[0]; !st.NextDue.Equal(epoch.Add(-year + time.Hour)) {
 			t.Fatalf("next due %v after the clock went back a year, want %v", st.NextDue, epoch.Add(-year+time.Hour))
 		}
+		// Saved too: a restart before the next run keeps that due time.
+		if st := store.saved()["s"]; st.LastFinished.After(clock.Now()) || st.FirstSeen.After(clock.Now().Add(time.Hour)) {
+			t.Fatalf("saved %+v: the clock set back is not saved", st)
+		}
 		clock.Advance(time.Hour - 2*time.Minute)
 		if id := h.delivered(); id != RunID("s", 2, epoch.Add(-year+time.Hour)) {
 			t.Fatalf("run after the clock went back %s", id)
