@@ -288,7 +288,8 @@ func orDash(s string) string {
 func scheduleText(e orchestrator.Event, str func(string) string, num func(string) int64) (string, string) {
 	name := str("schedule")
 	next := ""
-	if t, err := time.Parse(time.RFC3339Nano, str("next_due")); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, str("next_due")); err == nil && !t.IsZero() {
+		// A zero time (stopped, failed, running) is no next run.
 		next = "; next run " + t.Local().Format("2006-01-02 15:04:05")
 	}
 	switch e.Type {
