@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/team"
 )
 
 // FuzzDecode checks that the state file decoder never panics, and that
@@ -19,6 +21,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"schedules":[{"name":"a","state":"running","runs":1,"run_id":"x"}]}`))
 	f.Add([]byte(`{"schedules":[{"name":"a","state":"waiting"},{"name":"a","state":"waiting"}]}`))
 	f.Add([]byte(`{"schedules":[{"name":"a","state":"stopped","first_seen":"0000-01-01T00:00:00Z"}]}`))
+	f.Add([]byte(`{"schedules":[{"name":"a","state":"waiting","runs":9223372036854775807,"runs_completed":9223372036854775807}]}`))
+	f.Add([]byte(`{"schedules":[{"name":"a","state":"waiting","runs":2147483647,"runs_completed":2147483647}]}`))
 	f.Add([]byte(`{"schedules":null}`))
 	f.Add([]byte(``))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -32,6 +36,23 @@ func FuzzDecode(f *testing.F) {
 			}
 			if err := s.Validate(); err != nil {
 				t.Fatalf("accepted an invalid state: %v", err)
+			}
+		}
+		// What the daemon makes of an accepted state (its run finished,
+		// the next one started and finished when due) is a state it
+		// accepts at its next start.
+		for _, s := range got {
+			spec := fuzzSpec()
+			if s.State == Running {
+				finish(spec, &s, Result{Recorded: true, Failed: true, Error: "x"}, epoch)
+			}
+			s.State = Waiting
+			if plan(spec, &s, epoch) {
+				start(&s, epoch)
+				finish(spec, &s, Result{Recorded: true}, epoch)
+			}
+			if err := s.Validate(); err != nil {
+				t.Fatalf("a run of an accepted state left an invalid one: %v", err)
 			}
 		}
 		enc, err := Encode(got)
@@ -52,4 +73,9 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzSpec is a schedule to settle a decoded state with in FuzzDecode.
+func fuzzSpec() team.Schedule {
+	return team.Schedule{Name: "s", To: "a", Prompt: "p", Every: time.Hour, OnError: team.OnErrorContinue}
 }

@@ -47,6 +47,10 @@ const (
 	MaxErrorLen = 4096
 	// MaxStates bounds the schedules of a state file.
 	MaxStates = 10_000
+	// MaxCount bounds the run counts of a state, far beyond any
+	// schedule's life: a schedule that has started so many runs fails
+	// rather than wrap a count around.
+	MaxCount = math.MaxInt32
 )
 
 // idLayout is the time part of a run's message id: the layout of the
@@ -104,7 +108,7 @@ func (s *State) Validate() error {
 		return fmt.Errorf("invalid schedule name %.60q", s.Name)
 	case !slices.Contains(states, s.State):
 		return fmt.Errorf("schedule %s: invalid state %.40q", s.Name, s.State)
-	case s.Runs < 0 || s.RunsCompleted < 0 || s.RunsFailed < 0 || s.RunsCompleted > s.Runs:
+	case s.Runs < 0 || s.RunsCompleted < 0 || s.RunsFailed < 0 || s.RunsCompleted > s.Runs || s.Runs > MaxCount || s.RunsFailed > MaxCount:
 		return fmt.Errorf("schedule %s: invalid run counts (%d started, %d completed, %d failed)", s.Name, s.Runs, s.RunsCompleted, s.RunsFailed)
 	case s.State == Running && (s.Runs < 1 || s.RunID != RunID(s.Name, s.Runs, s.LastStarted)):
 		return fmt.Errorf("schedule %s: running, but run id %.140q is not run %d started at %s", s.Name, s.RunID, s.Runs, s.LastStarted.UTC().Format(time.RFC3339Nano))
@@ -205,6 +209,10 @@ func plan(spec team.Schedule, st *State, now time.Time) (due bool) {
 	}
 	if spec.MaxRuns != nil && st.RunsCompleted >= *spec.MaxRuns {
 		st.State, st.NextDue = Stopped, time.Time{}
+		return false
+	}
+	if st.Runs >= MaxCount || st.RunsFailed >= MaxCount {
+		st.State, st.NextDue, st.LastError = Failed, time.Time{}, fmt.Sprintf("%d runs started: no count beyond that; rename the schedule to start it afresh", st.Runs)
 		return false
 	}
 	rewind(spec, st, now)
