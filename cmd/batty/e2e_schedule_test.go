@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/orchestrator"
+)
+
+// scheduleStatus returns schedule name of st (zero when absent).
+func scheduleStatus(st orchestrator.Status, name string) orchestrator.ScheduleStatus {
+	for _, s := range st.Schedules {
+		if s.Name == name {
+			return s
+		}
+	}
+	return orchestrator.ScheduleStatus{}
+}
+
+// Scheduled prompts through the real batty binary and the real Codex CLI:
+// runs at the period up to max_runs, each answered into the human's inbox;
+// the daemon killed (SIGKILL) with a run in flight neither repeats that run
+// nor forgets the count when it starts again.
+func TestE2EScheduleWithRealCodex(t *testing.T) {
+	codexBin := codextest.Codex(t)
+	srv := codextest.NewServer(t)
+	home := srv.WriteHome(t)
+	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-%d", time.Now().UnixNano())}
+	os.WriteFile(filepath.Join(r.dir, "team.yaml"), []byte(fmt.Sprintf(`name: e2e
+codex:
+  bin: %s
+  codex_home: %s
+  sandbox: danger-full-access
+roles:
+  - name: eng
+  - name: ops
+schedules:
+  - {name: tick, to: eng, prompt: "scheduled [[mock:reply TICK]]", every: 1s, max_runs: 2}
+  - {name: slow, to: ops, prompt: "slow one [[mock:slow 8]]", every: 1h, max_runs: 1}
+`, codexBin, home)), 0o644)
+	t.Cleanup(func() {
+		r.batty("stop", "--timeout", "2s")
+		codextest.AssertNoMarked(t, r.mark)
+	})
+	r.must("start")
+	st := r.waitStatus("tick to stop after 2 runs and slow to run", func(st orchestrator.Status) bool {
+		return scheduleStatus(st, "tick").State == "stopped" && scheduleStatus(st, "slow").State == "running"
+	})
+	tick := scheduleStatus(st, "tick")
+	if tick.RunsCompleted != 2 || tick.RunsFailed != 0 || tick.LastError != "" || !tick.NextDue.IsZero() || tick.LastFinished.Before(tick.LastStarted) {
+		t.Fatalf("tick %+v", tick)
+	}
+	inboxOut := r.must("inbox", "--json")
+	for run := 1; run <= 2; run++ {
+		if !strings.Contains(inboxOut, fmt.Sprintf("-schedule.tick.%d", run)) {
+			t.Fatalf("no reply to run %d of tick in the human inbox:\n%s", run, inboxOut)
+		}
+	}
+
+	// SIGKILL with slow's run in flight; the next daemon finds it in the
+	// inbox and lets it finish: one run, counted once.
+	pid := st.Daemon.PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// A killed daemon leaves the run "running" in the state file.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := orchestrator.Call(orchestrator.Layout{Dir: filepath.Join(r.dir, ".batty")}, orchestrator.Request{Op: orchestrator.OpStatus}, time.Second)
+		if errors.Is(err, orchestrator.ErrNotRunning) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed daemon still answers: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // the daemon is another process
+	}
+	states, err := os.ReadFile(filepath.Join(r.dir, ".batty", "state", "schedules.json"))
+	if err != nil || !strings.Contains(string(states), `-schedule.slow.1"`) {
+		t.Fatalf("state file after the kill (%v):\n%s", err, states)
+	}
+	r.must("start")
+	st = r.waitStatus("slow to stop after its run", func(st orchestrator.Status) bool {
+		return scheduleStatus(st, "slow").State == "stopped"
+	})
+	if s := scheduleStatus(st, "slow"); s.RunsCompleted != 1 || s.RunsFailed != 0 {
+		t.Fatalf("slow %+v", s)
+	}
+	if s := scheduleStatus(st, "tick"); s.RunsCompleted != 2 || s.State != "stopped" {
+		t.Fatalf("tick after the restart %+v", s)
+	}
+	var replies []struct {
+		InReplyTo string `json:"in_reply_to"`
+	}
+	if err := json.Unmarshal([]byte(r.must("inbox", "--json")), &replies); err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]int{}
+	for _, m := range replies {
+		if i := strings.Index(m.InReplyTo, "-schedule."); i >= 0 {
+			runs[m.InReplyTo[i+len("-schedule."):]]++
+		}
+	}
+	if len(runs) != 3 || runs["tick.1"] != 1 || runs["tick.2"] != 1 || runs["slow.1"] != 1 {
+		t.Fatalf("replies to runs %v, want one to each of tick.1, tick.2, slow.1", runs)
+	}
+	text := r.must("status")
+	if !strings.Contains(text, "SCHEDULE") || !strings.Contains(text, "tick") || !strings.Contains(text, "stopped") {
+		t.Fatalf("status text:\n%s", text)
+	}
+}
