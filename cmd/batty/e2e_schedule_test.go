@@ -51,19 +51,9 @@ schedules:
 		codextest.AssertNoMarked(t, r.mark)
 	})
 	r.must("start")
-	st := r.waitStatus("tick to stop after 2 runs and slow to run", func(st orchestrator.Status) bool {
-		return scheduleStatus(st, "tick").State == "stopped" && scheduleStatus(st, "slow").State == "running"
+	st := r.waitStatus("slow's run to be in flight", func(st orchestrator.Status) bool {
+		return scheduleStatus(st, "slow").State == "running"
 	})
-	tick := scheduleStatus(st, "tick")
-	if tick.RunsCompleted != 2 || tick.RunsFailed != 0 || tick.LastError != "" || !tick.NextDue.IsZero() || tick.LastFinished.Before(tick.LastStarted) {
-		t.Fatalf("tick %+v", tick)
-	}
-	inboxOut := r.must("inbox", "--json")
-	for run := 1; run <= 2; run++ {
-		if !strings.Contains(inboxOut, fmt.Sprintf("-schedule.tick.%d", run)) {
-			t.Fatalf("no reply to run %d of tick in the human inbox:\n%s", run, inboxOut)
-		}
-	}
 
 	// SIGKILL with slow's run in flight; the next daemon finds it in the
 	// inbox and lets it finish: one run, counted once.
@@ -91,11 +81,14 @@ schedules:
 	st = r.waitStatus("slow to stop after its run", func(st orchestrator.Status) bool {
 		return scheduleStatus(st, "slow").State == "stopped"
 	})
-	if s := scheduleStatus(st, "slow"); s.RunsCompleted != 1 || s.RunsFailed != 0 {
+	st = r.waitStatus("tick to stop after its 2 runs", func(st orchestrator.Status) bool {
+		return scheduleStatus(st, "tick").State == "stopped"
+	})
+	if s := scheduleStatus(st, "slow"); s.RunsCompleted != 1 || s.RunsFailed != 0 || s.LastError != "" {
 		t.Fatalf("slow %+v", s)
 	}
-	if s := scheduleStatus(st, "tick"); s.RunsCompleted != 2 || s.State != "stopped" {
-		t.Fatalf("tick after the restart %+v", s)
+	if s := scheduleStatus(st, "tick"); s.RunsCompleted != 2 || s.RunsFailed != 0 || s.LastError != "" || !s.NextDue.IsZero() || s.LastFinished.Before(s.LastStarted) {
+		t.Fatalf("tick %+v", s)
 	}
 	var replies []struct {
 		InReplyTo string `json:"in_reply_to"`
@@ -109,8 +102,10 @@ schedules:
 			runs[m.InReplyTo[i+len("-schedule."):]]++
 		}
 	}
-	if len(runs) != 3 || runs["tick.1"] != 1 || runs["tick.2"] != 1 || runs["slow.1"] != 1 {
-		t.Fatalf("replies to runs %v, want one to each of tick.1, tick.2, slow.1", runs)
+	// A tick run the kill interrupted may be answered twice (its turn
+	// ran again); slow's was killed before Codex answered.
+	if len(runs) != 3 || runs["tick.1"] == 0 || runs["tick.2"] == 0 || runs["slow.1"] != 1 {
+		t.Fatalf("replies to runs %v, want tick.1, tick.2 and one to slow.1, nothing else", runs)
 	}
 	text := r.must("status")
 	if !strings.Contains(text, "SCHEDULE") || !strings.Contains(text, "tick") || !strings.Contains(text, "stopped") {
