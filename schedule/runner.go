@@ -93,6 +93,7 @@ type Runner struct {
 	finished map[string]Result    // recorded outcomes not yet applied, by message id
 	kick     chan struct{}        // buffered(1): finished has entries
 	held     map[string]time.Time // no run starts before this, by schedule (refusedPause); Run's goroutine only
+	missing  map[string]string    // run id found in no inbox at the last look, by schedule; Run's goroutine only
 	loaded   bool                 // Load ran (Run's goroutine, or before Run)
 }
 
@@ -104,7 +105,7 @@ func New(specs []team.Schedule, clock Clock, d Deliverer, store Store, log hclog
 	}
 	r := &Runner{specs: specs, byName: map[string]team.Schedule{}, clock: clock, deliver: d, store: store, log: log,
 		onEvent: onEvent, states: map[string]State{}, finished: map[string]Result{}, kick: make(chan struct{}, 1),
-		held: map[string]time.Time{}}
+		held: map[string]time.Time{}, missing: map[string]string{}}
 	for _, s := range specs {
 		r.byName[s.Name] = s
 	}
@@ -226,16 +227,26 @@ func (r *Runner) Run(ctx context.Context) error {
 			timer.Stop()
 		}
 	}()
+	look := false // the timer fired: look at the runs in flight
 	for {
 		r.applyFinished()
+		if look {
+			r.checkInFlight()
+			look = false
+		}
 		wake := r.startDue()
 		if timer != nil {
 			timer.Stop()
 			timer = nil
 		}
 		var fire <-chan time.Time
-		if !wake.IsZero() {
-			timer = r.clock.NewTimer(min(wake.Sub(r.clock.Now()), maxSleep))
+		switch now := r.clock.Now(); {
+		case !wake.IsZero():
+			timer = r.clock.NewTimer(min(wake.Sub(now), maxSleep))
+		case r.anyRunning():
+			timer = r.clock.NewTimer(maxSleep)
+		}
+		if timer != nil {
 			fire = timer.C()
 		}
 		select {
@@ -243,7 +254,54 @@ func (r *Runner) Run(ctx context.Context) error {
 			return nil
 		case <-r.kick:
 		case <-fire:
-			timer = nil
+			timer, look = nil, true
+		}
+	}
+}
+
+// anyRunning reports whether a schedule of the team file has a run in
+// flight.
+func (r *Runner) anyRunning() bool {
+	for _, spec := range r.specs {
+		if r.state(spec.Name).State == Running {
+			return true
+		}
+	}
+	return false
+}
+
+// checkInFlight looks the runs in flight up in the inboxes (Run's
+// goroutine, when its timer fires: at least once every maxSleep while a run
+// is in flight). One whose outcome is recorded finishes with it, should its
+// report have been missed. One whose message is in no inbox at two looks
+// in a row (deleted, or moved to bad/ as unreadable: it will never have an
+// outcome) fails, rather than keep its schedule running until the daemon
+// restarts; two looks, because a message moving between boxes may be
+// missed by one.
+func (r *Runner) checkInFlight() {
+	now := r.clock.Now()
+	for _, spec := range r.specs {
+		st := r.state(spec.Name)
+		if st.State != Running {
+			delete(r.missing, spec.Name)
+			continue
+		}
+		where, res, err := r.deliver.Lookup(st.RunID)
+		switch {
+		case err != nil:
+			r.log.Warn("Cannot tell where a scheduled run stands", "schedule", spec.Name, "id", st.RunID, "error", err)
+		case where == Recorded:
+			delete(r.missing, spec.Name)
+			res.Recorded = true
+			r.finish(spec, st.RunID, res, now)
+		case where == Missing && r.missing[spec.Name] == st.RunID:
+			delete(r.missing, spec.Name)
+			r.finish(spec, st.RunID, Result{Failed: true, Error: "its message " + st.RunID +
+				" is in no inbox any more, with no outcome (deleted, or moved to bad/ as unreadable)"}, now)
+		case where == Missing:
+			r.missing[spec.Name] = st.RunID
+		default:
+			delete(r.missing, spec.Name)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -575,4 +576,52 @@ func TestRunnerRefusedRunsPause(t *testing.T) {
 	if id := h.delivered(); id != RunID("s", 3, epoch.Add(2*refusedPause)) {
 		t.Fatalf("run after the backlog cleared %s", id)
 	}
+}
+
+// lose removes id from the boxes, as an agent deleting the file or the
+// inbox moving it to bad/ as unreadable does.
+func (f *fakeBoxes) lose(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.msgs, id)
+}
+
+// A run whose message leaves every inbox without an outcome (deleted, or
+// quarantined as unreadable) fails at the second look, instead of keeping
+// its schedule running until the daemon restarts; one whose outcome was
+// recorded but not reported finishes.
+func TestRunnerRunLostInFlight(t *testing.T) {
+	t.Run("lost", func(t *testing.T) {
+		clock, store, boxes := newParts(t)
+		h := newHarness(t, clock, store, boxes, spec{every: time.Hour})
+		id := h.delivered()
+		h.sleeping()
+		clock.Advance(maxSleep)
+		h.sleeping()
+		boxes.lose(id)
+		clock.Advance(maxSleep)
+		h.sleeping()
+		if st := h.r.Status()[0]; st.State != Running {
+			t.Fatalf("failed at the first look: %+v", st)
+		}
+		clock.Advance(maxSleep)
+		e := h.event(EvRunFinished)
+		if e.ID != id || e.State.State != Failed || e.State.RunsCompleted != 0 || e.State.RunsFailed != 1 || !strings.Contains(e.State.LastError, "in no inbox") {
+			t.Fatalf("lost run %+v", e.State)
+		}
+		if st := store.saved()["s"]; st.State != Failed {
+			t.Fatalf("saved %+v", st)
+		}
+	})
+	t.Run("outcome not reported", func(t *testing.T) {
+		clock, store, boxes := newParts(t)
+		h := newHarness(t, clock, store, boxes, spec{every: time.Hour})
+		id := h.delivered()
+		h.sleeping()
+		boxes.record(id, Result{Recorded: true})
+		clock.Advance(maxSleep)
+		if e := h.event(EvRunFinished); e.ID != id || e.State.State != Waiting || e.State.RunsCompleted != 1 {
+			t.Fatalf("finished %+v", e.State)
+		}
+	})
 }
