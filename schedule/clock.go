@@ -1,8 +1,6 @@
 package schedule
 
 import (
-	"context"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -12,9 +10,11 @@ import (
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time
-	// NewTimer returns a timer that fires once, d from now (at once when
-	// d ≤ 0).
-	NewTimer(d time.Duration) Timer
+	// TimerAt returns a timer that fires once the time from now to t has
+	// elapsed (at once when t is not after now). It runs on elapsed time:
+	// a wall clock set later does not move it. Taking the deadline rather
+	// than a duration, it cannot be armed late from a stale Now.
+	TimerAt(t time.Time) Timer
 }
 
 // Timer is a one-shot timer of a Clock.
@@ -32,7 +32,7 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-func (systemClock) NewTimer(d time.Duration) Timer { return sysTimer{time.NewTimer(d)} }
+func (systemClock) TimerAt(t time.Time) Timer { return sysTimer{time.NewTimer(time.Until(t))} }
 
 type sysTimer struct{ t *time.Timer }
 
@@ -50,36 +50,10 @@ type FakeClock struct {
 	now     time.Time     // the wall clock
 	elapsed time.Duration // the monotonic clock the timers run on
 	timers  []*fakeTimer
-	changed chan struct{} // closed and replaced when timers changes
 }
 
 // NewFakeClock returns a FakeClock showing t.
-func NewFakeClock(t time.Time) *FakeClock { return &FakeClock{now: t, changed: make(chan struct{})} }
-
-// WaitTimers blocks until n timers are waiting to fire, or until ctx ends
-// (then it returns ctx's error): a test's way to know that the goroutine
-// under test went to sleep.
-func (c *FakeClock) WaitTimers(ctx context.Context, n int) error {
-	for {
-		c.mu.Lock()
-		k, ch := len(c.timers), c.changed
-		c.mu.Unlock()
-		if k == n {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("%d timers wait, want %d: %w", k, n, ctx.Err())
-		}
-	}
-}
-
-// touch wakes WaitTimers; c.mu is held.
-func (c *FakeClock) touch() {
-	close(c.changed)
-	c.changed = make(chan struct{})
-}
+func NewFakeClock(t time.Time) *FakeClock { return &FakeClock{now: t} }
 
 // Now returns the fake time.
 func (c *FakeClock) Now() time.Time {
@@ -88,18 +62,18 @@ func (c *FakeClock) Now() time.Time {
 	return c.now
 }
 
-// NewTimer returns a timer firing once d more time has elapsed; a timer
-// with d ≤ 0 fires at once.
-func (c *FakeClock) NewTimer(d time.Duration) Timer {
+// TimerAt returns a timer firing once the time from the fake now to t has
+// elapsed; a timer with t not after now fires at once.
+func (c *FakeClock) TimerAt(at time.Time) Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	d := at.Sub(c.now)
 	t := &fakeTimer{c: c, at: c.elapsed + d, ch: make(chan time.Time, 1)}
 	if d <= 0 {
 		t.ch <- c.now
 		return t
 	}
 	c.timers = append(c.timers, t)
-	c.touch()
 	return t
 }
 
@@ -121,7 +95,6 @@ func (c *FakeClock) Advance(d time.Duration) {
 		kept = append(kept, tm)
 	}
 	c.timers = kept
-	c.touch()
 }
 
 // Set lets time pass until the wall clock shows t (never backwards: use
@@ -150,7 +123,6 @@ func (t *fakeTimer) Stop() bool {
 	for i, tm := range t.c.timers {
 		if tm == t {
 			t.c.timers = append(t.c.timers[:i], t.c.timers[i+1:]...)
-			t.c.touch()
 			return true
 		}
 	}

@@ -95,6 +95,7 @@ type Runner struct {
 	held     map[string]time.Time // no run starts before this, by schedule (refusedPause); Run's goroutine only
 	missing  map[string]string    // run id found in no inbox at the last look, by schedule; Run's goroutine only
 	loaded   bool                 // Load ran (Run's goroutine, or before Run)
+	idle     func()               // tests: called by Run's goroutine each time it blocks with nothing pending
 }
 
 // New returns a Runner of specs. onEvent (may be nil) is called from the
@@ -227,12 +228,14 @@ func (r *Runner) Run(ctx context.Context) error {
 			timer.Stop()
 		}
 	}()
-	look := false // the timer fired: look at the runs in flight
+	lastLook := r.clock.Now() // Load looked at the runs in flight
 	for {
 		r.applyFinished()
-		if look {
+		if now := r.clock.Now(); now.Sub(lastLook) >= maxSleep || now.Before(lastLook) {
+			// By the wall clock, whatever wakes the loop (outcomes of
+			// other messages may come more often than the timer fires).
 			r.checkInFlight()
-			look = false
+			lastLook = now
 		}
 		wake := r.startDue()
 		if timer != nil {
@@ -242,9 +245,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		var fire <-chan time.Time
 		switch now := r.clock.Now(); {
 		case !wake.IsZero():
-			timer = r.clock.NewTimer(min(wake.Sub(now), maxSleep))
+			timer = r.clock.TimerAt(minTime(wake, now.Add(maxSleep)))
 		case r.anyRunning():
-			timer = r.clock.NewTimer(maxSleep)
+			timer = r.clock.TimerAt(lastLook.Add(maxSleep))
 		}
 		if timer != nil {
 			fire = timer.C()
@@ -253,10 +256,31 @@ func (r *Runner) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-r.kick:
+			continue
 		case <-fire:
-			timer, look = nil, true
+			timer = nil
+			continue
+		default:
+		}
+		if r.idle != nil {
+			r.idle() // tests: nothing is pending, the loop blocks
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.kick:
+		case <-fire:
+			timer = nil
 		}
 	}
+}
+
+// minTime returns the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // anyRunning reports whether a schedule of the team file has a run in
@@ -271,8 +295,7 @@ func (r *Runner) anyRunning() bool {
 }
 
 // checkInFlight looks the runs in flight up in the inboxes (Run's
-// goroutine, when its timer fires: at least once every maxSleep while a run
-// is in flight). One whose outcome is recorded finishes with it, should its
+// goroutine, once every maxSleep). One whose outcome is recorded finishes with it, should its
 // report have been missed. One whose message is in no inbox at two looks
 // in a row (deleted, or moved to bad/ as unreadable: it will never have an
 // outcome) fails, rather than keep its schedule running until the daemon

@@ -124,8 +124,19 @@ type harness struct {
 	boxes  *fakeBoxes
 	store  *memStore
 	r      *Runner
-	events chan Event
+	events chan stamped
 	stop   func()
+
+	idleMu  sync.Mutex
+	idles   int           // times the runner went to sleep
+	idleCh  chan struct{} // closed and replaced when idles grows
+	lastIdl int           // idles when the event last returned by event was emitted
+}
+
+// stamped is an event with the runner's sleep count when it was emitted.
+type stamped struct {
+	Event
+	idles int
 }
 
 func newHarness(t *testing.T, clock *FakeClock, store *memStore, boxes *fakeBoxes, specs ...spec) *harness {
@@ -134,8 +145,15 @@ func newHarness(t *testing.T, clock *FakeClock, store *memStore, boxes *fakeBoxe
 	for _, s := range specs {
 		ts = append(ts, s.team())
 	}
-	h := &harness{t: t, clock: clock, boxes: boxes, store: store, events: make(chan Event, 1000)}
-	h.r = New(ts, clock, boxes, store, nil, func(e Event) { h.events <- e })
+	h := &harness{t: t, clock: clock, boxes: boxes, store: store, events: make(chan stamped, 1000), idleCh: make(chan struct{})}
+	h.r = New(ts, clock, boxes, store, nil, func(e Event) { h.events <- stamped{e, h.idleCount()} })
+	h.r.idle = func() {
+		h.idleMu.Lock()
+		defer h.idleMu.Unlock()
+		h.idles++
+		close(h.idleCh)
+		h.idleCh = make(chan struct{})
+	}
 	if err := h.r.Load(); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -191,7 +209,8 @@ func (h *harness) event(kind string) Event {
 		select {
 		case e := <-h.events:
 			if e.Kind == kind {
-				return e
+				h.lastIdl = e.idles
+				return e.Event
 			}
 		case <-deadline:
 			h.t.Fatalf("no %s event", kind)
@@ -480,14 +499,57 @@ func TestRunnerRestartAnnouncesOnce(t *testing.T) {
 	}
 }
 
-// sleeping waits until the runner went to sleep on its timer.
-func (h *harness) sleeping() {
+func (h *harness) idleCount() int {
+	h.idleMu.Lock()
+	defer h.idleMu.Unlock()
+	return h.idles
+}
+
+// asleepAfter waits until the runner went to sleep more than n times.
+func (h *harness) asleepAfter(n int) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := h.clock.WaitTimers(ctx, 1); err != nil {
-		h.t.Fatalf("the runner does not sleep: %v", err)
+	deadline := time.After(10 * time.Second)
+	for {
+		h.idleMu.Lock()
+		k, ch := h.idles, h.idleCh
+		h.idleMu.Unlock()
+		if k > n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			h.t.Fatalf("the runner does not go to sleep")
+		}
 	}
+}
+
+// settled waits until the runner went to sleep after the event event last
+// returned: it has done all that event leads to.
+func (h *harness) settled() { h.t.Helper(); h.asleepAfter(h.lastIdl) }
+
+// wakesAt is when (by the wall clock) the earliest timer of the clock
+// fires; zero without any.
+func (h *harness) wakesAt() time.Time {
+	c := h.clock
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var at time.Time
+	for _, tm := range c.timers {
+		if t := c.now.Add(tm.at - c.elapsed); at.IsZero() || t.Before(at) {
+			at = t
+		}
+	}
+	return at
+}
+
+// advance lets d pass, which must fire the timer of the runner (asleep),
+// and waits until it is asleep again.
+func (h *harness) advance(d time.Duration) {
+	h.t.Helper()
+	n := h.idleCount()
+	h.clock.Advance(d)
+	h.asleepAfter(n)
 }
 
 // The wall clock set forwards or backwards while the runner sleeps (the
@@ -499,7 +561,7 @@ func TestRunnerClockSet(t *testing.T) {
 		clock, store, boxes := newParts(t)
 		h := newHarness(t, clock, store, boxes, spec{every: 24 * time.Hour})
 		h.finish(h.delivered(), Result{})
-		h.sleeping()
+		h.settled()
 		clock.Jump(epoch.Add(year))
 		clock.Advance(maxSleep)
 		if id := h.delivered(); id != RunID("s", 2, epoch.Add(year+maxSleep)) {
@@ -518,10 +580,9 @@ func TestRunnerClockSet(t *testing.T) {
 		id := h.delivered()
 		clock.Advance(time.Minute)
 		h.finish(id, Result{})
-		h.sleeping()
+		h.settled()
 		clock.Jump(epoch.Add(-year + time.Minute))
-		clock.Advance(maxSleep)
-		h.sleeping()
+		h.advance(maxSleep)
 		h.noDelivery()
 		if st := h.r.Status()[0]; !st.NextDue.Equal(epoch.Add(-year + time.Hour)) {
 			t.Fatalf("next due %v after the clock went back a year, want %v", st.NextDue, epoch.Add(-year+time.Hour))
@@ -558,16 +619,17 @@ func TestRunnerRefusedRunsPause(t *testing.T) {
 	boxes.refuse = errors.New("a holds 256 messages, its backlog limit is 256")
 	h := newHarness(t, clock, store, boxes, spec{every: time.Nanosecond, cont: true})
 	h.event(EvRunFinished)
-	for range 10 {
-		h.sleeping()
-		clock.Advance(refusedPause / 10)
+	h.settled()
+	if at := h.wakesAt(); !at.Equal(epoch.Add(refusedPause)) {
+		t.Fatalf("after a refused run the runner wakes at %v, want a pause later", at)
 	}
+	clock.Advance(refusedPause)
 	if e := h.event(EvRunFinished); e.State.RunsFailed != 2 || !e.State.LastStarted.Equal(epoch.Add(refusedPause)) {
 		t.Fatalf("second refused run %+v, want it a pause after the first", e.State)
 	}
-	h.sleeping()
-	if n := len(h.events); n != 0 {
-		t.Fatalf("%d more events within the pause", n)
+	h.settled()
+	if at := h.wakesAt(); !at.Equal(epoch.Add(2 * refusedPause)) {
+		t.Fatalf("after a second refused run the runner wakes at %v, want a pause later", at)
 	}
 	boxes.mu.Lock()
 	boxes.refuse = nil
@@ -595,12 +657,11 @@ func TestRunnerRunLostInFlight(t *testing.T) {
 		clock, store, boxes := newParts(t)
 		h := newHarness(t, clock, store, boxes, spec{every: time.Hour})
 		id := h.delivered()
-		h.sleeping()
-		clock.Advance(maxSleep)
-		h.sleeping()
+		h.event(EvRunStarted)
+		h.settled()
+		h.advance(maxSleep)
 		boxes.lose(id)
-		clock.Advance(maxSleep)
-		h.sleeping()
+		h.advance(maxSleep)
 		if st := h.r.Status()[0]; st.State != Running {
 			t.Fatalf("failed at the first look: %+v", st)
 		}
@@ -617,7 +678,8 @@ func TestRunnerRunLostInFlight(t *testing.T) {
 		clock, store, boxes := newParts(t)
 		h := newHarness(t, clock, store, boxes, spec{every: time.Hour})
 		id := h.delivered()
-		h.sleeping()
+		h.event(EvRunStarted)
+		h.settled()
 		boxes.record(id, Result{Recorded: true})
 		clock.Advance(maxSleep)
 		if e := h.event(EvRunFinished); e.ID != id || e.State.State != Waiting || e.State.RunsCompleted != 1 {
