@@ -41,8 +41,8 @@ func (t sysTimer) Stop() bool          { return t.t.Stop() }
 
 // FakeClock is a Clock whose time moves only when Advance, Set or Jump is
 // called. Like the system's, its timers run on elapsed time, not on the
-// wall clock: Advance and Set move both and fire the timers due, in
-// deadline order, during the call; Jump steps the wall clock alone (an
+// wall clock: Advance and Set move both and fire the timers due during
+// the call; Jump steps the wall clock alone (an
 // operator or NTP setting the time, either way), as the system clock
 // does. It is meant for tests and is safe for concurrent use.
 type FakeClock struct {
