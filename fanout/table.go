@@ -18,6 +18,9 @@ import (
 // have no bound: they hold every row's whole result.
 const MaxInputBytes = 256 << 20
 
+// maxInput is the bound ReadTable applies: MaxInputBytes, lowered by tests.
+var maxInput = MaxInputBytes
+
 // Table is a CSV file read whole: its header and its rows, every row as
 // long as the header.
 type Table struct {
@@ -33,12 +36,12 @@ type Table struct {
 // column name, and a row whose field count differs from the header's,
 // naming the line. It never panics.
 func ReadTable(r io.Reader) (*Table, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, int64(maxInput)+1))
 	if err != nil {
 		return nil, fmt.Errorf("read: %w", err)
 	}
-	if len(data) > MaxInputBytes {
-		return nil, fmt.Errorf("more than %d MiB: split the file", MaxInputBytes>>20)
+	if len(data) > maxInput {
+		return nil, fmt.Errorf("more than %d MiB: split the file", maxInput>>20)
 	}
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	cr := csv.NewReader(bytes.NewReader(data))
