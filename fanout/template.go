@@ -42,16 +42,16 @@ func ParseTemplate(text string, columns []string) (*Template, error) {
 			lit.WriteByte('}')
 			i += 2
 		case c == '}':
-			return nil, fmt.Errorf("instruction: a lone '}' at byte %d: write }} for a literal brace", i+1)
+			return nil, fmt.Errorf("a lone '}' at byte %d: write }} for a literal brace", i+1)
 		case c == '{':
 			end := strings.IndexByte(text[i+1:], '}')
 			if end < 0 {
-				return nil, fmt.Errorf("instruction: '{' at byte %d is not closed: write {column} for a value, {{ for a literal brace", i+1)
+				return nil, fmt.Errorf("'{' at byte %d is not closed: write {column} for a value, {{ for a literal brace", i+1)
 			}
 			name := text[i+1 : i+1+end]
 			col, ok := index[name]
 			if !ok {
-				return nil, fmt.Errorf("instruction: placeholder {%s} names no column of the CSV file; its columns: %s", name, strings.Join(columns, ", "))
+				return nil, fmt.Errorf("placeholder {%s} names no column of the CSV file; its columns: %s", name, strings.Join(columns, ", "))
 			}
 			flush()
 			t.parts = append(t.parts, part{column: col, isCol: true})
