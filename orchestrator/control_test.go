@@ -201,3 +201,44 @@ func TestStopWaitsForTheDaemonProcessToExit(t *testing.T) {
 		t.Fatalf("wait returned while the daemon process still ran: %s", stat)
 	}
 }
+
+// A command run right after the daemon was killed finds the lock still
+// held for a moment, while the kernel tears the daemon down: the offline
+// commands (status, resume, the sweep of `batty stop`) wait for it rather
+// than call the dead daemon running. A lock held for good is still
+// ErrAlreadyRunning.
+func TestOfflineCommandsWaitForALockBeingReleased(t *testing.T) {
+	l := Layout{Dir: t.TempDir()}
+	if err := l.MkdirAll(); err != nil {
+		t.Fatal(err)
+	}
+	hold := func() chan struct{} {
+		lock, err := acquireLock(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		go func() {
+			<-release
+			releaseLock(lock)
+		}()
+		return release
+	}
+	releaseSoon := func() {
+		release := hold()
+		time.AfterFunc(100*time.Millisecond, func() { close(release) })
+	}
+	releaseSoon()
+	if err := withLock(l, func() error { return nil }); err != nil {
+		t.Fatalf("withLock while the lock is being released: %v", err)
+	}
+	releaseSoon()
+	if _, err := SweepLeftovers(l); err != nil {
+		t.Fatalf("SweepLeftovers while the lock is being released: %v", err)
+	}
+	release := hold()
+	defer close(release)
+	if err := withLock(l, func() error { return nil }); !errors.Is(err, ErrAlreadyRunning) {
+		t.Fatalf("withLock on a lock held for good: %v, want ErrAlreadyRunning", err)
+	}
+}

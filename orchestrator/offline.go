@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -15,17 +16,35 @@ import (
 // daemon runs. Each takes the project's lock first, so they refuse to run
 // next to a daemon (which is then the only writer; use Call instead).
 
-// withLock runs f while holding the daemon lock.
+// lockWait is how long withLock waits for a lock that is held: a daemon
+// killed a moment ago holds it until the kernel has torn it down, which a
+// command run right after the kill must not take for a running daemon.
+const lockWait = 2 * time.Second
+
+// withLock runs f while holding the daemon lock. A lock held for longer
+// than lockWait is ErrAlreadyRunning.
 func withLock(l Layout, f func() error) error {
 	if err := l.MkdirAll(); err != nil {
 		return err
 	}
-	lock, err := acquireLock(l)
+	lock, err := acquireLockWait(l)
 	if err != nil {
 		return err
 	}
 	defer releaseLock(lock)
 	return f()
+}
+
+// acquireLockWait takes the project's daemon lock, waiting up to lockWait
+// while it is held; then it is ErrAlreadyRunning (wrapped).
+func acquireLockWait(l Layout) (*os.File, error) {
+	deadline := time.Now().Add(lockWait)
+	lock, err := acquireLock(l)
+	for err != nil && errors.Is(err, ErrAlreadyRunning) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		lock, err = acquireLock(l)
+	}
+	return lock, err
 }
 
 // OfflineStatus builds the status of a stopped team from its files: every

@@ -191,7 +191,8 @@ func killLeftovers(l Layout, cg *reap.Cgroup) (int, error) {
 // (its daemon and shims killed together): the processes in the project's
 // cgroup, which it then removes, and the processes carrying the project's
 // mark. It holds the project's lock meanwhile, so no daemon starts under
-// it; when a daemon runs it does nothing and returns ErrAlreadyRunning
+// it; when a daemon runs (holds the lock for longer than a daemon killed a
+// moment ago takes to die) it does nothing and returns ErrAlreadyRunning
 // (wrapped). It blocks until the leftovers are gone (a few seconds at
 // most) and returns how many it killed. `batty stop` runs it when no
 // daemon runs.
@@ -199,7 +200,7 @@ func SweepLeftovers(l Layout) (int, error) {
 	if _, err := os.Stat(l.Dir); errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
-	lock, err := acquireLock(l)
+	lock, err := acquireLockWait(l)
 	if err != nil {
 		return 0, err
 	}
