@@ -178,7 +178,8 @@ func checkShimConfig(c shim.Config) error {
 }
 
 // checkSchema returns the schema file's absolute path once it holds a
-// JSON object (codex reads it from the workers' directory).
+// JSON Schema that strict structured output accepts (fanout.CheckSchema;
+// codex reads the file from the workers' directory).
 func checkSchema(path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -191,6 +192,9 @@ func checkSchema(path string) (string, error) {
 	var obj map[string]any
 	if err := json.Unmarshal(b, &obj); err != nil {
 		return "", fmt.Errorf("%s is not a JSON Schema (a JSON object): %v", path, err)
+	}
+	if err := fanout.CheckSchema(obj); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	return abs, nil
 }

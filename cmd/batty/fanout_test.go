@@ -104,6 +104,12 @@ func TestFanoutRunsEveryRowAndKeepsTheOrder(t *testing.T) {
 
 func TestFanoutUsageErrors(t *testing.T) {
 	j := newFanoutJob(t, "id,city\n1,Oslo\n")
+	// Codex asks for strict structured output, which the API refuses for
+	// this schema on every request.
+	loose := filepath.Join(j.dir, "loose.json")
+	if err := os.WriteFile(loose, []byte(`{"type":"object","properties":{"city":{"type":"string"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -116,6 +122,7 @@ func TestFanoutUsageErrors(t *testing.T) {
 		{"negative budget", j.args("x", "--max-tokens", "-1"), "--max-tokens -1"},
 		{"no csv", []string{"fanout", "--instruction", "x", "--output", j.out}, "--csv is required"},
 		{"missing schema", j.args("x", "--schema", filepath.Join(j.dir, "nope.json")), "--schema"},
+		{"schema strict output refuses", j.args("x", "--schema", loose), `an object schema needs "additionalProperties": false`},
 		{"role with codex flags", j.args("x", "--role", "dev"), "with --role the codex settings come from the role"},
 	}
 	for _, c := range cases {
