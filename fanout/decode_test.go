@@ -29,6 +29,8 @@ func TestReadTable(t *testing.T) {
 		{"header only", "a\n", []string{"a"}, 0, ""},
 		{"empty", "", nil, 0, "header line"},
 		{"bom only", "\ufeff", nil, 0, "header line"},
+		{"second bom", "\ufeff\ufeffname\nx\n", nil, 0, "second byte order mark"},
+		{"quoted bom as a name", "\"\ufeff\"\nx\n", nil, 0, "second byte order mark"},
 		{"duplicate", "a,b,a\n1,2,3\n", nil, 0, `column "a" appears twice`},
 		{"empty name", "a,,c\n1,2,3\n", nil, 0, "column 2 has no name"},
 		{"blank name", "a, \n1,2\n", nil, 0, "column 2 has no name"},

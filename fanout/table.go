@@ -56,6 +56,11 @@ func ReadTable(r io.Reader) (*Table, error) {
 	if err := checkUTF8(cr, header, header); err != nil {
 		return nil, err
 	}
+	if strings.HasPrefix(header[0], "\ufeff") {
+		// Written back as the first bytes of OUT, it would be read as the
+		// file's byte order mark: the output could not be read back.
+		return nil, errors.New("line 1: the first column's name starts with a second byte order mark (U+FEFF): remove it")
+	}
 	seen := map[string]int{}
 	for i, c := range header {
 		if strings.TrimSpace(c) == "" {
