@@ -12,9 +12,8 @@
 # Groups: orchestrator shim protocol idle fanout codexcli chaos codex ptylog
 # logtail cockpit. `codexcli` needs the pinned Codex CLI in
 # $BATTY_CODEX_CACHE (default ~/.cache/batty-codex; scripts/test.sh installs
-# it) and `fanout` the fan-out benchmark in ./fanout/: without them the
-# group is recorded as skipped, with the reason (a group that has figures
-# keeps them). A group that fails keeps its previous rows, except a chaos
+# it): without it the group is recorded as skipped, with the reason (a group
+# that has figures keeps them). A group that fails keeps its previous rows, except a chaos
 # run, whose figures say what failed; the script then exits 1 after
 # rendering.
 set -euo pipefail
@@ -90,13 +89,7 @@ for g in "${groups[@]+"${groups[@]}"}"; do
     shim) bench "$g" -run '^$' -bench '^Benchmark(TurnViaShim|WorkerDirect)$' -benchtime 200x -count 3 ./shim/ ;;
     protocol) bench "$g" -run '^$' -bench . -benchmem -benchtime 2s -count 3 ./protocol/ ;;
     idle) bench "$g" -run '^$' -bench '^BenchmarkIdleTeam100$' -benchtime 1x -timeout 10m ./cmd/batty/ ;;
-    fanout)
-      args=(-run '^$' -bench '^BenchmarkFanout100Rows64$' -benchtime 1x -count 3 ./fanout/)
-      if grep -qs 'func BenchmarkFanout100Rows64(' fanout/*_test.go; then
-        bench "$g" "${args[@]}"
-      else
-        skip "$g" "no BenchmarkFanout100Rows64 in ./fanout/ on this branch" "${args[@]}"
-      fi ;;
+    fanout) bench "$g" -run '^$' -bench '^BenchmarkFanout100Rows64$' -benchtime 1x -count 3 ./fanout/ ;;
     codexcli)
       args=(-run '^$' -bench '^BenchmarkCodexMessage$' -benchtime 20x -timeout 10m ./cmd/batty/)
       if [ -x "$BATTY_CODEX_CACHE/$CODEX_VERSION/node_modules/.bin/codex" ]; then
