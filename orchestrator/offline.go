@@ -104,6 +104,12 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 			return err
 		}
 		st.Accounts = accountStatus(book.views(), func(n string) int { return backlogs[n] })
+		st.Schedules = []ScheduleStatus{}
+		if len(cfg.Schedules) == 0 {
+			// As the daemon does: without schedules their state file,
+			// if any, is not read.
+			return nil
+		}
 		states, err := scheduleStore{l}.Load()
 		if err != nil {
 			return err

@@ -271,6 +271,9 @@ func schedulesStatus(cfg *team.Config, states []schedule.State) []ScheduleStatus
 // their names.
 func OfflineResumeSchedules(cfg *team.Config, l Layout) ([]string, error) {
 	var names []string
+	if len(cfg.Schedules) == 0 {
+		return nil, nil // the state file, if any, is not read (as by the daemon)
+	}
 	err := withLock(l, func() error {
 		store := scheduleStore{l}
 		states, err := store.Load()

@@ -308,3 +308,26 @@ func TestScheduleRunInFlightAcrossARestart(t *testing.T) {
 		t.Fatalf("the run's message ran %d times, want 2 (cut off, then redelivered)", n)
 	}
 }
+
+// Without schedules in the team file their state file is not read, by the
+// daemon or by the offline commands: a stale or planted one does not make
+// `batty status` or `batty resume` of a stopped team fail.
+func TestOfflineCommandsIgnoreSchedulesStateWithoutSchedules(t *testing.T) {
+	p := newProject(t, "  - name: worker\n")
+	if err := p.layout.MkdirAll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(p.layout.StateDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.layout.StateDir(), schedulesName), []byte("not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := OfflineStatus(p.cfg, p.layout)
+	if err != nil || len(st.Agents) != 1 || st.Schedules == nil || len(st.Schedules) != 0 {
+		t.Fatalf("OfflineStatus = %+v, %v; want the agent and no schedules", st, err)
+	}
+	if names, err := OfflineResumeSchedules(p.cfg, p.layout); err != nil || names != nil {
+		t.Fatalf("OfflineResumeSchedules = %v, %v", names, err)
+	}
+}
