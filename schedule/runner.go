@@ -158,7 +158,7 @@ func (r *Runner) Load() error {
 			was[spec.Name] = r.state(spec.Name).State // finish told it
 		case where == Missing:
 			r.log.Info("Delivering a scheduled run the daemon did not deliver before it stopped", "schedule", spec.Name, "id", st.RunID)
-			if err := r.deliver.Deliver(spec, st.RunID, st.LastStarted); err != nil {
+			if err := r.deliverRun(spec, st.RunID, st.LastStarted); err != nil {
 				r.finish(spec, st.RunID, Result{Failed: true, Error: "delivery refused: " + err.Error()}, now)
 				was[spec.Name] = r.state(spec.Name).State
 			}
@@ -384,7 +384,7 @@ func (r *Runner) startDue() time.Time {
 			r.finish(spec, id, Result{Failed: true, Error: "saving the schedule's state failed: " + err.Error()}, now)
 			continue
 		}
-		if err := r.deliver.Deliver(spec, id, st.LastStarted); err != nil {
+		if err := r.deliverRun(spec, id, st.LastStarted); err != nil {
 			r.held[spec.Name] = now.Add(refusedPause)
 			r.finish(spec, id, Result{Failed: true, Error: "delivery refused: " + err.Error()}, now)
 			continue
@@ -522,4 +522,23 @@ func ResumeFailed(states map[string]State, names []string) []string {
 		}
 	}
 	return out
+}
+
+// deliverRun delivers run id and returns the error of a delivery that was
+// refused: the run is in no box. A Deliver that failed after the message
+// was written (a failed fsync after the rename), or whose failure leaves
+// where the run is unknown, is not a refusal: the run stays in flight,
+// its outcome finishes it and the in-flight look settles it otherwise, so
+// single flight holds and the run's outcome is counted.
+func (r *Runner) deliverRun(spec team.Schedule, id string, at time.Time) error {
+	err := r.deliver.Deliver(spec, id, at)
+	if err == nil {
+		return nil
+	}
+	where, _, lerr := r.deliver.Lookup(id)
+	if lerr == nil && where == Missing {
+		return err
+	}
+	r.log.Warn("Delivering a scheduled run failed, but the run may be queued: it stays in flight", "schedule", spec.Name, "id", id, "error", err, "lookup_error", lerr)
+	return nil
 }

@@ -41,7 +41,10 @@ type fakeBoxes struct {
 	mu     sync.Mutex
 	msgs   map[string]*Result // nil: pending
 	refuse error
-	got    chan string
+	// failAfter, if set, is returned by Deliver after the message was
+	// written (as a failed fsync after the rename would be).
+	failAfter error
+	got       chan string
 }
 
 func newFakeBoxes(t *testing.T, store *memStore) *fakeBoxes {
@@ -62,7 +65,7 @@ func (f *fakeBoxes) Deliver(spec team.Schedule, id string, at time.Time) error {
 	}
 	f.msgs[id] = nil
 	f.got <- id
-	return nil
+	return f.failAfter
 }
 
 func (f *fakeBoxes) Lookup(id string) (int, Result, error) {
@@ -340,6 +343,28 @@ func TestRunnerRefusedDelivery(t *testing.T) {
 				t.Fatalf("next run %s", id)
 			}
 		})
+	}
+}
+
+// A delivery that failed after its message was written is no refusal:
+// the run stays in flight (single flight holds, even with on_error:
+// continue) and its outcome counts.
+func TestRunnerDeliveryFailedAfterTheWrite(t *testing.T) {
+	clock, store, boxes := newParts(t)
+	boxes.failAfter = errors.New("fsync inboxes/a/new: input/output error")
+	h := newHarness(t, clock, store, boxes, spec{every: time.Minute, cont: true})
+	id := h.delivered()
+	boxes.mu.Lock()
+	boxes.failAfter = nil
+	boxes.mu.Unlock()
+	// Ticks pass while the run is queued: no second run starts.
+	clock.Advance(3 * time.Minute)
+	h.noDelivery()
+	if st := h.r.Status()[0]; st.State != Running || st.RunID != id || st.RunsFailed != 0 {
+		t.Fatalf("after a delivery that failed after the write: %+v, want %s running", st, id)
+	}
+	if e := h.finish(id, Result{}); e.State.RunsCompleted != 1 || e.State.RunsFailed != 0 {
+		t.Fatalf("the run's outcome: %+v", e.State)
 	}
 }
 
