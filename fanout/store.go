@@ -35,6 +35,13 @@ var ExtraColumns = []string{"status", "result", "error", "thread_id", "tokens", 
 // JournalSuffix names the journal next to the output file.
 const JournalSuffix = ".journal"
 
+// LockSuffix names the job's lock file next to the output file: held
+// (flock) from OpenStore to the end of Close, so that one job at a time
+// reads, writes and removes OUT and its journal. It is left in place: a
+// lock file removed could be locked by a second job through the name while
+// a third creates it anew.
+const LockSuffix = ".lock"
+
 // journalVersion marks the first line of a journal.
 const journalVersion = 1
 
@@ -74,6 +81,7 @@ type Store struct {
 	prior   map[int]Record // by input row: OUT, then the journal over it
 	journal *os.File
 	old     *os.File // a journal an earlier job left, locked while it is merged
+	lock    *os.File // OUT.lock, locked by this job until Close has ended
 
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled when a sync ends
@@ -98,28 +106,56 @@ func OpenStore(out string, t *Table) (*Store, error) {
 	}
 	s := &Store{dir: dir, name: filepath.Base(out), table: t, prior: map[int]Record{}}
 	s.cond = sync.NewCond(&s.mu)
-	if err := s.load(); err != nil {
+	fail := func(err error) (*Store, error) {
 		if s.old != nil {
 			s.old.Close()
+		}
+		if s.lock != nil {
+			s.lock.Close()
 		}
 		dir.Close()
 		return nil, err
 	}
+	if err := s.lockJob(); err != nil {
+		return fail(err)
+	}
+	if err := s.load(); err != nil {
+		return fail(err)
+	}
 	// A journal left by a killed job goes into OUT first, so that this
 	// run's journal starts whole (a line the crash cut is dropped).
-	err = s.writeOut()
+	if err := s.writeOut(); err != nil {
+		return fail(err)
+	}
 	if s.old != nil {
 		s.old.Close()
-	}
-	if err != nil {
-		dir.Close()
-		return nil, err
+		s.old = nil
 	}
 	if err := s.createJournal(); err != nil {
-		dir.Close()
-		return nil, err
+		return fail(err)
 	}
 	return s, nil
+}
+
+// lockJob takes the job's lock, OUT.lock (created when missing, never
+// through a link), without waiting: held by another job, the output is
+// refused.
+func (s *Store) lockJob() error {
+	f, err := s.dir.OpenFile(s.name+LockSuffix, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open the lock %s: %w", filepath.Join(s.dir.Path(), s.name+LockSuffix), err)
+	}
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		f.Close()
+		return fmt.Errorf("%s is locked: another batty fanout is writing this output; wait for it to end, or choose another --output", f.Name())
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	s.lock = f
+	return nil
 }
 
 // journalCreated is called once this run's journal file exists, before it
@@ -344,6 +380,7 @@ func (s *Store) appendLine(v any) error {
 // error the journal stays, so nothing recorded is lost.
 func (s *Store) Close() error {
 	defer s.dir.Close()
+	defer s.lock.Close() // last: the lock holds until OUT is written
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.journal.Close(); err != nil {

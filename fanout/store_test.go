@@ -3,9 +3,11 @@ package fanout
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -41,6 +43,7 @@ func TestStoreJournalSurvivesACrash(t *testing.T) {
 	// The crash: no Close; half a line was being written.
 	s.journal.Write([]byte(`{"row":1,"values":["y"],"sta`))
 	s.journal.Close()
+	s.lock.Close() // the process is gone: its lock too
 	s.dir.Close()
 
 	s2, err := OpenStore(out, tb)
@@ -206,6 +209,7 @@ func TestStoreWritesNothingAfterAJournalError(t *testing.T) {
 	}
 	// The job is killed before it could write OUT.
 	s.journal.Close()
+	s.lock.Close() // the process is gone: its lock too
 	s.dir.Close()
 	s2, err := OpenStore(out, tb)
 	if err != nil {
@@ -314,7 +318,46 @@ func TestStoreTwoJobsStartingAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	names, _ := os.ReadDir(filepath.Dir(out))
-	if len(names) != 1 {
-		t.Errorf("files left: %v, want only OUT", names)
+	if len(names) != 2 || names[0].Name() != "out.csv" || names[1].Name() != "out.csv"+LockSuffix {
+		t.Errorf("files left: %v, want only OUT and its lock file", names)
+	}
+}
+
+// TestStoreOneJobPerOutput: two jobs starting together on an output with
+// no journal yet never both run: without the job lock, the one that
+// started second could remove the first's live journal (it removes the
+// journal it merged, by name) and run every row beside it.
+func TestStoreOneJobPerOutput(t *testing.T) {
+	var in strings.Builder
+	in.WriteString("a\n")
+	for i := range 5000 {
+		fmt.Fprintf(&in, "row-%d\n", i)
+	}
+	tb := table(t, in.String())
+	for try := range 50 {
+		out := filepath.Join(t.TempDir(), "out.csv")
+		var wg sync.WaitGroup
+		stores := make([]*Store, 2)
+		errs := make([]error, 2)
+		for j := range 2 {
+			wg.Go(func() { stores[j], errs[j] = OpenStore(out, tb) })
+		}
+		wg.Wait()
+		opened := 0
+		for j, s := range stores {
+			if s == nil {
+				if !strings.Contains(errs[j].Error(), "another batty fanout") {
+					t.Fatalf("try %d: refused with %v", try, errs[j])
+				}
+				continue
+			}
+			opened++
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if opened != 1 {
+			t.Fatalf("try %d: %d jobs opened the same output at once, want 1", try, opened)
+		}
 	}
 }
