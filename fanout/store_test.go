@@ -361,3 +361,31 @@ func TestStoreOneJobPerOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreRowWithCRLFInAValueIsDoneOnRerun: a quoted value holding a CR
+// LF after the CSV reader's own line-break handling ("\r\r\n" in the file,
+// a common corruption of Windows line ends) comes back from OUT equal to
+// the input, so the finished row is not run again.
+func TestStoreRowWithCRLFInAValueIsDoneOnRerun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.csv")
+	in := "a,b\r\n\"x\r\r\ny\",\"p\r\r\r\nq\"\r\n"
+	tb := table(t, in)
+	s, err := OpenStore(out, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(Record{Row: 0, Values: tb.Rows[0], Status: StatusDone, Result: `{}`}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := OpenStore(out, table(t, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if !s2.Done(0) {
+		t.Errorf("the finished row %q is to run again", tb.Rows[0])
+	}
+}

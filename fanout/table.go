@@ -56,6 +56,7 @@ func ReadTable(r io.Reader) (*Table, error) {
 	if err := checkUTF8(cr, header, header); err != nil {
 		return nil, err
 	}
+	crlf(header)
 	if strings.HasPrefix(header[0], "\ufeff") {
 		// Written back as the first bytes of OUT, it would be read as the
 		// file's byte order mark: the output could not be read back.
@@ -87,6 +88,7 @@ func ReadTable(r io.Reader) (*Table, error) {
 		if err := checkUTF8(cr, rec, header); err != nil {
 			return nil, err
 		}
+		crlf(rec)
 		t.Rows = append(t.Rows, rec)
 		t.Lines = append(t.Lines, line)
 	}
@@ -127,4 +129,17 @@ func writeCSV(header []string, rows [][]string) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// crlf turns every CR LF inside the values into LF, as the CSV reader does
+// with the line breaks of a quoted field: one left (from "\r\r\n", a common
+// corruption of Windows line ends) would be read back from OUT as LF, and
+// the row, no longer equal to its input, would run again on every rerun.
+func crlf(rec []string) {
+	for i, v := range rec {
+		for strings.Contains(v, "\r\n") {
+			v = strings.ReplaceAll(v, "\r\n", "\n")
+		}
+		rec[i] = v
+	}
 }
