@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/battyhq/batty/ptylog"
 )
 
 // Dispatch pause kinds, as the orchestrator names them.
@@ -128,21 +130,4 @@ func FeedTitle(v FeedView) string {
 
 // clean makes s safe as a title or message: control characters would
 // garble the border. At most 200 runes.
-func clean(s string) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range s {
-		if n == 200 {
-			b.WriteString("…")
-			break
-		}
-		switch {
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			b.WriteByte(' ')
-		default:
-			b.WriteRune(r)
-		}
-		n++
-	}
-	return b.String()
-}
+func clean(s string) string { return ptylog.OneLine(s, 200) }

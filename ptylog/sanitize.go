@@ -202,3 +202,24 @@ func truncateLine(s string, limit int) string {
 	}
 	return s[:cut] + "… (+" + formatInt(int64(n-limit)) + " chars)"
 }
+
+// OneLine makes s safe as one line of a title, pane or feed: every control
+// character (C0, DEL, C1; newlines and escapes included) becomes a space,
+// and s is cut after max runes, ending with "…". It keeps everything else
+// as it is (strip colours first with StripANSI). It is a pure function.
+func OneLine(s string, max int) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == max {
+			b.WriteString("…")
+			break
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			r = ' '
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}

@@ -64,3 +64,21 @@ func TestCleanInline(t *testing.T) {
 		t.Errorf("cleanInline = %q, want %q", got, want)
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"plain", 10, "plain"},
+		{"two\nlines\tand\x1b[31mred\x7f\u009bcsi", 100, "two lines and [31mred  csi"},
+		{"abcdef", 4, "abcd…"},
+		{"abcd", 4, "abcd"},
+		{"ééééé", 4, "éééé…"},
+	} {
+		if got := OneLine(c.in, c.max); got != c.want {
+			t.Errorf("OneLine(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		}
+	}
+}

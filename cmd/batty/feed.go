@@ -135,23 +135,7 @@ func renderFeedLine(line []byte, color bool) string {
 
 // feedLine makes s one line of plain text: no escapes, no control
 // characters, at most 400 runes.
-func feedLine(s string) string {
-	s = ptylog.StripANSI(s)
-	var b strings.Builder
-	n := 0
-	for _, r := range s {
-		if n == 400 {
-			b.WriteString("…")
-			break
-		}
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			r = ' '
-		}
-		b.WriteRune(r)
-		n++
-	}
-	return b.String()
-}
+func feedLine(s string) string { return ptylog.OneLine(ptylog.StripANSI(s), 400) }
 
 // shortID returns the random suffix of a message id ("1f2e3d4c"), or
 // what names a scheduled run ("schedule.nightly.3").
