@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -80,7 +79,7 @@ type Store struct {
 	table   *Table
 	prior   map[int]Record // by input row: OUT, then the journal over it
 	journal *os.File
-	old     *os.File // a journal an earlier job left, locked while it is merged
+	old     *os.File // a journal an earlier job left, open while it is merged
 	lock    *os.File // OUT.lock, locked by this job until Close has ended
 
 	mu      sync.Mutex
@@ -158,76 +157,25 @@ func (s *Store) lockJob() error {
 	return nil
 }
 
-// journalCreated is called once this run's journal file exists, before it
-// is locked (a test's hook into that moment).
+// journalCreated is called once this run's journal file exists (a test's
+// hook into that moment).
 var journalCreated = func() {}
 
-// newJournalInfix names a journal being created: OUT.journal.new-PID-N.
-const newJournalInfix = ".new-"
-
-// createJournal starts this run's journal. The file is made under a name of
-// its own, locked, and given its header before it takes the journal's name
-// (a rename that never replaces), so that another job never finds it
-// unlocked, which would take it for the journal of a killed job, merge and
-// remove it, and run beside this one. Files a job killed while creating
-// its journal left (unlocked) are removed.
+// createJournal starts this run's journal: created (never replacing a
+// file, never through a link) and given its header, fsynced. The job lock
+// keeps other jobs away from it; a header a crash cut short reads as a
+// journal with no rows.
 func (s *Store) createJournal() error {
-	if err := s.removeStaleNewJournals(); err != nil {
-		return err
-	}
-	tmp := fmt.Sprintf("%s%s%s%d-%d", s.name, JournalSuffix, newJournalInfix, os.Getpid(), rand.Uint64())
-	f, err := s.dir.OpenFile(tmp, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := s.dir.OpenFile(s.name+JournalSuffix, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("create the journal of %s: %w", s.path(), err)
 	}
 	journalCreated()
-	fail := func(err error) error {
-		f.Close()
-		s.dir.Remove(tmp)
-		return err
-	}
-	if err := lockJournal(f); err != nil {
-		return fail(err)
-	}
 	s.journal = f
 	if err := s.appendLine(journalHeader{Version: journalVersion, Columns: s.table.Columns}); err != nil {
-		return fail(fmt.Errorf("start the journal of %s: %w", s.path(), err))
-	}
-	if err := s.dir.RenameNoReplace(tmp, s.dir, s.name+JournalSuffix); err != nil {
-		if errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrNotExist) {
-			// Another job took the name first, or (starting at the same
-			// moment) removed this file before it was locked.
-			err = fmt.Errorf("%s: another batty fanout is starting on this output or writing it; wait for it to end, or choose another --output", s.journalPath())
-		} else {
-			err = fmt.Errorf("start the journal of %s: %w", s.path(), err)
-		}
-		return fail(err)
-	}
-	return nil
-}
-
-// removeStaleNewJournals removes the journals being created that no job
-// holds locked: left by a job killed while it created its journal.
-func (s *Store) removeStaleNewJournals() error {
-	names, err := s.dir.Names()
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		if !strings.HasPrefix(n, s.name+JournalSuffix+newJournalInfix) {
-			continue
-		}
-		f, err := s.dir.OpenFile(n, os.O_RDONLY, 0)
-		if err != nil {
-			continue // gone meanwhile, or not a file: not ours to remove
-		}
-		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
-			if err := s.dir.Remove(n); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				f.Close()
-				return fmt.Errorf("remove %s, left by a job that was killed: %w", filepath.Join(s.dir.Path(), n), err)
-			}
-		}
 		f.Close()
+		s.dir.Remove(s.name + JournalSuffix)
+		return fmt.Errorf("start the journal of %s: %w", s.path(), err)
 	}
 	return nil
 }
@@ -269,10 +217,9 @@ func (s *Store) load() error {
 	return nil
 }
 
-// openJournal opens a journal an earlier job left as s.old (nil when there
-// is none). A journal is locked (flock) by the job writing it: one still
-// locked belongs to a job that runs, and is refused. The lock taken here is
-// held (s.old) until the journal has been merged and removed.
+// openJournal opens the journal an earlier job left as s.old (nil when
+// there is none): a job holds the job lock while it writes its journal, so
+// one found under the lock is a killed job's.
 func (s *Store) openJournal() error {
 	f, err := s.dir.OpenFile(s.name+JournalSuffix, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -281,23 +228,7 @@ func (s *Store) openJournal() error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", s.journalPath(), err)
 	}
-	if err := lockJournal(f); err != nil {
-		f.Close()
-		return err
-	}
 	s.old = f
-	return nil
-}
-
-// lockJournal takes the journal's lock without waiting.
-func lockJournal(f *os.File) error {
-	err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-	if errors.Is(err, unix.EWOULDBLOCK) {
-		return fmt.Errorf("%s is locked: another batty fanout is writing this output; wait for it to end, or choose another --output", f.Name())
-	}
-	if err != nil {
-		return fmt.Errorf("lock %s: %w", f.Name(), err)
-	}
 	return nil
 }
 

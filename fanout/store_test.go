@@ -274,17 +274,12 @@ func TestStoreReadsBackAnOutputLargerThanTheInputLimit(t *testing.T) {
 }
 
 // TestStoreTwoJobsStartingAtOnce: a second job that opens the output at the
-// very moment the first creates its journal never sees that journal
-// unlocked, so it neither merges and removes it nor runs beside it: one of
-// the two is refused, and the journal left is the other's, locked. A
-// half-made journal of a killed job is cleared away.
+// very moment the first creates its journal neither merges and removes it
+// nor runs beside it: one of the two is refused, and the journal left is
+// the other's.
 func TestStoreTwoJobsStartingAtOnce(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out.csv")
 	tb := table(t, "a\nx\ny\n")
-	// Left by a job killed while it created its journal: removed.
-	if err := os.WriteFile(out+JournalSuffix+".new-1-2", nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	var second *Store
 	var secondErr error
 	journalCreated = func() {
