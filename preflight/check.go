@@ -157,7 +157,7 @@ func (c *Checker) Check(ctx context.Context, t Target) *Problem {
 	}
 	env = append(env, c.FinalEnv...)
 	getenv := lookupIn(env)
-	home := effectiveHome(getenv)
+	home := codex.Home(env, t.Cwd)
 	if t.Home != "" || getenv("CODEX_HOME") != "" {
 		if fi, err := os.Stat(home); err != nil || !fi.IsDir() {
 			why := "does not exist"
@@ -288,20 +288,6 @@ func (c *Checker) run(ctx context.Context, path string, env []string, dir string
 		return -1, out.String(), werr
 	}
 	return cmd.ProcessState.ExitCode(), out.String(), nil
-}
-
-// effectiveHome is the CODEX_HOME codex uses: $CODEX_HOME, else ~/.codex.
-func effectiveHome(getenv func(string) string) string {
-	if h := getenv("CODEX_HOME"); h != "" {
-		return h
-	}
-	if h := getenv("HOME"); h != "" {
-		return filepath.Join(h, ".codex")
-	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(h, ".codex")
-	}
-	return ".codex"
 }
 
 // lookupIn looks a variable up in env, the last entry winning (as exec does).
