@@ -68,6 +68,10 @@ type agent struct {
 	account   string             // the effective CODEX_HOME (effectiveCodexHome), the key of its network hold
 	carried   bool               // the message in flight opens a fresh thread with a handoff
 	freshTurn bool               // the message in flight was sent without a thread to resume
+	// pending is an outcome that could not be written yet (see record):
+	// nothing else is dispatched until it is; recordRetry tries again.
+	pending     *outcomeRecord
+	recordRetry *time.Timer
 }
 
 // agentSnap is what status shows of an agent.
@@ -85,6 +89,8 @@ type agentSnap struct {
 	// since netSince (zero: it does not), codex's notice.
 	netSince   time.Time
 	netMessage string
+	// recording is set while an outcome cannot be written (see record).
+	recording *RecordingStatus
 }
 
 // agentCtl is a request from the daemon's goroutine to an agent's. A reset
@@ -167,6 +173,8 @@ func (a *agent) run(ctx context.Context) {
 		case <-timerC(a.retry):
 			a.retry = nil
 			a.dispatch()
+		case <-timerC(a.recordRetry):
+			a.retryRecord()
 		case <-ping.C:
 			a.ping()
 		case <-a.pongDue:

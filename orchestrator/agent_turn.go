@@ -18,7 +18,7 @@ import (
 func (a *agent) dispatch() {
 	defer a.updateBacklog()
 	a.syncParked()
-	if a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.open() || !a.d.net.allows(a.account, a.def.Name) || !a.d.quota.mayTry(a.def.Name) {
+	if a.pending != nil || a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.open() || !a.d.net.allows(a.account, a.def.Name) || !a.d.quota.mayTry(a.def.Name) {
 		return
 	}
 	for {
@@ -48,8 +48,10 @@ func (a *agent) dispatch() {
 				a.warn("claim "+m.ID, err)
 				return
 			}
-			a.complete(m, inbox.Outcome{Status: "rejected", Error: refusal})
-			a.d.events.Append(Event{Type: EvRejected, Agent: a.def.Name, Message: m.ID, Detail: refusal})
+			if !a.record(a.newRecord(m, inbox.Outcome{Status: inbox.StatusRejected, Error: refusal})) {
+				// Held until it can be written (retryRecord goes on).
+				return
+			}
 			continue
 		}
 		// A paused account sends one probe turn once its pause ran out.
@@ -86,7 +88,7 @@ func (a *agent) dispatch() {
 // is enforced here too, so a file dropped into an inbox by hand cannot get
 // around it.
 func (a *agent) refuse(m inbox.Message) string {
-	if m.From == team.Human {
+	if m.From == team.Human || a.isReply(m) {
 		return ""
 	}
 	if _, ok := a.d.cfg.Agent(m.From); !ok {
@@ -222,7 +224,6 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	}
 	var verdict retryVerdict
 	cause := ""
-	announced := false // an alert event told the failure (message_failed, context_exhausted)
 	if requeue == "" {
 		if cause = retry.Cause(e); cause != "" {
 			verdict = decideRetry(m, e, cause, a.d.cfg.MaxAttempts, time.Now(), a.d.opts.RetryBase, a.d.opts.RetryMax, a.d.opts.Rand())
@@ -255,72 +256,60 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 			errText = verdict.final
 		}
 		// The whole reply, however long: held once, written whole into the
-		// record and the human's inbox.
+		// record and the asker's inbox.
 		reply := a.wholeReply(e)
-		recorded := a.complete(m, inbox.Outcome{
+		r := a.newRecord(m, inbox.Outcome{
 			Status: string(e.Status), Failure: string(e.Failure), Error: errText, Reply: reply, Agent: a.def.Name,
 			ThreadID: e.ThreadID, InputTokens: e.Usage.Input, OutputTokens: e.Usage.Output,
 		})
-		if recorded && cause != "" {
-			// Every try spent: an alert, with the last error.
-			announced = true
-			a.log.Error("Message failed", "message", m.ID, "attempts", verdict.failures, "error", e.Error)
-			a.d.events.Append(Event{Type: EvMessageFailed, Agent: a.def.Name, Message: m.ID, Detail: errText, Data: map[string]any{
-				"attempts": verdict.failures, "max_attempts": a.d.cfg.MaxAttempts, "status": e.Status, "failure": e.Failure}})
-		}
-		// The counter follows the recorded outcomes: a message whose
-		// outcome was already on disk is not counted twice.
-		if recorded && e.Status == protocol.TurnCompleted {
-			a.st.TurnsCompleted++
-		}
-		if recorded && e.Failure == protocol.FailContextWindow {
-			a.contextGaveUp(m, e)
-			announced = true
-		}
+		r.e, r.turn, r.retryable, r.failures = e, true, cause, verdict.failures
 		a.afterTurn(m, e, reply, false)
 		a.inflight = nil
-		if e.Status == protocol.TurnCompleted && m.From == team.Human && reply != "" {
-			a.replyToHuman(m, reply)
-		}
 		a.quotaProbeEnded(m.ID, e.Status == protocol.TurnCompleted)
+		if e.ReplyFile != "" && a.replyDir != "" {
+			// Held in memory until recorded: the file has served.
+			a.removeReply(replyfile.Name(e.MessageID))
+		}
+		a.ready = true
+		if !a.record(r) {
+			// Held until it can be written (retryRecord ends the turn).
+			a.saveState()
+			return
+		}
+		a.turnRecorded(r)
+		return
 	}
 	if e.ReplyFile != "" && a.replyDir != "" {
-		// Recorded or back in the queue: the file has served.
+		// Back in the queue: the file has served.
 		a.removeReply(replyfile.Name(e.MessageID))
 	}
 	a.saveState()
 	a.ready = true
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
 	a.updateBacklog()
-	// Announced once the outcome (or the requeue) is on disk.
-	a.d.events.Append(Event{Type: EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
-		"status": e.Status, "failure": e.Failure, "input_tokens": e.Usage.Input, "output_tokens": e.Usage.Output,
-		"duration_ms": e.Duration.Milliseconds(), "thread_id": e.ThreadID, "attempt": m.Attempt, "requeued": requeue != "",
-		"alerted": announced}})
+	// Announced once the requeue is on disk.
+	a.turnEvent(m, e, requeue != "", false)
 	a.dispatch()
 }
 
-// complete records a message's outcome durably. It reports whether this
-// call recorded it (false when it was on disk already or could not be
-// written).
-func (a *agent) complete(m inbox.Message, o inbox.Outcome) bool {
-	o.FinishedAt = time.Now().UTC()
-	if o.Agent == "" {
-		o.Agent = a.def.Name
-	}
-	_, err := a.box.Complete(m.ID, o)
-	if err != nil && !errors.Is(err, inbox.ErrAlreadyDone) {
-		a.warn("record outcome of "+m.ID, err)
-	}
-	if err == nil {
-		// A scheduled run ends with its recorded outcome.
-		a.d.outcomeRecorded(m.ID, o)
-	}
-	if _, ok := a.d.roles[a.def.Role]; ok {
-		// Room for a message the role's queue holds back (backlog_limit).
-		a.d.kickRoute()
-	}
-	return err == nil
+// turnRecorded ends a turn whose outcome r is on disk: the state saved,
+// the turn announced, and the next message taken.
+func (a *agent) turnRecorded(r *outcomeRecord) {
+	a.saveState()
+	a.setSnap(func(s *agentSnap) { s.inflight = "" })
+	a.updateBacklog()
+	a.turnEvent(r.m, r.e, false, r.announced)
+	a.dispatch()
+}
+
+// turnEvent announces the end of m's turn e: requeued says whether m went
+// back to the queue, alerted whether an alert event told a failure
+// (message_failed, context_exhausted).
+func (a *agent) turnEvent(m inbox.Message, e protocol.TurnFinished, requeued, alerted bool) {
+	a.d.events.Append(Event{Type: EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
+		"status": e.Status, "failure": e.Failure, "input_tokens": e.Usage.Input, "output_tokens": e.Usage.Output,
+		"duration_ms": e.Duration.Milliseconds(), "thread_id": e.ThreadID, "attempt": m.Attempt, "requeued": requeued,
+		"alerted": alerted}})
 }
 
 // retryIn makes the agent look at its inbox again after delay (or sooner).
@@ -356,14 +345,4 @@ func (a *agent) requeueInflightFor(why, retry string) {
 	a.d.events.Append(Event{Type: EvRequeued, Agent: a.def.Name, Message: id, Detail: why})
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
 	a.quotaProbeEnded(id, false)
-}
-
-// replyToHuman drops the agent's final answer into the human's inbox.
-func (a *agent) replyToHuman(m inbox.Message, reply string) {
-	r, err := a.d.humanBox.Deliver(inbox.Message{From: a.def.Name, To: team.Human, Body: reply, InReplyTo: m.ID})
-	if err != nil {
-		a.warn("reply to human", err)
-		return
-	}
-	a.d.events.Append(Event{Type: EvReply, Agent: a.def.Name, Message: r.ID, Data: map[string]any{"in_reply_to": m.ID, "preview": replyPreview(reply)}})
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/battyhq/batty/team"
 )
 
 // Alert kinds: what on_alert is told about (BATTY_ALERT_KIND).
@@ -19,6 +21,7 @@ const (
 	AlertAgentParked   = "agent_parked"    // an agent's codex cannot run; its messages wait
 	AlertReply         = "reply"           // an agent replied to the human (alert_on_reply)
 	AlertSchedule      = "schedule_failed" // a schedule stopped as failed (a failed or refused run)
+	AlertRecordFailed  = "record_failed"   // an outcome could not be written (a full disk); the agent waits
 )
 
 // maxAlertText bounds an alert's message (in the environment and the
@@ -81,7 +84,13 @@ func AlertFor(e Event) (Alert, bool) {
 		a.Kind, a.Message = AlertAgentParked, who+" is parked: "+e.Detail
 	case EvScheduleFailed:
 		a.Kind, a.Message = AlertSchedule, fmt.Sprintf("schedule %v failed: %s", e.Data["schedule"], e.Detail)
+	case EvRecordFailed:
+		a.Kind, a.Message = AlertRecordFailed, who+" cannot record an outcome: "+e.Detail
 	case EvReply:
+		if to, ok := e.Data["to"].(string); ok && to != team.Human {
+			// A reply between agents: the feed shows it.
+			return Alert{}, false
+		}
 		a.Kind, a.Message = AlertReply, who+" replied to you"
 		if p, ok := e.Data["preview"].(string); ok && p != "" {
 			a.Message += ": " + p

@@ -64,6 +64,12 @@ type AgentStatus struct {
 	// Network is set while the agent's account cannot reach the API (see
 	// NetworkStatus); null otherwise.
 	Network *NetworkStatus `json:"network"`
+	// NoAnswers counts the completed turns that ended without a final
+	// answer (their asker got "(no answer …)").
+	NoAnswers int `json:"no_answers"`
+	// Recording is set while the agent's last outcome cannot be written
+	// (a full disk): it takes no new message until it is; null otherwise.
+	Recording *RecordingStatus `json:"recording"`
 }
 
 // ParkedStatus is why an agent is parked: its Codex cannot run (see the

@@ -43,7 +43,7 @@ const (
 	EvTurnFinished   = "turn_finished"
 	EvRequeued       = "requeued"
 	EvRejected       = "rejected"
-	EvReply          = "reply" // a reply landed in the human's inbox
+	EvReply          = "reply" // a reply landed in its asker's inbox (Data "to": the human or an agent)
 	EvPaused         = "dispatch_paused"
 	EvResumed        = "dispatch_resumed"
 	EvQuotaBlocked   = "quota_blocked"     // alert: once per account pause
@@ -69,6 +69,13 @@ const (
 	// EvMessageFailed: alert: a message failed on its last try
 	// (max_attempts spent); its outcome carries the last error.
 	EvMessageFailed = "message_failed"
+	// EvRecordFailed: alert, once per condition: an outcome (or the reply
+	// it owes) could not be written, e.g. on a full disk; the agent takes
+	// no new message and tries again with a back-off.
+	EvRecordFailed = "record_failed"
+	// EvRecordRecovered: the outcome held back by EvRecordFailed is
+	// written and its reply delivered; the agent goes on.
+	EvRecordRecovered = "record_recovered"
 )
 
 // eventLog appends events as JSON lines and rotates the file by size

@@ -51,6 +51,11 @@ type Options struct {
 	// message whose attempt failed in a way that may pass (10s doubling,
 	// at most 5m, with jitter; see backoff).
 	RetryBase, RetryMax time.Duration
+	// RecordRetryMin and RecordRetryMax bound the back-off between tries
+	// of writing an outcome (and the reply it owes) that could not be
+	// written, e.g. on a full disk: min doubling to max (default 1 s to
+	// 1 min).
+	RecordRetryMin, RecordRetryMax time.Duration
 	// Rand returns a random number in [0, 1) for the back-off's jitter
 	// (default math/rand/v2's Float64).
 	Rand func() float64
@@ -113,6 +118,8 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.CheckTimeout, preflight.DefaultTimeout)
 	def(&o.RetryBase, retry.DefaultBase)
 	def(&o.RetryMax, retry.DefaultMax)
+	def(&o.RecordRetryMin, time.Second)
+	def(&o.RecordRetryMax, time.Minute)
 	if o.Rand == nil {
 		o.Rand = rand.Float64
 	}

@@ -29,11 +29,14 @@ type AgentState struct {
 	ArchivedThreads []ArchivedThread `json:"archived_threads,omitempty"`
 	TurnsCompleted  int              `json:"turns_completed"`
 	TurnsFailed     int              `json:"turns_failed"`
-	InputTokens     int64            `json:"input_tokens"`
-	OutputTokens    int64            `json:"output_tokens"`
-	ContextPct      float64          `json:"context_pct"`
-	LastError       string           `json:"last_error,omitempty"`
-	LastErrorAt     time.Time        `json:"last_error_at,omitzero"`
+	// NoAnswers counts the completed turns whose final answer was empty
+	// (whose asker got NoAnswer).
+	NoAnswers    int       `json:"no_answers,omitempty"`
+	InputTokens  int64     `json:"input_tokens"`
+	OutputTokens int64     `json:"output_tokens"`
+	ContextPct   float64   `json:"context_pct"`
+	LastError    string    `json:"last_error,omitempty"`
+	LastErrorAt  time.Time `json:"last_error_at,omitzero"`
 	// Recent are the agent's last completed turns, clipped, for a handoff.
 	Recent []RecentTurn `json:"recent,omitempty"`
 	// Handoff is the handoff owed to the agent's next fresh thread, nil
