@@ -14,8 +14,9 @@ const replySuffix = ".reply"
 // ReplyID is the id of the reply to message id: the same whoever computes
 // it and however often, so that delivering a reply again (after a crash, a
 // failed write, a message run twice) finds the first copy instead of
-// adding a second. It sorts right after id. An id too long to take the
-// suffix keeps its first bytes and a digest of the whole. It is a pure
+// adding a second. It is id + ".reply", which sorts right after id; an id
+// too long to take the suffix keeps its first bytes and a digest of the
+// whole. It is a pure
 // function; for a valid id it returns a valid id.
 func ReplyID(id string) string {
 	if len(id)+len(replySuffix) <= MaxIDLen {

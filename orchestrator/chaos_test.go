@@ -34,8 +34,10 @@ var (
 // to the role queues (@eng, @qa), half straight to instances.
 const chaosTeam = `  - name: eng
     instances: 4
+    talks_to: [eng, qa]
   - name: qa
     instances: 4
+    talks_to: [eng, qa]
 `
 
 // chaosEnv, in a child daemon's environment, makes its supervision
@@ -59,6 +61,7 @@ func chaosOptions(o *Options) {
 type chaosFigures struct {
 	messages, preQueued, daemonKills, shimKills int
 	lost, duplicates, maxExecutions, procsLeft  int
+	fromAgents, repliesLost, repliesDuplicate   int
 	executions                                  int
 	statuses                                    map[string]int
 	routingAtKill                               [][2]int
@@ -72,26 +75,29 @@ func (f chaosFigures) String() string {
 	}
 	sort.Strings(st)
 	return fmt.Sprintf("messages %d (%d queued before the daemon started), daemon SIGKILLs %d ([routed, still to route] of the role-queue messages at each: %v), shim SIGKILLs %d; "+
-		"outcomes: %s; lost %d, duplicate outcomes %d; worker executions %d, max of one message %d; processes left %d; wall %s",
+		"outcomes: %s; lost %d, duplicate outcomes %d; replies (%d messages from agents) lost %d, duplicate %d; worker executions %d, max of one message %d; processes left %d; wall %s",
 		f.messages, f.preQueued, f.daemonKills, f.routingAtKill, f.shimKills, strings.Join(st, ", "),
-		f.lost, f.duplicates, f.executions, f.maxExecutions, f.procsLeft, f.wall.Round(100*time.Millisecond))
+		f.lost, f.duplicates, f.fromAgents, f.repliesLost, f.repliesDuplicate, f.executions, f.maxExecutions, f.procsLeft, f.wall.Round(100*time.Millisecond))
 }
 
 // benchLine is the figures as one line in the Go benchmark format, the
 // line scripts/bench.sh records for docs/benchmarks.md (go test prints it
 // with -v, or when the test fails).
 func (f chaosFigures) benchLine() string {
-	return fmt.Sprintf("BenchmarkChaos\t1\t%d ns/op\t%d messages\t%d daemon-kills\t%d shim-kills\t%d lost\t%d duplicates\t%d executions\t%d max-executions\t%d procs-left\t%.1f wall-s",
-		f.wall.Nanoseconds(), f.messages, f.daemonKills, f.shimKills, f.lost, f.duplicates, f.executions, f.maxExecutions, f.procsLeft, f.wall.Seconds())
+	return fmt.Sprintf("BenchmarkChaos\t1\t%d ns/op\t%d messages\t%d daemon-kills\t%d shim-kills\t%d lost\t%d duplicates\t%d replies-lost\t%d replies-duplicate\t%d executions\t%d max-executions\t%d procs-left\t%.1f wall-s",
+		f.wall.Nanoseconds(), f.messages, f.daemonKills, f.shimKills, f.lost, f.duplicates, f.repliesLost, f.repliesDuplicate, f.executions, f.maxExecutions, f.procsLeft, f.wall.Seconds())
 }
 
 // TestChaos sends messages to an 8-agent team on the fake worker while a
 // random shim is SIGKILLed every 100–200 ms and the daemon is SIGKILLed
 // (and restarted) at random moments, one of them right after a burst of
 // role-queue messages, while it routes them. Some messages are queued
-// before the daemon starts. At the end every message must have exactly one
-// recorded outcome (a done/ entry) across all boxes, and no process of the
-// run may be left. It prints the figures (run with -v).
+// before the daemon starts; every fourth is sent by an agent, whose reply
+// goes back to that agent (which runs a turn on it). At the end every
+// message must have exactly one recorded outcome (a done/ entry) across all
+// boxes and every completed one exactly one reply in its sender's inbox,
+// and no process of the run may be left. It prints the figures (run with
+// -v).
 func TestChaos(t *testing.T) {
 	n, kills := *chaosMessages, *chaosDaemonKills
 	seed := *chaosSeed
@@ -118,6 +124,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := make([]string, 0, n)
+	from := map[string]string{} // the sender of each message
 	send := func(count int) {
 		t.Helper()
 		for ; count > 0 && len(ids) < n; count-- {
@@ -127,11 +134,16 @@ func TestChaos(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := b.Deliver(inbox.Message{From: "human", To: strings.TrimPrefix(name, "@"), Body: fmt.Sprintf("chaos message %d", i)})
+			sender := "human"
+			if i%4 == 3 {
+				sender = agents[(i+3)%len(agents)].Name
+			}
+			m, err := b.Deliver(inbox.Message{From: sender, To: strings.TrimPrefix(name, "@"), Body: fmt.Sprintf("chaos message %d", i)})
 			if err != nil {
 				t.Fatalf("send %d to %s: %v", i, name, err)
 			}
 			ids = append(ids, m.ID)
+			from[m.ID] = sender
 		}
 	}
 
@@ -277,6 +289,25 @@ func TestChaos(t *testing.T) {
 			f.statuses[statuses[id]]++
 		}
 	}
+	replies := chaosReplies(t, store)
+	for _, id := range ids {
+		if from[id] != "human" {
+			f.fromAgents++
+		}
+		want := 0
+		if statuses[id] == inbox.StatusCompleted || from[id] != "human" && outcomes[id] > 0 {
+			want = 1 // the human hears of completed turns; an agent of every outcome
+		}
+		got := replies[from[id]][id]
+		switch {
+		case got < want:
+			f.repliesLost++
+			t.Errorf("message %s from %s (%s) has no reply", id, from[id], statuses[id])
+		case got > want:
+			f.repliesDuplicate += got - want
+			t.Errorf("message %s from %s (%s) has %d replies, want %d", id, from[id], statuses[id], got, want)
+		}
+	}
 	runs := executions(t, p.fakeLog)
 	for _, id := range ids {
 		f.executions += runs[id]
@@ -346,7 +377,7 @@ func countDone(t *testing.T, p *project) int {
 			t.Fatal(err)
 		}
 		for _, e := range es {
-			if strings.HasSuffix(e.Name(), ".json") {
+			if strings.HasSuffix(e.Name(), ".json") && !strings.HasSuffix(e.Name(), ".reply.json") {
 				n++
 			}
 		}
@@ -399,6 +430,36 @@ func chaosOutcomes(t *testing.T, store *inbox.Store) (map[string]int, map[string
 	return count, status
 }
 
+// chaosReplies counts the replies in every box (new/, cur/ and done/): per
+// box, how many answer each message id.
+func chaosReplies(t *testing.T, store *inbox.Store) map[string]map[string]int {
+	t.Helper()
+	names, err := store.Boxes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]int{}
+	for _, name := range names {
+		b, err := store.Box(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, errs := b.Pending()
+		cur, cerrs := b.InFlight()
+		done, err := b.Done(0)
+		if len(errs)+len(cerrs) > 0 || err != nil {
+			t.Fatalf("box %s: %v %v %v", name, errs, cerrs, err)
+		}
+		out[name] = map[string]int{}
+		for _, m := range append(append(msgs, cur...), done...) {
+			if m.InReplyTo != "" {
+				out[name][m.InReplyTo]++
+			}
+		}
+	}
+	return out
+}
+
 var executionRE = regexp.MustCompile(`batty message (\S+) `)
 
 // executions counts the fake worker's runs of each message id from its log.
@@ -421,7 +482,7 @@ func executions(t *testing.T, logPath string) map[string]int {
 func TestChaosBenchLine(t *testing.T) {
 	f := chaosFigures{messages: 1000, daemonKills: 3, shimKills: 120, lost: 0, duplicates: 0,
 		executions: 1061, maxExecutions: 4, procsLeft: 0, wall: 20123 * time.Millisecond}
-	want := "BenchmarkChaos\t1\t20123000000 ns/op\t1000 messages\t3 daemon-kills\t120 shim-kills\t0 lost\t0 duplicates\t1061 executions\t4 max-executions\t0 procs-left\t20.1 wall-s"
+	want := "BenchmarkChaos\t1\t20123000000 ns/op\t1000 messages\t3 daemon-kills\t120 shim-kills\t0 lost\t0 duplicates\t0 replies-lost\t0 replies-duplicate\t1061 executions\t4 max-executions\t0 procs-left\t20.1 wall-s"
 	if got := f.benchLine(); got != want {
 		t.Fatalf("benchLine\n got %q\nwant %q", got, want)
 	}

@@ -173,6 +173,12 @@ type syncLog struct {
 	b  strings.Builder
 }
 
+func (s *syncLog) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func (s *syncLog) Write(b []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -332,6 +338,9 @@ func (p *project) startChildDaemon(env ...string) *exec.Cmd {
 	cmd := exec.Command(self, filepath.Join(p.dir, "team.yaml"))
 	cmd.Env = append(append(os.Environ(), "BATTY_TEST_ROLE=daemon", "BATTY_TEST_MARK="+p.mark), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Kept for the failure message: why a child did not become ready.
+	stderr := &syncLog{}
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		p.t.Fatal(err)
@@ -352,11 +361,12 @@ func (p *project) startChildDaemon(env ...string) *exec.Cmd {
 		if !ok {
 			cmd.Process.Kill()
 			cmd.Wait()
-			p.t.Fatal("child daemon did not become ready")
+			p.t.Fatalf("child daemon did not become ready (%v); its stderr:\n%s", cmd.ProcessState, stderr.String())
 		}
 	case <-time.After(waitLimit):
 		cmd.Process.Kill()
-		p.t.Fatal("child daemon not ready in time")
+		cmd.Wait()
+		p.t.Fatalf("child daemon not ready in time; its stderr:\n%s", stderr.String())
 	}
 	return cmd
 }

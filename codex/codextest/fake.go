@@ -46,7 +46,8 @@ import (
 // window unless the prompt opens with a batty handoff), auth, servererror, newthread, detach:PIDFILE,
 // detachbare:PIDFILE (detach with an empty environment), detachdone:PIDFILE
 // (detaches, then completes the turn), exec,
-// garbage, env:VAR (replies with the variable's value), spawnfail, and
+// garbage, env:VAR (replies with the variable's value), spawnfail,
+// empty (completes without a final answer), gate:PATH (replies once the file PATH exists), and
 // stamp:FILE (appends the start time in Unix nanoseconds to FILE, then
 // replies like text), sleepms:MS (replies after MS milliseconds). With the
 // word "replyjson" anywhere in the prompt, a reply is a JSON object instead:
@@ -235,6 +236,21 @@ func FakeMain(args []string) int {
 		fmt.Fprintf(f, "%d\n", start.UnixNano())
 		f.Close()
 		return complete("STAMPED", 1000, 10)
+	case "empty":
+		// The turn completes without a final answer.
+		return complete("", 1000, 10)
+	case "gate":
+		// Replies like text once the file ARG exists (a test opens the
+		// gate when it is ready for the turn to end).
+		for {
+			if _, err := os.Stat(arg); err == nil {
+				break
+			}
+			if waitOrInterrupt(10 * time.Millisecond) {
+				return 1
+			}
+		}
+		return complete("GATE:"+arg, 1000, 10)
 	case "text":
 		firstLine := strings.SplitN(strings.TrimSpace(bodyOf(prompt)), "\n", 2)[0]
 		return complete("ECHO:"+firstLine, 1000, 10)
