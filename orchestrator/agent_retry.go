@@ -9,47 +9,6 @@ import (
 	"github.com/battyhq/batty/retry"
 )
 
-// netWaitChanged applies a shim's NetworkWait: the agent's turn waits for
-// the network (its account is held: no agent of it starts a new turn), or
-// the API answered again (the hold ends and held work goes on by itself).
-func (a *agent) netWaitChanged(e protocol.NetworkWait) {
-	if e.Waiting {
-		a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = e.Since, e.Message })
-		a.log.Warn("Codex waits for the network", "message", e.MessageID, "since", e.Since, "notice", e.Message)
-		if a.d.net.wait(a.account, a.def.Name, e.Since, e.Message) {
-			// One alert per hold, not per agent or notice.
-			a.d.events.Append(Event{Type: EvNetworkWaiting, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message,
-				Data: map[string]any{"account": a.account, "since": e.Since}})
-		}
-		return
-	}
-	a.apiAnswered(e.MessageID)
-}
-
-// apiAnswered ends the agent's wait and its account's network hold, if
-// any: a turn of the account got an answer from the API (msgID's). The
-// held agents go on.
-func (a *agent) apiAnswered(msgID string) {
-	a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = time.Time{}, "" })
-	if since, ok := a.d.net.restored(a.account); ok {
-		a.log.Info("The API answered again", "account", a.account, "held_for", time.Since(since).Round(time.Second))
-		a.d.events.Append(Event{Type: EvNetworkRestored, Agent: a.def.Name, Message: msgID,
-			Data: map[string]any{"account": a.account, "since": since, "held_ms": time.Since(since).Milliseconds()}})
-		a.d.pokeAll()
-	}
-}
-
-// leaveNetHold takes the agent out of its account's network hold (its
-// message ended without the API answering, or its shim went away); the
-// account's other agents go on when that ends the hold.
-func (a *agent) leaveNetHold() {
-	a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = time.Time{}, "" })
-	if a.d.net.leave(a.account, a.def.Name) {
-		a.log.Info("Network hold ended: no turn of the account waits any more", "account", a.account)
-		a.d.pokeAll()
-	}
-}
-
 // retryVerdict is what becomes of a message whose attempt failed in a way
 // that may pass.
 type retryVerdict struct {

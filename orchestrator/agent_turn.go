@@ -18,7 +18,7 @@ import (
 func (a *agent) dispatch() {
 	defer a.updateBacklog()
 	a.syncParked()
-	if a.pending != nil || a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.open() || !a.d.net.allows(a.account, a.def.Name) || !a.d.quota.mayTry(a.def.Name) {
+	if a.pending != nil || a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.open() || !a.netAllows() || !a.d.quota.mayTry(a.def.Name) {
 		return
 	}
 	for {
@@ -238,7 +238,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		// waited first.
 		a.apiAnswered(e.MessageID)
 	} else {
-		a.leaveNetHold()
+		a.netTurnEnded(e)
 	}
 	switch {
 	case requeue != "":

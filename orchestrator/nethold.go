@@ -5,14 +5,17 @@ import (
 	"time"
 )
 
-// netHolds is the daemon's network hold, per account (effectiveCodexHome, the key the quota pauses use too). When a
-// turn of an account's agent finds the API unreachable (codex prints
-// "Reconnecting... waiting for network"), the account is held: no agent
-// of it starts a new turn — each would only wait too. The agents whose
-// turns wait (the waiters) are the account's probes: a waiter's retry of a
-// message that failed as a network failure may still start. The hold ends
-// when the API answers any of them (restored), or when no waiter is left
-// (leave: their messages ended otherwise; the next turn finds out afresh).
+// netHolds is the daemon's network hold, per account (effectiveCodexHome,
+// the key the quota pauses use too). When a turn of an account's agent
+// finds the API unreachable (codex prints "Reconnecting... waiting for
+// network"), the account is held: of its agents only one, the probe, may
+// start a turn — every other would only wait too. The hold ends only when
+// the API answers a turn of the account (restored): a turn that ends
+// without an answer, even the one that began the hold, leaves it in place,
+// so one outage is one hold (one alert) however many messages fail in it.
+// Which agent probes is decided by the agents (netAllows): the agent whose
+// turn began the hold first, then whoever takes it over when the probe has
+// nothing to send or cannot send it.
 // It lives in memory only: after a restart the first turn finds out again.
 //
 // It is separate from the dispatch gate (a pause a human or a quota limit
@@ -24,13 +27,15 @@ type netHolds struct {
 
 // netHold is one held account.
 type netHold struct {
-	since   time.Time       // the first notice of the hold
-	message string          // codex's latest notice
-	waiters map[string]bool // agents whose turns wait, or whose retries probe
+	since   time.Time // the first notice of the hold
+	message string    // codex's latest notice
+	prober  string    // the agent that may start a turn, "" when none
 }
 
 // wait records that agent's turn waits for the network of account since
 // since, with codex's notice msg. It reports whether this began a hold.
+// The agent that began it probes; so does a waiting agent while no agent
+// probes (its turn probes already).
 func (n *netHolds) wait(account, agent string, since time.Time, msg string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -39,11 +44,13 @@ func (n *netHolds) wait(account, agent string, since time.Time, msg string) bool
 	}
 	h, ok := n.m[account]
 	if !ok {
-		h = &netHold{since: since, waiters: map[string]bool{}}
+		h = &netHold{since: since}
 		n.m[account] = h
 	}
 	h.message = msg
-	h.waiters[agent] = true
+	if h.prober == "" {
+		h.prober = agent
+	}
 	return !ok
 }
 
@@ -60,34 +67,33 @@ func (n *netHolds) restored(account string) (time.Time, bool) {
 	return h.since, true
 }
 
-// leave removes agent from the waiters of account: its message ended
-// without the API answering, and it probes no more. It reports whether
-// that ended the hold (no waiter left).
-func (n *netHolds) leave(account, agent string) bool {
+// probe returns the agent that may start a turn in the hold of account
+// ("" when none does), when the hold began, and whether account is held.
+func (n *netHolds) probe(account string) (prober string, since time.Time, held bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	h, ok := n.m[account]
-	if !ok || !h.waiters[agent] {
+	if !ok {
+		return "", time.Time{}, false
+	}
+	return h.prober, h.since, true
+}
+
+// handOver makes to the probe of account's hold ("" : nobody) if from
+// still is. It reports whether it did: false when the hold ended or
+// another agent changed the probe meanwhile.
+func (n *netHolds) handOver(account, from, to string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	h, ok := n.m[account]
+	if !ok || h.prober != from {
 		return false
 	}
-	delete(h.waiters, agent)
-	if len(h.waiters) > 0 {
-		return false
-	}
-	delete(n.m, account)
+	h.prober = to
 	return true
 }
 
-// allows reports whether agent of account may start a turn: the account is
-// not held, or agent is one of its probes.
-func (n *netHolds) allows(account, agent string) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	h, ok := n.m[account]
-	return !ok || h.waiters[agent]
-}
-
-// get returns the hold of account, if any (a copy without the waiters).
+// get returns the hold of account, if any.
 func (n *netHolds) get(account string) (since time.Time, message string, ok bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -96,4 +102,37 @@ func (n *netHolds) get(account string) (since time.Time, message string, ok bool
 		return time.Time{}, "", false
 	}
 	return h.since, h.message, true
+}
+
+// netStep is what an agent does about its account's network hold when it
+// looks for a message to start.
+type netStep int
+
+const (
+	netGo      netStep = iota // not held, or the agent probes: it may start a turn
+	netWait                   // another agent probes: wait for the API to answer it
+	netTake                   // nobody probes and the agent has a message: it takes the probe over
+	netRelease                // the agent probes but cannot send: it gives the probe up
+	netIdle                   // nobody probes and the agent has nothing to send either
+)
+
+// decideNetStep decides for agent me, in an account held (or not) whose
+// probe is prober ("" = none), given whether me could probe now (it has a
+// message and nothing else holds it back: mine) and whether the prober
+// could (theirs; only asked when prober is another agent). It is a pure
+// function.
+func decideNetStep(held bool, me, prober string, mine, theirs bool) netStep {
+	switch {
+	case !held:
+		return netGo
+	case prober == me && mine:
+		return netGo
+	case prober == me:
+		return netRelease
+	case prober != "" && theirs:
+		return netWait
+	case mine:
+		return netTake
+	}
+	return netIdle
 }

@@ -314,7 +314,8 @@ func (s *server) finishTurn(r turnResult) {
 
 	switch kind {
 	case protocol.FailQuota:
-		at, _ := codex.ResetBy(errMsg, time.Now(), time.Local)
+		// In the zone codex printed it in: the TZ of its environment.
+		at, _ := codex.ResetBy(errMsg, time.Now(), codex.Zone(s.env, time.Local))
 		s.emit(protocol.QuotaBlocked{MessageID: t.msg.ID, Message: errMsg, RetryAt: at})
 	case protocol.FailAuth:
 		s.emit(protocol.AuthRequired{MessageID: t.msg.ID, Message: errMsg})

@@ -35,6 +35,8 @@ import (
 // then a reply), hugethread:BYTES (a thread id that long),
 // drop (a dropped stream), servererror, netdown (codex waiting for the
 // network until interrupted), netwait:N (N network notices, then a reply),
+// outage:FILE (network notices while FILE exists, then a reply: one outage
+// every agent sees),
 // retrystorm (codex's own retry notices until interrupted), longcmd:MS (a
 // command running MS milliseconds), flaky:N, flakydrop:N, flakynet:N and
 // flakyhang:N (the first N runs of the same body fail with a server error,
@@ -369,6 +371,18 @@ func FakeMain(args []string) int {
 			}
 		}
 		return complete("NET_BACK", 1000, 10)
+	case "outage":
+		// An API shared by every agent: unreachable while the file arg
+		// exists (codex waits for the network), then a reply.
+		for {
+			if _, err := os.Stat(arg); err != nil {
+				return complete("NET_BACK", 1000, 10)
+			}
+			emit(map[string]any{"type": "error", "message": NetworkWaitNotice})
+			if waitOrInterrupt(netNoticeEvery) {
+				return 1
+			}
+		}
 	case "retrystorm":
 		// Codex's own retry notices, and nothing else, until interrupted.
 		for i := 1; ; i++ {
