@@ -49,7 +49,7 @@ func TestCrewInstructionsFitTheReserve(t *testing.T) {
 	agent := strings.Repeat("a", 40) // team.MaxNameLen
 	for _, path := range []string{
 		"/" + strings.Repeat(`"\`, maxQuotedPath/2-1), // every byte escaped twice over
-		"/" + strings.Repeat("'", maxQuotedPath-1),     // quoting quadruples a quote
+		"/" + strings.Repeat("'", maxQuotedPath-1),    // quoting quadruples a quote
 		"/" + strings.Repeat("\x01", 4000),
 		"",
 	} {
