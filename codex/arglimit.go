@@ -18,9 +18,20 @@ type ArgTooLongError struct {
 	What string
 	// Len is the argument's length in bytes, without its NUL.
 	Len int
+	// Reserved is how many of the bytes Linux allows are kept for text
+	// batty adds (InstructionsReserve for a role's instructions; 0 for any
+	// other argument).
+	Reserved int
 }
 
+// Max is the most bytes the argument may take, without its NUL.
+func (e *ArgTooLongError) Max() int { return MaxArgLen - 1 - e.Reserved }
+
 func (e *ArgTooLongError) Error() string {
+	if e.Reserved > 0 {
+		return fmt.Sprintf("codex: %s is %d bytes as one command-line argument; at most %d bytes are allowed: Linux allows %d plus its terminating NUL (MAX_ARG_STRLEN = %d), of which batty keeps %d for its own instructions to the agent",
+			e.What, e.Len, e.Max(), MaxArgLen-1, MaxArgLen, e.Reserved)
+	}
 	return fmt.Sprintf("codex: %s is %d bytes as one command-line argument; Linux allows at most %d bytes plus its terminating NUL (MAX_ARG_STRLEN = %d)",
 		e.What, e.Len, MaxArgLen-1, MaxArgLen)
 }

@@ -10,11 +10,12 @@ import (
 	"testing"
 )
 
-// fittingInstructions returns the longest plain-ASCII text whose
-// developer_instructions argument still fits one argument.
+// fittingInstructions returns the longest plain-ASCII role instructions
+// whose developer_instructions argument still fits one argument with
+// InstructionsReserve to spare.
 func fittingInstructions() string {
 	overhead := len(instructionsArg(""))
-	return strings.Repeat("x", MaxArgLen-1-overhead)
+	return strings.Repeat("x", MaxArgLen-1-InstructionsReserve-overhead)
 }
 
 func TestCheckInstructions(t *testing.T) {
@@ -27,9 +28,9 @@ func TestCheckInstructions(t *testing.T) {
 		{"empty", "", 0},
 		{"short", "You design.\nYou never write code.", 0},
 		{"exactly at the limit", fits, 0},
-		{"one byte over", fits + "x", MaxArgLen},
+		{"one byte over", fits + "x", MaxArgLen - InstructionsReserve},
 		// Escaping counts: a newline is two bytes on the command line.
-		{"escaping pushes it over", fits[1:] + "\n", MaxArgLen},
+		{"escaping pushes it over", fits[1:] + "\n", MaxArgLen - InstructionsReserve},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckInstructions(tc.text)
@@ -43,7 +44,7 @@ func TestCheckInstructions(t *testing.T) {
 			if !errors.As(err, &tooLong) || tooLong.Len != tc.wantLen || tooLong.What != "developer_instructions" {
 				t.Fatalf("CheckInstructions = %#v, want an ArgTooLongError of %d bytes", err, tc.wantLen)
 			}
-			for _, want := range []string{"developer_instructions", "131072", "MAX_ARG_STRLEN"} {
+			for _, want := range []string{"developer_instructions", "at most 126975 bytes are allowed", "131072", "MAX_ARG_STRLEN", "batty keeps 4096"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not name %s", err, want)
 				}
@@ -65,8 +66,15 @@ func TestExecArgsDeveloperInstructions(t *testing.T) {
 
 // Validate refuses any argument execve would refuse, naming it.
 func TestExecOptionsValidateArgLength(t *testing.T) {
-	if err := (ExecOptions{DeveloperInstructions: fittingInstructions()}).Validate(); err != nil {
+	// A role's instructions at their limit, plus batty's section filling
+	// the reserve: the whole argument is as long as Linux allows.
+	whole := fittingInstructions() + strings.Repeat("z", InstructionsReserve)
+	if err := (ExecOptions{DeveloperInstructions: whole}).Validate(); err != nil {
 		t.Fatalf("instructions at the limit: %v", err)
+	}
+	var tooLong *ArgTooLongError
+	if err := (ExecOptions{DeveloperInstructions: whole + "z"}).Validate(); !errors.As(err, &tooLong) || tooLong.Len != MaxArgLen || tooLong.Reserved != 0 {
+		t.Fatalf("one byte over the argument limit: %v", err)
 	}
 	big := strings.Repeat("y", MaxArgLen)
 	for _, tc := range []struct {
@@ -106,7 +114,7 @@ func TestReadInstructions(t *testing.T) {
 		t.Fatalf("file at the limit: %d bytes, %v", len(got), err)
 	}
 	var tooLong *ArgTooLongError
-	if _, err := ReadInstructions(write("over.md", fits+"x")); !errors.As(err, &tooLong) || tooLong.Len != MaxArgLen {
+	if _, err := ReadInstructions(write("over.md", fits+"x")); !errors.As(err, &tooLong) || tooLong.Len != MaxArgLen-InstructionsReserve {
 		t.Fatalf("one byte over: %v", err)
 	}
 	huge := write("huge.md", strings.Repeat(" ", 9*MaxArgLen)+"x")

@@ -56,7 +56,8 @@ type ExecOptions struct {
 	// passed as `-c developer_instructions="…"` after Config: codex adds
 	// them to every model request of the thread as a developer message.
 	// Empty: not passed. Like every flag they travel on codex's command
-	// line, so once TOML-escaped they must fit one argument (see
+	// line, so once TOML-escaped they must fit one argument (MaxArgLen;
+	// a role's own instructions must leave InstructionsReserve of it, see
 	// CheckInstructions).
 	DeveloperInstructions string
 	// OutputSchema becomes `--output-schema FILE`: a JSON Schema file the
@@ -101,7 +102,8 @@ func (o ExecOptions) Validate() error {
 	if strings.ContainsAny(o.Model, "\n\r") {
 		return errors.New("codex: model name contains a line break")
 	}
-	if err := CheckInstructions(o.DeveloperInstructions); err != nil {
+	// The whole argument, batty's own section included: no reserve.
+	if err := checkInstructionsArg(o.DeveloperInstructions, 0); err != nil {
 		return err
 	}
 	return checkArgLens(ExecArgs(o, ""))

@@ -17,12 +17,26 @@ func instructionsArg(text string) string {
 	return instructionsKey + "=" + TOMLString(text)
 }
 
+// InstructionsReserve is how many bytes of the developer_instructions
+// argument batty keeps for the section it adds to a role's instructions
+// (who the agent is and how it runs batty; see shim.CrewInstructions). A
+// role's own instructions may take the rest.
+const InstructionsReserve = 4096
+
 // CheckInstructions reports, as an *ArgTooLongError, when text is too long
-// to reach codex as developer instructions: once TOML-escaped it must fit
-// one command-line argument. It is a pure function.
+// to be a role's standing instructions: once TOML-escaped, as codex's
+// developer_instructions argument, it must fit one command-line argument
+// with InstructionsReserve bytes to spare. It is a pure function.
 func CheckInstructions(text string) error {
-	if n := len(instructionsArg(text)); n+1 > MaxArgLen {
-		return &ArgTooLongError{What: instructionsKey, Len: n}
+	return checkInstructionsArg(text, InstructionsReserve)
+}
+
+// checkInstructionsArg reports when text, as the developer_instructions
+// argument, does not fit one command-line argument with reserve bytes to
+// spare.
+func checkInstructionsArg(text string, reserve int) error {
+	if n := len(instructionsArg(text)); n+1 > MaxArgLen-reserve {
+		return &ArgTooLongError{What: instructionsKey, Len: n, Reserved: reserve}
 	}
 	return nil
 }
@@ -32,8 +46,8 @@ func CheckInstructions(text string) error {
 // whatever blank space they hold).
 const maxInstructionsFile = 8 * MaxArgLen
 
-// ReadInstructions reads standing instructions from the regular file path
-// and returns its text without surrounding blank space. Text that
+// ReadInstructions reads a role's standing instructions from the regular
+// file path and returns its text without surrounding blank space. Text that
 // CheckInstructions refuses is refused with its *ArgTooLongError (for a
 // file of more than 8 × MaxArgLen bytes, not read, Len is the file's size),
 // so what it returns can always be given to codex. It refuses anything but
@@ -56,7 +70,7 @@ func ReadInstructions(path string) (string, error) {
 		return "", fmt.Errorf("read %s: %w", path, err)
 	}
 	if len(b) > maxInstructionsFile {
-		return "", &ArgTooLongError{What: instructionsKey, Len: max(int(st.Size()), len(b))}
+		return "", &ArgTooLongError{What: instructionsKey, Len: max(int(st.Size()), len(b)), Reserved: InstructionsReserve}
 	}
 	text := strings.TrimSpace(string(b))
 	if err := CheckInstructions(text); err != nil {

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"errors"
 	"fmt"
+	"github.com/battyhq/batty/shim"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,8 +18,8 @@ const DirName = ".batty"
 
 // EnvDir names the environment variable that points batty commands run by
 // agents (inside Codex, in another working directory) at the project's
-// state directory.
-const EnvDir = "BATTY_DIR"
+// state directory (shim.EnvDir).
+const EnvDir = shim.EnvDir
 
 // EnvAgent names the environment variable that identifies the agent running
 // a batty command (set by the shim for codex).

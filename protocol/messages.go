@@ -93,6 +93,11 @@ type SendMessage struct {
 	// agent's previous one was archived (its context window was full): the
 	// prompt carries it, marked as a handoff, before the message.
 	Handoff string `json:"handoff,omitempty"`
+	// InReplyTo, when set, is the id of the agent's message this one
+	// answers (the sender's final answer to it, delivered by batty): the
+	// prompt header says so, and that the final answer of this turn goes
+	// to no one.
+	InReplyTo string `json:"in_reply_to,omitempty"`
 }
 
 // Interrupt stops the turn in flight; its message finishes as interrupted.

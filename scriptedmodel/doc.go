@@ -22,9 +22,13 @@
 //     "responses", no login) and keeps it offline.
 //
 // The demo script ([DemoScript]): the architect gets a goal from the human
-// and runs `batty send engineer-N "<task>"` once per task; each engineer
-// runs its task's command in its working directory and reports the output
-// with `batty send architect "…"`; when the architect has every report it
-// answers the human with `batty send human "…"`, a message that starts with
-// [AnswerHeading].
+// and runs `<batty> send engineer-N '<task>'` once per task (<batty> being
+// the command its instructions give, batty's absolute path), then ends
+// its turn with a short final answer, batty's reply to the human; each
+// engineer runs its task's command in its working directory and ends its
+// turn with the report as its final answer, which batty delivers to the
+// architect as a reply; once the architect has every report it sends the
+// human `<batty> send human '…'`, a message that starts with
+// [AnswerHeading]. Commands are run the way a real model asks: Codex's
+// exec_command with {"cmd", "yield_time_ms"}, so in a login shell.
 package scriptedmodel

@@ -15,30 +15,54 @@ import (
 	"github.com/battyhq/batty/shim"
 )
 
+// loginHome returns a scratch HOME whose login profile resets PATH, as
+// /etc/profile does on Debian and Ubuntu: in a login shell there, only
+// the system's directories are on PATH.
+func loginHome(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	for _, f := range []string{".bash_profile", ".profile"} {
+		if err := os.WriteFile(filepath.Join(home, f), []byte("export PATH=/usr/bin:/bin\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home
+}
+
 // cliTurn runs one turn of the real Codex CLI against s as an agent with
-// the standing instructions prompt, working on msg, with a stand-in `batty`
-// on PATH that records its arguments. It returns the turn's final answer
-// and what the stand-in batty was asked, one line per call.
+// the standing instructions prompt followed by batty's section, working on
+// msg, the way the shim runs it. The batty of the section is a stand-in
+// that records its arguments and the PATH it ran with; it is on no PATH
+// (its directory's name holds a space, so the section quotes it), and
+// codex runs commands in a login shell whose profile resets PATH. It
+// returns the turn's final answer and what the stand-in batty was asked,
+// one line per call.
 func cliTurn(t *testing.T, s *scriptedmodel.Server, agent, prompt, dir string, msg protocol.SendMessage) (string, []string) {
 	t.Helper()
 	home := filepath.Join(t.TempDir(), "codex-home")
 	if err := scriptedmodel.WriteCodexHome(home, s.URL); err != nil {
 		t.Fatal(err)
 	}
-	bin := t.TempDir()
-	calls := filepath.Join(bin, "calls")
-	script := "#!/bin/sh\nprintf '%s|%s\\n' \"$BATTY_AGENT\" \"$*\" | tr '\\n' ' ' >> " + calls + "\necho >> " + calls + "\necho queued\n"
-	if err := os.WriteFile(filepath.Join(bin, "batty"), []byte(script), 0o755); err != nil {
+	bin := filepath.Join(t.TempDir(), "batty bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	calls := filepath.Join(bin, "calls")
+	script := "#!/bin/sh\nprintf '%s|%s\\n' \"$BATTY_AGENT\" \"$*\" | tr '\\n' ' ' >> '" + calls + "'\necho >> '" + calls + "'\n" +
+		"echo \"$PATH\" > '" + calls + ".path'\necho queued\n"
+	batty := filepath.Join(bin, "batty")
+	if err := os.WriteFile(batty, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	instructions := prompt + "\n\n" + shim.CrewInstructions(agent, batty, dir)
 	p := codextest.Start(t, codextest.Invocation{
 		Bin:    codextest.CodexNative(t),
 		Home:   home,
 		Dir:    dir,
 		Prompt: shim.FormatPrompt(msg),
 		Args: []string{"-s", "danger-full-access", "-c", `approval_policy="never"`,
-			"-c", "developer_instructions=" + codex.TOMLString(prompt)},
-		Env: []string{"BATTY_AGENT=" + agent, "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")},
+			"-c", "developer_instructions=" + codex.TOMLString(instructions)},
+		Env: []string{"BATTY_AGENT=" + agent, "HOME=" + loginHome(t)},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -61,13 +85,20 @@ func cliTurn(t *testing.T, s *scriptedmodel.Server, agent, prompt, dir string, m
 			lines = append(lines, strings.TrimSpace(l))
 		}
 	}
+	if len(lines) > 0 {
+		// The command ran in a login shell: its profile reset PATH.
+		if path, _ := os.ReadFile(calls + ".path"); strings.TrimSpace(string(path)) != "/usr/bin:/bin" {
+			t.Fatalf("batty ran with PATH %q, not in the login shell of the scratch HOME", path)
+		}
+	}
 	return answer, lines
 }
 
 // The real Codex CLI plays the script's turns against the server: it runs
-// the commands the script asks for (batty sends, the engineer's task in its
-// directory, with BATTY_AGENT set) and ends each turn with the scripted
-// answer.
+// the commands the script asks for (batty sends by the absolute path of
+// the instructions, in a login shell whose profile resets PATH; the
+// engineer's task in its directory, with BATTY_AGENT set) and ends each
+// turn with the scripted answer, the engineer's being its report.
 func TestRealCodexPlaysTheScript(t *testing.T) {
 	codextest.Codex(t) // skip, or fail with CI=true, without the CLI
 	sc := scriptedmodel.DemoScript()
@@ -96,10 +127,10 @@ func TestRealCodexPlaysTheScript(t *testing.T) {
 	if err != nil || !strings.Contains(string(greeting), "Hello from engineer-1") {
 		t.Fatalf("%s: %q, %v", task.File, greeting, err)
 	}
-	if len(calls) != 1 || !strings.HasPrefix(calls[0], "engineer-1|send architect I wrote greeting.txt; my command printed:") || !strings.Contains(calls[0], "Hello from engineer-1") {
-		t.Fatalf("engineer-1 reported %q", calls)
+	if len(calls) != 0 {
+		t.Fatalf("engineer-1 ran batty (its final answer is its report): %q", calls)
 	}
-	if !strings.Contains(answer, "greeting.txt is written") {
+	if !strings.HasPrefix(answer, "I wrote greeting.txt; my command printed:") || !strings.Contains(answer, "Hello from engineer-1") {
 		t.Fatalf("engineer-1's answer %q", answer)
 	}
 }

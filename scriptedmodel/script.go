@@ -74,16 +74,18 @@ const NoPart = "I am batty's scripted stand-in model and only play the demo scri
 
 // DemoScript returns the script `batty demo` plays: the architect hands two
 // tasks out, engineer-1 writes a greeting and lists it, engineer-2 writes
-// the numbers 1 to 5 and counts them, both report back, and the architect
-// answers the human.
+// the numbers 1 to 5 and counts them, each reports with its final answer
+// (which batty delivers to the architect as a reply), and the architect
+// sends the human the summary.
 func DemoScript() Script {
 	return Script{
 		ArchitectPrompt: "You are the architect of a small demo team.\n" +
-			"Split the human's goal into tasks, hand each to an engineer with `batty send engineer-N \"...\"`,\n" +
-			"and answer the human with `batty send human \"...\"` once every engineer has reported.",
+			"Split the human's goal into tasks and hand each to an engineer with batty send engineer-N \"...\";\n" +
+			"your final answer to the goal is your reply to the human. Each engineer's report comes back to you\n" +
+			"as a reply; once every engineer has reported, send the human the summary with batty send human \"...\".",
 		EngineerPrompt: "You are an engineer of a small demo team.\n" +
-			"Do the task the architect sends you in your working directory, then report what you did\n" +
-			"and what your command printed with `batty send architect \"...\"`.",
+			"Do the task the architect sends you in your working directory. Your final answer is your report,\n" +
+			"which batty delivers to the architect: say what you did and what your command printed.",
 		Tasks: []Task{
 			{
 				Engineer: "engineer-1",
@@ -106,14 +108,21 @@ const Goal = "Show me that the team works: have two engineers each write a small
 
 // headerRE matches the first line batty puts before every message an agent
 // receives (shim.FormatPrompt): "--- batty message <id> from <sender> ---",
-// possibly with a redelivery note before the closing dashes.
-var headerRE = regexp.MustCompile(`(?m)^--- batty message (\S+) from ([a-z0-9][a-z0-9-]*)(?: \([^\n]*\))? ---$`)
+// with ", reply to <id>" for a reply, and possibly a redelivery note
+// before the closing dashes.
+var headerRE = regexp.MustCompile(`(?m)^--- batty message (\S+) from ([a-z0-9][a-z0-9-]*)(?:, reply to (\S+))?(?: \([^\n]*\))? ---$`)
+
+// battyRE finds the batty command in an agent's instructions: the line of
+// batty's own section (shim.CrewInstructions) that gives it, shell-quoted
+// as it is to be run.
+var battyRE = regexp.MustCompile(`(?m)^Your batty command: (.+)$`)
 
 // parsedMessage is one batty message found in the conversation.
 type parsedMessage struct {
-	index int // position in Request.Items
-	from  string
-	body  string
+	index   int // position in Request.Items
+	from    string
+	replyTo string // the message it replies to ("" when it is none)
+	body    string
 }
 
 // messages returns the batty messages among the user messages of req, in
@@ -129,13 +138,17 @@ func messages(req Request) []parsedMessage {
 			continue
 		}
 		from := it.Text[m[4]:m[5]]
+		replyTo := ""
+		if m[6] >= 0 {
+			replyTo = it.Text[m[6]:m[7]]
+		}
 		body := it.Text[m[1]:]
 		// The header is followed by one line on how to answer and a blank
 		// line; the body comes after them.
 		if _, after, ok := strings.Cut(body, "\n\n"); ok {
 			body = after
 		}
-		out = append(out, parsedMessage{index: i, from: from, body: strings.TrimSpace(body)})
+		out = append(out, parsedMessage{index: i, from: from, replyTo: replyTo, body: strings.TrimSpace(body)})
 	}
 	return out
 }
@@ -166,6 +179,13 @@ func (s Script) Next(req Request) Step {
 			}
 		}
 	}
+	batty := battyRE.FindStringSubmatch(req.instructions())
+	if step.Role != "" && batty == nil {
+		// A real model would not know how to reach its team either.
+		step.Failed = true
+		step.Text = "My instructions do not say how to run batty (no \"Your batty command:\" line), so I cannot reach my team."
+		return step
+	}
 	if len(outputs) > 0 {
 		if code, out := execResult(outputs[len(outputs)-1]); code != 0 {
 			step.Failed = true
@@ -175,9 +195,9 @@ func (s Script) Next(req Request) Step {
 	}
 	switch {
 	case step.Role == RoleArchitect && cur.from == Human:
-		return s.handOut(step, len(outputs))
+		return s.handOut(step, batty[1], len(outputs))
 	case step.Role == RoleArchitect && s.taskOf(cur.from) >= 0:
-		return s.collect(step, msgs, len(outputs))
+		return s.collect(step, batty[1], msgs, len(outputs))
 	case task != nil:
 		return s.work(step, *task, outputs)
 	}
@@ -186,12 +206,13 @@ func (s Script) Next(req Request) Step {
 }
 
 // handOut is the architect's turn on the human's goal: one `batty send`
-// per task, then an acknowledgement (its final answer, which batty
-// delivers to the human).
-func (s Script) handOut(step Step, done int) Step {
+// per task (batty, the command its instructions give), then an
+// acknowledgement: its final answer, which batty delivers to the human as
+// the reply.
+func (s Script) handOut(step Step, batty string, done int) Step {
 	if done < len(s.Tasks) {
 		t := s.Tasks[done]
-		step.Shell = "batty send " + t.Engineer + " " + shellQuote(t.Ask)
+		step.Shell = batty + " send " + t.Engineer + " " + shellQuote(t.Ask)
 		return step
 	}
 	var names []string
@@ -203,9 +224,11 @@ func (s Script) handOut(step Step, done int) Step {
 	return step
 }
 
-// collect is the architect's turn on an engineer's report: with every
-// task reported it answers the human, else it waits for the others.
-func (s Script) collect(step Step, msgs []parsedMessage, done int) Step {
+// collect is the architect's turn on an engineer's report (the engineer's
+// final answer, a reply): with every task reported it sends the human the
+// answer with batty send — the final answer of a reply goes to no one —
+// else it waits for the others.
+func (s Script) collect(step Step, batty string, msgs []parsedMessage, done int) Step {
 	reports := map[string]string{} // engineer → its latest report
 	for _, m := range msgs {
 		if s.taskOf(m.from) >= 0 {
@@ -222,7 +245,7 @@ func (s Script) collect(step Step, msgs []parsedMessage, done int) Step {
 	case len(missing) > 0:
 		step.Text = fmt.Sprintf("Noted %s's report; waiting for %s.", step.From, strings.Join(missing, " and "))
 	case done == 0:
-		step.Shell = "batty send human " + shellQuote(s.Answer(reports))
+		step.Shell = batty + " send human " + shellQuote(s.Answer(reports))
 	default:
 		step.Text = "Every engineer has reported; I sent the human the answer."
 	}
@@ -240,20 +263,22 @@ func (s Script) Answer(reports map[string]string) string {
 	return b.String()
 }
 
-// work is an engineer's turn on its task: run the command, report its
-// output to the architect, then end the turn.
+// work is an engineer's turn on its task: run the command, then end the
+// turn with the report as its final answer, which batty delivers to the
+// architect as the reply.
 func (s Script) work(step Step, t Task, outputs []string) Step {
-	switch len(outputs) {
-	case 0:
+	if len(outputs) == 0 {
 		step.Shell = t.Command
-	case 1:
-		_, out := execResult(outputs[0])
-		report := fmt.Sprintf("I wrote %s; my command printed:\n%s", t.File, excerpt(out, 1000))
-		step.Shell = "batty send architect " + shellQuote(report)
-	default:
-		step.Text = fmt.Sprintf("Done: %s is written and my report is on its way to the architect.", t.File)
+		return step
 	}
+	_, out := execResult(outputs[0])
+	step.Text = Report(t, out)
 	return step
+}
+
+// Report is an engineer's report on task t whose command printed out.
+func Report(t Task, out string) string {
+	return fmt.Sprintf("I wrote %s; my command printed:\n%s", t.File, excerpt(out, 1000))
 }
 
 // role tells which role's instructions req carries.

@@ -9,22 +9,36 @@ import (
 	"github.com/battyhq/batty/shim"
 )
 
+// testBatty is the batty binary the agents of these tests are told to
+// run; battyCmd is how they are told to run it (shell-quoted: it holds a
+// space).
+const (
+	testBatty = "/opt/batty tools/batty"
+	battyCmd  = "'/opt/batty tools/batty'"
+)
+
 // conv builds the conversation codex sends for one agent: its standing
-// instructions, codex's own context message, then turns.
+// instructions as the shim gives them (the role's, then batty's section),
+// codex's own context message, then turns.
 type conv struct{ items []Item }
 
 func newConv(prompt string) *conv {
 	return &conv{items: []Item{
 		{Kind: ItemMessage, Role: "developer", Text: "You are Codex, a coding agent."},
-		{Kind: ItemMessage, Role: "developer", Text: prompt},
+		{Kind: ItemMessage, Role: "developer", Text: prompt + "\n\n" + shim.CrewInstructions("agent", testBatty, "/tmp/p")},
 		{Kind: ItemMessage, Role: "user", Text: "<environment_context>\n  <cwd>/tmp/x</cwd>\n</environment_context>"},
 	}}
 }
 
 // message adds a batty message, rendered exactly as the shim renders it.
 func (c *conv) message(id, from, body string, attempt int) *conv {
+	return c.reply(id, from, body, attempt, "")
+}
+
+// reply adds a batty message that replies to message replyTo.
+func (c *conv) reply(id, from, body string, attempt int, replyTo string) *conv {
 	c.items = append(c.items, Item{Kind: ItemMessage, Role: "user",
-		Text: shim.FormatPrompt(protocol.SendMessage{ID: id, From: from, Body: body, Attempt: attempt})})
+		Text: shim.FormatPrompt(protocol.SendMessage{ID: id, From: from, Body: body, Attempt: attempt, InReplyTo: replyTo})})
 	return c
 }
 
@@ -62,23 +76,25 @@ func TestDemoScriptPlaysTheWholeConversation(t *testing.T) {
 	s := DemoScript()
 	t1, t2 := s.Tasks[0], s.Tasks[1]
 
-	// The architect gets the goal and hands out one task per command.
+	// The architect gets the goal and hands out one task per command, with
+	// the batty command its instructions give.
 	arch := newConv(s.ArchitectPrompt).message("m1", "human", Goal, 1)
 	step := s.Next(arch.req())
-	if step.Agent != "architect" || step.From != "human" || step.Shell != "batty send engineer-1 "+shellQuote(t1.Ask) {
+	if step.Agent != "architect" || step.From != "human" || step.Shell != battyCmd+" send engineer-1 "+shellQuote(t1.Ask) {
 		t.Fatalf("architect step 1: %+v", step)
 	}
-	step = s.Next(arch.ran(t, step, 0, "queued x for engineer-1\n").req())
-	if step.Shell != "batty send engineer-2 "+shellQuote(t2.Ask) {
+	step = s.Next(arch.ran(t, step, 0, "queued t-engineer-1 for engineer-1\n").req())
+	if step.Shell != battyCmd+" send engineer-2 "+shellQuote(t2.Ask) {
 		t.Fatalf("architect step 2: %+v", step)
 	}
-	step = s.Next(arch.ran(t, step, 0, "queued y for engineer-2\n").req())
+	step = s.Next(arch.ran(t, step, 0, "queued t-engineer-2 for engineer-2\n").req())
 	if step.Shell != "" || !strings.Contains(step.Text, "engineer-1 and engineer-2") {
 		t.Fatalf("architect acknowledgement: %+v", step)
 	}
 	arch.answered(step.Text)
 
-	// Each engineer runs its task's command, reports the output, and ends.
+	// Each engineer runs its task's command and ends its turn with the
+	// report: no batty send, the final answer is the reply.
 	reports := map[string]string{}
 	for _, task := range s.Tasks {
 		eng := newConv(s.EngineerPrompt).message("t-"+task.Engineer, "architect", task.Ask, 1)
@@ -87,29 +103,26 @@ func TestDemoScriptPlaysTheWholeConversation(t *testing.T) {
 			t.Fatalf("%s step 1: %+v", task.Engineer, step)
 		}
 		step = s.Next(eng.ran(t, step, 0, "OUTPUT-OF-"+task.Engineer+"\n").req())
-		if !strings.HasPrefix(step.Shell, "batty send architect '") || !strings.Contains(step.Shell, "OUTPUT-OF-"+task.Engineer) {
+		if step.Shell != "" || step.Failed || !strings.HasPrefix(step.Text, "I wrote "+task.File) || !strings.Contains(step.Text, "OUTPUT-OF-"+task.Engineer) {
 			t.Fatalf("%s report: %+v", task.Engineer, step)
 		}
-		reports[task.Engineer] = unquote(t, strings.TrimPrefix(step.Shell, "batty send architect "))
-		step = s.Next(eng.ran(t, step, 0, "queued\n").req())
-		if step.Shell != "" || !strings.Contains(step.Text, task.File) {
-			t.Fatalf("%s end: %+v", task.Engineer, step)
-		}
+		reports[task.Engineer] = step.Text
 	}
 
-	// The first report (engineer-2's, reports may come in any order) makes
-	// the architect wait; the second makes it answer the human.
-	arch.message("r2", "engineer-2", reports["engineer-2"], 1)
+	// The reports come back as replies, in any order: the first makes the
+	// architect wait (its final answer goes to no one), the second makes
+	// it send the human the answer.
+	arch.reply("r2", "engineer-2", reports["engineer-2"], 1, "t-engineer-2")
 	step = s.Next(arch.req())
 	if step.Shell != "" || step.Text != "Noted engineer-2's report; waiting for engineer-1." {
 		t.Fatalf("architect after one report: %+v", step)
 	}
-	arch.answered(step.Text).message("r1", "engineer-1", reports["engineer-1"], 1)
+	arch.answered(step.Text).reply("r1", "engineer-1", reports["engineer-1"], 1, "t-engineer-1")
 	step = s.Next(arch.req())
-	if !strings.HasPrefix(step.Shell, "batty send human '") {
+	if !strings.HasPrefix(step.Shell, battyCmd+" send human '") {
 		t.Fatalf("architect after both reports: %+v", step)
 	}
-	answer := unquote(t, strings.TrimPrefix(step.Shell, "batty send human "))
+	answer := unquote(t, strings.TrimPrefix(step.Shell, battyCmd+" send human "))
 	if answer != s.Answer(reports) || !strings.HasPrefix(answer, AnswerHeading) ||
 		!strings.Contains(answer, "OUTPUT-OF-engineer-1") || !strings.Contains(answer, "OUTPUT-OF-engineer-2") {
 		t.Fatalf("answer %q", answer)
@@ -117,6 +130,33 @@ func TestDemoScriptPlaysTheWholeConversation(t *testing.T) {
 	step = s.Next(arch.ran(t, step, 0, "queued z for human\n").req())
 	if step.Shell != "" || step.Failed || step.Text == "" {
 		t.Fatalf("architect end: %+v", step)
+	}
+}
+
+// The batty command is read from the section of the agent's instructions
+// as the shim writes it, whatever the path; without the section the script
+// cannot reach the team, and says so as a failure.
+func TestScriptReadsTheBattyCommand(t *testing.T) {
+	s := DemoScript()
+	for path, want := range map[string]string{
+		"/usr/local/bin/batty": "/usr/local/bin/batty",
+		"/tmp/it's here/batty": `'/tmp/it'\''s here/batty'`,
+		"":                     `"$BATTY_BIN"`,
+	} {
+		req := Request{Items: []Item{
+			{Kind: ItemMessage, Role: "developer", Text: s.ArchitectPrompt + "\n\n" + shim.CrewInstructions("architect", path, "/p")},
+			{Kind: ItemMessage, Role: "user", Text: shim.FormatPrompt(protocol.SendMessage{ID: "m", From: "human", Body: Goal})},
+		}}
+		if st := s.Next(req); st.Shell != want+" send engineer-1 "+shellQuote(s.Tasks[0].Ask) {
+			t.Errorf("batty at %q: %+v", path, st)
+		}
+	}
+	req := Request{Items: []Item{
+		{Kind: ItemMessage, Role: "developer", Text: s.ArchitectPrompt},
+		{Kind: ItemMessage, Role: "user", Text: shim.FormatPrompt(protocol.SendMessage{ID: "m", From: "human", Body: Goal})},
+	}}
+	if st := s.Next(req); !st.Failed || st.Shell != "" || !strings.Contains(st.Text, "batty") {
+		t.Errorf("without batty's section: %+v", st)
 	}
 }
 
@@ -157,7 +197,7 @@ func TestScriptAnswers(t *testing.T) {
 		{"redelivered goal", func(*testing.T) Request {
 			return newConv(s.ArchitectPrompt).message("m", "human", Goal, 3).req()
 		}, func(t *testing.T, st Step) {
-			if st.Shell != "batty send engineer-1 "+shellQuote(t1.Ask) {
+			if st.Shell != battyCmd+" send engineer-1 "+shellQuote(t1.Ask) {
 				t.Fatalf("%+v", st)
 			}
 		}},
@@ -177,7 +217,7 @@ func TestScriptAnswers(t *testing.T) {
 			return c.message("m2", "human", "anything else?", 1).req()
 		}, func(t *testing.T, st Step) {
 			// A second goal starts the hand-out again.
-			if st.Shell != "batty send engineer-1 "+shellQuote(t1.Ask) {
+			if st.Shell != battyCmd+" send engineer-1 "+shellQuote(t1.Ask) {
 				t.Fatalf("%+v", st)
 			}
 		}},

@@ -15,9 +15,10 @@ import (
 
 // ShellTool is the function tool the script calls to run a command: the
 // Codex CLI's exec_command, with JSON arguments {"cmd": "<bash command>",
-// "login": false, "yield_time_ms": 30000} (no login profile, so the
-// machine's shell start-up files play no part; codex waits up to 30 s for
-// the command before answering).
+// "yield_time_ms": 30000}, as a real model calls it: codex runs the
+// command in the user's login shell (whose profile may reset PATH, which
+// is why the script runs batty by the absolute path its instructions
+// give) and waits up to 30 s for it before answering.
 const ShellTool = "exec_command"
 
 // Server is the stand-in model: an HTTP server on 127.0.0.1 answering
@@ -166,7 +167,7 @@ func writeStep(ctx context.Context, w http.ResponseWriter, id, model string, req
 		return
 	}
 	if step.Shell != "" {
-		args, _ := json.Marshal(map[string]any{"cmd": step.Shell, "login": false, "yield_time_ms": 30000})
+		args, _ := json.Marshal(map[string]any{"cmd": step.Shell, "yield_time_ms": 30000})
 		st.FunctionCall(ShellTool, string(args))
 	} else {
 		st.Message(step.Text)

@@ -96,7 +96,7 @@ func TestServerStreamsSteps(t *testing.T) {
 	sc := DemoScript()
 
 	// A command: a function_call item calling exec_command.
-	code, evs := post(t, s, "/v1/responses", requestBody(t, sc.ArchitectPrompt, "human", Goal))
+	code, evs := post(t, s, "/v1/responses", requestBody(t, sc.ArchitectPrompt+"\n\n"+shim.CrewInstructions("architect", testBatty, "/p"), "human", Goal))
 	if code != 200 || names(evs) != "response.created,response.output_item.added,response.output_item.done,response.completed" {
 		t.Fatalf("status %d, events %s", code, names(evs))
 	}
@@ -104,7 +104,11 @@ func TestServerStreamsSteps(t *testing.T) {
 	var args map[string]any
 	json.Unmarshal([]byte(item["arguments"].(string)), &args)
 	if item["type"] != "function_call" || item["name"] != ShellTool || item["status"] != "completed" ||
-		args["cmd"] != "batty send engineer-1 "+shellQuote(sc.Tasks[0].Ask) || args["login"] != false || item["call_id"] == "" {
+		args["cmd"] != battyCmd+" send engineer-1 "+shellQuote(sc.Tasks[0].Ask) || item["call_id"] == "" {
+		t.Fatalf("function call item %v", item)
+	}
+	// Called as a real model calls it: codex picks the shell, a login one.
+	if _, ok := args["login"]; ok || args["yield_time_ms"] != float64(30000) || len(args) != 2 {
 		t.Fatalf("function call item %v", item)
 	}
 	resp := evs[3].data["response"].(map[string]any)

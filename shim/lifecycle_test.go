@@ -459,6 +459,18 @@ func TestCodexEnvironment(t *testing.T) {
 	if tf := h.finished("e", protocol.TurnCompleted); tf.Reply != "tester" {
 		t.Fatalf("BATTY_AGENT = %q", tf.Reply)
 	}
+	// The batty binary (here the shim's own, this test binary) by its
+	// absolute path: it survives a login shell's profile, unlike PATH.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.expect(kStats, kState)
+	h.send("b", "scenario:env:BATTY_BIN")
+	h.expect(kAccepted, kState, kStarted)
+	if tf := h.finished("b", protocol.TurnCompleted); tf.Reply != self {
+		t.Fatalf("BATTY_BIN = %q, want %q", tf.Reply, self)
+	}
 }
 
 func waitPidFile(t *testing.T, path string) int {

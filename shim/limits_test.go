@@ -19,6 +19,8 @@ func TestLongestPromptFitsCodexLimit(t *testing.T) {
 		{ID: strings.Repeat("i", inbox.MaxIDLen), From: HumanSender, Body: body, Attempt: inbox.MaxAttempt},
 		{ID: strings.Repeat("i", inbox.MaxIDLen), From: strings.Repeat("a", inbox.MaxNameLen), Body: body, Attempt: inbox.MaxAttempt,
 			RetryNote: strings.Repeat("é", 1<<20)},
+		{ID: strings.Repeat("i", inbox.MaxIDLen), From: strings.Repeat("a", inbox.MaxNameLen), Body: body, Attempt: inbox.MaxAttempt,
+			RetryNote: strings.Repeat("é", 1<<20), InReplyTo: strings.Repeat("r", 1<<20)},
 	} {
 		if n := utf8.RuneCountInString(FormatPrompt(m)); n > codex.MaxInputChars {
 			t.Errorf("prompt of %d characters, codex takes %d", n, codex.MaxInputChars)

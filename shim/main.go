@@ -122,10 +122,13 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 	} else if s.bin.Launcher != "" {
 		log.Debug("Running the native codex binary instead of the npm launcher", "native", s.bin.Path, "launcher", s.bin.Launcher)
 	}
-	if s.execOpts, err = execOptions(cfg); err != nil {
+	// Resolved once: a binary replaced later keeps its path, which then
+	// names the replacement.
+	s.batty = battyBinary()
+	if s.execOpts, err = execOptions(cfg, s.batty); err != nil {
 		return err
 	}
-	s.env = codexEnv(cfg, s.bin)
+	s.env = codexEnv(cfg, s.bin, s.batty)
 	if s.tlog, err = openTranscript(cfg, log); err != nil {
 		return err
 	}
@@ -182,11 +185,13 @@ func openTranscript(cfg Config, log hclog.Logger) (*ptylog.Writer, error) {
 
 // execOptions adds the role's standing instructions to the codex settings
 // as developer instructions, so they reach the model on every turn of every
-// thread.
-func execOptions(cfg Config) (codex.ExecOptions, error) {
+// thread; for an agent of a team (BATTY_DIR in cfg.Env) batty's own section
+// follows them (see CrewInstructions), naming batty, the batty binary to
+// run.
+func execOptions(cfg Config, batty string) (codex.ExecOptions, error) {
 	o := cfg.Exec
 	o.Config = append([]string(nil), o.Config...)
-	o.DeveloperInstructions = cfg.Instructions
+	o.DeveloperInstructions = withCrew(cfg.Instructions, cfg.Agent, batty, stateDirOf(cfg.Env))
 	if err := o.Validate(); err != nil {
 		return o, fmt.Errorf("codex settings: %w", err)
 	}
@@ -195,12 +200,13 @@ func execOptions(cfg Config) (codex.ExecOptions, error) {
 
 // codexEnv is codex's environment: the shim's own, what the npm launcher
 // would have set, the configured extras, the shim's project mark
-// (reap.MarkEnv), the agent's name, and the batty
-// binary's directory first on PATH so the agent can run `batty send`.
-func codexEnv(cfg Config, bin codex.Binary) []string {
+// (reap.MarkEnv), the agent's name, and batty, the batty binary: its path
+// in BATTY_BIN (which survives a login shell's profile) and its directory
+// first on PATH so that plain `batty` works where PATH is kept.
+func codexEnv(cfg Config, bin codex.Binary, batty string) []string {
 	env := bin.Environ(os.Environ())
-	if exe, err := os.Executable(); err == nil {
-		env = append(env, "PATH="+filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if batty != "" {
+		env = append(env, "PATH="+filepath.Dir(batty)+string(os.PathListSeparator)+os.Getenv("PATH"), EnvBatty+"="+batty)
 	}
 	env = append(env, cfg.Env...)
 	if mark, ok := os.LookupEnv(reap.MarkEnv); ok {

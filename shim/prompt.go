@@ -20,8 +20,16 @@ const (
 
 // FormatPrompt renders what codex reads on stdin for one message: a
 // handoff first when the message opens a fresh thread after a handoff
-// (marked as such), then a short header naming the sender and how to
-// answer, then the body verbatim.
+// (marked as such), then a short header naming the message, its sender,
+// the message it replies to if it is a reply, and where the final answer
+// of the turn goes, then the body verbatim.
+//
+// The header's first line is
+//
+//	--- batty message <id> from <sender>[, reply to <id>][ (<note>)] ---
+//
+// and the next line says where the turn's final answer goes: to the sender
+// (it is the reply), or, for a reply, to no one.
 func FormatPrompt(m protocol.SendMessage) string {
 	var b strings.Builder
 	if m.Handoff != "" {
@@ -42,7 +50,11 @@ func FormatPrompt(m protocol.SendMessage) string {
 	if from == "" {
 		from = HumanSender
 	}
+	replyTo := clipRunes(oneLine(m.InReplyTo), maxReplyToID)
 	fmt.Fprintf(&b, "--- batty message %s from %s", m.ID, from)
+	if replyTo != "" {
+		fmt.Fprintf(&b, ", reply to %s", replyTo)
+	}
 	switch {
 	case m.RetryNote != "":
 		// The orchestrator knows why the earlier attempt ended: say that,
@@ -52,10 +64,11 @@ func FormatPrompt(m protocol.SendMessage) string {
 		fmt.Fprintf(&b, " (redelivered, attempt %d: an earlier delivery was cut off; check what is already done before repeating work)", m.Attempt)
 	}
 	b.WriteString(" ---\n")
-	if from == HumanSender {
-		b.WriteString("Your final answer of this turn is delivered to human.\n")
-	} else {
-		fmt.Fprintf(&b, "To answer %s, run: batty send %s \"<your reply>\"\n", from, from)
+	switch {
+	case replyTo != "":
+		fmt.Fprintf(&b, "This is %s's reply to your message. Your final answer of this turn goes to no one; to go on with %s, send a new message with batty send.\n", from, from)
+	default:
+		fmt.Fprintf(&b, "Your final answer of this turn is your reply: batty delivers it to %s. Do not batty send it.\n", from)
 	}
 	b.WriteString("\n")
 	b.WriteString(m.Body)
@@ -65,9 +78,13 @@ func FormatPrompt(m protocol.SendMessage) string {
 	return b.String()
 }
 
-// maxRetryNote bounds, in characters, the retry note a header shows, so
-// that the header stays within promptHeaderMax.
-const maxRetryNote = 480
+// maxRetryNote and maxReplyToID bound, in characters, the retry note and
+// the replied-to id a header shows, so that the header stays within
+// promptHeaderMax.
+const (
+	maxRetryNote = 460
+	maxReplyToID = 128
+)
 
 // clipRunes returns s cut to at most n characters, ending in "…" when cut.
 func clipRunes(s string, n int) string {

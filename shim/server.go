@@ -28,6 +28,7 @@ type server struct {
 	binErr   error // why the codex binary was not usable; the next turn looks again (bin, binErr, env: the turn in flight's)
 	execOpts codex.ExecOptions
 	env      []string
+	batty    string // the batty binary the agent runs (battyBinary, resolved at start)
 	reaper   *reap.Reaper
 	born     time.Time
 	// replies stores replies longer than a frame (nil: nowhere, because

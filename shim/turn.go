@@ -132,7 +132,7 @@ func (s *server) execTurn(t *turn) turnResult {
 			res.spawnErr = err
 			return res
 		}
-		s.bin, s.binErr, s.env = bin, nil, codexEnv(s.cfg, bin)
+		s.bin, s.binErr, s.env = bin, nil, codexEnv(s.cfg, bin, s.batty)
 		s.log.Info("Codex binary usable now", "bin", s.cfg.CodexBin, "path", bin.Path)
 	}
 	args := codex.ExecArgs(s.execOpts, t.threadID)

@@ -20,8 +20,8 @@ func (p *parser) instructions(n *yaml.Node, written, abs string) string {
 	switch {
 	case errors.As(err, &tooLong):
 		p.add(n, "shorten it; keep long reference material in files the agent reads",
-			"prompt file %.80q is too large: it becomes a %d-byte developer_instructions argument for codex; Linux allows one argument at most %d bytes plus its terminating NUL (MAX_ARG_STRLEN = %d)",
-			written, tooLong.Len, codex.MaxArgLen-1, codex.MaxArgLen)
+			"prompt file %.80q is too large: it becomes a %d-byte developer_instructions argument for codex, at most %d allowed (Linux allows one argument %d bytes plus its terminating NUL, MAX_ARG_STRLEN = %d, and batty keeps %d of them for its own instructions to the agent)",
+			written, tooLong.Len, tooLong.Max(), codex.MaxArgLen-1, codex.MaxArgLen, tooLong.Reserved)
 		return ""
 	case err != nil:
 		p.add(n, "", "prompt file %.80q: %v", written, err)

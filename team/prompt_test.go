@@ -49,7 +49,7 @@ func TestLoadReadsThePrompt(t *testing.T) {
 // with the limit named.
 func TestLoadRefusesAPromptTooLargeForCodex(t *testing.T) {
 	overhead := len("developer_instructions=\"\"")
-	fits := strings.Repeat("x", codex.MaxArgLen-1-overhead)
+	fits := strings.Repeat("x", codex.MaxArgLen-1-codex.InstructionsReserve-overhead)
 	if err := codex.CheckInstructions(fits); err != nil {
 		t.Fatalf("test setup: %v", err)
 	}
@@ -61,7 +61,7 @@ func TestLoadRefusesAPromptTooLargeForCodex(t *testing.T) {
 	if !errors.As(err, &verr) {
 		t.Fatalf("Load = %v, want a ValidationError", err)
 	}
-	for _, want := range []string{`team.yaml:5:13: prompt file "a.md" is too large`, "a 131072-byte developer_instructions argument", "at most 131071 bytes", "MAX_ARG_STRLEN = 131072"} {
+	for _, want := range []string{`team.yaml:5:13: prompt file "a.md" is too large`, "a 126976-byte developer_instructions argument", "at most 126975 allowed", "131071 bytes", "MAX_ARG_STRLEN = 131072", "batty keeps 4096"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

@@ -191,8 +191,9 @@ type Role struct {
 	Prompt string
 	// Instructions is the text of the Prompt file as read at load time,
 	// without surrounding blank space ("" when there is none). Loading
-	// refused it unless it fits one codex argument
-	// (codex.CheckInstructions), so Codex can always be given it.
+	// refused it unless it fits one codex argument with room for batty's
+	// own section (codex.CheckInstructions), so Codex can always be given
+	// both.
 	Instructions string
 	// TalksTo lists the role names this role's agents may message, in file
 	// order without duplicates. "human" is never listed: it is always

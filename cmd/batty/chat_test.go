@@ -27,6 +27,8 @@ func TestMain(m *testing.M) {
 		os.Exit(execute(os.Args[1:]))
 	case "fakecodex":
 		os.Exit(codextest.FakeMain(os.Args[1:]))
+	case "shimlike":
+		os.Exit(shimLikeMain())
 	}
 	os.Exit(runIsolated(m))
 }

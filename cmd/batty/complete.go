@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -58,7 +57,7 @@ func completeNames(teamFile *string, set nameSet) cobra.CompletionFunc {
 }
 
 // completeRecipients completes the recipient of `batty send`: whom the
-// sender (from --from and $BATTY_AGENT) may message.
+// sender (see currentSender) may message.
 func completeRecipients(teamFile, from *string) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
@@ -68,7 +67,7 @@ func completeRecipients(teamFile, from *string) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		sender, err := senderOf(*from, os.Getenv(orchestrator.EnvAgent))
+		sender, err := currentSender(*from)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -39,9 +39,12 @@ func demoDirs(t *testing.T, tmp string) []string {
 }
 
 // The demo runs the whole scripted conversation with the real Codex CLI and
-// ends by itself: every agent's final answers are in its transcript, the
-// engineers' files exist, the human got the architect's answer, and
-// nothing is left running.
+// ends by itself: every agent's final answers are in its transcript (the
+// engineers' being their reports, which reach the architect as replies),
+// the engineers' files exist, the human got the architect's answer, and
+// nothing is left running. The stand-in model calls exec_command as a real
+// model does, so its batty sends run in a login shell, by the absolute
+// path its instructions give.
 func TestE2EDemo(t *testing.T) {
 	codexBin := codextest.Codex(t)
 	tmp, mark := t.TempDir(), fmt.Sprintf("e2e-demo-%d", time.Now().UnixNano())
@@ -68,8 +71,8 @@ func TestE2EDemo(t *testing.T) {
 	// Every agent's replies, as the script gave them, are in its transcript.
 	transcripts := map[string][]string{
 		"architect":  {"handed them to engineer-1 and engineer-2", "Noted engineer-", "Every engineer has reported"},
-		"engineer-1": {"Done: greeting.txt is written"},
-		"engineer-2": {"Done: numbers.txt is written"},
+		"engineer-1": {"I wrote greeting.txt; my command printed:"},
+		"engineer-2": {"I wrote numbers.txt; my command printed:"},
 	}
 	for agent, wants := range transcripts {
 		b, err := os.ReadFile(filepath.Join(dir, ".batty", "logs", agent+".log"))

@@ -50,13 +50,14 @@ type teamRun struct {
 	bin  string
 	dir  string
 	mark string
+	env  []string // added to the test's environment
 }
 
 func (r *teamRun) batty(args ...string) (string, string, int) {
 	r.t.Helper()
 	cmd := exec.Command(r.bin, args...)
 	cmd.Dir = r.dir
-	cmd.Env = append(os.Environ(), "BATTY_TEST_MARK="+r.mark)
+	cmd.Env = append(append(os.Environ(), "BATTY_TEST_MARK="+r.mark), r.env...)
 	return runCmd(r.t, cmd)
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -35,11 +34,16 @@ its agent; a message to a role with several instances waits in the role's
 queue ("@<role>") and the daemon gives it to an idle instance, else to the one
 with the shortest backlog.
 
-The sender is $BATTY_AGENT (set for every agent's Codex process), else
---from, else "human". Where $BATTY_AGENT is set, --from must name that same
-agent: an agent cannot send as the human or as another agent. An agent may
-message "human" and the roles listed in its role's talks_to; the human may
-message anyone.
+Inside an agent's Codex the sender is that agent: batty finds the agent's
+shim among the command's parent processes, whatever the environment says.
+Elsewhere the sender is $BATTY_AGENT (set for every agent's Codex process;
+"human" is refused), else --from, else "human". --from must name that same
+agent where there is one: an agent cannot send as the human or as another
+agent. An agent may message "human" and the roles listed in its role's
+talks_to; the human may message anyone.
+
+An agent's final answer to a message is delivered to the sender as its
+reply: agents use batty send to start a conversation, not to answer one.
 
 With the daemon stopped the message is queued all the same and waits until
 batty start (a note on stderr says so). A message that starts with "--" gets
@@ -59,7 +63,7 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sender, err := senderOf(from, os.Getenv(orchestrator.EnvAgent))
+			sender, err := currentSender(from)
 			if err != nil {
 				return usageError(cmd, "%v", err)
 			}
@@ -87,7 +91,7 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
-	cmd.Flags().StringVar(&from, "from", "", `sender: an agent name or "human" (default $`+orchestrator.EnvAgent+`, else "human"; must equal $`+orchestrator.EnvAgent+` when that is set)`)
+	cmd.Flags().StringVar(&from, "from", "", `sender: an agent name or "human" (default: the agent this runs inside, else $`+orchestrator.EnvAgent+`, else "human"; must equal the agent when there is one)`)
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.ValidArgsFunction = completeRecipients(&teamFile, &from)
 	_ = cmd.RegisterFlagCompletionFunc("from", completeNames(&teamFile, namesAgents|namesHuman))
@@ -133,7 +137,7 @@ func deliverMessage(teamFile, from, to, body string) (sentMessage, error) {
 	}
 	if from != team.Human {
 		if _, ok := cfg.Agent(from); !ok {
-			return sentMessage{}, fmt.Errorf("unknown sender %q (from --from or $%s): not an agent of team %q (%s); agents: %s",
+			return sentMessage{}, fmt.Errorf("unknown sender %q (from --from, $%s, or the agent this command runs inside): not an agent of team %q (%s); agents: %s",
 				from, orchestrator.EnvAgent, cfg.Name, cfg.Path, strings.Join(teamAgentNames(cfg), ", "))
 		}
 	}

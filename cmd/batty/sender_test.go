@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,29 +14,48 @@ import (
 )
 
 func TestSenderOf(t *testing.T) {
+	noProc := errors.New("open /proc/self/stat: no such file or directory")
 	for _, tc := range []struct {
-		flag, env string
-		want      string
-		refused   bool
+		name    string
+		f       senderFacts
+		want    string
+		refused string // part of the refusal; "" = accepted
 	}{
-		{"", "", team.Human, false},
-		{"manager", "", "manager", false},
-		{team.Human, "", team.Human, false},
-		{"", "engineer-1", "engineer-1", false},
-		{"engineer-1", "engineer-1", "engineer-1", false},
-		{team.Human, "engineer-1", "", true},
-		{"manager", "engineer-1", "", true},
-		{"Engineer-1", "engineer-1", "", true},
+		{"the human", senderFacts{}, team.Human, ""},
+		{"--from outside the team", senderFacts{Flag: "manager"}, "manager", ""},
+		{"--from human outside", senderFacts{Flag: team.Human}, team.Human, ""},
+		{"an agent's environment", senderFacts{EnvAgent: "engineer-1"}, "engineer-1", ""},
+		{"--from repeats the agent", senderFacts{Flag: "engineer-1", EnvAgent: "engineer-1"}, "engineer-1", ""},
+		{"--from human in an agent's environment", senderFacts{Flag: team.Human, EnvAgent: "engineer-1"}, "", `--from "human" does not match $BATTY_AGENT="engineer-1"`},
+		{"--from another agent", senderFacts{Flag: "manager", EnvAgent: "engineer-1"}, "", `--from "manager" does not match $BATTY_AGENT="engineer-1"`},
+		{"names are exact", senderFacts{Flag: "Engineer-1", EnvAgent: "engineer-1"}, "", `--from "Engineer-1" does not match`},
+		// Under an agent's shim the environment says nothing.
+		{"under a shim", senderFacts{Shim: "engineer-1"}, "engineer-1", ""},
+		{"under a shim, BATTY_AGENT=human", senderFacts{Shim: "engineer-1", EnvAgent: team.Human}, "engineer-1", ""},
+		{"under a shim, BATTY_AGENT of another", senderFacts{Shim: "engineer-1", EnvAgent: "manager"}, "engineer-1", ""},
+		{"under a shim, --from repeats it", senderFacts{Shim: "engineer-1", Flag: "engineer-1", EnvAgent: team.Human}, "engineer-1", ""},
+		{"under a shim, --from human", senderFacts{Shim: "engineer-1", Flag: team.Human}, "", `--from "human": this command runs inside agent "engineer-1"`},
+		{"under a shim, --from another", senderFacts{Shim: "engineer-1", Flag: "manager", EnvAgent: "manager"}, "", `runs inside agent "engineer-1"`},
+		// BATTY_AGENT never names the human.
+		{"BATTY_AGENT=human", senderFacts{EnvAgent: team.Human}, "", `$BATTY_AGENT="human"`},
+		{"BATTY_AGENT=human with --from", senderFacts{EnvAgent: team.Human, Flag: team.Human}, "", `$BATTY_AGENT="human"`},
+		// /proc unreadable: the environment decides, but a marked
+		// process without BATTY_AGENT is not taken for the human.
+		{"no /proc, agent's environment", senderFacts{EnvAgent: "engineer-1", ShimErr: noProc, Marked: true}, "engineer-1", ""},
+		{"no /proc, marked, no BATTY_AGENT", senderFacts{ShimErr: noProc, Marked: true}, "", "cannot tell who sends this message"},
+		{"no /proc, marked, --from", senderFacts{Flag: team.Human, ShimErr: noProc, Marked: true}, "", "BATTY_PROJECT_MARK"},
+		{"no /proc, unmarked", senderFacts{ShimErr: noProc}, team.Human, ""},
+		{"/proc readable, marked, no shim", senderFacts{Marked: true}, team.Human, ""},
 	} {
-		got, err := senderOf(tc.flag, tc.env)
-		if tc.refused {
-			if err == nil || !strings.Contains(err.Error(), `$BATTY_AGENT="`+tc.env+`"`) || !strings.Contains(err.Error(), `--from "`+tc.flag+`"`) {
-				t.Errorf("senderOf(%q, %q) = %q, %v; want a refusal naming both", tc.flag, tc.env, got, err)
+		got, err := senderOf(tc.f)
+		if tc.refused != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.refused) {
+				t.Errorf("%s: senderOf(%+v) = %q, %v; want a refusal with %q", tc.name, tc.f, got, err, tc.refused)
 			}
 			continue
 		}
 		if err != nil || got != tc.want {
-			t.Errorf("senderOf(%q, %q) = %q, %v; want %q", tc.flag, tc.env, got, err, tc.want)
+			t.Errorf("%s: senderOf(%+v) = %q, %v; want %q", tc.name, tc.f, got, err, tc.want)
 		}
 	}
 }
@@ -54,5 +76,186 @@ func TestSendAgentCannotPoseAsAnother(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(l.Inboxes(), "architect")); !os.IsNotExist(err) {
 		t.Fatalf("a refused message created the architect's box: %v", err)
+	}
+}
+
+func TestStatParent(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{"1234 (bash) S 99 1234 1234 0 -1", 99, true},
+		{"1234 (a) b) c) R 7 1 1", 7, true}, // a command name with ") "
+		{"1234 (x\ny) S 42 0", 42, true},
+		{"1 (init) S 0 1 1", 0, true},
+		{"1234 bash S 99", 0, false},
+		{"1234 (bash) S", 0, false},
+		{"1234 (bash) S -5", 0, false},
+		{"1234 (bash) S x", 0, false},
+		{"", 0, false},
+	} {
+		got, err := statParent([]byte(c.in))
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("statParent(%q) = %d, %v; want %d (ok %v)", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
+
+func TestShimAgentOf(t *testing.T) {
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"/usr/bin/batty", "shim", "--agent=engineer-1", "--queue-depth=16"}, "engineer-1"},
+		{[]string{"batty", "shim", "--cwd", "/w", "--agent", "architect"}, "architect"},
+		// A setting the shim would refuse still names the agent.
+		{[]string{"batty", "shim", "--agent=eng", "--queue-depth=0"}, "eng"},
+		{[]string{"batty", "shim"}, ""},
+		{[]string{"batty", "send", "--agent=eng"}, ""},
+		{[]string{"batty", "shim", "--agent="}, ""},
+		{[]string{"batty", "shim", "--no-such-flag", "--agent=eng"}, ""},
+		{[]string{"vim", "shim", "extra", "--agent=eng"}, ""},
+		{[]string{"batty"}, ""},
+	} {
+		got, ok := shimAgentOf([]byte(strings.Join(c.argv, "\x00") + "\x00"))
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("shimAgentOf(%q) = %q, %v; want %q", c.argv, got, ok, c.want)
+		}
+	}
+}
+
+func TestSameProgram(t *testing.T) {
+	for _, c := range []struct {
+		exe, self string
+		want      bool
+	}{
+		{"/usr/bin/batty", "/usr/bin/batty", true},
+		{"/usr/bin/batty (deleted)", "/usr/bin/batty", true},
+		{"/home/me/go/bin/batty", "/usr/local/bin/batty", true},
+		{"/usr/bin/python3", "/usr/bin/batty", false},
+		{"", "/usr/bin/batty", false},
+	} {
+		if got := sameProgram(c.exe, c.self); got != c.want {
+			t.Errorf("sameProgram(%q, %q) = %v", c.exe, c.self, got)
+		}
+	}
+}
+
+func FuzzProcDecoders(f *testing.F) {
+	f.Add([]byte("1234 (bash) S 99 1234"))
+	f.Add([]byte("batty\x00shim\x00--agent=eng\x00"))
+	f.Add([]byte("batty\x00shim\x00--thread-usage\x00input=x\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if ppid, err := statParent(b); err == nil && ppid < 0 {
+			t.Fatalf("negative parent %d", ppid)
+		}
+		if a, ok := shimAgentOf(b); ok != (a != "") {
+			t.Fatalf("agent %q, ok %v", a, ok)
+		}
+	})
+}
+
+// shimLikeMain is a process that looks like an agent's shim (this test
+// binary, run as `<self> shim --agent NAME`): it starts the next process
+// of BATTY_TEST_CHAIN — another shim-like process for each further
+// "shim:NAME" entry, then this binary as batty with the remaining
+// arguments — and exits with its status. It is how a test puts a real
+// shim-like process among the ancestors of `batty send`.
+func shimLikeMain() int {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	chain := strings.Split(os.Getenv("BATTY_TEST_CHAIN"), "\x1f")
+	var cmd *exec.Cmd
+	if agent, ok := strings.CutPrefix(chain[0], "shim:"); ok {
+		cmd = exec.Command(self, "shim", "--agent="+agent, "--queue-depth=4")
+		cmd.Env = append(os.Environ(), "BATTY_TEST_ROLE=shimlike", "BATTY_TEST_CHAIN="+strings.Join(chain[1:], "\x1f"))
+	} else {
+		cmd = exec.Command(self, chain...)
+		cmd.Env = append(os.Environ(), "BATTY_TEST_ROLE=batty")
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// runUnderShims runs `batty args…` in dir below a chain of real shim-like
+// processes, one per agent of shims, the first outermost.
+func runUnderShims(t *testing.T, dir string, env []string, shims []string, args ...string) (string, string, int) {
+	t.Helper()
+	var chain []string
+	for _, a := range shims[1:] {
+		chain = append(chain, "shim:"+a)
+	}
+	chain = append(chain, args...)
+	cmd := battyCommand(t, dir, append(env, "BATTY_TEST_ROLE=shimlike", "BATTY_TEST_CHAIN="+strings.Join(chain, "\x1f")),
+		"shim", "--agent="+shims[0], "--queue-depth=4")
+	return runCmd(t, cmd)
+}
+
+// Below an agent's shim — a real process whose command line is `batty
+// shim --agent NAME` — batty send is from that agent, whatever
+// $BATTY_AGENT says: "human" from an agent's environment is the agent.
+// With a second shim-like process nested inside (one the agent could
+// start itself), the outermost still decides.
+func TestSendUnderAShimIsFromItsAgent(t *testing.T) {
+	dir, l := writeTeam(t)
+	for _, c := range []struct {
+		name  string
+		shims []string
+		env   []string
+	}{
+		{"BATTY_AGENT=human", []string{"engineer-1"}, []string{orchestrator.EnvAgent + "=human"}},
+		{"BATTY_AGENT unset", []string{"engineer-1"}, nil},
+		{"a forged shim inside", []string{"engineer-1", "architect"}, []string{orchestrator.EnvAgent + "=architect"}},
+	} {
+		out, errOut, code := runUnderShims(t, dir, c.env, c.shims, "send", "manager", "from "+c.name)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", c.name, code, out, errOut)
+		}
+	}
+	msgs, err := openBox(t, l, "manager").Pending()
+	if err != nil || len(msgs) != 3 {
+		t.Fatalf("manager's inbox: %+v, %v", msgs, err)
+	}
+	for _, m := range msgs {
+		if m.From != "engineer-1" {
+			t.Errorf("message %q is from %q, want engineer-1", m.Body, m.From)
+		}
+	}
+	// --from naming anyone else is refused, the human included.
+	out, errOut, code := runUnderShims(t, dir, nil, []string{"engineer-1"}, "send", "--from", "human", "manager", "pose")
+	if code != exitUsage || !strings.Contains(errOut, `--from "human": this command runs inside agent "engineer-1"`) {
+		t.Fatalf("--from human below a shim: exit %d\n%s%s", code, out, errOut)
+	}
+	// Outside any shim, BATTY_AGENT=human is refused.
+	out, errOut, code = runBattyIn(t, dir, []string{orchestrator.EnvAgent + "=human"}, "", "send", "manager", "pose")
+	if code != exitUsage || !strings.Contains(errOut, `$BATTY_AGENT="human"`) {
+		t.Fatalf("BATTY_AGENT=human: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// shimAncestor reads a real process chain: none above the test itself, the
+// agent of a real shim-like parent.
+func TestShimAncestor(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := shimAncestor("/proc", os.Getpid(), self); err != nil || a != "" {
+		t.Fatalf("the test process: %q, %v", a, err)
+	}
+	if _, err := shimAncestor(t.TempDir(), os.Getpid(), self); err == nil {
+		t.Fatal("an unreadable /proc gave no error")
 	}
 }

@@ -31,7 +31,7 @@ func TestValidateRefusesAPromptTooLargeForCodex(t *testing.T) {
 		if code != 1 || strings.Contains(out, "running") {
 			t.Fatalf("%s: exit %d, want 1\nstdout: %s\nstderr: %s", cmd, code, out, errOut)
 		}
-		for _, want := range []string{`team.yaml:4:13: prompt file "prompts/big.md" is too large`, "developer_instructions argument", "at most 131071 bytes", "MAX_ARG_STRLEN = 131072"} {
+		for _, want := range []string{`team.yaml:4:13: prompt file "prompts/big.md" is too large`, "developer_instructions argument", "at most 126975 allowed", "131071 bytes", "MAX_ARG_STRLEN = 131072", "batty keeps 4096"} {
 			if !strings.Contains(errOut, want) {
 				t.Errorf("%s: stderr lacks %q:\n%s", cmd, want, errOut)
 			}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/orchestrator"
+)
+
+// battyCommandRE finds the batty command in an agent's instructions, as a
+// model reads it there (shim.CrewInstructions).
+var battyCommandRE = regexp.MustCompile(`(?m)^Your batty command: (.+)$`)
+
+// Agents reach each other with a real model's tool calls: the model calls
+// exec_command without "login": false, so Codex runs the command in a
+// login shell, whose profile (a scratch HOME's) resets PATH; batty is on no
+// PATH. The architect's command runs batty by the path its developer
+// instructions give; the message reaches the engineer, who runs a turn on
+// it. In that same shell plain `batty` is not found — what agents ran
+// before. An agent cannot pose as the human: BATTY_AGENT=human is ignored
+// below its shim, and --from human is refused.
+func TestE2EAgentsReachEachOtherFromALoginShell(t *testing.T) {
+	codexBin := codextest.Codex(t)
+	srv := codextest.NewServer(t)
+	home := srv.WriteHome(t)
+	login := t.TempDir()
+	for _, f := range []string{".bash_profile", ".profile"} {
+		if err := os.WriteFile(filepath.Join(login, f), []byte("export PATH=/usr/bin:/bin\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-crew-%d", time.Now().UnixNano()),
+		env: []string{"HOME=" + login}}
+	if dir := filepath.Dir(r.bin); strings.Contains(":"+os.Getenv("PATH")+":", ":"+dir+":") {
+		t.Fatalf("test setup: batty's directory %s is on PATH", dir)
+	}
+	os.MkdirAll(filepath.Join(r.dir, "prompts"), 0o755)
+	os.WriteFile(filepath.Join(r.dir, "prompts", "architect.md"), []byte("ROLE-ARCHITECT: you design.\n"), 0o644)
+	os.WriteFile(filepath.Join(r.dir, "prompts", "eng.md"), []byte("ROLE-ENG: you build.\n"), 0o644)
+	os.WriteFile(filepath.Join(r.dir, "team.yaml"), []byte(fmt.Sprintf(`name: crew
+codex:
+  bin: %s
+  codex_home: %s
+  sandbox: danger-full-access
+roles:
+  - name: architect
+    prompt: prompts/architect.md
+    talks_to: [eng]
+  - name: eng
+    prompt: prompts/eng.md
+    talks_to: [architect]
+`, codexBin, home)), 0o644)
+
+	// The model: the architect, on the human's message, runs one command
+	// through the shell tool as a real model does; the engineer answers.
+	srv.Handle(func(req codextest.Request) codextest.Reply {
+		var dev string
+		for _, m := range req.Messages {
+			if m.Role == "developer" {
+				dev += m.Text + "\n"
+			}
+		}
+		switch {
+		case req.FollowUp:
+			return codextest.ShellDoneReply(req)
+		case strings.Contains(dev, "ROLE-ARCHITECT") && strings.Contains(req.LastUserText(), "[[go]]"):
+			m := battyCommandRE.FindStringSubmatch(dev)
+			if m == nil {
+				return codextest.TextReply("NO-BATTY-COMMAND-IN-MY-INSTRUCTIONS")
+			}
+			b := m[1]
+			cmd := "command -v batty || echo NO-BATTY-ON-PATH; echo PATH=$PATH; " +
+				b + " send eng 'hello from the architect' && " +
+				"BATTY_AGENT=human " + b + " send eng 'posing as the human'; " +
+				"BATTY_AGENT=human " + b + " send --from human eng 'posing harder'; echo FROM-HUMAN-EXIT=$?"
+			return codextest.Reply{Shell: cmd, ShellArgs: map[string]any{"yield_time_ms": 30000}}
+		case strings.Contains(dev, "ROLE-ENG"):
+			return codextest.TextReply("ENG-GOT-IT")
+		}
+		return codextest.TextReply("OK")
+	})
+
+	t.Cleanup(func() {
+		r.batty("stop", "--timeout", "2s")
+		codextest.AssertNoMarked(t, r.mark)
+	})
+	r.must("start", "--no-tmux")
+	r.must("send", "architect", "reach the engineer [[go]]")
+	r.waitStatus("the engineer's turns on both messages", func(st orchestrator.Status) bool {
+		return agentStatus(st, "architect").TurnsCompleted >= 1 && agentStatus(st, "eng").TurnsCompleted >= 2
+	})
+
+	// The command ran in a login shell with PATH reset, where plain
+	// `batty` is not found.
+	var out string
+	for _, req := range srv.Requests() {
+		if req.FollowUp {
+			out += strings.Join(req.ToolOutputs, "\n")
+		}
+	}
+	for _, want := range []string{"NO-BATTY-ON-PATH", "PATH=/usr/bin:/bin\n", "queued ", `--from "human": this command runs inside agent "architect"`, "FROM-HUMAN-EXIT=2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the architect's command output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Both messages reached the engineer, from the architect: the one that
+	// posed as the human too.
+	var msgs []listedMessage
+	if err := json.Unmarshal([]byte(r.must("inbox", "eng", "--json")), &msgs); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, m := range msgs {
+		got[m.Body] = m.From
+	}
+	if got["hello from the architect"] != "architect" || got["posing as the human"] != "architect" || len(msgs) != 2 {
+		t.Fatalf("the engineer's messages: %+v", msgs)
+	}
+}
