@@ -3,13 +3,13 @@ package orchestrator
 import (
 	"errors"
 	"fmt"
-	"github.com/battyhq/batty/shim"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 )
 
