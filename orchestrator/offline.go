@@ -96,7 +96,7 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 			st.Agents = append(st.Agents, AgentStatus{
 				Name: a.Name, Role: a.Role, State: agentStopped, ThreadID: as.ThreadID, Backlog: pending + inflight,
 				TurnsCompleted: as.TurnsCompleted, InputTokens: as.InputTokens, OutputTokens: as.OutputTokens,
-				ContextPct: as.ContextPct, LastError: as.LastError,
+				ContextPct: as.ContextPct, LastError: as.LastError, NoAnswers: as.NoAnswers,
 			})
 		}
 		book, err := newQuotaBook(cfg, l, os.Environ(), retry.QuotaPolicy{}, nil, true)
