@@ -75,16 +75,14 @@ Note: as in kubectl, -f means --follow here; name the team file with --team.`,
 				}
 				return unknownAgentError(cfg, agent)
 			}
-			out := cmd.OutOrStdout()
-			var strip *ptylog.StripWriter
-			if stripColor(color, isTerminal(out), os.Getenv("NO_COLOR")) {
-				strip = ptylog.NewStripWriter(out)
-				out = strip
-			}
+			// What the transcript holds was cleaned as it was written,
+			// but an agent may write into the file: it is cleaned again,
+			// keeping only its colours (or none).
+			clean := ptylog.NewCleanWriter(cmd.OutOrStdout(), !stripColor(color, isTerminal(cmd.OutOrStdout()), os.Getenv("NO_COLOR")))
 			t := &logtail.Tail{
 				Path:   p.Layout.Transcript(agent),
 				Label:  "transcript for " + agent,
-				Out:    out,
+				Out:    clean,
 				Notice: cmd.ErrOrStderr(),
 			}
 			if follow {
@@ -98,10 +96,7 @@ Note: as in kubectl, -f means --follow here; name the team file with --team.`,
 					err = nil
 				}
 			}
-			if strip != nil {
-				err = errors.Join(err, strip.Flush())
-			}
-			return err
+			return errors.Join(err, clean.Flush())
 		},
 	}
 	addTeamFlags(cmd, &teamFile, false)
