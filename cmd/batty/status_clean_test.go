@@ -50,7 +50,7 @@ func TestStatusCleansOutsideText(t *testing.T) {
 				Network: &orchestrator.NetworkStatus{State: "waiting", Account: "/h" + hostile, Since: now, Message: hostile}},
 			{Name: "d", State: "idle", Network: &orchestrator.NetworkStatus{State: "held", Account: "/h" + hostile, Since: now}},
 		},
-		Accounts: []orchestrator.AccountStatus{{Account: "/h" + hostile, Agents: []string{"a"}, Paused: true, Reason: hostile, ResumeAt: &resume}},
+		Accounts:  []orchestrator.AccountStatus{{Account: "/h" + hostile, Agents: []string{"a"}, Paused: true, Reason: hostile, ResumeAt: &resume}},
 		Schedules: []orchestrator.ScheduleStatus{{Name: "n", To: "a", Every: "1h", State: "failed", Running: hostile, LastError: hostile}},
 	}
 	var b strings.Builder
