@@ -31,8 +31,8 @@ since, resume_at, probing, failed_probes, held}] (usage-limit pauses per
 account), schedules [{name, to, every, state, runs_completed, runs_failed,
 running, next_due, last_started, last_finished, last_error}] (the team
 file's scheduled prompts; unknown times are left out). An agent whose Codex cannot run is "parked": its "parked"
-{kind, detail, fix} says why and how to fix it, and its messages wait until
-it runs. network is null, or {state, account, since, message} while the
+{kind, detail, fix} says why and how to fix it (null for the others), and
+its messages wait until it runs. network is null, or {state, account, since, message} while the
 agent's account cannot reach the API: "waiting" (its turn waits for the
 network; the agent's state is waiting_for_network) or "held" (it starts no
 new turn until the API answers).`,
