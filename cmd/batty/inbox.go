@@ -284,7 +284,7 @@ func printHumanMessage(w io.Writer, m listedMessage) {
 	fmt.Fprintf(&b, "  %s\n", safetext.Line(m.ID, 0))
 	writeIndented(&b, "  ", safetext.Text(m.Body))
 	if m.BodyFile != "" {
-		fmt.Fprintf(&b, "  … (%s shown of %s; the whole text: batty inbox --full %s)\n", byteSize(int64(len(m.Body))), byteSize(m.BodySize), m.ID)
+		fmt.Fprintf(&b, "  … (%s shown of %s; the whole text: batty inbox --full %s)\n", byteSize(int64(len(m.Body))), byteSize(m.BodySize), safetext.Line(m.ID, 0))
 	}
 	b.WriteString("\n")
 	io.WriteString(w, b.String())
@@ -339,7 +339,7 @@ func printAgentMessage(w io.Writer, m listedMessage) {
 			fmt.Fprintf(&b, "  reply:   %s\n", oneLine(o.Reply))
 		}
 		if o.ReplyFile != "" {
-			fmt.Fprintf(&b, "           (%s in all: batty inbox %s --full %s)\n", byteSize(o.ReplySize), m.Box, m.ID)
+			fmt.Fprintf(&b, "           (%s in all: batty inbox %s --full %s)\n", byteSize(o.ReplySize), m.Box, safetext.Line(m.ID, 0))
 		}
 		fmt.Fprintf(&b, "  tokens:  in %d out %d · finished %s\n", o.InputTokens, o.OutputTokens, inboxTime(o.FinishedAt))
 	}
