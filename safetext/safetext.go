@@ -16,8 +16,9 @@
 //   - An escape sequence (ESC followed by CSI parameters and a final byte,
 //     an OSC, DCS, SOS, PM or APC string up to its BEL or ESC \ — or to the
 //     end of the line when it has none — or a two-character escape) is
-//     dropped whole: it is formatting, mostly the colours of a command's
-//     output, and shows nothing worth reading.
+//     dropped whole, and so is an ESC that starts none: it is formatting,
+//     mostly the colours of a command's output, and shows nothing worth
+//     reading.
 //   - Every other control character (C0 but newline and tab, DEL, C1), the
 //     line and paragraph separators U+2028 and U+2029, and the invisible
 //     format characters (Unicode category Cf: the bidirectional marks,
@@ -128,16 +129,17 @@ func clean(s string, m mode) string {
 			i++
 			continue
 		}
+		if c == esc {
+			j := skipEscape(s, i)
+			if m == modeStyled && isSGR(s[i:j]) {
+				b.WriteString(s[i:j])
+			}
+			i = j
+			continue // a dropped sequence ends no run of line breaks
+		}
 		space = false
 		if c < utf8.RuneSelf {
 			switch {
-			case c == esc:
-				j := skipEscape(s, i)
-				if m == modeStyled && isSGR(s[i:j]) {
-					b.WriteString(s[i:j])
-				}
-				i = j
-				continue
 			case c == '\r':
 				if i+1 < len(s) && s[i+1] == '\n' {
 					i++ // the \n is written next round

@@ -79,6 +79,7 @@ func TestLine(t *testing.T) {
 		{"x", 1, "x"},
 		{"xy", 1, "…"},
 		{"\r\n", 5, ""},
+		{"a\r\x1b\rb", 0, "a b"}, // a dropped ESC between breaks: still one space
 	} {
 		if got := Line(tt.in, tt.max); got != tt.want {
 			t.Errorf("Line(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)

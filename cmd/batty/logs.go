@@ -39,7 +39,9 @@ interrupted.
 Transcripts are coloured. --color=auto (the default) keeps the colours when
 stdout is a terminal and NO_COLOR is not set (https://no-color.org), and
 strips them otherwise (a pipe, a file); --color=always and --color=never
-decide regardless.
+decide regardless. Either way only the transcript's colours reach the
+terminal: any other escape sequence is dropped and control or bidi
+characters are shown escaped (\x07, \u202e).
 
 Note: as in kubectl, -f means --follow here; name the team file with --team.`,
 		Example: `  batty logs engineer-1
