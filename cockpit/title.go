@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/battyhq/batty/ptylog"
+	"github.com/battyhq/batty/safetext"
 )
 
 // Dispatch pause kinds, as the orchestrator names them.
@@ -128,6 +128,7 @@ func FeedTitle(v FeedView) string {
 	return clean(s)
 }
 
-// clean makes s safe as a title or message: control characters would
-// garble the border. At most 200 runes.
-func clean(s string) string { return ptylog.OneLine(s, 200) }
+// clean makes s safe as a title or message: one line of at most 200 runes
+// (safetext.Line), so that control characters or an escape sequence in an
+// agent's error cannot garble the border or drive the terminal.
+func clean(s string) string { return safetext.Line(s, 200) }

@@ -27,7 +27,7 @@ func TestTitle(t *testing.T) {
 		{AgentView{Name: "e-1", State: "parked"}, "e-1 · parked"},
 		{AgentView{Name: "e-1", State: "spawning"}, "e-1 · starting"},
 		{AgentView{Name: "e-1", State: "stopped"}, "e-1 · stopped"},
-		{AgentView{Name: "e\x1b[31m", State: "idle"}, "e [31m · idle"},
+		{AgentView{Name: "e\x1b[31m", State: "idle"}, "e · idle"},
 	} {
 		if got := Title(tc.v); got != tc.want {
 			t.Errorf("Title(%+v) = %q, want %q", tc.v, got, tc.want)
@@ -44,6 +44,10 @@ func TestFeedTitle(t *testing.T) {
 		{FeedView{Team: "demo"}, "orchestrator · demo · dispatch running"},
 		{FeedView{Team: "demo", Pause: PauseQuota, ResumeAt: at}, "orchestrator · demo · quota paused until 14:32"},
 		{FeedView{Team: "demo", Pause: PauseManual, Reason: "lunch"}, "orchestrator · demo · paused: lunch"},
+		// A pause reason may be a model's text: no escape sequence, no
+		// line break, no bidirectional control reaches the pane border.
+		{FeedView{Team: "demo", Pause: PauseManual, Reason: "a\x1b]52;c;eA==\x07b\x1b]0;pwned\x1b\\\r\nc\u202ed\u2066"},
+			`orchestrator · demo · paused: ab c\u202ed\u2066`},
 	} {
 		if got := FeedTitle(tc.v); got != tc.want {
 			t.Errorf("FeedTitle(%+v) = %q, want %q", tc.v, got, tc.want)

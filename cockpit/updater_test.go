@@ -218,3 +218,17 @@ func (c countCalls) Run(ctx context.Context, args ...string) (string, error) {
 	c.n.Add(1)
 	return c.r.Run(ctx, args...)
 }
+
+// TestAlertIsCleaned: an alert quotes an agent's error; what reaches the
+// attached clients is one line without escape sequences or bidirectional
+// controls.
+func TestAlertIsCleaned(t *testing.T) {
+	u := NewUpdater(Server{Run: clients{newCountingRunner(), ""}}, "s", newFlipSource(1).snapshot, UpdaterOptions{})
+	u.Alert("batty: a failed: \x1b]52;c;Y3VybA==\x07boom\r\n\x1b]0;title\x07\u202eevil\x08")
+	u.mu.Lock()
+	got := u.alerts[len(u.alerts)-1]
+	u.mu.Unlock()
+	if want := `batty: a failed: boom \u202eevil\x08`; got != want {
+		t.Fatalf("alert %q, want %q", got, want)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/scriptedmodel"
 )
 
@@ -190,7 +191,7 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 	defer func() { stopFollow(); wg.Wait() }()
 
 	p.restart()
-	p.linef("human runs: batty send architect %q", oneLine(scriptedmodel.Goal, 100))
+	p.linef("human runs: batty send architect %q", safetext.Line(scriptedmodel.Goal, 100))
 	if _, err := r.run("send", "-f", teamFile, "architect", scriptedmodel.Goal); err != nil {
 		return res, err
 	}

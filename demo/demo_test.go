@@ -250,8 +250,22 @@ func TestStepLine(t *testing.T) {
 			t.Errorf("stepLine(%+v) = %q, want %q", c.st, got, c.want)
 		}
 	}
-	if got := oneLine(strings.Repeat("é", 20), 10); got != strings.Repeat("é", 9)+"…" {
-		t.Errorf("oneLine = %q", got)
+	if got := stepLine(scriptedmodel.Step{Agent: "a", Text: strings.Repeat("é", 200)}); got != `a (model) ends its turn: "`+strings.Repeat("é", 99)+`…"` {
+		t.Errorf("a long text is not cut: %q", got)
+	}
+}
+
+// TestPrinterCleansOutsideText: the demo's feed quotes events, messages to
+// the human and the model's steps: an escape sequence (OSC 52, OSC 0), a
+// CR or a bidirectional control never reaches the terminal; lines are kept,
+// indented.
+func TestPrinterCleansOutsideText(t *testing.T) {
+	var out bytes.Buffer
+	p := newPrinter(&out)
+	p.linef("architect → human (your inbox):\n%s", "ok\x1b]52;c;Y3VybA==\x07\x1b]0;pwned\x07 over\rwrite \u202eevil\x08")
+	got := out.String()
+	if want := "s  architect → human (your inbox):\n         ok over\n         write \\u202eevil\\x08\n"; !strings.HasSuffix(got, want) {
+		t.Fatalf("printed %q, want it to end with %q", got, want)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/scriptedmodel"
 )
 
@@ -35,9 +36,10 @@ type printer struct {
 func newPrinter(out io.Writer) *printer { return &printer{out: out, start: time.Now()} }
 
 // linef writes one feed line (continuation lines of a multi-line text are
-// indented under it).
+// indented under it). The text quotes events, messages and the model's
+// steps, so it is made safe for the terminal first (safetext.Text).
 func (p *printer) linef(format string, args ...any) {
-	text := fmt.Sprintf(format, args...)
+	text := safetext.Text(fmt.Sprintf(format, args...))
 	text = strings.ReplaceAll(strings.TrimRight(text, "\n"), "\n", "\n         ")
 	p.mu.Lock()
 	line := fmt.Sprintf("%6.1fs  %s\n", time.Since(p.start).Seconds(), text)
@@ -77,16 +79,6 @@ func (p *printer) release() {
 	p.queue = nil
 }
 
-// oneLine shortens s to one line of at most n runes for the feed.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
 // stepLine describes a step of the stand-in model for the feed, and
 // reports whether it is a failure.
 func stepLine(st scriptedmodel.Step) string {
@@ -98,9 +90,9 @@ func stepLine(st scriptedmodel.Step) string {
 	case st.Failed:
 		return fmt.Sprintf("%s (model): %s", who, st.Text)
 	case st.Shell != "":
-		return fmt.Sprintf("%s (model) runs: %s", who, oneLine(st.Shell, 110))
+		return fmt.Sprintf("%s (model) runs: %s", who, safetext.Line(st.Shell, 110))
 	default:
-		return fmt.Sprintf("%s (model) ends its turn: %q", who, oneLine(st.Text, 100))
+		return fmt.Sprintf("%s (model) ends its turn: %q", who, safetext.Line(st.Text, 100))
 	}
 }
 

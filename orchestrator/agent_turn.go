@@ -220,7 +220,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	}
 	if e.Status != protocol.TurnCompleted && e.Error != "" {
 		a.st.TurnsFailed++
-		a.st.LastError, a.st.LastErrorAt = fmt.Sprintf("%s %s: %s", e.Status, e.Failure, e.Error), time.Now().UTC()
+		a.st.LastError, a.st.LastErrorAt = turnError(string(e.Status), string(e.Failure), e.Error), time.Now().UTC()
 	}
 	var verdict retryVerdict
 	cause := ""

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
 )
 
@@ -147,8 +148,7 @@ func (h *alertHook) runOne(ctx context.Context, a Alert) {
 	in = append(in, '\n')
 	cmd := exec.Command(h.argv[0], h.argv[1:]...)
 	cmd.Dir = h.dir
-	cmd.Env = append(slices.Clone(h.env),
-		"BATTY_ALERT_KIND="+a.Kind, "BATTY_ALERT_AGENT="+a.Agent, "BATTY_ALERT_MESSAGE="+a.Message)
+	cmd.Env = append(slices.Clone(h.env), alertEnv(a)...)
 	cmd.Stdin = bytes.NewReader(in)
 	out := &cappedBuffer{limit: alertOutputLimit}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -190,6 +190,17 @@ func (h *alertHook) runOne(ctx context.Context, a Alert) {
 	default:
 		log.Debug("Alert command ran", "output", out.String())
 	}
+}
+
+// alertEnv returns the variables that tell on_alert about a:
+// BATTY_ALERT_KIND, BATTY_ALERT_AGENT and BATTY_ALERT_MESSAGE, the message
+// as one line made safe by safetext.Line (it quotes agents' errors and
+// replies: no escape sequence, CR, LF, NUL or bidirectional control reaches
+// a notification or a terminal). Its stdin has the whole text, as JSON.
+// Pure.
+func alertEnv(a Alert) []string {
+	return []string{"BATTY_ALERT_KIND=" + a.Kind, "BATTY_ALERT_AGENT=" + safetext.Line(a.Agent, 0),
+		"BATTY_ALERT_MESSAGE=" + safetext.Line(a.Message, 0)}
 }
 
 // cappedBuffer keeps the first limit bytes written to it and counts the

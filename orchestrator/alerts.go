@@ -103,10 +103,9 @@ func AlertFor(e Event) (Alert, bool) {
 }
 
 // clip cuts s to at most n bytes on a rune boundary, ending it with "…"
-// when it was cut, and drops NUL bytes (an environment value cannot hold
-// them).
+// when it was cut. (The environment gets the message through
+// safetext.Line, which shows a NUL or any other control escaped.)
 func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\x00", "")
 	if len(s) <= n {
 		return s
 	}
@@ -120,4 +119,16 @@ func clip(s string, n int) string {
 // replyPreview is the start of a reply on one line, for the reply alert.
 func replyPreview(reply string) string {
 	return clip(strings.Join(strings.Fields(reply), " "), 200)
+}
+
+// turnError is an agent's last error after a turn that did not complete:
+// its status, its failure kind when it has one, and the error — "failed
+// exit: codex exited 3", "interrupted: turn interrupted" (no empty kind
+// between). It is the form of a scheduled run's error too. Pure.
+func turnError(status, failure, err string) string {
+	s := status
+	if failure != "" {
+		s += " " + failure
+	}
+	return s + ": " + err
 }

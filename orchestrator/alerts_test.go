@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,12 +74,48 @@ func TestClip(t *testing.T) {
 		want string
 	}{
 		{"short", 10, "short"},
-		{"a\x00b", 10, "ab"},
+		{"a\x00b", 10, "a\x00b"}, // cleaned for the environment by alertEnv
 		{"abcdefghij", 6, "abc…"},
 		{"ééééé", 7, "éé…"}, // é is 2 bytes, … is 3: never half a rune
 	} {
 		if got := clip(tc.in, tc.n); got != tc.want {
 			t.Errorf("clip(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestAlertEnv: BATTY_ALERT_MESSAGE is one line, as documented, whatever
+// the error or reply it quotes holds: no ESC (an OSC 52 would write the
+// clipboard of the terminal a hook echoes it to), no CR, LF or NUL, no
+// bidirectional control; what was removed shows as an escape. Stdin keeps
+// the whole text.
+func TestAlertEnv(t *testing.T) {
+	e := Event{Type: EvAgentFailed, Agent: "eng", Detail: "boom\x1b]52;c;Y3VybA==\x07\x1b]0;pwned\x07\r\nfake\x00 \u202eevil\u2066"}
+	a, ok := AlertFor(e)
+	if !ok {
+		t.Fatal("no alert")
+	}
+	env := alertEnv(a)
+	want := []string{"BATTY_ALERT_KIND=agent_failed", "BATTY_ALERT_AGENT=eng",
+		`BATTY_ALERT_MESSAGE=eng failed: boom fake\x00 \u202eevil\u2066`}
+	if !slices.Equal(env, want) {
+		t.Fatalf("environment %q, want %q", env, want)
+	}
+	if a.Message != "eng failed: "+e.Detail {
+		t.Fatalf("the alert's message (stdin) is %q, want the whole text", a.Message)
+	}
+}
+
+// TestTurnError: an agent's last error names the status, the failure kind
+// when there is one, and the error, without an empty kind between.
+func TestTurnError(t *testing.T) {
+	for _, tc := range []struct{ status, failure, err, want string }{
+		{"interrupted", "", "turn interrupted", "interrupted: turn interrupted"},
+		{"failed", "exit", "codex exited 3", "failed exit: codex exited 3"},
+		{"timed_out", "", "no answer in 10m", "timed_out: no answer in 10m"},
+	} {
+		if got := turnError(tc.status, tc.failure, tc.err); got != tc.want {
+			t.Errorf("turnError(%q, %q, %q) = %q, want %q", tc.status, tc.failure, tc.err, got, tc.want)
 		}
 	}
 }

@@ -59,8 +59,8 @@ type AgentStatus struct {
 	ShimPID        int     `json:"shim_pid"`
 	Restarts       int     `json:"restarts"`
 	// Parked says why a parked agent's Codex cannot run and how to fix it;
-	// absent when the agent is not parked.
-	Parked *ParkedStatus `json:"parked,omitempty"`
+	// null when the agent is not parked.
+	Parked *ParkedStatus `json:"parked"`
 	// Network is set while the agent's account cannot reach the API (see
 	// NetworkStatus); null otherwise.
 	Network *NetworkStatus `json:"network"`

@@ -161,7 +161,7 @@ func acquireLock(l Layout) (*os.File, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		pid := readPID(l)
-		return nil, fmt.Errorf("%w: batty is already running for this project (pid %d, socket %s); `batty stop` stops it", ErrAlreadyRunning, pid, l.Socket())
+		return nil, AlreadyRunningError(pid, l.Socket())
 	}
 	f.Truncate(0)
 	fmt.Fprintf(f, "%d\n", os.Getpid())
@@ -172,6 +172,14 @@ func acquireLock(l Layout) (*os.File, error) {
 // ErrAlreadyRunning is returned (wrapped) by New when the project's daemon
 // already runs.
 var ErrAlreadyRunning = errors.New("already running")
+
+// AlreadyRunningError is the error for a project whose daemon runs as pid,
+// listening on socket: it wraps ErrAlreadyRunning and reads once after the
+// command's "batty: " — "already running for this project (pid 41230,
+// socket /p/.batty/daemon.sock); `batty stop` stops it".
+func AlreadyRunningError(pid int, socket string) error {
+	return fmt.Errorf("%w for this project (pid %d, socket %s); `batty stop` stops it", ErrAlreadyRunning, pid, socket)
+}
 
 func releaseLock(f *os.File) {
 	if f == nil {

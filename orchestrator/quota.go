@@ -16,7 +16,7 @@ type AccountStatus struct {
 	// Account is the key: the CODEX_HOME path (scope account),
 	// "agent:<name>" or "team".
 	Account   string   `json:"account"`
-	CodexHome string   `json:"codex_home,omitempty"`
+	CodexHome string   `json:"codex_home"`
 	Agents    []string `json:"agents"`
 	Paused    bool     `json:"paused"`
 	// Reason is codex's message of the limit ("" when open).

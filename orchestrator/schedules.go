@@ -38,7 +38,7 @@ type ScheduleStatus struct {
 	State         string    `json:"state"` // waiting | running | stopped | failed
 	RunsCompleted int       `json:"runs_completed"`
 	RunsFailed    int       `json:"runs_failed"`
-	Running       string    `json:"running,omitempty"` // the message id of the run in flight
+	Running       string    `json:"running"` // the message id of the run in flight, "" when none runs
 	NextDue       time.Time `json:"next_due,omitzero"`
 	LastStarted   time.Time `json:"last_started,omitzero"`
 	LastFinished  time.Time `json:"last_finished,omitzero"`

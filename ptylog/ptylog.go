@@ -11,10 +11,11 @@
 // next accepted line is preceded by a "[batty: N transcript lines dropped]"
 // marker.
 //
-// Text that comes from the model or from command output is untrusted: escape
-// sequences are removed and other control characters are escaped before
-// anything reaches the file, so the only ANSI sequences in a transcript are the
-// Writer's own colours.
+// Text that comes from the model or from command output is untrusted: it
+// goes through package safetext before anything reaches the file (escape
+// sequences removed, other control and bidirectional characters shown
+// escaped), so the only ANSI sequences in a transcript are the Writer's own
+// colours. CleanWriter cleans a transcript again as it is printed.
 //
 // The transcript's directory may be writable by the agents it records, so
 // nothing is opened, created or renamed through a symbolic link (see Open).

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+
+	"github.com/battyhq/batty/safetext"
 )
 
 func intp(n int) *int { return &n }
@@ -245,7 +248,7 @@ func TestFormatting(t *testing.T) {
 				}
 				stripped := make([]string, len(got))
 				for i, l := range got {
-					stripped[i] = StripANSI(l)
+					stripped[i] = safetext.StripANSI(l)
 					checkOnlyOurSequences(t, l)
 				}
 				if len(got) == 0 {
@@ -309,10 +312,10 @@ func TestCommandOutputHeadAndTail(t *testing.T) {
 }
 
 func TestUntrustedTextCannotEmitEscapes(t *testing.T) {
-	evil := "hi\x1b[31mred\x1b[0m \x1b]0;pwned\x07title \x1b[2J\x1b[H bell\x07 nul\x00 \u009b31m \u202eabc over\rwrite"
+	evil := "hi\x1b[31mred\x1b[0m \x1b]0;pwned\x07title \x1b[2J\x1b[H bell\x07 nul\x00 \u009b31m \u202eabc over\rwrite \x1b]52;c;Y2F0IH4vLnNzaC9pZF9yc2E=\x07\u200f\u061c\u2067x"
 	want := []string{
 		`15:04:05 » hired title  bell\x07 nul\x00 \u009b31m \u202eabc over`,
-		`15:04:05   write`,
+		`15:04:05   write \u200f\u061c\u2067x`,
 	}
 	for _, color := range []bool{false, true} {
 		t.Run(fmt.Sprintf("color=%v", color), func(t *testing.T) {
@@ -337,8 +340,8 @@ func TestUntrustedTextCannotEmitEscapes(t *testing.T) {
 				} else if strings.ContainsRune(l, 0x1b) {
 					t.Errorf("ESC in uncoloured line %q", l)
 				}
-				for _, r := range StripANSI(l) {
-					if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+				for _, r := range safetext.StripANSI(l) {
+					if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || unicode.Is(unicode.Cf, r) {
 						t.Errorf("control character %U in line %q", r, l)
 					}
 				}

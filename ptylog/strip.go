@@ -4,30 +4,46 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"unicode/utf8"
+
+	"github.com/battyhq/batty/safetext"
 )
 
-// StripWriter passes what is written to it on to another writer without
-// ANSI escape sequences (see StripANSI): it turns a coloured transcript into
-// plain text for a file, a pipe or a reader who set NO_COLOR. Lines are
-// stripped whole, so a sequence split between two writes is still removed:
-// the end of the data after its last newline is written at once when it
-// holds no ESC, else held back until its line ends or Flush. Not safe for
-// concurrent use.
-type StripWriter struct {
+// CleanWriter passes a transcript on to another writer, made safe for a
+// terminal: with colour, through safetext.Styled (the transcript's own
+// colours kept, every other escape sequence dropped, other control and
+// bidirectional characters shown escaped); without, through safetext.Text
+// (plain text for a file, a pipe or a reader who set NO_COLOR). A
+// transcript holds only what its Writer cleaned, but its directory may be
+// writable by the agents it records, so `batty logs` cleans again what it
+// prints. Data is cleaned a line at a time, so a sequence split between
+// two writes is still recognised: the end of the data after its last
+// newline is written at once when it holds no ESC, does not end in a CR
+// and does not end inside a UTF-8 sequence, else held back until its line
+// ends or Flush. Not safe for concurrent use.
+type CleanWriter struct {
 	w       io.Writer
-	pending []byte // the start of a line holding an ESC, not written yet
+	clean   func(string) string
+	pending []byte // the start of a line not written yet
 }
 
-// NewStripWriter returns a StripWriter writing to w.
-func NewStripWriter(w io.Writer) *StripWriter { return &StripWriter{w: w} }
+// NewCleanWriter returns a CleanWriter writing to w, keeping the colours
+// when colour is set.
+func NewCleanWriter(w io.Writer, colour bool) *CleanWriter {
+	c := &CleanWriter{w: w, clean: safetext.Text}
+	if colour {
+		c.clean = safetext.Styled
+	}
+	return c
+}
 
-// Write strips p and writes it on; it reports p as written whole unless
+// Write cleans p and writes it on; it reports p as written whole unless
 // the underlying writer fails.
-func (s *StripWriter) Write(p []byte) (int, error) {
+func (c *CleanWriter) Write(p []byte) (int, error) {
 	data := p
-	if len(s.pending) > 0 {
-		data = append(s.pending, p...)
-		s.pending = nil
+	if len(c.pending) > 0 {
+		data = append(c.pending, p...)
+		c.pending = nil
 	}
 	var rest []byte
 	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
@@ -35,26 +51,43 @@ func (s *StripWriter) Write(p []byte) (int, error) {
 	} else {
 		data, rest = nil, data
 	}
-	if bytes.IndexByte(rest, esc) >= 0 {
-		s.pending = append([]byte(nil), rest...)
+	if holdBack(rest) {
+		c.pending = append([]byte(nil), rest...)
 		rest = nil
 	}
-	out := StripANSI(string(data)) + string(rest)
-	if _, err := io.WriteString(s.w, out); err != nil {
-		return 0, fmt.Errorf("strip colours: %w", err)
+	out := c.clean(string(data)) + c.clean(string(rest))
+	if _, err := io.WriteString(c.w, out); err != nil {
+		return 0, fmt.Errorf("write the transcript: %w", err)
 	}
 	return len(p), nil
 }
 
-// Flush writes the line held back, stripped. It is idempotent.
-func (s *StripWriter) Flush() error {
-	if len(s.pending) == 0 {
+// holdBack reports whether the start of a line may read otherwise once
+// the rest of its line is there: it holds an ESC, ends in a CR (of a
+// CR LF), or ends inside a UTF-8 sequence.
+func holdBack(part []byte) bool {
+	if len(part) == 0 {
+		return false
+	}
+	if bytes.IndexByte(part, 0x1b) >= 0 || part[len(part)-1] == '\r' {
+		return true
+	}
+	i := len(part) - 1
+	for i > 0 && i > len(part)-utf8.UTFMax && !utf8.RuneStart(part[i]) {
+		i--
+	}
+	return !utf8.FullRune(part[i:])
+}
+
+// Flush writes the line held back, cleaned. It is idempotent.
+func (c *CleanWriter) Flush() error {
+	if len(c.pending) == 0 {
 		return nil
 	}
-	out := StripANSI(string(s.pending))
-	s.pending = nil
-	if _, err := io.WriteString(s.w, out); err != nil {
-		return fmt.Errorf("strip colours: %w", err)
+	out := c.clean(string(c.pending))
+	c.pending = nil
+	if _, err := io.WriteString(c.w, out); err != nil {
+		return fmt.Errorf("write the transcript: %w", err)
 	}
 	return nil
 }

@@ -63,7 +63,7 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
 				return err
 			}
 			if running, pid := orchestrator.Running(p.Layout); running {
-				return fmt.Errorf("batty is already running for this project (pid %d, socket %s); `batty stop` stops it", pid, p.Layout.Socket())
+				return orchestrator.AlreadyRunningError(pid, p.Layout.Socket())
 			}
 			withCockpit := !noTmux
 			if withCockpit {

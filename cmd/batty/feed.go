@@ -17,7 +17,7 @@ import (
 	"github.com/battyhq/batty/cockpit"
 	"github.com/battyhq/batty/logtail"
 	"github.com/battyhq/batty/orchestrator"
-	"github.com/battyhq/batty/ptylog"
+	"github.com/battyhq/batty/safetext"
 )
 
 // newFeedCmd returns the hidden `batty feed`: the cockpit's orchestrator
@@ -133,9 +133,10 @@ func renderFeedLine(line []byte, color bool) string {
 	return s
 }
 
-// feedLine makes s one line of plain text: no escapes, no control
-// characters, at most 400 runes.
-func feedLine(s string) string { return ptylog.OneLine(ptylog.StripANSI(s), 400) }
+// feedLine makes s one line safe for the terminal (safetext.Line): no
+// escapes, control or bidirectional characters shown escaped, at most 400
+// runes.
+func feedLine(s string) string { return safetext.Line(s, 400) }
 
 // shortID returns the random suffix of a message id ("1f2e3d4c"), or
 // what names a scheduled run ("schedule.nightly.3").

@@ -43,6 +43,12 @@ func TestRenderFeedLine(t *testing.T) {
 		{`{"type":"schedule_failed","detail":"failed exit: boom","data":{"schedule":"nightly","state":"failed","runs_completed":3}}`,
 			"✘ schedule nightly failed: failed exit: boom"},
 		{`{"type":"warning","detail":"x\u001b[31my\nz"}`, "⚠ -: xy z"},
+		// Details are agents' and models' words: an OSC 52 (clipboard),
+		// an OSC 0 (window title), a CR or a bidirectional control never
+		// reaches the terminal.
+		{`{"type":"agent_failed","agent":"a","detail":"x\u001b]52;c;Y3VybA==\u0007y\u001b]0;pwned\u001b\\\rz\u202eevil\u2066\u200f"}`,
+			`✘ ALERT a failed: xy z\u202eevil\u2066\u200f`},
+		{"not json \x1b]52;c;eA==\x07\u202e", `? not json \u202e`},
 		{`{"type":"something_new","agent":"a","detail":"d"}`, "something_new a d"},
 		{`not json`, "? not json"},
 	} {
@@ -90,7 +96,7 @@ func FuzzRenderFeedLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		got := renderFeedLine(line, false)
-		if strings.ContainsAny(got, "\n\r\x1b\x07") {
+		if strings.ContainsAny(got, "\n\r\x1b\x07\u202e\u2066\u200f\u061c") {
 			t.Fatalf("rendered %q", got)
 		}
 		if utf8.RuneCountInString(got) > 420 {

@@ -10,12 +10,12 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
 )
 
@@ -190,7 +190,7 @@ func printFull(w io.Writer, l orchestrator.Layout, box, name, id string, asJSON 
 	if box != team.Human && reply != "" {
 		text = reply
 	}
-	text = terminalSafe(text)
+	text = safetext.Text(text)
 	if !strings.HasSuffix(text, "\n") {
 		text += "\n"
 	}
@@ -269,20 +269,22 @@ func inboxTime(t time.Time) string {
 }
 
 // printHumanMessage writes one message of the human's inbox: a header line
-// and the whole body, indented.
+// and the whole body, indented. What the message file holds is made safe
+// for the terminal (package safetext): the body keeps its lines, the
+// header's fields are one line each.
 func printHumanMessage(w io.Writer, m listedMessage) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s  from %s", inboxTime(m.CreatedAt), m.From)
+	fmt.Fprintf(&b, "%s  from %s", inboxTime(m.CreatedAt), safetext.Line(m.From, 0))
 	if m.InReplyTo != "" {
-		fmt.Fprintf(&b, "  re %s", m.InReplyTo)
+		fmt.Fprintf(&b, "  re %s", safetext.Line(m.InReplyTo, 0))
 	}
 	if m.State == msgStateInFlight {
 		b.WriteString("  [in flight]")
 	}
-	fmt.Fprintf(&b, "  %s\n", m.ID)
-	writeIndented(&b, "  ", terminalSafe(m.Body))
+	fmt.Fprintf(&b, "  %s\n", safetext.Line(m.ID, 0))
+	writeIndented(&b, "  ", safetext.Text(m.Body))
 	if m.BodyFile != "" {
-		fmt.Fprintf(&b, "  … (%s shown of %s; the whole text: batty inbox --full %s)\n", byteSize(int64(len(m.Body))), byteSize(m.BodySize), m.ID)
+		fmt.Fprintf(&b, "  … (%s shown of %s; the whole text: batty inbox --full %s)\n", byteSize(int64(len(m.Body))), byteSize(m.BodySize), safetext.Line(m.ID, 0))
 	}
 	b.WriteString("\n")
 	io.WriteString(w, b.String())
@@ -301,7 +303,8 @@ func byteSize(n int64) string {
 
 // printAgentMessage writes one message of an agent's inbox: a header line
 // with its state or outcome, the first line of the message and, when done,
-// the outcome's details.
+// the outcome's details, each one line made safe for the terminal
+// (safetext.Line).
 func printAgentMessage(w io.Writer, m listedMessage) {
 	var b strings.Builder
 	state := "new"
@@ -309,25 +312,25 @@ func printAgentMessage(w io.Writer, m listedMessage) {
 	case m.State == msgStateInFlight:
 		state = fmt.Sprintf("in flight (attempt %d)", max(m.Attempt, 1))
 	case m.Outcome != nil:
-		state = m.Outcome.Status
+		state = safetext.Line(m.Outcome.Status, 0)
 		if m.Outcome.Failure != "" {
-			state += " (" + m.Outcome.Failure + ")"
+			state += " (" + safetext.Line(m.Outcome.Failure, 0) + ")"
 		}
 	case m.State == msgStateDone:
 		state = "done"
 	}
-	fmt.Fprintf(&b, "%s  %s  from %s", inboxTime(m.CreatedAt), state, m.From)
+	fmt.Fprintf(&b, "%s  %s  from %s", inboxTime(m.CreatedAt), state, safetext.Line(m.From, 0))
 	if m.To != m.Box && m.To != "" {
-		fmt.Fprintf(&b, " to %s", m.To)
+		fmt.Fprintf(&b, " to %s", safetext.Line(m.To, 0))
 	}
-	fmt.Fprintf(&b, "  %s\n", m.ID)
+	fmt.Fprintf(&b, "  %s\n", safetext.Line(m.ID, 0))
 	fmt.Fprintf(&b, "  message: %s\n", oneLine(m.Body))
 	if m.InReplyTo != "" {
-		fmt.Fprintf(&b, "  re:      %s\n", m.InReplyTo)
+		fmt.Fprintf(&b, "  re:      %s\n", safetext.Line(m.InReplyTo, 0))
 	}
 	if o := m.Outcome; o != nil {
 		if o.Agent != "" && o.Agent != m.Box {
-			fmt.Fprintf(&b, "  agent:   %s\n", o.Agent)
+			fmt.Fprintf(&b, "  agent:   %s\n", safetext.Line(o.Agent, 0))
 		}
 		if o.Error != "" {
 			fmt.Fprintf(&b, "  error:   %s\n", oneLine(o.Error))
@@ -336,7 +339,7 @@ func printAgentMessage(w io.Writer, m listedMessage) {
 			fmt.Fprintf(&b, "  reply:   %s\n", oneLine(o.Reply))
 		}
 		if o.ReplyFile != "" {
-			fmt.Fprintf(&b, "           (%s in all: batty inbox %s --full %s)\n", byteSize(o.ReplySize), m.Box, m.ID)
+			fmt.Fprintf(&b, "           (%s in all: batty inbox %s --full %s)\n", byteSize(o.ReplySize), m.Box, safetext.Line(m.ID, 0))
 		}
 		fmt.Fprintf(&b, "  tokens:  in %d out %d · finished %s\n", o.InputTokens, o.OutputTokens, inboxTime(o.FinishedAt))
 	}
@@ -344,48 +347,17 @@ func printAgentMessage(w io.Writer, m listedMessage) {
 	io.WriteString(w, b.String())
 }
 
-// oneLine returns the first line of s (without surrounding white
-// space), marked with " …" when more follows, cut to a terminal-friendly
-// length and made safe for a terminal.
+// oneLine returns the first line of s made safe for a terminal
+// (safetext.Line: without surrounding white space, at most 160 runes),
+// marked with " …" when more lines follow.
 func oneLine(s string) string {
-	line, _, more := strings.Cut(strings.TrimSpace(s), "\n")
-	line = strings.TrimRight(line, "\r")
-	const maxRunes = 160
-	if r := []rune(line); len(r) > maxRunes {
-		line, more = string(r[:maxRunes]), true
-	}
-	line = terminalSafe(line)
+	s = safetext.Text(strings.TrimSpace(s))
+	first, _, more := strings.Cut(s, "\n")
+	line := safetext.Line(first, 160)
 	if more {
 		line += " …"
 	}
 	return line
-}
-
-// terminalSafe escapes the control characters of s other than newlines and
-// tabs (escape sequences included), so that text written by an agent cannot
-// drive the terminal it is printed on.
-func terminalSafe(s string) string {
-	if !strings.ContainsFunc(s, unsafeControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case !unsafeControl(r):
-			b.WriteRune(r)
-		case r < 0x100:
-			fmt.Fprintf(&b, "\\x%02x", r)
-		default:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
-	}
-	return b.String()
-}
-
-// unsafeControl reports whether r is a control character other than a
-// newline or a tab.
-func unsafeControl(r rune) bool {
-	return r != '\n' && r != '\t' && (unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r))
 }
 
 // writeIndented writes every line of s with prefix.

@@ -39,7 +39,9 @@ interrupted.
 Transcripts are coloured. --color=auto (the default) keeps the colours when
 stdout is a terminal and NO_COLOR is not set (https://no-color.org), and
 strips them otherwise (a pipe, a file); --color=always and --color=never
-decide regardless.
+decide regardless. Either way only the transcript's colours reach the
+terminal: any other escape sequence is dropped and control or bidi
+characters are shown escaped (\x07, \u202e).
 
 Note: as in kubectl, -f means --follow here; name the team file with --team.`,
 		Example: `  batty logs engineer-1
@@ -75,16 +77,14 @@ Note: as in kubectl, -f means --follow here; name the team file with --team.`,
 				}
 				return unknownAgentError(cfg, agent)
 			}
-			out := cmd.OutOrStdout()
-			var strip *ptylog.StripWriter
-			if stripColor(color, isTerminal(out), os.Getenv("NO_COLOR")) {
-				strip = ptylog.NewStripWriter(out)
-				out = strip
-			}
+			// What the transcript holds was cleaned as it was written,
+			// but an agent may write into the file: it is cleaned again,
+			// keeping only its colours (or none).
+			clean := ptylog.NewCleanWriter(cmd.OutOrStdout(), !stripColor(color, isTerminal(cmd.OutOrStdout()), os.Getenv("NO_COLOR")))
 			t := &logtail.Tail{
 				Path:   p.Layout.Transcript(agent),
 				Label:  "transcript for " + agent,
-				Out:    out,
+				Out:    clean,
 				Notice: cmd.ErrOrStderr(),
 			}
 			if follow {
@@ -98,10 +98,7 @@ Note: as in kubectl, -f means --follow here; name the team file with --team.`,
 					err = nil
 				}
 			}
-			if strip != nil {
-				err = errors.Join(err, strip.Flush())
-			}
-			return err
+			return errors.Join(err, clean.Flush())
 		},
 	}
 	addTeamFlags(cmd, &teamFile, false)

@@ -69,6 +69,27 @@ func TestLogsLastLines(t *testing.T) {
 	}
 }
 
+// TestLogsCleansWhatItPrints: the transcript's directory may be written by
+// the agents it records, so `batty logs` cleans what it prints whatever
+// --color says: its colours are kept (or stripped), an OSC 52 (clipboard),
+// an OSC 0 (title), a screen clear, a CR and a bidirectional control never
+// reach the terminal.
+func TestLogsCleansWhatItPrints(t *testing.T) {
+	dir, l := writeTeam(t)
+	path := l.Transcript("engineer-1")
+	writeLines(t, path, "line", 1)
+	appendTo(t, path, "\x1b[2m12:00:00\x1b[0m \x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07ok\x1b]0;pwned\x07\x1b[2J over\rwrite \u202eevil\x08\n")
+	for _, tc := range []struct{ color, want string }{
+		{"always", "line 1\n\x1b[2m12:00:00\x1b[0m ok over\nwrite \\u202eevil\\x08\n"},
+		{"never", "line 1\n12:00:00 ok over\nwrite \\u202eevil\\x08\n"},
+	} {
+		out, errOut, code := runBattyIn(t, dir, nil, "", "logs", "--color", tc.color, "engineer-1")
+		if code != 0 || out != tc.want {
+			t.Errorf("--color %s: exit %d\nstdout: %q\nwant:   %q\nstderr: %s", tc.color, code, out, tc.want, errOut)
+		}
+	}
+}
+
 func TestLogsErrors(t *testing.T) {
 	dir, l := writeTeam(t)
 	out, errOut, code := runBattyIn(t, dir, nil, "", "logs", "manager")

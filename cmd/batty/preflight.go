@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/safetext"
 )
 
 // warnParked asks the running daemon for its status and prints every
@@ -26,8 +27,9 @@ func warnParked(w io.Writer, l orchestrator.Layout) {
 }
 
 // printParked prints one line per distinct problem of the parked agents of
-// st — "<prefix>eng-1, eng-2 parked: <what is wrong> — <fix>" — and reports
-// whether there was any.
+// st — "<prefix>eng-1, eng-2 parked: <what is wrong> — <fix>", in full but
+// made one safe line (safetext.Line: the detail may quote codex's output)
+// — and reports whether there was any.
 func printParked(w io.Writer, prefix string, st orchestrator.Status) bool {
 	type group struct {
 		names []string
@@ -39,9 +41,9 @@ func printParked(w io.Writer, prefix string, st orchestrator.Status) bool {
 		if a.Parked == nil {
 			continue
 		}
-		text := a.Parked.Detail
-		if a.Parked.Fix != "" {
-			text += " — " + a.Parked.Fix
+		text := safetext.Line(a.Parked.Detail, 0)
+		if fix := safetext.Line(a.Parked.Fix, 0); fix != "" {
+			text += " — " + fix
 		}
 		g, ok := byText[text]
 		if !ok {

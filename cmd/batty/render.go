@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/safetext"
 )
 
 // eventPrinter writes protocol events for people or scripts.
@@ -47,7 +48,11 @@ func eventJSON(m protocol.Message) string {
 }
 
 // humanEvent renders m as readable lines ("" for events not worth a line).
+// What comes from codex or the model (details, messages, errors, thread
+// ids) is one line made safe for the terminal by safetext.Line; the reply
+// keeps its lines (safetext.Text).
 func humanEvent(m protocol.Message) string {
+	l := func(s string) string { return safetext.Line(s, 0) }
 	switch e := m.(type) {
 	case protocol.Accepted:
 		if e.QueueDepth > 0 {
@@ -55,20 +60,20 @@ func humanEvent(m protocol.Message) string {
 		}
 		return ""
 	case protocol.Rejected:
-		return fmt.Sprintf("✘ %s rejected (%s): %s", e.ID, e.Reason, e.Detail)
+		return fmt.Sprintf("✘ %s rejected (%s): %s", l(e.ID), l(string(e.Reason)), l(e.Detail))
 	case protocol.TurnStarted:
 		if e.Resume {
-			return fmt.Sprintf("▶ %s started on thread %s", e.MessageID, e.ThreadID)
+			return fmt.Sprintf("▶ %s started on thread %s", l(e.MessageID), l(e.ThreadID))
 		}
-		return fmt.Sprintf("▶ %s started on a new thread", e.MessageID)
+		return fmt.Sprintf("▶ %s started on a new thread", l(e.MessageID))
 	case protocol.ThreadChanged:
 		switch e.Reason {
 		case protocol.ThreadStarted:
-			return "  thread " + e.ThreadID
+			return "  thread " + l(e.ThreadID)
 		case protocol.ThreadReset:
-			return fmt.Sprintf("  thread %s reset (%s)", e.Previous, e.Detail)
+			return fmt.Sprintf("  thread %s reset (%s)", l(e.Previous), l(e.Detail))
 		}
-		return fmt.Sprintf("  thread %s → %s (%s) %s", e.Previous, e.ThreadID, e.Reason, e.Detail)
+		return fmt.Sprintf("  thread %s → %s (%s) %s", l(e.Previous), l(e.ThreadID), l(string(e.Reason)), l(e.Detail))
 	case protocol.TurnFinished:
 		return humanFinished(e)
 	case protocol.QuotaBlocked:
@@ -76,39 +81,42 @@ func humanEvent(m protocol.Message) string {
 		if !e.RetryAt.IsZero() {
 			when = e.RetryAt.UTC().Format(time.RFC3339)
 		}
-		return fmt.Sprintf("! quota blocked until %s: %s", when, e.Message)
+		return fmt.Sprintf("! quota blocked until %s: %s", when, l(e.Message))
 	case protocol.AuthRequired:
-		return "! codex needs a login: " + e.Message
+		return "! codex needs a login: " + l(e.Message)
 	case protocol.ContextExhausted:
-		return "! context window exhausted on thread " + e.ThreadID
+		return "! context window exhausted on thread " + l(e.ThreadID)
 	case protocol.ContextPressure:
 		return fmt.Sprintf("! context %.0f%% used (%d of %d tokens)", e.Pct, e.UsedTokens, e.WindowTokens)
 	case protocol.Warning:
-		return "! " + e.Message
+		return "! " + l(e.Message)
 	case protocol.NetworkWait:
 		if e.Waiting {
-			return fmt.Sprintf("! %s waiting for network since %s: %s", e.MessageID, e.Since.Local().Format("15:04:05"), e.Message)
+			return fmt.Sprintf("! %s waiting for network since %s: %s", l(e.MessageID), e.Since.Local().Format("15:04:05"), l(e.Message))
 		}
-		return fmt.Sprintf("  %s: the API answers again (waited %s)", e.MessageID, time.Since(e.Since).Round(time.Second))
+		return fmt.Sprintf("  %s: the API answers again (waited %s)", l(e.MessageID), time.Since(e.Since).Round(time.Second))
 	case protocol.Error:
-		return fmt.Sprintf("! %s: %s", e.Command, e.Message)
+		return fmt.Sprintf("! %s: %s", l(string(e.Command)), l(e.Message))
 	}
 	return ""
 }
 
+// humanFinished renders a turn's end: outcome, tokens, and the reply
+// indented below, its lines kept but made safe (safetext.Text).
 func humanFinished(e protocol.TurnFinished) string {
+	l := func(s string) string { return safetext.Line(s, 0) }
 	var b strings.Builder
 	switch e.Status {
 	case protocol.TurnCompleted:
-		fmt.Fprintf(&b, "✔ %s completed in %s", e.MessageID, e.Duration.Round(time.Millisecond))
+		fmt.Fprintf(&b, "✔ %s completed in %s", l(e.MessageID), e.Duration.Round(time.Millisecond))
 	default:
-		fmt.Fprintf(&b, "✘ %s %s", e.MessageID, e.Status)
+		fmt.Fprintf(&b, "✘ %s %s", l(e.MessageID), l(string(e.Status)))
 		if e.Failure != "" {
-			fmt.Fprintf(&b, " (%s)", e.Failure)
+			fmt.Fprintf(&b, " (%s)", l(string(e.Failure)))
 		}
 		fmt.Fprintf(&b, " after %s", e.Duration.Round(time.Millisecond))
 		if e.Error != "" {
-			b.WriteString(": " + e.Error)
+			b.WriteString(": " + l(e.Error))
 		}
 	}
 	if e.Usage.Input > 0 || e.Usage.Output > 0 {
@@ -117,9 +125,9 @@ func humanFinished(e protocol.TurnFinished) string {
 	if e.ContextPct >= 0 && e.Status == protocol.TurnCompleted {
 		fmt.Fprintf(&b, " · context %.0f%%", e.ContextPct)
 	}
-	if e.Reply != "" {
-		for _, l := range strings.Split(strings.TrimRight(e.Reply, "\n"), "\n") {
-			b.WriteString("\n  " + l)
+	if reply := strings.TrimRight(safetext.Text(e.Reply), "\n"); reply != "" {
+		for _, line := range strings.Split(reply, "\n") {
+			b.WriteString("\n  " + line)
 		}
 	}
 	if e.ReplySize > int64(len(e.Reply)) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/shim"
 )
 
@@ -201,7 +202,9 @@ func execute(args []string) int {
 	case errors.As(err, &ee):
 		return ee.code
 	default:
-		fmt.Fprintln(os.Stderr, "batty:", err)
+		// An error may quote what batty read (codex's output, a file, the
+		// daemon's answer): made safe for the terminal, lines kept.
+		fmt.Fprintln(os.Stderr, "batty:", safetext.Text(err.Error()))
 		return 1
 	}
 }

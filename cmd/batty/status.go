@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/safetext"
 )
 
 func newStatusCmd() *cobra.Command {
@@ -30,8 +31,8 @@ since, resume_at, probing, failed_probes, held}] (usage-limit pauses per
 account), schedules [{name, to, every, state, runs_completed, runs_failed,
 running, next_due, last_started, last_finished, last_error}] (the team
 file's scheduled prompts; unknown times are left out). An agent whose Codex cannot run is "parked": its "parked"
-{kind, detail, fix} says why and how to fix it, and its messages wait until
-it runs. network is null, or {state, account, since, message} while the
+{kind, detail, fix} says why and how to fix it (null for the others), and
+its messages wait until it runs. network is null, or {state, account, since, message} while the
 agent's account cannot reach the API: "waiting" (its turn waits for the
 network; the agent's state is waiting_for_network) or "held" (it starts no
 new turn until the API answers).`,
@@ -69,6 +70,11 @@ new turn until the API answers).`,
 	return cmd
 }
 
+// printStatus writes the status table and what follows it. Every text that
+// comes from outside — an agent's or a schedule's last error, a pause
+// reason, codex's notices — is one line made safe by safetext.Line: an
+// escape sequence or a bidirectional control in a model's error cannot
+// drive the terminal.
 func printStatus(w io.Writer, st orchestrator.Status) {
 	fmt.Fprintln(w, statusHeadline(st))
 	fmt.Fprintln(w)
@@ -77,10 +83,10 @@ func printStatus(w io.Writer, st orchestrator.Status) {
 	for _, a := range st.Agents {
 		inflight := "-"
 		if a.InFlight != nil {
-			inflight = fmt.Sprintf("%s (%s)", shorten(*a.InFlight, 20), time.Duration(a.InFlightAgeS)*time.Second)
+			inflight = fmt.Sprintf("%s (%s)", safetext.Line(*a.InFlight, 20), time.Duration(a.InFlightAgeS)*time.Second)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s/%s\t%.0f%%\t%s\n", a.Name, a.Role, a.State, or(shorten(a.ThreadID, 13), "-"),
-			a.Backlog, inflight, a.TurnsCompleted, count(a.InputTokens), count(a.OutputTokens), a.ContextPct, or(shorten(a.LastError, 60), "-"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s/%s\t%.0f%%\t%s\n", a.Name, a.Role, a.State, or(safetext.Line(a.ThreadID, 13), "-"),
+			a.Backlog, inflight, a.TurnsCompleted, count(a.InputTokens), count(a.OutputTokens), a.ContextPct, or(safetext.Line(a.LastError, 60), "-"))
 	}
 	tw.Flush()
 	if st.Daemon.PID != 0 && hasParked(st) {
@@ -115,10 +121,10 @@ func printSchedules(w io.Writer, schedules []orchestrator.ScheduleStatus) {
 	for _, s := range schedules {
 		state := s.State
 		if s.Running != "" {
-			state += " (" + shorten(s.Running, 40) + ")"
+			state += " (" + safetext.Line(s.Running, 40) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", s.Name, s.To, s.Every, state, s.RunsCompleted, s.RunsFailed,
-			when(s.NextDue), when(s.LastStarted), when(s.LastFinished), or(shorten(s.LastError, 60), "-"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", safetext.Line(s.Name, 0), safetext.Line(s.To, 0), safetext.Line(s.Every, 0),
+			state, s.RunsCompleted, s.RunsFailed, when(s.NextDue), when(s.LastStarted), when(s.LastFinished), or(safetext.Line(s.LastError, 60), "-"))
 	}
 	tw.Flush()
 }
@@ -138,7 +144,7 @@ func printAccounts(w io.Writer, accounts []orchestrator.AccountStatus) {
 			until += fmt.Sprintf(" (%d probe(s) hit the limit again)", a.FailedProbes)
 		}
 		fmt.Fprintf(w, "\nQUOTA PAUSED account %s (%s): %s; %d message(s) held\n  %s\n",
-			a.Account, strings.Join(a.Agents, ", "), until, a.Held, shorten(a.Reason, 200))
+			safetext.Line(a.Account, 0), strings.Join(a.Agents, ", "), until, a.Held, safetext.Line(a.Reason, 200))
 	}
 }
 
@@ -149,7 +155,7 @@ func printAccounts(w io.Writer, accounts []orchestrator.AccountStatus) {
 func statusHeadline(st orchestrator.Status) string {
 	pause := ""
 	if st.Dispatch.Paused {
-		pause = "PAUSED: " + st.Dispatch.Reason
+		pause = "PAUSED: " + safetext.Line(st.Dispatch.Reason, 200)
 		if st.Dispatch.ResumeAt != nil {
 			pause += fmt.Sprintf(" (resumes %s)", st.Dispatch.ResumeAt.Local().Format("2006-01-02 15:04 MST"))
 		}
@@ -167,14 +173,6 @@ func statusHeadline(st orchestrator.Status) string {
 	}
 	return fmt.Sprintf("team %s · daemon pid %d, up %s · dispatch %s", st.Team, st.Daemon.PID,
 		time.Duration(st.Daemon.UptimeS)*time.Second, dispatch)
-}
-
-func shorten(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
 }
 
 func or(s, def string) string {
@@ -205,13 +203,13 @@ func printNetwork(w io.Writer, agents []orchestrator.AgentStatus) {
 		n := a.Network
 		if n.State == "waiting" {
 			fmt.Fprintf(w, "\n%s: waiting for network since %s (account %s): %s", a.Name,
-				n.Since.Local().Format("15:04:05"), n.Account, shorten(n.Message, 120))
+				n.Since.Local().Format("15:04:05"), safetext.Line(n.Account, 0), safetext.Line(n.Message, 120))
 		} else {
 			held[n.Account] = append(held[n.Account], a.Name)
 		}
 	}
 	for account, names := range held {
-		fmt.Fprintf(w, "\nheld until the API answers (account %s): %s", account, strings.Join(names, ", "))
+		fmt.Fprintf(w, "\nheld until the API answers (account %s): %s", safetext.Line(account, 0), strings.Join(names, ", "))
 	}
 	if len(held) > 0 || hasWaiting(agents) {
 		fmt.Fprintln(w)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
 )
 
@@ -35,7 +36,7 @@ team's name and agents and exits 0.`,
 			var verr *team.ValidationError
 			if errors.As(err, &verr) {
 				for _, p := range verr.Problems {
-					fmt.Fprintln(cmd.ErrOrStderr(), p.String())
+					fmt.Fprintln(cmd.ErrOrStderr(), safetext.Text(p.String())) // it may quote the file
 				}
 				return exitError{1}
 			}
