@@ -132,7 +132,7 @@ func ShownAlert(e orchestrator.Event) (orchestrator.Alert, bool) {
 	}
 	switch a.Kind {
 	case orchestrator.AlertQuota, orchestrator.AlertAuth, orchestrator.AlertNetwork,
-		orchestrator.AlertAgentFailed, orchestrator.AlertAgentWedged, orchestrator.AlertAgentParked:
+		orchestrator.AlertAgentFailed, orchestrator.AlertAgentWedged, orchestrator.AlertAgentParked, orchestrator.AlertRecordFailed:
 		return a, true
 	case orchestrator.AlertMessageFailed:
 		return a, e.Type == orchestrator.EvMessageFailed

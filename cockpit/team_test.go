@@ -119,8 +119,10 @@ func TestShownAlert(t *testing.T) {
 		{orchestrator.Event{Type: orchestrator.EvQuotaBlocked, Agent: "a"}, orchestrator.AlertQuota},
 		{orchestrator.Event{Type: orchestrator.EvMessageFailed, Agent: "a"}, orchestrator.AlertMessageFailed},
 		{orchestrator.Event{Type: orchestrator.EvWedged, Agent: "a"}, orchestrator.AlertAgentWedged},
+		{orchestrator.Event{Type: orchestrator.EvRecordFailed, Agent: "a"}, orchestrator.AlertRecordFailed},
 		// Alerts for on_alert that the cockpit leaves to the feed's own lines.
 		{orchestrator.Event{Type: orchestrator.EvReply, Agent: "a"}, ""},
+		{orchestrator.Event{Type: orchestrator.EvReply, Agent: "a", Data: map[string]any{"to": "b"}}, ""},
 		{orchestrator.Event{Type: orchestrator.EvContextExhaust, Agent: "a"}, ""},
 		{orchestrator.Event{Type: orchestrator.EvRejected, Agent: "a"}, ""},
 		{orchestrator.Event{Type: orchestrator.EvTurnFinished, Agent: "a", Data: map[string]any{"status": "failed"}}, ""},

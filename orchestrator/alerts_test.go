@@ -389,3 +389,21 @@ echo hook-finished
 		t.Fatalf("the alert command's exit was lost:\n%s", b)
 	}
 }
+
+// A reply between agents is no alert (the feed shows it); a reply to the
+// human is (alert_on_reply decides whether on_alert hears of it); a failed
+// outcome write is.
+func TestAlertForRepliesAndRecording(t *testing.T) {
+	if _, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: map[string]any{"to": "arch"}}); ok {
+		t.Error("a reply to an agent is an alert")
+	}
+	if a, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: map[string]any{"to": "human"}}); !ok || a.Kind != AlertReply {
+		t.Errorf("a reply to the human: %+v %v", a, ok)
+	}
+	if a, ok := AlertFor(Event{Type: EvRecordFailed, Agent: "eng", Detail: "no space"}); !ok || a.Kind != AlertRecordFailed || a.Message != "eng cannot record an outcome: no space" {
+		t.Errorf("record_failed: %+v %v", a, ok)
+	}
+	if _, ok := AlertFor(Event{Type: EvRecordRecovered, Agent: "eng"}); ok {
+		t.Error("record_recovered is an alert")
+	}
+}

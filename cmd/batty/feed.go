@@ -18,6 +18,7 @@ import (
 	"github.com/battyhq/batty/logtail"
 	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/safetext"
+	"github.com/battyhq/batty/team"
 )
 
 // newFeedCmd returns the hidden `batty feed`: the cockpit's orchestrator
@@ -199,7 +200,14 @@ func feedText(e orchestrator.Event) (style, text string) {
 	case orchestrator.EvRejected:
 		return feedYellow, fmt.Sprintf("✘ %s: message %s refused: %s", e.Agent, id, e.Detail)
 	case orchestrator.EvReply:
+		if to := str("to"); to != "" && to != team.Human {
+			return "", fmt.Sprintf("✉ %s answered %s: reply %s to message %s", e.Agent, to, id, shortID(str("in_reply_to")))
+		}
 		return feedGreen, fmt.Sprintf("✉ %s answered you: batty inbox", e.Agent)
+	case orchestrator.EvRecordFailed:
+		return feedRed, fmt.Sprintf("⚠ %s%s: cannot record the outcome, it waits and tries again: %s", tag, e.Agent, e.Detail)
+	case orchestrator.EvRecordRecovered:
+		return feedGreen, fmt.Sprintf("▶ %s: outcome of message %s recorded (%s); the agent goes on", e.Agent, id, e.Detail)
 	case orchestrator.EvPaused:
 		return feedYellow, "⏸ dispatch paused: " + e.Detail
 	case orchestrator.EvResumed:

@@ -43,6 +43,13 @@ func TestRenderFeedLine(t *testing.T) {
 		{`{"type":"schedule_failed","detail":"failed exit: boom","data":{"schedule":"nightly","state":"failed","runs_completed":3}}`,
 			"✘ schedule nightly failed: failed exit: boom"},
 		{`{"type":"warning","detail":"x\u001b[31my\nz"}`, "⚠ -: xy z"},
+		{`{"type":"reply","agent":"eng-1","message_id":"20301102T030405.1Z-1f2e3d4c.reply","data":{"to":"architect","in_reply_to":"20301102T030405.1Z-1f2e3d4c"}}`,
+			"✉ eng-1 answered architect: reply 1f2e3d4c.reply to message 1f2e3d4c"},
+		{`{"type":"reply","agent":"eng-1","message_id":"x-ab.reply","data":{"to":"human","in_reply_to":"x-ab"}}`, "✉ eng-1 answered you: batty inbox"},
+		{`{"type":"record_failed","agent":"a","message_id":"x-ab","detail":"message x-ab: no space left on device; trying again in 1s"}`,
+			"⚠ ALERT a: cannot record the outcome, it waits and tries again: message x-ab: no space left on device; trying again in 1s"},
+		{`{"type":"record_recovered","agent":"a","message_id":"x-ab","detail":"recorded after 3 failed tries since 2030-01-02T03:04:05Z"}`,
+			"▶ a: outcome of message ab recorded (recorded after 3 failed tries since 2030-01-02T03:04:05Z); the agent goes on"},
 		// Details are agents' and models' words: an OSC 52 (clipboard),
 		// an OSC 0 (window title), a CR or a bidirectional control never
 		// reaches the terminal.
