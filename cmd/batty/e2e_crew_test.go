@@ -124,4 +124,56 @@ roles:
 	if got["hello from the architect"] != "architect" || got["posing as the human"] != "architect" || len(msgs) != 2 {
 		t.Fatalf("the engineer's messages: %+v", msgs)
 	}
+
+	// The engineer's final answers are its replies: each reaches the
+	// architect's inbox in reply to the message it answers (though the
+	// engineer sent nothing), the architect runs one turn on each, and its
+	// answers to them go to no one: the engineer runs nothing more.
+	r.waitStatus("the architect's turns on both replies", func(st orchestrator.Status) bool {
+		return agentStatus(st, "architect").TurnsCompleted >= 3
+	})
+	r.must("send", "eng", "sentinel")
+	r.waitStatus("the engineer's sentinel", func(st orchestrator.Status) bool {
+		return agentStatus(st, "eng").TurnsCompleted >= 3
+	})
+	sent := map[string]bool{}
+	for _, m := range msgs {
+		sent[m.ID] = true
+	}
+	var arch []listedMessage
+	if err := json.Unmarshal([]byte(r.must("inbox", "architect", "--json")), &arch); err != nil {
+		t.Fatal(err)
+	}
+	replies := 0
+	for _, m := range arch {
+		if m.InReplyTo == "" {
+			continue
+		}
+		replies++
+		if !sent[m.InReplyTo] || m.From != "eng" || m.Body != "ENG-GOT-IT" || m.State != "done" {
+			t.Errorf("a reply in the architect's inbox: %+v", m)
+		}
+	}
+	if replies != 2 || len(arch) != 3 {
+		t.Fatalf("the architect's inbox: %d replies of %d messages, want 2 of 3: %+v", replies, len(arch), arch)
+	}
+	var eng []listedMessage
+	if err := json.Unmarshal([]byte(r.must("inbox", "eng", "--json")), &eng); err != nil {
+		t.Fatal(err)
+	}
+	if len(eng) != 3 {
+		t.Fatalf("the engineer ran %d messages, want 3 (no reply bounced back): %+v", len(eng), eng)
+	}
+	// The model saw that a reply is one, and to which message.
+	seen := false
+	for _, req := range srv.Requests() {
+		for id := range sent {
+			if strings.Contains(req.LastUserText(), "reply to "+id) {
+				seen = true
+			}
+		}
+	}
+	if !seen {
+		t.Error("no request showed the model a reply's header (\"reply to <id>\")")
+	}
 }
