@@ -140,6 +140,8 @@ func TestFollowerReportsTheTeam(t *testing.T) {
 	appendEvent(t, l, orchestrator.Event{Type: orchestrator.EvDelivered, Agent: "engineer-1", Data: map[string]any{"from": "architect"}})
 	f.scan()
 	appendEvent(t, l, orchestrator.Event{Type: orchestrator.EvTurnFinished, Agent: "engineer-1", Data: map[string]any{"status": "completed", "duration_ms": 1500}})
+	appendEvent(t, l, orchestrator.Event{Type: orchestrator.EvDelivered, Agent: "architect", Data: map[string]any{"from": "engineer-1", "in_reply_to": "m1"}})
+	appendEvent(t, l, orchestrator.Event{Type: orchestrator.EvTurnFinished, Agent: "architect", Data: map[string]any{"status": "completed", "duration_ms": 500}})
 	if _, err := f.human.Deliver(inbox.Message{From: "architect", To: "human", Body: "not yet the answer"}); err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +171,7 @@ func TestFollowerReportsTheTeam(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{"batty delivers architect's message to engineer-1", "engineer-1 finished its turn (1.5s)",
+		"batty delivers engineer-1's reply to architect",
 		"architect → human (your inbox):\n", "         all good\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("feed lacks %q:\n%s", want, got)

@@ -245,7 +245,11 @@ func (f *follower) event(ev orchestrator.Event) {
 	switch ev.Type {
 	case orchestrator.EvDelivered:
 		f.busy[ev.Agent]++
-		f.print.linef("batty delivers %s's message to %s", str("from"), ev.Agent)
+		what := "message"
+		if str("in_reply_to") != "" {
+			what = "reply"
+		}
+		f.print.linef("batty delivers %s's %s to %s", str("from"), what, ev.Agent)
 	case orchestrator.EvTurnFinished:
 		if f.busy[ev.Agent] > 0 {
 			f.busy[ev.Agent]--

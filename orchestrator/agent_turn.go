@@ -75,7 +75,11 @@ func (a *agent) dispatch() {
 			a.log.Warn("Sending to the shim failed", "message", cm.ID, "error", err)
 		}
 		a.inflight, a.flightAt, a.ready = &cm, time.Now(), false
-		a.d.events.Append(Event{Type: EvDelivered, Agent: a.def.Name, Message: cm.ID, Data: map[string]any{"from": cm.From, "attempt": cm.Attempt}})
+		data := map[string]any{"from": cm.From, "attempt": cm.Attempt}
+		if cm.InReplyTo != "" {
+			data["in_reply_to"] = cm.InReplyTo
+		}
+		a.d.events.Append(Event{Type: EvDelivered, Agent: a.def.Name, Message: cm.ID, Data: data})
 		if probe {
 			a.d.events.Append(Event{Type: EvQuotaProbe, Agent: a.def.Name, Message: cm.ID, Detail: "probe turn sent", Data: map[string]any{"result": "sent"}})
 		}

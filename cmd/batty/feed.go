@@ -187,6 +187,9 @@ func feedText(e orchestrator.Event) (style, text string) {
 		return "", "" // the pane titles show states
 	case orchestrator.EvDelivered:
 		s := fmt.Sprintf("→ %s ← %s: message %s", e.Agent, str("from"), id)
+		if r := str("in_reply_to"); r != "" {
+			s = fmt.Sprintf("→ %s ← %s: reply to message %s", e.Agent, str("from"), shortID(r))
+		}
 		if a := num("attempt"); a > 1 {
 			s += fmt.Sprintf(" (attempt %d)", a)
 		}

@@ -14,6 +14,8 @@ func TestRenderFeedLine(t *testing.T) {
 	for _, tc := range []struct{ line, want string }{
 		{`{"type":"delivered","agent":"eng-1","message_id":"20301102T030405.1Z-1f2e3d4c","data":{"from":"architect","attempt":2}}`,
 			"→ eng-1 ← architect: message 1f2e3d4c (attempt 2)"},
+		{`{"type":"delivered","agent":"architect","message_id":"20301102T030405.1Z-1f2e3d4c.reply","data":{"from":"eng-1","attempt":1,"in_reply_to":"20301102T030405.1Z-1f2e3d4c"}}`,
+			"→ architect ← eng-1: reply to message 1f2e3d4c"},
 		{`{"type":"turn_finished","agent":"eng-1","message_id":"x-ab","data":{"status":"completed","duration_ms":6200,"input_tokens":9526,"output_tokens":41}}`,
 			"✔ eng-1: message ab done in 6.2s · tokens in 9526 out 41"},
 		{`{"type":"turn_finished","agent":"eng-1","message_id":"x-ab","detail":"boom","data":{"status":"failed","failure":"exit"}}`,
