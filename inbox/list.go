@@ -333,28 +333,18 @@ func messageIDs(d *atomicfile.Dir) ([]string, error) {
 // is neither. A box that tracks new/ (see Track) counts new/ from its
 // index. It only reads; safe for concurrent use.
 func (b *Box) Count() (pending, inflight int, err error) {
-	n, err := b.pendingIDs()
+	// new/ is read before cur/: a Claim in between is seen in both.
+	pending, c, err := b.countNew(func() ([]string, error) { return b.names(dirCur) })
 	if err != nil {
 		return 0, 0, fmt.Errorf("count %s: %w", b.Dir, err)
 	}
-	c, err := b.names(dirCur)
-	if err != nil {
-		return 0, 0, fmt.Errorf("count %s: %w", b.Dir, err)
-	}
-	claimed := make(map[string]bool, len(c))
 	for _, id := range c {
-		claimed[id] = true
 		done, err := b.exists(dirDone, id)
 		if err != nil {
 			return 0, 0, fmt.Errorf("count %s: %w", b.Dir, err)
 		}
 		if !done {
 			inflight++
-		}
-	}
-	for _, id := range n {
-		if !claimed[id] {
-			pending++
 		}
 	}
 	return pending, inflight, nil

@@ -142,26 +142,56 @@ func (b *Box) note(name string) {
 	x.set(name, present)
 }
 
-// pendingIDs returns the message ids in new/, unsorted: from the index if
-// b tracks new/, else from a listing.
-func (b *Box) pendingIDs() ([]string, error) {
+// countNew returns how many message ids new/ holds that are not among
+// the ids then listed by claimed (called once new/ has been read), and
+// those ids. new/ is read from the index if b tracks it (without copying
+// it: claimed runs under its lock), else listed.
+func (b *Box) countNew(claimed func() ([]string, error)) (int, []string, error) {
 	x := b.idx.Load()
 	if x == nil {
-		return b.names(dirNew)
+		n, err := b.names(dirNew)
+		if err != nil {
+			return 0, nil, err
+		}
+		c, err := claimed()
+		if err != nil {
+			return 0, nil, err
+		}
+		in := make(map[string]bool, len(c))
+		for _, id := range c {
+			in[id] = true
+		}
+		pending := 0
+		for _, id := range n {
+			if !in[id] {
+				pending++
+			}
+		}
+		return pending, c, nil
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if !x.fresh {
 		d, err := b.openSub(dirNew)
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		defer d.Close()
 		if err := x.load(d); err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 	}
-	return slices.Clone(x.ids), nil
+	c, err := claimed()
+	if err != nil {
+		return 0, nil, err
+	}
+	pending := len(x.ids)
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(c))) {
+		if _, found := slices.BinarySearch(x.ids, id); found {
+			pending--
+		}
+	}
+	return pending, c, nil
 }
 
 // cursor walks the ids of new/ in order: from the index if b tracks new/,
