@@ -1,6 +1,9 @@
 package inbox
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // BenchmarkDeliver measures one durable Deliver: a temporary file written
 // and fsynced, linked into new/, new/ fsynced.
@@ -36,5 +39,33 @@ func BenchmarkClaimComplete(b *testing.B) {
 		if _, err := box.Complete(id, o); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkTrackedQueue measures what a dispatch asks of a box the daemon
+// tracks besides the claim's and the outcome's fsyncs — the oldest message
+// (Next) and the backlog count (Count) — with 200 and with 4,000 messages
+// queued: the cost must not grow with the backlog.
+func BenchmarkTrackedQueue(b *testing.B) {
+	for _, queued := range []int{200, 4000} {
+		_, box := newBox(b, "eng")
+		for range queued {
+			deliver(b, box, msg("x"))
+		}
+		box.Track()
+		b.Run(fmt.Sprintf("Next/queued=%d", queued), func(b *testing.B) {
+			for b.Loop() {
+				if _, ok, errs := box.Next(""); !ok || len(errs) > 0 {
+					b.Fatal("no message", errs)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("Count/queued=%d", queued), func(b *testing.B) {
+			for b.Loop() {
+				if p, _, err := box.Count(); err != nil || p != queued {
+					b.Fatal(p, err)
+				}
+			}
+		})
 	}
 }

@@ -24,6 +24,9 @@ func (b *Box) writeNew(sub string, m Message) error {
 // write stores m as sub/<id>.json, durably, via tmp/: exclusively (it never
 // overwrites: fs.ErrExist), or replacing what is there.
 func (b *Box) write(sub string, m Message, exclusive bool) error {
+	if sub == dirNew {
+		defer b.note(m.ID + ".json")
+	}
 	data, err := Encode(m)
 	if err != nil {
 		return err

@@ -165,6 +165,9 @@ func (b *Box) reject(d *atomicfile.Dir, sub, name string, cause error) error {
 // quarantine moves sub/name (sub/ open as d) to bad/, never through a link
 // and never over another file, and returns the error reporting it.
 func (b *Box) quarantine(d *atomicfile.Dir, sub, name string, cause error) *BadFileError {
+	if sub == dirNew {
+		defer b.note(name)
+	}
 	bad := &BadFileError{Path: filepath.Join(d.Path(), name), Err: cause}
 	ds, err := b.open(false, dirBad)
 	if err != nil {
@@ -327,30 +330,21 @@ func messageIDs(d *atomicfile.Dir) ([]string, error) {
 // it). Each message counts once, also in the instant a Claim or Complete
 // has written its next copy and not yet removed the previous one: an id in
 // both new/ and cur/ is in flight, an id in cur/ with an outcome in done/
-// is neither. It only reads; safe for concurrent use.
+// is neither. A box that tracks new/ (see Track) counts new/ from its
+// index. It only reads; safe for concurrent use.
 func (b *Box) Count() (pending, inflight int, err error) {
-	n, err := b.names(dirNew)
+	// new/ is read before cur/: a Claim in between is seen in both.
+	pending, c, err := b.countNew(func() ([]string, error) { return b.names(dirCur) })
 	if err != nil {
 		return 0, 0, fmt.Errorf("count %s: %w", b.Dir, err)
 	}
-	c, err := b.names(dirCur)
-	if err != nil {
-		return 0, 0, fmt.Errorf("count %s: %w", b.Dir, err)
-	}
-	claimed := make(map[string]bool, len(c))
 	for _, id := range c {
-		claimed[id] = true
 		done, err := b.exists(dirDone, id)
 		if err != nil {
 			return 0, 0, fmt.Errorf("count %s: %w", b.Dir, err)
 		}
 		if !done {
 			inflight++
-		}
-	}
-	for _, id := range n {
-		if !claimed[id] {
-			pending++
 		}
 	}
 	return pending, inflight, nil

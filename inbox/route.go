@@ -140,7 +140,10 @@ func (b *Box) MoveTo(id string, dst *Box) (Message, error) {
 		return fail(err)
 	}
 	defer to.Close()
-	switch err := src.RenameNoReplace(id+".json", to, id+".json"); {
+	err = src.RenameNoReplace(id+".json", to, id+".json")
+	b.note(id + ".json")
+	dst.note(id + ".json")
+	switch {
 	case errors.Is(err, fs.ErrExist):
 		return finish()
 	case errors.Is(err, fs.ErrNotExist):

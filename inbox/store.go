@@ -44,9 +44,10 @@
 //
 // Roles: any process may Deliver (batty send, from several processes at
 // once, also inside a sandbox); only the daemon, one per root, calls Claim,
-// Complete, Requeue, MoveTo, Drop, Reconcile and Recover. Queries (Pending, InFlight, Done,
+// Complete, Requeue, MoveTo, Drop, Reconcile and Recover. Queries (Pending, Next, InFlight, Done,
 // Get, Count, Boxes, Find) are safe from any process at any time. The file system
-// is the only shared state: every method is safe for concurrent use, and the
+// is the only shared state (the daemon's index of new/, see Track, only
+// spares it listings): every method is safe for concurrent use, and the
 // transitions stay correct even when raced (each destination is created with
 // an exclusive link, so of two concurrent Claims or Completes of one message
 // exactly one wins).
@@ -60,6 +61,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/battyhq/batty/atomicfile"
@@ -203,8 +205,9 @@ func (s *Store) Boxes() ([]string, error) {
 }
 
 // Box is one inbox. Get one with Store.Box, which creates its directories.
-// A Box holds no state beyond its fields: every method works on the files
-// and is safe for concurrent use by goroutines and processes.
+// A Box holds no state beyond its fields and, if it tracks new/ (see
+// Track), an index of new/ that the files overrule: every method works on
+// the files and is safe for concurrent use by goroutines and processes.
 type Box struct {
 	// Name is the box name (see ValidBoxName).
 	Name string
@@ -216,6 +219,7 @@ type Box struct {
 	Limit int
 
 	store *Store
+	idx   atomic.Pointer[index] // nil unless Track was called
 }
 
 func (b *Box) path(sub string) string { return filepath.Join(b.Dir, sub) }
@@ -283,6 +287,9 @@ func (b *Box) exists(sub, id string) (bool, error) {
 
 // remove removes sub/<id>.json, if it exists, and syncs sub/.
 func (b *Box) remove(sub, id string) error {
+	if sub == dirNew {
+		defer b.note(id + ".json")
+	}
 	d, err := b.openSub(sub)
 	if err != nil {
 		return err

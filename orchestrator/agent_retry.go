@@ -58,15 +58,36 @@ func (a *agent) retryInflight(m inbox.Message, e protocol.TurnFinished, v retryV
 }
 
 // backingOff reports whether m waits for its retry back-off, and arms the
-// agent's timer to look again when it ends.
+// agent's timer to look again when it ends (see backoffWait).
 func (a *agent) backingOff(m inbox.Message) bool {
-	if m.Transient == nil || m.Transient.NotBefore.IsZero() {
+	if m.Transient == nil {
 		return false
 	}
-	wait := time.Until(m.Transient.NotBefore)
+	wait := backoffWait(m.Transient.NotBefore, time.Now(), a.d.opts.RetryMax)
 	if wait <= 0 {
 		return false
 	}
 	a.retryIn(wait)
 	return true
+}
+
+// backoffWait returns how long a message whose retry record says
+// notBefore still waits at now, when no back-off is longer than limit (the
+// RetryMax option): until notBefore, or not at all when notBefore is zero,
+// past, or more than limit ahead. The messages behind a waiting one wait
+// too (they keep their order), so no wait may be longer than a back-off
+// can be: a not_before written by a back-off was at most limit ahead when
+// it was written, hence is never more than limit ahead later while the
+// clock runs forward; one further ahead was written by hand (or an agent),
+// or the clock was set back since, and holding it would stall the agent's
+// queue for as long — it is not honoured. It is a pure function.
+func backoffWait(notBefore, now time.Time, limit time.Duration) time.Duration {
+	if notBefore.IsZero() {
+		return 0
+	}
+	wait := notBefore.Sub(now)
+	if wait <= 0 || wait > limit {
+		return 0
+	}
+	return wait
 }

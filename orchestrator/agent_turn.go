@@ -22,7 +22,9 @@ func (a *agent) dispatch() {
 		return
 	}
 	for {
-		pending, errs := a.box.Pending()
+		// The oldest message only: the cost of a dispatch does not grow
+		// with the backlog.
+		m, ok, errs := a.box.Next("")
 		for _, err := range errs {
 			var nr *inbox.NotReadyError
 			if errors.As(err, &nr) {
@@ -33,12 +35,11 @@ func (a *agent) dispatch() {
 			}
 			a.warn("pending message", err)
 		}
-		if len(pending) == 0 {
+		if !ok {
 			// Nothing to probe with: another agent of the account may.
 			a.quotaRelease("")
 			return
 		}
-		m := pending[0]
 		if a.backingOff(m) {
 			// Messages keep their order: the ones behind wait too.
 			return

@@ -172,18 +172,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return fmt.Errorf("watch inboxes: %w", err)
 	}
 	defer w.Close()
-	owners := map[string]func(){}
-	for _, a := range d.agents {
-		owners[filepath.Join(a.box.Dir, "new")] = a.poke
-	}
-	for role, box := range d.roles {
-		owners[filepath.Join(box.Dir, "new")] = func() { d.route(role) }
-	}
+	owners := d.watchedInboxes()
 	for dir := range owners {
 		if err := w.Add(dir); err != nil {
 			return fmt.Errorf("watch inbox %s: %w", dir, err)
 		}
 	}
+	d.trackInboxes()
 	ln, err := listenControl(d.layout)
 	if err != nil {
 		return err
@@ -290,7 +285,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				return errors.New("inbox watcher closed unexpectedly; all agents were stopped")
 			}
 			if f, ok := owners[filepath.Dir(ev.Name)]; ok {
-				f()
+				f(filepath.Base(ev.Name))
 			}
 		case err := <-w.Errors:
 			d.log.Warn("Inbox watcher error, rescanning", "error", err)
@@ -381,6 +376,7 @@ func (d *Daemon) pokeAll() {
 }
 
 func (d *Daemon) rescan() {
+	d.resyncInboxes()
 	d.pokeAll()
 	d.routeAll()
 }

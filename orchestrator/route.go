@@ -19,13 +19,15 @@ const busyRetry = 20 * time.Millisecond
 // is at the team's backlog_limit (the message then waits in the queue until
 // an instance finishes a message). Failed and parked instances get nothing;
 // with no live instance the message waits. A queue message that an instance already
-// holds (in any state) is a duplicate, never routed again. It runs on the
-// daemon's goroutine only.
+// holds (in any state) is a duplicate, never routed again. Messages are
+// taken oldest first, one file read at a time, and the pass ends when
+// every instance is at its limit: its cost does not grow with the
+// messages left waiting. It runs on the daemon's goroutine only.
 func (d *Daemon) route(role string) {
 	box := d.roles[role]
-	pending, errs := box.Pending()
+	m, ok, errs := box.Next("")
 	d.inboxProblems("@"+role, errs, d.routeIn)
-	if len(pending) == 0 {
+	if !ok {
 		return
 	}
 	limit := d.cfg.BacklogLimit
@@ -65,7 +67,10 @@ func (d *Daemon) route(role string) {
 		}
 		return load[a] < load[b]
 	}
-	for _, m := range pending {
+	for ; ok; m, ok = d.nextQueued(role, box, m.ID) {
+		if !anyRoom(cands, load, limit) {
+			return // the rest waits for an instance to finish a message
+		}
 		if d.dropDuplicate(role, box, m, boxes) {
 			continue
 		}
@@ -100,6 +105,24 @@ func (d *Daemon) route(role string) {
 			break
 		}
 	}
+}
+
+// nextQueued returns the message of role's queue box after the one with
+// id after, reporting the problems met on the way.
+func (d *Daemon) nextQueued(role string, box *inbox.Box, after string) (inbox.Message, bool) {
+	m, ok, errs := box.Next(after)
+	d.inboxProblems("@"+role, errs, d.routeIn)
+	return m, ok
+}
+
+// anyRoom reports whether any of cands has a backlog (load) below limit.
+func anyRoom(cands []*agent, load map[*agent]int, limit int) bool {
+	for _, a := range cands {
+		if load[a] < limit {
+			return true
+		}
+	}
+	return false
 }
 
 // dropDuplicate removes (or, for another message under the same id, moves

@@ -9,8 +9,8 @@
 #   scripts/bench.sh shim chaos     # only these groups
 #   scripts/bench.sh render         # no benchmark: the page from the recorded results
 #
-# Groups: orchestrator shim protocol idle fanout codexcli chaos codex ptylog
-# logtail cockpit. `codexcli` needs the pinned Codex CLI in
+# Groups: orchestrator drain shim protocol idle fanout codexcli chaos codex
+# ptylog logtail cockpit. `codexcli` needs the pinned Codex CLI in
 # $BATTY_CODEX_CACHE (default ~/.cache/batty-codex; scripts/test.sh installs
 # it): without it the group is recorded as skipped, with the reason (a group
 # that has figures keeps them). A group that fails keeps its previous rows, except a chaos
@@ -23,7 +23,7 @@ export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
 CODEX_VERSION=0.169.0
 
-all=(orchestrator shim protocol idle fanout codexcli chaos codex ptylog logtail cockpit)
+all=(orchestrator drain shim protocol idle fanout codexcli chaos codex ptylog logtail cockpit)
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=("${all[@]}")
 [ "${groups[*]}" != render ] || groups=()
@@ -86,6 +86,7 @@ skip() {
 for g in "${groups[@]+"${groups[@]}"}"; do
   case $g in
     orchestrator) bench "$g" -run '^$' -bench '^BenchmarkSendToWorkerStart$' -benchtime 300x -count 3 ./orchestrator/ ;;
+    drain) bench "$g" -run '^$' -bench '^BenchmarkDrain$' -benchtime 2x -count 3 -timeout 20m ./orchestrator/ ;;
     shim) bench "$g" -run '^$' -bench '^Benchmark(TurnViaShim|WorkerDirect)$' -benchtime 200x -count 3 ./shim/ ;;
     protocol) bench "$g" -run '^$' -bench . -benchmem -benchtime 2s -count 3 ./protocol/ ;;
     idle) bench "$g" -run '^$' -bench '^BenchmarkIdleTeam100$' -benchtime 1x -timeout 10m ./cmd/batty/ ;;

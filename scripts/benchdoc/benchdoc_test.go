@@ -99,6 +99,20 @@ func TestCustomMetricTables(t *testing.T) {
 	}
 }
 
+// The drain table shows the median of each rate and of their ratio.
+func TestDrainTable(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "benchmarks.json")
+	recordFile(t, data, "drain", "go test -run '^$' -bench '^BenchmarkDrain$' -benchtime 2x -count 3 ./orchestrator/", "drain.txt", day)
+	md := renderTo(t, data)
+	for _, want := range []string{
+		"| `Drain` | 50 | 51 | 96 % | 200 | messages per second; one agent, its first 200 outcomes with 200 and with 4,000 queued, measured in pairs | 3 |" + testTail,
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in\n%s", want, md)
+		}
+	}
+}
+
 // Recording one group keeps the others; recording it again replaces it;
 // a skip replaces only a group without figures.
 func TestPartialRunsKeepOtherGroups(t *testing.T) {

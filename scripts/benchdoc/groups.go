@@ -91,6 +91,15 @@ var groups = map[string]group{
 		cols: []column{{"p50", []string{"p50-ms"}}, {"p99", []string{"p99-ms"}}, {"max", []string{"max-ms"}}, {"messages", []string{unitIterations}}},
 		rows: []row{{"SendToWorkerStart", "message in the inbox → worker process started: fsnotify wake-up, claim with fsync, frame to the shim, worker spawn; one message at a time"}},
 	},
+	"drain": {
+		cols: []column{
+			{"200 queued", []string{"queued200-msgs/s"}},
+			{"4,000 queued", []string{"queued4000-msgs/s"}},
+			{"4,000 ÷ 200 (target ≥ 85 %)", []string{"ratio-%"}},
+			{"messages timed", []string{"drained"}},
+		},
+		rows: []row{{"Drain", "messages per second; one agent, its first 200 outcomes with 200 and with 4,000 queued, measured in pairs"}},
+	},
 	"idle": {
 		cols: []column{
 			{"CPU (daemon + shims, % of one core)", []string{"cpu-%"}},
