@@ -49,7 +49,7 @@ func TestCodexEnvSecretIsOnNoCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(argv), secret) || !strings.Contains(string(argv), `developer_instructions="SOLO-ROLE-PROMPT"`) {
+	if strings.Contains(string(argv), secret) || !strings.Contains(string(argv), `developer_instructions="SOLO-ROLE-PROMPT\n\n--- batty: you are part of a team ---`) {
 		t.Fatalf("codex's command line: %q", argv)
 	}
 }
