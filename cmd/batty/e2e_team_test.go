@@ -142,10 +142,12 @@ roles:
 
 	// The architect runs `batty send eng ...` through Codex's shell tool.
 	r.must("send", "architect", "plan the work [[mock:shell batty send eng please-build-it]]")
-	// The outcome is counted before the shim reports itself idle: wait for both.
-	st := r.waitStatus("both agents to finish a turn and be idle", func(st orchestrator.Status) bool {
+	// The outcome is counted before the shim reports itself idle: wait for
+	// both. The engineer's answer comes back to the architect as a reply,
+	// which it runs a turn on: two architect turns.
+	st := r.waitStatus("both agents to finish their turns and be idle", func(st orchestrator.Status) bool {
 		a, e := agentStatus(st, "architect"), agentStatus(st, "eng")
-		return a.TurnsCompleted == 1 && e.TurnsCompleted == 1 && a.State == "idle" && e.State == "idle"
+		return a.TurnsCompleted == 2 && e.TurnsCompleted == 1 && a.State == "idle" && e.State == "idle"
 	})
 	for _, name := range []string{"architect", "eng"} {
 		a := agentStatus(st, name)
@@ -159,8 +161,8 @@ roles:
 
 	// A second message to the architect resumes its thread.
 	r.must("send", "architect", "and now? [[mock:reply DONE-TWO]]")
-	st = r.waitStatus("the second architect turn", func(st orchestrator.Status) bool {
-		return agentStatus(st, "architect").TurnsCompleted == 2
+	st = r.waitStatus("the architect's turn on the second message", func(st orchestrator.Status) bool {
+		return agentStatus(st, "architect").TurnsCompleted == 3
 	})
 	if got := agentStatus(st, "architect").ThreadID; got == "" {
 		t.Fatal("no architect thread")
