@@ -130,6 +130,8 @@ var groups = map[string]group{
 			{"shim kills", []string{"shim-kills"}},
 			{"lost", []string{"lost"}},
 			{"duplicate outcomes", []string{"duplicates"}},
+			{"replies lost", []string{"replies-lost"}},
+			{"duplicate replies", []string{"replies-duplicate"}},
 			{"executions", []string{"executions"}},
 			{"max executions of one message", []string{"max-executions"}},
 			{"processes left", []string{"procs-left"}},
