@@ -53,6 +53,20 @@ func withUsageExit(cmd *cobra.Command) *cobra.Command {
 	return cmd
 }
 
+// loadProject resolves the project and loads its team file, printing every
+// validation problem.
+func loadProject(teamFile string) (orchestrator.Project, *team.Config, error) {
+	p, err := orchestrator.ResolveProject(teamFile)
+	if err != nil {
+		return p, nil, err
+	}
+	cfg, err := team.Load(p.TeamFile)
+	if err != nil {
+		return p, nil, err
+	}
+	return p, cfg, nil
+}
+
 // loadTeamProject resolves the project (see orchestrator.ResolveProject) and
 // loads its team file.
 func loadTeamProject(teamFile string) (orchestrator.Project, *team.Config, error) {
