@@ -37,7 +37,7 @@ func newDaemonCmd() *cobra.Command {
 			if readyFD > 0 {
 				ready = os.NewFile(uintptr(readyFD), "ready")
 			}
-			p, cfg, err := loadProject(teamFile)
+			p, cfg, err := loadTeamProject(teamFile)
 			if err != nil {
 				if ready != nil {
 					fmt.Fprintf(ready, "error: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/orchestrator"
-	"github.com/battyhq/batty/team"
 )
 
 func newPauseCmd(pause bool) *cobra.Command {
@@ -85,7 +84,7 @@ saved, so it holds across restarts.`
 func resumeAgent(w io.Writer, p orchestrator.Project, name string) error {
 	resp, err := orchestrator.Call(p.Layout, orchestrator.Request{Op: orchestrator.OpResume, Agent: name}, 10*time.Second)
 	if errors.Is(err, orchestrator.ErrNotRunning) {
-		cfg, err := team.Load(p.TeamFile)
+		cfg, err := loadTeamFile(p.TeamFile)
 		if err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ the daemon running or stopped.`,
   batty reset manager --reason "context full"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, cfg, err := loadProject(teamFile)
+			p, cfg, err := loadTeamProject(teamFile)
 			if err != nil {
 				return err
 			}

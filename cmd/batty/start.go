@@ -41,7 +41,7 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
   batty start --no-tmux`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, cfg, err := loadProject(teamFile)
+			p, cfg, err := loadTeamProject(teamFile)
 			if err != nil {
 				return err
 			}

@@ -40,7 +40,7 @@ new turn until the API answers).`,
   batty status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, cfg, err := loadProject(teamFile)
+			p, cfg, err := loadTeamProject(teamFile)
 			if err != nil {
 				return err
 			}
