@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -53,19 +52,14 @@ saved, so it holds across restarts.`
 			} else if len(args) == 1 {
 				return resumeAgent(cmd.OutOrStdout(), p, args[0])
 			}
-			resp, err := orchestrator.Call(p.Layout, orchestrator.Request{Op: op, Reason: reason}, 10*time.Second)
-			changed, running := resp.Changed, true
-			if errors.Is(err, orchestrator.ErrNotRunning) {
-				running = false
-				changed, err = orchestrator.OfflinePause(p.Layout, pause, reason)
-				if err == nil && !pause {
-					resp.Schedules, err = offlineResumeSchedules(p)
-				}
-			}
+			client := daemonClient{layout: p.Layout}
+			resp, running, err := client.callOr(orchestrator.Request{Op: op, Reason: reason}, 10*time.Second, func() (orchestrator.Response, error) {
+				return pauseOffline(p, pause, reason)
+			})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), pauseOutcome(pause, changed, running))
+			fmt.Fprintln(cmd.OutOrStdout(), pauseOutcome(pause, resp.Changed, running))
 			announceRetry(cmd.OutOrStdout(), resp.Retried)
 			announceRecheck(cmd.OutOrStdout(), resp.Rechecked)
 			announceSchedules(cmd.OutOrStdout(), resp.Schedules, running)
@@ -79,22 +73,37 @@ saved, so it holds across restarts.`
 	return cmd
 }
 
+// pauseOffline is `batty pause` (pause) or `batty resume` with no daemon
+// running: it closes or opens the saved dispatch gate (see
+// orchestrator.OfflinePause) and, for resume, puts the failed schedules
+// back to waiting. It answers as the daemon would: Changed, and Schedules.
+func pauseOffline(p orchestrator.Project, pause bool, reason string) (orchestrator.Response, error) {
+	changed, err := orchestrator.OfflinePause(p.Layout, pause, reason)
+	if err != nil || pause {
+		return orchestrator.Response{Changed: changed}, err
+	}
+	schedules, err := offlineResumeSchedules(p)
+	return orchestrator.Response{Changed: changed, Schedules: schedules}, err
+}
+
 // resumeAgent is `batty resume <agent>`: a failed agent is tried again at
-// once, a parked one checked again.
+// once, a parked one checked again. With no daemon running there is
+// nothing to retry: it checks that the team has the agent and says that
+// the next start starts it afresh.
 func resumeAgent(w io.Writer, p orchestrator.Project, name string) error {
-	resp, err := orchestrator.Call(p.Layout, orchestrator.Request{Op: orchestrator.OpResume, Agent: name}, 10*time.Second)
-	if errors.Is(err, orchestrator.ErrNotRunning) {
+	client := daemonClient{layout: p.Layout}
+	resp, running, err := client.callOr(orchestrator.Request{Op: orchestrator.OpResume, Agent: name}, 10*time.Second, func() (orchestrator.Response, error) {
 		cfg, err := loadTeamFile(p.TeamFile)
 		if err != nil {
-			return err
+			return orchestrator.Response{}, err
 		}
 		if _, ok := cfg.Agent(name); !ok {
-			return fmt.Errorf("no agent %q in team %q; `batty status` lists the agents", name, cfg.Name)
+			return orchestrator.Response{}, fmt.Errorf("no agent %q in team %q; `batty status` lists the agents", name, cfg.Name)
 		}
 		fmt.Fprintf(w, "batty: the daemon is not running; `batty start` starts %s afresh\n", name)
-		return nil
-	}
-	if err != nil {
+		return orchestrator.Response{}, nil
+	})
+	if err != nil || !running {
 		return err
 	}
 	announceRetry(w, resp.Retried)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -26,11 +25,13 @@ the daemon running or stopped.`,
 			if err != nil {
 				return err
 			}
-			_, err = orchestrator.Call(p.Layout, orchestrator.Request{Op: orchestrator.OpReset, Agent: args[0], Reason: reason}, 60*time.Second)
-			if errors.Is(err, orchestrator.ErrNotRunning) {
-				err = orchestrator.OfflineReset(cfg, p.Layout, args[0], reason)
-			}
-			if err != nil {
+			client := daemonClient{layout: p.Layout}
+			req := orchestrator.Request{Op: orchestrator.OpReset, Agent: args[0], Reason: reason}
+			// The daemon answers once the agent's turn in flight, if any,
+			// is interrupted.
+			if _, _, err := client.callOr(req, 60*time.Second, func() (orchestrator.Response, error) {
+				return orchestrator.Response{}, orchestrator.OfflineReset(cfg, p.Layout, args[0], reason)
+			}); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "batty: %s will start a fresh thread\n", args[0])

@@ -30,24 +30,10 @@ Interrupted messages are delivered again at the next start.`,
 			if err != nil {
 				return err
 			}
-			announceStop(cmd.ErrOrStderr(), p.Layout, timeout)
-			pid, err := orchestrator.Stop(p.Layout, timeout, 30*time.Second)
-			if errors.Is(err, orchestrator.ErrNotRunning) && pid == 0 {
-				// A cockpit a dead daemon left goes too.
-				cerr := stopCockpit(p)
-				fmt.Fprintln(cmd.OutOrStdout(), "batty: not running")
-				// A team killed with its daemon (kill -9) may have left
-				// processes running: they go now.
-				n, err := orchestrator.SweepLeftovers(p.Layout)
-				if n > 0 {
-					fmt.Fprintf(cmd.OutOrStdout(), "batty: killed %d process(es) an earlier run left running\n", n)
-				}
-				if err != nil && !errors.Is(err, orchestrator.ErrAlreadyRunning) {
-					return errors.Join(fmt.Errorf("kill what an earlier run left running: %w", err), cerr)
-				}
-				return cerr
-			}
-			if err != nil {
+			client := daemonClient{layout: p.Layout}
+			announceStop(cmd.ErrOrStderr(), client, timeout)
+			pid, running, err := client.stop(timeout, func() error { return stopOffline(cmd.OutOrStdout(), p) })
+			if err != nil || !running {
 				return err
 			}
 			if err := stopCockpit(p); err != nil {
@@ -62,10 +48,28 @@ Interrupted messages are delivered again at the next start.`,
 	return cmd
 }
 
+// stopOffline is `batty stop` with no daemon running: it removes the
+// cockpit a dead daemon left, says the team is not running, and kills the
+// processes a team killed together with its daemon (kill -9) left running.
+// A daemon started meanwhile keeps its processes (the sweep finds it
+// holding the lock and does nothing).
+func stopOffline(w io.Writer, p orchestrator.Project) error {
+	cerr := stopCockpit(p)
+	fmt.Fprintln(w, "batty: not running")
+	n, err := orchestrator.SweepLeftovers(p.Layout)
+	if n > 0 {
+		fmt.Fprintf(w, "batty: killed %d process(es) an earlier run left running\n", n)
+	}
+	if err != nil && !errors.Is(err, orchestrator.ErrAlreadyRunning) {
+		return errors.Join(fmt.Errorf("kill what an earlier run left running: %w", err), cerr)
+	}
+	return cerr
+}
+
 // announceStop says, before a stop that may take a while, how many turns
 // it lets finish and for how long.
-func announceStop(w io.Writer, l orchestrator.Layout, timeout time.Duration) {
-	resp, err := orchestrator.Call(l, orchestrator.Request{Op: orchestrator.OpStatus}, 5*time.Second)
+func announceStop(w io.Writer, client daemonClient, timeout time.Duration) {
+	resp, err := client.call(orchestrator.Request{Op: orchestrator.OpStatus}, 5*time.Second)
 	if err != nil || resp.Status == nil {
 		return
 	}
