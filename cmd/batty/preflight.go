@@ -16,7 +16,7 @@ import (
 // every agent's Codex before it says so. A team with parked agents still
 // starts (exit 0): their messages wait until their Codex runs.
 func warnParked(w io.Writer, l orchestrator.Layout) {
-	resp, err := orchestrator.Call(l, orchestrator.Request{Op: orchestrator.OpStatus}, 10*time.Second)
+	resp, err := daemonClient{layout: l}.call(orchestrator.Request{Op: orchestrator.OpStatus}, 10*time.Second)
 	if err != nil || resp.Status == nil {
 		fmt.Fprintf(w, "batty: could not ask the daemon whether every agent's codex runs (%v); see `batty status`\n", err)
 		return

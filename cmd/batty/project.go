@@ -54,21 +54,37 @@ func withUsageExit(cmd *cobra.Command) *cobra.Command {
 }
 
 // loadTeamProject resolves the project (see orchestrator.ResolveProject) and
-// loads its team file.
+// loads its team file with loadTeamFile. It is the one way a command finds
+// and loads the team file (validate, which ignores $BATTY_DIR, loads the file
+// team.FindFile finds with loadTeamFile too).
 func loadTeamProject(teamFile string) (orchestrator.Project, *team.Config, error) {
 	p, err := orchestrator.ResolveProject(teamFile)
 	if err != nil {
 		return orchestrator.Project{}, nil, err
 	}
-	cfg, err := team.Load(p.TeamFile)
+	cfg, err := loadTeamFile(p.TeamFile)
+	if err != nil {
+		return p, nil, err
+	}
+	return p, cfg, nil
+}
+
+// loadTeamFile loads and validates the team file at path. It prints
+// nothing: an invalid file is an error whose first line names the file and
+// says it is invalid, followed by every problem on a line of its own as
+// file:line:col: message (hint); it wraps the *team.ValidationError, and
+// batty exits 1 with it. Any other failure to load is an error naming the
+// file.
+func loadTeamFile(path string) (*team.Config, error) {
+	cfg, err := team.Load(path)
 	if err != nil {
 		var verr *team.ValidationError
 		if errors.As(err, &verr) {
-			return p, nil, fmt.Errorf("team file %s is invalid:\n%w", p.TeamFile, err)
+			return nil, fmt.Errorf("team file %s is invalid:\n%w", path, err)
 		}
-		return p, nil, fmt.Errorf("load team file %s: %w", p.TeamFile, err)
+		return nil, fmt.Errorf("load team file %s: %w", path, err)
 	}
-	return p, cfg, nil
+	return cfg, nil
 }
 
 // teamAgentNames lists the names of every agent of cfg, in team order.

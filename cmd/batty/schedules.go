@@ -6,13 +6,12 @@ import (
 	"strings"
 
 	"github.com/battyhq/batty/orchestrator"
-	"github.com/battyhq/batty/team"
 )
 
 // offlineResumeSchedules puts a stopped team's failed schedules back to
 // waiting.
 func offlineResumeSchedules(p orchestrator.Project) ([]string, error) {
-	cfg, err := team.Load(p.TeamFile)
+	cfg, err := loadTeamFile(p.TeamFile)
 	if err != nil {
 		return nil, err
 	}

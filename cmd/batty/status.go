@@ -40,22 +40,22 @@ new turn until the API answers).`,
   batty status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, cfg, err := loadProject(teamFile)
+			p, cfg, err := loadTeamProject(teamFile)
 			if err != nil {
 				return err
 			}
-			var st orchestrator.Status
-			resp, err := orchestrator.Call(p.Layout, orchestrator.Request{Op: orchestrator.OpStatus}, 10*time.Second)
-			switch {
-			case err == nil:
-				st = *resp.Status
-			case errors.Is(err, orchestrator.ErrNotRunning):
-				if st, err = orchestrator.OfflineStatus(cfg, p.Layout); err != nil {
-					return err
-				}
-			default:
+			client := daemonClient{layout: p.Layout}
+			resp, _, err := client.callOr(orchestrator.Request{Op: orchestrator.OpStatus}, 10*time.Second, func() (orchestrator.Response, error) {
+				st, err := orchestrator.OfflineStatus(cfg, p.Layout)
+				return orchestrator.Response{Status: &st}, err
+			})
+			if err != nil {
 				return err
 			}
+			if resp.Status == nil {
+				return errors.New("the daemon's answer to status has no status")
+			}
+			st := *resp.Status
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")

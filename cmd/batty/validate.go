@@ -32,16 +32,17 @@ team's name and agents and exits 0.`,
 			if err != nil {
 				return err
 			}
-			cfg, err := team.Load(path)
+			cfg, err := loadTeamFile(path)
 			var verr *team.ValidationError
 			if errors.As(err, &verr) {
+				// The problems are the whole output: no headline.
 				for _, p := range verr.Problems {
 					fmt.Fprintln(cmd.ErrOrStderr(), safetext.Text(p.String())) // it may quote the file
 				}
 				return exitError{1}
 			}
 			if err != nil {
-				return fmt.Errorf("validate %s: %w", path, err)
+				return err
 			}
 			names := teamAgentNames(cfg)
 			noun := "agents"

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"errors"
+	"time"
+
+	"github.com/battyhq/batty/orchestrator"
+)
+
+// stopWait bounds how long `batty stop` waits, once the daemon has let its
+// turns finish, for the daemon to release its lock and exit.
+const stopWait = 30 * time.Second
+
+// daemonClient is how a command talks to its project's daemon over the
+// control socket. The methods that take an offline function run it instead
+// when no daemon runs: the command's own path for a stopped team, which
+// works on the project's files. The orchestrator.Offline* functions and
+// orchestrator.SweepLeftovers it calls take the project's lock, waiting up
+// to 2 s for the lock of a daemon killed a moment ago, and refuse
+// (orchestrator.ErrAlreadyRunning) when a daemon holds it for longer.
+type daemonClient struct {
+	layout orchestrator.Layout
+}
+
+// call sends req to the daemon and waits at most timeout for its answer.
+// No daemon listening is orchestrator.ErrNotRunning (wrapped); a request
+// the daemon refuses is an error carrying its reason.
+func (c daemonClient) call(req orchestrator.Request, timeout time.Duration) (orchestrator.Response, error) {
+	return orchestrator.Call(c.layout, req, timeout)
+}
+
+// callOr sends req to the daemon as call does and returns its answer with
+// running true. When no daemon listens on the socket it runs offline
+// instead — the command's answer to req for a stopped team — and returns
+// offline's Response and error with running false. Every other failure —
+// the daemon refused the request or did not answer in time — is returned
+// with running true; offline is not run.
+func (c daemonClient) callOr(req orchestrator.Request, timeout time.Duration, offline func() (orchestrator.Response, error)) (resp orchestrator.Response, running bool, err error) {
+	resp, err = c.call(req, timeout)
+	if errors.Is(err, orchestrator.ErrNotRunning) {
+		resp, err = offline()
+		return resp, false, err
+	}
+	return resp, true, err
+}
+
+// stop stops the daemon (see orchestrator.Stop: the turns in flight may
+// finish until timeout, 0 for the team's timeouts.shutdown, then the daemon
+// has stopWait to be gone) and returns its pid with running true. When no
+// daemon holds the project's lock it runs offline instead and returns 0,
+// running false and offline's error. A daemon that holds the lock but does
+// not answer on the socket is an error, with its pid and running true: it
+// is not taken for a stopped team.
+func (c daemonClient) stop(timeout time.Duration, offline func() error) (pid int, running bool, err error) {
+	pid, err = orchestrator.Stop(c.layout, timeout, stopWait)
+	if errors.Is(err, orchestrator.ErrNotRunning) && pid == 0 {
+		return 0, false, offline()
+	}
+	return pid, true, err
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/team"
+)
+
+// openDaemonLog opens .batty/daemon.log for appending, creating the
+// directory (0700) and the file (0600) when needed, never through a
+// symbolic link.
+func openDaemonLog(l orchestrator.Layout) (*os.File, error) {
+	return l.OpenDaemonLog()
+}
+
+func newDaemonCmd() *cobra.Command {
+	var teamFile string
+	var readyFD int
+	var withCockpit bool
+	cmd := &cobra.Command{
+		Use:    "daemon -f team.yaml",
+		Short:  "Run the daemon (started by batty start)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var ready *os.File
+			if readyFD > 0 {
+				ready = os.NewFile(uintptr(readyFD), "ready")
+			}
+			p, cfg, err := loadTeamProject(teamFile)
+			if err != nil {
+				if ready != nil {
+					fmt.Fprintf(ready, "error: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+				}
+				return err
+			}
+			return runDaemon(cmd.Context(), p, cfg, ready, false, withCockpit)
+		},
+	}
+	cmd.Flags().BoolVar(&withCockpit, "cockpit", false, "keep the cockpit's pane titles up to date (the session exists already)")
+	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file")
+	cmd.Flags().IntVar(&readyFD, "ready-fd", 0, "write ok (or error: ...) to this fd once ready")
+	return cmd
+}
+
+// runDaemon runs the daemon in this process until a signal or `batty stop`.
+// With withCockpit it keeps the cockpit's titles up to date and kills its
+// tmux server when the daemon stops.
+func runDaemon(ctx context.Context, p orchestrator.Project, cfg *team.Config, ready *os.File, foreground, withCockpit bool) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	logf, err := openDaemonLog(p.Layout)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	var logOut io.Writer = logf
+	if foreground {
+		logOut = io.MultiWriter(logf, os.Stderr)
+	}
+	level := hclog.LevelFromString(os.Getenv("BATTY_LOG_LEVEL"))
+	if level == hclog.NoLevel {
+		level = hclog.Info
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "daemon", Level: level, Output: logOut})
+	fail := func(err error) error {
+		if ready != nil {
+			fmt.Fprintf(ready, "error: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+			ready.Close()
+		}
+		return err
+	}
+	opts := orchestrator.Options{Logger: log, ShimLog: logf, Subreaper: true}
+	var dc *daemonCockpit
+	if withCockpit {
+		// The cockpit is a view: without it the team runs all the same.
+		if dc, err = newDaemonCockpit(p, cfg, log); err != nil {
+			log.Warn("No cockpit titles", "error", err)
+		} else {
+			opts.OnEvent = dc.onEvent
+		}
+	}
+	d, err := orchestrator.New(cfg, p.Layout, opts)
+	if err != nil {
+		if dc != nil {
+			dc.close()
+		}
+		return fail(err)
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if dc != nil {
+		dc.d = d
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); dc.run(cctx) }()
+		defer func() {
+			cancel()
+			<-done
+			if err := dc.close(); err != nil {
+				log.Warn("Closing the cockpit failed", "error", err)
+			}
+		}()
+	}
+	signal.Ignore(syscall.SIGHUP)
+	go func() {
+		select {
+		case <-d.Ready():
+			if ready != nil {
+				fmt.Fprintln(ready, "ok")
+				ready.Close()
+			}
+			if foreground {
+				fmt.Fprintf(os.Stderr, "batty: team %q running in the foreground (pid %d); Ctrl-C stops it\n", cfg.Name, os.Getpid())
+				warnParked(os.Stderr, p.Layout)
+			}
+		case <-ctx.Done():
+		}
+	}()
+	if err := d.Run(ctx); err != nil {
+		log.Error("Daemon failed", "error", err)
+		return fail(err)
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/orchestrator"
+)
+
+func newPauseCmd(pause bool) *cobra.Command {
+	var teamFile string
+	use, short := "resume [agent]", "Release dispatch team-wide (also ends a quota or auth pause); retry a failed agent"
+	long := `resume releases the team-wide dispatch gate: a manual pause, a quota pause
+before its reset time, or an auth pause. It says so when nothing was
+paused. With the daemon stopped it changes the saved state, which the next
+start uses. It also tries failed agents (crash loop) again at once, ending
+their cool-down, checks the codex of parked agents again, and puts failed
+schedules back to waiting (their next run is due at once if a tick passed).
+
+With an agent name it acts on that agent only: a failed agent is tried
+again at once, a parked one checked again; the dispatch gate is left as
+it is.`
+	example := `  batty resume
+  batty resume engineer-1`
+	if pause {
+		use, short = "pause [reason]", "Hold dispatch team-wide; messages keep queueing"
+		long = `pause holds dispatch team-wide: no agent starts a new turn (turns in
+flight finish) and messages keep queueing until batty resume. The pause is
+saved, so it holds across restarts.`
+		example = `  batty pause "reviewing the design"
+  batty pause`
+	}
+	cmd := &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Long:    long,
+		Example: example,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := orchestrator.ResolveProject(teamFile)
+			if err != nil {
+				return err
+			}
+			reason := strings.Join(args, " ")
+			op := orchestrator.OpResume
+			if pause {
+				op = orchestrator.OpPause
+			} else if len(args) == 1 {
+				return resumeAgent(cmd.OutOrStdout(), p, args[0])
+			}
+			client := daemonClient{layout: p.Layout}
+			resp, running, err := client.callOr(orchestrator.Request{Op: op, Reason: reason}, 10*time.Second, func() (orchestrator.Response, error) {
+				return pauseOffline(p, pause, reason)
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), pauseOutcome(pause, resp.Changed, running))
+			announceRetry(cmd.OutOrStdout(), resp.Retried)
+			announceRecheck(cmd.OutOrStdout(), resp.Rechecked)
+			announceSchedules(cmd.OutOrStdout(), resp.Schedules, running)
+			return nil
+		},
+	}
+	addTeamFlags(cmd, &teamFile, true)
+	if !pause {
+		cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
+	}
+	return cmd
+}
+
+// pauseOffline is `batty pause` (pause) or `batty resume` with no daemon
+// running: it closes or opens the saved dispatch gate (see
+// orchestrator.OfflinePause) and, for resume, puts the failed schedules
+// back to waiting. It answers as the daemon would: Changed, and Schedules.
+func pauseOffline(p orchestrator.Project, pause bool, reason string) (orchestrator.Response, error) {
+	changed, err := orchestrator.OfflinePause(p.Layout, pause, reason)
+	if err != nil || pause {
+		return orchestrator.Response{Changed: changed}, err
+	}
+	schedules, err := offlineResumeSchedules(p)
+	return orchestrator.Response{Changed: changed, Schedules: schedules}, err
+}
+
+// resumeAgent is `batty resume <agent>`: a failed agent is tried again at
+// once, a parked one checked again. With no daemon running there is
+// nothing to retry: it checks that the team has the agent and says that
+// the next start starts it afresh.
+func resumeAgent(w io.Writer, p orchestrator.Project, name string) error {
+	client := daemonClient{layout: p.Layout}
+	resp, running, err := client.callOr(orchestrator.Request{Op: orchestrator.OpResume, Agent: name}, 10*time.Second, func() (orchestrator.Response, error) {
+		cfg, err := loadTeamFile(p.TeamFile)
+		if err != nil {
+			return orchestrator.Response{}, err
+		}
+		if _, ok := cfg.Agent(name); !ok {
+			return orchestrator.Response{}, fmt.Errorf("no agent %q in team %q; `batty status` lists the agents", name, cfg.Name)
+		}
+		fmt.Fprintf(w, "batty: the daemon is not running; `batty start` starts %s afresh\n", name)
+		return orchestrator.Response{}, nil
+	})
+	if err != nil || !running {
+		return err
+	}
+	announceRetry(w, resp.Retried)
+	announceRecheck(w, resp.Rechecked)
+	if len(resp.Retried) == 0 && len(resp.Rechecked) == 0 {
+		fmt.Fprintf(w, "batty: %s is neither failed nor parked; nothing to retry (`batty resume` without a name releases a paused team)\n", name)
+	}
+	return nil
+}
+
+// announceRetry says which failed agents `batty resume` has tried again
+// (nothing when none was failed).
+func announceRetry(w io.Writer, agents []string) {
+	if len(agents) > 0 {
+		fmt.Fprintf(w, "batty: retrying %s now (failed: crash loop); `batty status` shows the result\n", strings.Join(agents, ", "))
+	}
+}
+
+// pauseOutcome is what `batty pause` (pause) or `batty resume` says, given
+// whether the dispatch gate changed and whether the daemon runs. It is a
+// pure function.
+func pauseOutcome(pause, changed, running bool) string {
+	switch {
+	case pause && changed && running:
+		return "batty: dispatch paused; messages keep queueing until `batty resume`"
+	case pause && changed:
+		return "batty: dispatch paused; it stays paused across `batty start` until `batty resume`"
+	case pause && running:
+		return "batty: dispatch was already paused"
+	case pause:
+		return "batty: dispatch was already paused (the daemon is not running)"
+	case changed && running:
+		return "batty: dispatch resumed"
+	case changed:
+		return "batty: pause lifted; the team dispatches once `batty start` starts it"
+	case running:
+		return "batty: nothing is paused; dispatch is already running"
+	default:
+		return "batty: nothing is paused (the daemon is not running: `batty start` starts it)"
+	}
+}

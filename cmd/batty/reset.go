@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/orchestrator"
+)
+
+func newResetCmd() *cobra.Command {
+	var teamFile, reason string
+	cmd := &cobra.Command{
+		Use:   "reset <agent>",
+		Short: "Archive the agent's thread so its next message starts a fresh one",
+		Long: `reset archives the agent's Codex thread (kept in its state with the reason
+and the time); the agent's next message starts a fresh thread. It works with
+the daemon running or stopped.`,
+		Example: `  batty reset engineer-1
+  batty reset manager --reason "context full"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, cfg, err := loadTeamProject(teamFile)
+			if err != nil {
+				return err
+			}
+			client := daemonClient{layout: p.Layout}
+			req := orchestrator.Request{Op: orchestrator.OpReset, Agent: args[0], Reason: reason}
+			// The daemon answers once the agent's turn in flight, if any,
+			// is interrupted.
+			if _, _, err := client.callOr(req, 60*time.Second, func() (orchestrator.Response, error) {
+				return orchestrator.Response{}, orchestrator.OfflineReset(cfg, p.Layout, args[0], reason)
+			}); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "batty: %s will start a fresh thread\n", args[0])
+			return nil
+		},
+	}
+	addTeamFlags(cmd, &teamFile, true)
+	cmd.Flags().StringVar(&reason, "reason", "", "why (kept with the archived thread)")
+	cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
+	return cmd
+}

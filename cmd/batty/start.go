@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/team"
+)
+
+// startWait bounds how long `batty start` waits for the daemon to accept
+// messages.
+const startWait = 60 * time.Second
+
+func newStartCmd() *cobra.Command {
+	var teamFile string
+	var foreground, noTmux bool
+	cmd := &cobra.Command{
+		Use:   "start [-f team.yaml] [--foreground] [--no-tmux]",
+		Short: "Start the team's daemon (in the background unless --foreground)",
+		Long: `start validates the team file, then runs the daemon — in the background, returning
+once it accepts messages, or in the foreground with --foreground. One daemon runs
+per project; its state, inboxes and logs live in .batty/ next to the team file.
+The team file defaults to ./team.yaml, else ./.batty/team.yaml.
+
+Unless --no-tmux, it also opens the cockpit: a detached tmux session on the
+project's private tmux server, with the orchestrator's feed and one pane per
+agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
+		Example: `  batty start
+  batty start --team ~/src/demo/team.yaml
+  batty start --foreground
+  batty start --no-tmux`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, cfg, err := loadTeamProject(teamFile)
+			if err != nil {
+				return err
+			}
+			if running, pid := orchestrator.Running(p.Layout); running {
+				return orchestrator.AlreadyRunningError(pid, p.Layout.Socket())
+			}
+			withCockpit := !noTmux
+			if withCockpit {
+				// Before the daemon: its tmux server must not be a child
+				// of the daemon's subreaper.
+				if _, err := createCockpit(cmd.Context(), p, cfg); err != nil {
+					if !isNoTmux(err) {
+						return err
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "batty: no cockpit: %v\nbatty: starting without it; watch an agent with `batty logs -f <agent>`\n", err)
+					withCockpit = false
+				}
+			}
+			if foreground {
+				if withCockpit {
+					announceCockpit(cmd.ErrOrStderr(), p, cfg)
+				}
+				return runDaemon(cmd.Context(), p, cfg, nil, true, withCockpit)
+			}
+			if err := startBackground(cmd.OutOrStdout(), p, cfg, withCockpit); err != nil {
+				// The cockpit goes with the failed daemon, unless another
+				// start won the race for the lock: that team keeps it.
+				if running, _ := orchestrator.Running(p.Layout); withCockpit && !running {
+					if kerr := stopCockpit(p); kerr != nil {
+						err = errors.Join(err, kerr)
+					}
+				}
+				return err
+			}
+			if withCockpit {
+				announceCockpit(cmd.OutOrStdout(), p, cfg)
+			}
+			warnParked(cmd.ErrOrStderr(), p.Layout)
+			return nil
+		},
+	}
+	addTeamFlags(cmd, &teamFile, true)
+	cmd.Flags().BoolVar(&foreground, "foreground", false, "run the daemon in this process until Ctrl-C")
+	cmd.Flags().BoolVar(&noTmux, "no-tmux", false, "run without the tmux cockpit (watch agents with batty logs -f)")
+	return cmd
+}
+
+// startBackground runs `batty daemon` detached and waits until it reports
+// that it accepts messages (over a pipe, no polling), or fails.
+func startBackground(out io.Writer, p orchestrator.Project, cfg *team.Config, withCockpit bool) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the batty binary: %w", err)
+	}
+	logf, err := openDaemonLog(p.Layout)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("ready pipe: %w", err)
+	}
+	defer pr.Close()
+	cmd := exec.Command(exe, "daemon", "-f", p.TeamFile, "--ready-fd", "3")
+	if withCockpit {
+		cmd.Args = append(cmd.Args, "--cockpit")
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		return fmt.Errorf("start daemon: %w", err)
+	}
+	pw.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(pr).ReadString('\n')
+		line <- strings.TrimSpace(s)
+	}()
+	select {
+	case s := <-line:
+		if s == "ok" {
+			fmt.Fprintf(out, "batty: team %q running (pid %d, %d agents); logs in %s\n", cfg.Name, cmd.Process.Pid, len(cfg.Agents()), p.Layout.Dir)
+			return nil
+		}
+		if s == "" {
+			err := <-exited
+			return fmt.Errorf("daemon exited (%v) before it was ready; see %s", err, p.Layout.DaemonLog())
+		}
+		return errors.New(strings.TrimPrefix(s, "error: "))
+	case <-time.After(startWait):
+		cmd.Process.Signal(syscall.SIGTERM)
+		return fmt.Errorf("daemon not ready after %s; see %s", startWait, p.Layout.DaemonLog())
+	}
+}

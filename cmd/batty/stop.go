@@ -1,0 +1,90 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/orchestrator"
+)
+
+func newStopCmd() *cobra.Command {
+	var teamFile string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "stop [--timeout D]",
+		Short: "Stop the daemon: turns in flight may finish until the timeout, then are interrupted",
+		Long: `stop stops dispatching, lets the turns in flight finish until the timeout
+(default: timeouts.shutdown of the team), then interrupts them. Every shim
+and Codex process, and the daemon itself, is gone when it returns, and so
+is the cockpit (the tmux session and the project's private tmux server).
+Interrupted messages are delivered again at the next start.`,
+		Example: `  batty stop
+  batty stop --timeout 5s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := orchestrator.ResolveProject(teamFile)
+			if err != nil {
+				return err
+			}
+			client := daemonClient{layout: p.Layout}
+			announceStop(cmd.ErrOrStderr(), client, timeout)
+			pid, running, err := client.stop(timeout, func() error { return stopOffline(cmd.OutOrStdout(), p) })
+			if err != nil || !running {
+				return err
+			}
+			if err := stopCockpit(p); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "batty: stopped (pid %d)\n", pid)
+			return nil
+		},
+	}
+	addTeamFlags(cmd, &teamFile, true)
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long turns in flight may finish (default: the team's timeouts.shutdown)")
+	return cmd
+}
+
+// stopOffline is `batty stop` with no daemon running: it removes the
+// cockpit a dead daemon left, says the team is not running, and kills the
+// processes a team killed together with its daemon (kill -9) left running.
+// A daemon started meanwhile keeps its processes (the sweep finds it
+// holding the lock and does nothing).
+func stopOffline(w io.Writer, p orchestrator.Project) error {
+	cerr := stopCockpit(p)
+	fmt.Fprintln(w, "batty: not running")
+	n, err := orchestrator.SweepLeftovers(p.Layout)
+	if n > 0 {
+		fmt.Fprintf(w, "batty: killed %d process(es) an earlier run left running\n", n)
+	}
+	if err != nil && !errors.Is(err, orchestrator.ErrAlreadyRunning) {
+		return errors.Join(fmt.Errorf("kill what an earlier run left running: %w", err), cerr)
+	}
+	return cerr
+}
+
+// announceStop says, before a stop that may take a while, how many turns
+// it lets finish and for how long.
+func announceStop(w io.Writer, client daemonClient, timeout time.Duration) {
+	resp, err := client.call(orchestrator.Request{Op: orchestrator.OpStatus}, 5*time.Second)
+	if err != nil || resp.Status == nil {
+		return
+	}
+	busy := 0
+	for _, a := range resp.Status.Agents {
+		if a.InFlight != nil {
+			busy++
+		}
+	}
+	if busy == 0 {
+		return
+	}
+	limit := "timeouts.shutdown"
+	if timeout > 0 {
+		limit = timeout.String()
+	}
+	fmt.Fprintf(w, "batty: stopping; %d turn(s) in flight may finish (up to %s), then are interrupted\n", busy, limit)
+}
