@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -120,57 +119,30 @@ func (s *server) storeReply(res *turnResult) {
 		len(whole), protocol.MaxReplyPreview, err, len(res.reply)))
 }
 
+// execTurn runs codex for t and returns what the turn saw. However the
+// turn ends, it returns only once codex and everything it left running are
+// gone, and with every pipe of the turn closed (turnPipes.close, deferred
+// once).
 func (s *server) execTurn(t *turn) turnResult {
 	res := turnResult{exitCode: -1}
-	if s.binErr != nil {
-		// The binary was not usable when last looked at: look again, so a
-		// codex installed (or repaired) meanwhile is used without a
-		// restart. Only the turn in flight touches bin, binErr and env.
-		bin, err := codex.ResolveBinary(s.cfg.CodexBin)
-		if err != nil {
-			s.binErr = err
-			res.spawnErr = err
-			return res
-		}
-		s.bin, s.binErr, s.env = bin, nil, codexEnv(s.cfg, bin, s.batty)
-		s.log.Info("Codex binary usable now", "bin", s.cfg.CodexBin, "path", bin.Path)
+	if err := s.recheckBinary(); err != nil {
+		res.spawnErr = err
+		return res
 	}
-	args := codex.ExecArgs(s.execOpts, t.threadID)
-	cmd := exec.Command(s.bin.Path, args...)
+	pipes, err := openTurnPipes()
+	if err != nil {
+		res.spawnErr = err
+		return res
+	}
+	defer pipes.close()
+	cmd := exec.Command(s.bin.Path, codex.ExecArgs(s.execOpts, t.threadID)...)
 	cmd.Dir = s.cfg.Cwd
 	cmd.Env = s.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		res.spawnErr = fmt.Errorf("stdin pipe: %w", err)
-		return res
-	}
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		stdinR.Close()
-		stdinW.Close()
-		res.spawnErr = fmt.Errorf("stdout pipe: %w", err)
-		return res
-	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		stdinR.Close()
-		stdinW.Close()
-		stdoutR.Close()
-		stdoutW.Close()
-		res.spawnErr = fmt.Errorf("stderr pipe: %w", err)
-		return res
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes.stdinR, pipes.stdoutW, pipes.stderrW
 	err = s.reaper.Start(cmd)
-	stdinR.Close()
-	stdoutW.Close()
-	stderrW.Close()
+	pipes.closeChildEnds()
 	if err != nil {
-		stdinW.Close()
-		stdoutR.Close()
-		stderrR.Close()
 		res.spawnErr = fmt.Errorf("start %s: %w", s.bin.Path, err)
 		return res
 	}
@@ -182,6 +154,7 @@ func (s *server) execTurn(t *turn) turnResult {
 	// codex waits for EOF before it starts.
 	var wg sync.WaitGroup
 	wg.Add(2)
+	stdinW, stderrR, stdoutR := handOver(&pipes.stdinW), handOver(&pipes.stderrR), pipes.stdoutR
 	go func() {
 		defer wg.Done()
 		defer stdinW.Close()
@@ -286,16 +259,11 @@ func (s *server) execTurn(t *turn) turnResult {
 		case r := <-t.stopCh:
 			stop(r, "")
 		case <-turnTimer.C:
-			what := fmt.Sprintf("turn exceeded the turn timeout of %s", s.cfg.TurnTimeout)
-			if net.waiting() {
-				stop(stopNetwork, net.failure(what))
-			} else {
-				stop(stopTimeout, what)
-			}
+			stop(limitStop(limitTurn, s.cfg, net))
 		case <-idleTimer.C:
-			stop(stopTimeout, fmt.Sprintf("codex printed nothing for %s (idle timeout)", s.cfg.IdleTimeout))
+			stop(limitStop(limitIdle, s.cfg, net))
 		case <-net.C():
-			stop(stopNetwork, net.failure(fmt.Sprintf("codex could not reach the API for %s (network_wait)", s.cfg.NetworkWait)))
+			stop(limitStop(limitNetwork, s.cfg, net))
 			net.stop()
 		}
 	}
@@ -307,7 +275,7 @@ func (s *server) execTurn(t *turn) turnResult {
 	stderrR.SetReadDeadline(time.Now().Add(stdoutDrainGrace))
 	stdinW.SetWriteDeadline(time.Now().Add(stdoutDrainGrace))
 	wg.Wait()
-	stdoutR.Close()
+	pipes.close()
 	s.reaper.Release(cmd.Process.Pid)
 	res.stderrTail = stderr.String()
 	res.exitCode = exitCode(cmd.ProcessState, waitErr)
@@ -321,6 +289,24 @@ func (s *server) execTurn(t *turn) turnResult {
 		s.log.Info("Killed processes left by the turn", "message", t.msg.ID, "count", n)
 	}
 	return res
+}
+
+// recheckBinary looks for the codex binary again when it was not usable
+// when last looked at, so a codex installed (or repaired) meanwhile is used
+// without a restart; it returns why the binary is still not usable. Only
+// the turn in flight touches bin, binErr and env.
+func (s *server) recheckBinary() error {
+	if s.binErr == nil {
+		return nil
+	}
+	bin, err := codex.ResolveBinary(s.cfg.CodexBin)
+	if err != nil {
+		s.binErr = err
+		return err
+	}
+	s.bin, s.binErr, s.env = bin, nil, codexEnv(s.cfg, bin, s.batty)
+	s.log.Info("Codex binary usable now", "bin", s.cfg.CodexBin, "path", bin.Path)
+	return nil
 }
 
 // stopProcess ends codex: SIGINT to the process (codex then interrupts the
