@@ -213,34 +213,7 @@ func (s *server) execTurn(t *turn) turnResult {
 				stdoutOpen, lines = false, nil
 				continue
 			}
-			if lr.err != nil {
-				s.warn(t.msg.ID, fmt.Sprintf("codex output: %v", lr.err))
-				continue
-			}
-			// Only real output is activity: codex's retry notices keep
-			// coming while it cannot get an answer, and must not keep a
-			// hung turn alive.
-			switch classifyEvent(lr.ev) {
-			case classNetworkWait:
-				s.networkNotice(t, net, lr.ev.Message, idleTimer)
-				continue
-			case classRetryNotice:
-				s.warn(t.msg.ID, "codex retries: "+lr.ev.Message)
-				continue
-			}
-			if waited, ok := net.end(time.Now()); ok {
-				s.tlog.Notice(fmt.Sprintf("the API answered again after %s without it", waited.Round(time.Second)))
-				s.emit(protocol.NetworkWait{MessageID: t.msg.ID, Waiting: false, Since: time.Now().Add(-waited)})
-			}
-			if len(openItems) == 0 {
-				resetTimer(idleTimer, s.cfg.IdleTimeout)
-			}
-			s.handleEvent(t, lr.ev, &res, openItems)
-			if len(openItems) > 0 {
-				idleTimer.Stop()
-			} else {
-				resetTimer(idleTimer, s.cfg.IdleTimeout)
-			}
+			s.turnLine(t, lr, &res, openItems, net, idleTimer)
 		case <-exited:
 			exitSeen, exited = true, nil
 			if stdoutOpen {
@@ -307,6 +280,42 @@ func (s *server) recheckBinary() error {
 	s.bin, s.binErr, s.env = bin, nil, codexEnv(s.cfg, bin, s.batty)
 	s.log.Info("Codex binary usable now", "bin", s.cfg.CodexBin, "path", bin.Path)
 	return nil
+}
+
+// turnLine applies one line of codex's output to turn t: a decoding
+// problem is a warning; a network-wait notice starts or goes on with the
+// wait (net) and a retry notice is a warning, neither of them activity;
+// any other event ends a network wait, is handled (handleEvent), and
+// restarts the idle timer, which stays stopped while a command runs
+// (openItems).
+func (s *server) turnLine(t *turn, lr lineResult, res *turnResult, openItems map[string]bool, net *netWait, idleTimer *time.Timer) {
+	if lr.err != nil {
+		s.warn(t.msg.ID, fmt.Sprintf("codex output: %v", lr.err))
+		return
+	}
+	// Only real output is activity: codex's retry notices keep coming
+	// while it cannot get an answer, and must not keep a hung turn alive.
+	switch classifyEvent(lr.ev) {
+	case classNetworkWait:
+		s.networkNotice(t, net, lr.ev.Message, idleTimer)
+		return
+	case classRetryNotice:
+		s.warn(t.msg.ID, "codex retries: "+lr.ev.Message)
+		return
+	}
+	if waited, ok := net.end(time.Now()); ok {
+		s.tlog.Notice(fmt.Sprintf("the API answered again after %s without it", waited.Round(time.Second)))
+		s.emit(protocol.NetworkWait{MessageID: t.msg.ID, Waiting: false, Since: time.Now().Add(-waited)})
+	}
+	if len(openItems) == 0 {
+		resetTimer(idleTimer, s.cfg.IdleTimeout)
+	}
+	s.handleEvent(t, lr.ev, res, openItems)
+	if len(openItems) > 0 {
+		idleTimer.Stop()
+	} else {
+		resetTimer(idleTimer, s.cfg.IdleTimeout)
+	}
 }
 
 // stopProcess ends codex: SIGINT to the process (codex then interrupts the
