@@ -93,10 +93,25 @@ type agentSnap struct {
 	recording *RecordingStatus
 }
 
+// agentOp names what an agentCtl asks of the agent's goroutine.
+type agentOp int
+
+const (
+	// opReset clears the agent's session (reason says why); answered on done.
+	opReset agentOp = iota + 1
+	// opRetry ends a crash loop's cool-down now; answered on done with
+	// errNotFailed when the agent was not failed.
+	opRetry
+	// opStop shuts the shim down within timeout; answered by the agent's
+	// done channel, which closes once the shim is gone.
+	opStop
+)
+
 // agentCtl is a request from the daemon's goroutine to an agent's. A reset
-// is answered on done; a stop is answered by the agent's done channel.
+// or a retry is answered on done; a stop is answered by the agent's done
+// channel.
 type agentCtl struct {
-	op      string // "reset" | "stop"
+	op      agentOp
 	reason  string
 	timeout time.Duration
 	done    chan error
@@ -186,15 +201,15 @@ func (a *agent) run(ctx context.Context) {
 			}
 		case c := <-a.ctl:
 			switch c.op {
-			case "reset":
+			case opReset:
 				c.done <- a.reset(c.reason)
-			case "retry":
+			case opRetry:
 				var err error
 				if !a.retryNow() {
 					err = errNotFailed
 				}
 				c.done <- err
-			case "stop":
+			case opStop:
 				// run answers by returning: done closes once the shim is gone.
 				a.stopping = true
 				a.setSnap(func(s *agentSnap) { s.state = agentStopped })

@@ -8,7 +8,6 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
-	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/team"
 )
 
@@ -179,27 +178,76 @@ func (a *agent) threadChanged(e protocol.ThreadChanged) {
 		Data: map[string]any{"thread_id": e.ThreadID, "previous": e.Previous}})
 }
 
-// turnFinished records the outcome of the message in flight — durably,
-// before anything else happens — or puts it back in the queue when it must
-// run again (quota, auth, interrupted, context window).
+// turnFinished applies the end of the message in flight's turn as
+// planTurn decides: its outcome recorded — durably, before anything else
+// happens — or the message put back in the queue when it must run again
+// (quota, auth, interrupted, context window, a failure that may pass).
 func (a *agent) turnFinished(e protocol.TurnFinished) {
 	if a.inflight == nil || a.inflight.ID != e.MessageID {
 		a.log.Warn("Turn finished for a message not in flight", "message", e.MessageID)
 		return
 	}
 	m := *a.inflight
-	if e.Failure == protocol.FailSpawn {
-		// Codex never ran: nothing to record but the parking. A parked
-		// agent probes no network hold.
-		a.leaveNetHold()
-		a.spawnFailed(m, e)
-		a.ready = true
-		a.updateBacklog()
-		a.d.events.Append(Event{Type: EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
-			"status": e.Status, "failure": e.Failure, "attempt": m.Attempt, "requeued": true}})
-		a.dispatch()
+	p := planTurn(m, e, a.turnFacts(m))
+	if p.end == turnUnstarted {
+		a.turnUnstarted(m, e, p)
 		return
 	}
+	a.countTurn(e)
+	if p.quotaHit {
+		a.quotaHit(m.ID, e.Error, time.Time{})
+	}
+	if p.context != 0 {
+		a.contextRetry(m, e, p.context)
+	}
+	if p.lastError != "" {
+		a.st.TurnsFailed++
+		a.st.LastError, a.st.LastErrorAt = p.lastError, time.Now().UTC()
+	}
+	a.turnNet(p.net, e)
+	switch p.end {
+	case turnRequeue:
+		a.requeueInflightFor(p.requeue, p.retryKind)
+		a.afterTurn(m, e, "", true)
+	case turnRetryLater:
+		a.retryInflight(m, e, p.verdict)
+		a.afterTurn(m, e, "", true)
+		// A probe that failed this way tells nothing of the usage limit.
+		a.quotaProbeEnded(m.ID, false)
+	default:
+		a.recordTurn(m, e, p)
+		return
+	}
+	a.turnRequeued(m, e, p)
+}
+
+// turnFacts gathers what planTurn needs to know of the agent when m's
+// turn ends.
+func (a *agent) turnFacts(m inbox.Message) turnFacts {
+	return turnFacts{
+		contextStep: contextStep(a.st.ContextRetry, m.ID, a.freshTurn || a.carried),
+		maxAttempts: a.d.cfg.MaxAttempts, now: time.Now(),
+		retryBase: a.d.opts.RetryBase, retryMax: a.d.opts.RetryMax, jitter: a.d.opts.Rand(),
+		replies: a.replyDir != "",
+	}
+}
+
+// turnUnstarted applies the end of a turn whose codex could not start: the
+// message goes back as it was, the agent parks, and the next message is
+// looked at (dispatch holds it while the agent is parked).
+func (a *agent) turnUnstarted(m inbox.Message, e protocol.TurnFinished, p turnPlan) {
+	a.turnNet(p.net, e)
+	a.spawnFailed(m, e)
+	a.ready = true
+	a.updateBacklog()
+	a.d.events.Append(Event{Type: EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
+		"status": e.Status, "failure": e.Failure, "attempt": m.Attempt, "requeued": true}})
+	a.dispatch()
+}
+
+// countTurn adds what turn e used to the agent's state: its tokens, its
+// share of the context window (when known) and its thread.
+func (a *agent) countTurn(e protocol.TurnFinished) {
 	a.st.InputTokens += e.Usage.Input
 	a.st.OutputTokens += e.Usage.Output
 	if e.ContextPct >= 0 {
@@ -208,83 +256,54 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	if e.ThreadID != "" {
 		a.st.setThread(e.ThreadID, e.Thread)
 	}
-	requeue, retryKind := "", ""
-	switch {
-	case e.Status == protocol.TurnInterrupted:
-		requeue = "interrupted: " + e.Error
-	case e.Failure == protocol.FailQuota, e.Failure == protocol.FailAuth:
-		requeue, retryKind = string(e.Failure)+": waits for the pause to end", retryOf(e.Failure)
-		if e.Failure == protocol.FailQuota {
-			// Normally announced by QuotaBlocked already (then a no-op).
-			a.quotaHit(m.ID, e.Error, time.Time{})
-		}
-	case e.Failure == protocol.FailContextWindow:
-		// Retried on the same thread, then on a fresh one with a
-		// handoff; "" when it does not fit even there.
-		requeue = a.contextFailed(m, e)
-	}
-	if e.Status != protocol.TurnCompleted && e.Error != "" {
-		a.st.TurnsFailed++
-		a.st.LastError, a.st.LastErrorAt = turnError(string(e.Status), string(e.Failure), e.Error), time.Now().UTC()
-	}
-	var verdict retryVerdict
-	cause := ""
-	if requeue == "" {
-		if cause = retry.Cause(e); cause != "" {
-			verdict = decideRetry(m, e, cause, a.d.cfg.MaxAttempts, time.Now(), a.d.opts.RetryBase, a.d.opts.RetryMax, a.d.opts.Rand())
-		}
-	}
-	if verdict.retry && e.Failure == protocol.FailNetwork {
-		// A message retried after a network failure keeps probing the
-		// held account (its turn no longer waits meanwhile).
+}
+
+// turnNet applies effect, the end of turn e, to the account's network hold.
+func (a *agent) turnNet(effect netEffect, e protocol.TurnFinished) {
+	switch effect {
+	case netLeave:
+		a.leaveNetHold()
+	case netStillProbing:
 		a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = time.Time{}, "" })
-	} else if e.Status == protocol.TurnCompleted {
-		// A probe that completed got its answer, whether or not it
-		// waited first.
+	case netAnswered:
 		a.apiAnswered(e.MessageID)
-	} else {
+	case netTurnEnded:
 		a.netTurnEnded(e)
 	}
-	switch {
-	case requeue != "":
-		a.requeueInflightFor(requeue, retryKind)
-		a.afterTurn(m, e, "", true)
-	case verdict.retry:
-		a.retryInflight(m, e, verdict)
-		requeue = verdict.record.Note
-		a.afterTurn(m, e, "", true)
-		// A probe that failed this way tells nothing of the usage limit.
-		a.quotaProbeEnded(m.ID, false)
-	default:
-		errText := e.Error
-		if cause != "" {
-			errText = verdict.final
-		}
-		// The whole reply, however long: held once, written whole into the
-		// record and the asker's inbox.
-		reply := a.wholeReply(e)
-		r := a.newRecord(m, inbox.Outcome{
-			Status: string(e.Status), Failure: string(e.Failure), Error: errText, Reply: reply, Agent: a.def.Name,
-			ThreadID: e.ThreadID, InputTokens: e.Usage.Input, OutputTokens: e.Usage.Output,
-		})
-		r.e, r.turn, r.retryable, r.failures = e, true, cause, verdict.failures
-		a.afterTurn(m, e, reply, false)
-		a.inflight = nil
-		a.quotaProbeEnded(m.ID, e.Status == protocol.TurnCompleted)
-		if e.ReplyFile != "" && a.replyDir != "" {
-			// Held in memory until recorded: the file has served.
-			a.removeReply(replyfile.Name(e.MessageID))
-		}
-		a.ready = true
-		if !a.record(r) {
-			// Held until it can be written (retryRecord ends the turn).
-			a.saveState()
-			return
-		}
-		a.turnRecorded(r)
+}
+
+// recordTurn records m's final outcome as p says, with the whole reply of
+// turn e, and ends the turn (turnRecorded) once it is on disk; when it
+// cannot be written yet, the agent holds it and retryRecord ends the turn.
+func (a *agent) recordTurn(m inbox.Message, e protocol.TurnFinished, p turnPlan) {
+	// The whole reply, however long: held once, written whole into the
+	// record and the asker's inbox.
+	reply := a.wholeReply(e)
+	o := p.outcome
+	o.Reply, o.Agent = reply, a.def.Name
+	r := a.newRecord(m, o)
+	r.e, r.turn, r.retryable, r.failures = e, true, p.retryable, p.verdict.failures
+	a.afterTurn(m, e, reply, false)
+	a.inflight = nil
+	a.quotaProbeEnded(m.ID, p.probeCompleted)
+	if p.removeReply {
+		// Held in memory until recorded: the file has served.
+		a.removeReply(replyfile.Name(e.MessageID))
+	}
+	a.ready = true
+	if !a.record(r) {
+		// Held until it can be written (retryRecord ends the turn).
+		a.saveState()
 		return
 	}
-	if e.ReplyFile != "" && a.replyDir != "" {
+	a.turnRecorded(r)
+}
+
+// turnRequeued ends a turn whose message m is back in the queue (or
+// waits for its back-off there): the state saved, the turn announced once
+// the requeue is on disk, and the next message taken.
+func (a *agent) turnRequeued(m inbox.Message, e protocol.TurnFinished, p turnPlan) {
+	if p.removeReply {
 		// Back in the queue: the file has served.
 		a.removeReply(replyfile.Name(e.MessageID))
 	}
@@ -292,8 +311,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	a.ready = true
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
 	a.updateBacklog()
-	// Announced once the requeue is on disk.
-	a.turnEvent(m, e, requeue != "", false)
+	a.turnEvent(m, e, p.requeue != "", false)
 	a.dispatch()
 }
 

@@ -61,7 +61,7 @@ func (d *Daemon) control(req Request) Response {
 		if !ok {
 			return Response{Error: fmt.Sprintf("no agent %q in team %q", req.Agent, d.cfg.Name)}
 		}
-		c := agentCtl{op: "reset", reason: req.Reason, done: make(chan error, 1)}
+		c := agentCtl{op: opReset, reason: req.Reason, done: make(chan error, 1)}
 		select {
 		case a.ctl <- c:
 		case <-a.done:
@@ -79,7 +79,7 @@ func (d *Daemon) control(req Request) Response {
 // reports whether the agent was failed; it blocks until the agent's
 // goroutine has answered.
 func (d *Daemon) retryFailed(a *agent) bool {
-	c := agentCtl{op: "retry", done: make(chan error, 1)}
+	c := agentCtl{op: opRetry, done: make(chan error, 1)}
 	select {
 	case a.ctl <- c:
 	case <-a.done:

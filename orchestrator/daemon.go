@@ -361,7 +361,7 @@ func (d *Daemon) stopAgents(timeout time.Duration, wg *sync.WaitGroup) {
 	for _, a := range d.agents {
 		go func(a *agent) {
 			select {
-			case a.ctl <- agentCtl{op: "stop", timeout: timeout}:
+			case a.ctl <- agentCtl{op: opStop, timeout: timeout}:
 			case <-a.done:
 			}
 		}(a)

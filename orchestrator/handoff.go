@@ -155,27 +155,23 @@ func (a *agent) outgoing(m inbox.Message) protocol.SendMessage {
 	return s
 }
 
-// contextFailed handles a turn of m that ran out of context window and
-// returns why m goes back to the queue, or "" when it fails for good (the
-// caller records the outcome, then calls contextGaveUp).
-func (a *agent) contextFailed(m inbox.Message, e protocol.TurnFinished) string {
-	act := contextStep(a.st.ContextRetry, m.ID, a.freshTurn || a.carried)
+// contextRetry takes step act (contextRetrySame or contextHandoff) for m,
+// whose turn e ran out of context window (planTurn decides which): m is
+// retried on the same thread, or on a fresh one opened with a handoff.
+func (a *agent) contextRetry(m inbox.Message, e protocol.TurnFinished, act contextAction) {
 	thread := a.st.ThreadID
 	switch act {
 	case contextRetrySame:
 		a.st.ContextRetry = &ContextRetry{Message: m.ID, Step: int(contextRetrySame)}
 		a.d.events.Append(Event{Type: EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
 			Data: map[string]any{"step": "same_thread", "thread_id": thread}})
-		return "context window exhausted: retried on the same thread, which codex compacts first"
 	case contextHandoff:
 		a.st.ContextRetry = &ContextRetry{Message: m.ID, Step: int(contextHandoff)}
 		a.handOff("the context window ran out twice on message "+m.ID+", even after codex compacted the thread",
 			fmt.Sprintf("message %s from %s did not fit your previous thread; it follows this handoff in full.", m.ID, m.From))
 		a.d.events.Append(Event{Type: EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
 			Data: map[string]any{"step": "fresh_thread", "thread_id": thread}})
-		return "context window exhausted again: retried on a fresh thread with a handoff"
 	}
-	return ""
 }
 
 // contextGaveUp follows the recorded failure of m, which did not fit even

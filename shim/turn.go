@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -120,57 +119,30 @@ func (s *server) storeReply(res *turnResult) {
 		len(whole), protocol.MaxReplyPreview, err, len(res.reply)))
 }
 
+// execTurn runs codex for t and returns what the turn saw. However the
+// turn ends, it returns only once codex and everything it left running are
+// gone, and with every pipe of the turn closed (turnPipes.close, deferred
+// once).
 func (s *server) execTurn(t *turn) turnResult {
 	res := turnResult{exitCode: -1}
-	if s.binErr != nil {
-		// The binary was not usable when last looked at: look again, so a
-		// codex installed (or repaired) meanwhile is used without a
-		// restart. Only the turn in flight touches bin, binErr and env.
-		bin, err := codex.ResolveBinary(s.cfg.CodexBin)
-		if err != nil {
-			s.binErr = err
-			res.spawnErr = err
-			return res
-		}
-		s.bin, s.binErr, s.env = bin, nil, codexEnv(s.cfg, bin, s.batty)
-		s.log.Info("Codex binary usable now", "bin", s.cfg.CodexBin, "path", bin.Path)
+	if err := s.recheckBinary(); err != nil {
+		res.spawnErr = err
+		return res
 	}
-	args := codex.ExecArgs(s.execOpts, t.threadID)
-	cmd := exec.Command(s.bin.Path, args...)
+	pipes, err := openTurnPipes()
+	if err != nil {
+		res.spawnErr = err
+		return res
+	}
+	defer pipes.close()
+	cmd := exec.Command(s.bin.Path, codex.ExecArgs(s.execOpts, t.threadID)...)
 	cmd.Dir = s.cfg.Cwd
 	cmd.Env = s.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		res.spawnErr = fmt.Errorf("stdin pipe: %w", err)
-		return res
-	}
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		stdinR.Close()
-		stdinW.Close()
-		res.spawnErr = fmt.Errorf("stdout pipe: %w", err)
-		return res
-	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		stdinR.Close()
-		stdinW.Close()
-		stdoutR.Close()
-		stdoutW.Close()
-		res.spawnErr = fmt.Errorf("stderr pipe: %w", err)
-		return res
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes.stdinR, pipes.stdoutW, pipes.stderrW
 	err = s.reaper.Start(cmd)
-	stdinR.Close()
-	stdoutW.Close()
-	stderrW.Close()
+	pipes.closeChildEnds()
 	if err != nil {
-		stdinW.Close()
-		stdoutR.Close()
-		stderrR.Close()
 		res.spawnErr = fmt.Errorf("start %s: %w", s.bin.Path, err)
 		return res
 	}
@@ -182,6 +154,7 @@ func (s *server) execTurn(t *turn) turnResult {
 	// codex waits for EOF before it starts.
 	var wg sync.WaitGroup
 	wg.Add(2)
+	stdinW, stderrR, stdoutR := handOver(&pipes.stdinW), handOver(&pipes.stderrR), pipes.stdoutR
 	go func() {
 		defer wg.Done()
 		defer stdinW.Close()
@@ -240,34 +213,7 @@ func (s *server) execTurn(t *turn) turnResult {
 				stdoutOpen, lines = false, nil
 				continue
 			}
-			if lr.err != nil {
-				s.warn(t.msg.ID, fmt.Sprintf("codex output: %v", lr.err))
-				continue
-			}
-			// Only real output is activity: codex's retry notices keep
-			// coming while it cannot get an answer, and must not keep a
-			// hung turn alive.
-			switch classifyEvent(lr.ev) {
-			case classNetworkWait:
-				s.networkNotice(t, net, lr.ev.Message, idleTimer)
-				continue
-			case classRetryNotice:
-				s.warn(t.msg.ID, "codex retries: "+lr.ev.Message)
-				continue
-			}
-			if waited, ok := net.end(time.Now()); ok {
-				s.tlog.Notice(fmt.Sprintf("the API answered again after %s without it", waited.Round(time.Second)))
-				s.emit(protocol.NetworkWait{MessageID: t.msg.ID, Waiting: false, Since: time.Now().Add(-waited)})
-			}
-			if len(openItems) == 0 {
-				resetTimer(idleTimer, s.cfg.IdleTimeout)
-			}
-			s.handleEvent(t, lr.ev, &res, openItems)
-			if len(openItems) > 0 {
-				idleTimer.Stop()
-			} else {
-				resetTimer(idleTimer, s.cfg.IdleTimeout)
-			}
+			s.turnLine(t, lr, &res, openItems, net, idleTimer)
 		case <-exited:
 			exitSeen, exited = true, nil
 			if stdoutOpen {
@@ -286,16 +232,11 @@ func (s *server) execTurn(t *turn) turnResult {
 		case r := <-t.stopCh:
 			stop(r, "")
 		case <-turnTimer.C:
-			what := fmt.Sprintf("turn exceeded the turn timeout of %s", s.cfg.TurnTimeout)
-			if net.waiting() {
-				stop(stopNetwork, net.failure(what))
-			} else {
-				stop(stopTimeout, what)
-			}
+			stop(limitStop(limitTurn, s.cfg, net))
 		case <-idleTimer.C:
-			stop(stopTimeout, fmt.Sprintf("codex printed nothing for %s (idle timeout)", s.cfg.IdleTimeout))
+			stop(limitStop(limitIdle, s.cfg, net))
 		case <-net.C():
-			stop(stopNetwork, net.failure(fmt.Sprintf("codex could not reach the API for %s (network_wait)", s.cfg.NetworkWait)))
+			stop(limitStop(limitNetwork, s.cfg, net))
 			net.stop()
 		}
 	}
@@ -307,7 +248,7 @@ func (s *server) execTurn(t *turn) turnResult {
 	stderrR.SetReadDeadline(time.Now().Add(stdoutDrainGrace))
 	stdinW.SetWriteDeadline(time.Now().Add(stdoutDrainGrace))
 	wg.Wait()
-	stdoutR.Close()
+	pipes.close()
 	s.reaper.Release(cmd.Process.Pid)
 	res.stderrTail = stderr.String()
 	res.exitCode = exitCode(cmd.ProcessState, waitErr)
@@ -321,6 +262,60 @@ func (s *server) execTurn(t *turn) turnResult {
 		s.log.Info("Killed processes left by the turn", "message", t.msg.ID, "count", n)
 	}
 	return res
+}
+
+// recheckBinary looks for the codex binary again when it was not usable
+// when last looked at, so a codex installed (or repaired) meanwhile is used
+// without a restart; it returns why the binary is still not usable. Only
+// the turn in flight touches bin, binErr and env.
+func (s *server) recheckBinary() error {
+	if s.binErr == nil {
+		return nil
+	}
+	bin, err := codex.ResolveBinary(s.cfg.CodexBin)
+	if err != nil {
+		s.binErr = err
+		return err
+	}
+	s.bin, s.binErr, s.env = bin, nil, codexEnv(s.cfg, bin, s.batty)
+	s.log.Info("Codex binary usable now", "bin", s.cfg.CodexBin, "path", bin.Path)
+	return nil
+}
+
+// turnLine applies one line of codex's output to turn t: a decoding
+// problem is a warning; a network-wait notice starts or goes on with the
+// wait (net) and a retry notice is a warning, neither of them activity;
+// any other event ends a network wait, is handled (handleEvent), and
+// restarts the idle timer, which stays stopped while a command runs
+// (openItems).
+func (s *server) turnLine(t *turn, lr lineResult, res *turnResult, openItems map[string]bool, net *netWait, idleTimer *time.Timer) {
+	if lr.err != nil {
+		s.warn(t.msg.ID, fmt.Sprintf("codex output: %v", lr.err))
+		return
+	}
+	// Only real output is activity: codex's retry notices keep coming
+	// while it cannot get an answer, and must not keep a hung turn alive.
+	switch classifyEvent(lr.ev) {
+	case classNetworkWait:
+		s.networkNotice(t, net, lr.ev.Message, idleTimer)
+		return
+	case classRetryNotice:
+		s.warn(t.msg.ID, "codex retries: "+lr.ev.Message)
+		return
+	}
+	if waited, ok := net.end(time.Now()); ok {
+		s.tlog.Notice(fmt.Sprintf("the API answered again after %s without it", waited.Round(time.Second)))
+		s.emit(protocol.NetworkWait{MessageID: t.msg.ID, Waiting: false, Since: time.Now().Add(-waited)})
+	}
+	if len(openItems) == 0 {
+		resetTimer(idleTimer, s.cfg.IdleTimeout)
+	}
+	s.handleEvent(t, lr.ev, res, openItems)
+	if len(openItems) > 0 {
+		idleTimer.Stop()
+	} else {
+		resetTimer(idleTimer, s.cfg.IdleTimeout)
+	}
 }
 
 // stopProcess ends codex: SIGINT to the process (codex then interrupts the
