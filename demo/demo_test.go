@@ -13,6 +13,7 @@ import (
 
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/scriptedmodel"
 	"github.com/battyhq/batty/team"
 )
@@ -113,7 +114,7 @@ func TestWriteProject(t *testing.T) {
 }
 
 // appendEvent appends one daemon event to the project's event log.
-func appendEvent(t *testing.T, l orchestrator.Layout, ev orchestrator.Event) {
+func appendEvent(t *testing.T, l project.Layout, ev orchestrator.Event) {
 	t.Helper()
 	b, _ := json.Marshal(ev)
 	f, err := os.OpenFile(l.EventsLog(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -128,7 +129,7 @@ func appendEvent(t *testing.T, l orchestrator.Layout, ev orchestrator.Event) {
 
 func TestFollowerReportsTheTeam(t *testing.T) {
 	dir := t.TempDir()
-	l, err := orchestrator.LayoutFor(filepath.Join(dir, "team.yaml"))
+	l, err := project.LayoutFor(filepath.Join(dir, "team.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestFollowerReportsTheTeam(t *testing.T) {
 // human's inbox is reported without waiting for the rescan.
 func TestFollowerRunWakesOnTheInbox(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := orchestrator.LayoutFor(filepath.Join(dir, "team.yaml"))
+	l, _ := project.LayoutFor(filepath.Join(dir, "team.yaml"))
 	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +278,7 @@ func TestFollowerFailsOnAlerts(t *testing.T) {
 	for _, typ := range []string{orchestrator.EvAgentParked, orchestrator.EvAgentFailed, orchestrator.EvAuthRequired,
 		orchestrator.EvQuotaBlocked, orchestrator.EvRejected} {
 		t.Run(typ, func(t *testing.T) {
-			l, _ := orchestrator.LayoutFor(filepath.Join(t.TempDir(), "team.yaml"))
+			l, _ := project.LayoutFor(filepath.Join(t.TempDir(), "team.yaml"))
 			f, err := newFollower(l, newPrinter(&bytes.Buffer{}))
 			if err != nil {
 				t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/scriptedmodel"
 )
@@ -100,7 +101,7 @@ func stepLine(st scriptedmodel.Step) string {
 // outcomes, alerts) and the human's inbox. It is owned by Run, which
 // starts run and ends it with the context.
 type follower struct {
-	layout orchestrator.Layout
+	layout project.Layout
 	store  *inbox.Store
 	human  *inbox.Box
 	print  *printer
@@ -119,7 +120,7 @@ type follower struct {
 	settled chan struct{} // closed once the answer is in and no turn runs
 }
 
-func newFollower(l orchestrator.Layout, p *printer) (*follower, error) {
+func newFollower(l project.Layout, p *printer) (*follower, error) {
 	store, err := l.OpenInboxes()
 	if err != nil {
 		return nil, err

@@ -5,46 +5,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/team"
 )
-
-// quotaName is the state file of the accounts' usage-limit pauses.
-const quotaName = "quota.json"
-
-// AccountPause is one account's usage-limit pause, as kept in
-// state/quota.json so that it survives a restart.
-type AccountPause struct {
-	// Account is the account's key: a CODEX_HOME path (scope account),
-	// "agent:<name>" (scope agent) or "team" (scope team).
-	Account string `json:"account"`
-	// Reason is codex's message.
-	Reason string `json:"reason"`
-	// Agent is the agent that hit the limit first.
-	Agent string    `json:"agent"`
-	Since time.Time `json:"since"`
-	// ResetBy is when codex said the limit resets (the end of the
-	// printed minute); zero when it named no time.
-	ResetBy time.Time `json:"reset_by,omitzero"`
-	// ProbeAt is when the next probe turn may go.
-	ProbeAt time.Time `json:"probe_at"`
-	// Probes counts the probes of this pause that hit the limit again.
-	Probes int `json:"probes,omitempty"`
-}
-
-// quotaState is the content of state/quota.json: the paused accounts.
-type quotaState struct {
-	Paused []AccountPause `json:"paused"`
-}
 
 // account is the agents whose usage counts against one account.
 type account struct {
 	key, home string
 	agents    []string
-	pause     *AccountPause // nil while the account is open
-	probing   bool          // ProbeAt has come: one probe turn may go
-	prober    string        // the agent that may send it ("" = any)
-	probeMsg  string        // the probe in flight ("" = none yet)
+	pause     *project.AccountPause // nil while the account is open
+	probing   bool                  // ProbeAt has come: one probe turn may go
+	prober    string                // the agent that may send it ("" = any)
+	probeMsg  string                // the probe in flight ("" = none yet)
 }
 
 // quotaBook holds every account's pause: which agents may start a turn,
@@ -57,8 +30,8 @@ type quotaBook struct {
 	mu       sync.Mutex
 	policy   retry.QuotaPolicy
 	jitter   func() time.Duration
-	layout   Layout
-	save     func(l Layout, name string, v any) error
+	layout   project.Layout
+	save     func(l project.Layout, name string, v any) error
 	accounts []*account // in the team's agent order
 	byAgent  map[string]*account
 	byKey    map[string]*account
@@ -71,8 +44,8 @@ type quotaBook struct {
 // or in this environment) is dropped, unless keepOthers (status of a
 // stopped team, read with the CLI's environment), which lists it as an
 // account without agents.
-func newQuotaBook(cfg *team.Config, l Layout, env []string, policy retry.QuotaPolicy, jitter func() time.Duration, keepOthers bool) (*quotaBook, error) {
-	b := &quotaBook{policy: policy, jitter: jitter, layout: l, save: saveJSON,
+func newQuotaBook(cfg *team.Config, l project.Layout, env []string, policy retry.QuotaPolicy, jitter func() time.Duration, keepOthers bool) (*quotaBook, error) {
+	b := &quotaBook{policy: policy, jitter: jitter, layout: l, save: project.SaveJSON,
 		byAgent: map[string]*account{}, byKey: map[string]*account{}, changed: make(chan struct{}, 1)}
 	for _, a := range cfg.Agents() {
 		home := effectiveCodexHome(a.Codex.CodexHome, a.Codex.Env, env, a.Cwd)
@@ -89,8 +62,8 @@ func newQuotaBook(cfg *team.Config, l Layout, env []string, policy retry.QuotaPo
 		acc.agents = append(acc.agents, a.Name)
 		b.byAgent[a.Name] = acc
 	}
-	var st quotaState
-	if err := loadJSON(l, quotaName, &st); err != nil {
+	var st project.QuotaState
+	if err := project.LoadJSON(l, project.QuotaName, &st); err != nil {
 		return nil, err
 	}
 	for _, p := range st.Paused {
@@ -108,13 +81,13 @@ func newQuotaBook(cfg *team.Config, l Layout, env []string, policy retry.QuotaPo
 
 // persist writes the paused accounts; b.mu is held.
 func (b *quotaBook) persist() error {
-	st := quotaState{Paused: []AccountPause{}}
+	st := project.QuotaState{Paused: []project.AccountPause{}}
 	for _, acc := range b.accounts {
 		if acc.pause != nil {
 			st.Paused = append(st.Paused, *acc.pause)
 		}
 	}
-	return b.save(b.layout, quotaName, st)
+	return b.save(b.layout, project.QuotaName, st)
 }
 
 func (b *quotaBook) notify() {
@@ -180,7 +153,7 @@ type quotaHit struct {
 	alert bool
 	// probeFailed is true when it was the account's probe.
 	probeFailed bool
-	pause       AccountPause
+	pause       project.AccountPause
 	agents      []string
 }
 
@@ -199,7 +172,7 @@ func (b *quotaBook) hit(agent, id, reason string, resetBy, now time.Time) (quota
 	h := quotaHit{agents: slices.Clone(acc.agents)}
 	switch {
 	case acc.pause == nil:
-		acc.pause = &AccountPause{Account: acc.key, Reason: reason, Agent: agent, Since: now.UTC(), ResetBy: resetBy.UTC(),
+		acc.pause = &project.AccountPause{Account: acc.key, Reason: reason, Agent: agent, Since: now.UTC(), ResetBy: resetBy.UTC(),
 			ProbeAt: b.policy.NextProbe(now, resetBy, 0, b.jitter()).UTC()}
 		acc.probing, acc.prober, acc.probeMsg = false, "", ""
 		h.alert = true
@@ -275,12 +248,12 @@ func (b *quotaBook) startProbe(key, prober string) {
 }
 
 // account returns the agents and pause of account key.
-func (b *quotaBook) account(key string) (agents []string, p AccountPause, ok bool) {
+func (b *quotaBook) account(key string) (agents []string, p project.AccountPause, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	acc := b.byKey[key]
 	if acc == nil || acc.pause == nil {
-		return nil, AccountPause{}, false
+		return nil, project.AccountPause{}, false
 	}
 	return slices.Clone(acc.agents), *acc.pause, true
 }
@@ -323,7 +296,7 @@ func (b *quotaBook) resumeAll() ([]string, error) {
 type accountView struct {
 	key, home string
 	agents    []string
-	pause     *AccountPause
+	pause     *project.AccountPause
 	probing   bool
 	probeMsg  string
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -25,8 +26,8 @@ func TestThreadUsageBaselineSurvivesARestart(t *testing.T) {
 		t.Fatalf("status %s", st)
 	}
 	r.stop(t)
-	var st AgentState
-	if err := loadJSON(p.layout, agentStateName("solo"), &st); err != nil {
+	var st project.AgentState
+	if err := project.LoadJSON(p.layout, project.AgentStateName("solo"), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.ThreadID == "" || st.ThreadUsage != (protocol.Usage{Input: 5000, Output: 100}) {
@@ -40,7 +41,7 @@ func TestThreadUsageBaselineSurvivesARestart(t *testing.T) {
 		t.Fatalf("first turn after the restart: %+v, want 2000 input tokens on %s", e.Data, st.ThreadID)
 	}
 	r.stop(t)
-	if err := loadJSON(p.layout, agentStateName("solo"), &st); err != nil {
+	if err := project.LoadJSON(p.layout, project.AgentStateName("solo"), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.InputTokens != 7000 || st.OutputTokens != 200 || st.ThreadUsage.Input != 7000 {
@@ -69,7 +70,7 @@ func TestTurnsCompletedFollowsTheRecordedOutcomes(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(p.layout.AgentState("solo")), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := saveJSON(p.layout, agentStateName("solo"), AgentState{Name: "solo"}); err != nil {
+	if err := project.SaveJSON(p.layout, project.AgentStateName("solo"), project.AgentState{Name: "solo"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -91,7 +92,7 @@ func TestAuthPauseEventHasNoZeroResumeAt(t *testing.T) {
 	r := p.start(nil)
 	p.send("solo", "human", "scenario:auth")
 	e := r.waitEvent(t, "dispatch_paused", func(e Event) bool { return e.Type == EvPaused })
-	if _, ok := e.Data["resume_at"]; ok || e.Data["kind"] != PauseAuth {
+	if _, ok := e.Data["resume_at"]; ok || e.Data["kind"] != project.PauseAuth {
 		t.Fatalf("pause event data = %v, want kind auth and no resume_at", e.Data)
 	}
 	r.stop(t)

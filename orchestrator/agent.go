@@ -14,6 +14,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
@@ -43,7 +44,7 @@ type agent struct {
 	snap agentSnap
 
 	// owned by run
-	st        AgentState
+	st        project.AgentState
 	p         *shim.Process
 	events    chan protocol.Message
 	chanErr   error // why the reader of events stopped; read once events is closed
@@ -82,7 +83,7 @@ type agentSnap struct {
 	backlog  int
 	shimPID  int
 	restarts int
-	st       AgentState
+	st       project.AgentState
 	saveErr  string // the last failure to save st, "" once a save succeeds
 	parked   *preflight.Problem
 	// netSince and netMessage: the turn in flight waits for the network
@@ -110,7 +111,7 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 		account: effectiveCodexHome(def.Codex.CodexHome, def.Codex.Env, d.shimEnviron(), def.Cwd),
 	}
 	a.st.Name = def.Name
-	if err := loadJSON(d.layout, agentStateName(def.Name), &a.st); err != nil {
+	if err := project.LoadJSON(d.layout, project.AgentStateName(def.Name), &a.st); err != nil {
 		return nil, err
 	}
 	a.st.Name = def.Name
@@ -274,7 +275,7 @@ func (a *agent) shimConfig() shim.Config {
 		// is not the project directory.
 		c.Exec.AddDirs = []string{a.d.layout.Inboxes()}
 	}
-	c.Env = append(c.Env, EnvDir+"="+a.d.layout.Dir)
+	c.Env = append(c.Env, project.EnvDir+"="+a.d.layout.Dir)
 	if a.st.ThreadID != "" {
 		u := a.st.ThreadUsage
 		c.ThreadID = a.st.ThreadID
@@ -477,7 +478,7 @@ func (a *agent) reset(reason string) error {
 		reason = "reset by user"
 	}
 	old := a.st.ThreadID
-	a.st.archive(reason, time.Now().UTC())
+	a.st.Archive(reason, time.Now().UTC())
 	// A thread reset by hand starts clean: no handoff.
 	a.st.Handoff, a.st.ContextRetry = nil, nil
 	if a.failed {
@@ -496,7 +497,7 @@ func (a *agent) reset(reason string) error {
 
 func (a *agent) saveState() error {
 	a.st.UpdatedAt = time.Now().UTC()
-	err := saveJSON(a.d.layout, agentStateName(a.def.Name), a.st)
+	err := project.SaveJSON(a.d.layout, project.AgentStateName(a.def.Name), a.st)
 	saveErr := ""
 	if err != nil {
 		// Surfaced in the log, the event log and status (as last_error);

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/retry"
@@ -137,7 +138,7 @@ func (a *agent) handle(m protocol.Message) {
 		fix := a.loginFix()
 		a.d.events.Append(Event{Type: EvAuthRequired, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message + " — " + fix,
 			Data: map[string]any{"fix": fix}})
-		a.d.pause(PauseAuth, fmt.Sprintf("codex needs a login (reported by %s): %s — %s", a.def.Name, e.Message, fix), time.Time{})
+		a.d.pause(project.PauseAuth, fmt.Sprintf("codex needs a login (reported by %s): %s — %s", a.def.Name, e.Message, fix), time.Time{})
 	case protocol.ContextExhausted:
 		// Acted on with the turn's end (turnFinished): retried, handed off
 		// or failed with one alert.
@@ -167,12 +168,12 @@ func (a *agent) threadChanged(e protocol.ThreadChanged) {
 		// Archived by reset already.
 	case protocol.ThreadResumeFailed, protocol.ThreadResumeChanged:
 		if e.Previous != "" && a.st.ThreadID == e.Previous {
-			a.st.archive(string(e.Reason)+": "+e.Detail, now)
+			a.st.Archive(string(e.Reason)+": "+e.Detail, now)
 		}
 	}
 	if e.ThreadID != "" || e.Reason != protocol.ThreadReset {
 		// A changed thread starts its running total afresh.
-		a.st.setThread(e.ThreadID, protocol.Usage{})
+		a.st.SetThread(e.ThreadID, protocol.Usage{})
 	}
 	a.saveState()
 	a.d.events.Append(Event{Type: EvThreadChanged, Agent: a.def.Name, Detail: string(e.Reason),
@@ -206,7 +207,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		a.st.ContextPct = e.ContextPct
 	}
 	if e.ThreadID != "" {
-		a.st.setThread(e.ThreadID, e.Thread)
+		a.st.SetThread(e.ThreadID, e.Thread)
 	}
 	requeue, retryKind := "", ""
 	switch {

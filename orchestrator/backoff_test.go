@@ -31,7 +31,7 @@ func TestBackoffWait(t *testing.T) {
 }
 
 // deliverRetry queues body for box with a retry record saying notBefore.
-func (p *project) deliverRetry(box, body string, notBefore time.Time) string {
+func (p *testProject) deliverRetry(box, body string, notBefore time.Time) string {
 	p.t.Helper()
 	m, err := p.box(box).Deliver(inbox.Message{From: "human", To: box, Body: body,
 		Transient: &inbox.TransientRetry{Failures: 1, LastError: "server error", NotBefore: notBefore}})

@@ -361,7 +361,7 @@ func whereIs(store *inbox.Store, id string) string {
 }
 
 // countDone counts the outcome files in every box's done/.
-func countDone(t *testing.T, p *project) int {
+func countDone(t *testing.T, p *testProject) int {
 	t.Helper()
 	boxes, err := os.ReadDir(p.layout.Inboxes())
 	if err != nil {
@@ -386,7 +386,7 @@ func countDone(t *testing.T, p *project) int {
 }
 
 // waitingInRoleQueues counts the messages in the role queues' new/.
-func waitingInRoleQueues(t *testing.T, p *project, roles []string) int {
+func waitingInRoleQueues(t *testing.T, p *testProject, roles []string) int {
 	t.Helper()
 	n := 0
 	for _, r := range roles {

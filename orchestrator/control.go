@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/battyhq/batty/project"
 	"golang.org/x/sys/unix"
 )
 
@@ -140,7 +141,7 @@ var ErrNotRunning = errors.New("daemon not running")
 // Call sends one request to the daemon of layout l and waits for the answer
 // (at most timeout; 0 = no limit, for stop). It returns ErrNotRunning
 // (wrapped) when nothing listens.
-func Call(l Layout, req Request, timeout time.Duration) (Response, error) {
+func Call(l project.Layout, req Request, timeout time.Duration) (Response, error) {
 	c, err := net.Dial("unix", l.Socket())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
@@ -170,7 +171,7 @@ func Call(l Layout, req Request, timeout time.Duration) (Response, error) {
 // the daemon lock, so no live daemon owns it. The socket is removed, bound
 // and chmodded through the state directory's descriptor (see
 // Layout.OpenDir), never through a symbolic link.
-func listenControl(l Layout) (*net.UnixListener, error) {
+func listenControl(l project.Layout) (*net.UnixListener, error) {
 	path := l.Socket()
 	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
 		return nil, fmt.Errorf("control socket path %s is %d bytes, longer than the system allows (%d): move the project to a shorter path", path, len(path), len(unix.RawSockaddrUnix{}.Path)-1)
@@ -180,11 +181,11 @@ func listenControl(l Layout) (*net.UnixListener, error) {
 		return nil, fmt.Errorf("listen on control socket %s: %w", path, err)
 	}
 	defer dir.Close()
-	if err := dir.Remove(socketName); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := dir.Remove(project.SocketName); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale control socket %s: %w", path, err)
 	}
 	old := unix.Umask(0o177)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: dir.ProcPath(socketName), Net: "unix"})
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: dir.ProcPath(project.SocketName), Net: "unix"})
 	unix.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("listen on control socket %s: %w", path, err)
@@ -192,7 +193,7 @@ func listenControl(l Layout) (*net.UnixListener, error) {
 	// The bound name goes through dir's descriptor, which is closed on
 	// return: removeSocket removes the socket instead.
 	ln.SetUnlinkOnClose(false)
-	if err := dir.Chmod(socketName, 0o600); err != nil {
+	if err := dir.Chmod(project.SocketName, 0o600); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("chmod control socket %s: %w", path, err)
 	}
@@ -200,13 +201,13 @@ func listenControl(l Layout) (*net.UnixListener, error) {
 }
 
 // removeSocket removes the control socket file, without following links.
-func removeSocket(l Layout) error {
+func removeSocket(l project.Layout) error {
 	dir, err := l.OpenDir("", false)
 	if err != nil {
 		return fmt.Errorf("remove control socket %s: %w", l.Socket(), err)
 	}
 	defer dir.Close()
-	if err := dir.Remove(socketName); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := dir.Remove(project.SocketName); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove control socket %s: %w", l.Socket(), err)
 	}
 	return nil

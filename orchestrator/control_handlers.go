@@ -1,12 +1,11 @@
 package orchestrator
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/battyhq/batty/project"
 )
 
 // control answers every request but stop.
@@ -22,7 +21,7 @@ func (d *Daemon) control(req Request) Response {
 		if reason == "" {
 			reason = "paused by user"
 		}
-		return Response{OK: true, Changed: d.pause(PauseManual, reason, time.Time{})}
+		return Response{OK: true, Changed: d.pause(project.PauseManual, reason, time.Time{})}
 	case OpResume:
 		if req.Agent != "" {
 			// One agent: tried again at once if failed, checked again if
@@ -150,81 +149,4 @@ func (d *Daemon) status() Status {
 	})
 	st.Schedules = d.scheduleStatus()
 	return st
-}
-
-// acquireLock takes the project's daemon lock without blocking.
-func acquireLock(l Layout) (*os.File, error) {
-	f, err := openLock(l, os.O_CREATE|os.O_RDWR)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		pid := readPID(l)
-		return nil, AlreadyRunningError(pid, l.Socket())
-	}
-	f.Truncate(0)
-	fmt.Fprintf(f, "%d\n", os.Getpid())
-	f.Sync()
-	return f, nil
-}
-
-// ErrAlreadyRunning is returned (wrapped) by New when the project's daemon
-// already runs.
-var ErrAlreadyRunning = errors.New("already running")
-
-// AlreadyRunningError is the error for a project whose daemon runs as pid,
-// listening on socket: it wraps ErrAlreadyRunning and reads once after the
-// command's "batty: " — "already running for this project (pid 41230,
-// socket /p/.batty/daemon.sock); `batty stop` stops it".
-func AlreadyRunningError(pid int, socket string) error {
-	return fmt.Errorf("%w for this project (pid %d, socket %s); `batty stop` stops it", ErrAlreadyRunning, pid, socket)
-}
-
-func releaseLock(f *os.File) {
-	if f == nil {
-		return
-	}
-	f.Truncate(0)
-	unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	f.Close()
-}
-
-// openLock opens the daemon lock file with flag, never through a link.
-func openLock(l Layout, flag int) (*os.File, error) {
-	dir, err := l.OpenDir("", false)
-	if err != nil {
-		return nil, fmt.Errorf("open lock %s: %w", l.LockFile(), err)
-	}
-	defer dir.Close()
-	f, err := dir.OpenFile(lockName, flag, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open lock %s: %w", l.LockFile(), err)
-	}
-	return f, nil
-}
-
-// readPID returns the pid recorded in the lock file, or 0.
-func readPID(l Layout) int {
-	b, err := l.readFile(lockName)
-	if err != nil {
-		return 0
-	}
-	var pid int
-	fmt.Sscan(string(b), &pid)
-	return pid
-}
-
-// Running reports whether a daemon holds the project's lock, and its pid.
-func Running(l Layout) (bool, int) {
-	f, err := openLock(l, os.O_RDWR)
-	if err != nil {
-		return false, 0
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return true, readPID(l)
-	}
-	unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	return false, 0
 }

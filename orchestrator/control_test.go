@@ -12,9 +12,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/project"
 )
 
-func call(t *testing.T, p *project, req Request) Response {
+func call(t *testing.T, p *testProject, req Request) Response {
 	t.Helper()
 	resp, err := Call(p.layout, req, 30*time.Second)
 	if err != nil {
@@ -59,11 +61,11 @@ func TestResetStartsAFreshThread(t *testing.T) {
 	p := newProject(t, fourAgents)
 	r := p.start(nil)
 	r.finished(t, p.send("manager", "human", "first"))
-	var before AgentState
-	loadJSON(p.layout, agentStateName("manager"), &before)
+	var before project.AgentState
+	project.LoadJSON(p.layout, project.AgentStateName("manager"), &before)
 	call(t, p, Request{Op: OpReset, Agent: "manager", Reason: "new topic"})
-	var after AgentState
-	loadJSON(p.layout, agentStateName("manager"), &after)
+	var after project.AgentState
+	project.LoadJSON(p.layout, project.AgentStateName("manager"), &after)
 	if after.ThreadID != "" || len(after.ArchivedThreads) != 1 || after.ArchivedThreads[0].ID != before.ThreadID || after.ArchivedThreads[0].Reason != "new topic" {
 		t.Fatalf("state after reset %+v (before %s)", after, before.ThreadID)
 	}
@@ -111,10 +113,10 @@ func TestSecondDaemonIsRefused(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	p.start(nil)
 	_, err := New(p.cfg, p.layout, Options{})
-	if !errors.Is(err, ErrAlreadyRunning) || !strings.Contains(err.Error(), p.layout.Socket()) {
+	if !errors.Is(err, project.ErrAlreadyRunning) || !strings.Contains(err.Error(), p.layout.Socket()) {
 		t.Fatalf("second daemon: %v", err)
 	}
-	if running, pid := Running(p.layout); !running || pid != os.Getpid() {
+	if running, pid := project.Running(p.layout); !running || pid != os.Getpid() {
 		t.Fatalf("Running = %v, %d", running, pid)
 	}
 }
@@ -154,21 +156,21 @@ func TestOfflineCommands(t *testing.T) {
 // lock, says "locked", and when its stdin closes releases the lock and
 // lingers before exiting, as a daemon does while its process is torn down.
 func lockHolderMain(dir string) int {
-	l := Layout{Dir: dir}
-	lock, err := acquireLock(l)
+	l := project.Layout{Dir: dir}
+	lock, err := project.AcquireLock(l)
 	if err != nil {
 		fmt.Println(err)
 		return 1
 	}
 	fmt.Println("locked")
 	io.Copy(io.Discard, os.Stdin)
-	releaseLock(lock)
+	project.ReleaseLock(lock)
 	time.Sleep(300 * time.Millisecond)
 	return 0
 }
 
 func TestStopWaitsForTheDaemonProcessToExit(t *testing.T) {
-	l := Layout{Dir: t.TempDir()}
+	l := project.Layout{Dir: t.TempDir()}
 	self, _ := os.Executable()
 	cmd := exec.Command(self, l.Dir)
 	cmd.Env = append(os.Environ(), "BATTY_TEST_ROLE=lockholder")
@@ -183,7 +185,7 @@ func TestStopWaitsForTheDaemonProcessToExit(t *testing.T) {
 	if line != "locked\n" {
 		t.Fatalf("lock holder said %q", line)
 	}
-	if running, pid := Running(l); !running || pid != cmd.Process.Pid {
+	if running, pid := project.Running(l); !running || pid != cmd.Process.Pid {
 		t.Fatalf("Running = %v, %d; want true, %d", running, pid, cmd.Process.Pid)
 	}
 	d, err := pinDaemon(l)
@@ -208,19 +210,19 @@ func TestStopWaitsForTheDaemonProcessToExit(t *testing.T) {
 // than call the dead daemon running. A lock held for good is still
 // ErrAlreadyRunning.
 func TestOfflineCommandsWaitForALockBeingReleased(t *testing.T) {
-	l := Layout{Dir: t.TempDir()}
+	l := project.Layout{Dir: t.TempDir()}
 	if err := l.MkdirAll(); err != nil {
 		t.Fatal(err)
 	}
 	hold := func() chan struct{} {
-		lock, err := acquireLock(l)
+		lock, err := project.AcquireLock(l)
 		if err != nil {
 			t.Fatal(err)
 		}
 		release := make(chan struct{})
 		go func() {
 			<-release
-			releaseLock(lock)
+			project.ReleaseLock(lock)
 		}()
 		return release
 	}
@@ -229,7 +231,7 @@ func TestOfflineCommandsWaitForALockBeingReleased(t *testing.T) {
 		time.AfterFunc(100*time.Millisecond, func() { close(release) })
 	}
 	releaseSoon()
-	if err := withLock(l, func() error { return nil }); err != nil {
+	if err := project.WithLock(l, func() error { return nil }); err != nil {
 		t.Fatalf("withLock while the lock is being released: %v", err)
 	}
 	releaseSoon()
@@ -238,7 +240,7 @@ func TestOfflineCommandsWaitForALockBeingReleased(t *testing.T) {
 	}
 	release := hold()
 	defer close(release)
-	if err := withLock(l, func() error { return nil }); !errors.Is(err, ErrAlreadyRunning) {
+	if err := project.WithLock(l, func() error { return nil }); !errors.Is(err, project.ErrAlreadyRunning) {
 		t.Fatalf("withLock on a lock held for good: %v, want ErrAlreadyRunning", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
@@ -30,7 +31,7 @@ import (
 // Daemon runs one team. Create it with New, then call Run once.
 type Daemon struct {
 	cfg      *team.Config
-	layout   Layout
+	layout   project.Layout
 	opts     Options
 	log      hclog.Logger
 	store    *inbox.Store
@@ -61,7 +62,7 @@ type Daemon struct {
 // New prepares a daemon for the team in cfg, with its state under layout.
 // It takes the project's lock: a second daemon for the same project fails
 // with an error saying where the first one runs.
-func New(cfg *team.Config, layout Layout, opts Options) (*Daemon, error) {
+func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -69,7 +70,7 @@ func New(cfg *team.Config, layout Layout, opts Options) (*Daemon, error) {
 	if err := layout.MkdirAll(); err != nil {
 		return nil, err
 	}
-	lock, err := acquireLock(layout)
+	lock, err := project.AcquireLock(layout)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func New(cfg *team.Config, layout Layout, opts Options) (*Daemon, error) {
 		if d.events != nil {
 			d.events.Close()
 		}
-		releaseLock(lock)
+		project.ReleaseLock(lock)
 		return nil, err
 	}
 	return d, nil
@@ -125,7 +126,7 @@ func (d *Daemon) init() error {
 	if err != nil {
 		return err
 	}
-	err = root.WriteFile(teamRefName, []byte(d.cfg.Path+"\n"), 0o600)
+	err = root.WriteFile(project.TeamRefName, []byte(d.cfg.Path+"\n"), 0o600)
 	root.Close()
 	if err != nil {
 		return err
@@ -165,7 +166,7 @@ func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 // every shim (letting turns finish for the team's shutdown timeout) and
 // releases the lock. It returns when nothing it started is running.
 func (d *Daemon) Run(ctx context.Context) error {
-	defer releaseLock(d.lock)
+	defer project.ReleaseLock(d.lock)
 	defer d.events.Close()
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -311,7 +312,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-timerC(resumeTimer):
 			resumeTimer = nil
 			st := d.gate.state()
-			if st.Paused && st.Kind == PauseQuota {
+			if st.Paused && st.Kind == project.PauseQuota {
 				d.log.Info("Quota reset time reached, resuming dispatch")
 				d.resume("quota reset time reached")
 			}
@@ -348,7 +349,7 @@ func (d *Daemon) armResume(t *time.Timer) *time.Timer {
 		t.Stop()
 	}
 	st := d.gate.state()
-	if !st.Paused || st.Kind != PauseQuota || st.ResumeAt.IsZero() {
+	if !st.Paused || st.Kind != project.PauseQuota || st.ResumeAt.IsZero() {
 		return nil
 	}
 	return time.NewTimer(max(time.Until(st.ResumeAt), 0))

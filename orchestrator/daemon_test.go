@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/project"
 )
 
 const fourAgents = `  - name: architect
@@ -126,8 +127,8 @@ func TestDaemonSIGKILLedMidTurnResumesThreadsAndRedeliversOnce(t *testing.T) {
 	child := p.startChildDaemon()
 	done := p.send("architect", "human", "finished before the crash")
 	waitOutcome(t, p, "architect", done)
-	var before AgentState
-	if err := loadJSON(p.layout, agentStateName("architect"), &before); err != nil || before.ThreadID == "" {
+	var before project.AgentState
+	if err := project.LoadJSON(p.layout, project.AgentStateName("architect"), &before); err != nil || before.ThreadID == "" {
 		t.Fatalf("state before: %+v %v", before, err)
 	}
 	cut := p.send("architect", "human", "scenario:slowfirst:60 cut off")
@@ -160,7 +161,7 @@ func TestDaemonSIGKILLedMidTurnResumesThreadsAndRedeliversOnce(t *testing.T) {
 
 // waitOutcome waits for a message's outcome file, watching nothing but the
 // file system (the daemon is another process).
-func waitOutcome(t *testing.T, p *project, box, id string) {
+func waitOutcome(t *testing.T, p *testProject, box, id string) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for time.Now().Before(deadline) {
@@ -173,7 +174,7 @@ func waitOutcome(t *testing.T, p *project, box, id string) {
 }
 
 // waitFakeRun waits until the fake codex has started message id.
-func waitFakeRun(t *testing.T, p *project, id string) {
+func waitFakeRun(t *testing.T, p *testProject, id string) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for time.Now().Before(deadline) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/project"
 )
 
 // Event log defaults.
@@ -102,12 +103,12 @@ type eventLog struct {
 
 // openEventLog opens the event log of the project in l, creating it (0600)
 // if needed. The state directory must exist.
-func openEventLog(l Layout, onError func(error)) (*eventLog, error) {
+func openEventLog(l project.Layout, onError func(error)) (*eventLog, error) {
 	dir, err := l.OpenDir("", false)
 	if err != nil {
 		return nil, fmt.Errorf("open event log %s: %w", l.EventsLog(), err)
 	}
-	el := &eventLog{dir: dir, name: eventsName, path: l.EventsLog(), max: defaultEventLogMax, keep: defaultEventLogKeep, onError: onError}
+	el := &eventLog{dir: dir, name: project.EventsName, path: l.EventsLog(), max: defaultEventLogMax, keep: defaultEventLogKeep, onError: onError}
 	if err := el.open(); err != nil {
 		dir.Close()
 		return nil, err

@@ -8,10 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/battyhq/batty/project"
 )
 
 func TestEventLogRotatesBySizeAndLosesNothing(t *testing.T) {
-	lay := Layout{Dir: filepath.Join(t.TempDir(), DirName)}
+	lay := project.Layout{Dir: filepath.Join(t.TempDir(), project.DirName)}
 	if err := lay.MkdirAll(); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func TestEventLogRotatesBySizeAndLosesNothing(t *testing.T) {
 // or a hand edit) must not swallow the next event: it starts on a line of
 // its own, and only the cut line stays unreadable.
 func TestEventLogStartsAfterACutLine(t *testing.T) {
-	lay := Layout{Dir: filepath.Join(t.TempDir(), DirName)}
+	lay := project.Layout{Dir: filepath.Join(t.TempDir(), project.DirName)}
 	if err := lay.MkdirAll(); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"sync"
 	"time"
+
+	"github.com/battyhq/batty/project"
 )
 
 // gate is the team-wide dispatch gate: while it is closed no agent starts a
@@ -10,23 +12,23 @@ import (
 // quota pause keeps its reset time across restarts. Safe for concurrent use.
 type gate struct {
 	mu      sync.Mutex
-	st      DispatchState
-	layout  Layout
+	st      project.DispatchState
+	layout  project.Layout
 	changed chan struct{} // buffered(1): the daemon re-arms its resume timer
-	save    func(l Layout, name string, v any) error
+	save    func(l project.Layout, name string, v any) error
 }
 
 // newGate loads the dispatch state of the project in l.
-func newGate(l Layout) (*gate, error) {
-	g := &gate{layout: l, changed: make(chan struct{}, 1), save: saveJSON}
-	if err := loadJSON(l, dispatchName, &g.st); err != nil {
+func newGate(l project.Layout) (*gate, error) {
+	g := &gate{layout: l, changed: make(chan struct{}, 1), save: project.SaveJSON}
+	if err := project.LoadJSON(l, project.DispatchName, &g.st); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
 // state returns a copy of the dispatch state.
-func (g *gate) state() DispatchState {
+func (g *gate) state() project.DispatchState {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.st
@@ -47,19 +49,19 @@ func (g *gate) pause(kind, reason string, resumeAt time.Time) (bool, error) {
 	defer g.mu.Unlock()
 	if g.st.Paused {
 		switch {
-		case g.st.Kind == kind && kind == PauseQuota && !resumeAt.After(g.st.ResumeAt) && !g.st.ResumeAt.IsZero():
+		case g.st.Kind == kind && kind == project.PauseQuota && !resumeAt.After(g.st.ResumeAt) && !g.st.ResumeAt.IsZero():
 			return false, nil
-		case g.st.Kind == PauseAuth && kind == PauseQuota:
+		case g.st.Kind == project.PauseAuth && kind == project.PauseQuota:
 			return false, nil
-		case g.st.Kind == kind && kind != PauseQuota:
+		case g.st.Kind == kind && kind != project.PauseQuota:
 			return false, nil
 		}
 	}
-	g.st = DispatchState{Paused: true, Kind: kind, Reason: reason, ResumeAt: resumeAt.UTC(), Since: time.Now().UTC()}
+	g.st = project.DispatchState{Paused: true, Kind: kind, Reason: reason, ResumeAt: resumeAt.UTC(), Since: time.Now().UTC()}
 	if resumeAt.IsZero() {
 		g.st.ResumeAt = time.Time{}
 	}
-	err := g.save(g.layout, dispatchName, g.st)
+	err := g.save(g.layout, project.DispatchName, g.st)
 	g.notify()
 	return true, err
 }
@@ -71,8 +73,8 @@ func (g *gate) resume() (bool, error) {
 	if !g.st.Paused {
 		return false, nil
 	}
-	g.st = DispatchState{}
-	err := g.save(g.layout, dispatchName, g.st)
+	g.st = project.DispatchState{}
+	err := g.save(g.layout, project.DispatchName, g.st)
 	g.notify()
 	return true, err
 }

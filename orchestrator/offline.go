@@ -1,13 +1,13 @@
 package orchestrator
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"slices"
 	"time"
 
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/team"
 )
@@ -16,42 +16,11 @@ import (
 // daemon runs. Each takes the project's lock first, so they refuse to run
 // next to a daemon (which is then the only writer; use Call instead).
 
-// lockWait is how long withLock waits for a lock that is held: a daemon
-// killed a moment ago holds it until the kernel has torn it down, which a
-// command run right after the kill must not take for a running daemon.
-const lockWait = 2 * time.Second
-
-// withLock runs f while holding the daemon lock. A lock held for longer
-// than lockWait is ErrAlreadyRunning.
-func withLock(l Layout, f func() error) error {
-	if err := l.MkdirAll(); err != nil {
-		return err
-	}
-	lock, err := acquireLockWait(l)
-	if err != nil {
-		return err
-	}
-	defer releaseLock(lock)
-	return f()
-}
-
-// acquireLockWait takes the project's daemon lock, waiting up to lockWait
-// while it is held; then it is ErrAlreadyRunning (wrapped).
-func acquireLockWait(l Layout) (*os.File, error) {
-	deadline := time.Now().Add(lockWait)
-	lock, err := acquireLock(l)
-	for err != nil && errors.Is(err, ErrAlreadyRunning) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		lock, err = acquireLock(l)
-	}
-	return lock, err
-}
-
 // OfflineStatus builds the status of a stopped team from its files: every
 // agent is "stopped", with its persisted thread, counters and backlog.
-func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
+func OfflineStatus(cfg *team.Config, l project.Layout) (Status, error) {
 	var st Status
-	err := withLock(l, func() error {
+	err := project.WithLock(l, func() error {
 		g, err := newGate(l)
 		if err != nil {
 			return err
@@ -80,8 +49,8 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 			}
 		}
 		for _, a := range cfg.Agents() {
-			var as AgentState
-			if err := loadJSON(l, agentStateName(a.Name), &as); err != nil {
+			var as project.AgentState
+			if err := project.LoadJSON(l, project.AgentStateName(a.Name), &as); err != nil {
 				return err
 			}
 			box, err := store.Box(a.Name)
@@ -110,7 +79,7 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 			// if any, is not read.
 			return nil
 		}
-		states, err := scheduleStore{l}.Load()
+		states, err := project.ScheduleStore{Layout: l}.Load()
 		if err != nil {
 			return err
 		}
@@ -122,38 +91,38 @@ func OfflineStatus(cfg *team.Config, l Layout) (Status, error) {
 
 // OfflineReset archives an agent's thread so its next message starts a
 // fresh one.
-func OfflineReset(cfg *team.Config, l Layout, agent, reason string) error {
+func OfflineReset(cfg *team.Config, l project.Layout, agent, reason string) error {
 	if _, ok := cfg.Agent(agent); !ok {
 		return fmt.Errorf("no agent %q in team %q", agent, cfg.Name)
 	}
 	if reason == "" {
 		reason = "reset by user"
 	}
-	return withLock(l, func() error {
-		var as AgentState
-		if err := loadJSON(l, agentStateName(agent), &as); err != nil {
+	return project.WithLock(l, func() error {
+		var as project.AgentState
+		if err := project.LoadJSON(l, project.AgentStateName(agent), &as); err != nil {
 			return err
 		}
 		as.Name = agent
-		as.archive(reason, time.Now().UTC())
+		as.Archive(reason, time.Now().UTC())
 		as.UpdatedAt = time.Now().UTC()
-		return saveJSON(l, agentStateName(agent), as)
+		return project.SaveJSON(l, project.AgentStateName(agent), as)
 	})
 }
 
 // OfflinePause closes (pause) or opens the dispatch gate of a stopped team;
 // opening it also ends every account's usage-limit pause. It returns
 // whether anything changed (false: it was already paused, or not paused).
-func OfflinePause(l Layout, pause bool, reason string) (changed bool, err error) {
-	err = withLock(l, func() error {
+func OfflinePause(l project.Layout, pause bool, reason string) (changed bool, err error) {
+	err = project.WithLock(l, func() error {
 		if !pause {
 			// Resume ends the accounts' usage-limit pauses too.
-			var q quotaState
-			if err := loadJSON(l, quotaName, &q); err != nil {
+			var q project.QuotaState
+			if err := project.LoadJSON(l, project.QuotaName, &q); err != nil {
 				return err
 			}
 			if len(q.Paused) > 0 {
-				if err := saveJSON(l, quotaName, quotaState{Paused: []AccountPause{}}); err != nil {
+				if err := project.SaveJSON(l, project.QuotaName, project.QuotaState{Paused: []project.AccountPause{}}); err != nil {
 					return err
 				}
 				changed = true
@@ -168,7 +137,7 @@ func OfflinePause(l Layout, pause bool, reason string) (changed bool, err error)
 			if reason == "" {
 				reason = "paused by user"
 			}
-			gateChanged, err = g.pause(PauseManual, reason, time.Time{})
+			gateChanged, err = g.pause(project.PauseManual, reason, time.Time{})
 		} else {
 			gateChanged, err = g.resume()
 		}

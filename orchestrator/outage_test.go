@@ -17,7 +17,7 @@ func fastRetries(o *Options) {
 }
 
 // recorded returns the outcome recorded for id in box.
-func (p *project) recorded(box, id string) inbox.Outcome {
+func (p *testProject) recorded(box, id string) inbox.Outcome {
 	p.t.Helper()
 	m, state, err := p.box(box).Get(id)
 	if err != nil || state != inbox.StateDone || m.Outcome == nil {
@@ -27,7 +27,7 @@ func (p *project) recorded(box, id string) inbox.Outcome {
 }
 
 // headers returns the first prompt line of every fake codex run of id.
-func (p *project) headers(id string) []string {
+func (p *testProject) headers(id string) []string {
 	b, _ := os.ReadFile(p.fakeLog)
 	var out []string
 	for _, l := range strings.Split(string(b), "\n") {
@@ -41,7 +41,7 @@ func (p *project) headers(id string) []string {
 // runSolo starts a team of one agent, solo, with fast retries and top
 // (top-level YAML lines) and sends body to solo with p.sendAndWait. It
 // returns the project, the running daemon and the message id.
-func runSolo(t *testing.T, top, body, want string) (*project, *running, string) {
+func runSolo(t *testing.T, top, body, want string) (*testProject, *running, string) {
 	t.Helper()
 	p := newProjectWith(t, top, "  - name: solo\n")
 	r := p.start(fastRetries)

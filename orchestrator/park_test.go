@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/project"
 )
 
 // waitAgent waits until the status of agent name satisfies ok. Status has
@@ -37,7 +39,7 @@ func engWithCodex(bin string) string {
 
 // assertWaiting checks that message id is pending in eng's inbox, never
 // delivered and its attempt not used.
-func assertWaiting(t *testing.T, p *project, r *running, id string) {
+func assertWaiting(t *testing.T, p *testProject, r *running, id string) {
 	t.Helper()
 	m, where, err := p.box("eng").Get(id)
 	if err != nil || where != "new" || m.Attempt != 0 || m.Outcome != nil {
@@ -48,7 +50,7 @@ func assertWaiting(t *testing.T, p *project, r *running, id string) {
 	}
 }
 
-func assertCompletedFirstTry(t *testing.T, p *project, r *running, id string) {
+func assertCompletedFirstTry(t *testing.T, p *testProject, r *running, id string) {
 	t.Helper()
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("message %s: %s", id, st)
@@ -195,7 +197,7 @@ func TestAuthFailureSaysToLogIn(t *testing.T) {
 // stale "parked" error.
 func TestParkedErrorOfAnEarlierDaemonIsCleared(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
-	if err := saveJSON(p.layout, agentStateName("solo"), AgentState{Name: "solo", LastError: parkedPrefix + "codex not found at /x"}); err != nil {
+	if err := project.SaveJSON(p.layout, project.AgentStateName("solo"), project.AgentState{Name: "solo", LastError: parkedPrefix + "codex not found at /x"}); err != nil {
 		t.Fatal(err)
 	}
 	r := p.start(nil)

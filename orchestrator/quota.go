@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -185,7 +186,7 @@ func (d *Daemon) resumeAccounts(why string) bool {
 // an earlier version into a pause of every account until the same time.
 func (d *Daemon) migrateQuotaGate() error {
 	st := d.gate.state()
-	if !st.Paused || st.Kind != PauseQuota {
+	if !st.Paused || st.Kind != project.PauseQuota {
 		return nil
 	}
 	now := time.Now()

@@ -37,7 +37,7 @@ func doneIDs(t *testing.T, b *inbox.Box) []string {
 // quiet waits until a and b have each finished a message from the human
 // sent now: replies are delivered before the turn that owes them is
 // announced, so anything a loop would have sent is queued ahead of these.
-func quiet(t *testing.T, p *project, r *running, agents ...string) {
+func quiet(t *testing.T, p *testProject, r *running, agents ...string) {
 	t.Helper()
 	for _, name := range agents {
 		p.sendAndWait(r, name, "sentinel for "+name, "completed")

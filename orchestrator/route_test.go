@@ -15,7 +15,7 @@ import (
 
 // copies lists where message id is among the boxes of the eng role, as
 // "box/state".
-func (p *project) copies(id string) []string {
+func (p *testProject) copies(id string) []string {
 	p.t.Helper()
 	cs, err := inbox.Find(id, []*inbox.Box{p.box("@eng"), p.box("eng-1"), p.box("eng-2")})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/schedule"
 )
 
@@ -236,7 +237,7 @@ func TestScheduleStateFileRefused(t *testing.T) {
 			if err := os.MkdirAll(p.layout.StateDir(), 0o700); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join(p.layout.StateDir(), schedulesName)
+			path := filepath.Join(p.layout.StateDir(), project.SchedulesName)
 			tc.plant(t, path)
 			self, _ := os.Executable()
 			d, err := New(p.cfg, p.layout, Options{ShimCommand: []string{self}, ShimEnv: p.shimEnv(), NoCgroup: true})
@@ -320,7 +321,7 @@ func TestOfflineCommandsIgnoreSchedulesStateWithoutSchedules(t *testing.T) {
 	if err := os.MkdirAll(p.layout.StateDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(p.layout.StateDir(), schedulesName), []byte("not json"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(p.layout.StateDir(), project.SchedulesName), []byte("not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	st, err := OfflineStatus(p.cfg, p.layout)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/shim"
 )
@@ -32,7 +33,7 @@ const sweepTimeout = 5 * time.Second
 // teamProcs is the daemon's hold on the processes it starts: the mark they
 // carry and the team's cgroup, if any. Safe for concurrent use.
 type teamProcs struct {
-	layout Layout
+	layout project.Layout
 	log    hclog.Logger
 
 	mu     sync.Mutex
@@ -43,7 +44,7 @@ type teamProcs struct {
 // cgroupName names the project's cgroup, below the daemon's own: one per
 // .batty directory, the same for every run, so a daemon finds what an
 // earlier run of the same project left in it.
-func cgroupName(l Layout) string {
+func cgroupName(l project.Layout) string {
 	sum := sha256.Sum256([]byte(l.Dir))
 	return "batty-" + hex.EncodeToString(sum[:8])
 }
@@ -53,7 +54,7 @@ func cgroupName(l Layout) string {
 // cgroup an earlier run left is killed and replaced by a fresh one: on some
 // kernels a cgroup once killed (cgroup.kill) also kills every process
 // started into it later. It returns how many processes the old cgroup held.
-func openTeamProcs(l Layout, log hclog.Logger, noCgroup bool) (*teamProcs, int) {
+func openTeamProcs(l project.Layout, log hclog.Logger, noCgroup bool) (*teamProcs, int) {
 	tp := &teamProcs{layout: l, log: log}
 	if noCgroup {
 		return tp, 0
@@ -169,7 +170,7 @@ func isStartError(err error) bool {
 // killLeftovers kills the processes in cg (nil: none) and the processes
 // marked with l's directory, except this process and its ancestors, and
 // waits for them to exit. It returns how many it killed.
-func killLeftovers(l Layout, cg *reap.Cgroup) (int, error) {
+func killLeftovers(l project.Layout, cg *reap.Cgroup) (int, error) {
 	var errs []error
 	total := 0
 	if cg != nil {
@@ -196,15 +197,15 @@ func killLeftovers(l Layout, cg *reap.Cgroup) (int, error) {
 // (wrapped). It blocks until the leftovers are gone (a few seconds at
 // most) and returns how many it killed. `batty stop` runs it when no
 // daemon runs.
-func SweepLeftovers(l Layout) (int, error) {
+func SweepLeftovers(l project.Layout) (int, error) {
 	if _, err := os.Stat(l.Dir); errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
-	lock, err := acquireLockWait(l)
+	lock, err := project.AcquireLockWait(l)
 	if err != nil {
 		return 0, err
 	}
-	defer releaseLock(lock)
+	defer project.ReleaseLock(lock)
 	n, err := removeCgroup(cgroupName(l))
 	m, err2 := killLeftovers(l, nil)
 	return n + m, errors.Join(err, err2)

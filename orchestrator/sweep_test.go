@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 )
 
@@ -25,7 +26,7 @@ import (
 // dies, so it cannot react to that. It returns the detached process,
 // pinned; it outlived both (no subreaper is left above it). Cleanup kills
 // it, should the test not get it killed.
-func killTeamTogether(t *testing.T, p *project, scenario string, env ...string) (int, *reap.Pidfd) {
+func killTeamTogether(t *testing.T, p *testProject, scenario string, env ...string) (int, *reap.Pidfd) {
 	t.Helper()
 	child := p.startChildDaemon(env...)
 	pidFile := filepath.Join(t.TempDir(), "detached.pid")
@@ -109,7 +110,7 @@ func TestSweepLeftoversKillsWhatADeadTeamLeft(t *testing.T) {
 	if !pin.WaitExit(time.Now()) {
 		t.Fatalf("the detached command %d (%s) outlived the sweep", detached, codextest.Cmdline(detached))
 	}
-	if running, _ := Running(p.layout); running {
+	if running, _ := project.Running(p.layout); running {
 		t.Fatal("the sweep left the project locked")
 	}
 }
@@ -162,7 +163,7 @@ func readEnviron(pid int) []byte {
 // one live on.
 func TestStartSweepSparesOtherProjectsAndUnmarkedProcesses(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
-	other := filepath.Join(t.TempDir(), DirName)
+	other := filepath.Join(t.TempDir(), project.DirName)
 	start := func(env ...string) *exec.Cmd {
 		cmd := exec.Command("sleep", "300")
 		cmd.Env = append(os.Environ(), env...)
@@ -213,8 +214,8 @@ func TestIsStartError(t *testing.T) {
 // One cgroup per project: the same for every run of a project, another
 // for another project.
 func TestCgroupNameIsPerProject(t *testing.T) {
-	a, b := Layout{Dir: "/p/a/.batty"}, Layout{Dir: "/p/b/.batty"}
-	if cgroupName(a) != cgroupName(Layout{Dir: "/p/a/.batty"}) || cgroupName(a) == cgroupName(b) {
+	a, b := project.Layout{Dir: "/p/a/.batty"}, project.Layout{Dir: "/p/b/.batty"}
+	if cgroupName(a) != cgroupName(project.Layout{Dir: "/p/a/.batty"}) || cgroupName(a) == cgroupName(b) {
 		t.Fatalf("cgroupName: %s, %s", cgroupName(a), cgroupName(b))
 	}
 	if n := cgroupName(a); !strings.HasPrefix(n, "batty-") || len(n) != len("batty-")+16 || strings.ContainsRune(n, '/') {

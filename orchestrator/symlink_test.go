@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/project"
 )
 
 // The state directory is writable by agents, so every test here plants a
@@ -80,7 +81,7 @@ func TestStateFilesAreNeverWrittenThroughLinks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, victim := plantOutside(t)
-			l := Layout{Dir: filepath.Join(t.TempDir(), DirName)}
+			l := project.Layout{Dir: filepath.Join(t.TempDir(), project.DirName)}
 			at := filepath.Join(l.Root(), tc.linked)
 			target := out
 			if tc.toFile {
@@ -88,14 +89,14 @@ func TestStateFilesAreNeverWrittenThroughLinks(t *testing.T) {
 			}
 			link(t, target, at)
 
-			name := agentStateName("solo")
-			if strings.HasSuffix(tc.linked, dispatchName) {
-				name = dispatchName
+			name := project.AgentStateName("solo")
+			if strings.HasSuffix(tc.linked, project.DispatchName) {
+				name = project.DispatchName
 			}
-			wantRefused(t, saveJSON(l, name, AgentState{Name: "solo", ThreadID: "t-1"}), at)
-			var st AgentState
-			wantRefused(t, loadJSON(l, name, &st), at)
-			if tc.toFile && strings.HasSuffix(tc.linked, dispatchName) {
+			wantRefused(t, project.SaveJSON(l, name, project.AgentState{Name: "solo", ThreadID: "t-1"}), at)
+			var st project.AgentState
+			wantRefused(t, project.LoadJSON(l, name, &st), at)
+			if tc.toFile && strings.HasSuffix(tc.linked, project.DispatchName) {
 				_, err := newGate(l)
 				wantRefused(t, err, at)
 			}
@@ -123,10 +124,10 @@ func TestDaemonRefusesToStartOnLinks(t *testing.T) {
 			d, err := New(p.cfg, p.layout, Options{})
 			if err == nil {
 				d.events.Close()
-				releaseLock(d.lock)
+				project.ReleaseLock(d.lock)
 			}
 			wantRefused(t, err, at)
-			if running, _ := Running(p.layout); running {
+			if running, _ := project.Running(p.layout); running {
 				t.Error("Running reports a daemon")
 			}
 			assertOutsideUntouched(t, out, victim)
@@ -138,7 +139,7 @@ func TestDaemonRefusesToStartOnLinks(t *testing.T) {
 // redirect its rotation: the log keeps working in the directory it checked.
 func TestEventLogRotationDoesNotFollowSwappedDir(t *testing.T) {
 	out, victim := plantOutside(t)
-	l := Layout{Dir: filepath.Join(t.TempDir(), DirName)}
+	l := project.Layout{Dir: filepath.Join(t.TempDir(), project.DirName)}
 	if err := l.MkdirAll(); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestEventLogRotationDoesNotFollowSwappedDir(t *testing.T) {
 		t.Errorf("event log errors: %v", errs)
 	}
 	assertOutsideUntouched(t, out, victim)
-	if _, err := os.Stat(filepath.Join(l.Dir+".real", eventsName+".1")); err != nil {
+	if _, err := os.Stat(filepath.Join(l.Dir+".real", project.EventsName+".1")); err != nil {
 		t.Errorf("no rotation in the real directory: %v", err)
 	}
 }
@@ -172,7 +173,7 @@ func TestEventLogRotationDoesNotFollowSwappedDir(t *testing.T) {
 // through it.
 func TestEventLogRefusesPlantedLink(t *testing.T) {
 	out, victim := plantOutside(t)
-	l := Layout{Dir: filepath.Join(t.TempDir(), DirName)}
+	l := project.Layout{Dir: filepath.Join(t.TempDir(), project.DirName)}
 	if err := l.MkdirAll(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -163,8 +164,8 @@ func TestCompletionOfAgentAndRoleNames(t *testing.T) {
 		{nil, []string{"send", "eng"}, []string{"engineer-1", "engineer-2", "engineer"}},
 		{nil, []string{"send", "manager", ""}, nil},
 		// An agent is offered whom it may message.
-		{[]string{orchestrator.EnvAgent + "=architect"}, []string{"send", ""}, []string{"human", "manager"}},
-		{[]string{orchestrator.EnvAgent + "=manager"}, []string{"send", ""}, []string{"human", "architect", "engineer-1", "engineer-2", "engineer"}},
+		{[]string{project.EnvAgent + "=architect"}, []string{"send", ""}, []string{"human", "manager"}},
+		{[]string{project.EnvAgent + "=manager"}, []string{"send", ""}, []string{"human", "architect", "engineer-1", "engineer-2", "engineer"}},
 		{nil, []string{"send", "--from", ""}, []string{"human", "architect", "manager", "engineer-1", "engineer-2"}},
 		{nil, []string{"logs", ""}, []string{"architect", "manager", "engineer-1", "engineer-2"}},
 		{nil, []string{"logs", "-f", "m"}, []string{"manager"}},
@@ -195,7 +196,7 @@ func TestCompletionOfAgentAndRoleNames(t *testing.T) {
 }
 
 // writeColoured writes a coloured transcript for engineer-1.
-func writeColoured(t *testing.T, l orchestrator.Layout) {
+func writeColoured(t *testing.T, l project.Layout) {
 	t.Helper()
 	appendToDir(t, l.Transcript("engineer-1"), "12:00:00 \x1b[36m[batty] \x1b[0mhello\n12:00:01 \x1b[1;36m» done\x1b[0m\n")
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 )
 
@@ -26,8 +27,8 @@ const startWait = 60 * time.Second
 
 // loadProject resolves the project and loads its team file, printing every
 // validation problem.
-func loadProject(teamFile string) (orchestrator.Project, *team.Config, error) {
-	p, err := orchestrator.ResolveProject(teamFile)
+func loadProject(teamFile string) (project.Project, *team.Config, error) {
+	p, err := project.ResolveProject(teamFile)
 	if err != nil {
 		return p, nil, err
 	}
@@ -62,8 +63,8 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
 			if err != nil {
 				return err
 			}
-			if running, pid := orchestrator.Running(p.Layout); running {
-				return orchestrator.AlreadyRunningError(pid, p.Layout.Socket())
+			if running, pid := project.Running(p.Layout); running {
+				return project.AlreadyRunningError(pid, p.Layout.Socket())
 			}
 			withCockpit := !noTmux
 			if withCockpit {
@@ -86,7 +87,7 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
 			if err := startBackground(cmd.OutOrStdout(), p, cfg, withCockpit); err != nil {
 				// The cockpit goes with the failed daemon, unless another
 				// start won the race for the lock: that team keeps it.
-				if running, _ := orchestrator.Running(p.Layout); withCockpit && !running {
+				if running, _ := project.Running(p.Layout); withCockpit && !running {
 					if kerr := stopCockpit(p); kerr != nil {
 						err = errors.Join(err, kerr)
 					}
@@ -109,13 +110,13 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
 // openDaemonLog opens .batty/daemon.log for appending, creating the
 // directory (0700) and the file (0600) when needed, never through a
 // symbolic link.
-func openDaemonLog(l orchestrator.Layout) (*os.File, error) {
+func openDaemonLog(l project.Layout) (*os.File, error) {
 	return l.OpenDaemonLog()
 }
 
 // startBackground runs `batty daemon` detached and waits until it reports
 // that it accepts messages (over a pipe, no polling), or fails.
-func startBackground(out io.Writer, p orchestrator.Project, cfg *team.Config, withCockpit bool) error {
+func startBackground(out io.Writer, p project.Project, cfg *team.Config, withCockpit bool) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the batty binary: %w", err)
@@ -199,7 +200,7 @@ func newDaemonCmd() *cobra.Command {
 // runDaemon runs the daemon in this process until a signal or `batty stop`.
 // With withCockpit it keeps the cockpit's titles up to date and kills its
 // tmux server when the daemon stops.
-func runDaemon(ctx context.Context, p orchestrator.Project, cfg *team.Config, ready *os.File, foreground, withCockpit bool) error {
+func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *os.File, foreground, withCockpit bool) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -293,7 +294,7 @@ Interrupted messages are delivered again at the next start.`,
   batty stop --timeout 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := orchestrator.ResolveProject(teamFile)
+			p, err := project.ResolveProject(teamFile)
 			if err != nil {
 				return err
 			}
@@ -309,7 +310,7 @@ Interrupted messages are delivered again at the next start.`,
 				if n > 0 {
 					fmt.Fprintf(cmd.OutOrStdout(), "batty: killed %d process(es) an earlier run left running\n", n)
 				}
-				if err != nil && !errors.Is(err, orchestrator.ErrAlreadyRunning) {
+				if err != nil && !errors.Is(err, project.ErrAlreadyRunning) {
 					return errors.Join(fmt.Errorf("kill what an earlier run left running: %w", err), cerr)
 				}
 				return cerr
@@ -331,7 +332,7 @@ Interrupted messages are delivered again at the next start.`,
 
 // announceStop says, before a stop that may take a while, how many turns
 // it lets finish and for how long.
-func announceStop(w io.Writer, l orchestrator.Layout, timeout time.Duration) {
+func announceStop(w io.Writer, l project.Layout, timeout time.Duration) {
 	resp, err := orchestrator.Call(l, orchestrator.Request{Op: orchestrator.OpStatus}, 5*time.Second)
 	if err != nil || resp.Status == nil {
 		return
@@ -382,7 +383,7 @@ saved, so it holds across restarts.`
 		Example: example,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := orchestrator.ResolveProject(teamFile)
+			p, err := project.ResolveProject(teamFile)
 			if err != nil {
 				return err
 			}
@@ -421,7 +422,7 @@ saved, so it holds across restarts.`
 
 // resumeAgent is `batty resume <agent>`: a failed agent is tried again at
 // once, a parked one checked again.
-func resumeAgent(w io.Writer, p orchestrator.Project, name string) error {
+func resumeAgent(w io.Writer, p project.Project, name string) error {
 	resp, err := orchestrator.Call(p.Layout, orchestrator.Request{Op: orchestrator.OpResume, Agent: name}, 10*time.Second)
 	if errors.Is(err, orchestrator.ErrNotRunning) {
 		cfg, err := team.Load(p.TeamFile)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 )
 
 // scheduleStatus returns schedule name of st (zero when absent).
@@ -64,7 +65,7 @@ schedules:
 	// A killed daemon leaves the run "running" in the state file.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, err := orchestrator.Call(orchestrator.Layout{Dir: filepath.Join(r.dir, ".batty")}, orchestrator.Request{Op: orchestrator.OpStatus}, time.Second)
+		_, err := orchestrator.Call(project.Layout{Dir: filepath.Join(r.dir, ".batty")}, orchestrator.Request{Op: orchestrator.OpStatus}, time.Second)
 		if errors.Is(err, orchestrator.ErrNotRunning) {
 			break
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/battyhq/batty/cockpit"
 	"github.com/battyhq/batty/logtail"
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
 )
@@ -35,7 +36,7 @@ func newFeedCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := orchestrator.ResolveProject(teamFile)
+			p, err := project.ResolveProject(teamFile)
 			if err != nil {
 				return err
 			}

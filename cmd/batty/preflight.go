@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 )
 
@@ -15,7 +16,7 @@ import (
 // fix it. `batty start` calls it once the daemon is ready: the daemon checks
 // every agent's Codex before it says so. A team with parked agents still
 // starts (exit 0): their messages wait until their Codex runs.
-func warnParked(w io.Writer, l orchestrator.Layout) {
+func warnParked(w io.Writer, l project.Layout) {
 	resp, err := orchestrator.Call(l, orchestrator.Request{Op: orchestrator.OpStatus}, 10*time.Second)
 	if err != nil || resp.Status == nil {
 		fmt.Fprintf(w, "batty: could not ask the daemon whether every agent's codex runs (%v); see `batty status`\n", err)

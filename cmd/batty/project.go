@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 )
 
@@ -55,10 +55,10 @@ func withUsageExit(cmd *cobra.Command) *cobra.Command {
 
 // loadTeamProject resolves the project (see orchestrator.ResolveProject) and
 // loads its team file.
-func loadTeamProject(teamFile string) (orchestrator.Project, *team.Config, error) {
-	p, err := orchestrator.ResolveProject(teamFile)
+func loadTeamProject(teamFile string) (project.Project, *team.Config, error) {
+	p, err := project.ResolveProject(teamFile)
 	if err != nil {
-		return orchestrator.Project{}, nil, err
+		return project.Project{}, nil, err
 	}
 	cfg, err := team.Load(p.TeamFile)
 	if err != nil {

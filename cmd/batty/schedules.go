@@ -6,12 +6,13 @@ import (
 	"strings"
 
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 )
 
 // offlineResumeSchedules puts a stopped team's failed schedules back to
 // waiting.
-func offlineResumeSchedules(p orchestrator.Project) ([]string, error) {
+func offlineResumeSchedules(p project.Project) ([]string, error) {
 	cfg, err := team.Load(p.TeamFile)
 	if err != nil {
 		return nil, err
