@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/orchestrator"
 )
 
@@ -34,7 +35,7 @@ func TestTeamSnapshot(t *testing.T) {
 
 	// A pause the events named.
 	st.Dispatch = orchestrator.DispatchStatus{Paused: true, Reason: "codex needs a login (reported by a): 401"}
-	team.Event(orchestrator.Event{Type: orchestrator.EvPaused, Data: map[string]any{"kind": PauseAuth}})
+	team.Event(eventlog.Event{Type: eventlog.EvPaused, Data: map[string]any{"kind": PauseAuth}})
 	if got := titles()[1]; got != "b · login needed · 2 waiting" {
 		t.Fatalf("auth pause: %q", got)
 	}
@@ -43,7 +44,7 @@ func TestTeamSnapshot(t *testing.T) {
 	if got := titles()[1]; got != "b · idle · 2 waiting" {
 		t.Fatalf("after resume: %q", got)
 	}
-	team.Event(orchestrator.Event{Type: orchestrator.EvResumed})
+	team.Event(eventlog.Event{Type: eventlog.EvResumed})
 	// A pause kept from an earlier run: no event names its kind.
 	st.Dispatch = orchestrator.DispatchStatus{Paused: true, Reason: "quota", ResumeAt: &resume}
 	snap := team.Snapshot()
@@ -62,7 +63,7 @@ func TestTeamSnapshot(t *testing.T) {
 	st.Agents[0].State, st.Agents[0].Network, st.Agents[1].Network = "working", nil, nil
 
 	// Alerts reach attached clients at the next flush.
-	team.Event(orchestrator.Event{Type: orchestrator.EvAgentFailed, Agent: "c", Detail: "5 crashes"})
+	team.Event(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: "c", Detail: "5 crashes"})
 	team.up.srv = Server{Run: clients{r, "/dev/pts/1\n"}}
 	team.Updater().Flush(context.Background())
 	last := strings.Join(r.calls[len(r.calls)-1], " ")
@@ -74,19 +75,19 @@ func TestTeamSnapshot(t *testing.T) {
 func TestAlertText(t *testing.T) {
 	at := time.Date(2030, 1, 2, 14, 5, 0, 0, time.Local)
 	for _, tc := range []struct {
-		e    orchestrator.Event
+		e    eventlog.Event
 		want string
 	}{
-		{orchestrator.Event{Type: orchestrator.EvQuotaBlocked, Agent: "a", Data: map[string]any{"retry_at": at}}, "batty: quota exhausted (a): its account's agents are paused until 14:05"},
-		{orchestrator.Event{Type: orchestrator.EvQuotaBlocked, Agent: "a"}, "batty: quota exhausted (a): its account's agents are paused"},
-		{orchestrator.Event{Type: orchestrator.EvAuthRequired, Agent: "a"}, "batty: codex needs a login (a): run `codex login`, then `batty resume`"},
-		{orchestrator.Event{Type: orchestrator.EvAgentFailed, Agent: "a", Detail: "d"}, "batty: a failed: d"},
-		{orchestrator.Event{Type: orchestrator.EvWedged, Agent: "a", Detail: "no pong within 10s"}, "batty: a did not answer (no pong within 10s); restarting it"},
-		{orchestrator.Event{Type: orchestrator.EvAgentParked, Agent: "a", Detail: "codex not found", Data: map[string]any{"fix": "install it"}}, "batty: a parked: codex not found — install it"},
-		{orchestrator.Event{Type: orchestrator.EvNetworkWaiting, Agent: "a"}, "batty: a's codex waits for the network; its account's agents start nothing new until the API answers"},
-		{orchestrator.Event{Type: orchestrator.EvMessageFailed, Agent: "a", Detail: "boom"}, "batty: a message to a failed on its last try: boom"},
-		{orchestrator.Event{Type: orchestrator.EvDelivered, Agent: "a"}, ""},
-		{orchestrator.Event{Type: orchestrator.EvWarning, Agent: "a"}, ""},
+		{eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: "a", Data: map[string]any{"retry_at": at}}, "batty: quota exhausted (a): its account's agents are paused until 14:05"},
+		{eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: "a"}, "batty: quota exhausted (a): its account's agents are paused"},
+		{eventlog.Event{Type: eventlog.EvAuthRequired, Agent: "a"}, "batty: codex needs a login (a): run `codex login`, then `batty resume`"},
+		{eventlog.Event{Type: eventlog.EvAgentFailed, Agent: "a", Detail: "d"}, "batty: a failed: d"},
+		{eventlog.Event{Type: eventlog.EvWedged, Agent: "a", Detail: "no pong within 10s"}, "batty: a did not answer (no pong within 10s); restarting it"},
+		{eventlog.Event{Type: eventlog.EvAgentParked, Agent: "a", Detail: "codex not found", Data: map[string]any{"fix": "install it"}}, "batty: a parked: codex not found — install it"},
+		{eventlog.Event{Type: eventlog.EvNetworkWaiting, Agent: "a"}, "batty: a's codex waits for the network; its account's agents start nothing new until the API answers"},
+		{eventlog.Event{Type: eventlog.EvMessageFailed, Agent: "a", Detail: "boom"}, "batty: a message to a failed on its last try: boom"},
+		{eventlog.Event{Type: eventlog.EvDelivered, Agent: "a"}, ""},
+		{eventlog.Event{Type: eventlog.EvWarning, Agent: "a"}, ""},
 	} {
 		if got := AlertText(tc.e); got != tc.want {
 			t.Errorf("AlertText(%s) = %q, want %q", tc.e.Type, got, tc.want)
@@ -113,27 +114,27 @@ func TestPauseKind(t *testing.T) {
 
 func TestShownAlert(t *testing.T) {
 	for _, tc := range []struct {
-		e    orchestrator.Event
+		e    eventlog.Event
 		kind string // "" when not shown
 	}{
-		{orchestrator.Event{Type: orchestrator.EvQuotaBlocked, Agent: "a"}, orchestrator.AlertQuota},
-		{orchestrator.Event{Type: orchestrator.EvMessageFailed, Agent: "a"}, orchestrator.AlertMessageFailed},
-		{orchestrator.Event{Type: orchestrator.EvWedged, Agent: "a"}, orchestrator.AlertAgentWedged},
-		{orchestrator.Event{Type: orchestrator.EvRecordFailed, Agent: "a"}, orchestrator.AlertRecordFailed},
+		{eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: "a"}, eventlog.AlertQuota},
+		{eventlog.Event{Type: eventlog.EvMessageFailed, Agent: "a"}, eventlog.AlertMessageFailed},
+		{eventlog.Event{Type: eventlog.EvWedged, Agent: "a"}, eventlog.AlertAgentWedged},
+		{eventlog.Event{Type: eventlog.EvRecordFailed, Agent: "a"}, eventlog.AlertRecordFailed},
 		// Alerts for on_alert that the cockpit leaves to the feed's own lines.
-		{orchestrator.Event{Type: orchestrator.EvReply, Agent: "a"}, ""},
-		{orchestrator.Event{Type: orchestrator.EvReply, Agent: "a", Data: map[string]any{"to": "b"}}, ""},
-		{orchestrator.Event{Type: orchestrator.EvContextExhaust, Agent: "a"}, ""},
-		{orchestrator.Event{Type: orchestrator.EvRejected, Agent: "a"}, ""},
-		{orchestrator.Event{Type: orchestrator.EvTurnFinished, Agent: "a", Data: map[string]any{"status": "failed"}}, ""},
+		{eventlog.Event{Type: eventlog.EvReply, Agent: "a"}, ""},
+		{eventlog.Event{Type: eventlog.EvReply, Agent: "a", Data: map[string]any{"to": "b"}}, ""},
+		{eventlog.Event{Type: eventlog.EvContextExhaust, Agent: "a"}, ""},
+		{eventlog.Event{Type: eventlog.EvRejected, Agent: "a"}, ""},
+		{eventlog.Event{Type: eventlog.EvTurnFinished, Agent: "a", Data: map[string]any{"status": "failed"}}, ""},
 		// Not alerts at all.
-		{orchestrator.Event{Type: orchestrator.EvDelivered, Agent: "a"}, ""},
+		{eventlog.Event{Type: eventlog.EvDelivered, Agent: "a"}, ""},
 	} {
 		a, ok := ShownAlert(tc.e)
 		if ok != (tc.kind != "") || a.Kind != tc.kind && ok {
 			t.Errorf("ShownAlert(%s) = %q, %v; want %q", tc.e.Type, a.Kind, ok, tc.kind)
 		}
-		if _, alert := orchestrator.AlertFor(tc.e); ok && !alert {
+		if _, alert := eventlog.AlertFor(tc.e); ok && !alert {
 			t.Errorf("ShownAlert(%s) shows an event AlertFor does not call an alert", tc.e.Type)
 		}
 	}

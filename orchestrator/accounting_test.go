@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
@@ -36,7 +37,7 @@ func TestThreadUsageBaselineSurvivesARestart(t *testing.T) {
 
 	r = p.start(nil)
 	second := p.send("solo", "human", "scenario:usage:2000")
-	e := r.waitEvent(t, "turn_finished for "+second, func(e Event) bool { return e.Type == EvTurnFinished && e.Message == second })
+	e := r.waitEvent(t, "turn_finished for "+second, func(e eventlog.Event) bool { return e.Type == eventlog.EvTurnFinished && e.Message == second })
 	if e.Data["input_tokens"] != int64(2000) || e.Data["thread_id"] != st.ThreadID {
 		t.Fatalf("first turn after the restart: %+v, want 2000 input tokens on %s", e.Data, st.ThreadID)
 	}
@@ -91,7 +92,7 @@ func TestAuthPauseEventHasNoZeroResumeAt(t *testing.T) {
 	p := newProject(t, oneAgent)
 	r := p.start(nil)
 	p.send("solo", "human", "scenario:auth")
-	e := r.waitEvent(t, "dispatch_paused", func(e Event) bool { return e.Type == EvPaused })
+	e := r.waitEvent(t, "dispatch_paused", func(e eventlog.Event) bool { return e.Type == eventlog.EvPaused })
 	if _, ok := e.Data["resume_at"]; ok || e.Data["kind"] != project.PauseAuth {
 		t.Fatalf("pause event data = %v, want kind auth and no resume_at", e.Data)
 	}

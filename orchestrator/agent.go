@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
@@ -181,7 +182,7 @@ func (a *agent) run(ctx context.Context) {
 		case <-a.pongDue:
 			a.pongDue = nil
 			a.log.Error("Shim did not answer a ping, killing it", "timeout", a.d.opts.PongTimeout)
-			a.d.events.Append(Event{Type: EvWedged, Agent: a.def.Name, Detail: fmt.Sprintf("no pong within %s", a.d.opts.PongTimeout)})
+			a.d.events.Append(eventlog.Event{Type: eventlog.EvWedged, Agent: a.def.Name, Detail: fmt.Sprintf("no pong within %s", a.d.opts.PongTimeout)})
 			if a.p != nil {
 				go a.p.Kill()
 			}
@@ -240,7 +241,7 @@ func (a *agent) recover() {
 			a.warn("requeue "+m.ID, err)
 			continue
 		}
-		a.d.events.Append(Event{Type: EvRequeued, Agent: a.def.Name, Message: m.ID, Detail: "in flight when the daemon stopped"})
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvRequeued, Agent: a.def.Name, Message: m.ID, Detail: "in flight when the daemon stopped"})
 	}
 	a.reconcileTurns()
 }
@@ -326,7 +327,7 @@ func (a *agent) spawn() {
 	})
 	if err != nil {
 		a.log.Error("Shim did not start", "error", err)
-		a.d.events.Append(Event{Type: EvShimExited, Agent: a.def.Name, Detail: "spawn failed: " + err.Error()})
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: "spawn failed: " + err.Error()})
 		a.crashed()
 		return
 	}
@@ -348,7 +349,7 @@ func (a *agent) spawn() {
 	}(p, a.events, &a.chanErr)
 	a.log.Info("Shim started", "pid", p.Pid(), "thread", a.st.ThreadID)
 	a.setSnap(func(s *agentSnap) { s.shimPID = p.Pid(); s.state = string(protocol.StateStarting) })
-	a.d.events.Append(Event{Type: EvShimStarted, Agent: a.def.Name, Data: map[string]any{"pid": p.Pid(), "thread_id": a.st.ThreadID}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimStarted, Agent: a.def.Name, Data: map[string]any{"pid": p.Pid(), "thread_id": a.st.ThreadID}})
 	a.poke()
 }
 
@@ -392,7 +393,7 @@ func (a *agent) shimExited() bool {
 		return true
 	}
 	a.log.Error("Shim exited unexpectedly", "exit", code)
-	a.d.events.Append(Event{Type: EvShimExited, Agent: a.def.Name, Detail: broken, Data: map[string]any{"exit_code": code}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: broken, Data: map[string]any{"exit_code": code}})
 	if time.Since(a.spawnedAt) > a.d.opts.CrashWindow {
 		// It ran for a while: whatever failed before is over.
 		a.backoff, a.failures, a.probation = a.d.opts.RespawnMin, 0, false
@@ -427,7 +428,7 @@ func (a *agent) crashed() {
 		a.st.LastError, a.st.LastErrorAt = msg, now.UTC()
 		a.saveState()
 		a.setSnap(func(s *agentSnap) { s.state = agentFailed })
-		a.d.events.Append(Event{Type: EvAgentFailed, Agent: a.def.Name, Detail: msg,
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: a.def.Name, Detail: msg,
 			Data: map[string]any{"failures": a.failures, "retry_at": at.UTC()}})
 		return
 	}
@@ -491,7 +492,7 @@ func (a *agent) reset(reason string) error {
 	if a.p != nil {
 		a.p.Conn.Send(protocol.ResetThread{Reason: reason})
 	}
-	a.d.events.Append(Event{Type: EvThreadReset, Agent: a.def.Name, Detail: reason, Data: map[string]any{"archived": old}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvThreadReset, Agent: a.def.Name, Detail: reason, Data: map[string]any{"archived": old}})
 	return nil
 }
 
@@ -503,7 +504,7 @@ func (a *agent) saveState() error {
 		// Surfaced in the log, the event log and status (as last_error);
 		// the state stays in memory and the next save tries again.
 		a.log.Error("Saving agent state failed", "error", err)
-		a.d.events.Append(Event{Type: EvWarning, Agent: a.def.Name, Detail: "agent state not saved: " + err.Error()})
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "agent state not saved: " + err.Error()})
 		saveErr = "agent state not saved: " + err.Error()
 	}
 	a.setSnap(func(s *agentSnap) { s.saveErr = saveErr })
@@ -512,7 +513,7 @@ func (a *agent) saveState() error {
 
 func (a *agent) warn(what string, err error) {
 	a.log.Warn("Inbox problem", "what", what, "error", err)
-	a.d.events.Append(Event{Type: EvWarning, Agent: a.def.Name, Detail: what + ": " + err.Error()})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: what + ": " + err.Error()})
 }
 
 func sortedKeys(m map[string]string) []string {

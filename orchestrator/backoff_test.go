@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 )
 
@@ -53,8 +54,8 @@ func TestFarNotBeforeDoesNotStallTheQueue(t *testing.T) {
 	// Far less than the year, and than waitLimit; RetryMax is 80 ms.
 	const within = 20 * time.Second
 	for _, id := range []string{far, behind} {
-		r.waitEventWithin(t, within, "outcome of "+id, func(e Event) bool {
-			return e.Type == EvTurnFinished && e.Message == id && e.Data["requeued"] != true
+		r.waitEventWithin(t, within, "outcome of "+id, func(e eventlog.Event) bool {
+			return e.Type == eventlog.EvTurnFinished && e.Message == id && e.Data["requeued"] != true
 		})
 	}
 }
@@ -72,7 +73,7 @@ func TestBackoffKeepsTheOrder(t *testing.T) {
 	var order []string
 	r.mu.Lock()
 	for _, e := range r.seen {
-		if e.Type == EvDelivered {
+		if e.Type == eventlog.EvDelivered {
 			order = append(order, e.Message)
 			if e.Message == first && e.Time.Before(notBefore) {
 				t.Errorf("%s delivered at %s, before its not_before %s", first, e.Time, notBefore)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/project"
 )
 
@@ -34,7 +35,7 @@ func TestPauseHoldsDispatchAndResumeReleasesIt(t *testing.T) {
 	if !call(t, p, Request{Op: OpPause, Reason: "lunch"}).Changed {
 		t.Fatal("pause reported no change")
 	}
-	r.waitEvent(t, "pause", func(e Event) bool { return e.Type == EvPaused })
+	r.waitEvent(t, "pause", func(e eventlog.Event) bool { return e.Type == eventlog.EvPaused })
 	if call(t, p, Request{Op: OpPause, Reason: "lunch"}).Changed {
 		t.Fatal("pause of a paused gate reported a change")
 	}
@@ -83,14 +84,14 @@ func TestResetStartsAFreshThread(t *testing.T) {
 func TestWedgedShimIsKilledAndRespawned(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	r := p.start(func(o *Options) { o.PingInterval = 100 * time.Millisecond; o.PongTimeout = 300 * time.Millisecond })
-	e := r.waitEvent(t, "shim start", func(e Event) bool { return e.Type == EvShimStarted })
+	e := r.waitEvent(t, "shim start", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimStarted })
 	pid, _ := e.Data["pid"].(int)
 	if pid <= 0 {
 		t.Fatalf("shim pid %v", e.Data["pid"])
 	}
 	syscall.Kill(pid, syscall.SIGSTOP) // alive but deaf
-	r.waitEvent(t, "wedge alert", func(e Event) bool { return e.Type == EvWedged })
-	r.waitEvent(t, "respawn", func(e Event) bool { return e.Type == EvShimStarted && e.Data["pid"] != pid })
+	r.waitEvent(t, "wedge alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvWedged })
+	r.waitEvent(t, "respawn", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimStarted && e.Data["pid"] != pid })
 	if st := r.finished(t, p.send("solo", "human", "still alive?")); st != "completed" {
 		t.Fatalf("status %s", st)
 	}
@@ -99,7 +100,7 @@ func TestWedgedShimIsKilledAndRespawned(t *testing.T) {
 func TestCrashLoopMarksTheAgentFailed(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	r := p.start(func(o *Options) { o.ShimCommand = []string{"/bin/false"} })
-	e := r.waitEvent(t, "agent failed alert", func(e Event) bool { return e.Type == EvAgentFailed && e.Agent == "solo" })
+	e := r.waitEvent(t, "agent failed alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentFailed && e.Agent == "solo" })
 	if !strings.Contains(e.Detail, "5 crashes") {
 		t.Fatalf("alert %q", e.Detail)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
@@ -36,7 +37,7 @@ type Daemon struct {
 	log      hclog.Logger
 	store    *inbox.Store
 	humanBox *inbox.Box
-	events   *eventLog
+	events   *eventlog.Log
 	gate     *gate
 	net      netHolds   // network holds per account (see netHolds)
 	alerts   *alertHook // nil without on_alert
@@ -109,18 +110,18 @@ func (d *Daemon) init() error {
 	if err := d.migrateQuotaGate(); err != nil {
 		return err
 	}
-	if d.events, err = openEventLog(d.layout, func(err error) { d.log.Error("Event log", "error", err) }); err != nil {
+	if d.events, err = eventlog.Open(d.layout, func(err error) { d.log.Error("Event log", "error", err) }); err != nil {
 		return err
 	}
-	d.events.observe = d.opts.OnEvent
+	d.events.SetObserver(d.opts.OnEvent)
 	if d.alerts = d.newAlertHook(); d.alerts != nil {
 		alerts, observe := d.alerts, d.opts.OnEvent
-		d.events.observe = func(e Event) {
+		d.events.SetObserver(func(e eventlog.Event) {
 			alerts.event(e)
 			if observe != nil {
 				observe(e)
 			}
-		}
+		})
 	}
 	root, err := d.layout.OpenDir("", false)
 	if err != nil {
@@ -211,7 +212,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var stale int
 	d.procs, stale = openTeamProcs(d.layout, d.log, d.opts.NoCgroup)
 	if n := stale + d.procs.sweepMarked("daemon start"); n > 0 {
-		d.events.Append(Event{Type: EvWarning, Detail: fmt.Sprintf("killed %d processes an earlier run of the team left running", n)})
+		d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Detail: fmt.Sprintf("killed %d processes an earlier run of the team left running", n)})
 	}
 	defer d.procs.stop()
 	if d.alerts != nil {
@@ -259,7 +260,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go func(a *agent) { defer wg.Done(); a.run(agentCtx) }(a)
 	}
 	d.log.Info("Daemon started", "team", d.cfg.Name, "agents", len(d.agents), "pid", os.Getpid())
-	d.events.Append(Event{Type: EvDaemonStarted, Data: map[string]any{"pid": os.Getpid(), "team": d.cfg.Name}})
+	d.events.Append(eventlog.Event{Type: eventlog.EvDaemonStarted, Data: map[string]any{"pid": os.Getpid(), "team": d.cfg.Name}})
 	close(d.ready)
 	d.routeAll()
 	if d.sched != nil {
@@ -324,13 +325,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 				}
 				d.stopAgents(timeout, &wg)
 				c.reply(Response{OK: true, PID: os.Getpid()})
-				d.events.Append(Event{Type: EvDaemonStopped})
+				d.events.Append(eventlog.Event{Type: eventlog.EvDaemonStopped})
 				return nil
 			}
 			c.reply(d.control(c.req))
 		case <-ctx.Done():
 			d.stopAgents(d.cfg.Timeouts.Shutdown, &wg)
-			d.events.Append(Event{Type: EvDaemonStopped})
+			d.events.Append(eventlog.Event{Type: eventlog.EvDaemonStopped})
 			return nil
 		}
 	}
@@ -413,7 +414,7 @@ func (d *Daemon) pause(kind, reason string, resumeAt time.Time) bool {
 	}
 	if changed {
 		d.log.Warn("Dispatch paused", "kind", kind, "reason", reason, "resume_at", resumeAt)
-		d.events.Append(Event{Type: EvPaused, Detail: reason, Data: map[string]any{"kind": kind, "resume_at": resumeAt}})
+		d.events.Append(eventlog.Event{Type: eventlog.EvPaused, Detail: reason, Data: map[string]any{"kind": kind, "resume_at": resumeAt}})
 	}
 	return changed
 }
@@ -426,7 +427,7 @@ func (d *Daemon) resume(why string) bool {
 		d.log.Error("Saving the dispatch state failed", "error", err)
 	}
 	if changed {
-		d.events.Append(Event{Type: EvResumed, Detail: why})
+		d.events.Append(eventlog.Event{Type: eventlog.EvResumed, Detail: why})
 		d.pokeAll()
 	}
 	return changed

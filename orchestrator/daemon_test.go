@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/project"
 )
 
@@ -31,7 +32,7 @@ func TestFourAgentTeamRoutesMessagesAndReplies(t *testing.T) {
 		t.Fatalf("status %s", st)
 	}
 	// The reply to a human message lands in the human's inbox.
-	e := r.waitEvent(t, "reply", func(e Event) bool { return e.Type == EvReply && e.Agent == "architect" })
+	e := r.waitEvent(t, "reply", func(e eventlog.Event) bool { return e.Type == eventlog.EvReply && e.Agent == "architect" })
 	reply, where, err := p.box("human").Get(e.Message)
 	if err != nil || where != "new" || reply.InReplyTo != id || reply.Body != "ECHO:design it" || reply.From != "architect" {
 		t.Fatalf("reply %+v in %s (%v)", reply, where, err)
@@ -63,7 +64,7 @@ func TestTalksToIsEnforcedByTheDaemon(t *testing.T) {
 	// A file dropped into the inbox by hand cannot get around talks_to:
 	// engineers talk to the manager only.
 	id := p.send("architect", "eng-1", "hi boss's boss")
-	r.waitEvent(t, "rejection", func(e Event) bool { return e.Type == EvRejected && e.Message == id })
+	r.waitEvent(t, "rejection", func(e eventlog.Event) bool { return e.Type == eventlog.EvRejected && e.Message == id })
 	if p.deliveries(id) != 0 {
 		t.Fatal("a refused message reached codex")
 	}
@@ -78,8 +79,8 @@ func TestRoleWithTwoInstancesSpreadsLoad(t *testing.T) {
 	r := p.start(nil)
 	a := p.send("@eng", "manager", "scenario:slow:2 first")
 	b := p.send("@eng", "manager", "scenario:slow:2 second")
-	ra := r.waitEvent(t, "routing of a", func(e Event) bool { return e.Type == EvRouted && e.Message == a })
-	rb := r.waitEvent(t, "routing of b", func(e Event) bool { return e.Type == EvRouted && e.Message == b })
+	ra := r.waitEvent(t, "routing of a", func(e eventlog.Event) bool { return e.Type == eventlog.EvRouted && e.Message == a })
+	rb := r.waitEvent(t, "routing of b", func(e eventlog.Event) bool { return e.Type == eventlog.EvRouted && e.Message == b })
 	if ra.Agent == rb.Agent {
 		t.Fatalf("both messages went to %s", ra.Agent)
 	}
@@ -100,22 +101,22 @@ func TestShimKilledMidTurnIsRespawnedAndTheMessageRedelivered(t *testing.T) {
 	p := newProject(t, fourAgents)
 	r := p.start(nil)
 	id := p.send("manager", "human", "scenario:slow:3 long job")
-	r.waitEvent(t, "delivery", func(e Event) bool { return e.Type == EvDelivered && e.Message == id })
+	r.waitEvent(t, "delivery", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == id })
 	first := r.d.byName["manager"].snapshot().shimPID
 	if first <= 0 {
 		t.Fatal("no shim pid")
 	}
 	syscall.Kill(first, syscall.SIGKILL)
-	r.waitEvent(t, "shim exit", func(e Event) bool { return e.Type == EvShimExited && e.Agent == "manager" })
+	r.waitEvent(t, "shim exit", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimExited && e.Agent == "manager" })
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)
 	}
-	e := r.waitEvent(t, "second delivery", func(e Event) bool {
-		return e.Type == EvDelivered && e.Message == id && e.Data["attempt"] == 2
+	e := r.waitEvent(t, "second delivery", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvDelivered && e.Message == id && e.Data["attempt"] == 2
 	})
 	_ = e
-	if r.count(EvTurnFinished, id) != 1 {
-		t.Fatalf("%d outcomes recorded, want 1", r.count(EvTurnFinished, id))
+	if r.count(eventlog.EvTurnFinished, id) != 1 {
+		t.Fatalf("%d outcomes recorded, want 1", r.count(eventlog.EvTurnFinished, id))
 	}
 	if second := r.d.byName["manager"].snapshot().shimPID; second == first || second == 0 {
 		t.Fatalf("shim pid %d after respawn (was %d)", second, first)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
@@ -139,14 +140,14 @@ func (a *agent) contextFailed(m inbox.Message, e protocol.TurnFinished) string {
 	switch act {
 	case contextRetrySame:
 		a.st.ContextRetry = &project.ContextRetry{Message: m.ID, Step: int(contextRetrySame)}
-		a.d.events.Append(Event{Type: EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
 			Data: map[string]any{"step": "same_thread", "thread_id": thread}})
 		return "context window exhausted: retried on the same thread, which codex compacts first"
 	case contextHandoff:
 		a.st.ContextRetry = &project.ContextRetry{Message: m.ID, Step: int(contextHandoff)}
 		a.handOff("the context window ran out twice on message "+m.ID+", even after codex compacted the thread",
 			fmt.Sprintf("message %s from %s did not fit your previous thread; it follows this handoff in full.", m.ID, m.From))
-		a.d.events.Append(Event{Type: EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
 			Data: map[string]any{"step": "fresh_thread", "thread_id": thread}})
 		return "context window exhausted again: retried on a fresh thread with a handoff"
 	}
@@ -165,7 +166,7 @@ func (a *agent) contextGaveUp(m inbox.Message, e protocol.TurnFinished) {
 	detail := fmt.Sprintf("message %s from %s does not fit %s's context window (%d tokens) even on a fresh thread: recorded as failed after %d attempt(s); "+
 		"split it or write the material to a file and send its path: %s", m.ID, m.From, a.def.Name, w, m.Attempt, e.Error)
 	a.log.Error("Message does not fit the context window", "message", m.ID, "window", w, "attempts", m.Attempt)
-	a.d.events.Append(Event{Type: EvContextExhaust, Agent: a.def.Name, Message: m.ID, Detail: detail,
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvContextExhaust, Agent: a.def.Name, Message: m.ID, Detail: detail,
 		Data: map[string]any{"attempts": m.Attempt, "window_tokens": w}})
 	a.handOff("message "+m.ID+" did not fit the context window even on a fresh thread",
 		fmt.Sprintf("message %s from %s was too large for the context window and was recorded as failed; it began: %s", m.ID, m.From,
@@ -183,7 +184,7 @@ func (a *agent) handOff(reason, doing string) {
 	if a.p != nil {
 		a.p.Conn.Send(protocol.ResetThread{Reason: reason})
 	}
-	a.d.events.Append(Event{Type: EvHandoff, Agent: a.def.Name, Detail: reason, Data: map[string]any{"archived": prev}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvHandoff, Agent: a.def.Name, Detail: reason, Data: map[string]any{"archived": prev}})
 }
 
 // afterTurn keeps what a handoff needs once a turn's outcome is settled:

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/project"
 )
 
@@ -116,7 +117,7 @@ func TestContextRetryOnSameThreadSucceeds(t *testing.T) {
 		strings.Contains(prompts[1], "handoff") {
 		t.Fatalf("retry prompt:\n%s", strings.Join(prompts, "\n"))
 	}
-	if n := r.count(EvContextExhaust, ""); n != 0 {
+	if n := r.count(eventlog.EvContextExhaust, ""); n != 0 {
 		t.Fatalf("%d context alerts for a message that completed", n)
 	}
 	if st := r.d.status().Agents[0]; st.ThreadID != thread {
@@ -149,7 +150,7 @@ func TestContextHandoffToFreshThread(t *testing.T) {
 	if st.ThreadID == "" || st.ThreadID == thread {
 		t.Fatalf("thread %q after the handoff; want a fresh one", st.ThreadID)
 	}
-	if n := r.count(EvContextExhaust, ""); n != 0 {
+	if n := r.count(eventlog.EvContextExhaust, ""); n != 0 {
 		t.Fatalf("%d context alerts for a message that completed", n)
 	}
 	// The handoff was delivered once: the next message resumes the new
@@ -175,10 +176,10 @@ func TestContextAlwaysOverflowingMessageFailsOnce(t *testing.T) {
 	if st := r.finished(t, next); st != "completed" {
 		t.Fatalf("next message: %s; want completed", st)
 	}
-	if n := r.count(EvContextExhaust, ""); n != 1 {
+	if n := r.count(eventlog.EvContextExhaust, ""); n != 1 {
 		t.Fatalf("%d context alerts; want one", n)
 	}
-	alert := r.waitEvent(t, "context alert", func(e Event) bool { return e.Type == EvContextExhaust })
+	alert := r.waitEvent(t, "context alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvContextExhaust })
 	if alert.Message != id || !strings.Contains(alert.Detail, "does not fit solo's context window (272000 tokens)") ||
 		!strings.Contains(alert.Detail, "split it") {
 		t.Fatalf("alert %+v", alert)
@@ -200,7 +201,7 @@ func TestContextAlwaysOverflowingMessageFailsOnce(t *testing.T) {
 func TestContextPressureHandsOffAtIdle(t *testing.T) {
 	p, r, thread := warmUp(t)
 	full := p.sendAndWait(r, "solo", "read everything scenario:usage:250000", "completed")
-	e := r.waitEvent(t, "handoff", func(e Event) bool { return e.Type == EvHandoff })
+	e := r.waitEvent(t, "handoff", func(e eventlog.Event) bool { return e.Type == eventlog.EvHandoff })
 	if e.Data["archived"] != thread || !strings.Contains(e.Detail, "92% of the 272000-token context window (handoff from 85%)") {
 		t.Fatalf("handoff event %+v", e)
 	}

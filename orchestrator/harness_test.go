@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/shim"
@@ -164,7 +165,7 @@ type running struct {
 	cancel context.CancelFunc
 	done   chan error
 	mu     sync.Mutex
-	seen   []Event
+	seen   []eventlog.Event
 	notify chan struct{}
 	log    *syncLog
 }
@@ -195,7 +196,7 @@ func (p *testProject) start(mod func(*Options)) *running {
 		ShimCommand: []string{self}, ShimEnv: p.shimEnv(),
 		Logger:  hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: r.log}),
 		ShimLog: r.log, RespawnMin: 50 * time.Millisecond, RespawnMax: 200 * time.Millisecond,
-		OnEvent: func(e Event) {
+		OnEvent: func(e eventlog.Event) {
 			r.mu.Lock()
 			r.seen = append(r.seen, e)
 			r.mu.Unlock()
@@ -243,13 +244,13 @@ func (r *running) stop(t testing.TB) {
 }
 
 // waitEvent waits up to waitLimit for an event matching f and returns it.
-func (r *running) waitEvent(t testing.TB, what string, f func(Event) bool) Event {
+func (r *running) waitEvent(t testing.TB, what string, f func(eventlog.Event) bool) eventlog.Event {
 	t.Helper()
 	return r.waitEventWithin(t, waitLimit, what, f)
 }
 
 // waitEventWithin is waitEvent with its own time limit.
-func (r *running) waitEventWithin(t testing.TB, limit time.Duration, what string, f func(Event) bool) Event {
+func (r *running) waitEventWithin(t testing.TB, limit time.Duration, what string, f func(eventlog.Event) bool) eventlog.Event {
 	t.Helper()
 	deadline := time.After(limit)
 	i := 0
@@ -275,8 +276,8 @@ func (r *running) waitEventWithin(t testing.TB, limit time.Duration, what string
 // put the message back in the queue does not count) and returns its status.
 func (r *running) finished(t testing.TB, id string) string {
 	t.Helper()
-	e := r.waitEvent(t, "turn_finished for "+id, func(e Event) bool {
-		return e.Type == EvTurnFinished && e.Message == id && e.Data["requeued"] != true
+	e := r.waitEvent(t, "turn_finished for "+id, func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvTurnFinished && e.Message == id && e.Data["requeued"] != true
 	})
 	return fmt.Sprint(e.Data["status"])
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 )
 
@@ -52,7 +53,7 @@ func runSolo(t *testing.T, top, body, want string) (*testProject, *running, stri
 // log, the retry's header says why, and the message completes.
 func TestTransientFailureIsRetried(t *testing.T) {
 	p, r, id := runSolo(t, "max_attempts: 3\n", "scenario:flaky:2", "completed")
-	if n := r.count(EvRetryScheduled, id); n != 2 {
+	if n := r.count(eventlog.EvRetryScheduled, id); n != 2 {
 		t.Fatalf("%d retries scheduled, want 2", n)
 	}
 	h := p.headers(id)
@@ -79,7 +80,7 @@ func TestTransientFailureIsRetried(t *testing.T) {
 // with one alert and the last error.
 func TestRetriesExhaustedFailWithAnAlert(t *testing.T) {
 	p, r, id := runSolo(t, "max_attempts: 3\n", "scenario:servererror", "failed")
-	if n, a := r.count(EvRetryScheduled, id), r.count(EvMessageFailed, id); n != 2 || a != 1 {
+	if n, a := r.count(eventlog.EvRetryScheduled, id), r.count(eventlog.EvMessageFailed, id); n != 2 || a != 1 {
 		t.Fatalf("%d retries, %d alerts; want 2, 1", n, a)
 	}
 	o := p.recorded("solo", id)
@@ -91,7 +92,7 @@ func TestRetriesExhaustedFailWithAnAlert(t *testing.T) {
 	}
 	// A failure that cannot pass by itself is not retried.
 	id2 := p.send("solo", "human", "scenario:crash")
-	if st := r.finished(t, id2); st != "failed" || r.count(EvRetryScheduled, id2) != 0 || r.count(EvMessageFailed, id2) != 0 {
+	if st := r.finished(t, id2); st != "failed" || r.count(eventlog.EvRetryScheduled, id2) != 0 || r.count(eventlog.EvMessageFailed, id2) != 0 {
 		t.Fatalf("crash: status %s, retried", st)
 	}
 }
@@ -104,7 +105,7 @@ func TestHungTurnIsRetried(t *testing.T) {
 		t.Fatalf("headers %q", h)
 	}
 	long := p.send("solo", "human", "scenario:longcmd:1500")
-	if st := r.finished(t, long); st != "completed" || r.count(EvRetryScheduled, long) != 0 {
+	if st := r.finished(t, long); st != "completed" || r.count(eventlog.EvRetryScheduled, long) != 0 {
 		t.Fatalf("a long command: %s", st)
 	}
 }
@@ -116,7 +117,7 @@ func TestNetworkHoldHoldsTheAccount(t *testing.T) {
 	p := newProject(t, "  - name: a\n  - name: b\n")
 	r := p.start(nil)
 	ida := p.send("a", "human", "scenario:netwait:20")
-	r.waitEvent(t, "network_waiting", func(e Event) bool { return e.Type == EvNetworkWaiting && e.Agent == "a" })
+	r.waitEvent(t, "network_waiting", func(e eventlog.Event) bool { return e.Type == eventlog.EvNetworkWaiting && e.Agent == "a" })
 	idb := p.send("b", "human", "hello from b")
 	// b's inbox is watched: it is seen at once, and held.
 	waitFor(t, "b's backlog", func() bool { return agentStatusOf(r.d.status(), "b").Backlog == 1 })
@@ -131,12 +132,12 @@ func TestNetworkHoldHoldsTheAccount(t *testing.T) {
 	if r.finished(t, ida) != "completed" || r.finished(t, idb) != "completed" {
 		t.Fatal("not completed")
 	}
-	restored := r.waitEvent(t, "network_restored", func(e Event) bool { return e.Type == EvNetworkRestored })
-	delivered := r.waitEvent(t, "b's delivery", func(e Event) bool { return e.Type == EvDelivered && e.Message == idb })
+	restored := r.waitEvent(t, "network_restored", func(e eventlog.Event) bool { return e.Type == eventlog.EvNetworkRestored })
+	delivered := r.waitEvent(t, "b's delivery", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == idb })
 	if delivered.Time.Before(restored.Time) {
 		t.Fatalf("b started at %v, before the API answered at %v", delivered.Time, restored.Time)
 	}
-	if n := r.count(EvNetworkWaiting, ""); n != 1 {
+	if n := r.count(eventlog.EvNetworkWaiting, ""); n != 1 {
 		t.Fatalf("%d network alerts, want 1", n)
 	}
 	if st := r.d.status(); agentStatusOf(st, "a").Network != nil || agentStatusOf(st, "b").Network != nil {
@@ -152,10 +153,10 @@ func TestNetworkFailureIsRetried(t *testing.T) {
 	if len(h) != 2 || !strings.Contains(h[1], "retry 2 of 3 after an unreachable API") {
 		t.Fatalf("headers %q", h)
 	}
-	e := r.waitEvent(t, "the failed attempt", func(e Event) bool {
-		return e.Type == EvTurnFinished && e.Message == id && e.Data["requeued"] == true
+	e := r.waitEvent(t, "the failed attempt", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvTurnFinished && e.Message == id && e.Data["requeued"] == true
 	})
-	if w, b := r.count(EvNetworkWaiting, ""), r.count(EvNetworkRestored, ""); w != 1 || b != 1 {
+	if w, b := r.count(eventlog.EvNetworkWaiting, ""), r.count(eventlog.EvNetworkRestored, ""); w != 1 || b != 1 {
 		t.Fatalf("%d network alerts, %d restored; want 1, 1 (the retry probes the same hold)", w, b)
 	}
 	if sa := agentStatusOf(r.d.status(), "solo"); sa.Network != nil || sa.State == AgentWaitingForNetwork {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/project"
 )
 
@@ -45,7 +46,7 @@ func assertWaiting(t *testing.T, p *testProject, r *running, id string) {
 	if err != nil || where != "new" || m.Attempt != 0 || m.Outcome != nil {
 		t.Fatalf("message %s: %+v in %q (%v); want it pending, attempt 0", id, m, where, err)
 	}
-	if n := r.count(EvDelivered, id); n != 0 {
+	if n := r.count(eventlog.EvDelivered, id); n != 0 {
 		t.Fatalf("message %s delivered %d times while the agent was parked", id, n)
 	}
 }
@@ -72,7 +73,7 @@ func TestMissingCodexParksTheAgentUntilItAppears(t *testing.T) {
 	// No back-off check during the test: the binary's directory is watched.
 	r := p.start(func(o *Options) { o.RecheckMin, o.RecheckMax = time.Hour, time.Hour })
 
-	r.waitEvent(t, "agent_parked", func(e Event) bool { return e.Type == EvAgentParked && e.Agent == "eng" })
+	r.waitEvent(t, "agent_parked", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentParked && e.Agent == "eng" })
 	a := r.waitAgent(t, "eng", "parked state", func(a AgentStatus) bool { return a.State == agentParked })
 	if a.Parked == nil || a.Parked.Kind != "codex_missing" || !strings.Contains(a.LastError, "codex not found at "+bin) ||
 		!strings.Contains(a.LastError, "npm install -g @openai/codex@0.169.0") {
@@ -85,7 +86,7 @@ func TestMissingCodexParksTheAgentUntilItAppears(t *testing.T) {
 	r.waitAgent(t, "eng", "the second message seen", func(a AgentStatus) bool { return a.Backlog == 2 })
 	assertWaiting(t, p, r, id1)
 	assertWaiting(t, p, r, id2)
-	if n := r.count(EvAgentParked, ""); n != 1 {
+	if n := r.count(eventlog.EvAgentParked, ""); n != 1 {
 		t.Fatalf("%d agent_parked alerts; want one, not one per message", n)
 	}
 
@@ -94,7 +95,7 @@ func TestMissingCodexParksTheAgentUntilItAppears(t *testing.T) {
 	}
 	assertCompletedFirstTry(t, p, r, id1)
 	assertCompletedFirstTry(t, p, r, id2)
-	r.waitEvent(t, "agent_unparked", func(e Event) bool { return e.Type == EvAgentUnparked && e.Agent == "eng" })
+	r.waitEvent(t, "agent_unparked", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentUnparked && e.Agent == "eng" })
 	if a := r.waitAgent(t, "eng", "idle", func(a AgentStatus) bool { return a.State == "idle" }); a.LastError != "" || a.Parked != nil {
 		t.Fatalf("released agent status %+v", a)
 	}
@@ -148,7 +149,7 @@ func TestCodexGoneWhileRunningDoesNotConsumeTheMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := p.send("eng", "human", "while gone")
-	r.waitEvent(t, "agent_parked", func(e Event) bool { return e.Type == EvAgentParked && e.Agent == "eng" })
+	r.waitEvent(t, "agent_parked", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentParked && e.Agent == "eng" })
 	// The spawn failure parks the agent at once; the check that follows
 	// names the problem and its fix.
 	a := r.waitAgent(t, "eng", "parked state with the checked reason", func(a AgentStatus) bool {
@@ -164,7 +165,7 @@ func TestCodexGoneWhileRunningDoesNotConsumeTheMessage(t *testing.T) {
 	if a.TurnsCompleted != 1 {
 		t.Fatalf("turns completed %d", a.TurnsCompleted)
 	}
-	if n := r.count(EvAgentParked, ""); n != 1 {
+	if n := r.count(eventlog.EvAgentParked, ""); n != 1 {
 		t.Fatalf("%d agent_parked alerts; want one", n)
 	}
 
@@ -182,12 +183,12 @@ func TestAuthFailureSaysToLogIn(t *testing.T) {
 	p := newProject(t, "  - name: solo\n    codex:\n      codex_home: "+home+"\n")
 	r := p.start(nil)
 	p.send("solo", "human", "scenario:auth")
-	e := r.waitEvent(t, "auth_required", func(e Event) bool { return e.Type == EvAuthRequired })
+	e := r.waitEvent(t, "auth_required", func(e eventlog.Event) bool { return e.Type == eventlog.EvAuthRequired })
 	fix := "run: CODEX_HOME=" + home + " codex login (or set a valid OPENAI_API_KEY in codex.env), then `batty resume`"
 	if !strings.Contains(e.Detail, fix) || e.Data["fix"] != fix {
 		t.Fatalf("auth_required event %+v; want the fix %q", e, fix)
 	}
-	r.waitEvent(t, "dispatch_paused", func(e Event) bool { return e.Type == EvPaused })
+	r.waitEvent(t, "dispatch_paused", func(e eventlog.Event) bool { return e.Type == eventlog.EvPaused })
 	if st := r.d.status(); !st.Dispatch.Paused || !strings.Contains(st.Dispatch.Reason, fix) {
 		t.Fatalf("dispatch %+v; want the fix in the reason", st.Dispatch)
 	}
@@ -202,7 +203,7 @@ func TestParkedErrorOfAnEarlierDaemonIsCleared(t *testing.T) {
 	}
 	r := p.start(nil)
 	r.waitAgent(t, "solo", "the stale error cleared", func(a AgentStatus) bool { return a.LastError == "" && a.State == "idle" })
-	if n := r.count(EvAgentParked, ""); n != 0 {
+	if n := r.count(eventlog.EvAgentParked, ""); n != 0 {
 		t.Fatalf("%d agent_parked events", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
@@ -52,7 +53,7 @@ func (a *agent) quotaHit(id, reason string, resetBy time.Time) {
 	h, err := d.quota.hit(a.def.Name, id, reason, resetBy, time.Now())
 	if err != nil {
 		d.log.Error("Saving the quota state failed", "error", err)
-		d.events.Append(Event{Type: EvWarning, Agent: a.def.Name, Detail: "quota state not saved: " + err.Error()})
+		d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "quota state not saved: " + err.Error()})
 	}
 	switch {
 	case h.alert:
@@ -61,10 +62,10 @@ func (a *agent) quotaHit(id, reason string, resetBy time.Time) {
 		if !resetBy.IsZero() {
 			data["retry_at"] = resetBy.UTC()
 		}
-		d.events.Append(Event{Type: EvQuotaBlocked, Agent: a.def.Name, Message: id, Detail: reason, Data: data})
+		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: a.def.Name, Message: id, Detail: reason, Data: data})
 	case h.probeFailed:
 		d.log.Info("Probe hit the usage limit again", "account", h.pause.Account, "probe_at", h.pause.ProbeAt, "failed_probes", h.pause.Probes)
-		d.events.Append(Event{Type: EvQuotaProbe, Agent: a.def.Name, Message: id,
+		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: a.def.Name, Message: id,
 			Detail: fmt.Sprintf("the limit holds: next probe at %s", h.pause.ProbeAt.Format(time.RFC3339)),
 			Data:   map[string]any{"account": h.pause.Account, "result": "limit", "resume_at": h.pause.ProbeAt, "failed_probes": h.pause.Probes}})
 	default:
@@ -83,7 +84,7 @@ func (a *agent) quotaProbeEnded(id string, completed bool) {
 	}
 	if resumed {
 		d.log.Info("Probe completed: account resumed", "agents", wake)
-		d.events.Append(Event{Type: EvQuotaResumed, Agent: a.def.Name, Message: id, Detail: "probe turn completed",
+		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaResumed, Agent: a.def.Name, Message: id, Detail: "probe turn completed",
 			Data: map[string]any{"agents": wake}})
 		d.kickRoute()
 	}
@@ -117,7 +118,7 @@ func (d *Daemon) startProbes(now time.Time) {
 		prober, msg := d.oldestHeld(agents)
 		d.quota.startProbe(key, prober)
 		d.log.Info("Usage limit pause ran out: probing", "account", key, "agent", prober, "message", msg)
-		d.events.Append(Event{Type: EvQuotaProbe, Agent: prober, Message: msg, Detail: "pause ran out: one probe turn",
+		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: prober, Message: msg, Detail: "pause ran out: one probe turn",
 			Data: map[string]any{"account": key, "result": "start", "failed_probes": p.Probes}})
 		if prober != "" {
 			d.byName[prober].poke()
@@ -173,7 +174,7 @@ func (d *Daemon) resumeAccounts(why string) bool {
 		d.log.Error("Saving the quota state failed", "error", err)
 	}
 	for _, k := range keys {
-		d.events.Append(Event{Type: EvQuotaResumed, Detail: why, Data: map[string]any{"account": k}})
+		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaResumed, Detail: why, Data: map[string]any{"account": k}})
 	}
 	if len(keys) > 0 {
 		d.pokeAll()

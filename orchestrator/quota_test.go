@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/eventlog"
 )
 
 // accountOf returns the status of the account agent belongs to.
@@ -36,7 +38,7 @@ func TestQuotaPausesTheAccountAndSurvivesRestart(t *testing.T) {
 	id := p.send("manager", "human", fmt.Sprintf("scenario:quota:%d", printed.Unix()))
 	// The quota failure does not consume the message: it goes back to the
 	// queue and the account pauses.
-	e := r.waitEvent(t, "requeue", func(e Event) bool { return e.Type == EvRequeued && e.Message == id })
+	e := r.waitEvent(t, "requeue", func(e eventlog.Event) bool { return e.Type == eventlog.EvRequeued && e.Message == id })
 	if !strings.HasPrefix(e.Detail, "quota") {
 		t.Fatalf("requeue detail %q", e.Detail)
 	}
@@ -82,7 +84,7 @@ func TestQuotaPausesTheAccountAndSurvivesRestart(t *testing.T) {
 			t.Fatalf("%s: status %s", m, st)
 		}
 	}
-	if n := r.count(EvQuotaBlocked, ""); n != 0 {
+	if n := r.count(eventlog.EvQuotaBlocked, ""); n != 0 {
 		t.Fatalf("%d quota alerts after the restart, want 0 (one per pause)", n)
 	}
 }
@@ -101,7 +103,7 @@ func TestQuotaPausesOnlyTheAccountThatHitIt(t *testing.T) {
 	r := p.start(noJitter)
 	reset := time.Now().Add(2 * time.Hour).Unix()
 	q := p.send("left", "human", fmt.Sprintf("scenario:quota:%d", reset))
-	r.waitEvent(t, "quota alert", func(e Event) bool { return e.Type == EvQuotaBlocked && e.Message == q })
+	r.waitEvent(t, "quota alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaBlocked && e.Message == q })
 	held := p.send("left", "human", "held")
 	if st := r.finished(t, p.send("right", "human", "other account")); st != "completed" {
 		t.Fatalf("right: %s", st)
@@ -129,7 +131,7 @@ func TestQuotaProbeBacksOffThenReleasesTheAccount(t *testing.T) {
 	r := p.start(func(o *Options) { noJitter(o); o.QuotaBackoffMin = 100 * time.Millisecond })
 	until := time.Now().Add(1500 * time.Millisecond)
 	q := p.send("eng-1", "human", fmt.Sprintf("scenario:quotauntil:%d", until.UnixNano()))
-	r.waitEvent(t, "quota alert", func(e Event) bool { return e.Type == EvQuotaBlocked && e.Message == q })
+	r.waitEvent(t, "quota alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaBlocked && e.Message == q })
 	other := p.send("eng-2", "human", "held by the pause")
 	later := p.send("eng-1", "human", "also held")
 	// Every agent looks at its inbox again and again (as the safety-net
@@ -151,13 +153,13 @@ func TestQuotaProbeBacksOffThenReleasesTheAccount(t *testing.T) {
 			t.Fatalf("%s: %s", id, st)
 		}
 	}
-	if n := r.count(EvQuotaBlocked, ""); n != 1 {
+	if n := r.count(eventlog.EvQuotaBlocked, ""); n != 1 {
 		t.Fatalf("%d quota alerts, want 1", n)
 	}
 	r.mu.Lock()
 	events := slices.Clone(r.seen)
 	r.mu.Unlock()
-	resumed := slices.IndexFunc(events, func(e Event) bool { return e.Type == EvQuotaResumed })
+	resumed := slices.IndexFunc(events, func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaResumed })
 	if resumed < 0 {
 		t.Fatal("no quota_resumed event")
 	}
@@ -166,14 +168,14 @@ func TestQuotaProbeBacksOffThenReleasesTheAccount(t *testing.T) {
 	// (A probe goes with the oldest message held at that moment: a message
 	// still being put back after its probe failed is not held yet.)
 	limits, probes, delivered := 0, []string{}, []string{}
-	blocked := slices.IndexFunc(events, func(e Event) bool { return e.Type == EvQuotaBlocked })
+	blocked := slices.IndexFunc(events, func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaBlocked })
 	for _, e := range events[blocked:resumed] {
 		switch {
-		case e.Type == EvDelivered:
+		case e.Type == eventlog.EvDelivered:
 			delivered = append(delivered, e.Message)
-		case e.Type == EvQuotaProbe && e.Data["result"] == "sent":
+		case e.Type == eventlog.EvQuotaProbe && e.Data["result"] == "sent":
 			probes = append(probes, e.Message)
-		case e.Type == EvQuotaProbe && e.Data["result"] == "limit":
+		case e.Type == eventlog.EvQuotaProbe && e.Data["result"] == "limit":
 			limits++
 		}
 	}
@@ -201,11 +203,11 @@ func TestQuotaWithoutResetTimeProbesAfterTheCooldown(t *testing.T) {
 	p := newProject(t, "  - name: solo\nquota: {cooldown: 300ms}\n")
 	r := p.start(noJitter)
 	id := p.send("solo", "human", "scenario:quotaonce")
-	e := r.waitEvent(t, "quota alert", func(e Event) bool { return e.Type == EvQuotaBlocked })
+	e := r.waitEvent(t, "quota alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaBlocked })
 	if _, ok := e.Data["retry_at"]; ok {
 		t.Fatalf("alert names a reset time codex did not give: %+v", e)
 	}
-	r.waitEvent(t, "resume", func(e Event) bool { return e.Type == EvQuotaResumed })
+	r.waitEvent(t, "resume", func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaResumed })
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)
 	}

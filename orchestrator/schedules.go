@@ -5,18 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/team"
-)
-
-// Event types of the schedules (schedule.Ev*), in events.jsonl.
-const (
-	EvScheduleRunStarted  = schedule.EvRunStarted
-	EvScheduleRunFinished = schedule.EvRunFinished
-	EvScheduleStopped     = schedule.EvStopped
-	EvScheduleFailed      = schedule.EvFailed
 )
 
 // ScheduleStatus is one schedule's line of status. Unknown times are left
@@ -151,7 +144,7 @@ func (d *Daemon) scheduleEvent(e schedule.Event) {
 			data["to"] = s.To
 		}
 	}
-	d.events.Append(Event{Type: e.Kind, Message: e.ID, Detail: e.Detail, Data: data})
+	d.events.Append(eventlog.Event{Type: e.Kind, Message: e.ID, Detail: e.Detail, Data: data})
 }
 
 func (d *Daemon) scheduleSpec(name string) (team.Schedule, bool) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/schedule"
@@ -64,7 +65,7 @@ func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
 	clock := schedule.NewFakeClock(t0)
 	r := p.start(withClock(clock))
 	// The first run is due when the daemon first sees the schedule.
-	started := r.waitEvent(t, "run started", func(e Event) bool { return e.Type == EvScheduleRunStarted })
+	started := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted })
 	id := started.Message
 	if id != schedule.RunID("hourly", 1, t0) || started.Data["to"] != "worker" {
 		t.Fatalf("run started %+v", started)
@@ -72,7 +73,7 @@ func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
 	if st := r.finished(t, id); st != inbox.StatusCompleted {
 		t.Fatalf("run %s: %s", id, st)
 	}
-	r.waitEvent(t, "run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished && e.Message == id })
+	r.waitEvent(t, "run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished && e.Message == id })
 
 	st := call(t, p, Request{Op: OpStatus}).Status
 	s := scheduleOf(t, st, "hourly")
@@ -113,11 +114,11 @@ func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
 		t.Fatalf("run 1 ran %d times", n)
 	}
 	clock.Set(t0.Add(time.Hour))
-	id2 := r.waitEvent(t, "second run", func(e Event) bool { return e.Type == EvScheduleRunStarted }).Message
+	id2 := r.waitEvent(t, "second run", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted }).Message
 	if id2 != schedule.RunID("hourly", 2, t0.Add(time.Hour)) {
 		t.Fatalf("second run %s", id2)
 	}
-	r.waitEvent(t, "second run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished && e.Message == id2 })
+	r.waitEvent(t, "second run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished && e.Message == id2 })
 	if s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "hourly"); s.RunsCompleted != 2 || !s.NextDue.Equal(t0.Add(2*time.Hour)) {
 		t.Fatalf("status after the second run %+v", s)
 	}
@@ -140,9 +141,9 @@ func TestScheduleRunDeferredByQuotaPause(t *testing.T) {
 	p := newProjectWith(t, fmt.Sprintf("timeouts:\n  shutdown: 5s\nschedules:\n  - {name: q, to: worker, prompt: \"scenario:quota:%d\", every: 1h}\n", printed.Unix()),
 		"  - name: worker\n")
 	r := p.start(withClock(schedule.NewFakeClock(time.Now())))
-	started := r.waitEvent(t, "run started", func(e Event) bool { return e.Type == EvScheduleRunStarted })
+	started := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted })
 	id := started.Message
-	r.waitEvent(t, "requeue", func(e Event) bool { return e.Type == EvRequeued && e.Message == id })
+	r.waitEvent(t, "requeue", func(e eventlog.Event) bool { return e.Type == eventlog.EvRequeued && e.Message == id })
 	st := call(t, p, Request{Op: OpStatus}).Status
 	if s := scheduleOf(t, st, "q"); s.State != schedule.Running || s.Running != id || s.LastError != "" || s.RunsFailed != 0 {
 		t.Fatalf("schedule during the quota pause %+v", s)
@@ -151,14 +152,14 @@ func TestScheduleRunDeferredByQuotaPause(t *testing.T) {
 		t.Fatalf("account not paused: %+v", acc)
 	}
 	call(t, p, Request{Op: OpResume})
-	e := r.waitEvent(t, "run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished && e.Message == id })
+	e := r.waitEvent(t, "run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished && e.Message == id })
 	if e.Detail != "" {
 		t.Fatalf("run finished with %q", e.Detail)
 	}
 	if s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "q"); s.State != schedule.Waiting || s.RunsCompleted != 1 || s.RunsFailed != 0 {
 		t.Fatalf("schedule after the pause %+v", s)
 	}
-	if r.count(EvScheduleRunStarted, "") != 1 {
+	if r.count(eventlog.EvScheduleRunStarted, "") != 1 {
 		t.Fatalf("the deferred run was started again")
 	}
 }
@@ -169,7 +170,7 @@ func TestScheduleFailedRunStopsIt(t *testing.T) {
 		"  - name: worker\n")
 	clock := schedule.NewFakeClock(time.Now())
 	r := p.start(withClock(clock))
-	e := r.waitEvent(t, "schedule failed", func(e Event) bool { return e.Type == EvScheduleFailed })
+	e := r.waitEvent(t, "schedule failed", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleFailed })
 	if !strings.Contains(e.Detail, "failed") {
 		t.Fatalf("failed with %q", e.Detail)
 	}
@@ -178,18 +179,20 @@ func TestScheduleFailedRunStopsIt(t *testing.T) {
 		t.Fatalf("status %+v", s)
 	}
 	clock.Advance(time.Hour)
-	if n := r.count(EvScheduleRunStarted, ""); n != 1 {
+	if n := r.count(eventlog.EvScheduleRunStarted, ""); n != 1 {
 		t.Fatalf("%d runs started after the failure", n)
 	}
 	// batty resume runs it again: at once, an hour of ticks having passed.
 	if resp := call(t, p, Request{Op: OpResume}); len(resp.Schedules) != 1 || resp.Schedules[0] != "f" {
 		t.Fatalf("resume answered %+v", resp)
 	}
-	e = r.waitEvent(t, "second run", func(e Event) bool { return e.Type == EvScheduleRunStarted && e.Data["run"] == 2 })
+	e = r.waitEvent(t, "second run", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted && e.Data["run"] == 2 })
 	if e.Message != schedule.RunID("f", 2, clock.Now()) {
 		t.Fatalf("second run %s", e.Message)
 	}
-	r.waitEvent(t, "failed again", func(e Event) bool { return e.Type == EvScheduleFailed && e.Data["runs_completed"] == 2 })
+	r.waitEvent(t, "failed again", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvScheduleFailed && e.Data["runs_completed"] == 2
+	})
 	r.stop(t)
 	// With the daemon stopped, resume changes the state file.
 	names, err := OfflineResumeSchedules(p.cfg, p.layout)
@@ -263,12 +266,12 @@ func TestScheduleToARoleGoesThroughItsQueue(t *testing.T) {
 	p := newProjectWith(t, "timeouts:\n  shutdown: 5s\nschedules:\n  - {name: r, to: eng, prompt: \"to the role\", every: 1h}\n",
 		"  - name: eng\n    instances: 2\n")
 	r := p.start(withClock(schedule.NewFakeClock(time.Now())))
-	id := r.waitEvent(t, "run started", func(e Event) bool { return e.Type == EvScheduleRunStarted }).Message
-	routed := r.waitEvent(t, "routed", func(e Event) bool { return e.Type == EvRouted && e.Message == id })
+	id := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted }).Message
+	routed := r.waitEvent(t, "routed", func(e eventlog.Event) bool { return e.Type == eventlog.EvRouted && e.Message == id })
 	if !strings.HasPrefix(routed.Agent, "eng-") {
 		t.Fatalf("routed to %q", routed.Agent)
 	}
-	e := r.waitEvent(t, "run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished && e.Message == id })
+	e := r.waitEvent(t, "run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished && e.Message == id })
 	if e.Detail != "" || e.Data["runs_completed"] != 1 {
 		t.Fatalf("run finished %+v", e)
 	}
@@ -282,8 +285,8 @@ func TestScheduleRunInFlightAcrossARestart(t *testing.T) {
 		"  - name: worker\n")
 	t0 := time.Now()
 	r := p.start(withClock(schedule.NewFakeClock(t0)))
-	id := r.waitEvent(t, "run started", func(e Event) bool { return e.Type == EvScheduleRunStarted }).Message
-	r.waitEvent(t, "delivered", func(e Event) bool { return e.Type == EvDelivered && e.Message == id })
+	id := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted }).Message
+	r.waitEvent(t, "delivered", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == id })
 	r.stop(t)
 	off, err := OfflineStatus(p.cfg, p.layout)
 	if err != nil {
@@ -294,11 +297,11 @@ func TestScheduleRunInFlightAcrossARestart(t *testing.T) {
 	}
 
 	r = p.start(withClock(schedule.NewFakeClock(t0.Add(time.Minute))))
-	e := r.waitEvent(t, "run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished })
+	e := r.waitEvent(t, "run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished })
 	if e.Message != id || e.Detail != "" {
 		t.Fatalf("finished %+v, want run %s completed", e, id)
 	}
-	if n := r.count(EvScheduleRunStarted, ""); n != 0 {
+	if n := r.count(eventlog.EvScheduleRunStarted, ""); n != 0 {
 		t.Fatalf("the restarted daemon started %d runs", n)
 	}
 	s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "slow")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 )
@@ -93,8 +94,8 @@ func TestTeamKilledTogetherLeavesNothingOnceRestarted(t *testing.T) {
 	}
 	// The cut-off message is redelivered (and detaches anew, which the
 	// daemon's stop kills: the cleanup checks).
-	r.waitEvent(t, "warning about the leftovers", func(e Event) bool {
-		return e.Type == EvWarning && strings.Contains(e.Detail, "an earlier run of the team left running")
+	r.waitEvent(t, "warning about the leftovers", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvWarning && strings.Contains(e.Detail, "an earlier run of the team left running")
 	})
 }
 

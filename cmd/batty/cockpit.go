@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/cockpit"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
@@ -114,7 +115,7 @@ func newDaemonCockpit(p project.Project, cfg *team.Config, log hclog.Logger) (*d
 
 // onEvent is the daemon's event observer; it never blocks. Events before
 // the daemon is running only mark the titles stale.
-func (dc *daemonCockpit) onEvent(e orchestrator.Event) { dc.team.Event(e) }
+func (dc *daemonCockpit) onEvent(e eventlog.Event) { dc.team.Event(e) }
 
 // run updates the titles from the moment the daemon is ready until ctx
 // ends, then kills the private server (the session goes with the team).

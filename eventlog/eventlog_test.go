@@ -1,4 +1,4 @@
-package orchestrator
+package eventlog
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ func TestEventLogRotatesBySizeAndLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := lay.EventsLog()
-	l, err := openEventLog(lay, func(err error) { t.Errorf("event log: %v", err) })
+	l, err := Open(lay, func(err error) { t.Errorf("event log: %v", err) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestEventLogStartsAfterACutLine(t *testing.T) {
 	if err := os.WriteFile(lay.EventsLog(), []byte(`{"type":"warning","detail":"whole"}`+"\n"+cut), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := openEventLog(lay, func(err error) { t.Errorf("event log: %v", err) })
+	l, err := Open(lay, func(err error) { t.Errorf("event log: %v", err) })
 	if err != nil {
 		t.Fatal(err)
 	}
