@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/preflight"
@@ -109,7 +110,7 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 		d: d, def: def, box: box, log: d.log.Named(def.Name),
 		kick: make(chan struct{}, 1), ctl: make(chan agentCtl), done: make(chan struct{}),
 		backoff: d.opts.RespawnMin,
-		account: effectiveCodexHome(def.Codex.CodexHome, def.Codex.Env, d.shimEnviron(), def.Cwd),
+		account: dispatch.EffectiveCodexHome(def.Codex.CodexHome, def.Codex.Env, d.shimEnviron(), def.Cwd),
 	}
 	a.st.Name = def.Name
 	if err := project.LoadJSON(d.layout, project.AgentStateName(def.Name), &a.st); err != nil {

@@ -20,7 +20,7 @@ import (
 func (a *agent) dispatch() {
 	defer a.updateBacklog()
 	a.syncParked()
-	if a.pending != nil || a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.open() || !a.netAllows() || !a.d.quota.mayTry(a.def.Name) {
+	if a.pending != nil || a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.Open() || !a.netAllows() || !a.d.quota.MayTry(a.def.Name) {
 		return
 	}
 	for {
@@ -58,7 +58,7 @@ func (a *agent) dispatch() {
 			continue
 		}
 		// A paused account sends one probe turn once its pause ran out.
-		ok, probe := a.d.quota.admit(a.def.Name, m.ID)
+		ok, probe := a.d.quota.Admit(a.def.Name, m.ID)
 		if !ok {
 			return
 		}

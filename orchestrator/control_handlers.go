@@ -89,7 +89,7 @@ func (d *Daemon) retryFailed(a *agent) bool {
 
 // status collects the documented status shape.
 func (d *Daemon) status() Status {
-	gs := d.gate.state()
+	gs := d.gate.State()
 	st := Status{
 		Team:     d.cfg.Name,
 		Daemon:   DaemonStatus{PID: os.Getpid(), UptimeS: int64(time.Since(d.started).Seconds())},
@@ -143,7 +143,7 @@ func (d *Daemon) status() Status {
 	}
 	// Held messages are counted on disk: an agent's snapshot of its backlog
 	// is only as fresh as its last look at its inbox.
-	st.Accounts = accountStatus(d.quota.views(), func(n string) int {
+	st.Accounts = accountStatus(d.quota.Views(), func(n string) int {
 		pending, inflight, _ := d.byName[n].box.Count()
 		return pending + inflight
 	})

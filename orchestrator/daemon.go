@@ -20,6 +20,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
@@ -38,10 +39,10 @@ type Daemon struct {
 	store    *inbox.Store
 	humanBox *inbox.Box
 	events   *eventlog.Log
-	gate     *gate
+	gate     *dispatch.Gate
 	net      netHolds   // network holds per account (see netHolds)
 	alerts   *alertHook // nil without on_alert
-	quota    *quotaBook
+	quota    *dispatch.QuotaBook
 	sched    *schedule.Runner // nil without schedules
 	started  time.Time
 
@@ -97,14 +98,14 @@ func (d *Daemon) init() error {
 	if d.humanBox, err = d.store.Box(team.Human); err != nil {
 		return err
 	}
-	if d.gate, err = newGate(d.layout); err != nil {
+	if d.gate, err = dispatch.NewGate(d.layout); err != nil {
 		return err
 	}
 	env := d.shimEnviron()
 	q := d.cfg.Quota
 	policy := retry.QuotaPolicy{BackoffMin: d.opts.QuotaBackoffMin, BackoffMax: max(q.BackoffMax, d.opts.QuotaBackoffMin),
 		Cooldown: q.Cooldown, CooldownMax: max(q.CooldownMax, q.Cooldown), Jitter: max(d.opts.QuotaJitter, 0)}
-	if d.quota, err = newQuotaBook(d.cfg, d.layout, env, policy, d.quotaJitter, false); err != nil {
+	if d.quota, err = dispatch.NewQuotaBook(d.cfg, d.layout, env, policy, d.quotaJitter, false); err != nil {
 		return err
 	}
 	if err := d.migrateQuotaGate(); err != nil {
@@ -299,12 +300,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-timerC(d.routeTimer):
 			d.routeTimer = nil
 			d.routeAll()
-		case <-d.gate.changed:
+		case <-d.gate.Changed():
 			resumeTimer = d.armResume(resumeTimer)
-			if d.gate.open() {
+			if d.gate.Open() {
 				d.pokeAll()
 			}
-		case <-d.quota.changed:
+		case <-d.quota.Changed():
 			quotaTimer = d.armQuota(quotaTimer)
 		case <-timerC(quotaTimer):
 			quotaTimer = nil
@@ -312,7 +313,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			quotaTimer = d.armQuota(nil)
 		case <-timerC(resumeTimer):
 			resumeTimer = nil
-			st := d.gate.state()
+			st := d.gate.State()
 			if st.Paused && st.Kind == project.PauseQuota {
 				d.log.Info("Quota reset time reached, resuming dispatch")
 				d.resume("quota reset time reached")
@@ -349,7 +350,7 @@ func (d *Daemon) armResume(t *time.Timer) *time.Timer {
 	if t != nil {
 		t.Stop()
 	}
-	st := d.gate.state()
+	st := d.gate.State()
 	if !st.Paused || st.Kind != project.PauseQuota || st.ResumeAt.IsZero() {
 		return nil
 	}
@@ -408,7 +409,7 @@ func (d *Daemon) killOrphans(why string) {
 // pause closes the dispatch gate (safe from any goroutine). It returns
 // whether the gate changed.
 func (d *Daemon) pause(kind, reason string, resumeAt time.Time) bool {
-	changed, err := d.gate.pause(kind, reason, resumeAt)
+	changed, err := d.gate.Pause(kind, reason, resumeAt)
 	if err != nil {
 		d.log.Error("Saving the dispatch state failed", "error", err)
 	}
@@ -422,7 +423,7 @@ func (d *Daemon) pause(kind, reason string, resumeAt time.Time) bool {
 // resume opens the dispatch gate (safe from any goroutine). It returns
 // whether it was closed.
 func (d *Daemon) resume(why string) bool {
-	changed, err := d.gate.resume()
+	changed, err := d.gate.Resume()
 	if err != nil {
 		d.log.Error("Saving the dispatch state failed", "error", err)
 	}

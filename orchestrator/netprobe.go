@@ -130,7 +130,7 @@ func (a *agent) netAllows() bool {
 // waiting. Safe from any goroutine.
 func (a *agent) canProbe() bool {
 	s := a.snapshot()
-	if s.state == agentFailed || s.state == agentStopped || a.parkedNow(s) != nil || !a.d.quota.mayTry(a.def.Name) {
+	if s.state == agentFailed || s.state == agentStopped || a.parkedNow(s) != nil || !a.d.quota.MayTry(a.def.Name) {
 		return false
 	}
 	if s.inflight != "" {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/team"
@@ -21,11 +22,11 @@ import (
 func OfflineStatus(cfg *team.Config, l project.Layout) (Status, error) {
 	var st Status
 	err := project.WithLock(l, func() error {
-		g, err := newGate(l)
+		g, err := dispatch.NewGate(l)
 		if err != nil {
 			return err
 		}
-		ds := g.state()
+		ds := g.State()
 		st = Status{Team: cfg.Name, Dispatch: DispatchStatus{Paused: ds.Paused, Reason: ds.Reason}, Agents: []AgentStatus{}, Queues: map[string]int{}}
 		if !ds.ResumeAt.IsZero() {
 			t := ds.ResumeAt
@@ -68,11 +69,11 @@ func OfflineStatus(cfg *team.Config, l project.Layout) (Status, error) {
 				ContextPct: as.ContextPct, LastError: as.LastError, NoAnswers: as.NoAnswers,
 			})
 		}
-		book, err := newQuotaBook(cfg, l, os.Environ(), retry.QuotaPolicy{}, nil, true)
+		book, err := dispatch.NewQuotaBook(cfg, l, os.Environ(), retry.QuotaPolicy{}, nil, true)
 		if err != nil {
 			return err
 		}
-		st.Accounts = accountStatus(book.views(), func(n string) int { return backlogs[n] })
+		st.Accounts = accountStatus(book.Views(), func(n string) int { return backlogs[n] })
 		st.Schedules = []ScheduleStatus{}
 		if len(cfg.Schedules) == 0 {
 			// As the daemon does: without schedules their state file,
@@ -128,7 +129,7 @@ func OfflinePause(l project.Layout, pause bool, reason string) (changed bool, er
 				changed = true
 			}
 		}
-		g, err := newGate(l)
+		g, err := dispatch.NewGate(l)
 		if err != nil {
 			return err
 		}
@@ -137,9 +138,9 @@ func OfflinePause(l project.Layout, pause bool, reason string) (changed bool, er
 			if reason == "" {
 				reason = "paused by user"
 			}
-			gateChanged, err = g.pause(project.PauseManual, reason, time.Time{})
+			gateChanged, err = g.Pause(project.PauseManual, reason, time.Time{})
 		} else {
-			gateChanged, err = g.resume()
+			gateChanged, err = g.Resume()
 		}
 		changed = changed || gateChanged
 		return err

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
@@ -50,24 +51,24 @@ func (d *Daemon) quotaJitter() time.Duration {
 // probe backs off; any other is held quietly. Called from a's goroutine.
 func (a *agent) quotaHit(id, reason string, resetBy time.Time) {
 	d := a.d
-	h, err := d.quota.hit(a.def.Name, id, reason, resetBy, time.Now())
+	h, err := d.quota.Hit(a.def.Name, id, reason, resetBy, time.Now())
 	if err != nil {
 		d.log.Error("Saving the quota state failed", "error", err)
 		d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "quota state not saved: " + err.Error()})
 	}
 	switch {
-	case h.alert:
-		d.log.Warn("Usage limit: account paused", "account", h.pause.Account, "agents", h.agents, "probe_at", h.pause.ProbeAt)
-		data := map[string]any{"account": h.pause.Account, "agents": h.agents, "resume_at": h.pause.ProbeAt}
+	case h.Alert:
+		d.log.Warn("Usage limit: account paused", "account", h.Pause.Account, "agents", h.Agents, "probe_at", h.Pause.ProbeAt)
+		data := map[string]any{"account": h.Pause.Account, "agents": h.Agents, "resume_at": h.Pause.ProbeAt}
 		if !resetBy.IsZero() {
 			data["retry_at"] = resetBy.UTC()
 		}
 		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: a.def.Name, Message: id, Detail: reason, Data: data})
-	case h.probeFailed:
-		d.log.Info("Probe hit the usage limit again", "account", h.pause.Account, "probe_at", h.pause.ProbeAt, "failed_probes", h.pause.Probes)
+	case h.ProbeFailed:
+		d.log.Info("Probe hit the usage limit again", "account", h.Pause.Account, "probe_at", h.Pause.ProbeAt, "failed_probes", h.Pause.Probes)
 		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: a.def.Name, Message: id,
-			Detail: fmt.Sprintf("the limit holds: next probe at %s", h.pause.ProbeAt.Format(time.RFC3339)),
-			Data:   map[string]any{"account": h.pause.Account, "result": "limit", "resume_at": h.pause.ProbeAt, "failed_probes": h.pause.Probes}})
+			Detail: fmt.Sprintf("the limit holds: next probe at %s", h.Pause.ProbeAt.Format(time.RFC3339)),
+			Data:   map[string]any{"account": h.Pause.Account, "result": "limit", "resume_at": h.Pause.ProbeAt, "failed_probes": h.Pause.Probes}})
 	default:
 		d.log.Debug("Usage limit while the account is paused", "agent", a.def.Name, "message", id)
 	}
@@ -78,7 +79,7 @@ func (a *agent) quotaHit(id, reason string, resetBy time.Time) {
 // anything else (but a limit) lets another probe go.
 func (a *agent) quotaProbeEnded(id string, completed bool) {
 	d := a.d
-	wake, resumed, err := d.quota.probeEnded(a.def.Name, id, completed)
+	wake, resumed, err := d.quota.ProbeEnded(a.def.Name, id, completed)
 	if err != nil {
 		d.log.Error("Saving the quota state failed", "error", err)
 	}
@@ -94,7 +95,7 @@ func (a *agent) quotaProbeEnded(id string, completed bool) {
 // quotaRelease gives back a probe a did not send (id "" when a has nothing
 // to send) and wakes the account's other agents to send it.
 func (a *agent) quotaRelease(id string) {
-	a.d.pokeNames(a.d.quota.release(a.def.Name, id), a.def.Name)
+	a.d.pokeNames(a.d.quota.Release(a.def.Name, id), a.def.Name)
 }
 
 // pokeNames pokes the named agents but skip.
@@ -110,13 +111,13 @@ func (d *Daemon) pokeNames(names []string, skip string) {
 // the oldest held message of its agents, on that message's agent (any
 // agent when none holds one). Run's goroutine calls it.
 func (d *Daemon) startProbes(now time.Time) {
-	for _, key := range d.quota.due(now) {
-		agents, p, ok := d.quota.account(key)
+	for _, key := range d.quota.Due(now) {
+		agents, p, ok := d.quota.Account(key)
 		if !ok {
 			continue
 		}
 		prober, msg := d.oldestHeld(agents)
-		d.quota.startProbe(key, prober)
+		d.quota.StartProbe(key, prober)
 		d.log.Info("Usage limit pause ran out: probing", "account", key, "agent", prober, "message", msg)
 		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: prober, Message: msg, Detail: "pause ran out: one probe turn",
 			Data: map[string]any{"account": key, "result": "start", "failed_probes": p.Probes}})
@@ -159,7 +160,7 @@ func (d *Daemon) armQuota(t *time.Timer) *time.Timer {
 	if t != nil {
 		t.Stop()
 	}
-	at := d.quota.nextWake()
+	at := d.quota.NextWake()
 	if at.IsZero() {
 		return nil
 	}
@@ -169,7 +170,7 @@ func (d *Daemon) armQuota(t *time.Timer) *time.Timer {
 // resumeAccounts opens every paused account (`batty resume`) and reports
 // whether one was paused.
 func (d *Daemon) resumeAccounts(why string) bool {
-	keys, err := d.quota.resumeAll()
+	keys, err := d.quota.ResumeAll()
 	if err != nil {
 		d.log.Error("Saving the quota state failed", "error", err)
 	}
@@ -186,37 +187,37 @@ func (d *Daemon) resumeAccounts(why string) bool {
 // migrateQuotaGate turns a team-wide quota pause left in dispatch.json by
 // an earlier version into a pause of every account until the same time.
 func (d *Daemon) migrateQuotaGate() error {
-	st := d.gate.state()
+	st := d.gate.State()
 	if !st.Paused || st.Kind != project.PauseQuota {
 		return nil
 	}
 	now := time.Now()
-	for _, v := range d.quota.views() {
-		if v.pause == nil && len(v.agents) > 0 {
-			if _, err := d.quota.hit(v.agents[0], "", st.Reason, st.ResumeAt, now); err != nil {
+	for _, v := range d.quota.Views() {
+		if v.Pause == nil && len(v.Agents) > 0 {
+			if _, err := d.quota.Hit(v.Agents[0], "", st.Reason, st.ResumeAt, now); err != nil {
 				return err
 			}
 		}
 	}
-	_, err := d.gate.resume()
+	_, err := d.gate.Resume()
 	return err
 }
 
 // accountStatus returns the accounts of status; backlog gives an agent's
 // backlog.
-func accountStatus(views []accountView, backlog func(agent string) int) []AccountStatus {
+func accountStatus(views []dispatch.AccountView, backlog func(agent string) int) []AccountStatus {
 	out := make([]AccountStatus, 0, len(views))
 	for _, v := range views {
-		as := AccountStatus{Account: v.key, CodexHome: v.home, Agents: v.agents}
-		if p := v.pause; p != nil {
-			as.Paused, as.Reason, as.Probing, as.FailedProbes = true, p.Reason, v.probing, p.Probes
+		as := AccountStatus{Account: v.Key, CodexHome: v.Home, Agents: v.Agents}
+		if p := v.Pause; p != nil {
+			as.Paused, as.Reason, as.Probing, as.FailedProbes = true, p.Reason, v.Probing, p.Probes
 			since := p.Since
 			as.Since = &since
-			if !v.probing {
+			if !v.Probing {
 				at := p.ProbeAt
 				as.ResumeAt = &at
 			}
-			for _, n := range v.agents {
+			for _, n := range v.Agents {
 				as.Held += backlog(n)
 			}
 		}

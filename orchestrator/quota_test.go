@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/protocol"
 )
 
 // accountOf returns the status of the account agent belongs to.
@@ -210,5 +212,28 @@ func TestQuotaWithoutResetTimeProbesAfterTheCooldown(t *testing.T) {
 	r.waitEvent(t, "resume", func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaResumed })
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)
+	}
+}
+
+// The header note of a message put back after a usage limit or a failed
+// login says the earlier copy was not answered; other requeues add none
+// (the shim's header then says the delivery was cut off).
+func TestLimitRetryNote(t *testing.T) {
+	cases := []struct {
+		retry string
+		want  string
+	}{
+		{retryQuota, "retried after a usage limit, attempt 2; your earlier copy of this message was not answered"},
+		{retryAuth, "retried after a login failure, attempt 2; your earlier copy of this message was not answered"},
+		{"", ""},
+		{"other", ""},
+	}
+	for _, c := range cases {
+		if got := limitRetryNote(inbox.Message{Attempt: 2, Retry: c.retry}); got != c.want {
+			t.Errorf("limitRetryNote(%q) = %q, want %q", c.retry, got, c.want)
+		}
+	}
+	if retryOf(protocol.FailQuota) != retryQuota || retryOf(protocol.FailAuth) != retryAuth || retryOf(protocol.FailContextWindow) != "" {
+		t.Error("retryOf maps the wrong failures")
 	}
 }

@@ -60,7 +60,7 @@ func (d *Daemon) route(role string) {
 	// only when every instance's is.
 	paused := map[*agent]bool{}
 	for _, a := range cands {
-		paused[a] = d.quota.paused(a.def.Name)
+		paused[a] = d.quota.Paused(a.def.Name)
 	}
 	lighter := func(a, b *agent) bool {
 		if paused[a] != paused[b] {

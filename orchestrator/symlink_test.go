@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/internal/linktest"
 	"github.com/battyhq/batty/project"
@@ -44,7 +45,7 @@ func TestStateFilesAreNeverWrittenThroughLinks(t *testing.T) {
 			var st project.AgentState
 			linktest.WantRefused(t, project.LoadJSON(l, name, &st), at)
 			if tc.toFile && strings.HasSuffix(tc.linked, project.DispatchName) {
-				_, err := newGate(l)
+				_, err := dispatch.NewGate(l)
 				linktest.WantRefused(t, err, at)
 			}
 			linktest.AssertOutsideUntouched(t, out, victim)

@@ -1,4 +1,8 @@
-package orchestrator
+// Package dispatch decides whether an agent may start a turn, by the team's
+// two persisted gates: the team-wide dispatch gate (a manual or login pause,
+// state/dispatch.json) and the accounts' usage-limit pauses with their probe
+// turns (state/quota.json), grouping agents into accounts by the quota scope.
+package dispatch
 
 import (
 	"sync"
@@ -7,10 +11,10 @@ import (
 	"github.com/battyhq/batty/project"
 )
 
-// gate is the team-wide dispatch gate: while it is closed no agent starts a
+// Gate is the team-wide dispatch gate: while it is closed no agent starts a
 // new turn (messages keep queueing). It is persisted on every change so a
 // quota pause keeps its reset time across restarts. Safe for concurrent use.
-type gate struct {
+type Gate struct {
 	mu      sync.Mutex
 	st      project.DispatchState
 	layout  project.Layout
@@ -18,33 +22,33 @@ type gate struct {
 	save    func(l project.Layout, name string, v any) error
 }
 
-// newGate loads the dispatch state of the project in l.
-func newGate(l project.Layout) (*gate, error) {
-	g := &gate{layout: l, changed: make(chan struct{}, 1), save: project.SaveJSON}
+// NewGate loads the dispatch state of the project in l.
+func NewGate(l project.Layout) (*Gate, error) {
+	g := &Gate{layout: l, changed: make(chan struct{}, 1), save: project.SaveJSON}
 	if err := project.LoadJSON(l, project.DispatchName, &g.st); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
-// state returns a copy of the dispatch state.
-func (g *gate) state() project.DispatchState {
+// State returns a copy of the dispatch state.
+func (g *Gate) State() project.DispatchState {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.st
 }
 
-// open reports whether agents may start turns now.
-func (g *gate) open() bool {
+// Open reports whether agents may start turns now.
+func (g *Gate) Open() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return !g.st.Paused
 }
 
-// pause closes the gate. A quota pause never shortens an existing quota
+// Pause closes the gate. A quota pause never shortens an existing quota
 // pause; an auth or manual pause replaces a quota pause (it needs a human).
 // It returns whether the state changed.
-func (g *gate) pause(kind, reason string, resumeAt time.Time) (bool, error) {
+func (g *Gate) Pause(kind, reason string, resumeAt time.Time) (bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.st.Paused {
@@ -66,8 +70,8 @@ func (g *gate) pause(kind, reason string, resumeAt time.Time) (bool, error) {
 	return true, err
 }
 
-// resume opens the gate. It returns whether it was closed.
-func (g *gate) resume() (bool, error) {
+// Resume opens the gate. It returns whether it was closed.
+func (g *Gate) Resume() (bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.st.Paused {
@@ -79,7 +83,11 @@ func (g *gate) resume() (bool, error) {
 	return true, err
 }
 
-func (g *gate) notify() {
+// Changed is told (buffered, coalesced) every time the gate pauses or
+// resumes: the daemon re-arms its resume timer.
+func (g *Gate) Changed() <-chan struct{} { return g.changed }
+
+func (g *Gate) notify() {
 	select {
 	case g.changed <- struct{}{}:
 	default:
