@@ -6,15 +6,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
-	"github.com/battyhq/batty/orchestrator"
 )
 
 // Team turns a running daemon's status and events into what the cockpit
 // shows. Event is meant for orchestrator.Options.OnEvent: it never blocks.
 // Safe for concurrent use.
 type Team struct {
-	status func() orchestrator.Status
+	status func() control.Status
 	up     *Updater
 
 	mu    sync.Mutex
@@ -24,7 +24,7 @@ type Team struct {
 // NewTeam returns the view of a team whose status is read with status
 // (called from the updater's goroutine), and the updater that shows it on
 // srv's session.
-func NewTeam(srv Server, session string, status func() orchestrator.Status, opts UpdaterOptions) *Team {
+func NewTeam(srv Server, session string, status func() control.Status, opts UpdaterOptions) *Team {
 	t := &Team{status: status}
 	t.up = NewUpdater(srv, session, t.Snapshot, opts)
 	return t
@@ -107,7 +107,7 @@ func (t *Team) Snapshot() Snapshot {
 
 // pauseKind guesses the kind of a pause no event named (one kept from an
 // earlier run): only a quota pause has a resume time. Pure.
-func pauseKind(d orchestrator.DispatchStatus) string {
+func pauseKind(d control.DispatchStatus) string {
 	switch {
 	case !d.Paused:
 		return ""

@@ -6,21 +6,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
-	"github.com/battyhq/batty/orchestrator"
 )
 
 func TestTeamSnapshot(t *testing.T) {
 	id := "m1"
 	resume := time.Now().Add(time.Hour)
-	st := orchestrator.Status{Team: "demo", Agents: []orchestrator.AgentStatus{
+	st := control.Status{Team: "demo", Agents: []control.AgentStatus{
 		{Name: "a", State: "working", InFlight: &id, InFlightAgeS: 150, Backlog: 4},
 		{Name: "b", State: "idle", Backlog: 2},
 		{Name: "c", State: "failed"},
-		{Name: "d", State: "parked", Backlog: 1, Parked: &orchestrator.ParkedStatus{Kind: "codex_missing"}},
+		{Name: "d", State: "parked", Backlog: 1, Parked: &control.ParkedStatus{Kind: "codex_missing"}},
 	}}
 	r := newCountingRunner()
-	team := NewTeam(Server{Run: r}, "s", func() orchestrator.Status { return st }, UpdaterOptions{})
+	team := NewTeam(Server{Run: r}, "s", func() control.Status { return st }, UpdaterOptions{})
 	titles := func() []string {
 		var out []string
 		for _, v := range team.Snapshot().Agents {
@@ -34,29 +34,29 @@ func TestTeamSnapshot(t *testing.T) {
 	}
 
 	// A pause the events named.
-	st.Dispatch = orchestrator.DispatchStatus{Paused: true, Reason: "codex needs a login (reported by a): 401"}
+	st.Dispatch = control.DispatchStatus{Paused: true, Reason: "codex needs a login (reported by a): 401"}
 	team.Event(eventlog.Event{Type: eventlog.EvPaused, Data: map[string]any{"kind": PauseAuth}})
 	if got := titles()[1]; got != "b · login needed · 2 waiting" {
 		t.Fatalf("auth pause: %q", got)
 	}
 	// Resumed: the status says so first.
-	st.Dispatch = orchestrator.DispatchStatus{}
+	st.Dispatch = control.DispatchStatus{}
 	if got := titles()[1]; got != "b · idle · 2 waiting" {
 		t.Fatalf("after resume: %q", got)
 	}
 	team.Event(eventlog.Event{Type: eventlog.EvResumed})
 	// A pause kept from an earlier run: no event names its kind.
-	st.Dispatch = orchestrator.DispatchStatus{Paused: true, Reason: "quota", ResumeAt: &resume}
+	st.Dispatch = control.DispatchStatus{Paused: true, Reason: "quota", ResumeAt: &resume}
 	snap := team.Snapshot()
 	if got := Title(snap.Agents[1]); got != "b · quota paused · 2 waiting" || !snap.Feed.ResumeAt.Equal(resume) {
 		t.Fatalf("kept quota pause: %q, %v", got, snap.Feed.ResumeAt)
 	}
-	st.Dispatch = orchestrator.DispatchStatus{}
+	st.Dispatch = control.DispatchStatus{}
 
 	// Codex waiting for the network; another agent of its account held.
-	st.Agents[0].State = orchestrator.AgentWaitingForNetwork
-	st.Agents[0].Network = &orchestrator.NetworkStatus{State: "waiting"}
-	st.Agents[1].Network = &orchestrator.NetworkStatus{State: "held"}
+	st.Agents[0].State = control.AgentWaitingForNetwork
+	st.Agents[0].Network = &control.NetworkStatus{State: "waiting"}
+	st.Agents[1].Network = &control.NetworkStatus{State: "held"}
 	if got := titles(); got[0] != "a · waiting for network · 3 waiting" || got[1] != "b · held: no network · 2 waiting" {
 		t.Fatalf("network: %q", got)
 	}
@@ -98,13 +98,13 @@ func TestAlertText(t *testing.T) {
 func TestPauseKind(t *testing.T) {
 	at := time.Now()
 	for _, tc := range []struct {
-		d    orchestrator.DispatchStatus
+		d    control.DispatchStatus
 		want string
 	}{
-		{orchestrator.DispatchStatus{}, ""},
-		{orchestrator.DispatchStatus{Paused: true, ResumeAt: &at}, PauseQuota},
-		{orchestrator.DispatchStatus{Paused: true, Reason: "codex needs a login (reported by a)"}, PauseAuth},
-		{orchestrator.DispatchStatus{Paused: true, Reason: "lunch"}, PauseManual},
+		{control.DispatchStatus{}, ""},
+		{control.DispatchStatus{Paused: true, ResumeAt: &at}, PauseQuota},
+		{control.DispatchStatus{Paused: true, Reason: "codex needs a login (reported by a)"}, PauseAuth},
+		{control.DispatchStatus{Paused: true, Reason: "lunch"}, PauseManual},
 	} {
 		if got := pauseKind(tc.d); got != tc.want {
 			t.Errorf("pauseKind(%+v) = %q, want %q", tc.d, got, tc.want)

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
@@ -27,7 +28,7 @@ const (
 	agentSpawning   = "spawning"
 	agentRestarting = "restarting" // waiting for the respawn backoff
 	agentFailed     = "failed"     // crash loop: no more respawns
-	agentStopped    = "stopped"
+	agentStopped    = control.AgentStopped
 )
 
 // agent supervises one shim and delivers its inbox one message at a time.
@@ -93,7 +94,7 @@ type agentSnap struct {
 	netSince   time.Time
 	netMessage string
 	// recording is set while an outcome cannot be written (see record).
-	recording *RecordingStatus
+	recording *control.RecordingStatus
 }
 
 // agentCtl is a request from the daemon's goroutine to an agent's. A reset

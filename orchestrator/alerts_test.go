@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/reap"
 )
@@ -267,7 +268,7 @@ echo hook-finished
 	logPath := filepath.Join(p.dir, "daemon-test.log")
 	child := p.startChildDaemon("BATTY_TEST_DAEMON_LOG=" + logPath)
 	t.Cleanup(func() {
-		Call(p.layout, Request{Op: OpStop, Timeout: time.Second}, waitLimit)
+		control.Call(p.layout, control.Request{Op: control.OpStop, Timeout: time.Second}, waitLimit)
 		child.Wait()
 		assertNoProcesses(t, p.mark)
 		if t.Failed() {
@@ -282,14 +283,14 @@ echo hook-finished
 		t.Fatal(err)
 	}
 	defer hookFD.Close()
-	st, err := Call(p.layout, Request{Op: OpStatus}, waitLimit)
+	st, err := control.Call(p.layout, control.Request{Op: control.OpStatus}, waitLimit)
 	if err != nil || st.Status.Agents[0].ShimPID <= 0 {
 		t.Fatalf("status %+v, %v", st.Status, err)
 	}
 	shim := st.Status.Agents[0].ShimPID
 	syscall.Kill(shim, syscall.SIGKILL)
 	waitFor(t, "the shim's respawn", func() bool {
-		st, err := Call(p.layout, Request{Op: OpStatus}, waitLimit)
+		st, err := control.Call(p.layout, control.Request{Op: control.OpStatus}, waitLimit)
 		return err == nil && st.Status.Agents[0].ShimPID > 0 && st.Status.Agents[0].ShimPID != shim
 	})
 	if syscall.Kill(pid, 0) != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/inbox"
 )
 
@@ -259,7 +260,7 @@ func TestChaos(t *testing.T) {
 	f.wall = time.Since(start)
 	stopKillerOnce()
 
-	if _, err := Call(p.layout, Request{Op: OpStop, Timeout: 5 * time.Second}, waitLimit); err != nil {
+	if _, err := control.Call(p.layout, control.Request{Op: control.OpStop, Timeout: 5 * time.Second}, waitLimit); err != nil {
 		t.Errorf("stop the daemon: %v", err)
 	}
 	childMu.Lock()

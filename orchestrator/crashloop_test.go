@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 )
 
@@ -37,7 +38,7 @@ func TestFailedAgentIsRetriedAfterItsCooldown(t *testing.T) {
 		!strings.Contains(first.Detail, "batty resume solo") || first.Data["failures"] != 1 {
 		t.Fatalf("first failure %q %v", first.Detail, first.Data)
 	}
-	if st := call(t, p, Request{Op: OpStatus}).Status.Agents[0]; st.State != agentFailed || !strings.Contains(st.LastError, "retrying in") {
+	if st := call(t, p, control.Request{Op: control.OpStatus}).Status.Agents[0]; st.State != agentFailed || !strings.Contains(st.LastError, "retrying in") {
 		t.Fatalf("status while failed: %+v", st)
 	}
 	// The retry after the cool-down is one try: its crash fails the agent
@@ -59,7 +60,7 @@ func TestFailedAgentIsRetriedAfterItsCooldown(t *testing.T) {
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)
 	}
-	if st := call(t, p, Request{Op: OpStatus}).Status.Agents[0]; st.State == agentFailed {
+	if st := call(t, p, control.Request{Op: control.OpStatus}).Status.Agents[0]; st.State == agentFailed {
 		t.Fatalf("status after the retry: %+v", st)
 	}
 }
@@ -74,10 +75,10 @@ func TestResumeRetriesAFailedAgentAtOnce(t *testing.T) {
 	r.waitEvent(t, "solo failed", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentFailed && e.Agent == "solo" })
 	r.waitEvent(t, "other failed", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentFailed && e.Agent == "other" })
 	os.Remove(flag)
-	if resp, err := Call(p.layout, Request{Op: OpResume, Agent: "nobody"}, 10*time.Second); err == nil || !strings.Contains(err.Error(), `no agent "nobody"`) {
+	if resp, err := control.Call(p.layout, control.Request{Op: control.OpResume, Agent: "nobody"}, 10*time.Second); err == nil || !strings.Contains(err.Error(), `no agent "nobody"`) {
 		t.Fatalf("resume of an unknown agent: %+v %v", resp, err)
 	}
-	resp := call(t, p, Request{Op: OpResume, Agent: "solo"})
+	resp := call(t, p, control.Request{Op: control.OpResume, Agent: "solo"})
 	if len(resp.Retried) != 1 || resp.Retried[0] != "solo" || resp.Changed {
 		t.Fatalf("resume solo: %+v", resp)
 	}
@@ -86,14 +87,14 @@ func TestResumeRetriesAFailedAgentAtOnce(t *testing.T) {
 		t.Fatalf("status %s", st)
 	}
 	// Only solo: other still waits for its hour.
-	if st := call(t, p, Request{Op: OpStatus}).Status; st.Agents[1].Name != "other" || st.Agents[1].State != agentFailed {
+	if st := call(t, p, control.Request{Op: control.OpStatus}).Status; st.Agents[1].Name != "other" || st.Agents[1].State != agentFailed {
 		t.Fatalf("other after resume solo: %+v", st.Agents[1])
 	}
-	if resp := call(t, p, Request{Op: OpResume, Agent: "solo"}); len(resp.Retried) != 0 {
+	if resp := call(t, p, control.Request{Op: control.OpResume, Agent: "solo"}); len(resp.Retried) != 0 {
 		t.Fatalf("resume of a working agent retried it: %+v", resp)
 	}
 	// `batty resume` without a name retries every failed agent.
-	if resp := call(t, p, Request{Op: OpResume}); len(resp.Retried) != 1 || resp.Retried[0] != "other" {
+	if resp := call(t, p, control.Request{Op: control.OpResume}); len(resp.Retried) != 1 || resp.Retried[0] != "other" {
 		t.Fatalf("resume: %+v", resp)
 	}
 	if st := r.finished(t, p.send("other", "human", "back?")); st != "completed" {

@@ -20,6 +20,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
@@ -182,16 +183,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	d.trackInboxes()
-	ln, err := listenControl(d.layout)
+	ln, err := control.Listen(d.layout)
 	if err != nil {
 		return err
 	}
-	defer removeSocket(d.layout)
-	ctl := make(chan controlConn)
+	defer control.RemoveSocket(d.layout)
+	ctl := make(chan control.Conn)
 	done := make(chan struct{})
 	var serveWG sync.WaitGroup
 	serveWG.Add(1)
-	go func() { defer serveWG.Done(); serveControl(ln, ctl, done) }()
+	go func() { defer serveWG.Done(); control.Serve(ln, ctl, done) }()
 	defer func() { ln.Close(); close(done); serveWG.Wait() }()
 
 	if d.opts.Subreaper {
@@ -319,17 +320,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.resume("quota reset time reached")
 			}
 		case c := <-ctl:
-			if c.req.Op == OpStop {
-				timeout := c.req.Timeout
+			if c.Req.Op == control.OpStop {
+				timeout := c.Req.Timeout
 				if timeout <= 0 {
 					timeout = d.cfg.Timeouts.Shutdown
 				}
 				d.stopAgents(timeout, &wg)
-				c.reply(Response{OK: true, PID: os.Getpid()})
+				c.Reply(control.Response{OK: true, PID: os.Getpid()})
 				d.events.Append(eventlog.Event{Type: eventlog.EvDaemonStopped})
 				return nil
 			}
-			c.reply(d.control(c.req))
+			c.Reply(d.control(c.Req))
 		case <-ctx.Done():
 			d.stopAgents(d.cfg.Timeouts.Shutdown, &wg)
 			d.events.Append(eventlog.Event{Type: eventlog.EvDaemonStopped})
@@ -436,7 +437,7 @@ func (d *Daemon) resume(why string) bool {
 
 // Status returns the team's status, as `batty status` shows it. Safe from
 // any goroutine, at any time after New.
-func (d *Daemon) Status() Status { return d.status() }
+func (d *Daemon) Status() control.Status { return d.status() }
 
 // shimEnviron is the environment the shims get: Options.ShimEnv, else the
 // daemon's own.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/project"
 )
@@ -194,14 +195,14 @@ func TestShimSIGKILLedLeavesNoDetachedCommand(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	child := p.startChildDaemon()
 	t.Cleanup(func() {
-		Call(p.layout, Request{Op: OpStop, Timeout: time.Second}, waitLimit)
+		control.Call(p.layout, control.Request{Op: control.OpStop, Timeout: time.Second}, waitLimit)
 		child.Wait()
 		assertNoProcesses(t, p.mark)
 	})
 	pidFile := filepath.Join(t.TempDir(), "detached.pid")
 	p.send("solo", "human", "scenario:detach:"+pidFile)
 	detached := waitPidFile(t, pidFile)
-	st, err := Call(p.layout, Request{Op: OpStatus}, waitLimit)
+	st, err := control.Call(p.layout, control.Request{Op: control.OpStatus}, waitLimit)
 	if err != nil || len(st.Status.Agents) != 1 || st.Status.Agents[0].ShimPID <= 0 {
 		t.Fatalf("status %+v, %v", st.Status, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 )
@@ -29,7 +30,7 @@ func TestE2EUnreachableAPIComesBack(t *testing.T) {
 
 	st := r.d.status()
 	sa, sb := agentStatusOf(st, "a"), agentStatusOf(st, "b")
-	if sa.State != AgentWaitingForNetwork || sa.Network == nil || sa.Network.State != "waiting" ||
+	if sa.State != control.AgentWaitingForNetwork || sa.Network == nil || sa.Network.State != "waiting" ||
 		!strings.HasPrefix(sa.Network.Message, "Reconnecting... waiting for network") || sa.Network.Since.IsZero() {
 		t.Fatalf("a while the API is down: %+v %+v", sa, sa.Network)
 	}

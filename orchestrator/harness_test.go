@@ -36,8 +36,6 @@ func TestMain(m *testing.M) {
 		os.Exit(codextest.FakeMain(os.Args[1:]))
 	case "daemon":
 		os.Exit(daemonMain(os.Args[1]))
-	case "lockholder":
-		os.Exit(lockHolderMain(os.Args[1]))
 	case "runchild":
 		os.Exit(runChildMain(os.Args[1]))
 	}

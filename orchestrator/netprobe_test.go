@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 )
 
@@ -45,7 +46,7 @@ func TestOutageHoldsUntilAProbeAnswers(t *testing.T) {
 	if next.Agent == "c" {
 		prober, other = "c", "b"
 	}
-	waitFor(t, prober+" waiting", func() bool { return agentStatusOf(r.d.status(), prober).State == AgentWaitingForNetwork })
+	waitFor(t, prober+" waiting", func() bool { return agentStatusOf(r.d.status(), prober).State == control.AgentWaitingForNetwork })
 	so := agentStatusOf(r.d.status(), other)
 	if so.InFlight != nil || so.Network == nil || so.Network.State != "held" {
 		t.Fatalf("%s while %s probes: %+v %+v", other, prober, so, so.Network)
@@ -125,7 +126,7 @@ func TestOutageProbeHandedOnWhenItsShimDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitEvent(t, "b's probe", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == idb })
-	waitFor(t, "b waiting", func() bool { return agentStatusOf(r.d.status(), "b").State == AgentWaitingForNetwork })
+	waitFor(t, "b waiting", func() bool { return agentStatusOf(r.d.status(), "b").State == control.AgentWaitingForNetwork })
 	if n := r.count(eventlog.EvNetworkWaiting, ""); n != 1 {
 		t.Fatalf("%d network alerts during one outage, want 1", n)
 	}

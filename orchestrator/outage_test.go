@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 )
@@ -123,7 +124,7 @@ func TestNetworkHoldHoldsTheAccount(t *testing.T) {
 	waitFor(t, "b's backlog", func() bool { return agentStatusOf(r.d.status(), "b").Backlog == 1 })
 	st := r.d.status()
 	sa, sb := agentStatusOf(st, "a"), agentStatusOf(st, "b")
-	if sa.State != AgentWaitingForNetwork || sa.Network == nil || sa.Network.State != "waiting" || !strings.Contains(sa.Network.Message, "waiting for network") {
+	if sa.State != control.AgentWaitingForNetwork || sa.Network == nil || sa.Network.State != "waiting" || !strings.Contains(sa.Network.Message, "waiting for network") {
 		t.Fatalf("a: %+v %+v", sa, sa.Network)
 	}
 	if sb.Network == nil || sb.Network.State != "held" || sb.InFlight != nil {
@@ -159,7 +160,7 @@ func TestNetworkFailureIsRetried(t *testing.T) {
 	if w, b := r.count(eventlog.EvNetworkWaiting, ""), r.count(eventlog.EvNetworkRestored, ""); w != 1 || b != 1 {
 		t.Fatalf("%d network alerts, %d restored; want 1, 1 (the retry probes the same hold)", w, b)
 	}
-	if sa := agentStatusOf(r.d.status(), "solo"); sa.Network != nil || sa.State == AgentWaitingForNetwork {
+	if sa := agentStatusOf(r.d.status(), "solo"); sa.Network != nil || sa.State == control.AgentWaitingForNetwork {
 		t.Fatalf("still shown waiting: %+v %+v", sa, sa.Network)
 	}
 	if fmt.Sprint(e.Data["failure"]) != "network" || !strings.Contains(e.Detail, "network_wait") {
@@ -167,13 +168,13 @@ func TestNetworkFailureIsRetried(t *testing.T) {
 	}
 }
 
-func agentStatusOf(st Status, name string) AgentStatus {
+func agentStatusOf(st control.Status, name string) control.AgentStatus {
 	for _, a := range st.Agents {
 		if a.Name == name {
 			return a
 		}
 	}
-	return AgentStatus{}
+	return control.AgentStatus{}
 }
 
 // waitFor waits for cond, checking it every few milliseconds, up to

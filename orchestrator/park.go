@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/preflight"
@@ -67,11 +68,11 @@ func (a *agent) spawnFailed(m inbox.Message, e protocol.TurnFinished) {
 }
 
 // parkedStatus is what status shows of a parked agent, nil when it is not.
-func parkedStatus(p *preflight.Problem) *ParkedStatus {
+func parkedStatus(p *preflight.Problem) *control.ParkedStatus {
 	if p == nil {
 		return nil
 	}
-	return &ParkedStatus{Kind: string(p.Kind), Detail: p.Detail, Fix: p.Fix}
+	return &control.ParkedStatus{Kind: string(p.Kind), Detail: p.Detail, Fix: p.Fix}
 }
 
 // parkedNow is why the agent is parked as status sees it: its own record,

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/project"
 )
@@ -15,7 +16,7 @@ import (
 // waitAgent waits until the status of agent name satisfies ok. Status has
 // no event of its own, so the in-process status is read again on a short
 // tick, up to waitLimit.
-func (r *running) waitAgent(t testing.TB, name, what string, ok func(AgentStatus) bool) AgentStatus {
+func (r *running) waitAgent(t testing.TB, name, what string, ok func(control.AgentStatus) bool) control.AgentStatus {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	tick := time.NewTicker(5 * time.Millisecond)
@@ -74,16 +75,16 @@ func TestMissingCodexParksTheAgentUntilItAppears(t *testing.T) {
 	r := p.start(func(o *Options) { o.RecheckMin, o.RecheckMax = time.Hour, time.Hour })
 
 	r.waitEvent(t, "agent_parked", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentParked && e.Agent == "eng" })
-	a := r.waitAgent(t, "eng", "parked state", func(a AgentStatus) bool { return a.State == agentParked })
+	a := r.waitAgent(t, "eng", "parked state", func(a control.AgentStatus) bool { return a.State == agentParked })
 	if a.Parked == nil || a.Parked.Kind != "codex_missing" || !strings.Contains(a.LastError, "codex not found at "+bin) ||
 		!strings.Contains(a.LastError, "npm install -g @openai/codex@0.169.0") {
 		t.Fatalf("parked agent status %+v (%+v)", a, a.Parked)
 	}
 
 	id1 := p.send("eng", "human", "first")
-	r.waitAgent(t, "eng", "the first message seen", func(a AgentStatus) bool { return a.Backlog == 1 })
+	r.waitAgent(t, "eng", "the first message seen", func(a control.AgentStatus) bool { return a.Backlog == 1 })
 	id2 := p.send("eng", "human", "second")
-	r.waitAgent(t, "eng", "the second message seen", func(a AgentStatus) bool { return a.Backlog == 2 })
+	r.waitAgent(t, "eng", "the second message seen", func(a control.AgentStatus) bool { return a.Backlog == 2 })
 	assertWaiting(t, p, r, id1)
 	assertWaiting(t, p, r, id2)
 	if n := r.count(eventlog.EvAgentParked, ""); n != 1 {
@@ -96,7 +97,7 @@ func TestMissingCodexParksTheAgentUntilItAppears(t *testing.T) {
 	assertCompletedFirstTry(t, p, r, id1)
 	assertCompletedFirstTry(t, p, r, id2)
 	r.waitEvent(t, "agent_unparked", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentUnparked && e.Agent == "eng" })
-	if a := r.waitAgent(t, "eng", "idle", func(a AgentStatus) bool { return a.State == "idle" }); a.LastError != "" || a.Parked != nil {
+	if a := r.waitAgent(t, "eng", "idle", func(a control.AgentStatus) bool { return a.State == "idle" }); a.LastError != "" || a.Parked != nil {
 		t.Fatalf("released agent status %+v", a)
 	}
 }
@@ -115,18 +116,18 @@ func TestBrokenCodexIsReleasedByResume(t *testing.T) {
 	p := newProject(t, engWithCodex(bin))
 	r := p.start(func(o *Options) { o.RecheckMin, o.RecheckMax = time.Hour, time.Hour })
 
-	a := r.waitAgent(t, "eng", "parked state", func(a AgentStatus) bool { return a.State == agentParked })
+	a := r.waitAgent(t, "eng", "parked state", func(a control.AgentStatus) bool { return a.State == agentParked })
 	if a.Parked == nil || a.Parked.Kind != "codex_broken" || !strings.Contains(a.LastError, "exited with status 3: codex: cannot open shared object") {
 		t.Fatalf("parked agent status %+v (%+v)", a, a.Parked)
 	}
 	id := p.send("eng", "human", "hello")
-	r.waitAgent(t, "eng", "the message seen", func(a AgentStatus) bool { return a.Backlog == 1 })
+	r.waitAgent(t, "eng", "the message seen", func(a control.AgentStatus) bool { return a.Backlog == 1 })
 	assertWaiting(t, p, r, id)
 
 	if err := os.WriteFile(fixed, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if resp := r.d.control(Request{Op: OpResume}); !resp.OK {
+	if resp := r.d.control(control.Request{Op: control.OpResume}); !resp.OK {
 		t.Fatalf("resume: %+v", resp)
 	}
 	assertCompletedFirstTry(t, p, r, id)
@@ -152,7 +153,7 @@ func TestCodexGoneWhileRunningDoesNotConsumeTheMessage(t *testing.T) {
 	r.waitEvent(t, "agent_parked", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentParked && e.Agent == "eng" })
 	// The spawn failure parks the agent at once; the check that follows
 	// names the problem and its fix.
-	a := r.waitAgent(t, "eng", "parked state with the checked reason", func(a AgentStatus) bool {
+	a := r.waitAgent(t, "eng", "parked state with the checked reason", func(a control.AgentStatus) bool {
 		return a.State == agentParked && a.Backlog == 1 && a.Parked != nil && a.Parked.Kind == "codex_missing"
 	})
 	if !strings.Contains(a.LastError, "codex not found at "+bin+" — install it") {
@@ -202,7 +203,7 @@ func TestParkedErrorOfAnEarlierDaemonIsCleared(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := p.start(nil)
-	r.waitAgent(t, "solo", "the stale error cleared", func(a AgentStatus) bool { return a.LastError == "" && a.State == "idle" })
+	r.waitAgent(t, "solo", "the stale error cleared", func(a control.AgentStatus) bool { return a.LastError == "" && a.State == "idle" })
 	if n := r.count(eventlog.EvAgentParked, ""); n != 0 {
 		t.Fatalf("%d agent_parked events", n)
 	}

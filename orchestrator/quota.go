@@ -5,38 +5,11 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 )
-
-// AccountStatus is one account of `batty status`: the agents whose usage
-// counts against one Codex account (by the team's quota scope) and its
-// usage-limit pause.
-type AccountStatus struct {
-	// Account is the key: the CODEX_HOME path (scope account),
-	// "agent:<name>" or "team".
-	Account   string   `json:"account"`
-	CodexHome string   `json:"codex_home"`
-	Agents    []string `json:"agents"`
-	Paused    bool     `json:"paused"`
-	// Reason is codex's message of the limit ("" when open).
-	Reason string `json:"reason"`
-	// Since is when the pause began; ResumeAt is when the next probe turn
-	// may go (null while open, or while a probe is in flight).
-	Since    *time.Time `json:"since"`
-	ResumeAt *time.Time `json:"resume_at"`
-	// Probing is true once ResumeAt has come: one probe turn goes, the
-	// others wait for its outcome.
-	Probing bool `json:"probing"`
-	// FailedProbes counts the probes of this pause that hit the limit
-	// again.
-	FailedProbes int `json:"failed_probes"`
-	// Held counts the messages the pause holds: the backlogs of its agents.
-	Held int `json:"held"`
-}
 
 // quotaJitter draws the jitter of a planned probe.
 func (d *Daemon) quotaJitter() time.Duration {
@@ -201,29 +174,6 @@ func (d *Daemon) migrateQuotaGate() error {
 	}
 	_, err := d.gate.Resume()
 	return err
-}
-
-// accountStatus returns the accounts of status; backlog gives an agent's
-// backlog.
-func accountStatus(views []dispatch.AccountView, backlog func(agent string) int) []AccountStatus {
-	out := make([]AccountStatus, 0, len(views))
-	for _, v := range views {
-		as := AccountStatus{Account: v.Key, CodexHome: v.Home, Agents: v.Agents}
-		if p := v.Pause; p != nil {
-			as.Paused, as.Reason, as.Probing, as.FailedProbes = true, p.Reason, v.Probing, p.Probes
-			since := p.Since
-			as.Since = &since
-			if !v.Probing {
-				at := p.ProbeAt
-				as.ResumeAt = &at
-			}
-			for _, n := range v.Agents {
-				as.Held += backlog(n)
-			}
-		}
-		out = append(out, as)
-	}
-	return out
 }
 
 // Reasons recorded in inbox.Message.Retry.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 )
 
@@ -72,7 +73,7 @@ func TestE2EQuotaPausesTheAccountAndProbes(t *testing.T) {
 	}
 	a2 := p.send("eng-1", "human", "second for one [[mock:reply ONE-2]]")
 	b2 := p.send("eng-2", "human", "second for two [[mock:reply TWO-2]]")
-	st := call(t, p, Request{Op: OpStatus}).Status
+	st := call(t, p, control.Request{Op: control.OpStatus}).Status
 	acc := accountOf(t, st, "eng-1")
 	if !acc.Paused || acc.ResumeAt == nil || acc.Held != 4 || len(acc.Agents) != 2 || acc.CodexHome != home {
 		t.Fatalf("account while paused: %+v", acc)

@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/protocol"
 )
 
 // accountOf returns the status of the account agent belongs to.
-func accountOf(t *testing.T, st *Status, agent string) AccountStatus {
+func accountOf(t *testing.T, st *control.Status, agent string) control.AccountStatus {
 	t.Helper()
 	for _, a := range st.Accounts {
 		if slices.Contains(a.Agents, agent) {
@@ -23,7 +24,7 @@ func accountOf(t *testing.T, st *Status, agent string) AccountStatus {
 		}
 	}
 	t.Fatalf("no account lists %s: %+v", agent, st.Accounts)
-	return AccountStatus{}
+	return control.AccountStatus{}
 }
 
 // noJitter makes planned probes exact.
@@ -44,7 +45,7 @@ func TestQuotaPausesTheAccountAndSurvivesRestart(t *testing.T) {
 	if !strings.HasPrefix(e.Detail, "quota") {
 		t.Fatalf("requeue detail %q", e.Detail)
 	}
-	st := call(t, p, Request{Op: OpStatus}).Status
+	st := call(t, p, control.Request{Op: control.OpStatus}).Status
 	acc := accountOf(t, st, "manager")
 	if !acc.Paused || acc.ResumeAt == nil || !acc.ResumeAt.Equal(want) || !strings.Contains(acc.Reason, "usage limit") || acc.Held != 1 || len(acc.Agents) != 4 {
 		t.Fatalf("account %+v, want paused until %s holding 1", acc, want)
@@ -61,7 +62,7 @@ func TestQuotaPausesTheAccountAndSurvivesRestart(t *testing.T) {
 	}
 
 	// A stopped team's status reads the pause from its state file.
-	off, err := OfflineStatus(p.cfg, p.layout)
+	off, err := control.OfflineStatus(p.cfg, p.layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestQuotaPausesTheAccountAndSurvivesRestart(t *testing.T) {
 
 	// A restarted daemon keeps the pause and its probe time.
 	r = p.start(noJitter)
-	st = call(t, p, Request{Op: OpStatus}).Status
+	st = call(t, p, control.Request{Op: control.OpStatus}).Status
 	if acc := accountOf(t, st, "architect"); !acc.Paused || acc.ResumeAt == nil || !acc.ResumeAt.Equal(want) || acc.Held != 2 {
 		t.Fatalf("account after restart %+v", acc)
 	}
@@ -80,7 +81,7 @@ func TestQuotaPausesTheAccountAndSurvivesRestart(t *testing.T) {
 	}
 	// Resuming releases both: the quota-failed message runs again (the
 	// fake worker succeeds on a redelivery) and the one that waited.
-	call(t, p, Request{Op: OpResume})
+	call(t, p, control.Request{Op: control.OpResume})
 	for _, m := range []string{id, other} {
 		if st := r.finished(t, m); st != "completed" {
 			t.Fatalf("%s: status %s", m, st)
@@ -110,7 +111,7 @@ func TestQuotaPausesOnlyTheAccountThatHitIt(t *testing.T) {
 	if st := r.finished(t, p.send("right", "human", "other account")); st != "completed" {
 		t.Fatalf("right: %s", st)
 	}
-	st := call(t, p, Request{Op: OpStatus}).Status
+	st := call(t, p, control.Request{Op: control.OpStatus}).Status
 	if len(st.Accounts) != 2 {
 		t.Fatalf("accounts %+v, want 2", st.Accounts)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/protocol"
@@ -105,7 +106,7 @@ func (a *agent) record(r *outcomeRecord) bool {
 			a.d.events.Append(eventlog.Event{Type: eventlog.EvRecordFailed, Agent: a.def.Name, Message: r.m.ID, Detail: detail})
 		}
 		a.setSnap(func(s *agentSnap) {
-			s.recording = &RecordingStatus{Message: r.m.ID, Since: r.since, Tries: r.tries, Error: err.Error()}
+			s.recording = &control.RecordingStatus{Message: r.m.ID, Since: r.since, Tries: r.tries, Error: err.Error()}
 		})
 		return false
 	}
@@ -173,13 +174,4 @@ func (a *agent) recorded(r *outcomeRecord, wrote bool) {
 		a.contextGaveUp(r.m, e)
 		r.announced = true
 	}
-}
-
-// RecordingStatus says that an agent's last outcome could not be written
-// yet (e.g. the disk is full): the agent takes no new message until it is.
-type RecordingStatus struct {
-	Message string    `json:"message"` // the message whose outcome waits
-	Since   time.Time `json:"since"`   // the first failed try
-	Tries   int       `json:"tries"`   // failed tries so far
-	Error   string    `json:"error"`   // the last failure
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 )
@@ -211,7 +212,7 @@ func TestAFullDiskHoldsTheOutcomeUntilSpaceReturns(t *testing.T) {
 	// Several tries fail while the disk stays full.
 	deadline := time.Now().Add(waitLimit)
 	for {
-		var rec *RecordingStatus
+		var rec *control.RecordingStatus
 		for _, as := range r.d.Status().Agents {
 			if as.Name == "a" {
 				rec = as.Recording

@@ -5,28 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/team"
 )
-
-// ScheduleStatus is one schedule's line of status. Unknown times are left
-// out.
-type ScheduleStatus struct {
-	Name          string    `json:"name"`
-	To            string    `json:"to"`
-	Every         string    `json:"every"`
-	State         string    `json:"state"` // waiting | running | stopped | failed
-	RunsCompleted int       `json:"runs_completed"`
-	RunsFailed    int       `json:"runs_failed"`
-	Running       string    `json:"running"` // the message id of the run in flight, "" when none runs
-	NextDue       time.Time `json:"next_due,omitzero"`
-	LastStarted   time.Time `json:"last_started,omitzero"`
-	LastFinished  time.Time `json:"last_finished,omitzero"`
-	LastError     string    `json:"last_error"`
-}
 
 // scheduleBoxes delivers scheduled runs into the team's inboxes, as
 // `batty send` from the human does: the recipient's box (a role with
@@ -165,55 +150,10 @@ func (d *Daemon) outcomeRecorded(id string, o inbox.Outcome) {
 }
 
 // scheduleStatus is the status of every schedule of the team file.
-func (d *Daemon) scheduleStatus() []ScheduleStatus {
-	out := []ScheduleStatus{}
+func (d *Daemon) scheduleStatus() []control.ScheduleStatus {
+	out := []control.ScheduleStatus{}
 	if d.sched == nil {
 		return out
 	}
-	return schedulesStatus(d.cfg, d.sched.Status())
-}
-
-// schedulesStatus joins the team file's schedules with their states.
-func schedulesStatus(cfg *team.Config, states []schedule.State) []ScheduleStatus {
-	by := map[string]schedule.State{}
-	for _, st := range states {
-		by[st.Name] = st
-	}
-	out := []ScheduleStatus{}
-	for _, s := range cfg.Schedules {
-		st, ok := by[s.Name]
-		if !ok {
-			st = schedule.State{State: schedule.Waiting}
-		}
-		out = append(out, ScheduleStatus{Name: s.Name, To: s.To, Every: s.Every.String(), State: st.State,
-			RunsCompleted: st.RunsCompleted, RunsFailed: st.RunsFailed, Running: st.RunID, NextDue: st.NextDue,
-			LastStarted: st.LastStarted, LastFinished: st.LastFinished, LastError: st.LastError})
-	}
-	return out
-}
-
-// OfflineResumeSchedules puts the failed schedules of a stopped team back
-// to waiting in its state file (`batty resume` with no daemon) and returns
-// their names.
-func OfflineResumeSchedules(cfg *team.Config, l project.Layout) ([]string, error) {
-	var names []string
-	if len(cfg.Schedules) == 0 {
-		return nil, nil // the state file, if any, is not read (as by the daemon)
-	}
-	err := project.WithLock(l, func() error {
-		store := project.ScheduleStore{Layout: l}
-		states, err := store.Load()
-		if err != nil {
-			return err
-		}
-		var all []string
-		for _, s := range cfg.Schedules {
-			all = append(all, s.Name)
-		}
-		if names = schedule.ResumeFailed(states, all); names == nil {
-			return nil
-		}
-		return store.Save(states)
-	})
-	return names, err
+	return control.SchedulesStatus(d.cfg, d.sched.Status())
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
@@ -22,7 +23,7 @@ func withClock(c schedule.Clock) func(*Options) {
 }
 
 // scheduleOf returns the status of schedule name.
-func scheduleOf(t *testing.T, st *Status, name string) ScheduleStatus {
+func scheduleOf(t *testing.T, st *control.Status, name string) control.ScheduleStatus {
 	t.Helper()
 	for _, s := range st.Schedules {
 		if s.Name == name {
@@ -30,12 +31,12 @@ func scheduleOf(t *testing.T, st *Status, name string) ScheduleStatus {
 		}
 	}
 	t.Fatalf("no schedule %s in %+v", name, st.Schedules)
-	return ScheduleStatus{}
+	return control.ScheduleStatus{}
 }
 
 // scheduleJSON returns schedule name of the status as `batty status --json`
 // prints it.
-func scheduleJSON(t *testing.T, st *Status, name string) map[string]any {
+func scheduleJSON(t *testing.T, st *control.Status, name string) map[string]any {
 	t.Helper()
 	b, err := json.Marshal(st)
 	if err != nil {
@@ -75,7 +76,7 @@ func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
 	}
 	r.waitEvent(t, "run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished && e.Message == id })
 
-	st := call(t, p, Request{Op: OpStatus}).Status
+	st := call(t, p, control.Request{Op: control.OpStatus}).Status
 	s := scheduleOf(t, st, "hourly")
 	if s.State != schedule.Waiting || s.To != "worker" || s.RunsCompleted != 1 || s.RunsFailed != 0 || s.LastError != "" ||
 		!s.NextDue.Equal(t0.Add(time.Hour)) || !s.LastStarted.Equal(t0) || s.LastFinished.IsZero() {
@@ -106,7 +107,7 @@ func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
 	r.stop(t)
 	clock = schedule.NewFakeClock(t0.Add(30 * time.Minute))
 	r = p.start(withClock(clock))
-	st = call(t, p, Request{Op: OpStatus}).Status
+	st = call(t, p, control.Request{Op: control.OpStatus}).Status
 	if s := scheduleOf(t, st, "hourly"); s.State != schedule.Waiting || s.RunsCompleted != 1 || !s.NextDue.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("status after restart %+v", s)
 	}
@@ -119,13 +120,13 @@ func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
 		t.Fatalf("second run %s", id2)
 	}
 	r.waitEvent(t, "second run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished && e.Message == id2 })
-	if s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "hourly"); s.RunsCompleted != 2 || !s.NextDue.Equal(t0.Add(2*time.Hour)) {
+	if s := scheduleOf(t, call(t, p, control.Request{Op: control.OpStatus}).Status, "hourly"); s.RunsCompleted != 2 || !s.NextDue.Equal(t0.Add(2*time.Hour)) {
 		t.Fatalf("status after the second run %+v", s)
 	}
 
 	// A stopped team's status reads the schedules from their state file.
 	r.stop(t)
-	off, err := OfflineStatus(p.cfg, p.layout)
+	off, err := control.OfflineStatus(p.cfg, p.layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,19 +145,19 @@ func TestScheduleRunDeferredByQuotaPause(t *testing.T) {
 	started := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted })
 	id := started.Message
 	r.waitEvent(t, "requeue", func(e eventlog.Event) bool { return e.Type == eventlog.EvRequeued && e.Message == id })
-	st := call(t, p, Request{Op: OpStatus}).Status
+	st := call(t, p, control.Request{Op: control.OpStatus}).Status
 	if s := scheduleOf(t, st, "q"); s.State != schedule.Running || s.Running != id || s.LastError != "" || s.RunsFailed != 0 {
 		t.Fatalf("schedule during the quota pause %+v", s)
 	}
 	if acc := accountOf(t, st, "worker"); !acc.Paused {
 		t.Fatalf("account not paused: %+v", acc)
 	}
-	call(t, p, Request{Op: OpResume})
+	call(t, p, control.Request{Op: control.OpResume})
 	e := r.waitEvent(t, "run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished && e.Message == id })
 	if e.Detail != "" {
 		t.Fatalf("run finished with %q", e.Detail)
 	}
-	if s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "q"); s.State != schedule.Waiting || s.RunsCompleted != 1 || s.RunsFailed != 0 {
+	if s := scheduleOf(t, call(t, p, control.Request{Op: control.OpStatus}).Status, "q"); s.State != schedule.Waiting || s.RunsCompleted != 1 || s.RunsFailed != 0 {
 		t.Fatalf("schedule after the pause %+v", s)
 	}
 	if r.count(eventlog.EvScheduleRunStarted, "") != 1 {
@@ -174,7 +175,7 @@ func TestScheduleFailedRunStopsIt(t *testing.T) {
 	if !strings.Contains(e.Detail, "failed") {
 		t.Fatalf("failed with %q", e.Detail)
 	}
-	s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "f")
+	s := scheduleOf(t, call(t, p, control.Request{Op: control.OpStatus}).Status, "f")
 	if s.State != schedule.Failed || s.RunsFailed != 1 || s.LastError == "" {
 		t.Fatalf("status %+v", s)
 	}
@@ -183,7 +184,7 @@ func TestScheduleFailedRunStopsIt(t *testing.T) {
 		t.Fatalf("%d runs started after the failure", n)
 	}
 	// batty resume runs it again: at once, an hour of ticks having passed.
-	if resp := call(t, p, Request{Op: OpResume}); len(resp.Schedules) != 1 || resp.Schedules[0] != "f" {
+	if resp := call(t, p, control.Request{Op: control.OpResume}); len(resp.Schedules) != 1 || resp.Schedules[0] != "f" {
 		t.Fatalf("resume answered %+v", resp)
 	}
 	e = r.waitEvent(t, "second run", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted && e.Data["run"] == 2 })
@@ -195,11 +196,11 @@ func TestScheduleFailedRunStopsIt(t *testing.T) {
 	})
 	r.stop(t)
 	// With the daemon stopped, resume changes the state file.
-	names, err := OfflineResumeSchedules(p.cfg, p.layout)
+	names, err := control.OfflineResumeSchedules(p.cfg, p.layout)
 	if err != nil || len(names) != 1 {
 		t.Fatalf("offline resume: %v, %v", names, err)
 	}
-	off, err := OfflineStatus(p.cfg, p.layout)
+	off, err := control.OfflineStatus(p.cfg, p.layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func TestScheduleRunInFlightAcrossARestart(t *testing.T) {
 	id := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted }).Message
 	r.waitEvent(t, "delivered", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == id })
 	r.stop(t)
-	off, err := OfflineStatus(p.cfg, p.layout)
+	off, err := control.OfflineStatus(p.cfg, p.layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func TestScheduleRunInFlightAcrossARestart(t *testing.T) {
 	if n := r.count(eventlog.EvScheduleRunStarted, ""); n != 0 {
 		t.Fatalf("the restarted daemon started %d runs", n)
 	}
-	s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "slow")
+	s := scheduleOf(t, call(t, p, control.Request{Op: control.OpStatus}).Status, "slow")
 	if s.State != schedule.Waiting || s.RunsCompleted != 1 || !s.NextDue.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("status %+v", s)
 	}
@@ -327,11 +328,11 @@ func TestOfflineCommandsIgnoreSchedulesStateWithoutSchedules(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(p.layout.StateDir(), project.SchedulesName), []byte("not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st, err := OfflineStatus(p.cfg, p.layout)
+	st, err := control.OfflineStatus(p.cfg, p.layout)
 	if err != nil || len(st.Agents) != 1 || st.Schedules == nil || len(st.Schedules) != 0 {
 		t.Fatalf("OfflineStatus = %+v, %v; want the agent and no schedules", st, err)
 	}
-	if names, err := OfflineResumeSchedules(p.cfg, p.layout); err != nil || names != nil {
+	if names, err := control.OfflineResumeSchedules(p.cfg, p.layout); err != nil || names != nil {
 		t.Fatalf("OfflineResumeSchedules = %v, %v", names, err)
 	}
 }

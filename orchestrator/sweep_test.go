@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
@@ -39,7 +40,7 @@ func killTeamTogether(t *testing.T, p *testProject, scenario string, env ...stri
 	}
 	t.Cleanup(func() { pin.Kill(); pin.Close() })
 
-	st, err := Call(p.layout, Request{Op: OpStatus}, waitLimit)
+	st, err := control.Call(p.layout, control.Request{Op: control.OpStatus}, waitLimit)
 	if err != nil || len(st.Status.Agents) != 1 || st.Status.Agents[0].ShimPID <= 0 {
 		t.Fatalf("status %+v, %v", st.Status, err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 )
@@ -405,12 +405,12 @@ func TestStoppedTeamWording(t *testing.T) {
 
 func TestStatusHeadline(t *testing.T) {
 	for _, tc := range []struct {
-		st   orchestrator.Status
+		st   control.Status
 		want string
 	}{
-		{orchestrator.Status{Team: "t"}, "team t · daemon not running (`batty start` starts it)"},
-		{orchestrator.Status{Team: "t", Daemon: orchestrator.DaemonStatus{PID: 7, UptimeS: 3}}, "team t · daemon pid 7, up 3s · dispatch running"},
-		{orchestrator.Status{Team: "t", Daemon: orchestrator.DaemonStatus{PID: 7}, Dispatch: orchestrator.DispatchStatus{Paused: true, Reason: "lunch"}},
+		{control.Status{Team: "t"}, "team t · daemon not running (`batty start` starts it)"},
+		{control.Status{Team: "t", Daemon: control.DaemonStatus{PID: 7, UptimeS: 3}}, "team t · daemon pid 7, up 3s · dispatch running"},
+		{control.Status{Team: "t", Daemon: control.DaemonStatus{PID: 7}, Dispatch: control.DispatchStatus{Paused: true, Reason: "lunch"}},
 			"team t · daemon pid 7, up 0s · dispatch PAUSED: lunch"},
 	} {
 		if got := statusHeadline(tc.st); got != tc.want {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/cockpit"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/project"
@@ -108,7 +109,7 @@ func newDaemonCockpit(p project.Project, cfg *team.Config, log hclog.Logger) (*d
 	dc := &daemonCockpit{}
 	// The daemon is a child subreaper: tmux must run as a child it knows.
 	dc.srv = cockpitServer(p, bin, func(cmd *exec.Cmd) error { return dc.d.RunChild(cmd) })
-	dc.team = cockpit.NewTeam(dc.srv, cockpit.SessionName(cfg.Name), func() orchestrator.Status { return dc.d.Status() },
+	dc.team = cockpit.NewTeam(dc.srv, cockpit.SessionName(cfg.Name), func() control.Status { return dc.d.Status() },
 		cockpit.UpdaterOptions{Logger: log.Named("cockpit")})
 	return dc, nil
 }

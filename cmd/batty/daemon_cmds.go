@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
@@ -299,8 +300,8 @@ Interrupted messages are delivered again at the next start.`,
 				return err
 			}
 			announceStop(cmd.ErrOrStderr(), p.Layout, timeout)
-			pid, err := orchestrator.Stop(p.Layout, timeout, 30*time.Second)
-			if errors.Is(err, orchestrator.ErrNotRunning) && pid == 0 {
+			pid, err := control.Stop(p.Layout, timeout, 30*time.Second)
+			if errors.Is(err, control.ErrNotRunning) && pid == 0 {
 				// A cockpit a dead daemon left goes too.
 				cerr := stopCockpit(p)
 				fmt.Fprintln(cmd.OutOrStdout(), "batty: not running")
@@ -333,7 +334,7 @@ Interrupted messages are delivered again at the next start.`,
 // announceStop says, before a stop that may take a while, how many turns
 // it lets finish and for how long.
 func announceStop(w io.Writer, l project.Layout, timeout time.Duration) {
-	resp, err := orchestrator.Call(l, orchestrator.Request{Op: orchestrator.OpStatus}, 5*time.Second)
+	resp, err := control.Call(l, control.Request{Op: control.OpStatus}, 5*time.Second)
 	if err != nil || resp.Status == nil {
 		return
 	}
@@ -388,17 +389,17 @@ saved, so it holds across restarts.`
 				return err
 			}
 			reason := strings.Join(args, " ")
-			op := orchestrator.OpResume
+			op := control.OpResume
 			if pause {
-				op = orchestrator.OpPause
+				op = control.OpPause
 			} else if len(args) == 1 {
 				return resumeAgent(cmd.OutOrStdout(), p, args[0])
 			}
-			resp, err := orchestrator.Call(p.Layout, orchestrator.Request{Op: op, Reason: reason}, 10*time.Second)
+			resp, err := control.Call(p.Layout, control.Request{Op: op, Reason: reason}, 10*time.Second)
 			changed, running := resp.Changed, true
-			if errors.Is(err, orchestrator.ErrNotRunning) {
+			if errors.Is(err, control.ErrNotRunning) {
 				running = false
-				changed, err = orchestrator.OfflinePause(p.Layout, pause, reason)
+				changed, err = control.OfflinePause(p.Layout, pause, reason)
 				if err == nil && !pause {
 					resp.Schedules, err = offlineResumeSchedules(p)
 				}
@@ -423,8 +424,8 @@ saved, so it holds across restarts.`
 // resumeAgent is `batty resume <agent>`: a failed agent is tried again at
 // once, a parked one checked again.
 func resumeAgent(w io.Writer, p project.Project, name string) error {
-	resp, err := orchestrator.Call(p.Layout, orchestrator.Request{Op: orchestrator.OpResume, Agent: name}, 10*time.Second)
-	if errors.Is(err, orchestrator.ErrNotRunning) {
+	resp, err := control.Call(p.Layout, control.Request{Op: control.OpResume, Agent: name}, 10*time.Second)
+	if errors.Is(err, control.ErrNotRunning) {
 		cfg, err := team.Load(p.TeamFile)
 		if err != nil {
 			return err
@@ -494,9 +495,9 @@ the daemon running or stopped.`,
 			if err != nil {
 				return err
 			}
-			_, err = orchestrator.Call(p.Layout, orchestrator.Request{Op: orchestrator.OpReset, Agent: args[0], Reason: reason}, 60*time.Second)
-			if errors.Is(err, orchestrator.ErrNotRunning) {
-				err = orchestrator.OfflineReset(cfg, p.Layout, args[0], reason)
+			_, err = control.Call(p.Layout, control.Request{Op: control.OpReset, Agent: args[0], Reason: reason}, 60*time.Second)
+			if errors.Is(err, control.ErrNotRunning) {
+				err = control.OfflineReset(cfg, p.Layout, args[0], reason)
 			}
 			if err != nil {
 				return err

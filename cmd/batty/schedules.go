@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 )
@@ -17,7 +17,7 @@ func offlineResumeSchedules(p project.Project) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return orchestrator.OfflineResumeSchedules(cfg, p.Layout)
+	return control.OfflineResumeSchedules(cfg, p.Layout)
 }
 
 // announceSchedules says which failed schedules `batty resume` has put

@@ -1,4 +1,4 @@
-package orchestrator
+package control
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/retry"
+	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/team"
 )
 
@@ -64,7 +65,7 @@ func OfflineStatus(cfg *team.Config, l project.Layout) (Status, error) {
 			}
 			backlogs[a.Name] = pending + inflight
 			st.Agents = append(st.Agents, AgentStatus{
-				Name: a.Name, Role: a.Role, State: agentStopped, ThreadID: as.ThreadID, Backlog: pending + inflight,
+				Name: a.Name, Role: a.Role, State: AgentStopped, ThreadID: as.ThreadID, Backlog: pending + inflight,
 				TurnsCompleted: as.TurnsCompleted, InputTokens: as.InputTokens, OutputTokens: as.OutputTokens,
 				ContextPct: as.ContextPct, LastError: as.LastError, NoAnswers: as.NoAnswers,
 			})
@@ -73,7 +74,7 @@ func OfflineStatus(cfg *team.Config, l project.Layout) (Status, error) {
 		if err != nil {
 			return err
 		}
-		st.Accounts = accountStatus(book.Views(), func(n string) int { return backlogs[n] })
+		st.Accounts = AccountStatuses(book.Views(), func(n string) int { return backlogs[n] })
 		st.Schedules = []ScheduleStatus{}
 		if len(cfg.Schedules) == 0 {
 			// As the daemon does: without schedules their state file,
@@ -84,7 +85,7 @@ func OfflineStatus(cfg *team.Config, l project.Layout) (Status, error) {
 		if err != nil {
 			return err
 		}
-		st.Schedules = schedulesStatus(cfg, slices.Collect(maps.Values(states)))
+		st.Schedules = SchedulesStatus(cfg, slices.Collect(maps.Values(states)))
 		return nil
 	})
 	return st, err
@@ -146,4 +147,30 @@ func OfflinePause(l project.Layout, pause bool, reason string) (changed bool, er
 		return err
 	})
 	return changed, err
+}
+
+// OfflineResumeSchedules puts the failed schedules of a stopped team back
+// to waiting in its state file (`batty resume` with no daemon) and returns
+// their names.
+func OfflineResumeSchedules(cfg *team.Config, l project.Layout) ([]string, error) {
+	var names []string
+	if len(cfg.Schedules) == 0 {
+		return nil, nil // the state file, if any, is not read (as by the daemon)
+	}
+	err := project.WithLock(l, func() error {
+		store := project.ScheduleStore{Layout: l}
+		states, err := store.Load()
+		if err != nil {
+			return err
+		}
+		var all []string
+		for _, s := range cfg.Schedules {
+			all = append(all, s.Name)
+		}
+		if names = schedule.ResumeFailed(states, all); names == nil {
+			return nil
+		}
+		return store.Save(states)
+	})
+	return names, err
 }

@@ -1,4 +1,4 @@
-package orchestrator
+package control
 
 import (
 	"errors"
