@@ -180,7 +180,7 @@ func TestOfflineCommandsWaitForALockBeingReleased(t *testing.T) {
 		t.Fatalf("withLock while the lock is being released: %v", err)
 	}
 	releaseSoon()
-	if _, err := SweepLeftovers(l); err != nil {
+	if _, err := control.SweepLeftovers(l); err != nil {
 		t.Fatalf("SweepLeftovers while the lock is being released: %v", err)
 	}
 	release := hold()

@@ -105,7 +105,7 @@ func TestSweepLeftoversKillsWhatADeadTeamLeft(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	t.Cleanup(func() { assertNoProcesses(t, p.mark) })
 	detached, pin := killTeamTogether(t, p, "detach", "BATTY_TEST_NOCGROUP=1")
-	n, err := SweepLeftovers(p.layout)
+	n, err := control.SweepLeftovers(p.layout)
 	if err != nil || n < 1 {
 		t.Fatalf("SweepLeftovers = %d, %v; want the detached command killed", n, err)
 	}
@@ -136,7 +136,7 @@ func TestTeamCgroupCatchesWhatDroppedTheMark(t *testing.T) {
 	if !pin.WaitExit(time.Now()) {
 		t.Fatalf("the unmarked detached command %d (%s) outlived the daemon's restart", detached, codextest.Cmdline(detached))
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(probe.Dir()), cgroupName(p.layout))); err != nil {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(probe.Dir()), control.CgroupName(p.layout))); err != nil {
 		t.Fatalf("the restarted daemon has no team cgroup: %v", err)
 	}
 }
@@ -210,17 +210,5 @@ func TestIsStartError(t *testing.T) {
 		if got := isStartError(c.err); got != c.want {
 			t.Errorf("isStartError(%v) = %v, want %v", c.err, got, c.want)
 		}
-	}
-}
-
-// One cgroup per project: the same for every run of a project, another
-// for another project.
-func TestCgroupNameIsPerProject(t *testing.T) {
-	a, b := project.Layout{Dir: "/p/a/.batty"}, project.Layout{Dir: "/p/b/.batty"}
-	if cgroupName(a) != cgroupName(project.Layout{Dir: "/p/a/.batty"}) || cgroupName(a) == cgroupName(b) {
-		t.Fatalf("cgroupName: %s, %s", cgroupName(a), cgroupName(b))
-	}
-	if n := cgroupName(a); !strings.HasPrefix(n, "batty-") || len(n) != len("batty-")+16 || strings.ContainsRune(n, '/') {
-		t.Fatalf("cgroupName = %q", n)
 	}
 }

@@ -307,7 +307,7 @@ Interrupted messages are delivered again at the next start.`,
 				fmt.Fprintln(cmd.OutOrStdout(), "batty: not running")
 				// A team killed with its daemon (kill -9) may have left
 				// processes running: they go now.
-				n, err := orchestrator.SweepLeftovers(p.Layout)
+				n, err := control.SweepLeftovers(p.Layout)
 				if n > 0 {
 					fmt.Fprintf(cmd.OutOrStdout(), "batty: killed %d process(es) an earlier run left running\n", n)
 				}
