@@ -64,8 +64,8 @@ func openTeamProcs(l project.Layout, log hclog.Logger, noCgroup bool) (*teamProc
 // sweepMarked kills every process carrying the project's mark except this
 // process and its ancestors: what an earlier run left outside the cgroup.
 // Only call it while no shim runs (before the first starts). It blocks
-// until they are gone (bounded by control.KillLeftovers), logs what it killed and
-// returns how many.
+// until they are gone (bounded by control.KillLeftovers), logs what it
+// killed and returns how many.
 func (tp *teamProcs) sweepMarked(when string) int {
 	n, err := control.KillLeftovers(tp.layout, nil)
 	return tp.report(when, n, err)
