@@ -12,9 +12,9 @@ import (
 func TestCgroupNameIsPerProject(t *testing.T) {
 	a, b := project.Layout{Dir: "/p/a/.batty"}, project.Layout{Dir: "/p/b/.batty"}
 	if CgroupName(a) != CgroupName(project.Layout{Dir: "/p/a/.batty"}) || CgroupName(a) == CgroupName(b) {
-		t.Fatalf("cgroupName: %s, %s", CgroupName(a), CgroupName(b))
+		t.Fatalf("CgroupName: %s, %s", CgroupName(a), CgroupName(b))
 	}
 	if n := CgroupName(a); !strings.HasPrefix(n, "batty-") || len(n) != len("batty-")+16 || strings.ContainsRune(n, '/') {
-		t.Fatalf("cgroupName = %q", n)
+		t.Fatalf("CgroupName = %q", n)
 	}
 }

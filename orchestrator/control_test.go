@@ -177,7 +177,7 @@ func TestOfflineCommandsWaitForALockBeingReleased(t *testing.T) {
 	}
 	releaseSoon()
 	if err := project.WithLock(l, func() error { return nil }); err != nil {
-		t.Fatalf("withLock while the lock is being released: %v", err)
+		t.Fatalf("WithLock while the lock is being released: %v", err)
 	}
 	releaseSoon()
 	if _, err := control.SweepLeftovers(l); err != nil {
@@ -186,6 +186,6 @@ func TestOfflineCommandsWaitForALockBeingReleased(t *testing.T) {
 	release := hold()
 	defer close(release)
 	if err := project.WithLock(l, func() error { return nil }); !errors.Is(err, project.ErrAlreadyRunning) {
-		t.Fatalf("withLock on a lock held for good: %v, want ErrAlreadyRunning", err)
+		t.Fatalf("WithLock on a lock held for good: %v, want ErrAlreadyRunning", err)
 	}
 }
