@@ -6,14 +6,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
 )
 
 // Team turns a running daemon's status and events into what the cockpit
 // shows. Event is meant for orchestrator.Options.OnEvent: it never blocks.
 // Safe for concurrent use.
 type Team struct {
-	status func() orchestrator.Status
+	status func() control.Status
 	up     *Updater
 
 	mu    sync.Mutex
@@ -23,7 +24,7 @@ type Team struct {
 // NewTeam returns the view of a team whose status is read with status
 // (called from the updater's goroutine), and the updater that shows it on
 // srv's session.
-func NewTeam(srv Server, session string, status func() orchestrator.Status, opts UpdaterOptions) *Team {
+func NewTeam(srv Server, session string, status func() control.Status, opts UpdaterOptions) *Team {
 	t := &Team{status: status}
 	t.up = NewUpdater(srv, session, t.Snapshot, opts)
 	return t
@@ -34,14 +35,14 @@ func (t *Team) Updater() *Updater { return t.up }
 
 // Event notes an orchestrator event: the titles are refreshed (batched)
 // and an alert is shown to attached clients. It never blocks.
-func (t *Team) Event(e orchestrator.Event) {
+func (t *Team) Event(e eventlog.Event) {
 	t.mu.Lock()
 	switch e.Type {
-	case orchestrator.EvPaused:
+	case eventlog.EvPaused:
 		if k, ok := e.Data["kind"].(string); ok {
 			t.pause = k
 		}
-	case orchestrator.EvResumed:
+	case eventlog.EvResumed:
 		t.pause = ""
 	}
 	t.mu.Unlock()
@@ -106,7 +107,7 @@ func (t *Team) Snapshot() Snapshot {
 
 // pauseKind guesses the kind of a pause no event named (one kept from an
 // earlier run): only a quota pause has a resume time. Pure.
-func pauseKind(d orchestrator.DispatchStatus) string {
+func pauseKind(d control.DispatchStatus) string {
 	switch {
 	case !d.Paused:
 		return ""
@@ -125,31 +126,31 @@ func pauseKind(d orchestrator.DispatchStatus) string {
 // them), a full context window (retried on a fresh thread), or a turn's
 // failure told by its own event (rejected, turn_finished: the feed has a
 // line for each). Pure.
-func ShownAlert(e orchestrator.Event) (orchestrator.Alert, bool) {
-	a, ok := orchestrator.AlertFor(e)
+func ShownAlert(e eventlog.Event) (eventlog.Alert, bool) {
+	a, ok := eventlog.AlertFor(e)
 	if !ok {
-		return orchestrator.Alert{}, false
+		return eventlog.Alert{}, false
 	}
 	switch a.Kind {
-	case orchestrator.AlertQuota, orchestrator.AlertAuth, orchestrator.AlertNetwork,
-		orchestrator.AlertAgentFailed, orchestrator.AlertAgentWedged, orchestrator.AlertAgentParked, orchestrator.AlertRecordFailed:
+	case eventlog.AlertQuota, eventlog.AlertAuth, eventlog.AlertNetwork,
+		eventlog.AlertAgentFailed, eventlog.AlertAgentWedged, eventlog.AlertAgentParked, eventlog.AlertRecordFailed:
 		return a, true
-	case orchestrator.AlertMessageFailed:
-		return a, e.Type == orchestrator.EvMessageFailed
+	case eventlog.AlertMessageFailed:
+		return a, e.Type == eventlog.EvMessageFailed
 	}
-	return orchestrator.Alert{}, false
+	return eventlog.Alert{}, false
 }
 
 // AlertText returns the message shown to attached clients for an alert
 // event (see ShownAlert), "" for the events that are not shown as alerts.
 // Pure.
-func AlertText(e orchestrator.Event) string {
+func AlertText(e eventlog.Event) string {
 	a, ok := ShownAlert(e)
 	if !ok {
 		return ""
 	}
 	switch a.Kind {
-	case orchestrator.AlertQuota:
+	case eventlog.AlertQuota:
 		s := fmt.Sprintf("batty: quota exhausted (%s): its account's agents are paused", e.Agent)
 		if at, ok := e.Data["resume_at"].(time.Time); ok && !at.IsZero() {
 			s += " until " + at.Local().Format("15:04")
@@ -157,21 +158,21 @@ func AlertText(e orchestrator.Event) string {
 			s += " until " + at.Local().Format("15:04")
 		}
 		return s
-	case orchestrator.AlertAuth:
+	case eventlog.AlertAuth:
 		return fmt.Sprintf("batty: codex needs a login (%s): run `codex login`, then `batty resume`", e.Agent)
-	case orchestrator.AlertAgentFailed:
+	case eventlog.AlertAgentFailed:
 		return fmt.Sprintf("batty: %s failed: %s", e.Agent, e.Detail)
-	case orchestrator.AlertAgentParked:
+	case eventlog.AlertAgentParked:
 		s := fmt.Sprintf("batty: %s parked: %s", e.Agent, e.Detail)
 		if fix, ok := e.Data["fix"].(string); ok && fix != "" && !strings.Contains(e.Detail, fix) {
 			s += " — " + fix
 		}
 		return s
-	case orchestrator.AlertNetwork:
+	case eventlog.AlertNetwork:
 		return fmt.Sprintf("batty: %s's codex waits for the network; its account's agents start nothing new until the API answers", e.Agent)
-	case orchestrator.AlertMessageFailed:
+	case eventlog.AlertMessageFailed:
 		return fmt.Sprintf("batty: a message to %s failed on its last try: %s", e.Agent, e.Detail)
-	case orchestrator.AlertAgentWedged:
+	case eventlog.AlertAgentWedged:
 		return fmt.Sprintf("batty: %s did not answer (%s); restarting it", e.Agent, e.Detail)
 	}
 	return ""

@@ -6,20 +6,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
 )
 
 func TestTeamSnapshot(t *testing.T) {
 	id := "m1"
 	resume := time.Now().Add(time.Hour)
-	st := orchestrator.Status{Team: "demo", Agents: []orchestrator.AgentStatus{
+	st := control.Status{Team: "demo", Agents: []control.AgentStatus{
 		{Name: "a", State: "working", InFlight: &id, InFlightAgeS: 150, Backlog: 4},
 		{Name: "b", State: "idle", Backlog: 2},
 		{Name: "c", State: "failed"},
-		{Name: "d", State: "parked", Backlog: 1, Parked: &orchestrator.ParkedStatus{Kind: "codex_missing"}},
+		{Name: "d", State: "parked", Backlog: 1, Parked: &control.ParkedStatus{Kind: "codex_missing"}},
 	}}
 	r := newCountingRunner()
-	team := NewTeam(Server{Run: r}, "s", func() orchestrator.Status { return st }, UpdaterOptions{})
+	team := NewTeam(Server{Run: r}, "s", func() control.Status { return st }, UpdaterOptions{})
 	titles := func() []string {
 		var out []string
 		for _, v := range team.Snapshot().Agents {
@@ -33,36 +34,36 @@ func TestTeamSnapshot(t *testing.T) {
 	}
 
 	// A pause the events named.
-	st.Dispatch = orchestrator.DispatchStatus{Paused: true, Reason: "codex needs a login (reported by a): 401"}
-	team.Event(orchestrator.Event{Type: orchestrator.EvPaused, Data: map[string]any{"kind": PauseAuth}})
+	st.Dispatch = control.DispatchStatus{Paused: true, Reason: "codex needs a login (reported by a): 401"}
+	team.Event(eventlog.Event{Type: eventlog.EvPaused, Data: map[string]any{"kind": PauseAuth}})
 	if got := titles()[1]; got != "b · login needed · 2 waiting" {
 		t.Fatalf("auth pause: %q", got)
 	}
 	// Resumed: the status says so first.
-	st.Dispatch = orchestrator.DispatchStatus{}
+	st.Dispatch = control.DispatchStatus{}
 	if got := titles()[1]; got != "b · idle · 2 waiting" {
 		t.Fatalf("after resume: %q", got)
 	}
-	team.Event(orchestrator.Event{Type: orchestrator.EvResumed})
+	team.Event(eventlog.Event{Type: eventlog.EvResumed})
 	// A pause kept from an earlier run: no event names its kind.
-	st.Dispatch = orchestrator.DispatchStatus{Paused: true, Reason: "quota", ResumeAt: &resume}
+	st.Dispatch = control.DispatchStatus{Paused: true, Reason: "quota", ResumeAt: &resume}
 	snap := team.Snapshot()
 	if got := Title(snap.Agents[1]); got != "b · quota paused · 2 waiting" || !snap.Feed.ResumeAt.Equal(resume) {
 		t.Fatalf("kept quota pause: %q, %v", got, snap.Feed.ResumeAt)
 	}
-	st.Dispatch = orchestrator.DispatchStatus{}
+	st.Dispatch = control.DispatchStatus{}
 
 	// Codex waiting for the network; another agent of its account held.
-	st.Agents[0].State = orchestrator.AgentWaitingForNetwork
-	st.Agents[0].Network = &orchestrator.NetworkStatus{State: "waiting"}
-	st.Agents[1].Network = &orchestrator.NetworkStatus{State: "held"}
+	st.Agents[0].State = control.AgentWaitingForNetwork
+	st.Agents[0].Network = &control.NetworkStatus{State: "waiting"}
+	st.Agents[1].Network = &control.NetworkStatus{State: "held"}
 	if got := titles(); got[0] != "a · waiting for network · 3 waiting" || got[1] != "b · held: no network · 2 waiting" {
 		t.Fatalf("network: %q", got)
 	}
 	st.Agents[0].State, st.Agents[0].Network, st.Agents[1].Network = "working", nil, nil
 
 	// Alerts reach attached clients at the next flush.
-	team.Event(orchestrator.Event{Type: orchestrator.EvAgentFailed, Agent: "c", Detail: "5 crashes"})
+	team.Event(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: "c", Detail: "5 crashes"})
 	team.up.srv = Server{Run: clients{r, "/dev/pts/1\n"}}
 	team.Updater().Flush(context.Background())
 	last := strings.Join(r.calls[len(r.calls)-1], " ")
@@ -74,19 +75,19 @@ func TestTeamSnapshot(t *testing.T) {
 func TestAlertText(t *testing.T) {
 	at := time.Date(2030, 1, 2, 14, 5, 0, 0, time.Local)
 	for _, tc := range []struct {
-		e    orchestrator.Event
+		e    eventlog.Event
 		want string
 	}{
-		{orchestrator.Event{Type: orchestrator.EvQuotaBlocked, Agent: "a", Data: map[string]any{"retry_at": at}}, "batty: quota exhausted (a): its account's agents are paused until 14:05"},
-		{orchestrator.Event{Type: orchestrator.EvQuotaBlocked, Agent: "a"}, "batty: quota exhausted (a): its account's agents are paused"},
-		{orchestrator.Event{Type: orchestrator.EvAuthRequired, Agent: "a"}, "batty: codex needs a login (a): run `codex login`, then `batty resume`"},
-		{orchestrator.Event{Type: orchestrator.EvAgentFailed, Agent: "a", Detail: "d"}, "batty: a failed: d"},
-		{orchestrator.Event{Type: orchestrator.EvWedged, Agent: "a", Detail: "no pong within 10s"}, "batty: a did not answer (no pong within 10s); restarting it"},
-		{orchestrator.Event{Type: orchestrator.EvAgentParked, Agent: "a", Detail: "codex not found", Data: map[string]any{"fix": "install it"}}, "batty: a parked: codex not found — install it"},
-		{orchestrator.Event{Type: orchestrator.EvNetworkWaiting, Agent: "a"}, "batty: a's codex waits for the network; its account's agents start nothing new until the API answers"},
-		{orchestrator.Event{Type: orchestrator.EvMessageFailed, Agent: "a", Detail: "boom"}, "batty: a message to a failed on its last try: boom"},
-		{orchestrator.Event{Type: orchestrator.EvDelivered, Agent: "a"}, ""},
-		{orchestrator.Event{Type: orchestrator.EvWarning, Agent: "a"}, ""},
+		{eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: "a", Data: map[string]any{"retry_at": at}}, "batty: quota exhausted (a): its account's agents are paused until 14:05"},
+		{eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: "a"}, "batty: quota exhausted (a): its account's agents are paused"},
+		{eventlog.Event{Type: eventlog.EvAuthRequired, Agent: "a"}, "batty: codex needs a login (a): run `codex login`, then `batty resume`"},
+		{eventlog.Event{Type: eventlog.EvAgentFailed, Agent: "a", Detail: "d"}, "batty: a failed: d"},
+		{eventlog.Event{Type: eventlog.EvWedged, Agent: "a", Detail: "no pong within 10s"}, "batty: a did not answer (no pong within 10s); restarting it"},
+		{eventlog.Event{Type: eventlog.EvAgentParked, Agent: "a", Detail: "codex not found", Data: map[string]any{"fix": "install it"}}, "batty: a parked: codex not found — install it"},
+		{eventlog.Event{Type: eventlog.EvNetworkWaiting, Agent: "a"}, "batty: a's codex waits for the network; its account's agents start nothing new until the API answers"},
+		{eventlog.Event{Type: eventlog.EvMessageFailed, Agent: "a", Detail: "boom"}, "batty: a message to a failed on its last try: boom"},
+		{eventlog.Event{Type: eventlog.EvDelivered, Agent: "a"}, ""},
+		{eventlog.Event{Type: eventlog.EvWarning, Agent: "a"}, ""},
 	} {
 		if got := AlertText(tc.e); got != tc.want {
 			t.Errorf("AlertText(%s) = %q, want %q", tc.e.Type, got, tc.want)
@@ -97,13 +98,13 @@ func TestAlertText(t *testing.T) {
 func TestPauseKind(t *testing.T) {
 	at := time.Now()
 	for _, tc := range []struct {
-		d    orchestrator.DispatchStatus
+		d    control.DispatchStatus
 		want string
 	}{
-		{orchestrator.DispatchStatus{}, ""},
-		{orchestrator.DispatchStatus{Paused: true, ResumeAt: &at}, PauseQuota},
-		{orchestrator.DispatchStatus{Paused: true, Reason: "codex needs a login (reported by a)"}, PauseAuth},
-		{orchestrator.DispatchStatus{Paused: true, Reason: "lunch"}, PauseManual},
+		{control.DispatchStatus{}, ""},
+		{control.DispatchStatus{Paused: true, ResumeAt: &at}, PauseQuota},
+		{control.DispatchStatus{Paused: true, Reason: "codex needs a login (reported by a)"}, PauseAuth},
+		{control.DispatchStatus{Paused: true, Reason: "lunch"}, PauseManual},
 	} {
 		if got := pauseKind(tc.d); got != tc.want {
 			t.Errorf("pauseKind(%+v) = %q, want %q", tc.d, got, tc.want)
@@ -113,27 +114,27 @@ func TestPauseKind(t *testing.T) {
 
 func TestShownAlert(t *testing.T) {
 	for _, tc := range []struct {
-		e    orchestrator.Event
+		e    eventlog.Event
 		kind string // "" when not shown
 	}{
-		{orchestrator.Event{Type: orchestrator.EvQuotaBlocked, Agent: "a"}, orchestrator.AlertQuota},
-		{orchestrator.Event{Type: orchestrator.EvMessageFailed, Agent: "a"}, orchestrator.AlertMessageFailed},
-		{orchestrator.Event{Type: orchestrator.EvWedged, Agent: "a"}, orchestrator.AlertAgentWedged},
-		{orchestrator.Event{Type: orchestrator.EvRecordFailed, Agent: "a"}, orchestrator.AlertRecordFailed},
+		{eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: "a"}, eventlog.AlertQuota},
+		{eventlog.Event{Type: eventlog.EvMessageFailed, Agent: "a"}, eventlog.AlertMessageFailed},
+		{eventlog.Event{Type: eventlog.EvWedged, Agent: "a"}, eventlog.AlertAgentWedged},
+		{eventlog.Event{Type: eventlog.EvRecordFailed, Agent: "a"}, eventlog.AlertRecordFailed},
 		// Alerts for on_alert that the cockpit leaves to the feed's own lines.
-		{orchestrator.Event{Type: orchestrator.EvReply, Agent: "a"}, ""},
-		{orchestrator.Event{Type: orchestrator.EvReply, Agent: "a", Data: map[string]any{"to": "b"}}, ""},
-		{orchestrator.Event{Type: orchestrator.EvContextExhaust, Agent: "a"}, ""},
-		{orchestrator.Event{Type: orchestrator.EvRejected, Agent: "a"}, ""},
-		{orchestrator.Event{Type: orchestrator.EvTurnFinished, Agent: "a", Data: map[string]any{"status": "failed"}}, ""},
+		{eventlog.Event{Type: eventlog.EvReply, Agent: "a"}, ""},
+		{eventlog.Event{Type: eventlog.EvReply, Agent: "a", Data: map[string]any{"to": "b"}}, ""},
+		{eventlog.Event{Type: eventlog.EvContextExhaust, Agent: "a"}, ""},
+		{eventlog.Event{Type: eventlog.EvRejected, Agent: "a"}, ""},
+		{eventlog.Event{Type: eventlog.EvTurnFinished, Agent: "a", Data: map[string]any{"status": "failed"}}, ""},
 		// Not alerts at all.
-		{orchestrator.Event{Type: orchestrator.EvDelivered, Agent: "a"}, ""},
+		{eventlog.Event{Type: eventlog.EvDelivered, Agent: "a"}, ""},
 	} {
 		a, ok := ShownAlert(tc.e)
 		if ok != (tc.kind != "") || a.Kind != tc.kind && ok {
 			t.Errorf("ShownAlert(%s) = %q, %v; want %q", tc.e.Type, a.Kind, ok, tc.kind)
 		}
-		if _, alert := orchestrator.AlertFor(tc.e); ok && !alert {
+		if _, alert := eventlog.AlertFor(tc.e); ok && !alert {
 			t.Errorf("ShownAlert(%s) shows an event AlertFor does not call an alert", tc.e.Type)
 		}
 	}

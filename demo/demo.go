@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/scriptedmodel"
 )
@@ -119,7 +119,7 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 	}()
 
 	teamFile := filepath.Join(dir, "team.yaml")
-	l, err := orchestrator.LayoutFor(teamFile)
+	l, err := project.LayoutFor(teamFile)
 	if err != nil {
 		return res, err
 	}

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/scriptedmodel"
 	"github.com/battyhq/batty/team"
 )
@@ -113,7 +114,7 @@ func TestWriteProject(t *testing.T) {
 }
 
 // appendEvent appends one daemon event to the project's event log.
-func appendEvent(t *testing.T, l orchestrator.Layout, ev orchestrator.Event) {
+func appendEvent(t *testing.T, l project.Layout, ev eventlog.Event) {
 	t.Helper()
 	b, _ := json.Marshal(ev)
 	f, err := os.OpenFile(l.EventsLog(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -128,7 +129,7 @@ func appendEvent(t *testing.T, l orchestrator.Layout, ev orchestrator.Event) {
 
 func TestFollowerReportsTheTeam(t *testing.T) {
 	dir := t.TempDir()
-	l, err := orchestrator.LayoutFor(filepath.Join(dir, "team.yaml"))
+	l, err := project.LayoutFor(filepath.Join(dir, "team.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,11 +138,11 @@ func TestFollowerReportsTheTeam(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendEvent(t, l, orchestrator.Event{Type: orchestrator.EvDelivered, Agent: "engineer-1", Data: map[string]any{"from": "architect"}})
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvDelivered, Agent: "engineer-1", Data: map[string]any{"from": "architect"}})
 	f.scan()
-	appendEvent(t, l, orchestrator.Event{Type: orchestrator.EvTurnFinished, Agent: "engineer-1", Data: map[string]any{"status": "completed", "duration_ms": 1500}})
-	appendEvent(t, l, orchestrator.Event{Type: orchestrator.EvDelivered, Agent: "architect", Data: map[string]any{"from": "engineer-1", "in_reply_to": "m1"}})
-	appendEvent(t, l, orchestrator.Event{Type: orchestrator.EvTurnFinished, Agent: "architect", Data: map[string]any{"status": "completed", "duration_ms": 500}})
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvTurnFinished, Agent: "engineer-1", Data: map[string]any{"status": "completed", "duration_ms": 1500}})
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvDelivered, Agent: "architect", Data: map[string]any{"from": "engineer-1", "in_reply_to": "m1"}})
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvTurnFinished, Agent: "architect", Data: map[string]any{"status": "completed", "duration_ms": 500}})
 	if _, err := f.human.Deliver(inbox.Message{From: "architect", To: "human", Body: "not yet the answer"}); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestFollowerReportsTheTeam(t *testing.T) {
 	}
 
 	// A failed turn is reported at once.
-	appendEvent(t, l, orchestrator.Event{Type: orchestrator.EvTurnFinished, Agent: "architect", Detail: "boom",
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvTurnFinished, Agent: "architect", Detail: "boom",
 		Data: map[string]any{"status": "failed", "failure": "exit"}})
 	f.scan()
 	select {
@@ -199,7 +200,7 @@ func TestFollowerReportsTheTeam(t *testing.T) {
 // human's inbox is reported without waiting for the rescan.
 func TestFollowerRunWakesOnTheInbox(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := orchestrator.LayoutFor(filepath.Join(dir, "team.yaml"))
+	l, _ := project.LayoutFor(filepath.Join(dir, "team.yaml"))
 	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -274,15 +275,15 @@ func TestPrinterCleansOutsideText(t *testing.T) {
 
 // An alert that keeps the team from finishing ends the demo at once.
 func TestFollowerFailsOnAlerts(t *testing.T) {
-	for _, typ := range []string{orchestrator.EvAgentParked, orchestrator.EvAgentFailed, orchestrator.EvAuthRequired,
-		orchestrator.EvQuotaBlocked, orchestrator.EvRejected} {
+	for _, typ := range []string{eventlog.EvAgentParked, eventlog.EvAgentFailed, eventlog.EvAuthRequired,
+		eventlog.EvQuotaBlocked, eventlog.EvRejected} {
 		t.Run(typ, func(t *testing.T) {
-			l, _ := orchestrator.LayoutFor(filepath.Join(t.TempDir(), "team.yaml"))
+			l, _ := project.LayoutFor(filepath.Join(t.TempDir(), "team.yaml"))
 			f, err := newFollower(l, newPrinter(&bytes.Buffer{}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			appendEvent(t, l, orchestrator.Event{Type: typ, Agent: "engineer-1", Detail: "why"})
+			appendEvent(t, l, eventlog.Event{Type: typ, Agent: "engineer-1", Detail: "why"})
 			f.scan()
 			select {
 			case why := <-f.failed:

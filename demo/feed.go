@@ -15,8 +15,9 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/scriptedmodel"
 )
@@ -100,7 +101,7 @@ func stepLine(st scriptedmodel.Step) string {
 // outcomes, alerts) and the human's inbox. It is owned by Run, which
 // starts run and ends it with the context.
 type follower struct {
-	layout orchestrator.Layout
+	layout project.Layout
 	store  *inbox.Store
 	human  *inbox.Box
 	print  *printer
@@ -119,7 +120,7 @@ type follower struct {
 	settled chan struct{} // closed once the answer is in and no turn runs
 }
 
-func newFollower(l orchestrator.Layout, p *printer) (*follower, error) {
+func newFollower(l project.Layout, p *printer) (*follower, error) {
 	store, err := l.OpenInboxes()
 	if err != nil {
 		return nil, err
@@ -231,7 +232,7 @@ func (f *follower) readEvents() {
 		if i < 0 {
 			break
 		}
-		var ev orchestrator.Event
+		var ev eventlog.Event
 		if json.Unmarshal(f.partial[:i], &ev) == nil {
 			f.event(ev)
 		}
@@ -240,17 +241,17 @@ func (f *follower) readEvents() {
 }
 
 // event prints one event of the daemon worth seeing.
-func (f *follower) event(ev orchestrator.Event) {
+func (f *follower) event(ev eventlog.Event) {
 	str := func(k string) string { s, _ := ev.Data[k].(string); return s }
 	switch ev.Type {
-	case orchestrator.EvDelivered:
+	case eventlog.EvDelivered:
 		f.busy[ev.Agent]++
 		what := "message"
 		if str("in_reply_to") != "" {
 			what = "reply"
 		}
 		f.print.linef("batty delivers %s's %s to %s", str("from"), what, ev.Agent)
-	case orchestrator.EvTurnFinished:
+	case eventlog.EvTurnFinished:
 		if f.busy[ev.Agent] > 0 {
 			f.busy[ev.Agent]--
 		}
@@ -265,9 +266,9 @@ func (f *follower) event(ev orchestrator.Event) {
 			return
 		}
 		f.fail(fmt.Sprintf("%s's turn %s (%s): %s", ev.Agent, status, str("failure"), ev.Detail))
-	case orchestrator.EvAgentFailed, orchestrator.EvAgentParked, orchestrator.EvAuthRequired, orchestrator.EvQuotaBlocked, orchestrator.EvRejected:
+	case eventlog.EvAgentFailed, eventlog.EvAgentParked, eventlog.EvAuthRequired, eventlog.EvQuotaBlocked, eventlog.EvRejected:
 		f.fail(fmt.Sprintf("%s %s: %s", ev.Type, ev.Agent, ev.Detail))
-	case orchestrator.EvWarning, orchestrator.EvWedged:
+	case eventlog.EvWarning, eventlog.EvWedged:
 		f.print.linef("warning (%s): %s", ev.Agent, ev.Detail)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -25,8 +27,8 @@ func TestThreadUsageBaselineSurvivesARestart(t *testing.T) {
 		t.Fatalf("status %s", st)
 	}
 	r.stop(t)
-	var st AgentState
-	if err := loadJSON(p.layout, agentStateName("solo"), &st); err != nil {
+	var st project.AgentState
+	if err := project.LoadJSON(p.layout, project.AgentStateName("solo"), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.ThreadID == "" || st.ThreadUsage != (protocol.Usage{Input: 5000, Output: 100}) {
@@ -35,12 +37,12 @@ func TestThreadUsageBaselineSurvivesARestart(t *testing.T) {
 
 	r = p.start(nil)
 	second := p.send("solo", "human", "scenario:usage:2000")
-	e := r.waitEvent(t, "turn_finished for "+second, func(e Event) bool { return e.Type == EvTurnFinished && e.Message == second })
+	e := r.waitEvent(t, "turn_finished for "+second, func(e eventlog.Event) bool { return e.Type == eventlog.EvTurnFinished && e.Message == second })
 	if e.Data["input_tokens"] != int64(2000) || e.Data["thread_id"] != st.ThreadID {
 		t.Fatalf("first turn after the restart: %+v, want 2000 input tokens on %s", e.Data, st.ThreadID)
 	}
 	r.stop(t)
-	if err := loadJSON(p.layout, agentStateName("solo"), &st); err != nil {
+	if err := project.LoadJSON(p.layout, project.AgentStateName("solo"), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.InputTokens != 7000 || st.OutputTokens != 200 || st.ThreadUsage.Input != 7000 {
@@ -69,7 +71,7 @@ func TestTurnsCompletedFollowsTheRecordedOutcomes(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(p.layout.AgentState("solo")), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := saveJSON(p.layout, agentStateName("solo"), AgentState{Name: "solo"}); err != nil {
+	if err := project.SaveJSON(p.layout, project.AgentStateName("solo"), project.AgentState{Name: "solo"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -90,8 +92,8 @@ func TestAuthPauseEventHasNoZeroResumeAt(t *testing.T) {
 	p := newProject(t, oneAgent)
 	r := p.start(nil)
 	p.send("solo", "human", "scenario:auth")
-	e := r.waitEvent(t, "dispatch_paused", func(e Event) bool { return e.Type == EvPaused })
-	if _, ok := e.Data["resume_at"]; ok || e.Data["kind"] != PauseAuth {
+	e := r.waitEvent(t, "dispatch_paused", func(e eventlog.Event) bool { return e.Type == eventlog.EvPaused })
+	if _, ok := e.Data["resume_at"]; ok || e.Data["kind"] != project.PauseAuth {
 		t.Fatalf("pause event data = %v, want kind auth and no resume_at", e.Data)
 	}
 	r.stop(t)

@@ -12,8 +12,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/dispatch"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
@@ -24,7 +28,7 @@ const (
 	agentSpawning   = "spawning"
 	agentRestarting = "restarting" // waiting for the respawn backoff
 	agentFailed     = "failed"     // crash loop: no more respawns
-	agentStopped    = "stopped"
+	agentStopped    = control.AgentStopped
 )
 
 // agent supervises one shim and delivers its inbox one message at a time.
@@ -43,7 +47,7 @@ type agent struct {
 	snap agentSnap
 
 	// owned by run
-	st        AgentState
+	st        project.AgentState
 	p         *shim.Process
 	events    chan protocol.Message
 	chanErr   error // why the reader of events stopped; read once events is closed
@@ -82,7 +86,7 @@ type agentSnap struct {
 	backlog  int
 	shimPID  int
 	restarts int
-	st       AgentState
+	st       project.AgentState
 	saveErr  string // the last failure to save st, "" once a save succeeds
 	parked   *preflight.Problem
 	// netSince and netMessage: the turn in flight waits for the network
@@ -90,7 +94,7 @@ type agentSnap struct {
 	netSince   time.Time
 	netMessage string
 	// recording is set while an outcome cannot be written (see record).
-	recording *RecordingStatus
+	recording *control.RecordingStatus
 }
 
 // agentOp names what an agentCtl asks of the agent's goroutine.
@@ -122,10 +126,10 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 		d: d, def: def, box: box, log: d.log.Named(def.Name),
 		kick: make(chan struct{}, 1), ctl: make(chan agentCtl), done: make(chan struct{}),
 		backoff: d.opts.RespawnMin,
-		account: effectiveCodexHome(def.Codex.CodexHome, def.Codex.Env, d.shimEnviron(), def.Cwd),
+		account: dispatch.EffectiveCodexHome(def.Codex.CodexHome, def.Codex.Env, d.shimEnviron(), def.Cwd),
 	}
 	a.st.Name = def.Name
-	if err := loadJSON(d.layout, agentStateName(def.Name), &a.st); err != nil {
+	if err := project.LoadJSON(d.layout, project.AgentStateName(def.Name), &a.st); err != nil {
 		return nil, err
 	}
 	a.st.Name = def.Name
@@ -195,7 +199,7 @@ func (a *agent) run(ctx context.Context) {
 		case <-a.pongDue:
 			a.pongDue = nil
 			a.log.Error("Shim did not answer a ping, killing it", "timeout", a.d.opts.PongTimeout)
-			a.d.events.Append(Event{Type: EvWedged, Agent: a.def.Name, Detail: fmt.Sprintf("no pong within %s", a.d.opts.PongTimeout)})
+			a.d.events.Append(eventlog.Event{Type: eventlog.EvWedged, Agent: a.def.Name, Detail: fmt.Sprintf("no pong within %s", a.d.opts.PongTimeout)})
 			if a.p != nil {
 				go a.p.Kill()
 			}
@@ -254,7 +258,7 @@ func (a *agent) recover() {
 			a.warn("requeue "+m.ID, err)
 			continue
 		}
-		a.d.events.Append(Event{Type: EvRequeued, Agent: a.def.Name, Message: m.ID, Detail: "in flight when the daemon stopped"})
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvRequeued, Agent: a.def.Name, Message: m.ID, Detail: "in flight when the daemon stopped"})
 	}
 	a.reconcileTurns()
 }
@@ -289,7 +293,7 @@ func (a *agent) shimConfig() shim.Config {
 		// is not the project directory.
 		c.Exec.AddDirs = []string{a.d.layout.Inboxes()}
 	}
-	c.Env = append(c.Env, EnvDir+"="+a.d.layout.Dir)
+	c.Env = append(c.Env, project.EnvDir+"="+a.d.layout.Dir)
 	if a.st.ThreadID != "" {
 		u := a.st.ThreadUsage
 		c.ThreadID = a.st.ThreadID
@@ -340,7 +344,7 @@ func (a *agent) spawn() {
 	})
 	if err != nil {
 		a.log.Error("Shim did not start", "error", err)
-		a.d.events.Append(Event{Type: EvShimExited, Agent: a.def.Name, Detail: "spawn failed: " + err.Error()})
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: "spawn failed: " + err.Error()})
 		a.crashed()
 		return
 	}
@@ -362,7 +366,7 @@ func (a *agent) spawn() {
 	}(p, a.events, &a.chanErr)
 	a.log.Info("Shim started", "pid", p.Pid(), "thread", a.st.ThreadID)
 	a.setSnap(func(s *agentSnap) { s.shimPID = p.Pid(); s.state = string(protocol.StateStarting) })
-	a.d.events.Append(Event{Type: EvShimStarted, Agent: a.def.Name, Data: map[string]any{"pid": p.Pid(), "thread_id": a.st.ThreadID}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimStarted, Agent: a.def.Name, Data: map[string]any{"pid": p.Pid(), "thread_id": a.st.ThreadID}})
 	a.poke()
 }
 
@@ -406,7 +410,7 @@ func (a *agent) shimExited() bool {
 		return true
 	}
 	a.log.Error("Shim exited unexpectedly", "exit", code)
-	a.d.events.Append(Event{Type: EvShimExited, Agent: a.def.Name, Detail: broken, Data: map[string]any{"exit_code": code}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: broken, Data: map[string]any{"exit_code": code}})
 	if time.Since(a.spawnedAt) > a.d.opts.CrashWindow {
 		// It ran for a while: whatever failed before is over.
 		a.backoff, a.failures, a.probation = a.d.opts.RespawnMin, 0, false
@@ -441,7 +445,7 @@ func (a *agent) crashed() {
 		a.st.LastError, a.st.LastErrorAt = msg, now.UTC()
 		a.saveState()
 		a.setSnap(func(s *agentSnap) { s.state = agentFailed })
-		a.d.events.Append(Event{Type: EvAgentFailed, Agent: a.def.Name, Detail: msg,
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: a.def.Name, Detail: msg,
 			Data: map[string]any{"failures": a.failures, "retry_at": at.UTC()}})
 		return
 	}
@@ -492,7 +496,7 @@ func (a *agent) reset(reason string) error {
 		reason = "reset by user"
 	}
 	old := a.st.ThreadID
-	a.st.archive(reason, time.Now().UTC())
+	a.st.Archive(reason, time.Now().UTC())
 	// A thread reset by hand starts clean: no handoff.
 	a.st.Handoff, a.st.ContextRetry = nil, nil
 	if a.failed {
@@ -505,19 +509,19 @@ func (a *agent) reset(reason string) error {
 	if a.p != nil {
 		a.p.Conn.Send(protocol.ResetThread{Reason: reason})
 	}
-	a.d.events.Append(Event{Type: EvThreadReset, Agent: a.def.Name, Detail: reason, Data: map[string]any{"archived": old}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvThreadReset, Agent: a.def.Name, Detail: reason, Data: map[string]any{"archived": old}})
 	return nil
 }
 
 func (a *agent) saveState() error {
 	a.st.UpdatedAt = time.Now().UTC()
-	err := saveJSON(a.d.layout, agentStateName(a.def.Name), a.st)
+	err := project.SaveJSON(a.d.layout, project.AgentStateName(a.def.Name), a.st)
 	saveErr := ""
 	if err != nil {
 		// Surfaced in the log, the event log and status (as last_error);
 		// the state stays in memory and the next save tries again.
 		a.log.Error("Saving agent state failed", "error", err)
-		a.d.events.Append(Event{Type: EvWarning, Agent: a.def.Name, Detail: "agent state not saved: " + err.Error()})
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "agent state not saved: " + err.Error()})
 		saveErr = "agent state not saved: " + err.Error()
 	}
 	a.setSnap(func(s *agentSnap) { s.saveErr = saveErr })
@@ -526,7 +530,7 @@ func (a *agent) saveState() error {
 
 func (a *agent) warn(what string, err error) {
 	a.log.Warn("Inbox problem", "what", what, "error", err)
-	a.d.events.Append(Event{Type: EvWarning, Agent: a.def.Name, Detail: what + ": " + err.Error()})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: what + ": " + err.Error()})
 }
 
 func sortedKeys(m map[string]string) []string {

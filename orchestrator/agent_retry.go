@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/retry"
@@ -51,7 +52,7 @@ func (a *agent) retryInflight(m inbox.Message, e protocol.TurnFinished, v retryV
 	}
 	a.log.Warn("Attempt failed, retrying", "message", m.ID, "failures", v.failures, "max_attempts", a.d.cfg.MaxAttempts,
 		"in", v.delay.Round(time.Millisecond), "error", e.Error)
-	a.d.events.Append(Event{Type: EvRetryScheduled, Agent: a.def.Name, Message: m.ID, Detail: e.Error, Data: map[string]any{
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvRetryScheduled, Agent: a.def.Name, Message: m.ID, Detail: e.Error, Data: map[string]any{
 		"attempt": v.failures + 1, "max_attempts": a.d.cfg.MaxAttempts, "status": e.Status, "failure": e.Failure,
 		"delay_ms": v.delay.Milliseconds(), "not_before": v.record.NotBefore, "note": v.record.Note}})
 	a.retryIn(v.delay)

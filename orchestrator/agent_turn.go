@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/team"
@@ -17,7 +19,7 @@ import (
 func (a *agent) dispatch() {
 	defer a.updateBacklog()
 	a.syncParked()
-	if a.pending != nil || a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.open() || !a.netAllows() || !a.d.quota.mayTry(a.def.Name) {
+	if a.pending != nil || a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.Open() || !a.netAllows() || !a.d.quota.MayTry(a.def.Name) {
 		return
 	}
 	for {
@@ -55,7 +57,7 @@ func (a *agent) dispatch() {
 			continue
 		}
 		// A paused account sends one probe turn once its pause ran out.
-		ok, probe := a.d.quota.admit(a.def.Name, m.ID)
+		ok, probe := a.d.quota.Admit(a.def.Name, m.ID)
 		if !ok {
 			return
 		}
@@ -79,9 +81,9 @@ func (a *agent) dispatch() {
 		if cm.InReplyTo != "" {
 			data["in_reply_to"] = cm.InReplyTo
 		}
-		a.d.events.Append(Event{Type: EvDelivered, Agent: a.def.Name, Message: cm.ID, Data: data})
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvDelivered, Agent: a.def.Name, Message: cm.ID, Data: data})
 		if probe {
-			a.d.events.Append(Event{Type: EvQuotaProbe, Agent: a.def.Name, Message: cm.ID, Detail: "probe turn sent", Data: map[string]any{"result": "sent"}})
+			a.d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: a.def.Name, Message: cm.ID, Detail: "probe turn sent", Data: map[string]any{"result": "sent"}})
 		}
 		a.setSnap(func(s *agentSnap) { s.inflight, s.flightAt = cm.ID, a.flightAt })
 		return
@@ -117,7 +119,7 @@ func (a *agent) handle(m protocol.Message) {
 	switch e := m.(type) {
 	case protocol.StateChanged:
 		a.setSnap(func(s *agentSnap) { s.state = string(e.To) })
-		a.d.events.Append(Event{Type: EvStateChanged, Agent: a.def.Name, Detail: fmt.Sprintf("%s→%s %s", e.From, e.To, e.Reason)})
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvStateChanged, Agent: a.def.Name, Detail: fmt.Sprintf("%s→%s %s", e.From, e.To, e.Reason)})
 	case protocol.ThreadChanged:
 		a.threadChanged(e)
 	case protocol.Rejected:
@@ -134,9 +136,9 @@ func (a *agent) handle(m protocol.Message) {
 		a.quotaHit(e.MessageID, e.Message, e.RetryAt)
 	case protocol.AuthRequired:
 		fix := a.loginFix()
-		a.d.events.Append(Event{Type: EvAuthRequired, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message + " — " + fix,
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvAuthRequired, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message + " — " + fix,
 			Data: map[string]any{"fix": fix}})
-		a.d.pause(PauseAuth, fmt.Sprintf("codex needs a login (reported by %s): %s — %s", a.def.Name, e.Message, fix), time.Time{})
+		a.d.pause(project.PauseAuth, fmt.Sprintf("codex needs a login (reported by %s): %s — %s", a.def.Name, e.Message, fix), time.Time{})
 	case protocol.ContextExhausted:
 		// Acted on with the turn's end (turnFinished): retried, handed off
 		// or failed with one alert.
@@ -151,7 +153,7 @@ func (a *agent) handle(m protocol.Message) {
 			a.pongDue = nil
 		}
 	case protocol.Warning:
-		a.d.events.Append(Event{Type: EvWarning, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
 	case protocol.NetworkWait:
 		a.netWaitChanged(e)
 	case protocol.Error:
@@ -166,15 +168,15 @@ func (a *agent) threadChanged(e protocol.ThreadChanged) {
 		// Archived by reset already.
 	case protocol.ThreadResumeFailed, protocol.ThreadResumeChanged:
 		if e.Previous != "" && a.st.ThreadID == e.Previous {
-			a.st.archive(string(e.Reason)+": "+e.Detail, now)
+			a.st.Archive(string(e.Reason)+": "+e.Detail, now)
 		}
 	}
 	if e.ThreadID != "" || e.Reason != protocol.ThreadReset {
 		// A changed thread starts its running total afresh.
-		a.st.setThread(e.ThreadID, protocol.Usage{})
+		a.st.SetThread(e.ThreadID, protocol.Usage{})
 	}
 	a.saveState()
-	a.d.events.Append(Event{Type: EvThreadChanged, Agent: a.def.Name, Detail: string(e.Reason),
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvThreadChanged, Agent: a.def.Name, Detail: string(e.Reason),
 		Data: map[string]any{"thread_id": e.ThreadID, "previous": e.Previous}})
 }
 
@@ -240,7 +242,7 @@ func (a *agent) turnUnstarted(m inbox.Message, e protocol.TurnFinished, p turnPl
 	a.spawnFailed(m, e)
 	a.ready = true
 	a.updateBacklog()
-	a.d.events.Append(Event{Type: EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
 		"status": e.Status, "failure": e.Failure, "attempt": m.Attempt, "requeued": true}})
 	a.dispatch()
 }
@@ -254,7 +256,7 @@ func (a *agent) countTurn(e protocol.TurnFinished) {
 		a.st.ContextPct = e.ContextPct
 	}
 	if e.ThreadID != "" {
-		a.st.setThread(e.ThreadID, e.Thread)
+		a.st.SetThread(e.ThreadID, e.Thread)
 	}
 }
 
@@ -329,7 +331,7 @@ func (a *agent) turnRecorded(r *outcomeRecord) {
 // back to the queue, alerted whether an alert event told a failure
 // (message_failed, context_exhausted).
 func (a *agent) turnEvent(m inbox.Message, e protocol.TurnFinished, requeued, alerted bool) {
-	a.d.events.Append(Event{Type: EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
 		"status": e.Status, "failure": e.Failure, "input_tokens": e.Usage.Input, "output_tokens": e.Usage.Output,
 		"duration_ms": e.Duration.Milliseconds(), "thread_id": e.ThreadID, "attempt": m.Attempt, "requeued": requeued,
 		"alerted": alerted}})
@@ -365,7 +367,7 @@ func (a *agent) requeueInflightFor(why, retry string) {
 	if err := a.box.RequeueFor(id, retry); err != nil {
 		a.warn("requeue "+id, err)
 	}
-	a.d.events.Append(Event{Type: EvRequeued, Agent: a.def.Name, Message: id, Detail: why})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvRequeued, Agent: a.def.Name, Message: id, Detail: why})
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
 	a.quotaProbeEnded(id, false)
 }

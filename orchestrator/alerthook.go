@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
@@ -49,7 +50,7 @@ type alertHook struct {
 	release func(pid int)
 
 	mu      sync.Mutex
-	queue   []Alert
+	queue   []eventlog.Alert
 	dropped int
 	closed  bool
 	wake    chan struct{} // buffered(1)
@@ -57,9 +58,9 @@ type alertHook struct {
 
 // event queues the alert for e, if it is one; it never blocks. Safe from
 // any goroutine.
-func (h *alertHook) event(e Event) {
-	a, ok := AlertFor(e)
-	if !ok || (a.Kind == AlertReply && !h.replies) {
+func (h *alertHook) event(e eventlog.Event) {
+	a, ok := eventlog.AlertFor(e)
+	if !ok || (a.Kind == eventlog.AlertReply && !h.replies) {
 		return
 	}
 	a.Team = h.team
@@ -84,12 +85,12 @@ func (h *alertHook) event(e Event) {
 }
 
 // next takes the oldest queued alert; ok is false when there is none.
-func (h *alertHook) next() (a Alert, dropped int, ok bool) {
+func (h *alertHook) next() (a eventlog.Alert, dropped int, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	dropped, h.dropped = h.dropped, 0
 	if len(h.queue) == 0 {
-		return Alert{}, dropped, false
+		return eventlog.Alert{}, dropped, false
 	}
 	a = h.queue[0]
 	h.queue = h.queue[1:]
@@ -136,7 +137,7 @@ func (h *alertHook) run(ctx context.Context) {
 
 // runOne runs the hook for one alert, killing its process group at the
 // time limit or when ctx ends; it returns once the hook is reaped.
-func (h *alertHook) runOne(ctx context.Context, a Alert) {
+func (h *alertHook) runOne(ctx context.Context, a eventlog.Alert) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -198,7 +199,7 @@ func (h *alertHook) runOne(ctx context.Context, a Alert) {
 // replies: no escape sequence, CR, LF, NUL or bidirectional control reaches
 // a notification or a terminal). Its stdin has the whole text, as JSON.
 // Pure.
-func alertEnv(a Alert) []string {
+func alertEnv(a eventlog.Alert) []string {
 	return []string{"BATTY_ALERT_KIND=" + a.Kind, "BATTY_ALERT_AGENT=" + safetext.Line(a.Agent, 0),
 		"BATTY_ALERT_MESSAGE=" + safetext.Line(a.Message, 0)}
 }

@@ -12,77 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/reap"
 )
-
-func TestAlertFor(t *testing.T) {
-	turn := func(status protocol.TurnStatus, failure protocol.FailureKind, requeued bool) Event {
-		return Event{Type: EvTurnFinished, Agent: "eng", Message: "m1", Detail: "codex exited 3",
-			Data: map[string]any{"status": status, "failure": failure, "requeued": requeued}}
-	}
-	for _, tc := range []struct {
-		name    string
-		e       Event
-		kind    string // "" = no alert
-		message string
-	}{
-		{"quota", Event{Type: EvQuotaBlocked, Agent: "eng", Detail: "try again at 10:56 PM"}, AlertQuota, "quota exhausted (reported by eng): try again at 10:56 PM"},
-		{"auth", Event{Type: EvAuthRequired, Agent: "eng", Detail: "401 — run codex login"}, AlertAuth, "codex needs a login (reported by eng): 401 — run codex login"},
-		{"network", Event{Type: "network_waiting", Agent: "eng", Detail: "Reconnecting... waiting for network"}, AlertNetwork, "the API is unreachable (reported by eng): Reconnecting... waiting for network"},
-		{"context", Event{Type: EvContextExhaust, Agent: "eng", Detail: "window full"}, AlertContext, "eng's context window is full: window full"},
-		{"message failed event", Event{Type: "message_failed", Agent: "eng", Message: "m1", Detail: "500 after 3 attempts"}, AlertMessageFailed, "message m1 to eng failed: 500 after 3 attempts"},
-		{"turn failed", turn(protocol.TurnFailed, protocol.FailExit, false), AlertMessageFailed, "message m1 to eng failed (exit): codex exited 3"},
-		{"turn failed, decoded from JSON", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1", Data: map[string]any{"status": "timed_out", "requeued": false}}, AlertMessageFailed, "message m1 to eng timed_out"},
-		{"turn failed but requeued", turn(protocol.TurnFailed, protocol.FailQuota, true), "", ""},
-		{"turn failed, told by message_failed", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1",
-			Data: map[string]any{"status": protocol.TurnFailed, "failure": protocol.FailStream, "requeued": false, "alerted": true}}, "", ""},
-		{"turn failed, told by context_exhausted", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1",
-			Data: map[string]any{"status": protocol.TurnFailed, "failure": protocol.FailContextWindow, "requeued": false, "alerted": true}}, "", ""},
-		{"turn completed", turn(protocol.TurnCompleted, protocol.FailNone, false), "", ""},
-		{"rejected", Event{Type: EvRejected, Agent: "eng", Message: "m2", Detail: "qa may not message eng (talks_to)"}, AlertMessageFailed, "message m2 to eng rejected: qa may not message eng (talks_to)"},
-		{"agent failed", Event{Type: EvAgentFailed, Agent: "eng", Detail: "5 crashes within 1m0s"}, AlertAgentFailed, "eng failed: 5 crashes within 1m0s"},
-		{"wedged", Event{Type: EvWedged, Agent: "eng", Detail: "no pong within 10s"}, AlertAgentWedged, "eng's shim stopped answering and was killed: no pong within 10s"},
-		{"parked", Event{Type: EvAgentParked, Agent: "eng", Detail: "codex not found"}, AlertAgentParked, "eng is parked: codex not found"},
-		{"reply", Event{Type: EvReply, Agent: "eng", Message: "r1", Data: map[string]any{"preview": "done, tests pass"}}, AlertReply, "eng replied to you: done, tests pass"},
-		{"schedule failed", Event{Type: EvScheduleFailed, Message: "s-1", Detail: "failed exit: codex exited 3", Data: map[string]any{"schedule": "nightly"}},
-			AlertSchedule, "schedule nightly failed: failed exit: codex exited 3"},
-		{"schedule stopped", Event{Type: EvScheduleStopped, Data: map[string]any{"schedule": "nightly"}}, "", ""},
-		{"reply without preview", Event{Type: EvReply, Agent: "eng"}, AlertReply, "eng replied to you"},
-		{"no agent", Event{Type: EvQuotaBlocked}, AlertQuota, "quota exhausted (reported by the team)"},
-		{"delivered", Event{Type: EvDelivered, Agent: "eng"}, "", ""},
-		{"warning", Event{Type: EvWarning, Agent: "eng", Detail: "x"}, "", ""},
-		{"paused", Event{Type: EvPaused, Detail: "quota"}, "", ""},
-		{"shim exited", Event{Type: EvShimExited, Agent: "eng"}, "", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			a, ok := AlertFor(tc.e)
-			if ok != (tc.kind != "") || a.Kind != tc.kind || a.Message != tc.message {
-				t.Fatalf("AlertFor = %v %q %q, want %q %q", ok, a.Kind, a.Message, tc.kind, tc.message)
-			}
-			if ok && (a.Agent != tc.e.Agent || a.Event != tc.e.Type || a.MessageID != tc.e.Message) {
-				t.Fatalf("alert %+v does not carry the event's agent, type and message", a)
-			}
-		})
-	}
-}
-
-func TestClip(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"short", 10, "short"},
-		{"a\x00b", 10, "a\x00b"}, // cleaned for the environment by alertEnv
-		{"abcdefghij", 6, "abc…"},
-		{"ééééé", 7, "éé…"}, // é is 2 bytes, … is 3: never half a rune
-	} {
-		if got := clip(tc.in, tc.n); got != tc.want {
-			t.Errorf("clip(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
-		}
-	}
-}
 
 // TestAlertEnv: BATTY_ALERT_MESSAGE is one line, as documented, whatever
 // the error or reply it quotes holds: no ESC (an OSC 52 would write the
@@ -90,8 +23,8 @@ func TestClip(t *testing.T) {
 // bidirectional control; what was removed shows as an escape. Stdin keeps
 // the whole text.
 func TestAlertEnv(t *testing.T) {
-	e := Event{Type: EvAgentFailed, Agent: "eng", Detail: "boom\x1b]52;c;Y3VybA==\x07\x1b]0;pwned\x07\r\nfake\x00 \u202eevil\u2066"}
-	a, ok := AlertFor(e)
+	e := eventlog.Event{Type: eventlog.EvAgentFailed, Agent: "eng", Detail: "boom\x1b]52;c;Y3VybA==\x07\x1b]0;pwned\x07\r\nfake\x00 \u202eevil\u2066"}
+	a, ok := eventlog.AlertFor(e)
 	if !ok {
 		t.Fatal("no alert")
 	}
@@ -103,20 +36,6 @@ func TestAlertEnv(t *testing.T) {
 	}
 	if a.Message != "eng failed: "+e.Detail {
 		t.Fatalf("the alert's message (stdin) is %q, want the whole text", a.Message)
-	}
-}
-
-// TestTurnError: an agent's last error names the status, the failure kind
-// when there is one, and the error, without an empty kind between.
-func TestTurnError(t *testing.T) {
-	for _, tc := range []struct{ status, failure, err, want string }{
-		{"interrupted", "", "turn interrupted", "interrupted: turn interrupted"},
-		{"failed", "exit", "codex exited 3", "failed exit: codex exited 3"},
-		{"timed_out", "", "no answer in 10m", "timed_out: no answer in 10m"},
-	} {
-		if got := turnError(tc.status, tc.failure, tc.err); got != tc.want {
-			t.Errorf("turnError(%q, %q, %q) = %q, want %q", tc.status, tc.failure, tc.err, got, tc.want)
-		}
 	}
 }
 
@@ -141,9 +60,9 @@ func TestFailedCooldown(t *testing.T) {
 func TestAlertQueueDropsTheOldest(t *testing.T) {
 	h := &alertHook{limit: 2, wake: make(chan struct{}, 1)}
 	for _, id := range []string{"a", "b", "c"} {
-		h.event(Event{Type: EvAgentFailed, Agent: id})
+		h.event(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: id})
 	}
-	h.event(Event{Type: EvReply, Agent: "d"}) // replies are off
+	h.event(eventlog.Event{Type: eventlog.EvReply, Agent: "d"}) // replies are off
 	a, dropped, ok := h.next()
 	if !ok || a.Agent != "b" || dropped != 1 {
 		t.Fatalf("next = %+v, dropped %d, %v; want b, 1 dropped", a, dropped, ok)
@@ -155,7 +74,7 @@ func TestAlertQueueDropsTheOldest(t *testing.T) {
 		t.Fatal("queue not empty")
 	}
 	h.close()
-	h.event(Event{Type: EvAgentFailed, Agent: "e"})
+	h.event(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: "e"})
 	if _, _, ok = h.next(); ok {
 		t.Fatal("an alert queued after close")
 	}
@@ -204,7 +123,7 @@ mv "$f.env" "$f.envdone"
 
 	// One worker runs them in order: once the reply's alert is in, so are
 	// the failures' (and any duplicate).
-	var alerts []Alert
+	var alerts []eventlog.Alert
 	waitFor(t, "the reply's alert", func() bool {
 		alerts = alerts[:0]
 		envs, _ := filepath.Glob(filepath.Join(rec, "*.envdone"))
@@ -213,7 +132,7 @@ mv "$f.env" "$f.envdone"
 			base := strings.TrimSuffix(envFile, ".envdone")
 			env, _ := os.ReadFile(envFile)
 			in, _ := os.ReadFile(base + ".json")
-			var a Alert
+			var a eventlog.Alert
 			if err := json.Unmarshal(in, &a); err != nil {
 				t.Fatalf("stdin %q: %v", in, err)
 			}
@@ -224,21 +143,21 @@ mv "$f.env" "$f.envdone"
 				}
 			}
 			alerts = append(alerts, a)
-			reply = reply || a.Kind == AlertReply
+			reply = reply || a.Kind == eventlog.AlertReply
 		}
 		return reply
 	})
 	failed := map[string]int{}
 	for _, a := range alerts {
 		switch a.Kind {
-		case AlertMessageFailed:
+		case eventlog.AlertMessageFailed:
 			failed[a.MessageID]++
 			if a.Agent != "solo" || a.Team != "test" || !strings.Contains(a.Message, "failed") {
 				t.Errorf("message_failed alert %+v", a)
 			}
-		case AlertContext:
+		case eventlog.AlertContext:
 			failed[a.MessageID]++
-		case AlertReply:
+		case eventlog.AlertReply:
 			if !strings.HasPrefix(a.Message, "solo replied to you: ECHO:") {
 				t.Errorf("reply alert %+v", a)
 			}
@@ -349,7 +268,7 @@ echo hook-finished
 	logPath := filepath.Join(p.dir, "daemon-test.log")
 	child := p.startChildDaemon("BATTY_TEST_DAEMON_LOG=" + logPath)
 	t.Cleanup(func() {
-		Call(p.layout, Request{Op: OpStop, Timeout: time.Second}, waitLimit)
+		control.Call(p.layout, control.Request{Op: control.OpStop, Timeout: time.Second}, waitLimit)
 		child.Wait()
 		assertNoProcesses(t, p.mark)
 		if t.Failed() {
@@ -364,14 +283,14 @@ echo hook-finished
 		t.Fatal(err)
 	}
 	defer hookFD.Close()
-	st, err := Call(p.layout, Request{Op: OpStatus}, waitLimit)
+	st, err := control.Call(p.layout, control.Request{Op: control.OpStatus}, waitLimit)
 	if err != nil || st.Status.Agents[0].ShimPID <= 0 {
 		t.Fatalf("status %+v, %v", st.Status, err)
 	}
 	shim := st.Status.Agents[0].ShimPID
 	syscall.Kill(shim, syscall.SIGKILL)
 	waitFor(t, "the shim's respawn", func() bool {
-		st, err := Call(p.layout, Request{Op: OpStatus}, waitLimit)
+		st, err := control.Call(p.layout, control.Request{Op: control.OpStatus}, waitLimit)
 		return err == nil && st.Status.Agents[0].ShimPID > 0 && st.Status.Agents[0].ShimPID != shim
 	})
 	if syscall.Kill(pid, 0) != nil {
@@ -387,23 +306,5 @@ echo hook-finished
 	})
 	if b, _ := os.ReadFile(logPath); strings.Contains(string(b), "Alert command failed") {
 		t.Fatalf("the alert command's exit was lost:\n%s", b)
-	}
-}
-
-// A reply between agents is no alert (the feed shows it); a reply to the
-// human is (alert_on_reply decides whether on_alert hears of it); a failed
-// outcome write is.
-func TestAlertForRepliesAndRecording(t *testing.T) {
-	if _, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: map[string]any{"to": "arch"}}); ok {
-		t.Error("a reply to an agent is an alert")
-	}
-	if a, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: map[string]any{"to": "human"}}); !ok || a.Kind != AlertReply {
-		t.Errorf("a reply to the human: %+v %v", a, ok)
-	}
-	if a, ok := AlertFor(Event{Type: EvRecordFailed, Agent: "eng", Detail: "no space"}); !ok || a.Kind != AlertRecordFailed || a.Message != "eng cannot record an outcome: no space" {
-		t.Errorf("record_failed: %+v %v", a, ok)
-	}
-	if _, ok := AlertFor(Event{Type: EvRecordRecovered, Agent: "eng"}); ok {
-		t.Error("record_recovered is an alert")
 	}
 }

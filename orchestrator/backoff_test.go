@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 )
 
@@ -31,7 +32,7 @@ func TestBackoffWait(t *testing.T) {
 }
 
 // deliverRetry queues body for box with a retry record saying notBefore.
-func (p *project) deliverRetry(box, body string, notBefore time.Time) string {
+func (p *testProject) deliverRetry(box, body string, notBefore time.Time) string {
 	p.t.Helper()
 	m, err := p.box(box).Deliver(inbox.Message{From: "human", To: box, Body: body,
 		Transient: &inbox.TransientRetry{Failures: 1, LastError: "server error", NotBefore: notBefore}})
@@ -53,8 +54,8 @@ func TestFarNotBeforeDoesNotStallTheQueue(t *testing.T) {
 	// Far less than the year, and than waitLimit; RetryMax is 80 ms.
 	const within = 20 * time.Second
 	for _, id := range []string{far, behind} {
-		r.waitEventWithin(t, within, "outcome of "+id, func(e Event) bool {
-			return e.Type == EvTurnFinished && e.Message == id && e.Data["requeued"] != true
+		r.waitEventWithin(t, within, "outcome of "+id, func(e eventlog.Event) bool {
+			return e.Type == eventlog.EvTurnFinished && e.Message == id && e.Data["requeued"] != true
 		})
 	}
 }
@@ -72,7 +73,7 @@ func TestBackoffKeepsTheOrder(t *testing.T) {
 	var order []string
 	r.mu.Lock()
 	for _, e := range r.seen {
-		if e.Type == EvDelivered {
+		if e.Type == eventlog.EvDelivered {
 			order = append(order, e.Message)
 			if e.Message == first && e.Time.Before(notBefore) {
 				t.Errorf("%s delivered at %s, before its not_before %s", first, e.Time, notBefore)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/shim/shimtest"
 )
@@ -44,10 +45,10 @@ func TestUndecodableFrameClosesOneChannelAndTheShimIsRespawned(t *testing.T) {
 	r := p.start(func(o *Options) {
 		o.ShimEnv = append(o.ShimEnv, "BATTY_TEST_ROLE=badframeshim", envBadFrameAgent+"=manager", envBadFrameOnce+"="+once)
 	})
-	started := r.waitEvent(t, "eng's shim", func(e Event) bool { return e.Type == EvShimStarted && e.Agent == "eng" })
+	started := r.waitEvent(t, "eng's shim", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimStarted && e.Agent == "eng" })
 
 	id := p.send("manager", "human", "first message")
-	exited := r.waitEvent(t, "manager's shim exit", func(e Event) bool { return e.Type == EvShimExited && e.Agent == "manager" })
+	exited := r.waitEvent(t, "manager's shim exit", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimExited && e.Agent == "manager" })
 	if !strings.Contains(exited.Detail, "control channel broken") || !strings.Contains(exited.Detail, "decode quota_blocked") {
 		t.Errorf("shim_exited detail %q does not say the channel broke on quota_blocked", exited.Detail)
 	}
@@ -57,10 +58,10 @@ func TestUndecodableFrameClosesOneChannelAndTheShimIsRespawned(t *testing.T) {
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s after the respawn", st)
 	}
-	r.waitEvent(t, "redelivery", func(e Event) bool {
-		return e.Type == EvDelivered && e.Message == id && e.Data["attempt"] == 2
+	r.waitEvent(t, "redelivery", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvDelivered && e.Message == id && e.Data["attempt"] == 2
 	})
-	if n := r.count(EvTurnFinished, id); n != 1 {
+	if n := r.count(eventlog.EvTurnFinished, id); n != 1 {
 		t.Fatalf("%d outcomes recorded, want 1", n)
 	}
 
@@ -75,13 +76,13 @@ func TestUndecodableFrameClosesOneChannelAndTheShimIsRespawned(t *testing.T) {
 	if st := r.finished(t, other); st != "completed" {
 		t.Fatalf("eng: status %s", st)
 	}
-	if n := r.count(EvShimStarted, "") - r.count(EvShimExited, ""); n != 2 {
+	if n := r.count(eventlog.EvShimStarted, "") - r.count(eventlog.EvShimExited, ""); n != 2 {
 		t.Errorf("%d shims running, want 2", n)
 	}
 	if pid := r.d.byName["eng"].snapshot().shimPID; pid != started.Data["pid"] {
 		t.Errorf("eng's shim is pid %d, was %v", pid, started.Data["pid"])
 	}
-	if r.count(EvShimExited, "") != 1 {
-		t.Errorf("%d shim exits, want 1 (manager's)", r.count(EvShimExited, ""))
+	if r.count(eventlog.EvShimExited, "") != 1 {
+		t.Errorf("%d shim exits, want 1 (manager's)", r.count(eventlog.EvShimExited, ""))
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/inbox"
 )
 
@@ -259,7 +260,7 @@ func TestChaos(t *testing.T) {
 	f.wall = time.Since(start)
 	stopKillerOnce()
 
-	if _, err := Call(p.layout, Request{Op: OpStop, Timeout: 5 * time.Second}, waitLimit); err != nil {
+	if _, err := control.Call(p.layout, control.Request{Op: control.OpStop, Timeout: 5 * time.Second}, waitLimit); err != nil {
 		t.Errorf("stop the daemon: %v", err)
 	}
 	childMu.Lock()
@@ -361,7 +362,7 @@ func whereIs(store *inbox.Store, id string) string {
 }
 
 // countDone counts the outcome files in every box's done/.
-func countDone(t *testing.T, p *project) int {
+func countDone(t *testing.T, p *testProject) int {
 	t.Helper()
 	boxes, err := os.ReadDir(p.layout.Inboxes())
 	if err != nil {
@@ -386,7 +387,7 @@ func countDone(t *testing.T, p *project) int {
 }
 
 // waitingInRoleQueues counts the messages in the role queues' new/.
-func waitingInRoleQueues(t *testing.T, p *project, roles []string) int {
+func waitingInRoleQueues(t *testing.T, p *testProject, roles []string) int {
 	t.Helper()
 	n := 0
 	for _, r := range roles {

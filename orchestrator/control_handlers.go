@@ -1,37 +1,37 @@
 package orchestrator
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project"
 )
 
 // control answers every request but stop.
-func (d *Daemon) control(req Request) Response {
+func (d *Daemon) control(req control.Request) control.Response {
 	switch req.Op {
-	case OpPing:
-		return Response{OK: true, PID: os.Getpid()}
-	case OpStatus:
+	case control.OpPing:
+		return control.Response{OK: true, PID: os.Getpid()}
+	case control.OpStatus:
 		st := d.status()
-		return Response{OK: true, Status: &st, PID: os.Getpid()}
-	case OpPause:
+		return control.Response{OK: true, Status: &st, PID: os.Getpid()}
+	case control.OpPause:
 		reason := req.Reason
 		if reason == "" {
 			reason = "paused by user"
 		}
-		return Response{OK: true, Changed: d.pause(PauseManual, reason, time.Time{})}
-	case OpResume:
+		return control.Response{OK: true, Changed: d.pause(project.PauseManual, reason, time.Time{})}
+	case control.OpResume:
 		if req.Agent != "" {
 			// One agent: tried again at once if failed, checked again if
 			// parked; the dispatch gate is left as it is.
 			a, ok := d.byName[req.Agent]
 			if !ok {
-				return Response{Error: fmt.Sprintf("no agent %q in team %q; `batty status` lists the agents", req.Agent, d.cfg.Name)}
+				return control.Response{Error: fmt.Sprintf("no agent %q in team %q; `batty status` lists the agents", req.Agent, d.cfg.Name)}
 			}
-			resp := Response{OK: true}
+			resp := control.Response{OK: true}
 			if d.retryFailed(a) {
 				resp.Retried = []string{a.def.Name}
 			}
@@ -51,28 +51,28 @@ func (d *Daemon) control(req Request) Response {
 				retried = append(retried, a.def.Name)
 			}
 		}
-		resp := Response{OK: true, Changed: changed, Rechecked: d.recheckAll(), Retried: retried}
+		resp := control.Response{OK: true, Changed: changed, Rechecked: d.recheckAll(), Retried: retried}
 		if d.sched != nil {
 			resp.Schedules = d.sched.Resume()
 		}
 		return resp
-	case OpReset:
+	case control.OpReset:
 		a, ok := d.byName[req.Agent]
 		if !ok {
-			return Response{Error: fmt.Sprintf("no agent %q in team %q", req.Agent, d.cfg.Name)}
+			return control.Response{Error: fmt.Sprintf("no agent %q in team %q", req.Agent, d.cfg.Name)}
 		}
 		c := agentCtl{op: opReset, reason: req.Reason, done: make(chan error, 1)}
 		select {
 		case a.ctl <- c:
 		case <-a.done:
-			return Response{Error: "agent " + req.Agent + " is stopped"}
+			return control.Response{Error: "agent " + req.Agent + " is stopped"}
 		}
 		if err := <-c.done; err != nil {
-			return Response{Error: err.Error()}
+			return control.Response{Error: err.Error()}
 		}
-		return Response{OK: true}
+		return control.Response{OK: true}
 	}
-	return Response{Error: fmt.Sprintf("unknown operation %q", req.Op)}
+	return control.Response{Error: fmt.Sprintf("unknown operation %q", req.Op)}
 }
 
 // retryFailed has a failed agent try again now, ending its cool-down. It
@@ -89,13 +89,13 @@ func (d *Daemon) retryFailed(a *agent) bool {
 }
 
 // status collects the documented status shape.
-func (d *Daemon) status() Status {
-	gs := d.gate.state()
-	st := Status{
+func (d *Daemon) status() control.Status {
+	gs := d.gate.State()
+	st := control.Status{
 		Team:     d.cfg.Name,
-		Daemon:   DaemonStatus{PID: os.Getpid(), UptimeS: int64(time.Since(d.started).Seconds())},
-		Dispatch: DispatchStatus{Paused: gs.Paused, Reason: gs.Reason},
-		Agents:   []AgentStatus{},
+		Daemon:   control.DaemonStatus{PID: os.Getpid(), UptimeS: int64(time.Since(d.started).Seconds())},
+		Dispatch: control.DispatchStatus{Paused: gs.Paused, Reason: gs.Reason},
+		Agents:   []control.AgentStatus{},
 		Queues:   map[string]int{},
 	}
 	for role, box := range d.roles {
@@ -109,7 +109,7 @@ func (d *Daemon) status() Status {
 	}
 	for _, a := range d.agents {
 		s := a.snapshot()
-		as := AgentStatus{
+		as := control.AgentStatus{
 			Name: a.def.Name, Role: a.def.Role, State: s.state, ThreadID: s.st.ThreadID, Backlog: s.backlog,
 			TurnsCompleted: s.st.TurnsCompleted, InputTokens: s.st.InputTokens, OutputTokens: s.st.OutputTokens,
 			ContextPct: s.st.ContextPct, LastError: s.st.LastError, ShimPID: s.shimPID, Restarts: s.restarts,
@@ -129,9 +129,9 @@ func (d *Daemon) status() Status {
 			as.State, as.Parked = agentParked, parkedStatus(p)
 			as.LastError = parkedPrefix + p.String()
 		} else if since, msg, held := d.net.get(a.account); held || !s.netSince.IsZero() {
-			as.Network = &NetworkStatus{State: "held", Account: a.account, Since: since, Message: msg}
+			as.Network = &control.NetworkStatus{State: "held", Account: a.account, Since: since, Message: msg}
 			if !s.netSince.IsZero() {
-				as.State = AgentWaitingForNetwork
+				as.State = control.AgentWaitingForNetwork
 				as.Network.State, as.Network.Since, as.Network.Message = "waiting", s.netSince, s.netMessage
 			}
 		}
@@ -144,87 +144,10 @@ func (d *Daemon) status() Status {
 	}
 	// Held messages are counted on disk: an agent's snapshot of its backlog
 	// is only as fresh as its last look at its inbox.
-	st.Accounts = accountStatus(d.quota.views(), func(n string) int {
+	st.Accounts = control.AccountStatuses(d.quota.Views(), func(n string) int {
 		pending, inflight, _ := d.byName[n].box.Count()
 		return pending + inflight
 	})
 	st.Schedules = d.scheduleStatus()
 	return st
-}
-
-// acquireLock takes the project's daemon lock without blocking.
-func acquireLock(l Layout) (*os.File, error) {
-	f, err := openLock(l, os.O_CREATE|os.O_RDWR)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		pid := readPID(l)
-		return nil, AlreadyRunningError(pid, l.Socket())
-	}
-	f.Truncate(0)
-	fmt.Fprintf(f, "%d\n", os.Getpid())
-	f.Sync()
-	return f, nil
-}
-
-// ErrAlreadyRunning is returned (wrapped) by New when the project's daemon
-// already runs.
-var ErrAlreadyRunning = errors.New("already running")
-
-// AlreadyRunningError is the error for a project whose daemon runs as pid,
-// listening on socket: it wraps ErrAlreadyRunning and reads once after the
-// command's "batty: " — "already running for this project (pid 41230,
-// socket /p/.batty/daemon.sock); `batty stop` stops it".
-func AlreadyRunningError(pid int, socket string) error {
-	return fmt.Errorf("%w for this project (pid %d, socket %s); `batty stop` stops it", ErrAlreadyRunning, pid, socket)
-}
-
-func releaseLock(f *os.File) {
-	if f == nil {
-		return
-	}
-	f.Truncate(0)
-	unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	f.Close()
-}
-
-// openLock opens the daemon lock file with flag, never through a link.
-func openLock(l Layout, flag int) (*os.File, error) {
-	dir, err := l.OpenDir("", false)
-	if err != nil {
-		return nil, fmt.Errorf("open lock %s: %w", l.LockFile(), err)
-	}
-	defer dir.Close()
-	f, err := dir.OpenFile(lockName, flag, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open lock %s: %w", l.LockFile(), err)
-	}
-	return f, nil
-}
-
-// readPID returns the pid recorded in the lock file, or 0.
-func readPID(l Layout) int {
-	b, err := l.readFile(lockName)
-	if err != nil {
-		return 0
-	}
-	var pid int
-	fmt.Sscan(string(b), &pid)
-	return pid
-}
-
-// Running reports whether a daemon holds the project's lock, and its pid.
-func Running(l Layout) (bool, int) {
-	f, err := openLock(l, os.O_RDWR)
-	if err != nil {
-		return false, 0
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return true, readPID(l)
-	}
-	unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	return false, 0
 }

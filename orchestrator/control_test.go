@@ -1,22 +1,21 @@
 package orchestrator
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/project"
 )
 
-func call(t *testing.T, p *project, req Request) Response {
+func call(t *testing.T, p *testProject, req control.Request) control.Response {
 	t.Helper()
-	resp, err := Call(p.layout, req, 30*time.Second)
+	resp, err := control.Call(p.layout, req, 30*time.Second)
 	if err != nil {
 		t.Fatalf("%s: %v", req.Op, err)
 	}
@@ -26,18 +25,18 @@ func call(t *testing.T, p *project, req Request) Response {
 func TestPauseHoldsDispatchAndResumeReleasesIt(t *testing.T) {
 	p := newProject(t, fourAgents)
 	r := p.start(nil)
-	if call(t, p, Request{Op: OpResume}).Changed {
+	if call(t, p, control.Request{Op: control.OpResume}).Changed {
 		t.Fatal("resume of a running gate reported a change")
 	}
-	if !call(t, p, Request{Op: OpPause, Reason: "lunch"}).Changed {
+	if !call(t, p, control.Request{Op: control.OpPause, Reason: "lunch"}).Changed {
 		t.Fatal("pause reported no change")
 	}
-	r.waitEvent(t, "pause", func(e Event) bool { return e.Type == EvPaused })
-	if call(t, p, Request{Op: OpPause, Reason: "lunch"}).Changed {
+	r.waitEvent(t, "pause", func(e eventlog.Event) bool { return e.Type == eventlog.EvPaused })
+	if call(t, p, control.Request{Op: control.OpPause, Reason: "lunch"}).Changed {
 		t.Fatal("pause of a paused gate reported a change")
 	}
 	id := p.send("manager", "human", "wait for it")
-	st := call(t, p, Request{Op: OpStatus}).Status
+	st := call(t, p, control.Request{Op: control.OpStatus}).Status
 	if !st.Dispatch.Paused || st.Dispatch.Reason != "lunch" {
 		t.Fatalf("dispatch %+v", st.Dispatch)
 	}
@@ -47,7 +46,7 @@ func TestPauseHoldsDispatchAndResumeReleasesIt(t *testing.T) {
 	if _, where, _ := p.box("manager").Get(id); where != "new" {
 		t.Fatalf("paused daemon took the message (%s)", where)
 	}
-	if !call(t, p, Request{Op: OpResume}).Changed {
+	if !call(t, p, control.Request{Op: control.OpResume}).Changed {
 		t.Fatal("resume of a paused gate reported no change")
 	}
 	if st := r.finished(t, id); st != "completed" {
@@ -59,11 +58,11 @@ func TestResetStartsAFreshThread(t *testing.T) {
 	p := newProject(t, fourAgents)
 	r := p.start(nil)
 	r.finished(t, p.send("manager", "human", "first"))
-	var before AgentState
-	loadJSON(p.layout, agentStateName("manager"), &before)
-	call(t, p, Request{Op: OpReset, Agent: "manager", Reason: "new topic"})
-	var after AgentState
-	loadJSON(p.layout, agentStateName("manager"), &after)
+	var before project.AgentState
+	project.LoadJSON(p.layout, project.AgentStateName("manager"), &before)
+	call(t, p, control.Request{Op: control.OpReset, Agent: "manager", Reason: "new topic"})
+	var after project.AgentState
+	project.LoadJSON(p.layout, project.AgentStateName("manager"), &after)
 	if after.ThreadID != "" || len(after.ArchivedThreads) != 1 || after.ArchivedThreads[0].ID != before.ThreadID || after.ArchivedThreads[0].Reason != "new topic" {
 		t.Fatalf("state after reset %+v (before %s)", after, before.ThreadID)
 	}
@@ -73,7 +72,7 @@ func TestResetStartsAFreshThread(t *testing.T) {
 	if m.Outcome.ThreadID == "" || m.Outcome.ThreadID == before.ThreadID {
 		t.Fatalf("second turn ran on thread %q (old %q)", m.Outcome.ThreadID, before.ThreadID)
 	}
-	if _, err := Call(p.layout, Request{Op: OpReset, Agent: "nobody"}, 10*time.Second); err == nil {
+	if _, err := control.Call(p.layout, control.Request{Op: control.OpReset, Agent: "nobody"}, 10*time.Second); err == nil {
 		t.Fatal("reset of an unknown agent succeeded")
 	}
 }
@@ -81,14 +80,14 @@ func TestResetStartsAFreshThread(t *testing.T) {
 func TestWedgedShimIsKilledAndRespawned(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	r := p.start(func(o *Options) { o.PingInterval = 100 * time.Millisecond; o.PongTimeout = 300 * time.Millisecond })
-	e := r.waitEvent(t, "shim start", func(e Event) bool { return e.Type == EvShimStarted })
+	e := r.waitEvent(t, "shim start", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimStarted })
 	pid, _ := e.Data["pid"].(int)
 	if pid <= 0 {
 		t.Fatalf("shim pid %v", e.Data["pid"])
 	}
 	syscall.Kill(pid, syscall.SIGSTOP) // alive but deaf
-	r.waitEvent(t, "wedge alert", func(e Event) bool { return e.Type == EvWedged })
-	r.waitEvent(t, "respawn", func(e Event) bool { return e.Type == EvShimStarted && e.Data["pid"] != pid })
+	r.waitEvent(t, "wedge alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvWedged })
+	r.waitEvent(t, "respawn", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimStarted && e.Data["pid"] != pid })
 	if st := r.finished(t, p.send("solo", "human", "still alive?")); st != "completed" {
 		t.Fatalf("status %s", st)
 	}
@@ -97,11 +96,11 @@ func TestWedgedShimIsKilledAndRespawned(t *testing.T) {
 func TestCrashLoopMarksTheAgentFailed(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	r := p.start(func(o *Options) { o.ShimCommand = []string{"/bin/false"} })
-	e := r.waitEvent(t, "agent failed alert", func(e Event) bool { return e.Type == EvAgentFailed && e.Agent == "solo" })
+	e := r.waitEvent(t, "agent failed alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentFailed && e.Agent == "solo" })
 	if !strings.Contains(e.Detail, "5 crashes") {
 		t.Fatalf("alert %q", e.Detail)
 	}
-	st := call(t, p, Request{Op: OpStatus}).Status
+	st := call(t, p, control.Request{Op: control.OpStatus}).Status
 	if a := st.Agents[0]; a.State != agentFailed || !strings.Contains(a.LastError, "crashes") {
 		t.Fatalf("agent %+v", a)
 	}
@@ -111,94 +110,42 @@ func TestSecondDaemonIsRefused(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	p.start(nil)
 	_, err := New(p.cfg, p.layout, Options{})
-	if !errors.Is(err, ErrAlreadyRunning) || !strings.Contains(err.Error(), p.layout.Socket()) {
+	if !errors.Is(err, project.ErrAlreadyRunning) || !strings.Contains(err.Error(), p.layout.Socket()) {
 		t.Fatalf("second daemon: %v", err)
 	}
-	if running, pid := Running(p.layout); !running || pid != os.Getpid() {
+	if running, pid := project.Running(p.layout); !running || pid != os.Getpid() {
 		t.Fatalf("Running = %v, %d", running, pid)
 	}
 }
 
 func TestOfflineCommands(t *testing.T) {
 	p := newProject(t, fourAgents)
-	if _, err := Call(p.layout, Request{Op: OpStatus}, time.Second); !errors.Is(err, ErrNotRunning) {
+	if _, err := control.Call(p.layout, control.Request{Op: control.OpStatus}, time.Second); !errors.Is(err, control.ErrNotRunning) {
 		t.Fatalf("call without daemon: %v", err)
 	}
-	if changed, err := OfflinePause(p.layout, true, "maintenance"); err != nil || !changed {
+	if changed, err := control.OfflinePause(p.layout, true, "maintenance"); err != nil || !changed {
 		t.Fatalf("offline pause: changed %v, %v", changed, err)
 	}
-	if changed, err := OfflinePause(p.layout, true, "again"); err != nil || changed {
+	if changed, err := control.OfflinePause(p.layout, true, "again"); err != nil || changed {
 		t.Fatalf("offline pause of a paused team: changed %v, %v", changed, err)
 	}
 	p.send("@eng", "human", "for any engineer")
 	p.send("manager", "human", "for the manager")
-	st, err := OfflineStatus(p.cfg, p.layout)
+	st, err := control.OfflineStatus(p.cfg, p.layout)
 	if err != nil || !st.Dispatch.Paused || st.Dispatch.Reason != "maintenance" || len(st.Agents) != 4 || st.Agents[0].State != agentStopped {
 		t.Fatalf("offline status %+v %v", st, err)
 	}
 	if st.Queues["eng"] != 1 || st.Agents[1].Name != "manager" || st.Agents[1].Backlog != 1 {
 		t.Fatalf("offline backlog: queues %v, agents %+v", st.Queues, st.Agents)
 	}
-	if changed, err := OfflinePause(p.layout, false, ""); err != nil || !changed {
+	if changed, err := control.OfflinePause(p.layout, false, ""); err != nil || !changed {
 		t.Fatalf("offline resume: changed %v, %v", changed, err)
 	}
-	if changed, err := OfflinePause(p.layout, false, ""); err != nil || changed {
+	if changed, err := control.OfflinePause(p.layout, false, ""); err != nil || changed {
 		t.Fatalf("offline resume of a running gate: changed %v, %v", changed, err)
 	}
-	if err := OfflineReset(p.cfg, p.layout, "nobody", ""); err == nil {
+	if err := control.OfflineReset(p.cfg, p.layout, "nobody", ""); err == nil {
 		t.Fatal("offline reset of an unknown agent succeeded")
-	}
-}
-
-// lockHolderMain plays a daemon that exits slowly: it takes the project's
-// lock, says "locked", and when its stdin closes releases the lock and
-// lingers before exiting, as a daemon does while its process is torn down.
-func lockHolderMain(dir string) int {
-	l := Layout{Dir: dir}
-	lock, err := acquireLock(l)
-	if err != nil {
-		fmt.Println(err)
-		return 1
-	}
-	fmt.Println("locked")
-	io.Copy(io.Discard, os.Stdin)
-	releaseLock(lock)
-	time.Sleep(300 * time.Millisecond)
-	return 0
-}
-
-func TestStopWaitsForTheDaemonProcessToExit(t *testing.T) {
-	l := Layout{Dir: t.TempDir()}
-	self, _ := os.Executable()
-	cmd := exec.Command(self, l.Dir)
-	cmd.Env = append(os.Environ(), "BATTY_TEST_ROLE=lockholder")
-	stdin, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer cmd.Process.Kill()
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	if line != "locked\n" {
-		t.Fatalf("lock holder said %q", line)
-	}
-	if running, pid := Running(l); !running || pid != cmd.Process.Pid {
-		t.Fatalf("Running = %v, %d; want true, %d", running, pid, cmd.Process.Pid)
-	}
-	d, err := pinDaemon(l)
-	if err != nil || d.pid != cmd.Process.Pid || d.pidfd == nil {
-		t.Fatalf("pinDaemon = %+v, %v", d, err)
-	}
-	defer d.close()
-	stdin.Close()
-	if err := d.wait(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	// Not reaped yet (this test is its parent), so it must be a zombie.
-	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
-	if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z' {
-		t.Fatalf("wait returned while the daemon process still ran: %s", stat)
 	}
 }
 
@@ -208,19 +155,19 @@ func TestStopWaitsForTheDaemonProcessToExit(t *testing.T) {
 // than call the dead daemon running. A lock held for good is still
 // ErrAlreadyRunning.
 func TestOfflineCommandsWaitForALockBeingReleased(t *testing.T) {
-	l := Layout{Dir: t.TempDir()}
+	l := project.Layout{Dir: t.TempDir()}
 	if err := l.MkdirAll(); err != nil {
 		t.Fatal(err)
 	}
 	hold := func() chan struct{} {
-		lock, err := acquireLock(l)
+		lock, err := project.AcquireLock(l)
 		if err != nil {
 			t.Fatal(err)
 		}
 		release := make(chan struct{})
 		go func() {
 			<-release
-			releaseLock(lock)
+			project.ReleaseLock(lock)
 		}()
 		return release
 	}
@@ -229,16 +176,16 @@ func TestOfflineCommandsWaitForALockBeingReleased(t *testing.T) {
 		time.AfterFunc(100*time.Millisecond, func() { close(release) })
 	}
 	releaseSoon()
-	if err := withLock(l, func() error { return nil }); err != nil {
-		t.Fatalf("withLock while the lock is being released: %v", err)
+	if err := project.WithLock(l, func() error { return nil }); err != nil {
+		t.Fatalf("WithLock while the lock is being released: %v", err)
 	}
 	releaseSoon()
-	if _, err := SweepLeftovers(l); err != nil {
+	if _, err := control.SweepLeftovers(l); err != nil {
 		t.Fatalf("SweepLeftovers while the lock is being released: %v", err)
 	}
 	release := hold()
 	defer close(release)
-	if err := withLock(l, func() error { return nil }); !errors.Is(err, ErrAlreadyRunning) {
-		t.Fatalf("withLock on a lock held for good: %v, want ErrAlreadyRunning", err)
+	if err := project.WithLock(l, func() error { return nil }); !errors.Is(err, project.ErrAlreadyRunning) {
+		t.Fatalf("WithLock on a lock held for good: %v, want ErrAlreadyRunning", err)
 	}
 }

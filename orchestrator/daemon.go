@@ -20,7 +20,11 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/dispatch"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
@@ -30,16 +34,16 @@ import (
 // Daemon runs one team. Create it with New, then call Run once.
 type Daemon struct {
 	cfg      *team.Config
-	layout   Layout
+	layout   project.Layout
 	opts     Options
 	log      hclog.Logger
 	store    *inbox.Store
 	humanBox *inbox.Box
-	events   *eventLog
-	gate     *gate
+	events   *eventlog.Log
+	gate     *dispatch.Gate
 	net      netHolds   // network holds per account (see netHolds)
 	alerts   *alertHook // nil without on_alert
-	quota    *quotaBook
+	quota    *dispatch.QuotaBook
 	sched    *schedule.Runner // nil without schedules
 	started  time.Time
 
@@ -61,7 +65,7 @@ type Daemon struct {
 // New prepares a daemon for the team in cfg, with its state under layout.
 // It takes the project's lock: a second daemon for the same project fails
 // with an error saying where the first one runs.
-func New(cfg *team.Config, layout Layout, opts Options) (*Daemon, error) {
+func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -69,7 +73,7 @@ func New(cfg *team.Config, layout Layout, opts Options) (*Daemon, error) {
 	if err := layout.MkdirAll(); err != nil {
 		return nil, err
 	}
-	lock, err := acquireLock(layout)
+	lock, err := project.AcquireLock(layout)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +84,7 @@ func New(cfg *team.Config, layout Layout, opts Options) (*Daemon, error) {
 		if d.events != nil {
 			d.events.Close()
 		}
-		releaseLock(lock)
+		project.ReleaseLock(lock)
 		return nil, err
 	}
 	return d, nil
@@ -95,37 +99,37 @@ func (d *Daemon) init() error {
 	if d.humanBox, err = d.store.Box(team.Human); err != nil {
 		return err
 	}
-	if d.gate, err = newGate(d.layout); err != nil {
+	if d.gate, err = dispatch.NewGate(d.layout); err != nil {
 		return err
 	}
 	env := d.shimEnviron()
 	q := d.cfg.Quota
 	policy := retry.QuotaPolicy{BackoffMin: d.opts.QuotaBackoffMin, BackoffMax: max(q.BackoffMax, d.opts.QuotaBackoffMin),
 		Cooldown: q.Cooldown, CooldownMax: max(q.CooldownMax, q.Cooldown), Jitter: max(d.opts.QuotaJitter, 0)}
-	if d.quota, err = newQuotaBook(d.cfg, d.layout, env, policy, d.quotaJitter, false); err != nil {
+	if d.quota, err = dispatch.NewQuotaBook(d.cfg, d.layout, env, policy, d.quotaJitter, false); err != nil {
 		return err
 	}
 	if err := d.migrateQuotaGate(); err != nil {
 		return err
 	}
-	if d.events, err = openEventLog(d.layout, func(err error) { d.log.Error("Event log", "error", err) }); err != nil {
+	if d.events, err = eventlog.Open(d.layout, func(err error) { d.log.Error("Event log", "error", err) }); err != nil {
 		return err
 	}
-	d.events.observe = d.opts.OnEvent
+	d.events.SetObserver(d.opts.OnEvent)
 	if d.alerts = d.newAlertHook(); d.alerts != nil {
 		alerts, observe := d.alerts, d.opts.OnEvent
-		d.events.observe = func(e Event) {
+		d.events.SetObserver(func(e eventlog.Event) {
 			alerts.event(e)
 			if observe != nil {
 				observe(e)
 			}
-		}
+		})
 	}
 	root, err := d.layout.OpenDir("", false)
 	if err != nil {
 		return err
 	}
-	err = root.WriteFile(teamRefName, []byte(d.cfg.Path+"\n"), 0o600)
+	err = root.WriteFile(project.TeamRefName, []byte(d.cfg.Path+"\n"), 0o600)
 	root.Close()
 	if err != nil {
 		return err
@@ -165,7 +169,7 @@ func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 // every shim (letting turns finish for the team's shutdown timeout) and
 // releases the lock. It returns when nothing it started is running.
 func (d *Daemon) Run(ctx context.Context) error {
-	defer releaseLock(d.lock)
+	defer project.ReleaseLock(d.lock)
 	defer d.events.Close()
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -179,16 +183,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	d.trackInboxes()
-	ln, err := listenControl(d.layout)
+	ln, err := control.Listen(d.layout)
 	if err != nil {
 		return err
 	}
-	defer removeSocket(d.layout)
-	ctl := make(chan controlConn)
+	defer control.RemoveSocket(d.layout)
+	ctl := make(chan control.Conn)
 	done := make(chan struct{})
 	var serveWG sync.WaitGroup
 	serveWG.Add(1)
-	go func() { defer serveWG.Done(); serveControl(ln, ctl, done) }()
+	go func() { defer serveWG.Done(); control.Serve(ln, ctl, done) }()
 	defer func() { ln.Close(); close(done); serveWG.Wait() }()
 
 	if d.opts.Subreaper {
@@ -210,7 +214,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var stale int
 	d.procs, stale = openTeamProcs(d.layout, d.log, d.opts.NoCgroup)
 	if n := stale + d.procs.sweepMarked("daemon start"); n > 0 {
-		d.events.Append(Event{Type: EvWarning, Detail: fmt.Sprintf("killed %d processes an earlier run of the team left running", n)})
+		d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Detail: fmt.Sprintf("killed %d processes an earlier run of the team left running", n)})
 	}
 	defer d.procs.stop()
 	if d.alerts != nil {
@@ -258,7 +262,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go func(a *agent) { defer wg.Done(); a.run(agentCtx) }(a)
 	}
 	d.log.Info("Daemon started", "team", d.cfg.Name, "agents", len(d.agents), "pid", os.Getpid())
-	d.events.Append(Event{Type: EvDaemonStarted, Data: map[string]any{"pid": os.Getpid(), "team": d.cfg.Name}})
+	d.events.Append(eventlog.Event{Type: eventlog.EvDaemonStarted, Data: map[string]any{"pid": os.Getpid(), "team": d.cfg.Name}})
 	close(d.ready)
 	d.routeAll()
 	if d.sched != nil {
@@ -297,12 +301,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-timerC(d.routeTimer):
 			d.routeTimer = nil
 			d.routeAll()
-		case <-d.gate.changed:
+		case <-d.gate.Changed():
 			resumeTimer = d.armResume(resumeTimer)
-			if d.gate.open() {
+			if d.gate.Open() {
 				d.pokeAll()
 			}
-		case <-d.quota.changed:
+		case <-d.quota.Changed():
 			quotaTimer = d.armQuota(quotaTimer)
 		case <-timerC(quotaTimer):
 			quotaTimer = nil
@@ -310,26 +314,26 @@ func (d *Daemon) Run(ctx context.Context) error {
 			quotaTimer = d.armQuota(nil)
 		case <-timerC(resumeTimer):
 			resumeTimer = nil
-			st := d.gate.state()
-			if st.Paused && st.Kind == PauseQuota {
+			st := d.gate.State()
+			if st.Paused && st.Kind == project.PauseQuota {
 				d.log.Info("Quota reset time reached, resuming dispatch")
 				d.resume("quota reset time reached")
 			}
 		case c := <-ctl:
-			if c.req.Op == OpStop {
-				timeout := c.req.Timeout
+			if c.Req.Op == control.OpStop {
+				timeout := c.Req.Timeout
 				if timeout <= 0 {
 					timeout = d.cfg.Timeouts.Shutdown
 				}
 				d.stopAgents(timeout, &wg)
-				c.reply(Response{OK: true, PID: os.Getpid()})
-				d.events.Append(Event{Type: EvDaemonStopped})
+				c.Reply(control.Response{OK: true, PID: os.Getpid()})
+				d.events.Append(eventlog.Event{Type: eventlog.EvDaemonStopped})
 				return nil
 			}
-			c.reply(d.control(c.req))
+			c.Reply(d.control(c.Req))
 		case <-ctx.Done():
 			d.stopAgents(d.cfg.Timeouts.Shutdown, &wg)
-			d.events.Append(Event{Type: EvDaemonStopped})
+			d.events.Append(eventlog.Event{Type: eventlog.EvDaemonStopped})
 			return nil
 		}
 	}
@@ -347,8 +351,8 @@ func (d *Daemon) armResume(t *time.Timer) *time.Timer {
 	if t != nil {
 		t.Stop()
 	}
-	st := d.gate.state()
-	if !st.Paused || st.Kind != PauseQuota || st.ResumeAt.IsZero() {
+	st := d.gate.State()
+	if !st.Paused || st.Kind != project.PauseQuota || st.ResumeAt.IsZero() {
 		return nil
 	}
 	return time.NewTimer(max(time.Until(st.ResumeAt), 0))
@@ -406,13 +410,13 @@ func (d *Daemon) killOrphans(why string) {
 // pause closes the dispatch gate (safe from any goroutine). It returns
 // whether the gate changed.
 func (d *Daemon) pause(kind, reason string, resumeAt time.Time) bool {
-	changed, err := d.gate.pause(kind, reason, resumeAt)
+	changed, err := d.gate.Pause(kind, reason, resumeAt)
 	if err != nil {
 		d.log.Error("Saving the dispatch state failed", "error", err)
 	}
 	if changed {
 		d.log.Warn("Dispatch paused", "kind", kind, "reason", reason, "resume_at", resumeAt)
-		d.events.Append(Event{Type: EvPaused, Detail: reason, Data: map[string]any{"kind": kind, "resume_at": resumeAt}})
+		d.events.Append(eventlog.Event{Type: eventlog.EvPaused, Detail: reason, Data: map[string]any{"kind": kind, "resume_at": resumeAt}})
 	}
 	return changed
 }
@@ -420,12 +424,12 @@ func (d *Daemon) pause(kind, reason string, resumeAt time.Time) bool {
 // resume opens the dispatch gate (safe from any goroutine). It returns
 // whether it was closed.
 func (d *Daemon) resume(why string) bool {
-	changed, err := d.gate.resume()
+	changed, err := d.gate.Resume()
 	if err != nil {
 		d.log.Error("Saving the dispatch state failed", "error", err)
 	}
 	if changed {
-		d.events.Append(Event{Type: EvResumed, Detail: why})
+		d.events.Append(eventlog.Event{Type: eventlog.EvResumed, Detail: why})
 		d.pokeAll()
 	}
 	return changed
@@ -433,7 +437,7 @@ func (d *Daemon) resume(why string) bool {
 
 // Status returns the team's status, as `batty status` shows it. Safe from
 // any goroutine, at any time after New.
-func (d *Daemon) Status() Status { return d.status() }
+func (d *Daemon) Status() control.Status { return d.status() }
 
 // shimEnviron is the environment the shims get: Options.ShimEnv, else the
 // daemon's own.

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/project"
 )
 
 const fourAgents = `  - name: architect
@@ -30,7 +33,7 @@ func TestFourAgentTeamRoutesMessagesAndReplies(t *testing.T) {
 		t.Fatalf("status %s", st)
 	}
 	// The reply to a human message lands in the human's inbox.
-	e := r.waitEvent(t, "reply", func(e Event) bool { return e.Type == EvReply && e.Agent == "architect" })
+	e := r.waitEvent(t, "reply", func(e eventlog.Event) bool { return e.Type == eventlog.EvReply && e.Agent == "architect" })
 	reply, where, err := p.box("human").Get(e.Message)
 	if err != nil || where != "new" || reply.InReplyTo != id || reply.Body != "ECHO:design it" || reply.From != "architect" {
 		t.Fatalf("reply %+v in %s (%v)", reply, where, err)
@@ -62,7 +65,7 @@ func TestTalksToIsEnforcedByTheDaemon(t *testing.T) {
 	// A file dropped into the inbox by hand cannot get around talks_to:
 	// engineers talk to the manager only.
 	id := p.send("architect", "eng-1", "hi boss's boss")
-	r.waitEvent(t, "rejection", func(e Event) bool { return e.Type == EvRejected && e.Message == id })
+	r.waitEvent(t, "rejection", func(e eventlog.Event) bool { return e.Type == eventlog.EvRejected && e.Message == id })
 	if p.deliveries(id) != 0 {
 		t.Fatal("a refused message reached codex")
 	}
@@ -77,8 +80,8 @@ func TestRoleWithTwoInstancesSpreadsLoad(t *testing.T) {
 	r := p.start(nil)
 	a := p.send("@eng", "manager", "scenario:slow:2 first")
 	b := p.send("@eng", "manager", "scenario:slow:2 second")
-	ra := r.waitEvent(t, "routing of a", func(e Event) bool { return e.Type == EvRouted && e.Message == a })
-	rb := r.waitEvent(t, "routing of b", func(e Event) bool { return e.Type == EvRouted && e.Message == b })
+	ra := r.waitEvent(t, "routing of a", func(e eventlog.Event) bool { return e.Type == eventlog.EvRouted && e.Message == a })
+	rb := r.waitEvent(t, "routing of b", func(e eventlog.Event) bool { return e.Type == eventlog.EvRouted && e.Message == b })
 	if ra.Agent == rb.Agent {
 		t.Fatalf("both messages went to %s", ra.Agent)
 	}
@@ -99,22 +102,22 @@ func TestShimKilledMidTurnIsRespawnedAndTheMessageRedelivered(t *testing.T) {
 	p := newProject(t, fourAgents)
 	r := p.start(nil)
 	id := p.send("manager", "human", "scenario:slow:3 long job")
-	r.waitEvent(t, "delivery", func(e Event) bool { return e.Type == EvDelivered && e.Message == id })
+	r.waitEvent(t, "delivery", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == id })
 	first := r.d.byName["manager"].snapshot().shimPID
 	if first <= 0 {
 		t.Fatal("no shim pid")
 	}
 	syscall.Kill(first, syscall.SIGKILL)
-	r.waitEvent(t, "shim exit", func(e Event) bool { return e.Type == EvShimExited && e.Agent == "manager" })
+	r.waitEvent(t, "shim exit", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimExited && e.Agent == "manager" })
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)
 	}
-	e := r.waitEvent(t, "second delivery", func(e Event) bool {
-		return e.Type == EvDelivered && e.Message == id && e.Data["attempt"] == 2
+	e := r.waitEvent(t, "second delivery", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvDelivered && e.Message == id && e.Data["attempt"] == 2
 	})
 	_ = e
-	if r.count(EvTurnFinished, id) != 1 {
-		t.Fatalf("%d outcomes recorded, want 1", r.count(EvTurnFinished, id))
+	if r.count(eventlog.EvTurnFinished, id) != 1 {
+		t.Fatalf("%d outcomes recorded, want 1", r.count(eventlog.EvTurnFinished, id))
 	}
 	if second := r.d.byName["manager"].snapshot().shimPID; second == first || second == 0 {
 		t.Fatalf("shim pid %d after respawn (was %d)", second, first)
@@ -126,8 +129,8 @@ func TestDaemonSIGKILLedMidTurnResumesThreadsAndRedeliversOnce(t *testing.T) {
 	child := p.startChildDaemon()
 	done := p.send("architect", "human", "finished before the crash")
 	waitOutcome(t, p, "architect", done)
-	var before AgentState
-	if err := loadJSON(p.layout, agentStateName("architect"), &before); err != nil || before.ThreadID == "" {
+	var before project.AgentState
+	if err := project.LoadJSON(p.layout, project.AgentStateName("architect"), &before); err != nil || before.ThreadID == "" {
 		t.Fatalf("state before: %+v %v", before, err)
 	}
 	cut := p.send("architect", "human", "scenario:slowfirst:60 cut off")
@@ -160,7 +163,7 @@ func TestDaemonSIGKILLedMidTurnResumesThreadsAndRedeliversOnce(t *testing.T) {
 
 // waitOutcome waits for a message's outcome file, watching nothing but the
 // file system (the daemon is another process).
-func waitOutcome(t *testing.T, p *project, box, id string) {
+func waitOutcome(t *testing.T, p *testProject, box, id string) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for time.Now().Before(deadline) {
@@ -173,7 +176,7 @@ func waitOutcome(t *testing.T, p *project, box, id string) {
 }
 
 // waitFakeRun waits until the fake codex has started message id.
-func waitFakeRun(t *testing.T, p *project, id string) {
+func waitFakeRun(t *testing.T, p *testProject, id string) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for time.Now().Before(deadline) {
@@ -192,14 +195,14 @@ func TestShimSIGKILLedLeavesNoDetachedCommand(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	child := p.startChildDaemon()
 	t.Cleanup(func() {
-		Call(p.layout, Request{Op: OpStop, Timeout: time.Second}, waitLimit)
+		control.Call(p.layout, control.Request{Op: control.OpStop, Timeout: time.Second}, waitLimit)
 		child.Wait()
 		assertNoProcesses(t, p.mark)
 	})
 	pidFile := filepath.Join(t.TempDir(), "detached.pid")
 	p.send("solo", "human", "scenario:detach:"+pidFile)
 	detached := waitPidFile(t, pidFile)
-	st, err := Call(p.layout, Request{Op: OpStatus}, waitLimit)
+	st, err := control.Call(p.layout, control.Request{Op: control.OpStatus}, waitLimit)
 	if err != nil || len(st.Status.Agents) != 1 || st.Status.Agents[0].ShimPID <= 0 {
 		t.Fatalf("status %+v, %v", st.Status, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 )
 
@@ -56,11 +57,11 @@ func drainRate(b *testing.B, n int) float64 {
 	}
 	b.StartTimer()
 	r := p.start(nil)
-	first := r.waitEvent(b, "first delivery", func(e Event) bool { return e.Type == EvDelivered })
-	var last Event
+	first := r.waitEvent(b, "first delivery", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered })
+	var last eventlog.Event
 	done := 0
-	r.waitEventWithin(b, 10*time.Minute, fmt.Sprintf("%d outcomes", drained), func(e Event) bool {
-		if e.Type == EvTurnFinished && e.Data["requeued"] != true {
+	r.waitEventWithin(b, 10*time.Minute, fmt.Sprintf("%d outcomes", drained), func(e eventlog.Event) bool {
+		if e.Type == eventlog.EvTurnFinished && e.Data["requeued"] != true {
 			done++
 			last = e
 		}

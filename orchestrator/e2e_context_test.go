@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/eventlog"
 )
 
 // End to end with the real Codex CLI: a message the model answers with
@@ -37,10 +38,10 @@ func TestE2EMessageOverflowingContextWindow(t *testing.T) {
 	if st := r.finished(t, next); st != "completed" {
 		t.Fatalf("next message: %s; want completed", st)
 	}
-	if n := r.count(EvContextExhaust, ""); n != 1 {
+	if n := r.count(eventlog.EvContextExhaust, ""); n != 1 {
 		t.Fatalf("%d context alerts; want 1", n)
 	}
-	if n := r.count(EvContextRetry, big); n != 2 {
+	if n := r.count(eventlog.EvContextRetry, big); n != 2 {
 		t.Fatalf("%d context retries; want 2 (same thread, fresh thread)", n)
 	}
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 )
 
@@ -22,13 +24,13 @@ func TestE2EUnreachableAPIComesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	ida := p.send("a", "human", "first [[mock:reply BACK-A]]")
-	r.waitEvent(t, "network_waiting", func(e Event) bool { return e.Type == EvNetworkWaiting && e.Agent == "a" })
+	r.waitEvent(t, "network_waiting", func(e eventlog.Event) bool { return e.Type == eventlog.EvNetworkWaiting && e.Agent == "a" })
 	idb := p.send("b", "human", "second [[mock:reply BACK-B]]")
 	waitFor(t, "b's backlog", func() bool { return agentStatusOf(r.d.status(), "b").Backlog == 1 })
 
 	st := r.d.status()
 	sa, sb := agentStatusOf(st, "a"), agentStatusOf(st, "b")
-	if sa.State != AgentWaitingForNetwork || sa.Network == nil || sa.Network.State != "waiting" ||
+	if sa.State != control.AgentWaitingForNetwork || sa.Network == nil || sa.Network.State != "waiting" ||
 		!strings.HasPrefix(sa.Network.Message, "Reconnecting... waiting for network") || sa.Network.Since.IsZero() {
 		t.Fatalf("a while the API is down: %+v %+v", sa, sa.Network)
 	}
@@ -49,12 +51,12 @@ func TestE2EUnreachableAPIComesBack(t *testing.T) {
 	if r.finished(t, ida) != "completed" || r.finished(t, idb) != "completed" {
 		t.Fatal("not completed")
 	}
-	restored := r.waitEvent(t, "network_restored", func(e Event) bool { return e.Type == EvNetworkRestored })
-	delivered := r.waitEvent(t, "b's delivery", func(e Event) bool { return e.Type == EvDelivered && e.Message == idb })
+	restored := r.waitEvent(t, "network_restored", func(e eventlog.Event) bool { return e.Type == eventlog.EvNetworkRestored })
+	delivered := r.waitEvent(t, "b's delivery", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == idb })
 	if delivered.Time.Before(restored.Time) {
 		t.Fatalf("b started at %v, before the API answered at %v", delivered.Time, restored.Time)
 	}
-	if n, w := r.count(EvRetryScheduled, ""), r.count(EvNetworkWaiting, ""); n != 0 || w != 1 {
+	if n, w := r.count(eventlog.EvRetryScheduled, ""), r.count(eventlog.EvNetworkWaiting, ""); n != 0 || w != 1 {
 		t.Fatalf("%d retries, %d network alerts; want 0, 1", n, w)
 	}
 	if o := p.recorded("a", ida); o.Reply != "BACK-A" {
@@ -78,10 +80,10 @@ func TestE2EStreamDropsTwice(t *testing.T) {
 		if st := r.finished(t, id); st != "completed" {
 			t.Fatalf("status %s", st)
 		}
-		if n := r.count(EvRetryScheduled, id); n != 2 {
+		if n := r.count(eventlog.EvRetryScheduled, id); n != 2 {
 			t.Fatalf("%d retries scheduled, want 2", n)
 		}
-		e := r.waitEvent(t, "the first failure", func(e Event) bool { return e.Type == EvTurnFinished && e.Message == id })
+		e := r.waitEvent(t, "the first failure", func(e eventlog.Event) bool { return e.Type == eventlog.EvTurnFinished && e.Message == id })
 		if fmt.Sprint(e.Data["failure"]) != "stream" || !strings.Contains(e.Detail, "stream disconnected before completion") {
 			t.Fatalf("first attempt %+v", e)
 		}
@@ -119,11 +121,11 @@ func TestE2EStreamDropsTwice(t *testing.T) {
 		if st := r.finished(t, id); st != "completed" {
 			t.Fatalf("status %s", st)
 		}
-		if n := r.count(EvRetryScheduled, id); n != 0 {
+		if n := r.count(eventlog.EvRetryScheduled, id); n != 0 {
 			t.Fatalf("%d batty retries, want 0", n)
 		}
 		for _, want := range []string{"Reconnecting... 1/2 (stream disconnected", "Reconnecting... 2/2 (stream disconnected"} {
-			r.waitEvent(t, "warning "+want, func(e Event) bool { return e.Type == EvWarning && strings.Contains(e.Detail, want) })
+			r.waitEvent(t, "warning "+want, func(e eventlog.Event) bool { return e.Type == eventlog.EvWarning && strings.Contains(e.Detail, want) })
 		}
 		if n := len(srv.Requests()); n != 3 {
 			t.Fatalf("%d model requests, want 3", n)

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -17,32 +19,6 @@ const (
 	recentReplyMax = 1500 // bytes of each reply kept
 	doingClip      = 1000 // bytes of the failed message quoted
 )
-
-// RecentTurn is one of an agent's last completed turns, clipped, kept for
-// a handoff.
-type RecentTurn struct {
-	Message string    `json:"message"`
-	From    string    `json:"from"`
-	Body    string    `json:"body"`
-	Reply   string    `json:"reply"`
-	At      time.Time `json:"at"`
-}
-
-// PendingHandoff is a handoff owed: the agent's thread was archived and the
-// next message it is given opens a fresh thread with the handoff.
-type PendingHandoff struct {
-	Reason   string    `json:"reason"`
-	Previous string    `json:"previous,omitempty"` // the archived thread
-	Doing    string    `json:"doing,omitempty"`    // what the agent was doing, when not its last reply
-	Since    time.Time `json:"since"`
-}
-
-// ContextRetry follows one message through the steps taken after its turn
-// ran out of context window.
-type ContextRetry struct {
-	Message string `json:"message"`
-	Step    int    `json:"step"` // contextRetrySame or contextHandoff: the step taken last
-}
 
 // contextAction is what to do with a message whose turn ran out of context
 // window.
@@ -65,7 +41,7 @@ const (
 // turn ran on a fresh thread (with a handoff or without history), where
 // neither a compaction nor another fresh thread can help. It is a pure
 // function.
-func contextStep(cr *ContextRetry, id string, fresh bool) contextAction {
+func contextStep(cr *project.ContextRetry, id string, fresh bool) contextAction {
 	switch {
 	case fresh:
 		return contextFail
@@ -80,8 +56,8 @@ func contextStep(cr *ContextRetry, id string, fresh bool) contextAction {
 // handoffInput is what a handoff is written from.
 type handoffInput struct {
 	Agent, Role, Team string
-	Pending           PendingHandoff
-	Recent            []RecentTurn
+	Pending           project.PendingHandoff
+	Recent            []project.RecentTurn
 }
 
 // handoffText writes the handoff that opens a fresh thread: who the agent
@@ -162,14 +138,14 @@ func (a *agent) contextRetry(m inbox.Message, e protocol.TurnFinished, act conte
 	thread := a.st.ThreadID
 	switch act {
 	case contextRetrySame:
-		a.st.ContextRetry = &ContextRetry{Message: m.ID, Step: int(contextRetrySame)}
-		a.d.events.Append(Event{Type: EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
+		a.st.ContextRetry = &project.ContextRetry{Message: m.ID, Step: int(contextRetrySame)}
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
 			Data: map[string]any{"step": "same_thread", "thread_id": thread}})
 	case contextHandoff:
-		a.st.ContextRetry = &ContextRetry{Message: m.ID, Step: int(contextHandoff)}
+		a.st.ContextRetry = &project.ContextRetry{Message: m.ID, Step: int(contextHandoff)}
 		a.handOff("the context window ran out twice on message "+m.ID+", even after codex compacted the thread",
 			fmt.Sprintf("message %s from %s did not fit your previous thread; it follows this handoff in full.", m.ID, m.From))
-		a.d.events.Append(Event{Type: EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
 			Data: map[string]any{"step": "fresh_thread", "thread_id": thread}})
 	}
 }
@@ -186,7 +162,7 @@ func (a *agent) contextGaveUp(m inbox.Message, e protocol.TurnFinished) {
 	detail := fmt.Sprintf("message %s from %s does not fit %s's context window (%d tokens) even on a fresh thread: recorded as failed after %d attempt(s); "+
 		"split it or write the material to a file and send its path: %s", m.ID, m.From, a.def.Name, w, m.Attempt, e.Error)
 	a.log.Error("Message does not fit the context window", "message", m.ID, "window", w, "attempts", m.Attempt)
-	a.d.events.Append(Event{Type: EvContextExhaust, Agent: a.def.Name, Message: m.ID, Detail: detail,
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvContextExhaust, Agent: a.def.Name, Message: m.ID, Detail: detail,
 		Data: map[string]any{"attempts": m.Attempt, "window_tokens": w}})
 	a.handOff("message "+m.ID+" did not fit the context window even on a fresh thread",
 		fmt.Sprintf("message %s from %s was too large for the context window and was recorded as failed; it began: %s", m.ID, m.From,
@@ -199,12 +175,12 @@ func (a *agent) contextGaveUp(m inbox.Message, e protocol.TurnFinished) {
 func (a *agent) handOff(reason, doing string) {
 	now := time.Now().UTC()
 	prev := a.st.ThreadID
-	a.st.archive(reason, now)
-	a.st.Handoff = &PendingHandoff{Reason: reason, Previous: prev, Doing: doing, Since: now}
+	a.st.Archive(reason, now)
+	a.st.Handoff = &project.PendingHandoff{Reason: reason, Previous: prev, Doing: doing, Since: now}
 	if a.p != nil {
 		a.p.Conn.Send(protocol.ResetThread{Reason: reason})
 	}
-	a.d.events.Append(Event{Type: EvHandoff, Agent: a.def.Name, Detail: reason, Data: map[string]any{"archived": prev}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvHandoff, Agent: a.def.Name, Detail: reason, Data: map[string]any{"archived": prev}})
 }
 
 // afterTurn keeps what a handoff needs once a turn's outcome is settled:
@@ -225,10 +201,10 @@ func (a *agent) afterTurn(m inbox.Message, e protocol.TurnFinished, reply string
 	if e.Status != protocol.TurnCompleted {
 		return
 	}
-	a.st.Recent = append(a.st.Recent, RecentTurn{Message: m.ID, From: m.From, Body: protocol.Clip(m.Body, recentBodyClip),
+	a.st.Recent = append(a.st.Recent, project.RecentTurn{Message: m.ID, From: m.From, Body: protocol.Clip(m.Body, recentBodyClip),
 		Reply: protocol.Clip(reply, recentReplyMax), At: time.Now().UTC()})
 	if n := len(a.st.Recent); n > recentMax {
-		a.st.Recent = append([]RecentTurn(nil), a.st.Recent[n-recentMax:]...)
+		a.st.Recent = append([]project.RecentTurn(nil), a.st.Recent[n-recentMax:]...)
 	}
 	limit := float64(a.def.Codex.Handoff())
 	if e.ContextPct >= limit && a.st.ThreadID != "" && a.st.Handoff == nil {

@@ -5,21 +5,24 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/project"
 )
 
 func TestContextStep(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		cr    *ContextRetry
+		cr    *project.ContextRetry
 		fresh bool
 		want  contextAction
 	}{
 		{"first failure", nil, false, contextRetrySame},
-		{"first failure of another message", &ContextRetry{Message: "other", Step: int(contextHandoff)}, false, contextRetrySame},
-		{"failed again after compaction", &ContextRetry{Message: "m", Step: int(contextRetrySame)}, false, contextHandoff},
-		{"failed on the fresh thread", &ContextRetry{Message: "m", Step: int(contextHandoff)}, true, contextFail},
+		{"first failure of another message", &project.ContextRetry{Message: "other", Step: int(contextHandoff)}, false, contextRetrySame},
+		{"failed again after compaction", &project.ContextRetry{Message: "m", Step: int(contextRetrySame)}, false, contextHandoff},
+		{"failed on the fresh thread", &project.ContextRetry{Message: "m", Step: int(contextHandoff)}, true, contextFail},
 		{"overflows a fresh thread at once", nil, true, contextFail},
-		{"unknown step", &ContextRetry{Message: "m", Step: 9}, false, contextFail},
+		{"unknown step", &project.ContextRetry{Message: "m", Step: 9}, false, contextFail},
 	} {
 		if got := contextStep(c.cr, "m", c.fresh); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
@@ -31,16 +34,16 @@ func TestContextStep(t *testing.T) {
 // newest three, clipped) and what the agent was doing; it stays small
 // however large the replies were.
 func TestHandoffTextIsBoundedAndComplete(t *testing.T) {
-	var recent []RecentTurn
+	var recent []project.RecentTurn
 	for i, r := range []string{"one", "two", "three"} {
-		recent = append(recent, RecentTurn{Message: "m" + r, From: "human", Body: "task " + r + "\nsecond line",
+		recent = append(recent, project.RecentTurn{Message: "m" + r, From: "human", Body: "task " + r + "\nsecond line",
 			Reply: strings.Repeat(r, recentReplyMax), At: time.Unix(int64(i), 0)})
 	}
 	for i := range recent {
 		recent[i].Reply = recent[i].Reply[:recentReplyMax]
 	}
 	got := handoffText(handoffInput{Agent: "eng-1", Role: "eng", Team: "t", Recent: recent,
-		Pending: PendingHandoff{Reason: "it was full", Previous: "th-1", Doing: "message m4 did not fit"}})
+		Pending: project.PendingHandoff{Reason: "it was full", Previous: "th-1", Doing: "message m4 did not fit"}})
 	for _, w := range []string{"You are agent eng-1 (role eng) of team t.", "(th-1) was archived: it was full.",
 		"Your last 3 replies, oldest first:", "1. To message mone from human", "task one second line",
 		"What you were doing: message m4 did not fit"} {
@@ -51,7 +54,7 @@ func TestHandoffTextIsBoundedAndComplete(t *testing.T) {
 	if len(got) > recentMax*(recentReplyMax+recentBodyClip+200)+1000 {
 		t.Errorf("handoff of %d bytes", len(got))
 	}
-	none := handoffText(handoffInput{Agent: "a", Role: "a", Team: "t", Pending: PendingHandoff{Reason: "r"}})
+	none := handoffText(handoffInput{Agent: "a", Role: "a", Team: "t", Pending: project.PendingHandoff{Reason: "r"}})
 	if !strings.Contains(none, "No earlier reply of yours was kept.") || strings.Contains(none, "What you were doing") {
 		t.Errorf("handoff without history:\n%s", none)
 	}
@@ -59,7 +62,7 @@ func TestHandoffTextIsBoundedAndComplete(t *testing.T) {
 
 // invocations returns the fake codex's log lines for message id: "<ns>
 // <resumed thread|new> <header>".
-func (p *project) invocations(id string) []string {
+func (p *testProject) invocations(id string) []string {
 	b, _ := os.ReadFile(p.fakeLog)
 	var out []string
 	for _, l := range strings.Split(string(b), "\n") {
@@ -72,7 +75,7 @@ func (p *project) invocations(id string) []string {
 
 // promptsOf returns every whole prompt the fake read for message id, each
 // with the thread it resumed ("new" for none) on its first line.
-func (p *project) promptsOf(id string) []string {
+func (p *testProject) promptsOf(id string) []string {
 	b, _ := os.ReadFile(p.prompts)
 	var out []string
 	for _, pr := range strings.Split(string(b), "=== ")[1:] {
@@ -88,7 +91,7 @@ func resumed(line string) string { return strings.Fields(line)[1] }
 // warmUp starts a team of one agent, solo, with the fake codex and runs
 // one message so that the agent has a thread. It returns the project, the
 // running daemon and the thread.
-func warmUp(t *testing.T) (*project, *running, string) {
+func warmUp(t *testing.T) (*testProject, *running, string) {
 	t.Helper()
 	p := newProject(t, "  - name: solo\n")
 	r := p.start(nil)
@@ -114,7 +117,7 @@ func TestContextRetryOnSameThreadSucceeds(t *testing.T) {
 		strings.Contains(prompts[1], "handoff") {
 		t.Fatalf("retry prompt:\n%s", strings.Join(prompts, "\n"))
 	}
-	if n := r.count(EvContextExhaust, ""); n != 0 {
+	if n := r.count(eventlog.EvContextExhaust, ""); n != 0 {
 		t.Fatalf("%d context alerts for a message that completed", n)
 	}
 	if st := r.d.status().Agents[0]; st.ThreadID != thread {
@@ -147,7 +150,7 @@ func TestContextHandoffToFreshThread(t *testing.T) {
 	if st.ThreadID == "" || st.ThreadID == thread {
 		t.Fatalf("thread %q after the handoff; want a fresh one", st.ThreadID)
 	}
-	if n := r.count(EvContextExhaust, ""); n != 0 {
+	if n := r.count(eventlog.EvContextExhaust, ""); n != 0 {
 		t.Fatalf("%d context alerts for a message that completed", n)
 	}
 	// The handoff was delivered once: the next message resumes the new
@@ -173,10 +176,10 @@ func TestContextAlwaysOverflowingMessageFailsOnce(t *testing.T) {
 	if st := r.finished(t, next); st != "completed" {
 		t.Fatalf("next message: %s; want completed", st)
 	}
-	if n := r.count(EvContextExhaust, ""); n != 1 {
+	if n := r.count(eventlog.EvContextExhaust, ""); n != 1 {
 		t.Fatalf("%d context alerts; want one", n)
 	}
-	alert := r.waitEvent(t, "context alert", func(e Event) bool { return e.Type == EvContextExhaust })
+	alert := r.waitEvent(t, "context alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvContextExhaust })
 	if alert.Message != id || !strings.Contains(alert.Detail, "does not fit solo's context window (272000 tokens)") ||
 		!strings.Contains(alert.Detail, "split it") {
 		t.Fatalf("alert %+v", alert)
@@ -198,7 +201,7 @@ func TestContextAlwaysOverflowingMessageFailsOnce(t *testing.T) {
 func TestContextPressureHandsOffAtIdle(t *testing.T) {
 	p, r, thread := warmUp(t)
 	full := p.sendAndWait(r, "solo", "read everything scenario:usage:250000", "completed")
-	e := r.waitEvent(t, "handoff", func(e Event) bool { return e.Type == EvHandoff })
+	e := r.waitEvent(t, "handoff", func(e eventlog.Event) bool { return e.Type == eventlog.EvHandoff })
 	if e.Data["archived"] != thread || !strings.Contains(e.Detail, "92% of the 272000-token context window (handoff from 85%)") {
 		t.Fatalf("handoff event %+v", e)
 	}
@@ -212,8 +215,8 @@ func TestContextPressureHandsOffAtIdle(t *testing.T) {
 		!strings.Contains(pr[0], "--- batty message "+next+" from human ---") {
 		t.Fatalf("prompt after the handoff:\n%s", pr)
 	}
-	var st AgentState
-	if err := loadJSON(p.layout, agentStateName("solo"), &st); err != nil {
+	var st project.AgentState
+	if err := project.LoadJSON(p.layout, project.AgentStateName("solo"), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.Handoff != nil || len(st.ArchivedThreads) != 1 || st.ArchivedThreads[0].ID != thread || len(st.Recent) != 3 {

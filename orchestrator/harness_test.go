@@ -16,7 +16,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 )
@@ -34,8 +36,6 @@ func TestMain(m *testing.M) {
 		os.Exit(codextest.FakeMain(os.Args[1:]))
 	case "daemon":
 		os.Exit(daemonMain(os.Args[1]))
-	case "lockholder":
-		os.Exit(lockHolderMain(os.Args[1]))
 	case "runchild":
 		os.Exit(runChildMain(os.Args[1]))
 	}
@@ -44,12 +44,12 @@ func TestMain(m *testing.M) {
 
 const waitLimit = 60 * time.Second
 
-// project is a team on disk whose codex is the fake.
-type project struct {
+// testProject is a team on disk whose codex is the fake.
+type testProject struct {
 	t       testing.TB
 	dir     string
 	cfg     *team.Config
-	layout  Layout
+	layout  project.Layout
 	fakeLog string
 	prompts string // every prompt the fake codex read (FAKE_CODEX_PROMPTS)
 	mark    string
@@ -57,20 +57,20 @@ type project struct {
 
 // newProject writes team.yaml (roles given as YAML lines under "roles:")
 // with the fake codex as every agent's worker.
-func newProject(t testing.TB, roles string) *project {
+func newProject(t testing.TB, roles string) *testProject {
 	t.Helper()
 	return newProjectWith(t, "timeouts:\n  shutdown: 5s\n", roles)
 }
 
 // newProjectWith is newProject with top, top-level YAML lines, before roles.
-func newProjectWith(t testing.TB, top, roles string) *project {
+func newProjectWith(t testing.TB, top, roles string) *testProject {
 	t.Helper()
 	dir := t.TempDir()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &project{t: t, dir: dir, fakeLog: filepath.Join(dir, "fake.log"), prompts: filepath.Join(dir, "prompts.log"), mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
+	p := &testProject{t: t, dir: dir, fakeLog: filepath.Join(dir, "fake.log"), prompts: filepath.Join(dir, "prompts.log"), mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
 	state := filepath.Join(dir, "fakestate")
 	os.MkdirAll(state, 0o700)
 	yaml := fmt.Sprintf(`name: test
@@ -90,7 +90,7 @@ codex:
 
 // writeTeam writes yaml as the project's team.yaml and loads it into p.cfg
 // and p.layout, failing the test if either step fails.
-func (p *project) writeTeam(yaml string) {
+func (p *testProject) writeTeam(yaml string) {
 	p.t.Helper()
 	path := filepath.Join(p.dir, "team.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
@@ -100,17 +100,17 @@ func (p *project) writeTeam(yaml string) {
 	if p.cfg, err = team.Load(path); err != nil {
 		p.t.Fatalf("team.yaml: %v", err)
 	}
-	p.layout, _ = LayoutFor(path)
+	p.layout, _ = project.LayoutFor(path)
 }
 
-func (p *project) shimEnv() []string {
+func (p *testProject) shimEnv() []string {
 	return append(os.Environ(), "BATTY_TEST_ROLE=shim", "BATTY_TEST_MARK="+p.mark, "BATTY_LOG_LEVEL=debug")
 }
 
 // sendAndWait sends body to box from human, waits for the message's
 // outcome (see running.finished) and fails the test unless its status is
 // want. It returns the message id.
-func (p *project) sendAndWait(r *running, box, body, want string) string {
+func (p *testProject) sendAndWait(r *running, box, body, want string) string {
 	p.t.Helper()
 	id := p.send(box, "human", body)
 	if st := r.finished(p.t, id); st != want {
@@ -120,7 +120,7 @@ func (p *project) sendAndWait(r *running, box, body, want string) string {
 }
 
 // send writes a message into a box the way `batty send` does.
-func (p *project) send(box, from, body string) string {
+func (p *testProject) send(box, from, body string) string {
 	p.t.Helper()
 	s, err := inbox.Open(p.layout.Inboxes())
 	if err != nil {
@@ -138,7 +138,7 @@ func (p *project) send(box, from, body string) string {
 }
 
 // box opens a box for inspection.
-func (p *project) box(name string) *inbox.Box {
+func (p *testProject) box(name string) *inbox.Box {
 	p.t.Helper()
 	s, err := inbox.Open(p.layout.Inboxes())
 	if err != nil {
@@ -152,7 +152,7 @@ func (p *project) box(name string) *inbox.Box {
 }
 
 // deliveries counts the fake codex invocations that ran message id.
-func (p *project) deliveries(id string) int {
+func (p *testProject) deliveries(id string) int {
 	b, _ := os.ReadFile(p.fakeLog)
 	return strings.Count(string(b), "batty message "+id+" ")
 }
@@ -163,7 +163,7 @@ type running struct {
 	cancel context.CancelFunc
 	done   chan error
 	mu     sync.Mutex
-	seen   []Event
+	seen   []eventlog.Event
 	notify chan struct{}
 	log    *syncLog
 }
@@ -186,7 +186,7 @@ func (s *syncLog) Write(b []byte) (int, error) {
 }
 
 // start runs a daemon for p in this process until the test ends.
-func (p *project) start(mod func(*Options)) *running {
+func (p *testProject) start(mod func(*Options)) *running {
 	p.t.Helper()
 	self, _ := os.Executable()
 	r := &running{done: make(chan error, 1), notify: make(chan struct{}, 1), log: &syncLog{}}
@@ -194,7 +194,7 @@ func (p *project) start(mod func(*Options)) *running {
 		ShimCommand: []string{self}, ShimEnv: p.shimEnv(),
 		Logger:  hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: r.log}),
 		ShimLog: r.log, RespawnMin: 50 * time.Millisecond, RespawnMax: 200 * time.Millisecond,
-		OnEvent: func(e Event) {
+		OnEvent: func(e eventlog.Event) {
 			r.mu.Lock()
 			r.seen = append(r.seen, e)
 			r.mu.Unlock()
@@ -242,13 +242,13 @@ func (r *running) stop(t testing.TB) {
 }
 
 // waitEvent waits up to waitLimit for an event matching f and returns it.
-func (r *running) waitEvent(t testing.TB, what string, f func(Event) bool) Event {
+func (r *running) waitEvent(t testing.TB, what string, f func(eventlog.Event) bool) eventlog.Event {
 	t.Helper()
 	return r.waitEventWithin(t, waitLimit, what, f)
 }
 
 // waitEventWithin is waitEvent with its own time limit.
-func (r *running) waitEventWithin(t testing.TB, limit time.Duration, what string, f func(Event) bool) Event {
+func (r *running) waitEventWithin(t testing.TB, limit time.Duration, what string, f func(eventlog.Event) bool) eventlog.Event {
 	t.Helper()
 	deadline := time.After(limit)
 	i := 0
@@ -274,8 +274,8 @@ func (r *running) waitEventWithin(t testing.TB, limit time.Duration, what string
 // put the message back in the queue does not count) and returns its status.
 func (r *running) finished(t testing.TB, id string) string {
 	t.Helper()
-	e := r.waitEvent(t, "turn_finished for "+id, func(e Event) bool {
-		return e.Type == EvTurnFinished && e.Message == id && e.Data["requeued"] != true
+	e := r.waitEvent(t, "turn_finished for "+id, func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvTurnFinished && e.Message == id && e.Data["requeued"] != true
 	})
 	return fmt.Sprint(e.Data["status"])
 }
@@ -299,7 +299,7 @@ func daemonMain(teamFile string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	l, _ := LayoutFor(teamFile)
+	l, _ := project.LayoutFor(teamFile)
 	self, _ := os.Executable()
 	env := append(os.Environ(), "BATTY_TEST_ROLE=shim")
 	opts := Options{ShimCommand: []string{self}, ShimEnv: env, Subreaper: true, NoCgroup: os.Getenv("BATTY_TEST_NOCGROUP") != ""}
@@ -332,7 +332,7 @@ func daemonMain(teamFile string) int {
 // startChildDaemon runs a daemon process for p, with env added to its
 // environment, and waits until it is ready. BATTY_TEST_NOCGROUP=1 keeps
 // its shims out of a cgroup.
-func (p *project) startChildDaemon(env ...string) *exec.Cmd {
+func (p *testProject) startChildDaemon(env ...string) *exec.Cmd {
 	p.t.Helper()
 	self, _ := os.Executable()
 	cmd := exec.Command(self, filepath.Join(p.dir, "team.yaml"))

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -23,7 +24,7 @@ func (a *agent) netWaitChanged(e protocol.NetworkWait) {
 		a.log.Warn("Codex waits for the network", "message", e.MessageID, "since", e.Since, "notice", e.Message)
 		if a.d.net.wait(a.account, a.def.Name, e.Since, e.Message) {
 			// One alert per hold, not per agent, notice or failed message.
-			a.d.events.Append(Event{Type: EvNetworkWaiting, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message,
+			a.d.events.Append(eventlog.Event{Type: eventlog.EvNetworkWaiting, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message,
 				Data: map[string]any{"account": a.account, "since": e.Since}})
 		}
 		return
@@ -38,7 +39,7 @@ func (a *agent) apiAnswered(msgID string) {
 	a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = time.Time{}, "" })
 	if since, ok := a.d.net.restored(a.account); ok {
 		a.log.Info("The API answered again", "account", a.account, "held_for", time.Since(since).Round(time.Second))
-		a.d.events.Append(Event{Type: EvNetworkRestored, Agent: a.def.Name, Message: msgID,
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvNetworkRestored, Agent: a.def.Name, Message: msgID,
 			Data: map[string]any{"account": a.account, "since": since, "held_ms": time.Since(since).Milliseconds()}})
 		a.d.pokeAll()
 	}
@@ -129,7 +130,7 @@ func (a *agent) netAllows() bool {
 // waiting. Safe from any goroutine.
 func (a *agent) canProbe() bool {
 	s := a.snapshot()
-	if s.state == agentFailed || s.state == agentStopped || a.parkedNow(s) != nil || !a.d.quota.mayTry(a.def.Name) {
+	if s.state == agentFailed || s.state == agentStopped || a.parkedNow(s) != nil || !a.d.quota.MayTry(a.def.Name) {
 		return false
 	}
 	if s.inflight != "" {

@@ -6,6 +6,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
 )
 
 // One outage of an account is one alert, and one probe at a time: when the
@@ -23,7 +26,7 @@ func TestOutageHoldsUntilAProbeAnswers(t *testing.T) {
 	r := p.start(fastRetries)
 	body := "scenario:outage:" + down
 	ida := p.send("a", "human", body)
-	r.waitEvent(t, "network_waiting", func(e Event) bool { return e.Type == EvNetworkWaiting && e.Agent == "a" })
+	r.waitEvent(t, "network_waiting", func(e eventlog.Event) bool { return e.Type == eventlog.EvNetworkWaiting && e.Agent == "a" })
 	ids := map[string]string{"b": p.send("b", "human", body), "c": p.send("c", "human", body)}
 	waitFor(t, "b's and c's backlog", func() bool {
 		st := r.d.status()
@@ -36,19 +39,19 @@ func TestOutageHoldsUntilAProbeAnswers(t *testing.T) {
 	if n := p.deliveries(ida); n != 2 {
 		t.Fatalf("a's message ran %d times, want 2", n)
 	}
-	next := r.waitEvent(t, "the next probe", func(e Event) bool {
-		return e.Type == EvDelivered && (e.Message == ids["b"] || e.Message == ids["c"])
+	next := r.waitEvent(t, "the next probe", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvDelivered && (e.Message == ids["b"] || e.Message == ids["c"])
 	})
 	prober, other := "b", "c"
 	if next.Agent == "c" {
 		prober, other = "c", "b"
 	}
-	waitFor(t, prober+" waiting", func() bool { return agentStatusOf(r.d.status(), prober).State == AgentWaitingForNetwork })
+	waitFor(t, prober+" waiting", func() bool { return agentStatusOf(r.d.status(), prober).State == control.AgentWaitingForNetwork })
 	so := agentStatusOf(r.d.status(), other)
 	if so.InFlight != nil || so.Network == nil || so.Network.State != "held" {
 		t.Fatalf("%s while %s probes: %+v %+v", other, prober, so, so.Network)
 	}
-	if n := r.count(EvNetworkWaiting, ""); n != 1 {
+	if n := r.count(eventlog.EvNetworkWaiting, ""); n != 1 {
 		t.Fatalf("%d network alerts during one outage, want 1", n)
 	}
 
@@ -61,19 +64,19 @@ func TestOutageHoldsUntilAProbeAnswers(t *testing.T) {
 	// The event log: between the alert and the end of the hold, turns of
 	// a and of the prober only, one after the other.
 	r.mu.Lock()
-	seen := append([]Event(nil), r.seen...)
+	seen := append([]eventlog.Event(nil), r.seen...)
 	r.mu.Unlock()
 	held, inflight := false, ""
 	waiting, restored := 0, 0
 	for _, e := range seen {
 		switch e.Type {
-		case EvNetworkWaiting:
+		case eventlog.EvNetworkWaiting:
 			held = true
 			waiting++
-		case EvNetworkRestored:
+		case eventlog.EvNetworkRestored:
 			held = false
 			restored++
-		case EvDelivered:
+		case eventlog.EvDelivered:
 			if held && inflight != "" {
 				t.Errorf("%s started %s while %s was in flight in the hold", e.Agent, e.Message, inflight)
 			}
@@ -81,7 +84,7 @@ func TestOutageHoldsUntilAProbeAnswers(t *testing.T) {
 				t.Errorf("%s started %s before the API answered", e.Agent, e.Message)
 			}
 			inflight = e.Message
-		case EvTurnFinished:
+		case eventlog.EvTurnFinished:
 			if e.Message == inflight {
 				inflight = ""
 			}
@@ -113,7 +116,7 @@ func TestOutageProbeHandedOnWhenItsShimDies(t *testing.T) {
 	})
 	body := "scenario:outage:" + down
 	p.send("a", "human", body)
-	r.waitEvent(t, "network_waiting", func(e Event) bool { return e.Type == EvNetworkWaiting && e.Agent == "a" })
+	r.waitEvent(t, "network_waiting", func(e eventlog.Event) bool { return e.Type == eventlog.EvNetworkWaiting && e.Agent == "a" })
 	idb := p.send("b", "human", body)
 	waitFor(t, "b's backlog", func() bool { return agentStatusOf(r.d.status(), "b").Backlog == 1 })
 	if sb := agentStatusOf(r.d.status(), "b"); sb.InFlight != nil {
@@ -122,9 +125,9 @@ func TestOutageProbeHandedOnWhenItsShimDies(t *testing.T) {
 	if err := syscall.Kill(agentStatusOf(r.d.status(), "a").ShimPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	r.waitEvent(t, "b's probe", func(e Event) bool { return e.Type == EvDelivered && e.Message == idb })
-	waitFor(t, "b waiting", func() bool { return agentStatusOf(r.d.status(), "b").State == AgentWaitingForNetwork })
-	if n := r.count(EvNetworkWaiting, ""); n != 1 {
+	r.waitEvent(t, "b's probe", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == idb })
+	waitFor(t, "b waiting", func() bool { return agentStatusOf(r.d.status(), "b").State == control.AgentWaitingForNetwork })
+	if n := r.count(eventlog.EvNetworkWaiting, ""); n != 1 {
 		t.Fatalf("%d network alerts during one outage, want 1", n)
 	}
 	if err := os.Remove(down); err != nil {
@@ -133,8 +136,8 @@ func TestOutageProbeHandedOnWhenItsShimDies(t *testing.T) {
 	if st := r.finished(t, idb); st != "completed" {
 		t.Fatalf("b's message: %s", st)
 	}
-	r.waitEvent(t, "network_restored", func(e Event) bool { return e.Type == EvNetworkRestored })
-	if w, b := r.count(EvNetworkWaiting, ""), r.count(EvNetworkRestored, ""); w != 1 || b != 1 {
+	r.waitEvent(t, "network_restored", func(e eventlog.Event) bool { return e.Type == eventlog.EvNetworkRestored })
+	if w, b := r.count(eventlog.EvNetworkWaiting, ""), r.count(eventlog.EvNetworkRestored, ""); w != 1 || b != 1 {
 		t.Fatalf("%d network_waiting, %d network_restored; want 1, 1", w, b)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
@@ -68,7 +69,7 @@ type Options struct {
 	QuotaJitter time.Duration
 	// OnEvent, if set, sees every event written to the event log, after it
 	// was written (tests and benchmarks wait on it). It must not block.
-	OnEvent func(Event)
+	OnEvent func(eventlog.Event)
 	// ScheduleClock is the clock of the schedules (default: the system
 	// clock); tests give a schedule.FakeClock.
 	ScheduleClock schedule.Clock

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 )
 
@@ -17,7 +19,7 @@ func fastRetries(o *Options) {
 }
 
 // recorded returns the outcome recorded for id in box.
-func (p *project) recorded(box, id string) inbox.Outcome {
+func (p *testProject) recorded(box, id string) inbox.Outcome {
 	p.t.Helper()
 	m, state, err := p.box(box).Get(id)
 	if err != nil || state != inbox.StateDone || m.Outcome == nil {
@@ -27,7 +29,7 @@ func (p *project) recorded(box, id string) inbox.Outcome {
 }
 
 // headers returns the first prompt line of every fake codex run of id.
-func (p *project) headers(id string) []string {
+func (p *testProject) headers(id string) []string {
 	b, _ := os.ReadFile(p.fakeLog)
 	var out []string
 	for _, l := range strings.Split(string(b), "\n") {
@@ -41,7 +43,7 @@ func (p *project) headers(id string) []string {
 // runSolo starts a team of one agent, solo, with fast retries and top
 // (top-level YAML lines) and sends body to solo with p.sendAndWait. It
 // returns the project, the running daemon and the message id.
-func runSolo(t *testing.T, top, body, want string) (*project, *running, string) {
+func runSolo(t *testing.T, top, body, want string) (*testProject, *running, string) {
 	t.Helper()
 	p := newProjectWith(t, top, "  - name: solo\n")
 	r := p.start(fastRetries)
@@ -52,7 +54,7 @@ func runSolo(t *testing.T, top, body, want string) (*project, *running, string) 
 // log, the retry's header says why, and the message completes.
 func TestTransientFailureIsRetried(t *testing.T) {
 	p, r, id := runSolo(t, "max_attempts: 3\n", "scenario:flaky:2", "completed")
-	if n := r.count(EvRetryScheduled, id); n != 2 {
+	if n := r.count(eventlog.EvRetryScheduled, id); n != 2 {
 		t.Fatalf("%d retries scheduled, want 2", n)
 	}
 	h := p.headers(id)
@@ -79,7 +81,7 @@ func TestTransientFailureIsRetried(t *testing.T) {
 // with one alert and the last error.
 func TestRetriesExhaustedFailWithAnAlert(t *testing.T) {
 	p, r, id := runSolo(t, "max_attempts: 3\n", "scenario:servererror", "failed")
-	if n, a := r.count(EvRetryScheduled, id), r.count(EvMessageFailed, id); n != 2 || a != 1 {
+	if n, a := r.count(eventlog.EvRetryScheduled, id), r.count(eventlog.EvMessageFailed, id); n != 2 || a != 1 {
 		t.Fatalf("%d retries, %d alerts; want 2, 1", n, a)
 	}
 	o := p.recorded("solo", id)
@@ -91,7 +93,7 @@ func TestRetriesExhaustedFailWithAnAlert(t *testing.T) {
 	}
 	// A failure that cannot pass by itself is not retried.
 	id2 := p.send("solo", "human", "scenario:crash")
-	if st := r.finished(t, id2); st != "failed" || r.count(EvRetryScheduled, id2) != 0 || r.count(EvMessageFailed, id2) != 0 {
+	if st := r.finished(t, id2); st != "failed" || r.count(eventlog.EvRetryScheduled, id2) != 0 || r.count(eventlog.EvMessageFailed, id2) != 0 {
 		t.Fatalf("crash: status %s, retried", st)
 	}
 }
@@ -104,7 +106,7 @@ func TestHungTurnIsRetried(t *testing.T) {
 		t.Fatalf("headers %q", h)
 	}
 	long := p.send("solo", "human", "scenario:longcmd:1500")
-	if st := r.finished(t, long); st != "completed" || r.count(EvRetryScheduled, long) != 0 {
+	if st := r.finished(t, long); st != "completed" || r.count(eventlog.EvRetryScheduled, long) != 0 {
 		t.Fatalf("a long command: %s", st)
 	}
 }
@@ -116,13 +118,13 @@ func TestNetworkHoldHoldsTheAccount(t *testing.T) {
 	p := newProject(t, "  - name: a\n  - name: b\n")
 	r := p.start(nil)
 	ida := p.send("a", "human", "scenario:netwait:20")
-	r.waitEvent(t, "network_waiting", func(e Event) bool { return e.Type == EvNetworkWaiting && e.Agent == "a" })
+	r.waitEvent(t, "network_waiting", func(e eventlog.Event) bool { return e.Type == eventlog.EvNetworkWaiting && e.Agent == "a" })
 	idb := p.send("b", "human", "hello from b")
 	// b's inbox is watched: it is seen at once, and held.
 	waitFor(t, "b's backlog", func() bool { return agentStatusOf(r.d.status(), "b").Backlog == 1 })
 	st := r.d.status()
 	sa, sb := agentStatusOf(st, "a"), agentStatusOf(st, "b")
-	if sa.State != AgentWaitingForNetwork || sa.Network == nil || sa.Network.State != "waiting" || !strings.Contains(sa.Network.Message, "waiting for network") {
+	if sa.State != control.AgentWaitingForNetwork || sa.Network == nil || sa.Network.State != "waiting" || !strings.Contains(sa.Network.Message, "waiting for network") {
 		t.Fatalf("a: %+v %+v", sa, sa.Network)
 	}
 	if sb.Network == nil || sb.Network.State != "held" || sb.InFlight != nil {
@@ -131,12 +133,12 @@ func TestNetworkHoldHoldsTheAccount(t *testing.T) {
 	if r.finished(t, ida) != "completed" || r.finished(t, idb) != "completed" {
 		t.Fatal("not completed")
 	}
-	restored := r.waitEvent(t, "network_restored", func(e Event) bool { return e.Type == EvNetworkRestored })
-	delivered := r.waitEvent(t, "b's delivery", func(e Event) bool { return e.Type == EvDelivered && e.Message == idb })
+	restored := r.waitEvent(t, "network_restored", func(e eventlog.Event) bool { return e.Type == eventlog.EvNetworkRestored })
+	delivered := r.waitEvent(t, "b's delivery", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == idb })
 	if delivered.Time.Before(restored.Time) {
 		t.Fatalf("b started at %v, before the API answered at %v", delivered.Time, restored.Time)
 	}
-	if n := r.count(EvNetworkWaiting, ""); n != 1 {
+	if n := r.count(eventlog.EvNetworkWaiting, ""); n != 1 {
 		t.Fatalf("%d network alerts, want 1", n)
 	}
 	if st := r.d.status(); agentStatusOf(st, "a").Network != nil || agentStatusOf(st, "b").Network != nil {
@@ -152,13 +154,13 @@ func TestNetworkFailureIsRetried(t *testing.T) {
 	if len(h) != 2 || !strings.Contains(h[1], "retry 2 of 3 after an unreachable API") {
 		t.Fatalf("headers %q", h)
 	}
-	e := r.waitEvent(t, "the failed attempt", func(e Event) bool {
-		return e.Type == EvTurnFinished && e.Message == id && e.Data["requeued"] == true
+	e := r.waitEvent(t, "the failed attempt", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvTurnFinished && e.Message == id && e.Data["requeued"] == true
 	})
-	if w, b := r.count(EvNetworkWaiting, ""), r.count(EvNetworkRestored, ""); w != 1 || b != 1 {
+	if w, b := r.count(eventlog.EvNetworkWaiting, ""), r.count(eventlog.EvNetworkRestored, ""); w != 1 || b != 1 {
 		t.Fatalf("%d network alerts, %d restored; want 1, 1 (the retry probes the same hold)", w, b)
 	}
-	if sa := agentStatusOf(r.d.status(), "solo"); sa.Network != nil || sa.State == AgentWaitingForNetwork {
+	if sa := agentStatusOf(r.d.status(), "solo"); sa.Network != nil || sa.State == control.AgentWaitingForNetwork {
 		t.Fatalf("still shown waiting: %+v %+v", sa, sa.Network)
 	}
 	if fmt.Sprint(e.Data["failure"]) != "network" || !strings.Contains(e.Detail, "network_wait") {
@@ -166,13 +168,13 @@ func TestNetworkFailureIsRetried(t *testing.T) {
 	}
 }
 
-func agentStatusOf(st Status, name string) AgentStatus {
+func agentStatusOf(st control.Status, name string) control.AgentStatus {
 	for _, a := range st.Agents {
 		if a.Name == name {
 			return a
 		}
 	}
-	return AgentStatus{}
+	return control.AgentStatus{}
 }
 
 // waitFor waits for cond, checking it every few milliseconds, up to

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/protocol"
@@ -32,7 +34,7 @@ func (a *agent) syncParked() {
 		if first {
 			// One alert per parking; a more precise reason found by the
 			// check meanwhile shows in status and the log.
-			a.d.events.Append(Event{Type: EvAgentParked, Agent: a.def.Name, Detail: p.String(),
+			a.d.events.Append(eventlog.Event{Type: eventlog.EvAgentParked, Agent: a.def.Name, Detail: p.String(),
 				Data: map[string]any{"kind": string(p.Kind), "fix": p.Fix}})
 		}
 	case p == nil && (a.parked != nil || strings.HasPrefix(a.st.LastError, parkedPrefix)):
@@ -45,7 +47,7 @@ func (a *agent) syncParked() {
 			a.parked = nil
 			a.log.Info("Agent unparked: codex runs again")
 			a.setSnap(func(s *agentSnap) { s.parked = nil })
-			a.d.events.Append(Event{Type: EvAgentUnparked, Agent: a.def.Name})
+			a.d.events.Append(eventlog.Event{Type: eventlog.EvAgentUnparked, Agent: a.def.Name})
 		}
 	}
 }
@@ -58,7 +60,7 @@ func (a *agent) spawnFailed(m inbox.Message, e protocol.TurnFinished) {
 	if err := a.box.Unclaim(m.ID); err != nil {
 		a.warn("unclaim "+m.ID, err)
 	}
-	a.d.events.Append(Event{Type: EvRequeued, Agent: a.def.Name, Message: m.ID, Detail: "codex could not be started: " + e.Error})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvRequeued, Agent: a.def.Name, Message: m.ID, Detail: "codex could not be started: " + e.Error})
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
 	a.health.report(e.Error)
 	// A probe that never ran tells nothing of the usage limit.
@@ -66,11 +68,11 @@ func (a *agent) spawnFailed(m inbox.Message, e protocol.TurnFinished) {
 }
 
 // parkedStatus is what status shows of a parked agent, nil when it is not.
-func parkedStatus(p *preflight.Problem) *ParkedStatus {
+func parkedStatus(p *preflight.Problem) *control.ParkedStatus {
 	if p == nil {
 		return nil
 	}
-	return &ParkedStatus{Kind: string(p.Kind), Detail: p.Detail, Fix: p.Fix}
+	return &control.ParkedStatus{Kind: string(p.Kind), Detail: p.Detail, Fix: p.Fix}
 }
 
 // parkedNow is why the agent is parked as status sees it: its own record,

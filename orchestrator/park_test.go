@@ -7,12 +7,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/project"
 )
 
 // waitAgent waits until the status of agent name satisfies ok. Status has
 // no event of its own, so the in-process status is read again on a short
 // tick, up to waitLimit.
-func (r *running) waitAgent(t testing.TB, name, what string, ok func(AgentStatus) bool) AgentStatus {
+func (r *running) waitAgent(t testing.TB, name, what string, ok func(control.AgentStatus) bool) control.AgentStatus {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	tick := time.NewTicker(5 * time.Millisecond)
@@ -37,18 +41,18 @@ func engWithCodex(bin string) string {
 
 // assertWaiting checks that message id is pending in eng's inbox, never
 // delivered and its attempt not used.
-func assertWaiting(t *testing.T, p *project, r *running, id string) {
+func assertWaiting(t *testing.T, p *testProject, r *running, id string) {
 	t.Helper()
 	m, where, err := p.box("eng").Get(id)
 	if err != nil || where != "new" || m.Attempt != 0 || m.Outcome != nil {
 		t.Fatalf("message %s: %+v in %q (%v); want it pending, attempt 0", id, m, where, err)
 	}
-	if n := r.count(EvDelivered, id); n != 0 {
+	if n := r.count(eventlog.EvDelivered, id); n != 0 {
 		t.Fatalf("message %s delivered %d times while the agent was parked", id, n)
 	}
 }
 
-func assertCompletedFirstTry(t *testing.T, p *project, r *running, id string) {
+func assertCompletedFirstTry(t *testing.T, p *testProject, r *running, id string) {
 	t.Helper()
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("message %s: %s", id, st)
@@ -70,20 +74,20 @@ func TestMissingCodexParksTheAgentUntilItAppears(t *testing.T) {
 	// No back-off check during the test: the binary's directory is watched.
 	r := p.start(func(o *Options) { o.RecheckMin, o.RecheckMax = time.Hour, time.Hour })
 
-	r.waitEvent(t, "agent_parked", func(e Event) bool { return e.Type == EvAgentParked && e.Agent == "eng" })
-	a := r.waitAgent(t, "eng", "parked state", func(a AgentStatus) bool { return a.State == agentParked })
+	r.waitEvent(t, "agent_parked", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentParked && e.Agent == "eng" })
+	a := r.waitAgent(t, "eng", "parked state", func(a control.AgentStatus) bool { return a.State == agentParked })
 	if a.Parked == nil || a.Parked.Kind != "codex_missing" || !strings.Contains(a.LastError, "codex not found at "+bin) ||
 		!strings.Contains(a.LastError, "npm install -g @openai/codex@0.169.0") {
 		t.Fatalf("parked agent status %+v (%+v)", a, a.Parked)
 	}
 
 	id1 := p.send("eng", "human", "first")
-	r.waitAgent(t, "eng", "the first message seen", func(a AgentStatus) bool { return a.Backlog == 1 })
+	r.waitAgent(t, "eng", "the first message seen", func(a control.AgentStatus) bool { return a.Backlog == 1 })
 	id2 := p.send("eng", "human", "second")
-	r.waitAgent(t, "eng", "the second message seen", func(a AgentStatus) bool { return a.Backlog == 2 })
+	r.waitAgent(t, "eng", "the second message seen", func(a control.AgentStatus) bool { return a.Backlog == 2 })
 	assertWaiting(t, p, r, id1)
 	assertWaiting(t, p, r, id2)
-	if n := r.count(EvAgentParked, ""); n != 1 {
+	if n := r.count(eventlog.EvAgentParked, ""); n != 1 {
 		t.Fatalf("%d agent_parked alerts; want one, not one per message", n)
 	}
 
@@ -92,8 +96,8 @@ func TestMissingCodexParksTheAgentUntilItAppears(t *testing.T) {
 	}
 	assertCompletedFirstTry(t, p, r, id1)
 	assertCompletedFirstTry(t, p, r, id2)
-	r.waitEvent(t, "agent_unparked", func(e Event) bool { return e.Type == EvAgentUnparked && e.Agent == "eng" })
-	if a := r.waitAgent(t, "eng", "idle", func(a AgentStatus) bool { return a.State == "idle" }); a.LastError != "" || a.Parked != nil {
+	r.waitEvent(t, "agent_unparked", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentUnparked && e.Agent == "eng" })
+	if a := r.waitAgent(t, "eng", "idle", func(a control.AgentStatus) bool { return a.State == "idle" }); a.LastError != "" || a.Parked != nil {
 		t.Fatalf("released agent status %+v", a)
 	}
 }
@@ -112,18 +116,18 @@ func TestBrokenCodexIsReleasedByResume(t *testing.T) {
 	p := newProject(t, engWithCodex(bin))
 	r := p.start(func(o *Options) { o.RecheckMin, o.RecheckMax = time.Hour, time.Hour })
 
-	a := r.waitAgent(t, "eng", "parked state", func(a AgentStatus) bool { return a.State == agentParked })
+	a := r.waitAgent(t, "eng", "parked state", func(a control.AgentStatus) bool { return a.State == agentParked })
 	if a.Parked == nil || a.Parked.Kind != "codex_broken" || !strings.Contains(a.LastError, "exited with status 3: codex: cannot open shared object") {
 		t.Fatalf("parked agent status %+v (%+v)", a, a.Parked)
 	}
 	id := p.send("eng", "human", "hello")
-	r.waitAgent(t, "eng", "the message seen", func(a AgentStatus) bool { return a.Backlog == 1 })
+	r.waitAgent(t, "eng", "the message seen", func(a control.AgentStatus) bool { return a.Backlog == 1 })
 	assertWaiting(t, p, r, id)
 
 	if err := os.WriteFile(fixed, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if resp := r.d.control(Request{Op: OpResume}); !resp.OK {
+	if resp := r.d.control(control.Request{Op: control.OpResume}); !resp.OK {
 		t.Fatalf("resume: %+v", resp)
 	}
 	assertCompletedFirstTry(t, p, r, id)
@@ -146,10 +150,10 @@ func TestCodexGoneWhileRunningDoesNotConsumeTheMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := p.send("eng", "human", "while gone")
-	r.waitEvent(t, "agent_parked", func(e Event) bool { return e.Type == EvAgentParked && e.Agent == "eng" })
+	r.waitEvent(t, "agent_parked", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentParked && e.Agent == "eng" })
 	// The spawn failure parks the agent at once; the check that follows
 	// names the problem and its fix.
-	a := r.waitAgent(t, "eng", "parked state with the checked reason", func(a AgentStatus) bool {
+	a := r.waitAgent(t, "eng", "parked state with the checked reason", func(a control.AgentStatus) bool {
 		return a.State == agentParked && a.Backlog == 1 && a.Parked != nil && a.Parked.Kind == "codex_missing"
 	})
 	if !strings.Contains(a.LastError, "codex not found at "+bin+" — install it") {
@@ -162,7 +166,7 @@ func TestCodexGoneWhileRunningDoesNotConsumeTheMessage(t *testing.T) {
 	if a.TurnsCompleted != 1 {
 		t.Fatalf("turns completed %d", a.TurnsCompleted)
 	}
-	if n := r.count(EvAgentParked, ""); n != 1 {
+	if n := r.count(eventlog.EvAgentParked, ""); n != 1 {
 		t.Fatalf("%d agent_parked alerts; want one", n)
 	}
 
@@ -180,12 +184,12 @@ func TestAuthFailureSaysToLogIn(t *testing.T) {
 	p := newProject(t, "  - name: solo\n    codex:\n      codex_home: "+home+"\n")
 	r := p.start(nil)
 	p.send("solo", "human", "scenario:auth")
-	e := r.waitEvent(t, "auth_required", func(e Event) bool { return e.Type == EvAuthRequired })
+	e := r.waitEvent(t, "auth_required", func(e eventlog.Event) bool { return e.Type == eventlog.EvAuthRequired })
 	fix := "run: CODEX_HOME=" + home + " codex login (or set a valid OPENAI_API_KEY in codex.env), then `batty resume`"
 	if !strings.Contains(e.Detail, fix) || e.Data["fix"] != fix {
 		t.Fatalf("auth_required event %+v; want the fix %q", e, fix)
 	}
-	r.waitEvent(t, "dispatch_paused", func(e Event) bool { return e.Type == EvPaused })
+	r.waitEvent(t, "dispatch_paused", func(e eventlog.Event) bool { return e.Type == eventlog.EvPaused })
 	if st := r.d.status(); !st.Dispatch.Paused || !strings.Contains(st.Dispatch.Reason, fix) {
 		t.Fatalf("dispatch %+v; want the fix in the reason", st.Dispatch)
 	}
@@ -195,12 +199,12 @@ func TestAuthFailureSaysToLogIn(t *testing.T) {
 // stale "parked" error.
 func TestParkedErrorOfAnEarlierDaemonIsCleared(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
-	if err := saveJSON(p.layout, agentStateName("solo"), AgentState{Name: "solo", LastError: parkedPrefix + "codex not found at /x"}); err != nil {
+	if err := project.SaveJSON(p.layout, project.AgentStateName("solo"), project.AgentState{Name: "solo", LastError: parkedPrefix + "codex not found at /x"}); err != nil {
 		t.Fatal(err)
 	}
 	r := p.start(nil)
-	r.waitAgent(t, "solo", "the stale error cleared", func(a AgentStatus) bool { return a.LastError == "" && a.State == "idle" })
-	if n := r.count(EvAgentParked, ""); n != 0 {
+	r.waitAgent(t, "solo", "the stale error cleared", func(a control.AgentStatus) bool { return a.LastError == "" && a.State == "idle" })
+	if n := r.count(eventlog.EvAgentParked, ""); n != 0 {
 		t.Fatalf("%d agent_parked events", n)
 	}
 }

@@ -5,35 +5,11 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 )
-
-// AccountStatus is one account of `batty status`: the agents whose usage
-// counts against one Codex account (by the team's quota scope) and its
-// usage-limit pause.
-type AccountStatus struct {
-	// Account is the key: the CODEX_HOME path (scope account),
-	// "agent:<name>" or "team".
-	Account   string   `json:"account"`
-	CodexHome string   `json:"codex_home"`
-	Agents    []string `json:"agents"`
-	Paused    bool     `json:"paused"`
-	// Reason is codex's message of the limit ("" when open).
-	Reason string `json:"reason"`
-	// Since is when the pause began; ResumeAt is when the next probe turn
-	// may go (null while open, or while a probe is in flight).
-	Since    *time.Time `json:"since"`
-	ResumeAt *time.Time `json:"resume_at"`
-	// Probing is true once ResumeAt has come: one probe turn goes, the
-	// others wait for its outcome.
-	Probing bool `json:"probing"`
-	// FailedProbes counts the probes of this pause that hit the limit
-	// again.
-	FailedProbes int `json:"failed_probes"`
-	// Held counts the messages the pause holds: the backlogs of its agents.
-	Held int `json:"held"`
-}
 
 // quotaJitter draws the jitter of a planned probe.
 func (d *Daemon) quotaJitter() time.Duration {
@@ -48,24 +24,24 @@ func (d *Daemon) quotaJitter() time.Duration {
 // probe backs off; any other is held quietly. Called from a's goroutine.
 func (a *agent) quotaHit(id, reason string, resetBy time.Time) {
 	d := a.d
-	h, err := d.quota.hit(a.def.Name, id, reason, resetBy, time.Now())
+	h, err := d.quota.Hit(a.def.Name, id, reason, resetBy, time.Now())
 	if err != nil {
 		d.log.Error("Saving the quota state failed", "error", err)
-		d.events.Append(Event{Type: EvWarning, Agent: a.def.Name, Detail: "quota state not saved: " + err.Error()})
+		d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "quota state not saved: " + err.Error()})
 	}
 	switch {
-	case h.alert:
-		d.log.Warn("Usage limit: account paused", "account", h.pause.Account, "agents", h.agents, "probe_at", h.pause.ProbeAt)
-		data := map[string]any{"account": h.pause.Account, "agents": h.agents, "resume_at": h.pause.ProbeAt}
+	case h.Alert:
+		d.log.Warn("Usage limit: account paused", "account", h.Pause.Account, "agents", h.Agents, "probe_at", h.Pause.ProbeAt)
+		data := map[string]any{"account": h.Pause.Account, "agents": h.Agents, "resume_at": h.Pause.ProbeAt}
 		if !resetBy.IsZero() {
 			data["retry_at"] = resetBy.UTC()
 		}
-		d.events.Append(Event{Type: EvQuotaBlocked, Agent: a.def.Name, Message: id, Detail: reason, Data: data})
-	case h.probeFailed:
-		d.log.Info("Probe hit the usage limit again", "account", h.pause.Account, "probe_at", h.pause.ProbeAt, "failed_probes", h.pause.Probes)
-		d.events.Append(Event{Type: EvQuotaProbe, Agent: a.def.Name, Message: id,
-			Detail: fmt.Sprintf("the limit holds: next probe at %s", h.pause.ProbeAt.Format(time.RFC3339)),
-			Data:   map[string]any{"account": h.pause.Account, "result": "limit", "resume_at": h.pause.ProbeAt, "failed_probes": h.pause.Probes}})
+		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: a.def.Name, Message: id, Detail: reason, Data: data})
+	case h.ProbeFailed:
+		d.log.Info("Probe hit the usage limit again", "account", h.Pause.Account, "probe_at", h.Pause.ProbeAt, "failed_probes", h.Pause.Probes)
+		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: a.def.Name, Message: id,
+			Detail: fmt.Sprintf("the limit holds: next probe at %s", h.Pause.ProbeAt.Format(time.RFC3339)),
+			Data:   map[string]any{"account": h.Pause.Account, "result": "limit", "resume_at": h.Pause.ProbeAt, "failed_probes": h.Pause.Probes}})
 	default:
 		d.log.Debug("Usage limit while the account is paused", "agent", a.def.Name, "message", id)
 	}
@@ -76,13 +52,13 @@ func (a *agent) quotaHit(id, reason string, resetBy time.Time) {
 // anything else (but a limit) lets another probe go.
 func (a *agent) quotaProbeEnded(id string, completed bool) {
 	d := a.d
-	wake, resumed, err := d.quota.probeEnded(a.def.Name, id, completed)
+	wake, resumed, err := d.quota.ProbeEnded(a.def.Name, id, completed)
 	if err != nil {
 		d.log.Error("Saving the quota state failed", "error", err)
 	}
 	if resumed {
 		d.log.Info("Probe completed: account resumed", "agents", wake)
-		d.events.Append(Event{Type: EvQuotaResumed, Agent: a.def.Name, Message: id, Detail: "probe turn completed",
+		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaResumed, Agent: a.def.Name, Message: id, Detail: "probe turn completed",
 			Data: map[string]any{"agents": wake}})
 		d.kickRoute()
 	}
@@ -92,7 +68,7 @@ func (a *agent) quotaProbeEnded(id string, completed bool) {
 // quotaRelease gives back a probe a did not send (id "" when a has nothing
 // to send) and wakes the account's other agents to send it.
 func (a *agent) quotaRelease(id string) {
-	a.d.pokeNames(a.d.quota.release(a.def.Name, id), a.def.Name)
+	a.d.pokeNames(a.d.quota.Release(a.def.Name, id), a.def.Name)
 }
 
 // pokeNames pokes the named agents but skip.
@@ -108,15 +84,15 @@ func (d *Daemon) pokeNames(names []string, skip string) {
 // the oldest held message of its agents, on that message's agent (any
 // agent when none holds one). Run's goroutine calls it.
 func (d *Daemon) startProbes(now time.Time) {
-	for _, key := range d.quota.due(now) {
-		agents, p, ok := d.quota.account(key)
+	for _, key := range d.quota.Due(now) {
+		agents, p, ok := d.quota.Account(key)
 		if !ok {
 			continue
 		}
 		prober, msg := d.oldestHeld(agents)
-		d.quota.startProbe(key, prober)
+		d.quota.StartProbe(key, prober)
 		d.log.Info("Usage limit pause ran out: probing", "account", key, "agent", prober, "message", msg)
-		d.events.Append(Event{Type: EvQuotaProbe, Agent: prober, Message: msg, Detail: "pause ran out: one probe turn",
+		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: prober, Message: msg, Detail: "pause ran out: one probe turn",
 			Data: map[string]any{"account": key, "result": "start", "failed_probes": p.Probes}})
 		if prober != "" {
 			d.byName[prober].poke()
@@ -157,7 +133,7 @@ func (d *Daemon) armQuota(t *time.Timer) *time.Timer {
 	if t != nil {
 		t.Stop()
 	}
-	at := d.quota.nextWake()
+	at := d.quota.NextWake()
 	if at.IsZero() {
 		return nil
 	}
@@ -167,12 +143,12 @@ func (d *Daemon) armQuota(t *time.Timer) *time.Timer {
 // resumeAccounts opens every paused account (`batty resume`) and reports
 // whether one was paused.
 func (d *Daemon) resumeAccounts(why string) bool {
-	keys, err := d.quota.resumeAll()
+	keys, err := d.quota.ResumeAll()
 	if err != nil {
 		d.log.Error("Saving the quota state failed", "error", err)
 	}
 	for _, k := range keys {
-		d.events.Append(Event{Type: EvQuotaResumed, Detail: why, Data: map[string]any{"account": k}})
+		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaResumed, Detail: why, Data: map[string]any{"account": k}})
 	}
 	if len(keys) > 0 {
 		d.pokeAll()
@@ -184,43 +160,20 @@ func (d *Daemon) resumeAccounts(why string) bool {
 // migrateQuotaGate turns a team-wide quota pause left in dispatch.json by
 // an earlier version into a pause of every account until the same time.
 func (d *Daemon) migrateQuotaGate() error {
-	st := d.gate.state()
-	if !st.Paused || st.Kind != PauseQuota {
+	st := d.gate.State()
+	if !st.Paused || st.Kind != project.PauseQuota {
 		return nil
 	}
 	now := time.Now()
-	for _, v := range d.quota.views() {
-		if v.pause == nil && len(v.agents) > 0 {
-			if _, err := d.quota.hit(v.agents[0], "", st.Reason, st.ResumeAt, now); err != nil {
+	for _, v := range d.quota.Views() {
+		if v.Pause == nil && len(v.Agents) > 0 {
+			if _, err := d.quota.Hit(v.Agents[0], "", st.Reason, st.ResumeAt, now); err != nil {
 				return err
 			}
 		}
 	}
-	_, err := d.gate.resume()
+	_, err := d.gate.Resume()
 	return err
-}
-
-// accountStatus returns the accounts of status; backlog gives an agent's
-// backlog.
-func accountStatus(views []accountView, backlog func(agent string) int) []AccountStatus {
-	out := make([]AccountStatus, 0, len(views))
-	for _, v := range views {
-		as := AccountStatus{Account: v.key, CodexHome: v.home, Agents: v.agents}
-		if p := v.pause; p != nil {
-			as.Paused, as.Reason, as.Probing, as.FailedProbes = true, p.Reason, v.probing, p.Probes
-			since := p.Since
-			as.Since = &since
-			if !v.probing {
-				at := p.ProbeAt
-				as.ResumeAt = &at
-			}
-			for _, n := range v.agents {
-				as.Held += backlog(n)
-			}
-		}
-		out = append(out, as)
-	}
-	return out
 }
 
 // Reasons recorded in inbox.Message.Retry.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
 )
 
 // Two agents on one account, the real Codex CLI, and a mock that answers
@@ -62,16 +64,16 @@ func TestE2EQuotaPausesTheAccountAndProbes(t *testing.T) {
 	})
 	a1 := p.send("eng-1", "human", "first for one [[mock:reply ONE-1]]")
 	b1 := p.send("eng-2", "human", "first for two [[mock:reply TWO-1]]")
-	alert := r.waitEvent(t, "quota alert", func(e Event) bool { return e.Type == EvQuotaBlocked })
+	alert := r.waitEvent(t, "quota alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaBlocked })
 	if !strings.Contains(alert.Detail, "usage limit") || !strings.Contains(alert.Detail, "try again at") {
 		t.Fatalf("alert %+v", alert)
 	}
 	for _, id := range []string{a1, b1} {
-		r.waitEvent(t, "requeue of "+id, func(e Event) bool { return e.Type == EvRequeued && e.Message == id })
+		r.waitEvent(t, "requeue of "+id, func(e eventlog.Event) bool { return e.Type == eventlog.EvRequeued && e.Message == id })
 	}
 	a2 := p.send("eng-1", "human", "second for one [[mock:reply ONE-2]]")
 	b2 := p.send("eng-2", "human", "second for two [[mock:reply TWO-2]]")
-	st := call(t, p, Request{Op: OpStatus}).Status
+	st := call(t, p, control.Request{Op: control.OpStatus}).Status
 	acc := accountOf(t, st, "eng-1")
 	if !acc.Paused || acc.ResumeAt == nil || acc.Held != 4 || len(acc.Agents) != 2 || acc.CodexHome != home {
 		t.Fatalf("account while paused: %+v", acc)
@@ -87,13 +89,13 @@ func TestE2EQuotaPausesTheAccountAndProbes(t *testing.T) {
 
 	// The pause lasts up to 80 s (20 s to the reset, then up to the end of
 	// its minute).
-	r.waitEventWithin(t, 3*time.Minute, "the account's release", func(e Event) bool { return e.Type == EvQuotaResumed })
+	r.waitEventWithin(t, 3*time.Minute, "the account's release", func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaResumed })
 	for _, id := range []string{a1, b1, a2, b2} {
 		if st := r.finished(t, id); st != "completed" {
 			t.Fatalf("%s: %s", id, st)
 		}
 	}
-	if n := r.count(EvQuotaBlocked, ""); n != 1 {
+	if n := r.count(eventlog.EvQuotaBlocked, ""); n != 1 {
 		t.Fatalf("%d quota alerts, want 1", n)
 	}
 
@@ -105,11 +107,11 @@ func TestE2EQuotaPausesTheAccountAndProbes(t *testing.T) {
 	sent := 0
 	for _, e := range events {
 		switch {
-		case e.Type == EvQuotaBlocked:
+		case e.Type == eventlog.EvQuotaBlocked:
 			pausedAt = e.Time
-		case e.Type == EvQuotaResumed:
+		case e.Type == eventlog.EvQuotaResumed:
 			resumedAt = e.Time
-		case e.Type == EvQuotaProbe && e.Data["result"] == "sent":
+		case e.Type == eventlog.EvQuotaProbe && e.Data["result"] == "sent":
 			probes[e.Message] = true
 			sent++
 		}

@@ -8,10 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/protocol"
 )
 
 // accountOf returns the status of the account agent belongs to.
-func accountOf(t *testing.T, st *Status, agent string) AccountStatus {
+func accountOf(t *testing.T, st *control.Status, agent string) control.AccountStatus {
 	t.Helper()
 	for _, a := range st.Accounts {
 		if slices.Contains(a.Agents, agent) {
@@ -19,7 +24,7 @@ func accountOf(t *testing.T, st *Status, agent string) AccountStatus {
 		}
 	}
 	t.Fatalf("no account lists %s: %+v", agent, st.Accounts)
-	return AccountStatus{}
+	return control.AccountStatus{}
 }
 
 // noJitter makes planned probes exact.
@@ -36,11 +41,11 @@ func TestQuotaPausesTheAccountAndSurvivesRestart(t *testing.T) {
 	id := p.send("manager", "human", fmt.Sprintf("scenario:quota:%d", printed.Unix()))
 	// The quota failure does not consume the message: it goes back to the
 	// queue and the account pauses.
-	e := r.waitEvent(t, "requeue", func(e Event) bool { return e.Type == EvRequeued && e.Message == id })
+	e := r.waitEvent(t, "requeue", func(e eventlog.Event) bool { return e.Type == eventlog.EvRequeued && e.Message == id })
 	if !strings.HasPrefix(e.Detail, "quota") {
 		t.Fatalf("requeue detail %q", e.Detail)
 	}
-	st := call(t, p, Request{Op: OpStatus}).Status
+	st := call(t, p, control.Request{Op: control.OpStatus}).Status
 	acc := accountOf(t, st, "manager")
 	if !acc.Paused || acc.ResumeAt == nil || !acc.ResumeAt.Equal(want) || !strings.Contains(acc.Reason, "usage limit") || acc.Held != 1 || len(acc.Agents) != 4 {
 		t.Fatalf("account %+v, want paused until %s holding 1", acc, want)
@@ -57,7 +62,7 @@ func TestQuotaPausesTheAccountAndSurvivesRestart(t *testing.T) {
 	}
 
 	// A stopped team's status reads the pause from its state file.
-	off, err := OfflineStatus(p.cfg, p.layout)
+	off, err := control.OfflineStatus(p.cfg, p.layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +72,7 @@ func TestQuotaPausesTheAccountAndSurvivesRestart(t *testing.T) {
 
 	// A restarted daemon keeps the pause and its probe time.
 	r = p.start(noJitter)
-	st = call(t, p, Request{Op: OpStatus}).Status
+	st = call(t, p, control.Request{Op: control.OpStatus}).Status
 	if acc := accountOf(t, st, "architect"); !acc.Paused || acc.ResumeAt == nil || !acc.ResumeAt.Equal(want) || acc.Held != 2 {
 		t.Fatalf("account after restart %+v", acc)
 	}
@@ -76,13 +81,13 @@ func TestQuotaPausesTheAccountAndSurvivesRestart(t *testing.T) {
 	}
 	// Resuming releases both: the quota-failed message runs again (the
 	// fake worker succeeds on a redelivery) and the one that waited.
-	call(t, p, Request{Op: OpResume})
+	call(t, p, control.Request{Op: control.OpResume})
 	for _, m := range []string{id, other} {
 		if st := r.finished(t, m); st != "completed" {
 			t.Fatalf("%s: status %s", m, st)
 		}
 	}
-	if n := r.count(EvQuotaBlocked, ""); n != 0 {
+	if n := r.count(eventlog.EvQuotaBlocked, ""); n != 0 {
 		t.Fatalf("%d quota alerts after the restart, want 0 (one per pause)", n)
 	}
 }
@@ -101,12 +106,12 @@ func TestQuotaPausesOnlyTheAccountThatHitIt(t *testing.T) {
 	r := p.start(noJitter)
 	reset := time.Now().Add(2 * time.Hour).Unix()
 	q := p.send("left", "human", fmt.Sprintf("scenario:quota:%d", reset))
-	r.waitEvent(t, "quota alert", func(e Event) bool { return e.Type == EvQuotaBlocked && e.Message == q })
+	r.waitEvent(t, "quota alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaBlocked && e.Message == q })
 	held := p.send("left", "human", "held")
 	if st := r.finished(t, p.send("right", "human", "other account")); st != "completed" {
 		t.Fatalf("right: %s", st)
 	}
-	st := call(t, p, Request{Op: OpStatus}).Status
+	st := call(t, p, control.Request{Op: control.OpStatus}).Status
 	if len(st.Accounts) != 2 {
 		t.Fatalf("accounts %+v, want 2", st.Accounts)
 	}
@@ -129,7 +134,7 @@ func TestQuotaProbeBacksOffThenReleasesTheAccount(t *testing.T) {
 	r := p.start(func(o *Options) { noJitter(o); o.QuotaBackoffMin = 100 * time.Millisecond })
 	until := time.Now().Add(1500 * time.Millisecond)
 	q := p.send("eng-1", "human", fmt.Sprintf("scenario:quotauntil:%d", until.UnixNano()))
-	r.waitEvent(t, "quota alert", func(e Event) bool { return e.Type == EvQuotaBlocked && e.Message == q })
+	r.waitEvent(t, "quota alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaBlocked && e.Message == q })
 	other := p.send("eng-2", "human", "held by the pause")
 	later := p.send("eng-1", "human", "also held")
 	// Every agent looks at its inbox again and again (as the safety-net
@@ -151,13 +156,13 @@ func TestQuotaProbeBacksOffThenReleasesTheAccount(t *testing.T) {
 			t.Fatalf("%s: %s", id, st)
 		}
 	}
-	if n := r.count(EvQuotaBlocked, ""); n != 1 {
+	if n := r.count(eventlog.EvQuotaBlocked, ""); n != 1 {
 		t.Fatalf("%d quota alerts, want 1", n)
 	}
 	r.mu.Lock()
 	events := slices.Clone(r.seen)
 	r.mu.Unlock()
-	resumed := slices.IndexFunc(events, func(e Event) bool { return e.Type == EvQuotaResumed })
+	resumed := slices.IndexFunc(events, func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaResumed })
 	if resumed < 0 {
 		t.Fatal("no quota_resumed event")
 	}
@@ -166,14 +171,14 @@ func TestQuotaProbeBacksOffThenReleasesTheAccount(t *testing.T) {
 	// (A probe goes with the oldest message held at that moment: a message
 	// still being put back after its probe failed is not held yet.)
 	limits, probes, delivered := 0, []string{}, []string{}
-	blocked := slices.IndexFunc(events, func(e Event) bool { return e.Type == EvQuotaBlocked })
+	blocked := slices.IndexFunc(events, func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaBlocked })
 	for _, e := range events[blocked:resumed] {
 		switch {
-		case e.Type == EvDelivered:
+		case e.Type == eventlog.EvDelivered:
 			delivered = append(delivered, e.Message)
-		case e.Type == EvQuotaProbe && e.Data["result"] == "sent":
+		case e.Type == eventlog.EvQuotaProbe && e.Data["result"] == "sent":
 			probes = append(probes, e.Message)
-		case e.Type == EvQuotaProbe && e.Data["result"] == "limit":
+		case e.Type == eventlog.EvQuotaProbe && e.Data["result"] == "limit":
 			limits++
 		}
 	}
@@ -201,12 +206,35 @@ func TestQuotaWithoutResetTimeProbesAfterTheCooldown(t *testing.T) {
 	p := newProject(t, "  - name: solo\nquota: {cooldown: 300ms}\n")
 	r := p.start(noJitter)
 	id := p.send("solo", "human", "scenario:quotaonce")
-	e := r.waitEvent(t, "quota alert", func(e Event) bool { return e.Type == EvQuotaBlocked })
+	e := r.waitEvent(t, "quota alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaBlocked })
 	if _, ok := e.Data["retry_at"]; ok {
 		t.Fatalf("alert names a reset time codex did not give: %+v", e)
 	}
-	r.waitEvent(t, "resume", func(e Event) bool { return e.Type == EvQuotaResumed })
+	r.waitEvent(t, "resume", func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaResumed })
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)
+	}
+}
+
+// The header note of a message put back after a usage limit or a failed
+// login says the earlier copy was not answered; other requeues add none
+// (the shim's header then says the delivery was cut off).
+func TestLimitRetryNote(t *testing.T) {
+	cases := []struct {
+		retry string
+		want  string
+	}{
+		{retryQuota, "retried after a usage limit, attempt 2; your earlier copy of this message was not answered"},
+		{retryAuth, "retried after a login failure, attempt 2; your earlier copy of this message was not answered"},
+		{"", ""},
+		{"other", ""},
+	}
+	for _, c := range cases {
+		if got := limitRetryNote(inbox.Message{Attempt: 2, Retry: c.retry}); got != c.want {
+			t.Errorf("limitRetryNote(%q) = %q, want %q", c.retry, got, c.want)
+		}
+	}
+	if retryOf(protocol.FailQuota) != retryQuota || retryOf(protocol.FailAuth) != retryAuth || retryOf(protocol.FailContextWindow) != "" {
+		t.Error("retryOf maps the wrong failures")
 	}
 }

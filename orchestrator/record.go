@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/protocol"
 )
@@ -63,8 +65,8 @@ func (a *agent) write(r *outcomeRecord) (bool, error) {
 		}
 		r.replied = true
 		if fresh {
-			a.d.events.Append(Event{Type: EvReply, Agent: a.def.Name, Message: got.ID, Data: map[string]any{
-				"to": got.To, "in_reply_to": r.m.ID, "preview": replyPreview(r.reply.Body)}})
+			a.d.events.Append(eventlog.Event{Type: eventlog.EvReply, Agent: a.def.Name, Message: got.ID, Data: map[string]any{
+				"to": got.To, "in_reply_to": r.m.ID, "preview": eventlog.ReplyPreview(r.reply.Body)}})
 		}
 	}
 	_, err := a.box.Complete(r.m.ID, r.o)
@@ -101,16 +103,16 @@ func (a *agent) record(r *outcomeRecord) bool {
 		detail := fmt.Sprintf("message %s: %v; trying again in %s", r.m.ID, err, r.wait)
 		a.log.Error("Recording an outcome failed", "message", r.m.ID, "tries", r.tries, "retry_in", r.wait, "error", err)
 		if first {
-			a.d.events.Append(Event{Type: EvRecordFailed, Agent: a.def.Name, Message: r.m.ID, Detail: detail})
+			a.d.events.Append(eventlog.Event{Type: eventlog.EvRecordFailed, Agent: a.def.Name, Message: r.m.ID, Detail: detail})
 		}
 		a.setSnap(func(s *agentSnap) {
-			s.recording = &RecordingStatus{Message: r.m.ID, Since: r.since, Tries: r.tries, Error: err.Error()}
+			s.recording = &control.RecordingStatus{Message: r.m.ID, Since: r.since, Tries: r.tries, Error: err.Error()}
 		})
 		return false
 	}
 	if a.pending == r {
 		a.pending, a.recordRetry = nil, nil
-		a.d.events.Append(Event{Type: EvRecordRecovered, Agent: a.def.Name, Message: r.m.ID,
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvRecordRecovered, Agent: a.def.Name, Message: r.m.ID,
 			Detail: fmt.Sprintf("recorded after %d failed tries since %s", r.tries, r.since.Format(time.RFC3339))})
 		a.setSnap(func(s *agentSnap) { s.recording = nil })
 	}
@@ -149,7 +151,7 @@ func (a *agent) recorded(r *outcomeRecord, wrote bool) {
 		a.d.kickRoute()
 	}
 	if wrote && r.o.Status == inbox.StatusRejected && !r.turn {
-		a.d.events.Append(Event{Type: EvRejected, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error})
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvRejected, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error})
 	}
 	if !wrote || !r.turn {
 		return
@@ -164,7 +166,7 @@ func (a *agent) recorded(r *outcomeRecord, wrote bool) {
 	if r.retryable != "" {
 		// Every try spent: an alert, with the last error.
 		a.log.Error("Message failed", "message", r.m.ID, "attempts", r.failures, "error", e.Error)
-		a.d.events.Append(Event{Type: EvMessageFailed, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error, Data: map[string]any{
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvMessageFailed, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error, Data: map[string]any{
 			"attempts": r.failures, "max_attempts": a.d.cfg.MaxAttempts, "status": e.Status, "failure": e.Failure}})
 		r.announced = true
 	}
@@ -172,13 +174,4 @@ func (a *agent) recorded(r *outcomeRecord, wrote bool) {
 		a.contextGaveUp(r.m, e)
 		r.announced = true
 	}
-}
-
-// RecordingStatus says that an agent's last outcome could not be written
-// yet (e.g. the disk is full): the agent takes no new message until it is.
-type RecordingStatus struct {
-	Message string    `json:"message"` // the message whose outcome waits
-	Since   time.Time `json:"since"`   // the first failed try
-	Tries   int       `json:"tries"`   // failed tries so far
-	Error   string    `json:"error"`   // the last failure
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/battyhq/batty/eventlog"
 )
 
 // TestLongRepliesReachTheHumanWhole: replies of 2 MiB (over the inbox's
@@ -20,7 +22,7 @@ func TestLongRepliesReachTheHumanWhole(t *testing.T) {
 		if st := r.finished(t, id); st != "completed" {
 			t.Fatalf("%d bytes: status %s", n, st)
 		}
-		e := r.waitEvent(t, "reply to "+id, func(e Event) bool { return e.Type == EvReply && e.Data["in_reply_to"] == id })
+		e := r.waitEvent(t, "reply to "+id, func(e eventlog.Event) bool { return e.Type == eventlog.EvReply && e.Data["in_reply_to"] == id })
 		human := p.box("human")
 		m, where, err := human.Get(e.Message)
 		if err != nil || where != "new" || m.InReplyTo != id || m.BodySize != int64(n) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 )
 
@@ -37,7 +39,7 @@ func doneIDs(t *testing.T, b *inbox.Box) []string {
 // quiet waits until a and b have each finished a message from the human
 // sent now: replies are delivered before the turn that owes them is
 // announced, so anything a loop would have sent is queued ahead of these.
-func quiet(t *testing.T, p *project, r *running, agents ...string) {
+func quiet(t *testing.T, p *testProject, r *running, agents ...string) {
 	t.Helper()
 	for _, name := range agents {
 		p.sendAndWait(r, name, "sentinel for "+name, "completed")
@@ -57,7 +59,7 @@ func TestAnAgentsQuestionIsAnsweredOnceAndNothingLoops(t *testing.T) {
 		t.Fatalf("question: %s", st)
 	}
 	rid := inbox.ReplyID(q)
-	e := r.waitEvent(t, "reply to a", func(e Event) bool { return e.Type == EvReply && e.Message == rid })
+	e := r.waitEvent(t, "reply to a", func(e eventlog.Event) bool { return e.Type == eventlog.EvReply && e.Message == rid })
 	if e.Agent != "b" || e.Data["to"] != "a" || e.Data["in_reply_to"] != q {
 		t.Fatalf("reply event %+v", e)
 	}
@@ -94,7 +96,7 @@ func TestAnAgentsQuestionIsAnsweredOnceAndNothingLoops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.waitEvent(t, "the forged reply refused", func(e Event) bool { return e.Type == EvRejected && e.Message == m.ID })
+	r.waitEvent(t, "the forged reply refused", func(e eventlog.Event) bool { return e.Type == eventlog.EvRejected && e.Message == m.ID })
 }
 
 // A message refused by talks_to tells its sender so, as a reply: the
@@ -104,7 +106,7 @@ func TestARefusedMessageIsToldToItsSender(t *testing.T) {
 	r := p.start(nil)
 
 	q := p.send("a", "b", "b may not ask a") // b talks only to c
-	r.waitEvent(t, "the message refused", func(e Event) bool { return e.Type == EvRejected && e.Message == q })
+	r.waitEvent(t, "the message refused", func(e eventlog.Event) bool { return e.Type == eventlog.EvRejected && e.Message == q })
 	rid := inbox.ReplyID(q)
 	if st := r.finished(t, rid); st != "completed" {
 		t.Fatalf("b's turn on the notice: %s", st)
@@ -195,22 +197,22 @@ func TestAFullDiskHoldsTheOutcomeUntilSpaceReturns(t *testing.T) {
 	gate := filepath.Join(p.dir, "gate")
 	first := p.send("a", "human", "scenario:gate:"+gate)
 	second := p.send("a", "human", "after the disk is back")
-	r.waitEvent(t, "delivery of the first message", func(e Event) bool { return e.Type == EvDelivered && e.Message == first })
+	r.waitEvent(t, "delivery of the first message", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == first })
 	filler := fill(t, p.layout.Inboxes())
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	failed := r.waitEvent(t, "record_failed", func(e Event) bool { return e.Type == EvRecordFailed })
+	failed := r.waitEvent(t, "record_failed", func(e eventlog.Event) bool { return e.Type == eventlog.EvRecordFailed })
 	if failed.Message != first {
 		t.Fatalf("record_failed for %s, want %s", failed.Message, first)
 	}
-	if al, ok := AlertFor(failed); !ok || al.Kind != AlertRecordFailed {
+	if al, ok := eventlog.AlertFor(failed); !ok || al.Kind != eventlog.AlertRecordFailed {
 		t.Fatalf("record_failed is not an alert: %+v", al)
 	}
 	// Several tries fail while the disk stays full.
 	deadline := time.Now().Add(waitLimit)
 	for {
-		var rec *RecordingStatus
+		var rec *control.RecordingStatus
 		for _, as := range r.d.Status().Agents {
 			if as.Name == "a" {
 				rec = as.Recording
@@ -239,14 +241,14 @@ func TestAFullDiskHoldsTheOutcomeUntilSpaceReturns(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	r.waitEvent(t, "record_recovered", func(e Event) bool { return e.Type == EvRecordRecovered && e.Message == first })
+	r.waitEvent(t, "record_recovered", func(e eventlog.Event) bool { return e.Type == eventlog.EvRecordRecovered && e.Message == first })
 	if st := r.finished(t, first); st != "completed" {
 		t.Fatalf("first: %s", st)
 	}
 	if st := r.finished(t, second); st != "completed" {
 		t.Fatalf("second: %s", st)
 	}
-	if n := r.count(EvRecordFailed, ""); n != 1 {
+	if n := r.count(eventlog.EvRecordFailed, ""); n != 1 {
 		t.Fatalf("%d record_failed alerts, want 1", n)
 	}
 	reply, _, err := p.box("human").Get(inbox.ReplyID(first))
@@ -285,8 +287,8 @@ func TestACrashBetweenTheReplyAndTheOutcomeLeavesOneReply(t *testing.T) {
 	}
 	r := p.start(nil)
 	for _, from := range []string{"human", "a"} {
-		e := r.waitEvent(t, "outcome of the message from "+from, func(e Event) bool {
-			return e.Type == EvTurnFinished && e.Agent == "b" && e.Data["requeued"] != true && p.deliveries(e.Message) > 0 &&
+		e := r.waitEvent(t, "outcome of the message from "+from, func(e eventlog.Event) bool {
+			return e.Type == eventlog.EvTurnFinished && e.Agent == "b" && e.Data["requeued"] != true && p.deliveries(e.Message) > 0 &&
 				func() bool { m, _, _ := p.box("b").Get(e.Message); return m.From == from }()
 		})
 		id := e.Message
@@ -307,7 +309,7 @@ func TestACrashBetweenTheReplyAndTheOutcomeLeavesOneReply(t *testing.T) {
 		if replies != 1 {
 			t.Fatalf("%s has %d replies to %s, want 1", from, replies, id)
 		}
-		if n := r.count(EvReply, inbox.ReplyID(id)); n != 0 {
+		if n := r.count(eventlog.EvReply, inbox.ReplyID(id)); n != 0 {
 			t.Fatalf("a reply event for a reply delivered before the crash")
 		}
 	}

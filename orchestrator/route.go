@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 )
 
@@ -59,7 +60,7 @@ func (d *Daemon) route(role string) {
 	// only when every instance's is.
 	paused := map[*agent]bool{}
 	for _, a := range cands {
-		paused[a] = d.quota.paused(a.def.Name)
+		paused[a] = d.quota.Paused(a.def.Name)
 	}
 	lighter := func(a, b *agent) bool {
 		if paused[a] != paused[b] {
@@ -99,7 +100,7 @@ func (d *Daemon) route(role string) {
 				d.log.Warn("Routing failed", "role", role, "message", m.ID, "error", err)
 			default:
 				load[best]++
-				d.events.Append(Event{Type: EvRouted, Agent: best.def.Name, Message: m.ID, Detail: "@" + role})
+				d.events.Append(eventlog.Event{Type: eventlog.EvRouted, Agent: best.def.Name, Message: m.ID, Detail: "@" + role})
 				best.poke()
 			}
 			break
@@ -144,7 +145,7 @@ func (d *Daemon) dropDuplicate(role string, queue *inbox.Box, m inbox.Message, i
 	}
 	detail := fmt.Sprintf("%s was also in %s: dropped the queue's copy", m.ID, copies[0])
 	d.log.Warn("Duplicate message in a role queue", "role", role, "message", m.ID, "kept", copies[0].String())
-	d.events.Append(Event{Type: EvWarning, Message: m.ID, Detail: detail})
+	d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Message: m.ID, Detail: detail})
 	return true
 }
 
@@ -186,7 +187,7 @@ func (d *Daemon) reconcile() {
 	res, errs := inbox.Reconcile(boxes)
 	for _, err := range errs {
 		d.log.Warn("Reconciling the inboxes", "error", err)
-		d.events.Append(Event{Type: EvWarning, Detail: "reconcile inboxes: " + err.Error()})
+		d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Detail: "reconcile inboxes: " + err.Error()})
 	}
 	for _, r := range res {
 		var gone []string
@@ -202,7 +203,7 @@ func (d *Daemon) reconcile() {
 		}
 		detail := fmt.Sprintf("message %s was in several inboxes: kept %s; %s", r.ID, strings.Join(kept, ", "), strings.Join(gone, ", "))
 		d.log.Warn("Message found in several inboxes", "message", r.ID, "kept", kept, "dropped", gone)
-		d.events.Append(Event{Type: EvWarning, Message: r.ID, Detail: detail})
+		d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Message: r.ID, Detail: detail})
 	}
 }
 
@@ -218,6 +219,6 @@ func (d *Daemon) inboxProblems(box string, errs []error, retry func(time.Duratio
 			continue
 		}
 		d.log.Warn("Inbox problem", "box", box, "error", err)
-		d.events.Append(Event{Type: EvWarning, Detail: box + ": " + err.Error()})
+		d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Detail: box + ": " + err.Error()})
 	}
 }

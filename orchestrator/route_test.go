@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 )
 
 // copies lists where message id is among the boxes of the eng role, as
 // "box/state".
-func (p *project) copies(id string) []string {
+func (p *testProject) copies(id string) []string {
 	p.t.Helper()
 	cs, err := inbox.Find(id, []*inbox.Box{p.box("@eng"), p.box("eng-1"), p.box("eng-2")})
 	if err != nil {
@@ -74,8 +75,8 @@ func TestQueueCopyOfAFinishedMessageIsNotRoutedAgain(t *testing.T) {
 	if _, err := p.box("@eng").Deliver(done); err != nil {
 		t.Fatal(err)
 	}
-	r.waitEvent(t, "the duplicate dropped", func(e Event) bool {
-		return e.Type == EvWarning && e.Message == id && strings.Contains(e.Detail, "dropped the queue's copy")
+	r.waitEvent(t, "the duplicate dropped", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvWarning && e.Message == id && strings.Contains(e.Detail, "dropped the queue's copy")
 	})
 	r.stop(t)
 	if got := p.copies(id); !slices.Equal(got, []string{"eng-1/done"}) {
@@ -103,8 +104,8 @@ func TestRoutingKeepsInstancesWithinTheBacklogLimit(t *testing.T) {
 	r := p.start(func(o *Options) {
 		o.Rescan = time.Hour
 		seen := o.OnEvent
-		o.OnEvent = func(e Event) {
-			if e.Type == EvRouted {
+		o.OnEvent = func(e eventlog.Event) {
+			if e.Type == eventlog.EvRouted {
 				// Right after the move: the backlog can only have shrunk since.
 				n, f, err := boxes[e.Agent].Count()
 				if err != nil || n+f > 1 {
@@ -171,8 +172,8 @@ func TestUnfinishedFileGoesToBadWhenItsGraceEnds(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(p.layout.Inboxes(), box, "new", "stuck.json"), []byte(`{"id":"stu`), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		r.waitEvent(t, "bad file warning for "+box, func(e Event) bool {
-			return e.Type == EvWarning && strings.Contains(e.Detail, filepath.Join(box, "new", "stuck.json")) && strings.Contains(e.Detail, "moved to")
+		r.waitEvent(t, "bad file warning for "+box, func(e eventlog.Event) bool {
+			return e.Type == eventlog.EvWarning && strings.Contains(e.Detail, filepath.Join(box, "new", "stuck.json")) && strings.Contains(e.Detail, "moved to")
 		})
 		if _, err := os.Stat(filepath.Join(p.layout.Inboxes(), box, "bad", "new-stuck.json")); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 )
 
@@ -37,7 +38,7 @@ func runChildMain(teamFile string) int {
 		fmt.Println(err)
 		return 2
 	}
-	l, _ := LayoutFor(teamFile)
+	l, _ := project.LayoutFor(teamFile)
 	self, _ := os.Executable()
 	d, err := New(cfg, l, Options{ShimCommand: []string{self}, ShimEnv: append(os.Environ(), "BATTY_TEST_ROLE=shim"), Subreaper: true})
 	if err != nil {

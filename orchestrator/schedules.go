@@ -3,104 +3,15 @@ package orchestrator
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/team"
 )
-
-// schedulesName is the state file of the team's schedules (package
-// schedule): each one's state, runs and run in flight, by name.
-const schedulesName = "schedules.json"
-
-// maxSchedulesFile bounds the state file read: far above what MaxStates
-// schedules take, so that a file planted by an agent cannot exhaust memory.
-const maxSchedulesFile = 16 << 20
-
-// Event types of the schedules (schedule.Ev*), in events.jsonl.
-const (
-	EvScheduleRunStarted  = schedule.EvRunStarted
-	EvScheduleRunFinished = schedule.EvRunFinished
-	EvScheduleStopped     = schedule.EvStopped
-	EvScheduleFailed      = schedule.EvFailed
-)
-
-// ScheduleStatus is one schedule's line of status. Unknown times are left
-// out.
-type ScheduleStatus struct {
-	Name          string    `json:"name"`
-	To            string    `json:"to"`
-	Every         string    `json:"every"`
-	State         string    `json:"state"` // waiting | running | stopped | failed
-	RunsCompleted int       `json:"runs_completed"`
-	RunsFailed    int       `json:"runs_failed"`
-	Running       string    `json:"running"` // the message id of the run in flight, "" when none runs
-	NextDue       time.Time `json:"next_due,omitzero"`
-	LastStarted   time.Time `json:"last_started,omitzero"`
-	LastFinished  time.Time `json:"last_finished,omitzero"`
-	LastError     string    `json:"last_error"`
-}
-
-// scheduleStore keeps the schedules' states in state/schedules.json,
-// through the state directory's link-refusing, atomic writes.
-type scheduleStore struct{ l Layout }
-
-func (s scheduleStore) path() string { return filepath.Join(s.l.StateDir(), schedulesName) }
-
-// Load reads the state file; a missing one is no state. A file that does
-// not decode is an error naming it: the daemon does not start rather than
-// forget runs (and repeat them).
-func (s scheduleStore) Load() (map[string]schedule.State, error) {
-	d, err := s.l.OpenDir(subState, false)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]schedule.State{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read state %s: %w", s.path(), err)
-	}
-	defer d.Close()
-	f, err := d.OpenFile(schedulesName, os.O_RDONLY, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]schedule.State{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read state %s: %w", s.path(), err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSchedulesFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("read state %s: %w", s.path(), err)
-	}
-	if len(b) > maxSchedulesFile {
-		return nil, fmt.Errorf("state file %s is larger than %d bytes: move it away to start the schedules afresh (their runs are counted from zero again)", s.path(), maxSchedulesFile)
-	}
-	states, err := schedule.Decode(b)
-	if err != nil {
-		return nil, fmt.Errorf("state file %s is corrupt (%v): move it away to start the schedules afresh (their runs are counted from zero again)", s.path(), err)
-	}
-	return states, nil
-}
-
-// Save writes the state file atomically and durably, never through a link.
-func (s scheduleStore) Save(states map[string]schedule.State) error {
-	b, err := schedule.Encode(states)
-	if err != nil {
-		return err
-	}
-	d, err := s.l.OpenDir(subState, true)
-	if err != nil {
-		return fmt.Errorf("write state %s: %w", s.path(), err)
-	}
-	defer d.Close()
-	if err := d.WriteFile(schedulesName, b, 0o600); err != nil {
-		return fmt.Errorf("write state %s: %w", s.path(), err)
-	}
-	return nil
-}
 
 // scheduleBoxes delivers scheduled runs into the team's inboxes, as
 // `batty send` from the human does: the recipient's box (a role with
@@ -203,7 +114,7 @@ func (d *Daemon) newScheduler() {
 	if clock == nil {
 		clock = schedule.SystemClock()
 	}
-	d.sched = schedule.New(d.cfg.Schedules, clock, scheduleBoxes{d}, scheduleStore{d.layout}, d.log.Named("schedule"), d.scheduleEvent)
+	d.sched = schedule.New(d.cfg.Schedules, clock, scheduleBoxes{d}, project.ScheduleStore{Layout: d.layout}, d.log.Named("schedule"), d.scheduleEvent)
 }
 
 // scheduleEvent writes a schedule's event to the event log.
@@ -218,7 +129,7 @@ func (d *Daemon) scheduleEvent(e schedule.Event) {
 			data["to"] = s.To
 		}
 	}
-	d.events.Append(Event{Type: e.Kind, Message: e.ID, Detail: e.Detail, Data: data})
+	d.events.Append(eventlog.Event{Type: e.Kind, Message: e.ID, Detail: e.Detail, Data: data})
 }
 
 func (d *Daemon) scheduleSpec(name string) (team.Schedule, bool) {
@@ -239,55 +150,10 @@ func (d *Daemon) outcomeRecorded(id string, o inbox.Outcome) {
 }
 
 // scheduleStatus is the status of every schedule of the team file.
-func (d *Daemon) scheduleStatus() []ScheduleStatus {
-	out := []ScheduleStatus{}
+func (d *Daemon) scheduleStatus() []control.ScheduleStatus {
+	out := []control.ScheduleStatus{}
 	if d.sched == nil {
 		return out
 	}
-	return schedulesStatus(d.cfg, d.sched.Status())
-}
-
-// schedulesStatus joins the team file's schedules with their states.
-func schedulesStatus(cfg *team.Config, states []schedule.State) []ScheduleStatus {
-	by := map[string]schedule.State{}
-	for _, st := range states {
-		by[st.Name] = st
-	}
-	out := []ScheduleStatus{}
-	for _, s := range cfg.Schedules {
-		st, ok := by[s.Name]
-		if !ok {
-			st = schedule.State{State: schedule.Waiting}
-		}
-		out = append(out, ScheduleStatus{Name: s.Name, To: s.To, Every: s.Every.String(), State: st.State,
-			RunsCompleted: st.RunsCompleted, RunsFailed: st.RunsFailed, Running: st.RunID, NextDue: st.NextDue,
-			LastStarted: st.LastStarted, LastFinished: st.LastFinished, LastError: st.LastError})
-	}
-	return out
-}
-
-// OfflineResumeSchedules puts the failed schedules of a stopped team back
-// to waiting in its state file (`batty resume` with no daemon) and returns
-// their names.
-func OfflineResumeSchedules(cfg *team.Config, l Layout) ([]string, error) {
-	var names []string
-	if len(cfg.Schedules) == 0 {
-		return nil, nil // the state file, if any, is not read (as by the daemon)
-	}
-	err := withLock(l, func() error {
-		store := scheduleStore{l}
-		states, err := store.Load()
-		if err != nil {
-			return err
-		}
-		var all []string
-		for _, s := range cfg.Schedules {
-			all = append(all, s.Name)
-		}
-		if names = schedule.ResumeFailed(states, all); names == nil {
-			return nil
-		}
-		return store.Save(states)
-	})
-	return names, err
+	return control.SchedulesStatus(d.cfg, d.sched.Status())
 }

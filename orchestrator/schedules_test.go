@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/schedule"
 )
 
@@ -20,7 +23,7 @@ func withClock(c schedule.Clock) func(*Options) {
 }
 
 // scheduleOf returns the status of schedule name.
-func scheduleOf(t *testing.T, st *Status, name string) ScheduleStatus {
+func scheduleOf(t *testing.T, st *control.Status, name string) control.ScheduleStatus {
 	t.Helper()
 	for _, s := range st.Schedules {
 		if s.Name == name {
@@ -28,12 +31,12 @@ func scheduleOf(t *testing.T, st *Status, name string) ScheduleStatus {
 		}
 	}
 	t.Fatalf("no schedule %s in %+v", name, st.Schedules)
-	return ScheduleStatus{}
+	return control.ScheduleStatus{}
 }
 
 // scheduleJSON returns schedule name of the status as `batty status --json`
 // prints it.
-func scheduleJSON(t *testing.T, st *Status, name string) map[string]any {
+func scheduleJSON(t *testing.T, st *control.Status, name string) map[string]any {
 	t.Helper()
 	b, err := json.Marshal(st)
 	if err != nil {
@@ -63,7 +66,7 @@ func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
 	clock := schedule.NewFakeClock(t0)
 	r := p.start(withClock(clock))
 	// The first run is due when the daemon first sees the schedule.
-	started := r.waitEvent(t, "run started", func(e Event) bool { return e.Type == EvScheduleRunStarted })
+	started := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted })
 	id := started.Message
 	if id != schedule.RunID("hourly", 1, t0) || started.Data["to"] != "worker" {
 		t.Fatalf("run started %+v", started)
@@ -71,9 +74,9 @@ func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
 	if st := r.finished(t, id); st != inbox.StatusCompleted {
 		t.Fatalf("run %s: %s", id, st)
 	}
-	r.waitEvent(t, "run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished && e.Message == id })
+	r.waitEvent(t, "run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished && e.Message == id })
 
-	st := call(t, p, Request{Op: OpStatus}).Status
+	st := call(t, p, control.Request{Op: control.OpStatus}).Status
 	s := scheduleOf(t, st, "hourly")
 	if s.State != schedule.Waiting || s.To != "worker" || s.RunsCompleted != 1 || s.RunsFailed != 0 || s.LastError != "" ||
 		!s.NextDue.Equal(t0.Add(time.Hour)) || !s.LastStarted.Equal(t0) || s.LastFinished.IsZero() {
@@ -104,7 +107,7 @@ func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
 	r.stop(t)
 	clock = schedule.NewFakeClock(t0.Add(30 * time.Minute))
 	r = p.start(withClock(clock))
-	st = call(t, p, Request{Op: OpStatus}).Status
+	st = call(t, p, control.Request{Op: control.OpStatus}).Status
 	if s := scheduleOf(t, st, "hourly"); s.State != schedule.Waiting || s.RunsCompleted != 1 || !s.NextDue.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("status after restart %+v", s)
 	}
@@ -112,18 +115,18 @@ func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
 		t.Fatalf("run 1 ran %d times", n)
 	}
 	clock.Set(t0.Add(time.Hour))
-	id2 := r.waitEvent(t, "second run", func(e Event) bool { return e.Type == EvScheduleRunStarted }).Message
+	id2 := r.waitEvent(t, "second run", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted }).Message
 	if id2 != schedule.RunID("hourly", 2, t0.Add(time.Hour)) {
 		t.Fatalf("second run %s", id2)
 	}
-	r.waitEvent(t, "second run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished && e.Message == id2 })
-	if s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "hourly"); s.RunsCompleted != 2 || !s.NextDue.Equal(t0.Add(2*time.Hour)) {
+	r.waitEvent(t, "second run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished && e.Message == id2 })
+	if s := scheduleOf(t, call(t, p, control.Request{Op: control.OpStatus}).Status, "hourly"); s.RunsCompleted != 2 || !s.NextDue.Equal(t0.Add(2*time.Hour)) {
 		t.Fatalf("status after the second run %+v", s)
 	}
 
 	// A stopped team's status reads the schedules from their state file.
 	r.stop(t)
-	off, err := OfflineStatus(p.cfg, p.layout)
+	off, err := control.OfflineStatus(p.cfg, p.layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,25 +142,25 @@ func TestScheduleRunDeferredByQuotaPause(t *testing.T) {
 	p := newProjectWith(t, fmt.Sprintf("timeouts:\n  shutdown: 5s\nschedules:\n  - {name: q, to: worker, prompt: \"scenario:quota:%d\", every: 1h}\n", printed.Unix()),
 		"  - name: worker\n")
 	r := p.start(withClock(schedule.NewFakeClock(time.Now())))
-	started := r.waitEvent(t, "run started", func(e Event) bool { return e.Type == EvScheduleRunStarted })
+	started := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted })
 	id := started.Message
-	r.waitEvent(t, "requeue", func(e Event) bool { return e.Type == EvRequeued && e.Message == id })
-	st := call(t, p, Request{Op: OpStatus}).Status
+	r.waitEvent(t, "requeue", func(e eventlog.Event) bool { return e.Type == eventlog.EvRequeued && e.Message == id })
+	st := call(t, p, control.Request{Op: control.OpStatus}).Status
 	if s := scheduleOf(t, st, "q"); s.State != schedule.Running || s.Running != id || s.LastError != "" || s.RunsFailed != 0 {
 		t.Fatalf("schedule during the quota pause %+v", s)
 	}
 	if acc := accountOf(t, st, "worker"); !acc.Paused {
 		t.Fatalf("account not paused: %+v", acc)
 	}
-	call(t, p, Request{Op: OpResume})
-	e := r.waitEvent(t, "run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished && e.Message == id })
+	call(t, p, control.Request{Op: control.OpResume})
+	e := r.waitEvent(t, "run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished && e.Message == id })
 	if e.Detail != "" {
 		t.Fatalf("run finished with %q", e.Detail)
 	}
-	if s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "q"); s.State != schedule.Waiting || s.RunsCompleted != 1 || s.RunsFailed != 0 {
+	if s := scheduleOf(t, call(t, p, control.Request{Op: control.OpStatus}).Status, "q"); s.State != schedule.Waiting || s.RunsCompleted != 1 || s.RunsFailed != 0 {
 		t.Fatalf("schedule after the pause %+v", s)
 	}
-	if r.count(EvScheduleRunStarted, "") != 1 {
+	if r.count(eventlog.EvScheduleRunStarted, "") != 1 {
 		t.Fatalf("the deferred run was started again")
 	}
 }
@@ -168,34 +171,36 @@ func TestScheduleFailedRunStopsIt(t *testing.T) {
 		"  - name: worker\n")
 	clock := schedule.NewFakeClock(time.Now())
 	r := p.start(withClock(clock))
-	e := r.waitEvent(t, "schedule failed", func(e Event) bool { return e.Type == EvScheduleFailed })
+	e := r.waitEvent(t, "schedule failed", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleFailed })
 	if !strings.Contains(e.Detail, "failed") {
 		t.Fatalf("failed with %q", e.Detail)
 	}
-	s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "f")
+	s := scheduleOf(t, call(t, p, control.Request{Op: control.OpStatus}).Status, "f")
 	if s.State != schedule.Failed || s.RunsFailed != 1 || s.LastError == "" {
 		t.Fatalf("status %+v", s)
 	}
 	clock.Advance(time.Hour)
-	if n := r.count(EvScheduleRunStarted, ""); n != 1 {
+	if n := r.count(eventlog.EvScheduleRunStarted, ""); n != 1 {
 		t.Fatalf("%d runs started after the failure", n)
 	}
 	// batty resume runs it again: at once, an hour of ticks having passed.
-	if resp := call(t, p, Request{Op: OpResume}); len(resp.Schedules) != 1 || resp.Schedules[0] != "f" {
+	if resp := call(t, p, control.Request{Op: control.OpResume}); len(resp.Schedules) != 1 || resp.Schedules[0] != "f" {
 		t.Fatalf("resume answered %+v", resp)
 	}
-	e = r.waitEvent(t, "second run", func(e Event) bool { return e.Type == EvScheduleRunStarted && e.Data["run"] == 2 })
+	e = r.waitEvent(t, "second run", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted && e.Data["run"] == 2 })
 	if e.Message != schedule.RunID("f", 2, clock.Now()) {
 		t.Fatalf("second run %s", e.Message)
 	}
-	r.waitEvent(t, "failed again", func(e Event) bool { return e.Type == EvScheduleFailed && e.Data["runs_completed"] == 2 })
+	r.waitEvent(t, "failed again", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvScheduleFailed && e.Data["runs_completed"] == 2
+	})
 	r.stop(t)
 	// With the daemon stopped, resume changes the state file.
-	names, err := OfflineResumeSchedules(p.cfg, p.layout)
+	names, err := control.OfflineResumeSchedules(p.cfg, p.layout)
 	if err != nil || len(names) != 1 {
 		t.Fatalf("offline resume: %v, %v", names, err)
 	}
-	off, err := OfflineStatus(p.cfg, p.layout)
+	off, err := control.OfflineStatus(p.cfg, p.layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +241,7 @@ func TestScheduleStateFileRefused(t *testing.T) {
 			if err := os.MkdirAll(p.layout.StateDir(), 0o700); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join(p.layout.StateDir(), schedulesName)
+			path := filepath.Join(p.layout.StateDir(), project.SchedulesName)
 			tc.plant(t, path)
 			self, _ := os.Executable()
 			d, err := New(p.cfg, p.layout, Options{ShimCommand: []string{self}, ShimEnv: p.shimEnv(), NoCgroup: true})
@@ -262,12 +267,12 @@ func TestScheduleToARoleGoesThroughItsQueue(t *testing.T) {
 	p := newProjectWith(t, "timeouts:\n  shutdown: 5s\nschedules:\n  - {name: r, to: eng, prompt: \"to the role\", every: 1h}\n",
 		"  - name: eng\n    instances: 2\n")
 	r := p.start(withClock(schedule.NewFakeClock(time.Now())))
-	id := r.waitEvent(t, "run started", func(e Event) bool { return e.Type == EvScheduleRunStarted }).Message
-	routed := r.waitEvent(t, "routed", func(e Event) bool { return e.Type == EvRouted && e.Message == id })
+	id := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted }).Message
+	routed := r.waitEvent(t, "routed", func(e eventlog.Event) bool { return e.Type == eventlog.EvRouted && e.Message == id })
 	if !strings.HasPrefix(routed.Agent, "eng-") {
 		t.Fatalf("routed to %q", routed.Agent)
 	}
-	e := r.waitEvent(t, "run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished && e.Message == id })
+	e := r.waitEvent(t, "run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished && e.Message == id })
 	if e.Detail != "" || e.Data["runs_completed"] != 1 {
 		t.Fatalf("run finished %+v", e)
 	}
@@ -281,10 +286,10 @@ func TestScheduleRunInFlightAcrossARestart(t *testing.T) {
 		"  - name: worker\n")
 	t0 := time.Now()
 	r := p.start(withClock(schedule.NewFakeClock(t0)))
-	id := r.waitEvent(t, "run started", func(e Event) bool { return e.Type == EvScheduleRunStarted }).Message
-	r.waitEvent(t, "delivered", func(e Event) bool { return e.Type == EvDelivered && e.Message == id })
+	id := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted }).Message
+	r.waitEvent(t, "delivered", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == id })
 	r.stop(t)
-	off, err := OfflineStatus(p.cfg, p.layout)
+	off, err := control.OfflineStatus(p.cfg, p.layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,14 +298,14 @@ func TestScheduleRunInFlightAcrossARestart(t *testing.T) {
 	}
 
 	r = p.start(withClock(schedule.NewFakeClock(t0.Add(time.Minute))))
-	e := r.waitEvent(t, "run finished", func(e Event) bool { return e.Type == EvScheduleRunFinished })
+	e := r.waitEvent(t, "run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished })
 	if e.Message != id || e.Detail != "" {
 		t.Fatalf("finished %+v, want run %s completed", e, id)
 	}
-	if n := r.count(EvScheduleRunStarted, ""); n != 0 {
+	if n := r.count(eventlog.EvScheduleRunStarted, ""); n != 0 {
 		t.Fatalf("the restarted daemon started %d runs", n)
 	}
-	s := scheduleOf(t, call(t, p, Request{Op: OpStatus}).Status, "slow")
+	s := scheduleOf(t, call(t, p, control.Request{Op: control.OpStatus}).Status, "slow")
 	if s.State != schedule.Waiting || s.RunsCompleted != 1 || !s.NextDue.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("status %+v", s)
 	}
@@ -320,14 +325,14 @@ func TestOfflineCommandsIgnoreSchedulesStateWithoutSchedules(t *testing.T) {
 	if err := os.MkdirAll(p.layout.StateDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(p.layout.StateDir(), schedulesName), []byte("not json"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(p.layout.StateDir(), project.SchedulesName), []byte("not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st, err := OfflineStatus(p.cfg, p.layout)
+	st, err := control.OfflineStatus(p.cfg, p.layout)
 	if err != nil || len(st.Agents) != 1 || st.Schedules == nil || len(st.Schedules) != 0 {
 		t.Fatalf("OfflineStatus = %+v, %v; want the agent and no schedules", st, err)
 	}
-	if names, err := OfflineResumeSchedules(p.cfg, p.layout); err != nil || names != nil {
+	if names, err := control.OfflineResumeSchedules(p.cfg, p.layout); err != nil || names != nil {
 		t.Fatalf("OfflineResumeSchedules = %v, %v", names, err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/battyhq/batty/eventlog"
 )
 
 // A codex.env secret from team.yaml reaches codex's environment and no
@@ -27,7 +29,7 @@ func TestCodexEnvSecretIsOnNoCommandLine(t *testing.T) {
         FAKE_CODEX_ARGV: %s
 `, prompt, secret, argvLog))
 	r := p.start(nil)
-	e := r.waitEvent(t, "shim start", func(e Event) bool { return e.Type == EvShimStarted && e.Agent == "solo" })
+	e := r.waitEvent(t, "shim start", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimStarted && e.Agent == "solo" })
 	pid, _ := e.Data["pid"].(int)
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil || len(b) == 0 {

@@ -1,24 +1,19 @@
 package orchestrator
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/shim"
 )
-
-// sweepTimeout bounds each kill of leftovers (cgroup, then marked).
-const sweepTimeout = 5 * time.Second
 
 // Every process the daemon starts for a project carries the project's mark
 // (reap.MarkEnv = the absolute .batty directory), which every descendant
@@ -32,7 +27,7 @@ const sweepTimeout = 5 * time.Second
 // teamProcs is the daemon's hold on the processes it starts: the mark they
 // carry and the team's cgroup, if any. Safe for concurrent use.
 type teamProcs struct {
-	layout Layout
+	layout project.Layout
 	log    hclog.Logger
 
 	mu     sync.Mutex
@@ -40,31 +35,23 @@ type teamProcs struct {
 	broken bool         // starting a shim into cgroup failed: start them outside it
 }
 
-// cgroupName names the project's cgroup, below the daemon's own: one per
-// .batty directory, the same for every run, so a daemon finds what an
-// earlier run of the same project left in it.
-func cgroupName(l Layout) string {
-	sum := sha256.Sum256([]byte(l.Dir))
-	return "batty-" + hex.EncodeToString(sum[:8])
-}
-
 // openTeamProcs sets up the project's cgroup (unless noCgroup, or none is
 // available: then the mark alone serves, which the debug log says). A
 // cgroup an earlier run left is killed and replaced by a fresh one: on some
 // kernels a cgroup once killed (cgroup.kill) also kills every process
 // started into it later. It returns how many processes the old cgroup held.
-func openTeamProcs(l Layout, log hclog.Logger, noCgroup bool) (*teamProcs, int) {
+func openTeamProcs(l project.Layout, log hclog.Logger, noCgroup bool) (*teamProcs, int) {
 	tp := &teamProcs{layout: l, log: log}
 	if noCgroup {
 		return tp, 0
 	}
-	killed, err := removeCgroup(cgroupName(l))
+	killed, err := control.RemoveCgroup(control.CgroupName(l))
 	if err != nil {
 		// Not a fresh cgroup, and maybe a killed one: no shim goes in.
 		log.Error("Processes left running by the team survived; no cgroup for the team this run", "when", "daemon start", "error", err)
 		return tp, killed
 	}
-	cg, err := reap.OpenCgroup(cgroupName(l), true)
+	cg, err := reap.OpenCgroup(control.CgroupName(l), true)
 	if err != nil {
 		log.Debug("No cgroup for the team; leftovers are found by their mark alone", "error", err)
 		return tp, killed
@@ -74,28 +61,13 @@ func openTeamProcs(l Layout, log hclog.Logger, noCgroup bool) (*teamProcs, int) 
 	return tp, killed
 }
 
-// removeCgroup kills what is in cgroup name (below this process's own), if
-// it exists, and removes it. It returns how many processes it held.
-func removeCgroup(name string) (int, error) {
-	cg, err := reap.OpenCgroup(name, false)
-	if err != nil {
-		return 0, nil // none: nothing to kill
-	}
-	n, err := cg.Kill(sweepTimeout)
-	if err != nil {
-		cg.Close()
-		return n, fmt.Errorf("kill cgroup %s: %w", cg.Dir(), err)
-	}
-	return n, cg.Remove()
-}
-
 // sweepMarked kills every process carrying the project's mark except this
 // process and its ancestors: what an earlier run left outside the cgroup.
 // Only call it while no shim runs (before the first starts). It blocks
-// until they are gone (bounded by sweepTimeout), logs what it killed and
-// returns how many.
+// until they are gone (bounded by control.KillLeftovers), logs what it
+// killed and returns how many.
 func (tp *teamProcs) sweepMarked(when string) int {
-	n, err := killLeftovers(tp.layout, nil)
+	n, err := control.KillLeftovers(tp.layout, nil)
 	return tp.report(when, n, err)
 }
 
@@ -108,7 +80,7 @@ func (tp *teamProcs) stop() int {
 	cg := tp.cgroup
 	tp.cgroup = nil
 	tp.mu.Unlock()
-	n, err := killLeftovers(tp.layout, cg)
+	n, err := control.KillLeftovers(tp.layout, cg)
 	tp.report("daemon stop", n, err)
 	if cg != nil {
 		if err := cg.Remove(); err != nil {
@@ -164,48 +136,4 @@ func (tp *teamProcs) spawn(o shim.SpawnOptions) (*shim.Process, error) {
 func isStartError(err error) bool {
 	var pe *fs.PathError
 	return errors.As(err, &pe) && strings.HasPrefix(pe.Op, "fork/exec")
-}
-
-// killLeftovers kills the processes in cg (nil: none) and the processes
-// marked with l's directory, except this process and its ancestors, and
-// waits for them to exit. It returns how many it killed.
-func killLeftovers(l Layout, cg *reap.Cgroup) (int, error) {
-	var errs []error
-	total := 0
-	if cg != nil {
-		n, err := cg.Kill(sweepTimeout)
-		total += n
-		if err != nil {
-			errs = append(errs, fmt.Errorf("kill cgroup %s: %w", cg.Dir(), err))
-		}
-	}
-	n, err := reap.SweepMarked(reap.MarkEnv, l.Dir, nil, sweepTimeout)
-	total += n
-	if err != nil {
-		errs = append(errs, err)
-	}
-	return total, errors.Join(errs...)
-}
-
-// SweepLeftovers kills what an earlier run of the project left running
-// (its daemon and shims killed together): the processes in the project's
-// cgroup, which it then removes, and the processes carrying the project's
-// mark. It holds the project's lock meanwhile, so no daemon starts under
-// it; when a daemon runs (holds the lock for longer than a daemon killed a
-// moment ago takes to die) it does nothing and returns ErrAlreadyRunning
-// (wrapped). It blocks until the leftovers are gone (a few seconds at
-// most) and returns how many it killed. `batty stop` runs it when no
-// daemon runs.
-func SweepLeftovers(l Layout) (int, error) {
-	if _, err := os.Stat(l.Dir); errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	lock, err := acquireLockWait(l)
-	if err != nil {
-		return 0, err
-	}
-	defer releaseLock(lock)
-	n, err := removeCgroup(cgroupName(l))
-	m, err2 := killLeftovers(l, nil)
-	return n + m, errors.Join(err, err2)
 }

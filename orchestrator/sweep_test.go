@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 )
 
@@ -25,7 +28,7 @@ import (
 // dies, so it cannot react to that. It returns the detached process,
 // pinned; it outlived both (no subreaper is left above it). Cleanup kills
 // it, should the test not get it killed.
-func killTeamTogether(t *testing.T, p *project, scenario string, env ...string) (int, *reap.Pidfd) {
+func killTeamTogether(t *testing.T, p *testProject, scenario string, env ...string) (int, *reap.Pidfd) {
 	t.Helper()
 	child := p.startChildDaemon(env...)
 	pidFile := filepath.Join(t.TempDir(), "detached.pid")
@@ -37,7 +40,7 @@ func killTeamTogether(t *testing.T, p *project, scenario string, env ...string) 
 	}
 	t.Cleanup(func() { pin.Kill(); pin.Close() })
 
-	st, err := Call(p.layout, Request{Op: OpStatus}, waitLimit)
+	st, err := control.Call(p.layout, control.Request{Op: control.OpStatus}, waitLimit)
 	if err != nil || len(st.Status.Agents) != 1 || st.Status.Agents[0].ShimPID <= 0 {
 		t.Fatalf("status %+v, %v", st.Status, err)
 	}
@@ -92,8 +95,8 @@ func TestTeamKilledTogetherLeavesNothingOnceRestarted(t *testing.T) {
 	}
 	// The cut-off message is redelivered (and detaches anew, which the
 	// daemon's stop kills: the cleanup checks).
-	r.waitEvent(t, "warning about the leftovers", func(e Event) bool {
-		return e.Type == EvWarning && strings.Contains(e.Detail, "an earlier run of the team left running")
+	r.waitEvent(t, "warning about the leftovers", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvWarning && strings.Contains(e.Detail, "an earlier run of the team left running")
 	})
 }
 
@@ -102,14 +105,14 @@ func TestSweepLeftoversKillsWhatADeadTeamLeft(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	t.Cleanup(func() { assertNoProcesses(t, p.mark) })
 	detached, pin := killTeamTogether(t, p, "detach", "BATTY_TEST_NOCGROUP=1")
-	n, err := SweepLeftovers(p.layout)
+	n, err := control.SweepLeftovers(p.layout)
 	if err != nil || n < 1 {
 		t.Fatalf("SweepLeftovers = %d, %v; want the detached command killed", n, err)
 	}
 	if !pin.WaitExit(time.Now()) {
 		t.Fatalf("the detached command %d (%s) outlived the sweep", detached, codextest.Cmdline(detached))
 	}
-	if running, _ := Running(p.layout); running {
+	if running, _ := project.Running(p.layout); running {
 		t.Fatal("the sweep left the project locked")
 	}
 }
@@ -133,7 +136,7 @@ func TestTeamCgroupCatchesWhatDroppedTheMark(t *testing.T) {
 	if !pin.WaitExit(time.Now()) {
 		t.Fatalf("the unmarked detached command %d (%s) outlived the daemon's restart", detached, codextest.Cmdline(detached))
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(probe.Dir()), cgroupName(p.layout))); err != nil {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(probe.Dir()), control.CgroupName(p.layout))); err != nil {
 		t.Fatalf("the restarted daemon has no team cgroup: %v", err)
 	}
 }
@@ -162,7 +165,7 @@ func readEnviron(pid int) []byte {
 // one live on.
 func TestStartSweepSparesOtherProjectsAndUnmarkedProcesses(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
-	other := filepath.Join(t.TempDir(), DirName)
+	other := filepath.Join(t.TempDir(), project.DirName)
 	start := func(env ...string) *exec.Cmd {
 		cmd := exec.Command("sleep", "300")
 		cmd.Env = append(os.Environ(), env...)
@@ -207,17 +210,5 @@ func TestIsStartError(t *testing.T) {
 		if got := isStartError(c.err); got != c.want {
 			t.Errorf("isStartError(%v) = %v, want %v", c.err, got, c.want)
 		}
-	}
-}
-
-// One cgroup per project: the same for every run of a project, another
-// for another project.
-func TestCgroupNameIsPerProject(t *testing.T) {
-	a, b := Layout{Dir: "/p/a/.batty"}, Layout{Dir: "/p/b/.batty"}
-	if cgroupName(a) != cgroupName(Layout{Dir: "/p/a/.batty"}) || cgroupName(a) == cgroupName(b) {
-		t.Fatalf("cgroupName: %s, %s", cgroupName(a), cgroupName(b))
-	}
-	if n := cgroupName(a); !strings.HasPrefix(n, "batty-") || len(n) != len("batty-")+16 || strings.ContainsRune(n, '/') {
-		t.Fatalf("cgroupName = %q", n)
 	}
 }

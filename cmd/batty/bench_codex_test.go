@@ -17,8 +17,8 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/inbox"
-	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
 )
@@ -62,7 +62,7 @@ roles:
   - name: solo
 `, launcher, home, benchExec.Sandbox))
 	p.batty("start", "--no-tmux")
-	st := p.waitStatus("solo idle", 2*time.Minute, func(st orchestrator.Status) bool {
+	st := p.waitStatus("solo idle", 2*time.Minute, func(st control.Status) bool {
 		return len(st.Agents) == 1 && st.Agents[0].State == "idle"
 	})
 	defer p.stop([]int{st.Daemon.PID, st.Agents[0].ShimPID})

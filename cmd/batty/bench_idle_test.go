@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
 )
 
 // benchProject drives the real batty binary in a project directory for a
@@ -67,11 +67,11 @@ func (p *benchProject) batty(args ...string) string {
 
 // waitStatus reads `batty status --json` again (the daemon is another
 // process) until ok holds, up to limit.
-func (p *benchProject) waitStatus(what string, limit time.Duration, ok func(orchestrator.Status) bool) orchestrator.Status {
+func (p *benchProject) waitStatus(what string, limit time.Duration, ok func(control.Status) bool) control.Status {
 	p.b.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		var st orchestrator.Status
+		var st control.Status
 		if err := json.Unmarshal([]byte(p.batty("status", "--json")), &st); err != nil {
 			p.b.Fatalf("status --json: %v", err)
 		}
@@ -136,7 +136,7 @@ roles:
     instances: %d
 `, self, home, b.TempDir(), agents))
 		p.batty("start", "--no-tmux")
-		st := p.waitStatus("idle agents", 5*time.Minute, func(st orchestrator.Status) bool {
+		st := p.waitStatus("idle agents", 5*time.Minute, func(st control.Status) bool {
 			idle := 0
 			for _, a := range st.Agents {
 				if a.State == "idle" && a.ShimPID > 0 {
@@ -167,7 +167,7 @@ roles:
 		for _, pid := range pids {
 			pss += procKB(b, pid, "smaps_rollup", "Pss:")
 		}
-		after := p.waitStatus("the same shims", time.Minute, func(orchestrator.Status) bool { return true })
+		after := p.waitStatus("the same shims", time.Minute, func(control.Status) bool { return true })
 		for _, a := range after.Agents {
 			if a.State != "idle" || !slices.Contains(pids[1:], a.ShimPID) {
 				b.Fatalf("agent %s changed during the window: %s, shim %d", a.Name, a.State, a.ShimPID)

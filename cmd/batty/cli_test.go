@@ -15,7 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -163,8 +164,8 @@ func TestCompletionOfAgentAndRoleNames(t *testing.T) {
 		{nil, []string{"send", "eng"}, []string{"engineer-1", "engineer-2", "engineer"}},
 		{nil, []string{"send", "manager", ""}, nil},
 		// An agent is offered whom it may message.
-		{[]string{orchestrator.EnvAgent + "=architect"}, []string{"send", ""}, []string{"human", "manager"}},
-		{[]string{orchestrator.EnvAgent + "=manager"}, []string{"send", ""}, []string{"human", "architect", "engineer-1", "engineer-2", "engineer"}},
+		{[]string{project.EnvAgent + "=architect"}, []string{"send", ""}, []string{"human", "manager"}},
+		{[]string{project.EnvAgent + "=manager"}, []string{"send", ""}, []string{"human", "architect", "engineer-1", "engineer-2", "engineer"}},
 		{nil, []string{"send", "--from", ""}, []string{"human", "architect", "manager", "engineer-1", "engineer-2"}},
 		{nil, []string{"logs", ""}, []string{"architect", "manager", "engineer-1", "engineer-2"}},
 		{nil, []string{"logs", "-f", "m"}, []string{"manager"}},
@@ -195,7 +196,7 @@ func TestCompletionOfAgentAndRoleNames(t *testing.T) {
 }
 
 // writeColoured writes a coloured transcript for engineer-1.
-func writeColoured(t *testing.T, l orchestrator.Layout) {
+func writeColoured(t *testing.T, l project.Layout) {
 	t.Helper()
 	appendToDir(t, l.Transcript("engineer-1"), "12:00:00 \x1b[36m[batty] \x1b[0mhello\n12:00:01 \x1b[1;36m» done\x1b[0m\n")
 }
@@ -404,12 +405,12 @@ func TestStoppedTeamWording(t *testing.T) {
 
 func TestStatusHeadline(t *testing.T) {
 	for _, tc := range []struct {
-		st   orchestrator.Status
+		st   control.Status
 		want string
 	}{
-		{orchestrator.Status{Team: "t"}, "team t · daemon not running (`batty start` starts it)"},
-		{orchestrator.Status{Team: "t", Daemon: orchestrator.DaemonStatus{PID: 7, UptimeS: 3}}, "team t · daemon pid 7, up 3s · dispatch running"},
-		{orchestrator.Status{Team: "t", Daemon: orchestrator.DaemonStatus{PID: 7}, Dispatch: orchestrator.DispatchStatus{Paused: true, Reason: "lunch"}},
+		{control.Status{Team: "t"}, "team t · daemon not running (`batty start` starts it)"},
+		{control.Status{Team: "t", Daemon: control.DaemonStatus{PID: 7, UptimeS: 3}}, "team t · daemon pid 7, up 3s · dispatch running"},
+		{control.Status{Team: "t", Daemon: control.DaemonStatus{PID: 7}, Dispatch: control.DispatchStatus{Paused: true, Reason: "lunch"}},
 			"team t · daemon pid 7, up 0s · dispatch PAUSED: lunch"},
 	} {
 		if got := statusHeadline(tc.st); got != tc.want {

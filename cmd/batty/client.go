@@ -4,7 +4,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project"
 )
 
 // stopWait bounds how long `batty stop` waits, once the daemon has let its
@@ -14,19 +15,19 @@ const stopWait = 30 * time.Second
 // daemonClient is how a command talks to its project's daemon over the
 // control socket. The methods that take an offline function run it instead
 // when no daemon runs: the command's own path for a stopped team, which
-// works on the project's files. The orchestrator.Offline* functions and
-// orchestrator.SweepLeftovers it calls take the project's lock, waiting up
+// works on the project's files. The control.Offline* functions and
+// control.SweepLeftovers it calls take the project's lock, waiting up
 // to 2 s for the lock of a daemon killed a moment ago, and refuse
-// (orchestrator.ErrAlreadyRunning) when a daemon holds it for longer.
+// (project.ErrAlreadyRunning) when a daemon holds it for longer.
 type daemonClient struct {
-	layout orchestrator.Layout
+	layout project.Layout
 }
 
 // call sends req to the daemon and waits at most timeout for its answer.
-// No daemon listening is orchestrator.ErrNotRunning (wrapped); a request
+// No daemon listening is control.ErrNotRunning (wrapped); a request
 // the daemon refuses is an error carrying its reason.
-func (c daemonClient) call(req orchestrator.Request, timeout time.Duration) (orchestrator.Response, error) {
-	return orchestrator.Call(c.layout, req, timeout)
+func (c daemonClient) call(req control.Request, timeout time.Duration) (control.Response, error) {
+	return control.Call(c.layout, req, timeout)
 }
 
 // callOr sends req to the daemon as call does and returns its answer with
@@ -35,16 +36,16 @@ func (c daemonClient) call(req orchestrator.Request, timeout time.Duration) (orc
 // offline's Response and error with running false. Every other failure —
 // the daemon refused the request or did not answer in time — is returned
 // with running true; offline is not run.
-func (c daemonClient) callOr(req orchestrator.Request, timeout time.Duration, offline func() (orchestrator.Response, error)) (resp orchestrator.Response, running bool, err error) {
+func (c daemonClient) callOr(req control.Request, timeout time.Duration, offline func() (control.Response, error)) (resp control.Response, running bool, err error) {
 	resp, err = c.call(req, timeout)
-	if errors.Is(err, orchestrator.ErrNotRunning) {
+	if errors.Is(err, control.ErrNotRunning) {
 		resp, err = offline()
 		return resp, false, err
 	}
 	return resp, true, err
 }
 
-// stop stops the daemon (see orchestrator.Stop: the turns in flight may
+// stop stops the daemon (see control.Stop: the turns in flight may
 // finish until timeout, 0 for the team's timeouts.shutdown, then the daemon
 // has stopWait to be gone) and returns its pid with running true. When no
 // daemon holds the project's lock it runs offline instead and returns 0,
@@ -52,8 +53,8 @@ func (c daemonClient) callOr(req orchestrator.Request, timeout time.Duration, of
 // not answer on the socket is an error, with its pid and running true: it
 // is not taken for a stopped team.
 func (c daemonClient) stop(timeout time.Duration, offline func() error) (pid int, running bool, err error) {
-	pid, err = orchestrator.Stop(c.layout, timeout, stopWait)
-	if errors.Is(err, orchestrator.ErrNotRunning) && pid == 0 {
+	pid, err = control.Stop(c.layout, timeout, stopWait)
+	if errors.Is(err, control.ErrNotRunning) && pid == 0 {
 		return 0, false, offline()
 	}
 	return pid, true, err

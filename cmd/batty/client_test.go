@@ -7,20 +7,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project"
 )
 
 // callOr runs the offline path exactly when no daemon listens, and hands
 // back what it answered; a daemon's refusal is its error, never a reason to
 // fall back.
 func TestDaemonClientCallOr(t *testing.T) {
-	c := daemonClient{layout: orchestrator.Layout{Dir: t.TempDir()}}
-	req := orchestrator.Request{Op: orchestrator.OpPause, Reason: "why"}
+	c := daemonClient{layout: project.Layout{Dir: t.TempDir()}}
+	req := control.Request{Op: control.OpPause, Reason: "why"}
 	offlineErr := errors.New("offline failed")
 	ran := 0
-	offline := func() (orchestrator.Response, error) {
+	offline := func() (control.Response, error) {
 		ran++
-		return orchestrator.Response{Changed: true, Schedules: []string{"nightly"}}, offlineErr
+		return control.Response{Changed: true, Schedules: []string{"nightly"}}, offlineErr
 	}
 
 	resp, running, err := c.callOr(req, 5*time.Second, offline)
@@ -33,7 +34,7 @@ func TestDaemonClientCallOr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answers := []orchestrator.Response{{OK: true, Changed: true}, {Error: "no agent \"x\""}}
+	answers := []control.Response{{OK: true, Changed: true}, {Error: "no agent \"x\""}}
 	served := make(chan error, 1)
 	go func() {
 		defer close(served)
@@ -43,13 +44,13 @@ func TestDaemonClientCallOr(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				var got orchestrator.Request
+				var got control.Request
 				if err := json.NewDecoder(conn).Decode(&got); err != nil {
 					conn.Close()
 					return err
 				}
 				if got != req {
-					a = orchestrator.Response{Error: "unexpected request"}
+					a = control.Response{Error: "unexpected request"}
 				}
 				err = json.NewEncoder(conn).Encode(a)
 				conn.Close()
@@ -77,7 +78,7 @@ func TestDaemonClientCallOr(t *testing.T) {
 
 // stop runs the offline path when no daemon holds the project's lock.
 func TestDaemonClientStopWithoutDaemon(t *testing.T) {
-	c := daemonClient{layout: orchestrator.Layout{Dir: t.TempDir()}}
+	c := daemonClient{layout: project.Layout{Dir: t.TempDir()}}
 	ran := false
 	pid, running, err := c.stop(0, func() error { ran = true; return nil })
 	if pid != 0 || running || err != nil || !ran {

@@ -17,7 +17,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/cockpit"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 )
 
@@ -25,11 +28,11 @@ import (
 const cockpitWait = 30 * time.Second
 
 // projectDir returns the directory that holds the project's .batty.
-func projectDir(p orchestrator.Project) string { return filepath.Dir(p.Layout.Dir) }
+func projectDir(p project.Project) string { return filepath.Dir(p.Layout.Dir) }
 
 // cockpitServer returns the project's private tmux server; exec runs each
 // tmux invocation (nil: as a plain child).
-func cockpitServer(p orchestrator.Project, bin string, exec func(*exec.Cmd) error) cockpit.Server {
+func cockpitServer(p project.Project, bin string, exec func(*exec.Cmd) error) cockpit.Server {
 	return cockpit.Server{Run: cockpit.ExecRunner{Bin: bin, Socket: cockpit.SocketName(projectDir(p)), Exec: exec}}
 }
 
@@ -37,7 +40,7 @@ func cockpitServer(p orchestrator.Project, bin string, exec func(*exec.Cmd) erro
 // server, replacing whatever a crashed run left there: the orchestrator
 // pane runs `batty feed`, each agent's pane `batty logs -f <agent>`. It
 // never attaches. A missing tmux is an error that says how to install it.
-func createCockpit(ctx context.Context, p orchestrator.Project, cfg *team.Config) (cockpit.Server, error) {
+func createCockpit(ctx context.Context, p project.Project, cfg *team.Config) (cockpit.Server, error) {
 	bin, err := cockpit.LookTmux()
 	if err != nil {
 		return cockpit.Server{}, err
@@ -77,7 +80,7 @@ func createCockpit(ctx context.Context, p orchestrator.Project, cfg *team.Config
 
 // stopCockpit kills the project's private tmux server, if tmux exists and
 // the server runs. Idempotent.
-func stopCockpit(p orchestrator.Project) error {
+func stopCockpit(p project.Project) error {
 	bin, err := cockpit.LookTmux()
 	if err != nil {
 		return nil // no tmux, no cockpit
@@ -98,7 +101,7 @@ type daemonCockpit struct {
 
 // newDaemonCockpit prepares the cockpit of a daemon; Event goes into
 // orchestrator.Options.OnEvent before the daemon exists.
-func newDaemonCockpit(p orchestrator.Project, cfg *team.Config, log hclog.Logger) (*daemonCockpit, error) {
+func newDaemonCockpit(p project.Project, cfg *team.Config, log hclog.Logger) (*daemonCockpit, error) {
 	bin, err := cockpit.LookTmux()
 	if err != nil {
 		return nil, err
@@ -106,14 +109,14 @@ func newDaemonCockpit(p orchestrator.Project, cfg *team.Config, log hclog.Logger
 	dc := &daemonCockpit{}
 	// The daemon is a child subreaper: tmux must run as a child it knows.
 	dc.srv = cockpitServer(p, bin, func(cmd *exec.Cmd) error { return dc.d.RunChild(cmd) })
-	dc.team = cockpit.NewTeam(dc.srv, cockpit.SessionName(cfg.Name), func() orchestrator.Status { return dc.d.Status() },
+	dc.team = cockpit.NewTeam(dc.srv, cockpit.SessionName(cfg.Name), func() control.Status { return dc.d.Status() },
 		cockpit.UpdaterOptions{Logger: log.Named("cockpit")})
 	return dc, nil
 }
 
 // onEvent is the daemon's event observer; it never blocks. Events before
 // the daemon is running only mark the titles stale.
-func (dc *daemonCockpit) onEvent(e orchestrator.Event) { dc.team.Event(e) }
+func (dc *daemonCockpit) onEvent(e eventlog.Event) { dc.team.Event(e) }
 
 // run updates the titles from the moment the daemon is ready until ctx
 // ends, then kills the private server (the session goes with the team).
@@ -149,7 +152,7 @@ parent directories), and from inside another tmux session.`,
   batty attach --team ~/proj/team.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if teamFile == "" && os.Getenv(orchestrator.EnvDir) == "" {
+			if teamFile == "" && os.Getenv(project.EnvDir) == "" {
 				wd, err := os.Getwd()
 				if err != nil {
 					return fmt.Errorf("find the project: %w", err)
@@ -170,7 +173,7 @@ parent directories), and from inside another tmux session.`,
 // attachCockpit replaces this process with a tmux client attached to the
 // team's session (it returns only on failure). The terminal is needed:
 // without one it says so. Inside another tmux session it nests.
-func attachCockpit(ctx context.Context, p orchestrator.Project, cfg *team.Config) error {
+func attachCockpit(ctx context.Context, p project.Project, cfg *team.Config) error {
 	bin, err := cockpit.LookTmux()
 	if err != nil {
 		return err
@@ -201,7 +204,7 @@ func attachCockpit(ctx context.Context, p orchestrator.Project, cfg *team.Config
 // tried).
 func findTeamUp(dir string) string {
 	for {
-		for _, name := range []string{"team.yaml", filepath.Join(orchestrator.DirName, "team.yaml")} {
+		for _, name := range []string{"team.yaml", filepath.Join(project.DirName, "team.yaml")} {
 			if st, err := os.Stat(filepath.Join(dir, name)); err == nil && st.Mode().IsRegular() {
 				return filepath.Join(dir, name)
 			}
@@ -215,8 +218,8 @@ func findTeamUp(dir string) string {
 }
 
 // noCockpitError explains why there is no session to attach to.
-func noCockpitError(p orchestrator.Project, cfg *team.Config) error {
-	if running, pid := orchestrator.Running(p.Layout); running {
+func noCockpitError(p project.Project, cfg *team.Config) error {
+	if running, pid := project.Running(p.Layout); running {
 		return fmt.Errorf("team %q runs (pid %d) without a cockpit: it was started with --no-tmux, or its tmux server was killed; `batty stop` then `batty start` opens one (watch an agent meanwhile with `batty logs -f <agent>`)", cfg.Name, pid)
 	}
 	return fmt.Errorf("team %q is not running: `batty start` starts it with its cockpit", cfg.Name)
@@ -234,7 +237,7 @@ func withoutEnv(env []string, name string) []string {
 }
 
 // announceCockpit tells where the cockpit is.
-func announceCockpit(w io.Writer, p orchestrator.Project, cfg *team.Config) {
+func announceCockpit(w io.Writer, p project.Project, cfg *team.Config) {
 	fmt.Fprintf(w, "batty: cockpit ready: `batty attach` (tmux session %q on the private server `tmux -L %s`)\n",
 		cockpit.SessionName(cfg.Name), cockpit.SocketName(projectDir(p)))
 }

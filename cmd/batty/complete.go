@@ -5,12 +5,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 )
 
 // teamFlagUsage describes the team file flags.
-const teamFlagUsage = "team file (default ./team.yaml, else ./.batty/team.yaml, or the team of $" + orchestrator.EnvDir + ")"
+const teamFlagUsage = "team file (default ./team.yaml, else ./.batty/team.yaml, or the team of $" + project.EnvDir + ")"
 
 // addTeamFlags registers the flags that name the team file: --team FILE on
 // every command, and -f/--file FILE as well when short is set (every command

@@ -13,13 +13,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 )
 
 // openDaemonLog opens .batty/daemon.log for appending, creating the
 // directory (0700) and the file (0600) when needed, never through a
 // symbolic link.
-func openDaemonLog(l orchestrator.Layout) (*os.File, error) {
+func openDaemonLog(l project.Layout) (*os.File, error) {
 	return l.OpenDaemonLog()
 }
 
@@ -56,7 +57,7 @@ func newDaemonCmd() *cobra.Command {
 // runDaemon runs the daemon in this process until a signal or `batty stop`.
 // With withCockpit it keeps the cockpit's titles up to date and kills its
 // tmux server when the daemon stops.
-func runDaemon(ctx context.Context, p orchestrator.Project, cfg *team.Config, ready *os.File, foreground, withCockpit bool) error {
+func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *os.File, foreground, withCockpit bool) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/atomicfile"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 )
 
 // `batty start` and `batty daemon` never append the daemon's log through a
@@ -20,8 +20,8 @@ func TestDaemonLogIsNeverOpenedThroughALink(t *testing.T) {
 			if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			project := t.TempDir()
-			l := orchestrator.Layout{Dir: filepath.Join(project, ".batty")}
+			projDir := t.TempDir()
+			l := project.Layout{Dir: filepath.Join(projDir, ".batty")}
 			target := out
 			if linked != ".batty" {
 				target = victim
@@ -29,7 +29,7 @@ func TestDaemonLogIsNeverOpenedThroughALink(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			at := filepath.Join(project, linked)
+			at := filepath.Join(projDir, linked)
 			if err := os.Symlink(target, at); err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
 )
 
 // battyCommandRE finds the batty command in an agent's instructions, as a
@@ -93,7 +93,7 @@ roles:
 	})
 	r.must("start", "--no-tmux")
 	r.must("send", "architect", "reach the engineer [[go]]")
-	r.waitStatus("the engineer's turns on both messages", func(st orchestrator.Status) bool {
+	r.waitStatus("the engineer's turns on both messages", func(st control.Status) bool {
 		return agentStatus(st, "architect").TurnsCompleted >= 1 && agentStatus(st, "eng").TurnsCompleted >= 2
 	})
 
@@ -129,11 +129,11 @@ roles:
 	// architect's inbox in reply to the message it answers (though the
 	// engineer sent nothing), the architect runs one turn on each, and its
 	// answers to them go to no one: the engineer runs nothing more.
-	r.waitStatus("the architect's turns on both replies", func(st orchestrator.Status) bool {
+	r.waitStatus("the architect's turns on both replies", func(st control.Status) bool {
 		return agentStatus(st, "architect").TurnsCompleted >= 3
 	})
 	r.must("send", "eng", "sentinel")
-	r.waitStatus("the engineer's sentinel", func(st orchestrator.Status) bool {
+	r.waitStatus("the engineer's sentinel", func(st control.Status) bool {
 		return agentStatus(st, "eng").TurnsCompleted >= 3
 	})
 	sent := map[string]bool{}

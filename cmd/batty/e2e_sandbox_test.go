@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
 )
 
 // An agent whose working directory lies outside the project runs under
@@ -47,7 +47,7 @@ roles:
 	r.must("start")
 
 	r.must("send", "architect", "[[mock:shell batty send eng from-the-sandbox && touch ../outside-the-workspace]]")
-	st := r.waitStatus("the architect's turn", func(st orchestrator.Status) bool {
+	st := r.waitStatus("the architect's turn", func(st control.Status) bool {
 		a := agentStatus(st, "architect")
 		return a.TurnsCompleted == 1 || a.LastError != ""
 	})
@@ -60,7 +60,7 @@ roles:
 		out, _, _ := r.batty("inbox", "--json")
 		t.Fatalf("the sandboxed `batty send` did not deliver; human inbox:\n%s", out)
 	}
-	r.waitStatus("eng's turn", func(st orchestrator.Status) bool {
+	r.waitStatus("eng's turn", func(st control.Status) bool {
 		return agentStatus(st, "eng").TurnsCompleted == 1
 	})
 	// The sandbox still holds: only the workspace and the inboxes opened.

@@ -12,17 +12,18 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project"
 )
 
 // scheduleStatus returns schedule name of st (zero when absent).
-func scheduleStatus(st orchestrator.Status, name string) orchestrator.ScheduleStatus {
+func scheduleStatus(st control.Status, name string) control.ScheduleStatus {
 	for _, s := range st.Schedules {
 		if s.Name == name {
 			return s
 		}
 	}
-	return orchestrator.ScheduleStatus{}
+	return control.ScheduleStatus{}
 }
 
 // Scheduled prompts through the real batty binary and the real Codex CLI:
@@ -51,7 +52,7 @@ schedules:
 		codextest.AssertNoMarked(t, r.mark)
 	})
 	r.must("start")
-	st := r.waitStatus("slow's run to be in flight", func(st orchestrator.Status) bool {
+	st := r.waitStatus("slow's run to be in flight", func(st control.Status) bool {
 		return scheduleStatus(st, "slow").State == "running"
 	})
 
@@ -64,8 +65,8 @@ schedules:
 	// A killed daemon leaves the run "running" in the state file.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, err := orchestrator.Call(orchestrator.Layout{Dir: filepath.Join(r.dir, ".batty")}, orchestrator.Request{Op: orchestrator.OpStatus}, time.Second)
-		if errors.Is(err, orchestrator.ErrNotRunning) {
+		_, err := control.Call(project.Layout{Dir: filepath.Join(r.dir, ".batty")}, control.Request{Op: control.OpStatus}, time.Second)
+		if errors.Is(err, control.ErrNotRunning) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -78,10 +79,10 @@ schedules:
 		t.Fatalf("state file after the kill (%v):\n%s", err, states)
 	}
 	r.must("start")
-	st = r.waitStatus("slow to stop after its run", func(st orchestrator.Status) bool {
+	st = r.waitStatus("slow to stop after its run", func(st control.Status) bool {
 		return scheduleStatus(st, "slow").State == "stopped"
 	})
-	st = r.waitStatus("tick to stop after its 2 runs", func(st orchestrator.Status) bool {
+	st = r.waitStatus("tick to stop after its 2 runs", func(st control.Status) bool {
 		return scheduleStatus(st, "tick").State == "stopped"
 	})
 	if s := scheduleStatus(st, "slow"); s.RunsCompleted != 1 || s.RunsFailed != 0 || s.LastError != "" {

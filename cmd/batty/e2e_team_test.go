@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
 )
 
 var (
@@ -70,9 +70,9 @@ func (r *teamRun) must(args ...string) string {
 	return out
 }
 
-func (r *teamRun) status() orchestrator.Status {
+func (r *teamRun) status() control.Status {
 	r.t.Helper()
-	var st orchestrator.Status
+	var st control.Status
 	if err := json.Unmarshal([]byte(r.must("status", "--json")), &st); err != nil {
 		r.t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func (r *teamRun) status() orchestrator.Status {
 
 // waitStatus polls `batty status --json` (another process owns the state)
 // until ok holds.
-func (r *teamRun) waitStatus(what string, ok func(orchestrator.Status) bool) orchestrator.Status {
+func (r *teamRun) waitStatus(what string, ok func(control.Status) bool) control.Status {
 	r.t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -97,13 +97,13 @@ func (r *teamRun) waitStatus(what string, ok func(orchestrator.Status) bool) orc
 	}
 }
 
-func agentStatus(st orchestrator.Status, name string) orchestrator.AgentStatus {
+func agentStatus(st control.Status, name string) control.AgentStatus {
 	for _, a := range st.Agents {
 		if a.Name == name {
 			return a
 		}
 	}
-	return orchestrator.AgentStatus{}
+	return control.AgentStatus{}
 }
 
 func TestE2ETeamWithRealCodex(t *testing.T) {
@@ -145,7 +145,7 @@ roles:
 	// The outcome is counted before the shim reports itself idle: wait for
 	// both. The engineer's answer comes back to the architect as a reply,
 	// which it runs a turn on: two architect turns.
-	st := r.waitStatus("both agents to finish their turns and be idle", func(st orchestrator.Status) bool {
+	st := r.waitStatus("both agents to finish their turns and be idle", func(st control.Status) bool {
 		a, e := agentStatus(st, "architect"), agentStatus(st, "eng")
 		return a.TurnsCompleted == 2 && e.TurnsCompleted == 1 && a.State == "idle" && e.State == "idle"
 	})
@@ -161,7 +161,7 @@ roles:
 
 	// A second message to the architect resumes its thread.
 	r.must("send", "architect", "and now? [[mock:reply DONE-TWO]]")
-	st = r.waitStatus("the architect's turn on the second message", func(st orchestrator.Status) bool {
+	st = r.waitStatus("the architect's turn on the second message", func(st control.Status) bool {
 		return agentStatus(st, "architect").TurnsCompleted == 3
 	})
 	if got := agentStatus(st, "architect").ThreadID; got == "" {
@@ -197,7 +197,7 @@ roles:
 	// Stopping with a turn in flight: the CLI says so, interrupts it after
 	// the timeout, and returns once nothing is left running.
 	r.must("send", "eng", "long job [[mock:slow 60]]")
-	r.waitStatus("eng's long turn", func(st orchestrator.Status) bool {
+	r.waitStatus("eng's long turn", func(st control.Status) bool {
 		return agentStatus(st, "eng").InFlight != nil
 	})
 	out, errOut, code := r.batty("stop", "--timeout", "1s")

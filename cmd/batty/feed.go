@@ -15,8 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/cockpit"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/logtail"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
 )
@@ -35,7 +36,7 @@ func newFeedCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := orchestrator.ResolveProject(teamFile)
+			p, err := project.ResolveProject(teamFile)
 			if err != nil {
 				return err
 			}
@@ -115,7 +116,7 @@ func renderFeedLine(line []byte, color bool) string {
 	if len(line) == 0 {
 		return ""
 	}
-	var e orchestrator.Event
+	var e eventlog.Event
 	if err := json.Unmarshal(line, &e); err != nil || e.Type == "" {
 		return feedLine("? " + string(line))
 	}
@@ -152,7 +153,7 @@ func shortID(id string) string {
 }
 
 // feedText returns the style and text of one event ("" to leave it out).
-func feedText(e orchestrator.Event) (style, text string) {
+func feedText(e eventlog.Event) (style, text string) {
 	d := func(k string) any { return e.Data[k] }
 	num := func(k string) int64 {
 		if v, ok := d(k).(float64); ok {
@@ -170,22 +171,22 @@ func feedText(e orchestrator.Event) (style, text string) {
 		tag = "ALERT "
 	}
 	switch e.Type {
-	case orchestrator.EvDaemonStarted:
+	case eventlog.EvDaemonStarted:
 		return feedGreen, fmt.Sprintf("▶ team %s started (daemon pid %d)", str("team"), num("pid"))
-	case orchestrator.EvDaemonStopped:
+	case eventlog.EvDaemonStopped:
 		return feedDim, "■ team stopped"
-	case orchestrator.EvShimStarted:
+	case eventlog.EvShimStarted:
 		return feedDim, fmt.Sprintf("  %s: worker started (pid %d)", e.Agent, num("pid"))
-	case orchestrator.EvShimExited:
+	case eventlog.EvShimExited:
 		if e.Detail != "" {
 			return feedYellow, fmt.Sprintf("  %s: worker exited: %s", e.Agent, e.Detail)
 		}
 		return feedDim, fmt.Sprintf("  %s: worker exited (status %d)", e.Agent, num("exit_code"))
-	case orchestrator.EvAgentFailed:
+	case eventlog.EvAgentFailed:
 		return feedRed, fmt.Sprintf("✘ %s%s failed: %s", tag, e.Agent, e.Detail)
-	case orchestrator.EvStateChanged, orchestrator.EvThreadChanged:
+	case eventlog.EvStateChanged, eventlog.EvThreadChanged:
 		return "", "" // the pane titles show states
-	case orchestrator.EvDelivered:
+	case eventlog.EvDelivered:
 		s := fmt.Sprintf("→ %s ← %s: message %s", e.Agent, str("from"), id)
 		if r := str("in_reply_to"); r != "" {
 			s = fmt.Sprintf("→ %s ← %s: reply to message %s", e.Agent, str("from"), shortID(r))
@@ -194,68 +195,68 @@ func feedText(e orchestrator.Event) (style, text string) {
 			s += fmt.Sprintf(" (attempt %d)", a)
 		}
 		return "", s
-	case orchestrator.EvRouted:
+	case eventlog.EvRouted:
 		return feedDim, fmt.Sprintf("  %s → %s: message %s", e.Detail, e.Agent, id)
-	case orchestrator.EvTurnFinished:
+	case eventlog.EvTurnFinished:
 		return turnText(e, id, str, num)
-	case orchestrator.EvRequeued:
+	case eventlog.EvRequeued:
 		return feedYellow, fmt.Sprintf("↺ %s: message %s back in the queue (%s)", e.Agent, id, e.Detail)
-	case orchestrator.EvRejected:
+	case eventlog.EvRejected:
 		return feedYellow, fmt.Sprintf("✘ %s: message %s refused: %s", e.Agent, id, e.Detail)
-	case orchestrator.EvReply:
+	case eventlog.EvReply:
 		if to := str("to"); to != "" && to != team.Human {
 			return "", fmt.Sprintf("✉ %s answered %s: reply %s to message %s", e.Agent, to, id, shortID(str("in_reply_to")))
 		}
 		return feedGreen, fmt.Sprintf("✉ %s answered you: batty inbox", e.Agent)
-	case orchestrator.EvRecordFailed:
+	case eventlog.EvRecordFailed:
 		return feedRed, fmt.Sprintf("⚠ %s%s: cannot record the outcome, it waits and tries again: %s", tag, e.Agent, e.Detail)
-	case orchestrator.EvRecordRecovered:
+	case eventlog.EvRecordRecovered:
 		return feedGreen, fmt.Sprintf("▶ %s: outcome of message %s recorded (%s); the agent goes on", e.Agent, id, e.Detail)
-	case orchestrator.EvPaused:
+	case eventlog.EvPaused:
 		return feedYellow, "⏸ dispatch paused: " + e.Detail
-	case orchestrator.EvResumed:
+	case eventlog.EvResumed:
 		return feedGreen, "▶ dispatch resumed: " + e.Detail
-	case orchestrator.EvQuotaBlocked:
+	case eventlog.EvQuotaBlocked:
 		s := fmt.Sprintf("⚠ %squota exhausted (%s): %s", tag, e.Agent, e.Detail)
 		if t, err := time.Parse(time.RFC3339Nano, str("retry_at")); err == nil {
 			s += "; the team waits until " + t.Local().Format("15:04")
 		}
 		return feedRed, s
-	case orchestrator.EvAuthRequired:
+	case eventlog.EvAuthRequired:
 		return feedRed, fmt.Sprintf("⚠ %scodex needs a login (%s): run `codex login`, then `batty resume` — %s", tag, e.Agent, e.Detail)
-	case orchestrator.EvContextExhaust:
+	case eventlog.EvContextExhaust:
 		return feedYellow, fmt.Sprintf("⚠ %s: context window full; the message is retried on a fresh thread", e.Agent)
-	case orchestrator.EvThreadReset:
+	case eventlog.EvThreadReset:
 		return feedYellow, fmt.Sprintf("  %s: thread reset (%s)", e.Agent, e.Detail)
-	case orchestrator.EvAgentParked:
+	case eventlog.EvAgentParked:
 		s := fmt.Sprintf("⏸ %s%s parked, its messages wait: %s", tag, e.Agent, e.Detail)
 		if fix := str("fix"); fix != "" && !strings.Contains(e.Detail, fix) {
 			s += " — " + fix
 		}
 		return feedRed, s
-	case orchestrator.EvAgentUnparked:
+	case eventlog.EvAgentUnparked:
 		return feedGreen, fmt.Sprintf("▶ %s: codex runs again; its messages go out", e.Agent)
-	case orchestrator.EvNetworkWaiting:
+	case eventlog.EvNetworkWaiting:
 		return feedRed, fmt.Sprintf("⚠ %s%s: codex waits for the network (%s); its account's agents start nothing new until the API answers", tag, e.Agent, e.Detail)
-	case orchestrator.EvNetworkRestored:
+	case eventlog.EvNetworkRestored:
 		return feedGreen, fmt.Sprintf("▶ the API answers again (%s); held work goes on", e.Agent)
-	case orchestrator.EvRetryScheduled:
+	case eventlog.EvRetryScheduled:
 		return feedYellow, fmt.Sprintf("↺ %s: message %s failed (%s), retried in %s (attempt %d of %d)", e.Agent, id, orDash(e.Detail),
 			(time.Duration(num("delay_ms")) * time.Millisecond).Round(100*time.Millisecond), num("attempt"), num("max_attempts"))
-	case orchestrator.EvMessageFailed:
+	case eventlog.EvMessageFailed:
 		return feedRed, fmt.Sprintf("✘ %s%s: message %s failed on its last try (%d of %d): %s", tag, e.Agent, id, num("attempts"), num("max_attempts"), e.Detail)
-	case orchestrator.EvWedged:
+	case eventlog.EvWedged:
 		return feedRed, fmt.Sprintf("⚠ %s%s did not answer a ping (%s); restarting it", tag, e.Agent, e.Detail)
-	case orchestrator.EvWarning:
+	case eventlog.EvWarning:
 		return feedYellow, fmt.Sprintf("⚠ %s: %s", orDash(e.Agent), e.Detail)
-	case orchestrator.EvScheduleRunStarted, orchestrator.EvScheduleRunFinished, orchestrator.EvScheduleStopped, orchestrator.EvScheduleFailed:
+	case eventlog.EvScheduleRunStarted, eventlog.EvScheduleRunFinished, eventlog.EvScheduleStopped, eventlog.EvScheduleFailed:
 		return scheduleText(e, str, num)
 	}
 	return "", strings.TrimSpace(fmt.Sprintf("  %s %s %s", e.Type, e.Agent, e.Detail))
 }
 
 // turnText renders a turn_finished event.
-func turnText(e orchestrator.Event, id string, str func(string) string, num func(string) int64) (string, string) {
+func turnText(e eventlog.Event, id string, str func(string) string, num func(string) int64) (string, string) {
 	dur := time.Duration(num("duration_ms")) * time.Millisecond
 	if req, _ := e.Data["requeued"].(bool); req {
 		return feedYellow, fmt.Sprintf("↺ %s: message %s %s after %s; it goes back to the queue", e.Agent, id, str("status"), dur.Round(100*time.Millisecond))
@@ -281,7 +282,7 @@ func orDash(s string) string {
 }
 
 // scheduleText renders a schedule's event.
-func scheduleText(e orchestrator.Event, str func(string) string, num func(string) int64) (string, string) {
+func scheduleText(e eventlog.Event, str func(string) string, num func(string) int64) (string, string) {
 	name := str("schedule")
 	next := ""
 	if t, err := time.Parse(time.RFC3339Nano, str("next_due")); err == nil && !t.IsZero() {
@@ -289,14 +290,14 @@ func scheduleText(e orchestrator.Event, str func(string) string, num func(string
 		next = "; next run " + t.Local().Format("2006-01-02 15:04:05")
 	}
 	switch e.Type {
-	case orchestrator.EvScheduleRunStarted:
+	case eventlog.EvScheduleRunStarted:
 		return "", fmt.Sprintf("⏲ schedule %s: run %d sent to %s (message %s)", name, num("run"), orDash(str("to")), shortID(e.Message))
-	case orchestrator.EvScheduleRunFinished:
+	case eventlog.EvScheduleRunFinished:
 		if e.Detail != "" {
 			return feedYellow, fmt.Sprintf("⏲ schedule %s: run %d failed: %s%s", name, num("run"), e.Detail, next)
 		}
 		return feedGreen, fmt.Sprintf("⏲ schedule %s: run %d done (%d completed)%s", name, num("run"), num("runs_completed"), next)
-	case orchestrator.EvScheduleStopped:
+	case eventlog.EvScheduleStopped:
 		return feedDim, fmt.Sprintf("■ schedule %s stopped: %s", name, e.Detail)
 	}
 	return feedRed, fmt.Sprintf("✘ schedule %s failed: %s", name, e.Detail)

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/inbox"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
 )
@@ -138,7 +138,7 @@ func inboxBoxName(cfg *team.Config, name string) (string, error) {
 // command line): in the human's box its body, in an agent's its reply once
 // it has one, else its body. With asJSON it writes the message as JSON with
 // its whole texts in "body" and "outcome.reply".
-func printFull(w io.Writer, l orchestrator.Layout, box, name, id string, asJSON bool) error {
+func printFull(w io.Writer, l project.Layout, box, name, id string, asJSON bool) error {
 	fail := func(err error) error {
 		return fmt.Errorf("inbox %s --full %s: %w", name, id, err)
 	}
@@ -203,7 +203,7 @@ func printFull(w io.Writer, l orchestrator.Layout, box, name, id string, asJSON 
 // listBox returns at most limit messages of box, newest first. A box that
 // does not exist yet is empty (listing creates nothing). Files that cannot
 // be read are reported to warn and skipped.
-func listBox(l orchestrator.Layout, box string, limit int, warn io.Writer) ([]listedMessage, error) {
+func listBox(l project.Layout, box string, limit int, warn io.Writer) ([]listedMessage, error) {
 	ok, err := isDir(filepath.Join(l.Inboxes(), box))
 	if err != nil || !ok {
 		return []listedMessage{}, err

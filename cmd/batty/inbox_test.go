@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/inbox"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 )
 
 // deliver puts a message into a box directly, as the daemon or `batty send`
@@ -161,7 +161,7 @@ func TestInboxEmptyAndUnknown(t *testing.T) {
 	}
 	// A role with several instances lists its queue.
 	mustSend(t, dir, nil, "", "engineer", "anyone?")
-	out, _, code = runBattyIn(t, dir, []string{orchestrator.EnvAgent + "=manager"}, "", "inbox", "engineer")
+	out, _, code = runBattyIn(t, dir, []string{project.EnvAgent + "=manager"}, "", "inbox", "engineer")
 	if code != 0 || !strings.Contains(out, "message: anyone?") {
 		t.Fatalf("role queue: exit %d\n%s", code, out)
 	}

@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project"
 )
 
 func newPauseCmd(pause bool) *cobra.Command {
@@ -41,19 +42,19 @@ saved, so it holds across restarts.`
 		Example: example,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := orchestrator.ResolveProject(teamFile)
+			p, err := project.ResolveProject(teamFile)
 			if err != nil {
 				return err
 			}
 			reason := strings.Join(args, " ")
-			op := orchestrator.OpResume
+			op := control.OpResume
 			if pause {
-				op = orchestrator.OpPause
+				op = control.OpPause
 			} else if len(args) == 1 {
 				return resumeAgent(cmd.OutOrStdout(), p, args[0])
 			}
 			client := daemonClient{layout: p.Layout}
-			resp, running, err := client.callOr(orchestrator.Request{Op: op, Reason: reason}, 10*time.Second, func() (orchestrator.Response, error) {
+			resp, running, err := client.callOr(control.Request{Op: op, Reason: reason}, 10*time.Second, func() (control.Response, error) {
 				return pauseOffline(p, pause, reason)
 			})
 			if err != nil {
@@ -75,33 +76,33 @@ saved, so it holds across restarts.`
 
 // pauseOffline is `batty pause` (pause) or `batty resume` with no daemon
 // running: it closes or opens the saved dispatch gate (see
-// orchestrator.OfflinePause) and, for resume, puts the failed schedules
+// control.OfflinePause) and, for resume, puts the failed schedules
 // back to waiting. It answers as the daemon would: Changed, and Schedules.
-func pauseOffline(p orchestrator.Project, pause bool, reason string) (orchestrator.Response, error) {
-	changed, err := orchestrator.OfflinePause(p.Layout, pause, reason)
+func pauseOffline(p project.Project, pause bool, reason string) (control.Response, error) {
+	changed, err := control.OfflinePause(p.Layout, pause, reason)
 	if err != nil || pause {
-		return orchestrator.Response{Changed: changed}, err
+		return control.Response{Changed: changed}, err
 	}
 	schedules, err := offlineResumeSchedules(p)
-	return orchestrator.Response{Changed: changed, Schedules: schedules}, err
+	return control.Response{Changed: changed, Schedules: schedules}, err
 }
 
 // resumeAgent is `batty resume <agent>`: a failed agent is tried again at
 // once, a parked one checked again. With no daemon running there is
 // nothing to retry: it checks that the team has the agent and says that
 // the next start starts it afresh.
-func resumeAgent(w io.Writer, p orchestrator.Project, name string) error {
+func resumeAgent(w io.Writer, p project.Project, name string) error {
 	client := daemonClient{layout: p.Layout}
-	resp, running, err := client.callOr(orchestrator.Request{Op: orchestrator.OpResume, Agent: name}, 10*time.Second, func() (orchestrator.Response, error) {
+	resp, running, err := client.callOr(control.Request{Op: control.OpResume, Agent: name}, 10*time.Second, func() (control.Response, error) {
 		cfg, err := loadTeamFile(p.TeamFile)
 		if err != nil {
-			return orchestrator.Response{}, err
+			return control.Response{}, err
 		}
 		if _, ok := cfg.Agent(name); !ok {
-			return orchestrator.Response{}, fmt.Errorf("no agent %q in team %q; `batty status` lists the agents", name, cfg.Name)
+			return control.Response{}, fmt.Errorf("no agent %q in team %q; `batty status` lists the agents", name, cfg.Name)
 		}
 		fmt.Fprintf(w, "batty: the daemon is not running; `batty start` starts %s afresh\n", name)
-		return orchestrator.Response{}, nil
+		return control.Response{}, nil
 	})
 	if err != nil || !running {
 		return err

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 )
 
@@ -15,8 +16,8 @@ import (
 // fix it. `batty start` calls it once the daemon is ready: the daemon checks
 // every agent's Codex before it says so. A team with parked agents still
 // starts (exit 0): their messages wait until their Codex runs.
-func warnParked(w io.Writer, l orchestrator.Layout) {
-	resp, err := daemonClient{layout: l}.call(orchestrator.Request{Op: orchestrator.OpStatus}, 10*time.Second)
+func warnParked(w io.Writer, l project.Layout) {
+	resp, err := daemonClient{layout: l}.call(control.Request{Op: control.OpStatus}, 10*time.Second)
 	if err != nil || resp.Status == nil {
 		fmt.Fprintf(w, "batty: could not ask the daemon whether every agent's codex runs (%v); see `batty status`\n", err)
 		return
@@ -30,7 +31,7 @@ func warnParked(w io.Writer, l orchestrator.Layout) {
 // st — "<prefix>eng-1, eng-2 parked: <what is wrong> — <fix>", in full but
 // made one safe line (safetext.Line: the detail may quote codex's output)
 // — and reports whether there was any.
-func printParked(w io.Writer, prefix string, st orchestrator.Status) bool {
+func printParked(w io.Writer, prefix string, st control.Status) bool {
 	type group struct {
 		names []string
 		text  string
@@ -59,7 +60,7 @@ func printParked(w io.Writer, prefix string, st orchestrator.Status) bool {
 	return len(groups) > 0
 }
 
-func hasParked(st orchestrator.Status) bool {
+func hasParked(st control.Status) bool {
 	for _, a := range st.Agents {
 		if a.Parked != nil {
 			return true

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
 )
 
 // preflightProject is a project in a temp dir whose one agent, eng, runs
@@ -55,10 +55,10 @@ func (p *preflightProject) batty(args ...string) (string, string, int) {
 	return runBattyIn(p.t, p.dir, p.env, "", args...)
 }
 
-func (p *preflightProject) status() orchestrator.AgentStatus {
+func (p *preflightProject) status() control.AgentStatus {
 	p.t.Helper()
 	out, errOut, code := p.batty("status", "--json")
-	var st orchestrator.Status
+	var st control.Status
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Agents) != 1 {
 		p.t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
 	}
@@ -67,7 +67,7 @@ func (p *preflightProject) status() orchestrator.AgentStatus {
 
 // waitStatus reads `batty status --json` again (the daemon is another
 // process) until ok holds, up to a minute.
-func (p *preflightProject) waitStatus(what string, ok func(orchestrator.AgentStatus) bool) orchestrator.AgentStatus {
+func (p *preflightProject) waitStatus(what string, ok func(control.AgentStatus) bool) control.AgentStatus {
 	p.t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -110,7 +110,7 @@ func TestStartWithoutCodexSaysHowToFixIt(t *testing.T) {
 		t.Fatalf("send: exit %d %s", code, errOut)
 	}
 	id := strings.Fields(sendOut)[1]
-	p.waitStatus("the message seen", func(a orchestrator.AgentStatus) bool { return a.Backlog == 1 })
+	p.waitStatus("the message seen", func(a control.AgentStatus) bool { return a.Backlog == 1 })
 	box := filepath.Join(p.dir, ".batty", "inboxes", "eng")
 	if _, err := os.Stat(filepath.Join(box, "new", id+".json")); err != nil {
 		t.Fatalf("the message is not waiting in new/: %v", err)
@@ -125,7 +125,7 @@ func TestStartWithoutCodexSaysHowToFixIt(t *testing.T) {
 	if err := os.Symlink(self, bin); err != nil {
 		t.Fatal(err)
 	}
-	a = p.waitStatus("the message to complete", func(a orchestrator.AgentStatus) bool { return a.TurnsCompleted == 1 })
+	a = p.waitStatus("the message to complete", func(a control.AgentStatus) bool { return a.TurnsCompleted == 1 })
 	if a.State == "parked" || a.Parked != nil || a.LastError != "" {
 		t.Fatalf("status after the binary appeared %+v", a)
 	}
@@ -154,7 +154,7 @@ func TestStartNotLoggedInSaysToLogIn(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "auth.json"), []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p.waitStatus("the message to complete", func(a orchestrator.AgentStatus) bool { return a.TurnsCompleted == 1 })
+	p.waitStatus("the message to complete", func(a control.AgentStatus) bool { return a.TurnsCompleted == 1 })
 }
 
 // The real Codex CLI with an empty CODEX_HOME and the default provider:

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 )
 
@@ -53,14 +53,14 @@ func withUsageExit(cmd *cobra.Command) *cobra.Command {
 	return cmd
 }
 
-// loadTeamProject resolves the project (see orchestrator.ResolveProject) and
+// loadTeamProject resolves the project (see project.ResolveProject) and
 // loads its team file with loadTeamFile. It is the one way a command finds
 // and loads the team file (validate, which ignores $BATTY_DIR, loads the file
 // team.FindFile finds with loadTeamFile too).
-func loadTeamProject(teamFile string) (orchestrator.Project, *team.Config, error) {
-	p, err := orchestrator.ResolveProject(teamFile)
+func loadTeamProject(teamFile string) (project.Project, *team.Config, error) {
+	p, err := project.ResolveProject(teamFile)
 	if err != nil {
-		return orchestrator.Project{}, nil, err
+		return project.Project{}, nil, err
 	}
 	cfg, err := loadTeamFile(p.TeamFile)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
 )
 
 func newResetCmd() *cobra.Command {
@@ -26,11 +26,11 @@ the daemon running or stopped.`,
 				return err
 			}
 			client := daemonClient{layout: p.Layout}
-			req := orchestrator.Request{Op: orchestrator.OpReset, Agent: args[0], Reason: reason}
+			req := control.Request{Op: control.OpReset, Agent: args[0], Reason: reason}
 			// The daemon answers once the agent's turn in flight, if any,
 			// is interrupted.
-			if _, _, err := client.callOr(req, 60*time.Second, func() (orchestrator.Response, error) {
-				return orchestrator.Response{}, orchestrator.OfflineReset(cfg, p.Layout, args[0], reason)
+			if _, _, err := client.callOr(req, 60*time.Second, func() (control.Response, error) {
+				return control.Response{}, control.OfflineReset(cfg, p.Layout, args[0], reason)
 			}); err != nil {
 				return err
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/shim"
@@ -57,7 +57,7 @@ func newRoot() *cobra.Command {
 Codex conversation per agent, messages travel through durable inboxes, and
 transcripts show what every agent does.
 
-The team file is team.yaml (or .batty/team.yaml, or the team of $` + orchestrator.EnvDir + `);
+The team file is team.yaml (or .batty/team.yaml, or the team of $` + project.EnvDir + `);
 name another with --team FILE (-f FILE on every command but logs, where -f is
 --follow).
 

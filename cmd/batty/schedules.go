@@ -5,17 +5,18 @@ import (
 	"io"
 	"strings"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project"
 )
 
 // offlineResumeSchedules puts a stopped team's failed schedules back to
 // waiting.
-func offlineResumeSchedules(p orchestrator.Project) ([]string, error) {
+func offlineResumeSchedules(p project.Project) ([]string, error) {
 	cfg, err := loadTeamFile(p.TeamFile)
 	if err != nil {
 		return nil, err
 	}
-	return orchestrator.OfflineResumeSchedules(cfg, p.Layout)
+	return control.OfflineResumeSchedules(cfg, p.Layout)
 }
 
 // announceSchedules says which failed schedules `batty resume` has put

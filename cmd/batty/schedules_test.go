@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
 )
 
 func TestFeedShowsScheduleEvents(t *testing.T) {
@@ -33,7 +33,7 @@ func TestFeedShowsScheduleEvents(t *testing.T) {
 
 func TestPrintStatusSchedules(t *testing.T) {
 	next := time.Now().Add(time.Hour).Truncate(time.Second)
-	st := orchestrator.Status{Team: "t", Schedules: []orchestrator.ScheduleStatus{
+	st := control.Status{Team: "t", Schedules: []control.ScheduleStatus{
 		{Name: "nightly", To: "manager", Every: "24h0m0s", State: "waiting", RunsCompleted: 3, NextDue: next},
 		{Name: "poll", To: "eng", Every: "30m0s", State: "failed", RunsCompleted: 1, RunsFailed: 1, LastError: "failed exit: boom"},
 	}}
@@ -47,7 +47,7 @@ func TestPrintStatusSchedules(t *testing.T) {
 		}
 	}
 	b.Reset()
-	printStatus(&b, orchestrator.Status{Team: "t"})
+	printStatus(&b, control.Status{Team: "t"})
 	if strings.Contains(b.String(), "SCHEDULE") {
 		t.Errorf("a team without schedules shows a schedules table:\n%s", b.String())
 	}

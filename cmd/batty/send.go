@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/inbox"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 )
@@ -84,14 +84,14 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "queued %s for %s\n", m.ID, m.box)
-			if running, _ := orchestrator.Running(m.layout); !running {
+			if running, _ := project.Running(m.layout); !running {
 				fmt.Fprintf(cmd.ErrOrStderr(), "batty: the team is not running; the message waits until `batty start`\n")
 			}
 			return nil
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
-	cmd.Flags().StringVar(&from, "from", "", `sender: an agent name or "human" (default: the agent this runs inside, else $`+orchestrator.EnvAgent+`, else "human"; must equal the agent when there is one)`)
+	cmd.Flags().StringVar(&from, "from", "", `sender: an agent name or "human" (default: the agent this runs inside, else $`+project.EnvAgent+`, else "human"; must equal the agent when there is one)`)
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.ValidArgsFunction = completeRecipients(&teamFile, &from)
 	_ = cmd.RegisterFlagCompletionFunc("from", completeNames(&teamFile, namesAgents|namesHuman))
@@ -119,7 +119,7 @@ func readBody(r io.Reader) (string, error) {
 type sentMessage struct {
 	inbox.Message
 	box    string
-	layout orchestrator.Layout // of the project it was sent in
+	layout project.Layout // of the project it was sent in
 }
 
 // deliverMessage checks that from may message to and delivers body into
@@ -138,7 +138,7 @@ func deliverMessage(teamFile, from, to, body string) (sentMessage, error) {
 	if from != team.Human {
 		if _, ok := cfg.Agent(from); !ok {
 			return sentMessage{}, fmt.Errorf("unknown sender %q (from --from, $%s, or the agent this command runs inside): not an agent of team %q (%s); agents: %s",
-				from, orchestrator.EnvAgent, cfg.Name, cfg.Path, strings.Join(teamAgentNames(cfg), ", "))
+				from, project.EnvAgent, cfg.Name, cfg.Path, strings.Join(teamAgentNames(cfg), ", "))
 		}
 	}
 	box, err := recipientBox(cfg, from, to)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/inbox"
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 )
 
 // testTeam is a team with a single-instance role that may not message the
@@ -26,17 +26,17 @@ roles:
 
 // writeTeam writes testTeam into a fresh directory and returns the
 // directory and the project's layout.
-func writeTeam(t *testing.T) (string, orchestrator.Layout) {
+func writeTeam(t *testing.T) (string, project.Layout) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "team.yaml"), []byte(testTeam), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return dir, orchestrator.Layout{Dir: filepath.Join(dir, ".batty")}
+	return dir, project.Layout{Dir: filepath.Join(dir, ".batty")}
 }
 
 // openBox opens a box of the project for inspection or setup.
-func openBox(t *testing.T, l orchestrator.Layout, name string) *inbox.Box {
+func openBox(t *testing.T, l project.Layout, name string) *inbox.Box {
 	t.Helper()
 	s, err := inbox.Open(l.Inboxes())
 	if err != nil {
@@ -64,7 +64,7 @@ func mustSend(t *testing.T, dir string, env []string, stdin string, args ...stri
 }
 
 // pendingMessage returns the pending message id of box, failing if absent.
-func pendingMessage(t *testing.T, l orchestrator.Layout, box, id string) inbox.Message {
+func pendingMessage(t *testing.T, l project.Layout, box, id string) inbox.Message {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(l.Inboxes(), box, "new", id+".json")); err != nil {
 		t.Fatalf("message file: %v", err)
@@ -111,7 +111,7 @@ func TestSendToAgentRoleAndHuman(t *testing.T) {
 
 func TestSendTalksToAndAgentIdentity(t *testing.T) {
 	dir, l := writeTeam(t)
-	env := []string{orchestrator.EnvAgent + "=engineer-1"}
+	env := []string{project.EnvAgent + "=engineer-1"}
 
 	out, errOut, code := runBattyIn(t, dir, env, "", "send", "architect", "hi")
 	want := `batty: engineer-1 may not message architect (talks_to of role "engineer" in ` +
@@ -141,13 +141,13 @@ func TestSendTalksToAndAgentIdentity(t *testing.T) {
 		t.Fatalf("from %q, want engineer-1", m.From)
 	}
 	// An agent run from elsewhere finds the project through $BATTY_DIR.
-	env2 := append(env, orchestrator.EnvDir+"="+l.Dir)
+	env2 := append(env, project.EnvDir+"="+l.Dir)
 	id, _ = mustSend(t, t.TempDir(), env2, "", "manager", "from my worktree")
 	if m := pendingMessage(t, l, "manager", id); m.From != "engineer-1" || m.Body != "from my worktree" {
 		t.Fatalf("got %+v", m)
 	}
 	// A sender that is not in the team is refused.
-	_, errOut, code = runBattyIn(t, dir, []string{orchestrator.EnvAgent + "=ghost"}, "", "send", "manager", "boo")
+	_, errOut, code = runBattyIn(t, dir, []string{project.EnvAgent + "=ghost"}, "", "send", "manager", "boo")
 	if code != 1 || !strings.Contains(errOut, `unknown sender "ghost"`) || !strings.Contains(errOut, "engineer-2") {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
 )
@@ -47,10 +47,10 @@ func senderOf(f senderFacts) (string, error) {
 		return f.Shim, nil
 	case f.EnvAgent == team.Human:
 		return "", fmt.Errorf("$%s=%q: %s names the agent a command runs for, and the human is no agent; unset it (without it, batty send is from the human)",
-			orchestrator.EnvAgent, f.EnvAgent, orchestrator.EnvAgent)
+			project.EnvAgent, f.EnvAgent, project.EnvAgent)
 	case f.EnvAgent == "" && f.ShimErr != nil && f.Marked:
 		return "", fmt.Errorf("cannot tell who sends this message: the process carries $%s (batty started it) but no $%s, and its parent processes cannot be looked at (%v)",
-			reap.MarkEnv, orchestrator.EnvAgent, f.ShimErr)
+			reap.MarkEnv, project.EnvAgent, f.ShimErr)
 	case f.EnvAgent == "" && f.Flag == "":
 		return team.Human, nil
 	case f.EnvAgent == "":
@@ -59,7 +59,7 @@ func senderOf(f senderFacts) (string, error) {
 		return f.EnvAgent, nil
 	default:
 		return "", fmt.Errorf("--from %q does not match $%s=%q: inside an agent, messages are sent as that agent (drop --from, or run batty send outside the team's agents to send as someone else)",
-			f.Flag, orchestrator.EnvAgent, f.EnvAgent)
+			f.Flag, project.EnvAgent, f.EnvAgent)
 	}
 }
 
@@ -67,7 +67,7 @@ func senderOf(f senderFacts) (string, error) {
 // given its --from flag: it looks for an agent's shim among the process's
 // ancestors (in /proc) and reads $BATTY_AGENT and the project mark.
 func currentSender(flagFrom string) (string, error) {
-	f := senderFacts{Flag: flagFrom, EnvAgent: os.Getenv(orchestrator.EnvAgent)}
+	f := senderFacts{Flag: flagFrom, EnvAgent: os.Getenv(project.EnvAgent)}
 	_, f.Marked = os.LookupEnv(reap.MarkEnv)
 	self, err := os.Executable()
 	if err != nil {

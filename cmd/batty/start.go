@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 )
 
@@ -45,8 +45,8 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
 			if err != nil {
 				return err
 			}
-			if running, pid := orchestrator.Running(p.Layout); running {
-				return orchestrator.AlreadyRunningError(pid, p.Layout.Socket())
+			if running, pid := project.Running(p.Layout); running {
+				return project.AlreadyRunningError(pid, p.Layout.Socket())
 			}
 			withCockpit := !noTmux
 			if withCockpit {
@@ -69,7 +69,7 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
 			if err := startBackground(cmd.OutOrStdout(), p, cfg, withCockpit); err != nil {
 				// The cockpit goes with the failed daemon, unless another
 				// start won the race for the lock: that team keeps it.
-				if running, _ := orchestrator.Running(p.Layout); withCockpit && !running {
+				if running, _ := project.Running(p.Layout); withCockpit && !running {
 					if kerr := stopCockpit(p); kerr != nil {
 						err = errors.Join(err, kerr)
 					}
@@ -91,7 +91,7 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
 
 // startBackground runs `batty daemon` detached and waits until it reports
 // that it accepts messages (over a pipe, no polling), or fails.
-func startBackground(out io.Writer, p orchestrator.Project, cfg *team.Config, withCockpit bool) error {
+func startBackground(out io.Writer, p project.Project, cfg *team.Config, withCockpit bool) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the batty binary: %w", err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/safetext"
 )
 
@@ -45,9 +45,9 @@ new turn until the API answers).`,
 				return err
 			}
 			client := daemonClient{layout: p.Layout}
-			resp, _, err := client.callOr(orchestrator.Request{Op: orchestrator.OpStatus}, 10*time.Second, func() (orchestrator.Response, error) {
-				st, err := orchestrator.OfflineStatus(cfg, p.Layout)
-				return orchestrator.Response{Status: &st}, err
+			resp, _, err := client.callOr(control.Request{Op: control.OpStatus}, 10*time.Second, func() (control.Response, error) {
+				st, err := control.OfflineStatus(cfg, p.Layout)
+				return control.Response{Status: &st}, err
 			})
 			if err != nil {
 				return err
@@ -75,7 +75,7 @@ new turn until the API answers).`,
 // reason, codex's notices — is one line made safe by safetext.Line: an
 // escape sequence or a bidirectional control in a model's error cannot
 // drive the terminal.
-func printStatus(w io.Writer, st orchestrator.Status) {
+func printStatus(w io.Writer, st control.Status) {
 	fmt.Fprintln(w, statusHeadline(st))
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -105,7 +105,7 @@ func printStatus(w io.Writer, st orchestrator.Status) {
 
 // printSchedules lists the team file's schedules: state, runs, when the
 // next is due, the last run and the last error.
-func printSchedules(w io.Writer, schedules []orchestrator.ScheduleStatus) {
+func printSchedules(w io.Writer, schedules []control.ScheduleStatus) {
 	if len(schedules) == 0 {
 		return
 	}
@@ -131,7 +131,7 @@ func printSchedules(w io.Writer, schedules []orchestrator.ScheduleStatus) {
 
 // printAccounts lists the accounts paused by a usage limit: who, why,
 // until when, and how many messages wait.
-func printAccounts(w io.Writer, accounts []orchestrator.AccountStatus) {
+func printAccounts(w io.Writer, accounts []control.AccountStatus) {
 	for _, a := range accounts {
 		if !a.Paused {
 			continue
@@ -152,7 +152,7 @@ func printAccounts(w io.Writer, accounts []orchestrator.AccountStatus) {
 // and the dispatch gate. A stopped team dispatches nothing, so it says the
 // daemon is not running (and shows only a pause that the next start keeps).
 // It is a pure function.
-func statusHeadline(st orchestrator.Status) string {
+func statusHeadline(st control.Status) string {
 	pause := ""
 	if st.Dispatch.Paused {
 		pause = "PAUSED: " + safetext.Line(st.Dispatch.Reason, 200)
@@ -194,7 +194,7 @@ func count(n int64) string {
 
 // printNetwork says, per account, which turn waits for the network since
 // when, in codex's words, and which agents it holds.
-func printNetwork(w io.Writer, agents []orchestrator.AgentStatus) {
+func printNetwork(w io.Writer, agents []control.AgentStatus) {
 	held := map[string][]string{}
 	for _, a := range agents {
 		if a.Network == nil {
@@ -216,7 +216,7 @@ func printNetwork(w io.Writer, agents []orchestrator.AgentStatus) {
 	}
 }
 
-func hasWaiting(agents []orchestrator.AgentStatus) bool {
+func hasWaiting(agents []control.AgentStatus) bool {
 	for _, a := range agents {
 		if a.Network != nil && a.Network.State == "waiting" {
 			return true

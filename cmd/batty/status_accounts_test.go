@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
 )
 
 // Text status names each paused account: its agents, why, until when, and
@@ -13,7 +13,7 @@ import (
 func TestStatusShowsPausedAccounts(t *testing.T) {
 	at := time.Now().Add(time.Hour)
 	var b strings.Builder
-	printStatus(&b, orchestrator.Status{Team: "t", Accounts: []orchestrator.AccountStatus{
+	printStatus(&b, control.Status{Team: "t", Accounts: []control.AccountStatus{
 		{Account: "/home/u/.codex", Agents: []string{"eng-1", "eng-2"}, Paused: true, Reason: "You’ve hit your usage limit. Try again at 1:14 PM.", ResumeAt: &at, Held: 3},
 		{Account: "/home/u/.codex-b", Agents: []string{"lead"}},
 	}})

@@ -6,7 +6,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
 )
 
 // hostile is text a model or an agent might put into an error: an OSC 52
@@ -39,19 +39,19 @@ func TestStatusCleansOutsideText(t *testing.T) {
 	now := time.Now()
 	resume := now.Add(time.Hour)
 	id := "id" + hostile
-	st := orchestrator.Status{
+	st := control.Status{
 		Team:     "t",
-		Daemon:   orchestrator.DaemonStatus{PID: 42},
-		Dispatch: orchestrator.DispatchStatus{Paused: true, Reason: hostile},
-		Agents: []orchestrator.AgentStatus{
+		Daemon:   control.DaemonStatus{PID: 42},
+		Dispatch: control.DispatchStatus{Paused: true, Reason: hostile},
+		Agents: []control.AgentStatus{
 			{Name: "a", State: "idle", LastError: hostile, ThreadID: hostile, InFlight: &id},
-			{Name: "b", State: "parked", Parked: &orchestrator.ParkedStatus{Kind: "codex_broken", Detail: hostile, Fix: hostile}},
-			{Name: "c", State: orchestrator.AgentWaitingForNetwork,
-				Network: &orchestrator.NetworkStatus{State: "waiting", Account: "/h" + hostile, Since: now, Message: hostile}},
-			{Name: "d", State: "idle", Network: &orchestrator.NetworkStatus{State: "held", Account: "/h" + hostile, Since: now}},
+			{Name: "b", State: "parked", Parked: &control.ParkedStatus{Kind: "codex_broken", Detail: hostile, Fix: hostile}},
+			{Name: "c", State: control.AgentWaitingForNetwork,
+				Network: &control.NetworkStatus{State: "waiting", Account: "/h" + hostile, Since: now, Message: hostile}},
+			{Name: "d", State: "idle", Network: &control.NetworkStatus{State: "held", Account: "/h" + hostile, Since: now}},
 		},
-		Accounts:  []orchestrator.AccountStatus{{Account: "/h" + hostile, Agents: []string{"a"}, Paused: true, Reason: hostile, ResumeAt: &resume}},
-		Schedules: []orchestrator.ScheduleStatus{{Name: "n", To: "a", Every: "1h", State: "failed", Running: hostile, LastError: hostile}},
+		Accounts:  []control.AccountStatus{{Account: "/h" + hostile, Agents: []string{"a"}, Paused: true, Reason: hostile, ResumeAt: &resume}},
+		Schedules: []control.ScheduleStatus{{Name: "n", To: "a", Every: "1h", State: "failed", Running: hostile, LastError: hostile}},
 	}
 	var b strings.Builder
 	printStatus(&b, st)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
 )
 
 // status names the turn that waits for the network, since when, in codex's
@@ -13,10 +13,10 @@ import (
 func TestPrintStatusNetwork(t *testing.T) {
 	since := time.Now().Add(-time.Minute)
 	notice := "Reconnecting... waiting for network (Connection failed: error sending request)"
-	st := orchestrator.Status{Team: "t", Agents: []orchestrator.AgentStatus{
-		{Name: "a", State: orchestrator.AgentWaitingForNetwork,
-			Network: &orchestrator.NetworkStatus{State: "waiting", Account: "/h", Since: since, Message: notice}},
-		{Name: "b", State: "idle", Network: &orchestrator.NetworkStatus{State: "held", Account: "/h", Since: since, Message: notice}},
+	st := control.Status{Team: "t", Agents: []control.AgentStatus{
+		{Name: "a", State: control.AgentWaitingForNetwork,
+			Network: &control.NetworkStatus{State: "waiting", Account: "/h", Since: since, Message: notice}},
+		{Name: "b", State: "idle", Network: &control.NetworkStatus{State: "held", Account: "/h", Since: since, Message: notice}},
 		{Name: "c", State: "idle"},
 	}}
 	var b strings.Builder

@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/orchestrator"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project"
 )
 
 func newStopCmd() *cobra.Command {
@@ -26,7 +27,7 @@ Interrupted messages are delivered again at the next start.`,
   batty stop --timeout 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := orchestrator.ResolveProject(teamFile)
+			p, err := project.ResolveProject(teamFile)
 			if err != nil {
 				return err
 			}
@@ -53,14 +54,14 @@ Interrupted messages are delivered again at the next start.`,
 // processes a team killed together with its daemon (kill -9) left running.
 // A daemon started meanwhile keeps its processes (the sweep finds it
 // holding the lock and does nothing).
-func stopOffline(w io.Writer, p orchestrator.Project) error {
+func stopOffline(w io.Writer, p project.Project) error {
 	cerr := stopCockpit(p)
 	fmt.Fprintln(w, "batty: not running")
-	n, err := orchestrator.SweepLeftovers(p.Layout)
+	n, err := control.SweepLeftovers(p.Layout)
 	if n > 0 {
 		fmt.Fprintf(w, "batty: killed %d process(es) an earlier run left running\n", n)
 	}
-	if err != nil && !errors.Is(err, orchestrator.ErrAlreadyRunning) {
+	if err != nil && !errors.Is(err, project.ErrAlreadyRunning) {
 		return errors.Join(fmt.Errorf("kill what an earlier run left running: %w", err), cerr)
 	}
 	return cerr
@@ -69,7 +70,7 @@ func stopOffline(w io.Writer, p orchestrator.Project) error {
 // announceStop says, before a stop that may take a while, how many turns
 // it lets finish and for how long.
 func announceStop(w io.Writer, client daemonClient, timeout time.Duration) {
-	resp, err := client.call(orchestrator.Request{Op: orchestrator.OpStatus}, 5*time.Second)
+	resp, err := client.call(control.Request{Op: control.OpStatus}, 5*time.Second)
 	if err != nil || resp.Status == nil {
 		return
 	}

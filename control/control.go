@@ -1,4 +1,9 @@
-package orchestrator
+// Package control is how batty's commands talk to a project's daemon and
+// act on a stopped team: the control socket's protocol (Request, Response,
+// the documented Status of `batty status --json`) with its client (Call)
+// and its listening end, Stop, and the offline paths that read and change
+// the state files under the project's lock while no daemon runs.
+package control
 
 import (
 	"bufio"
@@ -10,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/battyhq/batty/project"
 	"golang.org/x/sys/unix"
 )
 
@@ -95,6 +101,61 @@ type NetworkStatus struct {
 // waits for codex to reach the API.
 const AgentWaitingForNetwork = "waiting_for_network"
 
+// AgentStopped is the state status shows for a stopped agent, and for
+// every agent of a stopped team.
+const AgentStopped = "stopped"
+
+// AccountStatus is one account of `batty status`: the agents whose usage
+// counts against one Codex account (by the team's quota scope) and its
+// usage-limit pause.
+type AccountStatus struct {
+	// Account is the key: the CODEX_HOME path (scope account),
+	// "agent:<name>" or "team".
+	Account   string   `json:"account"`
+	CodexHome string   `json:"codex_home"`
+	Agents    []string `json:"agents"`
+	Paused    bool     `json:"paused"`
+	// Reason is codex's message of the limit ("" when open).
+	Reason string `json:"reason"`
+	// Since is when the pause began; ResumeAt is when the next probe turn
+	// may go (null while open, or while a probe is in flight).
+	Since    *time.Time `json:"since"`
+	ResumeAt *time.Time `json:"resume_at"`
+	// Probing is true once ResumeAt has come: one probe turn goes, the
+	// others wait for its outcome.
+	Probing bool `json:"probing"`
+	// FailedProbes counts the probes of this pause that hit the limit
+	// again.
+	FailedProbes int `json:"failed_probes"`
+	// Held counts the messages the pause holds: the backlogs of its agents.
+	Held int `json:"held"`
+}
+
+// ScheduleStatus is one schedule's line of status. Unknown times are left
+// out.
+type ScheduleStatus struct {
+	Name          string    `json:"name"`
+	To            string    `json:"to"`
+	Every         string    `json:"every"`
+	State         string    `json:"state"` // waiting | running | stopped | failed
+	RunsCompleted int       `json:"runs_completed"`
+	RunsFailed    int       `json:"runs_failed"`
+	Running       string    `json:"running"` // the message id of the run in flight, "" when none runs
+	NextDue       time.Time `json:"next_due,omitzero"`
+	LastStarted   time.Time `json:"last_started,omitzero"`
+	LastFinished  time.Time `json:"last_finished,omitzero"`
+	LastError     string    `json:"last_error"`
+}
+
+// RecordingStatus says that an agent's last outcome could not be written
+// yet (e.g. the disk is full): the agent takes no new message until it is.
+type RecordingStatus struct {
+	Message string    `json:"message"` // the message whose outcome waits
+	Since   time.Time `json:"since"`   // the first failed try
+	Tries   int       `json:"tries"`   // failed tries so far
+	Error   string    `json:"error"`   // the last failure
+}
+
 // Request is one control-socket request. Op is one of the Op* constants.
 type Request struct {
 	Op       string        `json:"op"`
@@ -140,7 +201,7 @@ var ErrNotRunning = errors.New("daemon not running")
 // Call sends one request to the daemon of layout l and waits for the answer
 // (at most timeout; 0 = no limit, for stop). It returns ErrNotRunning
 // (wrapped) when nothing listens.
-func Call(l Layout, req Request, timeout time.Duration) (Response, error) {
+func Call(l project.Layout, req Request, timeout time.Duration) (Response, error) {
 	c, err := net.Dial("unix", l.Socket())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
@@ -165,12 +226,12 @@ func Call(l Layout, req Request, timeout time.Duration) (Response, error) {
 	return resp, nil
 }
 
-// listenControl listens on the project's control socket with mode 0600. A
+// Listen listens on the project's control socket with mode 0600. A
 // stale socket file (nothing listening) is removed first; the caller holds
 // the daemon lock, so no live daemon owns it. The socket is removed, bound
 // and chmodded through the state directory's descriptor (see
 // Layout.OpenDir), never through a symbolic link.
-func listenControl(l Layout) (*net.UnixListener, error) {
+func Listen(l project.Layout) (*net.UnixListener, error) {
 	path := l.Socket()
 	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
 		return nil, fmt.Errorf("control socket path %s is %d bytes, longer than the system allows (%d): move the project to a shorter path", path, len(path), len(unix.RawSockaddrUnix{}.Path)-1)
@@ -180,33 +241,33 @@ func listenControl(l Layout) (*net.UnixListener, error) {
 		return nil, fmt.Errorf("listen on control socket %s: %w", path, err)
 	}
 	defer dir.Close()
-	if err := dir.Remove(socketName); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := dir.Remove(project.SocketName); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale control socket %s: %w", path, err)
 	}
 	old := unix.Umask(0o177)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: dir.ProcPath(socketName), Net: "unix"})
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: dir.ProcPath(project.SocketName), Net: "unix"})
 	unix.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("listen on control socket %s: %w", path, err)
 	}
 	// The bound name goes through dir's descriptor, which is closed on
-	// return: removeSocket removes the socket instead.
+	// return: RemoveSocket removes the socket instead.
 	ln.SetUnlinkOnClose(false)
-	if err := dir.Chmod(socketName, 0o600); err != nil {
+	if err := dir.Chmod(project.SocketName, 0o600); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("chmod control socket %s: %w", path, err)
 	}
 	return ln, nil
 }
 
-// removeSocket removes the control socket file, without following links.
-func removeSocket(l Layout) error {
+// RemoveSocket removes the control socket file, without following links.
+func RemoveSocket(l project.Layout) error {
 	dir, err := l.OpenDir("", false)
 	if err != nil {
 		return fmt.Errorf("remove control socket %s: %w", l.Socket(), err)
 	}
 	defer dir.Close()
-	if err := dir.Remove(socketName); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := dir.Remove(project.SocketName); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove control socket %s: %w", l.Socket(), err)
 	}
 	return nil
@@ -231,22 +292,22 @@ func peerUID(c *net.UnixConn) (int, error) {
 	return int(cred.Uid), nil
 }
 
-// controlConn is one accepted control connection with its request.
-type controlConn struct {
-	req  Request
+// Conn is one accepted control connection with its request.
+type Conn struct {
+	Req  Request
 	conn *net.UnixConn
 }
 
-// reply writes the response and closes the connection.
-func (c controlConn) reply(r Response) {
+// Reply writes the response and closes the connection.
+func (c Conn) Reply(r Response) {
 	c.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	json.NewEncoder(c.conn).Encode(r)
 	c.conn.Close()
 }
 
-// serveControl accepts connections until ln is closed, checks the peer's
+// Serve accepts connections until ln is closed, checks the peer's
 // uid, reads one request each and hands it to out.
-func serveControl(ln *net.UnixListener, out chan<- controlConn, done <-chan struct{}) {
+func Serve(ln *net.UnixListener, out chan<- Conn, done <-chan struct{}) {
 	uid := os.Getuid()
 	for {
 		c, err := ln.AcceptUnix()
@@ -268,7 +329,7 @@ func serveControl(ln *net.UnixListener, out chan<- controlConn, done <-chan stru
 			}
 			c.SetReadDeadline(time.Time{})
 			select {
-			case out <- controlConn{req: req, conn: c}:
+			case out <- Conn{Req: req, conn: c}:
 			case <-done:
 				json.NewEncoder(c).Encode(Response{Error: "daemon is shutting down"})
 				c.Close()

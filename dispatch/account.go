@@ -1,82 +1,55 @@
-package orchestrator
+package dispatch
 
 import (
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/team"
 )
 
-// quotaName is the state file of the accounts' usage-limit pauses.
-const quotaName = "quota.json"
-
-// AccountPause is one account's usage-limit pause, as kept in
-// state/quota.json so that it survives a restart.
-type AccountPause struct {
-	// Account is the account's key: a CODEX_HOME path (scope account),
-	// "agent:<name>" (scope agent) or "team" (scope team).
-	Account string `json:"account"`
-	// Reason is codex's message.
-	Reason string `json:"reason"`
-	// Agent is the agent that hit the limit first.
-	Agent string    `json:"agent"`
-	Since time.Time `json:"since"`
-	// ResetBy is when codex said the limit resets (the end of the
-	// printed minute); zero when it named no time.
-	ResetBy time.Time `json:"reset_by,omitzero"`
-	// ProbeAt is when the next probe turn may go.
-	ProbeAt time.Time `json:"probe_at"`
-	// Probes counts the probes of this pause that hit the limit again.
-	Probes int `json:"probes,omitempty"`
-}
-
-// quotaState is the content of state/quota.json: the paused accounts.
-type quotaState struct {
-	Paused []AccountPause `json:"paused"`
-}
-
-// account is the agents whose usage counts against one account.
+// Account is the agents whose usage counts against one account.
 type account struct {
 	key, home string
 	agents    []string
-	pause     *AccountPause // nil while the account is open
-	probing   bool          // ProbeAt has come: one probe turn may go
-	prober    string        // the agent that may send it ("" = any)
-	probeMsg  string        // the probe in flight ("" = none yet)
+	pause     *project.AccountPause // nil while the account is open
+	probing   bool                  // ProbeAt has come: one probe turn may go
+	prober    string                // the agent that may send it ("" = any)
+	probeMsg  string                // the probe in flight ("" = none yet)
 }
 
-// quotaBook holds every account's pause: which agents may start a turn,
+// QuotaBook holds every account's pause: which agents may start a turn,
 // the one probe turn of an account whose pause has run out, and the
 // back-off when it hits the limit again. Safe for concurrent use; every
 // change is persisted (atomically, never through a link) before the
 // method returns, and the daemon's goroutine is told on changed to re-arm
 // its probe timer.
-type quotaBook struct {
+type QuotaBook struct {
 	mu       sync.Mutex
 	policy   retry.QuotaPolicy
 	jitter   func() time.Duration
-	layout   Layout
-	save     func(l Layout, name string, v any) error
+	layout   project.Layout
+	save     func(l project.Layout, name string, v any) error
 	accounts []*account // in the team's agent order
 	byAgent  map[string]*account
 	byKey    map[string]*account
 	changed  chan struct{} // buffered(1)
 }
 
-// newQuotaBook groups the agents of cfg into accounts by the team's quota
+// NewQuotaBook groups the agents of cfg into accounts by the team's quota
 // scope (env is the shims' environment, for CODEX_HOME and HOME) and loads
 // the pauses persisted in l. A pause of an account no agent has (any more,
 // or in this environment) is dropped, unless keepOthers (status of a
 // stopped team, read with the CLI's environment), which lists it as an
-// account without agents.
-func newQuotaBook(cfg *team.Config, l Layout, env []string, policy retry.QuotaPolicy, jitter func() time.Duration, keepOthers bool) (*quotaBook, error) {
-	b := &quotaBook{policy: policy, jitter: jitter, layout: l, save: saveJSON,
+// Account without agents.
+func NewQuotaBook(cfg *team.Config, l project.Layout, env []string, policy retry.QuotaPolicy, jitter func() time.Duration, keepOthers bool) (*QuotaBook, error) {
+	b := &QuotaBook{policy: policy, jitter: jitter, layout: l, save: project.SaveJSON,
 		byAgent: map[string]*account{}, byKey: map[string]*account{}, changed: make(chan struct{}, 1)}
 	for _, a := range cfg.Agents() {
-		home := effectiveCodexHome(a.Codex.CodexHome, a.Codex.Env, env, a.Cwd)
-		key := accountKey(cfg.Quota.Scope, a.Name, home)
+		home := EffectiveCodexHome(a.Codex.CodexHome, a.Codex.Env, env, a.Cwd)
+		key := AccountKey(cfg.Quota.Scope, a.Name, home)
 		acc := b.byKey[key]
 		if acc == nil {
 			acc = &account{key: key}
@@ -89,8 +62,8 @@ func newQuotaBook(cfg *team.Config, l Layout, env []string, policy retry.QuotaPo
 		acc.agents = append(acc.agents, a.Name)
 		b.byAgent[a.Name] = acc
 	}
-	var st quotaState
-	if err := loadJSON(l, quotaName, &st); err != nil {
+	var st project.QuotaState
+	if err := project.LoadJSON(l, project.QuotaName, &st); err != nil {
 		return nil, err
 	}
 	for _, p := range st.Paused {
@@ -107,45 +80,49 @@ func newQuotaBook(cfg *team.Config, l Layout, env []string, policy retry.QuotaPo
 }
 
 // persist writes the paused accounts; b.mu is held.
-func (b *quotaBook) persist() error {
-	st := quotaState{Paused: []AccountPause{}}
+func (b *QuotaBook) persist() error {
+	st := project.QuotaState{Paused: []project.AccountPause{}}
 	for _, acc := range b.accounts {
 		if acc.pause != nil {
 			st.Paused = append(st.Paused, *acc.pause)
 		}
 	}
-	return b.save(b.layout, quotaName, st)
+	return b.save(b.layout, project.QuotaName, st)
 }
 
-func (b *quotaBook) notify() {
+// Changed is told (buffered, coalesced) every time a pause is persisted:
+// the daemon re-arms its probe timer.
+func (b *QuotaBook) Changed() <-chan struct{} { return b.changed }
+
+func (b *QuotaBook) notify() {
 	select {
 	case b.changed <- struct{}{}:
 	default:
 	}
 }
 
-// mayTry reports whether agent may look for a message to run: its account
+// MayTry reports whether agent may look for a message to run: its account
 // is open, or its pause has run out, no probe is in flight and the probe
 // is the agent's (or anyone's) to send.
-func (b *quotaBook) mayTry(agent string) bool {
+func (b *QuotaBook) MayTry(agent string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	acc := b.byAgent[agent]
 	return acc == nil || acc.pause == nil || (acc.probing && acc.probeMsg == "" && (acc.prober == "" || acc.prober == agent))
 }
 
-// paused reports whether agent's account is paused (probing or not).
-func (b *quotaBook) paused(agent string) bool {
+// Paused reports whether agent's account is paused (probing or not).
+func (b *QuotaBook) Paused(agent string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	acc := b.byAgent[agent]
 	return acc != nil && acc.pause != nil
 }
 
-// admit asks whether agent may start message id now. ok is true when its
-// account is open, or when id becomes the account's one probe (probe true);
+// Admit asks whether agent may start message id now. ok is true when its
+// Account is open, or when id becomes the account's one probe (probe true);
 // a probe that is not sent after all must be given back with release.
-func (b *quotaBook) admit(agent, id string) (ok, probe bool) {
+func (b *QuotaBook) Admit(agent, id string) (ok, probe bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	acc := b.byAgent[agent]
@@ -159,11 +136,11 @@ func (b *quotaBook) admit(agent, id string) (ok, probe bool) {
 	return false, false
 }
 
-// release gives back the probe id that agent did not send (its claim
+// Release gives back the probe id that agent did not send (its claim
 // failed), or the probe designation of an agent that has nothing to send
 // (id ""): any agent of the account may send the probe then. It returns
 // the account's agents to wake, nil when nothing changed.
-func (b *quotaBook) release(agent, id string) []string {
+func (b *QuotaBook) Release(agent, id string) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	acc := b.byAgent[agent]
@@ -174,46 +151,46 @@ func (b *quotaBook) release(agent, id string) []string {
 	return slices.Clone(acc.agents)
 }
 
-// quotaHit is what a usage limit changed.
-type quotaHit struct {
-	// alert is true when it paused an open account: the one alert.
-	alert bool
-	// probeFailed is true when it was the account's probe.
-	probeFailed bool
-	pause       AccountPause
-	agents      []string
+// QuotaHit is what a usage limit changed.
+type QuotaHit struct {
+	// Alert is true when it paused an open account: the one alert.
+	Alert bool
+	// ProbeFailed is true when it was the account's probe.
+	ProbeFailed bool
+	Pause       project.AccountPause
+	Agents      []string
 }
 
-// hit records that agent's message id hit a usage limit (reason is codex's
+// Hit records that agent's message id hit a usage limit (reason is codex's
 // message, resetBy its reset time or zero) at now. An open account pauses
 // until nextProbe; the account's probe backs off; any other hit of a
-// paused account only moves its probe later when codex names a later reset
+// Paused account only moves its probe later when codex names a later reset
 // time. The new state is persisted before hit returns.
-func (b *quotaBook) hit(agent, id, reason string, resetBy, now time.Time) (quotaHit, error) {
+func (b *QuotaBook) Hit(agent, id, reason string, resetBy, now time.Time) (QuotaHit, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	acc := b.byAgent[agent]
 	if acc == nil {
-		return quotaHit{}, nil
+		return QuotaHit{}, nil
 	}
-	h := quotaHit{agents: slices.Clone(acc.agents)}
+	h := QuotaHit{Agents: slices.Clone(acc.agents)}
 	switch {
 	case acc.pause == nil:
-		acc.pause = &AccountPause{Account: acc.key, Reason: reason, Agent: agent, Since: now.UTC(), ResetBy: resetBy.UTC(),
+		acc.pause = &project.AccountPause{Account: acc.key, Reason: reason, Agent: agent, Since: now.UTC(), ResetBy: resetBy.UTC(),
 			ProbeAt: b.policy.NextProbe(now, resetBy, 0, b.jitter()).UTC()}
 		acc.probing, acc.prober, acc.probeMsg = false, "", ""
-		h.alert = true
+		h.Alert = true
 	case acc.probing && acc.probeMsg == id && acc.prober == agent:
 		p := acc.pause
 		p.Probes++
 		p.Reason, p.ResetBy = reason, resetBy.UTC()
 		p.ProbeAt = b.policy.NextProbe(now, resetBy, p.Probes, b.jitter()).UTC()
 		acc.probing, acc.prober, acc.probeMsg = false, "", ""
-		h.probeFailed = true
+		h.ProbeFailed = true
 	default:
 		p := acc.pause
 		if resetBy.IsZero() || !resetBy.After(p.ResetBy) {
-			h.pause = *p
+			h.Pause = *p
 			return h, nil
 		}
 		p.ResetBy = resetBy.UTC()
@@ -221,19 +198,19 @@ func (b *quotaBook) hit(agent, id, reason string, resetBy, now time.Time) (quota
 			p.ProbeAt = at.UTC()
 		}
 	}
-	h.pause = *acc.pause
+	h.Pause = *acc.pause
 	err := b.persist()
 	b.notify()
 	return h, err
 }
 
-// probeEnded tells the book how the turn of agent's message id ended
+// ProbeEnded tells the book how the turn of agent's message id ended
 // (completed or not). When it was the account's probe: completed opens the
 // account, and the released agents are returned with resumed true;
 // anything else but a usage limit (handled by hit) tells nothing about the
 // limit, so the probe may go again, from any agent of the account (their
 // names are returned to wake them).
-func (b *quotaBook) probeEnded(agent, id string, completed bool) (wake []string, resumed bool, err error) {
+func (b *QuotaBook) ProbeEnded(agent, id string, completed bool) (wake []string, resumed bool, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	acc := b.byAgent[agent]
@@ -250,9 +227,9 @@ func (b *quotaBook) probeEnded(agent, id string, completed bool) (wake []string,
 	return slices.Clone(acc.agents), true, err
 }
 
-// due returns the accounts whose pause has run out by now and that have no
+// Due returns the accounts whose pause has run out by now and that have no
 // probe going yet, by key.
-func (b *quotaBook) due(now time.Time) []string {
+func (b *QuotaBook) Due(now time.Time) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var keys []string
@@ -264,9 +241,9 @@ func (b *quotaBook) due(now time.Time) []string {
 	return keys
 }
 
-// startProbe lets prober ("" = any agent of the account) send the probe
+// StartProbe lets prober ("" = any agent of the account) send the probe
 // of account key.
-func (b *quotaBook) startProbe(key, prober string) {
+func (b *QuotaBook) StartProbe(key, prober string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if acc := b.byKey[key]; acc != nil && acc.pause != nil {
@@ -274,20 +251,20 @@ func (b *quotaBook) startProbe(key, prober string) {
 	}
 }
 
-// account returns the agents and pause of account key.
-func (b *quotaBook) account(key string) (agents []string, p AccountPause, ok bool) {
+// Account returns the agents and pause of account key.
+func (b *QuotaBook) Account(key string) (agents []string, p project.AccountPause, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	acc := b.byKey[key]
 	if acc == nil || acc.pause == nil {
-		return nil, AccountPause{}, false
+		return nil, project.AccountPause{}, false
 	}
 	return slices.Clone(acc.agents), *acc.pause, true
 }
 
-// nextWake returns the earliest ProbeAt of a paused account with no probe
+// NextWake returns the earliest ProbeAt of a paused account with no probe
 // going (zero: none).
-func (b *quotaBook) nextWake() time.Time {
+func (b *QuotaBook) NextWake() time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var at time.Time
@@ -299,9 +276,9 @@ func (b *quotaBook) nextWake() time.Time {
 	return at
 }
 
-// resumeAll opens every account (`batty resume`) and returns the keys it
+// ResumeAll opens every account (`batty resume`) and returns the keys it
 // opened.
-func (b *quotaBook) resumeAll() ([]string, error) {
+func (b *QuotaBook) ResumeAll() ([]string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var keys []string
@@ -319,25 +296,25 @@ func (b *quotaBook) resumeAll() ([]string, error) {
 	return keys, err
 }
 
-// accountView is what status shows of one account.
-type accountView struct {
-	key, home string
-	agents    []string
-	pause     *AccountPause
-	probing   bool
-	probeMsg  string
+// AccountView is what status shows of one account.
+type AccountView struct {
+	Key, Home string
+	Agents    []string
+	Pause     *project.AccountPause // nil while the account is open
+	Probing   bool
+	ProbeMsg  string
 }
 
-// views returns every account, in the team's agent order.
-func (b *quotaBook) views() []accountView {
+// Views returns every account, in the team's agent order.
+func (b *QuotaBook) Views() []AccountView {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]accountView, 0, len(b.accounts))
+	out := make([]AccountView, 0, len(b.accounts))
 	for _, acc := range b.accounts {
-		v := accountView{key: acc.key, home: acc.home, agents: slices.Clone(acc.agents), probing: acc.probing, probeMsg: acc.probeMsg}
+		v := AccountView{Key: acc.key, Home: acc.home, Agents: slices.Clone(acc.agents), Probing: acc.probing, ProbeMsg: acc.probeMsg}
 		if acc.pause != nil {
 			p := *acc.pause
-			v.pause = &p
+			v.Pause = &p
 		}
 		out = append(out, v)
 	}

@@ -1,4 +1,4 @@
-package orchestrator
+package dispatch
 
 import (
 	"slices"
@@ -7,10 +7,10 @@ import (
 	"github.com/battyhq/batty/team"
 )
 
-// accountKey names the account an agent's usage counts against, by scope:
+// AccountKey names the account an agent's usage counts against, by scope:
 // the agent's effective CODEX_HOME (account), the agent itself (agent), or
 // one key for the whole team (team). It is a pure function.
-func accountKey(scope, agent, codexHome string) string {
+func AccountKey(scope, agent, codexHome string) string {
 	switch scope {
 	case team.QuotaScopeAgent:
 		return "agent:" + agent
@@ -20,12 +20,12 @@ func accountKey(scope, agent, codexHome string) string {
 	return codexHome
 }
 
-// effectiveCodexHome returns the CODEX_HOME an agent's codex runs with, as
+// EffectiveCodexHome returns the CODEX_HOME an agent's codex runs with, as
 // a cleaned absolute path, following the order in which the shim builds
 // codex's environment: the team's codex_home wins, then CODEX_HOME in
 // codex.env, then the shims' environment (env); see codex.Home for the
 // rest. A relative value is taken from the agent's working directory.
-func effectiveCodexHome(setting string, codexEnv map[string]string, env []string, cwd string) string {
+func EffectiveCodexHome(setting string, codexEnv map[string]string, env []string, cwd string) string {
 	env = slices.Clip(env)
 	if h := codexEnv["CODEX_HOME"]; h != "" {
 		env = append(env, "CODEX_HOME="+h)

@@ -1,4 +1,7 @@
-package orchestrator
+// Package project is a project's state directory (.batty, next to its team
+// file): the names of its files, the daemon lock, and the state files the
+// daemon keeps there, read and written without ever following a link.
+package project
 
 import (
 	"errors"
@@ -39,19 +42,19 @@ type Layout struct {
 // Entry names of files in the state directory and in its state/ directory,
 // for use with the directories OpenDir returns.
 const (
-	eventsName    = "events.jsonl"
+	EventsName    = "events.jsonl"
 	lockName      = "daemon.lock"
-	socketName    = "daemon.sock"
-	teamRefName   = "team-file"
+	SocketName    = "daemon.sock"
+	TeamRefName   = "team-file"
 	daemonLogName = "daemon.log"
-	dispatchName  = "dispatch.json"
+	DispatchName  = "dispatch.json"
 	subState      = "state"
 	subLogs       = "logs"
 	subInboxes    = "inboxes"
 )
 
-// agentStateName is the name of an agent's state file in state/.
-func agentStateName(agent string) string { return agent + ".json" }
+// AgentStateName is the name of an agent's state file in state/.
+func AgentStateName(agent string) string { return agent + ".json" }
 
 // OpenDir opens the directory sub of the state directory ("" = the state
 // directory itself) without following a symbolic link at .batty or at any
@@ -75,11 +78,11 @@ func (l Layout) StateDir() string { return filepath.Join(l.Dir, subState) }
 
 // AgentState is one agent's state file.
 func (l Layout) AgentState(agent string) string {
-	return filepath.Join(l.StateDir(), agentStateName(agent))
+	return filepath.Join(l.StateDir(), AgentStateName(agent))
 }
 
 // DispatchState is the team-wide dispatch state file (pauses).
-func (l Layout) DispatchState() string { return filepath.Join(l.StateDir(), dispatchName) }
+func (l Layout) DispatchState() string { return filepath.Join(l.StateDir(), DispatchName) }
 
 // LogsDir holds the agents' transcripts.
 func (l Layout) LogsDir() string { return filepath.Join(l.Dir, subLogs) }
@@ -98,20 +101,20 @@ func (l Layout) RepliesDir() string { return filepath.Join(l.Dir, "replies") }
 func (l Layout) ReplyDir(agent string) string { return filepath.Join(l.RepliesDir(), agent) }
 
 // EventsLog is the append-only event log.
-func (l Layout) EventsLog() string { return filepath.Join(l.Dir, eventsName) }
+func (l Layout) EventsLog() string { return filepath.Join(l.Dir, EventsName) }
 
 // DaemonLog is the daemon's own log.
 func (l Layout) DaemonLog() string { return filepath.Join(l.Dir, daemonLogName) }
 
 // Socket is the daemon's control socket.
-func (l Layout) Socket() string { return filepath.Join(l.Dir, socketName) }
+func (l Layout) Socket() string { return filepath.Join(l.Dir, SocketName) }
 
 // LockFile is held (flock) by the running daemon.
 func (l Layout) LockFile() string { return filepath.Join(l.Dir, lockName) }
 
 // TeamFileRef records the absolute path of the team file the daemon was
 // started with, for commands run from elsewhere (agents).
-func (l Layout) TeamFileRef() string { return filepath.Join(l.Dir, teamRefName) }
+func (l Layout) TeamFileRef() string { return filepath.Join(l.Dir, TeamRefName) }
 
 // Project is a team file and the state directory that belongs to it.
 type Project struct {
@@ -165,7 +168,7 @@ func projectFromDir(dir string) (Project, error) {
 		return Project{}, fmt.Errorf("resolve %s=%s: %w", EnvDir, dir, err)
 	}
 	l := Layout{Dir: abs}
-	if b, err := l.readFile(teamRefName); err == nil {
+	if b, err := l.readFile(TeamRefName); err == nil {
 		if f := strings.TrimSpace(string(b)); f != "" {
 			return Project{TeamFile: f, Layout: l}, nil
 		}

@@ -1,4 +1,4 @@
-package orchestrator
+package project
 
 import (
 	"encoding/json"
@@ -48,8 +48,8 @@ type AgentState struct {
 	UpdatedAt    time.Time     `json:"updated_at"`
 }
 
-// archive moves the current thread into ArchivedThreads.
-func (s *AgentState) archive(reason string, at time.Time) {
+// Archive moves the current thread into ArchivedThreads.
+func (s *AgentState) Archive(reason string, at time.Time) {
 	if s.ThreadID == "" {
 		return
 	}
@@ -59,9 +59,9 @@ func (s *AgentState) archive(reason string, at time.Time) {
 	s.ContextPct = 0
 }
 
-// setThread records the agent's current thread and its last cumulative
+// SetThread records the agent's current thread and its last cumulative
 // usage; a thread other than the recorded one starts from zero.
-func (s *AgentState) setThread(id string, usage protocol.Usage) {
+func (s *AgentState) SetThread(id string, usage protocol.Usage) {
 	if id != s.ThreadID {
 		s.ThreadUsage = protocol.Usage{}
 	}
@@ -89,10 +89,64 @@ const (
 	PauseAuth   = "auth"
 )
 
-// loadJSON reads the file name of the state/ directory; a missing file
+// RecentTurn is one of an agent's last completed turns, clipped, kept for
+// a handoff.
+type RecentTurn struct {
+	Message string    `json:"message"`
+	From    string    `json:"from"`
+	Body    string    `json:"body"`
+	Reply   string    `json:"reply"`
+	At      time.Time `json:"at"`
+}
+
+// PendingHandoff is a handoff owed: the agent's thread was archived and the
+// next message it is given opens a fresh thread with the handoff.
+type PendingHandoff struct {
+	Reason   string    `json:"reason"`
+	Previous string    `json:"previous,omitempty"` // the archived thread
+	Doing    string    `json:"doing,omitempty"`    // what the agent was doing, when not its last reply
+	Since    time.Time `json:"since"`
+}
+
+// ContextRetry follows one message through the steps taken after its turn
+// ran out of context window.
+type ContextRetry struct {
+	Message string `json:"message"`
+	Step    int    `json:"step"` // the daemon's contextRetrySame or contextHandoff: the step taken last
+}
+
+// QuotaName is the state file of the accounts' usage-limit pauses.
+const QuotaName = "quota.json"
+
+// AccountPause is one account's usage-limit pause, as kept in
+// state/quota.json so that it survives a restart.
+type AccountPause struct {
+	// Account is the account's key: a CODEX_HOME path (scope account),
+	// "agent:<name>" (scope agent) or "team" (scope team).
+	Account string `json:"account"`
+	// Reason is codex's message.
+	Reason string `json:"reason"`
+	// Agent is the agent that hit the limit first.
+	Agent string    `json:"agent"`
+	Since time.Time `json:"since"`
+	// ResetBy is when codex said the limit resets (the end of the
+	// printed minute); zero when it named no time.
+	ResetBy time.Time `json:"reset_by,omitzero"`
+	// ProbeAt is when the next probe turn may go.
+	ProbeAt time.Time `json:"probe_at"`
+	// Probes counts the probes of this pause that hit the limit again.
+	Probes int `json:"probes,omitempty"`
+}
+
+// QuotaState is the content of state/quota.json: the paused accounts.
+type QuotaState struct {
+	Paused []AccountPause `json:"paused"`
+}
+
+// LoadJSON reads the file name of the state/ directory; a missing file
 // leaves v untouched. Neither the file nor a directory on the way may be a
 // symbolic link (see Layout.OpenDir).
-func loadJSON(l Layout, name string, v any) error {
+func LoadJSON(l Layout, name string, v any) error {
 	path := filepath.Join(l.StateDir(), name)
 	d, err := l.OpenDir(subState, false)
 	if errors.Is(err, os.ErrNotExist) {
@@ -115,10 +169,10 @@ func loadJSON(l Layout, name string, v any) error {
 	return nil
 }
 
-// saveJSON writes the file name of the state/ directory atomically and
+// SaveJSON writes the file name of the state/ directory atomically and
 // durably, never through a symbolic link (see Layout.OpenDir); a link is an
 // error naming it.
-func saveJSON(l Layout, name string, v any) error {
+func SaveJSON(l Layout, name string, v any) error {
 	path := filepath.Join(l.StateDir(), name)
 	d, err := l.OpenDir(subState, true)
 	if err != nil {

@@ -1,4 +1,7 @@
-package orchestrator
+// Package eventlog is the team's event log, .batty/events.jsonl: the Event
+// a line holds, the event types, the writer that appends and rotates it,
+// and which events are alerts (AlertFor).
+package eventlog
 
 import (
 	"encoding/json"
@@ -11,6 +14,8 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/schedule"
 )
 
 // Event log defaults.
@@ -78,7 +83,15 @@ const (
 	EvRecordRecovered = "record_recovered"
 )
 
-// eventLog appends events as JSON lines and rotates the file by size
+// Event types of the schedules (schedule.Ev*), in events.jsonl.
+const (
+	EvScheduleRunStarted  = schedule.EvRunStarted
+	EvScheduleRunFinished = schedule.EvRunFinished
+	EvScheduleStopped     = schedule.EvStopped
+	EvScheduleFailed      = schedule.EvFailed
+)
+
+// Log appends events as JSON lines and rotates the file by size
 // (events.jsonl → .1 → .2 …). Safe for concurrent use; a write failure is
 // reported to onError and never stops the daemon.
 //
@@ -87,7 +100,7 @@ const (
 // with O_NOFOLLOW: a link planted at events.jsonl is refused at the next
 // reopen (reported, events dropped until it is removed), never written
 // through, and a link swapped in for .batty later redirects nothing.
-type eventLog struct {
+type Log struct {
 	mu      sync.Mutex
 	dir     *atomicfile.Dir // owned; closed by Close
 	name    string
@@ -97,17 +110,18 @@ type eventLog struct {
 	f       *os.File
 	size    int64
 	onError func(error)
-	observe func(Event) // Options.OnEvent
+	observe func(Event) // SetObserver
 }
 
-// openEventLog opens the event log of the project in l, creating it (0600)
-// if needed. The state directory must exist.
-func openEventLog(l Layout, onError func(error)) (*eventLog, error) {
+// Open opens the event log of the project in l, creating it (0600) if
+// needed. The state directory must exist. A write failure is reported to
+// onError.
+func Open(l project.Layout, onError func(error)) (*Log, error) {
 	dir, err := l.OpenDir("", false)
 	if err != nil {
 		return nil, fmt.Errorf("open event log %s: %w", l.EventsLog(), err)
 	}
-	el := &eventLog{dir: dir, name: eventsName, path: l.EventsLog(), max: defaultEventLogMax, keep: defaultEventLogKeep, onError: onError}
+	el := &Log{dir: dir, name: project.EventsName, path: l.EventsLog(), max: defaultEventLogMax, keep: defaultEventLogKeep, onError: onError}
 	if err := el.open(); err != nil {
 		dir.Close()
 		return nil, err
@@ -119,7 +133,7 @@ func openEventLog(l Layout, onError func(error)) (*eventLog, error) {
 // was cut short (power lost mid-append, a hand edit) gets a newline first,
 // so the next event starts a line of its own instead of being glued to
 // the cut one and lost with it.
-func (l *eventLog) open() error {
+func (l *Log) open() error {
 	f, err := l.dir.OpenFile(l.name, os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("open event log %s: %w", l.path, err)
@@ -148,9 +162,17 @@ func (l *eventLog) open() error {
 	return nil
 }
 
+// SetObserver has every appended event passed to f as well (after it is
+// written, or dropped), from the appending goroutine; nil: none.
+func (l *Log) SetObserver(f func(Event)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.observe = f
+}
+
 // Append writes one event (Time defaults to now). If the file could not be
 // reopened after a failure, it tries again first.
-func (l *eventLog) Append(e Event) {
+func (l *Log) Append(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
@@ -192,7 +214,7 @@ func (l *eventLog) Append(e Event) {
 
 // rotate shifts the generations and opens a fresh file. If the file cannot
 // be renamed it keeps appending to it; if no file can be opened, l.f is nil.
-func (l *eventLog) rotate() error {
+func (l *Log) rotate() error {
 	l.f.Close()
 	l.f = nil
 	for i := l.keep - 1; i >= 1; i-- {
@@ -206,7 +228,7 @@ func (l *eventLog) rotate() error {
 
 // Close closes the file and the directory; later appends are dropped. It is
 // idempotent.
-func (l *eventLog) Close() error {
+func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.dir == nil {

@@ -1,4 +1,4 @@
-package orchestrator
+package eventlog
 
 import (
 	"fmt"
@@ -116,19 +116,8 @@ func clip(s string, n int) string {
 	return s[:cut] + "…"
 }
 
-// replyPreview is the start of a reply on one line, for the reply alert.
-func replyPreview(reply string) string {
+// ReplyPreview is the start of a reply on one line, for the reply alert
+// (EvReply's "preview").
+func ReplyPreview(reply string) string {
 	return clip(strings.Join(strings.Fields(reply), " "), 200)
-}
-
-// turnError is an agent's last error after a turn that did not complete:
-// its status, its failure kind when it has one, and the error — "failed
-// exit: codex exited 3", "interrupted: turn interrupted" (no empty kind
-// between). It is the form of a scheduled run's error too. Pure.
-func turnError(status, failure, err string) string {
-	s := status
-	if failure != "" {
-		s += " " + failure
-	}
-	return s + ": " + err
 }

@@ -1,4 +1,4 @@
-package orchestrator
+package control
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 )
 
@@ -20,7 +21,7 @@ import (
 // The daemon process is pinned (pidfd) before the request is sent: a
 // daemon releases its lock a moment before its process is gone, and the
 // caller — `batty stop` — promises that nothing is left running.
-func Stop(l Layout, timeout, wait time.Duration) (int, error) {
+func Stop(l project.Layout, timeout, wait time.Duration) (int, error) {
 	d, err := pinDaemon(l)
 	if err != nil {
 		return 0, err
@@ -38,15 +39,15 @@ func Stop(l Layout, timeout, wait time.Duration) (int, error) {
 // daemonProc is a running daemon pinned by its lock file and, where the
 // kernel has pidfds, by a pidfd on its process.
 type daemonProc struct {
-	l     Layout
+	l     project.Layout
 	pid   int         // 0: no daemon ran when pinned
 	pidfd *reap.Pidfd // nil: none (no pidfds, or the daemon is this process)
 }
 
 // pinDaemon pins the daemon running for l, if any.
-func pinDaemon(l Layout) (*daemonProc, error) {
+func pinDaemon(l project.Layout) (*daemonProc, error) {
 	d := &daemonProc{l: l}
-	running, pid := Running(l)
+	running, pid := project.Running(l)
 	if !running {
 		return d, nil
 	}
@@ -62,7 +63,7 @@ func pinDaemon(l Layout) (*daemonProc, error) {
 	}
 	// The pid in the lock file is the holder's only while it holds the
 	// lock: check that it still does, so fd is not some reused pid's.
-	if running, again := Running(l); !running || again != pid {
+	if running, again := project.Running(l); !running || again != pid {
 		pidfd.Close()
 		return d, nil
 	}
@@ -81,7 +82,7 @@ func (d *daemonProc) close() {
 // or timeout passes.
 func (d *daemonProc) wait(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	f, err := openLock(d.l, os.O_RDWR)
+	f, err := project.OpenLock(d.l, os.O_RDWR)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

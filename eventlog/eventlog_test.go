@@ -1,4 +1,4 @@
-package orchestrator
+package eventlog
 
 import (
 	"bufio"
@@ -8,15 +8,17 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/battyhq/batty/project"
 )
 
 func TestEventLogRotatesBySizeAndLosesNothing(t *testing.T) {
-	lay := Layout{Dir: filepath.Join(t.TempDir(), DirName)}
+	lay := project.Layout{Dir: filepath.Join(t.TempDir(), project.DirName)}
 	if err := lay.MkdirAll(); err != nil {
 		t.Fatal(err)
 	}
 	path := lay.EventsLog()
-	l, err := openEventLog(lay, func(err error) { t.Errorf("event log: %v", err) })
+	l, err := Open(lay, func(err error) { t.Errorf("event log: %v", err) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func TestEventLogRotatesBySizeAndLosesNothing(t *testing.T) {
 // or a hand edit) must not swallow the next event: it starts on a line of
 // its own, and only the cut line stays unreadable.
 func TestEventLogStartsAfterACutLine(t *testing.T) {
-	lay := Layout{Dir: filepath.Join(t.TempDir(), DirName)}
+	lay := project.Layout{Dir: filepath.Join(t.TempDir(), project.DirName)}
 	if err := lay.MkdirAll(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestEventLogStartsAfterACutLine(t *testing.T) {
 	if err := os.WriteFile(lay.EventsLog(), []byte(`{"type":"warning","detail":"whole"}`+"\n"+cut), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := openEventLog(lay, func(err error) { t.Errorf("event log: %v", err) })
+	l, err := Open(lay, func(err error) { t.Errorf("event log: %v", err) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,49 @@
+package control
+
+import (
+	"github.com/battyhq/batty/dispatch"
+	"github.com/battyhq/batty/schedule"
+	"github.com/battyhq/batty/team"
+)
+
+// AccountStatuses returns the accounts of status; backlog gives an agent's
+// backlog.
+func AccountStatuses(views []dispatch.AccountView, backlog func(agent string) int) []AccountStatus {
+	out := make([]AccountStatus, 0, len(views))
+	for _, v := range views {
+		as := AccountStatus{Account: v.Key, CodexHome: v.Home, Agents: v.Agents}
+		if p := v.Pause; p != nil {
+			as.Paused, as.Reason, as.Probing, as.FailedProbes = true, p.Reason, v.Probing, p.Probes
+			since := p.Since
+			as.Since = &since
+			if !v.Probing {
+				at := p.ProbeAt
+				as.ResumeAt = &at
+			}
+			for _, n := range v.Agents {
+				as.Held += backlog(n)
+			}
+		}
+		out = append(out, as)
+	}
+	return out
+}
+
+// SchedulesStatus joins the team file's schedules with their states.
+func SchedulesStatus(cfg *team.Config, states []schedule.State) []ScheduleStatus {
+	by := map[string]schedule.State{}
+	for _, st := range states {
+		by[st.Name] = st
+	}
+	out := []ScheduleStatus{}
+	for _, s := range cfg.Schedules {
+		st, ok := by[s.Name]
+		if !ok {
+			st = schedule.State{State: schedule.Waiting}
+		}
+		out = append(out, ScheduleStatus{Name: s.Name, To: s.To, Every: s.Every.String(), State: st.State,
+			RunsCompleted: st.RunsCompleted, RunsFailed: st.RunsFailed, Running: st.RunID, NextDue: st.NextDue,
+			LastStarted: st.LastStarted, LastFinished: st.LastFinished, LastError: st.LastError})
+	}
+	return out
+}

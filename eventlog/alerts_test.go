@@ -1,0 +1,93 @@
+package eventlog
+
+import (
+	"testing"
+
+	"github.com/battyhq/batty/protocol"
+)
+
+func TestAlertFor(t *testing.T) {
+	turn := func(status protocol.TurnStatus, failure protocol.FailureKind, requeued bool) Event {
+		return Event{Type: EvTurnFinished, Agent: "eng", Message: "m1", Detail: "codex exited 3",
+			Data: map[string]any{"status": status, "failure": failure, "requeued": requeued}}
+	}
+	for _, tc := range []struct {
+		name    string
+		e       Event
+		kind    string // "" = no alert
+		message string
+	}{
+		{"quota", Event{Type: EvQuotaBlocked, Agent: "eng", Detail: "try again at 10:56 PM"}, AlertQuota, "quota exhausted (reported by eng): try again at 10:56 PM"},
+		{"auth", Event{Type: EvAuthRequired, Agent: "eng", Detail: "401 — run codex login"}, AlertAuth, "codex needs a login (reported by eng): 401 — run codex login"},
+		{"network", Event{Type: "network_waiting", Agent: "eng", Detail: "Reconnecting... waiting for network"}, AlertNetwork, "the API is unreachable (reported by eng): Reconnecting... waiting for network"},
+		{"context", Event{Type: EvContextExhaust, Agent: "eng", Detail: "window full"}, AlertContext, "eng's context window is full: window full"},
+		{"message failed event", Event{Type: "message_failed", Agent: "eng", Message: "m1", Detail: "500 after 3 attempts"}, AlertMessageFailed, "message m1 to eng failed: 500 after 3 attempts"},
+		{"turn failed", turn(protocol.TurnFailed, protocol.FailExit, false), AlertMessageFailed, "message m1 to eng failed (exit): codex exited 3"},
+		{"turn failed, decoded from JSON", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1", Data: map[string]any{"status": "timed_out", "requeued": false}}, AlertMessageFailed, "message m1 to eng timed_out"},
+		{"turn failed but requeued", turn(protocol.TurnFailed, protocol.FailQuota, true), "", ""},
+		{"turn failed, told by message_failed", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1",
+			Data: map[string]any{"status": protocol.TurnFailed, "failure": protocol.FailStream, "requeued": false, "alerted": true}}, "", ""},
+		{"turn failed, told by context_exhausted", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1",
+			Data: map[string]any{"status": protocol.TurnFailed, "failure": protocol.FailContextWindow, "requeued": false, "alerted": true}}, "", ""},
+		{"turn completed", turn(protocol.TurnCompleted, protocol.FailNone, false), "", ""},
+		{"rejected", Event{Type: EvRejected, Agent: "eng", Message: "m2", Detail: "qa may not message eng (talks_to)"}, AlertMessageFailed, "message m2 to eng rejected: qa may not message eng (talks_to)"},
+		{"agent failed", Event{Type: EvAgentFailed, Agent: "eng", Detail: "5 crashes within 1m0s"}, AlertAgentFailed, "eng failed: 5 crashes within 1m0s"},
+		{"wedged", Event{Type: EvWedged, Agent: "eng", Detail: "no pong within 10s"}, AlertAgentWedged, "eng's shim stopped answering and was killed: no pong within 10s"},
+		{"parked", Event{Type: EvAgentParked, Agent: "eng", Detail: "codex not found"}, AlertAgentParked, "eng is parked: codex not found"},
+		{"reply", Event{Type: EvReply, Agent: "eng", Message: "r1", Data: map[string]any{"preview": "done, tests pass"}}, AlertReply, "eng replied to you: done, tests pass"},
+		{"schedule failed", Event{Type: EvScheduleFailed, Message: "s-1", Detail: "failed exit: codex exited 3", Data: map[string]any{"schedule": "nightly"}},
+			AlertSchedule, "schedule nightly failed: failed exit: codex exited 3"},
+		{"schedule stopped", Event{Type: EvScheduleStopped, Data: map[string]any{"schedule": "nightly"}}, "", ""},
+		{"reply without preview", Event{Type: EvReply, Agent: "eng"}, AlertReply, "eng replied to you"},
+		{"no agent", Event{Type: EvQuotaBlocked}, AlertQuota, "quota exhausted (reported by the team)"},
+		{"delivered", Event{Type: EvDelivered, Agent: "eng"}, "", ""},
+		{"warning", Event{Type: EvWarning, Agent: "eng", Detail: "x"}, "", ""},
+		{"paused", Event{Type: EvPaused, Detail: "quota"}, "", ""},
+		{"shim exited", Event{Type: EvShimExited, Agent: "eng"}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, ok := AlertFor(tc.e)
+			if ok != (tc.kind != "") || a.Kind != tc.kind || a.Message != tc.message {
+				t.Fatalf("AlertFor = %v %q %q, want %q %q", ok, a.Kind, a.Message, tc.kind, tc.message)
+			}
+			if ok && (a.Agent != tc.e.Agent || a.Event != tc.e.Type || a.MessageID != tc.e.Message) {
+				t.Fatalf("alert %+v does not carry the event's agent, type and message", a)
+			}
+		})
+	}
+}
+
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"a\x00b", 10, "a\x00b"}, // cleaned for the environment by alertEnv
+		{"abcdefghij", 6, "abc…"},
+		{"ééééé", 7, "éé…"}, // é is 2 bytes, … is 3: never half a rune
+	} {
+		if got := clip(tc.in, tc.n); got != tc.want {
+			t.Errorf("clip(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+// A reply between agents is no alert (the feed shows it); a reply to the
+// human is (alert_on_reply decides whether on_alert hears of it); a failed
+// outcome write is.
+func TestAlertForRepliesAndRecording(t *testing.T) {
+	if _, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: map[string]any{"to": "arch"}}); ok {
+		t.Error("a reply to an agent is an alert")
+	}
+	if a, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: map[string]any{"to": "human"}}); !ok || a.Kind != AlertReply {
+		t.Errorf("a reply to the human: %+v %v", a, ok)
+	}
+	if a, ok := AlertFor(Event{Type: EvRecordFailed, Agent: "eng", Detail: "no space"}); !ok || a.Kind != AlertRecordFailed || a.Message != "eng cannot record an outcome: no space" {
+		t.Errorf("record_failed: %+v %v", a, ok)
+	}
+	if _, ok := AlertFor(Event{Type: EvRecordRecovered, Agent: "eng"}); ok {
+		t.Error("record_recovered is an alert")
+	}
+}
