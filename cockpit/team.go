@@ -121,7 +121,7 @@ func pauseKind(d control.DispatchStatus) string {
 
 // ShownAlert reports whether the cockpit (display-message and the feed's
 // ALERT lines) shows event e as an alert, and which. The events that are
-// alerts are decided by orchestrator.AlertFor alone; of those the cockpit
+// alerts are decided by eventlog.AlertFor alone; of those the cockpit
 // shows the kinds that stop or lose work, not replies (the inbox has
 // them), a full context window (retried on a fresh thread), or a turn's
 // failure told by its own event (rejected, turn_finished: the feed has a
