@@ -152,9 +152,9 @@ func AlertText(e eventlog.Event) string {
 	switch a.Kind {
 	case eventlog.AlertQuota:
 		s := fmt.Sprintf("batty: quota exhausted (%s): its account's agents are paused", e.Agent)
-		if at, ok := e.Data["resume_at"].(time.Time); ok && !at.IsZero() {
+		if at, ok := e.At("resume_at"); ok {
 			s += " until " + at.Local().Format("15:04")
-		} else if at, ok := e.Data["retry_at"].(time.Time); ok && !at.IsZero() {
+		} else if at, ok := e.At("retry_at"); ok {
 			s += " until " + at.Local().Format("15:04")
 		}
 		return s

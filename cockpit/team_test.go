@@ -78,7 +78,7 @@ func TestAlertText(t *testing.T) {
 		e    eventlog.Event
 		want string
 	}{
-		{eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: "a", Data: map[string]any{"retry_at": at}}, "batty: quota exhausted (a): its account's agents are paused until 14:05"},
+		{eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: "a", Data: map[string]any{"retry_at": at.UTC().Format(time.RFC3339Nano)}}, "batty: quota exhausted (a): its account's agents are paused until 14:05"},
 		{eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: "a"}, "batty: quota exhausted (a): its account's agents are paused"},
 		{eventlog.Event{Type: eventlog.EvAuthRequired, Agent: "a"}, "batty: codex needs a login (a): run `codex login`, then `batty resume`"},
 		{eventlog.Event{Type: eventlog.EvAgentFailed, Agent: "a", Detail: "d"}, "batty: a failed: d"},

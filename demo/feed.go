@@ -3,7 +3,6 @@ package demo
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -232,8 +231,7 @@ func (f *follower) readEvents() {
 		if i < 0 {
 			break
 		}
-		var ev eventlog.Event
-		if json.Unmarshal(f.partial[:i], &ev) == nil {
+		if ev, err := eventlog.Decode(f.partial[:i]); err == nil {
 			f.event(ev)
 		}
 		f.partial = f.partial[i+1:]

@@ -34,6 +34,34 @@ type Event struct {
 	Data    map[string]any `json:"data,omitempty"`
 }
 
+// Decode reads one line of the event log (without its line break). It is
+// the one reader of event lines: the feed, the demo and the daemon's own
+// observers see the same shapes. It never panics.
+func Decode(line []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(line, &e); err != nil {
+		return Event{}, fmt.Errorf("decode event: %w", err)
+	}
+	return e, nil
+}
+
+// At returns the instant Data[key] holds (an RFC 3339 string, as every
+// time is once written), false when it holds none.
+func (e Event) At(key string) (time.Time, bool) {
+	s, ok := e.Data[key].(string)
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t, err == nil && !t.IsZero()
+}
+
+// Num returns the number Data[key] holds, false when it holds none.
+func (e Event) Num(key string) (float64, bool) {
+	n, ok := e.Data[key].(float64)
+	return n, ok
+}
+
 // Event types written by the daemon.
 const (
 	EvDaemonStarted  = "daemon_started"
@@ -182,11 +210,19 @@ func (l *Log) Append(e Event) {
 		l.onError(fmt.Errorf("encode event %s: %w", e.Type, err))
 		return
 	}
+	// Observers get the event as every reader of the log gets it: decoded
+	// from its line. A field then has one shape in process and on disk (a
+	// time is an RFC 3339 string, a number a float64; see Event.At, Num).
+	seen, err := Decode(b)
+	if err != nil {
+		l.onError(fmt.Errorf("decode event %s: %w", e.Type, err))
+		return
+	}
 	b = append(b, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.observe != nil {
-		defer l.observe(e)
+		defer l.observe(seen)
 	}
 	if l.dir == nil {
 		return // closed

@@ -38,7 +38,7 @@ func TestThreadUsageBaselineSurvivesARestart(t *testing.T) {
 	r = p.start(nil)
 	second := p.send("solo", "human", "scenario:usage:2000")
 	e := r.waitEvent(t, "turn_finished for "+second, func(e eventlog.Event) bool { return e.Type == eventlog.EvTurnFinished && e.Message == second })
-	if e.Data["input_tokens"] != int64(2000) || e.Data["thread_id"] != st.ThreadID {
+	if e.Data["input_tokens"] != float64(2000) || e.Data["thread_id"] != st.ThreadID {
 		t.Fatalf("first turn after the restart: %+v, want 2000 input tokens on %s", e.Data, st.ThreadID)
 	}
 	r.stop(t)

@@ -59,7 +59,7 @@ func TestUndecodableFrameClosesOneChannelAndTheShimIsRespawned(t *testing.T) {
 		t.Fatalf("status %s after the respawn", st)
 	}
 	r.waitEvent(t, "redelivery", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvDelivered && e.Message == id && e.Data["attempt"] == 2
+		return e.Type == eventlog.EvDelivered && e.Message == id && e.Data["attempt"] == float64(2)
 	})
 	if n := r.count(eventlog.EvTurnFinished, id); n != 1 {
 		t.Fatalf("%d outcomes recorded, want 1", n)
@@ -79,7 +79,7 @@ func TestUndecodableFrameClosesOneChannelAndTheShimIsRespawned(t *testing.T) {
 	if n := r.count(eventlog.EvShimStarted, "") - r.count(eventlog.EvShimExited, ""); n != 2 {
 		t.Errorf("%d shims running, want 2", n)
 	}
-	if pid := r.d.byName["eng"].snapshot().shimPID; pid != started.Data["pid"] {
+	if pid := r.d.byName["eng"].snapshot().shimPID; float64(pid) != started.Data["pid"] {
 		t.Errorf("eng's shim is pid %d, was %v", pid, started.Data["pid"])
 	}
 	if r.count(eventlog.EvShimExited, "") != 1 {

@@ -81,13 +81,14 @@ func TestWedgedShimIsKilledAndRespawned(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	r := p.start(func(o *Options) { o.PingInterval = 100 * time.Millisecond; o.PongTimeout = 300 * time.Millisecond })
 	e := r.waitEvent(t, "shim start", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimStarted })
-	pid, _ := e.Data["pid"].(int)
+	n, _ := e.Num("pid")
+	pid := int(n)
 	if pid <= 0 {
 		t.Fatalf("shim pid %v", e.Data["pid"])
 	}
 	syscall.Kill(pid, syscall.SIGSTOP) // alive but deaf
 	r.waitEvent(t, "wedge alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvWedged })
-	r.waitEvent(t, "respawn", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimStarted && e.Data["pid"] != pid })
+	r.waitEvent(t, "respawn", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimStarted && e.Data["pid"] != float64(pid) })
 	if st := r.finished(t, p.send("solo", "human", "still alive?")); st != "completed" {
 		t.Fatalf("status %s", st)
 	}

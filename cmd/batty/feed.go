@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -116,8 +115,8 @@ func renderFeedLine(line []byte, color bool) string {
 	if len(line) == 0 {
 		return ""
 	}
-	var e eventlog.Event
-	if err := json.Unmarshal(line, &e); err != nil || e.Type == "" {
+	e, err := eventlog.Decode(line)
+	if err != nil || e.Type == "" {
 		return feedLine("? " + string(line))
 	}
 	style, text := feedText(e)
@@ -218,7 +217,7 @@ func feedText(e eventlog.Event) (style, text string) {
 		return feedGreen, "▶ dispatch resumed: " + e.Detail
 	case eventlog.EvQuotaBlocked:
 		s := fmt.Sprintf("⚠ %squota exhausted (%s): %s", tag, e.Agent, e.Detail)
-		if t, err := time.Parse(time.RFC3339Nano, str("retry_at")); err == nil {
+		if t, ok := e.At("retry_at"); ok {
 			s += "; the team waits until " + t.Local().Format("15:04")
 		}
 		return feedRed, s
@@ -285,7 +284,7 @@ func orDash(s string) string {
 func scheduleText(e eventlog.Event, str func(string) string, num func(string) int64) (string, string) {
 	name := str("schedule")
 	next := ""
-	if t, err := time.Parse(time.RFC3339Nano, str("next_due")); err == nil && !t.IsZero() {
+	if t, ok := e.At("next_due"); ok {
 		// A zero time (stopped, failed, running) is no next run.
 		next = "; next run " + t.Local().Format("2006-01-02 15:04:05")
 	}
