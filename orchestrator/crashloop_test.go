@@ -43,14 +43,18 @@ func TestFailedAgentIsRetriedAfterItsCooldown(t *testing.T) {
 	}
 	// The retry after the cool-down is one try: its crash fails the agent
 	// again at once, with the next alert and a doubled cool-down.
-	second := r.waitEvent(t, "second failure", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentFailed && e.Data["failures"] == float64(2) })
+	second := r.waitEvent(t, "second failure", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvAgentFailed && e.Data["failures"] == float64(2)
+	})
 	if !strings.Contains(second.Detail, "crashed again after its retry") || !strings.Contains(second.Detail, "retrying in 600ms") {
 		t.Fatalf("second failure %q", second.Detail)
 	}
 	if n := r.count(eventlog.EvShimExited, ""); n != 6 {
 		t.Fatalf("%d shim exits by the second failure, want 5 + 1 retry", n)
 	}
-	third := r.waitEvent(t, "third failure", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentFailed && e.Data["failures"] == float64(3) })
+	third := r.waitEvent(t, "third failure", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvAgentFailed && e.Data["failures"] == float64(3)
+	})
 	if !strings.Contains(third.Detail, "retrying in 600ms") {
 		t.Fatalf("cool-down not capped: %q", third.Detail)
 	}

@@ -187,7 +187,9 @@ func TestScheduleFailedRunStopsIt(t *testing.T) {
 	if resp := call(t, p, control.Request{Op: control.OpResume}); len(resp.Schedules) != 1 || resp.Schedules[0] != "f" {
 		t.Fatalf("resume answered %+v", resp)
 	}
-	e = r.waitEvent(t, "second run", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted && e.Data["run"] == float64(2) })
+	e = r.waitEvent(t, "second run", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvScheduleRunStarted && e.Data["run"] == float64(2)
+	})
 	if e.Message != schedule.RunID("f", 2, clock.Now()) {
 		t.Fatalf("second run %s", e.Message)
 	}
