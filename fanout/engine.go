@@ -63,6 +63,10 @@ type Options struct {
 	QuotaJitter time.Duration
 	// Rand returns a number in [0, 1) for jitter (default math/rand/v2).
 	Rand func() float64
+	// KeepGoing runs every row even when the first SameErrorRows rows
+	// this run finishes all fail with the same error (by default no more
+	// rows start then).
+	KeepGoing bool
 	// Progress, if set, is told every change.
 	Progress func(Snapshot)
 	Log      hclog.Logger
@@ -83,6 +87,9 @@ type Snapshot struct {
 	Probing     bool
 	// Stopping says why no more rows start ("" while they do).
 	Stopping string
+	// SameError is set when the job stopped early because its first rows
+	// all failed with it (SameErrorRows).
+	SameError string
 }
 
 // Summary is how a run ended: the last Snapshot (this run's counts) and
@@ -92,6 +99,10 @@ type Summary struct {
 	// AllDone, AllFailed and Pending count the input's rows by their
 	// status in the output now (earlier runs included).
 	AllDone, AllFailed, Pending int
+	// CommonError is the most common error of the failed rows (one of
+	// them as written; see errorKey) and CommonErrorRows how many have it.
+	CommonError     string
+	CommonErrorRows int
 }
 
 // Complete reports whether every row of the input is done.
@@ -186,6 +197,7 @@ func Run(ctx context.Context, kill <-chan struct{}, o Options) (Summary, error) 
 	default:
 	}
 	s := Summary{Snapshot: e.snap}
+	var errs []string
 	for i := range o.Table.Rows {
 		r, ok := o.Store.Prior(i)
 		switch {
@@ -194,8 +206,10 @@ func Run(ctx context.Context, kill <-chan struct{}, o Options) (Summary, error) 
 			s.AllDone++
 		case r.Status == StatusFailed:
 			s.AllFailed++
+			errs = append(errs, r.Error)
 		}
 	}
+	s.CommonError, s.CommonErrorRows = commonError(errs)
 	s.Pending = s.Total - s.AllDone - s.AllFailed
 	o.Progress(s.Snapshot)
 	return s, err
@@ -225,6 +239,12 @@ type engine struct {
 	// fsync; recordErr holds the first failure.
 	recording sync.WaitGroup
 	recordErr chan error
+
+	// firstKeys are the error keys of the first rows this run finished
+	// ("" for a row done), up to SameErrorRows; firstError is the first
+	// of their errors as written.
+	firstKeys  []string
+	firstError string
 }
 
 // loop dispatches rows and takes results until nothing runs and nothing can
@@ -477,6 +497,7 @@ func (e *engine) record(rec Record) {
 	} else {
 		e.snap.Failed++
 	}
+	e.checkSameError(rec)
 	e.recording.Add(1)
 	go func() {
 		defer e.recording.Done()

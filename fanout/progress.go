@@ -146,7 +146,13 @@ func Bar(s Snapshot, width int) string {
 func SummaryLine(s Summary, out string) string {
 	line := fmt.Sprintf("fanout: %d of %d rows done, %d failed, %d pending (this run: %d done, %d failed, %s tokens); output %s",
 		s.AllDone, s.Total, s.AllFailed, s.Pending, s.Done, s.Failed, count(s.Tokens), out)
+	if s.AllFailed > 0 && s.SameError == "" {
+		line += fmt.Sprintf("\nfanout: most common error (%d of %d failed rows): %s", s.CommonErrorRows, s.AllFailed, oneLine(s.CommonError, 300))
+	}
 	switch {
+	case s.SameError != "":
+		line += fmt.Sprintf("\nfanout: stopped early: the first %d rows finished all failed with the same error, so %d rows were not started: %s", SameErrorRows, s.Pending, oneLine(s.SameError, 300)) +
+			"\nfanout: fix the cause and run the same command again (the failed and pending rows run), or add --keep-going to run every row whatever fails"
 	case s.Budget:
 		line += "\nfanout: stopped: " + s.Stopping + "; run the command again with a higher --max-tokens to continue"
 	case s.Stopping != "":

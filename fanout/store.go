@@ -36,10 +36,17 @@ const JournalSuffix = ".journal"
 
 // LockSuffix names the job's lock file next to the output file: held
 // (flock) from OpenStore to the end of Close, so that one job at a time
-// reads, writes and removes OUT and its journal. It is left in place: a
-// lock file removed could be locked by a second job through the name while
-// a third creates it anew.
+// reads, writes and removes OUT and its journal. The job removes it at its
+// end, still holding it; a job counts as holding the lock only when the
+// file it locked is still the one at the name (see lockJob), so a job that
+// opened the removed file cannot run beside one that creates it anew. A
+// killed job leaves it; the next job takes it over and removes it.
 const LockSuffix = ".lock"
+
+// maxLockTries bounds how often lockJob opens the lock file again after
+// the file it locked was removed or replaced meanwhile (each time by a job
+// that ended): far more than racing jobs can cause.
+const maxLockTries = 100
 
 // journalVersion marks the first line of a journal.
 const journalVersion = 1
@@ -110,7 +117,7 @@ func OpenStore(out string, t *Table) (*Store, error) {
 			s.old.Close()
 		}
 		if s.lock != nil {
-			s.lock.Close()
+			err = errors.Join(err, s.unlock())
 		}
 		dir.Close()
 		return nil, err
@@ -138,24 +145,86 @@ func OpenStore(out string, t *Table) (*Store, error) {
 
 // lockJob takes the job's lock, OUT.lock (created when missing, never
 // through a link), without waiting: held by another job, the output is
-// refused.
+// refused. The lock counts only when the file locked is still the one at
+// the name: a job that ended removed it (under its lock) after this one
+// opened it, so another job may lock a new file at the name; then this
+// one opens the name again.
 func (s *Store) lockJob() error {
-	f, err := s.dir.OpenFile(s.name+LockSuffix, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("open the lock %s: %w", filepath.Join(s.dir.Path(), s.name+LockSuffix), err)
+	name := s.name + LockSuffix
+	for range maxLockTries {
+		f, err := s.dir.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("open the lock %s: %w", filepath.Join(s.dir.Path(), name), err)
+		}
+		lockOpened()
+		if err := flock(f); err != nil {
+			f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return fmt.Errorf("%s is locked: another batty fanout is writing this output; wait for it to end, or choose another --output", f.Name())
+			}
+			return fmt.Errorf("lock %s: %w", f.Name(), err)
+		}
+		same, err := s.sameFile(f, name)
+		if err != nil {
+			f.Close()
+			return err
+		}
+		if same {
+			s.lock = f
+			return nil
+		}
+		f.Close() // removed or replaced since it was opened: open the name again
 	}
-	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-	if errors.Is(err, unix.EWOULDBLOCK) {
-		f.Close()
-		return fmt.Errorf("%s is locked: another batty fanout is writing this output; wait for it to end, or choose another --output", f.Name())
-	}
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("lock %s: %w", f.Name(), err)
-	}
-	s.lock = f
-	return nil
+	return fmt.Errorf("lock %s: the lock file was removed or replaced %d times while this job tried to take it", filepath.Join(s.dir.Path(), name), maxLockTries)
 }
+
+// flock takes f's exclusive lock without waiting (EWOULDBLOCK when another
+// open file holds it).
+func flock(f *os.File) error {
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+// sameFile reports whether the entry name of s.dir is the open file f (the
+// same device and inode); a missing entry is not.
+func (s *Store) sameFile(f *os.File, name string) (bool, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return false, fmt.Errorf("stat the lock %s: %w", f.Name(), err)
+	}
+	fi, err := s.dir.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("stat the lock: %w", err)
+	}
+	at := fi.Sys().(*unix.Stat_t)
+	return at.Dev == st.Dev && at.Ino == st.Ino, nil
+}
+
+// unlock removes the lock file, still holding its lock, then releases it:
+// a job that opened the file meanwhile finds it gone once it gets the lock
+// (lockJob), so it cannot take the removed file for the live lock.
+func (s *Store) unlock() error {
+	var err error
+	if rerr := s.dir.Remove(s.name + LockSuffix); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		err = fmt.Errorf("remove the lock file: %w", rerr)
+	}
+	if cerr := s.lock.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("release the lock %s: %w", s.lock.Name(), cerr))
+	}
+	s.lock = nil
+	return err
+}
+
+// lockOpened is called between opening the lock file and locking it (a
+// test's hook into that moment).
+var lockOpened = func() {}
 
 // journalCreated is called once this run's journal file exists (a test's
 // hook into that moment).
@@ -307,11 +376,12 @@ func (s *Store) appendLine(v any) error {
 }
 
 // Close writes OUT (every input row in input order: its recorded outcome,
-// or pending), then removes the journal, whose rows OUT now holds. On an
-// error the journal stays, so nothing recorded is lost.
-func (s *Store) Close() error {
+// or pending), then removes the journal, whose rows OUT now holds, and
+// last the lock file. On an error the journal stays, so nothing recorded
+// is lost.
+func (s *Store) Close() (err error) {
 	defer s.dir.Close()
-	defer s.lock.Close() // last: the lock holds until OUT is written
+	defer func() { err = errors.Join(err, s.unlock()) }() // last: the lock holds until OUT is written
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.journal.Close(); err != nil {

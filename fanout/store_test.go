@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -313,8 +315,121 @@ func TestStoreTwoJobsStartingAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	names, _ := os.ReadDir(filepath.Dir(out))
-	if len(names) != 2 || names[0].Name() != "out.csv" || names[1].Name() != "out.csv"+LockSuffix {
-		t.Errorf("files left: %v, want only OUT and its lock file", names)
+	if len(names) != 1 || names[0].Name() != "out.csv" {
+		t.Errorf("files left: %v, want only OUT", names)
+	}
+}
+
+// TestStoreLeavesNoLockFile: a job that ends removes OUT.lock, whether it
+// ran or OpenStore refused the output after taking the lock.
+func TestStoreLeavesNoLockFile(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.csv")
+	tb := table(t, "a\nx\n")
+	s, err := OpenStore(out, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(out + LockSuffix); err != nil {
+		t.Fatalf("no lock file while the job runs: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(out + LockSuffix); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("lock file after the job: %v, want none", err)
+	}
+	// Refused under the lock: an OUT of other columns.
+	other := filepath.Join(dir, "other.csv")
+	os.WriteFile(other, []byte("q,status,result,error,thread_id,tokens,duration_s\n"), 0o600)
+	if _, err := OpenStore(other, tb); err == nil {
+		t.Fatal("an output of other columns was taken")
+	}
+	if _, err := os.Lstat(other + LockSuffix); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("lock file after a refused job: %v, want none", err)
+	}
+}
+
+// TestStoreLockRemovedWhileASecondJobOpensIt: job B opens OUT.lock while
+// job A holds it; A ends (removing the file), job C creates and locks a
+// new one; B's lock of the removed file must not count, or B and C would
+// run at once on the same output.
+func TestStoreLockRemovedWhileASecondJobOpensIt(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.csv")
+	tb := table(t, "a\nx\n")
+	a, err := OpenStore(out, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c *Store
+	var cErr, aErr error
+	lockOpened = func() {
+		lockOpened = func() {}
+		// B has the old file open, not yet locked.
+		aErr = a.Close()
+		c, cErr = OpenStore(out, tb)
+	}
+	t.Cleanup(func() { lockOpened = func() {} })
+	b, bErr := OpenStore(out, tb)
+	if aErr != nil || cErr != nil {
+		t.Fatalf("job A closing: %v; job C: %v", aErr, cErr)
+	}
+	defer c.Close()
+	if bErr == nil {
+		b.Close()
+		t.Fatal("jobs B and C both hold the output")
+	}
+	if !strings.Contains(bErr.Error(), "another batty fanout") {
+		t.Errorf("job B refused with %v", bErr)
+	}
+}
+
+// TestStoreJobsRacingLeaveNoLockFile: jobs opening and closing the same
+// output at once never hold it together, and none leaves OUT.lock.
+func TestStoreJobsRacingLeaveNoLockFile(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.csv")
+	tb := table(t, "a\nx\n")
+	var holders, most, opened atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				s, err := OpenStore(out, tb)
+				if err != nil {
+					if !strings.Contains(err.Error(), "another batty fanout") {
+						errs <- err
+						return
+					}
+					continue
+				}
+				opened.Add(1)
+				n := holders.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				// A record (an fsync) while it holds the output.
+				rerr := s.Record(Record{Row: 0, Values: []string{"x"}, Status: StatusDone, Result: `{}`})
+				holders.Add(-1)
+				if rerr != nil {
+					errs <- rerr
+				}
+				if err := s.Close(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if most.Load() != 1 || opened.Load() == 0 {
+		t.Errorf("at most %d jobs held the output at once (%d opened), want 1", most.Load(), opened.Load())
+	}
+	if _, err := os.Lstat(out + LockSuffix); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("lock file after the jobs: %v, want none", err)
 	}
 }
 

@@ -22,28 +22,18 @@ export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
 bin_dir="${BATTY_BIN_CACHE:-$HOME/.cache/batty/bin}"
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else "$@"; fi; }
+. scripts/lib.sh
 
-if ! command -v go >/dev/null 2>&1; then
-  echo "demo.sh: Go is not installed; get Go 1.26 or newer from https://go.dev/dl/ and run this again" >&2
-  exit 1
-fi
+need_cmd demo.sh go "get Go 1.26 or newer from https://go.dev/dl/" || exit 1
 
-if ! command -v tmux >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1; then
-    echo "==> installing tmux (apt-get)"
-    if ! { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; }; then
-      echo "demo.sh: could not install tmux; the demo prints a plain feed instead of the cockpit" >&2
-    fi
-  else
-    echo "demo.sh: tmux is not installed (install it with your package manager for the cockpit); the demo prints a plain feed" >&2
-  fi
+if ! need_tmux demo.sh; then
+  echo "demo.sh: going on without tmux: the demo prints a plain feed instead of the cockpit" >&2
 fi
 
 codex_dir="$BATTY_CODEX_CACHE/$CODEX_VERSION"
 if [ ! -x "$codex_dir/node_modules/.bin/codex" ]; then
   if ! command -v npm >/dev/null 2>&1; then
-    echo "demo.sh: npm is not installed; it installs the Codex CLI. Get Node.js (with npm) from https://nodejs.org or your package manager (apt-get install nodejs npm) and run this again" >&2
+    echo "demo.sh: npm is not installed; it installs the Codex CLI. Get Node.js (with npm) from https://nodejs.org or your package manager ($(install_hint npm)) and run this again" >&2
     exit 1
   fi
   echo "==> installing @openai/codex@$CODEX_VERSION into $codex_dir"
@@ -51,8 +41,11 @@ if [ ! -x "$codex_dir/node_modules/.bin/codex" ]; then
   npm install --loglevel=error --no-audit --no-fund --prefix "$codex_dir" "@openai/codex@$CODEX_VERSION"
 fi
 
+# A cold build downloads modules and compiles a few hundred packages (minutes):
+# both show their progress.
+with_progress "downloading Go modules (files fetched)" ': 200 OK' go mod download -x
 echo "==> building batty into $bin_dir"
 mkdir -p "$bin_dir"
-go build -o "$bin_dir/batty" ./cmd/batty
+with_progress "compiling batty (packages built)" '' go build -v -o "$bin_dir/batty" ./cmd/batty
 
 exec "$bin_dir/batty" demo --codex-bin "$codex_dir/node_modules/.bin/codex" "$@"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (tmux, the pinned Codex CLI),
-# then runs gofmt, go vet and the whole suite with the race detector.
+# then runs gofmt, go vet and the whole suite with the race detector. A user
+# who cannot install tmux (not root, no sudo) is told what to install.
 #
 #   scripts/test.sh            # everything
 #   scripts/test.sh ./shim/... # only these packages (vet and test)
@@ -16,15 +17,22 @@ export PATH="/usr/local/go/bin:$PATH"
 export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else "$@"; fi; }
+. scripts/lib.sh
 
-if ! command -v tmux >/dev/null 2>&1; then
-  echo "==> installing tmux"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+# What the tests need, each missing one named with how to get it; tmux is
+# installed when this user can (root or sudo).
+codex_dir="$BATTY_CODEX_CACHE/$CODEX_VERSION"
+missing=0
+need_cmd scripts/test.sh go "get Go 1.26 or newer from https://go.dev/dl/" || missing=1
+if [ ! -x "$codex_dir/node_modules/.bin/codex" ]; then
+  need_cmd scripts/test.sh npm "it installs the Codex CLI; get Node.js with npm ($(install_hint npm))" || missing=1
+fi
+need_tmux scripts/test.sh || missing=1
+if [ "$missing" != 0 ]; then
+  echo "scripts/test.sh: nothing was run; install what is named above" >&2
+  exit 1
 fi
 
-codex_dir="$BATTY_CODEX_CACHE/$CODEX_VERSION"
 if [ ! -x "$codex_dir/node_modules/.bin/codex" ]; then
   echo "==> installing @openai/codex@$CODEX_VERSION into $codex_dir"
   mkdir -p "$codex_dir"

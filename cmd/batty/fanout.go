@@ -27,6 +27,7 @@ type fanoutArgs struct {
 	csv, instruction, output, schema string
 	role, teamFile, instructionsFile string
 	concurrency                      int
+	keepGoing                        bool
 	maxTokens                        int64
 	grace                            time.Duration
 	cfg                              shim.Config
@@ -57,7 +58,12 @@ failed and pending ones run. Failures that may pass (server errors, dropped
 streams, timeouts) are retried as for team messages; a usage limit holds new
 rows back until the reset and the job goes on by itself. --max-tokens stops
 starting rows once the job's recorded usage (OUT's tokens, earlier runs
-included) reaches that many tokens.
+included) reaches that many tokens. When the first 5 rows to finish all fail
+with the same error (a wrong instruction, no login), no more rows start: the
+running ones finish, the summary names the error and how many rows were not
+started, and the same command runs the rest once the cause is fixed;
+--keep-going runs every row anyway. The summary names the most common error
+of the failed rows.
 
 Codex settings come from a role of the team file (--role) or from the same
 flags as batty chat. Ctrl-C stops starting rows and lets running ones finish
@@ -81,6 +87,7 @@ an OUT that is not a fanout output of this input).`,
 	f.IntVarP(&a.concurrency, "concurrency", "c", fanout.DefaultConcurrency, fmt.Sprintf("rows running at once (1 to %d)", fanout.MaxConcurrency))
 	f.StringVar(&a.schema, "schema", "", "JSON Schema file each row's answer must match (codex --output-schema)")
 	f.Int64Var(&a.maxTokens, "max-tokens", 0, "stop starting rows once the job's recorded usage, earlier runs included, reaches this many tokens (0: no limit)")
+	f.BoolVar(&a.keepGoing, "keep-going", false, fmt.Sprintf("run every row even when the first %d rows to finish all fail with the same error", fanout.SameErrorRows))
 	f.StringVar(&a.role, "role", "", "take codex settings from this role of the team file")
 	addTeamFlags(cmd, &a.teamFile, true) // the team of --role
 	f.DurationVar(&a.grace, "shutdown-timeout", fanout.DefaultGrace, "on Ctrl-C, how long running rows may finish")
@@ -269,7 +276,7 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 	sum, runErr := fanout.Run(ctx, kill, fanout.Options{
 		Table: table, Template: tmpl, Schema: a.schema != "", Store: store,
 		Concurrency: a.concurrency, MaxTokens: a.maxTokens, MaxAttempts: pol.attempts, Quota: pol.quota,
-		NewWorker: workers.New, Grace: a.grace, Progress: prog.Update, Log: log,
+		KeepGoing: a.keepGoing, NewWorker: workers.New, Grace: a.grace, Progress: prog.Update, Log: log,
 	})
 	progStop()
 	<-progDone

@@ -95,6 +95,9 @@ func TestFanoutRunsEveryRowAndKeepsTheOrder(t *testing.T) {
 	if _, err := os.Stat(j.out + fanout.JournalSuffix); err == nil {
 		t.Error("the journal was left behind")
 	}
+	if _, err := os.Lstat(j.out + fanout.LockSuffix); err == nil {
+		t.Error("the lock file was left behind")
+	}
 	// A finished job reruns for free.
 	_, _, code = runBatty(t, j.env, "", j.args("Tell me about {city} ({id}) replyjson")...)
 	if code != 0 || j.runsOf(1)+j.runsOf(2)+j.runsOf(3) != 3 {
@@ -425,5 +428,40 @@ func TestFanoutBudget(t *testing.T) {
 	}
 	if j.runsOf(1) != 1 || j.runsOf(2) != 0 {
 		t.Errorf("codex runs %d %d, want only row 1", j.runsOf(1), j.runsOf(2))
+	}
+}
+
+// TestFanoutStopsWhenTheFirstRowsFailAlike: replies that are not JSON on
+// the first 5 rows stop the job: exit 1, the error and the rows not started
+// named, no lock file left; --keep-going runs every row and the summary
+// names the most common error.
+func TestFanoutStopsWhenTheFirstRowsFailAlike(t *testing.T) {
+	var csv strings.Builder
+	csv.WriteString("id\n")
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&csv, "%d\n", i)
+	}
+	j := newFanoutJob(t, csv.String())
+	_, errOut, code := runBatty(t, j.env, "", j.args("Row {id}", "-c", "1")...)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, errOut)
+	}
+	for _, want := range []string{"stopped early: the first 5 rows finished all failed with the same error, so 7 rows were not started: reply is not a JSON object", "--keep-going"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if n := j.runsOf(6); n != 0 {
+		t.Errorf("row 6 ran %d times after the stop", n)
+	}
+	if _, err := os.Lstat(j.out + fanout.LockSuffix); err == nil {
+		t.Error("the lock file was left behind")
+	}
+	_, errOut, code = runBatty(t, j.env, "", j.args("Row {id}", "-c", "2", "--keep-going")...)
+	if code != 1 || j.runsOf(12) != 1 {
+		t.Fatalf("--keep-going: exit %d, row 12 ran %d times\n%s", code, j.runsOf(12), errOut)
+	}
+	if !strings.Contains(errOut, "most common error (12 of 12 failed rows): reply is not a JSON object") {
+		t.Errorf("summary does not name the most common error:\n%s", errOut)
 	}
 }
