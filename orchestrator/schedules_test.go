@@ -275,7 +275,7 @@ func TestScheduleToARoleGoesThroughItsQueue(t *testing.T) {
 		t.Fatalf("routed to %q", routed.Agent)
 	}
 	e := r.waitEvent(t, "run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished && e.Message == id })
-	if e.Detail != "" || e.Data["runs_completed"] != 1 {
+	if e.Detail != "" || e.Data["runs_completed"] != float64(1) {
 		t.Fatalf("run finished %+v", e)
 	}
 }
