@@ -20,6 +20,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/alerthook"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
@@ -41,8 +42,8 @@ type Daemon struct {
 	humanBox *inbox.Box
 	events   *eventlog.Log
 	gate     *dispatch.Gate
-	net      netHolds   // network holds per account (see netHolds)
-	alerts   *alertHook // nil without on_alert
+	net      netHolds        // network holds per account (see netHolds)
+	alerts   *alerthook.Hook // nil without on_alert
 	quota    *dispatch.QuotaBook
 	sched    *schedule.Runner // nil without schedules
 	started  time.Time
@@ -119,7 +120,7 @@ func (d *Daemon) init() error {
 	if d.alerts = d.newAlertHook(); d.alerts != nil {
 		alerts, observe := d.alerts, d.opts.OnEvent
 		d.events.SetObserver(func(e eventlog.Event) {
-			alerts.event(e)
+			alerts.Event(e)
 			if observe != nil {
 				observe(e)
 			}
@@ -223,12 +224,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		// the team's leftovers are swept.
 		alertCtx, stopAlerts := context.WithCancel(context.Background())
 		alertsDone := make(chan struct{})
-		go func() { defer close(alertsDone); d.alerts.run(alertCtx) }()
+		go func() { defer close(alertsDone); d.alerts.Run(alertCtx) }()
 		defer func() {
-			d.alerts.close()
+			d.alerts.Close()
 			select {
 			case <-alertsDone:
-			case <-time.After(d.alerts.timeout):
+			case <-time.After(d.alerts.Timeout()):
 				stopAlerts()
 				<-alertsDone
 			}
@@ -446,4 +447,16 @@ func (d *Daemon) shimEnviron() []string {
 		return os.Environ()
 	}
 	return d.opts.ShimEnv
+}
+
+// newAlertHook returns the team's alert hook, nil when on_alert is not set.
+func (d *Daemon) newAlertHook() *alerthook.Hook {
+	if len(d.cfg.OnAlert) == 0 {
+		return nil
+	}
+	return alerthook.New(alerthook.Config{
+		Argv: d.cfg.OnAlert, Dir: d.cfg.Dir, Team: d.cfg.Name, Timeout: d.cfg.Timeouts.Alert, Replies: d.cfg.AlertOnReply,
+		Env: append(os.Environ(), reap.MarkEnv+"="+d.layout.Dir), Log: d.log.Named("alerts"), Limit: d.opts.AlertQueue,
+		Start: d.startChild, Release: d.releaseChild,
+	})
 }

@@ -1,4 +1,7 @@
-package orchestrator
+// Package alerthook runs a team's on_alert command for its alerts: one at
+// a time, from its own goroutine, with a bounded queue, a time limit, its
+// own process group and its output kept (bounded) in the daemon's log.
+package alerthook
 
 import (
 	"bytes"
@@ -6,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"sync"
@@ -16,26 +18,25 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/eventlog"
-	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
 )
 
 // Alert hook defaults.
 const (
-	defaultAlertQueue = 64   // alerts waiting for the hook; beyond, the oldest go
-	alertOutputLimit  = 4096 // bytes of a hook's output kept for daemon.log
+	DefaultQueue = 64   // alerts waiting for the hook; beyond, the oldest go
+	outputLimit  = 4096 // bytes of a hook's output kept for daemon.log
 )
 
-// alertHook runs the team's on_alert command for every alert, one at a
-// time, from its own goroutine (run): the daemon only queues (event, which
+// Hook runs the team's on_alert command for every alert, one at a
+// time, from its own goroutine (Run): the daemon only queues (Event, which
 // never blocks). The queue holds at most limit alerts; when it is full the
 // oldest is dropped and the number dropped is logged. Each run has a time
 // limit, its own process group (killed whole at the limit, then reaped),
 // the project's mark in its environment, and its output (bounded) in the
 // daemon's log. A hook that cannot start, fails or is killed is logged and
 // never stops the daemon.
-type alertHook struct {
+type Hook struct {
 	argv    []string
 	dir     string
 	team    string
@@ -56,9 +57,9 @@ type alertHook struct {
 	wake    chan struct{} // buffered(1)
 }
 
-// event queues the alert for e, if it is one; it never blocks. Safe from
+// Event queues the alert for e, if it is one; it never blocks. Safe from
 // any goroutine.
-func (h *alertHook) event(e eventlog.Event) {
+func (h *Hook) Event(e eventlog.Event) {
 	a, ok := eventlog.AlertFor(e)
 	if !ok || (a.Kind == eventlog.AlertReply && !h.replies) {
 		return
@@ -85,7 +86,7 @@ func (h *alertHook) event(e eventlog.Event) {
 }
 
 // next takes the oldest queued alert; ok is false when there is none.
-func (h *alertHook) next() (a eventlog.Alert, dropped int, ok bool) {
+func (h *Hook) next() (a eventlog.Alert, dropped int, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	dropped, h.dropped = h.dropped, 0
@@ -97,8 +98,8 @@ func (h *alertHook) next() (a eventlog.Alert, dropped int, ok bool) {
 	return a, dropped, true
 }
 
-// close stops queueing: run returns once the queue is empty. Idempotent.
-func (h *alertHook) close() {
+// Close stops queueing: run returns once the queue is empty. Idempotent.
+func (h *Hook) Close() {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
@@ -108,10 +109,10 @@ func (h *alertHook) close() {
 	}
 }
 
-// run runs the hook for each queued alert until ctx ends (a hook running
+// Run runs the hook for each queued alert until ctx ends (a hook running
 // then is killed) or, after close, the queue is empty. It blocks; the
 // daemon owns it.
-func (h *alertHook) run(ctx context.Context) {
+func (h *Hook) Run(ctx context.Context) {
 	for {
 		a, dropped, ok := h.next()
 		if dropped > 0 {
@@ -137,7 +138,7 @@ func (h *alertHook) run(ctx context.Context) {
 
 // runOne runs the hook for one alert, killing its process group at the
 // time limit or when ctx ends; it returns once the hook is reaped.
-func (h *alertHook) runOne(ctx context.Context, a eventlog.Alert) {
+func (h *Hook) runOne(ctx context.Context, a eventlog.Alert) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -151,7 +152,7 @@ func (h *alertHook) runOne(ctx context.Context, a eventlog.Alert) {
 	cmd.Dir = h.dir
 	cmd.Env = append(slices.Clone(h.env), alertEnv(a)...)
 	cmd.Stdin = bytes.NewReader(in)
-	out := &cappedBuffer{limit: alertOutputLimit}
+	out := &cappedBuffer{limit: outputLimit}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// A child of the hook still holding its output does not hold Wait.
@@ -236,22 +237,36 @@ func (c *cappedBuffer) String() string {
 	return s
 }
 
-// newAlertHook returns the team's alert hook, nil when on_alert is not set.
-func (d *Daemon) newAlertHook() *alertHook {
-	if len(d.cfg.OnAlert) == 0 {
-		return nil
-	}
-	limit := d.opts.AlertQueue
-	if limit <= 0 {
-		limit = defaultAlertQueue
-	}
-	timeout := d.cfg.Timeouts.Alert
-	if timeout <= 0 {
-		timeout = team.DefaultAlertTimeout
-	}
-	return &alertHook{
-		argv: d.cfg.OnAlert, dir: d.cfg.Dir, team: d.cfg.Name, timeout: timeout, replies: d.cfg.AlertOnReply,
-		env: append(os.Environ(), reap.MarkEnv+"="+d.layout.Dir), log: d.log.Named("alerts"), limit: limit,
-		start: d.startChild, release: d.releaseChild, wake: make(chan struct{}, 1),
-	}
+// Config is how a Hook runs the on_alert command.
+type Config struct {
+	Argv    []string      // the command and its arguments (team.yaml on_alert)
+	Dir     string        // its working directory
+	Team    string        // the team's name, in each alert
+	Timeout time.Duration // the limit of one run (0: team.DefaultAlertTimeout)
+	Replies bool          // replies to the human are alerts too (alert_on_reply)
+	Env     []string      // its environment (the daemon's, with the project's mark)
+	Log     hclog.Logger
+	Limit   int // alerts waiting at most (0: DefaultQueue); beyond, the oldest go
+	// Start and Release run a command as a managed child of the daemon.
+	Start   func(*exec.Cmd) error
+	Release func(pid int)
 }
+
+// New returns a Hook for c; call Run from the goroutine that owns it, Event
+// from any.
+func New(c Config) *Hook {
+	if c.Limit <= 0 {
+		c.Limit = DefaultQueue
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = team.DefaultAlertTimeout
+	}
+	if c.Log == nil {
+		c.Log = hclog.NewNullLogger()
+	}
+	return &Hook{argv: c.Argv, dir: c.Dir, team: c.Team, timeout: c.Timeout, replies: c.Replies, env: c.Env, log: c.Log,
+		limit: c.Limit, start: c.Start, release: c.Release, wake: make(chan struct{}, 1)}
+}
+
+// Timeout is the limit of one run of the command.
+func (h *Hook) Timeout() time.Duration { return h.timeout }
