@@ -12,6 +12,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/battyhq/batty/textclip"
 )
 
 // MaxInputBytes bounds an input CSV file. The output file and its journal
@@ -103,7 +105,7 @@ func checkUTF8(cr *csv.Reader, rec, header []string) error {
 	for i, v := range rec {
 		if !utf8.ValidString(v) {
 			line, _ := cr.FieldPos(i)
-			return fmt.Errorf("line %d, column %q: not UTF-8 text: convert the file to UTF-8 (for example iconv -f WINDOWS-1252 -t UTF-8 IN)", line, clip(strings.ToValidUTF8(header[i], "?"), 40))
+			return fmt.Errorf("line %d, column %q: not UTF-8 text: convert the file to UTF-8 (for example iconv -f WINDOWS-1252 -t UTF-8 IN)", line, textclip.Bytes(strings.ToValidUTF8(header[i], "?"), 40+len(textclip.Ellipsis), textclip.Ellipsis))
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/textclip"
 )
 
 func TestAlertFor(t *testing.T) {
@@ -78,7 +79,7 @@ func TestClip(t *testing.T) {
 		{"abcdefghij", 6, "abc…"},
 		{"ééééé", 7, "éé…"}, // é is 2 bytes, … is 3: never half a rune
 	} {
-		if got := clip(tc.in, tc.n); got != tc.want {
+		if got := textclip.Bytes(tc.in, tc.n, textclip.Ellipsis); got != tc.want {
 			t.Errorf("clip(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/textclip"
 )
 
 // PinnedVersion is the Codex CLI version batty is built and tested against.
@@ -311,10 +312,7 @@ func lastLine(s string) string {
 		if l == "" || strings.HasPrefix(l, "WARNING: proceeding") {
 			continue
 		}
-		if len(l) > 300 {
-			l = l[:300] + "…"
-		}
-		return l
+		return textclip.Bytes(l, 300+len(textclip.Ellipsis), textclip.Ellipsis)
 	}
 	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/battyhq/batty/safetext"
+	"github.com/battyhq/batty/textclip"
 )
 
 // cleanBlock makes multi-line text from the model or a command safe for the
@@ -30,13 +31,5 @@ func truncateLine(s string, limit int) string {
 	if n <= limit {
 		return s
 	}
-	cut, count := 0, 0
-	for i := range s {
-		if count == limit {
-			cut = i
-			break
-		}
-		count++
-	}
-	return s[:cut] + "… (+" + formatInt(int64(n-limit)) + " chars)"
+	return textclip.Runes(s, limit, "") + "… (+" + formatInt(int64(n-limit)) + " chars)"
 }
