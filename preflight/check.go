@@ -29,11 +29,8 @@ import (
 	"github.com/battyhq/batty/textclip"
 )
 
-// PinnedVersion is the Codex CLI version batty is built and tested against.
-const PinnedVersion = "0.169.0"
-
 // installHint says how to install the pinned Codex CLI.
-const installHint = "install it: npm install -g @openai/codex@" + PinnedVersion
+const installHint = "install it: npm install -g @openai/codex@" + codex.Version
 
 // DefaultTimeout bounds each codex run of a check.
 const DefaultTimeout = 10 * time.Second

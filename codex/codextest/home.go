@@ -8,10 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-)
 
-// CodexVersion is the Codex CLI version the tests pin (npm @openai/codex).
-const CodexVersion = "0.169.0"
+	"github.com/battyhq/batty/codex"
+)
 
 // DefaultModel is the model slug a written home configures when
 // [HomeConfig.Model] is empty. It is a slug codex 0.169.0 knows, so codex
@@ -109,23 +108,8 @@ func or(s, def string) string {
 	return s
 }
 
-// CacheDir returns the directory holding pinned Codex installs:
-// $BATTY_CODEX_CACHE if set, else ~/.cache/batty-codex. Version
-// [CodexVersion] lives in CacheDir()/CodexVersion.
-func CacheDir() string {
-	if d := os.Getenv("BATTY_CODEX_CACHE"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(".cache", "batty-codex")
-	}
-	return filepath.Join(home, ".cache", "batty-codex")
-}
-
 // Codex returns the codex executable for tests: $BATTY_CODEX_BIN if set,
-// else the npm launcher of the pinned install,
-// CacheDir()/0.169.0/node_modules/.bin/codex. When that file is missing it
+// else the npm launcher of the pinned install, codex.PinnedLauncher(). When that file is missing it
 // calls t.Skip, except when the environment has CI=true, where it calls
 // t.Fatal (end-to-end tests must run in CI).
 func Codex(t testing.TB) string {
@@ -133,8 +117,8 @@ func Codex(t testing.TB) string {
 	if p := os.Getenv("BATTY_CODEX_BIN"); p != "" {
 		return requireExecutable(t, p, "$BATTY_CODEX_BIN")
 	}
-	p := filepath.Join(CacheDir(), CodexVersion, "node_modules", ".bin", "codex")
-	return requireExecutable(t, p, "pinned codex "+CodexVersion)
+	p := codex.PinnedLauncher()
+	return requireExecutable(t, p, "pinned codex "+codex.Version)
 }
 
 // CodexNative is like [Codex] but prefers the pinned install's native
@@ -163,10 +147,11 @@ func nativePath() string {
 		"darwin/arm64": {"codex-darwin-arm64", "aarch64-apple-darwin"},
 	}
 	p, ok := pkgs[runtime.GOOS+"/"+runtime.GOARCH]
-	if !ok {
+	d := codex.PinnedDir()
+	if !ok || d == "" {
 		return ""
 	}
-	return filepath.Join(CacheDir(), CodexVersion, "node_modules", "@openai", p[0], "vendor", p[1], "bin", "codex")
+	return filepath.Join(d, "node_modules", "@openai", p[0], "vendor", p[1], "bin", "codex")
 }
 
 func isExecutable(p string) bool {
@@ -181,7 +166,7 @@ func requireExecutable(t testing.TB, p, what string) string {
 	if isExecutable(p) {
 		return p
 	}
-	msg := fmt.Sprintf("codextest: %s not found or not executable at %s (install @openai/codex@%s there or set BATTY_CODEX_BIN)", what, p, CodexVersion)
+	msg := fmt.Sprintf("codextest: %s not found or not executable at %s (install @openai/codex@%s there or set BATTY_CODEX_BIN)", what, p, codex.Version)
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
