@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/battyhq/batty/codex"
@@ -79,26 +77,11 @@ func (s *Server) WriteHomeWith(t testing.TB, cfg HomeConfig) string {
 // ConfigTOML returns the config.toml text [Server.WriteHomeWith] writes for
 // cfg (cfg.Dir is not used).
 func (s *Server) ConfigTOML(cfg HomeConfig) string {
-	model := or(cfg.Model, DefaultModel)
-	var b strings.Builder
-	fmt.Fprintf(&b, "model = %s\n", strconv.Quote(model))
-	fmt.Fprintf(&b, "model_provider = %s\n", strconv.Quote(ProviderID))
-	fmt.Fprintf(&b, "approval_policy = %s\n", strconv.Quote(or(cfg.ApprovalPolicy, "never")))
-	fmt.Fprintf(&b, "sandbox_mode = %s\n", strconv.Quote(or(cfg.SandboxMode, "danger-full-access")))
-	b.WriteString("check_for_update_on_startup = false\n")
-	b.WriteString("web_search = \"disabled\"\n")
-	if cfg.Extra != "" {
-		b.WriteString("\n" + strings.TrimRight(cfg.Extra, "\n") + "\n")
-	}
-	b.WriteString("\n[analytics]\nenabled = false\n")
-	b.WriteString("\n[features]\nplugins = false\napps = false\nshell_snapshot = false\n")
-	fmt.Fprintf(&b, "\n[model_providers.%s]\n", ProviderID)
-	b.WriteString("name = \"codextest mock\"\n")
-	fmt.Fprintf(&b, "base_url = %s\n", strconv.Quote(s.URL))
-	b.WriteString("wire_api = \"responses\"\n")
-	fmt.Fprintf(&b, "request_max_retries = 0\nstream_max_retries = %d\n", cfg.StreamMaxRetries)
-	b.WriteString("supports_websockets = false\n")
-	return b.String()
+	return codex.LocalProvider{
+		ID: ProviderID, Name: "codextest mock", BaseURL: s.URL, Model: or(cfg.Model, DefaultModel),
+		ApprovalPolicy: or(cfg.ApprovalPolicy, "never"), SandboxMode: or(cfg.SandboxMode, "danger-full-access"),
+		StreamMaxRetries: cfg.StreamMaxRetries, Extra: cfg.Extra,
+	}.ConfigTOML()
 }
 
 func or(s, def string) string {
