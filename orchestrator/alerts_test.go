@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/textclip"
@@ -359,7 +360,7 @@ echo hook-finished
 		}
 	})
 	p.send("solo", "human", "scenario:crash")
-	pid := waitPidFile(t, filepath.Join(p.dir, "pid"))
+	pid := codextest.WaitPidFile(t, filepath.Join(p.dir, "pid"), waitLimit)
 	hookFD, err := reap.OpenPidfd(pid)
 	if err != nil {
 		t.Fatal(err)

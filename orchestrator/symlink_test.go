@@ -9,54 +9,13 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/atomicfile/linktest"
 )
 
 // The state directory is writable by agents, so every test here plants a
 // symbolic link in it pointing at "outside" (a directory standing for the
 // rest of the user's files, holding one file, victim) and checks that
 // nothing reaches outside.
-
-func plantOutside(t *testing.T) (out, victim string) {
-	t.Helper()
-	out = t.TempDir()
-	victim = filepath.Join(out, "victim")
-	if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return out, victim
-}
-
-func assertOutsideUntouched(t *testing.T, out, victim string) {
-	t.Helper()
-	des, err := os.ReadDir(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, de := range des {
-		names = append(names, de.Name())
-	}
-	if len(names) != 1 {
-		t.Errorf("written outside through a link: %s holds %v", out, names)
-	}
-	b, err := os.ReadFile(victim)
-	if err != nil || string(b) != "precious\n" {
-		t.Errorf("victim = %q, %v; want it unchanged", b, err)
-	}
-	if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o644 {
-		t.Errorf("victim's mode changed: %v, %v", fi.Mode(), err)
-	}
-}
-
-func link(t *testing.T, target, name string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(target, name); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // wantRefused fails the test unless err refuses the link at path and says
 // how to fix it.
@@ -79,14 +38,14 @@ func TestStateFilesAreNeverWrittenThroughLinks(t *testing.T) {
 		{"dispatch state file is a link", ".batty/state/dispatch.json", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, victim := plantOutside(t)
+			out, victim := linktest.Outside(t)
 			l := Layout{Dir: filepath.Join(t.TempDir(), DirName)}
 			at := filepath.Join(l.Root(), tc.linked)
 			target := out
 			if tc.toFile {
 				target = victim
 			}
-			link(t, target, at)
+			linktest.Symlink(t, target, at)
 
 			name := agentStateName("solo")
 			if strings.HasSuffix(tc.linked, dispatchName) {
@@ -99,7 +58,7 @@ func TestStateFilesAreNeverWrittenThroughLinks(t *testing.T) {
 				_, err := newGate(l)
 				wantRefused(t, err, at)
 			}
-			assertOutsideUntouched(t, out, victim)
+			linktest.AssertUntouched(t, out, victim)
 		})
 	}
 }
@@ -110,7 +69,7 @@ func TestDaemonRefusesToStartOnLinks(t *testing.T) {
 	for _, linked := range []string{".batty", ".batty/state", ".batty/logs", ".batty/events.jsonl", ".batty/daemon.lock", ".batty/team-file", ".batty/state/solo.json", ".batty/state/dispatch.json"} {
 		t.Run(linked, func(t *testing.T) {
 			p := newProject(t, "  - name: solo\n")
-			out, victim := plantOutside(t)
+			out, victim := linktest.Outside(t)
 			target := out
 			if strings.Contains(filepath.Base(linked), ".") && linked != ".batty" {
 				target = victim
@@ -119,7 +78,7 @@ func TestDaemonRefusesToStartOnLinks(t *testing.T) {
 				}
 			}
 			at := filepath.Join(p.dir, linked)
-			link(t, target, at)
+			linktest.Symlink(t, target, at)
 			d, err := New(p.cfg, p.layout, Options{})
 			if err == nil {
 				d.events.Close()
@@ -129,7 +88,7 @@ func TestDaemonRefusesToStartOnLinks(t *testing.T) {
 			if running, _ := Running(p.layout); running {
 				t.Error("Running reports a daemon")
 			}
-			assertOutsideUntouched(t, out, victim)
+			linktest.AssertUntouched(t, out, victim)
 		})
 	}
 }
@@ -137,7 +96,7 @@ func TestDaemonRefusesToStartOnLinks(t *testing.T) {
 // A .batty swapped for a link after the event log was opened does not
 // redirect its rotation: the log keeps working in the directory it checked.
 func TestEventLogRotationDoesNotFollowSwappedDir(t *testing.T) {
-	out, victim := plantOutside(t)
+	out, victim := linktest.Outside(t)
 	l := Layout{Dir: filepath.Join(t.TempDir(), DirName)}
 	if err := l.MkdirAll(); err != nil {
 		t.Fatal(err)
@@ -151,7 +110,7 @@ func TestEventLogRotationDoesNotFollowSwappedDir(t *testing.T) {
 	if err := os.Rename(l.Dir, l.Dir+".real"); err != nil {
 		t.Fatal(err)
 	}
-	link(t, out, l.Dir)
+	linktest.Symlink(t, out, l.Dir)
 	for i := range 20 {
 		el.Append(Event{Type: EvWarning, Detail: fmt.Sprintf("event %02d", i)})
 	}
@@ -161,7 +120,7 @@ func TestEventLogRotationDoesNotFollowSwappedDir(t *testing.T) {
 	if len(errs) > 0 {
 		t.Errorf("event log errors: %v", errs)
 	}
-	assertOutsideUntouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 	if _, err := os.Stat(filepath.Join(l.Dir+".real", eventsName+".1")); err != nil {
 		t.Errorf("no rotation in the real directory: %v", err)
 	}
@@ -171,12 +130,12 @@ func TestEventLogRotationDoesNotFollowSwappedDir(t *testing.T) {
 // reopened after a failure: reported, the event dropped, nothing written
 // through it.
 func TestEventLogRefusesPlantedLink(t *testing.T) {
-	out, victim := plantOutside(t)
+	out, victim := linktest.Outside(t)
 	l := Layout{Dir: filepath.Join(t.TempDir(), DirName)}
 	if err := l.MkdirAll(); err != nil {
 		t.Fatal(err)
 	}
-	link(t, victim, l.EventsLog())
+	linktest.Symlink(t, victim, l.EventsLog())
 	_, err := openEventLog(l, func(err error) { t.Errorf("event log: %v", err) })
 	wantRefused(t, err, l.EventsLog())
 
@@ -191,10 +150,10 @@ func TestEventLogRefusesPlantedLink(t *testing.T) {
 	el.f.Close()
 	el.f = nil
 	os.Remove(l.EventsLog())
-	link(t, victim, l.EventsLog())
+	linktest.Symlink(t, victim, l.EventsLog())
 	el.Append(Event{Type: EvWarning, Detail: "secret"})
 	el.Close()
-	assertOutsideUntouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 	if len(errs) != 1 {
 		t.Fatalf("errors reported: %v; want the link refused once", errs)
 	}
@@ -207,14 +166,14 @@ func TestEventLogRefusesPlantedLink(t *testing.T) {
 // status) without stopping the agent.
 func TestRunningTeamRefusesPlantedLinks(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
-	out, victim := plantOutside(t)
+	out, victim := linktest.Outside(t)
 	if err := p.layout.MkdirAll(); err != nil {
 		t.Fatal(err)
 	}
-	link(t, victim, p.layout.Transcript("solo"))
+	linktest.Symlink(t, victim, p.layout.Transcript("solo"))
 	r := p.start(nil)
 	// Loaded at start; planted for the save after the turn.
-	link(t, victim, p.layout.AgentState("solo"))
+	linktest.Symlink(t, victim, p.layout.AgentState("solo"))
 	id := p.send("solo", "human", "secret message text")
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)
@@ -227,7 +186,7 @@ func TestRunningTeamRefusesPlantedLinks(t *testing.T) {
 		t.Errorf("status %+v; want the failed save shown and the turn counted", a)
 	}
 	r.stop(t)
-	assertOutsideUntouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 	r.log.mu.Lock()
 	logText := r.log.b.String()
 	r.log.mu.Unlock()
