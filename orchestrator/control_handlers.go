@@ -22,7 +22,7 @@ func (d *Daemon) control(req Request) Response {
 		if reason == "" {
 			reason = "paused by user"
 		}
-		return Response{OK: true, Changed: d.pause(PauseManual, reason, time.Time{})}
+		return Response{OK: true, Changed: d.pause(PauseManual, reason)}
 	case OpResume:
 		if req.Agent != "" {
 			// One agent: tried again at once if failed, checked again if

@@ -275,7 +275,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	rescan := time.NewTicker(d.opts.Rescan)
 	defer rescan.Stop()
-	resumeTimer := d.armResume(nil)
 	quotaTimer := d.armQuota(nil)
 	for {
 		select {
@@ -298,7 +297,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.routeTimer = nil
 			d.routeAll()
 		case <-d.gate.changed:
-			resumeTimer = d.armResume(resumeTimer)
 			if d.gate.open() {
 				d.pokeAll()
 			}
@@ -308,13 +306,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 			quotaTimer = nil
 			d.startProbes(time.Now())
 			quotaTimer = d.armQuota(nil)
-		case <-timerC(resumeTimer):
-			resumeTimer = nil
-			st := d.gate.state()
-			if st.Paused && st.Kind == PauseQuota {
-				d.log.Info("Quota reset time reached, resuming dispatch")
-				d.resume("quota reset time reached")
-			}
 		case c := <-ctl:
 			if c.req.Op == OpStop {
 				timeout := c.req.Timeout
@@ -340,18 +331,6 @@ func timerC(t *time.Timer) <-chan time.Time {
 		return nil
 	}
 	return t.C
-}
-
-// armResume (re)arms the timer that ends a quota pause at its reset time.
-func (d *Daemon) armResume(t *time.Timer) *time.Timer {
-	if t != nil {
-		t.Stop()
-	}
-	st := d.gate.state()
-	if !st.Paused || st.Kind != PauseQuota || st.ResumeAt.IsZero() {
-		return nil
-	}
-	return time.NewTimer(max(time.Until(st.ResumeAt), 0))
 }
 
 // stopAgents stops every agent, letting turns in flight run for timeout,
@@ -405,14 +384,14 @@ func (d *Daemon) killOrphans(why string) {
 
 // pause closes the dispatch gate (safe from any goroutine). It returns
 // whether the gate changed.
-func (d *Daemon) pause(kind, reason string, resumeAt time.Time) bool {
-	changed, err := d.gate.pause(kind, reason, resumeAt)
+func (d *Daemon) pause(kind, reason string) bool {
+	changed, err := d.gate.pause(kind, reason)
 	if err != nil {
 		d.log.Error("Saving the dispatch state failed", "error", err)
 	}
 	if changed {
-		d.log.Warn("Dispatch paused", "kind", kind, "reason", reason, "resume_at", resumeAt)
-		d.events.Append(Event{Type: EvPaused, Detail: reason, Data: map[string]any{"kind": kind, "resume_at": resumeAt}})
+		d.log.Warn("Dispatch paused", "kind", kind, "reason", reason)
+		d.events.Append(Event{Type: EvPaused, Detail: reason, Data: map[string]any{"kind": kind}})
 	}
 	return changed
 }

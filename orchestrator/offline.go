@@ -168,7 +168,7 @@ func OfflinePause(l Layout, pause bool, reason string) (changed bool, err error)
 			if reason == "" {
 				reason = "paused by user"
 			}
-			gateChanged, err = g.pause(PauseManual, reason, time.Time{})
+			gateChanged, err = g.pause(PauseManual, reason)
 		} else {
 			gateChanged, err = g.resume()
 		}
