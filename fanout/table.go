@@ -111,15 +111,6 @@ func checkUTF8(cr *csv.Reader, rec, header []string) error {
 	return nil
 }
 
-// Row returns row i as a map from column name to value.
-func (t *Table) Row(i int) map[string]string {
-	m := make(map[string]string, len(t.Columns))
-	for j, c := range t.Columns {
-		m[c] = t.Rows[i][j]
-	}
-	return m
-}
-
 // writeCSV encodes header and rows as CSV.
 func writeCSV(header []string, rows [][]string) ([]byte, error) {
 	var b bytes.Buffer

@@ -423,9 +423,10 @@ func TestQuotaMessageParsesBack(t *testing.T) {
 		time.Date(now.Year()+1, 6, 13, 1, 0, 0, 0, time.Local),
 	} {
 		msg := QuotaMessage(at)
-		got, ok := codex.ParseRetryAt(msg, now, time.Local)
-		if !ok || !got.Equal(at) {
-			t.Errorf("%q parsed as %v, %v; want %v", msg, got, ok, at)
+		// Printed to the minute: reset by the end of that minute.
+		got, ok := codex.ResetBy(msg, now, time.Local)
+		if !ok || !got.Equal(at.Add(time.Minute)) {
+			t.Errorf("%q parsed as %v, %v; want %v", msg, got, ok, at.Add(time.Minute))
 		}
 		if codex.Classify(msg) != codex.FailureQuota {
 			t.Errorf("%q not classified as quota", msg)
