@@ -2,7 +2,7 @@
 // schedules): when each run is due, the state of every schedule, and the
 // loop that starts runs through a Deliverer and finishes them when their
 // outcome is recorded. It knows nothing of inboxes or files: the daemon
-// gives it a Deliverer and a Store, and a Clock (a FakeClock in tests).
+// gives it a Deliverer and a Store, and a Clock (a fakeclock.Clock in tests).
 //
 // Semantics (docs/config.md, "schedules"): runs are due at anchor + k·every,
 // the anchor being start_at, or the moment the daemon first saw the
