@@ -421,15 +421,10 @@ func checkStatus(s string) error {
 	return fmt.Errorf("status %q is not done, failed or pending", textclip.Bytes(s, 40+len(textclip.Ellipsis), textclip.Ellipsis))
 }
 
-// DecodeJournal reads a journal written for columns: a header line, then
-// one record per line. A last line without its line break (cut by a crash
-// while it was written) is ignored; any other bad line is an error naming
-// it. It never panics.
-func DecodeJournal(data []byte, columns []string) ([]Record, error) {
-	return decodeJournal(bytes.NewReader(data), columns)
-}
-
-// decodeJournal is DecodeJournal reading from r.
+// decodeJournal reads a journal written for columns from r: a header
+// line, then one record per line. A last line without its line break (cut
+// by a crash while it was written) is ignored; any other bad line is an
+// error naming it. It never panics.
 func decodeJournal(r io.Reader, columns []string) ([]Record, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var recs []Record
