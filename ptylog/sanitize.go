@@ -19,11 +19,12 @@ func cleanBlock(s string) string {
 // cleanInline makes text meant for a single transcript line safe
 // (safetext.Line) and caps it at maxLineRunes, noting how many were cut.
 func cleanInline(s string) string {
-	return truncateLine(safetext.Line(s, 0), maxLineRunes)
+	return truncateLine(safetext.Line(s, 0))
 }
 
-// truncateLine caps s at limit runes, noting how many were cut.
-func truncateLine(s string, limit int) string {
+// truncateLine caps s at maxLineRunes runes, noting how many were cut.
+func truncateLine(s string) string {
+	const limit = maxLineRunes
 	if len(s) <= limit {
 		return s
 	}
