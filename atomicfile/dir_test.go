@@ -7,35 +7,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/battyhq/batty/atomicfile/linktest"
 )
-
-// outside makes a directory standing for a place outside the state
-// directory, holding one file "victim" with known content.
-func outside(t *testing.T) (dir, victim string) {
-	t.Helper()
-	dir = t.TempDir()
-	victim = filepath.Join(dir, "victim")
-	if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir, victim
-}
-
-// untouched fails the test unless dir holds only victim, unchanged, with
-// mode 0644.
-func untouched(t *testing.T, dir, victim string) {
-	t.Helper()
-	if got := entries(t, dir); len(got) != 1 || got[0] != "victim" {
-		t.Errorf("files appeared outside through the link: %v", got)
-	}
-	b, err := os.ReadFile(victim)
-	if err != nil || string(b) != "precious\n" {
-		t.Errorf("victim = %q, %v; want it unchanged", b, err)
-	}
-	if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o644 {
-		t.Errorf("victim mode changed: %v, %v", fi.Mode(), err)
-	}
-}
 
 // wantLink fails the test unless err is a refusal naming path.
 func wantLink(t *testing.T, err error, path string) {
@@ -49,20 +23,13 @@ func wantLink(t *testing.T, err error, path string) {
 	}
 }
 
-func symlink(t *testing.T, target, link string) {
-	t.Helper()
-	if err := os.Symlink(target, link); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestWriteFileRefusesSymlinkedTarget(t *testing.T) {
-	out, victim := outside(t)
+	out, victim := linktest.Outside(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.json")
-	symlink(t, victim, path)
+	linktest.Symlink(t, victim, path)
 	wantLink(t, WriteFile(path, []byte("new"), 0), path)
-	untouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the link itself was replaced: %v, %v", fi, err)
 	}
@@ -83,15 +50,15 @@ func TestWritesRefuseSymlinkedDir(t *testing.T) {
 		{"WriteNew dir", func(dir, tmp string) error { return WriteNew(filepath.Join(dir, "f"), tmp, []byte("x"), 0) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, victim := outside(t)
+			out, victim := linktest.Outside(t)
 			root := t.TempDir()
 			dir, tmp := filepath.Join(root, "box"), filepath.Join(root, "tmp")
-			symlink(t, out, dir)
+			linktest.Symlink(t, out, dir)
 			if err := os.Mkdir(tmp, 0o700); err != nil {
 				t.Fatal(err)
 			}
 			wantLink(t, tc.write(dir, tmp), dir)
-			untouched(t, out, victim)
+			linktest.AssertUntouched(t, out, victim)
 		})
 	}
 	// The temporary directory is checked as well.
@@ -103,15 +70,15 @@ func TestWritesRefuseSymlinkedDir(t *testing.T) {
 		{"WriteNew tmp", func(dir, tmp string) error { return WriteNew(filepath.Join(dir, "f"), tmp, []byte("x"), 0) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, victim := outside(t)
+			out, victim := linktest.Outside(t)
 			root := t.TempDir()
 			dir, tmp := filepath.Join(root, "box"), filepath.Join(root, "tmp")
-			symlink(t, out, tmp)
+			linktest.Symlink(t, out, tmp)
 			if err := os.Mkdir(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
 			wantLink(t, tc.write(dir, tmp), tmp)
-			untouched(t, out, victim)
+			linktest.AssertUntouched(t, out, victim)
 			if got := entries(t, dir); len(got) != 0 {
 				t.Errorf("written although refused: %v", got)
 			}
@@ -120,12 +87,12 @@ func TestWritesRefuseSymlinkedDir(t *testing.T) {
 }
 
 func TestSyncDirAndMkdirAllRefuseLink(t *testing.T) {
-	out, victim := outside(t)
+	out, victim := linktest.Outside(t)
 	link := filepath.Join(t.TempDir(), "logs")
-	symlink(t, out, link)
+	linktest.Symlink(t, out, link)
 	wantLink(t, MkdirAll(link), link)
 	wantLink(t, SyncDir(link), link)
-	untouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 }
 
 func TestOpenDirBeneathRefusesLinkInAnyComponent(t *testing.T) {
@@ -133,7 +100,7 @@ func TestOpenDirBeneathRefusesLinkInAnyComponent(t *testing.T) {
 	defer syscall.Umask(old)
 	for _, linked := range []string{".batty", ".batty/logs"} {
 		t.Run(linked, func(t *testing.T) {
-			out, victim := outside(t)
+			out, victim := linktest.Outside(t)
 			project := t.TempDir()
 			if linked == ".batty/logs" {
 				if err := os.Mkdir(filepath.Join(project, ".batty"), 0o700); err != nil {
@@ -141,7 +108,7 @@ func TestOpenDirBeneathRefusesLinkInAnyComponent(t *testing.T) {
 				}
 			}
 			link := filepath.Join(project, linked)
-			symlink(t, out, link)
+			linktest.Symlink(t, out, link)
 			for _, create := range []bool{false, true} {
 				d, err := OpenDirBeneath(project, ".batty/logs", create)
 				if err == nil {
@@ -149,7 +116,7 @@ func TestOpenDirBeneathRefusesLinkInAnyComponent(t *testing.T) {
 				}
 				wantLink(t, err, link)
 			}
-			untouched(t, out, victim)
+			linktest.AssertUntouched(t, out, victim)
 		})
 	}
 	t.Run("creates 0700", func(t *testing.T) {
@@ -174,7 +141,7 @@ func TestOpenDirBeneathRefusesLinkInAnyComponent(t *testing.T) {
 }
 
 func TestDirOpenFileRefusesLinkAndFIFO(t *testing.T) {
-	out, victim := outside(t)
+	out, victim := linktest.Outside(t)
 	root := t.TempDir()
 	d, err := OpenDir(root)
 	if err != nil {
@@ -182,7 +149,7 @@ func TestDirOpenFileRefusesLinkAndFIFO(t *testing.T) {
 	}
 	defer d.Close()
 	link := filepath.Join(root, "a.log")
-	symlink(t, victim, link)
+	linktest.Symlink(t, victim, link)
 	_, err = d.OpenFile("a.log", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	wantLink(t, err, link)
 	_, err = d.ReadFile("a.log")
@@ -192,10 +159,10 @@ func TestDirOpenFileRefusesLinkAndFIFO(t *testing.T) {
 	_, err = OpenFile(link, os.O_WRONLY|os.O_APPEND, 0)
 	wantLink(t, err, link)
 	linkedDir := filepath.Join(root, "logs")
-	symlink(t, out, linkedDir)
+	linktest.Symlink(t, out, linkedDir)
 	_, err = OpenFile(filepath.Join(linkedDir, "victim"), os.O_WRONLY|os.O_APPEND, 0)
 	wantLink(t, err, linkedDir)
-	untouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 
 	// A FIFO must not block the opener (there is no reader).
 	fifo := filepath.Join(root, "b.log")

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/atomicfile/linktest"
 )
 
 // openTemp opens a new temporary directory as a Dir.
@@ -24,14 +26,14 @@ func openTemp(t *testing.T) (*Dir, string) {
 }
 
 func TestDirLstatDescribesLinksWithoutFollowing(t *testing.T) {
-	out, victim := outside(t)
+	out, victim := linktest.Outside(t)
 	d, root := openTemp(t)
 	before := time.Now().Add(-time.Second)
 	if err := os.WriteFile(filepath.Join(root, "f"), []byte("12345"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	symlink(t, victim, filepath.Join(root, "link"))
-	symlink(t, out, filepath.Join(root, "dirlink"))
+	linktest.Symlink(t, victim, filepath.Join(root, "link"))
+	linktest.Symlink(t, out, filepath.Join(root, "dirlink"))
 
 	fi, err := d.Lstat("f")
 	if err != nil {
@@ -55,11 +57,11 @@ func TestDirLstatDescribesLinksWithoutFollowing(t *testing.T) {
 	if _, err := d.Lstat("dirlink/victim"); err == nil {
 		t.Error("a name with a slash was accepted")
 	}
-	untouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 }
 
 func TestDirNames(t *testing.T) {
-	out, _ := outside(t)
+	out, _ := linktest.Outside(t)
 	d, root := openTemp(t)
 	for _, n := range []string{"a", "b"} {
 		if err := os.WriteFile(filepath.Join(root, n), nil, 0o600); err != nil {
@@ -69,7 +71,7 @@ func TestDirNames(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(root, "sub"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	symlink(t, out, filepath.Join(root, "link"))
+	linktest.Symlink(t, out, filepath.Join(root, "link"))
 	// Twice: reading must not leave the directory's offset at its end.
 	for range 2 {
 		names, err := d.Names()
@@ -113,7 +115,7 @@ func TestDirLock(t *testing.T) {
 }
 
 func TestDirReadText(t *testing.T) {
-	out, victim := outside(t)
+	out, victim := linktest.Outside(t)
 	d, root := openTemp(t)
 	if err := os.WriteFile(filepath.Join(root, "t"), []byte("héllo"), 0o600); err != nil {
 		t.Fatal(err)
@@ -134,20 +136,20 @@ func TestDirReadText(t *testing.T) {
 		t.Errorf("invalid UTF-8: %v", err)
 	}
 	link := filepath.Join(root, "link")
-	symlink(t, victim, link)
+	linktest.Symlink(t, victim, link)
 	_, err := d.ReadText("link", -1)
 	wantLink(t, err, link)
 	if _, err := d.ReadText("missing", -1); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing: %v", err)
 	}
-	untouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 }
 
 func TestDirRemoveTakesLinksAndEmptyDirectories(t *testing.T) {
-	out, victim := outside(t)
+	out, victim := linktest.Outside(t)
 	d, root := openTemp(t)
-	symlink(t, out, filepath.Join(root, "dirlink"))
-	symlink(t, victim, filepath.Join(root, "link"))
+	linktest.Symlink(t, out, filepath.Join(root, "dirlink"))
+	linktest.Symlink(t, victim, filepath.Join(root, "link"))
 	if err := os.MkdirAll(filepath.Join(root, "full", "x"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -165,5 +167,5 @@ func TestDirRemoveTakesLinksAndEmptyDirectories(t *testing.T) {
 	if got := entries(t, root); !slices.Equal(got, []string{"full"}) {
 		t.Errorf("left: %v", got)
 	}
-	untouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+
+	"github.com/battyhq/batty/atomicfile/linktest"
 )
 
 func writeString(s string) func(io.Writer) error {
@@ -19,13 +21,13 @@ func writeString(s string) func(io.Writer) error {
 }
 
 func TestDirWriteViaReplacesALinkNotItsTarget(t *testing.T) {
-	out, victim := outside(t)
+	out, victim := linktest.Outside(t)
 	old := syscall.Umask(0o277)
 	defer syscall.Umask(old)
 	d, root := openTemp(t)
 	tmp, tmpRoot := openTemp(t)
 	link := filepath.Join(root, "r")
-	symlink(t, victim, link)
+	linktest.Symlink(t, victim, link)
 	if err := d.WriteVia(tmp, "r", 0o640, writeString("reply")); err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +58,11 @@ func TestDirWriteViaReplacesALinkNotItsTarget(t *testing.T) {
 	if got := entries(t, root); !slices.Equal(got, []string{"r"}) {
 		t.Errorf("left: %v", got)
 	}
-	untouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 }
 
 func TestDirCreateViaNeverReplaces(t *testing.T) {
-	out, victim := outside(t)
+	out, victim := linktest.Outside(t)
 	d, root := openTemp(t)
 	tmp, tmpRoot := openTemp(t)
 	if err := d.CreateVia(tmp, "m", 0, writeString("first")); err != nil {
@@ -73,7 +75,7 @@ func TestDirCreateViaNeverReplaces(t *testing.T) {
 		t.Errorf("m = %q", b)
 	}
 	link := filepath.Join(root, "link")
-	symlink(t, victim, link)
+	linktest.Symlink(t, victim, link)
 	if err := d.CreateVia(tmp, "link", 0, writeString("x")); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("CreateVia over a link = %v, want fs.ErrExist", err)
 	}
@@ -83,7 +85,7 @@ func TestDirCreateViaNeverReplaces(t *testing.T) {
 	if got := entries(t, tmpRoot); len(got) != 0 {
 		t.Errorf("temporary files left: %v", got)
 	}
-	untouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 }
 
 func TestDirRenameNoReplace(t *testing.T) {
@@ -98,7 +100,7 @@ func TestDirRenameNoReplace(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, victim := outside(t)
+			out, victim := linktest.Outside(t)
 			src, srcRoot := openTemp(t)
 			dst, dstRoot := openTemp(t)
 			for _, n := range []string{"a", "b"} {
@@ -117,7 +119,7 @@ func TestDirRenameNoReplace(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dstRoot, "taken"), []byte("kept"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			symlink(t, victim, filepath.Join(dstRoot, "link"))
+			linktest.Symlink(t, victim, filepath.Join(dstRoot, "link"))
 			for _, to := range []string{"taken", "link", "a2"} {
 				if err := tc.rename(src, "b", dst, to); !errors.Is(err, fs.ErrExist) {
 					t.Errorf("onto %s: %v, want fs.ErrExist", to, err)
@@ -130,7 +132,7 @@ func TestDirRenameNoReplace(t *testing.T) {
 				t.Errorf("a missing source: %v, want fs.ErrNotExist", err)
 			}
 			// A link is moved as the link.
-			symlink(t, out, filepath.Join(srcRoot, "dirlink"))
+			linktest.Symlink(t, out, filepath.Join(srcRoot, "dirlink"))
 			if err := tc.rename(src, "dirlink", dst, "moved"); err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +142,7 @@ func TestDirRenameNoReplace(t *testing.T) {
 			if got := entries(t, srcRoot); !slices.Equal(got, []string{"b"}) {
 				t.Errorf("source left with %v", got)
 			}
-			untouched(t, out, victim)
+			linktest.AssertUntouched(t, out, victim)
 		})
 	}
 	d, _ := openTemp(t)

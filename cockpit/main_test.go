@@ -4,65 +4,26 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-// tmuxBin is the tmux binary, "" when it is missing.
-var tmuxBin string
+	"github.com/battyhq/batty/cockpit/tmuxtest"
+)
 
 // TestMain points tmux at a private temporary directory (TMUX_TMPDIR), so
 // no test touches the user's tmux servers, and kills every server started
 // there at the end.
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	tmp, err := os.MkdirTemp("", "bt")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	os.Setenv("TMUX_TMPDIR", tmp)
-	os.Unsetenv("TMUX")
-	tmuxBin, _ = exec.LookPath("tmux")
-	defer killServers(tmp)
-	return m.Run()
-}
-
-// killServers kills every tmux server whose socket is under dir.
-func killServers(dir string) {
-	socks, _ := filepath.Glob(filepath.Join(dir, "tmux-*", "*"))
-	for _, s := range socks {
-		if tmuxBin != "" {
-			exec.Command(tmuxBin, "-S", s, "kill-server").Run()
-		}
-	}
-}
-
-// needTmux skips the test without tmux, except in CI, where it fails.
-func needTmux(t testing.TB) {
-	t.Helper()
-	if tmuxBin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("tmux is not installed (scripts/test.sh installs it)")
-		}
-		t.Skip("tmux is not installed")
-	}
+	os.Exit(tmuxtest.Isolated(m))
 }
 
 // realServer returns a fresh private server for one test, killed at its
 // end.
 func realServer(t testing.TB) Server {
 	t.Helper()
-	needTmux(t)
-	srv := Server{Run: ExecRunner{Bin: tmuxBin, Socket: SocketName(t.TempDir())}}
+	srv := Server{Run: ExecRunner{Bin: tmuxtest.Need(t), Socket: SocketName(t.TempDir())}}
 	t.Cleanup(func() { srv.Kill(context.Background()) })
 	return srv
 }

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/battyhq/batty/atomicfile/linktest"
 )
 
 func writeFile(t *testing.T, path, content string, mode os.FileMode) {
@@ -16,16 +18,6 @@ func writeFile(t *testing.T, path, content string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, []byte(content), mode); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func symlink(t *testing.T, target, link string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -135,14 +127,14 @@ func TestResolveBinaryNPMLayouts(t *testing.T) {
 			nm := filepath.Join(dir, "node_modules")
 			npmPackage(t, nm)
 			native := nativeAt(t, filepath.Join(nm, pkg), triple)
-			symlink(t, "../@openai/codex/bin/codex.js", filepath.Join(nm, ".bin", "codex"))
+			linktest.Symlink(t, "../@openai/codex/bin/codex.js", filepath.Join(nm, ".bin", "codex"))
 			return filepath.Join(nm, ".bin", "codex"), native
 		}},
 		{"global install via PATH", func(t *testing.T, dir string) (string, string) {
 			nm := filepath.Join(dir, "lib", "node_modules")
 			npmPackage(t, nm)
 			native := nativeAt(t, filepath.Join(nm, pkg), triple)
-			symlink(t, "../lib/node_modules/@openai/codex/bin/codex.js", filepath.Join(dir, "bin", "codex"))
+			linktest.Symlink(t, "../lib/node_modules/@openai/codex/bin/codex.js", filepath.Join(dir, "bin", "codex"))
 			t.Setenv("PATH", filepath.Join(dir, "bin"))
 			return "codex", native
 		}},
@@ -207,8 +199,8 @@ func TestResolveBinaryPNPM(t *testing.T) {
 	root := npmPackage(t, store)
 	platform := filepath.Join(nm, ".pnpm", "@openai+codex@0.169.0-platform", "node_modules", pkg)
 	native := nativeAt(t, platform, triple)
-	symlink(t, platform, filepath.Join(store, pkg))
-	symlink(t, root, filepath.Join(nm, "@openai", "codex"))
+	linktest.Symlink(t, platform, filepath.Join(store, pkg))
+	linktest.Symlink(t, root, filepath.Join(nm, "@openai", "codex"))
 	writeFile(t, filepath.Join(nm, ".modules.yaml"), "layoutVersion: 5\n", 0o644)
 	// pnpm writes a shell shim, not a symlink.
 	writeFile(t, filepath.Join(nm, ".bin", "codex"), `#!/bin/sh

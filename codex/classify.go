@@ -15,7 +15,7 @@ const (
 	FailureNone Failure = iota
 	// FailureQuota: the account is out of quota (ChatGPT plan usage limit,
 	// API insufficient_quota, workspace out of credits, spend cap). Codex
-	// does not retry it; wait until the reset time (ParseRetryAt) or until
+	// does not retry it; wait until the reset time (ResetBy) or until
 	// a human adds credits.
 	FailureQuota
 	// FailureAuth: the credentials are missing, wrong or expired, or the
@@ -70,14 +70,6 @@ func (f Failure) String() string {
 		return failureNames[f]
 	}
 	return "Failure(" + strconv.Itoa(int(f)) + ")"
-}
-
-// Retryable reports whether the same turn may succeed when simply sent
-// again later without human action: FailureTransient and
-// FailureActiveWriter. FailureQuota becomes retryable only after its reset
-// time.
-func (f Failure) Retryable() bool {
-	return f == FailureTransient || f == FailureActiveWriter
 }
 
 // Patterns are matched against the message lowercased with typographic
@@ -224,25 +216,4 @@ func IsRetryNotice(message string) bool {
 	}
 	rest := m[len(retryNoticePrefix):]
 	return strings.HasPrefix(rest, "...") || strings.HasPrefix(rest, "\u2026")
-}
-
-var retryNoticeRE = regexp.MustCompile(`(?is)^\s*reconnecting(?:\.\.\.|\x{2026})\s*(?:(\d+)\s*/\s*(\d+)|waiting for network)?\s*(?:\((.*)\))?\s*$`)
-
-// ParseRetryNotice splits a retry notice into its attempt counter and its
-// cause: "Reconnecting... 1/2 (X)" gives 1, 2, "X"; "Reconnecting...
-// waiting for network (X)" gives 0, 0, "X" (codex then retries without a
-// limit). ok is false when message is not a retry notice.
-func ParseRetryNotice(message string) (attempt, maxAttempts int, cause string, ok bool) {
-	if !IsRetryNotice(message) {
-		return 0, 0, "", false
-	}
-	m := retryNoticeRE.FindStringSubmatch(message)
-	if m == nil {
-		return 0, 0, "", true
-	}
-	if m[1] != "" {
-		attempt, _ = strconv.Atoi(m[1])
-		maxAttempts, _ = strconv.Atoi(m[2])
-	}
-	return attempt, maxAttempts, m[3], true
 }

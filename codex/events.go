@@ -191,17 +191,6 @@ type Event struct {
 	Item *Item
 }
 
-// IsTerminal reports whether e ends a turn: turn.completed or turn.failed.
-func (e Event) IsTerminal() bool {
-	return e.Type == TypeTurnCompleted || e.Type == TypeTurnFailed
-}
-
-// IsRetryNotice reports whether e is a non-fatal top-level error event that
-// only announces a retry ("Reconnecting... 1/2 (...)").
-func (e Event) IsRetryNotice() bool {
-	return e.Type == TypeError && IsRetryNotice(e.Message)
-}
-
 // Item is a thread item carried by item.started, item.updated and
 // item.completed. Which fields are set depends on Type.
 type Item struct {

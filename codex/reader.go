@@ -72,9 +72,6 @@ func NewReader(r io.Reader, maxLine int) *Reader {
 	return &Reader{br: bufio.NewReaderSize(r, readBufferSize), max: maxLine}
 }
 
-// Line returns the number of lines consumed so far, blank lines included.
-func (r *Reader) Line() int { return r.line }
-
 // Next returns the next event. Its errors are:
 //   - *LineError for a line longer than the limit (wrapping ErrLineTooLong)
 //     or a line ParseEvent rejects: not fatal, call Next again;

@@ -40,10 +40,10 @@ var months = map[string]time.Month{
 	"dec": time.December, "december": time.December,
 }
 
-// ParseRetryAt extracts the quota reset time from a usage-limit message and
-// returns it in UTC. Codex prints the reset in the local zone of the codex
-// process, which the caller passes as loc (normally time.Local; nil means
-// time.Local), at minute precision:
+// ResetBy extracts the quota reset time from a usage-limit message and
+// returns, in UTC, the instant by which the limit has surely reset. Codex
+// prints the reset in the local zone of the codex process, which the
+// caller passes as loc (normally time.Local; nil means time.Local):
 //
 //   - "... try again at 1:14 PM." (or "Try again at ..."): that clock time
 //     on the date of now in loc, or on the next day when it lies more than
@@ -52,22 +52,14 @@ var months = map[string]time.Month{
 //     loc (full month names and a day without ordinal suffix are accepted,
 //     and so is a 24-hour clock without AM/PM);
 //   - "... try again in 2 hours 3 minutes.": now plus the duration (days,
-//     hours, minutes and seconds, spelled out or abbreviated).
+//     hours, minutes and seconds, spelled out or abbreviated);
 //
-// ok is false for "try again later." and for messages without a
-// recognisable time.
-func ParseRetryAt(message string, now time.Time, loc *time.Location) (at time.Time, ok bool) {
-	at, _, ok = parseRetry(message, now, loc)
-	return at, ok
-}
-
-// ResetBy is ParseRetryAt read as the instant by which the limit has
-// surely reset: the printed time plus its precision. Codex prints the
+// each plus its precision. Codex prints the
 // minute, rounded down — a window ending at 22:56:25 reads "try again at
 // 10:56 PM" — so a printed 10:56 PM means 22:57:00; a time with seconds
 // gains one second, and "try again in 2 hours 3 minutes" gains one minute
-// (the smallest unit it names). ok is false when ParseRetryAt's is. It is
-// a pure function.
+// (the smallest unit it names). ok is false for "try again later." and
+// for messages without a recognisable time. It is a pure function.
 func ResetBy(message string, now time.Time, loc *time.Location) (at time.Time, ok bool) {
 	at, prec, ok := parseRetry(message, now, loc)
 	if !ok {
@@ -76,8 +68,8 @@ func ResetBy(message string, now time.Time, loc *time.Location) (at time.Time, o
 	return at.Add(prec), true
 }
 
-// parseRetry is ParseRetryAt that also returns the precision of the
-// printed time.
+// parseRetry returns the time a usage-limit message prints (see ResetBy),
+// in UTC, and the precision it was printed with.
 func parseRetry(message string, now time.Time, loc *time.Location) (time.Time, time.Duration, bool) {
 	if loc == nil {
 		loc = time.Local

@@ -10,7 +10,7 @@ import (
 // Zone returns the time zone that a codex run with environment env
 // (KEY=VALUE entries; the last entry of a key wins, as for a child process)
 // prints clock times in — its usage-limit reset times, read by
-// ParseRetryAt. Codex reads TZ the way glibc does:
+// ResetBy. Codex reads TZ the way glibc does:
 //
 //   - TZ unset: the system's zone, which is local (the caller's
 //     time.Local, itself read without a TZ when env came from the

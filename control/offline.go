@@ -139,7 +139,7 @@ func OfflinePause(l project.Layout, pause bool, reason string) (changed bool, er
 			if reason == "" {
 				reason = "paused by user"
 			}
-			gateChanged, err = g.Pause(project.PauseManual, reason, time.Time{})
+			gateChanged, err = g.Pause(project.PauseManual, reason)
 		} else {
 			gateChanged, err = g.Resume()
 		}

@@ -22,10 +22,7 @@ import (
 // daemon releases its lock a moment before its process is gone, and the
 // caller — `batty stop` — promises that nothing is left running.
 func Stop(l project.Layout, timeout, wait time.Duration) (int, error) {
-	d, err := pinDaemon(l)
-	if err != nil {
-		return 0, err
-	}
+	d := pinDaemon(l)
 	defer d.close()
 	if d.pid == 0 {
 		return 0, fmt.Errorf("%w (no daemon holds %s)", ErrNotRunning, l.LockFile())
@@ -44,31 +41,32 @@ type daemonProc struct {
 	pidfd *reap.Pidfd // nil: none (no pidfds, or the daemon is this process)
 }
 
-// pinDaemon pins the daemon running for l, if any.
-func pinDaemon(l project.Layout) (*daemonProc, error) {
+// pinDaemon pins the daemon running for l, if any: without pidfds, or
+// when the daemon is gone already, the lock alone will have to do.
+func pinDaemon(l project.Layout) *daemonProc {
 	d := &daemonProc{l: l}
 	running, pid := project.Running(l)
 	if !running {
-		return d, nil
+		return d
 	}
 	d.pid = pid
 	if pid <= 0 || pid == os.Getpid() {
-		return d, nil
+		return d
 	}
 	pidfd, err := reap.OpenPidfd(pid)
 	if err != nil {
 		// No pidfds (Linux < 5.3), or the daemon is already gone: the
 		// lock alone will have to do.
-		return d, nil
+		return d
 	}
 	// The pid in the lock file is the holder's only while it holds the
 	// lock: check that it still does, so fd is not some reused pid's.
 	if running, again := project.Running(l); !running || again != pid {
 		pidfd.Close()
-		return d, nil
+		return d
 	}
 	d.pidfd = pidfd
-	return d, nil
+	return d
 }
 
 func (d *daemonProc) close() {

@@ -13,36 +13,18 @@ import (
 	"github.com/battyhq/batty/codex"
 )
 
-// CodexVersion is the Codex CLI version the demo is tested with, the one
-// scripts/demo.sh installs.
-const CodexVersion = "0.169.0"
-
 // ErrNoCodex is wrapped by FindCodex when no Codex CLI was found.
 var ErrNoCodex = errors.New("the Codex CLI is not installed")
 
-// PinnedCodex returns where scripts/demo.sh and scripts/test.sh install the
-// pinned Codex CLI: $BATTY_CODEX_CACHE/0.169.0/node_modules/.bin/codex,
-// BATTY_CODEX_CACHE defaulting to ~/.cache/batty-codex.
-func PinnedCodex() string {
-	cache := os.Getenv("BATTY_CODEX_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = "~"
-		}
-		cache = filepath.Join(home, ".cache", "batty-codex")
-	}
-	return filepath.Join(cache, CodexVersion, "node_modules", ".bin", "codex")
-}
-
 // FindCodex returns the Codex CLI the demo runs: bin when given (a path, or
-// a name on PATH), else the pinned install (PinnedCodex) when it is there,
+// a name on PATH), else the pinned install (codex.PinnedLauncher, where scripts/demo.sh
+// and scripts/test.sh install it) when it is there,
 // else `codex` on PATH — checked the way batty checks every agent's
 // binary (codex.ResolveBinary: an npm launcher must have its native
 // binary). The error wraps ErrNoCodex and says how to get the CLI.
 func FindCodex(bin string) (string, error) {
 	if bin == "" {
-		if p := PinnedCodex(); isFile(p) {
+		if p := codex.PinnedLauncher(); p != "" && isFile(p) {
 			bin = p
 		} else {
 			bin = codex.DefaultBinary
@@ -68,7 +50,7 @@ func FindCodex(bin string) (string, error) {
 // InstallHint says how to get the Codex CLI the demo needs.
 const InstallHint = `Get it with one of:
   scripts/demo.sh                           # from a batty checkout: installs it into ~/.cache/batty-codex and runs the demo
-  npm install -g @openai/codex@` + CodexVersion + `     # then run batty demo again
+  npm install -g @openai/codex@` + codex.Version + `     # then run batty demo again
 (No OpenAI account is needed for the demo.)`
 
 func isFile(p string) bool {

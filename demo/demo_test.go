@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/scriptedmodel"
@@ -37,7 +38,7 @@ func TestFindCodex(t *testing.T) {
 	// Neither the pinned install nor codex on PATH: say how to get it.
 	_, err := FindCodex("")
 	if !errors.Is(err, ErrNoCodex) || !strings.Contains(err.Error(), "scripts/demo.sh") ||
-		!strings.Contains(err.Error(), "npm install -g @openai/codex@"+CodexVersion) {
+		!strings.Contains(err.Error(), "npm install -g @openai/codex@"+codex.Version) {
 		t.Fatalf("FindCodex without codex: %v", err)
 	}
 
@@ -49,10 +50,10 @@ func TestFindCodex(t *testing.T) {
 	}
 
 	// The pinned install wins over PATH.
-	pinned := filepath.Join(cache, CodexVersion, "node_modules", ".bin", "codex")
+	pinned := filepath.Join(cache, codex.Version, "node_modules", ".bin", "codex")
 	writeExe(t, pinned)
-	if PinnedCodex() != pinned {
-		t.Fatalf("PinnedCodex = %q", PinnedCodex())
+	if codex.PinnedLauncher() != pinned {
+		t.Fatalf("codex.PinnedLauncher = %q", codex.PinnedLauncher())
 	}
 	if got, err := FindCodex(""); err != nil || got != pinned {
 		t.Fatalf("FindCodex with the pinned install = %q, %v", got, err)

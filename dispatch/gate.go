@@ -18,7 +18,7 @@ type Gate struct {
 	mu      sync.Mutex
 	st      project.DispatchState
 	layout  project.Layout
-	changed chan struct{} // buffered(1): the daemon re-arms its resume timer
+	changed chan struct{} // buffered(1): the daemon pokes its agents when it opens
 	save    func(l project.Layout, name string, v any) error
 }
 
@@ -45,26 +45,17 @@ func (g *Gate) Open() bool {
 	return !g.st.Paused
 }
 
-// Pause closes the gate. A quota pause never shortens an existing quota
-// pause; an auth or manual pause replaces a quota pause (it needs a human).
-// It returns whether the state changed.
-func (g *Gate) Pause(kind, reason string, resumeAt time.Time) (bool, error) {
+// Pause closes the gate for kind (project.PauseManual or PauseAuth: usage
+// limits pause accounts, not the gate; a quota pause an earlier version
+// left is migrated at start). A pause of another kind is replaced; one of
+// the same kind is kept. It returns whether the state changed.
+func (g *Gate) Pause(kind, reason string) (bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.st.Paused {
-		switch {
-		case g.st.Kind == kind && kind == project.PauseQuota && !resumeAt.After(g.st.ResumeAt) && !g.st.ResumeAt.IsZero():
-			return false, nil
-		case g.st.Kind == project.PauseAuth && kind == project.PauseQuota:
-			return false, nil
-		case g.st.Kind == kind && kind != project.PauseQuota:
-			return false, nil
-		}
+	if g.st.Paused && g.st.Kind == kind {
+		return false, nil
 	}
-	g.st = project.DispatchState{Paused: true, Kind: kind, Reason: reason, ResumeAt: resumeAt.UTC(), Since: time.Now().UTC()}
-	if resumeAt.IsZero() {
-		g.st.ResumeAt = time.Time{}
-	}
+	g.st = project.DispatchState{Paused: true, Kind: kind, Reason: reason, Since: time.Now().UTC()}
 	err := g.save(g.layout, project.DispatchName, g.st)
 	g.notify()
 	return true, err

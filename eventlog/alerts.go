@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/textclip"
 )
 
 // Alert kinds: what on_alert is told about (BATTY_ALERT_KIND).
@@ -98,26 +98,12 @@ func AlertFor(e Event) (Alert, bool) {
 	default:
 		return Alert{}, false
 	}
-	a.Message = clip(strings.TrimSuffix(a.Message, ": "), maxAlertText)
+	a.Message = textclip.Bytes(strings.TrimSuffix(a.Message, ": "), maxAlertText, textclip.Ellipsis)
 	return a, true
-}
-
-// clip cuts s to at most n bytes on a rune boundary, ending it with "…"
-// when it was cut. (The environment gets the message through
-// safetext.Line, which shows a NUL or any other control escaped.)
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // ReplyPreview is the start of a reply on one line, for the reply alert
 // (EvReply's "preview").
 func ReplyPreview(reply string) string {
-	return clip(strings.Join(strings.Fields(reply), " "), 200)
+	return textclip.Bytes(strings.Join(strings.Fields(reply), " "), 200, textclip.Ellipsis)
 }

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"github.com/battyhq/batty/textclip"
 	"testing"
 
 	"github.com/battyhq/batty/protocol"
@@ -68,7 +69,7 @@ func TestClip(t *testing.T) {
 		{"abcdefghij", 6, "abc…"},
 		{"ééééé", 7, "éé…"}, // é is 2 bytes, … is 3: never half a rune
 	} {
-		if got := clip(tc.in, tc.n); got != tc.want {
+		if got := textclip.Bytes(tc.in, tc.n, textclip.Ellipsis); got != tc.want {
 			t.Errorf("clip(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
 	}

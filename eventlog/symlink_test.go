@@ -6,14 +6,15 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/battyhq/batty/internal/linktest"
+	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/atomicfile/linktest"
 	"github.com/battyhq/batty/project"
 )
 
 // A .batty swapped for a link after the event log was opened does not
 // redirect its rotation: the log keeps working in the directory it checked.
 func TestEventLogRotationDoesNotFollowSwappedDir(t *testing.T) {
-	out, victim := linktest.PlantOutside(t)
+	out, victim := linktest.Outside(t)
 	l := project.Layout{Dir: filepath.Join(t.TempDir(), project.DirName)}
 	if err := l.MkdirAll(); err != nil {
 		t.Fatal(err)
@@ -27,7 +28,7 @@ func TestEventLogRotationDoesNotFollowSwappedDir(t *testing.T) {
 	if err := os.Rename(l.Dir, l.Dir+".real"); err != nil {
 		t.Fatal(err)
 	}
-	linktest.Link(t, out, l.Dir)
+	linktest.Symlink(t, out, l.Dir)
 	for i := range 20 {
 		el.Append(Event{Type: EvWarning, Detail: fmt.Sprintf("event %02d", i)})
 	}
@@ -37,7 +38,7 @@ func TestEventLogRotationDoesNotFollowSwappedDir(t *testing.T) {
 	if len(errs) > 0 {
 		t.Errorf("event log errors: %v", errs)
 	}
-	linktest.AssertOutsideUntouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 	if _, err := os.Stat(filepath.Join(l.Dir+".real", project.EventsName+".1")); err != nil {
 		t.Errorf("no rotation in the real directory: %v", err)
 	}
@@ -47,14 +48,14 @@ func TestEventLogRotationDoesNotFollowSwappedDir(t *testing.T) {
 // reopened after a failure: reported, the event dropped, nothing written
 // through it.
 func TestEventLogRefusesPlantedLink(t *testing.T) {
-	out, victim := linktest.PlantOutside(t)
+	out, victim := linktest.Outside(t)
 	l := project.Layout{Dir: filepath.Join(t.TempDir(), project.DirName)}
 	if err := l.MkdirAll(); err != nil {
 		t.Fatal(err)
 	}
-	linktest.Link(t, victim, l.EventsLog())
+	linktest.Symlink(t, victim, l.EventsLog())
 	_, err := Open(l, func(err error) { t.Errorf("event log: %v", err) })
-	linktest.WantRefused(t, err, l.EventsLog())
+	linktest.WantRefused(t, err, l.EventsLog(), atomicfile.ErrSymlink)
 
 	os.Remove(l.EventsLog())
 	var errs []error
@@ -67,12 +68,12 @@ func TestEventLogRefusesPlantedLink(t *testing.T) {
 	el.f.Close()
 	el.f = nil
 	os.Remove(l.EventsLog())
-	linktest.Link(t, victim, l.EventsLog())
+	linktest.Symlink(t, victim, l.EventsLog())
 	el.Append(Event{Type: EvWarning, Detail: "secret"})
 	el.Close()
-	linktest.AssertOutsideUntouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 	if len(errs) != 1 {
 		t.Fatalf("errors reported: %v; want the link refused once", errs)
 	}
-	linktest.WantRefused(t, errs[0], l.EventsLog())
+	linktest.WantRefused(t, errs[0], l.EventsLog(), atomicfile.ErrSymlink)
 }

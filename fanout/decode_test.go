@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -233,4 +234,9 @@ func FuzzDecodeJournal(f *testing.F) {
 			}
 		}
 	})
+}
+
+// DecodeJournal is decodeJournal reading data.
+func DecodeJournal(data []byte, columns []string) ([]Record, error) {
+	return decodeJournal(bytes.NewReader(data), columns)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/retry"
+	"github.com/battyhq/batty/textclip"
 )
 
 // Limits of Options.Concurrency.
@@ -471,7 +472,7 @@ func (e *engine) finish(r result) {
 		if row.failures < e.o.MaxAttempts {
 			delay := retry.Backoff(row.failures, e.o.RetryBase, e.o.RetryMax, e.o.Rand())
 			row.notBefore = time.Now().Add(delay)
-			row.note = fmt.Sprintf("retry %d of %d after %s: %s; this is a fresh thread, the earlier attempt's work is not in it", row.failures+1, e.o.MaxAttempts, cause, clip(msg, 200))
+			row.note = fmt.Sprintf("retry %d of %d after %s: %s; this is a fresh thread, the earlier attempt's work is not in it", row.failures+1, e.o.MaxAttempts, cause, textclip.Bytes(msg, 200+len(textclip.Ellipsis), textclip.Ellipsis))
 			e.o.Log.Warn("Row failed, retrying", "row", row.i+1, "cause", cause, "in", delay, "error", msg)
 			e.requeue(row)
 			return

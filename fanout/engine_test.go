@@ -14,6 +14,7 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/textclip"
 )
 
 // TestHundredRowsAtConcurrency64 runs 100 rows on 64 real shims: every row
@@ -247,7 +248,7 @@ func TestRowTooLongForCodexFailsWithoutATurn(t *testing.T) {
 		t.Fatalf("records %+v", recs)
 	}
 	if recs[1].Status != StatusFailed || !strings.Contains(recs[1].Error, "maximum length of") || !strings.Contains(recs[1].Error, "too long") {
-		t.Errorf("row 2: %s %q", recs[1].Status, clip(recs[1].Error, 300))
+		t.Errorf("row 2: %s %q", recs[1].Status, textclip.Bytes(recs[1].Error, 300+len(textclip.Ellipsis), textclip.Ellipsis))
 	}
 	if n := len(r.codexRuns()); n != 2 || s.Done != 2 || s.Failed != 1 {
 		t.Errorf("%d codex runs, summary %+v; want 2 runs, 2 done, 1 failed", n, s.Snapshot)

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/battyhq/batty/textclip"
 )
 
 // Progress shows a job's progress on w: on a terminal one line (a bar,
@@ -166,11 +167,10 @@ func SummaryLine(s Summary, out string) string {
 // fit cuts s to at most n characters, the last one "…" when cut (n < 1:
 // no limit). It is a pure function.
 func fit(s string, n int) string {
-	if n < 1 || utf8.RuneCountInString(s) <= n {
+	if n < 1 {
 		return s
 	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return textclip.Runes(s, n, textclip.Ellipsis)
 }
 
 // count writes n tokens briefly: 950, 12.3k, 4.56M.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/battyhq/batty/textclip"
 )
 
 // answerRule is what every row's prompt asks for after the instruction.
@@ -48,7 +50,7 @@ func ParseReply(reply string) (string, error) {
 		return "", errors.New("reply is empty, not a JSON object")
 	}
 	if s[0] != '{' {
-		return "", fmt.Errorf("reply is not a JSON object: it starts with %q", clip(s, 40))
+		return "", fmt.Errorf("reply is not a JSON object: it starts with %q", textclip.Bytes(s, 40+len(textclip.Ellipsis), textclip.Ellipsis))
 	}
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
@@ -65,16 +67,3 @@ func ParseReply(reply string) (string, error) {
 	}
 	return b.String(), nil
 }
-
-// clip returns s cut to at most n bytes at a rune boundary, with "…" when cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

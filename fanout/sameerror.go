@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"fmt"
+	"github.com/battyhq/batty/textclip"
 	"regexp"
 	"strings"
 )
@@ -76,7 +77,7 @@ func sameErrorStopping(n int, example string) string {
 // oneLine is s on one line (runs of white space as one space), clipped to
 // n bytes. It is a pure function.
 func oneLine(s string, n int) string {
-	return clip(strings.Join(strings.Fields(s), " "), n)
+	return textclip.Bytes(strings.Join(strings.Fields(s), " "), n+len(textclip.Ellipsis), textclip.Ellipsis)
 }
 
 // checkSameError counts a finished row among the first ones of the run and

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/textclip"
 )
 
 // Row statuses in the output file.
@@ -449,7 +450,7 @@ func decodeOutput(r io.Reader, columns []string) ([]Record, error) {
 	}
 	want := append(slices.Clone(columns), ExtraColumns...)
 	if !slices.Equal(header, want) {
-		return nil, fmt.Errorf("its header is %q, a fan-out output of this input has %q", clip(strings.Join(header, ","), 200), strings.Join(want, ","))
+		return nil, fmt.Errorf("its header is %q, a fan-out output of this input has %q", textclip.Bytes(strings.Join(header, ","), 200+len(textclip.Ellipsis), textclip.Ellipsis), strings.Join(want, ","))
 	}
 	n := len(columns)
 	var recs []Record
@@ -470,10 +471,10 @@ func decodeOutput(r io.Reader, columns []string) ([]Record, error) {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		if r.Tokens, err = strconv.ParseInt(rec[n+4], 10, 64); err != nil || r.Tokens < 0 {
-			return nil, fmt.Errorf("line %d: tokens %q is not a count", line, clip(rec[n+4], 40))
+			return nil, fmt.Errorf("line %d: tokens %q is not a count", line, textclip.Bytes(rec[n+4], 40+len(textclip.Ellipsis), textclip.Ellipsis))
 		}
 		if r.Duration, err = strconv.ParseFloat(rec[n+5], 64); err != nil {
-			return nil, fmt.Errorf("line %d: duration_s %q is not a number", line, clip(rec[n+5], 40))
+			return nil, fmt.Errorf("line %d: duration_s %q is not a number", line, textclip.Bytes(rec[n+5], 40+len(textclip.Ellipsis), textclip.Ellipsis))
 		}
 		if r.Status == StatusPending {
 			continue
@@ -487,18 +488,13 @@ func checkStatus(s string) error {
 	case StatusDone, StatusFailed, StatusPending:
 		return nil
 	}
-	return fmt.Errorf("status %q is not done, failed or pending", clip(s, 40))
+	return fmt.Errorf("status %q is not done, failed or pending", textclip.Bytes(s, 40+len(textclip.Ellipsis), textclip.Ellipsis))
 }
 
-// DecodeJournal reads a journal written for columns: a header line, then
-// one record per line. A last line without its line break (cut by a crash
-// while it was written) is ignored; any other bad line is an error naming
-// it. It never panics.
-func DecodeJournal(data []byte, columns []string) ([]Record, error) {
-	return decodeJournal(bytes.NewReader(data), columns)
-}
-
-// decodeJournal is DecodeJournal reading from r.
+// decodeJournal reads a journal written for columns from r: a header
+// line, then one record per line. A last line without its line break (cut
+// by a crash while it was written) is ignored; any other bad line is an
+// error naming it. It never panics.
 func decodeJournal(r io.Reader, columns []string) ([]Record, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var recs []Record
@@ -516,7 +512,7 @@ func decodeJournal(r io.Reader, columns []string) ([]Record, error) {
 				return nil, errors.New("line 1 is not a batty fanout journal header")
 			}
 			if !slices.Equal(h.Columns, columns) {
-				return nil, fmt.Errorf("it was written for the columns %q, not %q", clip(strings.Join(h.Columns, ","), 200), strings.Join(columns, ","))
+				return nil, fmt.Errorf("it was written for the columns %q, not %q", textclip.Bytes(strings.Join(h.Columns, ","), 200+len(textclip.Ellipsis), textclip.Ellipsis), strings.Join(columns, ","))
 			}
 			continue
 		}

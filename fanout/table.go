@@ -12,6 +12,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/battyhq/batty/textclip"
 )
 
 // MaxInputBytes bounds an input CSV file. The output file and its journal
@@ -103,19 +105,10 @@ func checkUTF8(cr *csv.Reader, rec, header []string) error {
 	for i, v := range rec {
 		if !utf8.ValidString(v) {
 			line, _ := cr.FieldPos(i)
-			return fmt.Errorf("line %d, column %q: not UTF-8 text: convert the file to UTF-8 (for example iconv -f WINDOWS-1252 -t UTF-8 IN)", line, clip(strings.ToValidUTF8(header[i], "?"), 40))
+			return fmt.Errorf("line %d, column %q: not UTF-8 text: convert the file to UTF-8 (for example iconv -f WINDOWS-1252 -t UTF-8 IN)", line, textclip.Bytes(strings.ToValidUTF8(header[i], "?"), 40+len(textclip.Ellipsis), textclip.Ellipsis))
 		}
 	}
 	return nil
-}
-
-// Row returns row i as a map from column name to value.
-func (t *Table) Row(i int) map[string]string {
-	m := make(map[string]string, len(t.Columns))
-	for j, c := range t.Columns {
-		m[c] = t.Rows[i][j]
-	}
-	return m
 }
 
 // writeCSV encodes header and rows as CSV.

@@ -218,18 +218,12 @@ func (w *shimWorker) whole(e protocol.TurnFinished) protocol.TurnFinished {
 	if e.ReplyFile == "" {
 		return e
 	}
-	name := replyfile.Name(e.MessageID)
-	if e.ReplyFile != w.replies.File(name) {
-		e.Status, e.Failure = protocol.TurnFailed, ""
-		e.Error = fmt.Sprintf("reply file %s is not %s", e.ReplyFile, w.replies.File(name))
-		return e
-	}
-	whole, err := w.replies.Read(name, e.ReplySize)
-	if err != nil {
+	// A file read but not removed is left for the directory's removal.
+	whole, err := w.replies.Take(e.ReplyFile, e.MessageID, e.ReplySize)
+	if err != nil && !errors.Is(err, replyfile.ErrNotRemoved) {
 		e.Status, e.Failure, e.Error = protocol.TurnFailed, "", fmt.Sprintf("read the whole reply: %v", err)
 		return e
 	}
-	w.replies.Remove(name)
 	e.Reply, e.ReplyFile = whole, ""
 	return e
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/textclip"
 )
 
 // filePerm is the permission of message files.
@@ -256,7 +257,7 @@ func (b *Box) Complete(id string, o Outcome) (Message, error) {
 		}
 		o.Reply, o.ReplyFile, o.ReplySize = preview(whole), textFile(id, replyExt), int64(len(whole))
 	}
-	o.Error = truncate(o.Error, MaxErrorLen)
+	o.Error = textclip.Bytes(o.Error, MaxErrorLen, textclip.Truncated)
 	if err := o.Validate(); err != nil {
 		return fail(fmt.Errorf("outcome: %w", err))
 	}
@@ -313,20 +314,6 @@ func (b *Box) Complete(id string, o Outcome) (Message, error) {
 	return m, nil
 }
 
-// truncate shortens s to at most max bytes, cutting at a UTF-8 boundary and
-// marking the cut.
-func truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	const mark = "… [truncated]"
-	n := max - len(mark)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + mark
-}
-
 // Requeue puts the in-flight message id back into new/, keeping its
 // Attempt, for a delivery that must be retried later (quota pause, daemon
 // stop). The copy in new/ is written durably before cur/<id>.json is
@@ -375,8 +362,8 @@ func (b *Box) Unclaim(id string) error {
 // next delivery's prompt header says r.Note. r is clipped to what Validate
 // accepts. Errors and guarantees are those of Requeue.
 func (b *Box) RetryLater(id string, r TransientRetry) error {
-	r.Note = truncate(strings.ToValidUTF8(r.Note, "\uFFFD"), MaxErrorLen)
-	r.LastError = truncate(strings.ToValidUTF8(r.LastError, "\uFFFD"), MaxErrorLen)
+	r.Note = textclip.Bytes(strings.ToValidUTF8(r.Note, "\uFFFD"), MaxErrorLen, textclip.Truncated)
+	r.LastError = textclip.Bytes(strings.ToValidUTF8(r.LastError, "\uFFFD"), MaxErrorLen, textclip.Truncated)
 	r.Failures = min(max(r.Failures, 1), MaxAttempt)
 	return b.requeue("retry", id, func(m *Message) { m.Transient, m.Retry = &r, "" })
 }

@@ -577,3 +577,9 @@ func TestCountCountsEachMessageOnce(t *testing.T) {
 	copyTo(dirCur, dirDone) // outcome recorded, cur/ and new/ copies not yet removed
 	want(0, 0)
 }
+
+// path is the directory sub of the box.
+func (b *Box) path(sub string) string { return filepath.Join(b.Dir, sub) }
+
+// file is the record of message id in the directory sub of the box.
+func (b *Box) file(sub, id string) string { return filepath.Join(b.Dir, sub, id+".json") }

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/textclip"
 )
 
 // Outcome statuses.
@@ -325,11 +326,7 @@ func (o *Outcome) Validate() error {
 
 // trim shortens s for an error message.
 func trim(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
+	return textclip.Bytes(s, 64+len(textclip.Ellipsis), textclip.Ellipsis)
 }
 
 // normalize puts the times of m in UTC without a monotonic reading, so that

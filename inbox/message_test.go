@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/battyhq/batty/textclip"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 51, 0, 123456789, time.UTC)
@@ -224,7 +227,7 @@ func TestEncodeRejectsInvalid(t *testing.T) {
 func TestTruncate(t *testing.T) {
 	s := strings.Repeat("é", 100) // 2 bytes each
 	for max := 20; max < 40; max++ {
-		got := truncate(s, max)
+		got := textclip.Bytes(s, max, textclip.Truncated)
 		if len(got) > max || !strings.HasSuffix(got, "… [truncated]") {
 			t.Fatalf("truncate(%d) = %q", max, got)
 		}
@@ -232,7 +235,20 @@ func TestTruncate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if truncate("short", 10) != "short" {
+	if textclip.Bytes("short", 10, textclip.Truncated) != "short" {
+		t.Fatal("short string changed")
+	}
+}
+
+// TestTrimKeepsCharactersWhole: an id quoted in an error is cut at a UTF-8
+// boundary, so the error stays valid text.
+func TestTrimKeepsCharactersWhole(t *testing.T) {
+	s := "x" + strings.Repeat("é", 100) // the 64-byte mark falls inside an é
+	got := trim(s)
+	if !utf8.ValidString(got) || !strings.HasSuffix(got, "…") || len(got) > 64+len("…") {
+		t.Fatalf("trim = %q", got)
+	}
+	if trim("short") != "short" {
 		t.Fatal("short string changed")
 	}
 }

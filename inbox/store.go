@@ -222,10 +222,6 @@ type Box struct {
 	idx   atomic.Pointer[index] // nil unless Track was called
 }
 
-func (b *Box) path(sub string) string { return filepath.Join(b.Dir, sub) }
-
-func (b *Box) file(sub, id string) string { return filepath.Join(b.Dir, sub, id+".json") }
-
 // boxDirs are open directories of a box: the box itself and the
 // subdirectories asked for, in order.
 type boxDirs struct {

@@ -7,7 +7,8 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/battyhq/batty/textclip"
 )
 
 // Texts too long for a message file — a reply to the human, an agent's
@@ -36,14 +37,7 @@ func textFile(id, ext string) string { return dirTexts + "/" + id + "." + ext }
 
 // preview is the first PreviewLen bytes of s, cut at a UTF-8 boundary.
 func preview(s string) string {
-	n := PreviewLen
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return textclip.Bytes(s, PreviewLen, "")
 }
 
 // writeText stores text as texts/<id>.<ext>, replacing a file of that name,

@@ -138,7 +138,7 @@ func (a *agent) handle(m protocol.Message) {
 		fix := a.loginFix()
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvAuthRequired, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message + " — " + fix,
 			Data: map[string]any{"fix": fix}})
-		a.d.pause(project.PauseAuth, fmt.Sprintf("codex needs a login (reported by %s): %s — %s", a.def.Name, e.Message, fix), time.Time{})
+		a.d.pause(project.PauseAuth, fmt.Sprintf("codex needs a login (reported by %s): %s — %s", a.def.Name, e.Message, fix))
 	case protocol.ContextExhausted:
 		// Acted on with the turn's end (turnFinished): retried, handed off
 		// or failed with one alert.

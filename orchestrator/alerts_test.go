@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/battyhq/batty/codex/codextest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -231,7 +232,7 @@ echo hook-finished
 		}
 	})
 	p.send("solo", "human", "scenario:crash")
-	pid := waitPidFile(t, filepath.Join(p.dir, "pid"))
+	pid := codextest.WaitPidFile(t, filepath.Join(p.dir, "pid"), waitLimit)
 	hookFD, err := reap.OpenPidfd(pid)
 	if err != nil {
 		t.Fatal(err)

@@ -3,11 +3,10 @@ package orchestrator
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/battyhq/batty/inbox"
-	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/textclip"
 )
 
 // NoAnswer is the reply delivered for a completed turn whose final answer
@@ -72,7 +71,7 @@ func failureNote(id string, o inbox.Outcome) string {
 	}
 	return fmt.Sprintf("[batty] your message %s to %s ended %s without an answer: %s\n"+
 		"It will not be tried again; send a new message if it is still needed.",
-		id, o.Agent, what, protocol.Clip(why, 4096))
+		id, o.Agent, what, textclip.Bytes(why, 4096, textclip.Truncated))
 }
 
 // clipAgentReply cuts a reply for an agent to maxAgentReply bytes (at a
@@ -83,11 +82,8 @@ func clipAgentReply(body, id, agent string) string {
 		return body
 	}
 	note := fmt.Sprintf("\n\n[batty: answer cut after %%d of %d bytes; the whole answer: `batty inbox %s --full %s`]", len(body), agent, id)
-	n := maxAgentReply - len(note) - 16
-	for n > 0 && !utf8.RuneStart(body[n]) {
-		n--
-	}
-	return body[:n] + fmt.Sprintf(note, n)
+	head := textclip.Bytes(body, maxAgentReply-len(note)-16, "")
+	return head + fmt.Sprintf(note, len(head))
 }
 
 // isAgent reports whether name is an agent of the team.

@@ -22,7 +22,7 @@ func (d *Daemon) control(req control.Request) control.Response {
 		if reason == "" {
 			reason = "paused by user"
 		}
-		return control.Response{OK: true, Changed: d.pause(project.PauseManual, reason, time.Time{})}
+		return control.Response{OK: true, Changed: d.pause(project.PauseManual, reason)}
 	case control.OpResume:
 		if req.Agent != "" {
 			// One agent: tried again at once if failed, checked again if

@@ -280,7 +280,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	rescan := time.NewTicker(d.opts.Rescan)
 	defer rescan.Stop()
-	resumeTimer := d.armResume(nil)
 	quotaTimer := d.armQuota(nil)
 	for {
 		select {
@@ -303,7 +302,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.routeTimer = nil
 			d.routeAll()
 		case <-d.gate.Changed():
-			resumeTimer = d.armResume(resumeTimer)
 			if d.gate.Open() {
 				d.pokeAll()
 			}
@@ -313,13 +311,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 			quotaTimer = nil
 			d.startProbes(time.Now())
 			quotaTimer = d.armQuota(nil)
-		case <-timerC(resumeTimer):
-			resumeTimer = nil
-			st := d.gate.State()
-			if st.Paused && st.Kind == project.PauseQuota {
-				d.log.Info("Quota reset time reached, resuming dispatch")
-				d.resume("quota reset time reached")
-			}
 		case c := <-ctl:
 			if c.Req.Op == control.OpStop {
 				timeout := c.Req.Timeout
@@ -345,18 +336,6 @@ func timerC(t *time.Timer) <-chan time.Time {
 		return nil
 	}
 	return t.C
-}
-
-// armResume (re)arms the timer that ends a quota pause at its reset time.
-func (d *Daemon) armResume(t *time.Timer) *time.Timer {
-	if t != nil {
-		t.Stop()
-	}
-	st := d.gate.State()
-	if !st.Paused || st.Kind != project.PauseQuota || st.ResumeAt.IsZero() {
-		return nil
-	}
-	return time.NewTimer(max(time.Until(st.ResumeAt), 0))
 }
 
 // stopAgents stops every agent, letting turns in flight run for timeout,
@@ -410,14 +389,14 @@ func (d *Daemon) killOrphans(why string) {
 
 // pause closes the dispatch gate (safe from any goroutine). It returns
 // whether the gate changed.
-func (d *Daemon) pause(kind, reason string, resumeAt time.Time) bool {
-	changed, err := d.gate.Pause(kind, reason, resumeAt)
+func (d *Daemon) pause(kind, reason string) bool {
+	changed, err := d.gate.Pause(kind, reason)
 	if err != nil {
 		d.log.Error("Saving the dispatch state failed", "error", err)
 	}
 	if changed {
-		d.log.Warn("Dispatch paused", "kind", kind, "reason", reason, "resume_at", resumeAt)
-		d.events.Append(eventlog.Event{Type: eventlog.EvPaused, Detail: reason, Data: map[string]any{"kind": kind, "resume_at": resumeAt}})
+		d.log.Warn("Dispatch paused", "kind", kind, "reason", reason)
+		d.events.Append(eventlog.Event{Type: eventlog.EvPaused, Detail: reason, Data: map[string]any{"kind": kind}})
 	}
 	return changed
 }

@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,7 +200,7 @@ func TestShimSIGKILLedLeavesNoDetachedCommand(t *testing.T) {
 	})
 	pidFile := filepath.Join(t.TempDir(), "detached.pid")
 	p.send("solo", "human", "scenario:detach:"+pidFile)
-	detached := waitPidFile(t, pidFile)
+	detached := codextest.WaitPidFile(t, pidFile, waitLimit)
 	st, err := control.Call(p.layout, control.Request{Op: control.OpStatus}, waitLimit)
 	if err != nil || len(st.Status.Agents) != 1 || st.Status.Agents[0].ShimPID <= 0 {
 		t.Fatalf("status %+v, %v", st.Status, err)
@@ -212,21 +211,4 @@ func TestShimSIGKILLedLeavesNoDetachedCommand(t *testing.T) {
 	if !codextest.WaitExit(detached, codextest.ExitGrace) {
 		t.Fatalf("the detached command %d (%s) outlived its SIGKILLed shim", detached, codextest.Cmdline(detached))
 	}
-}
-
-// waitPidFile waits until the fake codex's detached child has written its
-// pid to path.
-func waitPidFile(t *testing.T, path string) int {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				return pid
-			}
-		}
-		time.Sleep(10 * time.Millisecond) // another process writes it
-	}
-	t.Fatalf("no pid in %s", path)
-	return 0
 }

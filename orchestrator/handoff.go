@@ -9,6 +9,7 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/textclip"
 )
 
 // Bounds of what an agent keeps for a handoff, so that a handoff stays a
@@ -78,7 +79,7 @@ func handoffText(in handoffInput) string {
 		fmt.Fprintf(&b, "\nYour last %d replies, oldest first:\n", len(in.Recent))
 		for i, r := range in.Recent {
 			fmt.Fprintf(&b, "%d. To message %s from %s (%s), which said: %s\n   You replied: %s\n", i+1, r.Message, r.From,
-				r.At.UTC().Format(time.RFC3339), oneLine(protocol.Clip(r.Body, recentBodyClip)), oneLine(r.Reply))
+				r.At.UTC().Format(time.RFC3339), oneLine(textclip.Bytes(r.Body, recentBodyClip, textclip.Truncated)), oneLine(r.Reply))
 		}
 	}
 	doing := in.Pending.Doing
@@ -166,7 +167,7 @@ func (a *agent) contextGaveUp(m inbox.Message, e protocol.TurnFinished) {
 		Data: map[string]any{"attempts": m.Attempt, "window_tokens": w}})
 	a.handOff("message "+m.ID+" did not fit the context window even on a fresh thread",
 		fmt.Sprintf("message %s from %s was too large for the context window and was recorded as failed; it began: %s", m.ID, m.From,
-			oneLine(protocol.Clip(m.Body, doingClip))))
+			oneLine(textclip.Bytes(m.Body, doingClip, textclip.Truncated))))
 }
 
 // handOff archives the agent's thread and owes a handoff: the shim starts
@@ -201,8 +202,8 @@ func (a *agent) afterTurn(m inbox.Message, e protocol.TurnFinished, reply string
 	if e.Status != protocol.TurnCompleted {
 		return
 	}
-	a.st.Recent = append(a.st.Recent, project.RecentTurn{Message: m.ID, From: m.From, Body: protocol.Clip(m.Body, recentBodyClip),
-		Reply: protocol.Clip(reply, recentReplyMax), At: time.Now().UTC()})
+	a.st.Recent = append(a.st.Recent, project.RecentTurn{Message: m.ID, From: m.From, Body: textclip.Bytes(m.Body, recentBodyClip, textclip.Truncated),
+		Reply: textclip.Bytes(reply, recentReplyMax, textclip.Truncated), At: time.Now().UTC()})
 	if n := len(a.st.Recent); n > recentMax {
 		a.st.Recent = append([]project.RecentTurn(nil), a.st.Recent[n-recentMax:]...)
 	}

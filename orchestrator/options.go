@@ -71,7 +71,7 @@ type Options struct {
 	// was written (tests and benchmarks wait on it). It must not block.
 	OnEvent func(eventlog.Event)
 	// ScheduleClock is the clock of the schedules (default: the system
-	// clock); tests give a schedule.FakeClock.
+	// clock); tests give a fakeclock.Clock.
 	ScheduleClock schedule.Clock
 	// InboxGrace is how long a file in an inbox's new/ that is not a valid
 	// message yet is left alone (it may still be being written) before it

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -30,7 +31,8 @@ func (a *agent) prepareReplies() {
 	a.replyDir = d.Path()
 }
 
-// wholeReply returns the whole reply a TurnFinished stands for. A reply that arrived cut — the
+// wholeReply returns the whole reply a TurnFinished stands for, taking its
+// file (replyfile.Dir.Take: read, then removed). A reply that arrived cut — the
 // shim could not store it, or its file cannot be read — is its preview
 // followed by a note saying how much is missing and why; the reason also
 // goes to the event log.
@@ -45,17 +47,19 @@ func (a *agent) wholeReply(e protocol.TurnFinished) string {
 	if e.ReplyFile == "" {
 		return cut("the shim could not store the whole reply (see its warning)")
 	}
-	name := replyfile.Name(e.MessageID)
-	if a.replyDir == "" || e.ReplyFile != filepath.Join(a.replyDir, name) {
-		return cut(fmt.Sprintf("the reply file %q is not %s", e.ReplyFile, filepath.Join(a.d.layout.ReplyDir(a.def.Name), name)))
+	if a.replyDir == "" {
+		return cut(fmt.Sprintf("the reply file %q is not %s", e.ReplyFile, filepath.Join(a.d.layout.ReplyDir(a.def.Name), replyfile.Name(e.MessageID))))
 	}
 	d, err := replyfile.OpenUnder(a.d.layout.Dir, false, filepath.Base(a.d.layout.RepliesDir()), a.def.Name)
 	if err != nil {
 		return cut(err.Error())
 	}
 	defer d.Close()
-	whole, err := d.Read(name, e.ReplySize)
-	if err != nil {
+	whole, err := d.Take(e.ReplyFile, e.MessageID, e.ReplySize)
+	switch {
+	case errors.Is(err, replyfile.ErrNotRemoved):
+		a.warn("remove reply file", err)
+	case err != nil:
 		return cut(err.Error())
 	}
 	return whole

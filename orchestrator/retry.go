@@ -2,7 +2,8 @@ package orchestrator
 
 import (
 	"fmt"
-	"unicode/utf8"
+
+	"github.com/battyhq/batty/textclip"
 )
 
 // maxNoteError bounds, in characters, the failure a retry note quotes.
@@ -14,9 +15,7 @@ const maxNoteError = 200
 // patch, a message): only then may work be half done. It is a pure
 // function.
 func retryNote(n, maxAttempts int, cause, lastErr string, worked bool) string {
-	if utf8.RuneCountInString(lastErr) > maxNoteError {
-		lastErr = string([]rune(lastErr)[:maxNoteError-1]) + "…"
-	}
+	lastErr = textclip.Runes(lastErr, maxNoteError, textclip.Ellipsis)
 	after := "the earlier attempt ended before any work was done and got no answer (the thread may show it above without one)"
 	if worked {
 		after = "the earlier attempt had begun working when it failed: check what is already done before repeating work"

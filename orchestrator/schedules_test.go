@@ -15,6 +15,7 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/schedule"
+	"github.com/battyhq/batty/schedule/fakeclock"
 )
 
 // withClock gives the daemon's schedules clock.
@@ -63,7 +64,7 @@ func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
 		"  - {name: never, to: worker, prompt: x, every: 1m, max_runs: 0}\n",
 		"  - name: worker\n")
 	t0 := time.Now().Truncate(time.Second)
-	clock := schedule.NewFakeClock(t0)
+	clock := fakeclock.New(t0)
 	r := p.start(withClock(clock))
 	// The first run is due when the daemon first sees the schedule.
 	started := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted })
@@ -105,7 +106,7 @@ func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
 
 	// A restart half an hour later neither repeats the run nor forgets it.
 	r.stop(t)
-	clock = schedule.NewFakeClock(t0.Add(30 * time.Minute))
+	clock = fakeclock.New(t0.Add(30 * time.Minute))
 	r = p.start(withClock(clock))
 	st = call(t, p, control.Request{Op: control.OpStatus}).Status
 	if s := scheduleOf(t, st, "hourly"); s.State != schedule.Waiting || s.RunsCompleted != 1 || !s.NextDue.Equal(t0.Add(time.Hour)) {
@@ -141,7 +142,7 @@ func TestScheduleRunDeferredByQuotaPause(t *testing.T) {
 	printed := time.Now().Add(2 * time.Hour).Truncate(time.Minute).UTC()
 	p := newProjectWith(t, fmt.Sprintf("timeouts:\n  shutdown: 5s\nschedules:\n  - {name: q, to: worker, prompt: \"scenario:quota:%d\", every: 1h}\n", printed.Unix()),
 		"  - name: worker\n")
-	r := p.start(withClock(schedule.NewFakeClock(time.Now())))
+	r := p.start(withClock(fakeclock.New(time.Now())))
 	started := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted })
 	id := started.Message
 	r.waitEvent(t, "requeue", func(e eventlog.Event) bool { return e.Type == eventlog.EvRequeued && e.Message == id })
@@ -169,7 +170,7 @@ func TestScheduleRunDeferredByQuotaPause(t *testing.T) {
 func TestScheduleFailedRunStopsIt(t *testing.T) {
 	p := newProjectWith(t, "max_attempts: 1\ntimeouts:\n  shutdown: 5s\nschedules:\n  - {name: f, to: worker, prompt: \"scenario:servererror\", every: 1m}\n",
 		"  - name: worker\n")
-	clock := schedule.NewFakeClock(time.Now())
+	clock := fakeclock.New(time.Now())
 	r := p.start(withClock(clock))
 	e := r.waitEvent(t, "schedule failed", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleFailed })
 	if !strings.Contains(e.Detail, "failed") {
@@ -268,7 +269,7 @@ func TestScheduleStateFileRefused(t *testing.T) {
 func TestScheduleToARoleGoesThroughItsQueue(t *testing.T) {
 	p := newProjectWith(t, "timeouts:\n  shutdown: 5s\nschedules:\n  - {name: r, to: eng, prompt: \"to the role\", every: 1h}\n",
 		"  - name: eng\n    instances: 2\n")
-	r := p.start(withClock(schedule.NewFakeClock(time.Now())))
+	r := p.start(withClock(fakeclock.New(time.Now())))
 	id := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted }).Message
 	routed := r.waitEvent(t, "routed", func(e eventlog.Event) bool { return e.Type == eventlog.EvRouted && e.Message == id })
 	if !strings.HasPrefix(routed.Agent, "eng-") {
@@ -287,7 +288,7 @@ func TestScheduleRunInFlightAcrossARestart(t *testing.T) {
 	p := newProjectWith(t, "timeouts:\n  shutdown: 1s\nschedules:\n  - {name: slow, to: worker, prompt: \"scenario:slowfirst:30\", every: 1h}\n",
 		"  - name: worker\n")
 	t0 := time.Now()
-	r := p.start(withClock(schedule.NewFakeClock(t0)))
+	r := p.start(withClock(fakeclock.New(t0)))
 	id := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted }).Message
 	r.waitEvent(t, "delivered", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == id })
 	r.stop(t)
@@ -299,7 +300,7 @@ func TestScheduleRunInFlightAcrossARestart(t *testing.T) {
 		t.Fatalf("stopped mid-run: %+v", s)
 	}
 
-	r = p.start(withClock(schedule.NewFakeClock(t0.Add(time.Minute))))
+	r = p.start(withClock(fakeclock.New(t0.Add(time.Minute))))
 	e := r.waitEvent(t, "run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished })
 	if e.Message != id || e.Detail != "" {
 		t.Fatalf("finished %+v, want run %s completed", e, id)

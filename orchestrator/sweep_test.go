@@ -33,7 +33,7 @@ func killTeamTogether(t *testing.T, p *testProject, scenario string, env ...stri
 	child := p.startChildDaemon(env...)
 	pidFile := filepath.Join(t.TempDir(), "detached.pid")
 	p.send("solo", "human", "scenario:"+scenario+":"+pidFile)
-	detached := waitPidFile(t, pidFile)
+	detached := codextest.WaitPidFile(t, pidFile, waitLimit)
 	pin, err := reap.OpenPidfd(detached)
 	if err != nil {
 		t.Fatalf("pin the detached command: %v", err)

@@ -7,7 +7,8 @@ import (
 
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
-	"github.com/battyhq/batty/internal/linktest"
+	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/atomicfile/linktest"
 	"github.com/battyhq/batty/project"
 )
 
@@ -28,27 +29,27 @@ func TestStateFilesAreNeverWrittenThroughLinks(t *testing.T) {
 		{"dispatch state file is a link", ".batty/state/dispatch.json", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, victim := linktest.PlantOutside(t)
+			out, victim := linktest.Outside(t)
 			l := project.Layout{Dir: filepath.Join(t.TempDir(), project.DirName)}
 			at := filepath.Join(l.Root(), tc.linked)
 			target := out
 			if tc.toFile {
 				target = victim
 			}
-			linktest.Link(t, target, at)
+			linktest.Symlink(t, target, at)
 
 			name := project.AgentStateName("solo")
 			if strings.HasSuffix(tc.linked, project.DispatchName) {
 				name = project.DispatchName
 			}
-			linktest.WantRefused(t, project.SaveJSON(l, name, project.AgentState{Name: "solo", ThreadID: "t-1"}), at)
+			linktest.WantRefused(t, project.SaveJSON(l, name, project.AgentState{Name: "solo", ThreadID: "t-1"}), at, atomicfile.ErrSymlink)
 			var st project.AgentState
-			linktest.WantRefused(t, project.LoadJSON(l, name, &st), at)
+			linktest.WantRefused(t, project.LoadJSON(l, name, &st), at, atomicfile.ErrSymlink)
 			if tc.toFile && strings.HasSuffix(tc.linked, project.DispatchName) {
 				_, err := dispatch.NewGate(l)
-				linktest.WantRefused(t, err, at)
+				linktest.WantRefused(t, err, at, atomicfile.ErrSymlink)
 			}
-			linktest.AssertOutsideUntouched(t, out, victim)
+			linktest.AssertUntouched(t, out, victim)
 		})
 	}
 }
@@ -59,7 +60,7 @@ func TestDaemonRefusesToStartOnLinks(t *testing.T) {
 	for _, linked := range []string{".batty", ".batty/state", ".batty/logs", ".batty/events.jsonl", ".batty/daemon.lock", ".batty/team-file", ".batty/state/solo.json", ".batty/state/dispatch.json"} {
 		t.Run(linked, func(t *testing.T) {
 			p := newProject(t, "  - name: solo\n")
-			out, victim := linktest.PlantOutside(t)
+			out, victim := linktest.Outside(t)
 			target := out
 			if strings.Contains(filepath.Base(linked), ".") && linked != ".batty" {
 				target = victim
@@ -68,17 +69,17 @@ func TestDaemonRefusesToStartOnLinks(t *testing.T) {
 				}
 			}
 			at := filepath.Join(p.dir, linked)
-			linktest.Link(t, target, at)
+			linktest.Symlink(t, target, at)
 			d, err := New(p.cfg, p.layout, Options{})
 			if err == nil {
 				d.events.Close()
 				project.ReleaseLock(d.lock)
 			}
-			linktest.WantRefused(t, err, at)
+			linktest.WantRefused(t, err, at, atomicfile.ErrSymlink)
 			if running, _ := project.Running(p.layout); running {
 				t.Error("Running reports a daemon")
 			}
-			linktest.AssertOutsideUntouched(t, out, victim)
+			linktest.AssertUntouched(t, out, victim)
 		})
 	}
 }
@@ -89,14 +90,14 @@ func TestDaemonRefusesToStartOnLinks(t *testing.T) {
 // status) without stopping the agent.
 func TestRunningTeamRefusesPlantedLinks(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
-	out, victim := linktest.PlantOutside(t)
+	out, victim := linktest.Outside(t)
 	if err := p.layout.MkdirAll(); err != nil {
 		t.Fatal(err)
 	}
-	linktest.Link(t, victim, p.layout.Transcript("solo"))
+	linktest.Symlink(t, victim, p.layout.Transcript("solo"))
 	r := p.start(nil)
 	// Loaded at start; planted for the save after the turn.
-	linktest.Link(t, victim, p.layout.AgentState("solo"))
+	linktest.Symlink(t, victim, p.layout.AgentState("solo"))
 	id := p.send("solo", "human", "secret message text")
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)
@@ -109,7 +110,7 @@ func TestRunningTeamRefusesPlantedLinks(t *testing.T) {
 		t.Errorf("status %+v; want the failed save shown and the turn counted", a)
 	}
 	r.stop(t)
-	linktest.AssertOutsideUntouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 	r.log.mu.Lock()
 	logText := r.log.b.String()
 	r.log.mu.Unlock()

@@ -26,13 +26,11 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/textclip"
 )
 
-// PinnedVersion is the Codex CLI version batty is built and tested against.
-const PinnedVersion = "0.169.0"
-
 // installHint says how to install the pinned Codex CLI.
-const installHint = "install it: npm install -g @openai/codex@" + PinnedVersion
+const installHint = "install it: npm install -g @openai/codex@" + codex.Version
 
 // DefaultTimeout bounds each codex run of a check.
 const DefaultTimeout = 10 * time.Second
@@ -311,10 +309,7 @@ func lastLine(s string) string {
 		if l == "" || strings.HasPrefix(l, "WARNING: proceeding") {
 			continue
 		}
-		if len(l) > 300 {
-			l = l[:300] + "…"
-		}
-		return l
+		return textclip.Bytes(l, 300+len(textclip.Ellipsis), textclip.Ellipsis)
 	}
 	return ""
 }

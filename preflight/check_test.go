@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/battyhq/batty/codex/codextest"
 )
@@ -122,4 +123,16 @@ func withoutKeys(env []string) []string {
 		}
 	}
 	return out
+}
+
+// TestLastLineKeepsCharactersWhole: a long last line is clipped at a UTF-8
+// boundary, so the problem's detail stays valid text.
+func TestLastLineKeepsCharactersWhole(t *testing.T) {
+	got := lastLine("first\n" + "x" + strings.Repeat("é", 400) + "\n")
+	if !utf8.ValidString(got) || !strings.HasSuffix(got, "…") || len(got) > 300+len("…") {
+		t.Fatalf("lastLine = %q", got)
+	}
+	if got := lastLine("one\ntwo\n"); got != "two" {
+		t.Fatalf("lastLine = %q, want two", got)
+	}
 }

@@ -1,6 +1,6 @@
 package protocol
 
-import "unicode/utf8"
+import "github.com/battyhq/batty/textclip"
 
 // Limits of the text an event carries. Whatever a worker prints, an event
 // bounded by Bound encodes far below DefaultMaxFrameSize, so a shim can
@@ -19,35 +19,6 @@ const (
 	MaxTranscript = 1 << 20
 )
 
-// truncMark ends a text that Clip shortened.
-const truncMark = "… [truncated]"
-
-// Prefix returns the longest prefix of s that is at most max bytes long and
-// does not split a UTF-8 sequence. It is a pure function.
-func Prefix(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	if max <= 0 {
-		return ""
-	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-// Clip returns s if it is at most max bytes long, else a prefix of s cut at
-// a UTF-8 boundary and ending in "… [truncated]", at most max bytes in all.
-// It is a pure function.
-func Clip(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	return Prefix(s, max-len(truncMark)) + truncMark
-}
-
 // Bound returns m with every text field whose size depends on what a worker
 // printed clipped to its limit (see the Max constants): reply previews, error
 // and warning messages, details, thread ids and transcript lines. Fields
@@ -56,7 +27,7 @@ func Clip(s string, max int) string {
 // prefix of the reply); a sender that must keep the whole reply stores it in
 // a file first and sets ReplyFile and ReplySize. It is a pure function.
 func Bound(m Message) Message {
-	c := func(s string) string { return Clip(s, MaxText) }
+	c := func(s string) string { return textclip.Bytes(s, MaxText, textclip.Truncated) }
 	switch e := m.(type) {
 	case Hello:
 		e.ThreadID = c(e.ThreadID)
@@ -79,7 +50,7 @@ func Bound(m Message) Message {
 			if e.ReplySize < int64(len(e.Reply)) {
 				e.ReplySize = int64(len(e.Reply))
 			}
-			e.Reply = Prefix(e.Reply, MaxReplyPreview)
+			e.Reply = textclip.Bytes(e.Reply, MaxReplyPreview, "")
 		}
 		return e
 	case QuotaBlocked:
@@ -132,7 +103,7 @@ func boundLines(lines []string) []string {
 	}
 	out := make([]string, 0, len(lines)-first)
 	for _, l := range lines[first:] {
-		out = append(out, Clip(l, MaxTranscriptLine))
+		out = append(out, textclip.Bytes(l, MaxTranscriptLine, textclip.Truncated))
 	}
 	return out
 }

@@ -3,43 +3,7 @@ package protocol
 import (
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
-
-func TestPrefixAndClip(t *testing.T) {
-	for _, c := range []struct {
-		s          string
-		max        int
-		prefix     string
-		clipped    string
-		clipChange bool
-	}{
-		{"hello", 10, "hello", "hello", false},
-		{"hello", 5, "hello", "hello", false},
-		{"hello", 4, "hell", "", true},
-		{"héllo", 2, "h", "", true},
-		{"€€", 4, "€", "", true},
-		{"abc", 0, "", "", true},
-		{strings.Repeat("x", 20), 16, strings.Repeat("x", 16), "x" + truncMark, true},
-	} {
-		if got := Prefix(c.s, c.max); got != c.prefix {
-			t.Errorf("Prefix(%q, %d) = %q, want %q", c.s, c.max, got, c.prefix)
-		}
-		got := Clip(c.s, c.max)
-		if len(got) > max(c.max, 0) && c.clipChange && len(c.s) > c.max && c.max >= len(truncMark) {
-			t.Errorf("Clip(%q, %d) = %q: longer than the limit", c.s, c.max, got)
-		}
-		if !c.clipChange && got != c.s {
-			t.Errorf("Clip(%q, %d) = %q, want it unchanged", c.s, c.max, got)
-		}
-		if c.clipped != "" && got != c.clipped {
-			t.Errorf("Clip(%q, %d) = %q, want %q", c.s, c.max, got, c.clipped)
-		}
-		if !utf8.ValidString(got) {
-			t.Errorf("Clip(%q, %d) = %q: not valid UTF-8", c.s, c.max, got)
-		}
-	}
-}
 
 // TestBoundKeepsEveryEventWithinAFrame: whatever size the text a worker
 // printed, every event the shim sends fits in a frame once bounded.

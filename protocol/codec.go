@@ -16,15 +16,6 @@ var ErrUnknownKind = errors.New("unknown message kind")
 // string, then the message as a map keyed by the field names of its json
 // tags, so the msgpack and JSON forms of a message have the same keys.
 
-// Encode returns the frame body for m.
-func Encode(m Message) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := encodeTo(&buf, m); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 func encodeTo(buf *bytes.Buffer, m Message) error {
 	if m == nil {
 		return errors.New("encode message: nil")

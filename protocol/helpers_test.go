@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -260,4 +261,13 @@ func expectPeerEOF(t testing.TB, peer net.Conn) {
 		}
 		return
 	}
+}
+
+// Encode returns the frame body for m.
+func Encode(m Message) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := encodeTo(&buf, m); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

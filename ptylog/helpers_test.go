@@ -100,3 +100,34 @@ func checkOnlyOurSequences(t testing.TB, s string) {
 		t.Errorf("foreign escape sequence near %q", rest[max(0, i-10):min(len(rest), i+20)])
 	}
 }
+
+// DefaultOptions returns the recommended Options: every Default* value and
+// Color on. It allocates nothing shared; callers may modify the result.
+func DefaultOptions() Options {
+	return Options{
+		MaxBytes:  DefaultMaxBytes,
+		Keep:      DefaultKeep,
+		Color:     true,
+		Buffer:    DefaultBuffer,
+		TailLines: DefaultTailLines,
+	}
+}
+
+// Path returns the transcript path given to Open. It never blocks.
+func (w *Writer) Path() string {
+	if w == nil {
+		return ""
+	}
+	return w.path
+}
+
+// Dropped returns how many lines were lost since Open, either because the
+// buffer was full or because a write failed. It never blocks on disk.
+func (w *Writer) Dropped() int64 {
+	if w == nil {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.droppedTotal
+}

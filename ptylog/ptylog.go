@@ -91,18 +91,6 @@ type hooks struct {
 	afterBatch func()
 }
 
-// DefaultOptions returns the recommended Options: every Default* value and
-// Color on. It allocates nothing shared; callers may modify the result.
-func DefaultOptions() Options {
-	return Options{
-		MaxBytes:  DefaultMaxBytes,
-		Keep:      DefaultKeep,
-		Color:     true,
-		Buffer:    DefaultBuffer,
-		TailLines: DefaultTailLines,
-	}
-}
-
 func (o Options) withDefaults() Options {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
@@ -212,25 +200,6 @@ func Open(path string, opts Options) (*Writer, error) {
 	}
 	go w.run()
 	return w, nil
-}
-
-// Path returns the transcript path given to Open. It never blocks.
-func (w *Writer) Path() string {
-	if w == nil {
-		return ""
-	}
-	return w.path
-}
-
-// Dropped returns how many lines were lost since Open, either because the
-// buffer was full or because a write failed. It never blocks on disk.
-func (w *Writer) Dropped() int64 {
-	if w == nil {
-		return 0
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.droppedTotal
 }
 
 // Tail returns copies of the last n lines accepted for the transcript, oldest

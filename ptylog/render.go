@@ -107,13 +107,13 @@ func (r *renderer) headTail(indent seg, style, text string) {
 			noun = " line omitted …"
 		}
 		for _, ln := range lines[:headLines] {
-			r.add(indent, seg{style, truncateLine(ln, maxLineRunes)})
+			r.add(indent, seg{style, truncateLine(ln)})
 		}
 		r.add(indent, seg{styleDim, "… " + formatInt(int64(omitted)) + noun})
 		lines = lines[len(lines)-tailLines:]
 	}
 	for _, ln := range lines {
-		r.add(indent, seg{style, truncateLine(ln, maxLineRunes)})
+		r.add(indent, seg{style, truncateLine(ln)})
 	}
 }
 
@@ -213,7 +213,7 @@ func (w *Writer) Reasoning(text string) {
 func (r *renderer) command(command string) {
 	command = cleanBlock(command)
 	lines := strings.Split(command, "\n")
-	r.add(seg{styleBold, "$ " + truncateLine(lines[0], maxLineRunes)})
+	r.add(seg{styleBold, "$ " + truncateLine(lines[0])})
 	if len(lines) > 1 {
 		r.headTail(seg{"", "  "}, styleBold, strings.Join(lines[1:], "\n"))
 	}

@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/battyhq/batty/safetext"
+	"github.com/battyhq/batty/textclip"
 )
 
 // cleanBlock makes multi-line text from the model or a command safe for the
@@ -18,11 +19,12 @@ func cleanBlock(s string) string {
 // cleanInline makes text meant for a single transcript line safe
 // (safetext.Line) and caps it at maxLineRunes, noting how many were cut.
 func cleanInline(s string) string {
-	return truncateLine(safetext.Line(s, 0), maxLineRunes)
+	return truncateLine(safetext.Line(s, 0))
 }
 
-// truncateLine caps s at limit runes, noting how many were cut.
-func truncateLine(s string, limit int) string {
+// truncateLine caps s at maxLineRunes runes, noting how many were cut.
+func truncateLine(s string) string {
+	const limit = maxLineRunes
 	if len(s) <= limit {
 		return s
 	}
@@ -30,13 +32,5 @@ func truncateLine(s string, limit int) string {
 	if n <= limit {
 		return s
 	}
-	cut, count := 0, 0
-	for i := range s {
-		if count == limit {
-			cut = i
-			break
-		}
-		count++
-	}
-	return s[:cut] + "… (+" + formatInt(int64(n-limit)) + " chars)"
+	return textclip.Runes(s, limit, "") + "… (+" + formatInt(int64(n-limit)) + " chars)"
 }

@@ -9,37 +9,8 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/atomicfile/linktest"
 )
-
-// victimDir is a directory outside the project holding one file, victim,
-// that a planted link points at.
-func victimDir(t *testing.T) (dir, victim string) {
-	t.Helper()
-	dir = t.TempDir()
-	victim = filepath.Join(dir, "victim")
-	if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir, victim
-}
-
-func assertUntouched(t *testing.T, dir, victim string) {
-	t.Helper()
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(des) != 1 {
-		var names []string
-		for _, de := range des {
-			names = append(names, de.Name())
-		}
-		t.Errorf("transcript written outside through a link: %s holds %v", dir, names)
-	}
-	if b, err := os.ReadFile(victim); err != nil || string(b) != "precious\n" {
-		t.Errorf("victim = %q, %v; want it unchanged", b, err)
-	}
-}
 
 // writeSome opens path, writes a line and closes, returning Open's error.
 func writeSome(path string, opts Options) error {
@@ -52,7 +23,7 @@ func writeSome(path string, opts Options) error {
 }
 
 func TestOpenRefusesSymlinkedTranscript(t *testing.T) {
-	out, victim := victimDir(t)
+	out, victim := linktest.Outside(t)
 	path := filepath.Join(t.TempDir(), "logs", "a.log")
 	if err := os.Mkdir(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
@@ -64,13 +35,13 @@ func TestOpenRefusesSymlinkedTranscript(t *testing.T) {
 	if !errors.Is(err, atomicfile.ErrSymlink) {
 		t.Errorf("Open = %v; want a refusal of the link", err)
 	}
-	assertUntouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 }
 
 func TestOpenRefusesSymlinkedDirectories(t *testing.T) {
 	for _, linked := range []string{".batty", ".batty/logs"} {
 		t.Run(linked, func(t *testing.T) {
-			out, victim := victimDir(t)
+			out, victim := linktest.Outside(t)
 			project := t.TempDir()
 			if err := os.MkdirAll(filepath.Join(project, filepath.Dir(linked)), 0o700); err != nil {
 				t.Fatal(err)
@@ -82,7 +53,7 @@ func TestOpenRefusesSymlinkedDirectories(t *testing.T) {
 			if !errors.Is(err, atomicfile.ErrSymlink) {
 				t.Errorf("Open = %v; want a refusal of the link", err)
 			}
-			assertUntouched(t, out, victim)
+			linktest.AssertUntouched(t, out, victim)
 		})
 	}
 }
@@ -91,7 +62,7 @@ func TestOpenRefusesSymlinkedDirectories(t *testing.T) {
 // redirect the rotated files: every operation is relative to the directory
 // Open checked.
 func TestRotationDoesNotFollowSwappedDirectory(t *testing.T) {
-	out, victim := victimDir(t)
+	out, victim := linktest.Outside(t)
 	project := t.TempDir()
 	logs := filepath.Join(project, ".batty", "logs")
 	path := filepath.Join(logs, "a.log")
@@ -112,7 +83,7 @@ func TestRotationDoesNotFollowSwappedDirectory(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	assertUntouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 	if got := len(readLines(t, filepath.Join(logs+".real", "a.log"))); got == 0 {
 		t.Error("nothing written to the real transcript directory")
 	}
@@ -122,7 +93,7 @@ func TestRotationDoesNotFollowSwappedDirectory(t *testing.T) {
 // at the reopen after rotation (reported, lines dropped), never written
 // through.
 func TestReopenRefusesPlantedLink(t *testing.T) {
-	out, victim := victimDir(t)
+	out, victim := linktest.Outside(t)
 	var reports atomic.Int32
 	var lastErr atomic.Value
 	opts := Options{MaxBytes: 200, Keep: 2, Now: fixedNow, OnError: func(err error) { reports.Add(1); lastErr.Store(err) }}
@@ -146,7 +117,7 @@ func TestReopenRefusesPlantedLink(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	assertUntouched(t, out, victim)
+	linktest.AssertUntouched(t, out, victim)
 	if reports.Load() == 0 || !errors.Is(lastErr.Load().(error), atomicfile.ErrSymlink) {
 		t.Errorf("OnError saw %d reports, last %v; want the link refused", reports.Load(), lastErr.Load())
 	}

@@ -1,7 +1,7 @@
 // Package replyfile carries a reply too large for a protocol frame: the
 // shim writes it whole into a directory its parent gives it (the daemon:
 // .batty/replies/<agent>; batty chat: a private temporary directory), and
-// the parent reads it and removes it once the outcome is recorded.
+// the parent takes it (Dir.Take: reads it, then removes the file).
 //
 // A Dir is an atomicfile.Dir, so nothing is opened, created, renamed or
 // removed through a symbolic link (a link met gives an
@@ -139,6 +139,32 @@ func (d *Dir) Remove(name string) error {
 		return fmt.Errorf("remove reply: %w", err)
 	}
 	return nil
+}
+
+// ErrNotRemoved is matched (errors.Is) by the error Take returns with the
+// text when it read the reply but could not remove its file.
+var ErrNotRemoved = errors.New("reply file not removed")
+
+// Take returns the reply to message id that a shim announced in the file
+// path, and removes the file: the one way a parent collects a reply. path
+// must be d.File(Name(id)), and the file a regular file of exactly size
+// bytes (size < 0: any size) of valid UTF-8. When path is another file or
+// the file cannot be read, Take returns "" and an error, and the file stays
+// (Clear removes it). When the file was read but not removed, Take returns
+// the text and an error wrapping ErrNotRemoved.
+func (d *Dir) Take(path, id string, size int64) (string, error) {
+	name := Name(id)
+	if path != d.File(name) {
+		return "", fmt.Errorf("reply file %s is not %s", path, d.File(name))
+	}
+	text, err := d.Read(name, size)
+	if err != nil {
+		return "", err
+	}
+	if err := d.Remove(name); err != nil {
+		return text, fmt.Errorf("%w: %w", ErrNotRemoved, err)
+	}
+	return text, nil
 }
 
 // Clear removes every entry of the directory but subdirectories (stale

@@ -150,3 +150,38 @@ func TestReadRefusesInvalidUTF8(t *testing.T) {
 		t.Fatal("invalid UTF-8 was accepted")
 	}
 }
+
+// TestTake: Take reads the announced reply and removes its file; a path
+// that is not the reply's file, or a size that does not match, leaves the
+// file where it is.
+func TestTake(t *testing.T) {
+	d, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const id = "20261121T125100.123456789Z-1f2e3d4c"
+	text := strings.Repeat("héllo ", 1000)
+	if err := d.Write(Name(id), text); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Take(filepath.Join(t.TempDir(), Name(id)), id, int64(len(text))); err == nil || got != "" {
+		t.Fatalf("another path: %d bytes, %v", len(got), err)
+	}
+	if got, err := d.Take(d.File(Name(id)), id, 3); err == nil || got != "" {
+		t.Fatalf("another size: %d bytes, %v", len(got), err)
+	}
+	if _, err := os.Lstat(d.File(Name(id))); err != nil {
+		t.Fatalf("a refused take removed the file: %v", err)
+	}
+	got, err := d.Take(d.File(Name(id)), id, int64(len(text)))
+	if err != nil || got != text {
+		t.Fatalf("take: %d bytes, %v", len(got), err)
+	}
+	if _, err := os.Lstat(d.File(Name(id))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the file stays after a take: %v", err)
+	}
+	if _, err := d.Take(d.File(Name(id)), id, -1); err == nil {
+		t.Fatal("a second take succeeded")
+	}
+}

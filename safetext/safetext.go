@@ -42,6 +42,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/battyhq/batty/textclip"
 )
 
 const esc = 0x1b
@@ -70,17 +72,10 @@ func Line(s string, max int) string {
 	if max <= 0 || len(s) <= max {
 		return s
 	}
-	n := 0
-	for i := range s {
-		if n == max-1 {
-			if utf8.RuneCountInString(s[i:]) == 1 {
-				return s // exactly max runes
-			}
-			return strings.TrimRightFunc(s[:i], unicode.IsSpace) + "…"
-		}
-		n++
+	if utf8.RuneCountInString(s) <= max {
+		return s
 	}
-	return s
+	return strings.TrimRightFunc(textclip.Runes(s, max-1, ""), unicode.IsSpace) + textclip.Ellipsis
 }
 
 // StripANSI returns s without its escape sequences (see the package

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/schedule/fakeclock"
 	"github.com/battyhq/batty/team"
 )
 
@@ -123,7 +124,7 @@ func (m *memStore) saved() map[string]State {
 // harness runs one Runner.
 type harness struct {
 	t      *testing.T
-	clock  *FakeClock
+	clock  *fakeclock.Clock
 	boxes  *fakeBoxes
 	store  *memStore
 	r      *Runner
@@ -142,7 +143,7 @@ type stamped struct {
 	idles int
 }
 
-func newHarness(t *testing.T, clock *FakeClock, store *memStore, boxes *fakeBoxes, specs ...spec) *harness {
+func newHarness(t *testing.T, clock *fakeclock.Clock, store *memStore, boxes *fakeBoxes, specs ...spec) *harness {
 	t.Helper()
 	var ts []team.Schedule
 	for _, s := range specs {
@@ -234,9 +235,9 @@ func (h *harness) finish(id string, r Result) Event {
 	return e
 }
 
-func newParts(t *testing.T) (*FakeClock, *memStore, *fakeBoxes) {
+func newParts(t *testing.T) (*fakeclock.Clock, *memStore, *fakeBoxes) {
 	store := &memStore{}
-	return NewFakeClock(epoch), store, newFakeBoxes(t, store)
+	return fakeclock.New(epoch), store, newFakeBoxes(t, store)
 }
 
 func TestRunnerSingleFlightAndMissedTicks(t *testing.T) {
@@ -555,18 +556,7 @@ func (h *harness) settled() { h.t.Helper(); h.asleepAfter(h.lastIdl) }
 
 // wakesAt is when (by the wall clock) the earliest timer of the clock
 // fires; zero without any.
-func (h *harness) wakesAt() time.Time {
-	c := h.clock
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var at time.Time
-	for _, tm := range c.timers {
-		if t := c.now.Add(tm.at - c.elapsed); at.IsZero() || t.Before(at) {
-			at = t
-		}
-	}
-	return at
-}
+func (h *harness) wakesAt() time.Time { return h.clock.NextAt() }
 
 // advance lets d pass, which must fire the timer of the runner (asleep),
 // and waits until it is asleep again.

@@ -2,7 +2,7 @@
 // schedules): when each run is due, the state of every schedule, and the
 // loop that starts runs through a Deliverer and finishes them when their
 // outcome is recorded. It knows nothing of inboxes or files: the daemon
-// gives it a Deliverer and a Store, and a Clock (a FakeClock in tests).
+// gives it a Deliverer and a Store, and a Clock (a fakeclock.Clock in tests).
 //
 // Semantics (docs/config.md, "schedules"): runs are due at anchor + k·every,
 // the anchor being start_at, or the moment the daemon first saw the
@@ -26,6 +26,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/textclip"
 )
 
 // States of a schedule.
@@ -226,7 +227,7 @@ func plan(spec team.Schedule, st *State, now time.Time) (due bool) {
 		}
 		var err error
 		if next, err = Next(next, spec.Every, st.LastFinished); err != nil {
-			st.State, st.NextDue, st.LastError = Failed, time.Time{}, clip(err.Error())
+			st.State, st.NextDue, st.LastError = Failed, time.Time{}, textclip.Bytes(err.Error(), MaxErrorLen, "")
 			return false
 		}
 	}
@@ -275,7 +276,7 @@ func finish(spec team.Schedule, st *State, r Result, now time.Time) {
 	}
 	if r.Failed {
 		st.RunsFailed++
-		st.LastError = clip(r.Error)
+		st.LastError = textclip.Bytes(r.Error, MaxErrorLen, "")
 		if st.LastError == "" {
 			st.LastError = "run failed"
 		}
@@ -283,16 +284,4 @@ func finish(spec team.Schedule, st *State, r Result, now time.Time) {
 			st.State = Failed
 		}
 	}
-}
-
-// clip cuts s to MaxErrorLen bytes at a UTF-8 boundary.
-func clip(s string) string {
-	if len(s) <= MaxErrorLen {
-		return s
-	}
-	s = s[:MaxErrorLen]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
+
+	"github.com/battyhq/batty/codex"
 )
 
 // Model is the model slug the written CODEX_HOME asks for. It is one the
@@ -22,23 +22,10 @@ const ProviderID = "batty-scripted"
 // "responses" — no OpenAI login or API key is needed — and turns off
 // everything that would reach the network: update checks, analytics, web
 // search, plugins, apps, websockets and retries (the server answers at
-// once or not at all). The sandbox and approval policy are left to the
-// command line (batty passes them from team.yaml).
+// once or not at all); see codex.LocalProvider. The sandbox and approval
+// policy are left to the command line (batty passes them from team.yaml).
 func ConfigTOML(baseURL string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "model = %s\n", strconv.Quote(Model))
-	fmt.Fprintf(&b, "model_provider = %s\n", strconv.Quote(ProviderID))
-	b.WriteString("check_for_update_on_startup = false\n")
-	b.WriteString("web_search = \"disabled\"\n")
-	b.WriteString("\n[analytics]\nenabled = false\n")
-	b.WriteString("\n[features]\nplugins = false\napps = false\nshell_snapshot = false\n")
-	fmt.Fprintf(&b, "\n[model_providers.%s]\n", ProviderID)
-	b.WriteString("name = \"batty scripted stand-in model\"\n")
-	fmt.Fprintf(&b, "base_url = %s\n", strconv.Quote(baseURL))
-	b.WriteString("wire_api = \"responses\"\n")
-	b.WriteString("request_max_retries = 0\nstream_max_retries = 0\n")
-	b.WriteString("supports_websockets = false\n")
-	return b.String()
+	return codex.LocalProvider{ID: ProviderID, Name: "batty scripted stand-in model", BaseURL: baseURL, Model: Model}.ConfigTOML()
 }
 
 // WriteCodexHome creates dir (0700, and its parents) as a CODEX_HOME for

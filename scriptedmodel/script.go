@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/battyhq/batty/textclip"
 )
 
 // Roles the script plays.
@@ -189,7 +191,7 @@ func (s Script) Next(req Request) Step {
 	if len(outputs) > 0 {
 		if code, out := execResult(outputs[len(outputs)-1]); code != 0 {
 			step.Failed = true
-			step.Text = fmt.Sprintf("The command `%s` failed (exit code %d): %s", lastCommand(req), code, excerpt(out, 400))
+			step.Text = fmt.Sprintf("The command `%s` failed (exit code %d): %s", lastCommand(req), code, textclip.Bytes(out, 400+len(textclip.Ellipsis), textclip.Ellipsis))
 			return step
 		}
 	}
@@ -278,7 +280,7 @@ func (s Script) work(step Step, t Task, outputs []string) Step {
 
 // Report is an engineer's report on task t whose command printed out.
 func Report(t Task, out string) string {
-	return fmt.Sprintf("I wrote %s; my command printed:\n%s", t.File, excerpt(out, 1000))
+	return fmt.Sprintf("I wrote %s; my command printed:\n%s", t.File, textclip.Bytes(out, 1000+len(textclip.Ellipsis), textclip.Ellipsis))
 }
 
 // role tells which role's instructions req carries.
@@ -343,20 +345,6 @@ func lastCommand(req Request) string {
 	}
 	return "?"
 }
-
-// excerpt returns at most n bytes of s, cut at a rune boundary, marking a
-// cut with "…".
-func excerpt(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !isRuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // shellQuote quotes s as one bash word.
 func shellQuote(s string) string {

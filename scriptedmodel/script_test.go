@@ -252,15 +252,9 @@ func TestExecResult(t *testing.T) {
 	}
 }
 
-func TestShellQuoteAndExcerpt(t *testing.T) {
+func TestShellQuote(t *testing.T) {
 	if got := shellQuote(`it's "x" $HOME`); got != `'it'\''s "x" $HOME'` {
 		t.Errorf("shellQuote: %s", got)
-	}
-	if got := excerpt("héllo", 2); got != "h…" {
-		t.Errorf("excerpt cut inside a rune: %q", got)
-	}
-	if got := excerpt("abc", 3); got != "abc" {
-		t.Errorf("excerpt of a short text: %q", got)
 	}
 }
 

@@ -12,18 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/codex/codextest/sse"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
 )
 
-type sseEvent struct {
-	name string
-	data map[string]any
-}
-
 // post sends body to the server's responses endpoint and decodes the
 // event stream.
-func post(t *testing.T, s *Server, path, body string) (int, []sseEvent) {
+func post(t *testing.T, s *Server, path, body string) (int, []sse.Event) {
 	t.Helper()
 	resp, err := http.Post(strings.TrimSuffix(s.URL, "/v1")+path, "application/json", strings.NewReader(body))
 	if err != nil {
@@ -34,35 +30,11 @@ func post(t *testing.T, s *Server, path, body string) (int, []sseEvent) {
 		io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, nil
 	}
-	var evs []sseEvent
-	var cur sseEvent
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			cur.name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &cur.data); err != nil {
-				t.Fatalf("bad data line %q: %v", line, err)
-			}
-		case line == "":
-			if cur.data["type"] != cur.name {
-				t.Fatalf("event %q carries type %v", cur.name, cur.data["type"])
-			}
-			evs = append(evs, cur)
-			cur = sseEvent{}
-		}
+	evs, err := sse.Read(resp.Body)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return resp.StatusCode, evs
-}
-
-func names(evs []sseEvent) string {
-	var n []string
-	for _, e := range evs {
-		n = append(n, e.name)
-	}
-	return strings.Join(n, ",")
 }
 
 func requestBody(t *testing.T, prompt, from, body string) string {
@@ -97,10 +69,10 @@ func TestServerStreamsSteps(t *testing.T) {
 
 	// A command: a function_call item calling exec_command.
 	code, evs := post(t, s, "/v1/responses", requestBody(t, sc.ArchitectPrompt+"\n\n"+shim.CrewInstructions("architect", testBatty, "/p"), "human", Goal))
-	if code != 200 || names(evs) != "response.created,response.output_item.added,response.output_item.done,response.completed" {
-		t.Fatalf("status %d, events %s", code, names(evs))
+	if code != 200 || sse.Names(evs) != "response.created,response.output_item.added,response.output_item.done,response.completed" {
+		t.Fatalf("status %d, events %s", code, sse.Names(evs))
 	}
-	item := evs[2].data["item"].(map[string]any)
+	item := evs[2].Data["item"].(map[string]any)
 	var args map[string]any
 	json.Unmarshal([]byte(item["arguments"].(string)), &args)
 	if item["type"] != "function_call" || item["name"] != ShellTool || item["status"] != "completed" ||
@@ -111,7 +83,7 @@ func TestServerStreamsSteps(t *testing.T) {
 	if _, ok := args["login"]; ok || args["yield_time_ms"] != float64(30000) || len(args) != 2 {
 		t.Fatalf("function call item %v", item)
 	}
-	resp := evs[3].data["response"].(map[string]any)
+	resp := evs[3].Data["response"].(map[string]any)
 	usage := resp["usage"].(map[string]any)
 	if resp["status"] != "completed" || len(resp["output"].([]any)) != 1 || usage["input_tokens"].(float64) <= 0 || usage["output_tokens"].(float64) <= 0 {
 		t.Fatalf("completed response %v", resp)
@@ -119,16 +91,16 @@ func TestServerStreamsSteps(t *testing.T) {
 
 	// A final answer: an assistant message, its text in deltas.
 	code, evs = post(t, s, "/v1/responses", requestBody(t, "nobody", "human", "hi"))
-	if code != 200 || !strings.HasPrefix(names(evs), "response.created,response.output_item.added,response.output_text.delta") {
-		t.Fatalf("status %d, events %s", code, names(evs))
+	if code != 200 || !strings.HasPrefix(sse.Names(evs), "response.created,response.output_item.added,response.output_text.delta") {
+		t.Fatalf("status %d, events %s", code, sse.Names(evs))
 	}
 	var text strings.Builder
 	for _, e := range evs {
-		if e.name == "response.output_text.delta" {
-			text.WriteString(e.data["delta"].(string))
+		if e.Name == "response.output_text.delta" {
+			text.WriteString(e.Data["delta"].(string))
 		}
 	}
-	done := evs[len(evs)-2].data["item"].(map[string]any)
+	done := evs[len(evs)-2].Data["item"].(map[string]any)
 	content := done["content"].([]any)[0].(map[string]any)
 	if text.String() != NoPart || content["text"] != NoPart || done["role"] != "assistant" {
 		t.Fatalf("deltas %q, item %v", text.String(), done)

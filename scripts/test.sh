@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (tmux, the pinned Codex CLI),
-# then runs gofmt, go vet and the whole suite with the race detector. A user
-# who cannot install tmux (not root, no sudo) is told what to install.
+# then runs gofmt, go vet, staticcheck (installed with go install when
+# missing, at the pinned version) and the whole suite with the race
+# detector. A user who cannot install tmux (not root, no sudo) is told what
+# to install.
 #
 #   scripts/test.sh            # everything
 #   scripts/test.sh ./shim/... # only these packages (vet and test)
@@ -13,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CODEX_VERSION=0.169.0
+STATICCHECK_VERSION=v0.8.2 # staticcheck 2026.2.2, which knows Go 1.26
 export PATH="/usr/local/go/bin:$PATH"
 export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
@@ -49,6 +52,15 @@ if [ -n "$unformatted" ]; then echo "not gofmt'ed:"; echo "$unformatted"; exit 1
 
 echo "==> go vet"
 go vet "${pkgs[@]}"
+
+echo "==> staticcheck"
+gobin="$(go env GOBIN)"
+staticcheck="${gobin:-$(go env GOPATH)/bin}/staticcheck"
+if ! "$staticcheck" -version 2>/dev/null | grep -qF "(${STATICCHECK_VERSION#v})"; then
+  echo "==> installing staticcheck $STATICCHECK_VERSION"
+  go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+fi
+"$staticcheck" "${pkgs[@]}"
 
 echo "==> go test -race"
 # Race-built binaries sleep 1 s at exit by default; the tests re-execute

@@ -189,7 +189,7 @@ func TestOrchestratorGoneStopsEverything(t *testing.T) {
 	h := startShim(t, nil)
 	h.send("d", "scenario:detach:"+pidFile)
 	h.expect(kAccepted, kState, kStarted, kThread)
-	pid := waitPidFile(t, pidFile)
+	pid := codextest.WaitPidFile(t, pidFile, eventWait)
 	h.p.Conn.Close() // EOF on the shim's fd 3
 	if code := h.waitExit(); code != 0 {
 		t.Fatalf("shim exit code = %d", code)
@@ -205,7 +205,7 @@ func TestInterruptKillsDetachedGrandchild(t *testing.T) {
 	h := startShim(t, nil)
 	h.send("d", "scenario:detach:"+pidFile)
 	h.expect(kAccepted, kState, kStarted, kThread)
-	pid := waitPidFile(t, pidFile)
+	pid := codextest.WaitPidFile(t, pidFile, eventWait)
 	if !codextest.Alive(pid) {
 		t.Fatal("detached child not running")
 	}
@@ -471,20 +471,4 @@ func TestCodexEnvironment(t *testing.T) {
 	if tf := h.finished("b", protocol.TurnCompleted); tf.Reply != self {
 		t.Fatalf("BATTY_BIN = %q, want %q", tf.Reply, self)
 	}
-}
-
-func waitPidFile(t *testing.T, path string) int {
-	t.Helper()
-	deadline := time.Now().Add(eventWait)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err == nil {
-				return pid
-			}
-		}
-		time.Sleep(10 * time.Millisecond) // the fake's child writes it asynchronously
-	}
-	t.Fatalf("no pid in %s", path)
-	return 0
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/textclip"
 )
 
 // HumanSender is the sender name of messages typed by a person.
@@ -37,7 +38,7 @@ func FormatPrompt(m protocol.SendMessage) string {
 		// stays within what codex takes for one turn.
 		budget := codex.MaxInputChars - promptHeaderMax - utf8.RuneCountInString(m.Body) - len(handoffOpen) - len(handoffClose) - 1
 		if budget > 0 {
-			h := protocol.Clip(m.Handoff, budget)
+			h := textclip.Bytes(m.Handoff, budget, textclip.Truncated)
 			b.WriteString(handoffOpen)
 			b.WriteString(h)
 			if !strings.HasSuffix(h, "\n") {
@@ -50,7 +51,7 @@ func FormatPrompt(m protocol.SendMessage) string {
 	if from == "" {
 		from = HumanSender
 	}
-	replyTo := clipRunes(oneLine(m.InReplyTo), maxReplyToID)
+	replyTo := textclip.Runes(oneLine(m.InReplyTo), maxReplyToID, textclip.Ellipsis)
 	fmt.Fprintf(&b, "--- batty message %s from %s", m.ID, from)
 	if replyTo != "" {
 		fmt.Fprintf(&b, ", reply to %s", replyTo)
@@ -59,7 +60,7 @@ func FormatPrompt(m protocol.SendMessage) string {
 	case m.RetryNote != "":
 		// The orchestrator knows why the earlier attempt ended: say that,
 		// not that it was cut off.
-		fmt.Fprintf(&b, " (%s)", clipRunes(oneLine(m.RetryNote), maxRetryNote))
+		fmt.Fprintf(&b, " (%s)", textclip.Runes(oneLine(m.RetryNote), maxRetryNote, textclip.Ellipsis))
 	case m.Attempt > 1:
 		fmt.Fprintf(&b, " (redelivered, attempt %d: an earlier delivery was cut off; check what is already done before repeating work)", m.Attempt)
 	}
@@ -85,15 +86,6 @@ const (
 	maxRetryNote = 460
 	maxReplyToID = 128
 )
-
-// clipRunes returns s cut to at most n characters, ending in "…" when cut.
-func clipRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
 
 // oneLine folds every run of white space in s, line breaks included, into
 // one space: a header stays one line.

@@ -15,6 +15,7 @@ import (
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/replyfile"
+	"github.com/battyhq/batty/textclip"
 )
 
 // server is one shim: the loop goroutine owns every field below "loop
@@ -241,7 +242,7 @@ func (s *server) threadStarted(p threadSeen) {
 	if !plausibleThreadID(p.id) {
 		// Ids travel in every event and in the recorded outcome: one that
 		// cannot be a thread id is not adopted (the next turn starts fresh).
-		s.warn(p.t.msg.ID, fmt.Sprintf("codex named a thread id that cannot be one (%d bytes: %q); ignored", len(p.id), protocol.Clip(p.id, 64)))
+		s.warn(p.t.msg.ID, fmt.Sprintf("codex named a thread id that cannot be one (%d bytes: %q); ignored", len(p.id), textclip.Bytes(p.id, 64, textclip.Truncated)))
 		return
 	}
 	prev := s.threadID
@@ -421,7 +422,7 @@ func (s *server) emit(m protocol.Message) {
 
 // warn sends a Warning and writes it to the transcript.
 func (s *server) warn(msgID, text string) {
-	text = protocol.Clip(text, protocol.MaxText)
+	text = textclip.Bytes(text, protocol.MaxText, textclip.Truncated)
 	s.tlog.Warning(text)
 	s.emit(protocol.Warning{MessageID: msgID, Message: text})
 }

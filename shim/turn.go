@@ -13,6 +13,7 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/replyfile"
+	"github.com/battyhq/batty/textclip"
 )
 
 // stopReason says why the shim ended a turn itself.
@@ -101,7 +102,7 @@ func (s *server) storeReply(res *turnResult) {
 		return
 	}
 	whole := res.reply
-	res.reply = protocol.Prefix(whole, protocol.MaxReplyPreview)
+	res.reply = textclip.Bytes(whole, protocol.MaxReplyPreview, "")
 	res.replySize = int64(len(whole))
 	err := s.repliesErr
 	if s.replies == nil && err == nil {
@@ -347,13 +348,13 @@ func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems
 	case codex.TypeTurnFailed:
 		// The transcript shows it once, in the turn's end line. Bounded
 		// here: it is classified, logged and sent on.
-		res.failedMsg = protocol.Clip(ev.Message, protocol.MaxText)
+		res.failedMsg = textclip.Bytes(ev.Message, protocol.MaxText, textclip.Truncated)
 	case codex.TypeError:
 		// Retry notices never get here (see classifyEvent). Codex repeats
 		// its fatal error in turn.failed: finishTurn writes the ones that
 		// are not the turn's error (bounded like it, so that the two
 		// compare equal).
-		res.errors = append(res.errors, protocol.Clip(ev.Message, protocol.MaxText))
+		res.errors = append(res.errors, textclip.Bytes(ev.Message, protocol.MaxText, textclip.Truncated))
 	case codex.TypeItemStarted, codex.TypeItemUpdated, codex.TypeItemCompleted:
 		if ev.Item == nil {
 			return

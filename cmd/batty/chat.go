@@ -262,18 +262,13 @@ func wholeChatReply(d *replyfile.Dir, e protocol.TurnFinished) protocol.TurnFini
 	if e.ReplyFile == "" {
 		return e
 	}
-	name := replyfile.Name(e.MessageID)
-	if e.ReplyFile != d.File(name) {
-		fmt.Fprintf(os.Stderr, "batty chat: %s: reply file %s is not %s; showing the first %d of %d bytes\n", e.MessageID, e.ReplyFile, d.File(name), len(e.Reply), e.ReplySize)
-		return e
-	}
-	whole, err := d.Read(name, e.ReplySize)
-	if err != nil {
+	whole, err := d.Take(e.ReplyFile, e.MessageID, e.ReplySize)
+	switch {
+	case errors.Is(err, replyfile.ErrNotRemoved):
+		fmt.Fprintf(os.Stderr, "batty chat: %v\n", err)
+	case err != nil:
 		fmt.Fprintf(os.Stderr, "batty chat: %s: %v; showing the first %d of %d bytes\n", e.MessageID, err, len(e.Reply), e.ReplySize)
 		return e
-	}
-	if err := d.Remove(name); err != nil {
-		fmt.Fprintf(os.Stderr, "batty chat: %v\n", err)
 	}
 	e.Reply, e.ReplyFile = whole, ""
 	return e

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/battyhq/batty/cockpit/tmuxtest"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim/shimtest"
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 	case "shimlike":
 		os.Exit(shimLikeMain())
 	}
-	os.Exit(runIsolated(m))
+	os.Exit(tmuxtest.Isolated(m))
 }
 
 // runBatty runs this binary as batty with args and stdin; it returns stdout,

@@ -11,46 +11,8 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/cockpit"
+	"github.com/battyhq/batty/cockpit/tmuxtest"
 )
-
-// runIsolated runs the tests with tmux pointed at a private temporary
-// directory (TMUX_TMPDIR, inherited by every batty the tests start), so no
-// test touches the user's tmux, and kills every server started there.
-func runIsolated(m *testing.M) int {
-	tmp, err := os.MkdirTemp("", "bt")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	os.Setenv("TMUX_TMPDIR", tmp)
-	os.Unsetenv("TMUX")
-	defer func() {
-		bin, err := exec.LookPath("tmux")
-		if err != nil {
-			return
-		}
-		socks, _ := filepath.Glob(filepath.Join(tmp, "tmux-*", "*"))
-		for _, s := range socks {
-			exec.Command(bin, "-S", s, "kill-server").Run()
-		}
-	}()
-	return m.Run()
-}
-
-// needTmux returns the tmux binary; the test skips without it, except in
-// CI, where it fails.
-func needTmux(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("tmux")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("tmux is not installed (scripts/test.sh installs it)")
-		}
-		t.Skip("tmux is not installed")
-	}
-	return bin
-}
 
 // fakeTeam writes a team whose agents run the fake codex.
 func fakeTeam(t *testing.T, name string, agents int) string {
@@ -114,7 +76,7 @@ func pollTmux(t *testing.T, what string, query func() string, ok func(string) bo
 // idle, waiting for network, quota paused) and alerts are in the feed; attach needs a terminal; stop removes the session
 // and the server.
 func TestCockpit(t *testing.T) {
-	bin := needTmux(t)
+	bin := tmuxtest.Need(t)
 	dir := fakeTeam(t, "cock-pit", 2)
 	out := mustBatty(t, dir, "start")
 	if !strings.Contains(out, "batty attach") {
@@ -221,7 +183,7 @@ func TestStartWithoutTmux(t *testing.T) {
 // subdirectory of the project: tmux shows it the session, an alert reaches
 // it as a message, and detaching leaves the team running.
 func TestAttach(t *testing.T) {
-	bin := needTmux(t)
+	bin := tmuxtest.Need(t)
 	scriptBin, err := exec.LookPath("script")
 	if err != nil {
 		t.Skip("script(1) is not installed")

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/atomicfile/linktest"
 	"github.com/battyhq/batty/project"
 )
 
@@ -15,11 +16,7 @@ import (
 func TestDaemonLogIsNeverOpenedThroughALink(t *testing.T) {
 	for _, linked := range []string{".batty", ".batty/daemon.log"} {
 		t.Run(linked, func(t *testing.T) {
-			out := t.TempDir()
-			victim := filepath.Join(out, "victim")
-			if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			out, victim := linktest.Outside(t)
 			projDir := t.TempDir()
 			l := project.Layout{Dir: filepath.Join(projDir, ".batty")}
 			target := out
@@ -42,12 +39,7 @@ func TestDaemonLogIsNeverOpenedThroughALink(t *testing.T) {
 			if !errors.Is(err, atomicfile.ErrSymlink) || !errors.As(err, &le) || le.Path != at {
 				t.Errorf("openDaemonLog = %v; want the link %s refused", err, at)
 			}
-			if b, err := os.ReadFile(victim); err != nil || string(b) != "precious\n" {
-				t.Errorf("victim = %q, %v", b, err)
-			}
-			if des, _ := os.ReadDir(out); len(des) != 1 {
-				t.Errorf("files created outside: %v", des)
-			}
+			linktest.AssertUntouched(t, out, victim)
 		})
 	}
 }

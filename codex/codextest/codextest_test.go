@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/battyhq/batty/codex"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/codex"
 )
 
 // ownerMarker is put into the environment of every codex these tests start
@@ -422,9 +423,10 @@ func TestQuotaMessageParsesBack(t *testing.T) {
 		time.Date(now.Year()+1, 6, 13, 1, 0, 0, 0, time.Local),
 	} {
 		msg := QuotaMessage(at)
-		got, ok := codex.ParseRetryAt(msg, now, time.Local)
-		if !ok || !got.Equal(at) {
-			t.Errorf("%q parsed as %v, %v; want %v", msg, got, ok, at)
+		// Printed to the minute: reset by the end of that minute.
+		got, ok := codex.ResetBy(msg, now, time.Local)
+		if !ok || !got.Equal(at.Add(time.Minute)) {
+			t.Errorf("%q parsed as %v, %v; want %v", msg, got, ok, at.Add(time.Minute))
 		}
 		if codex.Classify(msg) != codex.FailureQuota {
 			t.Errorf("%q not classified as quota", msg)

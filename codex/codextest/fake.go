@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/battyhq/batty/codex"
 )
 
 // FakeMain is a fake `codex exec --json` for fast tests: a test binary
@@ -83,7 +85,7 @@ func FakeMain(args []string) int {
 	signal.Notify(sigs, syscall.SIGINT)
 	out := os.Stdout
 	if len(args) == 1 && args[0] == "--version" {
-		fmt.Println("codex-cli " + CodexVersion)
+		fmt.Println("codex-cli " + codex.Version)
 		return 0
 	}
 	if len(args) == 2 && args[0] == "login" && args[1] == "status" {

@@ -5,13 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
-)
 
-// CodexVersion is the Codex CLI version the tests pin (npm @openai/codex).
-const CodexVersion = "0.169.0"
+	"github.com/battyhq/batty/codex"
+)
 
 // DefaultModel is the model slug a written home configures when
 // [HomeConfig.Model] is empty. It is a slug codex 0.169.0 knows, so codex
@@ -80,26 +77,11 @@ func (s *Server) WriteHomeWith(t testing.TB, cfg HomeConfig) string {
 // ConfigTOML returns the config.toml text [Server.WriteHomeWith] writes for
 // cfg (cfg.Dir is not used).
 func (s *Server) ConfigTOML(cfg HomeConfig) string {
-	model := or(cfg.Model, DefaultModel)
-	var b strings.Builder
-	fmt.Fprintf(&b, "model = %s\n", strconv.Quote(model))
-	fmt.Fprintf(&b, "model_provider = %s\n", strconv.Quote(ProviderID))
-	fmt.Fprintf(&b, "approval_policy = %s\n", strconv.Quote(or(cfg.ApprovalPolicy, "never")))
-	fmt.Fprintf(&b, "sandbox_mode = %s\n", strconv.Quote(or(cfg.SandboxMode, "danger-full-access")))
-	b.WriteString("check_for_update_on_startup = false\n")
-	b.WriteString("web_search = \"disabled\"\n")
-	if cfg.Extra != "" {
-		b.WriteString("\n" + strings.TrimRight(cfg.Extra, "\n") + "\n")
-	}
-	b.WriteString("\n[analytics]\nenabled = false\n")
-	b.WriteString("\n[features]\nplugins = false\napps = false\nshell_snapshot = false\n")
-	fmt.Fprintf(&b, "\n[model_providers.%s]\n", ProviderID)
-	b.WriteString("name = \"codextest mock\"\n")
-	fmt.Fprintf(&b, "base_url = %s\n", strconv.Quote(s.URL))
-	b.WriteString("wire_api = \"responses\"\n")
-	fmt.Fprintf(&b, "request_max_retries = 0\nstream_max_retries = %d\n", cfg.StreamMaxRetries)
-	b.WriteString("supports_websockets = false\n")
-	return b.String()
+	return codex.LocalProvider{
+		ID: ProviderID, Name: "codextest mock", BaseURL: s.URL, Model: or(cfg.Model, DefaultModel),
+		ApprovalPolicy: or(cfg.ApprovalPolicy, "never"), SandboxMode: or(cfg.SandboxMode, "danger-full-access"),
+		StreamMaxRetries: cfg.StreamMaxRetries, Extra: cfg.Extra,
+	}.ConfigTOML()
 }
 
 func or(s, def string) string {
@@ -109,23 +91,8 @@ func or(s, def string) string {
 	return s
 }
 
-// CacheDir returns the directory holding pinned Codex installs:
-// $BATTY_CODEX_CACHE if set, else ~/.cache/batty-codex. Version
-// [CodexVersion] lives in CacheDir()/CodexVersion.
-func CacheDir() string {
-	if d := os.Getenv("BATTY_CODEX_CACHE"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(".cache", "batty-codex")
-	}
-	return filepath.Join(home, ".cache", "batty-codex")
-}
-
 // Codex returns the codex executable for tests: $BATTY_CODEX_BIN if set,
-// else the npm launcher of the pinned install,
-// CacheDir()/0.169.0/node_modules/.bin/codex. When that file is missing it
+// else the npm launcher of the pinned install, codex.PinnedLauncher(). When that file is missing it
 // calls t.Skip, except when the environment has CI=true, where it calls
 // t.Fatal (end-to-end tests must run in CI).
 func Codex(t testing.TB) string {
@@ -133,8 +100,8 @@ func Codex(t testing.TB) string {
 	if p := os.Getenv("BATTY_CODEX_BIN"); p != "" {
 		return requireExecutable(t, p, "$BATTY_CODEX_BIN")
 	}
-	p := filepath.Join(CacheDir(), CodexVersion, "node_modules", ".bin", "codex")
-	return requireExecutable(t, p, "pinned codex "+CodexVersion)
+	p := codex.PinnedLauncher()
+	return requireExecutable(t, p, "pinned codex "+codex.Version)
 }
 
 // CodexNative is like [Codex] but prefers the pinned install's native
@@ -163,10 +130,11 @@ func nativePath() string {
 		"darwin/arm64": {"codex-darwin-arm64", "aarch64-apple-darwin"},
 	}
 	p, ok := pkgs[runtime.GOOS+"/"+runtime.GOARCH]
-	if !ok {
+	d := codex.PinnedDir()
+	if !ok || d == "" {
 		return ""
 	}
-	return filepath.Join(CacheDir(), CodexVersion, "node_modules", "@openai", p[0], "vendor", p[1], "bin", "codex")
+	return filepath.Join(d, "node_modules", "@openai", p[0], "vendor", p[1], "bin", "codex")
 }
 
 func isExecutable(p string) bool {
@@ -181,7 +149,7 @@ func requireExecutable(t testing.TB, p, what string) string {
 	if isExecutable(p) {
 		return p
 	}
-	msg := fmt.Sprintf("codextest: %s not found or not executable at %s (install @openai/codex@%s there or set BATTY_CODEX_BIN)", what, p, CodexVersion)
+	msg := fmt.Sprintf("codextest: %s not found or not executable at %s (install @openai/codex@%s there or set BATTY_CODEX_BIN)", what, p, codex.Version)
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}

@@ -73,3 +73,21 @@ func WaitExit(pid int, timeout time.Duration) bool {
 	defer p.Close()
 	return p.WaitExit(time.Now().Add(timeout))
 }
+
+// WaitPidFile waits up to within for another process (the fake codex's
+// detached child, say) to write its pid and a newline to path, and returns
+// the pid; it fails the test when none comes.
+func WaitPidFile(t testing.TB, path string, within time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			if pid, err := strconv.Atoi(string(bytes.TrimSpace(b))); err == nil {
+				return pid
+			}
+		}
+		time.Sleep(10 * time.Millisecond) // another process writes it; nothing to wait on
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}

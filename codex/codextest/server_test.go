@@ -1,7 +1,6 @@
 package codextest
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/codex/codextest/sse"
 )
 
 // These tests exercise the mock over plain HTTP; they need no codex binary.
@@ -35,15 +36,9 @@ func TestFindDirective(t *testing.T) {
 	}
 }
 
-// sseEvent is one decoded server-sent event.
-type sseEvent struct {
-	name string
-	data map[string]any
-}
-
 // post sends a Responses request with body and the given turn metadata and
 // returns the status and the decoded events (or the raw body on errors).
-func post(t *testing.T, ctx context.Context, s *Server, body, metadata string) (int, []sseEvent, string) {
+func post(t *testing.T, ctx context.Context, s *Server, body, metadata string) (int, []sse.Event, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/responses", strings.NewReader(body))
 	if err != nil {
@@ -61,32 +56,11 @@ func post(t *testing.T, ctx context.Context, s *Server, body, metadata string) (
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, nil, string(b)
 	}
-	var evs []sseEvent
-	sc := bufio.NewScanner(resp.Body)
-	var cur sseEvent
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			cur.name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &cur.data); err != nil {
-				t.Fatalf("bad data line %q: %v", line, err)
-			}
-		case line == "":
-			evs = append(evs, cur)
-			cur = sseEvent{}
-		}
+	evs, err := sse.Read(resp.Body)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return resp.StatusCode, evs, ""
-}
-
-func names(evs []sseEvent) string {
-	var n []string
-	for _, e := range evs {
-		n = append(n, e.name)
-	}
-	return strings.Join(n, ",")
 }
 
 func inputBody(items ...string) string {
@@ -109,20 +83,20 @@ func TestStreamAndRecord(t *testing.T) {
 		t.Fatalf("status %d", status)
 	}
 	want := "response.created,response.output_item.added,response.output_text.delta,response.output_item.done,response.completed"
-	if got := names(evs); got != want {
+	if got := sse.Names(evs); got != want {
 		t.Fatalf("events %s, want %s", got, want)
 	}
 	for i, e := range evs {
-		if e.data["type"] != e.name || e.data["sequence_number"] != float64(i) {
-			t.Errorf("event %d: %v", i, e.data)
+		if e.Data["type"] != e.Name || e.Data["sequence_number"] != float64(i) {
+			t.Errorf("event %d: %v", i, e.Data)
 		}
 	}
-	done := evs[3].data["item"].(map[string]any)
+	done := evs[3].Data["item"].(map[string]any)
 	text := done["content"].([]any)[0].(map[string]any)["text"]
-	if text != "ECHO: hi there" || evs[2].data["delta"] != "ECHO: hi there" {
-		t.Errorf("text %v, delta %v", text, evs[2].data["delta"])
+	if text != "ECHO: hi there" || evs[2].Data["delta"] != "ECHO: hi there" {
+		t.Errorf("text %v, delta %v", text, evs[2].Data["delta"])
 	}
-	usage := evs[4].data["response"].(map[string]any)["usage"].(map[string]any)
+	usage := evs[4].Data["response"].(map[string]any)["usage"].(map[string]any)
 	if usage["input_tokens"] != float64(len(body)/4) || usage["output_tokens"].(float64) < 1 ||
 		usage["total_tokens"] != usage["input_tokens"].(float64)+usage["output_tokens"].(float64) {
 		t.Errorf("usage %v", usage)
@@ -148,7 +122,7 @@ func TestDirectivesOverHTTP(t *testing.T) {
 	defer cancel()
 
 	_, evs, _ := post(t, ctx, s, inputBody(msg("user", "x [[mock:shell printf 'a b']] y")), "")
-	item := evs[2].data["item"].(map[string]any)
+	item := evs[2].Data["item"].(map[string]any)
 	if item["type"] != "function_call" || item["name"] != ShellTool || item["arguments"] != `{"cmd":"printf 'a b'","login":false,"yield_time_ms":30000}` {
 		t.Errorf("function call item %v", item)
 	}
@@ -156,7 +130,7 @@ func TestDirectivesOverHTTP(t *testing.T) {
 	call := `{"type":"function_call","name":"exec_command","arguments":"{}","call_id":"c1"}`
 	out := `{"type":"function_call_output","call_id":"c1","output":"Chunk ID: 1\nProcess exited with code 0\nOutput:\na b\n"}`
 	_, evs, _ = post(t, ctx, s, inputBody(msg("user", "[[mock:shell printf 'a b']]"), call, out), "")
-	if got := evs[2].data["delta"]; got != "SHELL_DONE: a b" {
+	if got := evs[2].Data["delta"]; got != "SHELL_DONE: a b" {
 		t.Errorf("follow-up reply %q", got)
 	}
 	if r := s.Requests()[1]; !r.FollowUp || len(r.ToolOutputs) != 1 {
@@ -177,8 +151,8 @@ func TestDirectivesOverHTTP(t *testing.T) {
 	}
 
 	_, evs, _ = post(t, ctx, s, inputBody(msg("user", "[[mock:context]]")), "")
-	if names(evs) != "response.created,response.failed" ||
-		evs[1].data["response"].(map[string]any)["error"].(map[string]any)["code"] != "context_length_exceeded" {
+	if sse.Names(evs) != "response.created,response.failed" ||
+		evs[1].Data["response"].(map[string]any)["error"].(map[string]any)["code"] != "context_length_exceeded" {
 		t.Errorf("context: %v", evs)
 	}
 
@@ -193,11 +167,11 @@ func TestHookAndDefault(t *testing.T) {
 	s := NewServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	text := func(evs []sseEvent) any {
+	text := func(evs []sse.Event) any {
 		if len(evs) < 3 {
 			return nil
 		}
-		return evs[2].data["delta"]
+		return evs[2].Data["delta"]
 	}
 
 	s.SetDefault(&Reply{Text: "default"})
@@ -221,7 +195,7 @@ func TestHookAndDefault(t *testing.T) {
 		t.Errorf("hook fallback: %v", text(evs))
 	}
 	s.Handle(nil)
-	if _, evs, _ := post(t, ctx, s, inputBody(msg("user", "[[mock:reply done]]")), ""); names(evs) == "" || text(evs) != "done" {
+	if _, evs, _ := post(t, ctx, s, inputBody(msg("user", "[[mock:reply done]]")), ""); sse.Names(evs) == "" || text(evs) != "done" {
 		t.Errorf("hook removed: %v", text(evs))
 	}
 }
