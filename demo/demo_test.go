@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/scriptedmodel"

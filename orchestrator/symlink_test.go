@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/battyhq/batty/dispatch"
-	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/atomicfile/linktest"
+	"github.com/battyhq/batty/dispatch"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/project"
 )
 
