@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -15,13 +16,10 @@ const (
 	optAgent = "@batty_agent"
 )
 
-// Session size before any client attaches: large enough for every split
-// of the layout; tmux resizes the windows to the first client that attaches.
-const detachedWidth, detachedHeight = "240", "64"
-
-// mainPaneWidth is the share of the first window the orchestrator's feed
-// takes, on the left.
-const mainPaneWidth = "40%"
+// Session size before any client attaches (DetachedSize): large enough for
+// every split of the layout; tmux resizes the windows to the client that
+// attaches, and the Relayout hook lays them out again for its size.
+var detachedWidth, detachedHeight = strconv.Itoa(DetachedSize.Width), strconv.Itoa(DetachedSize.Height)
 
 // Spec describes the session to create.
 type Spec struct {
@@ -37,6 +35,11 @@ type Spec struct {
 	Agents []string
 	// AgentCmd returns the argv of an agent's pane.
 	AgentCmd func(agent string) []string
+	// Relayout, when set, is the argv of a command that the server runs
+	// (through the shell, in the background) whenever a client attaches
+	// or is resized, with the client's width and height appended; it is
+	// expected to call Server.Relayout for that size.
+	Relayout []string
 }
 
 // Session is a created cockpit: its name and pane ids.
@@ -53,10 +56,29 @@ type Server struct {
 	Run Runner
 }
 
+// optRelayout is the server option holding the shell command of
+// Spec.Relayout, which the resize hooks run.
+const optRelayout = "@batty_relayout"
+
+// StatusHint is the right side of the cockpit's status line: how to leave
+// it and how to move between the agents. "#{prefix}" shows the session's
+// prefix key.
+const StatusHint = " #{prefix} d: detach · #{prefix} o/click: next pane · #{prefix} w: windows "
+
+// respawnHook respawns a pane whose command ended without an error: a
+// Ctrl-C in a pane (its viewer exits cleanly on SIGINT, or dies of a
+// signal) brings the viewer back instead of leaving a dead pane. A command
+// that failed stays dead with its message on screen (no respawn loop).
+const respawnHook = "if-shell -F '#{||:#{==:#{pane_dead_status},0},#{pane_dead_signal}}' 'respawn-pane -t #{hook_pane}'"
+
 // serverOptions make the private server a cockpit: it stays up while the
 // team runs even with no session (exit-empty off), panes keep their last
-// output when their command exits, and pane borders show the titles.
+// output when their command exits and come back after a Ctrl-C, pane
+// borders show the titles, and the status line says how to get around.
 var serverOptions = [][]string{
+	{"set-hook", "-g", "pane-died", respawnHook},
+	{"set-option", "-g", "status-right", StatusHint},
+	{"set-option", "-g", "status-right-length", "80"},
 	{"set-option", "-g", "exit-empty", "off"},
 	{"set-option", "-g", "mouse", "on"},
 	{"set-option", "-g", "history-limit", "20000"},
@@ -125,12 +147,17 @@ func (s Server) Create(ctx context.Context, spec Spec) (*Session, error) {
 				[]string{"select-pane", "-t", ids[i], "-T", tmuxArg(a)})
 			i++
 		}
-		if w.Feed {
-			cmds = append(cmds, []string{"set-option", "-w", "-t", first, "main-pane-width", mainPaneWidth})
-		}
-		cmds = append(cmds, []string{"select-layout", "-t", first, w.Layout}, []string{"select-pane", "-t", first})
+		cmds = append(cmds, layoutCmds(first, w)...)
+		cmds = append(cmds, []string{"select-pane", "-t", first})
 	}
 	cmds = append(cmds, []string{"select-window", "-t", ids[0]})
+	if len(spec.Relayout) > 0 {
+		run := "run-shell -b '#{" + optRelayout + "} #{client_width} #{client_height}'"
+		cmds = append(cmds,
+			[]string{"set-option", "-g", optRelayout, tmuxArg(shellJoin(spec.Relayout))},
+			[]string{"set-hook", "-g", "client-attached", run},
+			[]string{"set-hook", "-g", "client-resized", run})
+	}
 	if _, err := s.Run.Run(ctx, join(cmds)...); err != nil {
 		return nil, fmt.Errorf("lay out tmux session %q: %w", spec.Session, err)
 	}
