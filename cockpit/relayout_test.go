@@ -50,7 +50,7 @@ func outerTerminal(t testing.TB, srv Server, session string, w, h int) Server {
 	inner := srv.Run.(ExecRunner)
 	_, err := outer.Run.Run(context.Background(), "new-session", "-d", "-s", "outer", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h),
 		"-e", "TMUX=", "env", "-u", "TMUX", inner.Bin, "-L", inner.Socket, "attach", "-t", "="+session,
-		";", "set-option", "-g", "status", "off", ";", "set-option", "-g", "window-size", "manual")
+		";", "set-option", "-g", "status", "off")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -227,8 +227,9 @@ func attachCockpit(ctx context.Context, p orchestrator.Project, cfg *team.Config
 	}
 	nested := ""
 	if os.Getenv("TMUX") != "" {
-		nested = cockpit.NestedPrefix(outerPrefix(ctx, bin))
-		fmt.Fprintf(out, "batty: the cockpit opens inside your tmux with its own prefix %s: detach with %s d to come back here\n", nested, nested)
+		yours := outerPrefix(ctx, bin)
+		nested = cockpit.NestedPrefix(yours)
+		fmt.Fprintf(out, "batty: cockpit prefix %s (yours: %s): detach with %s d to come back here\n", nested, yours, nested)
 	}
 	argv := append([]string{"tmux", "-L", cockpit.SocketName(projectDir(p))}, cockpit.AttachArgs(session, nested)...)
 	if err := syscall.Exec(bin, argv, withoutEnv(os.Environ(), "TMUX")); err != nil {
