@@ -63,7 +63,7 @@ const optRelayout = "@batty_relayout"
 // StatusHint is the right side of the cockpit's status line: how to leave
 // it and how to move between the agents. "#{prefix}" shows the session's
 // prefix key.
-const StatusHint = " #{prefix} d: detach · #{prefix} o/click: next pane · #{prefix} w: windows "
+const StatusHint = " #{prefix} d: detach · #{prefix} o: next pane · #{prefix} w: windows "
 
 // respawnHook respawns a pane whose command ended without an error: a
 // Ctrl-C in a pane (its viewer exits cleanly on SIGINT, or dies of a

@@ -14,7 +14,7 @@ import (
 )
 
 // demoStatusHint is the right side of the demo cockpit's status line.
-const demoStatusHint = " Ctrl-C: stop the demo · #{prefix} d: detach · #{prefix} o/click: next pane "
+const demoStatusHint = " Ctrl-C: stop the demo · #{prefix} d: detach · #{prefix} o: next pane "
 
 // cockpitKeysCmds returns the tmux commands that make the demo's cockpit
 // answer a Ctrl-C as the demo's terminal would: whichever pane has the

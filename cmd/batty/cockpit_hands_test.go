@@ -78,7 +78,7 @@ func TestCockpitUnderRealHands(t *testing.T) {
 	pollTmux(t, "a readable layout at 80×24", panes, readable(cockpit.Size{Width: 80, Height: 24}))
 	screen := func() string { return query(outer, "capture-pane", "-p", "-t", "=term:") }
 	got := pollTmux(t, "the status hint", screen, func(s string) bool { return strings.Contains(s, "C-b d: detach") })
-	if !strings.Contains(got, "C-b o/click: next pane") {
+	if !strings.Contains(got, "C-b o: next pane") {
 		t.Fatalf("the status line does not say how to move between agents:\n%s", got)
 	}
 	for _, p := range append([]string{sess.Feed}, sess.Panes["eng-1"], sess.Panes["eng-3"]) {
