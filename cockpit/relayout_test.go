@@ -128,22 +128,18 @@ func TestRelayoutFollowsTheClient(t *testing.T) {
 	}
 }
 
-// TestCtrlCInAPane: a Ctrl-C typed into a pane does not leave it dead: the
-// pane's command comes back; a command that fails stays dead, its message
-// on screen.
+// TestCtrlCInAPane: a Ctrl-C typed at the terminal into a pane of the
+// cockpit leaves the pane's viewer running (the same process) and says how
+// to leave; a command that fails stays dead, its message on screen (the
+// pane-died hook respawns only clean ends).
 func TestCtrlCInAPane(t *testing.T) {
 	srv := realServer(t)
 	ctx := context.Background()
 	sess, err := srv.Create(ctx, Spec{
 		Session: "s", Dir: t.TempDir(),
-		Feed:   []string{"sh", "-c", "echo feed-up; exec sleep 600"},
-		Agents: []string{"ok", "bad"},
-		AgentCmd: func(a string) []string {
-			if a == "bad" {
-				return []string{"sh", "-c", "echo broken; exit 3"}
-			}
-			return []string{"sh", "-c", "trap 'exit 0' INT; echo agent-up; while :; do sleep 1; done"}
-		},
+		Feed:     []string{"sh", "-c", "echo feed-up; exec sleep 600"},
+		Agents:   []string{"bad"},
+		AgentCmd: func(string) []string { return []string{"sh", "-c", "echo broken; exit 3"} },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -152,22 +148,62 @@ func TestCtrlCInAPane(t *testing.T) {
 		out, _ := srv.Run.Run(ctx, "display-message", "-p", "-t", pane, format)
 		return strings.TrimSpace(out)
 	}
-	for _, pane := range []string{sess.Feed, sess.Panes["ok"]} {
-		waitUntil(t, "the pane's first output", func() (bool, string) {
-			out, _ := srv.Run.Run(ctx, "capture-pane", "-p", "-t", pane)
-			return strings.Contains(out, "-up"), out
-		})
-		pid := query(pane, "#{pane_pid}")
-		if _, err := srv.Run.Run(ctx, "send-keys", "-t", pane, "C-c"); err != nil {
-			t.Fatal(err)
-		}
-		waitUntil(t, "the pane back after Ctrl-C", func() (bool, string) {
-			got := query(pane, "#{pane_dead}|#{pane_pid}")
-			return got == "0|"+query(pane, "#{pane_pid}") && !strings.HasSuffix(got, "|"+pid), got
-		})
-	}
-	waitUntil(t, "the failed pane dead", func() (bool, string) {
-		got := query(sess.Panes["bad"], "#{pane_dead}|#{pane_dead_status}")
-		return got == "1|3", got
+	waitUntil(t, "the feed's first output", func() (bool, string) {
+		out, _ := srv.Run.Run(ctx, "capture-pane", "-p", "-t", sess.Feed)
+		return strings.Contains(out, "feed-up"), out
 	})
+	pid := query(sess.Feed, "#{pane_pid}")
+	outer := outerTerminal(t, srv, "s", 200, 50)
+	waitUntil(t, "the terminal attached", func() (bool, string) {
+		out, _ := srv.Run.Run(ctx, "list-clients", "-F", "#{client_name}")
+		return strings.TrimSpace(out) != "", out
+	})
+	if _, err := outer.Run.Run(ctx, "send-keys", "-t", "=outer:", "C-c"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the note on the terminal", func() (bool, string) {
+		out, _ := outer.Run.Run(ctx, "capture-pane", "-p", "-t", "=outer:")
+		return strings.Contains(out, "Ctrl-C does not stop the team: C-b d detaches"), out
+	})
+	if got := query(sess.Feed, "#{pane_dead}|#{pane_pid}"); got != "0|"+pid {
+		t.Fatalf("the feed after a Ctrl-C: %s, want 0|%s", got, pid)
+	}
+
+	waitUntil(t, "the failed pane dead, its message on screen", func() (bool, string) {
+		got := query(sess.Panes["bad"], "#{pane_dead}|#{pane_dead_status}")
+		out, _ := srv.Run.Run(ctx, "capture-pane", "-p", "-t", sess.Panes["bad"])
+		// tmux 3.3 does not always learn the status of a pane's process.
+		return (got == "1|3" || got == "1|") && strings.Contains(out, "broken"), got + "\n" + out
+	})
+}
+
+// TestRelayoutGroupedSession: a session grouped with the cockpit's (an
+// attach from inside tmux) survives relayouts back and forth: the server
+// stays up (tmux 3.3 crashed on `move-window -r` there) and the panes keep
+// team order in every window.
+func TestRelayoutGroupedSession(t *testing.T) {
+	srv := realServer(t)
+	ctx := context.Background()
+	agents := agentNames(5)
+	if _, err := srv.Create(ctx, Spec{Session: "s", Feed: []string{"sleep", "600"}, Agents: agents,
+		AgentCmd: func(string) []string { return []string{"sleep", "600"} }}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Run.Run(ctx, "new-session", "-d", "-t", "=s"); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		for _, term := range []Size{{80, 24}, {200, 50}} {
+			if err := srv.Relayout(ctx, "s", term); err != nil {
+				t.Fatalf("%v: %v", term, err)
+			}
+			var order []string
+			for _, l := range paneSizes(t, srv, "s") {
+				order = append(order, strings.Split(l, "|")[2])
+			}
+			if got := strings.Join(order, " "); got != "feed agenta1 agenta2 agenta3 agenta4 agenta5" {
+				t.Fatalf("%v: panes in the order %s", term, got)
+			}
+		}
+	}
 }

@@ -65,11 +65,23 @@ const optRelayout = "@batty_relayout"
 // prefix key.
 const StatusHint = " #{prefix} d: detach · #{prefix} o: next pane · #{prefix} w: windows "
 
+// CtrlCNote is what a Ctrl-C typed in a pane of the cockpit shows.
+const CtrlCNote = "batty: Ctrl-C does not stop the team: #{prefix} d detaches, batty stop stops it"
+
+// ctrlCKey makes a Ctrl-C typed in one of the cockpit's panes say how to
+// leave instead of ending the pane's viewer; in any other pane (a shell
+// the user opened in the session) it is an ordinary Ctrl-C.
+var ctrlCKey = []string{"bind-key", "-n", "C-c", "if-shell", "-F", "#{" + optPane + "}",
+	`display-message -d 4000 "` + CtrlCNote + `"`, "send-keys C-c"}
+
 // respawnHook respawns a pane whose command ended without an error: a
-// Ctrl-C in a pane (its viewer exits cleanly on SIGINT, or dies of a
-// signal) brings the viewer back instead of leaving a dead pane. A command
-// that failed stays dead with its message on screen (no respawn loop).
-const respawnHook = "if-shell -F '#{||:#{==:#{pane_dead_status},0},#{pane_dead_signal}}' 'respawn-pane -t #{hook_pane}'"
+// SIGINT that reaches a viewer anyway (send-keys, kill) brings it back
+// instead of leaving a dead pane. A command that failed (a non-zero exit
+// status) stays dead with its message on screen. An unknown status counts
+// as a clean end. (tmux 3.3 sometimes gets no exit status for a pane's
+// process and then runs no pane-died hook: the pane stays dead; ctrlCKey
+// keeps the keyboard's Ctrl-C from getting there.)
+const respawnHook = "if-shell -F '#{||:#{==:#{pane_dead_status},0},#{==:#{pane_dead_status},}}' 'respawn-pane -t #{hook_pane}'"
 
 // serverOptions make the private server a cockpit: it stays up while the
 // team runs even with no session (exit-empty off), panes keep their last
@@ -77,8 +89,10 @@ const respawnHook = "if-shell -F '#{||:#{==:#{pane_dead_status},0},#{pane_dead_s
 // borders show the titles, and the status line says how to get around.
 var serverOptions = [][]string{
 	{"set-hook", "-g", "pane-died", respawnHook},
+	ctrlCKey,
 	{"set-option", "-g", "status-right", StatusHint},
 	{"set-option", "-g", "status-right-length", "80"},
+	{"set-option", "-g", "renumber-windows", "on"},
 	{"set-option", "-g", "exit-empty", "off"},
 	{"set-option", "-g", "mouse", "on"},
 	{"set-option", "-g", "history-limit", "20000"},

@@ -26,7 +26,7 @@ func outerTmux(t *testing.T, bin, dir string) cockpit.Server {
 // cockpit of a team of three: the panes are laid out for it (each at least
 // 60×8, in more windows), the status line says how to detach and move, no
 // startup notice is left in the panes, a Ctrl-C typed into the feed pane
-// brings the feed back instead of leaving it dead, and resized to 200×50
+// leaves the feed running and says how to leave, and resized to 200×50
 // the terminal gets every pane in one window again. From inside tmux,
 // attach opens the cockpit with the prefix C-a; C-a d comes back to the
 // user's pane and leaves the team's session.
@@ -95,10 +95,13 @@ func TestCockpitUnderRealHands(t *testing.T) {
 	if _, err := outer.Run.Run(ctx, "send-keys", "-t", "=term:", "C-c"); err != nil {
 		t.Fatal(err)
 	}
-	pollTmux(t, "the feed back after Ctrl-C", func() string {
-		return query(srv, "display-message", "-p", "-t", sess.Feed, "#{pane_dead}|#{pane_pid}")
-	}, func(s string) bool { return strings.HasPrefix(s, "0|") && s != "0|"+pid })
-	pollTmux(t, "the feed's lines again", func() string { return query(srv, "capture-pane", "-p", "-t", sess.Feed) },
+	pollTmux(t, "the Ctrl-C note", screen, func(s string) bool {
+		return strings.Contains(s, "Ctrl-C does not stop the team: C-b d detaches, batty stop stops it")
+	})
+	if got := query(srv, "display-message", "-p", "-t", sess.Feed, "#{pane_dead}|#{pane_pid}"); got != "0|"+pid {
+		t.Fatalf("the feed after a Ctrl-C: %s, want 0|%s", got, pid)
+	}
+	pollTmux(t, "the feed's lines", func() string { return query(srv, "capture-pane", "-p", "-t", sess.Feed) },
 		func(s string) bool { return strings.Contains(s, "team hands started") })
 
 	if _, err := outer.Run.Run(ctx, "resize-window", "-t", "=term:", "-x", "200", "-y", "50"); err != nil {
