@@ -317,3 +317,11 @@ func TestFollowMissingNoticeIsShort(t *testing.T) {
 	}
 	buf.waitFor(t, "hello\n")
 }
+
+// With DimNotices the notice is one dim line.
+func TestFollowDimNotice(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.log")
+	buf, notice := newSyncBuf(), newSyncBuf()
+	follow(t, &Tail{Path: path, Label: "log", Out: buf, Notice: notice, DimNotices: true}, 10)
+	notice.waitFor(t, "\x1b[2mbatty: no log yet; waiting\x1b[0m\n")
+}
