@@ -16,7 +16,28 @@ import (
 // no test touches the user's tmux servers, and kills every server started
 // there at the end.
 func TestMain(m *testing.M) {
+	if os.Getenv("COCKPIT_TEST_ROLE") == "relayout" {
+		os.Exit(relayoutRole(os.Args[1:]))
+	}
 	os.Exit(tmuxtest.Isolated(m))
+}
+
+// relayoutRole is the test binary as the command of Spec.Relayout: args
+// are the tmux binary, the socket, the session, the width and the height.
+func relayoutRole(args []string) int {
+	if len(args) != 5 {
+		fmt.Fprintln(os.Stderr, "relayout role: want tmux socket session width height, got", args)
+		return 2
+	}
+	var w, h int
+	fmt.Sscan(args[3], &w)
+	fmt.Sscan(args[4], &h)
+	srv := Server{Run: ExecRunner{Bin: args[0], Socket: args[1]}}
+	if err := srv.Relayout(context.Background(), args[2], Size{Width: w, Height: h}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // realServer returns a fresh private server for one test, killed at its

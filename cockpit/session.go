@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -15,13 +16,10 @@ const (
 	optAgent = "@batty_agent"
 )
 
-// Session size before any client attaches: large enough for every split
-// of the layout; tmux resizes the windows to the first client that attaches.
-const detachedWidth, detachedHeight = "240", "64"
-
-// mainPaneWidth is the share of the first window the orchestrator's feed
-// takes, on the left.
-const mainPaneWidth = "40%"
+// Session size before any client attaches (DetachedSize): large enough for
+// every split of the layout; tmux resizes the windows to the client that
+// attaches, and the Relayout hook lays them out again for its size.
+var detachedWidth, detachedHeight = strconv.Itoa(DetachedSize.Width), strconv.Itoa(DetachedSize.Height)
 
 // Spec describes the session to create.
 type Spec struct {
@@ -37,6 +35,11 @@ type Spec struct {
 	Agents []string
 	// AgentCmd returns the argv of an agent's pane.
 	AgentCmd func(agent string) []string
+	// Relayout, when set, is the argv of a command that the server runs
+	// (through the shell, in the background) whenever a client attaches
+	// or is resized, with the client's width and height appended; it is
+	// expected to call Server.Relayout for that size.
+	Relayout []string
 }
 
 // Session is a created cockpit: its name and pane ids.
@@ -53,10 +56,43 @@ type Server struct {
 	Run Runner
 }
 
+// optRelayout is the server option holding the shell command of
+// Spec.Relayout, which the resize hooks run.
+const optRelayout = "@batty_relayout"
+
+// StatusHint is the right side of the cockpit's status line: how to leave
+// it and how to move between the agents. "#{prefix}" shows the session's
+// prefix key.
+const StatusHint = " #{prefix} d: detach · #{prefix} o: next pane · #{prefix} w: windows "
+
+// CtrlCNote is what a Ctrl-C typed in a pane of the cockpit shows.
+const CtrlCNote = "batty: Ctrl-C does not stop the team: #{prefix} d detaches, batty stop stops it"
+
+// ctrlCKey makes a Ctrl-C typed in one of the cockpit's panes say how to
+// leave instead of ending the pane's viewer; in any other pane (a shell
+// the user opened in the session) it is an ordinary Ctrl-C.
+var ctrlCKey = []string{"bind-key", "-n", "C-c", "if-shell", "-F", "#{" + optPane + "}",
+	`display-message -d 4000 "` + CtrlCNote + `"`, "send-keys C-c"}
+
+// respawnHook respawns a pane whose command ended without an error: a
+// SIGINT that reaches a viewer anyway (send-keys, kill) brings it back
+// instead of leaving a dead pane. A command that failed (a non-zero exit
+// status) stays dead with its message on screen. An unknown status counts
+// as a clean end. (tmux 3.3 sometimes gets no exit status for a pane's
+// process and then runs no pane-died hook: the pane stays dead; ctrlCKey
+// keeps the keyboard's Ctrl-C from getting there.)
+const respawnHook = "if-shell -F '#{||:#{==:#{pane_dead_status},0},#{==:#{pane_dead_status},}}' 'respawn-pane -t #{hook_pane}'"
+
 // serverOptions make the private server a cockpit: it stays up while the
 // team runs even with no session (exit-empty off), panes keep their last
-// output when their command exits, and pane borders show the titles.
+// output when their command exits and come back after a Ctrl-C, pane
+// borders show the titles, and the status line says how to get around.
 var serverOptions = [][]string{
+	{"set-hook", "-g", "pane-died", respawnHook},
+	ctrlCKey,
+	{"set-option", "-g", "status-right", StatusHint},
+	{"set-option", "-g", "status-right-length", "80"},
+	{"set-option", "-g", "renumber-windows", "on"},
 	{"set-option", "-g", "exit-empty", "off"},
 	{"set-option", "-g", "mouse", "on"},
 	{"set-option", "-g", "history-limit", "20000"},
@@ -125,12 +161,17 @@ func (s Server) Create(ctx context.Context, spec Spec) (*Session, error) {
 				[]string{"select-pane", "-t", ids[i], "-T", tmuxArg(a)})
 			i++
 		}
-		if w.Feed {
-			cmds = append(cmds, []string{"set-option", "-w", "-t", first, "main-pane-width", mainPaneWidth})
-		}
-		cmds = append(cmds, []string{"select-layout", "-t", first, w.Layout}, []string{"select-pane", "-t", first})
+		cmds = append(cmds, layoutCmds(first, w)...)
+		cmds = append(cmds, []string{"select-pane", "-t", first})
 	}
 	cmds = append(cmds, []string{"select-window", "-t", ids[0]})
+	if len(spec.Relayout) > 0 {
+		run := "run-shell -b '#{" + optRelayout + "} #{client_width} #{client_height}'"
+		cmds = append(cmds,
+			[]string{"set-option", "-g", optRelayout, tmuxArg(shellJoin(spec.Relayout))},
+			[]string{"set-hook", "-g", "client-attached", run},
+			[]string{"set-hook", "-g", "client-resized", run})
+	}
 	if _, err := s.Run.Run(ctx, join(cmds)...); err != nil {
 		return nil, fmt.Errorf("lay out tmux session %q: %w", spec.Session, err)
 	}

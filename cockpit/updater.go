@@ -184,9 +184,11 @@ func (u *Updater) Flush(ctx context.Context) {
 }
 
 // alertCmds returns the display-message commands showing alerts on every
-// client attached to the session (none when none is attached).
+// client attached to the session or to a session grouped with it (as
+// `batty attach` from inside tmux makes; none when none is attached).
 func (u *Updater) alertCmds(ctx context.Context, alerts []string) [][]string {
-	out, err := u.srv.Run.Run(ctx, "list-clients", "-t", "="+u.session, "-F", "#{client_name}")
+	out, err := u.srv.Run.Run(ctx, "list-clients", "-F", "#{client_name}",
+		"-f", "#{||:#{==:#{session_name},"+u.session+"},#{==:#{session_group},"+u.session+"}}")
 	if err != nil {
 		u.log.Debug("Listing cockpit clients failed", "error", err)
 		return nil

@@ -198,6 +198,11 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 
 	var attached <-chan struct{}
 	if opts.Cockpit {
+		// In the cockpit the keys go to tmux, not to the demo: Ctrl-C is
+		// bound to interrupting the demo, as in a plain terminal.
+		if err := cockpitKeys(ctx, dir); err != nil {
+			p.linef("%v (Ctrl-C in the cockpit will not stop the demo: detach first)", err)
+		}
 		attached = r.attach(p, opts)
 	}
 
@@ -391,7 +396,14 @@ func (r *runner) attach(p *printer, opts Options) <-chan struct{} {
 	done := make(chan struct{})
 	cmd := exec.Command(r.exe, "attach", "-f", r.teamFile)
 	cmd.Dir = r.dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.Stdin, opts.Stdout, opts.Stderr
+	// tmux draws on the terminal (stdin); on its stdout it prints only its
+	// exit line ("[server exited]"), which the demo's lines replace.
+	var term io.Writer = io.Discard
+	if opts.Stdout != nil {
+		term = opts.Stdout
+	}
+	filter := &exitFilter{w: term}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.Stdin, filter, opts.Stderr
 	p.hold()
 	if err := cmd.Start(); err != nil {
 		p.release()
@@ -403,6 +415,7 @@ func (r *runner) attach(p *printer, opts Options) <-chan struct{} {
 	go func() {
 		defer close(done)
 		err := cmd.Wait()
+		_ = filter.Close() // a failed write to the terminal: nothing to tell it
 		p.release()
 		switch {
 		case r.stopping.Load():

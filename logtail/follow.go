@@ -51,7 +51,7 @@ func (t *Tail) Follow(ctx context.Context, n int, rescan time.Duration) error {
 	case err != nil:
 		return err
 	case f == nil:
-		t.notef("batty: no %s yet; waiting for %s", t.Label, t.Path)
+		t.notef("batty: no %s yet; waiting", t.Label)
 	default:
 		t.f = f
 		if err := t.printTail(f, n); err != nil {
@@ -164,7 +164,7 @@ func (t *Tail) poll() error {
 				return err
 			}
 			if st, err := t.f.Stat(); err == nil && st.Size() < t.off {
-				t.notef("batty: %s was truncated; printing it from the start", t.Path)
+				t.notef("batty: %s was truncated; printing it from the start", t.Label)
 				t.endLine()
 				if err := t.emit(t.f, 0, -1); err != nil {
 					return err

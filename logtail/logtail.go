@@ -54,6 +54,9 @@ type Tail struct {
 	// Notice receives notes for the person watching (missing file,
 	// truncation), one line each; nil discards them.
 	Notice io.Writer
+	// DimNotices writes the notices dim (SGR 2), for a terminal: they are
+	// asides, not the log.
+	DimNotices bool
 	// Open opens a file for reading; it returns an error satisfying
 	// errors.Is(err, os.ErrNotExist) for a missing file. Default OpenFile;
 	// tests count the bytes read through it.
@@ -89,9 +92,14 @@ func (t *Tail) PrintLast(n int) error {
 
 // notef writes one notice line.
 func (t *Tail) notef(format string, args ...any) {
-	if t.Notice != nil {
-		fmt.Fprintf(t.Notice, format+"\n", args...)
+	if t.Notice == nil {
+		return
 	}
+	if t.DimNotices {
+		fmt.Fprintf(t.Notice, "\x1b[2m"+format+"\x1b[0m\n", args...)
+		return
+	}
+	fmt.Fprintf(t.Notice, format+"\n", args...)
 }
 
 // printTail prints the last n lines of f, as far as f reaches now.

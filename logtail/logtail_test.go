@@ -297,3 +297,31 @@ func BenchmarkPrintLast100MB(b *testing.B) {
 	}
 	b.ReportMetric(float64(c.read.Load())/float64(b.N), "bytes-read/op")
 }
+
+// The notice for a log that does not exist yet is one short line, without
+// the path (which wraps in a cockpit pane); the log then follows as usual.
+func TestFollowMissingNoticeIsShort(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("deep", 20))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "engineer-1.log")
+	buf, notice := newSyncBuf(), newSyncBuf()
+	follow(t, &Tail{Path: path, Label: "transcript for engineer-1", Out: buf, Notice: notice}, 10)
+	notice.waitFor(t, "batty: no transcript for engineer-1 yet; waiting\n")
+	if got := notice.String(); strings.Contains(got, dir) || len(got) > 60 {
+		t.Fatalf("notice %q: want one short line without the path", got)
+	}
+	if err := os.WriteFile(path, []byte("hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	buf.waitFor(t, "hello\n")
+}
+
+// With DimNotices the notice is one dim line.
+func TestFollowDimNotice(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.log")
+	buf, notice := newSyncBuf(), newSyncBuf()
+	follow(t, &Tail{Path: path, Label: "log", Out: buf, Notice: notice, DimNotices: true}, 10)
+	notice.waitFor(t, "\x1b[2mbatty: no log yet; waiting\x1b[0m\n")
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -71,6 +72,7 @@ func createCockpit(ctx context.Context, p project.Project, cfg *team.Config) (co
 		AgentCmd: func(agent string) []string {
 			return []string{exe, "logs", "-f", "--team", p.TeamFile, agent}
 		},
+		Relayout: []string{exe, "attach", "--team", p.TeamFile, "--relayout"},
 	}
 	if _, err := srv.Create(ctx, spec); err != nil {
 		return srv, fmt.Errorf("%w\n(run `batty start --no-tmux` to start without the cockpit)", err)
@@ -138,20 +140,30 @@ func (dc *daemonCockpit) close() error {
 
 func newAttachCmd() *cobra.Command {
 	var teamFile string
+	var relayout bool
 	cmd := &cobra.Command{
 		Use:   "attach [--team FILE]",
-		Short: "Open the team's tmux cockpit (detach with Ctrl-b d; the team keeps running)",
+		Short: "Open the team's tmux cockpit (detach with Ctrl-b d, or Ctrl-a d inside tmux; the team keeps running)",
 		Long: `attach opens the cockpit of the running team: a tmux session on the project's
 private tmux server (never your own tmux server), with the orchestrator's feed
 of deliveries, turn outcomes and alerts, and one pane per agent following its
 transcript. Pane titles show each agent's state. Detaching (Ctrl-b d) leaves
 the team running; batty stop ends it. It works from any directory of the
 project (it looks for team.yaml, else .batty/team.yaml, here and in the
-parent directories), and from inside another tmux session.`,
+parent directories). From inside your own tmux it opens the cockpit there
+with its own prefix key, Ctrl-a (Ctrl-b if yours is Ctrl-a): Ctrl-a d
+detaches from the cockpit and brings you back, your prefix keeps driving your
+tmux. The panes are laid out for your terminal's size (fewer per window on a
+small one) and again whenever it is resized.`,
 		Example: `  batty attach
   batty attach --team ~/proj/team.yaml`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: func(cmd *cobra.Command, args []string) error {
+			if relayout {
+				return cobra.ExactArgs(2)(cmd, args)
+			}
+			return cobra.NoArgs(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if teamFile == "" && os.Getenv(project.EnvDir) == "" {
 				wd, err := os.Getwd()
 				if err != nil {
@@ -163,17 +175,42 @@ parent directories), and from inside another tmux session.`,
 			if err != nil {
 				return err
 			}
-			return attachCockpit(cmd.Context(), p, cfg)
+			if relayout {
+				w, werr := strconv.Atoi(args[0])
+				h, herr := strconv.Atoi(args[1])
+				if werr != nil || herr != nil || w <= 0 || h <= 0 {
+					return usageError(cmd, "--relayout wants a width and a height in cells, got %q", args)
+				}
+				return relayoutCockpit(cmd.Context(), p, cfg, cockpit.Size{Width: w, Height: h})
+			}
+			return attachCockpit(cmd.Context(), p, cfg, cmd.OutOrStdout())
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
+	// Run by the cockpit's tmux hooks with the client's width and height.
+	cmd.Flags().BoolVar(&relayout, "relayout", false, "lay the cockpit out for a client of WIDTH HEIGHT (run by tmux)")
+	_ = cmd.Flags().MarkHidden("relayout")
 	return withUsageExit(cmd)
+}
+
+// relayoutCockpit lays the team's session out for a client of size term,
+// as the cockpit's hooks ask.
+func relayoutCockpit(ctx context.Context, p project.Project, cfg *team.Config, term cockpit.Size) error {
+	bin, err := cockpit.LookTmux()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cockpitWait)
+	defer cancel()
+	return cockpitServer(p, bin, nil).Relayout(ctx, cockpit.SessionName(cfg.Name), term)
 }
 
 // attachCockpit replaces this process with a tmux client attached to the
 // team's session (it returns only on failure). The terminal is needed:
-// without one it says so. Inside another tmux session it nests.
-func attachCockpit(ctx context.Context, p project.Project, cfg *team.Config) error {
+// without one it says so. Inside another tmux session ($TMUX set) the
+// cockpit opens nested with a prefix key of its own, and a line on out
+// says how to get back.
+func attachCockpit(ctx context.Context, p project.Project, cfg *team.Config, out io.Writer) error {
 	bin, err := cockpit.LookTmux()
 	if err != nil {
 		return err
@@ -191,11 +228,29 @@ func attachCockpit(ctx context.Context, p project.Project, cfg *team.Config) err
 		return fmt.Errorf("batty attach needs a terminal (stdin is not one); the session is %q on `tmux -L %s`",
 			session, cockpit.SocketName(projectDir(p)))
 	}
-	argv := []string{"tmux", "-L", cockpit.SocketName(projectDir(p)), "attach-session", "-t", "=" + session}
+	nested := ""
+	if os.Getenv("TMUX") != "" {
+		yours := outerPrefix(ctx, bin)
+		nested = cockpit.NestedPrefix(yours)
+		fmt.Fprintf(out, "batty: cockpit prefix %s (yours: %s): detach with %s d to come back here\n", nested, yours, nested)
+	}
+	argv := append([]string{"tmux", "-L", cockpit.SocketName(projectDir(p))}, cockpit.AttachArgs(session, nested)...)
 	if err := syscall.Exec(bin, argv, withoutEnv(os.Environ(), "TMUX")); err != nil {
 		return fmt.Errorf("run %s: %w", bin, err)
 	}
 	return nil
+}
+
+// outerPrefix returns the prefix key of the tmux this process runs in
+// ($TMUX), tmux's default when it cannot tell.
+func outerPrefix(ctx context.Context, bin string) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "show-options", "-gv", "prefix").Output()
+	if p := strings.TrimSpace(string(out)); err == nil && p != "" {
+		return p
+	}
+	return cockpit.DefaultPrefix
 }
 
 // findTeamUp returns the team file of the project dir is in: the first of

@@ -41,7 +41,7 @@ func newFeedCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			fw := &feedWriter{w: out, color: !stripColor(colorAuto, isTerminal(out), os.Getenv("NO_COLOR"))}
-			t := &logtail.Tail{Path: p.Layout.EventsLog(), Label: "event log", Out: fw, Notice: cmd.ErrOrStderr()}
+			t := &logtail.Tail{Path: p.Layout.EventsLog(), Label: "event log", Out: fw, Notice: cmd.ErrOrStderr(), DimNotices: fw.color && isTerminal(cmd.ErrOrStderr())}
 			if !follow {
 				err := t.PrintLast(lines)
 				if errors.Is(err, logtail.ErrNoFile) {

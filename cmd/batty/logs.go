@@ -86,6 +86,8 @@ Note: as in kubectl, -f means --follow here; name the team file with --team.`,
 				Label:  "transcript for " + agent,
 				Out:    clean,
 				Notice: cmd.ErrOrStderr(),
+				// Asides, dim on a terminal (the cockpit's panes).
+				DimNotices: isTerminal(cmd.ErrOrStderr()) && !stripColor(color, true, os.Getenv("NO_COLOR")),
 			}
 			if follow {
 				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
