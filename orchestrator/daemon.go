@@ -42,8 +42,8 @@ type Daemon struct {
 	humanBox *inbox.Box
 	events   *eventlog.Log
 	gate     *dispatch.Gate
-	net      netHolds        // network holds per account (see netHolds)
-	alerts   *alerthook.Hook // nil without on_alert
+	net      dispatch.NetHolds // network holds per account (see dispatch.NetHolds)
+	alerts   *alerthook.Hook   // nil without on_alert
 	quota    *dispatch.QuotaBook
 	sched    *schedule.Runner // nil without schedules
 	started  time.Time

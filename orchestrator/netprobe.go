@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"time"
 
+	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/protocol"
 )
@@ -22,7 +23,7 @@ func (a *agent) netWaitChanged(e protocol.NetworkWait) {
 	if e.Waiting {
 		a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = e.Since, e.Message })
 		a.log.Warn("Codex waits for the network", "message", e.MessageID, "since", e.Since, "notice", e.Message)
-		if a.d.net.wait(a.account, a.def.Name, e.Since, e.Message) {
+		if a.d.net.Wait(a.account, a.def.Name, e.Since, e.Message) {
 			// One alert per hold, not per agent, notice or failed message.
 			a.d.events.Append(eventlog.Event{Type: eventlog.EvNetworkWaiting, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message,
 				Data: map[string]any{"account": a.account, "since": e.Since}})
@@ -37,7 +38,7 @@ func (a *agent) netWaitChanged(e protocol.NetworkWait) {
 // held agents go on.
 func (a *agent) apiAnswered(msgID string) {
 	a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = time.Time{}, "" })
-	if since, ok := a.d.net.restored(a.account); ok {
+	if since, ok := a.d.net.Restored(a.account); ok {
 		a.log.Info("The API answered again", "account", a.account, "held_for", time.Since(since).Round(time.Second))
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvNetworkRestored, Agent: a.def.Name, Message: msgID,
 			Data: map[string]any{"account": a.account, "since": since, "held_ms": time.Since(since).Milliseconds()}})
@@ -51,7 +52,7 @@ func (a *agent) apiAnswered(msgID string) {
 // became of the message, and the agent stays the probe while it has
 // messages to send (netAllows hands the probe on when it has none).
 func (a *agent) netTurnEnded(e protocol.TurnFinished) {
-	_, since, held := a.d.net.probe(a.account)
+	_, since, held := a.d.net.Probe(a.account)
 	if held && turnAnswered(e, a.flightAt, since) {
 		a.apiAnswered(e.MessageID)
 		return
@@ -81,7 +82,7 @@ func turnAnswered(e protocol.TurnFinished, started, since time.Time) bool {
 // are poked); the hold stays until the API answers one of them.
 func (a *agent) leaveNetHold() {
 	a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = time.Time{}, "" })
-	if a.d.net.handOver(a.account, a.def.Name, "") {
+	if a.d.net.HandOver(a.account, a.def.Name, "") {
 		a.log.Info("Network hold: the probe passes to another agent of the account", "account", a.account)
 		a.pokeAccount()
 	}
@@ -93,7 +94,7 @@ func (a *agent) leaveNetHold() {
 // send one, and gives it up when it has nothing to send (decideNetStep).
 // Only run's goroutine calls it (dispatch).
 func (a *agent) netAllows() bool {
-	prober, _, held := a.d.net.probe(a.account)
+	prober, _, held := a.d.net.Probe(a.account)
 	if !held {
 		return true
 	}
@@ -101,22 +102,22 @@ func (a *agent) netAllows() bool {
 	if b := a.d.byName[prober]; b != nil && b != a {
 		theirs = b.canProbe()
 	}
-	switch decideNetStep(held, a.def.Name, prober, mine, theirs) {
-	case netGo:
+	switch dispatch.DecideNetStep(held, a.def.Name, prober, mine, theirs) {
+	case dispatch.NetGo:
 		return true
-	case netTake:
-		if a.d.net.handOver(a.account, prober, a.def.Name) {
+	case dispatch.NetTake:
+		if a.d.net.HandOver(a.account, prober, a.def.Name) {
 			a.log.Info("Network hold: this agent probes now", "account", a.account, "previous_probe", prober)
 			return true
 		}
 		// Another agent took it first, or the API answered meanwhile.
 		a.poke()
-	case netRelease:
-		if a.d.net.handOver(a.account, a.def.Name, "") {
+	case dispatch.NetRelease:
+		if a.d.net.HandOver(a.account, a.def.Name, "") {
 			a.log.Info("Network hold: nothing to probe with, the probe passes on", "account", a.account)
 			a.pokeAccount()
 		}
-	case netWait:
+	case dispatch.NetWait:
 		if mine {
 			a.retryIn(netRecheck)
 		}

@@ -1,11 +1,11 @@
-package orchestrator
+package dispatch
 
 import (
 	"sync"
 	"time"
 )
 
-// netHolds is the daemon's network hold, per account (effectiveCodexHome,
+// NetHolds is the daemon's network hold, per account (EffectiveCodexHome,
 // the key the quota pauses use too). When a turn of an account's agent
 // finds the API unreachable (codex prints "Reconnecting... waiting for
 // network"), the account is held: of its agents only one, the probe, may
@@ -13,14 +13,14 @@ import (
 // the API answers a turn of the account (restored): a turn that ends
 // without an answer, even the one that began the hold, leaves it in place,
 // so one outage is one hold (one alert) however many messages fail in it.
-// Which agent probes is decided by the agents (netAllows): the agent whose
+// Which agent probes is decided by the agents (orchestrator's netAllows): the agent whose
 // turn began the hold first, then whoever takes it over when the probe has
 // nothing to send or cannot send it.
 // It lives in memory only: after a restart the first turn finds out again.
 //
 // It is separate from the dispatch gate (a pause a human or a quota limit
 // sets, persisted). Safe for concurrent use; methods never block.
-type netHolds struct {
+type NetHolds struct {
 	mu sync.Mutex
 	m  map[string]*netHold
 }
@@ -32,11 +32,11 @@ type netHold struct {
 	prober  string    // the agent that may start a turn, "" when none
 }
 
-// wait records that agent's turn waits for the network of account since
+// Wait records that agent's turn waits for the network of account since
 // since, with codex's notice msg. It reports whether this began a hold.
 // The agent that began it probes; so does a waiting agent while no agent
 // probes (its turn probes already).
-func (n *netHolds) wait(account, agent string, since time.Time, msg string) bool {
+func (n *NetHolds) Wait(account, agent string, since time.Time, msg string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.m == nil {
@@ -54,9 +54,9 @@ func (n *netHolds) wait(account, agent string, since time.Time, msg string) bool
 	return !ok
 }
 
-// restored ends the hold of account: the API answered. It returns when the
+// Restored ends the hold of account: the API answered. It returns when the
 // hold began and whether there was one.
-func (n *netHolds) restored(account string) (time.Time, bool) {
+func (n *NetHolds) Restored(account string) (time.Time, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	h, ok := n.m[account]
@@ -67,9 +67,9 @@ func (n *netHolds) restored(account string) (time.Time, bool) {
 	return h.since, true
 }
 
-// probe returns the agent that may start a turn in the hold of account
+// Probe returns the agent that may start a turn in the hold of account
 // ("" when none does), when the hold began, and whether account is held.
-func (n *netHolds) probe(account string) (prober string, since time.Time, held bool) {
+func (n *NetHolds) Probe(account string) (prober string, since time.Time, held bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	h, ok := n.m[account]
@@ -79,10 +79,10 @@ func (n *netHolds) probe(account string) (prober string, since time.Time, held b
 	return h.prober, h.since, true
 }
 
-// handOver makes to the probe of account's hold ("" : nobody) if from
+// HandOver makes to the probe of account's hold ("" : nobody) if from
 // still is. It reports whether it did: false when the hold ended or
 // another agent changed the probe meanwhile.
-func (n *netHolds) handOver(account, from, to string) bool {
+func (n *NetHolds) HandOver(account, from, to string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	h, ok := n.m[account]
@@ -93,8 +93,8 @@ func (n *netHolds) handOver(account, from, to string) bool {
 	return true
 }
 
-// get returns the hold of account, if any.
-func (n *netHolds) get(account string) (since time.Time, message string, ok bool) {
+// Get returns the hold of account, if any.
+func (n *NetHolds) Get(account string) (since time.Time, message string, ok bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	h, ok := n.m[account]
@@ -104,35 +104,35 @@ func (n *netHolds) get(account string) (since time.Time, message string, ok bool
 	return h.since, h.message, true
 }
 
-// netStep is what an agent does about its account's network hold when it
+// NetStep is what an agent does about its account's network hold when it
 // looks for a message to start.
-type netStep int
+type NetStep int
 
 const (
-	netGo      netStep = iota // not held, or the agent probes: it may start a turn
-	netWait                   // another agent probes: wait for the API to answer it
-	netTake                   // nobody probes and the agent has a message: it takes the probe over
-	netRelease                // the agent probes but cannot send: it gives the probe up
-	netIdle                   // nobody probes and the agent has nothing to send either
+	NetGo      NetStep = iota // not held, or the agent probes: it may start a turn
+	NetWait                   // another agent probes: wait for the API to answer it
+	NetTake                   // nobody probes and the agent has a message: it takes the probe over
+	NetRelease                // the agent probes but cannot send: it gives the probe up
+	NetIdle                   // nobody probes and the agent has nothing to send either
 )
 
-// decideNetStep decides for agent me, in an account held (or not) whose
-// probe is prober ("" = none), given whether me could probe now (it has a
+// DecideNetStep decides for agent me, in an account held (or not) whose
+// Probe is prober ("" = none), given whether me could probe now (it has a
 // message and nothing else holds it back: mine) and whether the prober
 // could (theirs; only asked when prober is another agent). It is a pure
 // function.
-func decideNetStep(held bool, me, prober string, mine, theirs bool) netStep {
+func DecideNetStep(held bool, me, prober string, mine, theirs bool) NetStep {
 	switch {
 	case !held:
-		return netGo
+		return NetGo
 	case prober == me && mine:
-		return netGo
+		return NetGo
 	case prober == me:
-		return netRelease
+		return NetRelease
 	case prober != "" && theirs:
-		return netWait
+		return NetWait
 	case mine:
-		return netTake
+		return NetTake
 	}
-	return netIdle
+	return NetIdle
 }
