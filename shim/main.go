@@ -143,7 +143,10 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 			defer s.replies.Close()
 		}
 	}
-	s.tlog.Notice(fmt.Sprintf("shim started for %s (pid %d, codex %s)", cfg.Agent, os.Getpid(), s.bin.Path))
+	// The pane shows the binary's name; its whole path (often long enough
+	// to wrap) goes to the daemon's log.
+	s.tlog.Notice(fmt.Sprintf("shim started for %s (pid %d, codex %s)", cfg.Agent, os.Getpid(), filepath.Base(s.bin.Path)))
+	log.Info("Shim started", "agent", cfg.Agent, "codex", s.bin.Path)
 
 	rctx, cancel := context.WithCancel(context.Background())
 	reaperDone := make(chan struct{})

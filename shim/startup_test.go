@@ -3,6 +3,7 @@ package shim
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,20 @@ func TestShimRefusesAPeerThatDoesNotSpeakTheHandshake(t *testing.T) {
 	remote.Close()
 	if code != 2 || !strings.Contains(log, "Handshake failed") {
 		t.Fatalf("exit %d, log %q", code, log)
+	}
+}
+
+// The transcript's first line (an agent's pane) names codex's binary, not
+// its whole path, which can be long enough to wrap; the path goes to the
+// shim's log.
+func TestStartNoticeNamesCodexWithoutItsPath(t *testing.T) {
+	h := startShim(t, nil)
+	h.command(protocol.Capture{Lines: 50})
+	tr := strings.Join(h.expect(kTranscript)[0].(protocol.Transcript).Lines, "\n")
+	if !strings.Contains(tr, "shim started for tester") || !strings.Contains(tr, "codex "+filepath.Base(h.cfg.CodexBin)+")") {
+		t.Fatalf("the start notice does not name codex's binary: %q", tr)
+	}
+	if strings.Contains(tr, filepath.Dir(h.cfg.CodexBin)) {
+		t.Fatalf("the start notice spells codex's path: %q", tr)
 	}
 }
