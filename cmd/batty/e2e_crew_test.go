@@ -41,22 +41,7 @@ func TestE2EAgentsReachEachOtherFromALoginShell(t *testing.T) {
 	if dir := filepath.Dir(r.bin); strings.Contains(":"+os.Getenv("PATH")+":", ":"+dir+":") {
 		t.Fatalf("test setup: batty's directory %s is on PATH", dir)
 	}
-	os.MkdirAll(filepath.Join(r.dir, "prompts"), 0o755)
-	os.WriteFile(filepath.Join(r.dir, "prompts", "architect.md"), []byte("ROLE-ARCHITECT: you design.\n"), 0o644)
-	os.WriteFile(filepath.Join(r.dir, "prompts", "eng.md"), []byte("ROLE-ENG: you build.\n"), 0o644)
-	os.WriteFile(filepath.Join(r.dir, "team.yaml"), []byte(fmt.Sprintf(`name: crew
-codex:
-  bin: %s
-  codex_home: %s
-  sandbox: danger-full-access
-roles:
-  - name: architect
-    prompt: prompts/architect.md
-    talks_to: [eng]
-  - name: eng
-    prompt: prompts/eng.md
-    talks_to: [architect]
-`, codexBin, home)), 0o644)
+	r.writeArchitectAndEng("crew", "ROLE-ARCHITECT", "ROLE-ENG", codexBin, home)
 
 	// The model: the architect, on the human's message, runs one command
 	// through the shell tool as a real model does; the engineer answers.

@@ -111,22 +111,7 @@ func TestE2ETeamWithRealCodex(t *testing.T) {
 	srv := codextest.NewServer(t)
 	home := srv.WriteHome(t)
 	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-%d", time.Now().UnixNano())}
-	os.MkdirAll(filepath.Join(r.dir, "prompts"), 0o755)
-	os.WriteFile(filepath.Join(r.dir, "prompts", "architect.md"), []byte("ROLE-PROMPT-ARCHITECT: you design.\n"), 0o644)
-	os.WriteFile(filepath.Join(r.dir, "prompts", "eng.md"), []byte("ROLE-PROMPT-ENG: you build.\n"), 0o644)
-	os.WriteFile(filepath.Join(r.dir, "team.yaml"), []byte(fmt.Sprintf(`name: e2e
-codex:
-  bin: %s
-  codex_home: %s
-  sandbox: danger-full-access
-roles:
-  - name: architect
-    prompt: prompts/architect.md
-    talks_to: [eng]
-  - name: eng
-    prompt: prompts/eng.md
-    talks_to: [architect]
-`, codexBin, home)), 0o644)
+	r.writeArchitectAndEng("e2e", "ROLE-PROMPT-ARCHITECT", "ROLE-PROMPT-ENG", codexBin, home)
 
 	t.Cleanup(func() {
 		r.batty("stop", "--timeout", "2s")
@@ -207,5 +192,37 @@ roles:
 	codextest.AssertNoMarked(t, r.mark)
 	if st := r.status(); st.Daemon.PID != 0 || agentStatus(st, "eng").ThreadID == "" {
 		t.Fatalf("status after stop %+v", st)
+	}
+}
+
+// writeArchitectAndEng writes a team name of two agents, architect and eng,
+// who may talk to each other, on the real Codex CLI codexBin with
+// CODEX_HOME home and a full-access sandbox; their role prompts start with
+// archTag and engTag.
+func (r *teamRun) writeArchitectAndEng(name, archTag, engTag, codexBin, home string) {
+	r.t.Helper()
+	if err := os.MkdirAll(filepath.Join(r.dir, "prompts"), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	for file, text := range map[string]string{
+		"prompts/architect.md": archTag + ": you design.\n",
+		"prompts/eng.md":       engTag + ": you build.\n",
+		"team.yaml": fmt.Sprintf(`name: %s
+codex:
+  bin: %s
+  codex_home: %s
+  sandbox: danger-full-access
+roles:
+  - name: architect
+    prompt: prompts/architect.md
+    talks_to: [eng]
+  - name: eng
+    prompt: prompts/eng.md
+    talks_to: [architect]
+`, name, codexBin, home),
+	} {
+		if err := os.WriteFile(filepath.Join(r.dir, file), []byte(text), 0o644); err != nil {
+			r.t.Fatal(err)
+		}
 	}
 }
