@@ -89,6 +89,10 @@ func (b Binary) Environ(base []string) []string {
 //
 // Errors wrap ErrBinaryNotFound and name the file and a fix: bin not found,
 // not a regular executable file, or a launcher without its native binary.
+//
+// The default name (DefaultBinary) not on PATH falls back to the pinned CLI
+// that scripts/demo.sh and scripts/test.sh install (PinnedLauncher), so a
+// team set up after the demo finds it.
 func ResolveBinary(bin string) (Binary, error) {
 	return resolveBinary(bin, runtime.GOOS, runtime.GOARCH)
 }
@@ -106,8 +110,15 @@ func resolveBinary(bin, goos, goarch string) (Binary, error) {
 		path = abs
 	} else {
 		found, err := exec.LookPath(bin)
+		if err != nil && bin == DefaultBinary {
+			// The pinned CLI that scripts/demo.sh and scripts/test.sh
+			// install, when none is on PATH.
+			if pinned := PinnedLauncher(); pinned != "" && checkExecutable(pinned, goos) == nil {
+				found, err = pinned, nil
+			}
+		}
 		if err != nil {
-			return Binary{}, fmt.Errorf("%w: %q is not on PATH (%w); install it with `npm install -g @openai/codex` or configure the full path of the codex executable", ErrBinaryNotFound, bin, err)
+			return Binary{}, fmt.Errorf("%w: %q is not on PATH (%w); install it with `npm install -g @openai/codex@%s` or configure the full path of the codex executable", ErrBinaryNotFound, bin, err, Version)
 		}
 		abs, err := filepath.Abs(found)
 		if err != nil {

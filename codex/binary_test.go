@@ -299,3 +299,30 @@ func TestResolveBinaryRealInstall(t *testing.T) {
 		t.Errorf("Env = %q, want %q", b.Env, want)
 	}
 }
+
+// The default name not on PATH is found in the pinned install (the one the
+// demo and test scripts make); any other name, or no pinned install, is
+// not found.
+func TestResolveBinaryFallsBackToThePinnedInstall(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	cache := t.TempDir()
+	t.Setenv(EnvCache, cache)
+	if _, err := ResolveBinary(DefaultBinary); !errors.Is(err, ErrBinaryNotFound) {
+		t.Fatalf("no pinned install: %v", err)
+	}
+	dir := filepath.Join(cache, Version, "node_modules", ".bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pinned := filepath.Join(dir, "codex")
+	if err := os.WriteFile(pinned, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := ResolveBinary(DefaultBinary)
+	if err != nil || b.Path != pinned {
+		t.Fatalf("ResolveBinary(codex) = %+v, %v; want %s", b, err, pinned)
+	}
+	if _, err := ResolveBinary("codex-elsewhere"); !errors.Is(err, ErrBinaryNotFound) {
+		t.Fatalf("another name found: %v", err)
+	}
+}

@@ -183,7 +183,7 @@ small one) and again whenever it is resized.`,
 				}
 				return relayoutCockpit(cmd.Context(), p, cfg, cockpit.Size{Width: w, Height: h})
 			}
-			return attachCockpit(cmd.Context(), p, cfg, cmd.OutOrStdout())
+			return attachCockpit(cmd.Context(), p, cfg, cmd.ErrOrStderr())
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/battyhq/batty/cockpit/tmuxtest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -113,7 +114,11 @@ func TestCockpitUnderRealHands(t *testing.T) {
 	})
 
 	// From inside tmux (the outer server's pane has $TMUX).
-	if _, err := outer.Run.Run(ctx, "new-window", "-t", "=term:", "-c", dir, "sh", "-c", self+" attach; echo ATTACH-RETURNED; exec sleep 600"); err != nil {
+	// The line saying how to get back goes to stderr, kept in a file here:
+	// on the screen the nested client draws over it at once (its status
+	// line says the same).
+	hint := filepath.Join(t.TempDir(), "hint")
+	if _, err := outer.Run.Run(ctx, "new-window", "-t", "=term:", "-c", dir, "sh", "-c", self+" attach 2>"+hint+"; echo ATTACH-RETURNED; exec sleep 600"); err != nil {
 		t.Fatal(err)
 	}
 	grouped := pollTmux(t, "the nested client's session", func() string {
@@ -128,10 +133,10 @@ func TestCockpitUnderRealHands(t *testing.T) {
 	if _, err := outer.Run.Run(ctx, "send-keys", "-t", "=term:{end}", "C-a", "d"); err != nil {
 		t.Fatal(err)
 	}
-	back := pollTmux(t, "back in the user's pane", func() string { return query(outer, "capture-pane", "-p", "-t", "=term:{end}") },
+	pollTmux(t, "back in the user's pane", func() string { return query(outer, "capture-pane", "-p", "-t", "=term:{end}") },
 		func(s string) bool { return strings.Contains(s, "ATTACH-RETURNED") })
-	if !strings.Contains(back, "detach with C-a d") {
-		t.Fatalf("attach from inside tmux did not say how to get back:\n%s", back)
+	if said, _ := os.ReadFile(hint); !strings.Contains(string(said), "detach with C-a d") {
+		t.Fatalf("attach from inside tmux did not say how to get back: %q", said)
 	}
 	if ok, _ := srv.Has(ctx, nested); ok {
 		t.Fatalf("the nested client's session %q outlived its detach", nested)
