@@ -45,9 +45,9 @@ func OfflineStatus(cfg *team.Config, l project.Layout) (Status, error) {
 	return st, err
 }
 
-// offlineStatus is OfflineStatus once the lock is held: store is the
-// project's message store, nil for a project without one (every backlog and
-// queue is then empty).
+// offlineStatus reads the status of a stopped team, with the project's lock
+// held, or of a team never started: store is the project's message store,
+// nil when there is none (every backlog and queue is then empty).
 func offlineStatus(cfg *team.Config, l project.Layout, store *inbox.Store) (Status, error) {
 	var st Status
 	err := func() error {

@@ -97,7 +97,7 @@ func resumeAgent(w io.Writer, p project.Project, name string) error {
 		return err
 	}
 	if _, ok := cfg.Agent(name); !ok {
-		return unknownAgentError(cfg, name)
+		return fmt.Errorf("no agent %q in team %q (%s); agents: %s", name, cfg.Name, cfg.Path, strings.Join(teamAgentNames(cfg), ", "))
 	}
 	client := daemonClient{layout: p.Layout}
 	resp, running, err := client.callOr(control.Request{Op: control.OpResume, Agent: name}, 10*time.Second, func() (control.Response, error) {

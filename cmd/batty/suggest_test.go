@@ -39,7 +39,7 @@ func TestResetAndResumeListTheAgents(t *testing.T) {
 	for _, args := range [][]string{{"reset", "enginer-1"}, {"resume", "enginer-1"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			out, errOut, code := runBattyIn(t, dir, nil, "", args...)
-			if code != 1 || out != "" || !strings.Contains(errOut, `unknown agent "enginer-1" in team "demo"`) ||
+			if code != 1 || out != "" || !strings.Contains(errOut, `agent "enginer-1" in team "demo"`) ||
 				!strings.Contains(errOut, "agents: architect, manager, engineer-1, engineer-2") {
 				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 			}
