@@ -1,6 +1,7 @@
 package control
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/dispatch"
+	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
@@ -19,10 +21,36 @@ import (
 // next to a daemon (which is then the only writer; use Call instead).
 
 // OfflineStatus builds the status of a stopped team from its files: every
-// agent is "stopped", with its persisted thread, counters and backlog.
+// agent is "stopped", with its persisted thread, counters and backlog. A
+// team never started (no state directory) has the status of its team file
+// alone, and the state directory is not created.
 func OfflineStatus(cfg *team.Config, l project.Layout) (Status, error) {
+	d, err := l.OpenDir("", false)
+	if errors.Is(err, os.ErrNotExist) {
+		return offlineStatus(cfg, l, nil)
+	}
+	if err != nil {
+		return Status{}, err
+	}
+	d.Close()
 	var st Status
-	err := project.WithLock(l, func() error {
+	err = project.WithLock(l, func() error {
+		store, err := l.OpenInboxes()
+		if err != nil {
+			return err
+		}
+		st, err = offlineStatus(cfg, l, store)
+		return err
+	})
+	return st, err
+}
+
+// offlineStatus reads the status of a stopped team, with the project's lock
+// held, or of a team never started: store is the project's message store,
+// nil when there is none (every backlog and queue is then empty).
+func offlineStatus(cfg *team.Config, l project.Layout, store *inbox.Store) (Status, error) {
+	var st Status
+	err := func() error {
 		g, err := dispatch.NewGate(l)
 		if err != nil {
 			return err
@@ -33,20 +61,22 @@ func OfflineStatus(cfg *team.Config, l project.Layout) (Status, error) {
 			t := ds.ResumeAt
 			st.Dispatch.ResumeAt = &t
 		}
-		store, err := l.OpenInboxes()
-		if err != nil {
-			return err
+		count := func(name string) (pending, inflight int, err error) {
+			if store == nil {
+				return 0, 0, nil
+			}
+			box, err := store.Box(name)
+			if err != nil {
+				return 0, 0, err
+			}
+			return box.Count()
 		}
 		backlogs := map[string]int{}
 		for _, r := range cfg.Roles {
 			if r.Instances < 2 {
 				continue
 			}
-			box, err := store.Box("@" + r.Name)
-			if err != nil {
-				return err
-			}
-			if st.Queues[r.Name], _, err = box.Count(); err != nil {
+			if st.Queues[r.Name], _, err = count("@" + r.Name); err != nil {
 				return err
 			}
 		}
@@ -55,11 +85,7 @@ func OfflineStatus(cfg *team.Config, l project.Layout) (Status, error) {
 			if err := project.LoadJSON(l, project.AgentStateName(a.Name), &as); err != nil {
 				return err
 			}
-			box, err := store.Box(a.Name)
-			if err != nil {
-				return err
-			}
-			pending, inflight, err := box.Count()
+			pending, inflight, err := count(a.Name)
 			if err != nil {
 				return err
 			}
@@ -87,7 +113,7 @@ func OfflineStatus(cfg *team.Config, l project.Layout) (Status, error) {
 		}
 		st.Schedules = SchedulesStatus(cfg, slices.Collect(maps.Values(states)))
 		return nil
-	})
+	}()
 	return st, err
 }
 

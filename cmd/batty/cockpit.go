@@ -164,13 +164,6 @@ small one) and again whenever it is resized.`,
 			return cobra.NoArgs(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if teamFile == "" && os.Getenv(project.EnvDir) == "" {
-				wd, err := os.Getwd()
-				if err != nil {
-					return fmt.Errorf("find the project: %w", err)
-				}
-				teamFile = findTeamUp(wd)
-			}
 			p, cfg, err := loadTeamProject(teamFile)
 			if err != nil {
 				return err
@@ -251,25 +244,6 @@ func outerPrefix(ctx context.Context, bin string) string {
 		return p
 	}
 	return cockpit.DefaultPrefix
-}
-
-// findTeamUp returns the team file of the project dir is in: the first of
-// team.yaml and .batty/team.yaml found in dir or, going up, in one of its
-// parents; "" when there is none (the usual lookup then says what it
-// tried).
-func findTeamUp(dir string) string {
-	for {
-		for _, name := range []string{"team.yaml", filepath.Join(project.DirName, "team.yaml")} {
-			if st, err := os.Stat(filepath.Join(dir, name)); err == nil && st.Mode().IsRegular() {
-				return filepath.Join(dir, name)
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }
 
 // noCockpitError explains why there is no session to attach to.

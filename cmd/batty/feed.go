@@ -16,7 +16,6 @@ import (
 	"github.com/battyhq/batty/cockpit"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/logtail"
-	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
 )
@@ -35,7 +34,7 @@ func newFeedCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := project.ResolveProject(teamFile)
+			p, err := resolveProject(teamFile)
 			if err != nil {
 				return err
 			}

@@ -67,3 +67,97 @@ func TestInitIntoDirectory(t *testing.T) {
 		t.Fatalf("two directories: exit %d, stderr %s", code, errOut)
 	}
 }
+
+// init in a subdirectory of a project refuses, naming the project, unless
+// --force.
+func TestInitRefusesInsideAProject(t *testing.T) {
+	dir, _ := writeTeam(t)
+	sub := filepath.Join(dir, "src")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runBattyIn(t, sub, nil, "", "init")
+	if code != 1 || out != "" || !strings.Contains(errOut, "already in the project of "+filepath.Join(dir, "team.yaml")) || !strings.Contains(errOut, "--force") {
+		t.Fatalf("init in a subdirectory: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if des, err := os.ReadDir(sub); err != nil || len(des) != 0 {
+		t.Fatalf("a refused init wrote %v (%v)", des, err)
+	}
+	// Into a new directory below the project: refused as well.
+	if _, errOut, code := runBattyIn(t, dir, nil, "", "init", filepath.Join("a", "b")); code != 1 || !strings.Contains(errOut, "already in the project of") {
+		t.Fatalf("init a/b: exit %d, stderr %s", code, errOut)
+	}
+	out, errOut, code = runBattyIn(t, sub, nil, "", "init", "--force")
+	if code != 0 || !strings.Contains(out, "wrote team.yaml") {
+		t.Fatalf("init --force: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
+
+// init adds .batty/ to the project's .gitignore, creating it if needed and
+// never twice.
+func TestInitIgnoresTheStateDir(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := runBattyIn(t, dir, nil, "", "init")
+	if code != 0 || !strings.Contains(out, "wrote .gitignore\n") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ".gitignore")); err != nil || string(b) != ".batty/\n" {
+		t.Fatalf(".gitignore: %q, %v", b, err)
+	}
+	if _, _, code := runBattyIn(t, dir, nil, "", "init", "--force"); code != 0 {
+		t.Fatalf("init --force: exit %d", code)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, ".gitignore")); string(b) != ".batty/\n" {
+		t.Fatalf(".gitignore after a second init: %q", b)
+	}
+
+	// An existing .gitignore gets the line appended, on a line of its own.
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, ".gitignore"), []byte("*.o\nbin"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = runBattyIn(t, other, nil, "", "init")
+	if code != 0 || !strings.Contains(out, "added .batty/ to .gitignore\n") {
+		t.Fatalf("exit %d, stdout %s", code, out)
+	}
+	st, err := os.Stat(filepath.Join(other, ".gitignore"))
+	if b, _ := os.ReadFile(filepath.Join(other, ".gitignore")); err != nil || string(b) != "*.o\nbin\n.batty/\n" || st.Mode().Perm() != 0o600 {
+		t.Fatalf(".gitignore: %q, %v", b, err)
+	}
+}
+
+func TestWithGitignoreEntry(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"", ".batty/\n"},
+		{"bin\n", "bin\n.batty/\n"},
+		{"bin", "bin\n.batty/\n"},
+		{".battyx\n", ".battyx\n.batty/\n"},
+		{"# .batty/\n", "# .batty/\n.batty/\n"},
+		{".batty\n", ".batty\n"},
+		{"a\n/.batty/\r\nb\n", "a\n/.batty/\r\nb\n"},
+		{"  .batty/  \n", "  .batty/  \n"},
+	} {
+		got, changed := withGitignoreEntry([]byte(tt.in))
+		if string(got) != tt.want || changed != (tt.in != tt.want) {
+			t.Errorf("withGitignoreEntry(%q) = %q, %v; want %q", tt.in, got, changed, tt.want)
+		}
+	}
+}
+
+// status on a project never started shows the team and creates no .batty/.
+func TestStatusOfANeverStartedProjectCreatesNothing(t *testing.T) {
+	dir, l := writeTeam(t)
+	out, errOut, code := runBattyIn(t, dir, nil, "", "status")
+	if code != 0 || !strings.Contains(out, "engineer-2") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if _, err := os.Lstat(l.Dir); !os.IsNotExist(err) {
+		t.Fatalf("status created %s: %v", l.Dir, err)
+	}
+	if _, _, code := runBattyIn(t, dir, nil, "", "status", "--json"); code != 0 {
+		t.Fatalf("status --json: exit %d", code)
+	}
+	if _, err := os.Lstat(l.Dir); !os.IsNotExist(err) {
+		t.Fatalf("status --json created %s: %v", l.Dir, err)
+	}
+}

@@ -42,7 +42,7 @@ saved, so it holds across restarts.`
 		Example: example,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := project.ResolveProject(teamFile)
+			p, err := resolveProject(teamFile)
 			if err != nil {
 				return err
 			}
@@ -88,19 +88,19 @@ func pauseOffline(p project.Project, pause bool, reason string) (control.Respons
 }
 
 // resumeAgent is `batty resume <agent>`: a failed agent is tried again at
-// once, a parked one checked again. With no daemon running there is
-// nothing to retry: it checks that the team has the agent and says that
-// the next start starts it afresh.
+// once, a parked one checked again. A name that is not an agent of the team
+// file is an error listing the agents. With no daemon running there is
+// nothing to retry: it says that the next start starts the agent afresh.
 func resumeAgent(w io.Writer, p project.Project, name string) error {
+	cfg, err := loadTeamFile(p.TeamFile)
+	if err != nil {
+		return err
+	}
+	if _, ok := cfg.Agent(name); !ok {
+		return fmt.Errorf("no agent %q in team %q (%s); agents: %s", name, cfg.Name, cfg.Path, strings.Join(teamAgentNames(cfg), ", "))
+	}
 	client := daemonClient{layout: p.Layout}
 	resp, running, err := client.callOr(control.Request{Op: control.OpResume, Agent: name}, 10*time.Second, func() (control.Response, error) {
-		cfg, err := loadTeamFile(p.TeamFile)
-		if err != nil {
-			return control.Response{}, err
-		}
-		if _, ok := cfg.Agent(name); !ok {
-			return control.Response{}, fmt.Errorf("no agent %q in team %q; `batty status` lists the agents", name, cfg.Name)
-		}
 		fmt.Fprintf(w, "batty: the daemon is not running; `batty start` starts %s afresh\n", name)
 		return control.Response{}, nil
 	})

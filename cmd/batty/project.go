@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -53,12 +55,12 @@ func withUsageExit(cmd *cobra.Command) *cobra.Command {
 	return cmd
 }
 
-// loadTeamProject resolves the project (see project.ResolveProject) and
-// loads its team file with loadTeamFile. It is the one way a command finds
-// and loads the team file (validate, which ignores $BATTY_DIR, loads the file
-// team.FindFile finds with loadTeamFile too).
+// loadTeamProject resolves the project with resolveProject and loads its
+// team file with loadTeamFile. It is the one way a command finds and loads
+// the team file (validate, which ignores $BATTY_DIR, loads the file
+// findTeamFile finds with loadTeamFile too).
 func loadTeamProject(teamFile string) (project.Project, *team.Config, error) {
-	p, err := project.ResolveProject(teamFile)
+	p, err := resolveProject(teamFile)
 	if err != nil {
 		return project.Project{}, nil, err
 	}
@@ -67,6 +69,86 @@ func loadTeamProject(teamFile string) (project.Project, *team.Config, error) {
 		return p, nil, err
 	}
 	return p, cfg, nil
+}
+
+// resolveProject finds the project a command works on: the explicit team
+// file (--team) if given; else the team of $BATTY_DIR (see
+// project.ResolveProject); else the team file findTeamFile finds from the
+// current directory up.
+func resolveProject(teamFile string) (project.Project, error) {
+	if teamFile == "" && os.Getenv(project.EnvDir) == "" {
+		f, err := findTeamFile("")
+		if err != nil {
+			return project.Project{}, err
+		}
+		teamFile = f
+	}
+	return project.ResolveProject(teamFile)
+}
+
+// teamFileNames are the names a project's team file goes by, relative to
+// the project directory, in the order they are looked for.
+var teamFileNames = []string{"team.yaml", filepath.Join(project.DirName, "team.yaml")}
+
+// findTeamFile locates the team file as git finds its repository. A
+// non-empty explicit path is checked and returned as team.FindFile does.
+// Without one it looks for team.yaml, then .batty/team.yaml, in the current
+// directory and then in each parent up to /, and returns the first it finds
+// as a path relative to the current directory ("team.yaml",
+// "../../.batty/team.yaml"). When there is none the error wraps
+// team.ErrNoTeamFile (see noTeamFileError).
+func findTeamFile(explicit string) (string, error) {
+	if explicit != "" {
+		return team.FindFile(explicit)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find the team file: %w", err)
+	}
+	found, err := findTeamUp(wd)
+	if err != nil {
+		return "", err
+	}
+	if found == "" {
+		return "", noTeamFileError(wd)
+	}
+	if rel, err := filepath.Rel(wd, found); err == nil {
+		return rel, nil
+	}
+	return found, nil // both are absolute: Rel does not fail, and found names the file as well
+}
+
+// findTeamUp returns the absolute path of the team file of the project dir
+// (absolute) is in: the first of teamFileNames found in dir or, going up,
+// in one of its parents; "" when there is none. Only a regular file (or a
+// link to one) counts; a path it cannot examine is an error.
+func findTeamUp(dir string) (string, error) {
+	for {
+		for _, name := range teamFileNames {
+			f := filepath.Join(dir, name)
+			st, err := os.Stat(f)
+			switch {
+			case err == nil && st.Mode().IsRegular():
+				return f, nil
+			case err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+				return "", fmt.Errorf("looking for the team file %s: %w", f, err)
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", nil
+		}
+		dir = parent
+	}
+}
+
+// noTeamFileError is the error for a directory wd with no team file in it
+// or above it: it says where batty looked and that `batty init` creates a
+// team in wd (running it in a subdirectory of a project would create a
+// second team, so it is offered only as a new project here).
+func noTeamFileError(wd string) error {
+	return fmt.Errorf("%w in %s or any parent directory up to / (looked for %s and %s); to create a new team in %s, run `batty init`",
+		team.ErrNoTeamFile, wd, teamFileNames[0], teamFileNames[1], wd)
 }
 
 // loadTeamFile loads and validates the team file at path. It prints

@@ -25,6 +25,9 @@ the daemon running or stopped.`,
 			if err != nil {
 				return err
 			}
+			if _, ok := cfg.Agent(args[0]); !ok {
+				return unknownAgentError(cfg, args[0])
+			}
 			client := daemonClient{layout: p.Layout}
 			req := control.Request{Op: control.OpReset, Agent: args[0], Reason: reason}
 			// The daemon answers once the agent's turn in flight, if any,

@@ -57,9 +57,10 @@ func newRoot() *cobra.Command {
 Codex conversation per agent, messages travel through durable inboxes, and
 transcripts show what every agent does.
 
-The team file is team.yaml (or .batty/team.yaml, or the team of $` + project.EnvDir + `);
-name another with --team FILE (-f FILE on every command but logs, where -f is
---follow).
+The team file is the team of $` + project.EnvDir + ` when it is set, else team.yaml
+(or .batty/team.yaml) in this directory or the nearest parent that has one,
+as git finds its repository; name another with --team FILE (-f FILE on
+every command but logs, where -f is --follow).
 
 Exit status: 0 ok, 1 error, 2 usage (unknown command or flag, bad flag value,
 wrong arguments).`,
@@ -109,6 +110,10 @@ func finishTree(root *cobra.Command) {
 	})
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
+		// A mistyped subcommand within two edits of a real one (or a
+		// prefix of one) is offered as "did you mean"; cobra's own
+		// default of 0 suggests prefixes only.
+		c.SuggestionsMinimumDistance = suggestDistance
 		if c.Parent() == root && c.GroupID == "" {
 			c.GroupID = commandGroups[c.Name()]
 		}
@@ -144,13 +149,23 @@ func finishTree(root *cobra.Command) {
 	walk(root)
 }
 
+// suggestDistance is the largest number of edits (Levenshtein distance)
+// between a mistyped subcommand and a real one that "did you mean" offers.
+const suggestDistance = 2
+
 // unknownCommand is the usage error for a subcommand name cmd does not have.
 func unknownCommand(cmd *cobra.Command, name string) error {
-	hint := ""
+	return usageError(cmd, "unknown command %q%s", name, didYouMean(cmd, name))
+}
+
+// didYouMean is the hint for a subcommand name cmd does not have: "; did
+// you mean X?" naming cmd's subcommands close to name (see
+// suggestDistance), or "" when none is.
+func didYouMean(cmd *cobra.Command, name string) string {
 	if s := cmd.SuggestionsFor(name); len(s) > 0 {
-		hint = "; did you mean " + strings.Join(s, " or ") + "?"
+		return "; did you mean " + strings.Join(s, " or ") + "?"
 	}
-	return usageError(cmd, "unknown command %q%s", name, hint)
+	return ""
 }
 
 // newHelpCmd returns `batty help [command]`: cobra's help command, except
@@ -181,7 +196,7 @@ func newHelpCmd() *cobra.Command {
 				return usageError(c, "%v", err)
 			}
 			if len(rest) > 0 && target.HasSubCommands() {
-				return usageError(c, "unknown help topic %q: run 'batty --help' for the commands", strings.Join(args, " "))
+				return usageError(c, "unknown help topic %q%s (run 'batty --help' for the commands)", strings.Join(args, " "), didYouMean(target, rest[0]))
 			}
 			target.InitDefaultHelpFlag()
 			target.InitDefaultVersionFlag()

@@ -27,7 +27,7 @@ Interrupted messages are delivered again at the next start.`,
   batty stop --timeout 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := project.ResolveProject(teamFile)
+			p, err := resolveProject(teamFile)
 			if err != nil {
 				return err
 			}

@@ -17,9 +17,9 @@ func newValidateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate [-f TEAMFILE]",
 		Short: "Check a team file and list every problem",
-		Long: `validate loads the team file (-f, else ./team.yaml, else ./.batty/team.yaml)
-and checks it completely, including that prompt files and working directories
-exist.
+		Long: `validate loads the team file (-f; else team.yaml, else .batty/team.yaml, in
+this directory or the nearest parent that has one) and checks it
+completely, including that prompt files and working directories exist.
 
 When the file is invalid it prints every problem to stderr, one per line as
 file:line:col: message (hint), and exits 1. When it is valid it prints the
@@ -28,7 +28,7 @@ team's name and agents and exits 0.`,
   batty validate -f ~/src/myproject/team.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, err := team.FindFile(teamFile)
+			path, err := findTeamFile(teamFile)
 			if err != nil {
 				return err
 			}
