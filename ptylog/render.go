@@ -129,11 +129,15 @@ type TurnHeader struct {
 	Resume    bool      // the turn resumes an existing thread
 	Attempt   int       // delivery attempt; shown when > 1
 	Time      time.Time // when the message was sent; zero means now
+	// Preview is the first lines of the message's body, chosen (and
+	// clipped) by the caller; each is cleaned and shown under the header.
+	Preview []string
 }
 
 // TurnHeader writes a separator rule and a bold cyan header line:
-// "── message <id> from <from> · <time> · thread <id|new> ──". It never
-// blocks; after Close it does nothing.
+// "── message <id> from <from> · <time> · thread <id|new> ──", then the
+// lines of h.Preview, each cleaned (safetext.Line) and prefixed "│ ". It
+// never blocks; after Close it does nothing.
 func (w *Writer) TurnHeader(h TurnHeader) {
 	if !w.accepting() {
 		return
@@ -166,6 +170,9 @@ func (w *Writer) TurnHeader(h TurnHeader) {
 	b.WriteString(" ──")
 	r.add(seg{styleCyan, strings.Repeat("━", ruleWidth)})
 	r.add(seg{styleBoldCyan, b.String()})
+	for _, ln := range h.Preview {
+		r.add(seg{styleCyan, "│ "}, seg{"", cleanInline(ln)})
+	}
 	w.enqueue(r.entry())
 }
 
