@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"syscall"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,7 +145,9 @@ func TestLogsAllFollow(t *testing.T) {
 
 func TestMergeLines(t *testing.T) {
 	base := time.Unix(1000, 0)
-	l := func(agent string, s int) logLine { return logLine{agent: agent, text: agent, at: base.Add(time.Duration(s) * time.Second)} }
+	l := func(agent string, s int) logLine {
+		return logLine{agent: agent, text: agent, at: base.Add(time.Duration(s) * time.Second)}
+	}
 	in := []logLine{l("a", 1), l("a", 1), l("a", 3), l("b", 0), l("b", 1), l("b", 4)}
 	got := mergeLines(in, -1)
 	want := []logLine{l("b", 0), l("a", 1), l("a", 1), l("b", 1), l("a", 3), l("b", 4)}
