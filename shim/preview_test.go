@@ -34,19 +34,20 @@ func TestMessagePreview(t *testing.T) {
 // of the message that starts a turn, under its header, cleaned.
 func TestTranscriptShowsIncomingMessage(t *testing.T) {
 	h := startShim(t, nil)
-	h.send("m1", "please review\x1b]0;title\x07 the build\nsecond line\nthird\nfourth\nfifth")
+	h.send("20261121T120000.000000000Z-1f2e3d4c", "please review\x1b]0;title\x07 the build\nsecond line\nthird\nfourth\nfifth")
 	h.expect(kAccepted, kState, kStarted, kThread, kFinished, kStats, kState)
 	data, err := os.ReadFile(h.cfg.Transcript)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := safetext.StripANSI(string(data))
-	for _, want := range []string{"message m1 from human", "│ please review the build", "│ second line", "│ third", "│ … 2 more lines"} {
+	// The header names the message by its short id (inbox.ShortID).
+	for _, want := range []string{"message 1f2e3d4c from human", "│ please review the build", "│ second line", "│ third", "│ … 2 more lines"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("transcript lacks %q:\n%s", want, text)
 		}
 	}
-	if strings.Contains(text, "fourth") || strings.Contains(text, "title") {
+	if strings.Contains(text, "fourth") || strings.Contains(text, "title") || strings.Contains(text, "message 2026") {
 		t.Errorf("transcript shows more than the preview, or an escape's text:\n%s", text)
 	}
 }
