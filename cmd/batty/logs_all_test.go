@@ -192,9 +192,10 @@ func TestLineSplitter(t *testing.T) {
 }
 
 func TestAgentColourIsStable(t *testing.T) {
-	for _, name := range []string{"manager", "engineer-1", "x"} {
-		if agentColour(name) != agentColour(name) || !strings.HasPrefix(agentColour(name), "\x1b[") {
-			t.Errorf("agentColour(%q) = %q", name, agentColour(name))
+	// Pinned: a name keeps its colour from run to run and release to release.
+	for name, want := range map[string]string{"manager": "\x1b[93m", "engineer-1": "\x1b[32m", "architect": "\x1b[34m"} {
+		if got := agentColour(name); got != want {
+			t.Errorf("agentColour(%q) = %q, want %q", name, got, want)
 		}
 	}
 	seen := map[string]bool{}
