@@ -193,12 +193,12 @@ func (a *allLogs) write(lines []logLine) error {
 // follower per agent, each on a goroutine it owns and waits for, and
 // follows transcripts that do not exist yet as they appear.
 func (a *allLogs) follow(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait() // deferred first, so it runs after cancel: every follower ends
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch := make(chan logLine, 256)
 	errs := make(chan error, len(a.agents))
-	var wg sync.WaitGroup
-	defer wg.Wait() // after cancel, above: every follower ends
 	send := func(l logLine) error {
 		select {
 		case ch <- l:

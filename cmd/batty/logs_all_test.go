@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"syscall"
@@ -250,6 +252,38 @@ func TestLogsAllColourOnATerminal(t *testing.T) {
 		}
 		if !tc.colour && bytes.Contains(out, []byte("\x1b")) {
 			t.Errorf("env %q: colours in %q", tc.env, out)
+		}
+	}
+}
+
+// TestLogsAllRefusesASymlinkedTranscript: a transcript planted as a link
+// is refused, with and without -f; with -f the other followers are stopped
+// and the command ends with the error instead of hanging.
+func TestLogsAllRefusesASymlinkedTranscript(t *testing.T) {
+	dir, l := writeTeam(t)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("private line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeTranscript(t, l.Transcript("engineer-1"), timedNotice{time.Now(), "hello"})
+	if err := os.Symlink(secret, l.Transcript("manager")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"logs", "--all"}, {"logs", "--all", "-f", "--rescan", "1h"}} {
+		cmd := battyCommand(t, dir, nil, args...)
+		done := make(chan struct{})
+		timer := time.AfterFunc(20*time.Second, func() {
+			select {
+			case <-done:
+			default:
+				cmd.Process.Kill()
+			}
+		})
+		out, errOut, code := runCmd(t, cmd)
+		close(done)
+		timer.Stop()
+		if code != 1 || strings.Contains(out, "private") || !strings.Contains(errOut, l.Transcript("manager")+" is a symbolic link") {
+			t.Errorf("%q: exit %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
 		}
 	}
 }
