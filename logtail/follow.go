@@ -58,6 +58,9 @@ func (t *Tail) Follow(ctx context.Context, n int, rescan time.Duration) error {
 			return err
 		}
 	}
+	if t.HistoryDone != nil {
+		t.HistoryDone()
+	}
 	if err := t.poll(); err != nil {
 		return err
 	}

@@ -61,6 +61,11 @@ type Tail struct {
 	// errors.Is(err, os.ErrNotExist) for a missing file. Default OpenFile;
 	// tests count the bytes read through it.
 	Open func(path string) (File, error)
+	// HistoryDone, if set, is called once by Follow, on its goroutine, when
+	// the last n lines are printed (or the file was found missing) and
+	// before any line written later: what came before it is the history,
+	// what comes after is new.
+	HistoryDone func()
 
 	f    File  // the file being followed, or nil
 	off  int64 // bytes of f already printed

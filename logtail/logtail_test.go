@@ -325,3 +325,56 @@ func TestFollowDimNotice(t *testing.T) {
 	follow(t, &Tail{Path: path, Label: "log", Out: buf, Notice: notice, DimNotices: true}, 10)
 	notice.waitFor(t, "\x1b[2mbatty: no log yet; waiting\x1b[0m\n")
 }
+
+// HistoryDone is called once, after the last n lines and before the lines
+// written later; for a missing file, before its first line.
+func TestFollowHistoryDone(t *testing.T) {
+	dir := t.TempDir()
+	for _, existing := range []bool{true, false} {
+		path := filepath.Join(dir, fmt.Sprintf("%v.log", existing))
+		if existing {
+			if err := os.WriteFile(path, []byte("old 1\nold 2\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		buf := newSyncBuf()
+		var history atomic.Value
+		calls := make(chan struct{}, 2)
+		follow(t, &Tail{Path: path, Label: "log", Out: buf, HistoryDone: func() {
+			history.Store(buf.String())
+			calls <- struct{}{}
+		}}, 10)
+		select {
+		case <-calls:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("existing=%v: HistoryDone not called", existing)
+		}
+		want := ""
+		if existing {
+			want = "old 1\nold 2\n"
+		}
+		if got := history.Load().(string); got != want {
+			t.Errorf("existing=%v: history %q, want %q", existing, got, want)
+		}
+		appendFile(t, path, "new\n")
+		buf.waitFor(t, "new\n")
+		if len(calls) != 0 {
+			t.Errorf("existing=%v: HistoryDone called again", existing)
+		}
+	}
+}
+
+// appendFile appends s to path, creating it if needed.
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

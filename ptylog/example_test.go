@@ -40,15 +40,15 @@ func Example() {
 	}
 	fmt.Print(string(data))
 	// Output:
-	// 15:04:05 ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━
-	// 15:04:05 ── message m-42 from lead · 2026-01-02 15:04:05 · thread t-9 ──
-	// 15:04:05 ~ Check the tests first.
-	// 15:04:05 $ go test ./...
-	// 15:04:05   ok  	github.com/battyhq/batty/ptylog	1.5s
-	// 15:04:05   exit 0
-	// 15:04:05 M ptylog/render.go
-	// 15:04:05 » Done.
-	// 15:04:05   All tests pass.
-	// 15:04:05 tokens: in 9,526 (cached 0) out 3 · thread total in 19,124 out 10 · ctx 7% · 1.2s
-	// 15:04:05 ✔ completed
+	// 2026-01-02T15:04:05.000Z ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━
+	// 2026-01-02T15:04:05.000Z ── message m-42 from lead · 2026-01-02 15:04:05 · thread t-9 ──
+	// 2026-01-02T15:04:05.000Z ~ Check the tests first.
+	// 2026-01-02T15:04:05.000Z $ go test ./...
+	// 2026-01-02T15:04:05.000Z   ok  	github.com/battyhq/batty/ptylog	1.5s
+	// 2026-01-02T15:04:05.000Z   exit 0
+	// 2026-01-02T15:04:05.000Z M ptylog/render.go
+	// 2026-01-02T15:04:05.000Z » Done.
+	// 2026-01-02T15:04:05.000Z   All tests pass.
+	// 2026-01-02T15:04:05.000Z tokens: in 9,526 (cached 0) out 3 · thread total in 19,124 out 10 · ctx 7% · 1.2s
+	// 2026-01-02T15:04:05.000Z ✔ completed
 }

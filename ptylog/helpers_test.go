@@ -32,14 +32,16 @@ func openTest(t testing.TB, opts Options) (*Writer, string) {
 	return w, path
 }
 
-// readLines returns the lines of the file at path (without newlines).
+// readLines returns the lines of the file at path (without newlines), each
+// line's stamp shown as the time of day (ShortStamps; the stamp itself is
+// TestStampFormat's).
 func readLines(t testing.TB, path string) []string {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("read %s: %v", path, err)
 	}
-	s := string(data)
+	s := ShortStamps(string(data))
 	if s == "" {
 		return nil
 	}

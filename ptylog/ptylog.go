@@ -2,8 +2,8 @@
 // with `tail -F` in a tmux pane.
 //
 // A Writer renders semantic events (turn headers, agent messages, commands,
-// usage, ...) into timestamped, optionally coloured lines and appends them to
-// a transcript file. Callers never wait on disk: every method renders the
+// usage, ...) into optionally coloured lines, each starting with the full
+// time it was written (StampLayout), and appends them to a transcript file. Callers never wait on disk: every method renders the
 // event, enqueues the lines into a bounded in-memory buffer and returns. One
 // goroutine owned by the Writer drains the buffer, appends to the file and
 // rotates it by size (path → path.1 → path.2 ...), which `tail -F` follows
@@ -245,7 +245,7 @@ func (w *Writer) Close() error {
 
 // entry is one rendered event, queued atomically with respect to other events.
 type entry struct {
-	ts    string // timestamp shared by every line, used for a drop marker
+	at    time.Time // time shared by every line, used for a drop marker
 	lines []rline
 	// echo leading lines repeat command cmd; they are skipped when the
 	// previously queued event was CommandStarted(cmd).
@@ -279,7 +279,7 @@ func (w *Writer) enqueue(e entry) {
 			w.mu.Unlock()
 			return
 		}
-		w.push(w.marker(e.ts, w.dropped))
+		w.push(w.marker(e.at, w.dropped))
 		w.markLines++
 		w.markCount += w.dropped
 		w.dropped = 0
@@ -330,13 +330,13 @@ func (w *Writer) lose(lost, batchLen, markLines int, markCount int64) {
 }
 
 // marker renders the "lines dropped" notice.
-func (w *Writer) marker(ts string, n int64) rline {
+func (w *Writer) marker(at time.Time, n int64) rline {
 	noun := "lines"
 	if n == 1 {
 		noun = "line"
 	}
 	text := fmt.Sprintf("[batty: %d transcript %s dropped]", n, noun)
-	return renderLine(w.color, ts, seg{styleYellow, text})
+	return renderLine(w.color, at, seg{styleYellow, text})
 }
 
 // signal wakes the goroutine without blocking; wake-ups coalesce.
@@ -391,7 +391,7 @@ func (w *Writer) finish() {
 	w.dropped = 0
 	var m rline
 	if d > 0 {
-		m = w.marker(w.now().Format(timeLayout), d)
+		m = w.marker(w.now(), d)
 		w.ring[w.ringNext] = m.plain
 		w.ringNext = (w.ringNext + 1) % len(w.ring)
 		w.ringLen = min(w.ringLen+1, len(w.ring))

@@ -8,7 +8,7 @@ import (
 
 // Layout constants.
 const (
-	timeLayout   = "15:04:05"
+	timeLayout   = "15:04:05" // the time shown: in the Tail ring, and by ShortStamps
 	headerLayout = "2006-01-02 15:04:05"
 	maxLineRunes = 400 // longer output/command lines are cut
 	headLines    = 10  // output lines shown before the omission note
@@ -32,30 +32,31 @@ const (
 // seg is a run of text in one style ("" = terminal default).
 type seg struct{ style, text string }
 
-// rline is one rendered line: out goes to the file, plain to the Tail ring.
+// rline is one rendered line: out goes to the file (after the full time,
+// StampLayout), plain to the Tail ring (after the time of day).
 type rline struct{ out, plain string }
 
-// renderLine renders one timestamped line.
-func renderLine(color bool, ts string, segs ...seg) rline {
-	n := len(ts) + 1
+// renderLine renders one line written at t.
+func renderLine(color bool, t time.Time, segs ...seg) rline {
+	ts, stamp := t.Format(timeLayout), t.Format(StampLayout)
+	n := 1
 	for _, s := range segs {
 		n += len(s.text)
 	}
-	var plain strings.Builder
-	plain.Grow(n)
-	plain.WriteString(ts)
-	plain.WriteByte(' ')
+	var text strings.Builder
+	text.Grow(n)
+	text.WriteByte(' ')
 	for _, s := range segs {
-		plain.WriteString(s.text)
+		text.WriteString(s.text)
 	}
+	plain := ts + text.String()
 	if !color {
-		p := plain.String()
-		return rline{out: p, plain: p}
+		return rline{out: stamp + text.String(), plain: plain}
 	}
 	var out strings.Builder
-	out.Grow(n + (len(segs)+1)*8)
+	out.Grow(len(stamp) + n + (len(segs)+1)*8)
 	out.WriteString(styleDim)
-	out.WriteString(ts)
+	out.WriteString(stamp)
 	out.WriteString(styleReset)
 	out.WriteByte(' ')
 	for _, s := range segs {
@@ -67,22 +68,22 @@ func renderLine(color bool, ts string, segs ...seg) rline {
 		out.WriteString(s.text)
 		out.WriteString(styleReset)
 	}
-	return rline{out: out.String(), plain: plain.String()}
+	return rline{out: out.String(), plain: plain}
 }
 
-// renderer accumulates the lines of one event, all with one timestamp.
+// renderer accumulates the lines of one event, all with one time.
 type renderer struct {
 	color bool
-	ts    string
+	at    time.Time
 	lines []rline
 }
 
 func (w *Writer) renderer() *renderer {
-	return &renderer{color: w.color, ts: w.now().Format(timeLayout)}
+	return &renderer{color: w.color, at: w.now()}
 }
 
 func (r *renderer) add(segs ...seg) {
-	r.lines = append(r.lines, renderLine(r.color, r.ts, segs...))
+	r.lines = append(r.lines, renderLine(r.color, r.at, segs...))
 }
 
 // block adds text (already cleaned) line by line: first prefixes the first
@@ -118,7 +119,7 @@ func (r *renderer) headTail(indent seg, style, text string) {
 }
 
 func (r *renderer) entry() entry {
-	return entry{ts: r.ts, lines: r.lines}
+	return entry{at: r.at, lines: r.lines}
 }
 
 // TurnHeader describes the message that starts a turn.
@@ -129,11 +130,15 @@ type TurnHeader struct {
 	Resume    bool      // the turn resumes an existing thread
 	Attempt   int       // delivery attempt; shown when > 1
 	Time      time.Time // when the message was sent; zero means now
+	// Preview is the first lines of the message's body, chosen (and
+	// clipped) by the caller; each is cleaned and shown under the header.
+	Preview []string
 }
 
 // TurnHeader writes a separator rule and a bold cyan header line:
-// "── message <id> from <from> · <time> · thread <id|new> ──". It never
-// blocks; after Close it does nothing.
+// "── message <id> from <from> · <time> · thread <id|new> ──", then the
+// lines of h.Preview, each cleaned (safetext.Line) and prefixed "│ ". It
+// never blocks; after Close it does nothing.
 func (w *Writer) TurnHeader(h TurnHeader) {
 	if !w.accepting() {
 		return
@@ -166,6 +171,9 @@ func (w *Writer) TurnHeader(h TurnHeader) {
 	b.WriteString(" ──")
 	r.add(seg{styleCyan, strings.Repeat("━", ruleWidth)})
 	r.add(seg{styleBoldCyan, b.String()})
+	for _, ln := range h.Preview {
+		r.add(seg{styleCyan, "│ "}, seg{"", cleanInline(ln)})
+	}
 	w.enqueue(r.entry())
 }
 

@@ -45,6 +45,13 @@ func TestFormatting(t *testing.T) {
 			plain: []string{rule, "── message m-7 from lead · 2026-01-02 15:04:05 · thread t-123 (resumed) · attempt 2 ──"},
 		},
 		{
+			name: "turn header with a preview",
+			call: func(w *Writer) {
+				w.TurnHeader(TurnHeader{From: "lead", MessageID: "m-8", Time: fixedTime, Preview: []string{"Fix the \x1b[31mbuild", "then tell me\a"}})
+			},
+			plain: []string{rule, "── message m-8 from lead · 2026-01-02 15:04:05 · thread new ──", "│ Fix the build", `│ then tell me\x07`},
+		},
+		{
 			name:  "turn header unknown fields",
 			call:  func(w *Writer) { w.TurnHeader(TurnHeader{MessageID: "a\nb", Time: fixedTime}) },
 			plain: []string{rule, "── message a b from ? · 2026-01-02 15:04:05 · thread new ──"},

@@ -10,7 +10,7 @@ import (
 )
 
 // CleanWriter passes a transcript on to another writer, made safe for a
-// terminal: with colour, through safetext.Styled (the transcript's own
+// terminal, each line's stamp shown as the time of day (ShortStamps): with colour, through safetext.Styled (the transcript's own
 // colours kept, every other escape sequence dropped, other control and
 // bidirectional characters shown escaped); without, through safetext.Text
 // (plain text for a file, a pipe or a reader who set NO_COLOR). A
@@ -30,9 +30,9 @@ type CleanWriter struct {
 // NewCleanWriter returns a CleanWriter writing to w, keeping the colours
 // when colour is set.
 func NewCleanWriter(w io.Writer, colour bool) *CleanWriter {
-	c := &CleanWriter{w: w, clean: safetext.Text}
+	c := &CleanWriter{w: w, clean: func(s string) string { return ShortStamps(safetext.Text(s)) }}
 	if colour {
-		c.clean = safetext.Styled
+		c.clean = func(s string) string { return ShortStamps(safetext.Styled(s)) }
 	}
 	return c
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/reap"
@@ -226,7 +227,7 @@ func (s *server) startNext() {
 func (s *server) startTurn(m protocol.SendMessage, retried bool) {
 	s.cur = &turn{msg: m, threadID: s.threadID, retried: retried, started: time.Now(), stopCh: make(chan stopReason, 1)}
 	s.setState(protocol.StateWorking, "message "+m.ID)
-	s.tlog.TurnHeader(ptylog.TurnHeader{From: m.From, MessageID: m.ID, ThreadID: s.threadID, Resume: s.threadID != "", Attempt: m.Attempt, Time: s.cur.started})
+	s.tlog.TurnHeader(ptylog.TurnHeader{From: m.From, MessageID: inbox.ShortID(m.ID), ThreadID: s.threadID, Resume: s.threadID != "", Attempt: m.Attempt, Time: s.cur.started, Preview: messagePreview(m.Body)})
 	if m.RetryNote != "" {
 		s.tlog.Notice(oneLine(m.RetryNote))
 	}

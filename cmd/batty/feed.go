@@ -15,6 +15,7 @@ import (
 
 	"github.com/battyhq/batty/cockpit"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/logtail"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
@@ -138,18 +139,6 @@ func renderFeedLine(line []byte, color bool) string {
 // runes.
 func feedLine(s string) string { return safetext.Line(s, 400) }
 
-// shortID returns the random suffix of a message id ("1f2e3d4c"), or
-// what names a scheduled run ("schedule.nightly.3").
-func shortID(id string) string {
-	if i := strings.Index(id, "-schedule."); i >= 0 {
-		return id[i+1:]
-	}
-	if i := strings.LastIndexByte(id, '-'); i >= 0 && i+1 < len(id) {
-		return id[i+1:]
-	}
-	return id
-}
-
 // feedText returns the style and text of one event ("" to leave it out).
 func feedText(e eventlog.Event) (style, text string) {
 	d := func(k string) any { return e.Data[k] }
@@ -163,7 +152,7 @@ func feedText(e eventlog.Event) (style, text string) {
 		s, _ := d(k).(string)
 		return s
 	}
-	id := shortID(e.Message)
+	id := inbox.ShortID(e.Message)
 	tag := "" // "ALERT " on the events the cockpit shows as alerts
 	if _, ok := cockpit.ShownAlert(e); ok {
 		tag = "ALERT "
@@ -187,7 +176,7 @@ func feedText(e eventlog.Event) (style, text string) {
 	case eventlog.EvDelivered:
 		s := fmt.Sprintf("→ %s ← %s: message %s", e.Agent, str("from"), id)
 		if r := str("in_reply_to"); r != "" {
-			s = fmt.Sprintf("→ %s ← %s: reply to message %s", e.Agent, str("from"), shortID(r))
+			s = fmt.Sprintf("→ %s ← %s: reply to message %s", e.Agent, str("from"), inbox.ShortID(r))
 		}
 		if a := num("attempt"); a > 1 {
 			s += fmt.Sprintf(" (attempt %d)", a)
@@ -203,7 +192,7 @@ func feedText(e eventlog.Event) (style, text string) {
 		return feedYellow, fmt.Sprintf("✘ %s: message %s refused: %s", e.Agent, id, e.Detail)
 	case eventlog.EvReply:
 		if to := str("to"); to != "" && to != team.Human {
-			return "", fmt.Sprintf("✉ %s answered %s: reply %s to message %s", e.Agent, to, id, shortID(str("in_reply_to")))
+			return "", fmt.Sprintf("✉ %s answered %s: reply %s to message %s", e.Agent, to, id, inbox.ShortID(str("in_reply_to")))
 		}
 		return feedGreen, fmt.Sprintf("✉ %s answered you: batty inbox", e.Agent)
 	case eventlog.EvRecordFailed:
@@ -289,7 +278,7 @@ func scheduleText(e eventlog.Event, str func(string) string, num func(string) in
 	}
 	switch e.Type {
 	case eventlog.EvScheduleRunStarted:
-		return "", fmt.Sprintf("⏲ schedule %s: run %d sent to %s (message %s)", name, num("run"), orDash(str("to")), shortID(e.Message))
+		return "", fmt.Sprintf("⏲ schedule %s: run %d sent to %s (message %s)", name, num("run"), orDash(str("to")), inbox.ShortID(e.Message))
 	case eventlog.EvScheduleRunFinished:
 		if e.Detail != "" {
 			return feedYellow, fmt.Sprintf("⏲ schedule %s: run %d failed: %s%s", name, num("run"), e.Detail, next)

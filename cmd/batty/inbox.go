@@ -62,9 +62,15 @@ A long text is listed as its beginning: a message to the human longer than
 1 MiB shows its first 64 KiB, an agent's reply its first line. --full ID
 prints the whole text of one message: in the human's inbox its body, in an
 agent's its reply once it has one (else its body). With --json, --full
-prints the message with its whole texts.`,
+prints the message with its whole texts.
+
+Messages are listed by their short id (1f2e3d4c: what follows the time in
+the whole id, 20261121T125100.123456789Z-1f2e3d4c), as in the feed, status
+and transcripts. An ID given to --full may be the whole id, the short one,
+or any unique beginning of either, as git takes a short hash.`,
 		Example: `  batty inbox
-  batty inbox --full 20261121T125100.123456789Z-1f2e3d4c
+  batty inbox --full 1f2e3d4c
+  batty inbox --full 1f2e
   batty inbox engineer-1 -n 5
   batty inbox manager --json`,
 		Args: cobra.MaximumNArgs(1),
@@ -135,7 +141,7 @@ func inboxBoxName(cfg *team.Config, name string) (string, error) {
 }
 
 // printFull writes the whole text of message id of box (named name on the
-// command line): in the human's box its body, in an agent's its reply once
+// command line; id may be any unique abbreviation, inbox.ResolveID): in the human's box its body, in an agent's its reply once
 // it has one, else its body. With asJSON it writes the message as JSON with
 // its whole texts in "body" and "outcome.reply".
 func printFull(w io.Writer, l project.Layout, box, name, id string, asJSON bool) error {
@@ -157,12 +163,19 @@ func printFull(w io.Writer, l project.Layout, box, name, id string, asJSON bool)
 	if err != nil {
 		return fail(err)
 	}
-	m, state, err := b.Get(id)
+	list := "batty inbox"
+	if box != team.Human {
+		list += " " + name
+	}
+	full, err := b.Resolve(id)
 	if errors.Is(err, inbox.ErrNotFound) {
-		list := "batty inbox"
-		if box != team.Human {
-			list += " " + name
-		}
+		return fail(fmt.Errorf("no message %s in the inbox of %s (`%s` lists them)", id, name, list))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	m, state, err := b.Get(full)
+	if errors.Is(err, inbox.ErrNotFound) {
 		return fail(fmt.Errorf("no message %s in the inbox of %s (`%s` lists them)", id, name, list))
 	}
 	if err != nil {
@@ -276,15 +289,15 @@ func printHumanMessage(w io.Writer, m listedMessage) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  from %s", inboxTime(m.CreatedAt), safetext.Line(m.From, 0))
 	if m.InReplyTo != "" {
-		fmt.Fprintf(&b, "  re %s", safetext.Line(m.InReplyTo, 0))
+		fmt.Fprintf(&b, "  re %s", safetext.Line(inbox.ShortID(m.InReplyTo), 0))
 	}
 	if m.State == msgStateInFlight {
 		b.WriteString("  [in flight]")
 	}
-	fmt.Fprintf(&b, "  %s\n", safetext.Line(m.ID, 0))
+	fmt.Fprintf(&b, "  %s\n", safetext.Line(inbox.ShortID(m.ID), 0))
 	writeIndented(&b, "  ", safetext.Text(m.Body))
 	if m.BodyFile != "" {
-		fmt.Fprintf(&b, "  … (%s shown of %s; the whole text: batty inbox --full %s)\n", byteSize(int64(len(m.Body))), byteSize(m.BodySize), safetext.Line(m.ID, 0))
+		fmt.Fprintf(&b, "  … (%s shown of %s; the whole text: batty inbox --full %s)\n", byteSize(int64(len(m.Body))), byteSize(m.BodySize), safetext.Line(inbox.ShortID(m.ID), 0))
 	}
 	b.WriteString("\n")
 	io.WriteString(w, b.String())
@@ -323,10 +336,10 @@ func printAgentMessage(w io.Writer, m listedMessage) {
 	if m.To != m.Box && m.To != "" {
 		fmt.Fprintf(&b, " to %s", safetext.Line(m.To, 0))
 	}
-	fmt.Fprintf(&b, "  %s\n", safetext.Line(m.ID, 0))
+	fmt.Fprintf(&b, "  %s\n", safetext.Line(inbox.ShortID(m.ID), 0))
 	fmt.Fprintf(&b, "  message: %s\n", oneLine(m.Body))
 	if m.InReplyTo != "" {
-		fmt.Fprintf(&b, "  re:      %s\n", safetext.Line(m.InReplyTo, 0))
+		fmt.Fprintf(&b, "  re:      %s\n", safetext.Line(inbox.ShortID(m.InReplyTo), 0))
 	}
 	if o := m.Outcome; o != nil {
 		if o.Agent != "" && o.Agent != m.Box {
@@ -339,7 +352,7 @@ func printAgentMessage(w io.Writer, m listedMessage) {
 			fmt.Fprintf(&b, "  reply:   %s\n", oneLine(o.Reply))
 		}
 		if o.ReplyFile != "" {
-			fmt.Fprintf(&b, "           (%s in all: batty inbox %s --full %s)\n", byteSize(o.ReplySize), m.Box, safetext.Line(m.ID, 0))
+			fmt.Fprintf(&b, "           (%s in all: batty inbox %s --full %s)\n", byteSize(o.ReplySize), m.Box, safetext.Line(inbox.ShortID(m.ID), 0))
 		}
 		fmt.Fprintf(&b, "  tokens:  in %d out %d · finished %s\n", o.InputTokens, o.OutputTokens, inboxTime(o.FinishedAt))
 	}

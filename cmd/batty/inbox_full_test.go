@@ -28,8 +28,8 @@ func TestInboxLongReplies(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d\nstderr: %s", code, errOut)
 	}
-	inOrder(t, out, ids[1], "line one of reply 1", "… (64.0 KiB shown of 20.0 MiB; the whole text: batty inbox --full "+ids[1]+")",
-		ids[0], "line one of reply 0", "… (64.0 KiB shown of 2.0 MiB; the whole text: batty inbox --full "+ids[0]+")")
+	inOrder(t, out, inbox.ShortID(ids[1]), "line one of reply 1", "… (64.0 KiB shown of 20.0 MiB; the whole text: batty inbox --full "+inbox.ShortID(ids[1])+")",
+		inbox.ShortID(ids[0]), "line one of reply 0", "… (64.0 KiB shown of 2.0 MiB; the whole text: batty inbox --full "+inbox.ShortID(ids[0])+")")
 	if len(out) > 4*inbox.PreviewLen {
 		t.Fatalf("the listing is %d bytes: more than previews", len(out))
 	}
@@ -57,7 +57,7 @@ func TestInboxLongReplies(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	inOrder(t, out, done.ID, "reply:   Report …", "(3.0 MiB in all: batty inbox engineer-1 --full "+done.ID+")")
+	inOrder(t, out, inbox.ShortID(done.ID), "reply:   Report …", "(3.0 MiB in all: batty inbox engineer-1 --full "+inbox.ShortID(done.ID)+")")
 	out, _, code = runBattyIn(t, dir, nil, "", "inbox", "engineer-1", "--full", done.ID)
 	if code != 0 || out != reply+"\n" {
 		t.Fatalf("--full of the agent's reply: exit %d, %d bytes", code, len(out))

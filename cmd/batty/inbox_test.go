@@ -81,8 +81,11 @@ func TestInboxHuman(t *testing.T) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 	inOrder(t, out,
-		"from engineer-1  ", ms["h2"].ID, "\n  which database?\n",
-		"from manager", "re 20261121T115900.000000000Z-00000001", ms["h1"].ID, "\n  first report\n  second line\n")
+		"from engineer-1  ", inbox.ShortID(ms["h2"].ID)+"\n  which database?\n",
+		"from manager", "re 00000001", inbox.ShortID(ms["h1"].ID)+"\n  first report\n  second line\n")
+	if strings.Contains(out, ms["h1"].ID) {
+		t.Errorf("the listing shows a whole id, not the short form:\n%s", out)
+	}
 
 	out, _, code = runBattyIn(t, dir, nil, "", "inbox", "-n", "1")
 	if code != 0 || !strings.Contains(out, "which database?") || strings.Contains(out, "first report") {
@@ -97,10 +100,10 @@ func TestInboxAgent(t *testing.T) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 	inOrder(t, out,
-		"new  from manager", ms["e4"].ID, "message: then update the docs",
-		"in flight (attempt 1)  from manager", ms["e3"].ID, "message: fix the flaky test",
-		"failed (quota)  from human", ms["e2"].ID, "message: run the benchmarks", "error:   usage limit reached", "tokens:  in 12 out 0",
-		"completed  from manager to engineer", ms["e1"].ID, "message: implement the parser", "reply:   Parser done. …", "tokens:  in 9526 out 41",
+		"new  from manager", inbox.ShortID(ms["e4"].ID)+"\n", "message: then update the docs",
+		"in flight (attempt 1)  from manager", inbox.ShortID(ms["e3"].ID)+"\n", "message: fix the flaky test",
+		"failed (quota)  from human", inbox.ShortID(ms["e2"].ID)+"\n", "message: run the benchmarks", "error:   usage limit reached", "tokens:  in 12 out 0",
+		"completed  from manager to engineer", inbox.ShortID(ms["e1"].ID)+"\n", "message: implement the parser", "reply:   Parser done. …", "tokens:  in 9526 out 41",
 	)
 	if strings.Contains(out, "Details follow") {
 		t.Fatalf("more than the reply's first line:\n%s", out)

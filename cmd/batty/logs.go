@@ -23,18 +23,25 @@ func newLogsCmd() *cobra.Command {
 		teamFile string
 		lines    int
 		follow   bool
+		all      bool
 		rescan   time.Duration
 		color    = colorMode(colorAuto)
 	)
 	cmd := &cobra.Command{
-		Use:   "logs <agent> [-f] [-n N] [--color WHEN] [--team TEAMFILE]",
-		Short: "Print an agent's transcript; -f follows it",
+		Use:   "logs (<agent> | --all) [-f] [-n N] [--color WHEN] [--team TEAMFILE]",
+		Short: "Print an agent's transcript, or every agent's (--all); -f follows",
 		Long: `logs prints the last lines of an agent's transcript (.batty/logs/<agent>.log),
 reading only the end of the file. With -f (--follow) it keeps printing new
 lines as they are written, like ` + "`tail -F`" + `: it follows the transcript across
 rotations (the file renamed to <agent>.log.1 and recreated) and truncation,
 and waits for a transcript that does not exist yet. It runs until
 interrupted.
+
+With --all it prints every agent's transcript, interleaved in time order
+(the last N lines of them all), each line prefixed with the agent's name
+in a colour of its own, as ` + "`docker compose logs`" + ` does; with -f it follows them
+all at once, including the transcripts of agents that have not started
+yet. The names are plain when the transcripts' colours are stripped.
 
 Transcripts are coloured. --color=auto (the default) keeps the colours when
 stdout is a terminal and NO_COLOR is not set (https://no-color.org), and
@@ -46,9 +53,16 @@ characters are shown escaped (\x07, \u202e).
 Note: as in kubectl, -f means --follow here; name the team file with --team.`,
 		Example: `  batty logs engineer-1
   batty logs -f -n 200 manager
+  batty logs --all -f
   batty logs --team ~/proj/team.yaml -f architect
   batty logs -n 1000 engineer-2 | grep -i error`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if all {
+				if len(args) > 0 {
+					return usageError(cmd, "--all prints every agent's transcript: name no agent (got %s)", strings.Join(args, " "))
+				}
+				return nil
+			}
 			if len(args) != 1 {
 				for _, a := range args {
 					if looksLikeTeamFile(a, isRegularFile) {
@@ -70,6 +84,27 @@ Note: as in kubectl, -f means --follow here; name the team file with --team.`,
 			if err != nil {
 				return err
 			}
+			keepColour := !stripColor(color, isTerminal(cmd.OutOrStdout()), os.Getenv("NO_COLOR"))
+			dim := isTerminal(cmd.ErrOrStderr()) && !stripColor(color, true, os.Getenv("NO_COLOR"))
+			if all {
+				names := teamAgentNames(cfg)
+				a := &allLogs{
+					layout: p.Layout,
+					agents: names,
+					lines:  lines,
+					out:    cmd.OutOrStdout(),
+					notice: cmd.ErrOrStderr(),
+					dim:    dim,
+					form:   allFormatter{width: maxLen(names), colour: keepColour},
+					rescan: rescan,
+				}
+				if !follow {
+					return a.print()
+				}
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				return a.follow(ctx)
+			}
 			agent := args[0]
 			if _, ok := cfg.Agent(agent); !ok {
 				if looksLikeTeamFile(agent, isRegularFile) {
@@ -80,14 +115,14 @@ Note: as in kubectl, -f means --follow here; name the team file with --team.`,
 			// What the transcript holds was cleaned as it was written,
 			// but an agent may write into the file: it is cleaned again,
 			// keeping only its colours (or none).
-			clean := ptylog.NewCleanWriter(cmd.OutOrStdout(), !stripColor(color, isTerminal(cmd.OutOrStdout()), os.Getenv("NO_COLOR")))
+			clean := ptylog.NewCleanWriter(cmd.OutOrStdout(), keepColour)
 			t := &logtail.Tail{
 				Path:   p.Layout.Transcript(agent),
 				Label:  "transcript for " + agent,
 				Out:    clean,
 				Notice: cmd.ErrOrStderr(),
 				// Asides, dim on a terminal (the cockpit's panes).
-				DimNotices: isTerminal(cmd.ErrOrStderr()) && !stripColor(color, true, os.Getenv("NO_COLOR")),
+				DimNotices: dim,
 			}
 			if follow {
 				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -105,12 +140,22 @@ Note: as in kubectl, -f means --follow here; name the team file with --team.`,
 	}
 	addTeamFlags(cmd, &teamFile, false)
 	cmd.Flags().IntVarP(&lines, "lines", "n", 50, "print the last N lines")
+	cmd.Flags().BoolVar(&all, "all", false, "every agent's transcript, interleaved in time order, each line prefixed with the agent's name")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines until interrupted (the team file is --team)")
 	cmd.Flags().Var(&color, "color", "colours: auto (when stdout is a terminal and NO_COLOR is unset), always or never")
 	_ = cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]cobra.Completion{colorAuto, colorAlways, colorNever}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().DurationVar(&rescan, "rescan", logtail.DefaultRescan, "with -f, check the transcript this often even without file system events")
 	_ = cmd.Flags().MarkHidden("rescan")
 	return withUsageExit(cmd)
+}
+
+// maxLen returns the length of the longest of names.
+func maxLen(names []string) int {
+	n := 0
+	for _, s := range names {
+		n = max(n, len(s))
+	}
+	return n
 }
 
 // looksLikeTeamFile reports whether a `batty logs` argument is probably a

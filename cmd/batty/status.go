@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/safetext"
 )
 
@@ -83,7 +84,7 @@ func printStatus(w io.Writer, st control.Status) {
 	for _, a := range st.Agents {
 		inflight := "-"
 		if a.InFlight != nil {
-			inflight = fmt.Sprintf("%s (%s)", safetext.Line(*a.InFlight, 20), time.Duration(a.InFlightAgeS)*time.Second)
+			inflight = fmt.Sprintf("%s (%s)", safetext.Line(inbox.ShortID(*a.InFlight), 20), time.Duration(a.InFlightAgeS)*time.Second)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s/%s\t%.0f%%\t%s\n", a.Name, a.Role, a.State, or(safetext.Line(a.ThreadID, 13), "-"),
 			a.Backlog, inflight, a.TurnsCompleted, count(a.InputTokens), count(a.OutputTokens), a.ContextPct, or(safetext.Line(a.LastError, 60), "-"))
