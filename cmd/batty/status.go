@@ -171,8 +171,27 @@ func statusHeadline(st control.Status) string {
 	if pause != "" {
 		dispatch = pause
 	}
-	return fmt.Sprintf("team %s · daemon pid %d, up %s · dispatch %s", st.Team, st.Daemon.PID,
+	s := fmt.Sprintf("team %s · daemon pid %d, up %s · dispatch %s", st.Team, st.Daemon.PID,
 		time.Duration(st.Daemon.UptimeS)*time.Second, dispatch)
+	for _, a := range st.Accounts {
+		if a.Paused {
+			s += " · " + accountPauseLine(a)
+		}
+	}
+	return s
+}
+
+// accountPauseLine says in one line that account a is paused by a usage
+// limit and until when: "usage limit: account /home/u/.codex paused until
+// 2026-11-21 14:32 UTC (eng-1, eng-2)", or "… paused, probing now (…)". It is a pure
+// function.
+func accountPauseLine(a control.AccountStatus) string {
+	until := ", probing now"
+	if a.ResumeAt != nil {
+		until = " until " + a.ResumeAt.Local().Format("2006-01-02 15:04 MST")
+	}
+	return fmt.Sprintf("usage limit: account %s paused%s (%s)", safetext.Line(a.Account, 0), until,
+		safetext.Line(strings.Join(a.Agents, ", "), 0))
 }
 
 func or(s, def string) string {
