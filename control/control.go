@@ -101,6 +101,11 @@ type NetworkStatus struct {
 // waits for codex to reach the API.
 const AgentWaitingForNetwork = "waiting_for_network"
 
+// AgentQuotaPaused is the state status shows for an agent held by its
+// account's usage-limit pause: it has no turn in flight and starts none
+// until the pause ends (its messages wait).
+const AgentQuotaPaused = "quota_paused"
+
 // AgentStopped is the state status shows for a stopped agent, and for
 // every agent of a stopped team.
 const AgentStopped = "stopped"
@@ -190,6 +195,10 @@ type Response struct {
 	// Retried answers resume: the failed agents (crash loop) it has tried
 	// again at once, ending their cool-down.
 	Retried []string `json:"retried,omitempty"`
+	// Ended answers resume: the pauses it ended, each in words, e.g.
+	// "usage-limit pause of account /home/u/.codex" or "dispatch pause
+	// (manual: paused by user)"; empty when it ended none.
+	Ended []string `json:"ended,omitempty"`
 	// Schedules answers resume: the failed schedules it has put back to
 	// waiting.
 	Schedules []string `json:"schedules,omitempty"`

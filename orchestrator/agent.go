@@ -442,7 +442,7 @@ func (a *agent) crashed() {
 		a.log.Error("Agent failed", "detail", msg)
 		a.crashes, a.probation, a.failed = nil, false, true
 		a.respawn = time.After(wait)
-		a.st.LastError, a.st.LastErrorAt = msg, now.UTC()
+		a.st.SetError(msg, "", now.UTC())
 		a.saveState()
 		a.setSnap(func(s *agentSnap) { s.state = agentFailed })
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: a.def.Name, Detail: msg,
@@ -500,7 +500,7 @@ func (a *agent) reset(reason string) error {
 	// A thread reset by hand starts clean: no handoff.
 	a.st.Handoff, a.st.ContextRetry = nil, nil
 	if a.failed {
-		a.st.LastError = ""
+		a.st.SetError("", "", time.Time{})
 		a.retryNow()
 	}
 	if err := a.saveState(); err != nil {

@@ -204,7 +204,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	}
 	if p.lastError != "" {
 		a.st.TurnsFailed++
-		a.st.LastError, a.st.LastErrorAt = p.lastError, time.Now().UTC()
+		a.st.SetError(p.lastError, m.ID, time.Now().UTC())
 	}
 	a.turnNet(p.net, e)
 	switch p.end {
@@ -287,6 +287,11 @@ func (a *agent) recordTurn(m inbox.Message, e protocol.TurnFinished, p turnPlan)
 	r.e, r.turn, r.retryable, r.failures = e, true, p.retryable, p.verdict.failures
 	a.afterTurn(m, e, reply, false)
 	a.inflight = nil
+	if e.Status == protocol.TurnCompleted {
+		// The failure that set the last error is over (saved with the
+		// outcome below).
+		a.st.Completed(m.ID)
+	}
 	a.quotaProbeEnded(m.ID, p.probeCompleted)
 	if p.removeReply {
 		// Held in memory until recorded: the file has served.

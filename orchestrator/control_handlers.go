@@ -7,6 +7,7 @@ import (
 
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/protocol"
 )
 
 // control answers every request but stop.
@@ -41,9 +42,15 @@ func (d *Daemon) control(req control.Request) control.Response {
 			}
 			return resp
 		}
+		gs := d.gate.State()
+		var ended []string
 		changed := d.resume("resumed by user")
-		if d.resumeAccounts("resumed by user") {
+		if changed {
+			ended = append(ended, dispatchPauseWords(gs))
+		}
+		for _, k := range d.resumeAccounts("resumed by user") {
 			changed = true
+			ended = append(ended, "usage-limit pause of account "+k)
 		}
 		var retried []string
 		for _, a := range d.agents {
@@ -51,7 +58,7 @@ func (d *Daemon) control(req control.Request) control.Response {
 				retried = append(retried, a.def.Name)
 			}
 		}
-		resp := control.Response{OK: true, Changed: changed, Rechecked: d.recheckAll(), Retried: retried}
+		resp := control.Response{OK: true, Changed: changed, Ended: ended, Rechecked: d.recheckAll(), Retried: retried}
 		if d.sched != nil {
 			resp.Schedules = d.sched.Resume()
 		}
@@ -73,6 +80,20 @@ func (d *Daemon) control(req control.Request) control.Response {
 		return control.Response{OK: true}
 	}
 	return control.Response{Error: fmt.Sprintf("unknown operation %q", req.Op)}
+}
+
+// dispatchPauseWords names the dispatch pause gs in words for `batty
+// resume`: "dispatch pause (manual: paused by user)". It is a pure
+// function.
+func dispatchPauseWords(gs project.DispatchState) string {
+	kind := gs.Kind
+	if kind == "" {
+		kind = project.PauseManual
+	}
+	if gs.Reason == "" {
+		return "dispatch pause (" + kind + ")"
+	}
+	return "dispatch pause (" + kind + ": " + gs.Reason + ")"
 }
 
 // retryFailed has a failed agent try again now, ending its cool-down. It
@@ -107,6 +128,15 @@ func (d *Daemon) status() control.Status {
 		t := gs.ResumeAt
 		st.Dispatch.ResumeAt = &t
 	}
+	views := d.quota.Views()
+	quotaHeld := map[string]bool{}
+	for _, v := range views {
+		if v.Pause != nil {
+			for _, n := range v.Agents {
+				quotaHeld[n] = true
+			}
+		}
+	}
 	for _, a := range d.agents {
 		s := a.snapshot()
 		as := control.AgentStatus{
@@ -135,6 +165,7 @@ func (d *Daemon) status() control.Status {
 				as.Network.State, as.Network.Since, as.Network.Message = "waiting", s.netSince, s.netMessage
 			}
 		}
+		as.State = heldState(as.State, s.inflight != "", quotaHeld[a.def.Name])
 		if s.inflight != "" {
 			id := s.inflight
 			as.InFlight = &id
@@ -144,10 +175,22 @@ func (d *Daemon) status() control.Status {
 	}
 	// Held messages are counted on disk: an agent's snapshot of its backlog
 	// is only as fresh as its last look at its inbox.
-	st.Accounts = control.AccountStatuses(d.quota.Views(), func(n string) int {
+	st.Accounts = control.AccountStatuses(views, func(n string) int {
 		pending, inflight, _ := d.byName[n].box.Count()
 		return pending + inflight
 	})
 	st.Schedules = d.scheduleStatus()
 	return st
+}
+
+// heldState is the state status shows for an agent in state with a turn
+// in flight or not, whose account is paused by a usage limit or not: an
+// idle agent its account's pause holds is control.AgentQuotaPaused; every
+// other state (a probe turn in flight, parked, failed …) is kept. It is a
+// pure function.
+func heldState(state string, inflight, quotaPaused bool) string {
+	if quotaPaused && !inflight && state == string(protocol.StateIdle) {
+		return control.AgentQuotaPaused
+	}
+	return state
 }

@@ -28,7 +28,7 @@ func (a *agent) syncParked() {
 		first := a.parked == nil
 		a.parked = p
 		a.log.Warn("Agent parked: its messages wait until codex runs", "problem", p.String())
-		a.st.LastError, a.st.LastErrorAt = parkedPrefix+p.String(), time.Now().UTC()
+		a.st.SetError(parkedPrefix+p.String(), "", time.Now().UTC())
 		a.saveState()
 		a.setSnap(func(s *agentSnap) { s.parked = p })
 		if first {
@@ -40,7 +40,7 @@ func (a *agent) syncParked() {
 	case p == nil && (a.parked != nil || strings.HasPrefix(a.st.LastError, parkedPrefix)):
 		// Released, or parked by an earlier daemon and fine now.
 		if strings.HasPrefix(a.st.LastError, parkedPrefix) {
-			a.st.LastError, a.st.LastErrorAt = "", time.Time{}
+			a.st.SetError("", "", time.Time{})
 		}
 		a.saveState()
 		if a.parked != nil {

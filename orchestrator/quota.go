@@ -142,7 +142,7 @@ func (d *Daemon) armQuota(t *time.Timer) *time.Timer {
 
 // resumeAccounts opens every paused account (`batty resume`) and reports
 // whether one was paused.
-func (d *Daemon) resumeAccounts(why string) bool {
+func (d *Daemon) resumeAccounts(why string) []string {
 	keys, err := d.quota.ResumeAll()
 	if err != nil {
 		d.log.Error("Saving the quota state failed", "error", err)
@@ -154,7 +154,7 @@ func (d *Daemon) resumeAccounts(why string) bool {
 		d.pokeAll()
 		d.kickRoute()
 	}
-	return len(keys) > 0
+	return keys
 }
 
 // migrateQuotaGate turns a team-wide quota pause left in dispatch.json by

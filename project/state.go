@@ -37,6 +37,10 @@ type AgentState struct {
 	ContextPct   float64   `json:"context_pct"`
 	LastError    string    `json:"last_error,omitempty"`
 	LastErrorAt  time.Time `json:"last_error_at,omitzero"`
+	// LastErrorMessage is the message whose failed turn set LastError, ""
+	// when something else did (a crash loop, a parked Codex): once that
+	// message completes, the error is over and LastError is cleared.
+	LastErrorMessage string `json:"last_error_message,omitempty"`
 	// Recent are the agent's last completed turns, clipped, for a handoff.
 	Recent []RecentTurn `json:"recent,omitempty"`
 	// Handoff is the handoff owed to the agent's next fresh thread, nil
@@ -57,6 +61,23 @@ func (s *AgentState) Archive(reason string, at time.Time) {
 	s.ThreadID = ""
 	s.ThreadUsage = protocol.Usage{}
 	s.ContextPct = 0
+}
+
+// SetError records err as the agent's last error at at; message is the
+// message whose failed turn it is, "" when the error is not a turn's.
+func (s *AgentState) SetError(err, message string, at time.Time) {
+	s.LastError, s.LastErrorAt, s.LastErrorMessage = err, at, message
+}
+
+// Completed clears the last error when message set it: the message has
+// completed since, so its failure is no longer the agent's state. It
+// reports whether it cleared it.
+func (s *AgentState) Completed(message string) bool {
+	if message == "" || s.LastErrorMessage != message {
+		return false
+	}
+	s.SetError("", "", time.Time{})
+	return true
 }
 
 // SetThread records the agent's current thread and its last cumulative

@@ -10,6 +10,7 @@ import (
 
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/safetext"
 )
 
 func newPauseCmd(pause bool) *cobra.Command {
@@ -60,7 +61,11 @@ saved, so it holds across restarts.`
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), pauseOutcome(pause, resp.Changed, running))
+			if ended := resumeEnded(resp.Ended); !pause && ended != "" {
+				fmt.Fprintln(cmd.OutOrStdout(), ended)
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), pauseOutcome(pause, resp.Changed, running))
+			}
 			announceRetry(cmd.OutOrStdout(), resp.Retried)
 			announceRecheck(cmd.OutOrStdout(), resp.Rechecked)
 			announceSchedules(cmd.OutOrStdout(), resp.Schedules, running)
@@ -121,6 +126,22 @@ func announceRetry(w io.Writer, agents []string) {
 	if len(agents) > 0 {
 		fmt.Fprintf(w, "batty: retrying %s now (failed: crash loop); `batty status` shows the result\n", strings.Join(agents, ", "))
 	}
+}
+
+// resumeEnded is what `batty resume` says of the pauses it ended ("" for
+// none): "batty: resumed: usage-limit pause of account /home/u/.codex
+// ended; dispatch pause (manual: paused by user) ended". Each pause's
+// words come from the daemon and are made one safe line. It is a pure
+// function.
+func resumeEnded(ended []string) string {
+	if len(ended) == 0 {
+		return ""
+	}
+	parts := make([]string, len(ended))
+	for i, e := range ended {
+		parts[i] = safetext.Line(e, 200) + " ended"
+	}
+	return "batty: resumed: " + strings.Join(parts, "; ")
 }
 
 // pauseOutcome is what `batty pause` (pause) or `batty resume` says, given

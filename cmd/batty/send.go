@@ -32,7 +32,8 @@ after it is message text.
 The recipient is "human", an agent, or a role. A role with one instance is
 its agent; a message to a role with several instances waits in the role's
 queue ("@<role>") and the daemon gives it to an idle instance, else to the one
-with the shortest backlog.
+with the shortest backlog (its messages waiting plus the one in flight, the
+BACKLOG of batty status).
 
 Inside an agent's Codex the sender is that agent: batty finds the agent's
 shim among the command's parent processes, whatever the environment says.

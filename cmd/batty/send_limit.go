@@ -20,7 +20,7 @@ func deliverError(cfg *team.Config, to string, err error) error {
 	if strings.HasPrefix(full.Box, "@") {
 		where = "the queue of role " + strings.TrimPrefix(full.Box, "@") + " (" + full.Box + ")"
 	}
-	return fmt.Errorf("send to %s refused, nothing queued: %s holds %d messages, its backlog limit (backlog_limit: %d in %s); "+
+	return fmt.Errorf("send to %s refused, nothing queued: %s holds %d messages (its backlog: waiting and in flight), its limit (backlog_limit: %d in %s); "+
 		"wait until its agents work them off (`batty status` shows the backlog) or raise backlog_limit",
 		to, where, full.Backlog, full.Limit, cfg.Path)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,11 +19,22 @@ import (
 
 func newStatusCmd() *cobra.Command {
 	var teamFile string
-	var asJSON bool
+	var asJSON, watch bool
 	cmd := &cobra.Command{
-		Use:   "status [--json]",
+		Use:   "status [--json | --watch]",
 		Short: "Show the team: daemon, dispatch, and every agent's state, thread, backlog and usage",
 		Long: `status asks the running daemon; with no daemon it reads the state files.
+BACKLOG is an agent's messages not done yet: those waiting in its inbox
+plus the one in flight (what backlog_limit bounds). The TOTAL row sums
+the team.
+
+--watch (-w) is a live view on the terminal: one line per agent (state,
+the message in flight and its age, backlog, turns, tokens, context), the
+team's totals and a line per account paused by a usage limit, redrawn on
+every event of the team (and each second for the ages), more columns on a
+wider terminal; Ctrl-C quits. When not on a terminal it prints one status
+and exits.
+
 --json prints the documented shape: team, daemon {pid, uptime_s}, dispatch
 {paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
 in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
@@ -38,6 +50,7 @@ agent's account cannot reach the API: "waiting" (its turn waits for the
 network; the agent's state is waiting_for_network) or "held" (it starts no
 new turn until the API answers).`,
 		Example: `  batty status
+  batty status -w
   batty status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -45,18 +58,30 @@ new turn until the API answers).`,
 			if err != nil {
 				return err
 			}
+			if asJSON && watch {
+				return errors.New("--json and --watch do not go together: --json prints one status for a script")
+			}
 			client := daemonClient{layout: p.Layout}
-			resp, _, err := client.callOr(control.Request{Op: control.OpStatus}, 10*time.Second, func() (control.Response, error) {
-				st, err := control.OfflineStatus(cfg, p.Layout)
-				return control.Response{Status: &st}, err
-			})
+			fetch := func() (control.Status, error) {
+				resp, _, err := client.callOr(control.Request{Op: control.OpStatus}, 10*time.Second, func() (control.Response, error) {
+					st, err := control.OfflineStatus(cfg, p.Layout)
+					return control.Response{Status: &st}, err
+				})
+				if err != nil {
+					return control.Status{}, err
+				}
+				if resp.Status == nil {
+					return control.Status{}, errors.New("the daemon's answer to status has no status")
+				}
+				return *resp.Status, nil
+			}
+			if out, ok := cmd.OutOrStdout().(*os.File); watch && ok && isTerminal(out) {
+				return watchStatus(cmd.Context(), os.Stdin, out, p.Layout.EventsLog(), fetch)
+			}
+			st, err := fetch()
 			if err != nil {
 				return err
 			}
-			if resp.Status == nil {
-				return errors.New("the daemon's answer to status has no status")
-			}
-			st := *resp.Status
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -68,6 +93,7 @@ new turn until the API answers).`,
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "a live view, redrawn on every event (one status when not on a terminal)")
 	return cmd
 }
 
@@ -89,6 +115,8 @@ func printStatus(w io.Writer, st control.Status) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s/%s\t%.0f%%\t%s\n", a.Name, a.Role, a.State, or(safetext.Line(a.ThreadID, 13), "-"),
 			a.Backlog, inflight, a.TurnsCompleted, count(a.InputTokens), count(a.OutputTokens), a.ContextPct, or(safetext.Line(a.LastError, 60), "-"))
 	}
+	t := teamTotals(st.Agents)
+	fmt.Fprintf(tw, "TOTAL\t\t%s\t\t%d\t%d in flight\t%d\t%s/%s\t\t\n", t.summary(), t.backlog, t.inFlight, t.turns, count(t.input), count(t.output))
 	tw.Flush()
 	if st.Daemon.PID != 0 && hasParked(st) {
 		fmt.Fprintln(w)
@@ -172,8 +200,27 @@ func statusHeadline(st control.Status) string {
 	if pause != "" {
 		dispatch = pause
 	}
-	return fmt.Sprintf("team %s · daemon pid %d, up %s · dispatch %s", st.Team, st.Daemon.PID,
+	s := fmt.Sprintf("team %s · daemon pid %d, up %s · dispatch %s", st.Team, st.Daemon.PID,
 		time.Duration(st.Daemon.UptimeS)*time.Second, dispatch)
+	for _, a := range st.Accounts {
+		if a.Paused {
+			s += " · " + accountPauseLine(a)
+		}
+	}
+	return s
+}
+
+// accountPauseLine says in one line that account a is paused by a usage
+// limit and until when: "usage limit: account /home/u/.codex paused until
+// 2026-11-21 14:32 UTC (eng-1, eng-2)", or "… paused, probing now (…)". It is a pure
+// function.
+func accountPauseLine(a control.AccountStatus) string {
+	until := ", probing now"
+	if a.ResumeAt != nil {
+		until = " until " + a.ResumeAt.Local().Format("2006-01-02 15:04 MST")
+	}
+	return fmt.Sprintf("usage limit: account %s paused%s (%s)", safetext.Line(a.Account, 0), until,
+		safetext.Line(strings.Join(a.Agents, ", "), 0))
 }
 
 func or(s, def string) string {
