@@ -151,5 +151,6 @@ func (d *Daemon) status() control.Status {
 		return pending + inflight
 	})
 	st.Schedules = d.scheduleStatus()
+	st.TeamFileChanged = d.teamFileChanged()
 	return st
 }
