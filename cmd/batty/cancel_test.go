@@ -153,3 +153,21 @@ func TestFeedTellsACancelOnce(t *testing.T) {
 		t.Fatalf("cancelled in a role queue: %q", text)
 	}
 }
+
+func TestExpandMessageID(t *testing.T) {
+	known := []string{"20261121T125100.000000001Z-1f2e3d4c", "20261121T125100.000000002Z-1f99aaaa", "20261122T000000.000000000Z-abcdef01"}
+	for _, tc := range []struct{ arg, want, err string }{
+		{known[0], known[0], ""},
+		{"1f2e", known[0], ""},
+		{"20261122", known[2], ""},
+		{"abc", known[2], ""},
+		{"1f", "", "abbreviates 2 messages"},
+		{"20261121T", "", "abbreviates 2 messages"},
+		{"ffff", "ffff", ""}, // unknown: the queues answer for it
+	} {
+		got, err := expandMessageID(tc.arg, known)
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("expandMessageID(%q) = %q, %v; want %q, %q", tc.arg, got, err, tc.want, tc.err)
+		}
+	}
+}
