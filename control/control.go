@@ -33,6 +33,10 @@ type Status struct {
 	Accounts []AccountStatus `json:"accounts"`
 	// Schedules are the team file's schedules and their runs.
 	Schedules []ScheduleStatus `json:"schedules"`
+	// TeamFileChanged says that the team file, or a prompt file it names,
+	// is not what the daemon read when it started: `batty restart` applies
+	// it. Always false for a stopped team.
+	TeamFileChanged bool `json:"team_file_changed"`
 }
 
 // DaemonStatus describes the daemon process.
@@ -168,6 +172,10 @@ type Request struct {
 	Reason   string        `json:"reason,omitempty"`
 	Timeout  time.Duration `json:"timeout,omitempty"`
 	Duration time.Duration `json:"duration,omitempty"`
+	// IDs are the messages to cancel (OpCancel), full ids.
+	IDs []string `json:"ids,omitempty"`
+	// Interrupt lets OpCancel end the turn of a message in flight.
+	Interrupt bool `json:"interrupt,omitempty"`
 }
 
 // Control operations.
@@ -178,6 +186,7 @@ const (
 	OpPause  = "pause"
 	OpResume = "resume"
 	OpReset  = "reset"
+	OpCancel = "cancel"
 )
 
 // Response answers a Request.
@@ -202,6 +211,36 @@ type Response struct {
 	// Schedules answers resume: the failed schedules it has put back to
 	// waiting.
 	Schedules []string `json:"schedules,omitempty"`
+	// Cancels answers cancel: one result per id asked, in order.
+	Cancels []CancelResult `json:"cancels,omitempty"`
+}
+
+// Results of cancelling one message (CancelResult.Result).
+const (
+	// CancelDone: the message waited and is now recorded as cancelled.
+	CancelDone = "cancelled"
+	// CancelInterrupting: the message was in flight; its turn is being
+	// interrupted, and its outcome is recorded as cancelled when it ends.
+	CancelInterrupting = "interrupting"
+	// CancelNotFound: no queue of the team holds the message.
+	CancelNotFound = "not_found"
+	// CancelRefused: the message cannot be cancelled (in flight without
+	// interrupt, finished already, …); Detail says why.
+	CancelRefused = "refused"
+)
+
+// CancelResult is what became of one message of a cancel request.
+type CancelResult struct {
+	ID     string `json:"id"`
+	Box    string `json:"box,omitempty"` // the agent or "@role" whose queue holds it
+	Result string `json:"result"`        // one of the Cancel* constants
+	Detail string `json:"detail,omitempty"`
+}
+
+// Cancelled reports whether the message is (or will be, once its turn
+// ends) recorded as cancelled.
+func (r CancelResult) Cancelled() bool {
+	return r.Result == CancelDone || r.Result == CancelInterrupting
 }
 
 // ErrNotRunning is returned by Call when no daemon listens on the socket.

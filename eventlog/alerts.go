@@ -64,9 +64,10 @@ func AlertFor(e Event) (Alert, bool) {
 		a.Kind, a.Message = AlertMessageFailed, fmt.Sprintf("message %s to %s failed: %s", e.Message, who, e.Detail)
 	case EvTurnFinished:
 		status := fmt.Sprint(e.Data["status"])
-		if e.Data["requeued"] == true || status == "completed" || e.Data["alerted"] == true {
-			// Not final, no failure, or told by its own alert event
-			// (message_failed, context_exhausted).
+		if e.Data["requeued"] == true || status == "completed" || e.Data["alerted"] == true || e.Data["cancelled"] == true {
+			// Not final, no failure, told by its own alert event
+			// (message_failed, context_exhausted), or ended by the user
+			// (batty cancel --interrupt: the cancelled event says so).
 			return Alert{}, false
 		}
 		what := status

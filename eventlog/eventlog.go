@@ -76,7 +76,8 @@ const (
 	EvTurnFinished   = "turn_finished"
 	EvRequeued       = "requeued"
 	EvRejected       = "rejected"
-	EvReply          = "reply" // a reply landed in its asker's inbox (Data "to": the human or an agent)
+	EvCancelled      = "cancelled" // the user withdrew a message (`batty cancel`); its outcome is recorded as cancelled
+	EvReply          = "reply"     // a reply landed in its asker's inbox (Data "to": the human or an agent)
 	EvPaused         = "dispatch_paused"
 	EvResumed        = "dispatch_resumed"
 	EvQuotaBlocked   = "quota_blocked"     // alert: once per account pause

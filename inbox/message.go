@@ -23,6 +23,9 @@ const (
 	StatusInterrupted = "interrupted"
 	StatusTimedOut    = "timed_out"
 	StatusRejected    = "rejected"
+	// StatusCancelled: the user withdrew the message (`batty cancel`)
+	// before it ran, or interrupted its turn to withdraw it.
+	StatusCancelled = "cancelled"
 )
 
 // Limits enforced by Decode and Encode.
@@ -199,6 +202,7 @@ var validStatus = map[string]bool{
 	StatusInterrupted: true,
 	StatusTimedOut:    true,
 	StatusRejected:    true,
+	StatusCancelled:   true,
 }
 
 // validTime reports whether t is set and encodes as RFC 3339 in UTC.

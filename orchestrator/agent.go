@@ -72,6 +72,9 @@ type agent struct {
 	account   string             // the effective CODEX_HOME (effectiveCodexHome), the key of its network hold
 	carried   bool               // the message in flight opens a fresh thread with a handoff
 	freshTurn bool               // the message in flight was sent without a thread to resume
+	// cancelling is the id of the message in flight whose turn is being
+	// interrupted to cancel it (`batty cancel --interrupt`), "" when none.
+	cancelling string
 	// pending is an outcome that could not be written yet (see record):
 	// nothing else is dispatched until it is; recordRetry tries again.
 	pending     *outcomeRecord
@@ -109,6 +112,9 @@ const (
 	// opStop shuts the shim down within timeout; answered by the agent's
 	// done channel, which closes once the shim is gone.
 	opStop
+	// opCancel withdraws message id (see agent.cancel); answered on
+	// cancelled.
+	opCancel
 )
 
 // agentCtl is a request from the daemon's goroutine to an agent's. A reset
@@ -119,6 +125,10 @@ type agentCtl struct {
 	reason  string
 	timeout time.Duration
 	done    chan error
+	// opCancel's message, whether it may interrupt a turn, and its answer.
+	id        string
+	interrupt bool
+	cancelled chan control.CancelResult
 }
 
 func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
@@ -207,6 +217,8 @@ func (a *agent) run(ctx context.Context) {
 			switch c.op {
 			case opReset:
 				c.done <- a.reset(c.reason)
+			case opCancel:
+				c.cancelled <- a.cancel(c.id, c.interrupt)
 			case opRetry:
 				var err error
 				if !a.retryNow() {

@@ -191,6 +191,11 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	}
 	m := *a.inflight
 	p := planTurn(m, e, a.turnFacts(m))
+	if a.cancelling == m.ID {
+		// Interrupted by `batty cancel --interrupt`.
+		a.cancelling = ""
+		p = cancelledTurn(p, e)
+	}
 	if p.end == turnUnstarted {
 		a.turnUnstarted(m, e, p)
 		return
@@ -318,7 +323,7 @@ func (a *agent) turnRequeued(m inbox.Message, e protocol.TurnFinished, p turnPla
 	a.ready = true
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
 	a.updateBacklog()
-	a.turnEvent(m, e, p.requeue != "", false)
+	a.turnEvent(m, e, p.requeue != "", false, false)
 	a.dispatch()
 }
 
@@ -328,18 +333,19 @@ func (a *agent) turnRecorded(r *outcomeRecord) {
 	a.saveState()
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
 	a.updateBacklog()
-	a.turnEvent(r.m, r.e, false, r.announced)
+	a.turnEvent(r.m, r.e, false, r.announced, r.o.Status == inbox.StatusCancelled)
 	a.dispatch()
 }
 
 // turnEvent announces the end of m's turn e: requeued says whether m went
 // back to the queue, alerted whether an alert event told a failure
-// (message_failed, context_exhausted).
-func (a *agent) turnEvent(m inbox.Message, e protocol.TurnFinished, requeued, alerted bool) {
+// (message_failed, context_exhausted), cancelled whether the turn was
+// interrupted to cancel m (the cancelled event tells it).
+func (a *agent) turnEvent(m inbox.Message, e protocol.TurnFinished, requeued, alerted, cancelled bool) {
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
 		"status": e.Status, "failure": e.Failure, "input_tokens": e.Usage.Input, "output_tokens": e.Usage.Output,
 		"duration_ms": e.Duration.Milliseconds(), "thread_id": e.ThreadID, "attempt": m.Attempt, "requeued": requeued,
-		"alerted": alerted}})
+		"alerted": alerted, "cancelled": cancelled}})
 }
 
 // retryIn makes the agent look at its inbox again after delay (or sooner).
@@ -365,6 +371,11 @@ func (a *agent) requeueInflight(why string) { a.requeueInflightFor(why, "") }
 // the limit, so the account's probe may go again.
 func (a *agent) requeueInflightFor(why, retry string) {
 	if a.inflight == nil {
+		return
+	}
+	if a.cancelling == a.inflight.ID {
+		// Its turn was interrupted to cancel it: it does not run again.
+		a.cancelInflight()
 		return
 	}
 	id := a.inflight.ID

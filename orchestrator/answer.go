@@ -27,7 +27,8 @@ const maxAgentReply = 64 << 10
 //   - the human is owed the answer of a completed turn;
 //   - an agent of the team (isAgent) is owed the answer of a completed
 //     turn, and word of a turn that ended otherwise (failed, timed out,
-//     rejected), so that it does not wait for an answer that never comes;
+//     rejected), so that it does not wait for an answer that never comes,
+//     and word that the user cancelled it (cancelled);
 //   - an empty answer is NoAnswer.
 //
 // The reply comes from o.Agent, in reply to m.ID, under no id (see
@@ -49,6 +50,8 @@ func answerFor(m inbox.Message, o inbox.Outcome, isAgent func(string) bool) (rep
 	case human:
 		// The human hears of failures from alerts, status and the feed.
 		return inbox.Message{}, false
+	case o.Status == inbox.StatusCancelled:
+		body = cancelNote(m.ID, o.Agent)
 	default:
 		body = failureNote(m.ID, o)
 	}
@@ -72,6 +75,13 @@ func failureNote(id string, o inbox.Outcome) string {
 	return fmt.Sprintf("[batty] your message %s to %s ended %s without an answer: %s\n"+
 		"It will not be tried again; send a new message if it is still needed.",
 		id, o.Agent, what, textclip.Bytes(why, 4096, textclip.Truncated))
+}
+
+// cancelNote tells the sender of message id, which the user cancelled
+// (`batty cancel`), that it will get no answer. It is a pure function.
+func cancelNote(id, agent string) string {
+	return fmt.Sprintf("[batty] your message %s to %s was cancelled by the user: it will not run and gets no answer.\n"+
+		"Do not send it again unless you are asked to.", id, agent)
 }
 
 // clipAgentReply cuts a reply for an agent to maxAgentReply bytes (at a

@@ -63,6 +63,8 @@ func (d *Daemon) control(req control.Request) control.Response {
 			resp.Schedules = d.sched.Resume()
 		}
 		return resp
+	case control.OpCancel:
+		return control.Response{OK: true, Cancels: d.cancel(req.IDs, req.Interrupt)}
 	case control.OpReset:
 		a, ok := d.byName[req.Agent]
 		if !ok {
@@ -180,6 +182,7 @@ func (d *Daemon) status() control.Status {
 		return pending + inflight
 	})
 	st.Schedules = d.scheduleStatus()
+	st.TeamFileChanged = d.teamFileChanged()
 	return st
 }
 

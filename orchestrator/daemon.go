@@ -47,6 +47,7 @@ type Daemon struct {
 	quota    *dispatch.QuotaBook
 	sched    *schedule.Runner // nil without schedules
 	started  time.Time
+	teamHash string // teamFingerprint of the team's files when the daemon started
 
 	agents  []*agent
 	byName  map[string]*agent
@@ -80,6 +81,7 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 	}
 	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, byName: map[string]*agent{},
 		roles: map[string]*inbox.Box{}, ready: make(chan struct{}), lock: lock, started: time.Now(),
+		teamHash:  teamFingerprint(cfg),
 		routeKick: make(chan struct{}, 1)}
 	if err := d.init(); err != nil {
 		if d.events != nil {

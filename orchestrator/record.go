@@ -153,11 +153,15 @@ func (a *agent) recorded(r *outcomeRecord, wrote bool) {
 	if wrote && r.o.Status == inbox.StatusRejected && !r.turn {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvRejected, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error})
 	}
+	if wrote && r.o.Status == inbox.StatusCancelled {
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvCancelled, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error,
+			Data: map[string]any{"from": r.m.From, "interrupted": r.turn}})
+	}
 	if !wrote || !r.turn {
 		return
 	}
 	e := r.e
-	if e.Status == protocol.TurnCompleted {
+	if r.o.Status == inbox.StatusCompleted {
 		a.st.TurnsCompleted++
 		if r.owed && r.reply.Body == NoAnswer {
 			a.st.NoAnswers++
@@ -170,7 +174,7 @@ func (a *agent) recorded(r *outcomeRecord, wrote bool) {
 			"attempts": r.failures, "max_attempts": a.d.cfg.MaxAttempts, "status": e.Status, "failure": e.Failure}})
 		r.announced = true
 	}
-	if e.Failure == protocol.FailContextWindow {
+	if e.Failure == protocol.FailContextWindow && r.o.Status != inbox.StatusCancelled {
 		a.contextGaveUp(r.m, e)
 		r.announced = true
 	}

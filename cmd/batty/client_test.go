@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"reflect"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestDaemonClientCallOr(t *testing.T) {
 					conn.Close()
 					return err
 				}
-				if got != req {
+				if !reflect.DeepEqual(got, req) {
 					a = control.Response{Error: "unexpected request"}
 				}
 				err = json.NewEncoder(conn).Encode(a)

@@ -190,6 +190,12 @@ func feedText(e eventlog.Event) (style, text string) {
 		return feedYellow, fmt.Sprintf("↺ %s: message %s back in the queue (%s)", e.Agent, id, e.Detail)
 	case eventlog.EvRejected:
 		return feedYellow, fmt.Sprintf("✘ %s: message %s refused: %s", e.Agent, id, e.Detail)
+	case eventlog.EvCancelled:
+		s := fmt.Sprintf("✘ %s: message %s from %s cancelled", orDash(e.Agent+str("queue")), id, orDash(str("from")))
+		if e.Data["interrupted"] == true {
+			s += " (its turn interrupted)"
+		}
+		return feedYellow, s
 	case eventlog.EvReply:
 		if to := str("to"); to != "" && to != team.Human {
 			return "", fmt.Sprintf("✉ %s answered %s: reply %s to message %s", e.Agent, to, id, inbox.ShortID(str("in_reply_to")))
@@ -245,6 +251,9 @@ func feedText(e eventlog.Event) (style, text string) {
 // turnText renders a turn_finished event.
 func turnText(e eventlog.Event, id string, str func(string) string, num func(string) int64) (string, string) {
 	dur := time.Duration(num("duration_ms")) * time.Millisecond
+	if e.Data["cancelled"] == true {
+		return "", "" // the cancelled event says it
+	}
 	if req, _ := e.Data["requeued"].(bool); req {
 		return feedYellow, fmt.Sprintf("↺ %s: message %s %s after %s; it goes back to the queue", e.Agent, id, str("status"), dur.Round(100*time.Millisecond))
 	}

@@ -37,8 +37,8 @@ const (
 // TestEveryCommandHasAGroupAndExamples catches that.
 var commandGroups = map[string]string{
 	"start": groupTeam, "stop": groupTeam, "attach": groupTeam,
-	"pause": groupTeam, "resume": groupTeam, "reset": groupTeam,
-	"send": groupMessages, "inbox": groupMessages,
+	"pause": groupTeam, "resume": groupTeam, "reset": groupTeam, "restart": groupTeam,
+	"send": groupMessages, "inbox": groupMessages, "cancel": groupMessages,
 	"status": groupInspect, "logs": groupInspect,
 	"chat": groupAgent, "fanout": groupAgent,
 	"init": groupSetup, "validate": groupSetup, "demo": groupSetup,
@@ -93,6 +93,7 @@ wrong arguments).`,
 		newStartCmd(), newDaemonCmd(), newStopCmd(), newStatusCmd(), newPauseCmd(true), newPauseCmd(false), newResetCmd())
 	root.AddCommand(newSendCmd(), newInboxCmd(), newLogsCmd(), newInitCmd(), newValidateCmd())
 	root.AddCommand(newDemoCmd())
+	root.AddCommand(newCancelCmd(), newRestartCmd())
 	root.AddCommand(newAttachCmd(), newFeedCmd())
 	root.SetHelpCommand(newHelpCmd())
 	root.InitDefaultHelpCmd()

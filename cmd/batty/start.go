@@ -41,52 +41,59 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
   batty start --no-tmux`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, cfg, err := loadTeamProject(teamFile)
-			if err != nil {
-				return err
-			}
-			if running, pid := project.Running(p.Layout); running {
-				return project.AlreadyRunningError(pid, p.Layout.Socket())
-			}
-			withCockpit := !noTmux
-			if withCockpit {
-				// Before the daemon: its tmux server must not be a child
-				// of the daemon's subreaper.
-				if _, err := createCockpit(cmd.Context(), p, cfg); err != nil {
-					if !isNoTmux(err) {
-						return err
-					}
-					fmt.Fprintf(cmd.ErrOrStderr(), "batty: no cockpit: %v\nbatty: starting without it; watch an agent with `batty logs -f <agent>`\n", err)
-					withCockpit = false
-				}
-			}
-			if foreground {
-				if withCockpit {
-					announceCockpit(cmd.ErrOrStderr(), p, cfg)
-				}
-				return runDaemon(cmd.Context(), p, cfg, nil, true, withCockpit)
-			}
-			if err := startBackground(cmd.OutOrStdout(), p, cfg, withCockpit); err != nil {
-				// The cockpit goes with the failed daemon, unless another
-				// start won the race for the lock: that team keeps it.
-				if running, _ := project.Running(p.Layout); withCockpit && !running {
-					if kerr := stopCockpit(p); kerr != nil {
-						err = errors.Join(err, kerr)
-					}
-				}
-				return err
-			}
-			if withCockpit {
-				announceCockpit(cmd.OutOrStdout(), p, cfg)
-			}
-			warnParked(cmd.ErrOrStderr(), p.Layout)
-			return nil
+			return runStart(cmd, teamFile, foreground, noTmux)
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().BoolVar(&foreground, "foreground", false, "run the daemon in this process until Ctrl-C")
 	cmd.Flags().BoolVar(&noTmux, "no-tmux", false, "run without the tmux cockpit (watch agents with batty logs -f)")
 	return cmd
+}
+
+// runStart is `batty start`: the daemon of the team of teamFile starts, in
+// the background (returning once it accepts messages) unless foreground,
+// with its cockpit unless noTmux. `batty restart` runs it after runStop.
+func runStart(cmd *cobra.Command, teamFile string, foreground, noTmux bool) error {
+	p, cfg, err := loadTeamProject(teamFile)
+	if err != nil {
+		return err
+	}
+	if running, pid := project.Running(p.Layout); running {
+		return project.AlreadyRunningError(pid, p.Layout.Socket())
+	}
+	withCockpit := !noTmux
+	if withCockpit {
+		// Before the daemon: its tmux server must not be a child
+		// of the daemon's subreaper.
+		if _, err := createCockpit(cmd.Context(), p, cfg); err != nil {
+			if !isNoTmux(err) {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "batty: no cockpit: %v\nbatty: starting without it; watch an agent with `batty logs -f <agent>`\n", err)
+			withCockpit = false
+		}
+	}
+	if foreground {
+		if withCockpit {
+			announceCockpit(cmd.ErrOrStderr(), p, cfg)
+		}
+		return runDaemon(cmd.Context(), p, cfg, nil, true, withCockpit)
+	}
+	if err := startBackground(cmd.OutOrStdout(), p, cfg, withCockpit); err != nil {
+		// The cockpit goes with the failed daemon, unless another
+		// start won the race for the lock: that team keeps it.
+		if running, _ := project.Running(p.Layout); withCockpit && !running {
+			if kerr := stopCockpit(p); kerr != nil {
+				err = errors.Join(err, kerr)
+			}
+		}
+		return err
+	}
+	if withCockpit {
+		announceCockpit(cmd.OutOrStdout(), p, cfg)
+	}
+	warnParked(cmd.ErrOrStderr(), p.Layout)
+	return nil
 }
 
 // startBackground runs `batty daemon` detached and waits until it reports

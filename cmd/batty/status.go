@@ -104,6 +104,7 @@ new turn until the API answers).`,
 // drive the terminal.
 func printStatus(w io.Writer, st control.Status) {
 	fmt.Fprintln(w, statusHeadline(st))
+	printTeamChanged(w, st)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tROLE\tSTATE\tTHREAD\tBACKLOG\tIN FLIGHT\tTURNS\tTOKENS IN/OUT\tCTX\tLAST ERROR")

@@ -27,26 +27,33 @@ Interrupted messages are delivered again at the next start.`,
   batty stop --timeout 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := resolveProject(teamFile)
-			if err != nil {
-				return err
-			}
-			client := daemonClient{layout: p.Layout}
-			announceStop(cmd.ErrOrStderr(), client, timeout)
-			pid, running, err := client.stop(timeout, func() error { return stopOffline(cmd.OutOrStdout(), p) })
-			if err != nil || !running {
-				return err
-			}
-			if err := stopCockpit(p); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "batty: stopped (pid %d)\n", pid)
-			return nil
+			return runStop(cmd, teamFile, timeout)
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long turns in flight may finish (default: the team's timeouts.shutdown)")
 	return cmd
+}
+
+// runStop is `batty stop`: the daemon of the project of teamFile stops
+// (turns in flight may finish until timeout), and so does its cockpit.
+// `batty restart` runs it before runStart.
+func runStop(cmd *cobra.Command, teamFile string, timeout time.Duration) error {
+	p, err := resolveProject(teamFile)
+	if err != nil {
+		return err
+	}
+	client := daemonClient{layout: p.Layout}
+	announceStop(cmd.ErrOrStderr(), client, timeout)
+	pid, running, err := client.stop(timeout, func() error { return stopOffline(cmd.OutOrStdout(), p) })
+	if err != nil || !running {
+		return err
+	}
+	if err := stopCockpit(p); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "batty: stopped (pid %d)\n", pid)
+	return nil
 }
 
 // stopOffline is `batty stop` with no daemon running: it removes the

@@ -23,7 +23,8 @@ completely, including that prompt files and working directories exist.
 
 When the file is invalid it prints every problem to stderr, one per line as
 file:line:col: message (hint), and exits 1. When it is valid it prints the
-team's name and agents and exits 0.`,
+team's name and agents and exits 0; when this team runs and its files
+changed since it started, it adds that ` + "`batty restart`" + ` applies them.`,
 		Example: `  batty validate
   batty validate -f ~/src/myproject/team.yaml`,
 		Args: cobra.NoArgs,
@@ -51,6 +52,7 @@ team's name and agents and exits 0.`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid — team %q, %d %s: %s\n",
 				path, cfg.Name, len(names), noun, strings.Join(names, ", "))
+			noteRunningTeamChanged(cmd.OutOrStdout(), path)
 			return nil
 		},
 	}

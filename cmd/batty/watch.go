@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/battyhq/batty/inbox"
 	"os"
 	"os/signal"
 	"strings"
@@ -376,7 +377,7 @@ func doingCell(a control.AgentStatus) string {
 	if a.InFlight == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%s %s", safetext.Line(shortID(*a.InFlight), 20), time.Duration(a.InFlightAgeS)*time.Second)
+	return fmt.Sprintf("%s %s", safetext.Line(inbox.ShortID(*a.InFlight), 20), time.Duration(a.InFlightAgeS)*time.Second)
 }
 
 // totals are the team's sums over its agents, the TOTAL row of status.
