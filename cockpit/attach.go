@@ -13,18 +13,28 @@ func NestedPrefix(outer string) string {
 	return "C-a"
 }
 
+// NestedSetup returns the tmux commands (each the arguments after
+// `-L socket`) that prepare the session a terminal inside another tmux
+// attaches to: a session called nested, grouped with session (the same
+// windows and panes), whose prefix is nestedPrefix so that the user's own
+// prefix keeps working for the outer tmux. They run before AttachArgs, one
+// by one: tmux 3.3 cannot name a session created earlier in the same
+// command sequence. The caller kills the session once its client has
+// detached (tmux 3.3's destroy-unattached on a grouped session can take the
+// whole server down). Pure.
+func NestedSetup(session, nestedPrefix, nested string) [][]string {
+	return [][]string{
+		{"new-session", "-d", "-t", "=" + session, "-s", nested},
+		{"set-option", "-t", "=" + nested + ":", "prefix", nestedPrefix},
+	}
+}
+
 // AttachArgs returns the tmux arguments (after `-L socket`) that attach a
-// terminal to the cockpit session. With nestedPrefix "" the client
-// attaches to the session itself. Otherwise (from inside another tmux) it
-// attaches to a new session grouped with it — the same windows and panes —
-// whose prefix is nestedPrefix, so that the user's own prefix keeps
-// working for the outer tmux; that session goes away when its client
-// detaches. Pure.
-func AttachArgs(session, nestedPrefix string) []string {
-	if nestedPrefix == "" {
+// terminal to the cockpit: to session itself when nested is "", else to the
+// session nested that NestedSetup made. Pure.
+func AttachArgs(session, nested string) []string {
+	if nested == "" {
 		return []string{"attach-session", "-t", "=" + session}
 	}
-	return []string{"new-session", "-t", "=" + session,
-		";", "set-option", "destroy-unattached", "on",
-		";", "set-option", "prefix", nestedPrefix}
+	return []string{"attach-session", "-t", "=" + nested + ":"}
 }

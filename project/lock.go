@@ -1,6 +1,7 @@
 package project
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -91,6 +92,42 @@ func Running(l Layout) (bool, int) {
 	}
 	unix.Flock(int(f.Fd()), unix.LOCK_UN)
 	return false, 0
+}
+
+// RunningSettled is Running for a command about to start a daemon: a lock
+// whose holder (the pid in the lock file) is dead or a zombie is a daemon
+// killed a moment ago whose lock the kernel has not released yet, so it
+// waits up to lockWait for that lock to go. A live holder answers at once.
+func RunningSettled(l Layout) (bool, int) {
+	deadline := time.Now().Add(lockWait)
+	for {
+		running, pid := Running(l)
+		if !running || processAlive(pid) || !time.Now().Before(deadline) {
+			return running, pid
+		}
+		time.Sleep(20 * time.Millisecond) // the kernel tears the process down
+	}
+}
+
+// processAlive reports whether pid names a process that is not a zombie
+// (false for pid 0, a process gone, or one that cannot be read).
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	switch b[i+2] {
+	case 'Z', 'X', 'x':
+		return false
+	}
+	return true
 }
 
 // lockWait is how long WithLock waits for a lock that is held: a daemon

@@ -221,15 +221,39 @@ func attachCockpit(ctx context.Context, p project.Project, cfg *team.Config, out
 		return fmt.Errorf("batty attach needs a terminal (stdin is not one); the session is %q on `tmux -L %s`",
 			session, cockpit.SocketName(projectDir(p)))
 	}
+	socket := cockpit.SocketName(projectDir(p))
 	nested := ""
 	if os.Getenv("TMUX") != "" {
 		yours := outerPrefix(ctx, bin)
-		nested = cockpit.NestedPrefix(yours)
-		fmt.Fprintf(out, "batty: cockpit prefix %s (yours: %s): detach with %s d to come back here\n", nested, yours, nested)
+		prefix := cockpit.NestedPrefix(yours)
+		nested = fmt.Sprintf("%s-nested-%d", session, os.Getpid())
+		for _, args := range cockpit.NestedSetup(session, prefix, nested) {
+			c := exec.CommandContext(ctx, bin, append([]string{"-L", socket}, args...)...)
+			c.Env = withoutEnv(os.Environ(), "TMUX")
+			if out, err := c.CombinedOutput(); err != nil {
+				return fmt.Errorf("prepare the nested cockpit (tmux %s): %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+			}
+		}
+		fmt.Fprintf(out, "batty: cockpit prefix %s (yours: %s): detach with %s d to come back here\n", prefix, yours, prefix)
 	}
-	argv := append([]string{"tmux", "-L", cockpit.SocketName(projectDir(p))}, cockpit.AttachArgs(session, nested)...)
-	if err := syscall.Exec(bin, argv, withoutEnv(os.Environ(), "TMUX")); err != nil {
-		return fmt.Errorf("run %s: %w", bin, err)
+	argv := append([]string{"tmux", "-L", socket}, cockpit.AttachArgs(session, nested)...)
+	if nested == "" {
+		if err := syscall.Exec(bin, argv, withoutEnv(os.Environ(), "TMUX")); err != nil {
+			return fmt.Errorf("run %s: %w", bin, err)
+		}
+		return nil
+	}
+	// Nested: tmux runs as a child, so that its session goes once the
+	// client detaches.
+	c := exec.Command(bin, argv[1:]...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	c.Env = withoutEnv(os.Environ(), "TMUX")
+	err = c.Run()
+	kill := exec.Command(bin, "-L", socket, "kill-session", "-t", "="+nested)
+	kill.Env = c.Env
+	kill.Run() // gone already when the server stopped
+	if err != nil {
+		return fmt.Errorf("tmux attach: %w", err)
 	}
 	return nil
 }

@@ -141,7 +141,8 @@ func TestCockpitUnderRealHands(t *testing.T) {
 	if ok, _ := srv.Has(ctx, nested); ok {
 		t.Fatalf("the nested client's session %q outlived its detach", nested)
 	}
-	if ok, _ := srv.Has(ctx, "hands"); !ok {
-		t.Fatal("the team's session went with the nested client")
+	if ok, err := srv.Has(ctx, "hands"); !ok {
+		ls, lerr := srv.Run.Run(ctx, "list-sessions")
+		t.Fatalf("the team's session went with the nested client (%v); sessions: %q %v", err, ls, lerr)
 	}
 }

@@ -58,7 +58,7 @@ func runStart(cmd *cobra.Command, teamFile string, foreground, noTmux bool) erro
 	if err != nil {
 		return err
 	}
-	if running, pid := project.Running(p.Layout); running {
+	if running, pid := project.RunningSettled(p.Layout); running {
 		return project.AlreadyRunningError(pid, p.Layout.Socket())
 	}
 	withCockpit := !noTmux
