@@ -139,32 +139,15 @@ func messageIDsIn(dir string) []string {
 	return ids
 }
 
-// errAmbiguous is the error of an abbreviation that names several
-// messages.
-var errAmbiguous = errors.New("ambiguous")
-
-// expandMessageID returns the id among known that arg names: the id
-// itself, or the only one it is a prefix of, or whose short form (the
-// random suffix the feed shows) it is a prefix of. An arg that names none
-// is returned as it is (the queues answer for it); one that names several
-// is an error listing them. It is a pure function.
+// expandMessageID returns the id among known that arg names, as every
+// command resolves an id (inbox.ResolveID: the id itself, its short form,
+// or the only one it abbreviates). An arg that names none is returned as
+// it is (the queues answer for it); one that names several is an error
+// listing them. It is a pure function.
 func expandMessageID(arg string, known []string) (string, error) {
-	var found []string
-	seen := map[string]bool{}
-	for _, id := range known {
-		if id == arg {
-			return id, nil
-		}
-		if !seen[id] && (strings.HasPrefix(id, arg) || strings.HasPrefix(inbox.ShortID(id), arg)) {
-			seen[id] = true
-			found = append(found, id)
-		}
-	}
-	switch len(found) {
-	case 0:
+	id, err := inbox.ResolveID(known, arg)
+	if errors.Is(err, inbox.ErrNotFound) {
 		return arg, nil
-	case 1:
-		return found[0], nil
 	}
-	return "", fmt.Errorf("%w: it abbreviates %d messages (%s); give more of the id", errAmbiguous, len(found), strings.Join(found, ", "))
+	return id, err
 }

@@ -161,8 +161,8 @@ func TestExpandMessageID(t *testing.T) {
 		{"1f2e", known[0], ""},
 		{"20261122", known[2], ""},
 		{"abc", known[2], ""},
-		{"1f", "", "abbreviates 2 messages"},
-		{"20261121T", "", "abbreviates 2 messages"},
+		{"1f", "", "matches 2 messages"},
+		{"20261121T", "", "matches 2 messages"},
 		{"ffff", "ffff", ""}, // unknown: the queues answer for it
 	} {
 		got, err := expandMessageID(tc.arg, known)
