@@ -282,6 +282,9 @@ const (
 func renderWatch(st control.Status, cols, rows int, fetchErr error, now time.Time) []string {
 	cols, rows = max(cols, 20), max(rows, 4)
 	head := []string{statusHeadline(st), ""}
+	if st.TeamFileChanged {
+		head = []string{statusHeadline(st), teamChangedNotice, ""}
+	}
 	var tail []string
 	for _, a := range st.Accounts {
 		if a.Paused {

@@ -231,3 +231,16 @@ func TestAdvanceAges(t *testing.T) {
 		t.Fatalf("advanced %+v (from %+v)", got, st)
 	}
 }
+
+// The live view says, as status does, when the team's files changed since
+// the team started.
+func TestRenderWatchSaysTheTeamFileChanged(t *testing.T) {
+	st := control.Status{Team: "demo", Agents: watchAgents(2)}
+	if text := strings.Join(renderWatch(st, 80, 24, nil, time.Now()), "\n"); strings.Contains(text, teamChangedNotice) {
+		t.Fatalf("the notice with nothing changed:\n%s", text)
+	}
+	st.TeamFileChanged = true
+	if text := strings.Join(renderWatch(st, 80, 24, nil, time.Now()), "\n"); !strings.Contains(text, teamChangedNotice) {
+		t.Fatalf("no notice of the changed team file:\n%s", text)
+	}
+}
