@@ -63,7 +63,7 @@ func (t *Team) Snapshot() Snapshot {
 	} else if kind == "" {
 		kind = pauseKind(st.Dispatch)
 	}
-	snap := Snapshot{Feed: FeedView{Team: st.Team, Pause: kind, Reason: st.Dispatch.Reason}}
+	snap := Snapshot{Feed: FeedView{Team: st.Team, Pause: kind, Reason: st.Dispatch.Reason, TeamChanged: st.TeamFileChanged}}
 	if st.Dispatch.ResumeAt != nil {
 		snap.Feed.ResumeAt = *st.Dispatch.ResumeAt
 	}

@@ -103,6 +103,9 @@ type FeedView struct {
 	Pause    string // kind of the dispatch pause, "" when running
 	Reason   string
 	ResumeAt time.Time // end of a quota pause; zero when unknown
+	// TeamChanged says that the team's files changed since the team
+	// started (control.Status.TeamFileChanged).
+	TeamChanged bool
 }
 
 // FeedTitle renders the orchestrator pane's title: the team and its
@@ -124,6 +127,9 @@ func FeedTitle(v FeedView) string {
 		if v.Reason != "" {
 			s += ": " + v.Reason
 		}
+	}
+	if v.TeamChanged {
+		s += " · team.yaml changed: batty restart applies it"
 	}
 	return clean(s)
 }

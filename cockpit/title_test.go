@@ -44,6 +44,7 @@ func TestFeedTitle(t *testing.T) {
 		{FeedView{Team: "demo"}, "orchestrator · demo · dispatch running"},
 		{FeedView{Team: "demo", Pause: PauseQuota, ResumeAt: at}, "orchestrator · demo · quota paused until 14:32"},
 		{FeedView{Team: "demo", Pause: PauseManual, Reason: "lunch"}, "orchestrator · demo · paused: lunch"},
+		{FeedView{Team: "demo", TeamChanged: true}, "orchestrator · demo · dispatch running · team.yaml changed: batty restart applies it"},
 		// A pause reason may be a model's text: no escape sequence, no
 		// line break, no bidirectional control reaches the pane border.
 		{FeedView{Team: "demo", Pause: PauseManual, Reason: "a\x1b]52;c;eA==\x07b\x1b]0;pwned\x1b\\\r\nc\u202ed\u2066"},
