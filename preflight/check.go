@@ -26,6 +26,7 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/shellword"
 	"github.com/battyhq/batty/textclip"
 )
 
@@ -196,9 +197,10 @@ func (c *Checker) Check(ctx context.Context, t Target) *Problem {
 		return nil
 	}
 	code, out, err = c.run(ctx, bin.Path, env, t.Cwd, "login", "status")
-	login := "codex login"
+	_, pathErr := exec.LookPath(codex.DefaultBinary)
+	login := loginCommand(t.Bin, bin, pathErr == nil) + " login"
 	if t.Home != "" || getenv("CODEX_HOME") != "" {
-		login = "CODEX_HOME=" + home + " codex login"
+		login = "CODEX_HOME=" + home + " " + login
 	}
 	if err != nil {
 		return &Problem{Kind: KindLoginCheck, Detail: fmt.Sprintf("`codex login status` failed (%v)", err), Fix: "check that " + login + " works"}
@@ -335,3 +337,23 @@ func (c *capped) Write(p []byte) (int, error) {
 }
 
 func (c *capped) String() string { return c.buf.String() }
+
+// loginCommand is how a fix spells the codex that an agent configured as
+// configured (codex.bin, "" for the default) runs, resolved to bin: the
+// default name not on PATH (onPath false) is the file batty found instead
+// (the pinned install it falls back to), shell-quoted; anything else is
+// `codex`, or the configured name. It is a pure function.
+func loginCommand(configured string, bin codex.Binary, onPath bool) string {
+	switch {
+	case strings.ContainsRune(configured, '/'):
+		return codex.DefaultBinary
+	case (configured == "" || configured == codex.DefaultBinary) && !onPath:
+		if bin.Launcher != "" {
+			return shellword.Quote(bin.Launcher)
+		}
+		if bin.Path != "" {
+			return shellword.Quote(bin.Path)
+		}
+	}
+	return or(configured, codex.DefaultBinary)
+}

@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"context"
+	"github.com/battyhq/batty/codex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,5 +135,30 @@ func TestLastLineKeepsCharactersWhole(t *testing.T) {
 	}
 	if got := lastLine("one\ntwo\n"); got != "two" {
 		t.Fatalf("lastLine = %q, want two", got)
+	}
+}
+
+// A fix names the codex that runs: plain codex (or the configured name)
+// when it is on PATH or a path is configured, else the pinned install batty
+// fell back to.
+func TestLoginCommand(t *testing.T) {
+	pinned := codex.Binary{Path: "/h/.cache/batty-codex/0.169.0/node_modules/@openai/codex-linux-x64/vendor/codex",
+		Launcher: "/h/.cache/batty-codex/0.169.0/node_modules/@openai/codex/bin/codex.js"}
+	for _, tc := range []struct {
+		configured string
+		bin        codex.Binary
+		onPath     bool
+		want       string
+	}{
+		{"", pinned, true, "codex"},
+		{"codex", pinned, true, "codex"},
+		{"", pinned, false, pinned.Launcher},
+		{"codex", codex.Binary{Path: "/opt/my codex"}, false, "'/opt/my codex'"},
+		{"/usr/local/bin/codex", codex.Binary{Path: "/usr/local/bin/codex"}, false, "codex"},
+		{"codex-nightly", codex.Binary{Path: "/x/codex-nightly"}, false, "codex-nightly"},
+	} {
+		if got := loginCommand(tc.configured, tc.bin, tc.onPath); got != tc.want {
+			t.Errorf("loginCommand(%q, %+v, %v) = %q, want %q", tc.configured, tc.bin, tc.onPath, got, tc.want)
+		}
 	}
 }

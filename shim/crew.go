@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/shellword"
 )
 
 // EnvBatty names the environment variable that holds, for codex and every
@@ -68,7 +69,7 @@ func CrewInstructions(agent, batty, project string) string {
 // shell-quoted, or "$BATTY_BIN" when batty is unknown or unfit to spell
 // out (too long, or holding a control character).
 func battyCommand(batty string) string {
-	q := ShellQuote(batty)
+	q := shellword.Quote(batty)
 	if batty == "" || len(codex.TOMLString(q)) > maxQuotedPath || strings.ContainsFunc(batty, isControl) {
 		return `"$` + EnvBatty + `"`
 	}
@@ -76,19 +77,6 @@ func battyCommand(batty string) string {
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
-
-// ShellQuote returns s as one word for a POSIX shell: unchanged when it is
-// made only of characters no shell treats specially, else in single quotes
-// (a single quote inside ends the quoting, is escaped with a backslash,
-// and the quoting starts again).
-func ShellQuote(s string) string {
-	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:@%=", r))
-	}) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
 
 // withCrew returns the developer instructions of a shim's agent: its role's
 // instructions, then, for an agent of a team (stateDir != ""), batty's

@@ -108,20 +108,6 @@ func TestChooseBatty(t *testing.T) {
 	}
 }
 
-func TestShellQuote(t *testing.T) {
-	for in, want := range map[string]string{
-		"/usr/local/bin/batty": "/usr/local/bin/batty",
-		"/a b/batty":           "'/a b/batty'",
-		"/it's":                `'/it'\''s'`,
-		"/$HOME/`x`":           "'/$HOME/`x`'",
-		"":                     "''",
-	} {
-		if got := ShellQuote(in); got != want {
-			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
-
 // A reply says whose reply it is, to which message, and that the turn's
 // final answer goes to no one; any other message says the final answer is
 // the reply and must not be sent with batty send.

@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"github.com/battyhq/batty/shellword"
 	"os"
 	"strings"
 	"testing"
@@ -64,7 +65,7 @@ func TestE2ELargestInstructionsReachEveryTurn(t *testing.T) {
 	for _, r := range reqs {
 		found := false
 		for _, m := range r.Messages {
-			if m.Role == "developer" && strings.Contains(m.Text, whole) && strings.Contains(m.Text, "\n"+battyLine+ShellQuote(self)+"\n") {
+			if m.Role == "developer" && strings.Contains(m.Text, whole) && strings.Contains(m.Text, "\n"+battyLine+shellword.Quote(self)+"\n") {
 				found = true
 			}
 		}
