@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"github.com/battyhq/batty/codex"
 	"strings"
 	"time"
 
@@ -84,12 +85,14 @@ func (a *agent) parkedNow(s agentSnap) *preflight.Problem {
 	return a.health.problem()
 }
 
-// loginFix says how to give the agent's Codex a login: `codex login` with
-// the agent's CODEX_HOME, or a valid API key in codex.env.
+// loginFix says how to give the agent's Codex a login: its codex's login
+// (preflight.LoginCommand, as the start's check says it) with the agent's
+// CODEX_HOME, or a valid API key in codex.env.
 func (a *agent) loginFix() string {
-	login := "codex login"
+	bin, _ := codex.ResolveBinary(a.health.target.Bin)
+	login := preflight.LoginCommand(a.health.target.Bin, bin)
 	if home := a.health.home(); home != "" {
-		login = "CODEX_HOME=" + home + " codex login"
+		login = "CODEX_HOME=" + home + " " + login
 	}
 	return "run: " + login + " (or set a valid OPENAI_API_KEY in codex.env), then `batty resume`"
 }

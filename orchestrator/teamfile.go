@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"os"
 
@@ -34,11 +35,7 @@ func fingerprint(files []string, read func(string) ([]byte, error)) string {
 			continue
 		}
 		h.Write([]byte("ok\x00"))
-		var n [8]byte
-		for i, l := 0, len(data); i < 8; i, l = i+1, l>>8 {
-			n[i] = byte(l)
-		}
-		h.Write(n[:])
+		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(data))))
 		h.Write(data)
 	}
 	return hex.EncodeToString(h.Sum(nil))

@@ -197,8 +197,7 @@ func (c *Checker) Check(ctx context.Context, t Target) *Problem {
 		return nil
 	}
 	code, out, err = c.run(ctx, bin.Path, env, t.Cwd, "login", "status")
-	_, pathErr := exec.LookPath(codex.DefaultBinary)
-	login := loginCommand(t.Bin, bin, pathErr == nil) + " login"
+	login := LoginCommand(t.Bin, bin)
 	if t.Home != "" || getenv("CODEX_HOME") != "" {
 		login = "CODEX_HOME=" + home + " " + login
 	}
@@ -337,6 +336,14 @@ func (c *capped) Write(p []byte) (int, error) {
 }
 
 func (c *capped) String() string { return c.buf.String() }
+
+// LoginCommand is the command a fix tells the user to run to log in the
+// codex configured as configured (codex.bin, "" for the default), which
+// resolved to bin: `<codex> login`, spelled by loginCommand.
+func LoginCommand(configured string, bin codex.Binary) string {
+	_, err := exec.LookPath(codex.DefaultBinary)
+	return loginCommand(configured, bin, err == nil) + " login"
+}
 
 // loginCommand is how a fix spells the codex that an agent configured as
 // configured (codex.bin, "" for the default) runs, resolved to bin: the
