@@ -39,11 +39,9 @@ func (b *Box) DeliverReply(r Message) (Message, bool, error) {
 	if r.InReplyTo == "" || r.ID != "" {
 		return Message{}, false, fmt.Errorf("deliver reply to %s: a reply needs in_reply_to and no id", b.Dir)
 	}
-	// The same directory, without the limit.
-	unlimited, err := b.store.Box(b.Name)
-	if err != nil {
-		return Message{}, false, fmt.Errorf("deliver reply to %s: %w", b.Dir, err)
-	}
+	// The same box (its index too, when tracked), without the limit.
+	unlimited := &Box{Name: b.Name, Dir: b.Dir, store: b.store}
+	unlimited.idx.Store(b.idx.Load())
 	r.ID = ReplyID(r.InReplyTo)
 	m, err := unlimited.Deliver(r)
 	if err == nil {

@@ -35,7 +35,6 @@ type outcomeRecord struct {
 	// While it cannot be written.
 	since time.Time
 	tries int
-	err   error
 	wait  time.Duration
 }
 
@@ -90,7 +89,6 @@ func (a *agent) record(r *outcomeRecord) bool {
 	wrote, err := a.write(r)
 	if err != nil {
 		r.tries++
-		r.err = err
 		first := r.since.IsZero()
 		if first {
 			r.since = time.Now().UTC()
