@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -265,22 +266,7 @@ func TestLogsColourOnATerminalAndNoColor(t *testing.T) {
 		{[]string{"NO_COLOR=1"}, false},
 		{[]string{"NO_COLOR="}, true}, // empty means unset
 	} {
-		m, s := openPTY(t)
-		cmd := battyCommand(t, dir, append([]string{"NO_COLOR="}, tc.env...), "logs", "engineer-1")
-		var errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = s, &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		s.Close()
-		out, err := io.ReadAll(m)
-		if err != nil && !errors.Is(err, syscall.EIO) { // EIO: the terminal's other side is closed
-			t.Fatal(err)
-		}
-		m.Close()
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("%q: %v; stderr %s", tc.env, err, errb.String())
-		}
+		out := outputOnTerminal(t, battyCommand(t, dir, append([]string{"NO_COLOR="}, tc.env...), "logs", "engineer-1"))
 		if got := bytes.Contains(out, []byte("\x1b[")); got != tc.colour || !bytes.Contains(out, []byte("hello")) {
 			t.Errorf("env %q: output %q; want colour %v", tc.env, out, tc.colour)
 		}
@@ -433,4 +419,26 @@ func TestPauseOutcome(t *testing.T) {
 			t.Errorf("pauseOutcome(%v, %v, %v) = %q, want %q", tc.pause, tc.changed, tc.running, got, tc.want)
 		}
 	}
+}
+
+// outputOnTerminal runs cmd with its stdout on a terminal (a pty) and
+// returns what it wrote there; the test fails if it fails.
+func outputOnTerminal(t *testing.T, cmd *exec.Cmd) []byte {
+	t.Helper()
+	m, s := openPTY(t)
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = s, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	out, err := io.ReadAll(m)
+	if err != nil && !errors.Is(err, syscall.EIO) { // EIO: the terminal's other side is closed
+		t.Fatal(err)
+	}
+	m.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s: %v; stderr %s", cmd.Args, err, errb.String())
+	}
+	return out
 }

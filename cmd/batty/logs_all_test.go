@@ -2,14 +2,11 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -230,22 +227,7 @@ func TestLogsAllColourOnATerminal(t *testing.T) {
 		env    []string
 		colour bool
 	}{{nil, true}, {[]string{"NO_COLOR=1"}, false}} {
-		m, s := openPTY(t)
-		cmd := battyCommand(t, dir, append([]string{"NO_COLOR="}, tc.env...), "logs", "--all")
-		var errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = s, &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		s.Close()
-		out, err := io.ReadAll(m)
-		if err != nil && !errors.Is(err, syscall.EIO) { // EIO: the terminal's other side is closed
-			t.Fatal(err)
-		}
-		m.Close()
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("%q: %v; stderr %s", tc.env, err, errb.String())
-		}
+		out := outputOnTerminal(t, battyCommand(t, dir, append([]string{"NO_COLOR="}, tc.env...), "logs", "--all"))
 		coloured := bytes.Contains(out, []byte(agentColour("manager")+"manager "))
 		if coloured != tc.colour || !bytes.Contains(out, []byte("hello")) {
 			t.Errorf("env %q: output %q; want colour %v", tc.env, out, tc.colour)
