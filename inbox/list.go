@@ -333,8 +333,20 @@ func messageIDs(d *atomicfile.Dir) ([]string, error) {
 // is neither. A box that tracks new/ (see Track) counts new/ from its
 // index. It only reads; safe for concurrent use.
 func (b *Box) Count() (pending, inflight int, err error) {
+	return b.count(b.countNew)
+}
+
+// CountOnDisk is Count read from the directories even when the box is
+// tracked: what a reader outside the daemon's goroutines (status) sees,
+// including a message written a moment ago that the index has not heard
+// of yet. It only reads; safe for concurrent use.
+func (b *Box) CountOnDisk() (pending, inflight int, err error) {
+	return b.count(b.countNewOnDisk)
+}
+
+func (b *Box) count(countNew func(claimed func() ([]string, error)) (int, []string, error)) (pending, inflight int, err error) {
 	// new/ is read before cur/: a Claim in between is seen in both.
-	pending, c, err := b.countNew(func() ([]string, error) { return b.names(dirCur) })
+	pending, c, err := countNew(func() ([]string, error) { return b.names(dirCur) })
 	if err != nil {
 		return 0, 0, fmt.Errorf("count %s: %w", b.Dir, err)
 	}

@@ -142,6 +142,30 @@ func (b *Box) note(name string) {
 	x.set(name, present)
 }
 
+// countNewOnDisk is countNew with new/ listed from the directory, tracked
+// or not.
+func (b *Box) countNewOnDisk(claimed func() ([]string, error)) (int, []string, error) {
+	n, err := b.names(dirNew)
+	if err != nil {
+		return 0, nil, err
+	}
+	c, err := claimed()
+	if err != nil {
+		return 0, nil, err
+	}
+	in := make(map[string]bool, len(c))
+	for _, id := range c {
+		in[id] = true
+	}
+	pending := 0
+	for _, id := range n {
+		if !in[id] {
+			pending++
+		}
+	}
+	return pending, c, nil
+}
+
 // countNew returns how many message ids new/ holds that are not among
 // the ids then listed by claimed (called once new/ has been read), and
 // those ids. new/ is read from the index if b tracks it (without copying
@@ -149,25 +173,7 @@ func (b *Box) note(name string) {
 func (b *Box) countNew(claimed func() ([]string, error)) (int, []string, error) {
 	x := b.idx.Load()
 	if x == nil {
-		n, err := b.names(dirNew)
-		if err != nil {
-			return 0, nil, err
-		}
-		c, err := claimed()
-		if err != nil {
-			return 0, nil, err
-		}
-		in := make(map[string]bool, len(c))
-		for _, id := range c {
-			in[id] = true
-		}
-		pending := 0
-		for _, id := range n {
-			if !in[id] {
-				pending++
-			}
-		}
-		return pending, c, nil
+		return b.countNewOnDisk(claimed)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()

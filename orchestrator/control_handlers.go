@@ -122,7 +122,7 @@ func (d *Daemon) status() control.Status {
 		Queues:   map[string]int{},
 	}
 	for role, box := range d.roles {
-		if n, _, err := box.Count(); err == nil {
+		if n, _, err := box.CountOnDisk(); err == nil {
 			st.Queues[role] = n
 		}
 	}
@@ -178,7 +178,7 @@ func (d *Daemon) status() control.Status {
 	// Held messages are counted on disk: an agent's snapshot of its backlog
 	// is only as fresh as its last look at its inbox.
 	st.Accounts = control.AccountStatuses(views, func(n string) int {
-		pending, inflight, _ := d.byName[n].box.Count()
+		pending, inflight, _ := d.byName[n].box.CountOnDisk()
 		return pending + inflight
 	})
 	st.Schedules = d.scheduleStatus()
