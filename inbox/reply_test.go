@@ -79,3 +79,30 @@ func TestDeliverReplyIsOncePerAnsweredMessage(t *testing.T) {
 		t.Fatalf("a reply with its own id: %v", err)
 	}
 }
+
+// A tracked box's CountOnDisk sees a message another process wrote a
+// moment ago, before the index hears of it.
+func TestCountOnDiskSeesWhatTheIndexHasNotHeardOf(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Box("eng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Track()
+	if _, _, err := b.Count(); err != nil {
+		t.Fatal(err)
+	}
+	other, err := s.Box("eng") // as batty send, in another process
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Deliver(Message{From: "human", To: "eng", Body: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if pending, inflight, err := b.CountOnDisk(); err != nil || pending != 1 || inflight != 0 {
+		t.Fatalf("CountOnDisk = %d, %d, %v; want 1 pending", pending, inflight, err)
+	}
+}
