@@ -23,11 +23,15 @@ import (
 
 // killTeamTogether runs p's team (one agent, solo) in a daemon process
 // started with env, lets the fake codex's model detach a command
-// (scenario:NAME:PIDFILE), then SIGKILLs the daemon and its shim together,
-// so neither can clean up: the shim is stopped (SIGSTOP) before the daemon
-// dies, so it cannot react to that. It returns the detached process,
-// pinned; it outlived both (no subreaper is left above it). Cleanup kills
-// it, should the test not get it killed.
+// (scenario:NAME:PIDFILE), then SIGKILLs the daemon and its shim so that
+// neither can clean up: the daemon is stopped (SIGSTOP) first, the shim
+// killed (its subreaper, the daemon, cannot act on that), then the daemon.
+// The shim is not the one stopped: the daemon's death would orphan the
+// stopped shim's process group, and the kernel wakes such a group with
+// SIGHUP and SIGCONT, on which the shim shuts down and kills what its turn
+// left (the test then failed now and then under load). It returns the
+// detached process, pinned; it outlived both (no subreaper is left above
+// it). Cleanup kills it, should the test not get it killed.
 func killTeamTogether(t *testing.T, p *testProject, scenario string, env ...string) (int, *reap.Pidfd) {
 	t.Helper()
 	child := p.startChildDaemon(env...)
@@ -44,24 +48,23 @@ func killTeamTogether(t *testing.T, p *testProject, scenario string, env ...stri
 	if err != nil || len(st.Status.Agents) != 1 || st.Status.Agents[0].ShimPID <= 0 {
 		t.Fatalf("status %+v, %v", st.Status, err)
 	}
-	shimPID := st.Status.Agents[0].ShimPID
-	shimPin, err := reap.OpenPidfd(shimPID)
+	shimPin, err := reap.OpenPidfd(st.Status.Agents[0].ShimPID)
 	if err != nil {
 		t.Fatalf("pin the shim: %v", err)
 	}
 	defer shimPin.Close()
-	if err := syscall.Kill(shimPID, syscall.SIGSTOP); err != nil {
+	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	waitStopped(t, shimPID)
-	child.Process.Signal(syscall.SIGKILL)
-	child.Wait()
+	waitStopped(t, child.Process.Pid)
 	if err := shimPin.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	if !shimPin.WaitExit(time.Now().Add(waitLimit)) {
 		t.Fatal("the SIGKILLed shim did not exit")
 	}
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
 	if pin.WaitExit(time.Now()) {
 		t.Fatal("the detached command died with the team: nothing is left to sweep")
 	}
