@@ -1,0 +1,158 @@
+// Package workspaces gives agents git worktrees of their own and runs the
+// git commands batty needs on a project's repository: one worktree and
+// branch per agent, a commit per turn, the state of each workspace against
+// the team's base branch, and pruning that never loses unlanded work.
+package workspaces
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/battyhq/batty/textclip"
+)
+
+// Starter starts and releases the processes a Git runs. A subreaper daemon
+// passes its reaper (reap.Reaper satisfies it), so that its orphan scan
+// never takes a git process for a leftover; nil starts them plainly.
+type Starter interface {
+	Start(cmd *exec.Cmd) error
+	Release(pid int)
+}
+
+// maxOutput bounds what a git command's output is kept of (stdout and
+// stderr each); past it the rest is dropped.
+const maxOutput = 16 << 20
+
+// maxErrText bounds the stderr an error carries.
+const maxErrText = 4 << 10
+
+// Git runs git in one directory. The zero Env runs git with batty's own
+// environment; every run adds GIT_TERMINAL_PROMPT=0 (never wait for a
+// password), LC_ALL=C (messages batty can read) and GIT_OPTIONAL_LOCKS=0
+// (read-only commands such as status take no index lock). A Git is a value:
+// safe for concurrent use, though git itself may need its commands on one
+// repository serialised (see Lock).
+type Git struct {
+	// Dir is the directory git runs in (git -C Dir).
+	Dir string
+	// Env is the environment, os.Environ() when nil.
+	Env []string
+	// Starter starts the processes; nil: exec.Cmd.Start.
+	Starter Starter
+}
+
+// Error is a git command that ran and failed.
+type Error struct {
+	Args   []string
+	Code   int    // exit code, -1 when killed
+	Stderr string // clipped
+}
+
+func (e *Error) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" {
+		msg = fmt.Sprintf("exit status %d", e.Code)
+	}
+	return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), msg)
+}
+
+// ExitCode returns the exit code of a failed git command in err's chain,
+// or -1 when err is not one.
+func ExitCode(err error) int {
+	var ge *Error
+	if errors.As(err, &ge) {
+		return ge.Code
+	}
+	return -1
+}
+
+// Run runs git with args and returns its standard output. It blocks until
+// git exits; when ctx ends, git's process group is killed. A non-zero exit
+// is an *Error carrying the clipped stderr.
+func (g Git) Run(ctx context.Context, args ...string) (string, error) {
+	out, _, err := g.run(ctx, nil, args...)
+	return out, err
+}
+
+// RunInput is Run with stdin read from in.
+func (g Git) RunInput(ctx context.Context, in string, args ...string) (string, error) {
+	out, _, err := g.run(ctx, strings.NewReader(in), args...)
+	return out, err
+}
+
+func (g Git) run(ctx context.Context, stdin *strings.Reader, args ...string) (string, string, error) {
+	cmd := exec.Command("git", append([]string{"-C", g.Dir}, args...)...)
+	env := g.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(append([]string(nil), env...), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	var stdout, stderr capped
+	stdout.max, stderr.max = maxOutput, maxOutput
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = time.Second
+	var err error
+	if g.Starter != nil {
+		err = g.Starter.Start(cmd)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("start git %s: %w", strings.Join(args, " "), err)
+	}
+	pid := cmd.Process.Pid
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-ctx.Done():
+			syscall.Kill(-pid, syscall.SIGKILL)
+		case <-done:
+		}
+	}()
+	werr := cmd.Wait()
+	close(done)
+	<-stopped
+	if g.Starter != nil {
+		g.Starter.Release(pid)
+	}
+	if ctx.Err() != nil {
+		return stdout.String(), stderr.String(), fmt.Errorf("git %s: %w", strings.Join(args, " "), ctx.Err())
+	}
+	if werr != nil {
+		var ee *exec.ExitError
+		if !errors.As(werr, &ee) {
+			return stdout.String(), stderr.String(), fmt.Errorf("git %s: %w", strings.Join(args, " "), werr)
+		}
+		return stdout.String(), stderr.String(), &Error{Args: args, Code: ee.ExitCode(),
+			Stderr: textclip.Bytes(stderr.String(), maxErrText, "… [truncated]")}
+	}
+	return stdout.String(), stderr.String(), nil
+}
+
+// capped keeps at most max bytes written to it and drops the rest.
+type capped struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (c *capped) String() string { return c.buf.String() }
