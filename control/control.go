@@ -80,6 +80,22 @@ type AgentStatus struct {
 	// Recording is set while the agent's last outcome cannot be written
 	// (a full disk): it takes no new message until it is; null otherwise.
 	Recording *RecordingStatus `json:"recording"`
+	// Workspace is the agent's git worktree (role `workspace: worktree`);
+	// null for an agent working in the project's own checkout.
+	Workspace *WorkspaceStatus `json:"workspace"`
+}
+
+// WorkspaceStatus is an agent's git worktree as last seen by the daemon
+// (after its preparation and after each of its commits).
+type WorkspaceStatus struct {
+	Path   string `json:"path"`   // the worktree, .batty/worktrees/<agent>
+	Branch string `json:"branch"` // batty/<agent>
+	Base   string `json:"base"`   // the team's base branch
+	Head   string `json:"head"`   // the branch's commit, "" before the worktree exists
+	Exists bool   `json:"exists"` // false until the worktree is made
+	Ahead  int    `json:"ahead"`  // commits on the branch not on base
+	Behind int    `json:"behind"` // commits on base not on the branch
+	Dirty  int    `json:"dirty"`  // paths changed and not committed yet
 }
 
 // ParkedStatus is why an agent is parked: its Codex cannot run (see the

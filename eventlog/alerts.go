@@ -22,6 +22,7 @@ const (
 	AlertReply         = "reply"           // an agent replied to the human (alert_on_reply)
 	AlertSchedule      = "schedule_failed" // a schedule stopped as failed (a failed or refused run)
 	AlertRecordFailed  = "record_failed"   // an outcome could not be written (a full disk); the agent waits
+	AlertLandingFailed = "landing_failed"  // a branch did not land: a conflict or a red verify; base unchanged
 )
 
 // maxAlertText bounds an alert's message (in the environment and the
@@ -87,6 +88,8 @@ func AlertFor(e Event) (Alert, bool) {
 		a.Kind, a.Message = AlertSchedule, fmt.Sprintf("schedule %v failed: %s", e.Data["schedule"], e.Detail)
 	case EvRecordFailed:
 		a.Kind, a.Message = AlertRecordFailed, who+" cannot record an outcome: "+e.Detail
+	case EvLandingFailed:
+		a.Kind, a.Message = AlertLandingFailed, fmt.Sprintf("%s's branch did not land: %s", who, e.Detail)
 	case EvReply:
 		if to, ok := e.Data["to"].(string); ok && to != team.Human {
 			// A reply between agents: the feed shows it.

@@ -94,4 +94,12 @@ func TestAlertForRepliesAndRecording(t *testing.T) {
 	if _, ok := AlertFor(Event{Type: EvRecordRecovered, Agent: "eng"}); ok {
 		t.Error("record_recovered is an alert")
 	}
+	if a, ok := AlertFor(Event{Type: EvLandingFailed, Agent: "eng-1", Detail: "conflict in a.go"}); !ok || a.Kind != AlertLandingFailed || a.Message != "eng-1's branch did not land: conflict in a.go" {
+		t.Errorf("landing_failed: %+v %v", a, ok)
+	}
+	for _, typ := range []string{EvLanded, EvLandingQueued, EvLandingWaiting, EvWorkspaceCommitted, EvWorkspaceCreated, EvWorkspaceSynced} {
+		if _, ok := AlertFor(Event{Type: typ, Agent: "eng-1"}); ok {
+			t.Errorf("%s is an alert", typ)
+		}
+	}
 }

@@ -112,6 +112,33 @@ const (
 	EvRecordRecovered = "record_recovered"
 )
 
+// Event types of the worktrees and the merge queue.
+const (
+	// EvWorkspaceCreated: an agent's worktree was made (Detail: its path;
+	// Data: branch, base).
+	EvWorkspaceCreated = "workspace_created"
+	// EvWorkspaceCommitted: batty committed an agent's worktree (Data:
+	// commit, branch, wip: whether as work in progress).
+	EvWorkspaceCommitted = "workspace_committed"
+	// EvWorkspaceSynced: the new base was merged into an agent's branch
+	// after a landing (Data: commit).
+	EvWorkspaceSynced = "workspace_synced"
+	// EvWorkspaceConflict: the new base does not merge cleanly into an
+	// agent's branch; the agent was told (Data: files).
+	EvWorkspaceConflict = "workspace_conflict"
+	// EvLandingQueued: a branch was queued for landing (Data: request,
+	// by).
+	EvLandingQueued = "landing_queued"
+	// EvLandingWaiting: a landing waits (Detail: why, e.g. the user's
+	// checkout of base has uncommitted changes).
+	EvLandingWaiting = "landing_waiting"
+	// EvLanded: a branch landed on base (Data: commit, base, request).
+	EvLanded = "landed"
+	// EvLandingFailed: alert: a landing left base unchanged: a conflict
+	// (Data: conflicts) or a red verify (Detail: the output's tail).
+	EvLandingFailed = "landing_failed"
+)
+
 // Event types of the schedules (schedule.Ev*), in events.jsonl.
 const (
 	EvScheduleRunStarted  = schedule.EvRunStarted
