@@ -21,12 +21,12 @@ import (
 
 // Keys accepted in each section of a team file.
 var (
-	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "roles", "schedules"}
+	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "roles", "schedules"}
 	quotaKeys   = []string{"scope", "backoff_max", "cooldown", "cooldown_max"}
 	quotaScopes = []string{QuotaScopeAccount, QuotaScopeAgent, QuotaScopeTeam}
 	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
 	timeoutKeys = []string{"turn", "idle", "network_wait", "shutdown", "alert"}
-	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "codex"}
+	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "workspace", "codex"}
 )
 
 // Allowed values of the enumerated Codex settings.
@@ -92,6 +92,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	p := &parser{file: path, dir: filepath.Dir(abs)}
 	cfg := &Config{
 		Codex:        defaultCodex(),
+		Workspace:    defaultWorkspace(),
 		Timeouts:     Timeouts{Turn: defaultTurn, Idle: defaultIdle, NetworkWait: defaultNetworkWait, Shutdown: defaultShutdown, Alert: DefaultAlertTimeout},
 		MaxAttempts:  defaultMaxAttempts,
 		QueueDepth:   defaultQueueDepth,
@@ -99,6 +100,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		Quota:        Quota{Scope: QuotaScopeAccount, BackoffMax: defaultBackoffMax, Cooldown: defaultCooldown, CooldownMax: defaultCooldownMax},
 		Path:         abs,
 		Dir:          p.dir,
+		file:         path,
 	}
 	if root := p.decode(data); root != nil {
 		p.config(root, cfg)
@@ -247,6 +249,10 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 
 	p.alerts(f, cfg)
 
+	if e, ok := f["workspace"]; ok {
+		p.workspace(e, &cfg.Workspace)
+	}
+
 	before := len(p.problems)
 	p.roles(d, f, cfg)
 	p.schedules(f, cfg, len(p.problems) == before && len(cfg.Roles) > 0)
@@ -328,7 +334,7 @@ func (p *parser) name(n *yaml.Node, what string) (string, bool) {
 
 // role validates one element of the roles list.
 func (p *parser) role(n *yaml.Node, cfg *Config) *roleDraft {
-	r := &roleDraft{Role: Role{Instances: 1, Cwd: cfg.Dir, Codex: cfg.Codex.clone(), Line: n.Line}}
+	r := &roleDraft{Role: Role{Instances: 1, Cwd: cfg.Dir, Workspace: WorkspaceShared, Codex: cfg.Codex.clone(), Line: n.Line}}
 	d := deref(n)
 	if d == nil || d.Kind != yaml.MappingNode {
 		p.add(n, "each role is a mapping starting with \"- name:\"", "role must be a mapping, not %s", kindName(n))
@@ -372,6 +378,10 @@ func (p *parser) role(n *yaml.Node, cfg *Config) *roleDraft {
 				r.Cwd = abs
 			}
 		}
+	}
+
+	if e, ok := f["workspace"]; ok {
+		p.roleWorkspace(e.val, r)
 	}
 
 	if e, ok := f["talks_to"]; ok {

@@ -73,7 +73,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level key", "name: t\nrole: []\nroles: [{name: a}]\n",
 			`team.yaml:2:1: unknown key "role" in team file (did you mean "roles"?)`},
 		{"unknown key without suggestion", "name: t\nroles: [{name: a}]\nzzz: 1\n",
-			`team.yaml:3:1: unknown key "zzz" in team file (valid keys: name, codex, timeouts, backlog_limit, queue_depth, max_attempts, on_alert, alert_on_reply, quota, roles, schedules)`},
+			`team.yaml:3:1: unknown key "zzz" in team file (valid keys: name, codex, timeouts, backlog_limit, queue_depth, max_attempts, on_alert, alert_on_reply, quota, workspace, roles, schedules)`},
 		{"unknown quota scope", "name: t\nquota: {scope: accounts}\nroles: [{name: a}]\n",
 			`team.yaml:2:16: invalid quota.scope "accounts" (did you mean "account"?)`},
 		{"quota cooldown above its cap", "name: t\nquota: {cooldown: 3h}\nroles: [{name: a}]\n",
@@ -270,10 +270,12 @@ func TestParseDefaults(t *testing.T) {
 		BacklogLimit: 256,
 		MaxAttempts:  3,
 		Quota:        Quota{Scope: "account", BackoffMax: 30 * time.Minute, Cooldown: 15 * time.Minute, CooldownMax: 2 * time.Hour},
+		Workspace:    WorkspaceSettings{VerifyTimeout: 30 * time.Minute, SetupTimeout: 10 * time.Minute},
 		Path:         filepath.Join(dir, "team.yaml"),
 		Dir:          dir,
+		file:         filepath.Join(dir, "team.yaml"),
 	}
-	want.Roles = []Role{{Name: "a", Instances: 1, Cwd: dir, Codex: want.Codex, Line: 3}}
+	want.Roles = []Role{{Name: "a", Instances: 1, Cwd: dir, Workspace: "shared", Codex: want.Codex, Line: 3}}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("got  %+v\nwant %+v", cfg, want)
 	}

@@ -89,6 +89,10 @@ type Config struct {
 	// Quota says which agents a usage limit pauses together and when they
 	// try again.
 	Quota Quota
+	// Workspace holds the settings of the agents that work in git
+	// worktrees (the workspace mapping), defaulted even when no role uses
+	// them.
+	Workspace WorkspaceSettings
 	// Roles are the roles in file order; there is at least one.
 	Roles []Role
 	// Schedules are the scheduled prompts in file order (schedules); their
@@ -99,6 +103,10 @@ type Config struct {
 	// Dir is the directory containing the team file (filepath.Dir(Path));
 	// relative paths in the file are resolved against it.
 	Dir string
+	// file is the team file's path as given to Parse, for the File of the
+	// problems WorkspaceProblems reports ("" in a Config built by hand:
+	// then Path is used).
+	file string
 }
 
 // CodexSettings describes how to run the Codex worker of an agent.
@@ -202,6 +210,11 @@ type Role struct {
 	// Cwd is the absolute working directory of the role's agents; it was an
 	// existing directory at load time.
 	Cwd string
+	// Workspace is where the role's agents work: WorkspaceShared (the
+	// project checkout, the default) or WorkspaceWorktree (a git worktree
+	// per agent). Empty, possible only in a Config built by hand, counts as
+	// WorkspaceShared.
+	Workspace string
 	// Codex is the role's effective Codex settings.
 	Codex CodexSettings
 	// Line is the line of the team file where the role is defined.
@@ -224,6 +237,9 @@ type Agent struct {
 	Instructions string
 	// Cwd is the absolute working directory.
 	Cwd string
+	// Workspace is the role's Workspace: WorkspaceShared or
+	// WorkspaceWorktree.
+	Workspace string
 	// Codex is the role's effective Codex settings (a private copy).
 	Codex CodexSettings
 }
@@ -271,6 +287,7 @@ func (c *Config) Agents() []Agent {
 				Prompt:       r.Prompt,
 				Instructions: r.Instructions,
 				Cwd:          r.Cwd,
+				Workspace:    r.Workspace,
 				Codex:        r.Codex.clone(),
 			}
 			if n > 1 {
@@ -289,7 +306,7 @@ func (c *Config) Agent(name string) (Agent, bool) {
 	if !ok {
 		return Agent{}, false
 	}
-	return Agent{Name: name, Role: r.Name, Index: i, Prompt: r.Prompt, Instructions: r.Instructions, Cwd: r.Cwd, Codex: r.Codex.clone()}, true
+	return Agent{Name: name, Role: r.Name, Index: i, Prompt: r.Prompt, Instructions: r.Instructions, Cwd: r.Cwd, Workspace: r.Workspace, Codex: r.Codex.clone()}, true
 }
 
 // agentRole returns the role of the named agent and the agent's index.

@@ -1,0 +1,260 @@
+package team
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Workspace kinds: where a role's agents work (a role's workspace key).
+const (
+	// WorkspaceShared runs the agents in the project checkout itself, all
+	// of them in the same files (the default).
+	WorkspaceShared = "shared"
+	// WorkspaceWorktree gives each agent a git worktree of its own, on a
+	// branch of its own; its work reaches the base branch through the
+	// merge queue.
+	WorkspaceWorktree = "worktree"
+)
+
+// Limits of the workspace commands' run times.
+const (
+	// DefaultVerifyTimeout is how long workspace.verify may run by default.
+	DefaultVerifyTimeout = 30 * time.Minute
+	// DefaultSetupTimeout is how long workspace.setup may run by default.
+	DefaultSetupTimeout = 10 * time.Minute
+	// MaxWorkspaceTimeout bounds verify_timeout and setup_timeout.
+	MaxWorkspaceTimeout = 24 * time.Hour
+)
+
+// ErrNotGitRepository and ErrNoBaseBranch classify the errors of the check
+// given to Config.WorkspaceProblems, which picks the fix it suggests by
+// them (errors.Is).
+var (
+	// ErrNotGitRepository says the project is not in a git repository.
+	ErrNotGitRepository = errors.New("not a git repository")
+	// ErrNoBaseBranch says the base branch does not exist (or, with no
+	// base set, that no branch is checked out to build on).
+	ErrNoBaseBranch = errors.New("base branch not found")
+)
+
+var (
+	workspaceKeys  = []string{"base", "verify", "setup", "verify_timeout", "setup_timeout"}
+	workspaceKinds = []string{WorkspaceShared, WorkspaceWorktree}
+)
+
+// WorkspaceSettings are the team's settings for agents that work in git
+// worktrees (the top-level workspace mapping). They apply only to roles
+// with Workspace == WorkspaceWorktree.
+type WorkspaceSettings struct {
+	// Base is the branch the team builds on, a valid branch name
+	// (CheckBranchName), or empty for the branch checked out when batty
+	// starts (resolved by the daemon, not here).
+	Base string
+	// Verify is a shell command that must pass in an agent's worktree
+	// before its work lands on Base; empty when landing needs no check.
+	Verify string
+	// Setup is a shell command run once in each new worktree; empty for
+	// none.
+	Setup string
+	// VerifyTimeout bounds one run of Verify: > 0 and at most
+	// MaxWorkspaceTimeout, DefaultVerifyTimeout unless set.
+	VerifyTimeout time.Duration
+	// SetupTimeout bounds one run of Setup: > 0 and at most
+	// MaxWorkspaceTimeout, DefaultSetupTimeout unless set.
+	SetupTimeout time.Duration
+	// Line is the line of the team file's workspace key, 0 when the file
+	// has no workspace mapping (absent or null).
+	Line int
+}
+
+// defaultWorkspace returns the workspace settings used when the file sets
+// none.
+func defaultWorkspace() WorkspaceSettings {
+	return WorkspaceSettings{VerifyTimeout: DefaultVerifyTimeout, SetupTimeout: DefaultSetupTimeout}
+}
+
+// UsesWorktrees reports whether any role's agents work in worktrees
+// (Workspace == WorkspaceWorktree). An empty Workspace, possible only in a
+// Config built by hand, counts as WorkspaceShared.
+func (c *Config) UsesWorktrees() bool {
+	return slices.ContainsFunc(c.Roles, func(r Role) bool { return r.Workspace == WorkspaceWorktree })
+}
+
+// WorkspaceProblems runs the checks of the workspace settings that need
+// git, which the parser cannot run. When no role uses worktrees it returns
+// nil without calling check. Otherwise it calls check(c.Workspace.Base)
+// once, synchronously, and turns a non-nil error into one Problem,
+// positioned at the workspace key or, without a workspace mapping, at the
+// first role that uses worktrees. check must not be nil; it says whether
+// the project directory is a git repository (else an error wrapping
+// ErrNotGitRepository) and whether base exists (else an error wrapping
+// ErrNoBaseBranch); the fix suggested depends on which it wraps, and any
+// other error is reported without one. WorkspaceProblems itself runs
+// nothing; the result can be reported as a *ValidationError.
+func (c *Config) WorkspaceProblems(check func(base string) error) []Problem {
+	if !c.UsesWorktrees() {
+		return nil
+	}
+	err := check(c.Workspace.Base)
+	if err == nil {
+		return nil
+	}
+	var roles []string
+	line := c.Workspace.Line
+	for _, r := range c.Roles {
+		if r.Workspace == WorkspaceWorktree {
+			roles = append(roles, r.Name)
+			if line == 0 {
+				line = r.Line
+			}
+		}
+	}
+	pr := Problem{File: c.file, Line: line, Message: "workspace: " + err.Error()}
+	if pr.File == "" {
+		pr.File = c.Path
+	}
+	switch {
+	case errors.Is(err, ErrNotGitRepository):
+		word := "role"
+		if len(roles) > 1 {
+			word = "roles"
+		}
+		pr.Hint = fmt.Sprintf("run batty in a git repository (git init) or set workspace: shared on %s %s", word, strings.Join(roles, ", "))
+	case errors.Is(err, ErrNoBaseBranch):
+		pr.Hint = "create the branch or set workspace.base"
+	}
+	return []Problem{pr}
+}
+
+// CheckBranchName reports whether name is a valid git branch name, by the
+// rules of `git check-ref-format --branch` for a short name (and refusing
+// "@" too, git's shorthand for HEAD). The error says which rule name
+// breaks. It is pure: it neither runs git nor looks at a repository, so it
+// cannot say whether the branch exists.
+func CheckBranchName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("it is empty")
+	case name == "@" || name == "HEAD":
+		return fmt.Errorf("%q is not a branch name to git", name)
+	case strings.HasPrefix(name, "-"):
+		return errors.New(`it starts with "-"`)
+	case strings.HasPrefix(name, "/"):
+		return errors.New(`it starts with "/"`)
+	case strings.HasSuffix(name, "/"):
+		return errors.New(`it ends with "/"`)
+	case strings.HasSuffix(name, "."):
+		return errors.New(`it ends with "."`)
+	case strings.Contains(name, ".."):
+		return errors.New(`it contains ".."`)
+	case strings.Contains(name, "//"):
+		return errors.New(`it contains "//"`)
+	case strings.Contains(name, "@{"):
+		return errors.New(`it contains "@{"`)
+	}
+	for _, r := range name {
+		switch {
+		case r < 0x20 || r == 0x7f:
+			return errors.New("it contains a control character")
+		case r == ' ':
+			return errors.New("it contains a space")
+		case strings.ContainsRune(`~^:?*[\`, r):
+			return fmt.Errorf("it contains %q", r)
+		}
+	}
+	for part := range strings.SplitSeq(name, "/") {
+		switch {
+		case strings.HasPrefix(part, "."):
+			return fmt.Errorf("its part %.60q starts with \".\"", part)
+		case strings.HasSuffix(part, ".lock"):
+			return fmt.Errorf("its part %.60q ends with \".lock\"", part)
+		}
+	}
+	return nil
+}
+
+// workspace decodes the top-level workspace mapping of entry e into ws
+// (which holds the defaults). A null value counts as absent.
+func (p *parser) workspace(e entry, ws *WorkspaceSettings) {
+	if isNull(e.val) {
+		return
+	}
+	ws.Line = e.key.Line
+	if d := deref(e.val); d == nil || d.Kind != yaml.MappingNode {
+		p.add(e.val, "the team's workspace is a mapping of base, verify, setup, verify_timeout and setup_timeout; `workspace: worktree` goes on a role",
+			"workspace must be a mapping, not %s", kindName(e.val))
+		return
+	}
+	f, ok := p.mapping(e.val, "workspace", workspaceKeys)
+	if !ok {
+		return
+	}
+	if be, ok := f["base"]; ok {
+		if s, ok := p.str(be.val, "workspace.base"); ok && s != "" {
+			if err := CheckBranchName(s); err != nil {
+				p.add(be.val, `name a branch, e.g. "main", or leave base out for the branch checked out when batty starts`,
+					"invalid workspace.base %.60q: %v", s, err)
+			} else {
+				ws.Base = s
+			}
+		}
+	}
+	for key, dst := range map[string]*string{"verify": &ws.Verify, "setup": &ws.Setup} {
+		ce, ok := f[key]
+		if !ok {
+			continue
+		}
+		if s, ok := p.str(ce.val, "workspace."+key); ok {
+			if s != "" && strings.TrimSpace(s) == "" {
+				p.add(ce.val, "write a shell command, or leave the key out", "workspace.%s is blank", key)
+				continue
+			}
+			*dst = s
+		}
+	}
+	for key, dst := range map[string]*time.Duration{"verify_timeout": &ws.VerifyTimeout, "setup_timeout": &ws.SetupTimeout} {
+		te, ok := f[key]
+		if !ok {
+			continue
+		}
+		if v, ok := p.duration(te.val, "workspace."+key); ok {
+			if v > MaxWorkspaceTimeout {
+				p.add(te.val, "lower it to 24h or less", "workspace.%s must be at most 24h, got %.40s", key, deref(te.val).Value)
+				continue
+			}
+			*dst = v
+		}
+	}
+}
+
+// roleWorkspace decodes a role's workspace key (shared or worktree) into r.
+// A null value keeps the default.
+func (p *parser) roleWorkspace(n *yaml.Node, r *roleDraft) {
+	if isNull(n) {
+		return
+	}
+	const kinds = "one of: shared (the project checkout), worktree (a git worktree per agent)"
+	if d := deref(n); d != nil && d.Kind == yaml.MappingNode {
+		p.add(n, "a role's workspace is shared or worktree; base, verify and setup go in the top-level workspace mapping",
+			"role workspace must be a string, not a mapping")
+		return
+	}
+	s, ok := p.str(n, "role workspace")
+	if !ok {
+		return
+	}
+	if !slices.Contains(workspaceKinds, s) {
+		hint := kinds
+		if c := closest(s, workspaceKinds); c != "" {
+			hint = fmt.Sprintf("did you mean %q? %s", c, kinds)
+		}
+		p.add(n, hint, "invalid role workspace %.60q", s)
+		return
+	}
+	r.Workspace = s
+}
