@@ -18,6 +18,7 @@ import (
 // Seeds live in testdata/fuzz/FuzzParse.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: t\nroles: [{name: a, prompt: prompts/a.md}]\n"))
+	f.Add([]byte("name: t\nworkspace: {base: main, verify: make}\nroles: [{name: a, workspace: worktree}]\n"))
 	dir := newTeamDir(f)
 	path := filepath.Join(dir, "team.yaml")
 	lineRE := regexp.MustCompile(`^` + regexp.QuoteMeta(path) + `:(\d+)(?::(\d+))?: `)
@@ -56,6 +57,12 @@ func FuzzParse(f *testing.F) {
 			cfg.Timeouts.Turn <= 0 || cfg.Timeouts.Idle <= 0 || cfg.Timeouts.Shutdown <= 0 {
 			t.Fatalf("invalid config accepted: %+v", cfg)
 		}
+		ws := cfg.Workspace
+		if ws.VerifyTimeout <= 0 || ws.VerifyTimeout > MaxWorkspaceTimeout || ws.SetupTimeout <= 0 || ws.SetupTimeout > MaxWorkspaceTimeout ||
+			(ws.Base != "" && CheckBranchName(ws.Base) != nil) || ws.Line < 0 ||
+			(ws.Verify != "" && strings.TrimSpace(ws.Verify) == "") || (ws.Setup != "" && strings.TrimSpace(ws.Setup) == "") {
+			t.Fatalf("invalid workspace settings accepted: %+v", ws)
+		}
 		names := map[string]bool{}
 		for _, s := range cfg.Schedules {
 			if !ValidName(s.Name) || names[s.Name] || s.Every <= 0 || strings.TrimSpace(s.Prompt) == "" || s.To == Human ||
@@ -72,6 +79,9 @@ func FuzzParse(f *testing.F) {
 		for _, r := range cfg.Roles {
 			if !ValidName(r.Name) || r.Name == Human || r.Instances < 1 || r.Instances > MaxInstances || r.Line < 1 {
 				t.Fatalf("invalid role accepted: %+v", r)
+			}
+			if r.Workspace != WorkspaceShared && r.Workspace != WorkspaceWorktree {
+				t.Fatalf("role %q: workspace %q accepted", r.Name, r.Workspace)
 			}
 			if r.Codex.Bin == "" || r.Codex.Sandbox == "" || r.Codex.ApprovalPolicy == "" || r.Codex.Window() < 1 {
 				t.Fatalf("incomplete codex settings: %+v", r.Codex)
@@ -90,6 +100,9 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("bad or duplicate agent name %q", a.Name)
 			}
 			seen[a.Name] = true
+			if r, _, _ := cfg.agentRole(a.Name); a.Workspace != r.Workspace {
+				t.Fatalf("agent %q: workspace %q, its role's %q", a.Name, a.Workspace, r.Workspace)
+			}
 			if b, ok := cfg.Agent(a.Name); !ok || !reflect.DeepEqual(a, b) {
 				t.Fatalf("Agent(%q) = %+v, %v; Agents() has %+v", a.Name, b, ok, a)
 			}

@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestWriteTemplate(t *testing.T) {
@@ -136,5 +138,47 @@ func TestRepositoryExampleLoads(t *testing.T) {
 		if r.Prompt == "" {
 			t.Errorf("role %s has no prompt", r.Name)
 		}
+	}
+}
+
+// TestTemplateWorkspaceExample: the example team uses no worktrees as
+// written (it works outside a git repository), and its commented-out
+// workspace block and engineer's workspace key, uncommented, load.
+func TestTemplateWorkspaceExample(t *testing.T) {
+	dir := t.TempDir()
+	paths, err := WriteTemplate(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.UsesWorktrees() || cfg.Workspace.Line != 0 {
+		t.Fatalf("the example uses worktrees as written: %+v", cfg.Workspace)
+	}
+	data, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^(\s*)# ((?:workspace:|  (?:base|verify|setup|verify_timeout|setup_timeout):).*)$`)
+	on := re.ReplaceAll(data, []byte("$1$2"))
+	if n := len(re.FindAll(data, -1)); n != 7 {
+		t.Fatalf("found %d commented workspace lines, want 7 (the block and the engineer's key)", n)
+	}
+	cfg, err = Parse(paths[0], on)
+	if err != nil {
+		t.Fatalf("uncommented workspace example does not load: %v\n%s", err, on)
+	}
+	want := WorkspaceSettings{Base: "main", Verify: "go test ./...", Setup: "npm ci", VerifyTimeout: 30 * time.Minute, SetupTimeout: 10 * time.Minute, Line: cfg.Workspace.Line}
+	if cfg.Workspace != want || want.Line == 0 {
+		t.Errorf("Workspace = %+v, want %+v", cfg.Workspace, want)
+	}
+	var got []string
+	for _, a := range cfg.Agents() {
+		got = append(got, a.Name+"="+a.Workspace)
+	}
+	if w := []string{"architect=shared", "manager=shared", "engineer-1=worktree", "engineer-2=worktree"}; !reflect.DeepEqual(got, w) {
+		t.Errorf("agent workspaces = %q, want %q", got, w)
 	}
 }

@@ -209,6 +209,10 @@ func (p *parser) workspace(e entry, ws *WorkspaceSettings) {
 		if !ok {
 			continue
 		}
+		if d := deref(ce.val); d != nil && d.Kind == yaml.SequenceNode {
+			p.add(ce.val, `write the command as one string, run by the shell, e.g. "npm ci && npm run build"`, "workspace.%s must be a string, not a list", key)
+			continue
+		}
 		if s, ok := p.str(ce.val, "workspace."+key); ok {
 			if s != "" && strings.TrimSpace(s) == "" {
 				p.add(ce.val, "write a shell command, or leave the key out", "workspace.%s is blank", key)
