@@ -26,8 +26,21 @@ const Human = "human"
 
 // StateNames are reserved role names: the daemon keeps its own state in
 // .batty/state/<name>.json, where an agent's state would also go (an agent
-// is named after its role when the role has one instance).
-var StateNames = []string{"dispatch", "quota", "schedules"}
+// is named after its role when the role has one instance). "landing" is
+// also the inbox of the merge queue (LandingBox).
+var StateNames = []string{"dispatch", "quota", "schedules", "landing"}
+
+// MayLand reports whether from (the human or an agent) may queue the
+// landing of agent's branch (`batty merge`): the human may land any; an
+// agent its own, or that of an agent its role may message (talks_to), as
+// an architect lands its engineers' work.
+func MayLand(c *Config, from, agent string) bool {
+	return from == Human || from == agent || c.MayTalk(from, agent)
+}
+
+// LandingBox is the inbox that `batty merge` writes landing requests into
+// (.batty/inboxes/landing): the body names the agent whose branch lands.
+const LandingBox = "landing"
 
 // MaxNameLen is the maximum length, in bytes, of a team, role or agent name.
 const MaxNameLen = 40

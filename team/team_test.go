@@ -122,6 +122,25 @@ func TestResolveRecipient(t *testing.T) {
 	}
 }
 
+func TestMayLand(t *testing.T) {
+	cfg := loadTestTeam(t)
+	for _, c := range []struct {
+		from, agent string
+		want        bool
+	}{
+		{"human", "eng-1", true},
+		{"eng-1", "eng-1", true},      // its own branch
+		{"manager", "eng-1", true},    // an agent it may message
+		{"eng-1", "eng-2", false},     // a peer it may not message
+		{"architect", "eng-1", false}, // not in its talks_to
+		{"ghost", "eng-1", false},
+	} {
+		if got := MayLand(cfg, c.from, c.agent); got != c.want {
+			t.Errorf("MayLand(%s, %s) = %v, want %v", c.from, c.agent, got, c.want)
+		}
+	}
+}
+
 func TestMayTalk(t *testing.T) {
 	cfg := loadTestTeam(t)
 	tests := []struct {
