@@ -51,6 +51,10 @@ type Script struct {
 	ArchitectPrompt, EngineerPrompt string
 	// Tasks are handed out in order, one `batty send` each.
 	Tasks []Task
+	// Land makes the architect, once every engineer has reported, queue
+	// each engineer's branch for landing (one `batty merge` each) before
+	// it answers the human: the engineers work in worktrees of their own.
+	Land bool
 }
 
 // Step is the script's answer to one request: run Shell, or end the turn
@@ -76,15 +80,17 @@ const NoPart = "I am batty's scripted stand-in model and only play the demo scri
 
 // DemoScript returns the script `batty demo` plays: the architect hands two
 // tasks out, engineer-1 writes a greeting and lists it, engineer-2 writes
-// the numbers 1 to 5 and counts them, each reports with its final answer
-// (which batty delivers to the architect as a reply), and the architect
-// sends the human the summary.
+// the numbers 1 to 5 and counts them (each in its own worktree), each
+// reports with its final answer (which batty delivers to the architect as
+// a reply), and the architect queues both branches for landing and sends
+// the human the summary.
 func DemoScript() Script {
 	return Script{
 		ArchitectPrompt: "You are the architect of a small demo team.\n" +
 			"Split the human's goal into tasks and hand each to an engineer with batty send engineer-N \"...\";\n" +
 			"your final answer to the goal is your reply to the human. Each engineer's report comes back to you\n" +
-			"as a reply; once every engineer has reported, send the human the summary with batty send human \"...\".",
+			"as a reply; once every engineer has reported, land each engineer's branch with batty merge engineer-N,\n" +
+			"then send the human the summary with batty send human \"...\".",
 		EngineerPrompt: "You are an engineer of a small demo team.\n" +
 			"Do the task the architect sends you in your working directory. Your final answer is your report,\n" +
 			"which batty delivers to the architect: say what you did and what your command printed.",
@@ -102,6 +108,7 @@ func DemoScript() Script {
 				File:     "numbers.txt",
 			},
 		},
+		Land: true,
 	}
 }
 
@@ -227,7 +234,8 @@ func (s Script) handOut(step Step, batty string, done int) Step {
 }
 
 // collect is the architect's turn on an engineer's report (the engineer's
-// final answer, a reply): with every task reported it sends the human the
+// final answer, a reply): with every task reported it queues each
+// engineer's branch for landing (with Land), then sends the human the
 // answer with batty send — the final answer of a reply goes to no one —
 // else it waits for the others.
 func (s Script) collect(step Step, batty string, msgs []parsedMessage, done int) Step {
@@ -243,10 +251,16 @@ func (s Script) collect(step Step, batty string, msgs []parsedMessage, done int)
 			missing = append(missing, t.Engineer)
 		}
 	}
+	lands := 0
+	if s.Land {
+		lands = len(s.Tasks)
+	}
 	switch {
 	case len(missing) > 0:
 		step.Text = fmt.Sprintf("Noted %s's report; waiting for %s.", step.From, strings.Join(missing, " and "))
-	case done == 0:
+	case done < lands:
+		step.Shell = batty + " merge " + s.Tasks[done].Engineer
+	case done == lands:
 		step.Shell = batty + " send human " + shellQuote(s.Answer(reports))
 	default:
 		step.Text = "Every engineer has reported; I sent the human the answer."
@@ -259,6 +273,9 @@ func (s Script) collect(step Step, batty string, msgs []parsedMessage, done int)
 func (s Script) Answer(reports map[string]string) string {
 	var b strings.Builder
 	b.WriteString(AnswerHeading)
+	if s.Land {
+		b.WriteString(" Each engineer worked on a branch of its own; I queued both branches for landing on the base branch (batty merge), which lands each once the team's check passes.")
+	}
 	for _, t := range s.Tasks {
 		fmt.Fprintf(&b, "\n\n%s: %s", t.Engineer, reports[t.Engineer])
 	}

@@ -118,7 +118,17 @@ func TestDemoScriptPlaysTheWholeConversation(t *testing.T) {
 		t.Fatalf("architect after one report: %+v", step)
 	}
 	arch.answered(step.Text).reply("r1", "engineer-1", reports["engineer-1"], 1, "t-engineer-1")
+	// Both in: each engineer's branch is queued for landing, then the
+	// human gets the answer.
 	step = s.Next(arch.req())
+	if step.Shell != battyCmd+" merge engineer-1" {
+		t.Fatalf("architect's first landing: %+v", step)
+	}
+	step = s.Next(arch.ran(t, step, 0, "queued the landing of batty/engineer-1\n").req())
+	if step.Shell != battyCmd+" merge engineer-2" {
+		t.Fatalf("architect's second landing: %+v", step)
+	}
+	step = s.Next(arch.ran(t, step, 0, "queued the landing of batty/engineer-2\n").req())
 	if !strings.HasPrefix(step.Shell, battyCmd+" send human '") {
 		t.Fatalf("architect after both reports: %+v", step)
 	}
