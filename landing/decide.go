@@ -18,6 +18,9 @@ type Facts struct {
 	Checkout string
 	// Dirty: Checkout has uncommitted changes (untracked files aside).
 	Dirty bool
+	// Rebasing: base is being rebased at Checkout (its HEAD is detached
+	// until the rebase ends, when it sets base).
+	Rebasing bool
 	// AdvanceError is the error of the advance just tried; "" when none
 	// was tried.
 	AdvanceError string
@@ -71,6 +74,20 @@ func dirtyReason(base, dir string) string {
 	return fmt.Sprintf("base %s is checked out at %s with uncommitted changes; commit or stash them", base, dir)
 }
 
+// busyReason is why base cannot advance because of its checkout; "" when
+// it can. Pure.
+func busyReason(base string, f Facts) string {
+	switch {
+	case f.Checkout == "":
+		return ""
+	case f.Rebasing:
+		return fmt.Sprintf("base %s is being rebased at %s; finish or abort the rebase", base, f.Checkout)
+	case f.Dirty:
+		return dirtyReason(base, f.Checkout)
+	}
+	return ""
+}
+
 // DecideStart decides how an attempt to land r onto base begins, from the
 // facts observed then. It is a pure function.
 func DecideStart(base string, r Request, f Facts) Decision {
@@ -84,10 +101,10 @@ func DecideStart(base string, r Request, f Facts) Decision {
 		return Decision{ActFail, fmt.Sprintf("branch %s does not exist", r.Branch)}
 	case f.BranchInBase:
 		return Decision{ActNothing, "nothing to land"}
-	case f.Checkout != "" && f.Dirty:
+	case busyReason(base, f) != "":
 		// Waiting before merging spares a verify run whose result could
 		// not land anyway.
-		return Decision{ActWait, dirtyReason(base, f.Checkout)}
+		return Decision{ActWait, busyReason(base, f)}
 	}
 	return Decision{Action: ActMerge}
 }
@@ -109,8 +126,8 @@ func DecideAdvance(base string, r Request, f Facts, attempt, maxAttempts int) De
 			return Decision{ActWait, fmt.Sprintf("base %s moved during each of %d attempts to land", base, attempt)}
 		}
 		return Decision{ActRedo, fmt.Sprintf("base %s moved from %s to %s during the landing", base, short(r.BaseBefore), short(f.BaseTip))}
-	case f.Checkout != "" && f.Dirty:
-		return Decision{ActWait, dirtyReason(base, f.Checkout)}
+	case busyReason(base, f) != "":
+		return Decision{ActWait, busyReason(base, f)}
 	case f.AdvanceError != "" && f.Checkout != "":
 		return Decision{ActWait, fmt.Sprintf("could not bring the checkout of base %s at %s along: %s", base, f.Checkout, f.AdvanceError)}
 	case f.AdvanceError != "":

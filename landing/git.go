@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -114,8 +115,15 @@ func (q *Queue) observe(ctx context.Context, r Request) (Facts, error) {
 	if err != nil {
 		return f, err
 	}
-	f.Checkout = checkoutOf(parseWorktrees(out), q.baseRef(), q.integ)
-	if f.Checkout != "" {
+	wts := parseWorktrees(out)
+	f.Checkout = checkoutOf(wts, q.baseRef(), q.integ)
+	if f.Checkout == "" {
+		if f.Checkout, err = q.rebasing(ctx, wts); err != nil {
+			return f, err
+		}
+		f.Rebasing = f.Checkout != ""
+	}
+	if f.Checkout != "" && !f.Rebasing {
 		st, err := q.gitIn(f.Checkout).Run(ctx, "status", "--porcelain", "-z", "--untracked-files=no")
 		if err != nil {
 			return f, err
@@ -123,6 +131,49 @@ func (q *Queue) observe(ctx context.Context, r Request) (Facts, error) {
 		f.Dirty = st != ""
 	}
 	return f, nil
+}
+
+// rebasing returns the work tree where base is being rebased, "" when
+// none: a rebase detaches HEAD and sets the branch when it ends, over
+// whatever base was advanced to meanwhile.
+func (q *Queue) rebasing(ctx context.Context, wts []worktree) (string, error) {
+	for _, w := range wts {
+		if !w.Detached || w.Prunable || filepath.Clean(w.Path) == filepath.Clean(q.integ) {
+			continue
+		}
+		out, err := q.gitIn(w.Path).Run(ctx, "rev-parse", "--path-format=absolute",
+			"--git-path", "rebase-merge/head-name", "--git-path", "rebase-apply/head-name")
+		if err != nil {
+			return "", err
+		}
+		for p := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+			name, err := readSmall(p, 4096)
+			if err != nil {
+				return "", fmt.Errorf("is %s being rebased: %w", w.Path, err)
+			}
+			if strings.TrimSpace(name) == q.baseRef() {
+				return w.Path, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// readSmall reads at most max bytes of the file path; a missing file is "".
+func readSmall(path string, max int64) (string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	return string(b), nil
 }
 
 // worktree is one entry of `git worktree list --porcelain`.

@@ -490,7 +490,7 @@ func parseIdent(s string) (name, email string, err error) {
 		return "", "", fmt.Errorf("%q: want \"Name <email>\"", s)
 	}
 	name, email = strings.TrimSpace(s[:open]), s[open+1:len(s)-1]
-	if name == "" || email == "" || strings.ContainsAny(name, "<>\n\x00") || strings.ContainsAny(email, "<>\n\x00 ") {
+	if name == "" || email == "" || strings.ContainsAny(s[:open], "<>\r\n\x00") || strings.ContainsAny(email, "<>\n\x00 ") {
 		return "", "", fmt.Errorf("%q: want \"Name <email>\"", s)
 	}
 	return name, email, nil
