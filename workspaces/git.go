@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -34,18 +35,48 @@ const maxOutput = 16 << 20
 const maxErrText = 4 << 10
 
 // Git runs git in one directory. The zero Env runs git with batty's own
-// environment; every run adds GIT_TERMINAL_PROMPT=0 (never wait for a
-// password), LC_ALL=C (messages batty can read) and GIT_OPTIONAL_LOCKS=0
-// (read-only commands such as status take no index lock). A Git is a value:
-// safe for concurrent use, though git itself may need its commands on one
-// repository serialised (see Lock).
+// environment; every run drops the variables that would point git at
+// another repository, index or object store (GIT_DIR, GIT_WORK_TREE,
+// GIT_INDEX_FILE, ...: see repoEnv) and adds GIT_TERMINAL_PROMPT=0 (never
+// wait for a password), LC_ALL=C (messages batty can read) and
+// GIT_OPTIONAL_LOCKS=0 (read-only commands such as status take no index
+// lock). A Git is a value: safe for concurrent use, though git itself needs
+// batty's mutating commands on one repository serialised (Repo does that).
 type Git struct {
 	// Dir is the directory git runs in (git -C Dir).
 	Dir string
+	// GitDir and WorkTree, when set, are passed as --git-dir and
+	// --work-tree: git then never looks for the repository through a .git
+	// entry in Dir, which whoever writes in Dir could have replaced.
+	GitDir, WorkTree string
 	// Env is the environment, os.Environ() when nil.
 	Env []string
 	// Starter starts the processes; nil: exec.Cmd.Start.
 	Starter Starter
+}
+
+// repoEnv lists the environment variables that tell git where the
+// repository, its index or its objects are. batty names its repository
+// itself, so an inherited one (batty run from a git hook, say) is dropped.
+var repoEnv = []string{
+	"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE",
+	"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+	"GIT_NAMESPACE", "GIT_PREFIX", "GIT_QUARANTINE_PATH",
+}
+
+// cleanEnv returns env without the variables of repoEnv, in a new slice.
+func cleanEnv(env []string) []string {
+	out := make([]string, 0, len(env)+3)
+next:
+	for _, kv := range env {
+		for _, name := range repoEnv {
+			if strings.HasPrefix(kv, name+"=") {
+				continue next
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // Error is a git command that ran and failed.
@@ -77,29 +108,47 @@ func ExitCode(err error) int {
 // git exits; when ctx ends, git's process group is killed. A non-zero exit
 // is an *Error carrying the clipped stderr.
 func (g Git) Run(ctx context.Context, args ...string) (string, error) {
-	out, _, err := g.run(ctx, nil, args...)
+	out, _, err := g.run(ctx, nil, nil, args...)
 	return out, err
 }
 
 // RunInput is Run with stdin read from in.
 func (g Git) RunInput(ctx context.Context, in string, args ...string) (string, error) {
-	out, _, err := g.run(ctx, strings.NewReader(in), args...)
+	out, _, err := g.run(ctx, strings.NewReader(in), nil, args...)
 	return out, err
 }
 
-func (g Git) run(ctx context.Context, stdin *strings.Reader, args ...string) (string, string, error) {
-	cmd := exec.Command("git", append([]string{"-C", g.Dir}, args...)...)
+// RunTo is Run with git's standard output streamed to w, unbounded, as git
+// writes it. A write error of w ends the copy; git then dies of a broken
+// pipe and RunTo returns an error.
+func (g Git) RunTo(ctx context.Context, w io.Writer, args ...string) error {
+	_, _, err := g.run(ctx, nil, w, args...)
+	return err
+}
+
+func (g Git) run(ctx context.Context, stdin *strings.Reader, w io.Writer, args ...string) (string, string, error) {
+	argv := []string{"-C", g.Dir}
+	if g.GitDir != "" {
+		argv = append(argv, "--git-dir="+g.GitDir)
+	}
+	if g.WorkTree != "" {
+		argv = append(argv, "--work-tree="+g.WorkTree)
+	}
+	cmd := exec.Command("git", append(argv, args...)...)
 	env := g.Env
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = append(append([]string(nil), env...), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
+	cmd.Env = append(cleanEnv(env), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}
 	var stdout, stderr capped
 	stdout.max, stderr.max = maxOutput, maxOutput
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if w != nil {
+		cmd.Stdout = w
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = time.Second
 	var err error

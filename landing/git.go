@@ -1,0 +1,384 @@
+package landing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/battyhq/batty/workspaces"
+)
+
+// noHooks returns args run without the repository's hooks: a landing is
+// batty's step, and a hook could block it, change it or run an agent's
+// code. Pure.
+func noHooks(args ...string) []string {
+	return append([]string{"-c", "core.hooksPath=/dev/null"}, args...)
+}
+
+// repoEnvDrop are the variables that would point git somewhere else than
+// the directory it is given (a daemon started from a git hook has them).
+var repoEnvDrop = []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX"}
+
+// cleanEnv returns env without repoEnvDrop. Pure.
+func cleanEnv(env []string) []string {
+	out := make([]string, 0, len(env)+4)
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		drop := false
+		for _, d := range repoEnvDrop {
+			if name == d {
+				drop = true
+				break
+			}
+		}
+		if !drop {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// gitIn returns the git runner for dir.
+func (q *Queue) gitIn(dir string) workspaces.Git {
+	return workspaces.Git{Dir: dir, Env: q.env, Starter: q.opt.Starter}
+}
+
+// gitWrite returns the git runner for commands in dir that write commits
+// or reflogs: batty is their author and committer.
+func (q *Queue) gitWrite(dir string) workspaces.Git {
+	env := append(append([]string(nil), q.env...),
+		"GIT_AUTHOR_NAME="+q.name, "GIT_AUTHOR_EMAIL="+q.email,
+		"GIT_COMMITTER_NAME="+q.name, "GIT_COMMITTER_EMAIL="+q.email)
+	return workspaces.Git{Dir: dir, Env: env, Starter: q.opt.Starter}
+}
+
+func (q *Queue) baseRef() string { return "refs/heads/" + q.opt.Base }
+
+// resolve returns the commit ref names, "" when it does not exist.
+func (q *Queue) resolve(ctx context.Context, ref string) (string, error) {
+	out, err := q.gitIn(q.opt.TopLevel).Run(ctx, "rev-parse", "-q", "--verify", ref+"^{commit}")
+	if workspaces.ExitCode(err) == 1 {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// isAncestor reports whether commit a is b or one of its ancestors.
+func (q *Queue) isAncestor(ctx context.Context, a, b string) (bool, error) {
+	_, err := q.gitIn(q.opt.TopLevel).Run(ctx, "merge-base", "--is-ancestor", a, b)
+	switch workspaces.ExitCode(err) {
+	case -1:
+		return err == nil, err
+	case 1:
+		return false, nil
+	}
+	return false, err
+}
+
+// observe gathers the facts a decision about r needs.
+func (q *Queue) observe(ctx context.Context, r Request) (Facts, error) {
+	var f Facts
+	var err error
+	if f.BaseTip, err = q.resolve(ctx, q.baseRef()); err != nil {
+		return f, err
+	}
+	if f.BranchTip, err = q.resolve(ctx, "refs/heads/"+r.Branch); err != nil {
+		return f, err
+	}
+	if f.BaseTip != "" && f.BranchTip != "" {
+		if f.BranchInBase, err = q.isAncestor(ctx, f.BranchTip, f.BaseTip); err != nil {
+			return f, err
+		}
+	}
+	if f.BaseTip != "" && r.Merged != "" {
+		// The merge commit may be gone (never advanced to, then collected).
+		merged, err := q.resolve(ctx, r.Merged)
+		if err != nil {
+			return f, err
+		}
+		if merged != "" {
+			if f.MergedInBase, err = q.isAncestor(ctx, merged, f.BaseTip); err != nil {
+				return f, err
+			}
+		}
+	}
+	out, err := q.gitIn(q.opt.TopLevel).Run(ctx, "worktree", "list", "--porcelain")
+	if err != nil {
+		return f, err
+	}
+	wts := parseWorktrees(out)
+	f.Checkout = checkoutOf(wts, q.baseRef(), q.integ)
+	if f.Checkout == "" {
+		if f.Checkout, err = q.rebasing(ctx, wts); err != nil {
+			return f, err
+		}
+		f.Rebasing = f.Checkout != ""
+	}
+	if f.Checkout != "" && !f.Rebasing {
+		st, err := q.gitIn(f.Checkout).Run(ctx, "status", "--porcelain", "-z", "--untracked-files=no")
+		if err != nil {
+			return f, err
+		}
+		f.Dirty = st != ""
+	}
+	return f, nil
+}
+
+// rebasing returns the work tree where base is being rebased, "" when
+// none: a rebase detaches HEAD and sets the branch when it ends, over
+// whatever base was advanced to meanwhile.
+func (q *Queue) rebasing(ctx context.Context, wts []worktree) (string, error) {
+	for _, w := range wts {
+		if !w.Detached || w.Prunable || filepath.Clean(w.Path) == filepath.Clean(q.integ) {
+			continue
+		}
+		out, err := q.gitIn(w.Path).Run(ctx, "rev-parse", "--path-format=absolute",
+			"--git-path", "rebase-merge/head-name", "--git-path", "rebase-apply/head-name")
+		if err != nil {
+			return "", err
+		}
+		for p := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+			name, err := readSmall(p, 4096)
+			if err != nil {
+				return "", fmt.Errorf("is %s being rebased: %w", w.Path, err)
+			}
+			if strings.TrimSpace(name) == q.baseRef() {
+				return w.Path, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// readSmall reads at most max bytes of the file path; a missing file is "".
+func readSmall(path string, max int64) (string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	return string(b), nil
+}
+
+// worktree is one entry of `git worktree list --porcelain`.
+type worktree struct {
+	Path     string
+	Head     string
+	Branch   string // refs/heads/..., "" when detached
+	Detached bool
+	Bare     bool
+	Prunable bool
+}
+
+// parseWorktrees reads `git worktree list --porcelain`: records of
+// "key value" lines separated by empty lines. Unknown keys are skipped.
+// Pure.
+func parseWorktrees(out string) []worktree {
+	var wts []worktree
+	var cur *worktree
+	for line := range strings.SplitSeq(out, "\n") {
+		key, val, _ := strings.Cut(line, " ")
+		switch {
+		case line == "":
+			cur = nil
+		case key == "worktree":
+			wts = append(wts, worktree{Path: val})
+			cur = &wts[len(wts)-1]
+		case cur == nil:
+		case key == "HEAD":
+			cur.Head = val
+		case key == "branch":
+			cur.Branch = val
+		case key == "detached":
+			cur.Detached = true
+		case key == "bare":
+			cur.Bare = true
+		case key == "prunable":
+			cur.Prunable = true
+		}
+	}
+	return wts
+}
+
+// checkoutOf returns the work tree that has ref checked out, leaving out
+// stale registrations and the integration worktree; "" when none. Pure.
+func checkoutOf(wts []worktree, ref, integ string) string {
+	for _, w := range wts {
+		if w.Branch == ref && !w.Prunable && !w.Bare && filepath.Clean(w.Path) != filepath.Clean(integ) {
+			return w.Path
+		}
+	}
+	return ""
+}
+
+// prepare makes the integration worktree a clean checkout of tip,
+// creating it when missing and replacing whatever else is at its path.
+func (q *Queue) prepare(ctx context.Context, tip string) error {
+	if fi, err := os.Lstat(q.opt.WorktreesDir); err == nil && !fi.IsDir() {
+		return fmt.Errorf("integration worktree: %s is not a directory (a link?): remove it", q.opt.WorktreesDir)
+	} else if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(q.opt.WorktreesDir, 0o700); err != nil {
+			return fmt.Errorf("integration worktree: %w", err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("integration worktree: %w", err)
+	}
+	ok, err := q.integHealthy(ctx)
+	if err != nil {
+		return err
+	}
+	top := q.gitWrite(q.opt.TopLevel)
+	if !ok {
+		// Scratch by definition: whatever is there (a link, a stale
+		// directory) goes. RemoveAll removes a link, not what it points to.
+		if err := os.RemoveAll(q.integ); err != nil {
+			return fmt.Errorf("integration worktree: %w", err)
+		}
+		if _, err := top.Run(ctx, "worktree", "prune"); err != nil {
+			return err
+		}
+		if _, err := top.Run(ctx, noHooks("worktree", "add", "-q", "--detach", q.integ, tip)...); err != nil {
+			return err
+		}
+	}
+	g := q.gitWrite(q.integ)
+	// Detach first: a reset on a branch someone checked out there would
+	// move that branch. reset --hard ends a merge left half done.
+	for _, args := range [][]string{
+		{"checkout", "-q", "--force", "--detach", tip},
+		{"reset", "-q", "--hard", tip},
+		{"clean", "-q", "-ffdx"},
+	} {
+		if _, err := g.Run(ctx, noHooks(args...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// integHealthy reports whether the integration worktree exists as a work
+// tree of the project's repository, rooted at its own path (not a link,
+// not a plain directory inside another work tree).
+func (q *Queue) integHealthy(ctx context.Context) (bool, error) {
+	fi, err := os.Lstat(q.integ)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("integration worktree: %w", err)
+	}
+	if !fi.IsDir() {
+		return false, nil
+	}
+	want, err := filepath.EvalSymlinks(q.integ)
+	if err != nil {
+		return false, fmt.Errorf("integration worktree: %w", err)
+	}
+	out, err := q.gitIn(q.integ).Run(ctx, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir")
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, err
+		}
+		return false, nil // not a work tree (any more)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || lines[0] != want {
+		return false, nil
+	}
+	common, err := q.commonDir(ctx)
+	if err != nil {
+		return false, err
+	}
+	got, err := filepath.EvalSymlinks(lines[1])
+	return err == nil && got == common, nil
+}
+
+// commonDir returns the repository's common git directory, links resolved.
+func (q *Queue) commonDir(ctx context.Context) (string, error) {
+	out, err := q.gitIn(q.opt.TopLevel).Run(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return "", err
+	}
+	dir, err := filepath.EvalSymlinks(strings.TrimSpace(out))
+	if err != nil {
+		return "", fmt.Errorf("git common dir: %w", err)
+	}
+	return dir, nil
+}
+
+// mergeMessage is the landing's merge commit message. Pure.
+func mergeMessage(branch string, n int) string {
+	if n == 1 {
+		return fmt.Sprintf("Land %s (1 commit)", branch)
+	}
+	return fmt.Sprintf("Land %s (%d commits)", branch, n)
+}
+
+// merge merges f.BranchTip onto f.BaseTip in the prepared integration
+// worktree and returns the merge commit, or the conflicting files.
+func (q *Queue) merge(ctx context.Context, r Request, f Facts) (merged string, conflicts []string, err error) {
+	g := q.gitWrite(q.integ)
+	out, err := g.Run(ctx, "rev-list", "--count", f.BaseTip+".."+f.BranchTip)
+	if err != nil {
+		return "", nil, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return "", nil, fmt.Errorf("count the commits of %s: %q: %w", r.Branch, out, err)
+	}
+	args := noHooks("-c", "commit.gpgsign=false", "-c", "rerere.enabled=false",
+		"merge", "-q", "--no-ff", "--no-edit", "--no-log", "--no-verify-signatures", "-m", mergeMessage(r.Branch, n), f.BranchTip)
+	if _, merr := g.Run(ctx, args...); merr != nil {
+		if ctx.Err() != nil {
+			return "", nil, merr
+		}
+		out, err := g.Run(ctx, "diff", "--name-only", "--diff-filter=U", "-z")
+		if err != nil {
+			return "", nil, fmt.Errorf("%w (and listing the conflicts: %v)", merr, err)
+		}
+		for p := range strings.SplitSeq(out, "\x00") {
+			if p != "" {
+				conflicts = append(conflicts, p)
+			}
+		}
+		if len(conflicts) == 0 {
+			return "", nil, merr
+		}
+		return "", conflicts, nil
+	}
+	out, err = g.Run(ctx, "rev-parse", "--verify", "HEAD^{commit}")
+	if err != nil {
+		return "", nil, err
+	}
+	return strings.TrimSpace(out), nil, nil
+}
+
+// advance moves base from r.BaseBefore to r.Merged as d says: by
+// compare-and-swap of the ref, or by a fast-forward merge in the checkout
+// that has base checked out (which moves its index and files too).
+func (q *Queue) advance(ctx context.Context, r Request, d Decision, f Facts) error {
+	if d.Action == ActAdvanceCheckout {
+		_, err := q.gitWrite(f.Checkout).Run(ctx, noHooks(
+			"merge", "-q", "--ff-only", "--no-verify-signatures", "--no-autostash", r.Merged)...)
+		return err
+	}
+	_, err := q.gitWrite(q.opt.TopLevel).Run(ctx, noHooks(
+		"update-ref", "-m", "batty: land "+r.Branch, q.baseRef(), r.Merged, r.BaseBefore)...)
+	return err
+}

@@ -1,0 +1,144 @@
+package workspaces
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/battyhq/batty/textclip"
+)
+
+// MaxSubject is the length, in characters, a commit subject is clipped to
+// (the "WIP: " prefix included).
+const MaxSubject = 72
+
+// TrailerKey is the trailer that names the message a commit answers.
+const TrailerKey = "Batty-Message"
+
+// maxMessageID bounds the message id kept in the trailer.
+const maxMessageID = 200
+
+// CommitInfo describes the commit of one turn.
+type CommitInfo struct {
+	Agent     string // whose worktree and branch
+	Subject   string // the subject, made one line and clipped (see Commit)
+	MessageID string // the message the turn answered: the Batty-Message trailer ("" leaves it out)
+	WIP       bool   // work in progress: the subject starts with "WIP: "
+}
+
+// Commit commits everything that changed in the agent's worktree (git add
+// -A, untracked files included, ignored ones not) on its branch, and
+// returns the branch's head. committed is false, and no commit is made,
+// when nothing changed. It holds the repository lock.
+//
+// The author is "<agent> <agent@batty.invalid>", the committer
+// Options.Committer; no user.name needs to be configured. The subject is
+// one line: whitespace runs become one space, control characters are
+// removed, it is clipped to MaxSubject characters, "WIP: " starts it when
+// WIP. The message ends with the trailer "Batty-Message: <id>". No hook
+// runs (core.hooksPath=/dev/null, --no-verify) and nothing is signed.
+//
+// It refuses, with an error saying what to do: a worktree that is missing,
+// a symbolic link or whose .git file points elsewhere than its
+// registration in this repository; a worktree whose HEAD is not the
+// agent's branch; a worktree whose git dir holds an index.lock (which it
+// never removes: it cannot tell a running git from a killed one).
+func (r *Repo) Commit(ctx context.Context, ci CommitInfo) (sha string, committed bool, err error) {
+	if err := checkAgent(ci.Agent); err != nil {
+		return "", false, err
+	}
+	unlock, err := r.lock(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	defer unlock()
+	return r.commitLocked(ctx, ci)
+}
+
+// commitLocked is Commit with the repository lock held.
+func (r *Repo) commitLocked(ctx context.Context, ci CommitInfo) (string, bool, error) {
+	wt, exists, err := r.lookup(ci.Agent)
+	if err != nil {
+		return "", false, fmt.Errorf("commit: %w", err)
+	}
+	if !exists {
+		return "", false, fmt.Errorf("commit: %s has no worktree at %s", ci.Agent, r.Path(ci.Agent))
+	}
+	if err := checkHead(wt); err != nil {
+		return "", false, fmt.Errorf("commit: %w", err)
+	}
+	if err := checkIndexLock(wt); err != nil {
+		return "", false, fmt.Errorf("commit: %w", err)
+	}
+	g := r.wtGit(wt,
+		"GIT_AUTHOR_NAME="+ci.Agent, "GIT_AUTHOR_EMAIL="+ci.Agent+"@batty.invalid",
+		"GIT_COMMITTER_NAME="+r.committer.name, "GIT_COMMITTER_EMAIL="+r.committer.email)
+	if _, err := g.Run(ctx, withNoHooks("add", "--all")...); err != nil {
+		return "", false, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
+	}
+	_, err = g.Run(ctx, "diff", "--cached", "--quiet", "--no-ext-diff")
+	switch {
+	case err == nil:
+		head, err := g.Run(ctx, "rev-parse", "--verify", "HEAD^{commit}")
+		if err != nil {
+			return "", false, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
+		}
+		return strings.TrimSpace(head), false, nil
+	case ctx.Err() != nil || ExitCode(err) != 1:
+		return "", false, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
+	}
+	msg := commitMessage(ci.Subject, ci.Agent, ci.MessageID, ci.WIP)
+	if _, err := g.RunInput(ctx, msg, withNoHooks("commit", "--quiet", "--no-verify", "--no-gpg-sign", "--cleanup=verbatim", "--file=-")...); err != nil {
+		return "", false, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
+	}
+	head, err := g.Run(ctx, "rev-parse", "--verify", "HEAD^{commit}")
+	if err != nil {
+		return "", false, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
+	}
+	return strings.TrimSpace(head), true, nil
+}
+
+// commitMessage returns the message of a commit batty makes for agent:
+// the subject (oneLine, "WIP: " first when wip, clipped to MaxSubject
+// characters; "Turn of <agent>" when empty) and, when id is not empty
+// after cleaning, a blank line and the trailer "Batty-Message: <id>".
+func commitMessage(subject, agent, id string, wip bool) string {
+	s := oneLine(subject)
+	if s == "" {
+		s = "Turn of " + agent
+	}
+	if wip {
+		s = "WIP: " + s
+	}
+	s = textclip.Runes(s, MaxSubject, textclip.Ellipsis)
+	if id = textclip.Bytes(oneLine(id), maxMessageID, ""); id != "" {
+		s += "\n\n" + TrailerKey + ": " + id
+	}
+	return s + "\n"
+}
+
+// oneLine makes s one line of text: invalid UTF-8 becomes U+FFFD, each run
+// of white space (line breaks included) one space, control characters and
+// invisible format characters (bidirectional controls, zero-width ones)
+// are removed, and the ends are trimmed.
+func oneLine(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range strings.ToValidUTF8(s, string(utf8.RuneError)) {
+		switch {
+		case unicode.IsSpace(r):
+			space = true
+			continue
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
