@@ -37,6 +37,10 @@ type Status struct {
 	// is not what the daemon read when it started: `batty restart` applies
 	// it. Always false for a stopped team.
 	TeamFileChanged bool `json:"team_file_changed"`
+	// Landings are the merge queue's requests (`batty merge`): every
+	// unfinished one and the latest finished ones, oldest first; empty
+	// when the team has no worktree agents.
+	Landings []LandingStatus `json:"landings"`
 }
 
 // DaemonStatus describes the daemon process.
@@ -83,6 +87,18 @@ type AgentStatus struct {
 	// Workspace is the agent's git worktree (role `workspace: worktree`);
 	// null for an agent working in the project's own checkout.
 	Workspace *WorkspaceStatus `json:"workspace"`
+}
+
+// LandingStatus is one request of the merge queue (`batty merge`): the
+// unfinished ones and the latest finished.
+type LandingStatus struct {
+	ID          string    `json:"id"`
+	Agent       string    `json:"agent"`
+	State       string    `json:"state"` // queued | landing | waiting | landed | failed | nothing
+	RequestedAt time.Time `json:"requested_at"`
+	By          string    `json:"by"`     // who asked: "human" or the agent
+	Commit      string    `json:"commit"` // the commit base was advanced to, "" until landed
+	Detail      string    `json:"detail"` // why it waits or failed
 }
 
 // WorkspaceStatus is an agent's git worktree as last seen by the daemon

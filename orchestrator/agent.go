@@ -21,6 +21,7 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/workspaces"
 )
 
 // Agent states as shown by status, beyond the shim's own states.
@@ -79,6 +80,20 @@ type agent struct {
 	// nothing else is dispatched until it is; recordRetry tries again.
 	pending     *outcomeRecord
 	recordRetry *time.Timer
+	// ws is the agent's git worktree (workspace: worktree), nil for the
+	// shared checkout. prepDone answers a preparation in flight (see
+	// startShim), prepCancel ends it; wsProblem parks the agent when the
+	// worktree could not be prepared.
+	ws         *agentWorkspace
+	prepDone   chan prepared
+	prepCancel context.CancelFunc
+	wsProblem  *preflight.Problem
+	// syncReq, under mu, is the landing after which the base is to be
+	// merged into the worktree's branch at the next idle moment ("" when
+	// none); syncTold whether the agent was told of its conflict already
+	// (see wantSync).
+	syncReq  string
+	syncTold bool
 }
 
 // agentSnap is what status shows of an agent.
@@ -98,6 +113,9 @@ type agentSnap struct {
 	netMessage string
 	// recording is set while an outcome cannot be written (see record).
 	recording *control.RecordingStatus
+	// workspace is the worktree's last known state (nil: shared checkout,
+	// or not read yet).
+	workspace *workspaces.State
 }
 
 // agentOp names what an agentCtl asks of the agent's goroutine.
@@ -174,7 +192,7 @@ func (a *agent) setSnap(f func(*agentSnap)) {
 func (a *agent) run(ctx context.Context) {
 	defer close(a.done)
 	a.recover()
-	a.spawn()
+	a.startShim()
 	ping := time.NewTicker(a.d.opts.PingInterval)
 	defer ping.Stop()
 	for {
@@ -197,13 +215,15 @@ func (a *agent) run(ctx context.Context) {
 				a.log.Info("Retrying the failed agent", "failures", a.failures)
 			}
 			if !a.stopping {
-				a.spawn()
+				a.startShim()
 			}
 		case <-timerC(a.retry):
 			a.retry = nil
 			a.dispatch()
 		case <-timerC(a.recordRetry):
 			a.retryRecord()
+		case p := <-a.prepDone:
+			a.workspacePrepared(p)
 		case <-ping.C:
 			a.ping()
 		case <-a.pongDue:
@@ -230,6 +250,8 @@ func (a *agent) run(ctx context.Context) {
 				a.stopping = true
 				a.setSnap(func(s *agentSnap) { s.state = agentStopped })
 				if a.p == nil {
+					a.stopPreparing()
+					a.commitWorkspace(nil, true, "work in progress when the team stopped")
 					return
 				}
 				a.p.Conn.Send(protocol.Shutdown{Timeout: c.timeout, Reason: "daemon stop"})
@@ -252,6 +274,8 @@ func (a *agent) run(ctx context.Context) {
 				a.stopping = true
 				a.p.Conn.Send(protocol.Kill{})
 			} else {
+				a.stopPreparing()
+				a.commitWorkspace(nil, true, "work in progress when the team stopped")
 				return
 			}
 		}
@@ -306,6 +330,11 @@ func (a *agent) shimConfig() shim.Config {
 		c.Exec.AddDirs = []string{a.d.layout.Inboxes()}
 	}
 	c.Env = append(c.Env, project.EnvDir+"="+a.d.layout.Dir)
+	if a.ws != nil {
+		// Codex works in the agent's worktree: its working directory and
+		// the writable root of its sandbox.
+		c.Cwd = a.ws.repo.AgentDir(a.def.Name, a.def.Cwd)
+	}
 	if a.st.ThreadID != "" {
 		u := a.st.ThreadUsage
 		c.ThreadID = a.st.ThreadID
@@ -409,6 +438,12 @@ func (a *agent) shimExited() bool {
 		// its codex's model detached is now the daemon's to kill.
 		a.d.killOrphans(a.def.Name + "'s shim exited")
 	}
+	// Whatever the turn had edited is kept before anything else happens.
+	why := "work in progress when the shim exited"
+	if a.stopping {
+		why = "work in progress when the team stopped"
+	}
+	a.commitWorkspace(a.inflight, true, why)
 	if a.inflight != nil {
 		// The shim died with our message: it goes back to the queue and is
 		// redelivered (marked as such) to the next shim.
@@ -474,6 +509,11 @@ var errNotFailed = errors.New("the agent is not failed")
 // once. It reports whether the agent was failed. Only run's goroutine calls
 // it.
 func (a *agent) retryNow() bool {
+	if a.wsProblem != nil && a.prepDone == nil && a.p == nil {
+		// Parked by its worktree: prepare it again now.
+		a.startShim()
+		return true
+	}
 	if !a.failed {
 		return false
 	}
@@ -506,6 +546,10 @@ func (a *agent) ping() {
 func (a *agent) reset(reason string) error {
 	if reason == "" {
 		reason = "reset by user"
+	}
+	if a.inflight == nil {
+		// A turn in flight commits its own work when it ends.
+		a.commitWorkspace(nil, true, "work in progress when the thread was reset")
 	}
 	old := a.st.ThreadID
 	a.st.Archive(reason, time.Now().UTC())

@@ -19,7 +19,13 @@ import (
 func (a *agent) dispatch() {
 	defer a.updateBacklog()
 	a.syncParked()
-	if a.pending != nil || a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || !a.d.gate.Open() || !a.netAllows() || !a.d.quota.MayTry(a.def.Name) {
+	if a.pending != nil || a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping {
+		return
+	}
+	// An idle moment: a new base is merged into the worktree before the
+	// next message (which may be the note of a conflict it left).
+	a.syncWorkspace()
+	if !a.d.gate.Open() || !a.netAllows() || !a.d.quota.MayTry(a.def.Name) {
 		return
 	}
 	for {
@@ -199,6 +205,13 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	if p.end == turnUnstarted {
 		a.turnUnstarted(m, e, p)
 		return
+	}
+	// The turn's edits are committed before its outcome is told anyone: a
+	// completed turn's as its work, any other's as work in progress.
+	if e.Status == protocol.TurnCompleted {
+		a.commitWorkspace(&m, false, "")
+	} else {
+		a.commitWorkspace(&m, true, "")
 	}
 	a.countTurn(e)
 	if p.quotaHit {

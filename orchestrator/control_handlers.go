@@ -150,6 +150,7 @@ func (d *Daemon) status() control.Status {
 			as.LastError = s.saveErr
 		}
 		as.NoAnswers = s.st.NoAnswers
+		as.Workspace = workspaceStatus(d.base, s.workspace)
 		if s.recording != nil {
 			rs := *s.recording
 			as.Recording = &rs
@@ -183,6 +184,9 @@ func (d *Daemon) status() control.Status {
 	})
 	st.Schedules = d.scheduleStatus()
 	st.TeamFileChanged = d.teamFileChanged()
+	if d.lander != nil {
+		st.Landings = d.lander.status()
+	}
 	return st
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/workspaces"
 )
 
 // Daemon runs one team. Create it with New, then call Run once.
@@ -62,6 +63,12 @@ type Daemon struct {
 	lock   *os.File
 	reaper *reap.Reaper // nil unless Options.Subreaper
 	procs  *teamProcs   // set by Run before the first shim starts
+	// repo is the project's repository when the team has worktree agents
+	// (nil otherwise), base the branch their worktrees start from; both
+	// set by Run before the first agent runs.
+	repo   *workspaces.Repo
+	base   string
+	lander *lander // the merge queue; nil without worktree agents
 }
 
 // New prepares a daemon for the team in cfg, with its state under layout.
@@ -238,6 +245,23 @@ func (d *Daemon) Run(ctx context.Context) error {
 			stopAlerts()
 		}()
 	}
+	// The worktree agents' repository, before any agent runs.
+	if d.repo, d.base, err = d.openRepo(ctx); err != nil {
+		return err
+	}
+	for _, a := range d.agents {
+		a.ws = newAgentWorkspace(d, a.def)
+	}
+	if d.repo != nil {
+		if d.lander, err = d.newLander(); err != nil {
+			return err
+		}
+		dir := filepath.Join(d.lander.box.Dir, "new")
+		if err := w.Add(dir); err != nil {
+			return fmt.Errorf("watch inbox %s: %w", dir, err)
+		}
+		owners[dir] = func(string) { d.lander.poke() }
+	}
 	// Before any agent recovers its inbox or anything is routed.
 	d.reconcile()
 	if d.sched != nil {
@@ -268,6 +292,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.events.Append(eventlog.Event{Type: eventlog.EvDaemonStarted, Data: map[string]any{"pid": os.Getpid(), "team": d.cfg.Name}})
 	close(d.ready)
 	d.routeAll()
+	if d.lander != nil {
+		landCtx, stopLanding := context.WithCancel(context.Background())
+		landDone := make(chan struct{})
+		go func() { defer close(landDone); d.lander.run(landCtx) }()
+		defer func() { stopLanding(); <-landDone }()
+	}
 	if d.sched != nil {
 		schedCtx, stopSched := context.WithCancel(context.Background())
 		schedDone := make(chan struct{})
@@ -362,6 +392,9 @@ func (d *Daemon) pokeAll() {
 }
 
 func (d *Daemon) rescan() {
+	if d.lander != nil {
+		d.lander.poke()
+	}
 	d.resyncInboxes()
 	d.pokeAll()
 	d.routeAll()

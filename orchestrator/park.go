@@ -23,7 +23,7 @@ const parkedPrefix = "parked: "
 // agent (state, last error, one agent_parked alert) when its Codex cannot
 // run and releases it (agent_unparked) once it can. Run's goroutine only.
 func (a *agent) syncParked() {
-	p := a.health.problem()
+	p := a.problem()
 	switch {
 	case p != nil && (a.parked == nil || a.parked.String() != p.String()):
 		first := a.parked == nil
@@ -66,6 +66,16 @@ func (a *agent) spawnFailed(m inbox.Message, e protocol.TurnFinished) {
 	a.health.report(e.Error)
 	// A probe that never ran tells nothing of the usage limit.
 	a.quotaProbeEnded(m.ID, false)
+}
+
+// problem is why the agent may take no message: its worktree could not be
+// prepared, else its Codex cannot run; nil when it may. Run's goroutine
+// only.
+func (a *agent) problem() *preflight.Problem {
+	if a.wsProblem != nil {
+		return a.wsProblem
+	}
+	return a.health.problem()
 }
 
 // parkedStatus is what status shows of a parked agent, nil when it is not.

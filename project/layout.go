@@ -81,6 +81,14 @@ func (l Layout) AgentState(agent string) string {
 	return filepath.Join(l.StateDir(), AgentStateName(agent))
 }
 
+// WorktreesDir is where the worktree agents' git worktrees live, one
+// directory per agent (and the merge queue's own, .landing).
+func (l Layout) WorktreesDir() string { return filepath.Join(l.Dir, "worktrees") }
+
+// GitLock is the file whose lock serialises batty's git commands on the
+// project's repository, across the daemon and the CLI.
+func (l Layout) GitLock() string { return filepath.Join(l.StateDir(), "git.lock") }
+
 // DispatchState is the team-wide dispatch state file (pauses).
 func (l Layout) DispatchState() string { return filepath.Join(l.StateDir(), DispatchName) }
 

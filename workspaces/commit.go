@@ -75,6 +75,13 @@ func (r *Repo) commitLocked(ctx context.Context, ci CommitInfo) (string, bool, e
 	g := r.wtGit(wt,
 		"GIT_AUTHOR_NAME="+ci.Agent, "GIT_AUTHOR_EMAIL="+ci.Agent+"@batty.invalid",
 		"GIT_COMMITTER_NAME="+r.committer.name, "GIT_COMMITTER_EMAIL="+r.committer.email)
+	left, err := r.unresolved(ctx, g, wt)
+	if err != nil {
+		return "", false, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
+	}
+	if len(left) > 0 {
+		return "", false, fmt.Errorf("commit the work of %s: %w: conflict markers left in %s", ci.Agent, ErrUnresolved, strings.Join(left, ", "))
+	}
 	if _, err := g.Run(ctx, withNoHooks("add", "--all")...); err != nil {
 		return "", false, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
 	}

@@ -178,7 +178,7 @@ type SyncResult struct {
 	Merged    bool     // base was merged into the branch
 	UpToDate  bool     // the branch already contained base: nothing done
 	Dirty     bool     // the worktree has uncommitted changes: nothing done
-	Conflicts []string // the paths that conflicted: the merge was undone
+	Conflicts []string // the paths that conflicted: the merge was undone (SyncBase) or left for the agent (MergeBase)
 }
 
 // SyncBase brings base's new commits into agent's branch, in its worktree,
@@ -194,6 +194,20 @@ type SyncResult struct {
 // It refuses what Commit refuses (no worktree, HEAD not the branch, an
 // index.lock) and an unknown base.
 func (r *Repo) SyncBase(ctx context.Context, agent, base string) (SyncResult, error) {
+	return r.syncBase(ctx, agent, base, false)
+}
+
+// MergeBase is SyncBase that leaves a conflicted merge in the worktree for
+// the agent to resolve: the conflicting paths hold git's conflict markers
+// and the merge is in progress, so the agent's next commit (Commit, at the
+// end of its turn) completes it as a merge commit. An agent in Codex's
+// sandbox cannot run the merge itself (the repository's git directory is
+// outside its writable roots); this way it only edits files.
+func (r *Repo) MergeBase(ctx context.Context, agent, base string) (SyncResult, error) {
+	return r.syncBase(ctx, agent, base, true)
+}
+
+func (r *Repo) syncBase(ctx context.Context, agent, base string, keep bool) (SyncResult, error) {
 	if err := checkAgent(agent); err != nil {
 		return SyncResult{}, err
 	}
@@ -256,6 +270,9 @@ func (r *Repo) SyncBase(ctx context.Context, agent, base string) (SyncResult, er
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	defer cancel()
 	out, lerr := g.Run(actx, "diff", "--name-only", "-z", "--diff-filter=U", "--no-ext-diff")
+	if keep && lerr == nil && out != "" && ctx.Err() == nil {
+		return SyncResult{Conflicts: strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")}, nil
+	}
 	_, aerr := g.Run(actx, withNoHooks("merge", "--abort")...)
 	if aerr != nil {
 		return SyncResult{}, fmt.Errorf("sync %s with %s: the merge failed (%v) and could not be undone: %w; undo it yourself (git -C %s merge --abort)", Branch(agent), base, merr, aerr, wt.path)

@@ -28,6 +28,7 @@ const (
 	groupTeam     = "team"
 	groupMessages = "messages"
 	groupInspect  = "inspect"
+	groupWork     = "work"
 	groupAgent    = "agent"
 	groupSetup    = "setup"
 )
@@ -39,6 +40,7 @@ var commandGroups = map[string]string{
 	"start": groupTeam, "stop": groupTeam, "attach": groupTeam,
 	"pause": groupTeam, "resume": groupTeam, "reset": groupTeam, "restart": groupTeam,
 	"send": groupMessages, "inbox": groupMessages, "cancel": groupMessages,
+	"merge": groupWork, "diff": groupWork, "workspace": groupWork,
 	"status": groupInspect, "logs": groupInspect,
 	"chat": groupAgent, "fanout": groupAgent,
 	"init": groupSetup, "validate": groupSetup, "demo": groupSetup,
@@ -86,6 +88,7 @@ wrong arguments).`,
 		&cobra.Group{ID: groupTeam, Title: "Team:"},
 		&cobra.Group{ID: groupMessages, Title: "Messages:"},
 		&cobra.Group{ID: groupInspect, Title: "Inspect:"},
+		&cobra.Group{ID: groupWork, Title: "Worktrees and landing:"},
 		&cobra.Group{ID: groupAgent, Title: "Without the daemon:"},
 		&cobra.Group{ID: groupSetup, Title: "Setup:"},
 	)
@@ -95,6 +98,7 @@ wrong arguments).`,
 	root.AddCommand(newDemoCmd())
 	root.AddCommand(newCancelCmd(), newRestartCmd())
 	root.AddCommand(newAttachCmd(), newFeedCmd())
+	root.AddCommand(newMergeCmd(), newDiffCmd(), newWorkspaceCmd())
 	root.SetHelpCommand(newHelpCmd())
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()

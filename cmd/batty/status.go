@@ -131,6 +131,49 @@ func printStatus(w io.Writer, st control.Status) {
 	}
 	printAccounts(w, st.Accounts)
 	printSchedules(w, st.Schedules)
+	printWorkspaces(w, st.Agents, st.Landings)
+}
+
+// printWorkspaces lists the worktree agents' branches against the base
+// (commits ahead and behind, uncommitted paths) and the merge queue's
+// unfinished and latest landings.
+func printWorkspaces(w io.Writer, agents []control.AgentStatus, landings []control.LandingStatus) {
+	var rows []control.AgentStatus
+	for _, a := range agents {
+		if a.Workspace != nil {
+			rows = append(rows, a)
+		}
+	}
+	if len(rows) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "WORKSPACE	BRANCH	BASE	AHEAD	BEHIND	DIRTY	PATH")
+		for _, a := range rows {
+			ws := a.Workspace
+			if !ws.Exists {
+				fmt.Fprintf(tw, "%s	%s	%s	-	-	-	(not made yet)\n", safetext.Line(a.Name, 0), safetext.Line(ws.Branch, 0), safetext.Line(ws.Base, 0))
+				continue
+			}
+			fmt.Fprintf(tw, "%s	%s	%s	%d	%d	%d	%s\n", safetext.Line(a.Name, 0), safetext.Line(ws.Branch, 0), safetext.Line(ws.Base, 0),
+				ws.Ahead, ws.Behind, ws.Dirty, safetext.Line(ws.Path, 0))
+		}
+		tw.Flush()
+	}
+	if len(landings) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LANDING	AGENT	STATE	REQUESTED	COMMIT	DETAIL")
+	for _, l := range landings {
+		commit := l.Commit
+		if len(commit) > 12 {
+			commit = commit[:12]
+		}
+		fmt.Fprintf(tw, "%s	%s	%s	%s	%s	%s\n", safetext.Line(l.ID, 0), safetext.Line(l.Agent, 0), safetext.Line(l.State, 0),
+			l.RequestedAt.Local().Format("15:04:05"), or(commit, "-"), or(safetext.Line(l.Detail, 80), "-"))
+	}
+	tw.Flush()
 }
 
 // printSchedules lists the team file's schedules: state, runs, when the

@@ -69,7 +69,7 @@ import (
 // maxInputChars is codex's limit on one turn's prompt, in characters.
 const maxInputChars = 1 << 20
 
-var scenarioRE = regexp.MustCompile(`scenario:([a-z-]+)(?::([0-9a-zA-Z._/-]+))?`)
+var scenarioRE = regexp.MustCompile(`scenario:([a-z-]+)(?::([0-9a-zA-Z._/=-]+))?`)
 
 type fakeThread struct {
 	Input  int64 `json:"input"`
@@ -240,6 +240,26 @@ func FakeMain(args []string) int {
 		fmt.Fprintf(f, "%d\n", start.UnixNano())
 		f.Close()
 		return complete("STAMPED", 1000, 10)
+	case "write", "writehang":
+		// The model edits a file in its working directory, as apply_patch
+		// does: ARG is NAME=CONTENT (a line). writehang then waits to be
+		// interrupted or killed, its edit made.
+		name, content, _ := strings.Cut(arg, "=")
+		item := map[string]any{"id": "item_0", "type": "file_change", "status": "completed",
+			"changes": []any{map[string]any{"path": name, "kind": "update"}}}
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			return fail(err.Error())
+		}
+		if err := os.WriteFile(name, []byte(content+"\n"), 0o644); err != nil {
+			return fail(err.Error())
+		}
+		emit(map[string]any{"type": "item.completed", "item": item})
+		if scenario == "writehang" {
+			if waitOrInterrupt(time.Hour) {
+				return 1
+			}
+		}
+		return complete("WROTE "+name, 1000, 10)
 	case "empty":
 		// The turn completes without a final answer.
 		return complete("", 1000, 10)

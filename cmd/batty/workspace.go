@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/workspaces"
+)
+
+// openTeamRepo opens the project's repository for the worktree agents of
+// cfg and resolves the team's base branch.
+func openTeamRepo(ctx context.Context, p project.Project, cfg *team.Config) (*workspaces.Repo, string, error) {
+	repo, err := workspaces.Open(ctx, workspaces.Options{ProjectDir: p.Layout.Root(), WorktreesDir: p.Layout.WorktreesDir(), LockFile: p.Layout.GitLock()})
+	if err != nil {
+		return nil, "", err
+	}
+	base, err := repo.ResolveBase(ctx, cfg.Workspace.Base)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", cfg.Path, err)
+	}
+	return repo, base, nil
+}
+
+// worktreeAgent checks that name is an agent of cfg working in a worktree.
+func worktreeAgent(cfg *team.Config, name string) error {
+	a, ok := cfg.Agent(name)
+	if !ok {
+		return unknownAgentError(cfg, name)
+	}
+	if a.Workspace != team.WorkspaceWorktree {
+		return fmt.Errorf("agent %q works in the project's checkout, not a worktree of its own: its role %q needs `workspace: worktree` in %s", name, a.Role, cfg.Path)
+	}
+	return nil
+}
+
+// signalContext is a context that ends on Ctrl-C or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func newMergeCmd() *cobra.Command {
+	var teamFile string
+	cmd := &cobra.Command{
+		Use:   "merge <agent>",
+		Short: "Queue an agent's branch for landing on the team's base branch",
+		Long: `merge queues the branch of a worktree agent (batty/<agent>) in the team's
+merge queue. The daemon lands one branch at a time, in a worktree of its own
+(.batty/worktrees/.landing): it merges the branch into the latest base, runs
+workspace.verify there, and only when verify passes advances base. A conflict
+or a red verify leaves base unchanged; the agent gets a message saying what
+to fix, the human a landing_failed event (and on_alert).
+
+The request is written into .batty/inboxes/landing and does not need the
+daemon: a request made while the team is stopped is taken at batty start.
+Inside an agent's Codex an agent may queue its own branch, or the branch of
+an agent its role may message (talks_to: an architect lands its engineers').
+
+Exit status: 0 queued, 1 error, 2 usage.`,
+		Example: `  batty merge engineer-1
+  batty status   # the LANDING table follows the request`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			agent := args[0]
+			sender, err := currentSender("")
+			if err != nil {
+				return err
+			}
+			p, cfg, err := loadTeamProject(teamFile)
+			if err != nil {
+				return err
+			}
+			if err := worktreeAgent(cfg, agent); err != nil {
+				return err
+			}
+			if !team.MayLand(cfg, sender, agent) {
+				return fmt.Errorf("this command runs inside agent %q, which may land only its own branch or the branch of an agent it may message (talks_to)", sender)
+			}
+			store, err := p.Layout.OpenInboxes()
+			if err != nil {
+				return err
+			}
+			box, err := store.Box(team.LandingBox)
+			if err != nil {
+				return err
+			}
+			m, err := box.Deliver(inbox.Message{From: sender, To: team.LandingBox, Body: agent})
+			if err != nil {
+				return fmt.Errorf("queue the landing of %s: %w", workspaces.Branch(agent), err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "queued the landing of %s (request %s); `batty status` shows the merge queue\n",
+				workspaces.Branch(agent), inbox.ShortID(m.ID))
+			if running, _ := project.Running(p.Layout); !running {
+				fmt.Fprintf(cmd.ErrOrStderr(), "batty: the team is not running; the landing waits until `batty start`\n")
+			}
+			return nil
+		},
+	}
+	addTeamFlags(cmd, &teamFile, true)
+	cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
+	return withUsageExit(cmd)
+}
+
+func newDiffCmd() *cobra.Command {
+	var teamFile string
+	var stat bool
+	cmd := &cobra.Command{
+		Use:   "diff <agent>",
+		Short: "Show what a worktree agent's branch adds to the base branch",
+		Long: `diff shows git's diff of the agent's branch (batty/<agent>) against the
+team's base branch since the branch forked from it: what landing it would
+bring. Uncommitted changes in the worktree are counted after it (batty
+commits them when the agent's turn ends). It does not need the daemon.`,
+		Example: `  batty diff engineer-1
+  batty diff --stat engineer-2`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, cfg, err := loadTeamProject(teamFile)
+			if err != nil {
+				return err
+			}
+			if err := worktreeAgent(cfg, args[0]); err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			repo, base, err := openTeamRepo(ctx, p, cfg)
+			if err != nil {
+				return err
+			}
+			return repo.Diff(ctx, args[0], base, cmd.OutOrStdout(), stat)
+		},
+	}
+	addTeamFlags(cmd, &teamFile, true)
+	cmd.Flags().BoolVar(&stat, "stat", false, "list the changed files and their line counts only")
+	cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
+	return withUsageExit(cmd)
+}
+
+func newWorkspaceCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "workspace",
+		Short: "Manage the worktree agents' workspaces",
+		Long: `workspace manages the git worktrees of the agents whose role says
+workspace: worktree (.batty/worktrees/<agent>, branch batty/<agent>).`,
+		Example: `  batty workspace prune engineer-1`,
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newWorkspacePruneCmd())
+	return cmd
+}
+
+func newWorkspacePruneCmd() *cobra.Command {
+	var teamFile string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "prune <agent>",
+		Short: "Remove an agent's worktree and branch, never losing unlanded work",
+		Long: `prune removes the agent's worktree and its branch batty/<agent>. It refuses
+while the worktree has uncommitted changes or the branch has commits that are
+not on the base branch, unless --force; even then it first commits the
+uncommitted changes and keeps the branch's last commit under
+refs/batty/archive/<agent>/<time> (git log that ref to find it again).
+The team must be stopped: a running agent may be editing its worktree.`,
+		Example: `  batty workspace prune engineer-1
+  batty workspace prune --force engineer-2`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, cfg, err := loadTeamProject(teamFile)
+			if err != nil {
+				return err
+			}
+			if err := worktreeAgent(cfg, args[0]); err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			var res workspaces.PruneResult
+			err = project.WithLock(p.Layout, func() error {
+				repo, base, err := openTeamRepo(ctx, p, cfg)
+				if err != nil {
+					return err
+				}
+				res, err = repo.Prune(ctx, args[0], base, force, time.Now())
+				return err
+			})
+			if errors.Is(err, project.ErrAlreadyRunning) {
+				return fmt.Errorf("%w: stop the team first (`batty stop`), then prune", err)
+			}
+			if errors.Is(err, workspaces.ErrUnlanded) {
+				return fmt.Errorf("%w\nland it first (`batty merge %s`), or prune with --force, which keeps the branch under refs/batty/archive/%s/", err, args[0], args[0])
+			}
+			if err != nil {
+				return err
+			}
+			msg := "removed the worktree and branch " + workspaces.Branch(args[0])
+			if res.Archived != "" {
+				msg += "; its work is kept under " + res.Archived
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "batty: "+msg)
+			return nil
+		},
+	}
+	addTeamFlags(cmd, &teamFile, true)
+	cmd.Flags().BoolVar(&force, "force", false, "prune unlanded or uncommitted work too (kept under refs/batty/archive/ first)")
+	cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
+	return withUsageExit(cmd)
+}

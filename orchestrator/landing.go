@@ -1,0 +1,315 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/landing"
+	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/workspaces"
+)
+
+// The merge queue in the daemon: `batty merge` writes a request into the
+// landing inbox (team.LandingBox, so that an agent inside Codex's sandbox,
+// which cannot reach the control socket, can ask too, and a request made
+// while the team is stopped waits for the next start); the lander takes
+// each into the durable queue (package landing) and lands one branch at a
+// time. After a landing every other worktree agent merges the new base at
+// its next idle moment (agent.syncWorkspace); a landing that failed tells
+// the agent what to fix.
+
+// landingRetry is how often waiting landings (the user's checkout of base
+// is dirty, git failed) are tried again.
+const landingRetry = 30 * time.Second
+
+// lander runs the merge queue. Its goroutine (run) owns the queue's
+// landings; status reads the queue (safe for concurrent use).
+type lander struct {
+	d    *Daemon
+	q    *landing.Queue
+	box  *inbox.Box
+	kick chan struct{} // buffered(1): look at the inbox and the queue
+	told map[string]landing.State
+}
+
+// newLander opens the merge queue of a team with worktree agents.
+func (d *Daemon) newLander() (*lander, error) {
+	box, err := d.store.Box(team.LandingBox)
+	if err != nil {
+		return nil, err
+	}
+	o := landing.Options{
+		Layout: d.layout, TopLevel: d.repo.TopLevel(), WorktreesDir: d.layout.WorktreesDir(), Base: d.base,
+		Verify: d.cfg.Workspace.Verify, VerifyTimeout: d.cfg.Workspace.VerifyTimeout,
+	}
+	if d.reaper != nil {
+		o.Starter = d.reaper
+	}
+	q, err := landing.Open(o)
+	if err != nil {
+		return nil, err
+	}
+	return &lander{d: d, q: q, box: box, kick: make(chan struct{}, 1), told: map[string]landing.State{}}, nil
+}
+
+// poke asks the lander to look at its inbox and queue; it never blocks.
+func (l *lander) poke() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run takes requests and lands them one at a time until ctx ends; a
+// landing cut off by the end is tried again at the next start.
+func (l *lander) run(ctx context.Context) {
+	msgs, errs := l.box.Recover()
+	for _, err := range errs {
+		l.d.log.Warn("Landing inbox", "error", err)
+	}
+	for _, m := range msgs {
+		if err := l.box.Requeue(m.ID); err != nil {
+			l.d.log.Warn("Landing inbox", "requeue", m.ID, "error", err)
+		}
+	}
+	retry := time.NewTicker(landingRetry)
+	defer retry.Stop()
+	for {
+		l.intake()
+		for ctx.Err() == nil {
+			r, ok := l.q.Next()
+			if !ok {
+				break
+			}
+			done, err := l.q.Land(ctx, r.ID)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				l.d.log.Error("Landing failed to run", "request", r.ID, "error", err)
+				l.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: r.Agent, Detail: "landing " + r.ID + ": " + err.Error()})
+				break
+			}
+			l.report(done)
+			if done.State == landing.Waiting {
+				// The others wait behind it: one landing at a time, in order.
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.kick:
+		case <-retry.C:
+		}
+	}
+}
+
+// intake takes every request waiting in the landing inbox into the queue.
+// A request is completed in the inbox only once the queue holds it; one
+// taken twice (a crash in between) is queued once.
+func (l *lander) intake() {
+	for {
+		m, ok, errs := l.box.Next("")
+		for _, err := range errs {
+			l.d.log.Warn("Landing inbox", "error", err)
+		}
+		if !ok {
+			return
+		}
+		if _, err := l.box.Claim(m.ID); err != nil {
+			l.d.log.Warn("Landing inbox", "claim", m.ID, "error", err)
+			return
+		}
+		o := l.take(m)
+		if _, err := l.box.Complete(m.ID, o); err != nil {
+			l.d.log.Warn("Landing inbox", "complete", m.ID, "error", err)
+			return
+		}
+	}
+}
+
+// take queues the landing that message m asks for, or says why not.
+func (l *lander) take(m inbox.Message) inbox.Outcome {
+	agent := strings.TrimSpace(m.Body)
+	refuse := func(why string) inbox.Outcome {
+		l.d.events.Append(eventlog.Event{Type: eventlog.EvRejected, Agent: agent, Message: m.ID, Detail: "landing request: " + why})
+		return inbox.Outcome{Status: inbox.StatusRejected, Error: why}
+	}
+	a, ok := l.d.byName[agent]
+	switch {
+	case !ok:
+		return refuse(fmt.Sprintf("no agent %q in the team", agent))
+	case a.ws == nil:
+		return refuse(fmt.Sprintf("agent %q has no worktree of its own", agent))
+	case !team.MayLand(l.d.cfg, m.From, agent):
+		return refuse(fmt.Sprintf("%s may not land %s's branch: an agent may land its own, or that of an agent it may message (talks_to)", m.From, agent))
+	}
+	r, fresh, err := l.q.Enqueue(agent, m.From)
+	if err != nil {
+		return inbox.Outcome{Status: inbox.StatusFailed, Error: "queue the landing: " + err.Error()}
+	}
+	if fresh {
+		l.d.events.Append(eventlog.Event{Type: eventlog.EvLandingQueued, Agent: agent, Message: m.ID,
+			Data: map[string]any{"request": r.ID, "by": m.From, "branch": r.Branch}})
+	}
+	return inbox.Outcome{Status: inbox.StatusCompleted, Reply: "queued as landing request " + r.ID}
+}
+
+// report tells what became of landing r: the event, and what the agents
+// must know.
+func (l *lander) report(r landing.Request) {
+	a := l.d.byName[r.Agent]
+	switch r.State {
+	case landing.Landed:
+		l.d.events.Append(eventlog.Event{Type: eventlog.EvLanded, Agent: r.Agent,
+			Detail: fmt.Sprintf("%s landed on %s", r.Branch, l.d.base),
+			Data:   map[string]any{"request": r.ID, "commit": r.LandedCommit, "base": l.d.base, "branch": r.Branch}})
+		for _, o := range l.d.agents {
+			if o.ws != nil {
+				// Each merges the new base at its next idle moment (its own
+				// branch too: the landed base is one merge ahead of it).
+				o.wantSync(r.ID, false)
+			}
+		}
+	case landing.Nothing:
+		l.d.events.Append(eventlog.Event{Type: eventlog.EvLanded, Agent: r.Agent,
+			Detail: fmt.Sprintf("nothing to land: %s has no commit that %s lacks", r.Branch, l.d.base),
+			Data:   map[string]any{"request": r.ID, "nothing": true, "base": l.d.base, "branch": r.Branch}})
+	case landing.Waiting:
+		if l.told[r.ID] != landing.Waiting {
+			l.d.events.Append(eventlog.Event{Type: eventlog.EvLandingWaiting, Agent: r.Agent, Detail: r.Error,
+				Data: map[string]any{"request": r.ID}})
+		}
+	case landing.Failed:
+		detail := r.Error
+		if len(r.Conflicts) > 0 {
+			detail = fmt.Sprintf("%s conflicts with %s in %s", r.Branch, l.d.base, strings.Join(r.Conflicts, ", "))
+		}
+		data := map[string]any{"request": r.ID, "base": l.d.base, "branch": r.Branch}
+		if len(r.Conflicts) > 0 {
+			data["conflicts"] = r.Conflicts
+		}
+		if r.OutputTail != "" {
+			data["output"] = r.OutputTail
+		}
+		l.d.events.Append(eventlog.Event{Type: eventlog.EvLandingFailed, Agent: r.Agent, Detail: detail, Data: data})
+		if a != nil {
+			if len(r.Conflicts) > 0 {
+				// Told now; its next idle moment, before the note, merges
+				// base into its branch and leaves the conflict for it.
+				a.tell(r.ID, conflictNote(r.Agent, l.d.base, r.Branch+" did not land on "+l.d.base, r.Conflicts))
+				a.wantSync(r.ID, true)
+			} else {
+				a.tell(r.ID, verifyFailedNote(r, l.d.base, l.d.cfg.Workspace.Verify))
+			}
+		}
+	}
+	l.told[r.ID] = r.State
+	if r.State != landing.Waiting {
+		delete(l.told, r.ID)
+	}
+}
+
+// verifyFailedNote tells an agent that its branch did not land because the
+// team's verify failed on it. It is a pure function.
+func verifyFailedNote(r landing.Request, base, verify string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[batty] your branch %s did not land on %s: ", r.Branch, base)
+	if r.OutputTail != "" {
+		fmt.Fprintf(&b, "the team's check `%s` failed on it merged with %s (%s). The end of its output:\n\n%s\n\n", verify, base, r.Error, r.OutputTail)
+	} else {
+		fmt.Fprintf(&b, "%s.\n\n", r.Error)
+	}
+	fmt.Fprintf(&b, "%s is unchanged. Fix this in your worktree, then run `batty merge %s` again.", base, r.Agent)
+	return b.String()
+}
+
+// landingStatus is what status shows of the merge queue.
+func (l *lander) status() []control.LandingStatus {
+	var out []control.LandingStatus
+	for _, r := range l.q.List() {
+		detail := r.Error
+		if len(r.Conflicts) > 0 {
+			detail = "conflicts: " + strings.Join(r.Conflicts, ", ")
+		}
+		out = append(out, control.LandingStatus{ID: r.ID, Agent: r.Agent, State: string(r.State), RequestedAt: r.RequestedAt,
+			By: r.RequestedBy, Commit: r.LandedCommit, Detail: detail})
+	}
+	return out
+}
+
+// wantSync asks the agent to merge the base into its branch at its next
+// idle moment, after landing request req; told says that the agent has
+// been told of the conflict already (its own landing failed on it), else
+// a conflict is told then. Safe from any goroutine.
+func (a *agent) wantSync(req string, told bool) {
+	a.mu.Lock()
+	a.syncReq, a.syncTold = req, told
+	a.mu.Unlock()
+	a.poke()
+}
+
+// tell delivers a note from batty about landing request req into the
+// agent's own inbox: a reply from the human to that request, so it is
+// delivered once whatever crashes, and the agent's answer to it goes to no
+// one. Safe from any goroutine.
+func (a *agent) tell(req, body string) {
+	if _, _, err := a.box.DeliverReply(inbox.Message{From: team.Human, To: a.def.Name, Body: body, InReplyTo: req}); err != nil {
+		a.warn("tell "+a.def.Name, err)
+	}
+}
+
+// syncWorkspace merges the new base into the agent's branch, if asked to:
+// cleanly, or leaving the conflict in the worktree for the agent, told in
+// a message. Run's goroutine only, while no turn is in flight.
+func (a *agent) syncWorkspace() {
+	a.mu.Lock()
+	req, told := a.syncReq, a.syncTold
+	a.syncReq, a.syncTold = "", false
+	a.mu.Unlock()
+	if req == "" || a.ws == nil {
+		return
+	}
+	// Whatever is uncommitted is committed first: the merge needs a clean
+	// worktree, and nothing may be lost.
+	a.commitWorkspace(nil, true, "work in progress before merging "+a.ws.base)
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	res, err := a.ws.repo.MergeBase(ctx, a.def.Name, a.ws.base)
+	a.refreshWorkspace()
+	switch {
+	case err != nil:
+		a.log.Warn("Merging the base into the worktree failed", "error", err)
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "merge " + a.ws.base + " into " + workspaces.Branch(a.def.Name) + ": " + err.Error()})
+	case res.Merged:
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceSynced, Agent: a.def.Name,
+			Detail: a.ws.base + " merged into " + workspaces.Branch(a.def.Name)})
+	case len(res.Conflicts) > 0:
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceConflict, Agent: a.def.Name,
+			Detail: a.ws.base + " conflicts with " + workspaces.Branch(a.def.Name) + " in " + strings.Join(res.Conflicts, ", "),
+			Data:   map[string]any{"files": res.Conflicts}})
+		if !told {
+			a.tell(req, conflictNote(a.def.Name, a.ws.base, "", res.Conflicts))
+		}
+	}
+}
+
+// conflictNote tells an agent that the base conflicts with its branch and
+// that the merge waits in its worktree for it to resolve. It is a pure
+// function.
+func conflictNote(agent, base, why string, files []string) string {
+	head := fmt.Sprintf("[batty] %s has moved on and conflicts with your branch batty/%s", base, agent)
+	if why != "" {
+		head = "[batty] " + why + ": it conflicts with " + base
+	}
+	return fmt.Sprintf("%s in: %s.\n\nbatty has started merging %s into your branch in your worktree and left the conflict markers (<<<<<<<, =======, >>>>>>>) in those files. "+
+		"Resolve each conflict keeping the intent of both sides, remove the markers, make sure the code still builds and its tests pass; "+
+		"batty commits the result (completing the merge) when your turn ends. Then run `batty merge %s` to land it.",
+		head, strings.Join(files, ", "), base, agent)
+}

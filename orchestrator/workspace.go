@@ -1,0 +1,278 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/workspaces"
+)
+
+// Agents with `workspace: worktree` work in a git worktree of their own
+// (package workspaces): made from the team's base branch before the
+// agent's first shim starts, committed after every turn, and committed as
+// work in progress before anything could lose an edit (the shim exits or
+// is killed, the thread is reset, the team stops, an earlier run left the
+// worktree dirty). The agent's goroutine owns its workspace; git runs
+// with a deadline so a wedged git cannot hold the agent for ever.
+
+// gitTimeout bounds one workspace operation other than setup (a commit of
+// a large tree included).
+const gitTimeout = 2 * time.Minute
+
+// ProblemWorkspace is the preflight.Kind of an agent parked because its
+// worktree cannot be made or its setup failed.
+const ProblemWorkspace preflight.Kind = "workspace"
+
+// openRepo opens the project's repository when the team has worktree
+// agents (nil, "" when it has none) and resolves the base branch: the
+// team's workspace.base, else the branch checked out in the project.
+func (d *Daemon) openRepo(ctx context.Context) (*workspaces.Repo, string, error) {
+	if !d.cfg.UsesWorktrees() {
+		return nil, "", nil
+	}
+	o := workspaces.Options{
+		ProjectDir:   d.layout.Root(),
+		WorktreesDir: d.layout.WorktreesDir(),
+		LockFile:     d.layout.GitLock(),
+	}
+	if d.reaper != nil {
+		o.Starter = d.reaper
+	}
+	repo, err := workspaces.Open(ctx, o)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: roles with `workspace: worktree` need the project in a git repository: %w", d.cfg.Path, err)
+	}
+	base, err := repo.ResolveBase(ctx, d.cfg.Workspace.Base)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", d.cfg.Path, err)
+	}
+	return repo, base, nil
+}
+
+// agentWorkspace is an agent's git worktree. Only the agent's goroutine
+// uses it, except state, which status reads under the agent's mu (snap).
+type agentWorkspace struct {
+	repo  *workspaces.Repo
+	agent string
+	base  string
+	setup string
+	limit time.Duration // setup's time limit
+}
+
+func newAgentWorkspace(d *Daemon, def team.Agent) *agentWorkspace {
+	if d.repo == nil || def.Workspace != team.WorkspaceWorktree {
+		return nil
+	}
+	return &agentWorkspace{repo: d.repo, agent: def.Name, base: d.base, setup: d.cfg.Workspace.Setup, limit: d.cfg.Workspace.SetupTimeout}
+}
+
+// prepared is what preparing a worktree did: whether it was made now,
+// the commit of work an earlier run left in it ("" when none).
+type prepared struct {
+	created  bool
+	leftover string
+	err      error
+}
+
+// prepare makes the worktree when it is missing (never resetting one that
+// exists), commits what an earlier run left uncommitted in it, and runs
+// the team's setup once. It blocks until done or ctx ends.
+func (w *agentWorkspace) prepare(ctx context.Context) prepared {
+	var p prepared
+	gctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	if p.created, p.err = w.repo.Ensure(gctx, w.agent, w.base); p.err != nil {
+		return p
+	}
+	sha, committed, err := w.repo.Commit(gctx, workspaces.CommitInfo{Agent: w.agent, Subject: "work left uncommitted when the team last stopped", WIP: true})
+	if err != nil {
+		p.err = err
+		return p
+	}
+	if committed {
+		p.leftover = sha
+	}
+	if w.setup != "" {
+		if out, err := w.repo.Setup(ctx, w.agent, w.setup, w.limit); err != nil {
+			p.err = &setupError{err: err, output: out}
+		}
+	}
+	return p
+}
+
+// setupError is a failed setup command with the tail of its output.
+type setupError struct {
+	err    error
+	output string
+}
+
+func (e *setupError) Error() string {
+	if strings.TrimSpace(e.output) == "" {
+		return "workspace setup failed: " + e.err.Error()
+	}
+	return "workspace setup failed: " + e.err.Error() + "\n" + e.output
+}
+
+func (e *setupError) Unwrap() error { return e.err }
+
+// problem is how a failed prepare parks the agent.
+func (w *agentWorkspace) problem(err error) *preflight.Problem {
+	var se *setupError
+	if errors.As(err, &se) {
+		return &preflight.Problem{Kind: ProblemWorkspace, Detail: se.Error(),
+			Fix: "fix the setup command (workspace.setup) or what it needs, then `batty resume " + w.agent + "`"}
+	}
+	return &preflight.Problem{Kind: ProblemWorkspace, Detail: "worktree " + w.repo.Path(w.agent) + ": " + err.Error(),
+		Fix: "fix the repository or the worktree, then `batty resume " + w.agent + "`"}
+}
+
+// commit commits what changed in the worktree: a turn's work (subject from
+// message m, its id as the trailer) or, wip, work in progress. It returns
+// the new commit, "" when nothing changed.
+func (w *agentWorkspace) commit(m *inbox.Message, wip bool, why string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	ci := workspaces.CommitInfo{Agent: w.agent, Subject: why, WIP: wip}
+	if m != nil {
+		ci.MessageID = m.ID
+		if s := firstLine(m.Body); s != "" {
+			ci.Subject = s
+		}
+	}
+	sha, committed, err := w.repo.Commit(ctx, ci)
+	if err != nil || !committed {
+		return "", err
+	}
+	return sha, nil
+}
+
+// firstLine is the first non-empty line of s, trimmed.
+func firstLine(s string) string {
+	for l := range strings.Lines(s) {
+		if t := strings.TrimSpace(l); t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+// state reads the workspace's state against the base.
+func (w *agentWorkspace) state() (workspaces.State, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	return w.repo.State(ctx, w.agent, w.base)
+}
+
+// startShim starts the agent's shim; a worktree agent's worktree is
+// prepared first, off the agent's goroutine (prepDone answers). Run's
+// goroutine only.
+func (a *agent) startShim() {
+	if a.ws == nil {
+		a.spawn()
+		return
+	}
+	if a.prepDone != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan prepared, 1)
+	a.prepDone, a.prepCancel = done, cancel
+	a.setSnap(func(s *agentSnap) { s.state = agentPreparing })
+	go func(w *agentWorkspace) { done <- w.prepare(ctx) }(a.ws)
+}
+
+// agentPreparing is the state of a worktree agent whose worktree is being
+// made or set up.
+const agentPreparing = "preparing"
+
+// prepared applies the end of the worktree's preparation: the shim starts,
+// or the agent parks with the problem until `batty resume`.
+func (a *agent) workspacePrepared(p prepared) {
+	a.prepDone, a.prepCancel = nil, nil
+	if p.created {
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCreated, Agent: a.def.Name,
+			Detail: a.ws.repo.Path(a.def.Name), Data: map[string]any{"branch": workspaces.Branch(a.def.Name), "base": a.ws.base}})
+	}
+	if p.leftover != "" {
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
+			Detail: "work an earlier run left uncommitted", Data: map[string]any{"commit": p.leftover, "wip": true}})
+	}
+	if p.err != nil {
+		a.wsProblem = a.ws.problem(p.err)
+		a.log.Error("Workspace not ready", "error", p.err)
+		a.setSnap(func(s *agentSnap) { s.state = agentParked })
+		a.syncParked()
+		a.refreshWorkspace()
+		return
+	}
+	a.wsProblem = nil
+	a.syncParked()
+	a.refreshWorkspace()
+	if !a.stopping {
+		a.spawn()
+	}
+}
+
+// stopPreparing cancels a preparation in flight and waits for it.
+func (a *agent) stopPreparing() {
+	if a.prepDone == nil {
+		return
+	}
+	a.prepCancel()
+	<-a.prepDone
+	a.prepDone, a.prepCancel = nil, nil
+}
+
+// commitWorkspace commits the worktree's changes (see agentWorkspace.commit)
+// and announces the commit; a failure is a warning (the edits stay in the
+// worktree, committed at the next chance). Run's goroutine only.
+func (a *agent) commitWorkspace(m *inbox.Message, wip bool, why string) {
+	if a.ws == nil || a.prepDone != nil {
+		return
+	}
+	sha, err := a.ws.commit(m, wip, why)
+	if err != nil {
+		a.log.Warn("Committing the worktree failed", "error", err)
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "worktree not committed: " + err.Error()})
+		return
+	}
+	if sha != "" {
+		ev := eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name, Detail: why,
+			Data: map[string]any{"commit": sha, "wip": wip, "branch": workspaces.Branch(a.def.Name)}}
+		if m != nil {
+			ev.Message = m.ID
+		}
+		a.d.events.Append(ev)
+	}
+	a.refreshWorkspace()
+}
+
+// refreshWorkspace reads the worktree's state for status.
+func (a *agent) refreshWorkspace() {
+	if a.ws == nil {
+		return
+	}
+	st, err := a.ws.state()
+	if err != nil {
+		a.log.Warn("Reading the worktree's state failed", "error", err)
+		return
+	}
+	a.setSnap(func(s *agentSnap) { s.workspace = &st })
+}
+
+// workspaceStatus is what status shows of a worktree agent's workspace.
+func workspaceStatus(base string, st *workspaces.State) *control.WorkspaceStatus {
+	if st == nil {
+		return nil
+	}
+	return &control.WorkspaceStatus{Path: st.Path, Branch: st.Branch, Base: base, Head: st.Head,
+		Exists: st.Exists, Ahead: st.Ahead, Behind: st.Behind, Dirty: st.Dirty}
+}

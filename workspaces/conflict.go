@@ -1,0 +1,83 @@
+package workspaces
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrUnresolved is wrapped by Commit's error while a merge MergeBase left
+// in the worktree still has conflict markers: nothing is committed (the
+// files stay as they are) until the agent has resolved them.
+var ErrUnresolved = errors.New("unresolved merge conflicts")
+
+// maxMarkerScan bounds how much of a conflicted file is searched for
+// markers.
+const maxMarkerScan = 8 << 20
+
+// unresolved returns the paths of the merge in progress in wt (none when
+// there is no merge) that still hold a conflict marker line.
+func (r *Repo) unresolved(ctx context.Context, g Git, wt worktree) ([]string, error) {
+	if _, err := os.Lstat(filepath.Join(wt.admin, "MERGE_HEAD")); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	out, err := g.Run(ctx, "diff", "--name-only", "-z", "--diff-filter=U", "--no-ext-diff")
+	if err != nil {
+		return nil, fmt.Errorf("list the conflicts: %w", err)
+	}
+	var left []string
+	for _, p := range strings.Split(strings.TrimSuffix(out, "\x00"), "\x00") {
+		if p == "" {
+			continue
+		}
+		marked, err := hasMarkers(filepath.Join(wt.path, p))
+		if err != nil {
+			return nil, err
+		}
+		if marked {
+			left = append(left, p)
+		}
+	}
+	return left, nil
+}
+
+// hasMarkers reports whether the regular file at path holds a line that is
+// a conflict marker (<<<<<<< , =======, >>>>>>> ). A file that is gone or
+// not a regular file holds none.
+func hasMarkers(path string) (bool, error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && !fi.Mode().IsRegular()) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	return markerIn(io.LimitReader(f, maxMarkerScan)), nil
+}
+
+// markerIn reports whether r holds a conflict marker line. It is pure on
+// its input.
+func markerIn(r io.Reader) bool {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		l := bytes.TrimRight(sc.Bytes(), "\r")
+		if bytes.HasPrefix(l, []byte("<<<<<<< ")) || bytes.HasPrefix(l, []byte(">>>>>>> ")) || bytes.Equal(l, []byte("=======")) {
+			return true
+		}
+	}
+	return false
+}
