@@ -234,7 +234,6 @@ func TestALandingRequestFromAnotherAgentIsRefused(t *testing.T) {
 	}
 }
 
-
 // waitMessage waits until box holds a message (waiting, in flight or
 // done) for which ok is true, and returns it.
 func waitMessage(t testing.TB, b *inbox.Box, ok func(inbox.Message) bool) inbox.Message {
