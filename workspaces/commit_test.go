@@ -63,6 +63,12 @@ func TestCommitAuthorTrailerAndFiles(t *testing.T) {
 	if got := f.rev("main"); got != mainHead {
 		t.Fatal("main moved")
 	}
+	if s := f.git(path, "status", "--porcelain"); s != "" {
+		t.Fatalf("the worktree after Commit: %q, want its index and HEAD matching it", s)
+	}
+	if got := f.git(path, "reflog", "-1", "--format=%gs", "batty/eng"); got != "commit: Fix the parser and more stuff[31m\n" {
+		t.Fatalf("reflog = %q", got)
+	}
 	if s := f.git(f.top, "status", "--porcelain"); s != "" {
 		t.Fatalf("the user's checkout changed: %q", s)
 	}
@@ -188,6 +194,21 @@ func TestCommitRefusesIndexLockAndOtherBranch(t *testing.T) {
 	f.git(path, "switch", "-q", "batty/eng")
 	if _, ok, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); err != nil || !ok {
 		t.Fatalf("Commit back on the branch = %v, %v", ok, err)
+	}
+
+	// A merge the agent started and left with a conflict.
+	f.mainCommit("README", "user's\n")
+	writeFile(t, filepath.Join(path, "README"), "agent's\n")
+	f.commit("eng", "readme")
+	if _, err := runGit(f.env, path, "-c", "user.name=a", "-c", "user.email=a@b", "merge", "main"); err == nil {
+		t.Fatal("the agent's merge did not conflict")
+	}
+	before := f.rev("refs/heads/batty/eng")
+	if _, _, err = f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); err == nil || !strings.Contains(err.Error(), "MERGE_HEAD") {
+		t.Fatalf("Commit in the middle of a merge = %v, want it refused", err)
+	}
+	if f.rev("refs/heads/batty/eng") != before {
+		t.Fatal("the branch moved")
 	}
 
 	if _, _, err := f.repo.Commit(ctx, CommitInfo{Agent: "ghost", Subject: "s"}); err == nil || !strings.Contains(err.Error(), "no worktree") {
