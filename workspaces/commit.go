@@ -2,7 +2,11 @@ package workspaces
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -40,11 +44,16 @@ type CommitInfo struct {
 // WIP. The message ends with the trailer "Batty-Message: <id>". No hook
 // runs (core.hooksPath=/dev/null, --no-verify) and nothing is signed.
 //
+// The commit is made with plumbing (add, write-tree, commit-tree,
+// update-ref from the head it started from), so the worktree is scanned
+// once; the index is left matching the new commit.
+//
 // It refuses, with an error saying what to do: a worktree that is missing,
 // a symbolic link or whose .git file points elsewhere than its
 // registration in this repository; a worktree whose HEAD is not the
-// agent's branch; a worktree whose git dir holds an index.lock (which it
-// never removes: it cannot tell a running git from a killed one).
+// agent's branch; a worktree in the middle of a merge, cherry-pick, revert
+// or rebase; a worktree whose git dir holds an index.lock (which it never
+// removes: it cannot tell a running git from a killed one).
 func (r *Repo) Commit(ctx context.Context, ci CommitInfo) (sha string, committed bool, err error) {
 	if err := checkAgent(ci.Agent); err != nil {
 		return "", false, err
@@ -72,39 +81,116 @@ func (r *Repo) commitLocked(ctx context.Context, ci CommitInfo) (string, bool, e
 	if err := checkIndexLock(wt); err != nil {
 		return "", false, fmt.Errorf("commit: %w", err)
 	}
+	if err := checkNoOperation(wt); err != nil {
+		return "", false, fmt.Errorf("commit: %w", err)
+	}
 	g := r.wtGit(wt,
 		"GIT_AUTHOR_NAME="+ci.Agent, "GIT_AUTHOR_EMAIL="+ci.Agent+"@batty.invalid",
 		"GIT_COMMITTER_NAME="+r.committer.name, "GIT_COMMITTER_EMAIL="+r.committer.email)
-	left, err := r.unresolved(ctx, g, wt)
-	if err != nil {
+	fail := func(err error) (string, bool, error) {
 		return "", false, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
 	}
-	if len(left) > 0 {
-		return "", false, fmt.Errorf("commit the work of %s: %w: conflict markers left in %s", ci.Agent, ErrUnresolved, strings.Join(left, ", "))
+	// Plumbing, so that the worktree is scanned once (by add): the index
+	// add leaves is the tree to commit.
+	out, err := g.Run(ctx, "rev-parse", "HEAD^{commit}", "HEAD^{tree}")
+	if err != nil {
+		return fail(err)
+	}
+	head, headTree, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	// A merge of the base that MergeBase left for the agent is completed
+	// by this commit once no conflict marker is left, never before.
+	merging, err := mergeHead(wt)
+	if err != nil {
+		return fail(err)
+	}
+	if merging != "" {
+		left, err := r.unresolved(ctx, g, wt)
+		if err != nil {
+			return fail(err)
+		}
+		if len(left) > 0 {
+			return "", false, fmt.Errorf("commit the work of %s: %w: conflict markers left in %s", ci.Agent, ErrUnresolved, strings.Join(left, ", "))
+		}
 	}
 	if _, err := g.Run(ctx, withNoHooks("add", "--all")...); err != nil {
-		return "", false, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
+		return fail(err)
 	}
-	_, err = g.Run(ctx, "diff", "--cached", "--quiet", "--no-ext-diff")
-	switch {
-	case err == nil:
-		head, err := g.Run(ctx, "rev-parse", "--verify", "HEAD^{commit}")
-		if err != nil {
-			return "", false, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
-		}
-		return strings.TrimSpace(head), false, nil
-	case ctx.Err() != nil || ExitCode(err) != 1:
-		return "", false, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
+	if out, err = g.Run(ctx, "write-tree"); err != nil {
+		return fail(err)
+	}
+	tree := strings.TrimSpace(out)
+	if tree == headTree && merging == "" {
+		return head, false, nil
 	}
 	msg := commitMessage(ci.Subject, ci.Agent, ci.MessageID, ci.WIP)
-	if _, err := g.RunInput(ctx, msg, withNoHooks("commit", "--quiet", "--no-verify", "--no-gpg-sign", "--cleanup=verbatim", "--file=-")...); err != nil {
-		return "", false, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
+	parents := []string{"-p", head}
+	if merging != "" {
+		parents = append(parents, "-p", merging)
 	}
-	head, err := g.Run(ctx, "rev-parse", "--verify", "HEAD^{commit}")
+	args := append(append([]string{"commit-tree", "--no-gpg-sign"}, parents...), "-F", "-", tree)
+	if out, err = g.RunInput(ctx, msg, withNoHooks(args...)...); err != nil {
+		return fail(err)
+	}
+	sha := strings.TrimSpace(out)
+	// Only from head: a branch that moved meanwhile is not overwritten.
+	subject, _, _ := strings.Cut(msg, "\n")
+	if _, err := g.Run(ctx, withNoHooks("update-ref", "-m", "commit: "+subject, branchRef(ci.Agent), sha, head)...); err != nil {
+		return fail(err)
+	}
+	if merging != "" {
+		// The merge is committed: git forgets it, the files as they are.
+		if _, err := g.Run(ctx, withNoHooks("merge", "--quit")...); err != nil {
+			return fail(err)
+		}
+	}
+	return sha, true, nil
+}
+
+// checkNoOperation refuses a worktree in the middle of a cherry-pick,
+// revert or rebase the agent started: a commit of it would not be what
+// that operation makes. A merge is committed as one (see mergeHead).
+func checkNoOperation(wt worktree) error {
+	for _, name := range []string{"CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply"} {
+		p := filepath.Join(wt.admin, name)
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("the worktree %s is in the middle of a git operation (%s exists): finish or abort it there first", wt.path, p)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("check %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// mergeHead returns the commit being merged into the worktree (its
+// MERGE_HEAD: one commit, as MergeBase leaves), "" when no merge is in
+// progress.
+func mergeHead(wt worktree) (string, error) {
+	b, err := readSmall(filepath.Join(wt.admin, "MERGE_HEAD"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
 	if err != nil {
-		return "", false, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
+		return "", fmt.Errorf("read the merge in progress: %w", err)
 	}
-	return strings.TrimSpace(head), true, nil
+	fields := strings.Fields(string(b))
+	if len(fields) != 1 || !validCommit(fields[0]) {
+		return "", fmt.Errorf("the worktree %s is merging %d commits (%s): finish or abort that merge there first", wt.path, len(fields), filepath.Join(wt.admin, "MERGE_HEAD"))
+	}
+	return fields[0], nil
+}
+
+// validCommit reports whether s looks like a full commit id (SHA-1 or
+// SHA-256, lower-case hex).
+func validCommit(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // commitMessage returns the message of a commit batty makes for agent:

@@ -63,6 +63,12 @@ func TestCommitAuthorTrailerAndFiles(t *testing.T) {
 	if got := f.rev("main"); got != mainHead {
 		t.Fatal("main moved")
 	}
+	if s := f.git(path, "status", "--porcelain"); s != "" {
+		t.Fatalf("the worktree after Commit: %q, want its index and HEAD matching it", s)
+	}
+	if got := f.git(path, "reflog", "-1", "--format=%gs", "batty/eng"); got != "commit: Fix the parser and more stuff[31m\n" {
+		t.Fatalf("reflog = %q", got)
+	}
 	if s := f.git(f.top, "status", "--porcelain"); s != "" {
 		t.Fatalf("the user's checkout changed: %q", s)
 	}
@@ -188,6 +194,33 @@ func TestCommitRefusesIndexLockAndOtherBranch(t *testing.T) {
 	f.git(path, "switch", "-q", "batty/eng")
 	if _, ok, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); err != nil || !ok {
 		t.Fatalf("Commit back on the branch = %v, %v", ok, err)
+	}
+
+	// A merge left with a conflict: refused while its markers are there,
+	// committed as a merge (two parents) once they are gone.
+	f.mainCommit("README", "user's\n")
+	writeFile(t, filepath.Join(path, "README"), "agent's\n")
+	f.commit("eng", "readme")
+	if _, err := runGit(f.env, path, "-c", "user.name=a", "-c", "user.email=a@b", "merge", "main"); err == nil {
+		t.Fatal("the agent's merge did not conflict")
+	}
+	before := f.rev("refs/heads/batty/eng")
+	if _, _, err = f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); !errors.Is(err, ErrUnresolved) || !strings.Contains(err.Error(), "README") {
+		t.Fatalf("Commit in the middle of a conflicted merge = %v, want ErrUnresolved naming README", err)
+	}
+	if f.rev("refs/heads/batty/eng") != before {
+		t.Fatal("the branch moved")
+	}
+	writeFile(t, filepath.Join(path, "README"), "both\n")
+	sha, ok, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "resolved"})
+	if err != nil || !ok {
+		t.Fatalf("Commit of the resolved merge = %v, %v", ok, err)
+	}
+	if parents, _ := runGit(f.env, path, "log", "-1", "--format=%P", sha); len(strings.Fields(parents)) != 2 {
+		t.Fatalf("the resolved merge's commit has parents %q", parents)
+	}
+	if _, err := runGit(f.env, path, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+		t.Fatal("the merge is still in progress after its commit")
 	}
 
 	if _, _, err := f.repo.Commit(ctx, CommitInfo{Agent: "ghost", Subject: "s"}); err == nil || !strings.Contains(err.Error(), "no worktree") {

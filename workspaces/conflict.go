@@ -21,14 +21,9 @@ var ErrUnresolved = errors.New("unresolved merge conflicts")
 // markers.
 const maxMarkerScan = 8 << 20
 
-// unresolved returns the paths of the merge in progress in wt (none when
-// there is no merge) that still hold a conflict marker line.
+// unresolved returns the conflicted paths of the merge in progress in wt
+// that still hold a conflict marker line.
 func (r *Repo) unresolved(ctx context.Context, g Git, wt worktree) ([]string, error) {
-	if _, err := os.Lstat(filepath.Join(wt.admin, "MERGE_HEAD")); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	} else if err != nil {
-		return nil, err
-	}
 	out, err := g.Run(ctx, "diff", "--name-only", "-z", "--diff-filter=U", "--no-ext-diff")
 	if err != nil {
 		return nil, fmt.Errorf("list the conflicts: %w", err)
