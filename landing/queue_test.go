@@ -598,3 +598,21 @@ func TestOpenRefusesBadOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestVerifyLeftoversKilled(t *testing.T) {
+	r := newRepo(t)
+	r.commit(r.agent("a"), "a.txt", "a\n", "a")
+	dir := t.TempDir()
+	o := r.options()
+	o.Env = append(append([]string(nil), r.env...), "PIDS="+dir)
+	// Green, but leaves a process behind in its group.
+	o.Verify = `sleep 300 & echo $! > "$PIDS/child.tmp"; mv "$PIDS/child.tmp" "$PIDS/child"; exit 0`
+	q := r.open(o)
+	if got := r.land(q, r.enqueue(q, "a").ID); got.State != Landed {
+		t.Fatalf("%s %q", got.State, got.Error)
+	}
+	child := codextest.WaitPidFile(t, filepath.Join(dir, "child"), time.Second)
+	if !codextest.WaitExit(child, 10*time.Second) {
+		t.Fatalf("verify's leftover %d still running: %s", child, codextest.Cmdline(child))
+	}
+}
