@@ -616,3 +616,31 @@ func TestVerifyLeftoversKilled(t *testing.T) {
 		t.Fatalf("verify's leftover %d still running: %s", child, codextest.Cmdline(child))
 	}
 }
+
+// TestNotUTF8Recorded: a file name and an output that are not UTF-8 are
+// recorded so that the state file loads again (JSON would otherwise grow
+// them past their bounds).
+func TestNotUTF8Recorded(t *testing.T) {
+	r := newRepo(t)
+	name := "caf\xe9.txt"
+	r.commit(r.agent("a"), name, "a\n", "a adds")
+	r.commit(r.agent("b"), name, "b\n", "b adds")
+	r.commit(r.agent("c"), "c.txt", "c\n", "c adds")
+	q := r.open(r.options())
+	if got := r.land(q, r.enqueue(q, "a").ID); got.State != Landed {
+		t.Fatalf("a: %s %q", got.State, got.Error)
+	}
+	if got := r.land(q, r.enqueue(q, "b").ID); got.State != Failed || !slices.Equal(got.Conflicts, []string{"caf\uFFFD.txt"}) {
+		t.Fatalf("b: %s %q", got.State, got.Conflicts)
+	}
+	o := r.options()
+	o.Verify = `i=0; while [ $i -lt 2000 ]; do printf '\351\303'; i=$((i+1)); done; printf 'END\377'; exit 1`
+	q = r.open(o)
+	got := r.land(q, r.enqueue(q, "c").ID)
+	if got.State != Failed || len(got.OutputTail) > MaxOutputTail || !strings.HasSuffix(got.OutputTail, "END\uFFFD") {
+		t.Fatalf("c: %s, %d bytes of tail ending %q", got.State, len(got.OutputTail), got.OutputTail[max(0, len(got.OutputTail)-10):])
+	}
+	if list := r.open(r.options()).List(); len(list) != 3 {
+		t.Fatalf("reloaded %d requests", len(list))
+	}
+}

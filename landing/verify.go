@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -88,14 +89,14 @@ func (q *Queue) verify(ctx context.Context, r Request) (verifyResult, error) {
 		return verifyResult{}, fmt.Errorf("verify: %w", ctx.Err())
 	case stopped == "timeout":
 		return verifyResult{Reason: fmt.Sprintf("verify did not finish within %s: killed", q.opt.VerifyTimeout),
-			Tail: tail(out.String(), MaxOutputTail)}, nil
+			Tail: tail(strings.ToValidUTF8(out.String(), "\uFFFD"), MaxOutputTail)}, nil
 	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
 		return verifyResult{Passed: true}, nil
 	case errors.As(err, &ee):
-		return verifyResult{Reason: fmt.Sprintf("verify failed (%s)", ee.ProcessState), Tail: tail(out.String(), MaxOutputTail)}, nil
+		return verifyResult{Reason: fmt.Sprintf("verify failed (%s)", ee.ProcessState), Tail: tail(strings.ToValidUTF8(out.String(), "\uFFFD"), MaxOutputTail)}, nil
 	}
 	return verifyResult{}, fmt.Errorf("verify: %w", err)
 }
