@@ -318,10 +318,14 @@ func (q *Queue) record(r Request) error {
 
 // Land runs the landing of request id to its end: landed, failed, nothing
 // or waiting, saving the request at each step; a finished request is
-// returned as it is. It blocks while another Land runs. Git or verify
-// failing to run makes the request wait (Error says why). The error is
-// for what left the request unfinished: ctx ended (the request is queued
-// again, verify killed), its state could not be saved, or no such request.
+// returned as it is, and a waiting one is tried whatever its RetryAt. Each
+// attempt lands the branch's tip as it is when the attempt begins (later
+// commits need another request). It blocks while another Land runs. Git
+// or verify failing to run makes the request wait (Error says why). The
+// error is for what left the request unfinished: ctx ended (the request is
+// queued again, verify killed, base untouched unless it was already
+// advanced, which the next Land records), its state could not be saved,
+// or no such request.
 func (q *Queue) Land(ctx context.Context, id string) (Request, error) {
 	select {
 	case q.landing <- struct{}{}:
