@@ -173,12 +173,12 @@ func TestVerifyTimeout(t *testing.T) {
 	r.commit(r.agent("a"), "a.txt", "a\n", "a")
 	o := r.options()
 	o.Verify = `echo started; sleep 30`
-	o.VerifyTimeout = 200 * time.Millisecond
+	o.VerifyTimeout = 2 * time.Second // room for a loaded machine to print "started"
 	q := r.open(o)
 	base := r.tip("main")
 	start := time.Now()
 	got := r.land(q, r.enqueue(q, "a").ID)
-	if got.State != Failed || !strings.Contains(got.Error, "did not finish within 200ms") || got.OutputTail != "started\n" {
+	if got.State != Failed || !strings.Contains(got.Error, "did not finish within 2s") || got.OutputTail != "started\n" {
 		t.Fatalf("slow verify: %s %q %q", got.State, got.Error, got.OutputTail)
 	}
 	if time.Since(start) > 20*time.Second || r.tip("main") != base {
