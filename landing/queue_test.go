@@ -13,6 +13,7 @@ import (
 
 	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/workspaces"
 )
 
 func TestLandTwoBranchesInOrder(t *testing.T) {
@@ -642,5 +643,33 @@ func TestNotUTF8Recorded(t *testing.T) {
 	}
 	if list := r.open(r.options()).List(); len(list) != 3 {
 		t.Fatalf("reloaded %d requests", len(list))
+	}
+}
+
+func TestRebaseOfBaseWaits(t *testing.T) {
+	r := newRepo(t)
+	r.commit(r.agent("a"), "a.txt", "a\n", "a")
+	r.git(r.top, "checkout", "-q", "-b", "other")
+	r.commit(r.top, "shared.txt", "other\n", "other's version")
+	r.git(r.top, "checkout", "-q", "main")
+	r.commit(r.top, "shared.txt", "main\n", "main's version")
+	base := r.tip("main")
+	// The user's rebase of main stops on a conflict: HEAD is detached until
+	// it ends, and then it sets main.
+	if _, err := (workspaces.Git{Dir: r.top, Env: r.env}).Run(context.Background(),
+		"-c", "user.name=Tester", "-c", "user.email=tester@example.com", "rebase", "other"); err == nil {
+		t.Fatal("the rebase did not stop")
+	}
+	q := r.open(r.options())
+	got := r.land(q, r.enqueue(q, "a").ID)
+	if got.State != Waiting || got.Error != "base main is being rebased at "+r.top+"; finish or abort the rebase" {
+		t.Fatalf("%s %q", got.State, got.Error)
+	}
+	if r.tip("main") != base {
+		t.Fatal("main moved under a rebase")
+	}
+	r.git(r.top, "rebase", "--abort")
+	if got := r.land(q, got.ID); got.State != Landed {
+		t.Fatalf("after the rebase: %s %q", got.State, got.Error)
 	}
 }
