@@ -304,6 +304,10 @@ func (q *Queue) record(r Request) error {
 	if i < 0 {
 		return fmt.Errorf("land %s: the request is gone", r.ID)
 	}
+	if err := r.Validate(); err != nil {
+		// A file that would not load again is never written.
+		return fmt.Errorf("land %s: not recorded: %w", r.ID, err)
+	}
 	q.reqs[i] = clone(r)
 	q.reqs = trimFinished(q.reqs, MaxFinished)
 	if err := q.saveLocked(); err != nil {
@@ -314,10 +318,14 @@ func (q *Queue) record(r Request) error {
 
 // Land runs the landing of request id to its end: landed, failed, nothing
 // or waiting, saving the request at each step; a finished request is
-// returned as it is. It blocks while another Land runs. Git or verify
-// failing to run makes the request wait (Error says why). The error is
-// for what left the request unfinished: ctx ended (the request is queued
-// again, verify killed), its state could not be saved, or no such request.
+// returned as it is, and a waiting one is tried whatever its RetryAt. Each
+// attempt lands the branch's tip as it is when the attempt begins (later
+// commits need another request). It blocks while another Land runs. Git
+// or verify failing to run makes the request wait (Error says why). The
+// error is for what left the request unfinished: ctx ended (the request is
+// queued again, verify killed, base untouched unless it was already
+// advanced, which the next Land records), its state could not be saved,
+// or no such request.
 func (q *Queue) Land(ctx context.Context, id string) (Request, error) {
 	select {
 	case q.landing <- struct{}{}:
@@ -422,7 +430,7 @@ func (q *Queue) tryAdvance(ctx context.Context, r Request, attempt int, advErr *
 		if ctx.Err() != nil {
 			return Decision{}, err
 		}
-		*advErr = textclip.Bytes(err.Error(), maxErrorLen/2, textclip.Truncated)
+		*advErr = clipText(err.Error(), maxErrorLen/2)
 		return d, nil
 	}
 	return Decision{Action: ActLanded}, nil
@@ -446,11 +454,11 @@ func (q *Queue) finish(r Request, d Decision, conflicts []string, outputTail str
 			conflicts = conflicts[:MaxConflicts]
 		}
 		for _, c := range conflicts {
-			r.Conflicts = append(r.Conflicts, textclip.Bytes(c, maxPathLen, textclip.Truncated))
+			r.Conflicts = append(r.Conflicts, clipText(c, maxPathLen))
 		}
 		r.OutputTail = outputTail
 	}
-	r.Error = textclip.Bytes(r.Error, maxErrorLen, textclip.Truncated)
+	r.Error = clipText(r.Error, maxErrorLen)
 	if r.State.Finished() {
 		r.FinishedAt = now
 	}
@@ -464,11 +472,18 @@ func (q *Queue) stop(ctx context.Context, r Request, err error) (Request, bool, 
 	if ctx.Err() == nil {
 		return q.finish(r, Decision{ActWait, err.Error()}, nil, "")
 	}
-	r.State, r.Error = Queued, textclip.Bytes("the last attempt was interrupted: "+err.Error(), maxErrorLen, textclip.Truncated)
+	r.State, r.Error = Queued, clipText("the last attempt was interrupted: "+err.Error(), maxErrorLen)
 	if serr := q.record(r); serr != nil {
 		return r, true, fmt.Errorf("land %s: %w (and %v)", r.ID, err, serr)
 	}
 	return r, true, fmt.Errorf("land %s: %w", r.ID, err)
+}
+
+// clipText makes s fit a request's field of max bytes: invalid UTF-8 (a
+// file name, a command's output) replaced, so that the text stays the same
+// size through JSON, then clipped. Pure.
+func clipText(s string, max int) string {
+	return textclip.Bytes(strings.ToValidUTF8(s, "\uFFFD"), max, textclip.Truncated)
 }
 
 func (q *Queue) lockGit() {

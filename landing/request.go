@@ -66,7 +66,8 @@ type Request struct {
 	Merged string `json:"merged,omitempty"`
 	// LandedCommit is the commit base was advanced to (Landed).
 	LandedCommit string `json:"landed_commit,omitempty"`
-	// Error says why the request failed or waits; "" otherwise.
+	// Error says why the request failed or waits ("nothing to land" for
+	// Nothing; why the last attempt was interrupted for Queued).
 	Error string `json:"error,omitempty"`
 	// Conflicts are the files a failed merge left conflicting (at most
 	// MaxConflicts; Error gives their number).

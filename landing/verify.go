@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/textclip"
 )
@@ -57,30 +60,43 @@ func (q *Queue) verify(ctx context.Context, r Request) (verifyResult, error) {
 	if q.opt.Starter != nil {
 		defer q.opt.Starter.Release(pid)
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	// The shell is waited for without being reaped first: while it is a
+	// zombie its pid, the group's id, cannot be reused, so the group can
+	// be killed once it exits (what it left running goes too) before
+	// Wait reaps it.
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
+	}()
 	timer := time.NewTimer(q.opt.VerifyTimeout)
 	defer timer.Stop()
+	stopped := ""
 	select {
-	case err = <-waited:
+	case <-exited:
 	case <-timer.C:
-		syscall.Kill(-pid, syscall.SIGKILL)
-		<-waited
-		return verifyResult{Reason: fmt.Sprintf("verify did not finish within %s: killed", q.opt.VerifyTimeout),
-			Tail: tail(out.String(), MaxOutputTail)}, nil
+		stopped = "timeout"
 	case <-ctx.Done():
-		syscall.Kill(-pid, syscall.SIGKILL)
-		<-waited
-		return verifyResult{}, fmt.Errorf("verify: %w", ctx.Err())
+		stopped = "ctx"
 	}
-	// What the command left running in its group goes with it.
 	syscall.Kill(-pid, syscall.SIGKILL)
+	<-exited
+	err = cmd.Wait()
+	switch {
+	case stopped == "ctx":
+		return verifyResult{}, fmt.Errorf("verify: %w", ctx.Err())
+	case stopped == "timeout":
+		return verifyResult{Reason: fmt.Sprintf("verify did not finish within %s: killed", q.opt.VerifyTimeout),
+			Tail: tail(strings.ToValidUTF8(out.String(), "\uFFFD"), MaxOutputTail)}, nil
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
 		return verifyResult{Passed: true}, nil
 	case errors.As(err, &ee):
-		return verifyResult{Reason: fmt.Sprintf("verify failed (%s)", ee.ProcessState), Tail: tail(out.String(), MaxOutputTail)}, nil
+		return verifyResult{Reason: fmt.Sprintf("verify failed (%s)", ee.ProcessState), Tail: tail(strings.ToValidUTF8(out.String(), "\uFFFD"), MaxOutputTail)}, nil
 	}
 	return verifyResult{}, fmt.Errorf("verify: %w", err)
 }
