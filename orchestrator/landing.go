@@ -45,7 +45,7 @@ func (d *Daemon) newLander() (*lander, error) {
 	}
 	o := landing.Options{
 		Layout: d.layout, TopLevel: d.repo.TopLevel(), WorktreesDir: d.layout.WorktreesDir(), Base: d.base,
-		Verify: d.cfg.Workspace.Verify, VerifyTimeout: d.cfg.Workspace.VerifyTimeout,
+		Verify: d.cfg.Workspace.Verify, VerifyTimeout: d.cfg.Workspace.VerifyTimeout, Env: d.markedEnv(),
 	}
 	if d.reaper != nil {
 		o.Starter = d.reaper

@@ -88,6 +88,9 @@ type Options struct {
 	// could be made: leftovers are then found by their mark alone (tests
 	// of that path).
 	NoCgroup bool
+	// WorktreeMinFree is the free disk space below which no worktree is
+	// made (0: workspaces.DefaultMinFree, 1 GiB).
+	WorktreeMinFree uint64
 }
 
 func (o Options) withDefaults() (Options, error) {

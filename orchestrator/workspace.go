@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"os"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
 )
@@ -42,6 +44,8 @@ func (d *Daemon) openRepo(ctx context.Context) (*workspaces.Repo, string, error)
 		ProjectDir:   d.layout.Root(),
 		WorktreesDir: d.layout.WorktreesDir(),
 		LockFile:     d.layout.GitLock(),
+		Env:          d.markedEnv(),
+		MinFreeBytes: d.opts.WorktreeMinFree,
 	}
 	if d.reaper != nil {
 		o.Starter = d.reaper
@@ -55,6 +59,14 @@ func (d *Daemon) openRepo(ctx context.Context) (*workspaces.Repo, string, error)
 		return nil, "", fmt.Errorf("%s: %w", d.cfg.Path, err)
 	}
 	return repo, base, nil
+}
+
+// markedEnv is the daemon's environment with the project's mark: git,
+// setup and verify carry it, so that what a daemon killed mid-command
+// leaves is found and killed at the next start, as the shims' leftovers
+// are.
+func (d *Daemon) markedEnv() []string {
+	return append(os.Environ(), reap.MarkEnv+"="+d.layout.Dir)
 }
 
 // agentWorkspace is an agent's git worktree. Only the agent's goroutine

@@ -253,3 +253,105 @@ func waitMessage(t testing.TB, b *inbox.Box, ok func(inbox.Message) bool) inbox.
 	})
 	return found
 }
+
+// A daemon SIGKILLed mid-turn leaves the turn's edit in the worktree; the
+// next daemon commits it as work in progress before the agent's next turn,
+// and the message runs again.
+func TestADaemonKilledMidTurnLosesNoEdit(t *testing.T) {
+	p := newGitProject(t, "", "  - name: eng\n    workspace: worktree\n")
+	child := p.startChildDaemon()
+	id := p.send("eng", "human", "scenario:writehang:half.txt=half-done")
+	wt := filepath.Join(p.layout.WorktreesDir(), "eng")
+	waitFor(t, "the turn's edit", func() bool {
+		b, _ := os.ReadFile(filepath.Join(wt, "half.txt"))
+		return string(b) == "half-done\n"
+	})
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+
+	r := p.start(nil)
+	e := r.waitEvent(t, "the leftover's commit", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvWorkspaceCommitted && e.Agent == "eng" && e.Data["wip"] == true
+	})
+	commit, _ := e.Data["commit"].(string)
+	if got := git(t, p.dir, "show", commit+":half.txt"); got != "half-done" {
+		t.Fatalf("the leftover commit holds %q", got)
+	}
+	r.waitEvent(t, "the message run again", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == id })
+}
+
+// A daemon SIGKILLed while a landing's verify runs neither lands half of
+// it nor forgets it: the next daemon kills the verify it left, lands the
+// branch from scratch, once.
+func TestADaemonKilledMidLandingLandsOnceAfterRestart(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "gate")
+	pidFile := filepath.Join(t.TempDir(), "verify.pid")
+	verify := "echo $$ > " + pidFile + "; while [ ! -e " + gate + " ]; do sleep 0.05; done"
+	p := newGitProject(t, "workspace:\n  verify: '"+verify+"'\n", "  - name: eng\n    workspace: worktree\n")
+	r := p.start(nil)
+	p.sendAndWait(r, "eng", "scenario:write:new.txt=landed", "completed")
+	r.stop(t)
+
+	child := p.startChildDaemon()
+	p.send(team.LandingBox, "human", "eng")
+	waitFor(t, "verify", func() bool { b, _ := os.ReadFile(pidFile); return len(b) > 0 })
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	before := git(t, p.dir, "rev-parse", "main")
+	os.Remove(pidFile)
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	r = p.start(nil)
+	landed := r.waitEvent(t, "the landing", func(e eventlog.Event) bool { return e.Type == eventlog.EvLanded && e.Agent == "eng" })
+	if before == landed.Data["commit"] {
+		t.Fatal("main did not move")
+	}
+	if n := git(t, p.dir, "log", "--merges", "--format=%s", "main"); strings.Count(n, "Land batty/eng") != 1 {
+		t.Fatalf("landings on main:\n%s", n)
+	}
+	if b, _ := os.ReadFile(filepath.Join(p.dir, "new.txt")); string(b) != "landed\n" {
+		t.Fatalf("the user's checkout: new.txt %q", b)
+	}
+}
+
+// A setup that fails parks the agent with its output; once fixed, batty
+// resume prepares the worktree again and the agent works.
+func TestAFailedSetupParksTheAgent(t *testing.T) {
+	ok := filepath.Join(t.TempDir(), "ok")
+	p := newGitProject(t, "workspace:\n  setup: 'test -e "+ok+" || { echo SETUP-SAID-NO; exit 4; }'\n", "  - name: eng\n    workspace: worktree\n")
+	r := p.start(nil)
+	st := r.waitAgent(t, "eng", "parked by its setup", func(a control.AgentStatus) bool {
+		return a.State == agentParked && a.Parked != nil && a.Parked.Kind == string(ProblemWorkspace)
+	})
+	if !strings.Contains(st.Parked.Detail, "SETUP-SAID-NO") || !strings.Contains(st.Parked.Fix, "batty resume eng") {
+		t.Fatalf("parked %+v", st.Parked)
+	}
+	id := p.send("eng", "human", "hello")
+	if err := os.WriteFile(ok, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if resp := r.d.control(control.Request{Op: control.OpResume, Agent: "eng"}); !resp.OK {
+		t.Fatalf("resume: %+v", resp)
+	}
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("the message after the setup passed: %s", st)
+	}
+}
+
+// A disk too full for a new worktree parks the agent, naming the free
+// space and the threshold, and makes nothing.
+func TestALowDiskRefusesANewWorktree(t *testing.T) {
+	p := newGitProject(t, "", "  - name: eng\n    workspace: worktree\n")
+	r := p.start(func(o *Options) { o.WorktreeMinFree = 1 << 62 })
+	st := r.waitAgent(t, "eng", "parked for want of disk", func(a control.AgentStatus) bool {
+		return a.State == agentParked && a.Parked != nil && a.Parked.Kind == string(ProblemWorkspace)
+	})
+	if !strings.Contains(st.Parked.Detail, "free") || !strings.Contains(st.Parked.Detail, "4611686018427387904") {
+		t.Fatalf("parked %+v", st.Parked)
+	}
+	if _, err := os.Stat(filepath.Join(p.layout.WorktreesDir(), "eng")); !os.IsNotExist(err) {
+		t.Fatalf("a worktree was made: %v", err)
+	}
+}
