@@ -2,9 +2,9 @@ package orchestrator
 
 import (
 	"context"
-	"os"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
