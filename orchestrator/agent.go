@@ -334,6 +334,7 @@ func (a *agent) shimConfig() shim.Config {
 		// Codex works in the agent's worktree: its working directory and
 		// the writable root of its sandbox.
 		c.Cwd = a.ws.repo.AgentDir(a.def.Name, a.def.Cwd)
+		c.Branch, c.Base = workspaces.Branch(a.def.Name), a.ws.base
 	}
 	if a.st.ThreadID != "" {
 		u := a.st.ThreadUsage

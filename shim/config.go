@@ -35,6 +35,10 @@ type Config struct {
 	Agent string
 	// Cwd is codex's working directory ("" = the shim's).
 	Cwd string
+	// Branch and Base are, for an agent working in a git worktree of its
+	// own, its branch and the team's base branch (batty's section of its
+	// instructions says so); "" for the project's shared checkout.
+	Branch, Base string
 	// CodexBin is the codex binary: a name on PATH or a path. The npm
 	// launcher is bypassed for the native binary (see codex.ResolveBinary).
 	CodexBin string
@@ -158,6 +162,8 @@ func (c Config) Validate() error {
 func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Agent, "agent", "", "agent name")
 	fs.StringVar(&c.Cwd, "cwd", "", "working directory for codex")
+	fs.StringVar(&c.Branch, "branch", "", "the agent's worktree branch (batty's section of its instructions says so)")
+	fs.StringVar(&c.Base, "base", "", "the team's base branch, with --branch")
 	fs.StringVar(&c.CodexBin, "codex-bin", "codex", "codex binary (name on PATH or path)")
 	fs.StringVar(&c.Exec.Model, "model", "", "model (codex -m)")
 	fs.StringVar(&c.Exec.ReasoningEffort, "reasoning-effort", "", "model_reasoning_effort")
@@ -214,6 +220,8 @@ func (c Config) Args() []string {
 		}
 	}
 	add("cwd", c.Cwd)
+	add("branch", c.Branch)
+	add("base", c.Base)
 	add("codex-bin", c.CodexBin)
 	add("model", c.Exec.Model)
 	add("reasoning-effort", c.Exec.ReasoningEffort)

@@ -14,7 +14,7 @@ import (
 // ParseArgs.
 func TestConfigArgsRoundTrip(t *testing.T) {
 	full := Config{
-		Agent: "eng-1", Cwd: "/srv/work", CodexBin: "/opt/codex",
+		Agent: "eng-1", Cwd: "/srv/work", Branch: "batty/eng-1", Base: "main", CodexBin: "/opt/codex",
 		Exec: codex.ExecOptions{
 			Model: "gpt-5.5", ReasoningEffort: "high", Sandbox: codex.SandboxWorkspaceWrite,
 			ApprovalPolicy: codex.ApprovalNever, AddDirs: []string{"/srv/p/.batty/inboxes", "/srv/shared"},

@@ -42,6 +42,25 @@ const maxQuotedPath = 512
 // text fits codex.InstructionsReserve for any valid agent name. It is a
 // pure function; it is the one place that tells agents about batty.
 func CrewInstructions(agent, batty, project string) string {
+	return CrewInstructionsIn(agent, batty, project, Worktree{})
+}
+
+// Worktree is an agent's own git worktree, as batty's section tells it:
+// the agent's branch and the team's base branch. The zero Worktree is the
+// project's shared checkout.
+type Worktree struct {
+	Branch, Base string
+}
+
+// maxBranchText bounds, in bytes, a branch name the section spells out.
+const maxBranchText = 200
+
+// CrewInstructionsIn is CrewInstructions for an agent that works in
+// worktree wt: the section also says that batty commits its work after
+// every turn and how it lands the branch on the base (batty merge). It
+// fits codex.InstructionsReserve as CrewInstructions does. It is a pure
+// function.
+func CrewInstructionsIn(agent, batty, project string, wt Worktree) string {
 	cmd := battyCommand(batty)
 	if len(codex.TOMLString(project)) > maxQuotedPath || strings.ContainsFunc(project, isControl) {
 		project = ""
@@ -61,6 +80,13 @@ func CrewInstructions(agent, batty, project string) string {
 	b.WriteString("- Your final answer of a turn IS your reply to the message of that turn: batty delivers it to the sender. Never use batty send to answer whoever wrote to you: they would get your answer twice.\n")
 	b.WriteString("- A message whose header says \"reply to <id>\" is the answer to your message <id>. Your final answer of that turn goes to no one; to go on with that conversation, send a new message with batty send.\n")
 	b.WriteString("- Use batty send only to start a conversation: to hand out a task, ask a question, or tell someone who did not write to you.\n")
+	if wt.Branch != "" && wt.Base != "" && len(wt.Branch)+len(wt.Base) <= maxBranchText &&
+		!strings.ContainsFunc(wt.Branch+wt.Base, isControl) {
+		b.WriteString("\nYour workspace: your working directory is your own git worktree, on branch " + wt.Branch + ", made from " + wt.Base + ".\n")
+		b.WriteString("- batty commits everything you changed there at the end of each of your turns; do not commit, reset, rebase or switch branches yourself.\n")
+		b.WriteString("- When your work is ready to land on " + wt.Base + ", run " + cmd + " merge " + agent + ": batty merges it once the team's checks pass, and tells you if it conflicts or fails.\n")
+		b.WriteString("- If batty tells you of a conflict, the conflict markers are in your files: resolve them; batty completes the merge when your turn ends.\n")
+	}
 	b.WriteString("--- end of batty section ---")
 	return b.String()
 }
@@ -81,11 +107,11 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 // withCrew returns the developer instructions of a shim's agent: its role's
 // instructions, then, for an agent of a team (stateDir != ""), batty's
 // section. It is a pure function.
-func withCrew(role, agent, batty, stateDir string) string {
+func withCrew(role, agent, batty, stateDir string, wt Worktree) string {
 	if stateDir == "" {
 		return role
 	}
-	crew := CrewInstructions(agent, batty, filepath.Dir(stateDir))
+	crew := CrewInstructionsIn(agent, batty, filepath.Dir(stateDir), wt)
 	if role == "" {
 		return crew
 	}

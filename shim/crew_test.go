@@ -53,7 +53,8 @@ func TestCrewInstructionsFitTheReserve(t *testing.T) {
 		"/" + strings.Repeat("\x01", 4000),
 		"",
 	} {
-		got := CrewInstructions(agent, path, path)
+		branch := "batty/" + agent
+		got := CrewInstructionsIn(agent, path, path, Worktree{Branch: branch, Base: strings.Repeat("b", maxBranchText-len(branch))})
 		if n := len(codex.TOMLString(got)); n > codex.InstructionsReserve {
 			t.Errorf("section for a %d-byte path takes %d bytes escaped, more than the %d kept for it", len(path), n, codex.InstructionsReserve)
 		}
@@ -72,14 +73,23 @@ func TestCrewInstructionsFitTheReserve(t *testing.T) {
 // Only an agent of a team (the daemon gives it BATTY_DIR) gets the
 // section; chat and fanout agents get their instructions as they are.
 func TestWithCrew(t *testing.T) {
-	if got := withCrew("ROLE", "eng", "/b/batty", ""); got != "ROLE" {
+	if got := withCrew("ROLE", "eng", "/b/batty", "", Worktree{}); got != "ROLE" {
 		t.Errorf("without a team: %q", got)
 	}
-	if got := withCrew("ROLE", "eng", "/b/batty", "/src/app/.batty"); got != "ROLE\n\n"+CrewInstructions("eng", "/b/batty", "/src/app") {
+	if got := withCrew("ROLE", "eng", "/b/batty", "/src/app/.batty", Worktree{}); got != "ROLE\n\n"+CrewInstructions("eng", "/b/batty", "/src/app") {
 		t.Errorf("with a team: %q", got)
 	}
-	if got := withCrew("", "eng", "/b/batty", "/src/app/.batty"); got != CrewInstructions("eng", "/b/batty", "/src/app") {
+	if got := withCrew("", "eng", "/b/batty", "/src/app/.batty", Worktree{}); got != CrewInstructions("eng", "/b/batty", "/src/app") {
 		t.Errorf("no role instructions: %q", got)
+	}
+	wt := withCrew("", "eng", "/b/batty", "/src/app/.batty", Worktree{Branch: "batty/eng", Base: "main"})
+	for _, want := range []string{"own git worktree, on branch batty/eng, made from main", "run /b/batty merge eng", "batty commits everything you changed"} {
+		if !strings.Contains(wt, want) {
+			t.Errorf("a worktree agent's section lacks %q:\n%s", want, wt)
+		}
+	}
+	if strings.Contains(CrewInstructions("eng", "/b/batty", "/src/app"), "worktree") {
+		t.Error("a shared agent's section speaks of a worktree")
 	}
 	if got := stateDirOf([]string{"A=1", "BATTY_DIR=/x", "BATTY_DIRX=/z", "BATTY_DIR=/y"}); got != "/y" {
 		t.Errorf("stateDirOf = %q", got)
