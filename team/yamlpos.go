@@ -121,13 +121,6 @@ func indentOf(line []byte) (indent []byte, tab bool) {
 	return line[:n], bytes.IndexByte(line[:n], '\t') >= 0
 }
 
-// blankOrComment reports whether line holds nothing but spaces, tabs and
-// a comment.
-func blankOrComment(line []byte) bool {
-	t := bytes.TrimLeft(line, " \t")
-	return len(t) == 0 || t[0] == '#'
-}
-
 // indentHint says how to fix line n of data, the line wrongLine found: a
 // tab in its indentation, or, when they differ, at which column it starts
 // and at which column the last key or list item above it starts (found
