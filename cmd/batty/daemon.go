@@ -97,6 +97,12 @@ func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *
 	}
 	var feed *feedPrinter
 	if foreground {
+		// A reader of stdout that goes away (batty start --foreground |
+		// head) must not kill the daemon: with SIGPIPE handled, a write to
+		// it fails instead. Handled, not ignored: children get the default.
+		pipe := make(chan os.Signal, 1)
+		signal.Notify(pipe, syscall.SIGPIPE)
+		defer signal.Stop(pipe)
 		// The team's feed, as `batty feed` shows it, on stdout.
 		feed = startFeedPrinter(os.Stdout, !stripColor(colorAuto, isTerminal(os.Stdout), os.Getenv("NO_COLOR")))
 		defer feed.close()

@@ -38,12 +38,16 @@ func startFeedPrinter(w io.Writer, color bool) *feedPrinter {
 	f := &feedPrinter{events: make(chan eventlog.Event, feedQueue), done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
+		var err error
 		for e := range f.events {
-			if s := renderFeedEvent(e, color); s != "" {
-				io.WriteString(w, s+"\n") // a closed terminal loses the feed, not the team
+			if err != nil {
+				continue // a closed terminal loses the feed, not the team
 			}
-			if n := f.takeDropped(); n > 0 {
-				fmt.Fprintf(w, "… %d event(s) not shown here: `batty feed` shows them\n", n)
+			if s := renderFeedEvent(e, color); s != "" {
+				_, err = io.WriteString(w, s+"\n")
+			}
+			if n := f.takeDropped(); n > 0 && err == nil {
+				_, err = fmt.Fprintf(w, "… %d event(s) not shown here: `batty feed` shows them\n", n)
 			}
 		}
 	}()
