@@ -170,6 +170,13 @@ func (p *parser) syntax(err error, data []byte) {
 		if line, err := strconv.Atoi(m[1]); err == nil && line > 0 {
 			pr.Line = line
 			pr.Message = "invalid YAML: " + m[2]
+			if wrong := wrongLine(data, line, m[2]); wrong > 0 {
+				// The library names the line its block began on.
+				pr.Line, pr.Column = wrong, wrongColumn(lineOf(data, wrong))
+				pr.Hint = indentHint(data, wrong)
+				p.problems = append(p.problems, pr)
+				return
+			}
 			lines := bytes.Split(data, []byte("\n"))
 			for _, l := range lines[max(0, line-2):min(len(lines), line+1)] {
 				if bytes.HasPrefix(bytes.TrimLeft(l, " "), []byte("\t")) {

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
@@ -66,15 +67,16 @@ func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *
 		return err
 	}
 	defer logf.Close()
-	var logOut io.Writer = logf
+	var term io.Writer
 	if foreground {
-		logOut = io.MultiWriter(logf, os.Stderr)
+		term = os.Stderr
 	}
 	level := hclog.LevelFromString(os.Getenv("BATTY_LOG_LEVEL"))
-	if level == hclog.NoLevel {
+	levelChosen := level != hclog.NoLevel
+	if !levelChosen {
 		level = hclog.Info
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "daemon", Level: level, Output: logOut})
+	log := daemonLogger(logf, term, level, levelChosen)
 	fail := func(err error) error {
 		if ready != nil {
 			fmt.Fprintf(ready, "error: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
@@ -84,13 +86,29 @@ func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *
 	}
 	opts := orchestrator.Options{Logger: log, ShimLog: logf, Subreaper: true}
 	var dc *daemonCockpit
+	var cockpitEvents func(eventlog.Event)
 	if withCockpit {
 		// The cockpit is a view: without it the team runs all the same.
 		if dc, err = newDaemonCockpit(p, cfg, log); err != nil {
 			log.Warn("No cockpit titles", "error", err)
 		} else {
-			opts.OnEvent = dc.onEvent
+			cockpitEvents = dc.onEvent
 		}
+	}
+	var feed *feedPrinter
+	if foreground {
+		// A reader of stdout that goes away (batty start --foreground |
+		// head) must not kill the daemon: with SIGPIPE handled, a write to
+		// it fails instead. Handled, not ignored: children get the default.
+		pipe := make(chan os.Signal, 1)
+		signal.Notify(pipe, syscall.SIGPIPE)
+		defer signal.Stop(pipe)
+		// The team's feed, as `batty feed` shows it, on stdout.
+		feed = startFeedPrinter(os.Stdout, !stripColor(colorAuto, isTerminal(os.Stdout), os.Getenv("NO_COLOR")))
+		defer feed.close()
+		opts.OnEvent = chainEvents(cockpitEvents, feed.observe)
+	} else {
+		opts.OnEvent = cockpitEvents
 	}
 	d, err := orchestrator.New(cfg, p.Layout, opts)
 	if err != nil {
@@ -99,7 +117,28 @@ func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *
 		}
 		return fail(err)
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	// A background daemon stops on SIGINT as on SIGTERM (turns in flight
+	// may finish until timeouts.shutdown); in the foreground, Ctrl-C
+	// interrupts them at once, and a second one kills the team.
+	stopSignals := []os.Signal{syscall.SIGTERM, syscall.SIGINT}
+	if foreground {
+		stopSignals = stopSignals[:1]
+		sigs := make(chan os.Signal, 2)
+		signal.Notify(sigs, syscall.SIGINT)
+		defer signal.Stop(sigs)
+		runDone := make(chan struct{})
+		handled := make(chan struct{})
+		go func() {
+			defer close(handled)
+			foregroundInterrupts(sigs, runDone, os.Stderr,
+				func() error { return stopNow(p.Layout, d.Ready(), runDone) },
+				func() { forceStop(os.Stderr, p, withCockpit) })
+		}()
+		// Runs before the feed's close (deferred after it): the feed prints the team's
+		// last events before the command returns.
+		defer func() { close(runDone); <-handled }()
+	}
+	ctx, stop := signal.NotifyContext(ctx, stopSignals...)
 	defer stop()
 	if dc != nil {
 		dc.d = d

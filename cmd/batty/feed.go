@@ -119,6 +119,14 @@ func renderFeedLine(line []byte, color bool) string {
 	if err != nil || e.Type == "" {
 		return feedLine("? " + string(line))
 	}
+	return renderFeedEvent(e, color)
+}
+
+// renderFeedEvent renders one event as renderFeedLine renders its line of
+// the event log ("" for the events not worth a line): the time, then the
+// text of feedText, styled when color. `batty feed` and the foreground
+// daemon (`batty start --foreground`) print it.
+func renderFeedEvent(e eventlog.Event, color bool) string {
 	style, text := feedText(e)
 	if text == "" {
 		return ""

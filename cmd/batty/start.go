@@ -32,6 +32,11 @@ once it accepts messages, or in the foreground with --foreground. One daemon run
 per project; its state, inboxes and logs live in .batty/ next to the team file.
 The team file defaults to ./team.yaml, else ./.batty/team.yaml.
 
+In the foreground the team's feed (one line per event, as the cockpit shows it)
+goes to stdout and the daemon's warnings and errors to stderr. Ctrl-C stops the
+team at once: turns in flight are interrupted and their messages go back to the
+queue; a second Ctrl-C kills the team's processes.
+
 Unless --no-tmux, it also opens the cockpit: a detached tmux session on the
 project's private tmux server, with the orchestrator's feed and one pane per
 agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
@@ -45,7 +50,7 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
-	cmd.Flags().BoolVar(&foreground, "foreground", false, "run the daemon in this process until Ctrl-C")
+	cmd.Flags().BoolVar(&foreground, "foreground", false, "run the daemon in this terminal, printing the team's feed, until Ctrl-C")
 	cmd.Flags().BoolVar(&noTmux, "no-tmux", false, "run without the tmux cockpit (watch agents with batty logs -f)")
 	return cmd
 }
