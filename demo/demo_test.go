@@ -482,7 +482,7 @@ func TestFollowerCountsLandings(t *testing.T) {
 		"batty lands batty/engineer-1 on main (def5678): the merge passed verify\n",
 		"batty has nothing to land: batty/engineer-2 landed on main\n",
 		"the landing of batty/engineer-2 waits: main has uncommitted changes\n",
-		"batty brings engineer-2's branch up to date: main merged into batty/engineer-2\n",
+		"batty keeps engineer-2's worktree up to date: main merged into batty/engineer-2\n",
 		"batty lands batty/engineer-2 on main (fedcba9): the merge passed verify\n",
 	} {
 		if !strings.Contains(got, want) {

@@ -392,7 +392,7 @@ func (f *follower) workspaceEvent(ev eventlog.Event) {
 		}
 		f.fail(why)
 	case eventlog.EvWorkspaceSynced:
-		f.print.linef("batty brings %s's branch up to date: %s", ev.Agent, ev.Detail)
+		f.print.linef("batty keeps %s's worktree up to date: %s", ev.Agent, ev.Detail)
 	case eventlog.EvWorkspaceConflict:
 		f.print.linef("warning (%s): %s", ev.Agent, ev.Detail)
 	}
