@@ -43,12 +43,12 @@ const stopTimeout = 2 * time.Second
 // default, so that a person can follow the team.
 const DefaultPace = 700 * time.Millisecond
 
-// settleWait bounds the wait, after the answer arrived, for the turns
-// still running to end.
+// settleWait bounds the wait, once the answer arrived and both branches
+// landed, for the turns still running to end.
 const settleWait = 30 * time.Second
 
-// cockpitLinger is how long the cockpit stays open after the answer
-// arrived, unless the user detaches first.
+// cockpitLinger is how long the cockpit stays open after the team is done
+// (the answer in, both branches landed), unless the user detaches first.
 const cockpitLinger = 15 * time.Second
 
 // ErrInterrupted is returned by Run when its context ended (Ctrl-C) before
@@ -269,7 +269,7 @@ func landingBranches(script scriptedmodel.Script) []string {
 }
 
 // lingerCockpit leaves the attached cockpit open for a while after the
-// answer, so it can be seen, until the user detaches or ctx ends.
+// team is done, so it can be seen, until the user detaches or ctx ends.
 func lingerCockpit(ctx context.Context, attached <-chan struct{}) {
 	t := time.NewTimer(cockpitLinger)
 	defer t.Stop()
