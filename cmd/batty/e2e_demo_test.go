@@ -245,6 +245,30 @@ func TestDemoWithoutCodexSaysHowToGetIt(t *testing.T) {
 	}
 }
 
+// Without git the demo says how to get it, before it made anything.
+func TestDemoWithoutGitSaysHowToGetIt(t *testing.T) {
+	tmp := t.TempDir()
+	fake := filepath.Join(t.TempDir(), "codex")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho codex-cli 0.169.0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := demoCmd(t, tmp, "demo-no-git", "--no-tmux", "--codex-bin", fake)
+	cmd.Env = append(cmd.Env, "PATH="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v\n%s", err, out)
+	}
+	for _, want := range []string{"git is not installed", "apt-get install git", "run batty demo again"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if dirs := demoDirs(t, tmp); len(dirs) != 0 {
+		t.Errorf("a demo project was created: %q", dirs)
+	}
+}
+
 // A reader that goes away (batty demo | head) does not kill the demo
 // before it cleaned up: it plays on and leaves nothing behind.
 func TestE2EDemoOutlivesItsReader(t *testing.T) {
