@@ -1,6 +1,8 @@
 // Package demo runs `batty demo`: a small team (an architect and two
-// engineers) working entirely offline. It writes a scratch project into a
-// temporary directory, starts the scripted stand-in model
+// engineers) working entirely offline. It writes a scratch project, a git
+// repository, into a temporary directory (the engineers work in worktrees
+// of their own and the architect lands their branches on main through the
+// merge queue), starts the scripted stand-in model
 // (scriptedmodel) and points the real Codex CLI at it through a generated
 // CODEX_HOME, drives the team through batty's own commands (start, send,
 // attach, stop — the batty executable it is given), prints what happens,
@@ -27,6 +29,7 @@ import (
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/scriptedmodel"
+	"github.com/battyhq/batty/workspaces"
 )
 
 // DefaultTimeout bounds a whole demo run.
@@ -40,12 +43,12 @@ const stopTimeout = 2 * time.Second
 // default, so that a person can follow the team.
 const DefaultPace = 700 * time.Millisecond
 
-// settleWait bounds the wait, after the answer arrived, for the turns
-// still running to end.
+// settleWait bounds the wait, once the answer arrived and both branches
+// landed, for the turns still running to end.
 const settleWait = 30 * time.Second
 
-// cockpitLinger is how long the cockpit stays open after the answer
-// arrived, unless the user detaches first.
+// cockpitLinger is how long the cockpit stays open after the team is done
+// (the answer in, both branches landed), unless the user detaches first.
 const cockpitLinger = 15 * time.Second
 
 // ErrInterrupted is returned by Run when its context ended (Ctrl-C) before
@@ -84,7 +87,8 @@ type Result struct {
 }
 
 // Run plays the demo: it blocks until the architect's answer reached the
-// human's inbox, the team failed, the timeout passed or ctx ended (then it
+// human's inbox and both engineers' branches landed on main, the team
+// failed (a turn or a landing), the timeout passed or ctx ended (then it
 // returns ErrInterrupted). In every case it stops the team (daemon, shims,
 // Codex processes, tmux session), closes the stand-in model's server and
 // removes the scratch project unless opts.Keep — all before it returns,
@@ -98,6 +102,9 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 	}
 	codexBin, err := FindCodex(opts.CodexBin)
 	if err != nil {
+		return res, err
+	}
+	if _, err := FindGit(); err != nil {
 		return res, err
 	}
 	p := newPrinter(opts.Out)
@@ -123,11 +130,11 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	fol, err := newFollower(l, p)
+	script := scriptedmodel.DemoScript()
+	fol, err := newFollower(l, p, landingBranches(script))
 	if err != nil {
 		return res, err
 	}
-	script := scriptedmodel.DemoScript()
 	srv, err := scriptedmodel.Start(script, scriptedmodel.Options{Observe: func(st scriptedmodel.Step) {
 		if st.Failed {
 			fol.fail(stepLine(st))
@@ -208,22 +215,33 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 
 	timeout := time.NewTimer(opts.Timeout)
 	defer timeout.Stop()
-	select {
-	case res.Answer = <-fol.answered:
-	case why := <-fol.failed:
-		keep = true // to look at
-		return res, fmt.Errorf("the demo team did not finish: %s; see %s", why, l.DaemonLog())
-	case err := <-followErr:
-		return res, err
-	case <-timeout.C:
-		keep = true // to look at
-		return res, fmt.Errorf("the demo team did not finish within %s; see %s and the transcripts in %s", opts.Timeout, l.DaemonLog(), l.LogsDir())
-	case <-ctx.Done():
-		p.plainf("\nInterrupted: stopping the team and cleaning up…\n")
-		return res, ErrInterrupted
+	// The team is done when the architect's answer is in and both
+	// engineers' branches landed, in whichever order (a nil channel is
+	// waited for no longer).
+	answered, landed := fol.answered, fol.landedAll
+	for answered != nil || landed != nil {
+		select {
+		case res.Answer = <-answered:
+			answered = nil
+		case <-landed:
+			landed = nil
+		case why := <-fol.failed:
+			keep = true // to look at
+			return res, fmt.Errorf("the demo team did not finish: %s; see %s", why, l.DaemonLog())
+		case err := <-followErr:
+			return res, err
+		case <-timeout.C:
+			keep = true // to look at
+			return res, fmt.Errorf("the demo team did not finish within %s (%s); see %s and the transcripts in %s",
+				opts.Timeout, fol.progress(), l.DaemonLog(), l.LogsDir())
+		case <-ctx.Done():
+			p.plainf("\nInterrupted: stopping the team and cleaning up…\n")
+			return res, ErrInterrupted
+		}
 	}
-	// The answer is in: let the turns still running end, so that every
-	// transcript is complete, then stop the team before the summary.
+	// The answer is in and the work landed: let the turns still running
+	// end, so that every transcript is complete, then stop the team before
+	// the summary.
 	fol.awaitSettled(ctx, settleWait)
 	if attached != nil {
 		lingerCockpit(ctx, attached)
@@ -233,12 +251,25 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 		return res, err
 	}
 	r.waitAttach()
-	p.plainf("\n%s", summary(dir, script))
+	p.plainf("\n%s", summary(ctx, dir, script))
 	return res, nil
 }
 
+// landingBranches returns the branches the demo waits to see landed: each
+// engineer's, when the script lands them.
+func landingBranches(script scriptedmodel.Script) []string {
+	if !script.Land {
+		return nil
+	}
+	var out []string
+	for _, t := range script.Tasks {
+		out = append(out, workspaces.Branch(t.Engineer))
+	}
+	return out
+}
+
 // lingerCockpit leaves the attached cockpit open for a while after the
-// answer, so it can be seen, until the user detaches or ctx ends.
+// team is done, so it can be seen, until the user detaches or ctx ends.
 func lingerCockpit(ctx context.Context, attached <-chan struct{}) {
 	t := time.NewTimer(cockpitLinger)
 	defer t.Stop()
@@ -252,20 +283,39 @@ func lingerCockpit(ctx context.Context, attached <-chan struct{}) {
 // banner says what the demo is: above all, that the model is a stand-in.
 func banner(ctx context.Context, dir, codexBin, url, sandbox string) string {
 	var b strings.Builder
-	b.WriteString("batty demo: an architect and two engineers work on a small goal, on this machine.\n\n")
+	b.WriteString("batty demo: an architect and two engineers deliver a small change to a git\nrepository, on this machine.\n\n")
 	b.WriteString("  The model is a SCRIPTED STAND-IN, not OpenAI's: a local server (" + url + ")\n")
 	b.WriteString("  plays a fixed script. No OpenAI account is used and nothing leaves this machine.\n")
-	b.WriteString("  batty, the Codex CLI and the commands the script asks for are real.\n\n")
+	b.WriteString("  batty, the Codex CLI, git and the commands the script asks for are real.\n\n")
 	fmt.Fprintf(&b, "  Codex CLI: %s (%s)\n", codexBin, codexVersion(ctx, codexBin, filepath.Join(dir, "codex-home")))
 	fmt.Fprintf(&b, "  Sandbox:   %s\n", sandbox)
-	fmt.Fprintf(&b, "  Project:   %s (team.yaml, prompts/, codex-home/, work/;\n             removed at the end unless --keep)\n\n", dir)
+	fmt.Fprintf(&b, "  Project:   %s (removed at the end unless --keep):\n", dir)
+	fmt.Fprintf(&b, "             a git repository whose %s branch holds team.yaml, prompts/ and work/.\n", baseBranch)
+	b.WriteString("  The work:  each engineer works in a git worktree of its own (.batty/worktrees/engineer-N,\n")
+	b.WriteString("             on branch batty/engineer-N), and batty commits each of its turns there.\n")
+	fmt.Fprintf(&b, "             The architect then lands both branches on %s with batty merge: batty's\n", baseBranch)
+	fmt.Fprintf(&b, "             merge queue merges each into %s and lands it only if the team's check passes:\n", baseBranch)
+	fmt.Fprintf(&b, "               verify: %s\n\n", verifyCommand)
 	return b.String()
 }
 
-// summary lists the files the engineers wrote, with their contents.
-func summary(dir string, script scriptedmodel.Script) string {
+// summary shows what the team delivered: the history of main and the files
+// the engineers wrote, with their contents, as they are in the project's
+// checkout of main (advanced by the landings).
+func summary(ctx context.Context, dir string, script scriptedmodel.Script) string {
 	var b strings.Builder
-	b.WriteString("Done: the architect's answer (above) reached the human's inbox. The engineers' files, in " + filepath.Join(dir, "work") + ":\n")
+	fmt.Fprintf(&b, "Done: both engineers' branches landed on %s and the architect's answer (above)\nreached your inbox.\n\n", baseBranch)
+	fmt.Fprintf(&b, "The history of %s (git log --oneline --graph -n 10 %s):\n", baseBranch, baseBranch)
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if log, err := gitLog(gctx, dir); err != nil {
+		fmt.Fprintf(&b, "  %v\n", err)
+	} else {
+		for l := range strings.Lines(log) {
+			fmt.Fprintf(&b, "  %s\n", strings.TrimRight(l, "\n"))
+		}
+	}
+	fmt.Fprintf(&b, "\nThe engineers' files on %s, in %s:\n", baseBranch, filepath.Join(dir, "work"))
 	var files []string
 	for _, t := range script.Tasks {
 		files = append(files, t.File)
@@ -286,11 +336,15 @@ func summary(dir string, script scriptedmodel.Script) string {
 	return b.String()
 }
 
-// writeProject writes the scratch project into dir: team.yaml (the
-// architect and two engineers, Codex at codexBin with CODEX_HOME
-// codex-home/), the role prompts, codex-home/config.toml pointing at url,
-// and work/, the engineers' working directory. It returns a description of the sandbox the commands run in: Codex's
-// workspace-write sandbox where it runs on this machine, else none.
+// writeProject writes the scratch project into dir and makes it a git
+// repository: team.yaml (the architect and two engineers, Codex at
+// codexBin with CODEX_HOME codex-home/; the engineers work in git worktrees
+// of their own, their work landing on main once verifyCommand passes), the
+// role prompts, codex-home/config.toml pointing at url, and work/ (kept by
+// work/.gitkeep), the engineers' working directory. Everything but
+// codex-home/ and .batty/ (.gitignore) is the repository's first commit,
+// on main. It returns a description of the sandbox the commands run in:
+// Codex's workspace-write sandbox where it runs on this machine, else none.
 func writeProject(ctx context.Context, dir, codexBin, url string, script scriptedmodel.Script) (string, error) {
 	home := filepath.Join(dir, "codex-home")
 	if err := scriptedmodel.WriteCodexHome(home, url); err != nil {
@@ -304,6 +358,7 @@ func writeProject(ctx context.Context, dir, codexBin, url string, script scripte
 	files := map[string]string{
 		"prompts/architect.md": script.ArchitectPrompt + "\n",
 		"prompts/engineer.md":  script.EngineerPrompt + "\n",
+		"work/.gitkeep":        "",
 	}
 	sandbox, note := "workspace-write", "Codex's workspace-write sandbox (each agent writes only its working directory and the inboxes)"
 	if !sandboxWorks(ctx, codexBin, home) {
@@ -322,6 +377,12 @@ timeouts:
   turn: 2m
   idle: 1m
   shutdown: 5s
+# The engineers work in git worktrees of their own (.batty/worktrees/) and
+# their branches land on main through batty's merge queue, each only once
+# verify passes on it merged with main.
+workspace:
+  base: %s
+  verify: '%s'
 roles:
   - name: architect
     prompt: prompts/architect.md
@@ -331,12 +392,16 @@ roles:
     prompt: prompts/engineer.md
     talks_to: [architect]
     cwd: work
-`, q(codexBin), sandbox, len(script.Tasks))
+    workspace: worktree
+`, q(codexBin), sandbox, baseBranch, strings.ReplaceAll(verifyCommand, "'", "''"), len(script.Tasks))
 	for name, text := range files {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 			return "", fmt.Errorf("write %s: %w", p, err)
 		}
+	}
+	if err := initRepo(ctx, dir); err != nil {
+		return "", err
 	}
 	return note, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/scriptedmodel"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/workspaces"
 )
 
 // writeExe writes an executable shell script.
@@ -69,9 +71,14 @@ func TestFindCodex(t *testing.T) {
 }
 
 // The scratch project is a valid team: the architect and one engineer per
-// task, who may talk to each other, the engineers working in work/, and
-// Codex pointed at the stand-in through codex-home/.
+// task, who may talk to each other, the engineers working in work/ of
+// worktrees of their own, their work landing on main once verify passes,
+// and Codex pointed at the stand-in through codex-home/. It is a git
+// repository on main with one commit holding all but .batty/ and
+// codex-home/, from which batty can make an engineer's worktree, work/
+// included.
 func TestWriteProject(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
 	dir := t.TempDir()
 	codexBin := filepath.Join(t.TempDir(), "codex")
 	writeExe(t, codexBin)
@@ -94,11 +101,17 @@ func TestWriteProject(t *testing.T) {
 			if a.Instructions != script.ArchitectPrompt || a.Cwd != dir {
 				t.Errorf("architect %+v", a)
 			}
+			if a.Workspace != team.WorkspaceShared {
+				t.Errorf("the architect works in %q", a.Workspace)
+			}
 		case "engineer":
-			if a.Instructions != script.EngineerPrompt || a.Cwd != filepath.Join(dir, "work") {
+			if a.Instructions != script.EngineerPrompt || a.Cwd != filepath.Join(dir, "work") || a.Workspace != team.WorkspaceWorktree {
 				t.Errorf("%s %+v", a.Name, a)
 			}
 		}
+	}
+	if cfg.Workspace.Base != "main" || cfg.Workspace.Verify != verifyCommand {
+		t.Errorf("workspace settings %+v", cfg.Workspace)
 	}
 	if strings.Join(names, ",") != "architect,engineer-1,engineer-2" {
 		t.Fatalf("agents %v", names)
@@ -111,6 +124,102 @@ func TestWriteProject(t *testing.T) {
 	conf, err := os.ReadFile(filepath.Join(dir, "codex-home", "config.toml"))
 	if err != nil || !strings.Contains(string(conf), `base_url = "http://127.0.0.1:9/v1"`) {
 		t.Fatalf("config.toml: %s, %v", conf, err)
+	}
+
+	// One commit on main, the checkout clean, codex-home/ left out.
+	ctx := context.Background()
+	g := projectGit(dir)
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := g.Run(ctx, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out)
+	}
+	if got := git("rev-list", "--count", "main"); got != "1" {
+		t.Errorf("main has %s commits", got)
+	}
+	if got := git("symbolic-ref", "--short", "HEAD"); got != "main" {
+		t.Errorf("checked out: %s", got)
+	}
+	if got := git("log", "-1", "--format=%an <%ae>"); got != "batty demo <demo@batty.invalid>" {
+		t.Errorf("author %s", got)
+	}
+	if got := strings.Fields(git("ls-tree", "-r", "--name-only", "main")); strings.Join(got, " ") !=
+		".gitignore prompts/architect.md prompts/engineer.md team.yaml work/.gitkeep" {
+		t.Errorf("first commit holds %q", got)
+	}
+	if got := git("status", "--porcelain", "--untracked-files=all"); got != "" {
+		t.Errorf("the checkout is not clean:\n%s", got)
+	}
+
+	// batty can make an engineer's worktree from main, and the engineer's
+	// working directory is in it.
+	l, err := project.LayoutFor(filepath.Join(dir, "team.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := workspaces.Open(ctx, workspaces.Options{ProjectDir: dir, WorktreesDir: l.WorktreesDir(), LockFile: l.GitLock(),
+		MinFreeBytes: 1, Env: g.Env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := repo.ResolveBase(ctx, cfg.Workspace.Base)
+	if err != nil || base != "main" {
+		t.Fatalf("ResolveBase = %q, %v", base, err)
+	}
+	if _, err := repo.Ensure(ctx, "engineer-1", base); err != nil {
+		t.Fatal(err)
+	}
+	engineer, _ := cfg.Agent("engineer-1")
+	cwd := repo.AgentDir("engineer-1", engineer.Cwd)
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() || cwd != filepath.Join(l.WorktreesDir(), "engineer-1", "work") {
+		t.Fatalf("engineer-1 works in %s: %v", cwd, err)
+	}
+}
+
+// The team's verify really checks the engineers' work: every text file in
+// work/ has content, and there is one.
+func TestVerifyCommand(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		pass  bool
+	}{
+		{"no text file", map[string]string{".gitkeep": ""}, false},
+		{"an empty one", map[string]string{"greeting.txt": "Hello\n", "numbers.txt": ""}, false},
+		{"all with content", map[string]string{".gitkeep": "", "greeting.txt": "Hello\n", "numbers.txt": "1\n"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.Mkdir(filepath.Join(dir, "work"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			for name, text := range c.files {
+				if err := os.WriteFile(filepath.Join(dir, "work", name), []byte(text), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command("sh", "-c", verifyCommand)
+			cmd.Dir = dir
+			out, err := cmd.CombinedOutput()
+			if (err == nil) != c.pass {
+				t.Fatalf("verify: %v, want passing %v\n%s", err, c.pass, out)
+			}
+			if !c.pass && !strings.Contains(string(out), "is missing or empty") {
+				t.Errorf("a red verify says %q", out)
+			}
+		})
+	}
+}
+
+// Without git on PATH the demo says how to get it.
+func TestFindGit(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := FindGit()
+	if !errors.Is(err, ErrNoGit) || !strings.Contains(err.Error(), "apt-get install git") || !strings.Contains(err.Error(), "run batty demo again") {
+		t.Fatalf("FindGit without git: %v", err)
 	}
 }
 
@@ -135,7 +244,7 @@ func TestFollowerReportsTheTeam(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	f, err := newFollower(l, newPrinter(&out))
+	f, err := newFollower(l, newPrinter(&out), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +314,7 @@ func TestFollowerRunWakesOnTheInbox(t *testing.T) {
 	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	f, err := newFollower(l, newPrinter(&bytes.Buffer{}))
+	f, err := newFollower(l, newPrinter(&bytes.Buffer{}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +389,7 @@ func TestFollowerFailsOnAlerts(t *testing.T) {
 		eventlog.EvQuotaBlocked, eventlog.EvRejected} {
 		t.Run(typ, func(t *testing.T) {
 			l, _ := project.LayoutFor(filepath.Join(t.TempDir(), "team.yaml"))
-			f, err := newFollower(l, newPrinter(&bytes.Buffer{}))
+			f, err := newFollower(l, newPrinter(&bytes.Buffer{}), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -295,5 +404,102 @@ func TestFollowerFailsOnAlerts(t *testing.T) {
 				t.Fatal("not reported as a failure")
 			}
 		})
+	}
+}
+
+// The follower prints the worktrees' commits and the landings, and counts
+// each branch it waits for once: the demo is settled only with the answer
+// in and both branches landed; a landing with nothing to land does not
+// count.
+func TestFollowerCountsLandings(t *testing.T) {
+	dir := t.TempDir()
+	l, err := project.LayoutFor(filepath.Join(dir, "team.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	f, err := newFollower(l, newPrinter(&out), landingBranches(scriptedmodel.DemoScript()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.progress(); got != "the architect's answer is not in, 0 of 2 branches landed" {
+		t.Fatalf("progress %q", got)
+	}
+	landed := func(agent, commit string, nothing bool) eventlog.Event {
+		data := map[string]any{"request": "r-" + agent, "commit": commit, "base": "main", "branch": "batty/" + agent}
+		if nothing {
+			data = map[string]any{"request": "r-" + agent, "nothing": true, "base": "main", "branch": "batty/" + agent}
+		}
+		return eventlog.Event{Type: eventlog.EvLanded, Agent: agent, Detail: "batty/" + agent + " landed on main", Data: data}
+	}
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvWorkspaceCreated, Agent: "engineer-1", Detail: filepath.Join(dir, ".batty", "worktrees", "engineer-1"),
+		Data: map[string]any{"branch": "batty/engineer-1", "base": "main"}})
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: "engineer-1", Detail: "turn completed",
+		Data: map[string]any{"commit": "abc1234def5678", "wip": false, "branch": "batty/engineer-1"}})
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvLandingQueued, Agent: "engineer-1", Data: map[string]any{"request": "r1", "by": "architect", "branch": "batty/engineer-1"}})
+	appendEvent(t, l, landed("engineer-1", "def5678abc1234", false))
+	appendEvent(t, l, landed("engineer-1", "0123456789abc", false)) // landed again: still one branch
+	appendEvent(t, l, landed("engineer-2", "", true))
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvLandingWaiting, Agent: "engineer-2", Detail: "main has uncommitted changes"})
+	if _, err := f.human.Deliver(inbox.Message{From: "architect", To: "human", Body: scriptedmodel.AnswerHeading}); err != nil {
+		t.Fatal(err)
+	}
+	f.scan()
+	select {
+	case <-f.answered:
+	default:
+		t.Fatal("the answer was not recognised")
+	}
+	select {
+	case <-f.landedAll:
+		t.Fatal("every branch counted as landed with one in")
+	case <-f.settled:
+		t.Fatal("settled with one branch landed")
+	default:
+	}
+	if got := f.progress(); got != "the architect's answer is in, 1 of 2 branches landed" {
+		t.Fatalf("progress %q", got)
+	}
+
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvWorkspaceSynced, Agent: "engineer-2", Detail: "main merged into batty/engineer-2"})
+	appendEvent(t, l, landed("engineer-2", "fedcba9876543", false))
+	f.scan()
+	select {
+	case <-f.landedAll:
+	default:
+		t.Fatal("both branches landed, but landedAll is open")
+	}
+	select {
+	case <-f.settled:
+	default:
+		t.Fatal("not settled with the answer in, both branches landed and no turn running")
+	}
+	got := out.String()
+	for _, want := range []string{
+		"batty makes engineer-1's worktree .batty/worktrees/engineer-1, on branch batty/engineer-1 from main\n",
+		"batty commits engineer-1's turn on batty/engineer-1 (abc1234)\n",
+		"batty queues batty/engineer-1 for landing (asked by architect)\n",
+		"batty lands batty/engineer-1 on main (def5678): the merge passed verify\n",
+		"batty has nothing to land: batty/engineer-2 landed on main\n",
+		"the landing of batty/engineer-2 waits: main has uncommitted changes\n",
+		"batty keeps engineer-2's worktree up to date: main merged into batty/engineer-2\n",
+		"batty lands batty/engineer-2 on main (fedcba9): the merge passed verify\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("feed lacks %q:\n%s", want, got)
+		}
+	}
+
+	// A landing that failed ends the demo, with verify's output.
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvLandingFailed, Agent: "engineer-1", Detail: "verify exited with status 1",
+		Data: map[string]any{"base": "main", "branch": "batty/engineer-1", "output": "work/greeting.txt is missing or empty\n"}})
+	f.scan()
+	select {
+	case why := <-f.failed:
+		if why != "batty could not land batty/engineer-1 on main: verify exited with status 1\nwork/greeting.txt is missing or empty" {
+			t.Fatalf("failure %q", why)
+		}
+	default:
+		t.Fatal("the failed landing was not reported")
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/scriptedmodel"
+	"github.com/battyhq/batty/textclip"
+	"github.com/battyhq/batty/workspaces"
 )
 
 // printer writes the demo's feed, one line at a time, each prefixed with
@@ -97,29 +99,35 @@ func stepLine(st scriptedmodel.Step) string {
 }
 
 // follower watches a running team: the event log (deliveries, turn
-// outcomes, alerts) and the human's inbox. It is owned by Run, which
-// starts run and ends it with the context.
+// outcomes, its worktrees' commits and landings, alerts) and the human's
+// inbox. It is owned by Run, which starts run and ends it with the
+// context; progress may be called from any goroutine.
 type follower struct {
 	layout project.Layout
 	store  *inbox.Store
 	human  *inbox.Box
 	print  *printer
 	// answered receives the architect's answer to the human (once);
+	// landedAll is closed once every branch the demo waits for landed;
 	// failed receives what went wrong when the team cannot finish.
-	answered chan string
-	failed   chan string
+	answered  chan string
+	landedAll chan struct{}
+	failed    chan string
 
-	off      int64
-	partial  []byte
-	seen     map[string]bool // human-inbox messages printed
+	off     int64
+	partial []byte
+	seen    map[string]bool // human-inbox messages printed
+	busy    map[string]int  // agent → deliveries without a turn outcome yet
+
+	mu       sync.Mutex
 	answerOK bool
-	busy     map[string]int // agent → deliveries without a turn outcome yet
-
-	mu      sync.Mutex
-	settled chan struct{} // closed once the answer is in and no turn runs
+	landed   map[string]bool // branch the demo waits for → it landed
+	settled  chan struct{}   // closed once the answer is in, every branch landed and no turn runs
 }
 
-func newFollower(l project.Layout, p *printer) (*follower, error) {
+// newFollower returns the follower of the team in l, printing to p, that
+// waits for each of branches to land (none: landedAll is closed at once).
+func newFollower(l project.Layout, p *printer, branches []string) (*follower, error) {
 	store, err := l.OpenInboxes()
 	if err != nil {
 		return nil, err
@@ -128,9 +136,44 @@ func newFollower(l project.Layout, p *printer) (*follower, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &follower{layout: l, store: store, human: human, print: p,
-		answered: make(chan string, 1), failed: make(chan string, 1), seen: map[string]bool{},
-		busy: map[string]int{}, settled: make(chan struct{})}, nil
+	f := &follower{layout: l, store: store, human: human, print: p,
+		answered: make(chan string, 1), landedAll: make(chan struct{}), failed: make(chan string, 1), seen: map[string]bool{},
+		busy: map[string]int{}, landed: map[string]bool{}, settled: make(chan struct{})}
+	for _, b := range branches {
+		f.landed[b] = false
+	}
+	if len(branches) == 0 {
+		close(f.landedAll)
+	}
+	return f, nil
+}
+
+// landings returns how many of the branches the demo waits for landed, and
+// how many it waits for. The caller holds f.mu.
+func (f *follower) landings() (done, want int) {
+	for _, ok := range f.landed {
+		if ok {
+			done++
+		}
+	}
+	return done, len(f.landed)
+}
+
+// progress says how far the team got towards the end of the demo: whether
+// the architect's answer is in and how many branches landed. Safe for
+// concurrent use.
+func (f *follower) progress() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	answer := "the architect's answer is not in"
+	if f.answerOK {
+		answer = "the architect's answer is in"
+	}
+	done, want := f.landings()
+	if want == 0 {
+		return answer
+	}
+	return fmt.Sprintf("%s, %d of %d branches landed", answer, done, want)
 }
 
 // run reports what happens until ctx ends. File system events on the state
@@ -177,14 +220,15 @@ func (f *follower) scan() {
 		f.seen[m.ID] = true
 		f.humanMessage(m)
 	}
-	if f.answerOK && f.idle() {
-		f.mu.Lock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	done, want := f.landings()
+	if f.answerOK && done == want && f.idle() {
 		select {
 		case <-f.settled:
 		default:
 			close(f.settled)
 		}
-		f.mu.Unlock()
 	}
 }
 
@@ -198,8 +242,8 @@ func (f *follower) idle() bool {
 	return true
 }
 
-// awaitSettled waits until the answer is in and no turn runs, for at most
-// max or until ctx ends.
+// awaitSettled waits until the answer is in, every branch landed and no
+// turn runs, for at most max or until ctx ends.
 func (f *follower) awaitSettled(ctx context.Context, max time.Duration) {
 	t := time.NewTimer(max)
 	defer t.Stop()
@@ -264,6 +308,9 @@ func (f *follower) event(ev eventlog.Event) {
 			return
 		}
 		f.fail(fmt.Sprintf("%s's turn %s (%s): %s", ev.Agent, status, str("failure"), ev.Detail))
+	case eventlog.EvWorkspaceCreated, eventlog.EvWorkspaceCommitted, eventlog.EvLandingQueued, eventlog.EvLanded,
+		eventlog.EvLandingWaiting, eventlog.EvLandingFailed, eventlog.EvWorkspaceSynced, eventlog.EvWorkspaceConflict:
+		f.workspaceEvent(ev)
 	case eventlog.EvAgentFailed, eventlog.EvAgentParked, eventlog.EvAuthRequired, eventlog.EvQuotaBlocked, eventlog.EvRejected:
 		f.fail(fmt.Sprintf("%s %s: %s", ev.Type, ev.Agent, ev.Detail))
 	case eventlog.EvWarning, eventlog.EvWedged:
@@ -281,10 +328,82 @@ func (f *follower) humanMessage(m inbox.Message) {
 		}
 	}
 	f.print.linef("%s → human (your inbox):\n%s", m.From, strings.TrimSpace(body))
-	if m.From == scriptedmodel.RoleArchitect && strings.HasPrefix(body, scriptedmodel.AnswerHeading) && !f.answerOK {
-		f.answerOK = true
+	if m.From != scriptedmodel.RoleArchitect || !strings.HasPrefix(body, scriptedmodel.AnswerHeading) {
+		return
+	}
+	f.mu.Lock()
+	first := !f.answerOK
+	f.answerOK = true
+	f.mu.Unlock()
+	if first {
 		f.answered <- body
 	}
+}
+
+// workspaceEvent prints an event of the worktrees and the merge queue,
+// counts the landings the demo waits for, and fails the demo when a
+// landing failed.
+func (f *follower) workspaceEvent(ev eventlog.Event) {
+	str := func(k string) string { s, _ := ev.Data[k].(string); return s }
+	branch := str("branch")
+	if branch == "" {
+		branch = workspaces.Branch(ev.Agent)
+	}
+	switch ev.Type {
+	case eventlog.EvWorkspaceCreated:
+		where := ev.Detail
+		if rel, err := filepath.Rel(f.layout.Root(), where); err == nil && !strings.HasPrefix(rel, "..") {
+			where = rel
+		}
+		f.print.linef("batty makes %s's worktree %s, on branch %s from %s", ev.Agent, where, branch, str("base"))
+	case eventlog.EvWorkspaceCommitted:
+		if wip, _ := ev.Data["wip"].(bool); wip {
+			f.print.linef("batty commits %s's unfinished work on %s (%s): %s", ev.Agent, branch, shortCommit(str("commit")), ev.Detail)
+			return
+		}
+		f.print.linef("batty commits %s's turn on %s (%s)", ev.Agent, branch, shortCommit(str("commit")))
+	case eventlog.EvLandingQueued:
+		f.print.linef("batty queues %s for landing (asked by %s)", branch, str("by"))
+	case eventlog.EvLanded:
+		if nothing, _ := ev.Data["nothing"].(bool); nothing {
+			f.print.linef("batty has nothing to land: %s", ev.Detail)
+			return
+		}
+		f.mu.Lock()
+		if _, ok := f.landed[branch]; ok {
+			f.landed[branch] = true
+		}
+		done, want := f.landings()
+		f.mu.Unlock()
+		f.print.linef("batty lands %s on %s (%s): the merge passed verify", branch, str("base"), shortCommit(str("commit")))
+		if want > 0 && done == want {
+			select {
+			case <-f.landedAll:
+			default:
+				close(f.landedAll)
+			}
+		}
+	case eventlog.EvLandingWaiting:
+		f.print.linef("the landing of %s waits: %s", branch, ev.Detail)
+	case eventlog.EvLandingFailed:
+		why := fmt.Sprintf("batty could not land %s on %s: %s", branch, str("base"), ev.Detail)
+		if out := strings.TrimSpace(str("output")); out != "" {
+			why += "\n" + textclip.Bytes(out, 600, textclip.Ellipsis)
+		}
+		f.fail(why)
+	case eventlog.EvWorkspaceSynced:
+		f.print.linef("batty keeps %s's worktree up to date: %s", ev.Agent, ev.Detail)
+	case eventlog.EvWorkspaceConflict:
+		f.print.linef("warning (%s): %s", ev.Agent, ev.Detail)
+	}
+}
+
+// shortCommit is the abbreviation of a commit id the feed shows.
+func shortCommit(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
 }
 
 // fail prints why the team cannot finish and reports it (once).

@@ -27,18 +27,21 @@ func newDemoCmd() *cobra.Command {
 		Short: "Watch a small team work, offline, with a scripted stand-in for the model",
 		Long: `demo runs an architect and two engineers on this machine with no OpenAI
 account: the model is a scripted stand-in (a local server playing a fixed
-script), while batty, the Codex CLI and the commands are real. The architect
-gets a goal and hands a task to each engineer with batty send; each engineer
-writes a file in a scratch directory, runs a command on it and reports back;
-the architect then answers you.
+script), while batty, the Codex CLI, git and the commands are real. The
+architect gets a goal and hands a task to each engineer with batty send; each
+engineer writes a file in a git worktree of its own, runs a command on it and
+reports back; the architect then lands both engineers' branches on main with
+batty merge (the merge queue checks each with the team's verify) and answers
+you.
 
-The demo writes a scratch project into a temporary directory, prints what
-happens, ends by itself once the answer is in your inbox (or after --timeout),
+The demo writes a scratch project, a git repository, into a temporary
+directory, prints what happens, ends by itself once the answer is in your
+inbox and both branches landed (or after --timeout), shows main's history,
 and stops and removes everything it started, also on Ctrl-C. In a terminal
 with tmux it shows the team in the tmux cockpit; --no-tmux prints a plain
 feed instead.
 
-It needs the Codex CLI: the pinned install of scripts/demo.sh
+It needs git and the Codex CLI: the pinned install of scripts/demo.sh
 (~/.cache/batty-codex), else codex on PATH, or --codex-bin.`,
 		Example: `  scripts/demo.sh            # from a checkout: installs what is missing, then runs this
   batty demo

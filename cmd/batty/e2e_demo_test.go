@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/scriptedmodel"
+	"github.com/battyhq/batty/workspaces"
 )
 
 // demoCmd prepares `batty demo args…` with its temporary directories in
@@ -41,10 +43,11 @@ func demoDirs(t *testing.T, tmp string) []string {
 // The demo runs the whole scripted conversation with the real Codex CLI and
 // ends by itself: every agent's final answers are in its transcript (the
 // engineers' being their reports, which reach the architect as replies),
-// the engineers' files exist, the human got the architect's answer, and
+// the engineers worked in worktrees of their own and their files reached
+// main through two landings, the human got the architect's answer, and
 // nothing is left running. The stand-in model calls exec_command as a real
-// model does, so its batty sends run in a login shell, by the absolute
-// path its instructions give.
+// model does, so its batty sends and merges run in a login shell, by the
+// absolute path its instructions give.
 func TestE2EDemo(t *testing.T) {
 	codexBin := codextest.Codex(t)
 	tmp, mark := t.TempDir(), fmt.Sprintf("e2e-demo-%d", time.Now().UnixNano())
@@ -57,6 +60,9 @@ func TestE2EDemo(t *testing.T) {
 	for _, want := range []string{
 		"The model is a SCRIPTED STAND-IN", "No OpenAI account is used and nothing leaves this machine",
 		scriptedmodel.AnswerHeading, "batty: stopped", "greeting.txt:", "numbers.txt:", "The demo project is kept in",
+		"batty commits engineer-1's turn on batty/engineer-1 (", "batty lands batty/engineer-1 on main (",
+		"batty lands batty/engineer-2 on main (", "Done: both engineers' branches landed on main",
+		"git log --oneline --graph -n 10 main", "Land batty/engineer-1 (",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, out)
@@ -93,6 +99,54 @@ func TestE2EDemo(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "work", "numbers.txt")); err != nil || string(b) != "1\n2\n3\n4\n5\n" {
 		t.Errorf("numbers.txt: %q, %v", b, err)
+	}
+
+	// Each engineer worked in a worktree of its own, on its branch; both
+	// branches landed on main (merge commits of the merge queue, verify
+	// having passed on each), which holds their files, and the project's
+	// checkout of main was fast-forwarded to it and is clean.
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := workspaces.Git{Dir: dir, Env: append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")}.Run(context.Background(), args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out)
+	}
+	worktrees := map[string]string{} // path → its lines of git worktree list
+	for block := range strings.SplitSeq(git("worktree", "list", "--porcelain"), "\n\n") {
+		path, _, _ := strings.Cut(strings.TrimPrefix(block, "worktree "), "\n")
+		worktrees[path] = block
+	}
+	for _, agent := range []string{"engineer-1", "engineer-2"} {
+		wt := filepath.Join(dir, ".batty", "worktrees", agent)
+		if fi, err := os.Stat(filepath.Join(wt, "work")); err != nil || !fi.IsDir() {
+			t.Errorf("%s's worktree: %v", agent, err)
+		}
+		if !strings.Contains(worktrees[wt]+"\n", "\nbranch refs/heads/batty/"+agent+"\n") {
+			t.Errorf("%s's worktree %s is not registered on its branch: %q", agent, wt, worktrees)
+		}
+	}
+	var lands []string
+	for _, subject := range strings.Split(git("log", "--first-parent", "--merges", "--format=%s", "main"), "\n") {
+		if strings.HasPrefix(subject, "Land batty/engineer-") {
+			lands = append(lands, subject)
+		}
+	}
+	if len(lands) != 2 || !strings.HasPrefix(lands[0], "Land batty/engineer-2 ") || !strings.HasPrefix(lands[1], "Land batty/engineer-1 ") {
+		t.Errorf("landings on main: %q", lands)
+	}
+	if got := git("show", "main:work/greeting.txt"); got != "Hello from engineer-1." {
+		t.Errorf("main's greeting.txt: %q", got)
+	}
+	if got := git("show", "main:work/numbers.txt"); got != "1\n2\n3\n4\n5" {
+		t.Errorf("main's numbers.txt: %q", got)
+	}
+	if head, main := git("rev-parse", "HEAD"), git("rev-parse", "main"); head != main {
+		t.Errorf("the project's checkout is at %s, main at %s", head, main)
+	}
+	if st := git("status", "--porcelain"); st != "" {
+		t.Errorf("the project's checkout is not clean:\n%s", st)
 	}
 
 	// The human's inbox holds the architect's answer with both reports.
@@ -182,6 +236,30 @@ func TestDemoWithoutCodexSaysHowToGetIt(t *testing.T) {
 		t.Fatalf("exit %v\n%s", err, out)
 	}
 	for _, want := range []string{"the Codex CLI is not installed", "scripts/demo.sh", "npm install -g @openai/codex@0.169.0"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if dirs := demoDirs(t, tmp); len(dirs) != 0 {
+		t.Errorf("a demo project was created: %q", dirs)
+	}
+}
+
+// Without git the demo says how to get it, before it made anything.
+func TestDemoWithoutGitSaysHowToGetIt(t *testing.T) {
+	tmp := t.TempDir()
+	fake := filepath.Join(t.TempDir(), "codex")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho codex-cli 0.169.0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := demoCmd(t, tmp, "demo-no-git", "--no-tmux", "--codex-bin", fake)
+	cmd.Env = append(cmd.Env, "PATH="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v\n%s", err, out)
+	}
+	for _, want := range []string{"git is not installed", "apt-get install git", "run batty demo again"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
