@@ -88,6 +88,7 @@ type agent struct {
 	prepDone   chan prepared
 	prepCancel context.CancelFunc
 	wsProblem  *preflight.Problem
+	wsMade     bool // the worktree was made (or found) by a preparation
 	// syncReq, under mu, is the landing after which the base is to be
 	// merged into the worktree's branch at the next idle moment ("" when
 	// none); syncTold whether the agent was told of its conflict already

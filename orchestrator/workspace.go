@@ -89,6 +89,7 @@ func newAgentWorkspace(d *Daemon, def team.Agent) *agentWorkspace {
 // prepared is what preparing a worktree did: whether it was made now,
 // the commit of work an earlier run left in it ("" when none).
 type prepared struct {
+	made     bool // the worktree exists (it may still need its setup)
 	created  bool
 	leftover string
 	err      error
@@ -104,6 +105,7 @@ func (w *agentWorkspace) prepare(ctx context.Context) prepared {
 	if p.created, p.err = w.repo.Ensure(gctx, w.agent, w.base); p.err != nil {
 		return p
 	}
+	p.made = true
 	sha, committed, err := w.repo.Commit(gctx, workspaces.CommitInfo{Agent: w.agent, Subject: "work left uncommitted when the team last stopped", WIP: true})
 	if err != nil {
 		p.err = err
@@ -209,6 +211,7 @@ const agentPreparing = "preparing"
 // or the agent parks with the problem until `batty resume`.
 func (a *agent) workspacePrepared(p prepared) {
 	a.prepDone, a.prepCancel = nil, nil
+	a.wsMade = a.wsMade || p.made
 	if p.created {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCreated, Agent: a.def.Name,
 			Detail: a.ws.repo.Path(a.def.Name), Data: map[string]any{"branch": workspaces.Branch(a.def.Name), "base": a.ws.base}})
@@ -239,15 +242,17 @@ func (a *agent) stopPreparing() {
 		return
 	}
 	a.prepCancel()
-	<-a.prepDone
+	p := <-a.prepDone
 	a.prepDone, a.prepCancel = nil, nil
+	a.wsMade = a.wsMade || p.made
 }
 
 // commitWorkspace commits the worktree's changes (see agentWorkspace.commit)
 // and announces the commit; a failure is a warning (the edits stay in the
 // worktree, committed at the next chance). Run's goroutine only.
 func (a *agent) commitWorkspace(m *inbox.Message, wip bool, why string) {
-	if a.ws == nil || a.prepDone != nil {
+	if a.ws == nil || a.prepDone != nil || !a.wsMade {
+		// No worktree yet, or being made: nothing to commit.
 		return
 	}
 	sha, err := a.ws.commit(m, wip, why)

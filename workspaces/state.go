@@ -254,7 +254,8 @@ func (r *Repo) syncBase(ctx context.Context, agent, base string, keep bool) (Syn
 	if err != nil {
 		return SyncResult{}, fmt.Errorf("sync %s with %s: %w", Branch(agent), base, err)
 	}
-	_, merr := g.Run(ctx, withNoHooks("merge", "--no-edit", "--ff", "--no-verify", "--no-gpg-sign", "--no-autostash", "--no-stat", baseRef)...)
+	_, merr := g.Run(ctx, withNoHooks("merge", "--no-edit", "--ff", "--no-verify", "--no-gpg-sign", "--no-autostash", "--no-stat",
+		"-m", "Merge "+base+" into "+Branch(agent), baseRef)...)
 	if merr == nil {
 		return SyncResult{Merged: true}, nil
 	}
