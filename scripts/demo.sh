@@ -25,7 +25,7 @@ bin_dir="${BATTY_BIN_CACHE:-$HOME/.cache/batty/bin}"
 . scripts/lib.sh
 
 need_cmd demo.sh go "get Go 1.26 or newer from https://go.dev/dl/" || exit 1
-need_cmd demo.sh git "the demo's engineers work in git worktrees; install git ($(install_hint git))" || exit 1
+need_pkg demo.sh git || exit 1
 
 if ! need_tmux demo.sh; then
   echo "demo.sh: going on without tmux: the demo prints a plain feed instead of the cockpit" >&2

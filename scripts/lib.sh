@@ -24,30 +24,34 @@ install_hint() {
   fi
 }
 
-# need_tmux WHO: makes sure tmux is on PATH. When it is missing it installs
-# it with apt-get if this user can (root, or sudo); otherwise, or when that
-# fails, it says on stderr (as WHO) what to install and returns 1. It never
-# runs apt-get as a user who cannot install, whose only result would be
-# apt's lock error.
-need_tmux() {
-  local who=$1
-  command -v tmux >/dev/null 2>&1 && return 0
+# need_pkg WHO PKG: makes sure the command PKG (from the system package of
+# the same name) is on PATH. When it is missing it installs it with apt-get
+# if this user can (root, or sudo); otherwise, or when that fails, it says
+# on stderr (as WHO) what to install and returns 1. It never runs apt-get
+# as a user who cannot install, whose only result would be apt's lock
+# error.
+need_pkg() {
+  local who=$1 pkg=$2
+  command -v "$pkg" >/dev/null 2>&1 && return 0
   if command -v apt-get >/dev/null 2>&1 && can_root; then
-    echo "==> installing tmux (apt-get)"
-    if as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; then
+    echo "==> installing $pkg (apt-get)"
+    if as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null; then
       return 0
     fi
-    echo "$who: could not install tmux with apt-get (see above); install it, then run this again: $(install_hint tmux)" >&2
+    echo "$who: could not install $pkg with apt-get (see above); install it, then run this again: $(install_hint "$pkg")" >&2
     return 1
   fi
   if [ "$(id -u)" != 0 ] && ! command -v sudo >/dev/null 2>&1; then
-    echo "$who: tmux is not installed, and this user can install no system package (not root, no sudo)." >&2
-    echo "$who: ask an administrator to install tmux ($(install_hint tmux) as root), then run this again." >&2
+    echo "$who: $pkg is not installed, and this user can install no system package (not root, no sudo)." >&2
+    echo "$who: ask an administrator to install $pkg ($(install_hint "$pkg") as root), then run this again." >&2
   else
-    echo "$who: tmux is not installed; install it, then run this again: $(install_hint tmux)" >&2
+    echo "$who: $pkg is not installed; install it, then run this again: $(install_hint "$pkg")" >&2
   fi
   return 1
 }
+
+# need_tmux WHO: need_pkg WHO tmux.
+need_tmux() { need_pkg "$1" tmux; }
 
 # need_cmd WHO CMD WHAT: returns 0 when CMD is on PATH, else says on stderr
 # (as WHO) that it is missing and WHAT to do, and returns 1.

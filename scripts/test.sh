@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: installs what the tests need (tmux, the pinned Codex CLI),
+# The test command: installs what the tests need (tmux, git, the pinned Codex CLI),
 # then runs gofmt, go vet, staticcheck (installed with go install when
 # missing, at the pinned version) and the whole suite with the race
 # detector. A user who cannot install tmux (not root, no sudo) is told what
@@ -22,7 +22,7 @@ export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
 
 . scripts/lib.sh
 
-# What the tests need, each missing one named with how to get it; tmux is
+# What the tests need, each missing one named with how to get it; tmux and git are
 # installed when this user can (root or sudo).
 codex_dir="$BATTY_CODEX_CACHE/$CODEX_VERSION"
 missing=0
@@ -31,6 +31,7 @@ if [ ! -x "$codex_dir/node_modules/.bin/codex" ]; then
   need_cmd scripts/test.sh npm "it installs the Codex CLI; get Node.js with npm ($(install_hint npm))" || missing=1
 fi
 need_tmux scripts/test.sh || missing=1
+need_pkg scripts/test.sh git || missing=1
 if [ "$missing" != 0 ]; then
   echo "scripts/test.sh: nothing was run; install what is named above" >&2
   exit 1
