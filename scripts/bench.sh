@@ -10,7 +10,7 @@
 #   scripts/bench.sh render         # no benchmark: the page from the recorded results
 #
 # Groups: orchestrator drain shim protocol idle fanout codexcli chaos codex
-# ptylog logtail cockpit. `codexcli` needs the pinned Codex CLI in
+# ptylog logtail cockpit workspaces. `codexcli` needs the pinned Codex CLI in
 # $BATTY_CODEX_CACHE (default ~/.cache/batty-codex; scripts/test.sh installs
 # it): without it the group is recorded as skipped, with the reason (a group
 # that has figures keeps them). A group that fails keeps its previous rows, except a chaos
@@ -23,7 +23,7 @@ export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
 CODEX_VERSION=0.169.0
 
-all=(orchestrator drain shim protocol idle fanout codexcli chaos codex ptylog logtail cockpit)
+all=(orchestrator drain shim protocol idle fanout codexcli chaos codex ptylog logtail cockpit workspaces)
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=("${all[@]}")
 [ "${groups[*]}" != render ] || groups=()
@@ -103,6 +103,7 @@ for g in "${groups[@]+"${groups[@]}"}"; do
     ptylog) bench "$g" -run '^$' -bench . -benchmem -count 3 ./ptylog/ ;;
     logtail) bench "$g" -run '^$' -bench . -benchmem -count 3 ./logtail/ ;;
     cockpit) bench "$g" -run '^$' -bench '^BenchmarkTitleBatch$' -benchtime 100x -count 3 ./cockpit/ ;;
+    workspaces) bench "$g" -run '^$' -bench '^BenchmarkCommitPerTurn$' -benchtime 20x -count 3 ./workspaces/ ;;
   esac
 done
 

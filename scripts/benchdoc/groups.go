@@ -123,6 +123,13 @@ var groups = map[string]group{
 			{"CodexMessage/batty", "through a running team of one agent: `batty send` → outcome recorded in `done/`"},
 		},
 	},
+	"workspaces": {
+		cols: []column{{"per commit", []string{"ns/op"}}},
+		rows: []row{
+			{"CommitPerTurn/3-files-changed", "the commit at the end of a turn that changed 3 of the 10,000 files: a commit on the agent's branch"},
+			{"CommitPerTurn/nothing-changed", "the end of a turn that changed nothing: the tree is still scanned to find that out, no commit is made"},
+		},
+	},
 	"chaos": {
 		cols: []column{
 			{"messages", []string{"messages"}},
