@@ -47,6 +47,8 @@ func (d *Daemon) newLander() (*lander, error) {
 		Layout: d.layout, TopLevel: d.repo.TopLevel(), WorktreesDir: d.layout.WorktreesDir(), Base: d.base,
 		Verify: d.cfg.Workspace.Verify, VerifyTimeout: d.cfg.Workspace.VerifyTimeout, Env: d.markedEnv(),
 		RetryWait: landingRetry,
+		// Its git commands and the worktrees' never run side by side.
+		Lock: d.repo.Locker(),
 	}
 	if d.reaper != nil {
 		o.Starter = d.reaper

@@ -144,8 +144,11 @@ func (w *agentWorkspace) problem(err error) *preflight.Problem {
 		return &preflight.Problem{Kind: ProblemWorkspace, Detail: se.Error(),
 			Fix: "fix the setup command (workspace.setup) or what it needs, then `batty resume " + w.agent + "`"}
 	}
-	return &preflight.Problem{Kind: ProblemWorkspace, Detail: "worktree " + w.repo.Path(w.agent) + ": " + err.Error(),
-		Fix: "fix the repository or the worktree, then `batty resume " + w.agent + "`"}
+	fix := "fix the repository or the worktree, then `batty resume " + w.agent + "`"
+	if errors.Is(err, workspaces.ErrLowDisk) {
+		fix = "free disk space there, then `batty resume " + w.agent + "`"
+	}
+	return &preflight.Problem{Kind: ProblemWorkspace, Detail: "worktree " + w.repo.Path(w.agent) + ": " + err.Error(), Fix: fix}
 }
 
 // commit commits what changed in the worktree: a turn's work (subject from

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -73,4 +74,34 @@ func (r *Repo) flock(ctx context.Context) (*os.File, error) {
 		}
 		pause = min(2*pause, 50*time.Millisecond)
 	}
+}
+
+// Locker returns the repository lock (the one Commit, Ensure, SyncBase and
+// Prune hold: this Repo's mutex and the flock on Options.LockFile) as a
+// sync.Locker, for other writers of the repository that must not run git
+// beside them, such as the merge queue. Lock blocks until it holds both;
+// when the lock file cannot be opened at all it holds the mutex alone
+// (git's own locks still guard the refs). Unlock releases what Lock took.
+func (r *Repo) Locker() sync.Locker { return &repoLocker{r: r} }
+
+type repoLocker struct {
+	r *Repo
+	f *os.File // the flock held, nil when only the mutex is
+}
+
+func (l *repoLocker) Lock() {
+	l.r.sem <- struct{}{}
+	f, err := l.r.flock(context.Background())
+	if err != nil {
+		f = nil
+	}
+	l.f = f
+}
+
+func (l *repoLocker) Unlock() {
+	if l.f != nil {
+		l.f.Close() // closing the file releases the flock
+		l.f = nil
+	}
+	<-l.r.sem
 }

@@ -340,7 +340,7 @@ func lowDisk(dir string, free, min uint64) error {
 	if free >= min {
 		return nil
 	}
-	return fmt.Errorf("%w: %s has %d bytes (%s) free, less than the %d bytes (%s) batty keeps free before checking out a worktree; free some space or lower the threshold",
+	return fmt.Errorf("%w: %s has %d bytes (%s) free, less than the %d bytes (%s) batty keeps free before checking out a worktree; free some space",
 		ErrLowDisk, dir, free, humanBytes(free), min, humanBytes(min))
 }
 
