@@ -7,6 +7,7 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -306,20 +307,13 @@ func renderWatch(st control.Status, cols, rows int, fetchErr error, now time.Tim
 		more = len(agents) - keep
 		agents = agents[:keep]
 	}
-	// AHEAD (the worktree agents' commits not on base) when it fits,
-	// columns two spaces apart when they fit.
-	var table []string
-	for _, try := range []struct {
-		ahead   bool
-		padding int
-	}{{true, 2}, {true, 1}, {false, 2}, {false, 1}} {
-		if try.ahead && !hasWorkspace(st.Agents) {
-			continue
-		}
-		table = watchTable(st.Agents, agents, more, cols, try.padding, try.ahead)
-		if widest(table) <= cols {
-			break
-		}
+	// AHEAD (the worktree agents' commits not on base) when the table
+	// fits with it, but for the free text of LAST ERROR, which is clipped
+	// anyway; columns two spaces apart when they fit.
+	ahead := hasWorkspace(st.Agents) && widest(watchTable(st.Agents, withoutLastError(agents), more, cols, 1, true)) <= cols
+	table := watchTable(st.Agents, agents, more, cols, 2, ahead)
+	if widest(table) > cols {
+		table = watchTable(st.Agents, agents, more, cols, 1, ahead)
 	}
 	lines := append(head, table...)
 	lines = append(lines, tail...)
@@ -387,6 +381,16 @@ func hasWorkspace(agents []control.AgentStatus) bool {
 		}
 	}
 	return false
+}
+
+// withoutLastError returns a copy of agents with no last error. It is a
+// pure function.
+func withoutLastError(agents []control.AgentStatus) []control.AgentStatus {
+	out := slices.Clone(agents)
+	for i := range out {
+		out[i].LastError = ""
+	}
+	return out
 }
 
 // aheadCell is the AHEAD cell of agent a: "+3", its branch's commits not

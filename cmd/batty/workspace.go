@@ -185,7 +185,7 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
-	cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
+	cmd.ValidArgsFunction = completeWorktreeAgents(&teamFile, true)
 	return withUsageExit(cmd)
 }
 
@@ -221,7 +221,7 @@ commits them when the agent's turn ends). It does not need the daemon.`,
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().BoolVar(&stat, "stat", false, "list the changed files and their line counts only")
-	cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
+	cmd.ValidArgsFunction = completeWorktreeAgents(&teamFile, false)
 	return withUsageExit(cmd)
 }
 
@@ -283,6 +283,9 @@ The team must be stopped: a running agent may be editing its worktree.`,
 				return err
 			}
 			msg := "removed the worktree and branch " + workspaces.Branch(args[0])
+			if !res.Removed {
+				msg = args[0] + " has no worktree or branch: nothing to prune"
+			}
 			if res.Archived != "" {
 				msg += "; its work is kept under " + res.Archived
 			}
@@ -292,6 +295,6 @@ The team must be stopped: a running agent may be editing its worktree.`,
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().BoolVar(&force, "force", false, "prune unlanded or uncommitted work too (kept under refs/batty/archive/ first)")
-	cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
+	cmd.ValidArgsFunction = completeWorktreeAgents(&teamFile, false)
 	return withUsageExit(cmd)
 }
