@@ -15,6 +15,7 @@ import (
 
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/landing"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
@@ -533,5 +534,74 @@ func TestRenderWatchShowsAhead(t *testing.T) {
 	narrow := strings.Join(renderWatch(st, 50, 24, nil, testNow), "\n")
 	if strings.Contains(narrow, "AHEAD") {
 		t.Errorf("AHEAD at 50 columns:\n%s", narrow)
+	}
+}
+
+// A running team of worktree agents through the CLI: an engineer's turn is
+// a commit on its branch that status, diff and the tables show; prune is
+// refused while the team runs; merge lands the branch on main (the
+// project's checkout follows); once the team stops, the landed worktree
+// prunes without --force and without an archive.
+func TestWorktreeTeamThroughTheCLI(t *testing.T) {
+	dir, _ := newGitProject(t)
+	env := gitTestEnv(dir)
+	t.Cleanup(func() { runBattyIn(t, dir, nil, "", "stop", "--timeout", "1s") })
+	if out, errOut, code := runBattyIn(t, dir, env, "", "start", "--no-tmux"); code != 0 {
+		log, _ := os.ReadFile(filepath.Join(dir, ".batty", "daemon.log"))
+		t.Fatalf("start: exit %d\n%s%s\ndaemon.log:\n%s", code, out, errOut, log)
+	}
+	mustSend(t, dir, nil, "", "engineer-1", "scenario:write:notes.txt=from-engineer-1")
+	st := waitJSONStatus(t, dir, "engineer-1's turn committed", func(st control.Status) bool {
+		a := agentStatus(st, "engineer-1")
+		return a.TurnsCompleted == 1 && a.Workspace != nil && a.Workspace.Ahead == 1
+	})
+	wt := filepath.Join(dir, ".batty", "worktrees", "engineer-1")
+	if ws := agentStatus(st, "engineer-1").Workspace; ws.Path != wt || ws.Branch != "batty/engineer-1" || ws.Base != "main" || !ws.Exists || ws.Dirty != 0 || ws.Behind != 0 ||
+		ws.Head != gitIn(t, dir, "rev-parse", "batty/engineer-1") {
+		t.Fatalf("engineer-1's workspace: %+v", ws)
+	}
+	if ws := agentStatus(st, "architect").Workspace; ws != nil {
+		t.Fatalf("the architect, in the project's checkout, has a workspace: %+v", ws)
+	}
+	table := mustBatty(t, dir, "status")
+	if !regexp.MustCompile(`(?m)^batty/engineer-1 +main +1 +0 +0 +\.batty/worktrees/engineer-1$`).MatchString(table) {
+		t.Fatalf("status has no worktree row of engineer-1:\n%s", table)
+	}
+	if out := mustBatty(t, dir, "diff", "engineer-1"); !strings.Contains(out, "\n+from-engineer-1\n") {
+		t.Fatalf("diff:\n%s", out)
+	}
+
+	out, errOut, code := runBattyIn(t, dir, env, "", "workspace", "prune", "--force", "engineer-1")
+	if code != 1 || out != "" || !strings.Contains(errOut, "already running") || !strings.Contains(errOut, "stop the team first (`batty stop`), then prune") {
+		t.Fatalf("prune of a running team: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(wt, "notes.txt")); err != nil {
+		t.Fatalf("the refused prune touched the worktree: %v", err)
+	}
+
+	out, errOut, code = runBattyIn(t, dir, env, "", "merge", "engineer-1")
+	if code != 0 || !strings.HasPrefix(out, "queued the landing of batty/engineer-1") || errOut != "" {
+		t.Fatalf("merge: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	st = waitJSONStatus(t, dir, "the landing", func(st control.Status) bool {
+		return len(st.Landings) == 1 && landing.State(st.Landings[0].State).Finished()
+	})
+	if l := st.Landings[0]; l.State != "landed" || l.Agent != "engineer-1" || l.By != team.Human || l.Commit != gitIn(t, dir, "rev-parse", "main") {
+		t.Fatalf("landing %+v; main at %s", l, gitIn(t, dir, "rev-parse", "main"))
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "from-engineer-1\n" {
+		t.Fatalf("the project's checkout of main did not follow: %q, %v", b, err)
+	}
+	if table := mustBatty(t, dir, "status"); !regexp.MustCompile(`(?m)^[0-9a-f]{8} +engineer-1 +landed +human +\d\d:\d\d:\d\d +[0-9a-f]{12}$`).MatchString(table) {
+		t.Fatalf("status has no landing row:\n%s", table)
+	}
+
+	mustBatty(t, dir, "stop")
+	out, errOut, code = runBattyIn(t, dir, env, "", "workspace", "prune", "engineer-1")
+	if code != 0 || out != "batty: removed the worktree and branch batty/engineer-1\n" {
+		t.Fatalf("prune of landed work: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if refs := gitIn(t, dir, "for-each-ref", "--format=%(refname)", "refs/batty/", "refs/heads/batty/engineer-1"); refs != "" {
+		t.Fatalf("refs left after the prune of landed work: %s", refs)
 	}
 }
