@@ -540,7 +540,8 @@ func TestRenderWatchShowsAhead(t *testing.T) {
 // A running team of worktree agents through the CLI: an engineer's turn is
 // a commit on its branch that status, diff and the tables show; prune is
 // refused while the team runs; merge lands the branch on main (the
-// project's checkout follows); once the team stops, the landed worktree
+// project's checkout follows); restart with an unknown base is refused
+// and leaves the team running; once the team stops, the landed worktree
 // prunes without --force and without an archive.
 func TestWorktreeTeamThroughTheCLI(t *testing.T) {
 	dir, _ := newGitProject(t)
@@ -594,6 +595,27 @@ func TestWorktreeTeamThroughTheCLI(t *testing.T) {
 	}
 	if table := mustBatty(t, dir, "status"); !regexp.MustCompile(`(?m)^[0-9a-f]{8} +engineer-1 +landed +human +\d\d:\d\d:\d\d +[0-9a-f]{12}$`).MatchString(table) {
 		t.Fatalf("status has no landing row:\n%s", table)
+	}
+
+	// A team file naming a base that does not exist: restart refuses
+	// before it stops the team.
+	teamFile := filepath.Join(dir, "team.yaml")
+	orig, err := os.ReadFile(teamFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(teamFile, []byte(strings.Replace(string(orig), "base: main", "base: develop", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runBattyIn(t, dir, env, "", "restart", "--no-tmux")
+	if code != 1 || !strings.Contains(errOut, "is invalid:") || !strings.Contains(errOut, `unknown base branch "develop"`) {
+		t.Fatalf("restart with an unknown base: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if pid := jsonStatus(t, dir).Daemon.PID; pid != st.Daemon.PID {
+		t.Fatalf("the refused restart touched the team: pid %d, was %d", pid, st.Daemon.PID)
+	}
+	if err := os.WriteFile(teamFile, orig, 0o600); err != nil {
+		t.Fatal(err)
 	}
 
 	mustBatty(t, dir, "stop")
