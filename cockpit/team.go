@@ -95,6 +95,9 @@ func (t *Team) Snapshot() Snapshot {
 		if a.Parked != nil {
 			v.Parked = a.Parked.Kind
 		}
+		if a.Workspace != nil {
+			v.Branch, v.Ahead = a.Workspace.Branch, a.Workspace.Ahead
+		}
 		if a.InFlight != nil {
 			v.Busy = true
 			v.Working = time.Duration(a.InFlightAgeS) * time.Second

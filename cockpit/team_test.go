@@ -62,6 +62,13 @@ func TestTeamSnapshot(t *testing.T) {
 	}
 	st.Agents[0].State, st.Agents[0].Network, st.Agents[1].Network = "working", nil, nil
 
+	// A worktree agent's title names its branch and how far ahead it is.
+	st.Agents[1].Workspace = &control.WorkspaceStatus{Branch: "batty/b", Base: "main", Exists: true, Ahead: 2, Behind: 1}
+	if got := titles(); got[1] != "b · idle · 2 waiting · batty/b +2" || got[0] != "a · working 2m · 3 waiting" {
+		t.Fatalf("worktree agent: %q", got)
+	}
+	st.Agents[1].Workspace = nil
+
 	// Alerts reach attached clients at the next flush.
 	team.Event(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: "c", Detail: "5 crashes"})
 	team.up.srv = Server{Run: clients{r, "/dev/pts/1\n"}}

@@ -36,18 +36,27 @@ type AgentView struct {
 	// Parked is the kind of problem that parks the agent (its codex cannot
 	// run: "codex_missing", "not_logged_in", …), "" when it is not parked.
 	Parked string
+	// Branch is the agent's branch when it works in a git worktree of its
+	// own (batty/<agent>), "" when it works in the project's checkout.
+	Branch string
+	// Ahead counts the commits on Branch not on the team's base branch.
+	Ahead int
 }
 
 // Title renders an agent's pane title: its name, its live state (idle,
 // working 2m, quota paused, waiting for network, parked (not logged in),
-// failed, …) and, when
-// messages wait, how many ("engineer-1 · working 2m · 3 waiting"). Ages
+// failed, …), when messages wait, how many, and for an agent in a
+// worktree its branch and how many commits it is ahead of the base
+// ("engineer-1 · working 2m · 3 waiting · batty/engineer-1 +2"). Ages
 // are in whole minutes, so a title changes at most once a minute by
 // itself. Pure.
 func Title(v AgentView) string {
 	parts := []string{v.Name, agentState(v)}
 	if v.Waiting > 0 {
 		parts = append(parts, fmt.Sprintf("%d waiting", v.Waiting))
+	}
+	if v.Branch != "" {
+		parts = append(parts, fmt.Sprintf("%s +%d", v.Branch, v.Ahead))
 	}
 	return clean(strings.Join(parts, " · "))
 }

@@ -28,6 +28,10 @@ func TestTitle(t *testing.T) {
 		{AgentView{Name: "e-1", State: "spawning"}, "e-1 · starting"},
 		{AgentView{Name: "e-1", State: "stopped"}, "e-1 · stopped"},
 		{AgentView{Name: "e\x1b[31m", State: "idle"}, "e · idle"},
+		// A worktree agent: its branch and the commits it is ahead.
+		{AgentView{Name: "eng-1", State: "idle", Branch: "batty/eng-1", Ahead: 3}, "eng-1 · idle · batty/eng-1 +3"},
+		{AgentView{Name: "eng-1", State: "working", Busy: true, Working: 2 * time.Minute, Waiting: 1, Branch: "batty/eng-1"}, "eng-1 · working 2m · 1 waiting · batty/eng-1 +0"},
+		{AgentView{Name: "eng-1", State: "idle", Branch: "batty/eng-1\x1b]0;x\x07", Ahead: 1}, "eng-1 · idle · batty/eng-1 +1"},
 	} {
 		if got := Title(tc.v); got != tc.want {
 			t.Errorf("Title(%+v) = %q, want %q", tc.v, got, tc.want)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/workspaces"
 )
 
 // teamFlagUsage describes the team file flags.
@@ -114,6 +115,47 @@ func teamNames(cfg *team.Config, set nameSet, sender, prefix string) []cobra.Com
 				add(r.Name, "role: the first free of its instances")
 			}
 		}
+	}
+	return out
+}
+
+// completeWorktreeAgents completes the agent of merge, diff and workspace
+// prune: the agents of the team that work in a worktree of their own. With
+// landing (merge) run inside an agent, only those whose branch it may land
+// (team.MayLand).
+func completeWorktreeAgents(teamFile *string, landing bool) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		_, cfg, err := loadTeamProject(*teamFile)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		sender := ""
+		if landing {
+			if sender, err = currentSender(""); err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+		}
+		return worktreeNames(cfg, sender, toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// worktreeNames lists, with a description each, the agents of cfg that
+// work in a worktree of their own and whose names start with prefix; with
+// a sender other than "", only those whose branch sender may land
+// (team.MayLand). It is a pure function.
+func worktreeNames(cfg *team.Config, sender, prefix string) []cobra.Completion {
+	var out []cobra.Completion
+	for _, a := range cfg.Agents() {
+		if a.Workspace != team.WorkspaceWorktree || !strings.HasPrefix(a.Name, prefix) {
+			continue
+		}
+		if sender != "" && !team.MayLand(cfg, sender, a.Name) {
+			continue
+		}
+		out = append(out, cobra.CompletionWithDesc(a.Name, "agent, role "+a.Role+", branch "+workspaces.Branch(a.Name)))
 	}
 	return out
 }

@@ -32,7 +32,7 @@ as it is. Without a running team, restart starts it.`,
   batty restart --no-tmux`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, _, err := loadTeamProject(teamFile); err != nil {
+			if _, _, err := loadStartableTeam(cmd.Context(), teamFile); err != nil {
 				return err
 			}
 			if err := runStop(cmd, teamFile, timeout); err != nil {

@@ -59,7 +59,7 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
 // the background (returning once it accepts messages) unless foreground,
 // with its cockpit unless noTmux. `batty restart` runs it after runStop.
 func runStart(cmd *cobra.Command, teamFile string, foreground, noTmux bool) error {
-	p, cfg, err := loadTeamProject(teamFile)
+	p, cfg, err := loadStartableTeam(cmd.Context(), teamFile)
 	if err != nil {
 		return err
 	}

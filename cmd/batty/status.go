@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,12 +39,15 @@ and exits.
 --json prints the documented shape: team, daemon {pid, uptime_s}, dispatch
 {paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
 in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
-context_pct, last_error, shim_pid, restarts, parked, network}], queues
+context_pct, last_error, shim_pid, restarts, parked, network, workspace}], queues
 {role: waiting}, accounts [{account, codex_home, agents, paused, reason,
 since, resume_at, probing, failed_probes, held}] (usage-limit pauses per
 account), schedules [{name, to, every, state, runs_completed, runs_failed,
 running, next_due, last_started, last_finished, last_error}] (the team
-file's scheduled prompts; unknown times are left out). An agent whose Codex cannot run is "parked": its "parked"
+file's scheduled prompts; unknown times are left out), landings [{id, agent,
+state, requested_at, by, commit, detail}] (the merge queue of batty merge).
+An agent's workspace is null, or {path, branch, base, head, exists, ahead,
+behind, dirty} for a role with workspace: worktree. An agent whose Codex cannot run is "parked": its "parked"
 {kind, detail, fix} says why and how to fix it (null for the others), and
 its messages wait until it runs. network is null, or {state, account, since, message} while the
 agent's account cannot reach the API: "waiting" (its turn waits for the
@@ -87,7 +91,7 @@ new turn until the API answers).`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(st)
 			}
-			printStatus(cmd.OutOrStdout(), st)
+			printStatus(cmd.OutOrStdout(), withProjectPaths(st, p.Layout.Root()))
 			return nil
 		},
 	}
@@ -135,8 +139,10 @@ func printStatus(w io.Writer, st control.Status) {
 }
 
 // printWorkspaces lists the worktree agents' branches against the base
-// (commits ahead and behind, uncommitted paths) and the merge queue's
-// unfinished and latest landings.
+// (commits ahead and behind, uncommitted paths, where the worktree is) and
+// the merge queue's unfinished and latest landings, each table within 80
+// columns for the usual names: the branch names its agent, a landing's
+// request is its short id and its detail goes on a line of its own.
 func printWorkspaces(w io.Writer, agents []control.AgentStatus, landings []control.LandingStatus) {
 	var rows []control.AgentStatus
 	for _, a := range agents {
@@ -147,15 +153,15 @@ func printWorkspaces(w io.Writer, agents []control.AgentStatus, landings []contr
 	if len(rows) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "WORKSPACE	BRANCH	BASE	AHEAD	BEHIND	DIRTY	PATH")
+		fmt.Fprintln(tw, "BRANCH\tBASE\tAHEAD\tBEHIND\tDIRTY\tPATH")
 		for _, a := range rows {
 			ws := a.Workspace
+			branch, base := safetext.Line(ws.Branch, 0), safetext.Line(ws.Base, 0)
 			if !ws.Exists {
-				fmt.Fprintf(tw, "%s	%s	%s	-	-	-	(not made yet)\n", safetext.Line(a.Name, 0), safetext.Line(ws.Branch, 0), safetext.Line(ws.Base, 0))
+				fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t(not made yet)\n", branch, base)
 				continue
 			}
-			fmt.Fprintf(tw, "%s	%s	%s	%d	%d	%d	%s\n", safetext.Line(a.Name, 0), safetext.Line(ws.Branch, 0), safetext.Line(ws.Base, 0),
-				ws.Ahead, ws.Behind, ws.Dirty, safetext.Line(ws.Path, 0))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", branch, base, ws.Ahead, ws.Behind, ws.Dirty, safetext.Line(ws.Path, 0))
 		}
 		tw.Flush()
 	}
@@ -164,16 +170,40 @@ func printWorkspaces(w io.Writer, agents []control.AgentStatus, landings []contr
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LANDING	AGENT	STATE	REQUESTED	COMMIT	DETAIL")
+	fmt.Fprintln(tw, "LANDING\tAGENT\tSTATE\tBY\tREQUESTED\tCOMMIT")
 	for _, l := range landings {
 		commit := l.Commit
 		if len(commit) > 12 {
 			commit = commit[:12]
 		}
-		fmt.Fprintf(tw, "%s	%s	%s	%s	%s	%s\n", safetext.Line(l.ID, 0), safetext.Line(l.Agent, 0), safetext.Line(l.State, 0),
-			l.RequestedAt.Local().Format("15:04:05"), or(commit, "-"), or(safetext.Line(l.Detail, 80), "-"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", safetext.Line(inbox.ShortID(l.ID), 20), safetext.Line(l.Agent, 0), safetext.Line(l.State, 0),
+			or(safetext.Line(l.By, 0), "-"), l.RequestedAt.Local().Format("15:04:05"), or(safetext.Line(commit, 0), "-"))
+		if d := safetext.Line(l.Detail, 200); d != "" {
+			// No tab: a trailing cell, which widens no column.
+			fmt.Fprintf(tw, "  %s\n", d)
+		}
 	}
 	tw.Flush()
+}
+
+// withProjectPaths returns st with every worktree's path made relative to
+// the project directory root when it is inside it
+// (".batty/worktrees/engineer-1"), for the table; other paths are kept.
+// st is not changed. It is a pure function.
+func withProjectPaths(st control.Status, root string) control.Status {
+	agents := make([]control.AgentStatus, len(st.Agents))
+	for i, a := range st.Agents {
+		if a.Workspace != nil && filepath.IsAbs(a.Workspace.Path) {
+			ws := *a.Workspace
+			if rel, err := filepath.Rel(root, ws.Path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				ws.Path = rel
+			}
+			a.Workspace = &ws
+		}
+		agents[i] = a
+	}
+	st.Agents = agents
+	return st
 }
 
 // printSchedules lists the team file's schedules: state, runs, when the

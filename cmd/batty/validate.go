@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
 )
@@ -19,7 +20,9 @@ func newValidateCmd() *cobra.Command {
 		Short: "Check a team file and list every problem",
 		Long: `validate loads the team file (-f; else team.yaml, else .batty/team.yaml, in
 this directory or the nearest parent that has one) and checks it
-completely, including that prompt files and working directories exist.
+completely, including that prompt files and working directories exist
+and, when a role has workspace: worktree, that the project is in a git
+repository that has the base branch.
 
 When the file is invalid it prints every problem to stderr, one per line as
 file:line:col: message (hint), and exits 1. When it is valid it prints the
@@ -34,6 +37,16 @@ changed since it started, it adds that ` + "`batty restart`" + ` applies them.`,
 				return err
 			}
 			cfg, err := loadTeamFile(path)
+			if err == nil {
+				// The checks that need git: the project of a team with
+				// worktree agents is a repository with the base branch.
+				var l project.Layout
+				if l, err = project.LayoutFor(path); err == nil {
+					if verr := repoProblems(cmd.Context(), project.Project{TeamFile: path, Layout: l}, cfg); verr != nil {
+						err = verr
+					}
+				}
+			}
 			var verr *team.ValidationError
 			if errors.As(err, &verr) {
 				// The problems are the whole output: no headline.

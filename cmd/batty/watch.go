@@ -7,6 +7,7 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -306,9 +307,13 @@ func renderWatch(st control.Status, cols, rows int, fetchErr error, now time.Tim
 		more = len(agents) - keep
 		agents = agents[:keep]
 	}
-	table := watchTable(st.Agents, agents, more, cols, 2)
+	// AHEAD (the worktree agents' commits not on base) when the table
+	// fits with it, but for the free text of LAST ERROR, which is clipped
+	// anyway; columns two spaces apart when they fit.
+	ahead := hasWorkspace(st.Agents) && widest(watchTable(st.Agents, withoutLastError(agents), more, cols, 1, true)) <= cols
+	table := watchTable(st.Agents, agents, more, cols, 2, ahead)
 	if widest(table) > cols {
-		table = watchTable(st.Agents, agents, more, cols, 1)
+		table = watchTable(st.Agents, agents, more, cols, 1, ahead)
 	}
 	lines := append(head, table...)
 	lines = append(lines, tail...)
@@ -323,9 +328,10 @@ func renderWatch(st control.Status, cols, rows int, fetchErr error, now time.Tim
 
 // watchTable is the live view's table for a terminal of cols columns:
 // the header, shown (the agents that fit), a line counting the more that
-// do not, and the TOTAL row of all, its columns padding spaces apart. It
-// is a pure function.
-func watchTable(all, shown []control.AgentStatus, more, cols, padding int) []string {
+// do not, and the TOTAL row of all, its columns padding spaces apart;
+// with ahead, an AHEAD column counts each worktree agent's commits not on
+// the base branch ("-" for the others). It is a pure function.
+func watchTable(all, shown []control.AgentStatus, more, cols, padding int, ahead bool) []string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, padding, ' ', 0)
 	wide, veryWide := cols >= watchWide, cols >= watchVeryWide
@@ -333,7 +339,7 @@ func watchTable(all, shown []control.AgentStatus, more, cols, padding int) []str
 	if wide {
 		tokens = "TOKENS IN/OUT"
 	}
-	row := func(name, role, state, thread, doing, backlog, turns, tokens, ctx, lastErr string) {
+	row := func(name, role, state, thread, doing, backlog, turns, tokens, ctx, aheadCell, lastErr string) {
 		cells := []string{name}
 		if wide {
 			cells = append(cells, role)
@@ -343,25 +349,58 @@ func watchTable(all, shown []control.AgentStatus, more, cols, padding int) []str
 			cells = append(cells, thread)
 		}
 		cells = append(cells, doing, backlog, turns, tokens, ctx)
+		if ahead {
+			cells = append(cells, aheadCell)
+		}
 		if wide {
 			cells = append(cells, lastErr)
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	row("AGENT", "ROLE", "STATE", "THREAD", "DOING", "BACKLOG", "TURNS", tokens, "CTX", "LAST ERROR")
+	row("AGENT", "ROLE", "STATE", "THREAD", "DOING", "BACKLOG", "TURNS", tokens, "CTX", "AHEAD", "LAST ERROR")
 	for _, a := range shown {
 		row(safetext.Line(a.Name, 0), safetext.Line(a.Role, 0), a.State, or(safetext.Line(a.ThreadID, 13), "-"), doingCell(a),
 			fmt.Sprint(a.Backlog), fmt.Sprint(a.TurnsCompleted), count(a.InputTokens)+"/"+count(a.OutputTokens),
-			fmt.Sprintf("%.0f%%", a.ContextPct), or(safetext.Line(a.LastError, 0), "-"))
+			fmt.Sprintf("%.0f%%", a.ContextPct), aheadCell(a), or(safetext.Line(a.LastError, 0), "-"))
 	}
 	if more > 0 {
 		fmt.Fprintf(tw, "… %d more agent(s): a taller terminal shows them\n", more)
 	}
 	t := teamTotals(all)
 	row("TOTAL", "", t.summary(), "", fmt.Sprintf("%d in flight", t.inFlight), fmt.Sprint(t.backlog), fmt.Sprint(t.turns),
-		count(t.input)+"/"+count(t.output), "", "")
+		count(t.input)+"/"+count(t.output), "", "", "")
 	tw.Flush()
 	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+}
+
+// hasWorkspace reports whether an agent of agents works in a worktree.
+func hasWorkspace(agents []control.AgentStatus) bool {
+	for _, a := range agents {
+		if a.Workspace != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutLastError returns a copy of agents with no last error. It is a
+// pure function.
+func withoutLastError(agents []control.AgentStatus) []control.AgentStatus {
+	out := slices.Clone(agents)
+	for i := range out {
+		out[i].LastError = ""
+	}
+	return out
+}
+
+// aheadCell is the AHEAD cell of agent a: "+3", its branch's commits not
+// on the base branch, "+0" before its worktree is made, "-" for an agent
+// working in the project's checkout. It is a pure function.
+func aheadCell(a control.AgentStatus) string {
+	if a.Workspace == nil {
+		return "-"
+	}
+	return fmt.Sprintf("+%d", a.Workspace.Ahead)
 }
 
 // widest returns the runes of the longest of lines.

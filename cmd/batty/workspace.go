@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,10 +18,16 @@ import (
 	"github.com/battyhq/batty/workspaces"
 )
 
+// repoOptions are the options of the project's repository as the daemon
+// opens it.
+func repoOptions(p project.Project) workspaces.Options {
+	return workspaces.Options{ProjectDir: p.Layout.Root(), WorktreesDir: p.Layout.WorktreesDir(), LockFile: p.Layout.GitLock()}
+}
+
 // openTeamRepo opens the project's repository for the worktree agents of
 // cfg and resolves the team's base branch.
 func openTeamRepo(ctx context.Context, p project.Project, cfg *team.Config) (*workspaces.Repo, string, error) {
-	repo, err := workspaces.Open(ctx, workspaces.Options{ProjectDir: p.Layout.Root(), WorktreesDir: p.Layout.WorktreesDir(), LockFile: p.Layout.GitLock()})
+	repo, err := workspaces.Open(ctx, repoOptions(p))
 	if err != nil {
 		return nil, "", err
 	}
@@ -29,6 +36,78 @@ func openTeamRepo(ctx context.Context, p project.Project, cfg *team.Config) (*wo
 		return nil, "", fmt.Errorf("%s: %w", cfg.Path, err)
 	}
 	return repo, base, nil
+}
+
+// loadStartableTeam is loadTeamProject for a command about to start the
+// team's daemon: it also runs the checks of the team file that need git
+// (repoProblems), so that a team whose worktree agents could not work is
+// refused before anything starts, the way an invalid team file is. It only
+// reads.
+func loadStartableTeam(ctx context.Context, teamFile string) (project.Project, *team.Config, error) {
+	p, cfg, err := loadTeamProject(teamFile)
+	if err != nil {
+		return p, nil, err
+	}
+	if verr := repoProblems(ctx, p, cfg); verr != nil {
+		return p, nil, fmt.Errorf("team file %s is invalid:\n%w", p.TeamFile, verr)
+	}
+	return p, cfg, nil
+}
+
+// repoProblems runs the checks of cfg's workspace settings that need git
+// (team.Config.WorkspaceProblems) on the repository of project p: that the
+// project is in a git work tree and that the base branch exists. It
+// returns them as a *team.ValidationError, nil when there is none (always
+// when no role works in a worktree: git is not run then). It blocks while
+// git runs and only reads: nothing is created.
+func repoProblems(ctx context.Context, p project.Project, cfg *team.Config) *team.ValidationError {
+	problems := cfg.WorkspaceProblems(func(base string) error {
+		repo, err := workspaces.Open(ctx, repoOptions(p))
+		if err != nil {
+			return classifyRepoError(p.Layout.Root(), err)
+		}
+		_, err = repo.ResolveBase(ctx, base)
+		return classifyRepoError(p.Layout.Root(), err)
+	})
+	if len(problems) == 0 {
+		return nil
+	}
+	return &team.ValidationError{Problems: problems}
+}
+
+// repoCheckError is an error of the repository check that
+// team.Config.WorkspaceProblems classifies: it reads as text and matches
+// both kind (team.ErrNotGitRepository, team.ErrNoBaseBranch) and the error
+// of package workspaces it comes from (errors.Is).
+type repoCheckError struct {
+	kind  error
+	text  string
+	cause error
+}
+
+func (e *repoCheckError) Error() string   { return e.text }
+func (e *repoCheckError) Unwrap() []error { return []error{e.kind, e.cause} }
+
+// classifyRepoError turns an error of workspaces.Open or
+// Repo.ResolveBase for the project in root into what
+// team.Config.WorkspaceProblems reports: workspaces.ErrNotRepository
+// becomes team.ErrNotGitRepository, workspaces.ErrUnknownBase
+// team.ErrNoBaseBranch (naming the branch and the existing ones), so that
+// the problem suggests the fix; any other error, and nil, is returned as
+// it is. It is a pure function.
+func classifyRepoError(root string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, workspaces.ErrNotRepository):
+		return &repoCheckError{kind: team.ErrNotGitRepository, cause: err,
+			text: fmt.Sprintf("the project %s is not in a git repository", root)}
+	case errors.Is(err, workspaces.ErrUnknownBase):
+		// The problem is reported at the workspace key already.
+		return &repoCheckError{kind: team.ErrNoBaseBranch, cause: err,
+			text: strings.TrimPrefix(err.Error(), "workspace.base: ")}
+	}
+	return err
 }
 
 // worktreeAgent checks that name is an agent of cfg working in a worktree.
@@ -106,7 +185,7 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
-	cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
+	cmd.ValidArgsFunction = completeWorktreeAgents(&teamFile, true)
 	return withUsageExit(cmd)
 }
 
@@ -142,7 +221,7 @@ commits them when the agent's turn ends). It does not need the daemon.`,
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().BoolVar(&stat, "stat", false, "list the changed files and their line counts only")
-	cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
+	cmd.ValidArgsFunction = completeWorktreeAgents(&teamFile, false)
 	return withUsageExit(cmd)
 }
 
@@ -204,6 +283,9 @@ The team must be stopped: a running agent may be editing its worktree.`,
 				return err
 			}
 			msg := "removed the worktree and branch " + workspaces.Branch(args[0])
+			if !res.Removed {
+				msg = args[0] + " has no worktree or branch: nothing to prune"
+			}
 			if res.Archived != "" {
 				msg += "; its work is kept under " + res.Archived
 			}
@@ -213,6 +295,6 @@ The team must be stopped: a running agent may be editing its worktree.`,
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().BoolVar(&force, "force", false, "prune unlanded or uncommitted work too (kept under refs/batty/archive/ first)")
-	cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
+	cmd.ValidArgsFunction = completeWorktreeAgents(&teamFile, false)
 	return withUsageExit(cmd)
 }
