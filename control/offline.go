@@ -101,6 +101,8 @@ func offlineStatus(cfg *team.Config, l project.Layout, store *inbox.Store) (Stat
 			return err
 		}
 		st.Accounts = AccountStatuses(book.Views(), func(n string) int { return backlogs[n] })
+		st.Landings = []LandingStatus{}
+		offlineWorkspaces(cfg, l, &st)
 		st.Schedules = []ScheduleStatus{}
 		if len(cfg.Schedules) == 0 {
 			// As the daemon does: without schedules their state file,

@@ -184,6 +184,7 @@ func (d *Daemon) status() control.Status {
 	})
 	st.Schedules = d.scheduleStatus()
 	st.TeamFileChanged = d.teamFileChanged()
+	st.Landings = []control.LandingStatus{}
 	if d.lander != nil {
 		st.Landings = d.lander.status()
 	}

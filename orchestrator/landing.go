@@ -234,18 +234,7 @@ func verifyFailedNote(r landing.Request, base, verify string) string {
 }
 
 // landingStatus is what status shows of the merge queue.
-func (l *lander) status() []control.LandingStatus {
-	var out []control.LandingStatus
-	for _, r := range l.q.List() {
-		detail := r.Error
-		if len(r.Conflicts) > 0 {
-			detail = "conflicts: " + strings.Join(r.Conflicts, ", ")
-		}
-		out = append(out, control.LandingStatus{ID: r.ID, Agent: r.Agent, State: string(r.State), RequestedAt: r.RequestedAt,
-			By: r.RequestedBy, Commit: r.LandedCommit, Detail: detail})
-	}
-	return out
-}
+func (l *lander) status() []control.LandingStatus { return control.LandingsOf(l.q.List()) }
 
 // wantSync asks the agent to merge the base into its branch at its next
 // idle moment, after landing request req; told says that the agent has

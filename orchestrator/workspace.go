@@ -288,11 +288,11 @@ func (a *agent) refreshWorkspace() {
 	a.setSnap(func(s *agentSnap) { s.workspace = &st })
 }
 
-// workspaceStatus is what status shows of a worktree agent's workspace.
+// workspaceStatus is what status shows of a worktree agent's workspace
+// (nil: none, or not read yet).
 func workspaceStatus(base string, st *workspaces.State) *control.WorkspaceStatus {
 	if st == nil {
 		return nil
 	}
-	return &control.WorkspaceStatus{Path: st.Path, Branch: st.Branch, Base: base, Head: st.Head,
-		Exists: st.Exists, Ahead: st.Ahead, Behind: st.Behind, Dirty: st.Dirty}
+	return control.WorkspaceOf(base, *st)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,20 +14,6 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 )
-
-// gitIn runs git in dir with no configuration of the machine's and
-// returns its trimmed output.
-func gitIn(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=tester", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=tester", "GIT_COMMITTER_EMAIL=t@example.invalid")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // With the real Codex CLI, two engineers edit the same file, each in its
 // own worktree through the shell tool as a real model does; batty commits

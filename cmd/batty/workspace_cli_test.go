@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -619,6 +620,17 @@ func TestWorktreeTeamThroughTheCLI(t *testing.T) {
 	}
 
 	mustBatty(t, dir, "stop")
+	// A stopped team's status still shows the worktree and the queue.
+	var offline control.Status
+	if err := json.Unmarshal([]byte(mustBatty(t, dir, "status", "--json")), &offline); err != nil {
+		t.Fatal(err)
+	}
+	if ws := agentStatus(offline, "engineer-1").Workspace; ws == nil || !ws.Exists || ws.Branch != "batty/engineer-1" || ws.Behind != 0 {
+		t.Fatalf("the stopped team's status: workspace %+v", ws)
+	}
+	if n := len(offline.Landings); n == 0 || offline.Landings[n-1].State != "landed" {
+		t.Fatalf("the stopped team's status: landings %+v", offline.Landings)
+	}
 	out, errOut, code = runBattyIn(t, dir, env, "", "workspace", "prune", "engineer-1")
 	if code != 0 || out != "batty: removed the worktree and branch batty/engineer-1\n" {
 		t.Fatalf("prune of landed work: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)

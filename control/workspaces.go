@@ -1,0 +1,70 @@
+package control
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/battyhq/batty/landing"
+	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/workspaces"
+)
+
+// WorkspaceOf is what status shows of a worktree agent's workspace st
+// against base. It is a pure function.
+func WorkspaceOf(base string, st workspaces.State) *WorkspaceStatus {
+	return &WorkspaceStatus{Path: st.Path, Branch: st.Branch, Base: base, Head: st.Head,
+		Exists: st.Exists, Ahead: st.Ahead, Behind: st.Behind, Dirty: st.Dirty}
+}
+
+// LandingsOf is what status shows of the merge queue's requests. It is a
+// pure function.
+func LandingsOf(reqs []landing.Request) []LandingStatus {
+	out := []LandingStatus{}
+	for _, r := range reqs {
+		detail := r.Error
+		if len(r.Conflicts) > 0 {
+			detail = "conflicts: " + strings.Join(r.Conflicts, ", ")
+		}
+		out = append(out, LandingStatus{ID: r.ID, Agent: r.Agent, State: string(r.State), RequestedAt: r.RequestedAt,
+			By: r.RequestedBy, Commit: r.LandedCommit, Detail: detail})
+	}
+	return out
+}
+
+// offlineRepoWait bounds the git commands of a stopped team's status.
+const offlineRepoWait = 30 * time.Second
+
+// offlineWorkspaces adds to st, the status of a stopped team, each
+// worktree agent's workspace and the merge queue as its state file holds
+// it: what one wants to see before a prune. A repository or queue that
+// cannot be read leaves them out: the rest of the status stands.
+func offlineWorkspaces(cfg *team.Config, l project.Layout, st *Status) {
+	if !cfg.UsesWorktrees() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), offlineRepoWait)
+	defer cancel()
+	repo, err := workspaces.Open(ctx, workspaces.Options{ProjectDir: l.Root(), WorktreesDir: l.WorktreesDir(), LockFile: l.GitLock()})
+	if err != nil {
+		return
+	}
+	base, err := repo.ResolveBase(ctx, cfg.Workspace.Base)
+	if err != nil {
+		return
+	}
+	for i, a := range st.Agents {
+		if def, ok := cfg.Agent(a.Name); !ok || def.Workspace != team.WorkspaceWorktree {
+			continue
+		}
+		if ws, err := repo.State(ctx, a.Name, base); err == nil {
+			st.Agents[i].Workspace = WorkspaceOf(base, ws)
+		}
+	}
+	q, err := landing.Open(landing.Options{Layout: l, TopLevel: repo.TopLevel(), WorktreesDir: l.WorktreesDir(), Base: base})
+	if err != nil {
+		return
+	}
+	st.Landings = LandingsOf(q.List())
+}
