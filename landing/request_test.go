@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 )
 
 var epoch = time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC)
@@ -109,26 +108,6 @@ func TestTrimFinished(t *testing.T) {
 	}
 	if got := trimFinished(rs, 3); len(got) != 6 {
 		t.Fatalf("nothing to trim, kept %d", len(got))
-	}
-}
-
-func TestTail(t *testing.T) {
-	if got := tail("short", 100); got != "short" {
-		t.Fatalf("tail of a short text = %q", got)
-	}
-	s := strings.Repeat("é", 3000) + "END"
-	got := tail(s, MaxOutputTail)
-	if len(got) > MaxOutputTail || !strings.HasSuffix(got, "END") || !utf8.ValidString(got) || !strings.HasPrefix(got, "… [truncated]\n") {
-		t.Fatalf("tail = %d bytes, valid %v, %q...", len(got), utf8.ValidString(got), got[:20])
-	}
-	var b tailBuffer
-	b.max = 10
-	for range 5 {
-		b.Write([]byte("0123456789"))
-	}
-	b.Write([]byte("abc"))
-	if got := b.String(); got != "… [truncated]\n3456789abc" {
-		t.Fatalf("tailBuffer = %q", got)
 	}
 }
 

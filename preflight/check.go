@@ -21,7 +21,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/battyhq/batty/codex"
@@ -246,35 +245,15 @@ func (c *Checker) run(ctx context.Context, path string, env []string, dir string
 	defer cancel()
 	cmd := exec.Command(path, args...)
 	cmd.Env, cmd.Dir = env, dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	out := &capped{max: maxOutput}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.WaitDelay = time.Second
-	var err error
+	var starter reap.Starter
 	if c.Reaper != nil {
-		err = c.Reaper.Start(cmd)
-	} else {
-		err = cmd.Start()
+		starter = c.Reaper
 	}
-	if err != nil {
-		return -1, "", fmt.Errorf("start %s: %w", path, err)
-	}
-	pid := cmd.Process.Pid
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		select {
-		case <-ctx.Done():
-			syscall.Kill(-pid, syscall.SIGKILL)
-		case <-done:
-		}
-	}()
-	werr := cmd.Wait()
-	close(done)
-	<-stopped
-	if c.Reaper != nil {
-		c.Reaper.Release(pid)
+	werr := reap.RunGroup(ctx, cmd, starter)
+	if cmd.Process == nil {
+		return -1, "", werr // it could not start
 	}
 	if ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

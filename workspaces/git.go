@@ -13,19 +13,15 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
-	"time"
 
+	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/textclip"
 )
 
 // Starter starts and releases the processes a Git runs. A subreaper daemon
 // passes its reaper (reap.Reaper satisfies it), so that its orphan scan
 // never takes a git process for a leftover; nil starts them plainly.
-type Starter interface {
-	Start(cmd *exec.Cmd) error
-	Release(pid int)
-}
+type Starter = reap.Starter
 
 // maxOutput bounds what a git command's output is kept of (stdout and
 // stderr each); past it the rest is dropped.
@@ -149,34 +145,7 @@ func (g Git) run(ctx context.Context, stdin *strings.Reader, w io.Writer, args .
 	if w != nil {
 		cmd.Stdout = w
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = time.Second
-	var err error
-	if g.Starter != nil {
-		err = g.Starter.Start(cmd)
-	} else {
-		err = cmd.Start()
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("start git %s: %w", strings.Join(args, " "), err)
-	}
-	pid := cmd.Process.Pid
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		select {
-		case <-ctx.Done():
-			syscall.Kill(-pid, syscall.SIGKILL)
-		case <-done:
-		}
-	}()
-	werr := cmd.Wait()
-	close(done)
-	<-stopped
-	if g.Starter != nil {
-		g.Starter.Release(pid)
-	}
+	werr := reap.RunGroup(ctx, cmd, g.Starter)
 	if ctx.Err() != nil {
 		return stdout.String(), stderr.String(), fmt.Errorf("git %s: %w", strings.Join(args, " "), ctx.Err())
 	}

@@ -8,13 +8,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"syscall"
 	"time"
-	"unicode/utf8"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/textclip"
 )
 
@@ -156,47 +153,9 @@ func (r *Repo) runSetup(ctx context.Context, wt worktree, command string, timeou
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir = wt.path
 	cmd.Env = cleanEnv(r.env)
-	out := &tailBuffer{max: MaxSetupOutput}
+	out := &textclip.TailWriter{Max: MaxSetupOutput, Mark: textclip.Ellipsis + " "}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = time.Second
-	var err error
-	if r.starter != nil {
-		err = r.starter.Start(cmd)
-	} else {
-		err = cmd.Start()
-	}
-	if err != nil {
-		return "", fmt.Errorf("%s: start: %w", what, err)
-	}
-	pid := cmd.Process.Pid
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		select {
-		case <-ctx.Done():
-			syscall.Kill(-pid, syscall.SIGKILL)
-		case <-done:
-		}
-	}()
-	// Once the shell has exited, and before it is reaped (so that its pid,
-	// the group's id, cannot be reused), kill what it left in its group.
-	if err := waitExited(pid); err != nil {
-		syscall.Kill(-pid, syscall.SIGKILL) // then Wait cannot block for long
-	}
-	syscall.Kill(-pid, syscall.SIGKILL)
-	werr := cmd.Wait()
-	if errors.Is(werr, exec.ErrWaitDelay) {
-		// The shell succeeded; a process that left its group still held
-		// its output, now closed.
-		werr = nil
-	}
-	close(done)
-	<-stopped
-	if r.starter != nil {
-		r.starter.Release(pid)
-	}
+	werr := reap.RunGroup(ctx, cmd, r.starter)
 	switch {
 	case ctx.Err() != nil && timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return out.String(), fmt.Errorf("%s: killed after the time limit of %s: %w", what, timeout, ctx.Err())
@@ -206,51 +165,4 @@ func (r *Repo) runSetup(ctx context.Context, wt worktree, command string, timeou
 		return out.String(), fmt.Errorf("%s: %w", what, werr)
 	}
 	return out.String(), nil
-}
-
-// waitExited blocks until the child pid has exited, without reaping it.
-func waitExited(pid int) error {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	buf []byte
-	max int
-	cut bool // bytes were dropped from the front
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	n := len(p)
-	if len(p) >= t.max {
-		t.cut = t.cut || len(p) > t.max || len(t.buf) > 0
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		return n, nil
-	}
-	if over := len(t.buf) + len(p) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-		t.cut = true
-	}
-	t.buf = append(t.buf, p...)
-	return n, nil
-}
-
-// String returns the kept bytes, at most max of them: when earlier bytes
-// were dropped, the text starts with "… " at a UTF-8 character's start.
-func (t *tailBuffer) String() string {
-	if !t.cut {
-		return string(t.buf)
-	}
-	const mark = textclip.Ellipsis + " "
-	b := t.buf[min(len(mark), len(t.buf)):]
-	for len(b) > 0 && !utf8.RuneStart(b[0]) {
-		b = b[1:]
-	}
-	return mark + string(b)
 }

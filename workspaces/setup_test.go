@@ -147,28 +147,3 @@ func waitGone(t *testing.T, pidFile string) {
 		t.Fatalf("process %d outlived the setup", pid)
 	}
 }
-
-func TestTailBuffer(t *testing.T) {
-	for _, tc := range []struct {
-		writes []string
-		max    int
-		want   string
-	}{
-		{[]string{"ab", "cd"}, 10, "abcd"},
-		{[]string{"abcdef", "gh"}, 6, "… gh"},
-		{[]string{"0123456789"}, 10, "0123456789"},
-		{[]string{"0123456789x"}, 10, "… 56789x"},
-		{[]string{"ab", "0123456789"}, 10, "… 456789"},
-		{[]string{"abcdé", "x"}, 6, "… x"}, // never starts inside a character
-	} {
-		b := &tailBuffer{max: tc.max}
-		for _, w := range tc.writes {
-			if n, err := b.Write([]byte(w)); n != len(w) || err != nil {
-				t.Fatal(n, err)
-			}
-		}
-		if got := b.String(); got != tc.want || len(got) > tc.max {
-			t.Errorf("%q max %d = %q, want %q", tc.writes, tc.max, got, tc.want)
-		}
-	}
-}
