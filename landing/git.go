@@ -20,30 +20,6 @@ func noHooks(args ...string) []string {
 	return append([]string{"-c", "core.hooksPath=/dev/null"}, args...)
 }
 
-// repoEnvDrop are the variables that would point git somewhere else than
-// the directory it is given (a daemon started from a git hook has them).
-var repoEnvDrop = []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX"}
-
-// cleanEnv returns env without repoEnvDrop. Pure.
-func cleanEnv(env []string) []string {
-	out := make([]string, 0, len(env)+4)
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		drop := false
-		for _, d := range repoEnvDrop {
-			if name == d {
-				drop = true
-				break
-			}
-		}
-		if !drop {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
 // gitIn returns the git runner for dir.
 func (q *Queue) gitIn(dir string) workspaces.Git {
 	return workspaces.Git{Dir: dir, Env: q.env, Starter: q.opt.Starter}

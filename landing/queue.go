@@ -127,7 +127,7 @@ func Open(o Options) (*Queue, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	q := &Queue{opt: o, env: cleanEnv(env), name: name, email: email,
+	q := &Queue{opt: o, env: workspaces.CleanEnv(env), name: name, email: email,
 		integ: filepath.Join(filepath.Clean(o.WorktreesDir), IntegrationName), landing: make(chan struct{}, 1)}
 	if q.reqs, err = load(o.Layout); err != nil {
 		return nil, err

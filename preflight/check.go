@@ -10,7 +10,6 @@
 package preflight
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -245,7 +244,7 @@ func (c *Checker) run(ctx context.Context, path string, env []string, dir string
 	defer cancel()
 	cmd := exec.Command(path, args...)
 	cmd.Env, cmd.Dir = env, dir
-	out := &capped{max: maxOutput}
+	out := &textclip.HeadWriter{Max: maxOutput}
 	cmd.Stdout, cmd.Stderr = out, out
 	var starter reap.Starter
 	if c.Reaper != nil {
@@ -300,21 +299,6 @@ func or(s, def string) string {
 	}
 	return s
 }
-
-// capped keeps the first max bytes written to it and drops the rest.
-type capped struct {
-	buf bytes.Buffer
-	max int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.buf.Len(); room > 0 {
-		c.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (c *capped) String() string { return c.buf.String() }
 
 // LoginCommand is the command a fix tells the user to run to log in the
 // codex configured as configured (codex.bin, "" for the default), which

@@ -60,3 +60,23 @@ func (t *TailWriter) String() string {
 	}
 	return t.Mark + Tail(string(t.b), t.Max-len(t.Mark), "")
 }
+
+// HeadWriter keeps the first Max bytes written to it and drops the rest
+// (a command's output read whole, bounded). It never fails a write. Not
+// safe for concurrent use: give a command's stdout and stderr one each, or
+// one writer for both (os/exec then writes from one goroutine).
+type HeadWriter struct {
+	Max int
+
+	b []byte
+}
+
+func (h *HeadWriter) Write(p []byte) (int, error) {
+	if room := h.Max - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(len(p), room)]...)
+	}
+	return len(p), nil
+}
+
+// String returns what was kept.
+func (h *HeadWriter) String() string { return string(h.b) }

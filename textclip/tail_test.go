@@ -79,3 +79,15 @@ func TestTailOfALongOutput(t *testing.T) {
 		t.Fatalf("Tail = %d bytes, valid %v, %q...", len(got), utf8.ValidString(got), got[:20])
 	}
 }
+
+func TestHeadWriter(t *testing.T) {
+	h := &HeadWriter{Max: 5}
+	for _, w := range []string{"abc", "defgh", "ij"} {
+		if n, err := h.Write([]byte(w)); n != len(w) || err != nil {
+			t.Fatal(n, err)
+		}
+	}
+	if h.String() != "abcde" {
+		t.Fatalf("HeadWriter kept %q", h.String())
+	}
+}

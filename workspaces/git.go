@@ -5,7 +5,6 @@
 package workspaces
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -60,8 +59,12 @@ var repoEnv = []string{
 	"GIT_NAMESPACE", "GIT_PREFIX", "GIT_QUARANTINE_PATH",
 }
 
-// cleanEnv returns env without the variables of repoEnv, in a new slice.
-func cleanEnv(env []string) []string {
+// CleanEnv returns env without the variables that would point git at
+// another repository than the one it is given (GIT_DIR, GIT_WORK_TREE,
+// GIT_INDEX_FILE, …), in a new slice. Every git batty runs, and the
+// commands it runs in a repository (setup, verify), get such an
+// environment. It is a pure function.
+func CleanEnv(env []string) []string {
 	out := make([]string, 0, len(env)+3)
 next:
 	for _, kv := range env {
@@ -135,13 +138,12 @@ func (g Git) run(ctx context.Context, stdin *strings.Reader, w io.Writer, args .
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = append(cleanEnv(env), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
+	cmd.Env = append(CleanEnv(env), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}
-	var stdout, stderr capped
-	stdout.max, stderr.max = maxOutput, maxOutput
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout, stderr := &textclip.HeadWriter{Max: maxOutput}, &textclip.HeadWriter{Max: maxOutput}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if w != nil {
 		cmd.Stdout = w
 	}
@@ -159,18 +161,3 @@ func (g Git) run(ctx context.Context, stdin *strings.Reader, w io.Writer, args .
 	}
 	return stdout.String(), stderr.String(), nil
 }
-
-// capped keeps at most max bytes written to it and drops the rest.
-type capped struct {
-	buf bytes.Buffer
-	max int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.buf.Len(); room > 0 {
-		c.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (c *capped) String() string { return c.buf.String() }

@@ -34,3 +34,10 @@ func TestGitRunCancelled(t *testing.T) {
 		t.Fatal("a cancelled context ran git")
 	}
 }
+
+func TestCleanEnv(t *testing.T) {
+	got := CleanEnv([]string{"PATH=/bin", "GIT_DIR=/elsewhere", "GIT_WORK_TREE=/w", "GIT_INDEX_FILE=/i", "GIT_DIRX=keep", "HOME=/h", "GIT_QUARANTINE_PATH=/q"})
+	if strings.Join(got, " ") != "PATH=/bin GIT_DIRX=keep HOME=/h" {
+		t.Fatalf("CleanEnv = %q", got)
+	}
+}

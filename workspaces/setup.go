@@ -152,7 +152,7 @@ func (r *Repo) runSetup(ctx context.Context, wt worktree, command string, timeou
 	}
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir = wt.path
-	cmd.Env = cleanEnv(r.env)
+	cmd.Env = CleanEnv(r.env)
 	out := &textclip.TailWriter{Max: MaxSetupOutput, Mark: textclip.Ellipsis + " "}
 	cmd.Stdout, cmd.Stderr = out, out
 	werr := reap.RunGroup(ctx, cmd, r.starter)
