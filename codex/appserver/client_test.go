@@ -15,11 +15,9 @@ import (
 // peer is a fake app-server on the far end of two pipes: it reads the
 // client's requests and lets the test answer them.
 type peer struct {
-	t    *testing.T
-	in   *bufio.Scanner // what the client wrote
-	out  *io.PipeWriter // what the client reads
-	mu   sync.Mutex
-	sent []string
+	t   *testing.T
+	in  *bufio.Scanner // what the client wrote
+	out *io.PipeWriter // what the client reads
 }
 
 // newPeer returns a client connected to a fake peer. Cleanup closes both.
