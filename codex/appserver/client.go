@@ -33,6 +33,10 @@ import (
 // [Options.MaxLine] is 0.
 const DefaultMaxLine = 16 << 20
 
+// cancelGrace bounds how long RunTurn, its context ended, still waits
+// for turn/start's answer and for turn/interrupt's.
+const cancelGrace = 5 * time.Second
+
 // stderrKeep is how much of the server's stderr the client keeps (its
 // end) for error messages.
 const stderrKeep = 8 << 10
@@ -558,7 +562,27 @@ func (c *Client) RunTurn(ctx context.Context, threadID, text string, on func(Not
 		"threadId": threadID,
 		"input":    []any{map[string]any{"type": "text", "text": text, "text_elements": []any{}}},
 	}
-	if err := c.Call(ctx, MethodTurnStart, params, &started); err != nil {
+	// If ctx ends while turn/start is in flight, the turn may start all
+	// the same: keep waiting a little for its id, so it can be
+	// interrupted rather than left running.
+	startCtx, stopStart := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopStart()
+	stopWatch := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(cancelGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			stopStart()
+		case <-startCtx.Done():
+		}
+	})
+	err := c.Call(startCtx, MethodTurnStart, params, &started)
+	stopWatch()
+	stopStart() // ends the AfterFunc's wait, if it runs
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("appserver: turn/start: %w (%v)", ctx.Err(), err)
+		}
 		return res, err
 	}
 	if started.Turn.ID == "" {
@@ -573,7 +597,7 @@ func (c *Client) RunTurn(ctx context.Context, threadID, text string, on func(Not
 		n, err := sub.next(ctx, c.done)
 		if err != nil {
 			if ctx.Err() != nil {
-				ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
 				ierr := c.interruptTurn(ictx, threadID, res.TurnID)
 				cancel()
 				if ierr != nil {

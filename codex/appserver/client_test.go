@@ -333,6 +333,27 @@ func TestRunTurnContextEndInterrupts(t *testing.T) {
 	}
 }
 
+func TestRunTurnContextEndDuringStartStillInterrupts(t *testing.T) {
+	c, p := newPeer(t, Options{})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.RunTurn(ctx, "T1", "x", nil)
+		done <- err
+	}()
+	r := p.expect(MethodTurnStart)
+	cancel() // before the server has answered turn/start
+	p.reply(r, `{"turn":{"id":"U6","items":[],"status":"inProgress","error":null}}`)
+	ir := p.expect(MethodTurnInterrupt)
+	if string(ir.Params) != `{"threadId":"T1","turnId":"U6"}` {
+		t.Fatalf("interrupt params %s", ir.Params)
+	}
+	p.reply(ir, `{}`)
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+}
+
 func TestServerRequestIsRefused(t *testing.T) {
 	_, p := newPeer(t, Options{})
 	p.send(`{"id":"s1","method":"item/commandExecution/requestApproval","params":{}}`)
