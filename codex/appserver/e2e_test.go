@@ -282,3 +282,33 @@ func TestRealAppServerDies(t *testing.T) {
 		t.Fatalf("call after death: %v", err)
 	}
 }
+
+// TestRealAppServerContextEndKills checks that ending Start's context
+// kills and reaps the server, and fails the client's calls.
+func TestRealAppServerContextEndKills(t *testing.T) {
+	bin := codextest.CodexNative(t)
+	srv := codextest.NewServer(t)
+	home := srv.WriteHome(t)
+	dir := t.TempDir()
+	mark := randomMark(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := startReal(t, ctx, bin, e2eEnv(home, mark), dir)
+	pid := c.Pid()
+	cancel()
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client did not end with its context")
+	}
+	if err := c.Err(); !errors.Is(err, ErrClosed) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Err() = %v, want ErrClosed and context.Canceled", err)
+	}
+	waitGone(t, pid, "app-server")
+	if left := reap.Marked(markEnv, mark); len(left) > 0 {
+		t.Fatalf("processes left behind: %v", left)
+	}
+	if _, err := c.StartThread(context.Background(), ThreadOptions{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("call after the context ended: %v", err)
+	}
+}
