@@ -100,7 +100,7 @@ type Client struct {
 	readerDone chan struct{} // closed when the reader goroutine has ended
 	closeOnce  sync.Once
 	killOnce   sync.Once
-	stopCtx    func() bool // stops the ctx watcher
+	stopCtx    func() bool // stops the ctx watcher; set once, under mu
 }
 
 // Start runs `Bin app-server Args...` in its own process group with its
@@ -150,8 +150,11 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("appserver: start %s: %w", opts.Bin, err)
 	}
+	stop := context.AfterFunc(ctx, func() { c.shutdown(fmt.Errorf("%w: %w", ErrClosed, context.Cause(ctx))) })
+	c.mu.Lock()
+	c.stopCtx = stop
+	c.mu.Unlock()
 	go c.read(stdout)
-	c.stopCtx = context.AfterFunc(ctx, func() { c.shutdown(fmt.Errorf("%w: %w", ErrClosed, context.Cause(ctx))) })
 	return c, nil
 }
 
@@ -172,7 +175,6 @@ func newClient(r io.Reader, w io.WriteCloser, opts Options) *Client {
 		done:       make(chan struct{}),
 		exited:     make(chan struct{}),
 		readerDone: make(chan struct{}),
-		stopCtx:    func() bool { return true },
 	}
 	close(c.exited)
 	go c.read(r)
@@ -215,12 +217,16 @@ func (c *Client) Close() error {
 // the process group and wakes every waiter. It does not wait.
 func (c *Client) shutdown(reason error) {
 	c.closeOnce.Do(func() {
-		c.stopCtx()
 		c.mu.Lock()
 		c.closeErr = reason
 		pending := c.pending
 		c.pending = map[string]chan Message{}
+		stop := c.stopCtx
 		c.mu.Unlock()
+		if stop != nil {
+			// nil only when the watcher itself fired before Start set it.
+			stop()
+		}
 		for _, ch := range pending {
 			close(ch)
 		}
