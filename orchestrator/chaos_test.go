@@ -229,6 +229,12 @@ func TestChaos(t *testing.T) {
 		if done != lastDone {
 			lastDone, lastProgress = done, time.Now()
 		}
+		if time.Since(lastProgress) > stallLimit/3 {
+			// On a loaded machine a shim killed every 100–200 ms may never
+			// get a turn done: the killing stops, and what is left must
+			// still come out, once each.
+			stopKillerOnce()
+		}
 		if time.Since(lastProgress) > stallLimit {
 			t.Errorf("only %d of %d messages have an outcome, none new for %s", done, n, stallLimit)
 			break
