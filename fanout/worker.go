@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -129,65 +130,48 @@ func (s ShimWorkers) New(n int) (Worker, error) {
 		return nil, err
 	}
 	cfg.ReplyDir = dir
-	p, err := shim.Spawn(shim.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Config: cfg, Stderr: s.Stderr})
+	c, err := shim.Start(context.Background(), shim.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Config: cfg, Stderr: s.Stderr})
 	if err != nil {
 		replies.Close()
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	w := &shimWorker{p: p, replies: replies, dir: dir, events: make(chan protocol.Message, 16)}
-	go w.read()
-	return w, nil
+	return &shimWorker{c: c, replies: replies, dir: dir}, nil
 }
 
 type shimWorker struct {
-	p       *shim.Process
+	c       *shim.Client
 	replies *replyfile.Dir
 	dir     string
-	events  chan protocol.Message // closed after the shim's last event
-	recvErr error                 // why events closed; read after it did
 	used    bool
 	closed  bool
 }
 
-// read forwards the shim's events until its channel ends.
-func (w *shimWorker) read() {
-	defer close(w.events)
-	for {
-		m, err := w.p.Conn.Recv()
-		if err != nil {
-			w.recvErr = err
-			return
-		}
-		w.events <- m
-	}
-}
-
 func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration) (Outcome, error) {
 	if w.used {
-		if err := w.p.Conn.Send(protocol.ResetThread{Reason: "next row"}); err != nil {
-			return Outcome{}, fmt.Errorf("shim %d: reset the thread: %w", w.p.Pid(), err)
+		if err := w.c.Send(protocol.ResetThread{Reason: "next row"}); err != nil {
+			return Outcome{}, fmt.Errorf("reset the thread: %w", err)
 		}
 	}
 	w.used = true
-	if err := w.p.Conn.Send(protocol.SendMessage{ID: t.ID, From: shim.HumanSender, Body: t.Prompt, RetryNote: t.RetryNote}); err != nil {
-		return Outcome{}, fmt.Errorf("shim %d: send %s: %w", w.p.Pid(), t.ID, err)
+	if err := w.c.Send(protocol.SendMessage{ID: t.ID, From: shim.HumanSender, Body: t.Prompt, RetryNote: t.RetryNote}); err != nil {
+		return Outcome{}, fmt.Errorf("%s: %w", t.ID, err)
 	}
 	var out Outcome
 	for {
 		select {
-		case m, ok := <-w.events:
+		case m, ok := <-w.c.Events():
 			if !ok {
-				err := w.recvErr
+				err := w.c.Err()
 				if err == nil || errors.Is(err, io.EOF) {
 					err = errors.New("it exited")
 				}
-				return Outcome{}, fmt.Errorf("shim %d ended during %s (status %d): %w", w.p.Pid(), t.ID, w.p.ExitCode(), err)
+				return Outcome{}, fmt.Errorf("shim %d ended during %s (status %d): %w", w.c.Pid(), t.ID, w.c.ExitCode(), err)
 			}
 			switch e := m.(type) {
 			case protocol.Rejected:
 				if e.ID == t.ID {
-					return Outcome{}, fmt.Errorf("shim %d refused %s: %s %s", w.p.Pid(), t.ID, e.Reason, e.Detail)
+					return Outcome{}, fmt.Errorf("shim %d refused %s: %s %s", w.c.Pid(), t.ID, e.Reason, e.Detail)
 				}
 			case protocol.QuotaBlocked:
 				if e.MessageID == t.ID {
@@ -201,13 +185,13 @@ func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration
 			}
 		case <-stop:
 			stop = nil
-			if err := w.p.Conn.Send(protocol.Shutdown{Timeout: grace, Reason: "fanout interrupted"}); err != nil && !errors.Is(err, protocol.ErrClosed) {
-				w.p.Kill()
-			}
+			// Nothing more is sent: the Kill command and the signal come
+			// from kill, or from Close.
+			w.c.BeginStop(grace, "fanout interrupted")
 		case <-kill:
 			kill = nil
-			if err := w.p.Conn.Send(protocol.Kill{}); err != nil {
-				w.p.Kill()
+			if err := w.c.Send(protocol.Kill{}); err != nil {
+				w.c.Kill()
 			}
 		}
 	}
@@ -233,24 +217,23 @@ func (w *shimWorker) Close(kill <-chan struct{}) {
 		return
 	}
 	w.closed = true
-	drained := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The events the shim still sends are not wanted (the reader ends when
+	// Close returns); Stop sends SIGKILL when kill closes.
 	go func() {
-		defer close(drained)
-		for range w.events {
+		for range w.c.Events() {
 		}
 	}()
-	stopped := make(chan struct{})
 	go func() {
-		defer close(stopped)
-		w.p.Stop(closeGrace)
+		select {
+		case <-kill:
+			cancel()
+		case <-ctx.Done():
+		}
 	}()
-	select {
-	case <-stopped:
-	case <-kill:
-		w.p.Kill()
-		<-stopped
-	}
-	<-drained
+	w.c.Stop(ctx, closeGrace, "requested")
+	w.c.Close()
 	w.replies.Close()
 	os.RemoveAll(w.dir)
 }

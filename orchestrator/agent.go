@@ -49,10 +49,9 @@ type agent struct {
 
 	// owned by run
 	st        project.AgentState
-	p         *shim.Process
-	events    chan protocol.Message
-	chanErr   error // why the reader of events stopped; read once events is closed
-	ready     bool  // shim is up and has no turn of ours in flight
+	p         *shim.Client
+	events    <-chan protocol.Message // p's events, nil once they ended
+	ready     bool                    // shim is up and has no turn of ours in flight
 	inflight  *inbox.Message
 	flightAt  time.Time
 	stopping  bool
@@ -255,25 +254,15 @@ func (a *agent) run(ctx context.Context) {
 					a.commitWorkspace(nil, true, "work in progress when the team stopped")
 					return
 				}
-				a.p.Conn.Send(protocol.Shutdown{Timeout: c.timeout, Reason: "daemon stop"})
-				go func(p *shim.Process, limit time.Duration) {
-					select {
-					case <-p.Done():
-					case <-time.After(limit):
-						p.Conn.Send(protocol.Kill{})
-						select {
-						case <-p.Done():
-						case <-time.After(10 * time.Second):
-							p.Kill()
-						}
-					}
-				}(a.p, c.timeout+5*time.Second)
+				// The shim's events keep coming here until it exits; the
+				// client escalates to a Kill command, then SIGKILL.
+				a.p.BeginStop(c.timeout, "daemon stop")
 			}
 		case <-ctx.Done():
 			ctx = context.Background()
 			if a.p != nil {
 				a.stopping = true
-				a.p.Conn.Send(protocol.Kill{})
+				a.p.Send(protocol.Kill{})
 			} else {
 				a.stopPreparing()
 				a.commitWorkspace(nil, true, "work in progress when the team stopped")
@@ -381,7 +370,7 @@ func CodexConfig(def team.Agent) shim.Config {
 func (a *agent) spawn() {
 	a.setSnap(func(s *agentSnap) { s.state = agentSpawning })
 	a.prepareReplies()
-	p, err := a.d.procs.spawn(shim.SpawnOptions{
+	p, err := a.d.procs.spawn(context.Background(), shim.SpawnOptions{
 		Path: a.d.opts.ShimCommand[0], Args: a.d.opts.ShimCommand[1:], Env: a.d.opts.ShimEnv,
 		Stderr: a.d.opts.ShimLog, Config: a.shimConfig(), Reaper: a.d.reaper,
 	})
@@ -391,22 +380,11 @@ func (a *agent) spawn() {
 		a.crashed()
 		return
 	}
-	a.p, a.spawnedAt, a.ready = p, time.Now(), true
-	a.events, a.chanErr = make(chan protocol.Message, 64), nil
-	// The reader ends at the first error: io.EOF once the shim exited, or
-	// a broken channel (an undecodable frame, a frame cut short), which
-	// closes it; either way the shim is then handled as gone (shimExited).
-	go func(p *shim.Process, out chan<- protocol.Message, ended *error) {
-		defer close(out)
-		for {
-			m, err := p.Conn.Recv()
-			if err != nil {
-				*ended = err
-				return
-			}
-			out <- m
-		}
-	}(p, a.events, &a.chanErr)
+	// Events end at the first error of the channel: io.EOF once the shim
+	// exited, or a broken channel (an undecodable frame, a frame cut
+	// short), which closes it; either way the shim is then handled as gone
+	// (shimExited).
+	a.p, a.events, a.spawnedAt, a.ready = p, p.Events(), time.Now(), true
 	a.log.Info("Shim started", "pid", p.Pid(), "thread", a.st.ThreadID)
 	a.setSnap(func(s *agentSnap) { s.shimPID = p.Pid(); s.state = string(protocol.StateStarting) })
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimStarted, Agent: a.def.Name, Data: map[string]any{"pid": p.Pid(), "thread_id": a.st.ThreadID}})
@@ -420,11 +398,13 @@ func (a *agent) spawn() {
 func (a *agent) shimExited() bool {
 	p := a.p
 	a.p, a.ready, a.pongDue = nil, false, nil
-	p.Conn.Close()
+	// The channel is closed already (the client closes it when its events
+	// end); Close releases the client once the shim has exited.
+	defer p.Close()
 	broken := ""
-	if a.chanErr != nil && !errors.Is(a.chanErr, io.EOF) {
-		broken = "control channel broken: " + a.chanErr.Error()
-		a.log.Error("Shim broke the control channel, handling it as crashed", "pid", p.Pid(), "error", a.chanErr)
+	if err := p.Err(); err != nil && !errors.Is(err, io.EOF) {
+		broken = "control channel broken: " + err.Error()
+		a.log.Error("Shim broke the control channel, handling it as crashed", "pid", p.Pid(), "error", err)
 	}
 	select {
 	case <-p.Done():
@@ -539,7 +519,7 @@ func (a *agent) ping() {
 		return
 	}
 	a.nonce++
-	if err := a.p.Conn.Send(protocol.Ping{Nonce: a.nonce}); err == nil {
+	if err := a.p.Send(protocol.Ping{Nonce: a.nonce}); err == nil {
 		a.pongDue = time.After(a.d.opts.PongTimeout)
 	}
 }
@@ -565,7 +545,7 @@ func (a *agent) reset(reason string) error {
 		return err
 	}
 	if a.p != nil {
-		a.p.Conn.Send(protocol.ResetThread{Reason: reason})
+		a.p.Send(protocol.ResetThread{Reason: reason})
 	}
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvThreadReset, Agent: a.def.Name, Detail: reason, Data: map[string]any{"archived": old}})
 	return nil

@@ -78,7 +78,7 @@ func (a *agent) dispatch() {
 			a.warn("claim "+m.ID, err)
 			return
 		}
-		if err := a.p.Conn.Send(a.outgoing(cm)); err != nil {
+		if err := a.p.Send(a.outgoing(cm)); err != nil {
 			// The shim is going away; its exit puts the message back.
 			a.log.Warn("Sending to the shim failed", "message", cm.ID, "error", err)
 		}

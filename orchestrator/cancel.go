@@ -115,7 +115,7 @@ func (a *agent) cancel(id string, interrupt bool) control.CancelResult {
 		case a.p == nil:
 			return refuse(a.def.Name + "'s worker is restarting; try again")
 		}
-		if err := a.p.Conn.Send(protocol.Interrupt{Reason: control.CancelledByUser}); err != nil {
+		if err := a.p.Send(protocol.Interrupt{Reason: control.CancelledByUser}); err != nil {
 			return refuse("interrupt the turn: " + err.Error())
 		}
 		a.cancelling = id

@@ -179,7 +179,7 @@ func (a *agent) handOff(reason, doing string) {
 	a.st.Archive(reason, now)
 	a.st.Handoff = &project.PendingHandoff{Reason: reason, Previous: prev, Doing: doing, Since: now}
 	if a.p != nil {
-		a.p.Conn.Send(protocol.ResetThread{Reason: reason})
+		a.p.Send(protocol.ResetThread{Reason: reason})
 	}
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvHandoff, Agent: a.def.Name, Detail: reason, Data: map[string]any{"archived": prev}})
 }

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -104,7 +105,7 @@ func (tp *teamProcs) report(when string, n int, err error) int {
 // cgroup, inside it. Should the kernel refuse to start it in the cgroup,
 // it is started outside, and so are all later shims (the debug log says
 // why).
-func (tp *teamProcs) spawn(o shim.SpawnOptions) (*shim.Process, error) {
+func (tp *teamProcs) spawn(ctx context.Context, o shim.SpawnOptions) (*shim.Client, error) {
 	env := o.Env
 	if env == nil {
 		env = os.Environ()
@@ -115,12 +116,12 @@ func (tp *teamProcs) spawn(o shim.SpawnOptions) (*shim.Process, error) {
 		o.Cgroup = tp.cgroup
 	}
 	tp.mu.Unlock()
-	p, err := shim.Spawn(o)
+	p, err := shim.Start(ctx, o)
 	if err == nil || o.Cgroup == nil || !isStartError(err) {
 		return p, err
 	}
 	o.Cgroup = nil
-	p, err2 := shim.Spawn(o)
+	p, err2 := shim.Start(ctx, o)
 	if err2 != nil {
 		return nil, err2
 	}

@@ -199,8 +199,8 @@ func (c *Conn) writeRaw(buf []byte) error {
 
 // ReadFrame blocks until the next whole frame arrives and returns its body.
 // Once the first byte of a frame is in, the rest must arrive within the frame
-// timeout. io.EOF means the peer closed the channel between frames; any other
-// error closes the Conn.
+// timeout. io.EOF means the peer closed the channel between frames (a reset
+// between frames included); any other error closes the Conn.
 func (c *Conn) ReadFrame() ([]byte, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
@@ -208,7 +208,10 @@ func (c *Conn) ReadFrame() ([]byte, error) {
 		return nil, err
 	}
 	if _, err := c.br.Peek(1); err != nil {
-		if errors.Is(err, io.EOF) {
+		// A peer that closes its end with bytes of ours unread (it was
+		// killed before it read a command) resets the connection: between
+		// frames that is an end like any other.
+		if errors.Is(err, io.EOF) || errors.Is(err, unix.ECONNRESET) {
 			c.fail(io.EOF)
 			return nil, io.EOF
 		}

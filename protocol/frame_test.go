@@ -491,3 +491,23 @@ func TestNetPipe(t *testing.T) {
 		t.Fatalf("peer Recv = %#v, %v; want io.EOF", r.m, r.err)
 	}
 }
+
+// A peer that closes its end with a frame of ours unread resets the
+// connection; between frames that reads as the peer's end, io.EOF, not as a
+// broken channel.
+func TestResetBetweenFramesIsEOF(t *testing.T) {
+	a, b := pair(t, Options{})
+	if err := a.Send(Pong{Nonce: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(Pong{Nonce: 2}); err != nil {
+		t.Fatal(err)
+	}
+	b.Close() // with a's Pong unread: a reset
+	if m, err := a.Recv(); err != nil || m != (Pong{Nonce: 2}) {
+		t.Fatalf("Recv = %v, %v; want the frame sent before the close", m, err)
+	}
+	if _, err := a.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("Recv after the peer's reset = %v, want io.EOF", err)
+	}
+}

@@ -22,6 +22,8 @@ func TestMain(m *testing.M) {
 		os.Exit(Main(os.Args[1:]))
 	case "fakecodex":
 		os.Exit(codextest.FakeMain(os.Args[1:]))
+	case "fakeshim":
+		os.Exit(fakeShimMain())
 	}
 	os.Exit(m.Run())
 }

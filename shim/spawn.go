@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -61,6 +62,15 @@ type Process struct {
 // shim Config.Env and Config.Instructions. On failure nothing is left
 // running.
 func Spawn(o SpawnOptions) (*Process, error) {
+	return spawn(context.Background(), o)
+}
+
+// spawn is Spawn whose handshake also ends, with ctx's error, when ctx
+// ends first.
+func spawn(ctx context.Context, o SpawnOptions) (*Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("shim %q: %w", o.Config.Agent, err)
+	}
 	if err := o.Config.withDefaults().Validate(); err != nil {
 		return nil, fmt.Errorf("shim %q: %w", o.Config.Agent, err)
 	}
@@ -104,7 +114,13 @@ func Spawn(o SpawnOptions) (*Process, error) {
 		timeout = protocol.DefaultHandshakeTimeout
 	}
 	// Env and Instructions go in the Welcome, never on the command line.
+	// The end of ctx closes the channel, which ends the handshake at once.
+	interrupted := context.AfterFunc(ctx, func() { conn.Close() })
 	p.Hello, err = conn.AcceptHelloWith(protocol.Welcome{Env: o.Config.Env, Instructions: o.Config.Instructions}, timeout)
+	if !interrupted() {
+		// ctx ended first: the channel is closed, whatever the handshake said.
+		err = fmt.Errorf("handshake interrupted: %w", context.Cause(ctx))
+	}
 	if err != nil {
 		p.Kill()
 		return nil, fmt.Errorf("shim %q: %w", o.Config.Agent, err)
@@ -157,6 +173,18 @@ func (p *Process) Stop(timeout time.Duration) error {
 // codex dies with it (parent-death signal); use Stop or a Kill command for
 // a cleanup of the model's detached commands. Idempotent.
 func (p *Process) Kill() {
-	p.once.Do(func() { syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL) })
+	p.signalKill()
 	<-p.done
+}
+
+// signalKill sends the shim SIGKILL once, unless it was reaped already
+// (its pid may be another process's by then); it does not wait.
+func (p *Process) signalKill() {
+	p.once.Do(func() {
+		select {
+		case <-p.done:
+		default:
+			syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
 }

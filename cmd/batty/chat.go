@@ -95,28 +95,17 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 		return 1, err
 	}
 	defer cleanup()
-	p, err := shim.Spawn(shim.SpawnOptions{Path: exe, Args: []string{"shim"}, Env: env, Config: cfg, Stderr: os.Stderr})
+	c, err := shim.Start(ctx, shim.SpawnOptions{Path: exe, Args: []string{"shim"}, Env: env, Config: cfg, Stderr: os.Stderr})
 	if err != nil {
 		return 1, err
 	}
+	defer c.Close()
 	out := newEventPrinter(stdout, asJSON)
 
-	// The reader ends at the first error; recvErr holds it once events is
-	// closed. Anything but io.EOF (the shim exited) means the channel broke,
-	// for example on a frame that cannot be decoded, and was closed.
-	events := make(chan protocol.Message)
-	var recvErr error
-	go func() {
-		defer close(events)
-		for {
-			m, err := p.Conn.Recv()
-			if err != nil {
-				recvErr = err
-				return
-			}
-			events <- m
-		}
-	}()
+	// Events closes after the shim's last event; c.Err then says why.
+	// Anything but io.EOF (the shim exited) means the channel broke, for
+	// example on a frame that cannot be decoded, and was closed.
+	events := c.Events()
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -139,14 +128,22 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 	interrupted := false
 	for {
 		if stdinDone && len(outstanding) == 0 && !interrupted {
-			p.Stop(shutdownTimeout)
+			// Stop returns once the shim has exited; its last events wait
+			// in the channel, and Close (deferred) frees the reader should
+			// they be more than it holds.
+			stopped := make(chan struct{})
+			go func() {
+				defer close(stopped)
+				c.Stop(ctx, shutdownTimeout, "requested")
+			}()
 			for m := range events {
 				if e, ok := m.(protocol.TurnFinished); ok {
 					m = wholeChatReply(replies, e)
 				}
 				out.print(m)
 			}
-			if err := channelBroken(recvErr, len(outstanding)); err != nil {
+			<-stopped
+			if err := channelBroken(c.Err(), len(outstanding)); err != nil {
 				return 1, err
 			}
 			if failed > 0 {
@@ -172,17 +169,17 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 				continue
 			}
 			outstanding[id] = true
-			if err := p.Conn.Send(protocol.SendMessage{ID: id, From: shim.HumanSender, Body: line}); err != nil {
+			if err := c.Send(protocol.SendMessage{ID: id, From: shim.HumanSender, Body: line}); err != nil {
 				return 1, fmt.Errorf("send message %s: %w", id, err)
 			}
 		case m, ok := <-events:
 			if !ok {
-				p.Wait()
-				if err := channelBroken(recvErr, len(outstanding)); err != nil {
+				c.Wait()
+				if err := channelBroken(c.Err(), len(outstanding)); err != nil {
 					return 1, err
 				}
 				if len(outstanding) > 0 || interrupted {
-					fmt.Fprintf(os.Stderr, "batty chat: shim exited (status %d) with %d message(s) unfinished\n", p.ExitCode(), len(outstanding))
+					fmt.Fprintf(os.Stderr, "batty chat: shim exited (status %d) with %d message(s) unfinished\n", c.ExitCode(), len(outstanding))
 					return 1, nil
 				}
 				return 0, nil
@@ -203,16 +200,16 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 			}
 		case s := <-sigs:
 			if interrupted {
-				p.Conn.Send(protocol.Kill{})
+				if err := c.Send(protocol.Kill{}); err != nil && !errors.Is(err, protocol.ErrClosed) {
+					c.Kill()
+				}
 				continue
 			}
 			interrupted = true
 			fmt.Fprintf(os.Stderr, "batty chat: %s: stopping (again to kill)\n", s)
-			if err := p.Conn.Send(protocol.Shutdown{Timeout: shutdownTimeout, Reason: "interrupted"}); err != nil && !errors.Is(err, protocol.ErrClosed) {
-				p.Kill()
-			}
+			c.BeginStop(shutdownTimeout, "interrupted")
 		case <-ctx.Done():
-			p.Kill()
+			c.Close()
 			return 1, ctx.Err()
 		}
 	}

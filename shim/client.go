@@ -1,0 +1,222 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/battyhq/batty/protocol"
+)
+
+// Bounds of Client.Stop's escalation past the grace it gives a turn.
+const (
+	// StopKillAfter is how long past the grace a shim has to exit after a
+	// Shutdown before it is sent a Kill command.
+	StopKillAfter = 5 * time.Second
+	// StopSignalAfter is how long a shim has to exit after a Kill command
+	// before it gets SIGKILL.
+	StopSignalAfter = 10 * time.Second
+)
+
+// clientEventBuffer is how many events the reader holds for a driver busy
+// elsewhere before it waits for one to be taken.
+const clientEventBuffer = 64
+
+// Client is a running shim as every driver sees it (the daemon's agents,
+// `batty chat`, `batty fanout`'s workers): started with its handshake done,
+// commands in with Send, events out of Events, ended with Stop, Kill or
+// Close.
+//
+// The Client owns one reader goroutine, which forwards the shim's events to
+// Events in the order the shim sent them and closes Events after the last
+// one; Err then says why. The driver owns the Client: it reads Events until
+// it is closed, or calls Close, which gives up the unread events. Either
+// way the reader ends, and every goroutine the Client started ends once the
+// shim has exited. All methods are safe for concurrent use.
+type Client struct {
+	p      *Process
+	events chan protocol.Message
+	quit   chan struct{} // closed by Close: the reader stops delivering
+	read   chan struct{} // closed when the reader has ended
+
+	mu  sync.Mutex
+	err error // why the reader ended; set before events closes
+
+	stopOnce  sync.Once
+	closeOnce sync.Once
+
+	// killAfter and signalAfter are Stop's escalation bounds
+	// (StopKillAfter and StopSignalAfter; shorter in tests).
+	killAfter, signalAfter time.Duration
+}
+
+// Start spawns a shim as Spawn does (own process group, managed child of
+// o.Reaper when set, Env and Instructions in the handshake) and starts the
+// reader of its events. It blocks until the handshake is done, for at most
+// o.HandshakeTimeout; the end of ctx ends the wait at once. ctx bounds the
+// start only, not the shim's life. On failure nothing is left running.
+func Start(ctx context.Context, o SpawnOptions) (*Client, error) {
+	p, err := spawn(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		p:         p,
+		events:    make(chan protocol.Message, clientEventBuffer),
+		quit:      make(chan struct{}),
+		read:      make(chan struct{}),
+		killAfter: StopKillAfter, signalAfter: StopSignalAfter,
+	}
+	go c.readEvents()
+	return c, nil
+}
+
+// readEvents forwards the shim's events until the first error of the
+// channel: io.EOF once the shim closed it (it exits), a broken channel (an
+// undecodable or cut frame, which closes it), or protocol.ErrClosed after
+// Close. The channel is closed when it returns.
+func (c *Client) readEvents() {
+	defer close(c.read)
+	defer close(c.events)
+	for {
+		m, err := c.p.Conn.Recv()
+		if err != nil {
+			c.end(err)
+			return
+		}
+		select {
+		case c.events <- m:
+		case <-c.quit:
+			c.end(protocol.ErrClosed)
+			return
+		}
+	}
+}
+
+func (c *Client) end(err error) {
+	c.p.Conn.Close()
+	c.mu.Lock()
+	c.err = err
+	c.mu.Unlock()
+}
+
+// Events delivers the shim's events in order; it is closed after the last
+// one (see Err). It is the same channel on every call, so a driver can
+// select on it. Events are held for the driver: one that stops reading
+// must call Close.
+func (c *Client) Events() <-chan protocol.Message { return c.events }
+
+// Err tells why Events closed: io.EOF when the shim closed the channel
+// cleanly (it has exited or is exiting), protocol.ErrClosed (possibly
+// wrapped) after Close, any other error when the channel broke (an
+// undecodable frame, a frame cut short); the channel is closed then. It is
+// nil while Events is open.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Send writes one command to the shim. It does not wait for an answer
+// (that comes on Events). It fails with protocol.ErrClosed (possibly
+// wrapped) once the channel is closed. Safe for concurrent use.
+func (c *Client) Send(m protocol.Message) error {
+	if err := c.p.Conn.Send(m); err != nil {
+		return fmt.Errorf("shim %d: send %s: %w", c.Pid(), m.Kind(), err)
+	}
+	return nil
+}
+
+// Hello is what the shim said in the handshake.
+func (c *Client) Hello() protocol.Hello { return c.p.Hello }
+
+// Pid is the shim's process id.
+func (c *Client) Pid() int { return c.p.Pid() }
+
+// Done is closed once the shim has exited and been reaped.
+func (c *Client) Done() <-chan struct{} { return c.p.Done() }
+
+// Wait blocks until the shim has exited and returns its exit error (nil
+// for status 0). It may be called any number of times.
+func (c *Client) Wait() error { return c.p.Wait() }
+
+// ExitCode blocks until the shim has exited and returns its status, -1
+// when a signal killed it.
+func (c *Client) ExitCode() int { return c.p.ExitCode() }
+
+// BeginStop starts a stop without waiting for it: it sends Shutdown with
+// grace (the time a turn in flight may still run) and reason, and leaves
+// the escalation to a goroutine of the Client: a Kill command when the
+// shim has not exited StopKillAfter past grace, SIGKILL StopSignalAfter
+// later. That goroutine ends when the shim has exited. A Shutdown that
+// cannot be written (other than on a closed channel) means SIGKILL at
+// once. It blocks only for the write. Idempotent: only the first call of
+// BeginStop or Stop does anything.
+func (c *Client) BeginStop(grace time.Duration, reason string) {
+	c.stopOnce.Do(func() {
+		select {
+		case <-c.p.Done():
+			return
+		default:
+		}
+		if err := c.p.Conn.Send(protocol.Shutdown{Timeout: grace, Reason: reason}); err != nil && !errors.Is(err, protocol.ErrClosed) {
+			c.p.signalKill()
+			return
+		}
+		go c.escalate(max(grace, 0))
+	})
+}
+
+// escalate is the rest of a stop: Kill command, then SIGKILL.
+func (c *Client) escalate(grace time.Duration) {
+	t := time.NewTimer(grace + c.killAfter)
+	defer t.Stop()
+	select {
+	case <-c.p.Done():
+		return
+	case <-t.C:
+	}
+	// A closed channel goes straight on to the signal's deadline: the
+	// shim may be exiting already.
+	c.p.Conn.Send(protocol.Kill{})
+	t.Reset(c.signalAfter)
+	select {
+	case <-c.p.Done():
+	case <-t.C:
+		c.p.signalKill()
+	}
+}
+
+// Stop is BeginStop, then a wait until the shim has exited and been
+// reaped; the end of ctx sends SIGKILL at once and still waits for the
+// reaping. It returns the shim's exit error (nil for status 0). Events
+// keep flowing until the shim exits; the driver keeps reading them (Stop
+// does not) or calls Close. Idempotent: a later call sends nothing and
+// returns the same exit.
+func (c *Client) Stop(ctx context.Context, grace time.Duration, reason string) error {
+	c.BeginStop(grace, reason)
+	select {
+	case <-c.p.Done():
+	case <-ctx.Done():
+		c.p.Kill()
+	}
+	return c.p.Wait()
+}
+
+// Kill ends the shim at once with SIGKILL and waits until it is reaped.
+// Its codex dies with it; what the model detached is left to the parent's
+// sweep (a Stop or a Kill command lets the shim clean it up). Idempotent.
+func (c *Client) Kill() { c.p.Kill() }
+
+// Close releases the Client: SIGKILL for a shim still running, the
+// channel closed, unread events dropped. It blocks until the reader has
+// ended (Events is closed then) and the shim is reaped. Idempotent; after
+// a Stop it only releases.
+func (c *Client) Close() {
+	c.closeOnce.Do(func() { close(c.quit) })
+	c.p.Kill()
+	c.p.Conn.Close()
+	<-c.read
+}
