@@ -129,6 +129,14 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 		return err
 	}
 	s.env = codexEnv(cfg, s.bin, s.batty)
+	if s.rt, err = newRuntime(cfg.Runtime, s); err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := s.rt.close(); cerr != nil {
+			log.Error("Closing the runtime failed", "runtime", cfg.Runtime, "error", cerr)
+		}
+	}()
 	if s.tlog, err = openTranscript(cfg, log); err != nil {
 		return err
 	}
