@@ -53,7 +53,8 @@ type Config struct {
 	// Welcome.
 	Instructions string
 	// Runtime is how turns run: RuntimeExec, one `codex exec` process per
-	// turn ("" = RuntimeExec).
+	// turn ("" = RuntimeExec), or RuntimeAppServer, one warm `codex
+	// app-server` per shim (not yet settable from team.yaml).
 	Runtime string
 	// ThreadID is the thread to resume on the first turn ("" = fresh).
 	ThreadID string
@@ -177,7 +178,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Exec.OutputSchema, "output-schema", "", "JSON Schema file the final answer must match (codex --output-schema)")
 	fs.StringArrayVar(&c.Exec.ExtraArgs, "codex-arg", nil, "extra codex exec argument (repeatable)")
 	fs.BoolVar(&c.Exec.SkipGitRepoCheck, "skip-git-repo-check", true, "pass --skip-git-repo-check to codex")
-	fs.StringVar(&c.Runtime, "runtime", "", "how turns run: "+RuntimeExec+" (one codex exec process per turn; the default)")
+	fs.StringVar(&c.Runtime, "runtime", "", "how turns run: "+RuntimeExec+" (one codex exec process per turn; the default) or "+RuntimeAppServer+" (one warm codex app-server)")
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")

@@ -132,3 +132,10 @@ func TestParseArgsRefusesUnknownRuntime(t *testing.T) {
 		}
 	}
 }
+
+func TestParseArgsKeepsTheAppServerRuntime(t *testing.T) {
+	c, err := ParseArgs(Config{Agent: "a", Runtime: RuntimeAppServer}.Args())
+	if err != nil || c.Runtime != RuntimeAppServer {
+		t.Fatalf("ParseArgs: runtime %q, error %v", c.Runtime, err)
+	}
+}

@@ -33,17 +33,19 @@ func newRuntime(name string, s *server) (turnRuntime, error) {
 	switch name {
 	case "", RuntimeExec:
 		return execRuntime{s: s}, nil
+	case RuntimeAppServer:
+		return &appServerRuntime{s: s}, nil
 	}
-	return nil, fmt.Errorf("shim: unknown runtime %q (want %q)", name, RuntimeExec)
+	return nil, checkRuntime(name)
 }
 
 // checkRuntime reports whether name is a runtime the shim knows.
 func checkRuntime(name string) error {
 	switch name {
-	case "", RuntimeExec:
+	case "", RuntimeExec, RuntimeAppServer:
 		return nil
 	}
-	return fmt.Errorf("shim: --runtime %q is not a runtime (want %q)", name, RuntimeExec)
+	return fmt.Errorf("shim: --runtime %q is not a runtime (want %q or %q)", name, RuntimeExec, RuntimeAppServer)
 }
 
 // execRuntime runs each turn as its own `codex exec --json` process
