@@ -15,10 +15,6 @@ import (
 	"github.com/battyhq/batty/textclip"
 )
 
-// RuntimeAppServer runs turns on one warm `codex app-server` process per
-// shim, which keeps the agent's thread loaded between turns.
-const RuntimeAppServer = "app-server"
-
 // appServerRuntime is the app-server runtime: one `codex app-server`
 // process (started on the first turn, restarted on the next turn after it
 // died or was killed) and the thread it has loaded. Only the turn
@@ -141,7 +137,11 @@ func (r *appServerRuntime) run(t *turn) turnResult {
 
 	tctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	threadID, ok := r.thread(tctx, c, t, &res)
+	// Stop requests are read once the turn runs: starting or loading the
+	// thread is bounded by the idle timeout instead.
+	thctx, thcancel := context.WithTimeout(tctx, s.cfg.IdleTimeout)
+	threadID, ok := r.thread(thctx, c, t, &res)
+	thcancel()
 	if !ok {
 		return res
 	}

@@ -7,6 +7,9 @@ const (
 	// RuntimeExec runs one `codex exec --json [resume THREAD] -` process
 	// per turn (the default).
 	RuntimeExec = "exec"
+	// RuntimeAppServer runs turns on one warm `codex app-server` process
+	// per shim, which keeps the agent's thread loaded between turns.
+	RuntimeAppServer = "app-server"
 )
 
 // turnRuntime is the seam behind which the shim runs a turn. The loop
@@ -18,11 +21,12 @@ const (
 // The request is the turn: t.msg is the message (its prompt), t.threadID
 // the thread to resume ("" for a fresh one), t.stopCh carries stop
 // requests (interrupt, limits); the codex settings are the server's
-// execOpts. run blocks until the turn has ended and everything it started
-// is gone, whatever the ending; it never sends on s.turnDone itself.
+// execOpts. run blocks until the turn has ended, whatever the ending, with
+// nothing of the turn's own left running but what the runtime keeps
+// between turns (exec: nothing); it never sends on s.turnDone itself.
 //
-// close releases what the runtime keeps between turns; the loop calls it
-// once, after the last turn has ended. It is idempotent.
+// close releases what the runtime keeps between turns; Run calls it once,
+// after the loop has ended and no turn runs. It is idempotent.
 type turnRuntime interface {
 	run(t *turn) turnResult
 	close() error
