@@ -31,6 +31,7 @@ var conformanceCases = []conformanceCase{
 	{"Auth", conformAuth},
 	{"ContextWindow", conformContextWindow},
 	{"Interrupt", conformInterrupt},
+	{"KillLeavesNoProcess", conformKill},
 }
 
 func TestConformance(t *testing.T) {
@@ -188,4 +189,21 @@ func conformInterrupt(t *testing.T, h *harness, srv *codextest.Server) {
 	if _, tf := turnEvents(h, "n"); tf.Status != protocol.TurnCompleted || tf.Reply != "AFTER_INTERRUPT" {
 		t.Fatalf("turn after the interrupt = %+v", tf)
 	}
+}
+
+// conformKill: a shim killed while a command runs (one of them detached
+// into its own session) ends the turn as interrupted, exits, and leaves no
+// process behind.
+func conformKill(t *testing.T, h *harness, _ *codextest.Server) {
+	h.send("k", "[[mock:shell setsid sleep 3141 >/dev/null 2>&1 < /dev/null & sleep 3142]]")
+	waitForProcess(t, h.mark, "sleep 3141")
+	waitForProcess(t, h.mark, "sleep 3142")
+	h.command(protocol.Kill{})
+	if _, tf := turnEvents(h, "k"); tf.Status != protocol.TurnInterrupted {
+		t.Fatalf("killed turn = %+v", tf)
+	}
+	if code := h.waitExit(); code != 0 {
+		t.Fatalf("shim exit code %d", code)
+	}
+	assertNoProcesses(t, h.mark)
 }
