@@ -52,6 +52,10 @@ type Config struct {
 	// codex argument (codex.CheckInstructions). Not a flag, sent in the
 	// Welcome.
 	Instructions string
+	// Runtime is how turns run: RuntimeExec, one `codex exec` process per
+	// turn ("" = RuntimeExec), or RuntimeAppServer, one warm `codex
+	// app-server` per shim (not yet settable from team.yaml).
+	Runtime string
 	// ThreadID is the thread to resume on the first turn ("" = fresh).
 	ThreadID string
 	// ThreadUsage is the thread-cumulative usage codex last reported for
@@ -156,7 +160,7 @@ func (c Config) Validate() error {
 	if err := c.Exec.Validate(); err != nil {
 		return fmt.Errorf("shim: %w", err)
 	}
-	return nil
+	return checkRuntime(c.Runtime)
 }
 
 func (c *Config) flags(fs *pflag.FlagSet) {
@@ -174,6 +178,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Exec.OutputSchema, "output-schema", "", "JSON Schema file the final answer must match (codex --output-schema)")
 	fs.StringArrayVar(&c.Exec.ExtraArgs, "codex-arg", nil, "extra codex exec argument (repeatable)")
 	fs.BoolVar(&c.Exec.SkipGitRepoCheck, "skip-git-repo-check", true, "pass --skip-git-repo-check to codex")
+	fs.StringVar(&c.Runtime, "runtime", "", "how turns run: "+RuntimeExec+" (one codex exec process per turn; the default) or "+RuntimeAppServer+" (one warm codex app-server)")
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
@@ -238,6 +243,7 @@ func (c Config) Args() []string {
 		a = append(a, "--codex-arg="+v)
 	}
 	a = append(a, "--skip-git-repo-check="+strconv.FormatBool(c.Exec.SkipGitRepoCheck))
+	add("runtime", c.Runtime)
 	add("thread-id", c.ThreadID)
 	if !c.ThreadUsage.IsZero() {
 		add("thread-usage", (*usageValue)(&c.ThreadUsage).String())

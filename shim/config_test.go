@@ -22,7 +22,7 @@ func TestConfigArgsRoundTrip(t *testing.T) {
 			SkipGitRepoCheck: true,
 		},
 		Env:          []string{"A=1", "B=two words"},
-		Instructions: "You build.", ThreadID: "01a1fe06-da19-7320-bb56-f999f5fa1a4a",
+		Instructions: "You build.", Runtime: RuntimeExec, ThreadID: "01a1fe06-da19-7320-bb56-f999f5fa1a4a",
 		ThreadUsage: codex.Usage{InputTokens: 19124, CachedInputTokens: 9000, CacheWriteInputTokens: 5, OutputTokens: 7, ReasoningOutputTokens: 2},
 		Transcript:  "/srv/p/.batty/logs/eng-1.log", TranscriptRoot: "/srv/p", QueueDepth: 3,
 		TurnTimeout: time.Hour, IdleTimeout: 5 * time.Minute, StopGrace: 2 * time.Second,
@@ -120,4 +120,22 @@ func FuzzThreadUsageFlag(f *testing.F) {
 			t.Fatalf("%q → %q → %+v, %v", s, u.String(), back, err)
 		}
 	})
+}
+
+func TestParseArgsRefusesUnknownRuntime(t *testing.T) {
+	if _, err := ParseArgs([]string{"--agent=a", "--runtime=warp"}); err == nil || !strings.Contains(err.Error(), "warp") {
+		t.Fatalf("ParseArgs with an unknown runtime: %v", err)
+	}
+	for _, rt := range []string{"", RuntimeExec} {
+		if err := (Config{Agent: "a", Runtime: rt}).withDefaults().Validate(); err != nil {
+			t.Errorf("runtime %q refused: %v", rt, err)
+		}
+	}
+}
+
+func TestParseArgsKeepsTheAppServerRuntime(t *testing.T) {
+	c, err := ParseArgs(Config{Agent: "a", Runtime: RuntimeAppServer}.Args())
+	if err != nil || c.Runtime != RuntimeAppServer {
+		t.Fatalf("ParseArgs: runtime %q, error %v", c.Runtime, err)
+	}
 }

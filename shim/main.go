@@ -129,6 +129,11 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 		return err
 	}
 	s.env = codexEnv(cfg, s.bin, s.batty)
+	// The runtime starts nothing before the first turn; it is closed once
+	// the loop has ended, before the leftover sweep below.
+	if s.rt, err = newRuntime(cfg.Runtime, s); err != nil {
+		return err
+	}
 	if s.tlog, err = openTranscript(cfg, log); err != nil {
 		return err
 	}
@@ -155,6 +160,9 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 		s.reaper.Run(rctx)
 	}()
 	err = s.serve(ctx)
+	if cerr := s.rt.close(); cerr != nil {
+		log.Error("Closing the runtime failed", "runtime", cfg.Runtime, "error", cerr)
+	}
 	if n, kerr := s.reaper.KillLeftovers(5 * time.Second); kerr != nil {
 		log.Error("Processes survived the shim's cleanup", "error", kerr)
 	} else if n > 0 {

@@ -32,6 +32,7 @@ type server struct {
 	env      []string
 	batty    string // the batty binary the agent runs (battyBinary, resolved at start)
 	reaper   *reap.Reaper
+	rt       turnRuntime // runs the turns (Config.Runtime)
 	born     time.Time
 	// replies stores replies longer than a frame (nil: nowhere, because
 	// of repliesErr or no Config.ReplyDir).

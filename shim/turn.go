@@ -82,11 +82,11 @@ type threadSeen struct {
 	ack chan struct{}
 }
 
-// runTurn runs t to the end and sends its result on s.turnDone. It never
-// returns before codex and everything the turn left behind is gone, however
-// the turn ended.
+// runTurn runs t to the end on the shim's runtime (s.rt) and sends its
+// result on s.turnDone. It never returns before codex and everything the
+// turn left behind is gone, however the turn ended.
 func (s *server) runTurn(t *turn) {
-	res := s.execTurn(t)
+	res := s.rt.run(t)
 	res.turn = t
 	res.duration = time.Since(t.started)
 	s.storeReply(&res)

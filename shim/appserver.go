@@ -1,0 +1,402 @@
+package shim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/codex/appserver"
+	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/ptylog"
+	"github.com/battyhq/batty/textclip"
+)
+
+// appServerRuntime is the app-server runtime: one `codex app-server`
+// process (started on the first turn, restarted on the next turn after it
+// died or was killed) and the thread it has loaded. Only the turn
+// goroutine in flight calls run, one turn at a time, and close is called
+// once no turn runs: the fields need no lock.
+//
+// Known differences from the exec runtime: no network-wait handling
+// (codex's "waiting for network" notices are warnings, the idle timeout
+// still applies), no kill of what a turn left running at its end (the
+// reaper would take the app-server itself for a leftover), ExecOptions.AddDirs,
+// OutputSchema and ExtraArgs are not applied, and the PID in TurnStarted is
+// the app-server's.
+type appServerRuntime struct {
+	s      *server
+	client *appserver.Client
+	loaded string // the thread loaded in client ("" = none)
+}
+
+// connect returns the running client, starting and initializing a new
+// app-server when there is none or the last one has ended.
+func (r *appServerRuntime) connect() (*appserver.Client, error) {
+	if r.client != nil {
+		select {
+		case <-r.client.Done():
+			r.drop()
+		default:
+			return r.client, nil
+		}
+	}
+	s := r.s
+	c, err := appserver.Start(context.Background(), appserver.Options{
+		Bin: s.bin.Path, Args: appServerArgs(s.execOpts), Env: s.env, Cwd: s.cfg.Cwd, ClientName: "batty",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start app-server: %w", err)
+	}
+	ictx, cancel := context.WithTimeout(context.Background(), s.cfg.IdleTimeout)
+	defer cancel()
+	if _, err := c.Initialize(ictx); err != nil {
+		stderr := c.Stderr()
+		if cerr := c.Close(); cerr != nil {
+			s.log.Debug("Closing the app-server that failed to initialize", "error", cerr)
+		}
+		return nil, fmt.Errorf("initialize app-server: %w%s", err, stderrSuffix(stderr))
+	}
+	s.log.Info("App-server started", "pid", c.Pid())
+	r.client, r.loaded = c, ""
+	return c, nil
+}
+
+// drop closes the client, if any, and forgets it and its loaded thread.
+func (r *appServerRuntime) drop() {
+	if r.client == nil {
+		return
+	}
+	if err := r.client.Close(); err != nil {
+		r.s.log.Debug("App-server closed", "reason", err)
+	}
+	r.client, r.loaded = nil, ""
+}
+
+// close ends the app-server, if one runs. Idempotent.
+func (r *appServerRuntime) close() error {
+	r.drop()
+	return nil
+}
+
+// appServerArgs are the app-server's -c overrides for the settings that
+// thread/start does not take.
+func appServerArgs(o codex.ExecOptions) []string {
+	var a []string
+	if o.ReasoningEffort != "" {
+		a = append(a, "-c", "model_reasoning_effort="+codex.TOMLString(o.ReasoningEffort))
+	}
+	for _, kv := range o.Config {
+		a = append(a, "-c", kv)
+	}
+	return a
+}
+
+// threadOptions are the thread settings of the codex options.
+func threadOptions(o codex.ExecOptions, cwd string) appserver.ThreadOptions {
+	return appserver.ThreadOptions{Cwd: cwd, Model: o.Model, Sandbox: o.Sandbox, ApprovalPolicy: o.ApprovalPolicy,
+		DeveloperInstructions: o.DeveloperInstructions}
+}
+
+func stderrSuffix(stderr string) string {
+	stderr = strings.TrimSpace(stderr)
+	if stderr == "" {
+		return ""
+	}
+	return "; stderr: " + textclip.Bytes(stderr, 2048, textclip.Truncated)
+}
+
+// appTurnDone is RunTurn's answer.
+type appTurnDone struct {
+	tr  appserver.TurnResult
+	err error
+}
+
+// run runs t on the app-server: thread start or resume as needed, then
+// turn/start, following the turn's notifications until it ends. A stop
+// request interrupts the turn (turn/interrupt); an app-server that does not
+// end the turn within Config.StopGrace is killed.
+func (r *appServerRuntime) run(t *turn) turnResult {
+	s := r.s
+	res := turnResult{exitCode: -1}
+	if err := s.recheckBinary(); err != nil {
+		res.spawnErr = err
+		return res
+	}
+	c, err := r.connect()
+	if err != nil {
+		res.spawnErr = err
+		return res
+	}
+	t.pid = c.Pid()
+	s.log.Debug("Turn on the app-server", "pid", t.pid, "message", t.msg.ID, "resume", t.threadID)
+	s.emit(protocol.TurnStarted{MessageID: t.msg.ID, ThreadID: t.threadID, Resume: t.threadID != "", PID: t.pid})
+
+	tctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Stop requests are read once the turn runs: starting or loading the
+	// thread is bounded by the idle timeout instead.
+	thctx, thcancel := context.WithTimeout(tctx, s.cfg.IdleTimeout)
+	threadID, ok := r.thread(thctx, c, t, &res)
+	thcancel()
+	if !ok {
+		return res
+	}
+
+	done := make(chan appTurnDone, 1)
+	activity := make(chan bool) // true while a command runs
+	n := &appNotes{s: s, t: t, res: &res, open: map[string]bool{}, activity: activity}
+	go func() {
+		tr, err := c.RunTurn(tctx, threadID, FormatPrompt(t.msg), n.handle)
+		done <- appTurnDone{tr: tr, err: err}
+	}()
+
+	turnTimer := time.NewTimer(s.cfg.TurnTimeout)
+	defer turnTimer.Stop()
+	idleTimer := time.NewTimer(s.cfg.IdleTimeout)
+	defer idleTimer.Stop()
+	var graceTimer <-chan time.Time
+	net := &netWait{limit: s.cfg.NetworkWait} // never started: limitStop's wording only
+	stop := func(reason stopReason, detail string) {
+		if graceTimer != nil {
+			return
+		}
+		res.stop, res.stopDetail = reason, detail
+		graceTimer = time.After(s.cfg.StopGrace)
+		ictx, icancel := context.WithTimeout(context.Background(), s.cfg.StopGrace)
+		defer icancel()
+		if err := c.Interrupt(ictx, threadID); err != nil {
+			// Not started yet, or the request failed: RunTurn interrupts
+			// the turn itself once its context ends.
+			s.log.Debug("Interrupt refused; cancelling the turn", "message", t.msg.ID, "error", err)
+			cancel()
+		}
+	}
+	var d appTurnDone
+wait:
+	for {
+		select {
+		case d = <-done:
+			break wait
+		case busy := <-activity:
+			if busy {
+				idleTimer.Stop()
+			} else {
+				resetTimer(idleTimer, s.cfg.IdleTimeout)
+			}
+		case reason := <-t.stopCh:
+			stop(reason, "")
+		case <-turnTimer.C:
+			stop(limitStop(limitTurn, s.cfg, net))
+		case <-idleTimer.C:
+			stop(limitStop(limitIdle, s.cfg, net))
+		case <-graceTimer:
+			s.log.Warn("The app-server did not end the turn, killing it", "pid", t.pid, "grace", s.cfg.StopGrace)
+			r.drop()
+		}
+	}
+	applyAppTurn(&res, d.tr, d.err)
+	if d.err != nil {
+		res.stderrTail = c.Stderr()
+		select {
+		case <-c.Done():
+			r.drop()
+		default:
+		}
+	}
+	return res
+}
+
+// thread makes t's thread the loaded one: a new thread when t has none,
+// a resume when another is loaded. It announces a new thread to the loop.
+// On failure it fills res and reports false.
+func (r *appServerRuntime) thread(ctx context.Context, c *appserver.Client, t *turn, res *turnResult) (string, bool) {
+	s := r.s
+	opts := threadOptions(s.execOpts, s.cfg.Cwd)
+	var th appserver.Thread
+	var err error
+	switch {
+	case t.threadID != "" && t.threadID == r.loaded:
+		return t.threadID, true
+	case t.threadID != "":
+		th, err = c.ResumeThread(ctx, t.threadID, opts)
+	default:
+		th, err = c.StartThread(ctx, opts)
+	}
+	if err != nil {
+		var rpc *appserver.RPCError
+		msg := textclip.Bytes(err.Error(), protocol.MaxText, textclip.Truncated)
+		if errors.As(err, &rpc) {
+			// Refused (an unknown thread): classified like codex exec's
+			// stderr for the same refusal, so a missing thread is retried
+			// on a fresh one.
+			res.failedMsg, res.stderrTail = msg, msg
+		} else {
+			res.stderrTail = msg + stderrSuffix(c.Stderr())
+			r.drop()
+		}
+		return "", false
+	}
+	r.loaded = th.ID
+	res.threadID = th.ID
+	ack := make(chan struct{})
+	s.progress <- threadSeen{t: t, id: th.ID, ack: ack}
+	<-ack
+	return th.ID, true
+}
+
+// applyAppTurn records how RunTurn ended in res. It is pure: a completed
+// turn carries the thread's usage, a failed one codex's message (which
+// outcome classifies like exec's turn.failed), an interrupted one that the
+// shim did not stop counts as interrupted; an error (connection ended,
+// turn/start refused) leaves the exit to outcome, with the error as the
+// failure text when turn/start was refused.
+func applyAppTurn(res *turnResult, tr appserver.TurnResult, err error) {
+	if tr.Usage != nil {
+		u := tr.Usage.Total
+		res.usage = codex.Usage{InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens,
+			CacheWriteInputTokens: u.CacheWriteInputTokens, OutputTokens: u.OutputTokens, ReasoningOutputTokens: u.ReasoningOutputTokens}
+	}
+	if tr.FinalMessage != "" {
+		res.reply = tr.FinalMessage
+	}
+	if err != nil {
+		var rpc *appserver.RPCError
+		if res.stop == stopNone && errors.As(err, &rpc) {
+			res.failedMsg = textclip.Bytes(err.Error(), protocol.MaxText, textclip.Truncated)
+		}
+		return
+	}
+	switch tr.Status {
+	case appserver.StatusCompleted:
+		res.completed = true
+	case appserver.StatusFailed:
+		msg := "turn failed"
+		if tr.Error != nil && tr.Error.Message != "" {
+			msg = tr.Error.Message
+		}
+		res.failedMsg = textclip.Bytes(msg, protocol.MaxText, textclip.Truncated)
+	case appserver.StatusInterrupted:
+		if res.stop == stopNone {
+			res.stop = stopInterrupt
+		}
+	}
+}
+
+// appNotes follows one turn's notifications on RunTurn's goroutine: the
+// transcript, warnings, the items and requests counted, and the idle timer
+// (through activity, which the turn's loop reads until RunTurn returns).
+type appNotes struct {
+	s        *server
+	t        *turn
+	res      *turnResult // only items, requests and reply
+	open     map[string]bool
+	activity chan<- bool
+}
+
+// appItem is the part of a thread item the shim reads.
+type appItem struct {
+	Type             string `json:"type"`
+	ID               string `json:"id"`
+	Text             string `json:"text"`
+	Command          string `json:"command"`
+	AggregatedOutput string `json:"aggregatedOutput"`
+	ExitCode         *int   `json:"exitCode"`
+	Status           string `json:"status"`
+	Changes          []struct {
+		Path string `json:"path"`
+		Kind struct {
+			Type string `json:"type"`
+		} `json:"kind"`
+	} `json:"changes"`
+	Summary []string `json:"summary"`
+	Query   string   `json:"query"`
+}
+
+// appNote is the part of a turn notification the shim reads.
+type appNote struct {
+	Item      *appItem `json:"item"`
+	WillRetry bool     `json:"willRetry"`
+	Error     *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// decodeAppNote reads a notification's params; malformed params read as
+// empty. It never panics.
+func decodeAppNote(params json.RawMessage) appNote {
+	var p appNote
+	if json.Unmarshal(params, &p) != nil {
+		return appNote{}
+	}
+	return p
+}
+
+// handle applies one notification.
+func (n *appNotes) handle(note appserver.Notification) {
+	tl := n.s.tlog
+	p := decodeAppNote(note.Params)
+	switch note.Method {
+	case appserver.NotifyError:
+		if p.Error != nil && p.WillRetry {
+			n.s.warn(n.t.msg.ID, "codex retries: "+p.Error.Message)
+		}
+		return
+	case appserver.NotifyItemStarted, appserver.NotifyItemCompleted:
+	default:
+		n.activity <- len(n.open) > 0
+		return
+	}
+	it := p.Item
+	if it == nil {
+		return
+	}
+	done := note.Method == appserver.NotifyItemCompleted
+	switch it.Type {
+	case "userMessage", "hookPrompt":
+		return
+	case "agentMessage":
+		if done {
+			n.res.reply = it.Text
+			tl.AgentMessage(it.Text)
+		}
+	case "reasoning":
+		if done && len(it.Summary) > 0 {
+			tl.Reasoning(strings.Join(it.Summary, "\n"))
+		}
+	case "commandExecution":
+		if !done {
+			n.open[it.ID] = true
+			tl.CommandStarted(it.Command)
+		} else {
+			delete(n.open, it.ID)
+			n.res.requests++
+			tl.CommandFinished(it.Command, it.ExitCode, it.Status, it.AggregatedOutput)
+		}
+	case "fileChange":
+		if done {
+			n.res.requests++
+			ch := make([]ptylog.FileChange, 0, len(it.Changes))
+			for _, c := range it.Changes {
+				ch = append(ch, ptylog.FileChange{Path: c.Path, Kind: c.Kind.Type})
+			}
+			tl.FileChanges(ch)
+		}
+	case "webSearch":
+		if done {
+			tl.WebSearch(it.Query)
+		}
+	case "plan":
+	default:
+		if done && it.Type != "" {
+			n.res.requests++
+		}
+	}
+	if done && it.Type != "reasoning" && it.Type != "plan" {
+		n.res.items++
+	}
+	n.activity <- len(n.open) > 0
+}

@@ -1,0 +1,87 @@
+package shim
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/codex/appserver"
+	"github.com/battyhq/batty/protocol"
+)
+
+func TestApplyAppTurn(t *testing.T) {
+	usage := &appserver.ThreadUsage{Total: appserver.TokenUsage{InputTokens: 100, CachedInputTokens: 40, OutputTokens: 7, ReasoningOutputTokens: 2}}
+	quota := "You've hit your usage limit. Try again at 5:56 PM."
+	for _, c := range []struct {
+		name   string
+		stop   stopReason
+		tr     appserver.TurnResult
+		err    error
+		status protocol.TurnStatus
+		kind   protocol.FailureKind
+		reply  string
+		usage  codex.Usage
+	}{
+		{name: "completed", tr: appserver.TurnResult{Status: appserver.StatusCompleted, FinalMessage: "hi", Usage: usage},
+			status: protocol.TurnCompleted, reply: "hi", usage: codex.Usage{InputTokens: 100, CachedInputTokens: 40, OutputTokens: 7, ReasoningOutputTokens: 2}},
+		{name: "quota", tr: appserver.TurnResult{Status: appserver.StatusFailed, Error: &appserver.TurnError{Message: quota, Code: "usageLimitExceeded"}},
+			status: protocol.TurnFailed, kind: protocol.FailQuota},
+		{name: "context", tr: appserver.TurnResult{Status: appserver.StatusFailed, Error: &appserver.TurnError{Message: "Codex ran out of room in the model's context window."}},
+			status: protocol.TurnFailed, kind: protocol.FailContextWindow},
+		{name: "failed without an error", tr: appserver.TurnResult{Status: appserver.StatusFailed},
+			status: protocol.TurnFailed, kind: protocol.FailStream},
+		{name: "interrupted by the shim", stop: stopInterrupt, tr: appserver.TurnResult{Status: appserver.StatusInterrupted},
+			status: protocol.TurnInterrupted},
+		{name: "interrupted by someone else", tr: appserver.TurnResult{Status: appserver.StatusInterrupted},
+			status: protocol.TurnInterrupted},
+		{name: "timed out", stop: stopTimeout, tr: appserver.TurnResult{Status: appserver.StatusInterrupted},
+			status: protocol.TurnTimedOut},
+		{name: "turn/start refused", err: &appserver.RPCError{Code: -32600, Message: "thread not found: x"},
+			status: protocol.TurnFailed, kind: protocol.FailStream},
+		{name: "connection ended", err: appserver.ErrClosed,
+			status: protocol.TurnFailed, kind: protocol.FailExit},
+		{name: "connection ended while stopping", stop: stopInterrupt, err: appserver.ErrClosed,
+			status: protocol.TurnInterrupted},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := turnResult{exitCode: -1, stop: c.stop}
+			applyAppTurn(&res, c.tr, c.err)
+			status, kind, _ := outcome(res)
+			if status != c.status || kind != c.kind || res.reply != c.reply || res.usage != c.usage {
+				t.Fatalf("got %s %s reply %q usage %+v, want %s %s reply %q usage %+v", status, kind, res.reply, res.usage, c.status, c.kind, c.reply, c.usage)
+			}
+		})
+	}
+}
+
+func TestAppServerArgs(t *testing.T) {
+	got := appServerArgs(codex.ExecOptions{ReasoningEffort: "high", Config: []string{"a=1"}, Model: "m"})
+	want := []string{"-c", `model_reasoning_effort="high"`, "-c", "a=1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("args %q, want %q", got, want)
+	}
+}
+
+func TestDecodeAppNote(t *testing.T) {
+	p := decodeAppNote(json.RawMessage(`{"threadId":"t","item":{"type":"commandExecution","id":"c1","command":"ls","exitCode":2,"status":"failed","aggregatedOutput":"x"}}`))
+	if p.Item == nil || p.Item.Command != "ls" || p.Item.ExitCode == nil || *p.Item.ExitCode != 2 || p.Item.Status != "failed" {
+		t.Fatalf("decoded %+v", p.Item)
+	}
+	p = decodeAppNote(json.RawMessage(`{"error":{"message":"Reconnecting... 1/5"},"willRetry":true}`))
+	if p.Error == nil || !p.WillRetry || p.Error.Message != "Reconnecting... 1/5" {
+		t.Fatalf("decoded %+v", p)
+	}
+	if p := decodeAppNote(json.RawMessage(`{"item":"nope"}`)); p.Item != nil {
+		t.Fatalf("malformed params decoded to %+v", p.Item)
+	}
+}
+
+func FuzzDecodeAppNote(f *testing.F) {
+	f.Add([]byte(`{"item":{"type":"fileChange","changes":[{"path":"a","kind":{"type":"add"}}]}}`))
+	f.Add([]byte(`{"error":null,"willRetry":true}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		decodeAppNote(json.RawMessage(b))
+	})
+}

@@ -1,0 +1,209 @@
+package shim
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/protocol"
+)
+
+// The conformance suite runs the same scenarios through a real shim, with
+// the real Codex CLI against the mock Responses API, on every runtime the
+// shim has. A scenario asserts only what the protocol promises whatever the
+// runtime: which events a turn produces and what its TurnFinished says,
+// not the order of the events before it nor how codex was run.
+
+// conformanceRuntimes are the runtimes every scenario runs on.
+var conformanceRuntimes = []string{RuntimeExec, RuntimeAppServer}
+
+// conformanceCase is one scenario, run on a fresh shim of the runtime.
+type conformanceCase struct {
+	name string
+	run  func(t *testing.T, h *harness, srv *codextest.Server)
+}
+
+var conformanceCases = []conformanceCase{
+	{"TextAndResume", conformTextAndResume},
+	{"ToolCall", conformToolCall},
+	{"Quota", conformQuota},
+	{"Auth", conformAuth},
+	{"ContextWindow", conformContextWindow},
+	{"Interrupt", conformInterrupt},
+	{"KillLeavesNoProcess", conformKill},
+}
+
+func TestConformance(t *testing.T) {
+	for _, rt := range conformanceRuntimes {
+		t.Run(rt, func(t *testing.T) {
+			for _, c := range conformanceCases {
+				t.Run(c.name, func(t *testing.T) {
+					h, srv := startRealShim(t, func(cfg *Config) { cfg.Runtime = rt })
+					c.run(t, h, srv)
+				})
+			}
+		})
+	}
+}
+
+// turnEvents collects the events up to and including the TurnFinished of
+// message id, and returns them with that TurnFinished.
+func turnEvents(h *harness, id string) ([]protocol.Message, protocol.TurnFinished) {
+	h.t.Helper()
+	var got []protocol.Message
+	for {
+		m := h.next()
+		got = append(got, m)
+		if tf, ok := m.(protocol.TurnFinished); ok && tf.MessageID == id {
+			return got, tf
+		}
+	}
+}
+
+// eventOf returns the first event of kind k in ms, failing the test when
+// there is none.
+func eventOf(t *testing.T, ms []protocol.Message, k protocol.Kind) protocol.Message {
+	t.Helper()
+	for _, m := range ms {
+		if m.Kind() == k {
+			return m
+		}
+	}
+	t.Fatalf("no %s among the turn's events (%s)", k, describe(ms))
+	return nil
+}
+
+// conformTextAndResume: two turns on one thread; the second resumes the
+// first's thread, and its model request carries the first turn's text.
+func conformTextAndResume(t *testing.T, h *harness, srv *codextest.Server) {
+	h.send("m1", "first question [[mock:reply FIRST_ANSWER]]")
+	ev, tf := turnEvents(h, "m1")
+	thread := eventOf(t, ev, kThread).(protocol.ThreadChanged).ThreadID
+	if ts := eventOf(t, ev, kStarted).(protocol.TurnStarted); ts.Resume {
+		t.Fatalf("first turn started as a resume: %+v", ts)
+	}
+	if tf.Status != protocol.TurnCompleted || tf.Reply != "FIRST_ANSWER" || tf.ThreadID != thread || thread == "" || tf.Usage.Input == 0 {
+		t.Fatalf("first turn = %+v (thread %q)", tf, thread)
+	}
+
+	h.send("m2", "second question [[mock:reply SECOND_ANSWER]]")
+	ev, tf = turnEvents(h, "m2")
+	if ts := eventOf(t, ev, kStarted).(protocol.TurnStarted); !ts.Resume || ts.ThreadID != thread {
+		t.Fatalf("second turn started = %+v, want a resume of %s", ts, thread)
+	}
+	for _, m := range ev {
+		if tc, ok := m.(protocol.ThreadChanged); ok {
+			t.Fatalf("second turn changed the thread: %+v", tc)
+		}
+	}
+	if tf.Status != protocol.TurnCompleted || tf.Reply != "SECOND_ANSWER" || tf.ThreadID != thread {
+		t.Fatalf("second turn = %+v", tf)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	history := strings.Join(reqs[1].InputTexts, "\n")
+	for _, want := range []string{"first question", "FIRST_ANSWER", "second question"} {
+		if !strings.Contains(history, want) {
+			t.Errorf("second request lacks %q in its input", want)
+		}
+	}
+}
+
+// conformToolCall: the model calls the shell tool; codex runs the command
+// and the model's follow-up answers with its output.
+func conformToolCall(t *testing.T, h *harness, srv *codextest.Server) {
+	h.send("s", "run it [[mock:shell echo CONFORM_SHELL_OK]]")
+	_, tf := turnEvents(h, "s")
+	if tf.Status != protocol.TurnCompleted || !strings.Contains(tf.Reply, "CONFORM_SHELL_OK") {
+		t.Fatalf("shell turn = %+v", tf)
+	}
+	if tf.Items < 2 {
+		t.Fatalf("shell turn counted %d items, want the command and the message", tf.Items)
+	}
+	var followUp bool
+	for _, r := range srv.Requests() {
+		followUp = followUp || r.FollowUp
+	}
+	if !followUp {
+		t.Fatal("no follow-up model request carried the command's output")
+	}
+}
+
+// conformQuota: a usage limit blocks the agent until the time codex names.
+func conformQuota(t *testing.T, h *harness, _ *codextest.Server) {
+	h.send("q", "please [[mock:quota]]")
+	ev, tf := turnEvents(h, "q")
+	qb := eventOf(t, ev, kQuota).(protocol.QuotaBlocked)
+	// The mock resets the limit in one hour; codex prints it to the minute.
+	if d := time.Until(qb.RetryAt); d < 55*time.Minute || d > 65*time.Minute {
+		t.Fatalf("retry at %s (in %s), want about an hour from now; message %q", qb.RetryAt, d, qb.Message)
+	}
+	if tf.Status != protocol.TurnFailed || tf.Failure != protocol.FailQuota {
+		t.Fatalf("quota turn = %+v", tf)
+	}
+}
+
+// conformAuth: a refused credential asks for a login.
+func conformAuth(t *testing.T, h *harness, _ *codextest.Server) {
+	h.send("a", "please [[mock:auth]]")
+	ev, tf := turnEvents(h, "a")
+	eventOf(t, ev, kAuth)
+	if tf.Status != protocol.TurnFailed || tf.Failure != protocol.FailAuth {
+		t.Fatalf("auth turn = %+v", tf)
+	}
+}
+
+// conformContextWindow: a full context window is reported as such.
+func conformContextWindow(t *testing.T, h *harness, _ *codextest.Server) {
+	h.send("c", "too long [[mock:context]]")
+	ev, tf := turnEvents(h, "c")
+	eventOf(t, ev, kContextEx)
+	if tf.Status != protocol.TurnFailed || tf.Failure != protocol.FailContextWindow {
+		t.Fatalf("context turn = %+v", tf)
+	}
+}
+
+// conformInterrupt: an interrupted turn ends as interrupted while the
+// model is still answering, and the shim takes the next message.
+func conformInterrupt(t *testing.T, h *harness, srv *codextest.Server) {
+	h.send("i", "wait [[mock:slow 60]]")
+	for h.next().Kind() != kStarted {
+	}
+	// Interrupt once the model request is under way.
+	deadline := time.Now().Add(eventWait)
+	for len(srv.Requests()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("codex sent no model request")
+		}
+		time.Sleep(20 * time.Millisecond) // the mock records requests; no event says so
+	}
+	h.command(protocol.Interrupt{})
+	_, tf := turnEvents(h, "i")
+	if tf.Status != protocol.TurnInterrupted {
+		t.Fatalf("interrupted turn = %+v", tf)
+	}
+	h.send("n", "next [[mock:reply AFTER_INTERRUPT]]")
+	if _, tf := turnEvents(h, "n"); tf.Status != protocol.TurnCompleted || tf.Reply != "AFTER_INTERRUPT" {
+		t.Fatalf("turn after the interrupt = %+v", tf)
+	}
+}
+
+// conformKill: a shim killed while a command runs (one of them detached
+// into its own session) ends the turn as interrupted, exits, and leaves no
+// process behind.
+func conformKill(t *testing.T, h *harness, _ *codextest.Server) {
+	h.send("k", "[[mock:shell setsid sleep 3141 >/dev/null 2>&1 < /dev/null & sleep 3142]]")
+	waitForProcess(t, h.mark, "sleep 3141")
+	waitForProcess(t, h.mark, "sleep 3142")
+	h.command(protocol.Kill{})
+	if _, tf := turnEvents(h, "k"); tf.Status != protocol.TurnInterrupted {
+		t.Fatalf("killed turn = %+v", tf)
+	}
+	if code := h.waitExit(); code != 0 {
+		t.Fatalf("shim exit code %d", code)
+	}
+	assertNoProcesses(t, h.mark)
+}
