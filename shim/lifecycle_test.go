@@ -124,20 +124,22 @@ func TestDuplicateAndInvalidMessagesAreRejected(t *testing.T) {
 func TestTurnTimeout(t *testing.T) {
 	h := startShim(t, func(c *Config) { c.TurnTimeout = 500 * time.Millisecond })
 	h.send("t", "scenario:slow:60")
-	h.expect(kAccepted, kState, kStarted, kThread)
-	tf := h.finished("t", protocol.TurnTimedOut)
-	if !strings.Contains(tf.Error, "turn timeout") {
-		t.Fatalf("error = %q", tf.Error)
+	// Whether codex said its thread before the limit depends on how
+	// loaded the machine is: the end is what counts.
+	h.expect(kAccepted, kState, kStarted)
+	m, _ := h.until(kFinished)
+	if tf := m.(protocol.TurnFinished); tf.MessageID != "t" || tf.Status != protocol.TurnTimedOut || !strings.Contains(tf.Error, "turn timeout") {
+		t.Fatalf("turn finished %+v", tf)
 	}
 }
 
 func TestIdleTimeout(t *testing.T) {
 	h := startShim(t, func(c *Config) { c.IdleTimeout = 400 * time.Millisecond })
 	h.send("t", "scenario:silent")
-	h.expect(kAccepted, kState, kStarted, kThread)
-	tf := h.finished("t", protocol.TurnTimedOut)
-	if !strings.Contains(tf.Error, "idle timeout") {
-		t.Fatalf("error = %q", tf.Error)
+	h.expect(kAccepted, kState, kStarted)
+	m, _ := h.until(kFinished)
+	if tf := m.(protocol.TurnFinished); tf.MessageID != "t" || tf.Status != protocol.TurnTimedOut || !strings.Contains(tf.Error, "idle timeout") {
+		t.Fatalf("turn finished %+v", tf)
 	}
 }
 

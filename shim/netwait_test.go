@@ -51,8 +51,8 @@ func TestClassifyEvent(t *testing.T) {
 // network failure that names codex's own words.
 func TestNetworkWaitEndsAsNetworkFailure(t *testing.T) {
 	h := startShim(t, func(c *Config) {
-		c.IdleTimeout = 250 * time.Millisecond
-		c.NetworkWait = 1200 * time.Millisecond
+		c.IdleTimeout = time.Second
+		c.NetworkWait = 2500 * time.Millisecond
 	})
 	start := time.Now()
 	h.send("n", "scenario:netdown")
@@ -72,7 +72,7 @@ func TestNetworkWaitEndsAsNetworkFailure(t *testing.T) {
 	if !strings.Contains(tf.Error, "network_wait") || !strings.Contains(tf.Error, codextest.NetworkWaitNotice) {
 		t.Errorf("error %q does not name the wait and codex's notice", tf.Error)
 	}
-	if d := time.Since(start); d < 1200*time.Millisecond {
+	if d := time.Since(start); d < 2500*time.Millisecond {
 		t.Errorf("turn ended after %s, before its network wait", d)
 	}
 	transcript, _ := os.ReadFile(h.cfg.Transcript)
@@ -84,8 +84,8 @@ func TestNetworkWaitEndsAsNetworkFailure(t *testing.T) {
 // When the API answers again the wait ends, the parent hears so, and the
 // turn completes by itself.
 func TestNetworkComesBack(t *testing.T) {
-	h := startShim(t, func(c *Config) { c.IdleTimeout = 150 * time.Millisecond })
-	h.send("n", "scenario:netwait:4")
+	h := startShim(t, func(c *Config) { c.IdleTimeout = 600 * time.Millisecond })
+	h.send("n", "scenario:netwait:10")
 	h.expect(kAccepted, kState, kStarted, kThread)
 	on := h.expect(protocol.KindNetworkWait)[0].(protocol.NetworkWait)
 	off := h.expect(protocol.KindNetworkWait)[0].(protocol.NetworkWait)
@@ -107,7 +107,7 @@ func TestNetworkComesBack(t *testing.T) {
 // Codex's own retry notices are warnings, not activity: a turn that prints
 // nothing else times out.
 func TestRetryNoticesAreWarningsNotActivity(t *testing.T) {
-	h := startShim(t, func(c *Config) { c.IdleTimeout = 500 * time.Millisecond })
+	h := startShim(t, func(c *Config) { c.IdleTimeout = 1500 * time.Millisecond })
 	h.send("r", "scenario:retrystorm")
 	h.expect(kAccepted, kState, kStarted, kThread)
 	m, before := h.until(kFinished)
@@ -126,8 +126,8 @@ func TestRetryNoticesAreWarningsNotActivity(t *testing.T) {
 
 // A long model command is not silence: the idle timeout waits for it.
 func TestLongCommandIsNotSilence(t *testing.T) {
-	h := startShim(t, func(c *Config) { c.IdleTimeout = 300 * time.Millisecond })
-	h.send("c", "scenario:longcmd:1500")
+	h := startShim(t, func(c *Config) { c.IdleTimeout = time.Second })
+	h.send("c", "scenario:longcmd:3000")
 	h.expect(kAccepted, kState, kStarted, kThread)
 	tf := h.finished("c", protocol.TurnCompleted)
 	if tf.Reply != "LONGCMD_DONE" || tf.Items != 2 {
