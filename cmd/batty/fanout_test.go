@@ -180,7 +180,7 @@ func testFanoutRerunAfter(t *testing.T, sig syscall.Signal) {
 	for i := 1; i <= 8; i++ {
 		sc := "text"
 		if i%2 == 0 {
-			sc = "sleepms:3000"
+			sc = "sleepms:6000"
 		}
 		fmt.Fprintf(&csv, "%d,%s\n", i, sc)
 	}
@@ -193,6 +193,19 @@ func testFanoutRerunAfter(t *testing.T, sig syscall.Signal) {
 		t.Fatal(err)
 	}
 	j.waitJournal(4, cmd, &stderr)
+	// Every slow row is running (a loaded machine may start the last
+	// workers after the quick rows are done).
+	deadline := time.Now().Add(60 * time.Second)
+	for i := 2; i <= 8; i += 2 {
+		for j.runsOf(i) == 0 {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("row %d never started:\n%s", i, stderr.String())
+			}
+			time.Sleep(20 * time.Millisecond) // polling a file another process writes
+		}
+	}
 	cmd.Process.Signal(sig)
 	err := cmd.Wait()
 	ee, _ := err.(*exec.ExitError)
