@@ -23,8 +23,8 @@ import (
 //
 // Known differences from the exec runtime: no network-wait handling
 // (codex's "waiting for network" notices are warnings, the idle timeout
-// still applies), no kill of what a turn left running at its end (the
-// reaper would take the app-server itself for a leftover), ExecOptions.AddDirs,
+// still applies), no kill of what a turn left running at its end (it is
+// killed when the shim ends), ExecOptions.AddDirs,
 // OutputSchema and ExtraArgs are not applied, and the PID in TurnStarted is
 // the app-server's.
 type appServerRuntime struct {
@@ -34,7 +34,8 @@ type appServerRuntime struct {
 }
 
 // connect returns the running client, starting and initializing a new
-// app-server when there is none or the last one has ended.
+// app-server when there is none or the last one has ended. The server is
+// started through the shim's reaper, which then never reaps it itself.
 func (r *appServerRuntime) connect() (*appserver.Client, error) {
 	if r.client != nil {
 		select {
@@ -45,9 +46,15 @@ func (r *appServerRuntime) connect() (*appserver.Client, error) {
 		}
 	}
 	s := r.s
-	c, err := appserver.Start(context.Background(), appserver.Options{
+	opts := appserver.Options{
 		Bin: s.bin.Path, Args: appServerArgs(s.execOpts), Env: s.env, Cwd: s.cfg.Cwd, ClientName: "batty",
-	})
+	}
+	if s.reaper != nil {
+		// Started as a managed child: the reaper's orphan scans leave it
+		// to the client, which reaps it.
+		opts.Starter = s.reaper
+	}
+	c, err := appserver.Start(context.Background(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("start app-server: %w", err)
 	}

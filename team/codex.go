@@ -57,6 +57,7 @@ func (p *parser) codex(n *yaml.Node, what string) codexOverlay {
 		{"reasoning_effort", reasoningEfforts, true},
 		{"sandbox", sandboxModes, false},
 		{"approval_policy", approvalPolicies, false},
+		{"runtime", runtimes, false},
 	}
 	for _, en := range enums {
 		if e, ok := f[en.key]; ok {
@@ -135,6 +136,8 @@ func (o codexOverlay) apply(base CodexSettings) CodexSettings {
 			s.Sandbox = v
 		case "approval_policy":
 			s.ApprovalPolicy = v
+		case "runtime":
+			s.Runtime = v
 		}
 	}
 	if o.argsSet {

@@ -18,6 +18,8 @@ import (
 // Seeds live in testdata/fuzz/FuzzParse.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: t\nroles: [{name: a, prompt: prompts/a.md}]\n"))
+	f.Add([]byte("name: t\ncodex: {runtime: app-server}\nroles: [{name: a, codex: {runtime: exec}}, {name: b}]\n"))
+	f.Add([]byte("name: t\nroles: [{name: a, codex: {runtime: appserver}}]\n"))
 	f.Add([]byte("name: t\nworkspace: {base: main, verify: make}\nroles: [{name: a, workspace: worktree}]\n"))
 	dir := newTeamDir(f)
 	path := filepath.Join(dir, "team.yaml")

@@ -24,7 +24,7 @@ var (
 	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "roles", "schedules"}
 	quotaKeys   = []string{"scope", "backoff_max", "cooldown", "cooldown_max"}
 	quotaScopes = []string{QuotaScopeAccount, QuotaScopeAgent, QuotaScopeTeam}
-	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
+	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "runtime", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
 	timeoutKeys = []string{"turn", "idle", "network_wait", "shutdown", "alert"}
 	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "workspace", "codex"}
 )
@@ -34,6 +34,7 @@ var (
 	reasoningEfforts = []string{"minimal", "low", "medium", "high", "xhigh"}
 	sandboxModes     = []string{codex.SandboxReadOnly, codex.SandboxWorkspaceWrite, codex.SandboxDangerFullAccess}
 	approvalPolicies = []string{codex.ApprovalUntrusted, codex.ApprovalOnFailure, codex.ApprovalOnRequest, codex.ApprovalNever}
+	runtimes         = []string{RuntimeExec, RuntimeAppServer}
 )
 
 // Defaults for keys that are absent from the file.
@@ -59,6 +60,7 @@ func defaultCodex() CodexSettings {
 		Bin:            "codex",
 		Sandbox:        codex.SandboxWorkspaceWrite,
 		ApprovalPolicy: codex.ApprovalNever,
+		Runtime:        RuntimeExec,
 	}
 }
 

@@ -146,6 +146,12 @@ func TestParseErrors(t *testing.T) {
 			`team.yaml:2:16: backlog_limit must be between 1 and 100000, got 0`},
 		{"sandbox enum", "name: t\ncodex:\n  sandbox: workspace_write\nroles: [{name: a}]\n",
 			`team.yaml:3:12: invalid codex.sandbox "workspace_write" (did you mean "workspace-write"?)`},
+		{"runtime enum", "name: t\ncodex:\n  runtime: appserver\nroles: [{name: a}]\n",
+			`team.yaml:3:12: invalid codex.runtime "appserver" (did you mean "app-server"?)`},
+		{"runtime unknown", "name: t\nroles:\n  - name: a\n    codex: {runtime: warm}\n",
+			`team.yaml:4:22: invalid codex.runtime "warm" (one of: exec, app-server)`},
+		{"runtime empty", "name: t\ncodex: {runtime: \"\"}\nroles: [{name: a}]\n",
+			`team.yaml:2:18: invalid codex.runtime "" (one of: exec, app-server)`},
 		{"approval enum", "name: t\nroles:\n  - name: a\n    codex: {approval_policy: always}\n",
 			`team.yaml:4:30: invalid codex.approval_policy "always" (one of: untrusted, on-failure, on-request, never)`},
 		{"effort enum", "name: t\ncodex: {reasoning_effort: extreme}\nroles: [{name: a}]\n",
@@ -266,7 +272,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 	want := &Config{
 		Name:         "t",
-		Codex:        CodexSettings{Bin: "codex", Sandbox: "workspace-write", ApprovalPolicy: "never"},
+		Codex:        CodexSettings{Bin: "codex", Sandbox: "workspace-write", ApprovalPolicy: "never", Runtime: "exec"},
 		Timeouts:     Timeouts{Turn: 60 * time.Minute, Idle: 10 * time.Minute, NetworkWait: 30 * time.Minute, Shutdown: 30 * time.Second, Alert: 10 * time.Second},
 		QueueDepth:   16,
 		BacklogLimit: 256,
@@ -286,7 +292,7 @@ func TestParseDefaults(t *testing.T) {
 	if msg != "" {
 		t.Fatal(msg)
 	}
-	if cfg2.Codex.Sandbox != "workspace-write" || cfg2.Timeouts.Turn != time.Hour || cfg2.QueueDepth != 16 || cfg2.Roles[0].Instances != 1 {
+	if cfg2.Codex.Sandbox != "workspace-write" || cfg2.Codex.Runtime != RuntimeExec || cfg2.Roles[0].Codex.Runtime != RuntimeExec || cfg2.Timeouts.Turn != time.Hour || cfg2.QueueDepth != 16 || cfg2.Roles[0].Instances != 1 {
 		t.Errorf("null values did not keep defaults: %+v", cfg2)
 	}
 }
@@ -299,6 +305,7 @@ codex:
   reasoning_effort: low
   sandbox: read-only
   approval_policy: on-request
+  runtime: app-server
   args: [--search]
   config: {model_verbosity: low, "features.web_search": true, n: 3, f: 1.0, big: 1e300, s: "a \"q\"\n"}
   env: {A: "1", B: two}
@@ -326,6 +333,7 @@ roles:
     codex:
       bin: codex-nightly
       context_window: 5
+      runtime: exec
 `
 	dir := newTeamDir(t)
 	abs := filepath.Join(dir, "prompts", "b.md")
@@ -336,7 +344,7 @@ roles:
 	}
 	base := CodexSettings{
 		Bin: filepath.Join(dir, "bin", "codex"), Model: "gpt-5", ReasoningEffort: "low",
-		Sandbox: "read-only", ApprovalPolicy: "on-request", Args: []string{"--search"},
+		Sandbox: "read-only", ApprovalPolicy: "on-request", Runtime: "app-server", Args: []string{"--search"},
 		Config: map[string]string{
 			"model_verbosity": `"low"`, "features.web_search": "true", "n": "3", "f": "1.0", "big": "1e+300", "s": `"a \"q\"\n"`,
 		},
@@ -374,6 +382,7 @@ roles:
 	wantB := base.clone()
 	wantB.Bin = "codex-nightly"
 	wantB.ContextWindow = 5
+	wantB.Runtime = "exec"
 	if !reflect.DeepEqual(b.Codex, wantB) || b.Prompt != abs || b.TalksTo != nil {
 		t.Errorf("role b: %+v", b)
 	}

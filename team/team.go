@@ -137,6 +137,11 @@ type CodexSettings struct {
 	Sandbox string
 	// ApprovalPolicy is one of untrusted, on-failure, on-request, never.
 	ApprovalPolicy string
+	// Runtime is how the agent's turns run: RuntimeExec (one `codex exec`
+	// process per turn, the default) or RuntimeAppServer (one warm `codex
+	// app-server` per agent, kept while its shim runs). Never empty in a
+	// parsed Config.
+	Runtime string
 	// Args are extra `codex exec` arguments, passed verbatim. May be nil.
 	Args []string
 	// Config maps dotted Codex config keys to values already rendered as
@@ -158,6 +163,15 @@ type CodexSettings struct {
 	// window makes the agent hand off to a fresh thread when it is next idle.
 	HandoffPct int
 }
+
+// Runtimes: the values of CodexSettings.Runtime (the shim's --runtime).
+const (
+	// RuntimeExec runs one `codex exec` process per turn (the default).
+	RuntimeExec = "exec"
+	// RuntimeAppServer runs the agent's turns on one warm `codex
+	// app-server` process, kept while the agent's shim runs.
+	RuntimeAppServer = "app-server"
+)
 
 // Quota scopes: which agents one usage limit pauses.
 const (

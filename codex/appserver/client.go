@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/textclip"
 )
 
@@ -73,6 +74,11 @@ type Options struct {
 	// snapshot, from the client's reader goroutine: it must return quickly
 	// and must not call the client.
 	OnRateLimits func(RateLimits)
+	// Starter, when set, starts the server process (Start) and is told
+	// once the client has reaped it (Release): a child subreaper passes
+	// its *reap.Reaper so that its orphan scans never reap the server
+	// behind the client's back. Nil starts it with exec.Cmd.Start.
+	Starter reap.Starter
 }
 
 // Client is a connection to one `codex app-server` process. Its methods
@@ -105,7 +111,8 @@ type Client struct {
 
 // Start runs `Bin app-server Args...` in its own process group with its
 // stdin and stdout as the JSON-RPC channel, and returns a client that
-// reads its output. ctx bounds the client's life: when ctx ends the client
+// reads its output. The process is started through [Options.Starter] when
+// set, and released to it once reaped. ctx bounds the client's life: when ctx ends the client
 // is closed as by [Client.Close]. Start does not initialize the session
 // (see [Client.Initialize]).
 func Start(ctx context.Context, opts Options) (*Client, error) {
@@ -147,7 +154,12 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("appserver: stdout pipe: %w", err)
 	}
 	c.stdin = stdin
-	if err := cmd.Start(); err != nil {
+	if opts.Starter != nil {
+		err = opts.Starter.Start(cmd)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("appserver: start %s: %w", opts.Bin, err)
 	}
 	stop := context.AfterFunc(ctx, func() { c.shutdown(fmt.Errorf("%w: %w", ErrClosed, context.Cause(ctx))) })
@@ -248,6 +260,9 @@ func (c *Client) kill() {
 		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 		go func() {
 			_ = c.cmd.Wait()
+			if c.opts.Starter != nil {
+				c.opts.Starter.Release(c.cmd.Process.Pid)
+			}
 			close(c.exited)
 		}()
 	})

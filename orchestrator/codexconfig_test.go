@@ -1,0 +1,41 @@
+package orchestrator
+
+import (
+	"testing"
+
+	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/team"
+)
+
+// TestCodexConfigRuntime checks that the agent's codex runtime reaches the
+// shim's configuration, and that the team's names are the shim's.
+func TestCodexConfigRuntime(t *testing.T) {
+	if team.RuntimeExec != shim.RuntimeExec || team.RuntimeAppServer != shim.RuntimeAppServer {
+		t.Fatalf("team runtimes %q/%q differ from the shim's %q/%q",
+			team.RuntimeExec, team.RuntimeAppServer, shim.RuntimeExec, shim.RuntimeAppServer)
+	}
+	for _, tc := range []struct {
+		runtime string
+		want    string
+	}{
+		{"", ""},
+		{team.RuntimeExec, shim.RuntimeExec},
+		{team.RuntimeAppServer, shim.RuntimeAppServer},
+	} {
+		def := team.Agent{Name: "eng", Role: "eng", Cwd: t.TempDir(), Codex: team.CodexSettings{
+			Bin: "codex", Sandbox: "workspace-write", ApprovalPolicy: "never", Runtime: tc.runtime,
+		}}
+		cfg := CodexConfig(def)
+		if cfg.Runtime != tc.want {
+			t.Errorf("runtime %q: shim.Config.Runtime = %q, want %q", tc.runtime, cfg.Runtime, tc.want)
+		}
+		// The setting crosses to the shim process on its command line.
+		back, err := shim.ParseArgs(cfg.Args())
+		if err != nil {
+			t.Fatalf("runtime %q: ParseArgs(Args()): %v", tc.runtime, err)
+		}
+		if back.Runtime != tc.want {
+			t.Errorf("runtime %q: after Args/ParseArgs Runtime = %q, want %q", tc.runtime, back.Runtime, tc.want)
+		}
+	}
+}
