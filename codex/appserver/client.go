@@ -122,25 +122,12 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("appserver: start: %w", err)
 	}
-	maxLine := opts.MaxLine
-	if maxLine <= 0 {
-		maxLine = DefaultMaxLine
-	}
 	cmd := exec.Command(opts.Bin, append([]string{"app-server"}, opts.Args...)...)
 	cmd.Env = opts.Env
 	cmd.Dir = opts.Cwd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c := &Client{
-		cmd:        cmd,
-		maxLine:    maxLine,
-		opts:       opts,
-		pending:    map[string]chan Message{},
-		subs:       map[*subscription]struct{}{},
-		active:     map[string]string{},
-		done:       make(chan struct{}),
-		exited:     make(chan struct{}),
-		readerDone: make(chan struct{}),
-	}
+	c := blankClient(opts)
+	c.cmd = cmd
 	// Bound the wait for stdout and stderr to close once codex is dead,
 	// in case something outside its group still holds them.
 	cmd.WaitDelay = 2 * time.Second
@@ -170,15 +157,13 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	return c, nil
 }
 
-// newClient makes a client over the given streams without a process (for
-// tests with a fake peer).
-func newClient(r io.Reader, w io.WriteCloser, opts Options) *Client {
+// blankClient is a client with its state made and no streams yet.
+func blankClient(opts Options) *Client {
 	maxLine := opts.MaxLine
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
-	c := &Client{
-		stdin:      w,
+	return &Client{
 		maxLine:    maxLine,
 		opts:       opts,
 		pending:    map[string]chan Message{},
@@ -188,6 +173,13 @@ func newClient(r io.Reader, w io.WriteCloser, opts Options) *Client {
 		exited:     make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
+}
+
+// newClient makes a client over the given streams without a process (for
+// tests with a fake peer).
+func newClient(r io.Reader, w io.WriteCloser, opts Options) *Client {
+	c := blankClient(opts)
+	c.stdin = w
 	close(c.exited)
 	go c.read(r)
 	return c
