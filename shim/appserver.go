@@ -24,9 +24,9 @@ import (
 // Known differences from the exec runtime: no network-wait handling
 // (codex's "waiting for network" notices are warnings, the idle timeout
 // still applies), no kill of what a turn left running at its end (it is
-// killed when the shim ends), ExecOptions.AddDirs,
-// OutputSchema and ExtraArgs are not applied, and the PID in TurnStarted is
-// the app-server's.
+// killed when the shim ends), ExecOptions.OutputSchema and the ExtraArgs
+// that are not config overrides are not applied, and the PID in
+// TurnStarted is the app-server's.
 type appServerRuntime struct {
 	s      *server
 	client *appserver.Client
@@ -90,16 +90,48 @@ func (r *appServerRuntime) close() error {
 }
 
 // appServerArgs are the app-server's -c overrides for the settings that
-// thread/start does not take.
+// thread/start does not take: the reasoning effort, the added directories
+// (ExecOptions.AddDirs) as the workspace-write sandbox's writable roots,
+// the Config overrides, and the config overrides among ExtraArgs (the
+// other extra arguments are flags of codex exec, which the app-server does
+// not take). Pure.
 func appServerArgs(o codex.ExecOptions) []string {
 	var a []string
 	if o.ReasoningEffort != "" {
 		a = append(a, "-c", "model_reasoning_effort="+codex.TOMLString(o.ReasoningEffort))
 	}
+	if len(o.AddDirs) > 0 {
+		roots := make([]string, len(o.AddDirs))
+		for i, d := range o.AddDirs {
+			roots[i] = codex.TOMLString(d)
+		}
+		a = append(a, "-c", "sandbox_workspace_write.writable_roots=["+strings.Join(roots, ",")+"]")
+	}
 	for _, kv := range o.Config {
 		a = append(a, "-c", kv)
 	}
+	for _, kv := range configOverrides(o.ExtraArgs) {
+		a = append(a, "-c", kv)
+	}
 	return a
+}
+
+// configOverrides returns the key=value of every config override in args,
+// in order: `-c kv`, `--config kv`, `-c=kv` and `--config=kv`. Pure.
+func configOverrides(args []string) []string {
+	var kvs []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case (a == "-c" || a == "--config") && i+1 < len(args):
+			kvs = append(kvs, args[i+1])
+			i++
+		case strings.HasPrefix(a, "-c="):
+			kvs = append(kvs, strings.TrimPrefix(a, "-c="))
+		case strings.HasPrefix(a, "--config="):
+			kvs = append(kvs, strings.TrimPrefix(a, "--config="))
+		}
+	}
+	return kvs
 }
 
 // threadOptions are the thread settings of the codex options.

@@ -56,10 +56,28 @@ func TestApplyAppTurn(t *testing.T) {
 }
 
 func TestAppServerArgs(t *testing.T) {
-	got := appServerArgs(codex.ExecOptions{ReasoningEffort: "high", Config: []string{"a=1"}, Model: "m"})
-	want := []string{"-c", `model_reasoning_effort="high"`, "-c", "a=1"}
+	got := appServerArgs(codex.ExecOptions{ReasoningEffort: "high", Config: []string{"a=1"}, Model: "m",
+		AddDirs: []string{"/x/in", `/y/"q"`}, ExtraArgs: []string{"--oss", "-c", "b=2", "--config=c=3"}})
+	want := []string{"-c", `model_reasoning_effort="high"`, "-c", `sandbox_workspace_write.writable_roots=["/x/in","/y/\"q\""]`,
+		"-c", "a=1", "-c", "b=2", "-c", "c=3"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("args %q, want %q", got, want)
+	}
+}
+
+func TestConfigOverrides(t *testing.T) {
+	cases := []struct {
+		args, want []string
+	}{
+		{nil, nil},
+		{[]string{"--oss", "-m", "x"}, nil},
+		{[]string{"-c", "a=1", "--config", "b=2", "-c=d=4", "--config=e=5"}, []string{"a=1", "b=2", "d=4", "e=5"}},
+		{[]string{"--oss", "-c"}, nil}, // a trailing -c has no value
+	}
+	for _, c := range cases {
+		if got := configOverrides(c.args); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("configOverrides(%q) = %q, want %q", c.args, got, c.want)
+		}
 	}
 }
 

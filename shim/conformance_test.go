@@ -1,10 +1,15 @@
 package shim
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
 )
@@ -206,4 +211,37 @@ func conformKill(t *testing.T, h *harness, _ *codextest.Server) {
 		t.Fatalf("shim exit code %d", code)
 	}
 	assertNoProcesses(t, h.mark)
+}
+
+// TestConformanceAddDir: under the workspace-write sandbox, a command may
+// write into a directory added with Exec.AddDirs outside its working
+// directory, and not into another one. /tmp, where the test's directories
+// live, is taken out of the sandbox's writable roots.
+func TestConformanceAddDir(t *testing.T) {
+	bin := codextest.Codex(t)
+	if out, err := exec.Command(bin, "sandbox", "--", "/bin/true").CombinedOutput(); err != nil {
+		t.Skipf("codex's sandbox cannot run on this machine (%v): %s", err, out)
+	}
+	for _, rt := range conformanceRuntimes {
+		t.Run(rt, func(t *testing.T) {
+			added, other := t.TempDir(), t.TempDir()
+			h, _ := startRealShim(t, func(c *Config) {
+				c.Runtime = rt
+				c.Exec.Sandbox = codex.SandboxWorkspaceWrite
+				c.Exec.ApprovalPolicy = codex.ApprovalNever
+				c.Exec.AddDirs = []string{added}
+				c.Exec.Config = []string{"sandbox_workspace_write.exclude_slash_tmp=true", "sandbox_workspace_write.exclude_tmpdir_env_var=true"}
+			})
+			h.send("w", fmt.Sprintf("[[mock:shell touch %s/in-added; touch %s/in-other; echo WROTE]]", added, other))
+			if _, tf := turnEvents(h, "w"); tf.Status != protocol.TurnCompleted {
+				t.Fatalf("turn = %+v", tf)
+			}
+			if _, err := os.Stat(filepath.Join(added, "in-added")); err != nil {
+				t.Fatalf("the command could not write into the added directory: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(other, "in-other")); err == nil {
+				t.Fatal("the sandbox let the command write outside its writable roots")
+			}
+		})
+	}
 }
