@@ -23,9 +23,10 @@ import (
 //
 // Known differences from the exec runtime: no network-wait handling
 // (codex's "waiting for network" notices are warnings, the idle timeout
-// still applies), no kill of what a turn left running at its end (it is
-// killed when the shim ends), ExecOptions.OutputSchema and the ExtraArgs
-// that are not config overrides are not applied, and the PID in
+// still applies); at a turn's end what the turn left running is killed
+// only when it is outside the app-server (detached or orphaned), what still
+// runs below the server is killed with it; ExecOptions.OutputSchema and the
+// ExtraArgs that are not config overrides are not applied; and the PID in
 // TurnStarted is the app-server's.
 type appServerRuntime struct {
 	s      *server
@@ -246,6 +247,12 @@ wait:
 		default:
 		}
 	}
+	// As with exec: what the turn left running outside the app-server
+	// (detached into its own session, or orphaned when its shell ended and
+	// so reparented to the shim) is killed before the loop hears of the
+	// end. The app-server and what still runs below it are managed, and
+	// spared.
+	s.killLeftovers(t.msg.ID)
 	return res
 }
 

@@ -37,6 +37,7 @@ var conformanceCases = []conformanceCase{
 	{"ContextWindow", conformContextWindow},
 	{"Interrupt", conformInterrupt},
 	{"KillLeavesNoProcess", conformKill},
+	{"DetachedGoneAfterTurn", conformDetached},
 }
 
 func TestConformance(t *testing.T) {
@@ -211,6 +212,27 @@ func conformKill(t *testing.T, h *harness, _ *codextest.Server) {
 		t.Fatalf("shim exit code %d", code)
 	}
 	assertNoProcesses(t, h.mark)
+}
+
+// conformDetached: a command detached into its own session during a turn
+// that completes is gone once the turn has ended, and the shim takes the
+// next message.
+func conformDetached(t *testing.T, h *harness, _ *codextest.Server) {
+	h.send("d", "[[mock:shell setsid sleep 3143 >/dev/null 2>&1 </dev/null & sleep 0.3; kill -0 $! && echo DETACHED_ALIVE]]")
+	_, tf := turnEvents(h, "d")
+	if tf.Status != protocol.TurnCompleted || !strings.Contains(tf.Reply, "DETACHED_ALIVE") {
+		t.Fatalf("turn = %+v", tf)
+	}
+	// The turn ends only once its leftovers are reaped: no wait needed.
+	for _, pid := range codextest.Marked(h.mark) {
+		if cmd := codextest.Cmdline(pid); strings.Contains(cmd, "sleep 3143") {
+			t.Fatalf("the detached command outlived its turn: pid %d %q", pid, cmd)
+		}
+	}
+	h.send("n", "next [[mock:reply AFTER_DETACHED]]")
+	if _, tf := turnEvents(h, "n"); tf.Status != protocol.TurnCompleted || tf.Reply != "AFTER_DETACHED" {
+		t.Fatalf("next turn = %+v", tf)
+	}
 }
 
 // TestConformanceAddDir: under the workspace-write sandbox, a command may

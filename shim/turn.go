@@ -257,12 +257,24 @@ func (s *server) execTurn(t *turn) turnResult {
 	// killed and reaped now, before the loop hears of the end and can start
 	// the next turn's codex: codex is released above, so every descendant
 	// left is this turn's.
-	if n, err := s.reaper.KillLeftovers(5 * time.Second); err != nil {
-		s.log.Error("Processes left by the turn survived", "message", t.msg.ID, "error", err)
-	} else if n > 0 {
-		s.log.Info("Killed processes left by the turn", "message", t.msg.ID, "count", n)
-	}
+	s.killLeftovers(t.msg.ID)
 	return res
+}
+
+// killLeftovers kills and reaps every process of the shim's that is
+// neither managed by its reaper nor below a managed process (the
+// app-server, for one): what the turn of message id left running, detached
+// or orphaned. It blocks until they are gone or a 5s bound passes, and
+// logs what it did. A shim without a reaper (unit tests) has nothing to do.
+func (s *server) killLeftovers(id string) {
+	if s.reaper == nil {
+		return
+	}
+	if n, err := s.reaper.KillLeftovers(5 * time.Second); err != nil {
+		s.log.Error("Processes left by the turn survived", "message", id, "error", err)
+	} else if n > 0 {
+		s.log.Info("Killed processes left by the turn", "message", id, "count", n)
+	}
 }
 
 // recheckBinary looks for the codex binary again when it was not usable
