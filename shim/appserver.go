@@ -21,13 +21,11 @@ import (
 // goroutine in flight calls run, one turn at a time, and close is called
 // once no turn runs: the fields need no lock.
 //
-// Known differences from the exec runtime: no network-wait handling
-// (codex's "waiting for network" notices are warnings, the idle timeout
-// still applies); at a turn's end what the turn left running is killed
-// only when it is outside the app-server (detached or orphaned), what still
-// runs below the server is killed with it; ExecOptions.OutputSchema and the
-// ExtraArgs that are not config overrides are not applied; and the PID in
-// TurnStarted is the app-server's.
+// Known differences from the exec runtime: at a turn's end what the turn
+// left running is killed only when it is outside the app-server (detached
+// or orphaned), what still runs below the server is killed with it;
+// ExecOptions.OutputSchema and the ExtraArgs that are not config overrides
+// are not applied; and the PID in TurnStarted is the app-server's.
 type appServerRuntime struct {
 	s      *server
 	client *appserver.Client
@@ -187,7 +185,7 @@ func (r *appServerRuntime) run(t *turn) turnResult {
 	}
 
 	done := make(chan appTurnDone, 1)
-	activity := make(chan bool) // true while a command runs
+	activity := make(chan appSignal)
 	n := &appNotes{s: s, t: t, res: &res, open: map[string]bool{}, activity: activity}
 	go func() {
 		tr, err := c.RunTurn(tctx, threadID, FormatPrompt(t.msg), n.handle)
@@ -199,7 +197,8 @@ func (r *appServerRuntime) run(t *turn) turnResult {
 	idleTimer := time.NewTimer(s.cfg.IdleTimeout)
 	defer idleTimer.Stop()
 	var graceTimer <-chan time.Time
-	net := &netWait{limit: s.cfg.NetworkWait} // never started: limitStop's wording only
+	net := &netWait{limit: s.cfg.NetworkWait}
+	defer net.stop()
 	stop := func(reason stopReason, detail string) {
 		if graceTimer != nil {
 			return
@@ -221,8 +220,16 @@ wait:
 		select {
 		case d = <-done:
 			break wait
-		case busy := <-activity:
-			if busy {
+		case sig := <-activity:
+			if sig.network != "" {
+				s.networkNotice(t, net, sig.network, idleTimer)
+				continue
+			}
+			if waited, ok := net.end(time.Now()); ok {
+				s.tlog.Notice(fmt.Sprintf("the API answered again after %s without it", waited.Round(time.Second)))
+				s.emit(protocol.NetworkWait{MessageID: t.msg.ID, Waiting: false, Since: time.Now().Add(-waited)})
+			}
+			if sig.busy {
 				idleTimer.Stop()
 			} else {
 				resetTimer(idleTimer, s.cfg.IdleTimeout)
@@ -233,6 +240,9 @@ wait:
 			stop(limitStop(limitTurn, s.cfg, net))
 		case <-idleTimer.C:
 			stop(limitStop(limitIdle, s.cfg, net))
+		case <-net.C():
+			stop(limitStop(limitNetwork, s.cfg, net))
+			net.stop()
 		case <-graceTimer:
 			s.log.Warn("The app-server did not end the turn, killing it", "pid", t.pid, "grace", s.cfg.StopGrace)
 			r.drop()
@@ -334,13 +344,35 @@ func applyAppTurn(res *turnResult, tr appserver.TurnResult, err error) {
 
 // appNotes follows one turn's notifications on RunTurn's goroutine: the
 // transcript, warnings, the items and requests counted, and the idle timer
-// (through activity, which the turn's loop reads until RunTurn returns).
+// and network wait (through activity, which the turn's loop reads until
+// RunTurn returns).
 type appNotes struct {
 	s        *server
 	t        *turn
 	res      *turnResult // only items, requests and reply
 	open     map[string]bool
-	activity chan<- bool
+	activity chan<- appSignal
+}
+
+// appSignal is what one notification means for the turn's timers: a
+// network-wait notice (network, codex's message), or real output (with
+// busy true while a command runs).
+type appSignal struct {
+	busy    bool
+	network string
+}
+
+// appNoteClass classifies an error notification like exec's error
+// events (classifyEvent): a retry notice that waits for the network, any
+// other retry notice, or (not retrying) output. Pure.
+func appNoteClass(p appNote) eventClass {
+	switch {
+	case p.Error == nil || !p.WillRetry:
+		return classOutput
+	case codex.IsNetworkWait(p.Error.Message):
+		return classNetworkWait
+	}
+	return classRetryNotice
 }
 
 // appItem is the part of a thread item the shim reads.
@@ -387,13 +419,18 @@ func (n *appNotes) handle(note appserver.Notification) {
 	p := decodeAppNote(note.Params)
 	switch note.Method {
 	case appserver.NotifyError:
-		if p.Error != nil && p.WillRetry {
+		// Retry notices are not activity: they keep coming while codex
+		// cannot get an answer, and must not keep a hung turn alive.
+		switch appNoteClass(p) {
+		case classNetworkWait:
+			n.activity <- appSignal{network: p.Error.Message}
+		case classRetryNotice:
 			n.s.warn(n.t.msg.ID, "codex retries: "+p.Error.Message)
 		}
 		return
 	case appserver.NotifyItemStarted, appserver.NotifyItemCompleted:
 	default:
-		n.activity <- len(n.open) > 0
+		n.activity <- appSignal{busy: len(n.open) > 0}
 		return
 	}
 	it := p.Item
@@ -444,5 +481,5 @@ func (n *appNotes) handle(note appserver.Notification) {
 	if done && it.Type != "reasoning" && it.Type != "plan" {
 		n.res.items++
 	}
-	n.activity <- len(n.open) > 0
+	n.activity <- appSignal{busy: len(n.open) > 0}
 }

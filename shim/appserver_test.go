@@ -103,3 +103,21 @@ func FuzzDecodeAppNote(f *testing.F) {
 		decodeAppNote(json.RawMessage(b))
 	})
 }
+
+func TestAppNoteClass(t *testing.T) {
+	cases := []struct {
+		params string
+		want   eventClass
+	}{
+		{`{"error":{"message":"Reconnecting... waiting for network (Connection failed)"},"willRetry":true}`, classNetworkWait},
+		{`{"error":{"message":"Reconnecting... 2/5 (stream disconnected)"},"willRetry":true}`, classRetryNotice},
+		{`{"error":{"message":"Reconnecting... waiting for network"},"willRetry":false}`, classOutput},
+		{`{"willRetry":true}`, classOutput},
+		{`not json`, classOutput},
+	}
+	for _, c := range cases {
+		if got := appNoteClass(decodeAppNote(json.RawMessage(c.params))); got != c.want {
+			t.Errorf("appNoteClass(%s) = %v, want %v", c.params, got, c.want)
+		}
+	}
+}

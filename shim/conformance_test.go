@@ -27,17 +27,20 @@ var conformanceRuntimes = []string{RuntimeExec, RuntimeAppServer}
 type conformanceCase struct {
 	name string
 	run  func(t *testing.T, h *harness, srv *codextest.Server)
+	mod  func(*Config) // the shim's settings besides the runtime; nil: none
 }
 
 var conformanceCases = []conformanceCase{
-	{"TextAndResume", conformTextAndResume},
-	{"ToolCall", conformToolCall},
-	{"Quota", conformQuota},
-	{"Auth", conformAuth},
-	{"ContextWindow", conformContextWindow},
-	{"Interrupt", conformInterrupt},
-	{"KillLeavesNoProcess", conformKill},
-	{"DetachedGoneAfterTurn", conformDetached},
+	{"TextAndResume", conformTextAndResume, nil},
+	{"ToolCall", conformToolCall, nil},
+	{"Quota", conformQuota, nil},
+	{"Auth", conformAuth, nil},
+	{"ContextWindow", conformContextWindow, nil},
+	{"Interrupt", conformInterrupt, nil},
+	{"KillLeavesNoProcess", conformKill, nil},
+	{"DetachedGoneAfterTurn", conformDetached, nil},
+	{"NetworkDownThenUp", conformNetworkBack, nil},
+	{"NetworkWaitLimit", conformNetworkLimit, func(c *Config) { c.NetworkWait = 2 * time.Second }},
 }
 
 func TestConformance(t *testing.T) {
@@ -45,7 +48,12 @@ func TestConformance(t *testing.T) {
 		t.Run(rt, func(t *testing.T) {
 			for _, c := range conformanceCases {
 				t.Run(c.name, func(t *testing.T) {
-					h, srv := startRealShim(t, func(cfg *Config) { cfg.Runtime = rt })
+					h, srv := startRealShim(t, func(cfg *Config) {
+						cfg.Runtime = rt
+						if c.mod != nil {
+							c.mod(cfg)
+						}
+					})
 					c.run(t, h, srv)
 				})
 			}
@@ -232,6 +240,63 @@ func conformDetached(t *testing.T, h *harness, _ *codextest.Server) {
 	h.send("n", "next [[mock:reply AFTER_DETACHED]]")
 	if _, tf := turnEvents(h, "n"); tf.Status != protocol.TurnCompleted || tf.Reply != "AFTER_DETACHED" {
 		t.Fatalf("next turn = %+v", tf)
+	}
+}
+
+// networkWaitStarts sends message id with the API unreachable and
+// returns the events up to the NetworkWait that says the turn waits.
+func networkWaitStarts(t *testing.T, h *harness, srv *codextest.Server, id string) []protocol.Message {
+	t.Helper()
+	if err := srv.Refuse(); err != nil {
+		t.Fatal(err)
+	}
+	h.send(id, "offline [[mock:reply BACK_ONLINE]]")
+	var got []protocol.Message
+	for {
+		m := h.next()
+		got = append(got, m)
+		if nw, ok := m.(protocol.NetworkWait); ok {
+			if !nw.Waiting || nw.MessageID != id || nw.Since.IsZero() || !strings.Contains(nw.Message, "waiting for network") {
+				t.Fatalf("first network event = %+v", nw)
+			}
+			return got
+		}
+		if _, ok := m.(protocol.TurnFinished); ok {
+			t.Fatalf("the turn ended without waiting for the network: %s", describe(got))
+		}
+	}
+}
+
+// conformNetworkBack: with the API unreachable the turn waits for the
+// network (NetworkWait), and once it is back the wait ends (NetworkWait
+// not waiting) and the turn completes.
+func conformNetworkBack(t *testing.T, h *harness, srv *codextest.Server) {
+	networkWaitStarts(t, h, srv, "o")
+	if err := srv.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	ev, tf := turnEvents(h, "o")
+	var ended bool
+	for _, m := range ev {
+		if nw, ok := m.(protocol.NetworkWait); ok && !nw.Waiting {
+			ended = true
+		}
+	}
+	if !ended {
+		t.Fatalf("no NetworkWait ended the wait: %s", describe(ev))
+	}
+	if tf.Status != protocol.TurnCompleted || tf.Reply != "BACK_ONLINE" {
+		t.Fatalf("turn after the outage = %+v", tf)
+	}
+}
+
+// conformNetworkLimit: a wait for the network longer than network_wait
+// ends the turn as a network failure.
+func conformNetworkLimit(t *testing.T, h *harness, srv *codextest.Server) {
+	networkWaitStarts(t, h, srv, "o")
+	_, tf := turnEvents(h, "o")
+	if tf.Status != protocol.TurnFailed || tf.Failure != protocol.FailNetwork || !strings.Contains(tf.Error, "network_wait") {
+		t.Fatalf("turn = %+v", tf)
 	}
 }
 
