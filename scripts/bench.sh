@@ -10,7 +10,9 @@
 #   scripts/bench.sh render         # no benchmark: the page from the recorded results
 #
 # Groups: orchestrator drain shim protocol idle fanout codexcli chaos codex
-# ptylog logtail cockpit workspaces. `codexcli` needs the pinned Codex CLI in
+# ptylog logtail cockpit workspaces. `codexcli` (a message bare and through
+# batty on `runtime: exec` and `app-server`, and an idle app-server agent's
+# RSS and CPU, in one run) needs the pinned Codex CLI in
 # $BATTY_CODEX_CACHE (default ~/.cache/batty-codex; scripts/test.sh installs
 # it): without it the group is recorded as skipped, with the reason (a group
 # that has figures keeps them). A group that fails keeps its previous rows, except a chaos

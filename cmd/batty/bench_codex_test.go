@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,11 +35,20 @@ var benchExec = codex.ExecOptions{Sandbox: codex.SandboxDangerFullAccess, SkipGi
 //   - npm-launcher: `codex exec --json` through the npm launcher (node,
 //     which starts the native binary);
 //   - native: the native binary behind it (codex.ResolveBinary), bare;
-//   - batty: through a running team of one agent (the real batty binary),
-//     from `batty send` to the outcome recorded in the agent's done/.
+//   - batty-exec: through a running team of one agent (the real batty
+//     binary) with `runtime: exec`, from `batty send` to the outcome
+//     recorded in the agent's done/;
+//   - batty-app-server: the same through a second team of one agent with
+//     `runtime: app-server` (one long-lived `codex app-server` per shim).
+//     After its messages the agent is left idle for 10 s and the benchmark
+//     reports the resident memory of its shim and every process under it
+//     (the app-server) at the end (idle-rss-MB) and the CPU they used in
+//     the window as a percentage of one core (idle-cpu-%).
 //
 // Each reports the median (p50-ms) and 90th percentile (p90-ms) of its
-// messages. Run with -benchtime 20x.
+// messages; the two batty rows send one untimed message first, so the
+// thread (and the app-server) exist before timing starts. Run with
+// -benchtime 20x.
 func BenchmarkCodexMessage(b *testing.B) {
 	launcher := codextest.Codex(b)
 	native, err := codex.ResolveBinary(launcher)
@@ -51,21 +61,10 @@ func BenchmarkCodexMessage(b *testing.B) {
 	srv := codextest.NewServer(b)
 	home := srv.WriteHome(b)
 
-	p := newBenchProject(b, fmt.Sprintf(`name: msg
-codex:
-  bin: %s
-  codex_home: %s
-  sandbox: %s
-timeouts:
-  shutdown: 5s
-roles:
-  - name: solo
-`, launcher, home, benchExec.Sandbox))
-	p.batty("start", "--no-tmux")
-	st := p.waitStatus("solo idle", 2*time.Minute, func(st control.Status) bool {
-		return len(st.Agents) == 1 && st.Agents[0].State == "idle"
-	})
+	p, st := startSoloTeam(b, launcher, home, "exec")
 	defer p.stop([]int{st.Daemon.PID, st.Agents[0].ShimPID})
+	pa, sta := startSoloTeam(b, launcher, srv.WriteHome(b), "app-server")
+	defer pa.stop([]int{sta.Daemon.PID, sta.Agents[0].ShimPID})
 
 	var launcherThread, nativeThread string
 	work := b.TempDir()
@@ -75,25 +74,125 @@ roles:
 	b.Run("native", func(b *testing.B) {
 		reportLatencies(b, func(i int) { bareMessage(b, native.Path, native.Env, home, work, &nativeThread, i) })
 	})
-	b.Run("batty", func(b *testing.B) {
-		done := filepath.Join(p.dir, ".batty", "inboxes", "solo", "done")
-		w, err := fsnotify.NewWatcher()
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer w.Close()
-		if err := w.Add(done); err != nil {
-			b.Fatalf("watch %s: %v", done, err)
-		}
-		reportLatencies(b, func(i int) {
-			out := p.batty("send", "solo", fmt.Sprintf("benchmark message %d", i))
-			f := strings.Fields(out) // queued <id> for solo
-			if len(f) < 2 {
-				b.Fatalf("batty send printed %q", out)
-			}
-			waitOutcome(b, w, filepath.Join(done, f[1]+".json"))
-		})
+	b.Run("batty-exec", func(b *testing.B) {
+		warm := battyMessages(b, p)
+		warm(-1)
+		reportLatencies(b, warm)
 	})
+	b.Run("batty-app-server", func(b *testing.B) {
+		send := battyMessages(b, pa)
+		send(-1)
+		reportLatencies(b, send)
+		if b.N == 1 {
+			return // the probe run before the timed one: no idle window
+		}
+		b.StopTimer() // ns/op stays the messages' time, not the idle window's
+		const window = 10 * time.Second
+		shim := sta.Agents[0].ShimPID
+		pids := descendants(b, shim)
+		if len(pids) < 2 {
+			b.Fatalf("shim %d has no app-server under it", shim)
+		}
+		t0, c0 := time.Now(), cpuTicks(b, pids)
+		time.Sleep(window) // the measurement window itself
+		ticks := cpuTicks(b, pids) - c0
+		elapsed := time.Since(t0)
+		var rss int64
+		for _, pid := range pids {
+			rss += procKB(b, pid, "status", "VmRSS:")
+		}
+		if after := pa.waitStatus("solo still idle", time.Minute, func(control.Status) bool { return true }); after.Agents[0].State != "idle" || after.Agents[0].ShimPID != shim {
+			b.Fatalf("agent changed during the idle window: %s, shim %d", after.Agents[0].State, after.Agents[0].ShimPID)
+		}
+		const clkTck = 100 // USER_HZ on Linux
+		b.ReportMetric(float64(rss)/1024, "idle-rss-MB")
+		b.ReportMetric(float64(ticks)/clkTck/elapsed.Seconds()*100, "idle-cpu-%")
+	})
+}
+
+// startSoloTeam starts a team of one agent, solo, on the Codex CLI
+// launcher with CODEX_HOME home and the given runtime, and waits until the
+// agent is idle. The team is stopped by the caller (p.stop) or, if the
+// benchmark fails first, by newBenchProject's cleanup.
+func startSoloTeam(b *testing.B, launcher, home, runtime string) (*benchProject, control.Status) {
+	b.Helper()
+	p := newBenchProject(b, fmt.Sprintf(`name: msg
+codex:
+  bin: %s
+  codex_home: %s
+  sandbox: %s
+  runtime: %s
+timeouts:
+  shutdown: 5s
+roles:
+  - name: solo
+`, launcher, home, benchExec.Sandbox, runtime))
+	p.batty("start", "--no-tmux")
+	st := p.waitStatus("solo idle", 2*time.Minute, func(st control.Status) bool {
+		return len(st.Agents) == 1 && st.Agents[0].State == "idle"
+	})
+	return p, st
+}
+
+// battyMessages watches the done/ directory of p's agent solo (the
+// watcher closed when b ends) and returns a function that sends message i
+// with `batty send` and waits for its completed outcome.
+func battyMessages(b *testing.B, p *benchProject) func(i int) {
+	done := filepath.Join(p.dir, ".batty", "inboxes", "solo", "done")
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := w.Close(); err != nil {
+			b.Errorf("close the watcher of %s: %v", done, err)
+		}
+	})
+	if err := w.Add(done); err != nil {
+		b.Fatalf("watch %s: %v", done, err)
+	}
+	return func(i int) {
+		out := p.batty("send", "solo", fmt.Sprintf("benchmark message %d", i))
+		f := strings.Fields(out) // queued <id> for solo
+		if len(f) < 2 {
+			b.Fatalf("batty send printed %q", out)
+		}
+		waitOutcome(b, w, filepath.Join(done, f[1]+".json"))
+	}
+}
+
+// descendants returns pid and every process under it, from the parent
+// fields of /proc/*/stat.
+func descendants(b *testing.B, pid int) []int {
+	b.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatalf("list processes: %v", err)
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone since the listing
+		}
+		s := string(raw)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(f) < 2 {
+			continue
+		}
+		if parent, err := strconv.Atoi(f[1]); err == nil {
+			children[parent] = append(children[parent], child)
+		}
+	}
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
 }
 
 // reportLatencies runs message b.N times and reports the median and the

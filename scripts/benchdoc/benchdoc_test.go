@@ -113,6 +113,24 @@ func TestDrainTable(t *testing.T) {
 	}
 }
 
+// The codexcli table shows the idle columns on the app-server row only
+// and derives the app-server runtime's share of the exec runtime's time.
+func TestCodexcliTable(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "benchmarks.json")
+	recordFile(t, data, "codexcli", "go test -run '^$' -bench '^BenchmarkCodexMessage$' -benchtime 20x ./cmd/batty/", "codexcli.txt", day)
+	md := renderTo(t, data)
+	for _, want := range []string{
+		"| benchmark | p50 | p90 | messages | idle RSS (shim + app-server) | idle CPU (% of one core, 10 s) | notes |",
+		"| `CodexMessage/batty-exec` | 200 ms | 225 ms | 20 | – | – | through a running team",
+		"| `CodexMessage/batty-app-server` | 80 ms | 90 ms | 20 | 95.5 MB | 0.2 % | the same with `runtime: app-server`",
+		"| app-server ÷ exec | 40 % | 40 % | – | – | – | `batty-app-server` over `batty-exec`",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in\n%s", want, md)
+		}
+	}
+}
+
 // Recording one group keeps the others; recording it again replaces it;
 // a skip replaces only a group without figures.
 func TestPartialRunsKeepOtherGroups(t *testing.T) {

@@ -116,11 +116,33 @@ var groups = map[string]group{
 		rows: []row{{"Fanout100Rows64", "100 rows at concurrency 64 on a 1 s fake worker; ideal 2 s (two waves)"}},
 	},
 	"codexcli": {
-		cols: []column{{"p50", []string{"p50-ms"}}, {"p90", []string{"p90-ms"}}, {"messages", []string{unitIterations}}},
+		cols: []column{
+			{"p50", []string{"p50-ms", "p50-ratio-%"}},
+			{"p90", []string{"p90-ms", "p90-ratio-%"}},
+			{"messages", []string{unitIterations}},
+			{"idle RSS (shim + app-server)", []string{"idle-rss-MB"}},
+			{"idle CPU (% of one core, 10 s)", []string{"idle-cpu-%"}},
+		},
 		rows: []row{
 			{"CodexMessage/npm-launcher", "`codex exec --json` through the npm launcher (node, then the native binary)"},
 			{"CodexMessage/native", "the native binary bare, the argv batty uses"},
-			{"CodexMessage/batty", "through a running team of one agent: `batty send` → outcome recorded in `done/`"},
+			{"CodexMessage/batty-exec", "through a running team of one agent with `runtime: exec`: `batty send` → outcome recorded in `done/`"},
+			{"CodexMessage/batty-app-server", "the same with `runtime: app-server`; then the agent idle for 10 s: its shim and app-server's RSS and CPU"},
+		},
+		derive: func(med map[string]map[string]float64) []derivedRow {
+			app, exec := med["CodexMessage/batty-app-server"], med["CodexMessage/batty-exec"]
+			m := map[string]float64{}
+			for _, q := range []string{"p50", "p90"} {
+				a, ok1 := app[q+"-ms"]
+				e, ok2 := exec[q+"-ms"]
+				if ok1 && ok2 && e > 0 {
+					m[q+"-ratio-%"] = a / e * 100
+				}
+			}
+			if len(m) == 0 {
+				return nil
+			}
+			return []derivedRow{{"app-server ÷ exec", m, "`batty-app-server` over `batty-exec`, per message through batty (target ≤ 50 %)"}}
 		},
 	},
 	"workspaces": {
