@@ -100,7 +100,10 @@ type prepared struct {
 // the team's setup once. It blocks until done or ctx ends.
 func (w *agentWorkspace) prepare(ctx context.Context) prepared {
 	var p prepared
-	gctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	// A stop cancels ctx: it cuts the setup short, never a git command
+	// (a git killed half way leaves its index.lock, which refuses every
+	// later commit); those are bounded by gitTimeout alone.
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
 	defer cancel()
 	if p.created, p.err = w.repo.Ensure(gctx, w.agent, w.base); p.err != nil {
 		return p
@@ -210,8 +213,8 @@ func (a *agent) startShim() {
 // made or set up.
 const agentPreparing = "preparing"
 
-// prepared applies the end of the worktree's preparation: the shim starts,
-// or the agent parks with the problem until `batty resume`.
+// workspacePrepared applies the end of the worktree's preparation: the
+// shim starts, or the agent parks with the problem until `batty resume`.
 func (a *agent) workspacePrepared(p prepared) {
 	a.prepDone, a.prepCancel = nil, nil
 	a.wsMade = a.wsMade || p.made
