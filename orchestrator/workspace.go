@@ -274,8 +274,10 @@ func (a *agent) commitWorkspace(m *inbox.Message, wip bool, why string) {
 			ev.Message = m.ID
 		}
 		a.d.events.Append(ev)
+		// Only a commit changes what status shows: a turn that changed
+		// nothing costs no second scan of the tree.
+		a.refreshWorkspace()
 	}
-	a.refreshWorkspace()
 }
 
 // refreshWorkspace reads the worktree's state for status.
