@@ -45,6 +45,16 @@ const (
 // lookup) names. Later arguments complete nothing. A team file that cannot
 // be loaded completes nothing.
 func completeNames(teamFile *string, set nameSet) cobra.CompletionFunc {
+	return completeFirstArg(teamFile, func(cfg *team.Config, toComplete string) ([]cobra.Completion, bool) {
+		return teamNames(cfg, set, "", toComplete), true
+	})
+}
+
+// completeFirstArg completes the first argument of a command with what
+// names returns for the team that *teamFile (or the default lookup)
+// names; later arguments, a team file that cannot be loaded, or names
+// returning false complete nothing.
+func completeFirstArg(teamFile *string, names func(cfg *team.Config, toComplete string) ([]cobra.Completion, bool)) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -53,7 +63,11 @@ func completeNames(teamFile *string, set nameSet) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		return teamNames(cfg, set, "", toComplete), cobra.ShellCompDirectiveNoFileComp
+		out, ok := names(cfg, toComplete)
+		if !ok {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
 	}
 }
 
@@ -124,22 +138,16 @@ func teamNames(cfg *team.Config, set nameSet, sender, prefix string) []cobra.Com
 // landing (merge) run inside an agent, only those whose branch it may land
 // (team.MayLand).
 func completeWorktreeAgents(teamFile *string, landing bool) cobra.CompletionFunc {
-	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		_, cfg, err := loadTeamProject(*teamFile)
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
+	return completeFirstArg(teamFile, func(cfg *team.Config, toComplete string) ([]cobra.Completion, bool) {
 		sender := ""
 		if landing {
+			var err error
 			if sender, err = currentSender(""); err != nil {
-				return nil, cobra.ShellCompDirectiveNoFileComp
+				return nil, false
 			}
 		}
-		return worktreeNames(cfg, sender, toComplete), cobra.ShellCompDirectiveNoFileComp
-	}
+		return worktreeNames(cfg, sender, toComplete), true
+	})
 }
 
 // worktreeNames lists, with a description each, the agents of cfg that

@@ -110,6 +110,16 @@ func classifyRepoError(root string, err error) error {
 	return err
 }
 
+// loadWorktreeAgent loads the team of teamFile and checks that name is an
+// agent of it working in a worktree (the start of merge, diff and prune).
+func loadWorktreeAgent(teamFile, name string) (project.Project, *team.Config, error) {
+	p, cfg, err := loadTeamProject(teamFile)
+	if err != nil {
+		return project.Project{}, nil, err
+	}
+	return p, cfg, worktreeAgent(cfg, name)
+}
+
 // worktreeAgent checks that name is an agent of cfg working in a worktree.
 func worktreeAgent(cfg *team.Config, name string) error {
 	a, ok := cfg.Agent(name)
@@ -154,11 +164,8 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 			if err != nil {
 				return err
 			}
-			p, cfg, err := loadTeamProject(teamFile)
+			p, cfg, err := loadWorktreeAgent(teamFile, agent)
 			if err != nil {
-				return err
-			}
-			if err := worktreeAgent(cfg, agent); err != nil {
 				return err
 			}
 			if !team.MayLand(cfg, sender, agent) {
@@ -203,11 +210,8 @@ commits them when the agent's turn ends). It does not need the daemon.`,
   batty diff --stat engineer-2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, cfg, err := loadTeamProject(teamFile)
+			p, cfg, err := loadWorktreeAgent(teamFile, args[0])
 			if err != nil {
-				return err
-			}
-			if err := worktreeAgent(cfg, args[0]); err != nil {
 				return err
 			}
 			ctx, stop := signalContext()
@@ -255,11 +259,8 @@ The team must be stopped: a running agent may be editing its worktree.`,
   batty workspace prune --force engineer-2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, cfg, err := loadTeamProject(teamFile)
+			p, cfg, err := loadWorktreeAgent(teamFile, args[0])
 			if err != nil {
-				return err
-			}
-			if err := worktreeAgent(cfg, args[0]); err != nil {
 				return err
 			}
 			ctx, stop := signalContext()
