@@ -17,6 +17,8 @@ const (
 	// MaxTranscript is the largest total size of a Transcript's lines; the
 	// oldest lines are left out beyond it.
 	MaxTranscript = 1 << 20
+	// maxRateLimitWindows is the most windows a RateLimits event keeps.
+	maxRateLimitWindows = 8
 )
 
 // Bound returns m with every text field whose size depends on what a worker
@@ -79,6 +81,14 @@ func Bound(m Message) Message {
 		return e
 	case NetworkWait:
 		e.Message = c(e.Message)
+		return e
+	case RateLimits:
+		if len(e.Windows) > maxRateLimitWindows {
+			e.Windows = e.Windows[:maxRateLimitWindows]
+		}
+		for i := range e.Windows {
+			e.Windows[i].Name = c(e.Windows[i].Name)
+		}
 		return e
 	}
 	return m

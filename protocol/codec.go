@@ -116,6 +116,7 @@ var decoders = map[Kind]func(*msgpack.Decoder) (Message, error){
 	KindWarning:          decodeAs[Warning],
 	KindError:            decodeAs[Error],
 	KindNetworkWait:      decodeAs[NetworkWait],
+	KindRateLimits:       decodeAs[RateLimits],
 }
 
 // maxNesting bounds how deeply msgpack arrays and maps may nest in a frame

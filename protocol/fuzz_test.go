@@ -93,6 +93,7 @@ func FuzzReadFrame(f *testing.F) {
 	for _, m := range []Message{
 		Hello{Version: Version, PID: 1, Agent: "a"}, Welcome{Version: Version},
 		SendMessage{ID: "1", From: "h", Body: "hi"}, filled(TurnFinished{}, 1), Ping{Nonce: 3},
+		filled(RateLimits{}, 2),
 	} {
 		fr := frame(mustEncode(f, m))
 		f.Add(fr)

@@ -12,7 +12,7 @@ import "time"
 
 // Version is the protocol version both sides must speak. It changes whenever
 // a message changes incompatibly.
-const Version = 3
+const Version = 4
 
 // Kind names a message type on the wire.
 type Kind string
@@ -56,6 +56,7 @@ const (
 	KindWarning          Kind = "warning"
 	KindError            Kind = "error"
 	KindNetworkWait      Kind = "network_wait"
+	KindRateLimits       Kind = "rate_limits"
 )
 
 // ---- Commands ----
@@ -376,6 +377,29 @@ type NetworkWait struct {
 	Message   string    `json:"message,omitempty"`
 }
 
+// RateLimitWindow is one rate-limit window of an account as codex last
+// reported it.
+type RateLimitWindow struct {
+	// Name is the window's name: "primary" (the short window) or
+	// "secondary" (the long one).
+	Name string `json:"name"`
+	// UsedPct is how much of the window is used, 0–100.
+	UsedPct float64 `json:"used_pct"`
+	// WindowMinutes is the window's length in minutes (0 when unknown).
+	WindowMinutes int64 `json:"window_minutes"`
+	// ResetsAt is when the window resets (zero when unknown).
+	ResetsAt time.Time `json:"resets_at"`
+}
+
+// RateLimits is a rate-limit snapshot of the agent's account, sent by a
+// runtime that reports one (runtime: app-server) whenever codex reports it.
+// Windows lists the windows codex knew (none, one or two); SeenAt is when
+// the shim got the snapshot.
+type RateLimits struct {
+	Windows []RateLimitWindow `json:"windows"`
+	SeenAt  time.Time         `json:"seen_at"`
+}
+
 // Error reports a command the shim could not carry out.
 type Error struct {
 	Command Kind   `json:"command,omitempty"`
@@ -410,3 +434,4 @@ func (Pong) Kind() Kind             { return KindPong }
 func (Warning) Kind() Kind          { return KindWarning }
 func (Error) Kind() Kind            { return KindError }
 func (NetworkWait) Kind() Kind      { return KindNetworkWait }
+func (RateLimits) Kind() Kind       { return KindRateLimits }

@@ -47,6 +47,13 @@ func (r *appServerRuntime) connect() (*appserver.Client, error) {
 	s := r.s
 	opts := appserver.Options{
 		Bin: s.bin.Path, Args: appServerArgs(s.execOpts), Env: s.env, Cwd: s.cfg.Cwd, ClientName: "batty",
+		// Called from the client's reader goroutine; emit is safe for
+		// concurrent use and a socket send returns quickly.
+		OnRateLimits: func(rl appserver.RateLimits) {
+			if ev, ok := rateLimitsEvent(rl, time.Now()); ok {
+				s.emit(ev)
+			}
+		},
 	}
 	if s.reaper != nil {
 		// Started as a managed child: the reaper's orphan scans leave it
@@ -482,4 +489,23 @@ func (n *appNotes) handle(note appserver.Notification) {
 		n.res.items++
 	}
 	n.activity <- appSignal{busy: len(n.open) > 0}
+}
+
+// rateLimitsEvent converts codex's rate-limit snapshot, seen at seen, to a
+// RateLimits event. ok is false when the snapshot names no window (nothing
+// to report).
+func rateLimitsEvent(rl appserver.RateLimits, seen time.Time) (protocol.RateLimits, bool) {
+	ev := protocol.RateLimits{SeenAt: seen}
+	for _, w := range []struct {
+		name string
+		win  *appserver.RateLimitWindow
+	}{{"primary", rl.Primary}, {"secondary", rl.Secondary}} {
+		if w.win == nil {
+			continue
+		}
+		ev.Windows = append(ev.Windows, protocol.RateLimitWindow{
+			Name: w.name, UsedPct: w.win.UsedPercent, WindowMinutes: w.win.WindowMinutes, ResetsAt: w.win.Reset(),
+		})
+	}
+	return ev, len(ev.Windows) > 0
 }

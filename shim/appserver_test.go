@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/appserver"
@@ -119,5 +120,48 @@ func TestAppNoteClass(t *testing.T) {
 		if got := appNoteClass(decodeAppNote(json.RawMessage(c.params))); got != c.want {
 			t.Errorf("appNoteClass(%s) = %v, want %v", c.params, got, c.want)
 		}
+	}
+}
+
+func TestRateLimitsEvent(t *testing.T) {
+	seen := time.Now()
+	reset := seen.Add(90 * time.Minute).Truncate(time.Second)
+	p := &appserver.RateLimitWindow{UsedPercent: 73.5, WindowMinutes: 300, ResetsAt: reset.Unix()}
+	s := &appserver.RateLimitWindow{UsedPercent: 12}
+	for _, c := range []struct {
+		name string
+		in   appserver.RateLimits
+		want []protocol.RateLimitWindow
+	}{
+		{"none", appserver.RateLimits{LimitID: "codex"}, nil},
+		{"primary only", appserver.RateLimits{Primary: p}, []protocol.RateLimitWindow{
+			{Name: "primary", UsedPct: 73.5, WindowMinutes: 300, ResetsAt: reset}}},
+		{"secondary only, reset unknown", appserver.RateLimits{Secondary: s}, []protocol.RateLimitWindow{
+			{Name: "secondary", UsedPct: 12}}},
+		{"both", appserver.RateLimits{Primary: p, Secondary: s}, []protocol.RateLimitWindow{
+			{Name: "primary", UsedPct: 73.5, WindowMinutes: 300, ResetsAt: reset},
+			{Name: "secondary", UsedPct: 12}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ev, ok := rateLimitsEvent(c.in, seen)
+			if ok != (c.want != nil) {
+				t.Fatalf("ok = %v, want %v", ok, c.want != nil)
+			}
+			if !ok {
+				return
+			}
+			if !ev.SeenAt.Equal(seen) {
+				t.Errorf("SeenAt = %v, want %v", ev.SeenAt, seen)
+			}
+			if len(ev.Windows) != len(c.want) {
+				t.Fatalf("windows %+v, want %+v", ev.Windows, c.want)
+			}
+			for i, w := range ev.Windows {
+				cw := c.want[i]
+				if w.Name != cw.Name || w.UsedPct != cw.UsedPct || w.WindowMinutes != cw.WindowMinutes || !w.ResetsAt.Equal(cw.ResetsAt) {
+					t.Errorf("window %d = %+v, want %+v", i, w, cw)
+				}
+			}
+		})
 	}
 }
