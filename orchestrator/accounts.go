@@ -117,9 +117,16 @@ func orHome(name, home string) string {
 func (d *Daemon) switched(moves []dispatch.Move, why string, resetBy time.Time) {
 	for _, g := range groupMoves(moves) {
 		from, to := orHome(g.fromName, g.from), orHome(g.toName, g.to)
-		detail := fmt.Sprintf("account %s hit its usage limit: %s continue on account %s, their conversations kept", from, strings.Join(g.agents, ", "), to)
+		who := strings.Join(g.agents, ", ")
+		verb := func(one, many string) string {
+			if len(g.agents) == 1 {
+				return one
+			}
+			return many
+		}
+		detail := fmt.Sprintf("account %s hit its usage limit: %s %s on account %s, conversations kept", from, who, verb("continues", "continue"), to)
 		if why == "return" {
-			detail = fmt.Sprintf("account %s may be used again: %s go back to it from account %s", to, strings.Join(g.agents, ", "), from)
+			detail = fmt.Sprintf("account %s may be used again: %s %s back to it from account %s", to, who, verb("goes", "go"), from)
 		}
 		data := map[string]any{"from": from, "to": to, "agents": g.agents, "reason": why}
 		if !resetBy.IsZero() {
