@@ -19,15 +19,17 @@ import (
 // (the second account's first request carries the first account's turn),
 // on the same thread; no message is lost or answered twice; one alert;
 // status shows where the agent runs and that the first account waits.
+// Once the first account may be used again, the agent goes back to it
+// with the turns it ran on the second.
 func TestE2ERotationKeepsTheConversation(t *testing.T) {
 	work, spare := codextest.NewServer(t), codextest.NewServer(t)
 	homeWork, homeSpare := work.WriteHome(t), spare.WriteHome(t)
 	var mu sync.Mutex
-	answered := 0
+	answered, reset := 0, false
 	work.Handle(func(req codextest.Request) codextest.Reply {
 		mu.Lock()
 		defer mu.Unlock()
-		if answered > 0 {
+		if answered > 0 && !reset {
 			return codextest.QuotaReply(time.Now().Add(time.Hour))
 		}
 		answered++
@@ -123,5 +125,30 @@ func TestE2ERotationKeepsTheConversation(t *testing.T) {
 		default:
 			t.Fatalf("unexpected account %+v", acc)
 		}
+	}
+
+	// work may be used again (`batty resume` here; its probe after the
+	// reset does the same): the agent goes back to it, its thread too,
+	// with what it said on spare.
+	mu.Lock()
+	reset = true
+	mu.Unlock()
+	call(t, p, control.Request{Op: control.OpResume})
+	back := r.waitEvent(t, "the return", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvAccountSwitched && e.Data["reason"] == "return"
+	})
+	if back.Data["from"] != "spare" || back.Data["to"] != "work" {
+		t.Fatalf("return event %+v", back)
+	}
+	m4 := p.send("eng", "human", "back home? [[mock:reply HOME]]")
+	if st := r.finished(t, m4); st != "completed" {
+		t.Fatalf("%s: %s", m4, st)
+	}
+	last := work.Requests()[len(work.Requests())-1]
+	if messageIn(last.LastUserText()) != m4 || last.ThreadID != thread || !strings.Contains(strings.Join(last.InputTexts, "\n"), "STILL_HERE") {
+		t.Fatalf("work's request for m4 (thread %s) lacks the turns run on spare:\n%s", last.ThreadID, strings.Join(last.InputTexts, "\n"))
+	}
+	if st := call(t, p, control.Request{Op: control.OpStatus}).Status; st.Agents[0].Account != "work" {
+		t.Fatalf("status: eng on %q, want work", st.Agents[0].Account)
 	}
 }
