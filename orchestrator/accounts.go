@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,8 +10,10 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/reap"
 )
 
 // Account rotation: an agent whose role lists several accounts runs on the
@@ -184,4 +187,33 @@ func windowLabel(w project.RateLimitWindow) string {
 		return fmt.Sprintf("%dh", m/60)
 	}
 	return fmt.Sprintf("%dm", m)
+}
+
+// checkSpareAccounts checks, once at start, the accounts agents may move
+// to but do not start on: one that cannot run (not logged in, say) is
+// named in a warning with its fix, so it is fixed before a usage limit
+// sends agents there. Agents are not parked for it; run's goroutine calls
+// it after checkAll.
+func (d *Daemon) checkSpareAccounts(ctx context.Context) {
+	checked := map[string]bool{}
+	for _, h := range d.healths {
+		checked[h.target.Key()] = true
+	}
+	for _, a := range d.agents {
+		for _, acc := range a.def.Accounts[min(1, len(a.def.Accounts)):] {
+			t := targetFor(a.def)
+			t.Home = acc.CodexHome
+			if checked[t.Key()] {
+				continue
+			}
+			checked[t.Key()] = true
+			c := &preflight.Checker{Reaper: d.reaper, Timeout: d.opts.CheckTimeout, BaseEnv: d.opts.ShimEnv,
+				FinalEnv: []string{reap.MarkEnv + "=" + d.layout.Dir}}
+			if p := c.Check(ctx, t); p != nil && ctx.Err() == nil {
+				detail := fmt.Sprintf("account %s (%s), which %s may move to on a usage limit, cannot run codex: %s", acc.Name, acc.CodexHome, a.def.Role, p.String())
+				d.log.Warn("An account agents may move to cannot run codex", "account", acc.Name, "problem", p.String())
+				d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Detail: detail, Data: map[string]any{"account": acc.Name, "kind": string(p.Kind)}})
+			}
+		}
+	}
 }
