@@ -21,7 +21,15 @@ import (
 // status shows where the agent runs and that the first account waits.
 // Once the first account may be used again, the agent goes back to it
 // with the turns it ran on the second.
+// Both runtimes: exec resumes the carried rollout by id, the app-server
+// loads it with thread/resume.
 func TestE2ERotationKeepsTheConversation(t *testing.T) {
+	for _, rt := range []string{"exec", "app-server"} {
+		t.Run(rt, func(t *testing.T) { testRotation(t, rt) })
+	}
+}
+
+func testRotation(t *testing.T, runtime string) {
 	work, spare := codextest.NewServer(t), codextest.NewServer(t)
 	homeWork, homeSpare := work.WriteHome(t), spare.WriteHome(t)
 	var mu sync.Mutex
@@ -36,7 +44,7 @@ func TestE2ERotationKeepsTheConversation(t *testing.T) {
 		return work.Scripted(req)
 	})
 	accounts := fmt.Sprintf("accounts:\n  - name: work\n    codex_home: %s\n  - name: spare\n    codex_home: %s\n", homeWork, homeSpare)
-	p := newRealProject(t, homeWork, accounts+"timeouts:\n  shutdown: 5s\n", "  - name: eng\n    accounts: [work, spare]\n")
+	p := newRealProject(t, homeWork, accounts+"timeouts:\n  shutdown: 5s\n", "  - name: eng\n    accounts: [work, spare]\n    codex:\n      runtime: "+runtime+"\n")
 	r := p.start(noJitter)
 
 	m1 := p.send("eng", "human", "remember the word PELICAN [[mock:reply NOTED]]")
