@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/project"
 )
 
 // An agent on two accounts, the real Codex CLI and two mocks: the first
@@ -158,5 +160,45 @@ func testRotation(t *testing.T, runtime string) {
 	}
 	if st := call(t, p, control.Request{Op: control.OpStatus}).Status; st.Agents[0].Account != "work" {
 		t.Fatalf("status: eng on %q, want work", st.Agents[0].Account)
+	}
+}
+
+// A daemon that died after placing an agent on another account but before
+// the agent moved: the next start finds the placement and carries the
+// thread there before the agent's Codex starts, so the conversation goes
+// on on the new account.
+func TestE2ERestartFollowsThePlacement(t *testing.T) {
+	work, spare := codextest.NewServer(t), codextest.NewServer(t)
+	homeWork, homeSpare := work.WriteHome(t), spare.WriteHome(t)
+	accounts := fmt.Sprintf("accounts:\n  - name: work\n    codex_home: %s\n  - name: spare\n    codex_home: %s\n", homeWork, homeSpare)
+	p := newRealProject(t, homeWork, accounts+"timeouts:\n  shutdown: 5s\n", "  - name: eng\n    accounts: [work, spare]\n")
+	r := p.start(noJitter)
+	m1 := p.send("eng", "human", "remember the word HERON [[mock:reply NOTED]]")
+	if st := r.finished(t, m1); st != "completed" {
+		t.Fatalf("%s: %s", m1, st)
+	}
+	r.stop(t)
+
+	// What the book persists when it moves the agent: work paused, eng
+	// placed on spare.
+	l := project.Layout{Dir: filepath.Join(p.dir, ".batty")}
+	st := project.QuotaState{
+		Paused: []project.AccountPause{{Account: homeWork, Reason: "limit", Agent: "eng", Since: time.Now().UTC(), ProbeAt: time.Now().Add(time.Hour).UTC()}},
+		Placed: map[string]string{"eng": homeSpare},
+	}
+	if err := project.SaveJSON(l, project.QuotaName, st); err != nil {
+		t.Fatal(err)
+	}
+	r = p.start(noJitter)
+	m2 := p.send("eng", "human", "which word? [[mock:reply HERON]]")
+	if st := r.finished(t, m2); st != "completed" {
+		t.Fatalf("%s: %s", m2, st)
+	}
+	reqs := spare.Requests()
+	if len(reqs) != 1 || !strings.Contains(strings.Join(reqs[0].InputTexts, "\n"), "remember the word HERON") {
+		t.Fatalf("the spare account's request (%d) lacks the earlier turn", len(reqs))
+	}
+	if len(work.Requests()) != 1 {
+		t.Fatalf("%d requests on work, want 1", len(work.Requests()))
 	}
 }
