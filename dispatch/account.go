@@ -13,13 +13,15 @@ import (
 // Account is the agents whose usage counts against one account.
 type account struct {
 	key, home string
-	name      string   // the team's name of the account ("" when the team names none)
-	agents    []string // the agents placed on it, in the team's agent order
+	name      string                // the team's name of the account ("" when the team names none)
+	agents    []string              // the agents placed on it, in the team's agent order
 	pause     *project.AccountPause // nil while the account is open
 	probing   bool                  // ProbeAt has come: one probe turn may go
 	prober    string                // the agent that may send it ("" = any)
 	probeMsg  string                // the probe in flight ("" = none yet)
 	usage     *project.AccountUsage // the last rate-limit snapshot, nil before one
+	// usageSaved is when usage was last written (see QuotaBook.Usage).
+	usageSaved time.Time
 }
 
 // QuotaBook holds every account's pause: which agents may start a turn,
@@ -378,11 +380,11 @@ type AccountView struct {
 	Key, Home string
 	Name      string // the team's name of the account, "" when none
 	// Usage is the last rate-limit snapshot, nil before one.
-	Usage *project.AccountUsage
-	Agents    []string
-	Pause     *project.AccountPause // nil while the account is open
-	Probing   bool
-	ProbeMsg  string
+	Usage    *project.AccountUsage
+	Agents   []string
+	Pause    *project.AccountPause // nil while the account is open
+	Probing  bool
+	ProbeMsg string
 }
 
 // Views returns every account, in the team's agent order.

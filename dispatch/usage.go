@@ -7,6 +7,10 @@ import (
 	"github.com/battyhq/batty/project"
 )
 
+// usageSaveEvery is how often at most an account's rate-limit snapshot is
+// written to state/quota.json when nothing else changed.
+const usageSaveEvery = time.Minute
+
 // UsageWarning is an account's rate-limit use crossing quota.warn_pct.
 type UsageWarning struct {
 	Account, Name string
@@ -47,7 +51,8 @@ func warnStep(windows []project.RateLimitWindow, warned bool, pct float64) (bool
 // agent's codex reported for the account of key ("" = the one agent is
 // placed on). It returns the warning to raise when the account's use just
 // crossed quota.warn_pct (nil otherwise: at most one per crossing, kept
-// across restarts). The snapshot is persisted.
+// across restarts). The snapshot is persisted with a change of the warning
+// mark, else at most once a minute.
 func (b *QuotaBook) Usage(agent, key string, windows []project.RateLimitWindow, seen time.Time) (*UsageWarning, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -61,10 +66,18 @@ func (b *QuotaBook) Usage(agent, key string, windows []project.RateLimitWindow, 
 	if acc.usage != nil && seen.Before(acc.usage.SeenAt) {
 		return nil, nil // an older snapshot, from a slower shim
 	}
-	warned := acc.usage != nil && acc.usage.Warned
-	warned, top, warn := warnStep(windows, warned, b.warnPct)
+	was := acc.usage != nil && acc.usage.Warned
+	warned, top, warn := warnStep(windows, was, b.warnPct)
 	acc.usage = &project.AccountUsage{Account: acc.key, Windows: slices.Clone(windows), SeenAt: seen.UTC(), Warned: warned}
-	err := b.persist()
+	var err error
+	if warned != was || seen.Sub(acc.usageSaved) >= usageSaveEvery {
+		// Codex reports a snapshot with every model response: the file
+		// is written when the warning mark changes, else at most once per
+		// usageSaveEvery per account (status reads the book, not the file,
+		// while the daemon runs).
+		acc.usageSaved = seen
+		err = b.persist()
+	}
 	if !warn {
 		return nil, err
 	}
