@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -62,6 +63,11 @@ type ShimWorkers struct {
 	// Config is every shim's configuration; Agent is suffixed with the
 	// worker's number, ReplyDir is set per worker.
 	Config shim.Config
+	// Homes are the CODEX_HOME of each account (Options.Accounts' order):
+	// a worker on account i gets Homes[i] in its shim's Config.Env,
+	// replacing any other CODEX_HOME there (the handshake, never argv).
+	// Empty: Config.Env as it is.
+	Homes []string
 	// Stderr receives the shims' logs.
 	Stderr io.Writer
 	// TempDir holds the workers' reply directories ("": os.TempDir()).
@@ -114,12 +120,19 @@ func (s ShimWorkers) tempDir() string {
 	return os.TempDir()
 }
 
-// New starts worker n (1-based). The shim's reply directory is a private
-// temporary directory, removed by Close (or, when the job is killed, by
-// the RemoveStale of a later one).
-func (s ShimWorkers) New(n int) (Worker, error) {
+// New starts worker n (1-based) on account (an index of Homes; ignored
+// when Homes is empty). The shim's reply directory is a private temporary
+// directory, removed by Close (or, when the job is killed, by the
+// RemoveStale of a later one).
+func (s ShimWorkers) New(n, account int) (Worker, error) {
 	cfg := s.Config
 	cfg.Agent = fmt.Sprintf("%s-%d", s.Config.Agent, n)
+	if len(s.Homes) > 0 {
+		if account < 0 || account >= len(s.Homes) {
+			return nil, fmt.Errorf("worker %d: account %d of %d", n, account, len(s.Homes))
+		}
+		cfg.Env = withCodexHome(cfg.Env, s.Homes[account])
+	}
 	dir, err := os.MkdirTemp(s.tempDir(), replyDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("create a directory for long replies: %w", err)
@@ -240,3 +253,10 @@ func (w *shimWorker) Close(kill <-chan struct{}) {
 
 // closeGrace is how long a shim that has nothing to do gets to stop.
 const closeGrace = 5 * time.Second
+
+// withCodexHome returns env with CODEX_HOME set to home, every earlier
+// CODEX_HOME entry removed; env is not changed. It is a pure function.
+func withCodexHome(env []string, home string) []string {
+	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "CODEX_HOME=") })
+	return append(env, "CODEX_HOME="+home)
+}
