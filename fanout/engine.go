@@ -246,9 +246,9 @@ type engine struct {
 	// The rows still to run: fresh[head:] were never started, retry were
 	// started and put back (both in input order). Starting the next fresh
 	// row costs O(1), however long the input.
-	fresh        []*pendingRow
-	head         int
-	retry        []*pendingRow
+	fresh   []*pendingRow
+	head    int
+	retry   []*pendingRow
 	running int
 	started int // worker goroutines
 	// accts are the accounts' usage-limit states, in order of preference
