@@ -100,7 +100,7 @@ func TestAccountsGoOnOnTheNextAccount(t *testing.T) {
 	r.opts.MaxAttempts = 1 // a limit counted as an attempt would fail the row
 	w := watch(nil)
 	r.opts.Progress = w.update
-	s := r.run(context.Background(), nil)
+	s := r.run(bounded(t), nil)
 	if !s.Complete() || s.Done != 12 || s.Failed != 0 {
 		t.Fatalf("summary %+v, want 12 rows done, each recorded once", s)
 	}
@@ -145,7 +145,7 @@ func TestAccountsReturnToThePreferredAccount(t *testing.T) {
 			lifted <- errors.New("3 rows were not done within 60 s")
 		}
 	}()
-	s := r.run(context.Background(), nil)
+	s := r.run(bounded(t), nil)
 	if err := <-lifted; err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestAccountsAllExhaustedPauseUntilTheEarliestReset(t *testing.T) {
 	t0 := time.Now()
 	ws := &accountWorkers{until: []time.Time{t0.Add(700 * time.Millisecond), t0.Add(300 * time.Millisecond)}, work: 100 * time.Millisecond}
 	w := watch(nil)
-	s, err := Run(context.Background(), nil, Options{Table: tb, Template: tmpl, Store: st, Concurrency: 2, MaxAttempts: 1,
+	s, err := Run(bounded(t), nil, Options{Table: tb, Template: tmpl, Store: st, Concurrency: 2, MaxAttempts: 1,
 		Accounts: []string{"a", "b"}, QuotaJitter: -1, Progress: w.update,
 		Quota:     retry.QuotaPolicy{BackoffMin: 50 * time.Millisecond, BackoffMax: time.Second, Cooldown: time.Second, CooldownMax: time.Second},
 		NewWorker: func(_, acct int) (Worker, error) { return accountWorker{ws, acct}, nil }})
@@ -268,4 +268,12 @@ func TestAccountsAllExhaustedPauseUntilTheEarliestReset(t *testing.T) {
 	if s.Account != "a" {
 		t.Errorf("last snapshot's account %q, want a", s.Account)
 	}
+}
+
+// bounded is a context that ends a job gone wrong (rows never getting
+// through) after a minute, so that the test fails instead of hanging.
+func bounded(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }

@@ -76,7 +76,10 @@ func (p *Progress) tick(now time.Time) {
 		p.drawn = true
 		return
 	}
-	state := p.snap.Stopping + "\x00" + p.snap.Account
+	state := p.snap.Stopping
+	if p.snap.Account != "" {
+		state += "\x00account " + p.snap.Account
+	}
 	if !p.snap.PausedUntil.IsZero() {
 		state += "\x00paused"
 	}
