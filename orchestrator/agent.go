@@ -324,7 +324,7 @@ func (a *agent) shimConfig() shim.Config {
 	if _, ok := a.d.quota.HomeOf(a.def.Name); ok {
 		// The account the agent is placed on (followAccount), not the
 		// role's first.
-		c.Env = withCodexHome(c.Env, a.account)
+		c.Env = codex.WithHome(c.Env, a.account)
 	}
 	if a.ws != nil {
 		// Codex works in the agent's worktree: its working directory and
