@@ -253,4 +253,3 @@ func (w *shimWorker) Close(kill <-chan struct{}) {
 
 // closeGrace is how long a shim that has nothing to do gets to stop.
 const closeGrace = 5 * time.Second
-
