@@ -232,8 +232,8 @@ func TestExhaustedReset(t *testing.T) {
 		{"not used up", appserver.RateLimits{Primary: win(99, in(time.Hour))}, time.Time{}},
 		{"reset unknown", appserver.RateLimits{Primary: win(100, time.Time{})}, time.Time{}},
 		{"reset past", appserver.RateLimits{Primary: win(100, in(-time.Minute))}, time.Time{}},
-		{"both used up: the later", appserver.RateLimits{Primary: win(100, in(time.Hour)), Secondary: win(100, in(48 * time.Hour))}, in(48 * time.Hour)},
-		{"only secondary used up", appserver.RateLimits{Primary: win(30, in(time.Hour)), Secondary: win(100, in(72 * time.Hour))}, in(72 * time.Hour)},
+		{"both used up: the later", appserver.RateLimits{Primary: win(100, in(time.Hour)), Secondary: win(100, in(48*time.Hour))}, in(48 * time.Hour)},
+		{"only secondary used up", appserver.RateLimits{Primary: win(30, in(time.Hour)), Secondary: win(100, in(72*time.Hour))}, in(72 * time.Hour)},
 	} {
 		if got := exhaustedReset(c.rl, now); !got.Equal(c.want) {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)
