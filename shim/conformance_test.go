@@ -34,6 +34,7 @@ var conformanceCases = []conformanceCase{
 	{"TextAndResume", conformTextAndResume, nil},
 	{"ToolCall", conformToolCall, nil},
 	{"Quota", conformQuota, nil},
+	{"QuotaResetFromRateLimits", conformQuotaHeaders, nil},
 	{"Auth", conformAuth, nil},
 	{"ContextWindow", conformContextWindow, nil},
 	{"Interrupt", conformInterrupt, nil},
@@ -160,6 +161,29 @@ func conformQuota(t *testing.T, h *harness, _ *codextest.Server) {
 	}
 }
 
+// conformQuotaHeaders: a usage limit whose message names no reset time
+// blocks the agent; the app-server runtime takes the reset time from the
+// rate-limit snapshot codex reported with it (the response's
+// x-codex-primary-* headers), which exec's output does not carry.
+func conformQuotaHeaders(t *testing.T, h *harness, _ *codextest.Server) {
+	h.send("q", "please [[mock:quotaheaders]]")
+	ev, tf := turnEvents(h, "q")
+	qb := eventOf(t, ev, kQuota).(protocol.QuotaBlocked)
+	if tf.Status != protocol.TurnFailed || tf.Failure != protocol.FailQuota {
+		t.Fatalf("quota turn = %+v", tf)
+	}
+	switch d := time.Until(qb.RetryAt); h.cfg.Runtime {
+	case RuntimeAppServer:
+		if d < 85*time.Minute || d > 95*time.Minute {
+			t.Fatalf("retry at %s (in %s), want the snapshot's reset in 90 minutes; message %q", qb.RetryAt, d, qb.Message)
+		}
+	default:
+		if !qb.RetryAt.IsZero() {
+			t.Fatalf("retry at %s from a message naming none: %q", qb.RetryAt, qb.Message)
+		}
+	}
+}
+
 // conformAuth: a refused credential asks for a login.
 func conformAuth(t *testing.T, h *harness, _ *codextest.Server) {
 	h.send("a", "please [[mock:auth]]")
@@ -170,13 +194,33 @@ func conformAuth(t *testing.T, h *harness, _ *codextest.Server) {
 	}
 }
 
-// conformContextWindow: a full context window is reported as such.
-func conformContextWindow(t *testing.T, h *harness, _ *codextest.Server) {
+// conformContextWindow: a full context window is reported as such, and
+// the next turn on the same thread (the daemon's retry) completes with
+// the usage of that turn alone. With the app-server the thread is
+// compacted before the failed turn ends.
+func conformContextWindow(t *testing.T, h *harness, srv *codextest.Server) {
 	h.send("c", "too long [[mock:context]]")
 	ev, tf := turnEvents(h, "c")
 	eventOf(t, ev, kContextEx)
 	if tf.Status != protocol.TurnFailed || tf.Failure != protocol.FailContextWindow {
 		t.Fatalf("context turn = %+v", tf)
+	}
+	compacted := 0
+	for _, r := range srv.Requests() {
+		if r.Kind == "compaction" {
+			compacted++
+		}
+	}
+	if want := map[string]int{RuntimeExec: 0, RuntimeAppServer: 1}[h.cfg.Runtime]; compacted != want {
+		t.Fatalf("%d compaction requests before the failed turn ended, want %d", compacted, want)
+	}
+	h.send("n", "again [[mock:reply AFTER_CONTEXT]]")
+	ev, tf = turnEvents(h, "n")
+	if ts := eventOf(t, ev, kStarted).(protocol.TurnStarted); !ts.Resume {
+		t.Fatalf("the turn after the failure did not resume the thread: %+v", ts)
+	}
+	if tf.Status != protocol.TurnCompleted || tf.Reply != "AFTER_CONTEXT" || tf.Usage.Input <= 0 || tf.Usage.Input > 100_000 {
+		t.Fatalf("turn after the full window = %+v", tf)
 	}
 }
 
