@@ -2,14 +2,17 @@ package shim
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/reap"
 )
 
 // The app-server runtime keeps one codex process for the shim's turns, and
@@ -185,4 +188,40 @@ func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), eventWait)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// With runtime_idle set, an app-server idle that long is stopped, and the
+// next message starts another that resumes the thread: its model request
+// carries the earlier turn.
+func TestE2EAppServerIdleStop(t *testing.T) {
+	h, srv := startRealShim(t, func(c *Config) { c.Runtime, c.RuntimeIdle = RuntimeAppServer, 300*time.Millisecond })
+	h.send("1", "one [[mock:reply IDLE_ONE]]")
+	ev, tf := turnEvents(h, "1")
+	pid := eventOf(t, ev, kStarted).(protocol.TurnStarted).PID
+	if tf.Status != protocol.TurnCompleted || pid <= 0 {
+		t.Fatalf("first turn = %+v", tf)
+	}
+	fd, err := reap.OpenPidfd(pid)
+	if err == nil {
+		exited := fd.WaitExit(time.Now().Add(eventWait))
+		fd.Close()
+		if !exited {
+			t.Fatalf("the idle app-server (pid %d) still runs after %s", pid, eventWait)
+		}
+	} else if !errors.Is(err, syscall.ESRCH) {
+		t.Fatal(err)
+	}
+	h.send("2", "two [[mock:reply IDLE_TWO]]")
+	ev, tf = turnEvents(h, "2")
+	ts := eventOf(t, ev, kStarted).(protocol.TurnStarted)
+	if tf.Status != protocol.TurnCompleted || tf.Reply != "IDLE_TWO" || ts.PID == pid || !ts.Resume || tf.ThreadID != ts.ThreadID {
+		t.Fatalf("turn after the idle stop = %+v, started %+v (first server pid %d)", tf, ts, pid)
+	}
+	reqs := srv.Requests()
+	history := strings.Join(reqs[len(reqs)-1].InputTexts, "\n")
+	for _, want := range []string{"one", "IDLE_ONE", "two"} {
+		if !strings.Contains(history, want) {
+			t.Errorf("the new server's request lacks %q", want)
+		}
+	}
 }
