@@ -1,11 +1,13 @@
 package shim
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +44,9 @@ var conformanceCases = []conformanceCase{
 	{"DetachedGoneAfterTurn", conformDetached, nil},
 	{"NetworkDownThenUp", conformNetworkBack, nil},
 	{"NetworkWaitLimit", conformNetworkLimit, func(c *Config) { c.NetworkWait = 2 * time.Second }},
+	{"TransientThenSuccess", conformTransient, nil},
+	{"TurnTimeout", conformTurnTimeout, func(c *Config) { c.TurnTimeout = 3 * time.Second }},
+	{"ShutdownMidTurn", conformShutdown, nil},
 }
 
 func TestConformance(t *testing.T) {
@@ -374,5 +379,94 @@ func TestConformanceAddDir(t *testing.T) {
 				t.Fatal("the sandbox let the command write outside its writable roots")
 			}
 		})
+	}
+}
+
+// envValue returns the value of key in env ("" when absent).
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// conformTransient: a server error that codex retries by itself (stream
+// retries 1) and then gets an answer for ends the turn once, completed.
+func conformTransient(t *testing.T, h *harness, srv *codextest.Server) {
+	srv.WriteHomeWith(t, codextest.HomeConfig{Dir: envValue(h.cfg.Env, "CODEX_HOME"), StreamMaxRetries: 1})
+	var n atomic.Int32
+	srv.Handle(func(r codextest.Request) codextest.Reply {
+		if n.Add(1) == 1 {
+			return codextest.ServerErrorReply()
+		}
+		return srv.Scripted(r)
+	})
+	h.send("r", "flaky [[mock:reply AFTER_RETRY]]")
+	_, tf := turnEvents(h, "r")
+	if tf.Status != protocol.TurnCompleted || tf.Reply != "AFTER_RETRY" {
+		t.Fatalf("turn = %+v", tf)
+	}
+	if got := len(srv.Requests()); got != 2 {
+		t.Fatalf("%d model requests, want the failed one and its retry", got)
+	}
+	// One outcome: the next TurnFinished is the next message's.
+	h.send("n", "next [[mock:reply NEXT]]")
+	for {
+		if tf, ok := h.next().(protocol.TurnFinished); ok {
+			if tf.MessageID != "n" || tf.Status != protocol.TurnCompleted {
+				t.Fatalf("after the retried turn: %+v", tf)
+			}
+			return
+		}
+	}
+}
+
+// conformTurnTimeout: a turn longer than the turn timeout is stopped and
+// ends as timed out; the next message runs.
+func conformTurnTimeout(t *testing.T, h *harness, _ *codextest.Server) {
+	h.send("s", "wait [[mock:slow 60]]")
+	_, tf := turnEvents(h, "s")
+	if tf.Status != protocol.TurnTimedOut || !strings.Contains(tf.Error, "turn timeout") {
+		t.Fatalf("turn = %+v", tf)
+	}
+	h.send("n", "next [[mock:reply AFTER_TIMEOUT]]")
+	if _, tf := turnEvents(h, "n"); tf.Status != protocol.TurnCompleted || tf.Reply != "AFTER_TIMEOUT" {
+		t.Fatalf("turn after the timeout = %+v", tf)
+	}
+}
+
+// conformShutdown: a shutdown whose timeout passes while a turn runs ends
+// that turn and the queued one as interrupted; the shim stops, exits 0
+// and leaves no process behind.
+func conformShutdown(t *testing.T, h *harness, srv *codextest.Server) {
+	h.send("run", "wait [[mock:slow 60]]")
+	ctx, cancel := context.WithTimeout(context.Background(), eventWait)
+	defer cancel()
+	if err := srv.WaitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.send("queued", "never runs")
+	h.command(protocol.Shutdown{Timeout: 200 * time.Millisecond, Reason: "test"})
+	done := map[string]protocol.TurnStatus{}
+	var stopped bool
+	for len(done) < 2 || !stopped {
+		switch m := h.next().(type) {
+		case protocol.TurnFinished:
+			done[m.MessageID] = m.Status
+		case protocol.StateChanged:
+			stopped = stopped || m.To == protocol.StateStopped
+		}
+	}
+	if done["run"] != protocol.TurnInterrupted || done["queued"] != protocol.TurnInterrupted {
+		t.Fatalf("turns ended %v, want both interrupted", done)
+	}
+	if code := h.waitExit(); code != 0 {
+		t.Fatalf("shim exit code %d", code)
+	}
+	assertNoProcesses(t, h.mark)
+	if got := len(srv.Requests()); got != 1 {
+		t.Fatalf("%d model requests, want 1 (the queued message never runs)", got)
 	}
 }
