@@ -55,7 +55,8 @@ type Config struct {
 	Instructions string
 	// Runtime is how turns run: RuntimeExec, one `codex exec` process per
 	// turn ("" = RuntimeExec), or RuntimeAppServer, one warm `codex
-	// app-server` per shim (not yet settable from team.yaml).
+	// app-server` per shim (team.yaml: codex.runtime), which falls back to exec for
+	// good when codex has no usable app-server.
 	Runtime string
 	// RuntimeIdle is, with RuntimeAppServer, how long the app-server may
 	// stay idle (no turn running) before the shim stops it (its whole
