@@ -369,6 +369,7 @@ func CodexConfig(def team.Agent) shim.Config {
 	return shim.Config{
 		Agent: def.Name, Cwd: def.Cwd, CodexBin: c.Bin, Exec: exec, Env: env, Instructions: def.Instructions,
 		ContextWindow: int64(c.Window()), PressurePct: float64(c.Handoff()), Runtime: c.Runtime,
+		RuntimeIdle: c.RuntimeIdle,
 	}
 }
 

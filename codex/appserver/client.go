@@ -666,6 +666,77 @@ func (c *Client) RunTurn(ctx context.Context, threadID, text string, on func(Not
 	}
 }
 
+// Compact compacts the history of a loaded thread (thread/compact/start)
+// and blocks until the server has done it: the server answers the call at
+// once and runs the compaction as a turn of its own (turn/started, a
+// contextCompaction item, turn/completed), whose end ends the wait. The
+// result is that turn's: [StatusCompleted] once the history is compacted,
+// with the thread's token usage after it. The error is for a refused call
+// (*[RPCError]), a connection that ended ([ErrClosed]) or ctx ending, in
+// which case Compact first interrupts the compaction (waiting at most
+// 5 s). It cannot run while a turn runs on the thread.
+func (c *Client) Compact(ctx context.Context, threadID string) (TurnResult, error) {
+	res := TurnResult{ThreadID: threadID}
+	c.mu.Lock()
+	if _, busy := c.active[threadID]; busy {
+		c.mu.Unlock()
+		return res, fmt.Errorf("appserver: %s: a turn runs on thread %s", MethodThreadCompact, threadID)
+	}
+	c.active[threadID] = ""
+	sub := newSubscription()
+	c.subs[sub] = struct{}{}
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.subs, sub)
+		delete(c.active, threadID)
+		c.mu.Unlock()
+	}()
+	start := time.Now()
+	if err := c.Call(ctx, MethodThreadCompact, map[string]any{"threadId": threadID}, nil); err != nil {
+		return res, err
+	}
+	for {
+		n, err := sub.next(ctx, c.done)
+		if err != nil {
+			if ctx.Err() == nil {
+				return res, fmt.Errorf("appserver: %s: %w", MethodThreadCompact, c.Err())
+			}
+			if res.TurnID != "" {
+				ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
+				ierr := c.interruptTurn(ictx, threadID, res.TurnID)
+				cancel()
+				if ierr != nil {
+					return res, fmt.Errorf("appserver: %s: %w (interrupt: %v)", MethodThreadCompact, ctx.Err(), ierr)
+				}
+			}
+			return res, fmt.Errorf("appserver: %s: %w", MethodThreadCompact, ctx.Err())
+		}
+		var p turnParams
+		if json.Unmarshal(n.Params, &p) != nil || p.ThreadID != threadID {
+			continue
+		}
+		if id := p.turnIDOf(); id != "" && res.TurnID != "" && id != res.TurnID {
+			continue
+		}
+		switch n.Method {
+		case NotifyTurnStarted:
+			if p.Turn != nil {
+				res.TurnID = p.Turn.ID
+			}
+		case NotifyTokenUsage:
+			res.Usage = p.TokenUsage
+		case NotifyTurnCompleted:
+			if p.Turn == nil {
+				return res, fmt.Errorf("appserver: %s: turn/completed without a turn", MethodThreadCompact)
+			}
+			res.TurnID, res.Status, res.Error = p.Turn.ID, p.Turn.Status, p.Turn.Error.decode()
+			res.Duration = time.Since(start)
+			return res, nil
+		}
+	}
+}
+
 // stderrNote returns the end of the server's stderr for an error message
 // ("" when it wrote none).
 func (c *Client) stderrNote() string {
