@@ -470,3 +470,74 @@ func conformShutdown(t *testing.T, h *harness, srv *codextest.Server) {
 		t.Fatalf("%d model requests, want 1 (the queued message never runs)", got)
 	}
 }
+
+// A reply larger than the inline limit (here 3 MiB) reaches the parent
+// whole through the reply file, on either runtime.
+func TestConformanceBigReply(t *testing.T) {
+	for _, rt := range conformanceRuntimes {
+		t.Run(rt, func(t *testing.T) {
+			h, srv := startRealShim(t, func(c *Config) { c.Runtime = rt })
+			big := strings.Repeat("0123456789abcdef", 3<<20/16)
+			srv.Handle(func(req codextest.Request) codextest.Reply {
+				if strings.Contains(req.LastUserText(), "BIG") {
+					return codextest.Reply{Text: big}
+				}
+				return srv.Scripted(req)
+			})
+			h.send("b", "say something BIG")
+			_, tf := turnEvents(h, "b")
+			if tf.Status != protocol.TurnCompleted || tf.ReplyFile == "" {
+				t.Fatalf("turn = status %s, reply file %q, reply %d bytes", tf.Status, tf.ReplyFile, len(tf.Reply))
+			}
+			got, err := os.ReadFile(tf.ReplyFile)
+			if err != nil || string(got) != big {
+				t.Fatalf("reply file: %d bytes, %v; want the %d bytes whole", len(got), err, len(big))
+			}
+		})
+	}
+}
+
+// A shim started again with the thread its predecessor reported, as the
+// daemon does after a restart, resumes it on either runtime: the first
+// request of the new shim carries the earlier turn.
+func TestConformanceRestartKeepsTheThread(t *testing.T) {
+	for _, rt := range conformanceRuntimes {
+		t.Run(rt, func(t *testing.T) {
+			bin := codextest.Codex(t)
+			srv := codextest.NewServer(t)
+			home, cwd := srv.WriteHome(t), t.TempDir()
+			settings := func(thread string) func(*Config) {
+				return func(c *Config) {
+					c.CodexBin, c.Env, c.Cwd, c.Runtime, c.ThreadID = bin, []string{"CODEX_HOME=" + home}, cwd, rt, thread
+					c.Exec.SkipGitRepoCheck = true
+					c.StopGrace = 2 * time.Second
+				}
+			}
+			h := startShim(t, settings(""))
+			h.send("m1", "remember KESTREL [[mock:reply NOTED]]")
+			_, tf := turnEvents(h, "m1")
+			if tf.Status != protocol.TurnCompleted || tf.ThreadID == "" {
+				t.Fatalf("first shim's turn = %+v", tf)
+			}
+			h.command(protocol.Shutdown{Timeout: 5 * time.Second, Reason: "daemon restart"})
+			if code := h.waitExit(); code != 0 {
+				t.Fatalf("the first shim exited %d", code)
+			}
+
+			h2 := startShim(t, settings(tf.ThreadID))
+			h2.send("m2", "which bird? [[mock:reply KESTREL]]")
+			ev, tf2 := turnEvents(h2, "m2")
+			if ts := eventOf(t, ev, kStarted).(protocol.TurnStarted); !ts.Resume || ts.ThreadID != tf.ThreadID {
+				t.Fatalf("second shim's turn started = %+v, want a resume of %s", ts, tf.ThreadID)
+			}
+			if tf2.Status != protocol.TurnCompleted || tf2.ThreadID != tf.ThreadID {
+				t.Fatalf("second shim's turn = %+v", tf2)
+			}
+			reqs := srv.Requests()
+			last := strings.Join(reqs[len(reqs)-1].InputTexts, "\n")
+			if !strings.Contains(last, "remember KESTREL") || !strings.Contains(last, "NOTED") {
+				t.Fatalf("the second shim's request lacks the earlier turn:\n%s", last)
+			}
+		})
+	}
+}
