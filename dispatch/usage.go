@@ -56,10 +56,7 @@ func warnStep(windows []project.RateLimitWindow, warned bool, pct float64) (bool
 func (b *QuotaBook) Usage(agent, key string, windows []project.RateLimitWindow, seen time.Time) (*UsageWarning, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	acc := b.byAgent[agent]
-	if k := b.byKey[key]; k != nil && (k == acc || slices.Contains(b.choices[agent], k)) {
-		acc = k
-	}
+	acc := b.accountFor(agent, key)
 	if acc == nil {
 		return nil, nil
 	}

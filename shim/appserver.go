@@ -145,6 +145,11 @@ func (r *appServerRuntime) begin() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.busy = true
+	r.disarmLocked()
+}
+
+// disarmLocked stops the idle timer, if armed; r.mu is held.
+func (r *appServerRuntime) disarmLocked() {
 	if r.idle != nil {
 		r.idle.Stop()
 		r.idle = nil
@@ -258,10 +263,7 @@ func (r *appServerRuntime) close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true
-	if r.idle != nil {
-		r.idle.Stop()
-		r.idle = nil
-	}
+	r.disarmLocked()
 	r.dropLocked()
 	return nil
 }
