@@ -21,12 +21,12 @@ import (
 
 // Keys accepted in each section of a team file.
 var (
-	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "roles", "schedules"}
+	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "hosts", "roles", "schedules"}
 	quotaKeys   = []string{"scope", "backoff_max", "cooldown", "cooldown_max"}
 	quotaScopes = []string{QuotaScopeAccount, QuotaScopeAgent, QuotaScopeTeam}
 	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "runtime", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
 	timeoutKeys = []string{"turn", "idle", "network_wait", "shutdown", "alert"}
-	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "workspace", "codex"}
+	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "workspace", "hosts", "codex"}
 )
 
 // Allowed values of the enumerated Codex settings.
@@ -262,6 +262,7 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 		p.workspace(e, &cfg.Workspace)
 	}
 
+	p.hosts(f, cfg)
 	before := len(p.problems)
 	p.roles(d, f, cfg)
 	p.schedules(f, cfg, len(p.problems) == before && len(cfg.Roles) > 0)
@@ -395,6 +396,10 @@ func (p *parser) role(n *yaml.Node, cfg *Config) *roleDraft {
 
 	if e, ok := f["talks_to"]; ok {
 		r.talksTo, _ = p.strList(e.val, "talks_to")
+	}
+
+	if e, ok := f["hosts"]; ok {
+		r.Hosts = p.roleHosts(e.val)
 	}
 
 	if e, ok := f["codex"]; ok {

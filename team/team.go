@@ -106,6 +106,9 @@ type Config struct {
 	// worktrees (the workspace mapping), defaulted even when no role uses
 	// them.
 	Workspace WorkspaceSettings
+	// Hosts are the other machines agents run on (hosts), in file order;
+	// nil when the file defines none.
+	Hosts []Host
 	// Roles are the roles in file order; there is at least one.
 	Roles []Role
 	// Schedules are the scheduled prompts in file order (schedules); their
@@ -244,6 +247,10 @@ type Role struct {
 	Workspace string
 	// Codex is the role's effective Codex settings.
 	Codex CodexSettings
+	// Hosts are the names of the hosts its instances run on, in turn
+	// (round robin), each a Config.Hosts name or LocalHost, at most once;
+	// nil runs them all on this machine.
+	Hosts []string
 	// Line is the line of the team file where the role is defined.
 	Line int
 }
@@ -269,6 +276,10 @@ type Agent struct {
 	Workspace string
 	// Codex is the role's effective Codex settings (a private copy).
 	Codex CodexSettings
+	// Host is the name of the host (Config.Host) the agent runs on, ""
+	// for this machine: instance i of a role takes the role's Hosts in
+	// turn, Hosts[(i-1) % len(Hosts)].
+	Host string
 }
 
 // ValidName reports whether s is a valid team, role or agent name: it
@@ -320,6 +331,7 @@ func (c *Config) Agents() []Agent {
 			if n > 1 {
 				a.Index = i
 			}
+			a.Host = r.host(a.Index)
 			out = append(out, a)
 		}
 	}
@@ -333,7 +345,7 @@ func (c *Config) Agent(name string) (Agent, bool) {
 	if !ok {
 		return Agent{}, false
 	}
-	return Agent{Name: name, Role: r.Name, Index: i, Prompt: r.Prompt, Instructions: r.Instructions, Cwd: r.Cwd, Workspace: r.Workspace, Codex: r.Codex.clone()}, true
+	return Agent{Name: name, Role: r.Name, Index: i, Prompt: r.Prompt, Instructions: r.Instructions, Cwd: r.Cwd, Workspace: r.Workspace, Codex: r.Codex.clone(), Host: r.host(i)}, true
 }
 
 // agentRole returns the role of the named agent and the agent's index.
