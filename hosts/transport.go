@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/shellword"
-	"github.com/battyhq/batty/textclip"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/textclip"
 )
 
 // maxControlDir bounds the length of the control socket directory: a
