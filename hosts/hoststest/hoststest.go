@@ -89,8 +89,8 @@ type SSHD struct {
 	// User is the name of the user created for the test; Home its home
 	// directory, made for the test (not under /home).
 	User, Home string
-	// UID is the user's id.
-	UID int
+	// UID and GID are the user's ids.
+	UID, GID int
 	// Host is the host as a team file would name it: ssh destination
 	// HostAlias, which ConfigFile resolves.
 	Host team.Host
@@ -131,14 +131,23 @@ func StartSSHD(t *testing.T) *SSHD {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 
 	s := &SSHD{Log: &strings.Builder{}}
-	s.User, s.Home, s.UID = createUser(t)
+	s.User, s.Home, s.UID, s.GID = createUser(t)
 
 	run(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "batty-test-host", "-f", filepath.Join(dir, "host_key"))
 	run(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "batty-test-client", "-f", filepath.Join(dir, "id_ed25519"))
 	clientKey := readFile(t, filepath.Join(dir, "id_ed25519.pub"))
 	hostKey := readFile(t, filepath.Join(dir, "host_key.pub"))
-	authKeys := filepath.Join(dir, "authorized_keys")
-	writeFile(t, authKeys, clientKey, 0o644)
+	// The user's own ~/.ssh/authorized_keys, as sshd wants it (StrictModes).
+	sshDir := filepath.Join(s.Home, ".ssh")
+	if err := os.Mkdir(sshDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(sshDir, "authorized_keys"), clientKey, 0o600)
+	for _, p := range []string{sshDir, filepath.Join(sshDir, "authorized_keys")} {
+		if err := os.Chown(p, s.UID, s.GID); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// sshd needs its privilege separation directory, which its service
 	// creates at boot.
@@ -151,8 +160,7 @@ func StartSSHD(t *testing.T) *SSHD {
 		"ListenAddress 127.0.0.1:" + strconv.Itoa(s.Port),
 		"HostKey " + filepath.Join(dir, "host_key"),
 		"PidFile none",
-		"AuthorizedKeysFile " + authKeys,
-		"StrictModes no", // the key lives in this root-owned directory, under /tmp
+		"AuthorizedKeysFile .ssh/authorized_keys",
 		"PubkeyAuthentication yes",
 		"PasswordAuthentication no",
 		"KbdInteractiveAuthentication no",
@@ -318,7 +326,7 @@ func (s *SSHD) killUserProcesses(t testing.TB) {
 // createUser creates a user of its own for the test, with a home
 // directory made for it; it skips t when useradd fails. The user and its
 // home are removed when t ends.
-func createUser(t *testing.T) (name, home string, uid int) {
+func createUser(t *testing.T) (name, home string, uid, gid int) {
 	t.Helper()
 	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -341,7 +349,9 @@ func createUser(t *testing.T) (name, home string, uid int) {
 		uid, err = strconv.Atoi(u.Uid)
 	}
 	if err == nil {
-		gid, _ := strconv.Atoi(u.Gid)
+		gid, err = strconv.Atoi(u.Gid)
+	}
+	if err == nil {
 		err = os.Chown(home, uid, gid)
 	}
 	t.Cleanup(func() {
@@ -353,7 +363,7 @@ func createUser(t *testing.T) (name, home string, uid int) {
 	if err != nil {
 		t.Fatalf("test user %s: %v", name, err)
 	}
-	return name, home, uid
+	return name, home, uid, gid
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
