@@ -2,8 +2,10 @@ package hosts
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/battyhq/batty/hosts/hoststest"
 	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim"
 )
 
 // sshTransport starts the sshd harness and returns it with a transport
@@ -165,5 +169,171 @@ func TestSSHPreflight(t *testing.T) {
 	p, err = Preflight(ctx, tr, s.Host, batty, preflight.Target{Bin: "~/bin/codex", Cwd: "~", Env: []string{"OPENAI_API_KEY=sk-test-secret"}})
 	if err != nil || p != nil {
 		t.Fatalf("codex with a key: %+v, %v", p, err)
+	}
+}
+
+// startRemoteShim installs batty on the harness's host and starts a shim
+// there over the transport, through package shim's own client.
+func startRemoteShim(t *testing.T, s *hoststest.SSHD, tr *Transport, agent, codexBin string, env []string) *shim.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	batty, err := EnsureBatty(ctx, tr, s.Host, devBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := shim.Start(ctx, shim.SpawnOptions{
+		Path: batty, Args: []string{"shim"}, Stderr: os.Stderr,
+		Config: shim.Config{Agent: agent, CodexBin: codexBin, Env: env, Instructions: "secret-instructions-text"},
+		Remote: tr.ShimCommand(s.Host, "~"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if h := c.Hello(); h.Agent != agent || h.PID == 0 {
+		t.Fatalf("hello = %+v", h)
+	}
+	return c
+}
+
+// pong sends a Ping and waits for its Pong among the shim's events.
+func pong(t *testing.T, c *shim.Client, nonce uint64) {
+	t.Helper()
+	if err := c.Send(protocol.Ping{Nonce: nonce}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case m, ok := <-c.Events():
+			if !ok {
+				t.Fatalf("events closed before the pong: %v", c.Err())
+			}
+			if p, ok := m.(protocol.Pong); ok && p.Nonce == nonce {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no pong within 30s")
+		}
+	}
+}
+
+// TestSSHShimStdio runs the real `batty shim --stdio` on the host over
+// ssh, driven by package shim's client: the handshake (its secrets in the
+// Welcome, on no command line here or there), a ping, and a clean stop
+// that leaves nothing of the user running but sshd's shared connection.
+func TestSSHShimStdio(t *testing.T) {
+	s, tr := sshTransport(t)
+	const secret = "sk-remote-secret-value"
+	c := startRemoteShim(t, s, tr, "remote-eng", "", []string{"OPENAI_API_KEY=" + secret})
+	pong(t, c, 7)
+
+	pids := []int{c.Pid(), c.Hello().PID}
+	for _, l := range s.UserProcesses(t, true) {
+		pid, _, _ := strings.Cut(l, " ")
+		n, _ := strconv.Atoi(pid)
+		pids = append(pids, n)
+	}
+	for _, pid := range pids {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		if err == nil && (strings.Contains(string(cmdline), secret) || strings.Contains(string(cmdline), "secret-instructions-text")) {
+			t.Fatalf("process %d has a secret on its command line: %q", pid, cmdline)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Stop(ctx, time.Second, "test"); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if left := s.WaitNoUserProcesses(t, false, 15*time.Second); left != nil {
+		t.Fatalf("left running on the host after a stop: %q", left)
+	}
+}
+
+// TestSSHKillClient kills the local ssh of a remote shim in the middle
+// of a turn, as a crash of the daemon would: the stream ends, the shim
+// over there stops at the end of its stdin, killing its codex and what
+// that started, and nothing of the user stays behind — none of its
+// processes while ssh's shared connection lives on, not even sshd's
+// session once that is closed.
+func TestSSHKillClient(t *testing.T) {
+	s, tr := sshTransport(t)
+	// A codex whose turn starts a command in the background, says the
+	// thread started once it runs, and waits.
+	fake := filepath.Join(s.Home, "bin", "codex")
+	script := "#!/bin/sh\nsleep 1000 &\necho '{\"type\":\"thread.started\",\"thread_id\":\"t-1\"}'\nwait\n"
+	if err := os.MkdirAll(filepath.Dir(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := startRemoteShim(t, s, tr, "doomed", fake, nil)
+	if err := c.Send(protocol.SendMessage{ID: "m1", From: "human", Body: "work"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(30 * time.Second)
+	for running := false; !running; {
+		select {
+		case m, ok := <-c.Events():
+			if !ok {
+				t.Fatalf("events closed before the turn ran: %v", c.Err())
+			}
+			if tc, ok := m.(protocol.ThreadChanged); ok && tc.ThreadID == "t-1" {
+				running = true
+			}
+		case <-deadline:
+			t.Fatal("the turn did not start within 30s")
+		}
+	}
+	procs := s.UserProcesses(t, false)
+	if !slices.ContainsFunc(procs, func(p string) bool { return strings.HasSuffix(p, " sleep") }) {
+		t.Fatalf("the turn's command is not running: %q", procs)
+	}
+	if err := syscall.Kill(c.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-c.Done()
+	if left := s.WaitNoUserProcesses(t, false, 15*time.Second); left != nil {
+		t.Fatalf("left running on the host after ssh was killed: %q", left)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tr.Close(ctx, s.Host); err != nil {
+		t.Fatal(err)
+	}
+	if left := s.WaitNoUserProcesses(t, true, 15*time.Second); left != nil {
+		t.Fatalf("left running on the host after the shared connection closed: %q", left)
+	}
+}
+
+// TestSSHPlainCommandOutlivesKill is the reason the shim watches its
+// stdin: sshd signals nothing to a session without a terminal, so a
+// remote command that ignores the end of its stdin outlives a killed ssh
+// (the harness kills it at the end). It also shows that the checks of
+// TestSSHKillClient see such a survivor.
+func TestSSHPlainCommandOutlivesKill(t *testing.T) {
+	s, tr := sshTransport(t)
+	cmd, err := tr.Cmd(s.Host, "echo started; exec sleep 1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, len("started\n"))
+	if _, err := io.ReadFull(out, line); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if left := s.WaitNoUserProcesses(t, false, 2*time.Second); !slices.ContainsFunc(left, func(p string) bool { return strings.HasSuffix(p, " sleep") }) {
+		t.Fatalf("the remote command died with its ssh (%q): then the shim need not watch its stdin", left)
 	}
 }

@@ -269,3 +269,17 @@ func (t *Transport) Run(ctx context.Context, h team.Host, script string, stdin i
 	}
 	return []byte(stdout.String()), nil
 }
+
+// ShimCommand returns what shim.SpawnOptions.Remote takes: a function
+// that gives the command running argv (a shim's command line, its first
+// word the batty installed on h, e.g. EnsureBatty's path) on h in dir
+// (a path there; "~/" is the home directory), through Cmd. The shim at
+// the other end speaks its protocol on the stream and stops at its end.
+func (t *Transport) ShimCommand(h team.Host, dir string) func(argv []string) (*exec.Cmd, error) {
+	return func(argv []string) (*exec.Cmd, error) {
+		if len(argv) == 0 {
+			return nil, fmt.Errorf("host %s: no shim command", h.Name)
+		}
+		return t.Cmd(h, "cd "+RemotePath(dir)+" && exec "+ShellCommand(argv...))
+	}
+}

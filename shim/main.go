@@ -45,26 +45,35 @@ func NewLogger(name string) hclog.Logger {
 }
 
 // Main is the `batty shim` entry point: it parses args, takes the control
-// socket from fd 3, does the handshake and serves until stopped. It returns
+// socket from fd 3 (or, with StdioFlag among args, stdin and stdout), does
+// the handshake and serves until stopped. It returns
 // the process exit code: 0 after a clean stop, 1 on a runtime failure, 2
 // when it could not start.
 func Main(args []string) int {
 	log := NewLogger("shim")
+	args, stdio := takeStdio(args)
 	cfg, err := ParseArgs(args)
 	if err != nil {
 		log.Error("Invalid shim settings", "error", err)
 		return 2
 	}
 	log = log.With("agent", cfg.Agent)
-	f := os.NewFile(ControlFD, "batty-control")
-	if f == nil {
-		log.Error("No control socket on fd 3: batty shim is started by batty (chat or the daemon), not by hand")
-		return 2
-	}
-	conn, err := protocol.FileConn(f, protocol.Options{})
-	if err != nil {
-		log.Error("No control socket on fd 3: batty shim is started by batty (chat or the daemon), not by hand", "error", err)
-		return 2
+	var conn *protocol.Conn
+	if stdio {
+		if conn, err = stdioChannel(); err != nil {
+			log.Error("No control channel on stdin and stdout", "error", err)
+			return 2
+		}
+	} else {
+		f := os.NewFile(ControlFD, "batty-control")
+		if f == nil {
+			log.Error("No control socket on fd 3: batty shim is started by batty (chat or the daemon), not by hand")
+			return 2
+		}
+		if conn, err = protocol.FileConn(f, protocol.Options{}); err != nil {
+			log.Error("No control socket on fd 3: batty shim is started by batty (chat or the daemon), not by hand", "error", err)
+			return 2
+		}
 	}
 	w, err := conn.OfferHelloWelcome(protocol.Hello{Agent: cfg.Agent, ThreadID: cfg.ThreadID}, protocol.DefaultHandshakeTimeout)
 	if err != nil {
