@@ -82,10 +82,10 @@ func (t *Transport) ssh() string {
 	return "ssh"
 }
 
-// sshOptions are the options of every ssh run for host dest, before
-// the "--" that ends them.
-func (t *Transport) sshOptions() []string {
-	args := []string{t.ssh()}
+// sshOptions is ssh with first, then the options of every ssh run,
+// up to (without) the "--" that ends them.
+func (t *Transport) sshOptions(first ...string) []string {
+	args := append([]string{t.ssh()}, first...)
 	if t.ConfigFile != "" {
 		args = append(args, "-F", t.ConfigFile)
 	}
@@ -111,9 +111,7 @@ func (t *Transport) Argv(h team.Host, script string) ([]string, error) {
 		if strings.HasPrefix(h.SSH, "-") {
 			return nil, fmt.Errorf("host %s: ssh destination %q starts with \"-\"", h.Name, h.SSH)
 		}
-		args := t.sshOptions()
-		args = append(args[:1], append([]string{"-T"}, args[1:]...)...)
-		return append(args, "--", h.SSH, "sh -c "+shellword.Quote(script)), nil
+		return append(t.sshOptions("-T"), "--", h.SSH, "sh -c "+shellword.Quote(script)), nil
 	case h.SSH == "" && len(h.Command) > 0 && h.Command[0] != "":
 		return append(append([]string(nil), h.Command...), "sh", "-c", script), nil
 	}
@@ -152,8 +150,7 @@ func (t *Transport) Close(ctx context.Context, h team.Host) error {
 	if h.SSH == "" {
 		return nil
 	}
-	args := t.sshOptions()
-	args = append(args, "-O", "exit", "--", h.SSH)
+	args := append(t.sshOptions("-O", "exit"), "--", h.SSH)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Env = t.Env
 	cmd.WaitDelay = waitDelay

@@ -46,9 +46,9 @@ func NewLogger(name string) hclog.Logger {
 
 // Main is the `batty shim` entry point: it parses args, takes the control
 // socket from fd 3 (or, with StdioFlag among args, stdin and stdout), does
-// the handshake and serves until stopped. It returns
-// the process exit code: 0 after a clean stop, 1 on a runtime failure, 2
-// when it could not start.
+// the handshake and serves until stopped. It returns the process exit
+// code: 0 after a clean stop, 1 on a runtime failure, 2 when it could not
+// start.
 func Main(args []string) int {
 	log := NewLogger("shim")
 	args, stdio := takeStdio(args)
