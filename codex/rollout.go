@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"syscall"
+
+	"github.com/battyhq/batty/atomicfile"
 )
 
 // rolloutTail is how much of the end of a rollout file LastRequest reads:
@@ -39,12 +41,10 @@ func LastRequest(home, threadID string) (RequestUsage, error) {
 	if !IsThreadID(threadID) {
 		return RequestUsage{}, fmt.Errorf("rollout of %q: not a thread id", threadID)
 	}
-	matches, err := filepath.Glob(filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+threadID+".jsonl"))
-	if err != nil || len(matches) == 0 {
-		return RequestUsage{}, fmt.Errorf("rollout of thread %s: none under %s", threadID, filepath.Join(home, "sessions"))
+	path, err := rolloutPath(home, threadID)
+	if err != nil {
+		return RequestUsage{}, err
 	}
-	sort.Strings(matches) // by date and start time: the newest last
-	path := matches[len(matches)-1]
 	// The record sits near the end: read the last 64 KiB first, more only
 	// when it is not there.
 	for n := int64(64 << 10); ; n *= 4 {
@@ -133,4 +133,57 @@ func parseTokenCount(line []byte) (RequestUsage, error) {
 		return RequestUsage{}, errors.New("not a token_count record with the last request's usage")
 	}
 	return RequestUsage{Input: p.Info.Last.Input, Output: p.Info.Last.Output, Window: p.Info.Window}, nil
+}
+
+// rolloutPath returns the newest rollout file of threadID under home
+// (home/sessions/YYYY/MM/DD/rollout-<time>-<threadID>.jsonl).
+func rolloutPath(home, threadID string) (string, error) {
+	matches, err := filepath.Glob(filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+threadID+".jsonl"))
+	if err != nil || len(matches) == 0 {
+		return "", fmt.Errorf("rollout of thread %s: none under %s", threadID, filepath.Join(home, "sessions"))
+	}
+	sort.Strings(matches) // by date and start time: the newest last
+	return matches[len(matches)-1], nil
+}
+
+// CarryThread copies the rollout of threadID from the Codex home from into
+// the home to, at the same path below sessions/, so that codex run with
+// CODEX_HOME=to resumes the thread with its whole history (`codex exec
+// resume` and the app-server's thread/resume find a thread by its rollout
+// file). The newest rollout of the thread in from is copied; a copy already
+// in to at that path (an earlier move) is replaced atomically: temporary
+// file, fsync, rename, fsync of the directory. Neither the source nor any
+// directory below to (which must exist; it may be a link) is followed
+// through a symbolic link; directories made are 0700, the file 0600. It returns the copy's path. Idempotent; it
+// blocks for the copy (a rollout is megabytes at most for most threads).
+func CarryThread(from, to, threadID string) (string, error) {
+	if !IsThreadID(threadID) {
+		return "", fmt.Errorf("carry thread %q: not a thread id", threadID)
+	}
+	src, err := rolloutPath(from, threadID)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(from, src)
+	if err != nil {
+		return "", fmt.Errorf("carry thread %s: %w", threadID, err)
+	}
+	in, err := atomicfile.OpenFile(src, os.O_RDONLY, 0)
+	if err != nil {
+		return "", fmt.Errorf("carry thread %s: %w", threadID, err)
+	}
+	defer in.Close()
+	d, err := atomicfile.OpenDirBeneath(to, filepath.Dir(rel), true)
+	if err != nil {
+		return "", fmt.Errorf("carry thread %s: %w", threadID, err)
+	}
+	defer d.Close()
+	name := filepath.Base(rel)
+	if err := d.WriteVia(d, name, 0o600, func(w io.Writer) error {
+		_, err := io.Copy(w, in)
+		return err
+	}); err != nil {
+		return "", fmt.Errorf("carry thread %s to %s: %w", threadID, to, err)
+	}
+	return filepath.Join(to, rel), nil
 }

@@ -81,3 +81,58 @@ func FuzzLastTokenCount(f *testing.F) {
 		}
 	})
 }
+
+func TestCarryThread(t *testing.T) {
+	from, to := t.TempDir(), t.TempDir()
+	rel := filepath.Join("sessions", "2026", "01", "02", "rollout-2026-01-02T03-04-05-"+rolloutThread+".jsonl")
+	src := filepath.Join(from, rel)
+	if err := os.MkdirAll(filepath.Dir(src), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, []byte("first\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dst, err := CarryThread(from, to, rolloutThread)
+	if err != nil || dst != filepath.Join(to, rel) {
+		t.Fatalf("CarryThread = %q, %v", dst, err)
+	}
+	if b, err := os.ReadFile(dst); err != nil || string(b) != "first\n" {
+		t.Fatalf("copy = %q, %v", b, err)
+	}
+	if fi, err := os.Stat(dst); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("copy mode = %v, %v", fi.Mode(), err)
+	}
+	// The thread went on at the source: carrying it again replaces the copy.
+	if err := os.WriteFile(src, []byte("first\nsecond\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CarryThread(from, to, rolloutThread); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "first\nsecond\n" {
+		t.Fatalf("copy after the second carry = %q", b)
+	}
+	// And back: LastRequest finds the same rollout in both homes.
+	if _, err := CarryThread(to, from, rolloutThread); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := CarryThread(from, to, "not-a-thread"); err == nil {
+		t.Error("a bad thread id: no error")
+	}
+	if _, err := CarryThread(from, to, "01a2090e-0000-7000-8000-00000000000f"); err == nil {
+		t.Error("an unknown thread: no error")
+	}
+	// A link where a directory of the destination should be is refused.
+	evil := t.TempDir()
+	linked := t.TempDir()
+	if err := os.Symlink(evil, filepath.Join(linked, "sessions")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CarryThread(from, linked, rolloutThread); err == nil {
+		t.Error("a link below the destination home: no error")
+	}
+	if ents, _ := os.ReadDir(evil); len(ents) != 0 {
+		t.Errorf("written through the link: %v", ents)
+	}
+}

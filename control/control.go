@@ -87,6 +87,10 @@ type AgentStatus struct {
 	// Workspace is the agent's git worktree (role `workspace: worktree`);
 	// null for an agent working in the project's own checkout.
 	Workspace *WorkspaceStatus `json:"workspace"`
+	// Account is the account the agent runs on: its name in the team
+	// file's accounts, else its CODEX_HOME ("" when the quota scope is not
+	// per account).
+	Account string `json:"account"`
 }
 
 // LandingStatus is one request of the merge queue (`batty merge`): the
@@ -152,7 +156,10 @@ const AgentStopped = "stopped"
 type AccountStatus struct {
 	// Account is the key: the CODEX_HOME path (scope account),
 	// "agent:<name>" or "team".
-	Account   string   `json:"account"`
+	Account string `json:"account"`
+	// Name is the account's name in the team file's accounts ("" when it
+	// has none).
+	Name      string   `json:"name"`
 	CodexHome string   `json:"codex_home"`
 	Agents    []string `json:"agents"`
 	Paused    bool     `json:"paused"`
@@ -170,6 +177,24 @@ type AccountStatus struct {
 	FailedProbes int `json:"failed_probes"`
 	// Held counts the messages the pause holds: the backlogs of its agents.
 	Held int `json:"held"`
+	// RateLimits is the account's last rate-limit snapshot, as codex
+	// reported it (runtime app-server); null before one.
+	RateLimits *RateLimitsStatus `json:"rate_limits"`
+}
+
+// RateLimitsStatus is an account's last rate-limit snapshot: how much of
+// each window is used and when it resets.
+type RateLimitsStatus struct {
+	Windows []RateLimitWindowStatus `json:"windows"`
+	SeenAt  time.Time               `json:"seen_at"`
+}
+
+// RateLimitWindowStatus is one rate-limit window of an account.
+type RateLimitWindowStatus struct {
+	Name          string     `json:"name"` // primary | secondary
+	UsedPct       float64    `json:"used_pct"`
+	WindowMinutes int64      `json:"window_minutes"`
+	ResetsAt      *time.Time `json:"resets_at"`
 }
 
 // ScheduleStatus is one schedule's line of status. Unknown times are left

@@ -101,6 +101,7 @@ func offlineStatus(cfg *team.Config, l project.Layout, store *inbox.Store) (Stat
 			return err
 		}
 		st.Accounts = AccountStatuses(book.Views(), func(n string) int { return backlogs[n] })
+		PlaceAgents(&st)
 		st.Landings = []LandingStatus{}
 		offlineWorkspaces(cfg, l, &st)
 		st.Schedules = []ScheduleStatus{}

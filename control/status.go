@@ -11,7 +11,19 @@ import (
 func AccountStatuses(views []dispatch.AccountView, backlog func(agent string) int) []AccountStatus {
 	out := make([]AccountStatus, 0, len(views))
 	for _, v := range views {
-		as := AccountStatus{Account: v.Key, CodexHome: v.Home, Agents: v.Agents}
+		as := AccountStatus{Account: v.Key, Name: v.Name, CodexHome: v.Home, Agents: v.Agents}
+		if u := v.Usage; u != nil {
+			rl := &RateLimitsStatus{SeenAt: u.SeenAt, Windows: []RateLimitWindowStatus{}}
+			for _, w := range u.Windows {
+				ws := RateLimitWindowStatus{Name: w.Name, UsedPct: w.UsedPct, WindowMinutes: w.WindowMinutes}
+				if !w.ResetsAt.IsZero() {
+					at := w.ResetsAt
+					ws.ResetsAt = &at
+				}
+				rl.Windows = append(rl.Windows, ws)
+			}
+			as.RateLimits = rl
+		}
 		if p := v.Pause; p != nil {
 			as.Paused, as.Reason, as.Probing, as.FailedProbes = true, p.Reason, v.Probing, p.Probes
 			since := p.Since
@@ -27,6 +39,24 @@ func AccountStatuses(views []dispatch.AccountView, backlog func(agent string) in
 		out = append(out, as)
 	}
 	return out
+}
+
+// PlaceAgents sets each agent's Account from the accounts of st: the
+// account's name, else its CODEX_HOME.
+func PlaceAgents(st *Status) {
+	on := map[string]string{}
+	for _, acc := range st.Accounts {
+		name := acc.Name
+		if name == "" {
+			name = acc.CodexHome
+		}
+		for _, n := range acc.Agents {
+			on[n] = name
+		}
+	}
+	for i := range st.Agents {
+		st.Agents[i].Account = on[st.Agents[i].Name]
+	}
 }
 
 // SchedulesStatus joins the team file's schedules with their states.

@@ -11,18 +11,20 @@ import (
 
 // Alert kinds: what on_alert is told about (BATTY_ALERT_KIND).
 const (
-	AlertQuota         = "quota"           // an account ran out of quota; dispatch paused
-	AlertAuth          = "auth"            // codex needs a login; dispatch paused
-	AlertNetwork       = "network"         // the API is unreachable; turns wait for it
-	AlertContext       = "context"         // an agent's context window ran out
-	AlertMessageFailed = "message_failed"  // a message ended without a reply
-	AlertAgentFailed   = "agent_failed"    // crash loop: the agent waits for its cool-down
-	AlertAgentWedged   = "agent_wedged"    // a shim stopped answering and was killed
-	AlertAgentParked   = "agent_parked"    // an agent's codex cannot run; its messages wait
-	AlertReply         = "reply"           // an agent replied to the human (alert_on_reply)
-	AlertSchedule      = "schedule_failed" // a schedule stopped as failed (a failed or refused run)
-	AlertRecordFailed  = "record_failed"   // an outcome could not be written (a full disk); the agent waits
-	AlertLandingFailed = "landing_failed"  // a branch did not land: a conflict or a red verify; base unchanged
+	AlertQuota         = "quota"            // an account ran out of quota; dispatch paused
+	AlertAuth          = "auth"             // codex needs a login; dispatch paused
+	AlertNetwork       = "network"          // the API is unreachable; turns wait for it
+	AlertContext       = "context"          // an agent's context window ran out
+	AlertMessageFailed = "message_failed"   // a message ended without a reply
+	AlertAgentFailed   = "agent_failed"     // crash loop: the agent waits for its cool-down
+	AlertAgentWedged   = "agent_wedged"     // a shim stopped answering and was killed
+	AlertAgentParked   = "agent_parked"     // an agent's codex cannot run; its messages wait
+	AlertReply         = "reply"            // an agent replied to the human (alert_on_reply)
+	AlertSchedule      = "schedule_failed"  // a schedule stopped as failed (a failed or refused run)
+	AlertRecordFailed  = "record_failed"    // an outcome could not be written (a full disk); the agent waits
+	AlertLandingFailed = "landing_failed"   // a branch did not land: a conflict or a red verify; base unchanged
+	AlertAccount       = "account_switched" // agents moved to another account (a usage limit, or back after a reset)
+	AlertQuotaWarning  = "quota_warning"    // an account's rate-limit use crossed quota.warn_pct
 )
 
 // maxAlertText bounds an alert's message (in the environment and the
@@ -54,7 +56,16 @@ func AlertFor(e Event) (Alert, bool) {
 	}
 	switch e.Type {
 	case EvQuotaBlocked:
+		if e.Data["switched"] == true {
+			// Every agent of the account went on on another: the
+			// account_switched alert says so.
+			return Alert{}, false
+		}
 		a.Kind, a.Message = AlertQuota, "quota exhausted (reported by "+who+"): "+e.Detail
+	case EvAccountSwitched:
+		a.Kind, a.Message = AlertAccount, e.Detail
+	case EvQuotaWarning:
+		a.Kind, a.Message = AlertQuotaWarning, e.Detail
 	case EvAuthRequired:
 		a.Kind, a.Message = AlertAuth, "codex needs a login (reported by "+who+"): "+e.Detail
 	case EvNetworkWaiting:

@@ -64,25 +64,34 @@ func (e Event) Num(key string) (float64, bool) {
 
 // Event types written by the daemon.
 const (
-	EvDaemonStarted  = "daemon_started"
-	EvDaemonStopped  = "daemon_stopped"
-	EvShimStarted    = "shim_started"
-	EvShimExited     = "shim_exited"
-	EvAgentFailed    = "agent_failed" // alert: crash loop, no more respawns
-	EvStateChanged   = "state_changed"
-	EvThreadChanged  = "thread_changed"
-	EvDelivered      = "delivered" // a message was handed to a shim (attempt n)
-	EvRouted         = "routed"    // a role message was given to an instance
-	EvTurnFinished   = "turn_finished"
-	EvRequeued       = "requeued"
-	EvRejected       = "rejected"
-	EvCancelled      = "cancelled" // the user withdrew a message (`batty cancel`); its outcome is recorded as cancelled
-	EvReply          = "reply"     // a reply landed in its asker's inbox (Data "to": the human or an agent)
-	EvPaused         = "dispatch_paused"
-	EvResumed        = "dispatch_resumed"
-	EvQuotaBlocked   = "quota_blocked"     // alert: once per account pause
-	EvQuotaProbe     = "quota_probe"       // a paused account's probe turn: start, sent, limit
-	EvQuotaResumed   = "quota_resumed"     // an account's agents released
+	EvDaemonStarted = "daemon_started"
+	EvDaemonStopped = "daemon_stopped"
+	EvShimStarted   = "shim_started"
+	EvShimExited    = "shim_exited"
+	EvAgentFailed   = "agent_failed" // alert: crash loop, no more respawns
+	EvStateChanged  = "state_changed"
+	EvThreadChanged = "thread_changed"
+	EvDelivered     = "delivered" // a message was handed to a shim (attempt n)
+	EvRouted        = "routed"    // a role message was given to an instance
+	EvTurnFinished  = "turn_finished"
+	EvRequeued      = "requeued"
+	EvRejected      = "rejected"
+	EvCancelled     = "cancelled" // the user withdrew a message (`batty cancel`); its outcome is recorded as cancelled
+	EvReply         = "reply"     // a reply landed in its asker's inbox (Data "to": the human or an agent)
+	EvPaused        = "dispatch_paused"
+	EvResumed       = "dispatch_resumed"
+	EvQuotaBlocked  = "quota_blocked" // alert: once per account pause
+	EvQuotaProbe    = "quota_probe"   // a paused account's probe turn: start, sent, limit
+	EvQuotaResumed  = "quota_resumed" // an account's agents released
+	// EvAccountSwitched: alert, once per switch: agents moved from one
+	// account to another (Data: from, to, agents, reason: "limit" when the
+	// account they ran on hit its usage limit, "return" when they go back
+	// to one they prefer); their threads go with them.
+	EvAccountSwitched = "account_switched"
+	// EvQuotaWarning: alert, once per crossing: an account's rate-limit
+	// use reached quota.warn_pct (Data: account, window, used_pct,
+	// resets_at).
+	EvQuotaWarning   = "quota_warning"
 	EvAuthRequired   = "auth_required"     // alert
 	EvContextExhaust = "context_exhausted" // alert: a message does not fit even a fresh thread; recorded as failed
 	EvContextRetry   = "context_retry"     // a turn ran out of context window; its message is retried

@@ -55,6 +55,7 @@ type agent struct {
 	inflight  *inbox.Message
 	flightAt  time.Time
 	stopping  bool
+	switching bool // the shim is being stopped to start again on another account (accountSwitch)
 	crashes   []time.Time
 	backoff   time.Duration
 	failures  int  // crash loops in a row (see crashed)
@@ -320,6 +321,11 @@ func (a *agent) shimConfig() shim.Config {
 		c.Exec.AddDirs = []string{a.d.layout.Inboxes()}
 	}
 	c.Env = append(c.Env, project.EnvDir+"="+a.d.layout.Dir)
+	if _, ok := a.d.quota.HomeOf(a.def.Name); ok {
+		// The account the agent is placed on (followAccount), not the
+		// role's first.
+		c.Env = withCodexHome(c.Env, a.account)
+	}
 	if a.ws != nil {
 		// Codex works in the agent's worktree: its working directory and
 		// the writable root of its sandbox.
@@ -369,6 +375,7 @@ func CodexConfig(def team.Agent) shim.Config {
 // spawn starts the shim; a failure counts as a crash.
 func (a *agent) spawn() {
 	a.setSnap(func(s *agentSnap) { s.state = agentSpawning })
+	a.followAccount()
 	a.prepareReplies()
 	p, err := a.d.procs.spawn(context.Background(), shim.SpawnOptions{
 		Path: a.d.opts.ShimCommand[0], Args: a.d.opts.ShimCommand[1:], Env: a.d.opts.ShimEnv,
@@ -433,6 +440,14 @@ func (a *agent) shimExited() bool {
 	}
 	a.leaveNetHold()
 	a.setSnap(func(s *agentSnap) { s.shimPID = 0 })
+	if a.switching && !a.stopping {
+		// Stopped to move to another account: started again at once.
+		a.switching = false
+		a.log.Info("Shim stopped for an account switch", "exit", code)
+		a.startShim()
+		return false
+	}
+	a.switching = false
 	if a.stopping {
 		a.log.Info("Shim stopped", "exit", code)
 		a.setSnap(func(s *agentSnap) { s.state = agentStopped })

@@ -22,6 +22,9 @@ func (a *agent) dispatch() {
 	if a.pending != nil || a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping {
 		return
 	}
+	if a.accountSwitch() {
+		return
+	}
 	// An idle moment: a new base is merged into the worktree before the
 	// next message (which may be the note of a conflict it left).
 	a.syncWorkspace()
@@ -162,6 +165,8 @@ func (a *agent) handle(m protocol.Message) {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
 	case protocol.NetworkWait:
 		a.netWaitChanged(e)
+	case protocol.RateLimits:
+		a.rateLimits(e)
 	case protocol.Error:
 		a.log.Warn("Shim reported an error", "command", e.Command, "error", e.Message)
 	}

@@ -182,6 +182,7 @@ func (d *Daemon) status() control.Status {
 		pending, inflight, _ := d.byName[n].box.CountOnDisk()
 		return pending + inflight
 	})
+	control.PlaceAgents(&st)
 	st.Schedules = d.scheduleStatus()
 	st.TeamFileChanged = d.teamFileChanged()
 	st.Landings = []control.LandingStatus{}

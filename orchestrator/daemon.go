@@ -274,6 +274,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// Every agent's Codex is checked before the daemon says it is ready, so
 	// `batty start` and the first status already show a parked agent.
 	d.checkAll(ctx)
+	d.checkSpareAccounts(ctx)
 	healthCtx, stopHealth := context.WithCancel(context.Background())
 	var healthWG sync.WaitGroup
 	for _, h := range d.healths {

@@ -101,7 +101,11 @@ func (a *agent) parkedNow(s agentSnap) *preflight.Problem {
 func (a *agent) loginFix() string {
 	bin, _ := codex.ResolveBinary(a.health.target.Bin)
 	login := preflight.LoginCommand(a.health.target.Bin, bin)
-	if home := a.health.home(); home != "" {
+	home := a.health.home()
+	if _, ok := a.d.quota.HomeOf(a.def.Name); ok {
+		home = a.account // the account it was moved to
+	}
+	if home != "" {
 		login = "CODEX_HOME=" + home + " " + login
 	}
 	return "run: " + login + " (or set a valid OPENAI_API_KEY in codex.env), then `batty resume`"

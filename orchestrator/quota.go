@@ -24,7 +24,7 @@ func (d *Daemon) quotaJitter() time.Duration {
 // probe backs off; any other is held quietly. Called from a's goroutine.
 func (a *agent) quotaHit(id, reason string, resetBy time.Time) {
 	d := a.d
-	h, err := d.quota.Hit(a.def.Name, id, reason, resetBy, time.Now())
+	h, err := d.quota.Hit(a.def.Name, a.account, id, reason, resetBy, time.Now())
 	if err != nil {
 		d.log.Error("Saving the quota state failed", "error", err)
 		d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "quota state not saved: " + err.Error()})
@@ -36,6 +36,11 @@ func (a *agent) quotaHit(id, reason string, resetBy time.Time) {
 		if !resetBy.IsZero() {
 			data["retry_at"] = resetBy.UTC()
 		}
+		if len(h.Agents) == 0 && len(h.Moves) > 0 {
+			// Every agent went on on another account: the switch is the
+			// alert.
+			data["switched"] = true
+		}
 		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: a.def.Name, Message: id, Detail: reason, Data: data})
 	case h.ProbeFailed:
 		d.log.Info("Probe hit the usage limit again", "account", h.Pause.Account, "probe_at", h.Pause.ProbeAt, "failed_probes", h.Pause.Probes)
@@ -45,6 +50,7 @@ func (a *agent) quotaHit(id, reason string, resetBy time.Time) {
 	default:
 		d.log.Debug("Usage limit while the account is paused", "agent", a.def.Name, "message", id)
 	}
+	d.switched(h.Moves, "limit", resetBy)
 }
 
 // quotaProbeEnded tells the book how a's message id ended; when it was the
@@ -52,10 +58,11 @@ func (a *agent) quotaHit(id, reason string, resetBy time.Time) {
 // anything else (but a limit) lets another probe go.
 func (a *agent) quotaProbeEnded(id string, completed bool) {
 	d := a.d
-	wake, resumed, err := d.quota.ProbeEnded(a.def.Name, id, completed)
+	wake, resumed, moves, err := d.quota.ProbeEnded(a.def.Name, id, completed)
 	if err != nil {
 		d.log.Error("Saving the quota state failed", "error", err)
 	}
+	d.switched(moves, "return", time.Time{})
 	if resumed {
 		d.log.Info("Probe completed: account resumed", "agents", wake)
 		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaResumed, Agent: a.def.Name, Message: id, Detail: "probe turn completed",
@@ -90,7 +97,10 @@ func (d *Daemon) startProbes(now time.Time) {
 			continue
 		}
 		prober, msg := d.oldestHeld(agents)
-		d.quota.StartProbe(key, prober)
+		moves, err := d.quota.StartProbe(key, prober)
+		if err != nil {
+			d.log.Error("Saving the quota state failed", "error", err)
+		}
 		d.log.Info("Usage limit pause ran out: probing", "account", key, "agent", prober, "message", msg)
 		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: prober, Message: msg, Detail: "pause ran out: one probe turn",
 			Data: map[string]any{"account": key, "result": "start", "failed_probes": p.Probes}})
@@ -99,6 +109,7 @@ func (d *Daemon) startProbes(now time.Time) {
 		} else {
 			d.pokeNames(agents, "")
 		}
+		d.switched(moves, "return", time.Time{})
 	}
 }
 
@@ -143,10 +154,11 @@ func (d *Daemon) armQuota(t *time.Timer) *time.Timer {
 // resumeAccounts opens every paused account (`batty resume`) and reports
 // whether one was paused.
 func (d *Daemon) resumeAccounts(why string) []string {
-	keys, err := d.quota.ResumeAll()
+	keys, moves, err := d.quota.ResumeAll()
 	if err != nil {
 		d.log.Error("Saving the quota state failed", "error", err)
 	}
+	d.switched(moves, "return", time.Time{})
 	for _, k := range keys {
 		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaResumed, Detail: why, Data: map[string]any{"account": k}})
 	}
@@ -167,7 +179,7 @@ func (d *Daemon) migrateQuotaGate() error {
 	now := time.Now()
 	for _, v := range d.quota.Views() {
 		if v.Pause == nil && len(v.Agents) > 0 {
-			if _, err := d.quota.Hit(v.Agents[0], "", st.Reason, st.ResumeAt, now); err != nil {
+			if _, err := d.quota.Hit(v.Agents[0], "", "", st.Reason, st.ResumeAt, now); err != nil {
 				return err
 			}
 		}

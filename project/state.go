@@ -49,7 +49,11 @@ type AgentState struct {
 	// ContextRetry follows the message whose turn last ran out of context
 	// window, nil when none is being retried.
 	ContextRetry *ContextRetry `json:"context_retry,omitempty"`
-	UpdatedAt    time.Time     `json:"updated_at"`
+	// CodexHome is the CODEX_HOME the agent's shim last ran on, where the
+	// thread's rollout is: a shim started on another account's home carries
+	// the thread there first. "" before the first start.
+	CodexHome string    `json:"codex_home,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Archive moves the current thread into ArchivedThreads.
@@ -159,9 +163,35 @@ type AccountPause struct {
 	Probes int `json:"probes,omitempty"`
 }
 
-// QuotaState is the content of state/quota.json: the paused accounts.
+// QuotaState is the content of state/quota.json: the paused accounts, the
+// account each agent that rotates across accounts is placed on, and each
+// account's last rate-limit snapshot.
 type QuotaState struct {
 	Paused []AccountPause `json:"paused"`
+	// Placed maps an agent with several accounts to the key of the account
+	// it runs on (absent: its preferred one).
+	Placed map[string]string `json:"placed,omitempty"`
+	// Usage is each account's last reported rate-limit snapshot.
+	Usage []AccountUsage `json:"usage,omitempty"`
+}
+
+// AccountUsage is an account's last rate-limit snapshot, as codex reported
+// it, and whether its crossing of quota.warn_pct was alerted.
+type AccountUsage struct {
+	Account string            `json:"account"`
+	Windows []RateLimitWindow `json:"windows"`
+	SeenAt  time.Time         `json:"seen_at"`
+	// Warned is set once the snapshot's use crossed quota.warn_pct and
+	// the alert went out; it clears when the use falls back below.
+	Warned bool `json:"warned,omitempty"`
+}
+
+// RateLimitWindow is one rate-limit window of an account.
+type RateLimitWindow struct {
+	Name          string    `json:"name"` // primary | secondary
+	UsedPct       float64   `json:"used_pct"`
+	WindowMinutes int64     `json:"window_minutes,omitempty"`
+	ResetsAt      time.Time `json:"resets_at,omitzero"`
 }
 
 // LoadJSON reads the file name of the state/ directory; a missing file

@@ -21,12 +21,12 @@ import (
 
 // Keys accepted in each section of a team file.
 var (
-	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "hosts", "roles", "schedules"}
-	quotaKeys   = []string{"scope", "backoff_max", "cooldown", "cooldown_max"}
+	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "accounts", "hosts", "roles", "schedules"}
+	quotaKeys   = []string{"scope", "backoff_max", "cooldown", "cooldown_max", "warn_pct"}
 	quotaScopes = []string{QuotaScopeAccount, QuotaScopeAgent, QuotaScopeTeam}
 	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "runtime", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
 	timeoutKeys = []string{"turn", "idle", "network_wait", "shutdown", "alert"}
-	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "workspace", "hosts", "codex"}
+	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "workspace", "hosts", "codex", "accounts"}
 )
 
 // Allowed values of the enumerated Codex settings.
@@ -99,7 +99,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		MaxAttempts:  defaultMaxAttempts,
 		QueueDepth:   defaultQueueDepth,
 		BacklogLimit: defaultBacklogLimit,
-		Quota:        Quota{Scope: QuotaScopeAccount, BackoffMax: defaultBackoffMax, Cooldown: defaultCooldown, CooldownMax: defaultCooldownMax},
+		Quota:        Quota{Scope: QuotaScopeAccount, BackoffMax: defaultBackoffMax, Cooldown: defaultCooldown, CooldownMax: defaultCooldownMax, WarnPct: DefaultWarnPct},
 		Path:         abs,
 		Dir:          p.dir,
 		file:         path,
@@ -262,9 +262,12 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 		p.workspace(e, &cfg.Workspace)
 	}
 
+	p.accounts(f, cfg)
 	p.hosts(f, cfg)
+
 	before := len(p.problems)
 	p.roles(d, f, cfg)
+	p.checkAccountScope(f, cfg)
 	p.schedules(f, cfg, len(p.problems) == before && len(cfg.Roles) > 0)
 }
 
@@ -312,6 +315,11 @@ func (p *parser) quota(n *yaml.Node, q *Quota) {
 			if v, ok := p.duration(e.val, "quota."+key); ok {
 				*dst = v
 			}
+		}
+	}
+	if e, ok := f["warn_pct"]; ok {
+		if v, ok := p.integer(e.val, "quota.warn_pct", 1, 100); ok {
+			q.WarnPct = v
 		}
 	}
 	if q.CooldownMax < q.Cooldown {
@@ -402,8 +410,25 @@ func (p *parser) role(n *yaml.Node, cfg *Config) *roleDraft {
 		r.Hosts = p.roleHosts(e.val)
 	}
 
+	var ownHome *yaml.Node
 	if e, ok := f["codex"]; ok {
-		r.Codex = p.codex(e.val, "codex").apply(cfg.Codex)
+		o := p.codex(e.val, "codex")
+		r.Codex = o.apply(cfg.Codex)
+		if _, ok := o.strs["codex_home"]; ok {
+			ownHome = e.val
+		}
+	}
+
+	if e, ok := f["accounts"]; ok {
+		p.roleAccounts(e.val, cfg, r)
+		switch {
+		case len(r.Accounts) == 0:
+		case ownHome != nil:
+			p.add(ownHome, "remove codex.codex_home from the role: its agents run on the accounts it lists", "a role with accounts may not set codex.codex_home")
+		default:
+			// The preferred account is where the agents start.
+			r.Codex.CodexHome = r.Accounts[0].CodexHome
+		}
 	}
 	return r
 }

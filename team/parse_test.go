@@ -73,7 +73,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level key", "name: t\nrole: []\nroles: [{name: a}]\n",
 			`team.yaml:2:1: unknown key "role" in team file (did you mean "roles"?)`},
 		{"unknown key without suggestion", "name: t\nroles: [{name: a}]\nzzz: 1\n",
-			`team.yaml:3:1: unknown key "zzz" in team file (valid keys: name, codex, timeouts, backlog_limit, queue_depth, max_attempts, on_alert, alert_on_reply, quota, workspace, hosts, roles, schedules)`},
+			`team.yaml:3:1: unknown key "zzz" in team file (valid keys: name, codex, timeouts, backlog_limit, queue_depth, max_attempts, on_alert, alert_on_reply, quota, workspace, accounts, hosts, roles, schedules)`},
 		{"unknown quota scope", "name: t\nquota: {scope: accounts}\nroles: [{name: a}]\n",
 			`team.yaml:2:16: invalid quota.scope "accounts" (did you mean "account"?)`},
 		{"quota cooldown above its cap", "name: t\nquota: {cooldown: 3h}\nroles: [{name: a}]\n",
@@ -277,7 +277,7 @@ func TestParseDefaults(t *testing.T) {
 		QueueDepth:   16,
 		BacklogLimit: 256,
 		MaxAttempts:  3,
-		Quota:        Quota{Scope: "account", BackoffMax: 30 * time.Minute, Cooldown: 15 * time.Minute, CooldownMax: 2 * time.Hour},
+		Quota:        Quota{Scope: "account", BackoffMax: 30 * time.Minute, Cooldown: 15 * time.Minute, CooldownMax: 2 * time.Hour, WarnPct: 90},
 		Workspace:    WorkspaceSettings{VerifyTimeout: 30 * time.Minute, SetupTimeout: 10 * time.Minute},
 		Path:         filepath.Join(dir, "team.yaml"),
 		Dir:          dir,
@@ -358,7 +358,7 @@ roles:
 		cfg.QueueDepth != 4 || cfg.BacklogLimit != 7 || cfg.MaxAttempts != 5 {
 		t.Errorf("timeouts/queue/backlog/attempts: %+v %d %d %d", cfg.Timeouts, cfg.QueueDepth, cfg.BacklogLimit, cfg.MaxAttempts)
 	}
-	if want := (Quota{Scope: "agent", BackoffMax: 10 * time.Minute, Cooldown: 5 * time.Minute, CooldownMax: time.Hour}); cfg.Quota != want {
+	if want := (Quota{Scope: "agent", BackoffMax: 10 * time.Minute, Cooldown: 5 * time.Minute, CooldownMax: time.Hour, WarnPct: 90}); cfg.Quota != want {
 		t.Errorf("quota %+v, want %+v", cfg.Quota, want)
 	}
 	a := cfg.Roles[0]

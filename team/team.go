@@ -114,6 +114,9 @@ type Config struct {
 	// Schedules are the scheduled prompts in file order (schedules); their
 	// names are unique and each To resolves to agents of the team.
 	Schedules []Schedule
+	// Accounts are the team's named Codex homes (the accounts key), in file
+	// order; nil when the file has none.
+	Accounts []Account
 	// Path is the absolute path of the team file.
 	Path string
 	// Dir is the directory containing the team file (filepath.Dir(Path));
@@ -194,6 +197,10 @@ type Quota struct {
 	// BackoffMax caps the back-off after a probe turn hits the limit again
 	// (1m doubling), at least 1m.
 	BackoffMax time.Duration
+	// WarnPct is the share of a rate-limit window, in percent (1–100),
+	// at which an account's usage raises one alert (quota.warn_pct,
+	// DefaultWarnPct).
+	WarnPct int
 	// Cooldown is how long to wait before the first probe after a limit
 	// that named no reset time; it doubles per probe that hits the limit
 	// again, up to CooldownMax (≥ Cooldown).
@@ -245,12 +252,17 @@ type Role struct {
 	// per agent). Empty, possible only in a Config built by hand, counts as
 	// WorkspaceShared.
 	Workspace string
-	// Codex is the role's effective Codex settings.
+	// Codex is the role's effective Codex settings. When Accounts is set,
+	// Codex.CodexHome is the first account's.
 	Codex CodexSettings
 	// Hosts are the names of the hosts its instances run on, in turn
 	// (round robin), each a Config.Hosts name or LocalHost, at most once;
 	// nil runs them all on this machine.
 	Hosts []string
+	// Accounts are the accounts the role's agents may run on, in order of
+	// preference (the role's accounts key); nil when the role names none
+	// (the agents run on Codex.CodexHome only).
+	Accounts []Account
 	// Line is the line of the team file where the role is defined.
 	Line int
 }
@@ -280,6 +292,8 @@ type Agent struct {
 	// for this machine: instance i of a role takes the role's Hosts in
 	// turn, Hosts[(i-1) % len(Hosts)].
 	Host string
+	// Accounts is the role's Accounts (a private copy).
+	Accounts []Account
 }
 
 // ValidName reports whether s is a valid team, role or agent name: it
@@ -327,6 +341,7 @@ func (c *Config) Agents() []Agent {
 				Cwd:          r.Cwd,
 				Workspace:    r.Workspace,
 				Codex:        r.Codex.clone(),
+				Accounts:     slices.Clone(r.Accounts),
 			}
 			if n > 1 {
 				a.Index = i
@@ -345,7 +360,7 @@ func (c *Config) Agent(name string) (Agent, bool) {
 	if !ok {
 		return Agent{}, false
 	}
-	return Agent{Name: name, Role: r.Name, Index: i, Prompt: r.Prompt, Instructions: r.Instructions, Cwd: r.Cwd, Workspace: r.Workspace, Codex: r.Codex.clone(), Host: r.host(i)}, true
+	return Agent{Name: name, Role: r.Name, Index: i, Prompt: r.Prompt, Instructions: r.Instructions, Cwd: r.Cwd, Workspace: r.Workspace, Codex: r.Codex.clone(), Accounts: slices.Clone(r.Accounts), Host: r.host(i)}, true
 }
 
 // agentRole returns the role of the named agent and the agent's index.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,10 +40,13 @@ and exits.
 --json prints the documented shape: team, daemon {pid, uptime_s}, dispatch
 {paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
 in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
-context_pct, last_error, shim_pid, restarts, parked, network, workspace}], queues
-{role: waiting}, accounts [{account, codex_home, agents, paused, reason,
-since, resume_at, probing, failed_probes, held}] (usage-limit pauses per
-account), schedules [{name, to, every, state, runs_completed, runs_failed,
+context_pct, last_error, shim_pid, restarts, parked, network, workspace,
+account}], queues
+{role: waiting}, accounts [{account, name, codex_home, agents, paused, reason,
+since, resume_at, probing, failed_probes, held, rate_limits}] (usage-limit
+pauses per account; rate_limits is null, or {windows [{name, used_pct,
+window_minutes, resets_at}], seen_at}: the last snapshot codex reported),
+schedules [{name, to, every, state, runs_completed, runs_failed,
 running, next_due, last_started, last_finished, last_error}] (the team
 file's scheduled prompts; unknown times are left out), landings [{id, agent,
 state, requested_at, by, commit, detail}] (the merge queue of batty merge).
@@ -232,9 +236,27 @@ func printSchedules(w io.Writer, schedules []control.ScheduleStatus) {
 	tw.Flush()
 }
 
-// printAccounts lists the accounts paused by a usage limit: who, why,
-// until when, and how many messages wait.
+// printAccounts lists the accounts: a table of each one's agents, state and
+// rate-limit use when the team names accounts or codex reported a
+// snapshot, then the accounts paused by a usage limit: who, why, until
+// when, and how many messages wait.
 func printAccounts(w io.Writer, accounts []control.AccountStatus) {
+	if slices.ContainsFunc(accounts, func(a control.AccountStatus) bool { return a.Name != "" || a.RateLimits != nil }) {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ACCOUNT\tAGENTS\tSTATE\tRATE LIMITS USED")
+		for _, a := range accounts {
+			state := "open"
+			if a.Paused {
+				state = "usage limit, probing"
+				if a.ResumeAt != nil {
+					state = "usage limit until " + a.ResumeAt.Local().Format("01-02 15:04")
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", safetext.Line(or(a.Name, a.Account), 60), or(strings.Join(a.Agents, ", "), "-"), state, rateLimitsLine(a.RateLimits))
+		}
+		tw.Flush()
+	}
 	for _, a := range accounts {
 		if !a.Paused {
 			continue
@@ -249,6 +271,33 @@ func printAccounts(w io.Writer, accounts []control.AccountStatus) {
 		fmt.Fprintf(w, "\nQUOTA PAUSED account %s (%s): %s; %d message(s) held\n  %s\n",
 			safetext.Line(a.Account, 0), strings.Join(a.Agents, ", "), until, a.Held, safetext.Line(a.Reason, 200))
 	}
+}
+
+// rateLimitsLine says how much of each rate-limit window is used and when
+// it resets: "5h 42% (resets 11-27 20:15) · 7d 10% (resets 12-02 09:00)",
+// or "-" before codex reported any. It is a pure function.
+func rateLimitsLine(rl *control.RateLimitsStatus) string {
+	if rl == nil || len(rl.Windows) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(rl.Windows))
+	for _, win := range rl.Windows {
+		label := safetext.Line(win.Name, 12)
+		switch m := win.WindowMinutes; {
+		case m > 0 && m%(24*60) == 0:
+			label = fmt.Sprintf("%dd", m/(24*60))
+		case m > 0 && m%60 == 0:
+			label = fmt.Sprintf("%dh", m/60)
+		case m > 0:
+			label = fmt.Sprintf("%dm", m)
+		}
+		p := fmt.Sprintf("%s %.0f%%", label, win.UsedPct)
+		if win.ResetsAt != nil {
+			p += " (resets " + win.ResetsAt.Local().Format("01-02 15:04") + ")"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, " · ")
 }
 
 // statusHeadline is the first line of `batty status`: the team, the daemon

@@ -1,0 +1,219 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/dispatch"
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/reap"
+)
+
+// Account rotation: an agent whose role lists several accounts runs on the
+// one the quota book places it on (dispatch.QuotaBook.HomeOf). The book
+// moves agents when an account hits its usage limit or opens again; each
+// agent follows at its next idle moment: its shim is stopped and started
+// again with the new CODEX_HOME, and the thread's rollout is carried there
+// first, so the conversation goes on (followAccount).
+
+// accountSwitch begins the move of an idle agent whose shim runs on
+// another account than the book places it on: the shim is shut down, and
+// shimExited starts it again at once, without counting a crash. It
+// reports whether a switch is under way (nothing is dispatched meanwhile).
+// Only run's goroutine calls it.
+func (a *agent) accountSwitch() bool {
+	if a.switching {
+		return true
+	}
+	home, ok := a.d.quota.HomeOf(a.def.Name)
+	if !ok || home == a.account || a.p == nil || a.inflight != nil {
+		return false
+	}
+	a.switching = true
+	a.log.Info("Moving to another account", "from", a.account, "to", home)
+	a.p.BeginStop(a.d.cfg.Timeouts.Shutdown, "account switch")
+	return true
+}
+
+// followAccount, before the agent's shim starts: the account the book
+// places the agent on becomes the shim's, and a thread whose rollout lies
+// in another Codex home is carried there (codex.CarryThread). A thread
+// that cannot be carried is handed off: the next message opens a fresh
+// thread on the new account with the handoff brief, as after a context
+// overflow. Only run's goroutine calls it.
+func (a *agent) followAccount() {
+	if home, ok := a.d.quota.HomeOf(a.def.Name); ok {
+		a.account = home
+	}
+	prev := a.st.CodexHome
+	if prev == a.account {
+		return
+	}
+	a.st.CodexHome = a.account
+	if a.st.ThreadID != "" && prev != "" {
+		if _, err := codex.CarryThread(prev, a.account, a.st.ThreadID); err != nil {
+			a.log.Warn("The thread could not move to the new account: handing off", "thread", a.st.ThreadID, "error", err)
+			a.handOff(fmt.Sprintf("the agent moved to account %s, where its thread could not be carried (%v)", a.accountName(), err), "")
+		} else {
+			a.log.Info("Thread carried to the new account", "thread", a.st.ThreadID, "from", prev, "to", a.account)
+		}
+	}
+	a.saveState()
+}
+
+// accountName is the name (or CODEX_HOME) of the account the agent runs on.
+func (a *agent) accountName() string {
+	if n := a.d.quota.NameOf(a.def.Name); n != "" {
+		return n
+	}
+	return a.account
+}
+
+// withCodexHome returns env with CODEX_HOME set to home, every earlier
+// CODEX_HOME entry removed. It is a pure function.
+func withCodexHome(env []string, home string) []string {
+	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "CODEX_HOME=") })
+	return append(env, "CODEX_HOME="+home)
+}
+
+// switchGroup is the agents of one move from one account to another.
+type switchGroup struct {
+	from, to, fromName, toName string
+	agents                     []string
+}
+
+// groupMoves groups moves by their accounts, in the order first seen. It
+// is a pure function.
+func groupMoves(moves []dispatch.Move) []switchGroup {
+	var out []switchGroup
+	for _, m := range moves {
+		i := slices.IndexFunc(out, func(g switchGroup) bool { return g.from == m.From && g.to == m.To })
+		if i < 0 {
+			out = append(out, switchGroup{from: m.From, to: m.To, fromName: m.FromName, toName: m.ToName})
+			i = len(out) - 1
+		}
+		out[i].agents = append(out[i].agents, m.Agent)
+	}
+	return out
+}
+
+// orHome is an account's name, or its CODEX_HOME when it has none.
+func orHome(name, home string) string {
+	if name != "" {
+		return name
+	}
+	return home
+}
+
+// switched records the book's moves: one account_switched event (an
+// alert) per pair of accounts, and a poke of every agent moved, which
+// follows at its next idle moment. why is "limit" (the account they ran on
+// hit its usage limit) or "return" (they go back to an account they
+// prefer).
+func (d *Daemon) switched(moves []dispatch.Move, why string, resetBy time.Time) {
+	for _, g := range groupMoves(moves) {
+		from, to := orHome(g.fromName, g.from), orHome(g.toName, g.to)
+		who := strings.Join(g.agents, ", ")
+		verb := func(one, many string) string {
+			if len(g.agents) == 1 {
+				return one
+			}
+			return many
+		}
+		detail := fmt.Sprintf("account %s hit its usage limit: %s %s on account %s, conversations kept", from, who, verb("continues", "continue"), to)
+		if why == "return" {
+			detail = fmt.Sprintf("account %s may be used again: %s %s back to it from account %s", to, who, verb("goes", "go"), from)
+		}
+		data := map[string]any{"from": from, "to": to, "agents": g.agents, "reason": why}
+		if !resetBy.IsZero() {
+			data["retry_at"] = resetBy.UTC()
+		}
+		d.log.Warn("Agents switch accounts", "from", from, "to", to, "agents", g.agents, "reason", why)
+		d.events.Append(eventlog.Event{Type: eventlog.EvAccountSwitched, Detail: detail, Data: data})
+		d.pokeNames(g.agents, "")
+	}
+}
+
+// rateLimits records a rate-limit snapshot a's codex reported for the
+// account it runs on; the first crossing of quota.warn_pct raises one
+// quota_warning alert.
+func (a *agent) rateLimits(e protocol.RateLimits) {
+	d := a.d
+	windows := make([]project.RateLimitWindow, 0, len(e.Windows))
+	for _, w := range e.Windows {
+		windows = append(windows, project.RateLimitWindow{Name: w.Name, UsedPct: w.UsedPct, WindowMinutes: w.WindowMinutes, ResetsAt: w.ResetsAt.UTC()})
+	}
+	seen := e.SeenAt
+	if seen.IsZero() {
+		seen = time.Now()
+	}
+	w, err := d.quota.Usage(a.def.Name, a.account, windows, seen)
+	if err != nil {
+		d.log.Error("Saving the quota state failed", "error", err)
+	}
+	if w == nil {
+		return
+	}
+	name := orHome(w.Name, w.Account)
+	detail := fmt.Sprintf("account %s has used %.0f%% of its %s rate-limit window", name, w.Window.UsedPct, windowLabel(w.Window))
+	if !w.Window.ResetsAt.IsZero() {
+		detail += ", which resets at " + w.Window.ResetsAt.Local().Format("2006-01-02 15:04 MST")
+	}
+	data := map[string]any{"account": name, "window": w.Window.Name, "used_pct": w.Window.UsedPct, "warn_pct": w.Pct, "agents": w.Agents}
+	if !w.Window.ResetsAt.IsZero() {
+		data["resets_at"] = w.Window.ResetsAt
+	}
+	d.log.Warn("Account near its rate limit", "account", name, "used_pct", w.Window.UsedPct)
+	d.events.Append(eventlog.Event{Type: eventlog.EvQuotaWarning, Agent: a.def.Name, Detail: detail, Data: data})
+}
+
+// windowLabel names a rate-limit window by its length ("5h", "7d"), or
+// by its name when the length is unknown. It is a pure function.
+func windowLabel(w project.RateLimitWindow) string {
+	m := w.WindowMinutes
+	switch {
+	case m <= 0:
+		return w.Name
+	case m%(24*60) == 0:
+		return fmt.Sprintf("%dd", m/(24*60))
+	case m%60 == 0:
+		return fmt.Sprintf("%dh", m/60)
+	}
+	return fmt.Sprintf("%dm", m)
+}
+
+// checkSpareAccounts checks, once at start, the accounts agents may move
+// to but do not start on: one that cannot run (not logged in, say) is
+// named in a warning with its fix, so it is fixed before a usage limit
+// sends agents there. Agents are not parked for it; run's goroutine calls
+// it after checkAll.
+func (d *Daemon) checkSpareAccounts(ctx context.Context) {
+	checked := map[string]bool{}
+	for _, h := range d.healths {
+		checked[h.target.Key()] = true
+	}
+	for _, a := range d.agents {
+		for _, acc := range a.def.Accounts[min(1, len(a.def.Accounts)):] {
+			t := targetFor(a.def)
+			t.Home = acc.CodexHome
+			if checked[t.Key()] {
+				continue
+			}
+			checked[t.Key()] = true
+			c := &preflight.Checker{Reaper: d.reaper, Timeout: d.opts.CheckTimeout, BaseEnv: d.opts.ShimEnv,
+				FinalEnv: []string{reap.MarkEnv + "=" + d.layout.Dir}}
+			if p := c.Check(ctx, t); p != nil && ctx.Err() == nil {
+				detail := fmt.Sprintf("account %s (%s), which %s may move to on a usage limit, cannot run codex: %s", acc.Name, acc.CodexHome, a.def.Role, p.String())
+				d.log.Warn("An account agents may move to cannot run codex", "account", acc.Name, "problem", p.String())
+				d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Detail: detail, Data: map[string]any{"account": acc.Name, "kind": string(p.Kind)}})
+			}
+		}
+	}
+}
