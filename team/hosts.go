@@ -2,6 +2,7 @@ package team
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -293,4 +294,36 @@ func keys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// remoteRole refuses, at the role's hosts key (hostsNode, nil without
+// one), what agents on other hosts cannot do yet: work in a worktree of
+// their own, run on the team's accounts, or work in a directory outside
+// the project (the host has only the project directory). A role whose
+// hosts are all LocalHost is not remote.
+func (p *parser) remoteRole(hostsNode *yaml.Node, f map[string]entry, r *roleDraft) {
+	if hostsNode == nil || !slices.ContainsFunc(r.Hosts, func(h string) bool { return h != LocalHost }) {
+		return
+	}
+	if r.Workspace == WorkspaceWorktree {
+		n := hostsNode
+		if e, ok := f["workspace"]; ok {
+			n = e.val
+		}
+		p.add(n, "use workspace: shared for this role", "worktree agents on other hosts are not supported yet")
+	}
+	if len(r.Accounts) > 0 {
+		n := hostsNode
+		if e, ok := f["accounts"]; ok {
+			n = e.key
+		}
+		p.add(n, "remove accounts from this role, or its hosts to run it here", "accounts for agents on other hosts are not supported yet")
+	}
+	if rel, err := filepath.Rel(p.dir, r.Cwd); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		n := hostsNode
+		if e, ok := f["cwd"]; ok {
+			n = e.val
+		}
+		p.add(n, "set cwd to a directory inside the project: the host has the project directory only", "the cwd of a role on other hosts must lie inside the project directory")
+	}
 }

@@ -406,8 +406,10 @@ func (p *parser) role(n *yaml.Node, cfg *Config) *roleDraft {
 		r.talksTo, _ = p.strList(e.val, "talks_to")
 	}
 
+	var hostsNode *yaml.Node
 	if e, ok := f["hosts"]; ok {
 		r.Hosts = p.roleHosts(e.val)
+		hostsNode = e.key
 	}
 
 	var ownHome *yaml.Node
@@ -430,6 +432,7 @@ func (p *parser) role(n *yaml.Node, cfg *Config) *roleDraft {
 			r.Codex.CodexHome = r.Accounts[0].CodexHome
 		}
 	}
+	p.remoteRole(hostsNode, f, r)
 	return r
 }
 
