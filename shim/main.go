@@ -83,6 +83,12 @@ func Main(args []string) int {
 	}
 	// What must not be on the command line came with the Welcome.
 	cfg.Env, cfg.Instructions = w.Env, w.Instructions
+	if stdio {
+		// Its paths came as the daemon on another machine wrote them.
+		if home, err := os.UserHomeDir(); err == nil {
+			cfg = WithHome(cfg, home)
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		conn.Close()
 		log.Error("Invalid shim settings in the welcome", "error", err)

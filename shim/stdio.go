@@ -3,7 +3,9 @@ package shim
 import (
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/battyhq/batty/protocol"
@@ -35,4 +37,50 @@ func takeStdio(args []string) ([]string, bool) {
 func stdioChannel() (*protocol.Conn, error) {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	return protocol.StdioConn(protocol.Options{})
+}
+
+// homeVars are the variables of Config.Env whose value is a path that a
+// remote shim expands (see WithHome).
+var homeVars = []string{"CODEX_HOME", EnvDir}
+
+// WithHome returns c with a leading "~" or "~/" of its paths replaced by
+// home, the home directory of the shim's user: Cwd, CodexBin, Transcript,
+// ReplyDir, Exec.AddDirs, Exec.OutputSchema, and the values of CODEX_HOME
+// and EnvDir in Env. A shim on another host gets its paths as the daemon
+// writes them, "~/" meaning the home directory there, which no shell
+// expands on the way (see Main). It is a pure function; home "" returns
+// c unchanged.
+func WithHome(c Config, home string) Config {
+	if home == "" {
+		return c
+	}
+	exp := func(p string) string {
+		if p == "~" {
+			return home
+		}
+		if rest, ok := strings.CutPrefix(p, "~/"); ok {
+			return filepath.Join(home, rest)
+		}
+		return p
+	}
+	c.Cwd, c.CodexBin, c.Transcript, c.ReplyDir, c.Exec.OutputSchema = exp(c.Cwd), exp(c.CodexBin), exp(c.Transcript), exp(c.ReplyDir), exp(c.Exec.OutputSchema)
+	if c.Exec.AddDirs != nil {
+		dirs := make([]string, len(c.Exec.AddDirs))
+		for i, d := range c.Exec.AddDirs {
+			dirs[i] = exp(d)
+		}
+		c.Exec.AddDirs = dirs
+	}
+	if c.Env != nil {
+		env := make([]string, len(c.Env))
+		for i, e := range c.Env {
+			k, v, _ := strings.Cut(e, "=")
+			if slices.Contains(homeVars, k) {
+				e = k + "=" + exp(v)
+			}
+			env[i] = e
+		}
+		c.Env = env
+	}
+	return c
 }
