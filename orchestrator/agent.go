@@ -69,6 +69,7 @@ type agent struct {
 	retry     *time.Timer // looks at the inbox again when a file's grace or a back-off ends
 	retryAt   time.Time
 	health    *health
+	host      *remoteHost        // the host the agent runs on, nil for this machine
 	parked    *preflight.Problem // why the agent takes no message, nil when it does
 	account   string             // the effective CODEX_HOME (effectiveCodexHome), the key of its network hold
 	carried   bool               // the message in flight opens a fresh thread with a handoff
@@ -372,15 +373,40 @@ func CodexConfig(def team.Agent) shim.Config {
 	}
 }
 
+// spawnOptions is how the agent's shim starts: here, or on its host
+// through the daemon's transport, with the batty installed there, the
+// configuration as the host sees it and a handshake that allows for the
+// connection. It errs for a host where batty is not installed (yet).
+func (a *agent) spawnOptions() (shim.SpawnOptions, error) {
+	o := shim.SpawnOptions{
+		Path: a.d.opts.ShimCommand[0], Args: a.d.opts.ShimCommand[1:], Env: a.d.opts.ShimEnv,
+		Stderr: a.d.opts.ShimLog, Config: a.shimConfig(), Reaper: a.d.reaper,
+	}
+	r := a.host
+	if r == nil {
+		return o, nil
+	}
+	batty := r.installed()
+	if batty == "" {
+		return o, fmt.Errorf("batty is not installed on host %s", r.host.Name)
+	}
+	o.Config = remoteShimConfig(o.Config, r, a.d.layout, localHome())
+	o.Path, o.Args = batty, []string{"shim"}
+	o.Remote = a.d.opts.Transport.ShimCommand(r.host, o.Config.Cwd)
+	o.HandshakeTimeout = hostHandshakeTimeout
+	return o, nil
+}
+
 // spawn starts the shim; a failure counts as a crash.
 func (a *agent) spawn() {
 	a.setSnap(func(s *agentSnap) { s.state = agentSpawning })
 	a.followAccount()
 	a.prepareReplies()
-	p, err := a.d.procs.spawn(context.Background(), shim.SpawnOptions{
-		Path: a.d.opts.ShimCommand[0], Args: a.d.opts.ShimCommand[1:], Env: a.d.opts.ShimEnv,
-		Stderr: a.d.opts.ShimLog, Config: a.shimConfig(), Reaper: a.d.reaper,
-	})
+	o, err := a.spawnOptions()
+	var p *shim.Client
+	if err == nil {
+		p, err = a.d.procs.spawn(context.Background(), o)
+	}
 	if err != nil {
 		a.log.Error("Shim did not start", "error", err)
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: "spawn failed: " + err.Error()})

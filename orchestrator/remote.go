@@ -1,0 +1,247 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/team"
+)
+
+// Bounds of the work the daemon does on a host.
+const (
+	// hostInstallTimeout bounds one installation of batty on a host (the
+	// probes and the upload).
+	hostInstallTimeout = 2 * time.Minute
+	// hostHandshakeTimeout bounds a remote shim's handshake: the ssh
+	// connection counts.
+	hostHandshakeTimeout = 60 * time.Second
+	// hostCloseTimeout bounds the end of a host's shared connection.
+	hostCloseTimeout = 10 * time.Second
+)
+
+// remoteHost is one of the team's hosts that agents run on. installed
+// and its error are safe from any goroutine; the rest is fixed by
+// initHosts.
+type remoteHost struct {
+	d    *Daemon
+	host team.Host
+	// dir is the project directory there (Host.ProjectDir): "~/" is the
+	// home directory of the user there.
+	dir string
+
+	mu         sync.Mutex // serializes installations; guards batty and installErr
+	batty      string     // the installed batty (EnsureBatty's path), "" while not installed
+	installErr error      // why the last installation failed
+}
+
+// initHosts gives every agent on another host its remoteHost, one per
+// host, in d.hosts (file order).
+func (d *Daemon) initHosts() {
+	byName := map[string]*remoteHost{}
+	for _, a := range d.agents {
+		if a.def.Host == "" {
+			continue
+		}
+		r, ok := byName[a.def.Host]
+		if !ok {
+			h, found := d.cfg.Host(a.def.Host)
+			if !found {
+				// The parser allows no such agent; keep it local rather
+				// than crash.
+				d.log.Error("Agent names an unknown host; running it here", "agent", a.def.Name, "host", a.def.Host)
+				continue
+			}
+			r = &remoteHost{d: d, host: h, dir: h.ProjectDir(d.layout.Root())}
+			byName[h.Name] = r
+			d.hosts = append(d.hosts, r)
+		}
+		a.host = r
+	}
+}
+
+// installHosts installs batty on every host, in parallel, and waits for
+// them; a failure is logged and parks the host's agents at their first
+// check (see health.check).
+func (d *Daemon) installHosts(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, r := range d.hosts {
+		wg.Add(1)
+		go func(r *remoteHost) { defer wg.Done(); r.ensure(ctx) }(r)
+	}
+	wg.Wait()
+}
+
+// ensure installs batty on the host unless it is installed already, and
+// returns its path there. It blocks for the installation (at most
+// hostInstallTimeout); concurrent calls wait for the first.
+func (r *remoteHost) ensure(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.batty != "" {
+		return r.batty, nil
+	}
+	b := r.d.opts.HostBatty
+	if b.Path == "" {
+		r.installErr = fmt.Errorf("this daemon has no batty binary to install on host %s", r.host.Name)
+		return "", r.installErr
+	}
+	r.d.log.Info("Installing batty on host", "host", r.host.Name, "at", b.RemoteBatty())
+	ctx, cancel := context.WithTimeout(ctx, hostInstallTimeout)
+	defer cancel()
+	start := time.Now()
+	p, err := hosts.EnsureBatty(ctx, r.d.opts.Transport, r.host, b)
+	if err != nil {
+		if r.installErr == nil || r.installErr.Error() != err.Error() {
+			r.d.log.Error("Batty could not be installed on host", "host", r.host.Name, "error", err)
+		}
+		r.installErr = err
+		return "", err
+	}
+	r.d.log.Info("Batty is ready on host", "host", r.host.Name, "path", p, "took", time.Since(start).Round(time.Millisecond))
+	r.batty, r.installErr = p, nil
+	return p, nil
+}
+
+// installed is the path of batty on the host, "" while it is not
+// installed.
+func (r *remoteHost) installed() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.batty
+}
+
+// problem is the problem that parks the host's agents when err (from
+// ensure or hosts.Preflight) kept the host from answering.
+func (r *remoteHost) problem(err error) *preflight.Problem {
+	fix := "check that `ssh " + r.host.SSH + " true` works from here without a prompt (a key, its host key in known_hosts), then `batty resume`"
+	if r.host.SSH == "" {
+		fix = "check that the host's command (" + strings.Join(r.host.Command, " ") + " true) works from here, then `batty resume`"
+	}
+	return &preflight.Problem{Kind: preflight.KindHost, Detail: err.Error(), Fix: fix}
+}
+
+// closeHosts ends the shared connection of every host (after the last
+// shim there has stopped), in parallel.
+func (d *Daemon) closeHosts() {
+	var wg sync.WaitGroup
+	for _, r := range d.hosts {
+		wg.Add(1)
+		go func(r *remoteHost) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), hostCloseTimeout)
+			defer cancel()
+			if err := d.opts.Transport.Close(ctx, r.host); err != nil {
+				d.log.Warn("Closing the connection to a host", "host", r.host.Name, "error", err)
+			}
+		}(r)
+	}
+	wg.Wait()
+}
+
+// hostPath is local, a path here, as the host sees it: a path under
+// home (the home directory here) becomes the same path under the home
+// directory there ("~/…"); any other path is left as it is. It is a pure
+// function.
+func hostPath(local, home string) string {
+	if home == "" || home == "/" || !filepath.IsAbs(local) {
+		return local
+	}
+	if local == home {
+		return "~"
+	}
+	if rest, ok := strings.CutPrefix(local, strings.TrimSuffix(home, "/")+"/"); ok {
+		return "~/" + rest
+	}
+	return local
+}
+
+// hostAgentDir is the directory on the host of a path here under the
+// project: hostDir (the project there) joined with local's path relative
+// to root (the project here). A path outside the project (which the team
+// file refuses for a role on a host) maps to hostDir. It is a pure
+// function.
+func hostAgentDir(hostDir, root, local string) string {
+	rel, err := filepath.Rel(root, local)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return hostDir
+	}
+	return path.Join(hostDir, filepath.ToSlash(rel))
+}
+
+// localHome is the home directory here, "" when unknown.
+func localHome() string {
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// remoteTarget is t, how an agent runs codex here, as its host sees it:
+// the binary and CODEX_HOME under the home directory here are the same
+// paths under the home there (hostPath), the directory is the agent's on
+// the host (hostAgentDir). Pure, given home and the roots.
+func remoteTarget(t preflight.Target, r *remoteHost, root, home string) preflight.Target {
+	t.Bin = hostPath(t.Bin, home)
+	t.Home = hostPath(t.Home, home)
+	t.Cwd = hostAgentDir(r.dir, root, t.Cwd)
+	return t
+}
+
+// remoteShimConfig is c, the configuration of a local shim of the agent,
+// for its shim on host r: paths as the host sees them (the project there,
+// "~/" for the home directory there, which the shim expands), no
+// transcript file and no reply directory (neither is on the host).
+func remoteShimConfig(c shim.Config, r *remoteHost, l project.Layout, home string) shim.Config {
+	root := l.Root()
+	c.Cwd = hostAgentDir(r.dir, root, c.Cwd)
+	c.CodexBin = hostPath(c.CodexBin, home)
+	if c.Exec.AddDirs != nil {
+		dirs := make([]string, len(c.Exec.AddDirs))
+		for i, d := range c.Exec.AddDirs {
+			dirs[i] = hostAgentDir(r.dir, root, d)
+		}
+		c.Exec.AddDirs = dirs
+	}
+	env := make([]string, len(c.Env))
+	for i, e := range c.Env {
+		k, v, _ := strings.Cut(e, "=")
+		switch k {
+		case project.EnvDir:
+			e = k + "=" + hostAgentDir(r.dir, root, v)
+		case "CODEX_HOME":
+			e = k + "=" + hostPath(v, home)
+		}
+		env[i] = e
+	}
+	c.Env = env
+	c.Transcript, c.TranscriptRoot, c.ReplyDir = "", "", ""
+	return c
+}
+
+// checkHost is the check of a host's target: batty installed there (again
+// if it was not), then the host's preflight. A host that cannot be
+// reached, or where batty cannot be installed or run, is a KindHost
+// problem. It blocks for the check.
+func (h *health) checkHost(ctx context.Context) *preflight.Problem {
+	r := h.host
+	batty, err := r.ensure(ctx)
+	if err != nil {
+		return r.problem(err)
+	}
+	// Two codex runs of the check's timeout, and the connection.
+	ctx, cancel := context.WithTimeout(ctx, 2*h.d.opts.CheckTimeout+hostHandshakeTimeout)
+	defer cancel()
+	p, err := hosts.Preflight(ctx, h.d.opts.Transport, r.host, batty, h.target)
+	if err != nil {
+		return r.problem(err)
+	}
+	return p
+}

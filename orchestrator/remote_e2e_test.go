@@ -1,0 +1,217 @@
+package orchestrator
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/hosts/hoststest"
+	"github.com/battyhq/batty/preflight"
+)
+
+// remoteHarness is a host for a team's agents: a real sshd for a user of
+// the test, a transport that reaches it, the batty to install there, and
+// the mock API the real Codex CLI there talks to.
+type remoteHarness struct {
+	s     *hoststest.SSHD
+	tr    *hosts.Transport
+	batty hosts.Binary
+	srv   *codextest.Server
+	// codex is the real Codex CLI copied into the user's home; home its
+	// CODEX_HOME there, written by the mock's WriteHome; dir the project
+	// directory there. All owned by the user.
+	codex, home, dir string
+}
+
+// newRemoteHarness starts the sshd harness (skipping where it cannot
+// run) and prepares the user's home: the Codex CLI, a CODEX_HOME for
+// the mock server and the project directory.
+func newRemoteHarness(t *testing.T) *remoteHarness {
+	t.Helper()
+	bin := codextest.CodexNative(t)
+	s := hoststest.StartSSHD(t)
+	ctl, err := os.MkdirTemp("/tmp", "bh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(ctl) })
+	h := &remoteHarness{s: s, tr: &hosts.Transport{ConfigFile: s.ConfigFile, ControlDir: filepath.Join(ctl, "c")}, srv: codextest.NewServer(t)}
+	h.batty = testBinary(t)
+	h.codex = filepath.Join(s.Home, "bin", "codex")
+	h.home = filepath.Join(s.Home, ".codex-mock")
+	h.dir = filepath.Join(s.Home, "proj")
+	copyFile(t, bin, h.codex, 0o755)
+	h.srv.WriteHomeWith(t, codextest.HomeConfig{Dir: h.home})
+	if err := os.MkdirAll(h.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chownAll(t, s, filepath.Dir(h.codex), h.home, h.dir)
+	return h
+}
+
+// testBinary is the batty built from this module, as the daemon installs
+// it on hosts.
+func testBinary(t *testing.T) hosts.Binary {
+	t.Helper()
+	path := hoststest.Batty(t)
+	out, err := exec.Command(path, "version").Output()
+	if err != nil {
+		t.Fatalf("%s version: %v", path, err)
+	}
+	v := strings.TrimSpace(string(out))
+	return hosts.Binary{Path: path, Version: v, Key: fmt.Sprintf("dev-test-%d", time.Now().UnixNano()), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
+}
+
+func copyFile(t *testing.T, from, to string, perm os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, perm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// chownAll gives the trees at paths to the harness's user.
+func chownAll(t *testing.T, s *hoststest.SSHD, paths ...string) {
+	t.Helper()
+	for _, root := range paths {
+		err := filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, s.UID, s.GID)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// project is a team whose role eng runs on the harness's host with the
+// real Codex CLI there (top: more top-level YAML; roles: more roles).
+func (h *remoteHarness) project(t *testing.T, top, roles string) *testProject {
+	t.Helper()
+	dir := t.TempDir()
+	p := &testProject{t: t, dir: dir, fakeLog: filepath.Join(dir, "fake.log"), mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
+	p.writeTeam(fmt.Sprintf(`name: e2e
+timeouts:
+  shutdown: 5s
+hosts:
+  - name: h1
+    ssh: %s
+    dir: %s
+%sroles:
+  - name: eng
+    hosts: [h1]
+    codex:
+      bin: %s
+      codex_home: %s
+      sandbox: danger-full-access
+%s`, h.s.Host.SSH, h.dir, top, h.codex, h.home, roles))
+	return p
+}
+
+// start runs the daemon of p with the harness's transport and batty.
+func (h *remoteHarness) start(p *testProject, mod func(*Options)) *running {
+	return p.start(func(o *Options) {
+		o.Transport, o.HostBatty = h.tr, h.batty
+		o.CheckTimeout = 30 * time.Second
+		if mod != nil {
+			mod(o)
+		}
+	})
+}
+
+// TestE2EHostAgentAnswers runs an agent on a host over ssh: batty is
+// installed there, the real Codex CLI there answers a message sent here,
+// and `batty stop` (the daemon's end) leaves nothing of the host's user
+// running.
+func TestE2EHostAgentAnswers(t *testing.T) {
+	h := newRemoteHarness(t)
+	p := h.project(t, "", "")
+	r := h.start(p, nil)
+	if _, err := os.Stat(filepath.Join(h.s.Home, hosts.CacheDir, h.batty.Key, "batty")); err != nil {
+		t.Fatalf("batty not installed on the host: %v", err)
+	}
+	id := p.send("eng", "human", "hello there [[mock:reply FROM-THE-HOST]]")
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	if o := p.recorded("eng", id); o.Reply != "FROM-THE-HOST" {
+		t.Fatalf("outcome %+v", o)
+	}
+	if n := len(h.srv.Requests()); n == 0 {
+		t.Fatal("no request reached the mock API")
+	}
+	h.ranThere(t)
+	r.stop(t)
+	if left := h.s.WaitNoUserProcesses(t, true, 20*time.Second); left != nil {
+		t.Fatalf("left running on the host after the stop: %q", left)
+	}
+}
+
+// TestE2EHostWithoutCodexParked: a host without the configured codex
+// parks its agent with the host's fix, and the message waits.
+func TestE2EHostWithoutCodexParked(t *testing.T) {
+	h := newRemoteHarness(t)
+	if err := os.Remove(h.codex); err != nil {
+		t.Fatal(err)
+	}
+	p := h.project(t, "", "")
+	r := h.start(p, nil)
+	st := agentStatusOf(r.d.status(), "eng")
+	if st.State != agentParked || st.Parked == nil || st.Parked.Kind != string(preflight.KindMissing) ||
+		!strings.Contains(st.Parked.Detail, "on host h1") || !strings.HasPrefix(st.Parked.Fix, "on h1: ") {
+		t.Fatalf("eng without codex on its host: %+v %+v", st, st.Parked)
+	}
+	id := p.send("eng", "human", "wait")
+	waitFor(t, "eng's backlog", func() bool { return agentStatusOf(r.d.status(), "eng").Backlog == 1 })
+	if n := r.count(eventlog.EvDelivered, id); n != 0 {
+		t.Fatalf("delivered to a parked agent: %d", n)
+	}
+}
+
+// ranThere fails t unless codex ran as the host's user: the sessions it
+// wrote in its CODEX_HOME belong to that user.
+func (h *remoteHarness) ranThere(t *testing.T) {
+	t.Helper()
+	n := 0
+	err := filepath.Walk(filepath.Join(h.home, "sessions"), func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if fi.Mode().IsRegular() {
+			n++
+			if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != h.s.UID {
+				t.Errorf("codex session %s belongs to uid %d, not the host's user %d: codex ran here", p, st.Uid, h.s.UID)
+			}
+		}
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("no codex session on the host (%d files): %v", n, err)
+	}
+}
