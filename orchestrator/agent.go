@@ -19,6 +19,7 @@ import (
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
@@ -69,7 +70,11 @@ type agent struct {
 	retry     *time.Timer // looks at the inbox again when a file's grace or a back-off ends
 	retryAt   time.Time
 	health    *health
-	host      *remoteHost        // the host the agent runs on, nil for this machine
+	host      *remoteHost // the host the agent runs on, nil for this machine
+	// tlog is the transcript file of an agent on a host, where the lines
+	// its shim sends are appended (opened on the first, closed when run
+	// returns); nil otherwise.
+	tlog      *ptylog.Writer
 	parked    *preflight.Problem // why the agent takes no message, nil when it does
 	account   string             // the effective CODEX_HOME (effectiveCodexHome), the key of its network hold
 	carried   bool               // the message in flight opens a fresh thread with a handoff
@@ -193,6 +198,7 @@ func (a *agent) setSnap(f func(*agentSnap)) {
 // has exited.
 func (a *agent) run(ctx context.Context) {
 	defer close(a.done)
+	defer func() { a.tlog.Close() }() // the writer opened meanwhile, if any
 	a.recover()
 	a.startShim()
 	ping := time.NewTicker(a.d.opts.PingInterval)

@@ -13,6 +13,7 @@ import (
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 )
@@ -223,6 +224,7 @@ func remoteShimConfig(c shim.Config, r *remoteHost, l project.Layout, home strin
 	}
 	c.Env = env
 	c.Transcript, c.TranscriptRoot, c.ReplyDir = "", "", ""
+	c.TranscriptStream = true
 	return c
 }
 
@@ -244,4 +246,28 @@ func (h *health) checkHost(ctx context.Context) *preflight.Problem {
 		return r.problem(err)
 	}
 	return p
+}
+
+// transcriptLines appends lines that the agent's shim on its host sent
+// to the agent's transcript here, through the writer a local shim uses,
+// opened on the first lines (a file it cannot open is logged once per
+// try, and the lines are dropped). Run's goroutine only.
+func (a *agent) transcriptLines(lines []string) {
+	if a.host == nil {
+		a.log.Warn("Transcript lines from a local shim ignored: it writes its own file")
+		return
+	}
+	if a.tlog == nil {
+		path := a.d.layout.Transcript(a.def.Name)
+		w, err := ptylog.Open(path, ptylog.Options{
+			Color: true, Root: a.d.layout.Root(),
+			OnError: func(err error) { a.log.Warn("Transcript write failed", "path", path, "error", err) },
+		})
+		if err != nil {
+			a.log.Warn("Transcript not opened; lines from the host dropped", "path", path, "error", err)
+			return
+		}
+		a.tlog = w
+	}
+	a.tlog.Raw(lines...)
 }

@@ -167,6 +167,11 @@ func TestE2EHostAgentAnswers(t *testing.T) {
 		t.Fatal("no request reached the mock API")
 	}
 	h.ranThere(t)
+	// The transcript, written there, is here: what `batty logs` shows.
+	waitFor(t, "the transcript of the host's agent", func() bool {
+		b, _ := os.ReadFile(p.layout.Transcript("eng"))
+		return strings.Contains(string(b), "FROM-THE-HOST") && strings.Contains(string(b), "shim started for eng")
+	})
 	r.stop(t)
 	if left := h.s.WaitNoUserProcesses(t, true, 20*time.Second); left != nil {
 		t.Fatalf("left running on the host after the stop: %q", left)

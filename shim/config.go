@@ -62,8 +62,14 @@ type Config struct {
 	// ThreadID (the baseline the first turn's usage is measured from; zero
 	// when unknown). Only meaningful with ThreadID.
 	ThreadUsage codex.Usage
-	// Transcript is the readable log path ("" = no transcript).
+	// Transcript is the readable log path ("" = no transcript, unless
+	// TranscriptStream).
 	Transcript string
+	// TranscriptStream sends the transcript's rendered lines to the parent
+	// as protocol.TranscriptLines events instead of writing a file (a shim
+	// on another host: the file is the daemon's). Transcript is ignored
+	// then.
+	TranscriptStream bool
 	// TranscriptRoot, if set, is the trusted directory the transcript lies
 	// beneath (the project directory): no directory between it and the
 	// transcript, nor the transcript, may be a symbolic link.
@@ -182,6 +188,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
+	fs.BoolVar(&c.TranscriptStream, "transcript-stream", false, "send the transcript's lines to the parent over the protocol instead of writing a file")
 	fs.StringVar(&c.TranscriptRoot, "transcript-root", "", "directory beneath which no component of the transcript path may be a symbolic link")
 	fs.StringVar(&c.ReplyDir, "reply-dir", "", "directory for replies too long for one frame")
 	fs.IntVar(&c.QueueDepth, "queue-depth", DefaultQueueDepth, "messages that may wait behind the turn in flight")
@@ -249,6 +256,9 @@ func (c Config) Args() []string {
 		add("thread-usage", (*usageValue)(&c.ThreadUsage).String())
 	}
 	add("transcript", c.Transcript)
+	if c.TranscriptStream {
+		a = append(a, "--transcript-stream")
+	}
 	add("transcript-root", c.TranscriptRoot)
 	add("reply-dir", c.ReplyDir)
 	a = append(a,

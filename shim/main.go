@@ -149,7 +149,7 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 	if s.rt, err = newRuntime(cfg.Runtime, s); err != nil {
 		return err
 	}
-	if s.tlog, err = openTranscript(cfg, log); err != nil {
+	if s.tlog, err = openTranscript(cfg, conn, log); err != nil {
 		return err
 	}
 	defer s.tlog.Close()
@@ -188,7 +188,17 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 	return err
 }
 
-func openTranscript(cfg Config, log hclog.Logger) (*ptylog.Writer, error) {
+// maxTranscriptEvent bounds the lines of one TranscriptLines event, in
+// bytes (a single longer line travels alone).
+const maxTranscriptEvent = 512 << 10
+
+func openTranscript(cfg Config, conn *protocol.Conn, log hclog.Logger) (*ptylog.Writer, error) {
+	if cfg.TranscriptStream {
+		return ptylog.Stream(func(lines []string) error { return sendTranscript(conn, lines) }, ptylog.Options{
+			Color:   true,
+			OnError: func(err error) { log.Warn("Transcript lines not sent", "error", err) },
+		}), nil
+	}
 	if cfg.Transcript == "" {
 		return nil, nil
 	}
@@ -240,4 +250,21 @@ func codexEnv(cfg Config, bin codex.Binary, batty string) []string {
 		env = append(env, reap.MarkEnv+"="+mark)
 	}
 	return append(env, "BATTY_AGENT="+cfg.Agent)
+}
+
+// sendTranscript sends lines as TranscriptLines events of at most
+// maxTranscriptEvent bytes each (a longer line alone), in order.
+func sendTranscript(conn *protocol.Conn, lines []string) error {
+	for len(lines) > 0 {
+		n, size := 0, 0
+		for n < len(lines) && (n == 0 || size+len(lines[n]) <= maxTranscriptEvent) {
+			size += len(lines[n])
+			n++
+		}
+		if err := conn.Send(protocol.TranscriptLines{Lines: lines[:n]}); err != nil {
+			return err
+		}
+		lines = lines[n:]
+	}
+	return nil
 }
