@@ -224,7 +224,7 @@ func remoteShimConfig(c shim.Config, r *remoteHost, l project.Layout, home strin
 	}
 	c.Env = env
 	c.Transcript, c.TranscriptRoot, c.ReplyDir = "", "", ""
-	c.TranscriptStream = true
+	c.TranscriptStream, c.RelayInboxes = true, true
 	return c
 }
 

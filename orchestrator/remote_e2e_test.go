@@ -220,3 +220,64 @@ func (h *remoteHarness) ranThere(t *testing.T) {
 		t.Fatalf("no codex session on the host (%d files): %v", n, err)
 	}
 }
+
+// TestE2EHostAgentSends: the agent on the host runs the real `batty send`
+// there (the host's project holds the same team file): its messages, to
+// an agent here and to the human, reach the team's inboxes here, once
+// each, and the files it wrote on the host are removed.
+func TestE2EHostAgentSends(t *testing.T) {
+	h := newRemoteHarness(t)
+	leadHome := h.srv.WriteHome(t)
+	p := h.project(t, "", fmt.Sprintf(`    talks_to: [lead]
+  - name: lead
+    codex:
+      bin: %s
+      codex_home: %s
+      sandbox: danger-full-access
+`, h.codex, leadHome))
+	team, err := os.ReadFile(filepath.Join(p.dir, "team.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostTeam := filepath.Join(h.dir, "team.yaml")
+	if err := os.WriteFile(hostTeam, team, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chownAll(t, h.s, hostTeam)
+	r := h.start(p, nil)
+	id := p.send("eng", "human", "pass it on [[mock:shell batty send lead to-the-lead && batty send human to-the-human]]")
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	var toLead string
+	waitFor(t, "eng's message to lead", func() bool {
+		done, _ := p.box("lead").Done(10)
+		for _, m := range done {
+			if m.From == "eng" && m.Body == "to-the-lead" {
+				toLead = m.ID
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "eng's message to the human", func() bool {
+		pend, _ := p.box("human").Pending()
+		for _, m := range pend {
+			if m.From == "eng" && m.Body == "to-the-human" {
+				return true
+			}
+		}
+		return false
+	})
+	if n := r.count(eventlog.EvDelivered, toLead); n != 1 {
+		t.Fatalf("eng's message to lead delivered %d times", n)
+	}
+	waitFor(t, "the host's inboxes emptied", func() bool {
+		for _, box := range []string{"lead", "human"} {
+			if e, _ := os.ReadDir(filepath.Join(h.dir, ".batty", "inboxes", box, "new")); len(e) != 0 {
+				return false
+			}
+		}
+		return true
+	})
+}

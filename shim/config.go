@@ -70,6 +70,11 @@ type Config struct {
 	// on another host: the file is the daemon's). Transcript is ignored
 	// then.
 	TranscriptStream bool
+	// RelayInboxes hands the messages the agent sends with `batty send`
+	// into the inboxes under its BATTY_DIR (Env) to the parent, as
+	// protocol.Outgoing events (see relay): a shim on another host, whose
+	// inboxes are not the team's.
+	RelayInboxes bool
 	// TranscriptRoot, if set, is the trusted directory the transcript lies
 	// beneath (the project directory): no directory between it and the
 	// transcript, nor the transcript, may be a symbolic link.
@@ -188,6 +193,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
+	fs.BoolVar(&c.RelayInboxes, "relay-inboxes", false, "hand the messages the agent sends into the inboxes under BATTY_DIR to the parent")
 	fs.BoolVar(&c.TranscriptStream, "transcript-stream", false, "send the transcript's lines to the parent over the protocol instead of writing a file")
 	fs.StringVar(&c.TranscriptRoot, "transcript-root", "", "directory beneath which no component of the transcript path may be a symbolic link")
 	fs.StringVar(&c.ReplyDir, "reply-dir", "", "directory for replies too long for one frame")
@@ -258,6 +264,9 @@ func (c Config) Args() []string {
 	add("transcript", c.Transcript)
 	if c.TranscriptStream {
 		a = append(a, "--transcript-stream")
+	}
+	if c.RelayInboxes {
+		a = append(a, "--relay-inboxes")
 	}
 	add("transcript-root", c.TranscriptRoot)
 	add("reply-dir", c.ReplyDir)

@@ -174,7 +174,17 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 		defer close(reaperDone)
 		s.reaper.Run(rctx)
 	}()
+	relayCtx, stopRelay := context.WithCancel(context.Background())
+	relayDone := make(chan struct{})
+	if dir := stateDirOf(cfg.Env); cfg.RelayInboxes && dir != "" {
+		s.relay = newRelay(dir, cfg.Agent, conn, log)
+		go func() { defer close(relayDone); s.relay.run(relayCtx) }()
+	} else {
+		close(relayDone)
+	}
 	err = s.serve(ctx)
+	stopRelay()
+	<-relayDone
 	if cerr := s.rt.close(); cerr != nil {
 		log.Error("Closing the runtime failed", "runtime", cfg.Runtime, "error", cerr)
 	}
