@@ -30,7 +30,10 @@ const (
 	agentSpawning   = "spawning"
 	agentRestarting = "restarting" // waiting for the respawn backoff
 	agentFailed     = "failed"     // crash loop: no more respawns
-	agentStopped    = control.AgentStopped
+	// agentUnreachable: the agent's host cannot be reached; its shim is
+	// started again with the back-off, which no crash counts.
+	agentUnreachable = "unreachable"
+	agentStopped     = control.AgentStopped
 )
 
 // agent supervises one shim and delivers its inbox one message at a time.
@@ -416,7 +419,7 @@ func (a *agent) spawn() {
 	if err != nil {
 		a.log.Error("Shim did not start", "error", err)
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: "spawn failed: " + err.Error()})
-		a.crashed()
+		a.crashedOrUnreachable()
 		return
 	}
 	// Events end at the first error of the channel: io.EOF once the shim
@@ -425,6 +428,9 @@ func (a *agent) spawn() {
 	// (shimExited).
 	a.p, a.events, a.spawnedAt, a.ready = p, p.Events(), time.Now(), true
 	a.log.Info("Shim started", "pid", p.Pid(), "thread", a.st.ThreadID)
+	if a.host != nil {
+		a.host.reached()
+	}
 	a.setSnap(func(s *agentSnap) { s.shimPID = p.Pid(); s.state = string(protocol.StateStarting) })
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimStarted, Agent: a.def.Name, Data: map[string]any{"pid": p.Pid(), "thread_id": a.st.ThreadID}})
 	a.poke()
@@ -491,7 +497,7 @@ func (a *agent) shimExited() bool {
 		// It ran for a while: whatever failed before is over.
 		a.backoff, a.failures, a.probation = a.d.opts.RespawnMin, 0, false
 	}
-	a.crashed()
+	a.crashedOrUnreachable()
 	return false
 }
 

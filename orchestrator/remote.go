@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
@@ -43,7 +44,14 @@ type remoteHost struct {
 	mu         sync.Mutex // serializes installations; guards batty and installErr
 	batty      string     // the installed batty (EnsureBatty's path), "" while not installed
 	installErr error      // why the last installation failed
+
+	reach     sync.Mutex // serializes probes; guards down and downSince
+	down      bool       // the last probe failed, and no shim started there since
+	downSince time.Time
 }
+
+// hostProbeTimeout bounds the probe of a host that a shim could not reach.
+const hostProbeTimeout = 15 * time.Second
 
 // initHosts gives every agent on another host its remoteHost, one per
 // host, in d.hosts (file order).
@@ -270,4 +278,62 @@ func (a *agent) transcriptLines(lines []string) {
 		a.tlog = w
 	}
 	a.tlog.Raw(lines...)
+}
+
+// probe runs `true` on the host (at most hostProbeTimeout) and records
+// the answer: the first failure of an outage appends one host_unreachable
+// event (an alert), naming agent, the first success after it one
+// host_reachable. It reports whether the host answered. It blocks for the
+// probe; safe from any goroutine.
+func (r *remoteHost) probe(agent string) bool {
+	r.reach.Lock()
+	defer r.reach.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), hostProbeTimeout)
+	defer cancel()
+	_, err := r.d.opts.Transport.Run(ctx, r.host, "true", nil)
+	if err == nil {
+		r.upLocked()
+		return true
+	}
+	if !r.down {
+		r.down, r.downSince = true, time.Now()
+		r.d.log.Error("Host unreachable: its agents wait", "host", r.host.Name, "error", err)
+		r.d.events.Append(eventlog.Event{Type: eventlog.EvHostUnreachable, Agent: agent, Detail: err.Error(),
+			Data: map[string]any{"host": r.host.Name}})
+	}
+	return false
+}
+
+// reached records that the host answered: a shim started there.
+func (r *remoteHost) reached() {
+	r.reach.Lock()
+	defer r.reach.Unlock()
+	r.upLocked()
+}
+
+func (r *remoteHost) upLocked() {
+	if !r.down {
+		return
+	}
+	r.down = false
+	d := time.Since(r.downSince).Round(time.Second)
+	r.d.log.Info("Host reachable again", "host", r.host.Name, "after", d)
+	r.d.events.Append(eventlog.Event{Type: eventlog.EvHostReachable, Detail: "after " + d.String(),
+		Data: map[string]any{"host": r.host.Name}})
+}
+
+// crashedOrUnreachable handles a shim that could not start or ended
+// unexpectedly: for an agent on a host that does not answer (probe), a
+// respawn with the back-off that counts no crash, the agent shown as
+// unreachable; otherwise a crash (crashed). Run's goroutine only; it
+// blocks for the probe.
+func (a *agent) crashedOrUnreachable() {
+	if a.host == nil || a.host.probe(a.def.Name) {
+		a.crashed()
+		return
+	}
+	a.log.Info("Host unreachable, starting the shim again later", "host", a.host.host.Name, "in", a.backoff)
+	a.respawn = time.After(a.backoff)
+	a.setSnap(func(s *agentSnap) { s.state = agentUnreachable })
+	a.backoff = min(a.backoff*2, a.d.opts.RespawnMax)
 }

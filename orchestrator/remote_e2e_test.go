@@ -1,7 +1,9 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"io"
 	"os"
 	"os/exec"
@@ -280,4 +282,113 @@ func TestE2EHostAgentSends(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestE2EHostSSHKilledMidTurn kills the agent's ssh in the middle of a
+// turn: handled as a crash of its shim, the message is put back and
+// answered once by the next shim, and once the team stops nothing of the
+// host's user is left running.
+func TestE2EHostSSHKilledMidTurn(t *testing.T) {
+	h := newRemoteHarness(t)
+	p := h.project(t, "", "")
+	r := h.start(p, nil)
+	id := p.send("eng", "human", "take your time [[mock:slow 4]]")
+	r.waitEvent(t, "the delivery", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == id })
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := h.srv.WaitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	pid := r.d.byName["eng"].snapshot().shimPID
+	if pid == 0 {
+		t.Fatal("no shim")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	if n := r.count(eventlog.EvRequeued, id); n != 1 {
+		t.Fatalf("requeued %d times, want 1", n)
+	}
+	finished := 0
+	r.mu.Lock()
+	for _, e := range r.seen {
+		if e.Type == eventlog.EvTurnFinished && e.Message == id && e.Data["requeued"] != true {
+			finished++
+		}
+	}
+	r.mu.Unlock()
+	if finished != 1 {
+		t.Fatalf("answered %d times", finished)
+	}
+	r.stop(t)
+	if left := h.s.WaitNoUserProcesses(t, true, 20*time.Second); left != nil {
+		t.Fatalf("left running on the host: %q", left)
+	}
+}
+
+// TestE2EHostUnreachable cuts the host off (its ssh port closed, as a
+// host that went down): the agent shows as unreachable with one
+// host_unreachable alert, no crash loop, an agent here keeps answering;
+// once the host is back, host_reachable, and the agent answers again.
+func TestE2EHostUnreachable(t *testing.T) {
+	h := newRemoteHarness(t)
+	good, err := os.ReadFile(h.s.ConfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	if err := os.WriteFile(cfg, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.tr.ConfigFile = cfg
+	p := h.project(t, "", fmt.Sprintf(`  - name: here
+    codex:
+      bin: %s
+      codex_home: %s
+      sandbox: danger-full-access
+`, h.codex, h.srv.WriteHome(t)))
+	r := h.start(p, nil)
+	if st := r.finished(t, p.send("eng", "human", "first [[mock:reply ONE]]")); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	// A closed port: where the host was, nothing answers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	bad := strings.Replace(string(good), fmt.Sprintf("Port %d", h.s.Port), fmt.Sprintf("Port %d", closed), 1)
+	if err := os.WriteFile(cfg, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	// The shared connection ends (closed through the good config: the
+	// control socket's name depends on the port).
+	if err := (&hosts.Transport{ConfigFile: h.s.ConfigFile, ControlDir: h.tr.ControlDir}).Close(ctx, h.s.Host); err != nil {
+		t.Fatal(err)
+	}
+	r.waitEvent(t, "host_unreachable", func(e eventlog.Event) bool { return e.Type == eventlog.EvHostUnreachable })
+	waitFor(t, "eng unreachable in status", func() bool { return agentStatusOf(r.d.status(), "eng").State == agentUnreachable })
+	id := p.send("eng", "human", "while down [[mock:reply TWO]]")
+	if st := r.finished(t, p.send("here", "human", "still here [[mock:reply HERE]]")); st != "completed" {
+		t.Fatalf("the local agent: status %s", st)
+	}
+	if st := agentStatusOf(r.d.status(), "eng"); st.State != agentUnreachable {
+		t.Fatalf("eng while its host is down: %+v", st)
+	}
+	if err := os.WriteFile(cfg, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.waitEvent(t, "host_reachable", func(e eventlog.Event) bool { return e.Type == eventlog.EvHostReachable })
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	if n, f := r.count(eventlog.EvHostUnreachable, ""), r.count(eventlog.EvAgentFailed, ""); n != 1 || f != 0 {
+		t.Fatalf("%d host_unreachable alerts, %d agent_failed; want 1, 0", n, f)
+	}
 }
