@@ -3,8 +3,8 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"net"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
