@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,7 +78,11 @@ type agent struct {
 	// tlog is the transcript file of an agent on a host, where the lines
 	// its shim sends are appended (opened on the first, closed when run
 	// returns); nil otherwise.
-	tlog      *ptylog.Writer
+	tlog *ptylog.Writer
+	// chunkID and chunks gather the pieces of the reply to message chunkID
+	// that a shim on a host sends before its TurnFinished (ReplyChunk).
+	chunkID   string
+	chunks    strings.Builder
 	parked    *preflight.Problem // why the agent takes no message, nil when it does
 	account   string             // the effective CODEX_HOME (effectiveCodexHome), the key of its network hold
 	carried   bool               // the message in flight opens a fresh thread with a handoff
@@ -411,6 +416,8 @@ func (a *agent) spawn() {
 	a.setSnap(func(s *agentSnap) { s.state = agentSpawning })
 	a.followAccount()
 	a.prepareReplies()
+	a.chunkID = "" // pieces of a reply of an earlier shim are void
+	a.chunks.Reset()
 	o, err := a.spawnOptions()
 	var p *shim.Client
 	if err == nil {

@@ -167,6 +167,8 @@ func (a *agent) handle(m protocol.Message) {
 		a.transcriptLines(e.Lines)
 	case protocol.Outgoing:
 		a.relayed(e)
+	case protocol.ReplyChunk:
+		a.replyChunk(e)
 	case protocol.NetworkWait:
 		a.netWaitChanged(e)
 	case protocol.RateLimits:

@@ -232,7 +232,7 @@ func remoteShimConfig(c shim.Config, r *remoteHost, l project.Layout, home strin
 	}
 	c.Env = env
 	c.Transcript, c.TranscriptRoot, c.ReplyDir = "", "", ""
-	c.TranscriptStream, c.RelayInboxes = true, true
+	c.TranscriptStream, c.RelayInboxes, c.ReplyStream = true, true, true
 	return c
 }
 

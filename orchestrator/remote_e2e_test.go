@@ -169,6 +169,15 @@ func TestE2EHostAgentAnswers(t *testing.T) {
 		t.Fatal("no request reached the mock API")
 	}
 	h.ranThere(t)
+	// A reply longer than a frame's preview arrives whole, in pieces.
+	long := strings.Repeat("y", 100<<10)
+	id2 := p.send("eng", "human", "a long one [[mock:reply "+long+"]]")
+	if st := r.finished(t, id2); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	if o := p.recorded("eng", id2); o.Reply != long {
+		t.Fatalf("long reply: %d bytes, want %d", len(o.Reply), len(long))
+	}
 	// The transcript, written there, is here: what `batty logs` shows.
 	waitFor(t, "the transcript of the host's agent", func() bool {
 		b, _ := os.ReadFile(p.layout.Transcript("eng"))

@@ -57,7 +57,7 @@ func TestRemoteConfigs(t *testing.T) {
 	got := remoteShimConfig(c, r, l, "/home/me")
 	if got.Cwd != "~/src/p/svc" || got.CodexBin != "~/bin/codex" || !slices.Equal(got.Exec.AddDirs, []string{"~/src/p/.batty/inboxes"}) ||
 		!slices.Equal(got.Env, []string{"K=/home/me/k", "CODEX_HOME=~/.codex-w", project.EnvDir + "=~/src/p/.batty"}) ||
-		got.Transcript != "" || got.TranscriptRoot != "" || got.ReplyDir != "" || !got.TranscriptStream || !got.RelayInboxes {
+		got.Transcript != "" || got.TranscriptRoot != "" || got.ReplyDir != "" || !got.TranscriptStream || !got.RelayInboxes || !got.ReplyStream {
 		t.Fatalf("remoteShimConfig = %+v", got)
 	}
 	if c.Env[1] != "CODEX_HOME=/home/me/.codex-w" || c.Exec.AddDirs[0] != "/work/p/.batty/inboxes" {

@@ -119,6 +119,7 @@ var decoders = map[Kind]func(*msgpack.Decoder) (Message, error){
 	KindRateLimits:       decodeAs[RateLimits],
 	KindTranscriptLines:  decodeAs[TranscriptLines],
 	KindOutgoing:         decodeAs[Outgoing],
+	KindReplyChunk:       decodeAs[ReplyChunk],
 	KindOutgoingAck:      decodeAs[OutgoingAck],
 }
 

@@ -60,6 +60,7 @@ const (
 	KindRateLimits       Kind = "rate_limits"
 	KindTranscriptLines  Kind = "transcript_lines"
 	KindOutgoing         Kind = "outgoing"
+	KindReplyChunk       Kind = "reply_chunk"
 )
 
 // ---- Commands ----
@@ -412,6 +413,16 @@ type TranscriptLines struct {
 	Lines []string `json:"lines"`
 }
 
+// ReplyChunk carries a piece of the whole reply of the turn of message
+// MessageID, when the reply is longer than MaxReplyPreview and the shim
+// has no reply directory but streams replies (a shim on another host):
+// the pieces, each at most MaxReplyChunk bytes, are sent in order before
+// the turn's TurnFinished, whose ReplySize is their total.
+type ReplyChunk struct {
+	MessageID string `json:"message_id"`
+	Data      string `json:"data"`
+}
+
 // Outgoing carries a message the agent sent with `batty send` on the
 // shim's host, for the parent to deliver here: Name is the file's name in
 // the host's inbox (its message id and suffix), Data the file as `batty
@@ -472,4 +483,5 @@ func (NetworkWait) Kind() Kind      { return KindNetworkWait }
 func (RateLimits) Kind() Kind       { return KindRateLimits }
 func (TranscriptLines) Kind() Kind  { return KindTranscriptLines }
 func (Outgoing) Kind() Kind         { return KindOutgoing }
+func (ReplyChunk) Kind() Kind       { return KindReplyChunk }
 func (OutgoingAck) Kind() Kind      { return KindOutgoingAck }
