@@ -325,15 +325,29 @@ func (r *remoteHost) upLocked() {
 // crashedOrUnreachable handles a shim that could not start or ended
 // unexpectedly: for an agent on a host that does not answer (probe), a
 // respawn with the back-off that counts no crash, the agent shown as
-// unreachable; otherwise a crash (crashed). Run's goroutine only; it
+// unreachable; the same, with a check of the host now, for a host where
+// batty is not installed yet; otherwise a crash (crashed). Run's goroutine only; it
 // blocks for the probe.
 func (a *agent) crashedOrUnreachable() {
-	if a.host == nil || a.host.probe(a.def.Name) {
+	if a.host == nil {
 		a.crashed()
 		return
 	}
-	a.log.Info("Host unreachable, starting the shim again later", "host", a.host.host.Name, "in", a.backoff)
+	state := agentUnreachable
+	switch {
+	case !a.host.probe(a.def.Name):
+		a.log.Info("Host unreachable, starting the shim again later", "host", a.host.host.Name, "in", a.backoff)
+	case a.host.installed() == "":
+		// The host answers, but batty is not installed there yet: the
+		// check of its Codex installs it (now), which no crash counts.
+		a.log.Info("Batty not installed on the host yet, starting the shim again later", "host", a.host.host.Name, "in", a.backoff)
+		a.health.recheck()
+		state = agentRestarting
+	default:
+		a.crashed()
+		return
+	}
 	a.respawn = time.After(a.backoff)
-	a.setSnap(func(s *agentSnap) { s.state = agentUnreachable })
+	a.setSnap(func(s *agentSnap) { s.state = state })
 	a.backoff = min(a.backoff*2, a.d.opts.RespawnMax)
 }

@@ -401,3 +401,43 @@ func TestE2EHostUnreachable(t *testing.T) {
 		t.Fatalf("%d host_unreachable alerts, %d agent_failed; want 1, 0", n, f)
 	}
 }
+
+// TestE2EHostDownAtStart: a host that cannot be reached when the team
+// starts parks its agent with the host's fix; once it is back, batty is
+// installed by the next check and the agent answers, without a crash
+// loop.
+func TestE2EHostDownAtStart(t *testing.T) {
+	h := newRemoteHarness(t)
+	good, err := os.ReadFile(h.s.ConfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	bad := strings.Replace(string(good), fmt.Sprintf("Port %d", h.s.Port), fmt.Sprintf("Port %d", closed), 1)
+	if err := os.WriteFile(cfg, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.tr.ConfigFile = cfg
+	p := h.project(t, "", "")
+	r := h.start(p, func(o *Options) { o.RecheckMin, o.RecheckMax = 100*time.Millisecond, 500*time.Millisecond })
+	st := agentStatusOf(r.d.status(), "eng")
+	if st.State != agentParked || st.Parked == nil || st.Parked.Kind != string(preflight.KindHost) || !strings.Contains(st.Parked.Fix, "ssh "+h.s.Host.SSH) {
+		t.Fatalf("eng with its host down: %+v %+v", st, st.Parked)
+	}
+	id := p.send("eng", "human", "when you can [[mock:reply LATER]]")
+	if err := os.WriteFile(cfg, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	if f := r.count(eventlog.EvAgentFailed, ""); f != 0 {
+		t.Fatalf("%d agent_failed", f)
+	}
+}
