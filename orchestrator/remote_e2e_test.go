@@ -387,7 +387,7 @@ func TestE2EHostUnreachable(t *testing.T) {
 	if st := r.finished(t, p.send("here", "human", "still here [[mock:reply HERE]]")); st != "completed" {
 		t.Fatalf("the local agent: status %s", st)
 	}
-	if st := agentStatusOf(r.d.status(), "eng"); st.State != agentUnreachable {
+	if st := agentStatusOf(r.d.status(), "eng"); st.State != agentUnreachable || st.Host != "h1" || agentStatusOf(r.d.status(), "here").Host != "" {
 		t.Fatalf("eng while its host is down: %+v", st)
 	}
 	if err := os.WriteFile(cfg, good, 0o600); err != nil {
