@@ -91,6 +91,9 @@ type AgentStatus struct {
 	// file's accounts, else its CODEX_HOME ("" when the quota scope is not
 	// per account).
 	Account string `json:"account"`
+	// Host is the team file's host the agent runs on, "" for this
+	// machine.
+	Host string `json:"host"`
 }
 
 // LandingStatus is one request of the merge queue (`batty merge`): the

@@ -25,6 +25,7 @@ const (
 	AlertLandingFailed = "landing_failed"   // a branch did not land: a conflict or a red verify; base unchanged
 	AlertAccount       = "account_switched" // agents moved to another account (a usage limit, or back after a reset)
 	AlertQuotaWarning  = "quota_warning"    // an account's rate-limit use crossed quota.warn_pct
+	AlertHost          = "host_unreachable" // a host of the team cannot be reached; its agents wait
 )
 
 // maxAlertText bounds an alert's message (in the environment and the
@@ -95,6 +96,8 @@ func AlertFor(e Event) (Alert, bool) {
 		a.Kind, a.Message = AlertAgentWedged, who+"'s shim stopped answering and was killed: "+e.Detail
 	case EvAgentParked:
 		a.Kind, a.Message = AlertAgentParked, who+" is parked: "+e.Detail
+	case EvHostUnreachable:
+		a.Kind, a.Message = AlertHost, fmt.Sprintf("host %v is unreachable; its agents wait: %s", e.Data["host"], e.Detail)
 	case EvScheduleFailed:
 		a.Kind, a.Message = AlertSchedule, fmt.Sprintf("schedule %v failed: %s", e.Data["schedule"], e.Detail)
 	case EvRecordFailed:

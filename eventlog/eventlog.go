@@ -100,7 +100,12 @@ const (
 	EvWedged         = "shim_wedged"    // alert: no pong
 	EvAgentParked    = "agent_parked"   // alert: its codex cannot run; its messages wait
 	EvAgentUnparked  = "agent_unparked" // its codex runs again
-	EvWarning        = "warning"
+	// EvHostUnreachable: alert, once per outage: a host of the team
+	// (Data "host") cannot be reached; its agents show as unreachable and
+	// their messages wait. EvHostReachable: it answers again.
+	EvHostUnreachable = "host_unreachable"
+	EvHostReachable   = "host_reachable"
+	EvWarning         = "warning"
 	// EvNetworkWaiting: alert, once per hold: an account's API is
 	// unreachable (codex waits for the network); no agent of the account
 	// starts a new turn until it answers.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
@@ -29,7 +31,10 @@ const (
 	agentSpawning   = "spawning"
 	agentRestarting = "restarting" // waiting for the respawn backoff
 	agentFailed     = "failed"     // crash loop: no more respawns
-	agentStopped    = control.AgentStopped
+	// agentUnreachable: the agent's host cannot be reached; its shim is
+	// started again with the back-off, which no crash counts.
+	agentUnreachable = "unreachable"
+	agentStopped     = control.AgentStopped
 )
 
 // agent supervises one shim and delivers its inbox one message at a time.
@@ -69,6 +74,15 @@ type agent struct {
 	retry     *time.Timer // looks at the inbox again when a file's grace or a back-off ends
 	retryAt   time.Time
 	health    *health
+	host      *remoteHost // the host the agent runs on, nil for this machine
+	// tlog is the transcript file of an agent on a host, where the lines
+	// its shim sends are appended (opened on the first, closed when run
+	// returns); nil otherwise.
+	tlog *ptylog.Writer
+	// chunkID and chunks gather the pieces of the reply to message chunkID
+	// that a shim on a host sends before its TurnFinished (ReplyChunk).
+	chunkID   string
+	chunks    strings.Builder
 	parked    *preflight.Problem // why the agent takes no message, nil when it does
 	account   string             // the effective CODEX_HOME (effectiveCodexHome), the key of its network hold
 	carried   bool               // the message in flight opens a fresh thread with a handoff
@@ -192,6 +206,7 @@ func (a *agent) setSnap(f func(*agentSnap)) {
 // has exited.
 func (a *agent) run(ctx context.Context) {
 	defer close(a.done)
+	defer func() { a.tlog.Close() }() // the writer opened meanwhile, if any
 	a.recover()
 	a.startShim()
 	ping := time.NewTicker(a.d.opts.PingInterval)
@@ -373,19 +388,46 @@ func CodexConfig(def team.Agent) shim.Config {
 	}
 }
 
+// spawnOptions is how the agent's shim starts: here, or on its host
+// through the daemon's transport, with the batty installed there, the
+// configuration as the host sees it and a handshake that allows for the
+// connection. It errs for a host where batty is not installed (yet).
+func (a *agent) spawnOptions() (shim.SpawnOptions, error) {
+	o := shim.SpawnOptions{
+		Path: a.d.opts.ShimCommand[0], Args: a.d.opts.ShimCommand[1:], Env: a.d.opts.ShimEnv,
+		Stderr: a.d.opts.ShimLog, Config: a.shimConfig(), Reaper: a.d.reaper,
+	}
+	r := a.host
+	if r == nil {
+		return o, nil
+	}
+	batty := r.installed()
+	if batty == "" {
+		return o, fmt.Errorf("batty is not installed on host %s", r.host.Name)
+	}
+	o.Config = remoteShimConfig(o.Config, r, a.d.layout, localHome())
+	o.Path, o.Args = batty, []string{"shim"}
+	o.Remote = a.d.opts.Transport.ShimCommand(r.host, o.Config.Cwd)
+	o.HandshakeTimeout = hostHandshakeTimeout
+	return o, nil
+}
+
 // spawn starts the shim; a failure counts as a crash.
 func (a *agent) spawn() {
 	a.setSnap(func(s *agentSnap) { s.state = agentSpawning })
 	a.followAccount()
 	a.prepareReplies()
-	p, err := a.d.procs.spawn(context.Background(), shim.SpawnOptions{
-		Path: a.d.opts.ShimCommand[0], Args: a.d.opts.ShimCommand[1:], Env: a.d.opts.ShimEnv,
-		Stderr: a.d.opts.ShimLog, Config: a.shimConfig(), Reaper: a.d.reaper,
-	})
+	a.chunkID = "" // pieces of a reply of an earlier shim are void
+	a.chunks.Reset()
+	o, err := a.spawnOptions()
+	var p *shim.Client
+	if err == nil {
+		p, err = a.d.procs.spawn(context.Background(), o)
+	}
 	if err != nil {
 		a.log.Error("Shim did not start", "error", err)
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: "spawn failed: " + err.Error()})
-		a.crashed()
+		a.crashedOrUnreachable()
 		return
 	}
 	// Events end at the first error of the channel: io.EOF once the shim
@@ -394,6 +436,9 @@ func (a *agent) spawn() {
 	// (shimExited).
 	a.p, a.events, a.spawnedAt, a.ready = p, p.Events(), time.Now(), true
 	a.log.Info("Shim started", "pid", p.Pid(), "thread", a.st.ThreadID)
+	if a.host != nil {
+		a.host.reached()
+	}
 	a.setSnap(func(s *agentSnap) { s.shimPID = p.Pid(); s.state = string(protocol.StateStarting) })
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimStarted, Agent: a.def.Name, Data: map[string]any{"pid": p.Pid(), "thread_id": a.st.ThreadID}})
 	a.poke()
@@ -460,7 +505,7 @@ func (a *agent) shimExited() bool {
 		// It ran for a while: whatever failed before is over.
 		a.backoff, a.failures, a.probation = a.d.opts.RespawnMin, 0, false
 	}
-	a.crashed()
+	a.crashedOrUnreachable()
 	return false
 }
 

@@ -142,7 +142,7 @@ func (d *Daemon) status() control.Status {
 	for _, a := range d.agents {
 		s := a.snapshot()
 		as := control.AgentStatus{
-			Name: a.def.Name, Role: a.def.Role, State: s.state, ThreadID: s.st.ThreadID, Backlog: s.backlog,
+			Name: a.def.Name, Role: a.def.Role, Host: a.def.Host, State: s.state, ThreadID: s.st.ThreadID, Backlog: s.backlog,
 			TurnsCompleted: s.st.TurnsCompleted, InputTokens: s.st.InputTokens, OutputTokens: s.st.OutputTokens,
 			ContextPct: s.st.ContextPct, LastError: s.st.LastError, ShimPID: s.shimPID, Restarts: s.restarts,
 		}

@@ -53,6 +53,7 @@ type Daemon struct {
 	agents  []*agent
 	byName  map[string]*agent
 	healths []*health             // one per distinct way the agents run Codex
+	hosts   []*remoteHost         // the hosts agents run on, in file order
 	roles   map[string]*inbox.Box // "@role" queues of roles with several instances
 
 	routeKick  chan struct{} // buffered(1): route the role queues again
@@ -157,6 +158,7 @@ func (d *Daemon) init() error {
 		d.agents = append(d.agents, a)
 		d.byName[def.Name] = a
 	}
+	d.initHosts()
 	d.initHealth()
 	for _, r := range d.cfg.Roles {
 		if r.Instances > 1 {
@@ -271,8 +273,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	// Every agent's Codex is checked before the daemon says it is ready, so
-	// `batty start` and the first status already show a parked agent.
+	// batty on the hosts, then every agent's Codex, before the daemon
+	// says it is ready, so `batty start` and the first status already show
+	// a parked agent. The hosts' shared connections end once the last shim
+	// has stopped.
+	d.installHosts(ctx)
+	defer d.closeHosts()
 	d.checkAll(ctx)
 	d.checkSpareAccounts(ctx)
 	healthCtx, stopHealth := context.WithCancel(context.Background())

@@ -17,6 +17,7 @@ import (
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/hosts/hoststest"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/shim"
@@ -39,7 +40,9 @@ func TestMain(m *testing.M) {
 	case "runchild":
 		os.Exit(runChildMain(os.Args[1]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	hoststest.RemoveBuilds()
+	os.Exit(code)
 }
 
 const waitLimit = 60 * time.Second

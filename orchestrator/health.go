@@ -28,7 +28,8 @@ const settle = 250 * time.Millisecond
 // report are safe from any goroutine; run's goroutine owns the rest.
 type health struct {
 	d      *Daemon
-	target preflight.Target
+	target preflight.Target // paths as the host sees them for a host's target
+	host   *remoteHost      // the host the target's agents run on, nil for this machine
 	agents []*agent
 	kick   chan struct{} // buffered(1): check now
 	fail   chan struct{} // buffered(1): a spawn failed; check, keep the failure if the check passes
@@ -103,9 +104,14 @@ func (h *health) started() {
 func (h *health) check(ctx context.Context) bool {
 	// Codex runs with the environment a shim gives it: the shims' own with
 	// the agent's over it, marked as the project's (see sweep.go).
-	c := &preflight.Checker{Reaper: h.d.reaper, Timeout: h.d.opts.CheckTimeout, BaseEnv: h.d.opts.ShimEnv,
-		FinalEnv: []string{reap.MarkEnv + "=" + h.d.layout.Dir}}
-	p := c.Check(ctx, h.target)
+	var p *preflight.Problem
+	if h.host != nil {
+		p = h.checkHost(ctx)
+	} else {
+		c := &preflight.Checker{Reaper: h.d.reaper, Timeout: h.d.opts.CheckTimeout, BaseEnv: h.d.opts.ShimEnv,
+			FinalEnv: []string{reap.MarkEnv + "=" + h.d.layout.Dir}}
+		p = c.Check(ctx, h.target)
+	}
 	if ctx.Err() != nil {
 		return false
 	}
@@ -231,6 +237,9 @@ func (h *health) run(ctx context.Context) {
 // parent while it does not exist). It returns nil when nothing can be
 // watched (the back-off still runs).
 func (h *health) watch() *fsnotify.Watcher {
+	if h.host != nil {
+		return nil // nothing here to watch: the back-off checks the host
+	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		h.d.log.Debug("Cannot watch for codex", "error", err)
@@ -292,12 +301,19 @@ func (h *health) watched(name string) bool {
 // initHealth groups the daemon's agents by preflight target.
 func (d *Daemon) initHealth() {
 	byKey := map[string]*health{}
+	home := localHome()
 	for _, a := range d.agents {
-		t := targetFor(a.def)
-		h, ok := byKey[t.Key()]
+		t, key := targetFor(a.def), ""
+		if a.host != nil {
+			t = remoteTarget(t, a.host, d.layout.Root(), home)
+			key = a.host.host.Name
+		}
+		key += "\x00" + t.Key()
+		h, ok := byKey[key]
 		if !ok {
 			h = newHealth(d, t)
-			byKey[t.Key()] = h
+			h.host = a.host
+			byKey[key] = h
 			d.healths = append(d.healths, h)
 		}
 		h.agents = append(h.agents, a)

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
@@ -91,6 +92,14 @@ type Options struct {
 	// WorktreeMinFree is the free disk space below which no worktree is
 	// made (0: workspaces.DefaultMinFree, 1 GiB).
 	WorktreeMinFree uint64
+	// HostBatty is the batty installed on the team's hosts for the agents
+	// that run there (hosts.EnsureBatty); `batty daemon` gives
+	// hosts.Self. Its zero value (no Path) parks every agent of a host,
+	// saying batty cannot be installed there.
+	HostBatty hosts.Binary
+	// Transport reaches the team's hosts (nil: a zero hosts.Transport,
+	// ssh from PATH with the user's ssh config).
+	Transport *hosts.Transport
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -103,6 +112,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Transport == nil {
+		o.Transport = &hosts.Transport{}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

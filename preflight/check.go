@@ -56,6 +56,10 @@ const (
 	// KindSpawn: a turn could not start codex although the checks pass
 	// (reported by the daemon, not found by Check).
 	KindSpawn Kind = "codex_spawn"
+	// KindHost: the agent's host cannot be reached, or batty cannot be
+	// installed or run there (reported by the daemon, not found by
+	// Check).
+	KindHost Kind = "host"
 )
 
 // Problem is why an agent's Codex cannot run, with the fix.

@@ -29,6 +29,8 @@ func TestMain(m *testing.M) {
 		os.Exit(echoFrames())
 	case "stream":
 		os.Exit(echoStream())
+	case "stdio":
+		os.Exit(echoStdio())
 	default:
 		fmt.Fprintf(os.Stderr, "%s=%q: unknown mode\n", echoEnv, mode)
 		os.Exit(2)

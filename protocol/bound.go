@@ -17,6 +17,8 @@ const (
 	// MaxTranscript is the largest total size of a Transcript's lines; the
 	// oldest lines are left out beyond it.
 	MaxTranscript = 1 << 20
+	// MaxReplyChunk is the largest ReplyChunk.Data.
+	MaxReplyChunk = 1 << 20
 	// maxRateLimitWindows is the most windows a RateLimits event keeps.
 	maxRateLimitWindows = 8
 )

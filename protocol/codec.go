@@ -117,6 +117,10 @@ var decoders = map[Kind]func(*msgpack.Decoder) (Message, error){
 	KindError:            decodeAs[Error],
 	KindNetworkWait:      decodeAs[NetworkWait],
 	KindRateLimits:       decodeAs[RateLimits],
+	KindTranscriptLines:  decodeAs[TranscriptLines],
+	KindOutgoing:         decodeAs[Outgoing],
+	KindReplyChunk:       decodeAs[ReplyChunk],
+	KindOutgoingAck:      decodeAs[OutgoingAck],
 }
 
 // maxNesting bounds how deeply msgpack arrays and maps may nest in a frame

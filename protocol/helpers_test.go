@@ -28,7 +28,7 @@ var allMessages = []Message{
 	StateChanged{}, TurnFinished{}, QuotaBlocked{}, AuthRequired{},
 	ContextExhausted{}, ContextPressure{}, SessionStats{}, StateReport{},
 	Transcript{}, Pong{}, Warning{}, Error{}, NetworkWait{},
-	RateLimits{},
+	RateLimits{}, TranscriptLines{}, Outgoing{}, OutgoingAck{}, ReplyChunk{},
 }
 
 var timeType = reflect.TypeFor[time.Time]()

@@ -34,6 +34,7 @@ const (
 	KindResetThread Kind = "reset_thread"
 	KindShutdown    Kind = "shutdown"
 	KindKill        Kind = "kill"
+	KindOutgoingAck Kind = "outgoing_ack"
 )
 
 // Event kinds (shim → orchestrator).
@@ -57,6 +58,9 @@ const (
 	KindError            Kind = "error"
 	KindNetworkWait      Kind = "network_wait"
 	KindRateLimits       Kind = "rate_limits"
+	KindTranscriptLines  Kind = "transcript_lines"
+	KindOutgoing         Kind = "outgoing"
+	KindReplyChunk       Kind = "reply_chunk"
 )
 
 // ---- Commands ----
@@ -400,6 +404,48 @@ type RateLimits struct {
 	SeenAt  time.Time         `json:"seen_at"`
 }
 
+// TranscriptLines carries lines of the agent's transcript, rendered (ANSI
+// colours and time stamps included), for the parent to append to its
+// transcript file: sent by a shim without a transcript file of its own
+// (Config.TranscriptStream, a shim on another host), in the order they
+// were written.
+type TranscriptLines struct {
+	Lines []string `json:"lines"`
+}
+
+// ReplyChunk carries a piece of the whole reply of the turn of message
+// MessageID, when the reply is longer than MaxReplyPreview and the shim
+// has no reply directory but streams replies (a shim on another host):
+// the pieces, each at most MaxReplyChunk bytes, are sent in order before
+// the turn's TurnFinished, whose ReplySize is their total.
+type ReplyChunk struct {
+	MessageID string `json:"message_id"`
+	Data      string `json:"data"`
+}
+
+// Outgoing carries a message the agent sent with `batty send` on the
+// shim's host, for the parent to deliver here: Name is the file's name in
+// the host's inbox (its message id and suffix), Data the file as `batty
+// send` wrote it. The parent answers with OutgoingAck once the message is
+// delivered (or refused for good); until then the shim sends it again
+// after a restart. Sent only by a shim that relays its host's inboxes
+// (Config.RelayInboxes).
+type Outgoing struct {
+	Box  string `json:"box"`
+	Name string `json:"name"`
+	Data string `json:"data"`
+}
+
+// OutgoingAck tells the shim that Outgoing Box/Name was handled: it
+// removes the file from its host's inbox. Error, when set, says why the
+// message was refused (it is not delivered; the shim logs it and removes
+// the file all the same).
+type OutgoingAck struct {
+	Box   string `json:"box"`
+	Name  string `json:"name"`
+	Error string `json:"error,omitempty"`
+}
+
 // Error reports a command the shim could not carry out.
 type Error struct {
 	Command Kind   `json:"command,omitempty"`
@@ -435,3 +481,7 @@ func (Warning) Kind() Kind          { return KindWarning }
 func (Error) Kind() Kind            { return KindError }
 func (NetworkWait) Kind() Kind      { return KindNetworkWait }
 func (RateLimits) Kind() Kind       { return KindRateLimits }
+func (TranscriptLines) Kind() Kind  { return KindTranscriptLines }
+func (Outgoing) Kind() Kind         { return KindOutgoing }
+func (ReplyChunk) Kind() Kind       { return KindReplyChunk }
+func (OutgoingAck) Kind() Kind      { return KindOutgoingAck }

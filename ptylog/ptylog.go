@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/safetext"
 )
 
 // Defaults applied by Open to zero (or negative) Options fields.
@@ -145,7 +146,7 @@ type Writer struct {
 	closeErr  error
 
 	// Owned by the writer goroutine.
-	sink    *sink
+	sink    lineSink
 	failing bool
 	spare   []string
 }
@@ -185,6 +186,11 @@ func Open(path string, opts Options) (*Writer, error) {
 		dir.Close()
 		return nil, err
 	}
+	return start(path, s, opts), nil
+}
+
+// start returns a Writer of lines to s and starts its goroutine.
+func start(path string, s lineSink, opts Options) *Writer {
 	w := &Writer{
 		path:    path,
 		color:   opts.Color,
@@ -199,7 +205,59 @@ func Open(path string, opts Options) (*Writer, error) {
 		sink:    s,
 	}
 	go w.run()
-	return w, nil
+	return w
+}
+
+// lineSink is where a Writer's goroutine puts its lines: a transcript
+// file (sink) or a function (Stream).
+type lineSink interface {
+	// write puts lines, each without its newline; it returns how many of
+	// them were lost and the first error.
+	write(lines []string) (lost int, err error)
+	// close flushes and releases the sink.
+	close() error
+}
+
+// funcSink hands lines to a function.
+type funcSink func(lines []string) error
+
+func (f funcSink) write(lines []string) (int, error) {
+	if err := f(lines); err != nil {
+		return len(lines), err
+	}
+	return 0, nil
+}
+
+func (funcSink) close() error { return nil }
+
+// Stream returns a Writer like Open's whose rendered lines go to emit
+// instead of a file: the transcript of a process whose file is elsewhere
+// (a shim on another host sends its lines to the daemon, which appends
+// them with Raw). emit is called on the Writer's goroutine with batches of
+// lines in order, never concurrently; it may block (lines queue meanwhile,
+// and beyond Options.Buffer are dropped and counted), and an error counts
+// the batch as lost and goes to Options.OnError. emit must not keep lines
+// after it returns. MaxBytes, Keep and Root do not apply.
+func Stream(emit func(lines []string) error, opts Options) *Writer {
+	return start("", funcSink(emit), opts.withDefaults())
+}
+
+// Raw queues lines that are rendered already (by another Writer, see
+// Stream), their time stamps and colours kept: each goes through
+// safetext.Styled (only colour sequences stay; other escapes are dropped
+// and control characters shown escaped), and a line holding line breaks
+// becomes several. It never blocks, as the event methods do.
+func (w *Writer) Raw(lines ...string) {
+	if !w.accepting() || len(lines) == 0 {
+		return
+	}
+	e := entry{at: w.now()}
+	for _, l := range lines {
+		for _, part := range strings.Split(strings.TrimRight(safetext.Styled(l), "\n"), "\n") {
+			e.lines = append(e.lines, rline{out: part, plain: safetext.StripANSI(part)})
+		}
+	}
+	w.enqueue(e)
 }
 
 // Tail returns copies of the last n lines accepted for the transcript, oldest

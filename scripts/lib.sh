@@ -24,15 +24,16 @@ install_hint() {
   fi
 }
 
-# need_pkg WHO PKG: makes sure the command PKG (from the system package of
-# the same name) is on PATH. When it is missing it installs it with apt-get
+# need_pkg WHO PKG [CMD]: makes sure the command CMD (default PKG; a name on
+# PATH or an absolute path) of the system package PKG is there. When it is
+# missing it installs PKG with apt-get
 # if this user can (root, or sudo); otherwise, or when that fails, it says
 # on stderr (as WHO) what to install and returns 1. It never runs apt-get
 # as a user who cannot install, whose only result would be apt's lock
 # error.
 need_pkg() {
-  local who=$1 pkg=$2
-  command -v "$pkg" >/dev/null 2>&1 && return 0
+  local who=$1 pkg=$2 cmd=${3:-$2}
+  command -v "$cmd" >/dev/null 2>&1 && return 0
   if command -v apt-get >/dev/null 2>&1 && can_root; then
     echo "==> installing $pkg (apt-get)"
     if as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null; then

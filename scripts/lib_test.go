@@ -184,3 +184,25 @@ with_progress "failing" '' sh -c 'echo boom; exit 3' || echo "status $?"`)
 		t.Errorf("stderr lacks the failed command's output:\n%s", errOut)
 	}
 }
+
+// TestNeedPkgCommandOfAnotherName: need_pkg looks for the command it is
+// given, not the package's name, and installs the package when the
+// command is missing.
+func TestNeedPkgCommandOfAnotherName(t *testing.T) {
+	s := newShims(t, "env")
+	s.uid("0")
+	apt := s.aptGet("0")
+	s.script("sshd", "exit 0")
+	if _, errOut, code := s.run(`. ./lib.sh; need_pkg test.sh openssh-server sshd`); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if l := logged(t, apt); l != "" {
+		t.Fatalf("apt-get ran with sshd there: %q", l)
+	}
+	if _, errOut, code := s.run(`. ./lib.sh; need_pkg test.sh openssh-server /nonexistent/sshd`); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if l := logged(t, apt); !strings.Contains(l, "install -y -qq openssh-server") {
+		t.Fatalf("apt-get ran %q, want an install of openssh-server", l)
+	}
+}

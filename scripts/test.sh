@@ -37,6 +37,14 @@ if [ "$missing" != 0 ]; then
   exit 1
 fi
 
+# The sshd of the tests of agents on other hosts (hosts/hoststest), which
+# lets in a user the tests create: only root can run it; they skip, saying
+# why, without it.
+if [ "$(id -u)" = 0 ]; then
+  need_pkg scripts/test.sh openssh-server /usr/sbin/sshd && need_pkg scripts/test.sh openssh-client ssh ||
+    echo "scripts/test.sh: the tests of agents on other hosts will skip" >&2
+fi
+
 if [ ! -x "$codex_dir/node_modules/.bin/codex" ]; then
   echo "==> installing @openai/codex@$CODEX_VERSION into $codex_dir"
   mkdir -p "$codex_dir"

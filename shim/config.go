@@ -70,8 +70,23 @@ type Config struct {
 	// ThreadID (the baseline the first turn's usage is measured from; zero
 	// when unknown). Only meaningful with ThreadID.
 	ThreadUsage codex.Usage
-	// Transcript is the readable log path ("" = no transcript).
+	// Transcript is the readable log path ("" = no transcript, unless
+	// TranscriptStream).
 	Transcript string
+	// TranscriptStream sends the transcript's rendered lines to the parent
+	// as protocol.TranscriptLines events instead of writing a file (a shim
+	// on another host: the file is the daemon's). Transcript is ignored
+	// then.
+	TranscriptStream bool
+	// RelayInboxes hands the messages the agent sends with `batty send`
+	// into the inboxes under its BATTY_DIR (Env) to the parent, as
+	// protocol.Outgoing events (see relay): a shim on another host, whose
+	// inboxes are not the team's.
+	RelayInboxes bool
+	// ReplyStream sends a reply longer than protocol.MaxReplyPreview whole
+	// as protocol.ReplyChunk events before its TurnFinished, when there
+	// is no ReplyDir (a shim on another host).
+	ReplyStream bool
 	// TranscriptRoot, if set, is the trusted directory the transcript lies
 	// beneath (the project directory): no directory between it and the
 	// transcript, nor the transcript, may be a symbolic link.
@@ -191,6 +206,9 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
+	fs.BoolVar(&c.ReplyStream, "reply-stream", false, "send a reply too long for one frame in pieces over the protocol when there is no --reply-dir")
+	fs.BoolVar(&c.RelayInboxes, "relay-inboxes", false, "hand the messages the agent sends into the inboxes under BATTY_DIR to the parent")
+	fs.BoolVar(&c.TranscriptStream, "transcript-stream", false, "send the transcript's lines to the parent over the protocol instead of writing a file")
 	fs.StringVar(&c.TranscriptRoot, "transcript-root", "", "directory beneath which no component of the transcript path may be a symbolic link")
 	fs.StringVar(&c.ReplyDir, "reply-dir", "", "directory for replies too long for one frame")
 	fs.IntVar(&c.QueueDepth, "queue-depth", DefaultQueueDepth, "messages that may wait behind the turn in flight")
@@ -259,6 +277,15 @@ func (c Config) Args() []string {
 		add("thread-usage", (*usageValue)(&c.ThreadUsage).String())
 	}
 	add("transcript", c.Transcript)
+	if c.TranscriptStream {
+		a = append(a, "--transcript-stream")
+	}
+	if c.RelayInboxes {
+		a = append(a, "--relay-inboxes")
+	}
+	if c.ReplyStream {
+		a = append(a, "--reply-stream")
+	}
 	add("transcript-root", c.TranscriptRoot)
 	add("reply-dir", c.ReplyDir)
 	a = append(a,

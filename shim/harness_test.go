@@ -40,6 +40,9 @@ type harness struct {
 	mark   string
 	events chan protocol.Message
 	log    *syncBuffer
+	// tlines holds the lines of the TranscriptLines events, which are
+	// kept out of events.
+	tlines syncBuffer
 }
 
 type syncBuffer struct {
@@ -91,6 +94,12 @@ func startShim(t *testing.T, mod func(*Config)) *harness {
 			m, err := h.p.Conn.Recv()
 			if err != nil {
 				return
+			}
+			if tl, ok := m.(protocol.TranscriptLines); ok {
+				for _, l := range tl.Lines {
+					h.tlines.Write([]byte(l + "\n"))
+				}
+				continue
 			}
 			h.events <- m
 		}

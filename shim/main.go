@@ -45,26 +45,35 @@ func NewLogger(name string) hclog.Logger {
 }
 
 // Main is the `batty shim` entry point: it parses args, takes the control
-// socket from fd 3, does the handshake and serves until stopped. It returns
-// the process exit code: 0 after a clean stop, 1 on a runtime failure, 2
-// when it could not start.
+// socket from fd 3 (or, with StdioFlag among args, stdin and stdout), does
+// the handshake and serves until stopped. It returns the process exit
+// code: 0 after a clean stop, 1 on a runtime failure, 2 when it could not
+// start.
 func Main(args []string) int {
 	log := NewLogger("shim")
+	args, stdio := takeStdio(args)
 	cfg, err := ParseArgs(args)
 	if err != nil {
 		log.Error("Invalid shim settings", "error", err)
 		return 2
 	}
 	log = log.With("agent", cfg.Agent)
-	f := os.NewFile(ControlFD, "batty-control")
-	if f == nil {
-		log.Error("No control socket on fd 3: batty shim is started by batty (chat or the daemon), not by hand")
-		return 2
-	}
-	conn, err := protocol.FileConn(f, protocol.Options{})
-	if err != nil {
-		log.Error("No control socket on fd 3: batty shim is started by batty (chat or the daemon), not by hand", "error", err)
-		return 2
+	var conn *protocol.Conn
+	if stdio {
+		if conn, err = stdioChannel(); err != nil {
+			log.Error("No control channel on stdin and stdout", "error", err)
+			return 2
+		}
+	} else {
+		f := os.NewFile(ControlFD, "batty-control")
+		if f == nil {
+			log.Error("No control socket on fd 3: batty shim is started by batty (chat or the daemon), not by hand")
+			return 2
+		}
+		if conn, err = protocol.FileConn(f, protocol.Options{}); err != nil {
+			log.Error("No control socket on fd 3: batty shim is started by batty (chat or the daemon), not by hand", "error", err)
+			return 2
+		}
 	}
 	w, err := conn.OfferHelloWelcome(protocol.Hello{Agent: cfg.Agent, ThreadID: cfg.ThreadID}, protocol.DefaultHandshakeTimeout)
 	if err != nil {
@@ -74,6 +83,12 @@ func Main(args []string) int {
 	}
 	// What must not be on the command line came with the Welcome.
 	cfg.Env, cfg.Instructions = w.Env, w.Instructions
+	if stdio {
+		// Its paths came as the daemon on another machine wrote them.
+		if home, err := os.UserHomeDir(); err == nil {
+			cfg = WithHome(cfg, home)
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		conn.Close()
 		log.Error("Invalid shim settings in the welcome", "error", err)
@@ -134,7 +149,7 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 	if s.rt, err = newRuntime(cfg.Runtime, s); err != nil {
 		return err
 	}
-	if s.tlog, err = openTranscript(cfg, log); err != nil {
+	if s.tlog, err = openTranscript(cfg, conn, log); err != nil {
 		return err
 	}
 	defer s.tlog.Close()
@@ -159,7 +174,17 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 		defer close(reaperDone)
 		s.reaper.Run(rctx)
 	}()
+	relayCtx, stopRelay := context.WithCancel(context.Background())
+	relayDone := make(chan struct{})
+	if dir := stateDirOf(cfg.Env); cfg.RelayInboxes && dir != "" {
+		s.relay = newRelay(dir, cfg.Agent, conn, log)
+		go func() { defer close(relayDone); s.relay.run(relayCtx) }()
+	} else {
+		close(relayDone)
+	}
 	err = s.serve(ctx)
+	stopRelay()
+	<-relayDone
 	if cerr := s.rt.close(); cerr != nil {
 		log.Error("Closing the runtime failed", "runtime", cfg.Runtime, "error", cerr)
 	}
@@ -173,7 +198,17 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 	return err
 }
 
-func openTranscript(cfg Config, log hclog.Logger) (*ptylog.Writer, error) {
+// maxTranscriptEvent bounds the lines of one TranscriptLines event, in
+// bytes (a single longer line travels alone).
+const maxTranscriptEvent = 512 << 10
+
+func openTranscript(cfg Config, conn *protocol.Conn, log hclog.Logger) (*ptylog.Writer, error) {
+	if cfg.TranscriptStream {
+		return ptylog.Stream(func(lines []string) error { return sendTranscript(conn, lines) }, ptylog.Options{
+			Color:   true,
+			OnError: func(err error) { log.Warn("Transcript lines not sent", "error", err) },
+		}), nil
+	}
 	if cfg.Transcript == "" {
 		return nil, nil
 	}
@@ -225,4 +260,21 @@ func codexEnv(cfg Config, bin codex.Binary, batty string) []string {
 		env = append(env, reap.MarkEnv+"="+mark)
 	}
 	return append(env, "BATTY_AGENT="+cfg.Agent)
+}
+
+// sendTranscript sends lines as TranscriptLines events of at most
+// maxTranscriptEvent bytes each (a longer line alone), in order.
+func sendTranscript(conn *protocol.Conn, lines []string) error {
+	for len(lines) > 0 {
+		n, size := 0, 0
+		for n < len(lines) && (n == 0 || size+len(lines[n]) <= maxTranscriptEvent) {
+			size += len(lines[n])
+			n++
+		}
+		if err := conn.Send(protocol.TranscriptLines{Lines: lines[:n]}); err != nil {
+			return err
+		}
+		lines = lines[n:]
+	}
+	return nil
 }

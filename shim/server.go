@@ -26,6 +26,7 @@ type server struct {
 	conn     *protocol.Conn
 	log      hclog.Logger
 	tlog     *ptylog.Writer
+	relay    *relay // nil unless Config.RelayInboxes
 	bin      codex.Binary
 	binErr   error // why the codex binary was not usable; the next turn looks again (bin, binErr, env: the turn in flight's)
 	execOpts codex.ExecOptions
@@ -177,6 +178,12 @@ func (s *server) handleCommand(m protocol.Message) <-chan time.Time {
 		s.log.Info("Kill requested")
 		s.beginStop("killed")
 		s.stopTurn()
+	case protocol.OutgoingAck:
+		if s.relay == nil {
+			s.emit(protocol.Error{Command: c.Kind(), Message: "this shim relays no inboxes"})
+			return nil
+		}
+		s.relay.acked(c)
 	case protocol.Welcome:
 		s.emit(protocol.Error{Command: c.Kind(), Message: "unexpected welcome after the handshake"})
 	default:

@@ -37,6 +37,17 @@ type SpawnOptions struct {
 	// child (and releases it once reaped), so the parent's orphan scans
 	// leave it alone. nil: plain exec.Cmd.Start.
 	Reaper *reap.Reaper
+	// Remote, when set, runs the shim at the other end of a stream (a
+	// host's transport: hosts.Transport.ShimCommand). It is given the
+	// shim's command line — Path, Args, the flags of Config and StdioFlag
+	// — and returns the local command (not started) that runs it there
+	// with its stdin and stdout connected; that stream is then the
+	// channel. Path, Config's paths and the flags name things on the
+	// host. Env and Dir are not used (the command carries its own);
+	// Stderr gets the local command's stderr, the remote shim's log
+	// included. The Process is then the local command: Kill cuts the
+	// stream, which stops the shim over there.
+	Remote func(argv []string) (*exec.Cmd, error)
 	// Cgroup, when set, is the cgroup v2 the shim is born in
 	// (CLONE_INTO_CGROUP), with everything it will start. nil: the
 	// parent's cgroup.
@@ -78,14 +89,28 @@ func spawn(ctx context.Context, o SpawnOptions) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(o.Path, append(append([]string(nil), o.Args...), o.Config.Args()...)...)
-	cmd.Env = o.Env
-	cmd.Dir = o.Dir
-	cmd.Stdin = nil
-	cmd.Stdout = o.Stderr
+	args := append(append([]string(nil), o.Args...), o.Config.Args()...)
+	var cmd *exec.Cmd
+	if o.Remote != nil {
+		if cmd, err = o.Remote(append(append([]string{o.Path}, args...), StdioFlag)); err != nil {
+			remote.Close()
+			conn.Close()
+			return nil, fmt.Errorf("shim %q: %w", o.Config.Agent, err)
+		}
+		cmd.Stdin, cmd.Stdout = remote, remote // the channel is the stream
+	} else {
+		cmd = exec.Command(o.Path, args...)
+		cmd.Env = o.Env
+		cmd.Dir = o.Dir
+		cmd.Stdin = nil
+		cmd.Stdout = o.Stderr
+		cmd.ExtraFiles = []*os.File{remote} // fd 3
+	}
 	cmd.Stderr = o.Stderr
-	cmd.ExtraFiles = []*os.File{remote} // fd 3
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
 	if o.Cgroup != nil {
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, o.Cgroup.FD()
 	}

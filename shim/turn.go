@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
@@ -107,6 +108,11 @@ func (s *server) storeReply(res *turnResult) {
 	res.reply = textclip.Bytes(whole, protocol.MaxReplyPreview, "")
 	res.replySize = int64(len(whole))
 	err := s.repliesErr
+	if s.replies == nil && s.cfg.ReplyStream {
+		if err = s.sendReplyChunks(res.turn.msg.ID, whole); err == nil {
+			return
+		}
+	}
 	if s.replies == nil && err == nil {
 		err = errors.New("the shim has no reply directory (--reply-dir)")
 	}
@@ -422,4 +428,20 @@ func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems
 			}
 		}
 	}
+}
+
+// sendReplyChunks sends reply as ReplyChunk events of at most
+// protocol.MaxReplyChunk bytes, cut at UTF-8 boundaries, in order.
+func (s *server) sendReplyChunks(id, reply string) error {
+	for len(reply) > 0 {
+		n := min(len(reply), protocol.MaxReplyChunk)
+		for n < len(reply) && n > 0 && !utf8.RuneStart(reply[n]) {
+			n--
+		}
+		if err := s.conn.Send(protocol.ReplyChunk{MessageID: id, Data: reply[:n]}); err != nil {
+			return fmt.Errorf("sending the reply in pieces: %w", err)
+		}
+		reply = reply[n:]
+	}
+	return nil
 }

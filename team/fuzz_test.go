@@ -21,6 +21,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: t\ncodex: {runtime: app-server}\nroles: [{name: a, codex: {runtime: exec}}, {name: b}]\n"))
 	f.Add([]byte("name: t\nroles: [{name: a, codex: {runtime: appserver}}]\n"))
 	f.Add([]byte("name: t\nworkspace: {base: main, verify: make}\nroles: [{name: a, workspace: worktree}]\n"))
+	f.Add([]byte("name: t\nhosts: [{name: b, ssh: dev@b, dir: ~/p}, {name: k, command: [kubectl, exec, -i, p, --]}]\nroles: [{name: a, instances: 3, hosts: [b, local, k]}]\n"))
 	dir := newTeamDir(f)
 	path := filepath.Join(dir, "team.yaml")
 	lineRE := regexp.MustCompile(`^` + regexp.QuoteMeta(path) + `:(\d+)(?::(\d+))?: `)
@@ -102,6 +103,9 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("bad or duplicate agent name %q", a.Name)
 			}
 			seen[a.Name] = true
+			if h, ok := cfg.Host(a.Host); a.Host != "" && (!ok || (h.SSH == "") == (len(h.Command) == 0) || h.Name == LocalHost) {
+				t.Fatalf("agent %q: host %q is not a valid host of the team: %+v", a.Name, a.Host, h)
+			}
 			if r, _, _ := cfg.agentRole(a.Name); a.Workspace != r.Workspace {
 				t.Fatalf("agent %q: workspace %q, its role's %q", a.Name, a.Workspace, r.Workspace)
 			}

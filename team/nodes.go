@@ -26,8 +26,11 @@ type parser struct {
 	file     string // path for messages, as given by the caller
 	dir      string // absolute directory of the team file
 	problems []Problem
-	work     int
-	aborted  bool
+	// hostNames are the names the hosts list declares (see hosts); nil
+	// when the list could not be read.
+	hostNames map[string]bool
+	work      int
+	aborted   bool
 }
 
 // add records a problem at node n (or for the whole file when n is nil).

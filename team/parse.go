@@ -21,12 +21,12 @@ import (
 
 // Keys accepted in each section of a team file.
 var (
-	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "accounts", "roles", "schedules"}
+	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "accounts", "hosts", "roles", "schedules"}
 	quotaKeys   = []string{"scope", "backoff_max", "cooldown", "cooldown_max", "warn_pct"}
 	quotaScopes = []string{QuotaScopeAccount, QuotaScopeAgent, QuotaScopeTeam}
 	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "runtime", "runtime_idle", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
 	timeoutKeys = []string{"turn", "idle", "network_wait", "shutdown", "alert"}
-	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "workspace", "codex", "accounts"}
+	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "workspace", "hosts", "codex", "accounts"}
 )
 
 // Allowed values of the enumerated Codex settings.
@@ -264,6 +264,7 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 	}
 
 	p.accounts(f, cfg)
+	p.hosts(f, cfg)
 
 	before := len(p.problems)
 	p.roles(d, f, cfg)
@@ -406,6 +407,12 @@ func (p *parser) role(n *yaml.Node, cfg *Config) *roleDraft {
 		r.talksTo, _ = p.strList(e.val, "talks_to")
 	}
 
+	var hostsNode *yaml.Node
+	if e, ok := f["hosts"]; ok {
+		r.Hosts = p.roleHosts(e.val)
+		hostsNode = e.key
+	}
+
 	var ownHome *yaml.Node
 	if e, ok := f["codex"]; ok {
 		o := p.codex(e.val, "codex")
@@ -426,6 +433,7 @@ func (p *parser) role(n *yaml.Node, cfg *Config) *roleDraft {
 			r.Codex.CodexHome = r.Accounts[0].CodexHome
 		}
 	}
+	p.remoteRole(hostsNode, f, r)
 	return r
 }
 

@@ -106,6 +106,9 @@ type Config struct {
 	// worktrees (the workspace mapping), defaulted even when no role uses
 	// them.
 	Workspace WorkspaceSettings
+	// Hosts are the other machines agents run on (hosts), in file order;
+	// nil when the file defines none.
+	Hosts []Host
 	// Roles are the roles in file order; there is at least one.
 	Roles []Role
 	// Schedules are the scheduled prompts in file order (schedules); their
@@ -260,6 +263,10 @@ type Role struct {
 	// Codex is the role's effective Codex settings. When Accounts is set,
 	// Codex.CodexHome is the first account's.
 	Codex CodexSettings
+	// Hosts are the names of the hosts its instances run on, in turn
+	// (round robin), each a Config.Hosts name or LocalHost, at most once;
+	// nil runs them all on this machine.
+	Hosts []string
 	// Accounts are the accounts the role's agents may run on, in order of
 	// preference (the role's accounts key); nil when the role names none
 	// (the agents run on Codex.CodexHome only).
@@ -289,6 +296,10 @@ type Agent struct {
 	Workspace string
 	// Codex is the role's effective Codex settings (a private copy).
 	Codex CodexSettings
+	// Host is the name of the host (Config.Host) the agent runs on, ""
+	// for this machine: instance i of a role takes the role's Hosts in
+	// turn, Hosts[(i-1) % len(Hosts)].
+	Host string
 	// Accounts is the role's Accounts (a private copy).
 	Accounts []Account
 }
@@ -343,6 +354,7 @@ func (c *Config) Agents() []Agent {
 			if n > 1 {
 				a.Index = i
 			}
+			a.Host = r.host(a.Index)
 			out = append(out, a)
 		}
 	}
@@ -356,7 +368,7 @@ func (c *Config) Agent(name string) (Agent, bool) {
 	if !ok {
 		return Agent{}, false
 	}
-	return Agent{Name: name, Role: r.Name, Index: i, Prompt: r.Prompt, Instructions: r.Instructions, Cwd: r.Cwd, Workspace: r.Workspace, Codex: r.Codex.clone(), Accounts: slices.Clone(r.Accounts)}, true
+	return Agent{Name: name, Role: r.Name, Index: i, Prompt: r.Prompt, Instructions: r.Instructions, Cwd: r.Cwd, Workspace: r.Workspace, Codex: r.Codex.clone(), Accounts: slices.Clone(r.Accounts), Host: r.host(i)}, true
 }
 
 // agentRole returns the role of the named agent and the agent's index.

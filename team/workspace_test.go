@@ -151,7 +151,7 @@ func TestParseWorkspaceErrors(t *testing.T) {
 		{"role workspace a mapping", "name: t\nroles:\n  - name: a\n    workspace: {base: main}\n",
 			`team.yaml:4:16: role workspace must be a string, not a mapping (a role's workspace is shared or worktree; base, verify and setup go in the top-level workspace mapping)`},
 		{"role key misspelt", "name: t\nroles:\n  - name: a\n    worktree: true\n",
-			`team.yaml:4:5: unknown key "worktree" in role (valid keys: name, instances, prompt, talks_to, cwd, workspace, codex, accounts)`},
+			`team.yaml:4:5: unknown key "worktree" in role (valid keys: name, instances, prompt, talks_to, cwd, workspace, hosts, codex, accounts)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,8 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/team"
 )
 
@@ -85,6 +87,12 @@ func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *
 		return err
 	}
 	opts := orchestrator.Options{Logger: log, ShimLog: logf, Subreaper: true}
+	if len(cfg.Hosts) > 0 {
+		// This binary is what runs the agents' shims on the hosts.
+		if opts.HostBatty, err = hosts.Self(versionString(), protocol.Version); err != nil {
+			log.Error("No batty to install on the hosts: their agents are parked", "error", err)
+		}
+	}
 	var dc *daemonCockpit
 	var cockpitEvents func(eventlog.Event)
 	if withCockpit {

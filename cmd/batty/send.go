@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -85,7 +86,10 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "queued %s for %s\n", m.ID, m.box)
-			if running, _ := project.Running(m.layout); !running {
+			// An agent runs in a running team, even where the inboxes
+			// are not the team's (on another host, whose shim relays
+			// them).
+			if running, _ := project.Running(m.layout); !running && os.Getenv(project.EnvAgent) == "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "batty: the team is not running; the message waits until `batty start`\n")
 			}
 			return nil

@@ -121,7 +121,11 @@ func printStatus(w io.Writer, st control.Status) {
 		if a.InFlight != nil {
 			inflight = fmt.Sprintf("%s (%s)", safetext.Line(inbox.ShortID(*a.InFlight), 20), time.Duration(a.InFlightAgeS)*time.Second)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s/%s\t%.0f%%\t%s\n", a.Name, a.Role, a.State, or(safetext.Line(a.ThreadID, 13), "-"),
+		state := a.State
+		if a.Host != "" {
+			state += " @" + safetext.Line(a.Host, 40) // where it runs
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s/%s\t%.0f%%\t%s\n", a.Name, a.Role, state, or(safetext.Line(a.ThreadID, 13), "-"),
 			a.Backlog, inflight, a.TurnsCompleted, count(a.InputTokens), count(a.OutputTokens), a.ContextPct, or(safetext.Line(a.LastError, 60), "-"))
 	}
 	t := teamTotals(st.Agents)

@@ -1,0 +1,282 @@
+// Package hosts reaches the other machines a team's agents run on (the
+// team file's hosts): it runs a command on a host with its stdin and
+// stdout connected to a local process, over OpenSSH for a host with an
+// ssh destination (the user's ssh config, agent and known hosts apply) or
+// through the host's own command (kubectl exec -i, docker exec -i) for the
+// others. There is no network layer and no listening daemon of batty's:
+// the stream of the remote command is the whole link.
+//
+// On top of the transport it installs batty on a host (EnsureBatty) and
+// runs the host's check of its Codex (Preflight).
+package hosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/battyhq/batty/shellword"
+	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/textclip"
+)
+
+// maxControlDir bounds the length of the control socket directory: a
+// control path is the directory, "/" and ssh's %C (40 hex digits), and
+// must fit the 104 bytes (108 on Linux, 104 on the BSDs and macOS) of a
+// unix socket address, with its terminating NUL.
+const maxControlDir = 104 - 1 - 40 - 1
+
+// ControlPersist is how long ssh keeps a host's shared connection open
+// after its last session ends.
+const ControlPersist = "60s"
+
+// waitDelay is how long a run waits, once ssh or the host's command has
+// exited, for whatever it left holding its output.
+const waitDelay = 2 * time.Second
+
+// Transport runs commands on hosts. The zero value uses ssh from PATH,
+// the user's ~/.ssh/config and DefaultControlDir. It holds no state of
+// its own: the connections it shares live in ssh's control masters. A
+// Transport is safe for concurrent use once set up.
+type Transport struct {
+	// SSH is the ssh program ("" is "ssh", looked up on PATH).
+	SSH string
+	// ConfigFile, when set, is given to ssh with -F instead of the user's
+	// ~/.ssh/config.
+	ConfigFile string
+	// ControlDir holds ssh's control sockets, one per connection (""
+	// is DefaultControlDir()). It must be short (a socket path is at most
+	// 104 bytes); Cmd creates it 0700 and refuses one that is a symbolic
+	// link, not a directory, or not owned by this user.
+	ControlDir string
+	// Env is the environment of ssh or of a host's command (nil: this
+	// process's, where ssh finds SSH_AUTH_SOCK and HOME).
+	Env []string
+}
+
+// DefaultControlDir is the control socket directory of this user:
+// /tmp/batty-ssh-<uid>, short whatever TMPDIR says.
+func DefaultControlDir() string {
+	return fmt.Sprintf("/tmp/batty-ssh-%d", os.Getuid())
+}
+
+func (t *Transport) controlDir() string {
+	if t.ControlDir != "" {
+		return t.ControlDir
+	}
+	return DefaultControlDir()
+}
+
+func (t *Transport) ssh() string {
+	if t.SSH != "" {
+		return t.SSH
+	}
+	return "ssh"
+}
+
+// sshOptions is ssh with first, then the options of every ssh run,
+// up to (without) the "--" that ends them.
+func (t *Transport) sshOptions(first ...string) []string {
+	args := append([]string{t.ssh()}, first...)
+	if t.ConfigFile != "" {
+		args = append(args, "-F", t.ConfigFile)
+	}
+	return append(args,
+		"-o", "BatchMode=yes",
+		"-o", "ControlMaster=auto",
+		"-o", "ControlPath="+filepath.Join(t.controlDir(), "%C"),
+		"-o", "ControlPersist="+ControlPersist)
+}
+
+// Argv returns the command line that runs script with sh on h, stdin and
+// stdout connected: for an ssh host `ssh -T -o BatchMode=yes -o
+// ControlMaster=auto -o ControlPath=DIR/%C -o ControlPersist=60s -- DEST
+// sh -c SCRIPT` (the remote command is one shell-quoted string: ssh hands
+// it to the user's login shell), for a command host the command followed
+// by sh, -c and script as words of their own. Host keys are checked as
+// the user's ssh config says. script must hold no secret: it is on argv
+// here and on the host. It is a pure function; it errs only for a host
+// with neither an ssh destination nor a command.
+func (t *Transport) Argv(h team.Host, script string) ([]string, error) {
+	switch {
+	case h.SSH != "" && len(h.Command) == 0:
+		if strings.HasPrefix(h.SSH, "-") {
+			return nil, fmt.Errorf("host %s: ssh destination %q starts with \"-\"", h.Name, h.SSH)
+		}
+		return append(t.sshOptions("-T"), "--", h.SSH, "sh -c "+shellword.Quote(script)), nil
+	case h.SSH == "" && len(h.Command) > 0 && h.Command[0] != "":
+		return append(append([]string(nil), h.Command...), "sh", "-c", script), nil
+	}
+	return nil, fmt.Errorf("host %q: set exactly one of ssh and command", h.Name)
+}
+
+// Cmd returns the command (not started) that runs script with sh on h
+// (see Argv), in a process group of its own, with the Transport's
+// environment; the caller sets its Stdin, Stdout and Stderr, starts it
+// and waits for it. For an ssh host it first makes sure the control
+// socket directory is fit (see ControlDir). The remote command ends with
+// its stream only if it stops at the end of its stdin or when its output
+// breaks: a remote command that ignores both outlives a cut connection
+// (sshd signals nothing to a session without a terminal).
+func (t *Transport) Cmd(h team.Host, script string) (*exec.Cmd, error) {
+	argv, err := t.Argv(h, script)
+	if err != nil {
+		return nil, err
+	}
+	if h.SSH != "" {
+		if err := EnsureControlDir(t.controlDir()); err != nil {
+			return nil, fmt.Errorf("host %s: %w", h.Name, err)
+		}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = t.Env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd, nil
+}
+
+// Close ends ssh's shared connection to h, if one is open (`ssh -O
+// exit`); the sessions still on it end with it. A host reached through a
+// command has none: Close does nothing. It blocks until ssh has answered,
+// or ctx ends.
+func (t *Transport) Close(ctx context.Context, h team.Host) error {
+	if h.SSH == "" {
+		return nil
+	}
+	args := append(t.sshOptions("-O", "exit"), "--", h.SSH)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Env = t.Env
+	cmd.WaitDelay = waitDelay
+	out, err := cmd.CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "No such file") && !strings.Contains(string(out), "Control socket connect") {
+		return fmt.Errorf("host %s: closing the ssh connection: %w: %s", h.Name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// EnsureControlDir makes sure dir can hold ssh's control sockets safely:
+// it creates it 0700 when missing, and refuses a path that is a symbolic
+// link, not a directory, not owned by this user, or too long for a
+// socket path under it. It tightens the mode of a directory of ours to
+// 0700. Idempotent.
+func EnsureControlDir(dir string) error {
+	if len(dir) > maxControlDir {
+		return fmt.Errorf("ssh control directory %s is %d bytes long; a socket path in it would pass the 104-byte limit: use a directory of at most %d bytes", dir, len(dir), maxControlDir)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create ssh control directory: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("ssh control directory: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("ssh control directory %s is a symbolic link; remove it (batty creates the directory itself)", dir)
+	case !fi.IsDir():
+		return fmt.Errorf("ssh control directory %s is not a directory; remove it (batty creates the directory itself)", dir)
+	case !ok || int(st.Uid) != os.Getuid():
+		return fmt.Errorf("ssh control directory %s belongs to another user; remove it (batty creates the directory itself)", dir)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("ssh control directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// RemotePath spells path for the shell on a host as one word: "~" and a
+// leading "~/" become "$HOME" (which the shell expands, where a quoted
+// tilde would stay a tilde), the rest is shell-quoted. It is a pure
+// function.
+func RemotePath(path string) string {
+	switch {
+	case path == "~":
+		return `"$HOME"`
+	case strings.HasPrefix(path, "~/"):
+		rest := strings.TrimLeft(path[2:], "/")
+		if rest == "" {
+			return `"$HOME"`
+		}
+		return `"$HOME"/` + shellword.Quote(rest)
+	}
+	return shellword.Quote(path)
+}
+
+// ShellCommand spells argv as one shell command: each word quoted
+// (shellword.Quote), except that the first may be a RemotePath-style "~/"
+// path. It is a pure function.
+func ShellCommand(argv ...string) string {
+	words := make([]string, len(argv))
+	for i, w := range argv {
+		if i == 0 {
+			words[i] = RemotePath(w)
+			continue
+		}
+		words[i] = shellword.Quote(w)
+	}
+	return strings.Join(words, " ")
+}
+
+// Bounds of what Run keeps of a remote command's output.
+const (
+	maxRunStdout = 1 << 20
+	maxRunStderr = 4 << 10
+)
+
+// Run runs script on h (see Cmd) with stdin (nil: none) and returns its
+// stdout, at most 1 MiB of it. It blocks until the command has exited;
+// the end of ctx kills the local ssh (or command) and its process group,
+// which cuts the stream. A command that exits with a failure is an error
+// that quotes the end of its stderr.
+func (t *Transport) Run(ctx context.Context, h team.Host, script string, stdin io.Reader) ([]byte, error) {
+	cmd, err := t.Cmd(h, script)
+	if err != nil {
+		return nil, err
+	}
+	stdout := &textclip.HeadWriter{Max: maxRunStdout}
+	stderr := &textclip.TailWriter{Max: maxRunStderr}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.WaitDelay = waitDelay
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("host %s: start %s: %w", h.Name, cmd.Path, err)
+	}
+	// The end of ctx kills the group: ssh, or the host's command and what
+	// it started here.
+	stop := context.AfterFunc(ctx, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	err = cmd.Wait()
+	if !stop() {
+		return []byte(stdout.String()), fmt.Errorf("host %s: %w", h.Name, context.Cause(ctx))
+	}
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = "no output on stderr"
+		}
+		return []byte(stdout.String()), fmt.Errorf("host %s: %w: %s", h.Name, err, msg)
+	}
+	return []byte(stdout.String()), nil
+}
+
+// ShimCommand returns what shim.SpawnOptions.Remote takes: a function
+// that gives the command running argv (a shim's command line, its first
+// word the batty installed on h, e.g. EnsureBatty's path) on h in dir
+// (a path there; "~/" is the home directory), through Cmd. The shim at
+// the other end speaks its protocol on the stream and stops at its end.
+func (t *Transport) ShimCommand(h team.Host, dir string) func(argv []string) (*exec.Cmd, error) {
+	return func(argv []string) (*exec.Cmd, error) {
+		if len(argv) == 0 {
+			return nil, fmt.Errorf("host %s: no shim command", h.Name)
+		}
+		return t.Cmd(h, "cd "+RemotePath(dir)+" && exec "+ShellCommand(argv...))
+	}
+}

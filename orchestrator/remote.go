@@ -1,0 +1,353 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/ptylog"
+	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/team"
+)
+
+// Bounds of the work the daemon does on a host.
+const (
+	// hostInstallTimeout bounds one installation of batty on a host (the
+	// probes and the upload).
+	hostInstallTimeout = 2 * time.Minute
+	// hostHandshakeTimeout bounds a remote shim's handshake: the ssh
+	// connection counts.
+	hostHandshakeTimeout = 60 * time.Second
+	// hostCloseTimeout bounds the end of a host's shared connection.
+	hostCloseTimeout = 10 * time.Second
+)
+
+// remoteHost is one of the team's hosts that agents run on. installed
+// and its error are safe from any goroutine; the rest is fixed by
+// initHosts.
+type remoteHost struct {
+	d    *Daemon
+	host team.Host
+	// dir is the project directory there (Host.ProjectDir): "~/" is the
+	// home directory of the user there.
+	dir string
+
+	mu         sync.Mutex // serializes installations; guards batty and installErr
+	batty      string     // the installed batty (EnsureBatty's path), "" while not installed
+	installErr error      // why the last installation failed
+
+	reach     sync.Mutex // serializes probes; guards down and downSince
+	down      bool       // the last probe failed, and no shim started there since
+	downSince time.Time
+}
+
+// hostProbeTimeout bounds the probe of a host that a shim could not reach.
+const hostProbeTimeout = 15 * time.Second
+
+// initHosts gives every agent on another host its remoteHost, one per
+// host, in d.hosts (file order).
+func (d *Daemon) initHosts() {
+	byName := map[string]*remoteHost{}
+	for _, a := range d.agents {
+		if a.def.Host == "" {
+			continue
+		}
+		r, ok := byName[a.def.Host]
+		if !ok {
+			h, found := d.cfg.Host(a.def.Host)
+			if !found {
+				// The parser allows no such agent; keep it local rather
+				// than crash.
+				d.log.Error("Agent names an unknown host; running it here", "agent", a.def.Name, "host", a.def.Host)
+				continue
+			}
+			r = &remoteHost{d: d, host: h, dir: h.ProjectDir(d.layout.Root())}
+			byName[h.Name] = r
+			d.hosts = append(d.hosts, r)
+		}
+		a.host = r
+	}
+}
+
+// installHosts installs batty on every host, in parallel, and waits for
+// them; a failure is logged and parks the host's agents at their first
+// check (see health.check).
+func (d *Daemon) installHosts(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, r := range d.hosts {
+		wg.Add(1)
+		go func(r *remoteHost) { defer wg.Done(); r.ensure(ctx) }(r)
+	}
+	wg.Wait()
+}
+
+// ensure installs batty on the host unless it is installed already, and
+// returns its path there. It blocks for the installation (at most
+// hostInstallTimeout); concurrent calls wait for the first.
+func (r *remoteHost) ensure(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.batty != "" {
+		return r.batty, nil
+	}
+	b := r.d.opts.HostBatty
+	if b.Path == "" {
+		r.installErr = fmt.Errorf("this daemon has no batty binary to install on host %s", r.host.Name)
+		return "", r.installErr
+	}
+	r.d.log.Info("Installing batty on host", "host", r.host.Name, "at", b.RemoteBatty())
+	ctx, cancel := context.WithTimeout(ctx, hostInstallTimeout)
+	defer cancel()
+	start := time.Now()
+	p, err := hosts.EnsureBatty(ctx, r.d.opts.Transport, r.host, b)
+	if err != nil {
+		if r.installErr == nil || r.installErr.Error() != err.Error() {
+			r.d.log.Error("Batty could not be installed on host", "host", r.host.Name, "error", err)
+		}
+		r.installErr = err
+		return "", err
+	}
+	r.d.log.Info("Batty is ready on host", "host", r.host.Name, "path", p, "took", time.Since(start).Round(time.Millisecond))
+	r.batty, r.installErr = p, nil
+	return p, nil
+}
+
+// installed is the path of batty on the host, "" while it is not
+// installed.
+func (r *remoteHost) installed() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.batty
+}
+
+// problem is the problem that parks the host's agents when err (from
+// ensure or hosts.Preflight) kept the host from answering.
+func (r *remoteHost) problem(err error) *preflight.Problem {
+	fix := "check that `ssh " + r.host.SSH + " true` works from here without a prompt (a key, its host key in known_hosts), then `batty resume`"
+	if r.host.SSH == "" {
+		fix = "check that the host's command (" + strings.Join(r.host.Command, " ") + " true) works from here, then `batty resume`"
+	}
+	return &preflight.Problem{Kind: preflight.KindHost, Detail: err.Error(), Fix: fix}
+}
+
+// closeHosts ends the shared connection of every host (after the last
+// shim there has stopped), in parallel.
+func (d *Daemon) closeHosts() {
+	var wg sync.WaitGroup
+	for _, r := range d.hosts {
+		wg.Add(1)
+		go func(r *remoteHost) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), hostCloseTimeout)
+			defer cancel()
+			if err := d.opts.Transport.Close(ctx, r.host); err != nil {
+				d.log.Warn("Closing the connection to a host", "host", r.host.Name, "error", err)
+			}
+		}(r)
+	}
+	wg.Wait()
+}
+
+// hostPath is local, a path here, as the host sees it: a path under
+// home (the home directory here) becomes the same path under the home
+// directory there ("~/…"); any other path is left as it is. It is a pure
+// function.
+func hostPath(local, home string) string {
+	if home == "" || home == "/" || !filepath.IsAbs(local) {
+		return local
+	}
+	if local == home {
+		return "~"
+	}
+	if rest, ok := strings.CutPrefix(local, strings.TrimSuffix(home, "/")+"/"); ok {
+		return "~/" + rest
+	}
+	return local
+}
+
+// hostAgentDir is the directory on the host of a path here under the
+// project: hostDir (the project there) joined with local's path relative
+// to root (the project here). A path outside the project (which the team
+// file refuses for a role on a host) maps to hostDir. It is a pure
+// function.
+func hostAgentDir(hostDir, root, local string) string {
+	rel, err := filepath.Rel(root, local)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return hostDir
+	}
+	return path.Join(hostDir, filepath.ToSlash(rel))
+}
+
+// localHome is the home directory here, "" when unknown.
+func localHome() string {
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// remoteTarget is t, how an agent runs codex here, as its host sees it:
+// the binary and CODEX_HOME under the home directory here are the same
+// paths under the home there (hostPath), the directory is the agent's on
+// the host (hostAgentDir). Pure, given home and the roots.
+func remoteTarget(t preflight.Target, r *remoteHost, root, home string) preflight.Target {
+	t.Bin = hostPath(t.Bin, home)
+	t.Home = hostPath(t.Home, home)
+	t.Cwd = hostAgentDir(r.dir, root, t.Cwd)
+	return t
+}
+
+// remoteShimConfig is c, the configuration of a local shim of the agent,
+// for its shim on host r: paths as the host sees them (the project there,
+// "~/" for the home directory there, which the shim expands), no
+// transcript file and no reply directory (neither is on the host).
+func remoteShimConfig(c shim.Config, r *remoteHost, l project.Layout, home string) shim.Config {
+	root := l.Root()
+	c.Cwd = hostAgentDir(r.dir, root, c.Cwd)
+	c.CodexBin = hostPath(c.CodexBin, home)
+	if c.Exec.AddDirs != nil {
+		dirs := make([]string, len(c.Exec.AddDirs))
+		for i, d := range c.Exec.AddDirs {
+			dirs[i] = hostAgentDir(r.dir, root, d)
+		}
+		c.Exec.AddDirs = dirs
+	}
+	env := make([]string, len(c.Env))
+	for i, e := range c.Env {
+		k, v, _ := strings.Cut(e, "=")
+		switch k {
+		case project.EnvDir:
+			e = k + "=" + hostAgentDir(r.dir, root, v)
+		case "CODEX_HOME":
+			e = k + "=" + hostPath(v, home)
+		}
+		env[i] = e
+	}
+	c.Env = env
+	c.Transcript, c.TranscriptRoot, c.ReplyDir = "", "", ""
+	c.TranscriptStream, c.RelayInboxes, c.ReplyStream = true, true, true
+	return c
+}
+
+// checkHost is the check of a host's target: batty installed there (again
+// if it was not), then the host's preflight. A host that cannot be
+// reached, or where batty cannot be installed or run, is a KindHost
+// problem. It blocks for the check.
+func (h *health) checkHost(ctx context.Context) *preflight.Problem {
+	r := h.host
+	batty, err := r.ensure(ctx)
+	if err != nil {
+		return r.problem(err)
+	}
+	// Two codex runs of the check's timeout, and the connection.
+	ctx, cancel := context.WithTimeout(ctx, 2*h.d.opts.CheckTimeout+hostHandshakeTimeout)
+	defer cancel()
+	p, err := hosts.Preflight(ctx, h.d.opts.Transport, r.host, batty, h.target)
+	if err != nil {
+		return r.problem(err)
+	}
+	return p
+}
+
+// transcriptLines appends lines that the agent's shim on its host sent
+// to the agent's transcript here, through the writer a local shim uses,
+// opened on the first lines (a file it cannot open is logged once per
+// try, and the lines are dropped). Run's goroutine only.
+func (a *agent) transcriptLines(lines []string) {
+	if a.host == nil {
+		a.log.Warn("Transcript lines from a local shim ignored: it writes its own file")
+		return
+	}
+	if a.tlog == nil {
+		path := a.d.layout.Transcript(a.def.Name)
+		w, err := ptylog.Open(path, ptylog.Options{
+			Color: true, Root: a.d.layout.Root(),
+			OnError: func(err error) { a.log.Warn("Transcript write failed", "path", path, "error", err) },
+		})
+		if err != nil {
+			a.log.Warn("Transcript not opened; lines from the host dropped", "path", path, "error", err)
+			return
+		}
+		a.tlog = w
+	}
+	a.tlog.Raw(lines...)
+}
+
+// probe runs `true` on the host (at most hostProbeTimeout) and records
+// the answer: the first failure of an outage appends one host_unreachable
+// event (an alert), naming agent, the first success after it one
+// host_reachable. It reports whether the host answered. It blocks for the
+// probe; safe from any goroutine.
+func (r *remoteHost) probe(agent string) bool {
+	r.reach.Lock()
+	defer r.reach.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), hostProbeTimeout)
+	defer cancel()
+	_, err := r.d.opts.Transport.Run(ctx, r.host, "true", nil)
+	if err == nil {
+		r.upLocked()
+		return true
+	}
+	if !r.down {
+		r.down, r.downSince = true, time.Now()
+		r.d.log.Error("Host unreachable: its agents wait", "host", r.host.Name, "error", err)
+		r.d.events.Append(eventlog.Event{Type: eventlog.EvHostUnreachable, Agent: agent, Detail: err.Error(),
+			Data: map[string]any{"host": r.host.Name}})
+	}
+	return false
+}
+
+// reached records that the host answered: a shim started there.
+func (r *remoteHost) reached() {
+	r.reach.Lock()
+	defer r.reach.Unlock()
+	r.upLocked()
+}
+
+func (r *remoteHost) upLocked() {
+	if !r.down {
+		return
+	}
+	r.down = false
+	d := time.Since(r.downSince).Round(time.Second)
+	r.d.log.Info("Host reachable again", "host", r.host.Name, "after", d)
+	r.d.events.Append(eventlog.Event{Type: eventlog.EvHostReachable, Detail: "after " + d.String(),
+		Data: map[string]any{"host": r.host.Name}})
+}
+
+// crashedOrUnreachable handles a shim that could not start or ended
+// unexpectedly: for an agent on a host that does not answer (probe), a
+// respawn with the back-off that counts no crash, the agent shown as
+// unreachable; the same, with a check of the host now, for a host where
+// batty is not installed yet; otherwise a crash (crashed). Run's goroutine only; it
+// blocks for the probe.
+func (a *agent) crashedOrUnreachable() {
+	if a.host == nil {
+		a.crashed()
+		return
+	}
+	state := agentUnreachable
+	switch {
+	case !a.host.probe(a.def.Name):
+		a.log.Info("Host unreachable, starting the shim again later", "host", a.host.host.Name, "in", a.backoff)
+	case a.host.installed() == "":
+		// The host answers, but batty is not installed there yet: the
+		// check of its Codex installs it (now), which no crash counts.
+		a.log.Info("Batty not installed on the host yet, starting the shim again later", "host", a.host.host.Name, "in", a.backoff)
+		a.health.recheck()
+		state = agentRestarting
+	default:
+		a.crashed()
+		return
+	}
+	a.respawn = time.After(a.backoff)
+	a.setSnap(func(s *agentSnap) { s.state = state })
+	a.backoff = min(a.backoff*2, a.d.opts.RespawnMax)
+}

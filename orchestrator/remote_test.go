@@ -1,0 +1,70 @@
+package orchestrator
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/team"
+)
+
+func TestHostPath(t *testing.T) {
+	tests := []struct{ local, home, want string }{
+		{"/home/me/.codex-w", "/home/me", "~/.codex-w"},
+		{"/home/me", "/home/me", "~"},
+		{"/home/me/", "/home/me/", "~"},
+		{"/home/meta/x", "/home/me", "/home/meta/x"},
+		{"/opt/codex", "/home/me", "/opt/codex"},
+		{"codex", "/home/me", "codex"},
+		{"", "/home/me", ""},
+		{"/home/me/x", "", "/home/me/x"},
+		{"/x", "/", "/x"},
+	}
+	for _, tt := range tests {
+		if got := hostPath(tt.local, tt.home); got != tt.want {
+			t.Errorf("hostPath(%q, %q) = %q, want %q", tt.local, tt.home, got, tt.want)
+		}
+	}
+}
+
+func TestHostAgentDir(t *testing.T) {
+	tests := []struct{ hostDir, root, local, want string }{
+		{"~/src/p", "/work/p", "/work/p", "~/src/p"},
+		{"~/src/p", "/work/p", "/work/p/svc/api", "~/src/p/svc/api"},
+		{"/srv/p", "/work/p", "/work/p/.batty/inboxes", "/srv/p/.batty/inboxes"},
+		{"/srv/p", "/work/p", "/work/other", "/srv/p"},
+		{"/work/p", "/work/p", "/work/p/x", "/work/p/x"},
+	}
+	for _, tt := range tests {
+		if got := hostAgentDir(tt.hostDir, tt.root, tt.local); got != tt.want {
+			t.Errorf("hostAgentDir(%q, %q, %q) = %q, want %q", tt.hostDir, tt.root, tt.local, got, tt.want)
+		}
+	}
+}
+
+func TestRemoteConfigs(t *testing.T) {
+	l := project.Layout{Dir: "/work/p/.batty"}
+	r := &remoteHost{host: team.Host{Name: "b", SSH: "b"}, dir: "~/src/p"}
+	c := shim.Config{
+		Agent: "eng", Cwd: "/work/p/svc", CodexBin: "/home/me/bin/codex",
+		Exec:       codex.ExecOptions{AddDirs: []string{"/work/p/.batty/inboxes"}},
+		Env:        []string{"K=/home/me/k", "CODEX_HOME=/home/me/.codex-w", project.EnvDir + "=/work/p/.batty"},
+		Transcript: "/work/p/.batty/logs/eng.log", TranscriptRoot: "/work/p", ReplyDir: "/work/p/.batty/replies/eng",
+	}
+	got := remoteShimConfig(c, r, l, "/home/me")
+	if got.Cwd != "~/src/p/svc" || got.CodexBin != "~/bin/codex" || !slices.Equal(got.Exec.AddDirs, []string{"~/src/p/.batty/inboxes"}) ||
+		!slices.Equal(got.Env, []string{"K=/home/me/k", "CODEX_HOME=~/.codex-w", project.EnvDir + "=~/src/p/.batty"}) ||
+		got.Transcript != "" || got.TranscriptRoot != "" || got.ReplyDir != "" || !got.TranscriptStream || !got.RelayInboxes || !got.ReplyStream {
+		t.Fatalf("remoteShimConfig = %+v", got)
+	}
+	if c.Env[1] != "CODEX_HOME=/home/me/.codex-w" || c.Exec.AddDirs[0] != "/work/p/.batty/inboxes" {
+		t.Fatalf("remoteShimConfig changed its argument: %+v", c)
+	}
+	pt := remoteTarget(preflight.Target{Bin: "/home/me/bin/codex", Home: "/home/me/.codex-w", Cwd: "/work/p/svc", Env: []string{"A=1"}}, r, "/work/p", "/home/me")
+	if pt.Bin != "~/bin/codex" || pt.Home != "~/.codex-w" || pt.Cwd != "~/src/p/svc" || !slices.Equal(pt.Env, []string{"A=1"}) {
+		t.Fatalf("remoteTarget = %+v", pt)
+	}
+}

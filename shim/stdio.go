@@ -1,0 +1,86 @@
+package shim
+
+import (
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/battyhq/batty/protocol"
+)
+
+// StdioFlag makes `batty shim` speak its protocol on its stdin and
+// stdout instead of fd 3: the shim at the other end of a host's transport
+// (ssh, kubectl exec; see package hosts and SpawnOptions.Remote). The end
+// of its stdin — the stream cut, the parent gone — stops it like a closed
+// socket does: the turn in flight is stopped and everything the shim
+// started is killed before it exits.
+const StdioFlag = "--stdio"
+
+// takeStdio removes StdioFlag from args (a copy) and reports whether it
+// was there. Every other flag is rendered "--name=value", so the flag
+// cannot be the value of another.
+func takeStdio(args []string) ([]string, bool) {
+	if !slices.Contains(args, StdioFlag) {
+		return args, false
+	}
+	return slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == StdioFlag }), true
+}
+
+// stdioChannel takes stdin and stdout over as the control channel
+// (protocol.StdioConn). A cut stream must not kill the shim with SIGPIPE
+// on a write to stderr (its log) before it has cleaned up: the signal is
+// caught, and dropped; it is not ignored, which its children would
+// inherit.
+func stdioChannel() (*protocol.Conn, error) {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	return protocol.StdioConn(protocol.Options{})
+}
+
+// homeVars are the variables of Config.Env whose value is a path that a
+// remote shim expands (see WithHome).
+var homeVars = []string{"CODEX_HOME", EnvDir}
+
+// WithHome returns c with a leading "~" or "~/" of its paths replaced by
+// home, the home directory of the shim's user: Cwd, CodexBin, Transcript,
+// ReplyDir, Exec.AddDirs, Exec.OutputSchema, and the values of CODEX_HOME
+// and EnvDir in Env. A shim on another host gets its paths as the daemon
+// writes them, "~/" meaning the home directory there, which no shell
+// expands on the way (see Main). It is a pure function; home "" returns
+// c unchanged.
+func WithHome(c Config, home string) Config {
+	if home == "" {
+		return c
+	}
+	exp := func(p string) string {
+		if p == "~" {
+			return home
+		}
+		if rest, ok := strings.CutPrefix(p, "~/"); ok {
+			return filepath.Join(home, rest)
+		}
+		return p
+	}
+	c.Cwd, c.CodexBin, c.Transcript, c.ReplyDir, c.Exec.OutputSchema = exp(c.Cwd), exp(c.CodexBin), exp(c.Transcript), exp(c.ReplyDir), exp(c.Exec.OutputSchema)
+	if c.Exec.AddDirs != nil {
+		dirs := make([]string, len(c.Exec.AddDirs))
+		for i, d := range c.Exec.AddDirs {
+			dirs[i] = exp(d)
+		}
+		c.Exec.AddDirs = dirs
+	}
+	if c.Env != nil {
+		env := make([]string, len(c.Env))
+		for i, e := range c.Env {
+			k, v, _ := strings.Cut(e, "=")
+			if slices.Contains(homeVars, k) {
+				e = k + "=" + exp(v)
+			}
+			env[i] = e
+		}
+		c.Env = env
+	}
+	return c
+}
