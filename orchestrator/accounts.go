@@ -57,7 +57,9 @@ func (a *agent) followAccount() {
 		return
 	}
 	a.st.CodexHome = a.account
-	if a.st.ThreadID != "" && prev != "" {
+	if a.st.ThreadID != "" && prev != "" && a.def.Host == "" {
+		// (An agent on another host keeps its rollouts there, and does
+		// not rotate: its home here names nothing to carry.)
 		if _, err := codex.CarryThread(prev, a.account, a.st.ThreadID); err != nil {
 			a.log.Warn("The thread could not move to the new account: handing off", "thread", a.st.ThreadID, "error", err)
 			a.handOff(fmt.Sprintf("the agent moved to account %s, where its thread could not be carried (%v)", a.accountName(), err), "")
