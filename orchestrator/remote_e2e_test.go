@@ -38,7 +38,7 @@ type remoteHarness struct {
 // newRemoteHarness starts the sshd harness (skipping where it cannot
 // run) and prepares the user's home: the Codex CLI, a CODEX_HOME for
 // the mock server and the project directory.
-func newRemoteHarness(t *testing.T) *remoteHarness {
+func newRemoteHarness(t testing.TB) *remoteHarness {
 	t.Helper()
 	bin := codextest.CodexNative(t)
 	s := hoststest.StartSSHD(t)
@@ -63,7 +63,7 @@ func newRemoteHarness(t *testing.T) *remoteHarness {
 
 // testBinary is the batty built from this module, as the daemon installs
 // it on hosts.
-func testBinary(t *testing.T) hosts.Binary {
+func testBinary(t testing.TB) hosts.Binary {
 	t.Helper()
 	path := hoststest.Batty(t)
 	out, err := exec.Command(path, "version").Output()
@@ -74,7 +74,7 @@ func testBinary(t *testing.T) hosts.Binary {
 	return hosts.Binary{Path: path, Version: v, Key: fmt.Sprintf("dev-test-%d", time.Now().UnixNano()), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
 }
 
-func copyFile(t *testing.T, from, to string, perm os.FileMode) {
+func copyFile(t testing.TB, from, to string, perm os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func copyFile(t *testing.T, from, to string, perm os.FileMode) {
 }
 
 // chownAll gives the trees at paths to the harness's user.
-func chownAll(t *testing.T, s *hoststest.SSHD, paths ...string) {
+func chownAll(t testing.TB, s *hoststest.SSHD, paths ...string) {
 	t.Helper()
 	for _, root := range paths {
 		err := filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
@@ -114,7 +114,7 @@ func chownAll(t *testing.T, s *hoststest.SSHD, paths ...string) {
 
 // project is a team whose role eng runs on the harness's host with the
 // real Codex CLI there (top: more top-level YAML; roles: more roles).
-func (h *remoteHarness) project(t *testing.T, top, roles string) *testProject {
+func (h *remoteHarness) project(t testing.TB, top, roles string) *testProject {
 	t.Helper()
 	dir := t.TempDir()
 	p := &testProject{t: t, dir: dir, fakeLog: filepath.Join(dir, "fake.log"), mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}

@@ -20,6 +20,7 @@ import (
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/procstat"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
 )
@@ -104,9 +105,8 @@ func BenchmarkCodexMessage(b *testing.B) {
 		if after := pa.waitStatus("solo still idle", time.Minute, func(control.Status) bool { return true }); after.Agents[0].State != "idle" || after.Agents[0].ShimPID != shim {
 			b.Fatalf("agent changed during the idle window: %s, shim %d", after.Agents[0].State, after.Agents[0].ShimPID)
 		}
-		const clkTck = 100 // USER_HZ on Linux
 		b.ReportMetric(float64(rss)/1024, "idle-rss-MB")
-		b.ReportMetric(float64(ticks)/clkTck/elapsed.Seconds()*100, "idle-cpu-%")
+		b.ReportMetric(float64(ticks)/procstat.ClockTicks/elapsed.Seconds()*100, "idle-cpu-%")
 	})
 }
 

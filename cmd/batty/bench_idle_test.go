@@ -8,13 +8,13 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/procstat"
 )
 
 // benchProject drives the real batty binary in a project directory for a
@@ -154,7 +154,6 @@ roles:
 		time.Sleep(window) // the measurement window itself
 		ticks := cpuTicks(b, pids) - c0
 		elapsed := time.Since(t0)
-		const clkTck = 100 // USER_HZ on Linux
 		daemonRSS := procKB(b, pids[0], "status", "VmRSS:")
 		var shimRSS []float64
 		total := daemonRSS
@@ -175,7 +174,7 @@ roles:
 		}
 		p.stop(pids)
 
-		b.ReportMetric(float64(ticks)/clkTck/elapsed.Seconds()*100, "cpu-%")
+		b.ReportMetric(float64(ticks)/procstat.ClockTicks/elapsed.Seconds()*100, "cpu-%")
 		b.ReportMetric(float64(daemonRSS)/1024, "daemon-rss-MB")
 		b.ReportMetric(medianOf(shimRSS)/1024, "shim-rss-MB")
 		b.ReportMetric(float64(total)/1024, "total-rss-MB")
@@ -184,49 +183,31 @@ roles:
 	}
 }
 
-// cpuTicks sums the user and system clock ticks of pids from
-// /proc/<pid>/stat; a process that is gone fails the benchmark.
+// cpuTicks sums the user and system clock ticks of pids; a process that
+// is gone fails the benchmark.
 func cpuTicks(b *testing.B, pids []int) int64 {
 	b.Helper()
 	var total int64
 	for _, pid := range pids {
-		raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		n, err := procstat.CPUTicks(pid)
 		if err != nil {
-			b.Fatalf("cpu time of %d: %v", pid, err)
+			b.Fatal(err)
 		}
-		s := string(raw)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		// Fields after ")": state(0) … utime(11) stime(12).
-		u, err1 := strconv.ParseInt(f[11], 10, 64)
-		st, err2 := strconv.ParseInt(f[12], 10, 64)
-		if err1 != nil || err2 != nil {
-			b.Fatalf("/proc/%d/stat: %q", pid, s)
-		}
-		total += u + st
+		total += n
 	}
 	return total
 }
 
 // procKB reads the kB figure of the line starting with field in
-// /proc/<pid>/<file> (VmRSS: in status, Pss: in smaps_rollup); a process
-// that is gone fails the benchmark.
+// /proc/<pid>/<file> (procstat.KB); a process that is gone fails the
+// benchmark.
 func procKB(b *testing.B, pid int, file, field string) int64 {
 	b.Helper()
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + file)
+	n, err := procstat.KB(pid, file, field)
 	if err != nil {
-		b.Fatalf("memory of %d: %v", pid, err)
+		b.Fatal(err)
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, field); ok {
-			if f := strings.Fields(rest); len(f) > 0 {
-				if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-					return n
-				}
-			}
-		}
-	}
-	b.Fatalf("/proc/%d/%s has no %s", pid, file, field)
-	return 0
+	return n
 }
 
 // medianOf returns the median of xs (0 for none).

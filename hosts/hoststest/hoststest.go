@@ -114,7 +114,7 @@ const HostAlias = "batty-test-host"
 // and useradd are installed and the user can be created. Everything is
 // undone when t ends: the user's processes are killed (by pid), sshd is
 // stopped, the user deleted and the files removed.
-func StartSSHD(t *testing.T) *SSHD {
+func StartSSHD(t testing.TB) *SSHD {
 	t.Helper()
 	if os.Getuid() != 0 {
 		t.Skip("the sshd harness needs root: sshd must switch to a user created for the test (run the tests as root, as scripts/test.sh does in CI)")
@@ -194,7 +194,7 @@ func StartSSHD(t *testing.T) *SSHD {
 }
 
 // start runs sshd in the foreground and waits until it listens.
-func (s *SSHD) start(t *testing.T, config string) {
+func (s *SSHD) start(t testing.TB, config string) {
 	t.Helper()
 	cmd := exec.Command(SSHDPath, "-D", "-e", "-f", config)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -326,7 +326,7 @@ func (s *SSHD) killUserProcesses(t testing.TB) {
 // createUser creates a user of its own for the test, with a home
 // directory made for it; it skips t when useradd fails. The user and its
 // home are removed when t ends.
-func createUser(t *testing.T) (name, home string, uid, gid int) {
+func createUser(t testing.TB) (name, home string, uid, gid int) {
 	t.Helper()
 	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -367,7 +367,7 @@ func createUser(t *testing.T) (name, home string, uid, gid int) {
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -377,14 +377,14 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func run(t *testing.T, name string, args ...string) {
+func run(t testing.TB, name string, args ...string) {
 	t.Helper()
 	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 }
 
-func readFile(t *testing.T, path string) string {
+func readFile(t testing.TB, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -393,7 +393,7 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-func writeFile(t *testing.T, path, data string, perm os.FileMode) {
+func writeFile(t testing.TB, path, data string, perm os.FileMode) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(data), perm); err != nil {
 		t.Fatal(err)
