@@ -2,8 +2,10 @@ package hosts
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -335,5 +337,82 @@ func TestSSHPlainCommandOutlivesKill(t *testing.T) {
 	cmd.Wait()
 	if left := s.WaitNoUserProcesses(t, false, 2*time.Second); !slices.ContainsFunc(left, func(p string) bool { return strings.HasSuffix(p, " sleep") }) {
 		t.Fatalf("the remote command died with its ssh (%q): then the shim need not watch its stdin", left)
+	}
+}
+
+// Many sessions at once on one host: more than sshd's MaxSessions (10 by
+// default) commands run together over the transport, as the shims of many
+// agents on one host do, and every one of them runs.
+func TestSSHManySessionsAtOnce(t *testing.T) {
+	s, tr := sshTransport(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const n = 25
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			// Each holds its session until its stdin ends.
+			out, err := tr.Run(ctx, s.Host, "read line; echo ok-$line", strings.NewReader(strconv.Itoa(i)+"\n"))
+			if err == nil && string(out) != "ok-"+strconv.Itoa(i)+"\n" {
+				err = fmt.Errorf("session %d: %q", i, out)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// The shims of many agents on one host hold their sessions for good: more
+// of them than sshd's MaxSessions allows on one connection are all open
+// at once, spread over several shared connections.
+func TestSSHManyShimSessions(t *testing.T) {
+	s, tr := sshTransport(t)
+	const n = 25
+	type session struct {
+		cmd *exec.Cmd
+		in  io.WriteCloser
+		out *strings.Builder
+	}
+	var open []session
+	t.Cleanup(func() {
+		for _, se := range open {
+			se.cmd.Process.Kill()
+			se.cmd.Wait()
+		}
+	})
+	start := tr.ShimCommand(s.Host, "~")
+	for i := range n {
+		cmd, err := start([]string{"sh", "-c", "read line; echo ok-$line"})
+		if err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, session{cmd, in, out})
+	}
+	// Every session is open at once before any ends.
+	for i, se := range open {
+		fmt.Fprintf(se.in, "%d\n", i)
+		se.in.Close()
+	}
+	for i, se := range open {
+		if err := se.cmd.Wait(); err != nil || se.out.String() != fmt.Sprintf("ok-%d\n", i) {
+			t.Errorf("session %d: %v: %q", i, err, se.out.String())
+		}
+	}
+	open = nil
+	if ents, _ := os.ReadDir(tr.ControlDir); len(ents) < (n+SessionsPerConnection-1)/SessionsPerConnection {
+		t.Errorf("%d control sockets for %d sessions", len(ents), n)
 	}
 }

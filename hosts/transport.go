@@ -19,7 +19,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -29,10 +31,22 @@ import (
 )
 
 // maxControlDir bounds the length of the control socket directory: a
-// control path is the directory, "/" and ssh's %C (40 hex digits), and
-// must fit the 104 bytes (108 on Linux, 104 on the BSDs and macOS) of a
-// unix socket address, with its terminating NUL.
-const maxControlDir = 104 - 1 - 40 - 1
+// control path is the directory, "/", ssh's %C (40 hex digits) and a
+// connection's suffix ("-" and up to 5 digits), and must fit the 104
+// bytes (108 on Linux, 104 on the BSDs and macOS) of a unix socket
+// address, with its terminating NUL.
+const maxControlDir = 104 - 1 - 40 - 6 - 1
+
+// SessionsPerConnection bounds the sessions batty opens at once on one
+// shared ssh connection: OpenSSH's sshd refuses more than MaxSessions (10
+// by default) on one connection, so the shims of many agents on a host
+// are spread over several connections (ssh control masters), each of at
+// most this many, and Run's short commands use one of their own.
+const SessionsPerConnection = 8
+
+// masterTimeout bounds the opening of a shared connection (connect, host
+// key check, authentication).
+const masterTimeout = 60 * time.Second
 
 // ControlPersist is how long ssh keeps a host's shared connection open
 // after its last session ends.
@@ -43,9 +57,11 @@ const ControlPersist = "60s"
 const waitDelay = 2 * time.Second
 
 // Transport runs commands on hosts. The zero value uses ssh from PATH,
-// the user's ~/.ssh/config and DefaultControlDir. It holds no state of
-// its own: the connections it shares live in ssh's control masters. A
-// Transport is safe for concurrent use once set up.
+// the user's ~/.ssh/config and DefaultControlDir. The connections it
+// shares live in ssh's control masters; it keeps only how many shim
+// sessions it handed out per destination (to spread them over
+// connections). A Transport is safe for concurrent use once set up, and
+// must not be copied after first use.
 type Transport struct {
 	// SSH is the ssh program ("" is "ssh", looked up on PATH).
 	SSH string
@@ -60,6 +76,67 @@ type Transport struct {
 	// Env is the environment of ssh or of a host's command (nil: this
 	// process's, where ssh finds SSH_AUTH_SOCK and HOME).
 	Env []string
+
+	mu    sync.Mutex
+	conns map[string]*hostConns // by ssh destination
+}
+
+// hostConns is what a Transport keeps of one ssh destination: how many
+// shim sessions it handed out (the n-th goes on connection
+// 1+n/SessionsPerConnection), a lock per connection for opening its
+// master, and the bound of Run's sessions on connection 0.
+type hostConns struct {
+	mu      sync.Mutex
+	shims   int
+	opening map[int]*sync.Mutex
+	runs    chan struct{}
+}
+
+// host returns the connections of destination dest.
+func (t *Transport) host(dest string) *hostConns {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.conns == nil {
+		t.conns = map[string]*hostConns{}
+	}
+	hc := t.conns[dest]
+	if hc == nil {
+		hc = &hostConns{opening: map[int]*sync.Mutex{}, runs: make(chan struct{}, SessionsPerConnection)}
+		t.conns[dest] = hc
+	}
+	return hc
+}
+
+// nextShimConn returns the connection of the next shim session.
+func (hc *hostConns) nextShimConn() int {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	n := 1 + hc.shims/SessionsPerConnection
+	hc.shims++
+	return n
+}
+
+// used returns the connections handed out so far: 0 and the shims'.
+func (hc *hostConns) used() []int {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	conns := []int{0}
+	for n := 1; n <= (hc.shims+SessionsPerConnection-1)/SessionsPerConnection; n++ {
+		conns = append(conns, n)
+	}
+	return conns
+}
+
+// opener is the lock under which connection n's master is opened.
+func (hc *hostConns) opener(n int) *sync.Mutex {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	l := hc.opening[n]
+	if l == nil {
+		l = &sync.Mutex{}
+		hc.opening[n] = l
+	}
+	return l
 }
 
 // DefaultControlDir is the control socket directory of this user:
@@ -82,17 +159,24 @@ func (t *Transport) ssh() string {
 	return "ssh"
 }
 
-// sshOptions is ssh with first, then the options of every ssh run,
-// up to (without) the "--" that ends them.
-func (t *Transport) sshOptions(first ...string) []string {
+// sshOptions is ssh with first, then the options of every ssh run on
+// shared connection conn (0: "%C", n: "%C-n") in master mode master
+// ("auto" for a session, "yes" to open the master), up to (without) the
+// "--" that ends them. ssh takes the first value of an option: nothing
+// after may change these.
+func (t *Transport) sshOptions(conn int, master string, first ...string) []string {
 	args := append([]string{t.ssh()}, first...)
 	if t.ConfigFile != "" {
 		args = append(args, "-F", t.ConfigFile)
 	}
+	path := "%C"
+	if conn > 0 {
+		path += "-" + strconv.Itoa(conn)
+	}
 	return append(args,
 		"-o", "BatchMode=yes",
-		"-o", "ControlMaster=auto",
-		"-o", "ControlPath="+filepath.Join(t.controlDir(), "%C"),
+		"-o", "ControlMaster="+master,
+		"-o", "ControlPath="+filepath.Join(t.controlDir(), path),
 		"-o", "ControlPersist="+ControlPersist)
 }
 
@@ -106,12 +190,17 @@ func (t *Transport) sshOptions(first ...string) []string {
 // here and on the host. It is a pure function; it errs only for a host
 // with neither an ssh destination nor a command.
 func (t *Transport) Argv(h team.Host, script string) ([]string, error) {
+	return t.argvOn(h, 0, script)
+}
+
+// argvOn is Argv on shared connection conn.
+func (t *Transport) argvOn(h team.Host, conn int, script string) ([]string, error) {
 	switch {
 	case h.SSH != "" && len(h.Command) == 0:
 		if strings.HasPrefix(h.SSH, "-") {
 			return nil, fmt.Errorf("host %s: ssh destination %q starts with \"-\"", h.Name, h.SSH)
 		}
-		return append(t.sshOptions("-T"), "--", h.SSH, "sh -c "+shellword.Quote(script)), nil
+		return append(t.sshOptions(conn, "auto", "-T"), "--", h.SSH, "sh -c "+shellword.Quote(script)), nil
 	case h.SSH == "" && len(h.Command) > 0 && h.Command[0] != "":
 		return append(append([]string(nil), h.Command...), "sh", "-c", script), nil
 	}
@@ -127,7 +216,13 @@ func (t *Transport) Argv(h team.Host, script string) ([]string, error) {
 // breaks: a remote command that ignores both outlives a cut connection
 // (sshd signals nothing to a session without a terminal).
 func (t *Transport) Cmd(h team.Host, script string) (*exec.Cmd, error) {
-	argv, err := t.Argv(h, script)
+	return t.cmdOn(h, 0, script)
+}
+
+// cmdOn is Cmd on shared connection conn, whose master it opens first
+// when it is not open (see openMaster).
+func (t *Transport) cmdOn(h team.Host, conn int, script string) (*exec.Cmd, error) {
+	argv, err := t.argvOn(h, conn, script)
 	if err != nil {
 		return nil, err
 	}
@@ -135,11 +230,48 @@ func (t *Transport) Cmd(h team.Host, script string) (*exec.Cmd, error) {
 		if err := EnsureControlDir(t.controlDir()); err != nil {
 			return nil, fmt.Errorf("host %s: %w", h.Name, err)
 		}
+		if err := t.openMaster(h, conn); err != nil {
+			return nil, err
+		}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = t.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd, nil
+}
+
+// openMaster makes sure shared connection conn to h is open: a session
+// started while no master exists would open its own connection, and many
+// at once (the shims of many agents starting together) are refused by
+// sshd's MaxStartups. Under the connection's lock it asks the master
+// (`ssh -O check`) and, when there is none, opens one in the background
+// (`ssh -fN -o ControlMaster=yes`), which blocks until it is connected
+// and authenticated. Its error quotes ssh's.
+func (t *Transport) openMaster(h team.Host, conn int) error {
+	l := t.host(h.SSH).opener(conn)
+	l.Lock()
+	defer l.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), masterTimeout)
+	defer cancel()
+	check := append(t.sshOptions(conn, "auto", "-O", "check"), "--", h.SSH)
+	c := exec.CommandContext(ctx, check[0], check[1:]...)
+	c.Env = t.Env
+	if c.Run() == nil {
+		return nil
+	}
+	open := append(t.sshOptions(conn, "yes", "-f", "-N"), "--", h.SSH)
+	c = exec.CommandContext(ctx, open[0], open[1:]...)
+	c.Env = t.Env
+	// Its own process group: the master it leaves running is no part of
+	// a session's group, which is killed when the session is cut.
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr := &textclip.TailWriter{Max: maxRunStderr}
+	c.Stderr = stderr
+	c.WaitDelay = waitDelay
+	if err := c.Run(); err != nil {
+		return fmt.Errorf("host %s: opening the ssh connection: %w: %s", h.Name, err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
 }
 
 // Close ends ssh's shared connection to h, if one is open (`ssh -O
@@ -150,15 +282,18 @@ func (t *Transport) Close(ctx context.Context, h team.Host) error {
 	if h.SSH == "" {
 		return nil
 	}
-	args := append(t.sshOptions("-O", "exit"), "--", h.SSH)
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Env = t.Env
-	cmd.WaitDelay = waitDelay
-	out, err := cmd.CombinedOutput()
-	if err != nil && !strings.Contains(string(out), "No such file") && !strings.Contains(string(out), "Control socket connect") {
-		return fmt.Errorf("host %s: closing the ssh connection: %w: %s", h.Name, err, strings.TrimSpace(string(out)))
+	var errs []error
+	for _, conn := range t.host(h.SSH).used() {
+		args := append(t.sshOptions(conn, "auto", "-O", "exit"), "--", h.SSH)
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.Env = t.Env
+		cmd.WaitDelay = waitDelay
+		out, err := cmd.CombinedOutput()
+		if err != nil && !strings.Contains(string(out), "No such file") && !strings.Contains(string(out), "Control socket connect") {
+			errs = append(errs, fmt.Errorf("host %s: closing the ssh connection: %w: %s", h.Name, err, strings.TrimSpace(string(out))))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // EnsureControlDir makes sure dir can hold ssh's control sockets safely:
@@ -239,6 +374,16 @@ const (
 // which cuts the stream. A command that exits with a failure is an error
 // that quotes the end of its stderr.
 func (t *Transport) Run(ctx context.Context, h team.Host, script string, stdin io.Reader) ([]byte, error) {
+	if h.SSH != "" {
+		// At most SessionsPerConnection at once on the shared connection.
+		runs := t.host(h.SSH).runs
+		select {
+		case runs <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("host %s: %w", h.Name, context.Cause(ctx))
+		}
+		defer func() { <-runs }()
+	}
 	cmd, err := t.Cmd(h, script)
 	if err != nil {
 		return nil, err
@@ -272,11 +417,18 @@ func (t *Transport) Run(ctx context.Context, h team.Host, script string, stdin i
 // word the batty installed on h, e.g. EnsureBatty's path) on h in dir
 // (a path there; "~/" is the home directory), through Cmd. The shim at
 // the other end speaks its protocol on the stream and stops at its end.
+// Shims share ssh connections SessionsPerConnection at a time: the n-th
+// shim started goes on connection 1+n/SessionsPerConnection (a
+// connection whose shims all ended closes after ControlPersist).
 func (t *Transport) ShimCommand(h team.Host, dir string) func(argv []string) (*exec.Cmd, error) {
 	return func(argv []string) (*exec.Cmd, error) {
 		if len(argv) == 0 {
 			return nil, fmt.Errorf("host %s: no shim command", h.Name)
 		}
-		return t.Cmd(h, "cd "+RemotePath(dir)+" && exec "+ShellCommand(argv...))
+		conn := 0
+		if h.SSH != "" {
+			conn = t.host(h.SSH).nextShimConn()
+		}
+		return t.cmdOn(h, conn, "cd "+RemotePath(dir)+" && exec "+ShellCommand(argv...))
 	}
 }

@@ -10,7 +10,10 @@
 #   scripts/bench.sh render         # no benchmark: the page from the recorded results
 #
 # Groups: orchestrator drain shim protocol idle fanout codexcli chaos codex
-# ptylog logtail cockpit workspaces. `codexcli` (a message bare and through
+# ptylog logtail cockpit workspaces hosts. `hosts` (a message to an agent
+# over ssh against a local one, and 50 agents on one host) needs root, to
+# run an sshd for a user of its own; elsewhere it is recorded as skipped.
+# `codexcli` (a message bare and through
 # batty on `runtime: exec` and `app-server`, and an idle app-server agent's
 # RSS and CPU, in one run) needs the pinned Codex CLI in
 # $BATTY_CODEX_CACHE (default ~/.cache/batty-codex; scripts/test.sh installs
@@ -25,7 +28,7 @@ export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
 CODEX_VERSION=0.169.0
 
-all=(orchestrator drain shim protocol idle fanout codexcli chaos codex ptylog logtail cockpit workspaces)
+all=(orchestrator drain shim protocol idle fanout codexcli chaos codex ptylog logtail cockpit workspaces hosts)
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=("${all[@]}")
 [ "${groups[*]}" != render ] || groups=()
@@ -106,6 +109,13 @@ for g in "${groups[@]+"${groups[@]}"}"; do
     logtail) bench "$g" -run '^$' -bench . -benchmem -count 3 ./logtail/ ;;
     cockpit) bench "$g" -run '^$' -bench '^BenchmarkTitleBatch$' -benchtime 100x -count 3 ./cockpit/ ;;
     workspaces) bench "$g" -run '^$' -bench '^BenchmarkCommitPerTurn$' -benchtime 20x -count 3 ./workspaces/ ;;
+    hosts)
+      args=(-run '^$' -bench '^BenchmarkHost(Message|FiftyAgents)$' -benchtime 20x -timeout 20m ./orchestrator/)
+      if [ "$(id -u)" = 0 ] && [ -x /usr/sbin/sshd ]; then
+        bench "$g" "${args[@]}"
+      else
+        skip "$g" "needs root and openssh-server (an sshd for a user of its own; scripts/test.sh installs it)" "${args[@]}"
+      fi ;;
   esac
 done
 

@@ -399,3 +399,17 @@ func writeFile(t testing.TB, path, data string, perm os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// UserPIDs returns the pids of the test user's live processes, sshd's
+// session processes included.
+func (s *SSHD) UserPIDs(t testing.TB) []int {
+	t.Helper()
+	var pids []int
+	for _, l := range s.UserProcesses(t, true) {
+		pid, _, _ := strings.Cut(l, " ")
+		if n, err := strconv.Atoi(pid); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}

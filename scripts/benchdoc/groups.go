@@ -115,6 +115,37 @@ var groups = map[string]group{
 		cols: []column{{"wall", []string{"wall-s"}}, {"× ideal (target ≤ 1.3×)", []string{"x-ideal"}}},
 		rows: []row{{"Fanout100Rows64", "100 rows at concurrency 64 on a 1 s fake worker; ideal 2 s (two waves)"}},
 	},
+	"hosts": {
+		cols: []column{
+			{"p50", []string{"p50-ms", "p50-extra-ms"}},
+			{"p90", []string{"p90-ms", "p90-extra-ms"}},
+			{"messages", []string{"messages"}},
+			{"start (all shims up)", []string{"start-s"}},
+			{"RSS on the host (shims)", []string{"host-rss-MB"}},
+			{"RSS here (ssh)", []string{"ssh-rss-MB", "ssh-procs"}},
+			{"idle CPU (% of one core, 10 s)", []string{"idle-cpu-%"}},
+		},
+		rows: []row{
+			{"HostMessage/local", "a local agent: `batty send` → outcome recorded, the real Codex CLI against the mock"},
+			{"HostMessage/ssh", "the same, the agent on a host over ssh (a real sshd on 127.0.0.1, another user), same run, same mock"},
+			{"HostFiftyAgents", "50 agents on one host over one shared ssh connection, idle: time from the daemon's start to every shim's handshake; memory of the host's processes (shims, sshd sessions) and of the ssh clients here; their CPU"},
+		},
+		derive: func(med map[string]map[string]float64) []derivedRow {
+			l, s := med["HostMessage/local"], med["HostMessage/ssh"]
+			m := map[string]float64{}
+			for _, q := range []string{"p50", "p90"} {
+				a, ok1 := s[q+"-ms"]
+				e, ok2 := l[q+"-ms"]
+				if ok1 && ok2 {
+					m[q+"-extra-ms"] = a - e
+				}
+			}
+			if len(m) == 0 {
+				return nil
+			}
+			return []derivedRow{{label: "ssh − local", metrics: m, note: "what a message to an agent on a host costs over a local one"}}
+		},
+	},
 	"codexcli": {
 		cols: []column{
 			{"p50", []string{"p50-ms", "p50-ratio-%"}},

@@ -1,0 +1,141 @@
+package orchestrator
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/procstat"
+)
+
+// BenchmarkHostMessage is the per-message wall time (the message written
+// into the inbox → its outcome recorded) of an agent on another host over
+// ssh against a local one, in one run: both run the real Codex CLI against
+// the same mock, so the difference is the transport (one ssh connection,
+// shared) and the streams it carries (transcript, reply, relay).
+func BenchmarkHostMessage(b *testing.B) {
+	h := newRemoteHarness(b)
+	local := h.srv.WriteHome(b)
+	p := h.project(b, "", fmt.Sprintf("  - name: here\n    codex:\n      bin: %s\n      codex_home: %s\n      sandbox: danger-full-access\n", codextest.CodexNative(b), local))
+	r := h.start(p, nil)
+	defer r.stop(b)
+	for _, agent := range []string{"eng", "here"} {
+		// Untimed: the thread exists before timing starts.
+		p.sendAndWait(r, agent, "warm up [[mock:reply WARM]]", "completed")
+	}
+	for _, c := range []struct{ name, agent string }{{"local", "here"}, {"ssh", "eng"}} {
+		b.Run(c.name, func(b *testing.B) {
+			var took []time.Duration
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				p.sendAndWait(r, c.agent, fmt.Sprintf("message %d [[mock:reply OK]]", i), "completed")
+				took = append(took, time.Since(t0))
+			}
+			reportQuantiles(b, took)
+			b.ReportMetric(float64(b.N), "messages")
+		})
+	}
+}
+
+// BenchmarkHostFiftyAgents starts 50 agents on one host and measures what
+// they cost once idle: how long from the daemon's start until every shim
+// there has done its handshake (over one shared ssh connection), the
+// resident memory of their shims on the host and of the ssh processes
+// here, and their CPU over a 10 s idle window.
+func BenchmarkHostFiftyAgents(b *testing.B) {
+	const agents = 50
+	const window = 10 * time.Second
+	// One measurement, whatever -benchtime says: a run starts 50 shims and
+	// waits 10 s (the group runs with the message benchmark's 20x).
+	for range min(b.N, 1) {
+		h := newRemoteHarness(b)
+		p := h.project(b, "", "")
+		team, err := os.ReadFile(filepath.Join(p.dir, "team.yaml"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.writeTeam(strings.Replace(string(team), "  - name: eng\n", fmt.Sprintf("  - name: eng\n    instances: %d\n", agents), 1))
+		t0 := time.Now()
+		r := h.start(p, nil)
+		waitFor(b, "every agent idle", func() bool {
+			st := r.d.status()
+			return len(st.Agents) == agents && !slices.ContainsFunc(st.Agents, func(a control.AgentStatus) bool { return a.State != "idle" })
+		})
+		up := time.Since(t0)
+		remote := h.s.UserPIDs(b)
+		sshs := sshProcesses(b, h.tr.ControlDir)
+		c0 := ticksOf(remote) + ticksOf(sshs)
+		w0 := time.Now()
+		time.Sleep(window) // the measurement window itself
+		cpu := float64(ticksOf(remote)+ticksOf(sshs)-c0) / procstat.ClockTicks / time.Since(w0).Seconds() * 100
+		b.ReportMetric(up.Seconds(), "start-s")
+		b.ReportMetric(float64(rssOf(remote))/1024, "host-rss-MB")
+		b.ReportMetric(float64(rssOf(sshs))/1024, "ssh-rss-MB")
+		b.ReportMetric(float64(len(sshs)), "ssh-procs")
+		b.ReportMetric(cpu, "idle-cpu-%")
+		r.stop(b)
+	}
+}
+
+// reportQuantiles reports the median and 90th percentile of took in ms.
+func reportQuantiles(b *testing.B, took []time.Duration) {
+	slices.Sort(took)
+	q := func(f float64) float64 { return float64(took[int(f*float64(len(took)-1))]) / float64(time.Millisecond) }
+	b.ReportMetric(q(0.5), "p50-ms")
+	b.ReportMetric(q(0.9), "p90-ms")
+}
+
+// sshProcesses returns the ssh processes here that use the control
+// directory dir: the clients of the shims and the shared connection.
+func sshProcesses(b *testing.B, dir string) []int {
+	b.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmd), "\x00")
+		if filepath.Base(args[0]) == "ssh" && strings.Contains(string(cmd), dir) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// ticksOf sums the CPU ticks of pids (a process gone meanwhile counts 0).
+func ticksOf(pids []int) int64 {
+	var n int64
+	for _, pid := range pids {
+		if t, err := procstat.CPUTicks(pid); err == nil {
+			n += t
+		}
+	}
+	return n
+}
+
+// rssOf sums the resident memory of pids in kB.
+func rssOf(pids []int) int64 {
+	var n int64
+	for _, pid := range pids {
+		if kb, err := procstat.RSSKB(pid); err == nil {
+			n += kb
+		}
+	}
+	return n
+}
