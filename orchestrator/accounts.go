@@ -57,7 +57,12 @@ func (a *agent) followAccount() {
 		return
 	}
 	a.st.CodexHome = a.account
-	if a.st.ThreadID != "" && prev != "" && a.def.Host == "" {
+	if prev == "" {
+		// The first start: nothing to carry; recorded with the state's
+		// next save.
+		return
+	}
+	if a.st.ThreadID != "" && a.def.Host == "" {
 		// (An agent on another host keeps its rollouts there, and does
 		// not rotate: its home here names nothing to carry.)
 		if _, err := codex.CarryThread(prev, a.account, a.st.ThreadID); err != nil {

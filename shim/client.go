@@ -215,8 +215,11 @@ func (c *Client) Kill() { c.p.Kill() }
 // ended (Events is closed then) and the shim is reaped. Idempotent; after
 // a Stop it only releases.
 func (c *Client) Close() {
-	c.closeOnce.Do(func() { close(c.quit) })
+	// The shim is killed before the reader lets go of the channel: a
+	// channel closed first would let the shim see its end and exit by
+	// itself, racing the signal.
 	c.p.Kill()
+	c.closeOnce.Do(func() { close(c.quit) })
 	c.p.Conn.Close()
 	<-c.read
 }
