@@ -3,6 +3,7 @@ package codex
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -36,4 +37,12 @@ func lookupEnv(env []string, key string) string {
 		}
 	}
 	return v
+}
+
+// WithHome returns a copy of env (KEY=VALUE entries) with CODEX_HOME set to
+// home and every earlier CODEX_HOME entry removed: how a worker is moved to
+// another account. env is not changed. It is a pure function.
+func WithHome(env []string, home string) []string {
+	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "CODEX_HOME=") })
+	return append(env, "CODEX_HOME="+home)
 }

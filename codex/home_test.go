@@ -1,6 +1,9 @@
 package codex
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestHome(t *testing.T) {
 	for _, c := range []struct {
@@ -15,5 +18,13 @@ func TestHome(t *testing.T) {
 		if got := Home(c.env, "/w"); got != c.want {
 			t.Errorf("Home(%q) = %q, want %q", c.env, got, c.want)
 		}
+	}
+}
+
+func TestWithHome(t *testing.T) {
+	env := []string{"A=1", "CODEX_HOME=/old", "B=2", "CODEX_HOME=/older"}
+	got := WithHome(env, "/new")
+	if strings.Join(got, " ") != "A=1 B=2 CODEX_HOME=/new" || env[1] != "CODEX_HOME=/old" {
+		t.Fatalf("WithHome = %q (env now %q)", got, env)
 	}
 }

@@ -114,6 +114,17 @@ func NewQuotaBook(cfg *team.Config, l project.Layout, env []string, policy retry
 	return b, nil
 }
 
+// accountFor is the account of key when it is agent's (the one it is
+// placed on, or one of its choices), else the one agent is placed on (nil
+// for an unknown agent); b.mu is held.
+func (b *QuotaBook) accountFor(agent, key string) *account {
+	acc := b.byAgent[agent]
+	if k := b.byKey[key]; k != nil && (k == acc || slices.Contains(b.choices[agent], k)) {
+		acc = k
+	}
+	return acc
+}
+
 // ensure returns the account of key, made (home, name) when new.
 func (b *QuotaBook) ensure(key, home, name string) *account {
 	if acc := b.byKey[key]; acc != nil {
@@ -232,10 +243,7 @@ type QuotaHit struct {
 func (b *QuotaBook) Hit(agent, key, id, reason string, resetBy, now time.Time) (QuotaHit, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	acc := b.byAgent[agent]
-	if k := b.byKey[key]; k != nil && (k == acc || slices.Contains(b.choices[agent], k)) {
-		acc = k
-	}
+	acc := b.accountFor(agent, key)
 	if acc == nil {
 		return QuotaHit{}, nil
 	}

@@ -226,11 +226,13 @@ func TestUsageWarnsOnce(t *testing.T) {
 			t.Fatalf("view = %+v", v)
 		}
 	}
-	// An older snapshot does not overwrite a newer one.
-	b.Usage("eng-1", "", win(10), now)
+	// The latest snapshot wins, whatever the clock says: one seen "a year
+	// earlier" (a clock set back) is kept, and saved.
+	b.Usage("eng-1", "", win(10), now.AddDate(-1, 0, 0))
+	b = newRotationBook(t, cfg, l)
 	for _, v := range b.Views() {
-		if v.Key == work && v.Usage.Windows[0].UsedPct != 97 {
-			t.Fatalf("older snapshot won: %+v", v.Usage)
+		if v.Key == work && (v.Usage == nil || v.Usage.Windows[0].UsedPct != 10 || v.Usage.Warned) {
+			t.Fatalf("after a snapshot under a clock set back: %+v", v.Usage)
 		}
 	}
 }

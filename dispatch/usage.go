@@ -56,25 +56,20 @@ func warnStep(windows []project.RateLimitWindow, warned bool, pct float64) (bool
 func (b *QuotaBook) Usage(agent, key string, windows []project.RateLimitWindow, seen time.Time) (*UsageWarning, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	acc := b.byAgent[agent]
-	if k := b.byKey[key]; k != nil && (k == acc || slices.Contains(b.choices[agent], k)) {
-		acc = k
-	}
+	acc := b.accountFor(agent, key)
 	if acc == nil {
 		return nil, nil
-	}
-	if acc.usage != nil && seen.Before(acc.usage.SeenAt) {
-		return nil, nil // an older snapshot, from a slower shim
 	}
 	was := acc.usage != nil && acc.usage.Warned
 	warned, top, warn := warnStep(windows, was, b.warnPct)
 	acc.usage = &project.AccountUsage{Account: acc.key, Windows: slices.Clone(windows), SeenAt: seen.UTC(), Warned: warned}
 	var err error
-	if warned != was || seen.Sub(acc.usageSaved) >= usageSaveEvery {
+	if warned != was || seen.Sub(acc.usageSaved) >= usageSaveEvery || seen.Before(acc.usageSaved) {
 		// Codex reports a snapshot with every model response: the file
 		// is written when the warning mark changes, else at most once per
 		// usageSaveEvery per account (status reads the book, not the file,
-		// while the daemon runs).
+		// while the daemon runs). A clock set back saves at once rather
+		// than never.
 		acc.usageSaved = seen
 		err = b.persist()
 	}

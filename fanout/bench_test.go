@@ -73,7 +73,7 @@ func BenchmarkFanout100Rows64Engine(b *testing.B) {
 		b.StartTimer()
 		t0 := time.Now()
 		s, err := Run(context.Background(), nil, Options{Table: tb, Template: tmpl, Store: st, Concurrency: conc,
-			NewWorker: func(int) (Worker, error) { return sleepWorker{perRow}, nil }})
+			NewWorker: func(int, int) (Worker, error) { return sleepWorker{perRow}, nil }})
 		if err == nil {
 			err = st.Close()
 		}
@@ -108,7 +108,7 @@ func BenchmarkFanoutEngineLongInput(b *testing.B) {
 		b.StartTimer()
 		t0 := time.Now()
 		s, err := Run(context.Background(), nil, Options{Table: tb, Template: tmpl, Store: st, Concurrency: 64,
-			NewWorker: func(int) (Worker, error) { return sleepWorker{0}, nil }})
+			NewWorker: func(int, int) (Worker, error) { return sleepWorker{0}, nil }})
 		if err == nil {
 			err = st.Close()
 		}

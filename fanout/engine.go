@@ -49,8 +49,16 @@ type Options struct {
 	// MaxAttempts bounds the attempts of a row (default
 	// DefaultMaxAttempts).
 	MaxAttempts int
-	// NewWorker starts worker n (1-based); called when a row needs one.
-	NewWorker func(n int) (Worker, error)
+	// Accounts name the Codex accounts rows may run on, in order of
+	// preference (for messages and progress). With several, rows run on
+	// the first with quota left: a usage limit pauses only the account
+	// that hit it, rows go on on the next, and return to a preferred one
+	// once its pause has run out and a probe row got through. Zero or one
+	// name: one account, paused as a whole.
+	Accounts []string
+	// NewWorker starts worker n (1-based) on account (an index of
+	// Accounts; 0 with one account); called when a row needs one.
+	NewWorker func(n, account int) (Worker, error)
 	// Grace is how long running turns may finish once the job is
 	// interrupted (default DefaultGrace).
 	Grace time.Duration
@@ -82,10 +90,15 @@ type Snapshot struct {
 	PriorTokens int64
 	Budget      bool
 	Started     time.Time
-	// PausedUntil is set while a usage limit holds new rows back; Probing
-	// while one row tries whether it has lifted.
+	// PausedUntil is set while a usage limit holds new rows back (with
+	// several accounts: while every account is paused, the earliest end of
+	// their pauses); Probing while one row tries whether it has lifted.
 	PausedUntil time.Time
 	Probing     bool
+	// Account is the name of the account rows start on now, or, while
+	// every one is paused, of the one paused the shortest ("" unless
+	// Options.Accounts names several).
+	Account string
 	// Stopping says why no more rows start ("" while they do).
 	Stopping string
 	// SameError is set when the job stopped early because its first rows
@@ -153,8 +166,9 @@ type pendingRow struct {
 }
 
 type job struct {
-	row  *pendingRow
-	turn Turn
+	row     *pendingRow
+	account int // the index of the account it runs on
+	turn    Turn
 }
 
 type result struct {
@@ -179,6 +193,11 @@ func Run(ctx context.Context, kill <-chan struct{}, o Options) (Summary, error) 
 	}
 	e := &engine{o: o, jobs: make(chan job), results: make(chan result), stop: make(chan struct{}), recordErr: make(chan error, 1)}
 	e.snap = Snapshot{Total: len(o.Table.Rows), Started: time.Now()}
+	e.accts = make([]accountState, max(len(o.Accounts), 1))
+	for i := range e.accts {
+		e.accts[i].probe = -1
+	}
+	e.syncAccounts()
 	for i := range o.Table.Rows {
 		prior, _ := o.Store.Prior(i)
 		e.snap.PriorTokens += prior.Tokens
@@ -227,13 +246,14 @@ type engine struct {
 	// The rows still to run: fresh[head:] were never started, retry were
 	// started and put back (both in input order). Starting the next fresh
 	// row costs O(1), however long the input.
-	fresh        []*pendingRow
-	head         int
-	retry        []*pendingRow
-	running      int
-	started      int // worker goroutines
-	probe        int // the row probing a usage limit, -1 none
-	failedProbes int // probes of this pause that hit the limit again
+	fresh   []*pendingRow
+	head    int
+	retry   []*pendingRow
+	running int
+	started int // worker goroutines
+	// accts are the accounts' usage-limit states, in order of preference
+	// (one when Options.Accounts names at most one).
+	accts []accountState
 
 	// recording counts rows being made durable: each by a goroutine of its
 	// own, so that the loop goes on meanwhile and concurrent rows share an
@@ -251,14 +271,13 @@ type engine struct {
 // loop dispatches rows and takes results until nothing runs and nothing can
 // start.
 func (e *engine) loop(ctx context.Context, kill <-chan struct{}) error {
-	e.probe = -1
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var fatal error
 	done := ctx.Done()
 	for {
 		now := time.Now()
-		next, wake := e.next(now)
+		next, acct, wake := e.next(now)
 		if next == nil && e.running == 0 && (e.left() == 0 || e.snap.Stopping != "") {
 			return fatal
 		}
@@ -275,7 +294,7 @@ func (e *engine) loop(ctx context.Context, kill <-chan struct{}) error {
 				continue
 			}
 			jobs = e.jobs
-			j = job{row: next, turn: Turn{ID: "row-" + strconv.Itoa(next.i+1), RetryNote: next.note, Prompt: prompt}}
+			j = job{row: next, account: acct, turn: Turn{ID: "row-" + strconv.Itoa(next.i+1), RetryNote: next.note, Prompt: prompt}}
 			if e.started-e.running == 0 {
 				e.startWorker(kill)
 			}
@@ -284,7 +303,7 @@ func (e *engine) loop(ctx context.Context, kill <-chan struct{}) error {
 		e.o.Progress(e.snap)
 		select {
 		case jobs <- j:
-			e.take(next)
+			e.take(next, acct)
 		case r := <-e.results:
 			e.running--
 			e.snap.Running = e.running
@@ -317,23 +336,20 @@ func (e *engine) halt(why string) {
 	}
 }
 
-// next returns the row to start now (nil: none), and when to look again.
-func (e *engine) next(now time.Time) (*pendingRow, time.Time) {
+// next returns the row to start now (nil: none) and the account it runs
+// on, and when to look again.
+func (e *engine) next(now time.Time) (*pendingRow, int, time.Time) {
 	if e.snap.Stopping != "" || e.running >= e.o.Concurrency || e.left() == 0 {
-		return nil, time.Time{}
+		return nil, -1, time.Time{}
 	}
 	if used := e.snap.PriorTokens + e.snap.Tokens; e.o.MaxTokens > 0 && used >= e.o.MaxTokens {
 		e.halt(fmt.Sprintf("the token budget (--max-tokens %d) is reached: %d tokens recorded for this job (%d by earlier runs)", e.o.MaxTokens, used, e.snap.PriorTokens))
 		e.snap.Budget = true
-		return nil, time.Time{}
+		return nil, -1, time.Time{}
 	}
-	if !e.snap.PausedUntil.IsZero() {
-		if e.probe >= 0 {
-			return nil, time.Time{} // the probe decides
-		}
-		if now.Before(e.snap.PausedUntil) {
-			return nil, e.snap.PausedUntil
-		}
+	acct, pauseEnd := pick(e.accts, now)
+	if acct < 0 {
+		return nil, -1, pauseEnd // a probe decides, or a pause runs out
 	}
 	// The first row in input order whose back-off is over: the first
 	// such retry, or the next fresh row when it comes before.
@@ -349,25 +365,29 @@ func (e *engine) next(now time.Time) (*pendingRow, time.Time) {
 		}
 	}
 	if e.head < len(e.fresh) && (first == nil || e.fresh[e.head].i < first.i) {
-		return e.fresh[e.head], time.Time{}
+		return e.fresh[e.head], acct, time.Time{}
 	}
 	if first != nil {
-		return first, time.Time{}
+		return first, acct, time.Time{}
 	}
-	return nil, wake
+	return nil, -1, wake
 }
 
 // left is the number of rows still to run.
 func (e *engine) left() int { return len(e.fresh) - e.head + len(e.retry) }
 
-// take marks r as started.
-func (e *engine) take(r *pendingRow) {
+// take marks r as started on account acct; on an account whose pause has
+// run out, r is its probe.
+func (e *engine) take(r *pendingRow, acct int) {
 	e.unqueue(r)
 	e.running++
 	e.snap.Running = e.running
-	if !e.snap.PausedUntil.IsZero() {
-		e.probe = r.i
-		e.snap.Probing = true
+	if a := &e.accts[acct]; !a.open() {
+		a.probe = r.i
+		if len(e.accts) > 1 {
+			e.o.Log.Info("Trying whether the usage limit of an account has lifted", "account", e.accountName(acct), "row", r.i+1)
+		}
+		e.syncAccounts()
 	}
 }
 
@@ -388,7 +408,8 @@ func (e *engine) requeue(r *pendingRow) {
 }
 
 // startWorker starts one more worker goroutine, up to Concurrency. Its
-// worker (a shim) starts with its first row.
+// worker (a shim) starts with its first row, on that row's account; a row
+// on another account closes it and starts one on the row's.
 func (e *engine) startWorker(kill <-chan struct{}) {
 	if e.started >= e.o.Concurrency {
 		return
@@ -399,6 +420,7 @@ func (e *engine) startWorker(kill <-chan struct{}) {
 	go func() {
 		defer e.wg.Done()
 		var w Worker
+		var wAcct int
 		defer func() {
 			if w != nil {
 				w.Close(kill)
@@ -406,9 +428,14 @@ func (e *engine) startWorker(kill <-chan struct{}) {
 		}()
 		for j := range e.jobs {
 			r := result{job: j}
+			if w != nil && wAcct != j.account {
+				w.Close(kill)
+				w = nil
+			}
 			if w == nil {
 				var err error
-				if w, err = e.o.NewWorker(n); err != nil {
+				wAcct = j.account
+				if w, err = e.o.NewWorker(n, j.account); err != nil {
 					r.err, r.spawn = err, true
 					e.results <- r
 					continue
@@ -430,10 +457,11 @@ func (e *engine) startWorker(kill <-chan struct{}) {
 // background.
 func (e *engine) finish(r result) {
 	row := r.row
-	wasProbe := e.probe == row.i
+	acct := &e.accts[r.account]
+	wasProbe := acct.probe == row.i
 	if wasProbe {
-		e.probe = -1
-		e.snap.Probing = false
+		acct.probe = -1
+		defer e.syncAccounts()
 	}
 	if r.spawn {
 		e.requeue(row)
@@ -445,14 +473,11 @@ func (e *engine) finish(r result) {
 	e.snap.Tokens += tokens
 	row.tokens += tokens
 	if r.err == nil && f.Status == protocol.TurnFailed && f.Failure == protocol.FailQuota {
-		e.quotaHit(row, r.out.RetryAt, wasProbe)
+		e.quotaHit(row, r.account, r.out.RetryAt, wasProbe)
 		return
 	}
 	if wasProbe {
-		if !e.snap.PausedUntil.IsZero() {
-			e.o.Log.Info("The usage limit lifted: rows start again")
-		}
-		e.snap.PausedUntil, e.failedProbes = time.Time{}, 0
+		e.quotaLifted(r.account)
 	}
 	rec := Record{Row: row.i, Values: e.o.Table.Rows[row.i], ThreadID: f.ThreadID, Tokens: row.tokens, Duration: r.elapsed.Seconds()}
 	if f.Duration > 0 {

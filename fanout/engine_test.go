@@ -313,7 +313,7 @@ func TestRowRecordsTheTokensOfEveryAttempt(t *testing.T) {
 	defer st.Close()
 	w := usageWorker{attempts: map[string]int{}}
 	s, err := Run(context.Background(), nil, Options{Table: tb, Template: tmpl, Store: st, Concurrency: 1,
-		RetryBase: time.Millisecond, RetryMax: time.Millisecond, NewWorker: func(int) (Worker, error) { return w, nil }})
+		RetryBase: time.Millisecond, RetryMax: time.Millisecond, NewWorker: func(int, int) (Worker, error) { return w, nil }})
 	if err != nil || !s.Complete() || s.Tokens != 330 {
 		t.Fatalf("summary %+v, %v", s, err)
 	}
@@ -374,7 +374,7 @@ func TestRemoveStaleReplyDirs(t *testing.T) {
 	// The workers' own directories carry this job's pid.
 	r := newRig(t, "id\n1\n", "{id} replyjson")
 	r.shims.TempDir = tmp
-	wk, err := r.shims.New(1)
+	wk, err := r.shims.New(1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func (r *rig) run(ctx context.Context, kill <-chan struct{}) Summary {
 	}
 	o := r.opts
 	o.Table, o.Store = r.table, st
-	o.NewWorker = func(n int) (Worker, error) { r.spawns.Add(1); return r.shims.New(n) }
+	o.NewWorker = func(n, acct int) (Worker, error) { r.spawns.Add(1); return r.shims.New(n, acct) }
 	s, err := Run(ctx, kill, o)
 	if err != nil {
 		r.t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 
 // Progress shows a job's progress on w: on a terminal one line (a bar,
 // then Line) redrawn at most DrawEvery; otherwise a line every LineEvery, when a pause begins or
-// ends, and when rows stop starting. Update is safe for concurrent use;
+// ends, when rows move to another account, and when rows stop starting. Update is safe for concurrent use;
 // Run owns the redrawing and returns when ctx ends.
 type Progress struct {
 	w   io.Writer
@@ -29,7 +29,7 @@ type Progress struct {
 	snap     Snapshot
 	dirty    bool
 	lastLine time.Time
-	noted    string // the pause/stop state last written as a line
+	noted    string // the pause/account/stop state last written as a line
 	drawn    bool   // a terminal line is on screen
 }
 
@@ -77,8 +77,11 @@ func (p *Progress) tick(now time.Time) {
 		return
 	}
 	state := p.snap.Stopping
+	if p.snap.Account != "" {
+		state += "\x00account " + p.snap.Account
+	}
 	if !p.snap.PausedUntil.IsZero() {
-		state += "paused"
+		state += "\x00paused"
 	}
 	if state != p.noted || (p.dirty && now.Sub(p.lastLine) >= p.LineEvery) {
 		fmt.Fprintf(p.w, "%s\n", Line(p.snap, now))
@@ -97,7 +100,8 @@ func (p *Progress) Final(s Summary, out string) {
 }
 
 // Line is one progress line: done / failed / running / total, rate, ETA,
-// tokens, and the pause or stop state. It is a pure function.
+// tokens, the account rows run on (with several), and the pause or stop
+// state. It is a pure function.
 func Line(s Snapshot, now time.Time) string {
 	var b strings.Builder
 	todo := s.Total - s.Skipped
@@ -116,6 +120,9 @@ func Line(s Snapshot, now time.Time) string {
 		}
 	}
 	fmt.Fprintf(&b, " · %s tokens", count(s.Tokens))
+	if s.Account != "" {
+		fmt.Fprintf(&b, " · account %s", s.Account)
+	}
 	switch {
 	case s.Stopping != "":
 		fmt.Fprintf(&b, " · stopping: %s", s.Stopping)

@@ -23,6 +23,7 @@ func TestLine(t *testing.T) {
 		{"paused", Snapshot{Total: 10, Started: start, PausedUntil: now.Add(time.Minute)}, []string{"paused by a usage limit until " + now.Add(time.Minute).Local().Format("15:04:05")}},
 		{"probing", Snapshot{Total: 10, Started: start, PausedUntil: now, Probing: true}, []string{"one row tries whether it has lifted"}},
 		{"stopping", Snapshot{Total: 10, Done: 2, Started: start, Stopping: "interrupted"}, []string{"stopping: interrupted"}},
+		{"account", Snapshot{Total: 10, Started: start, Account: "spare"}, []string{"0 tokens · account spare"}},
 	}
 	for _, c := range cases {
 		got := Line(c.s, now)
@@ -54,6 +55,13 @@ func TestProgressWithoutATerminal(t *testing.T) {
 	p.tick(t0.Add(5 * time.Second))
 	if !strings.Contains(b.String(), "paused by a usage limit") {
 		t.Errorf("the pause was not shown at once:\n%s", b.String())
+	}
+	// Rows moving to another account: a line at once.
+	before := strings.Count(b.String(), "\n")
+	p.Update(Snapshot{Total: 100, Done: 50, Started: t0, Account: "spare"})
+	p.tick(t0.Add(6 * time.Second))
+	if n := strings.Count(b.String(), "\n"); n != before+1 || !strings.HasSuffix(b.String(), "account spare\n") {
+		t.Errorf("the move to account spare was not shown at once:\n%s", b.String())
 	}
 	p.Final(Summary{Snapshot: Snapshot{Total: 100, Done: 50, Stopping: "interrupted"}, AllDone: 50, Pending: 50}, "out.csv")
 	if !strings.Contains(b.String(), "50 of 100 rows done, 0 failed, 50 pending") || !strings.Contains(b.String(), "run the same command again") {

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/shim"
@@ -62,6 +63,11 @@ type ShimWorkers struct {
 	// Config is every shim's configuration; Agent is suffixed with the
 	// worker's number, ReplyDir is set per worker.
 	Config shim.Config
+	// Homes are the CODEX_HOME of each account (Options.Accounts' order):
+	// a worker on account i gets Homes[i] in its shim's Config.Env,
+	// replacing any other CODEX_HOME there (the handshake, never argv).
+	// Empty: Config.Env as it is.
+	Homes []string
 	// Stderr receives the shims' logs.
 	Stderr io.Writer
 	// TempDir holds the workers' reply directories ("": os.TempDir()).
@@ -114,12 +120,19 @@ func (s ShimWorkers) tempDir() string {
 	return os.TempDir()
 }
 
-// New starts worker n (1-based). The shim's reply directory is a private
-// temporary directory, removed by Close (or, when the job is killed, by
-// the RemoveStale of a later one).
-func (s ShimWorkers) New(n int) (Worker, error) {
+// New starts worker n (1-based) on account (an index of Homes; ignored
+// when Homes is empty). The shim's reply directory is a private temporary
+// directory, removed by Close (or, when the job is killed, by the
+// RemoveStale of a later one).
+func (s ShimWorkers) New(n, account int) (Worker, error) {
 	cfg := s.Config
 	cfg.Agent = fmt.Sprintf("%s-%d", s.Config.Agent, n)
+	if len(s.Homes) > 0 {
+		if account < 0 || account >= len(s.Homes) {
+			return nil, fmt.Errorf("worker %d: account %d of %d", n, account, len(s.Homes))
+		}
+		cfg.Env = codex.WithHome(cfg.Env, s.Homes[account])
+	}
 	dir, err := os.MkdirTemp(s.tempDir(), replyDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("create a directory for long replies: %w", err)

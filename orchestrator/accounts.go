@@ -76,13 +76,6 @@ func (a *agent) accountName() string {
 	return a.account
 }
 
-// withCodexHome returns env with CODEX_HOME set to home, every earlier
-// CODEX_HOME entry removed. It is a pure function.
-func withCodexHome(env []string, home string) []string {
-	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "CODEX_HOME=") })
-	return append(env, "CODEX_HOME="+home)
-}
-
 // switchGroup is the agents of one move from one account to another.
 type switchGroup struct {
 	from, to, fromName, toName string

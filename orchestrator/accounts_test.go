@@ -43,10 +43,3 @@ func TestGroupMoves(t *testing.T) {
 		t.Fatalf("groups %+v", g)
 	}
 }
-
-func TestWithCodexHome(t *testing.T) {
-	got := withCodexHome([]string{"A=1", "CODEX_HOME=/old", "B=2", "CODEX_HOME=/older"}, "/new")
-	if strings.Join(got, " ") != "A=1 B=2 CODEX_HOME=/new" {
-		t.Fatalf("env %q", got)
-	}
-}

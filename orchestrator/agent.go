@@ -339,7 +339,7 @@ func (a *agent) shimConfig() shim.Config {
 	if _, ok := a.d.quota.HomeOf(a.def.Name); ok {
 		// The account the agent is placed on (followAccount), not the
 		// role's first.
-		c.Env = withCodexHome(c.Env, a.account)
+		c.Env = codex.WithHome(c.Env, a.account)
 	}
 	if a.ws != nil {
 		// Codex works in the agent's worktree: its working directory and
@@ -384,6 +384,7 @@ func CodexConfig(def team.Agent) shim.Config {
 	return shim.Config{
 		Agent: def.Name, Cwd: def.Cwd, CodexBin: c.Bin, Exec: exec, Env: env, Instructions: def.Instructions,
 		ContextWindow: int64(c.Window()), PressurePct: float64(c.Handoff()), Runtime: c.Runtime,
+		RuntimeIdle: c.RuntimeIdle,
 	}
 }
 

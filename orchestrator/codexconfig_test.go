@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"testing"
+	"time"
 
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
@@ -36,6 +37,26 @@ func TestCodexConfigRuntime(t *testing.T) {
 		}
 		if back.Runtime != tc.want {
 			t.Errorf("runtime %q: after Args/ParseArgs Runtime = %q, want %q", tc.runtime, back.Runtime, tc.want)
+		}
+	}
+}
+
+// TestCodexConfigRuntimeIdle checks that runtime_idle, 0 (never) included,
+// reaches the shim process's configuration, and that both defaults agree.
+func TestCodexConfigRuntimeIdle(t *testing.T) {
+	if team.DefaultRuntimeIdle != shim.DefaultRuntimeIdle {
+		t.Fatalf("team default runtime_idle %s differs from the shim's %s", team.DefaultRuntimeIdle, shim.DefaultRuntimeIdle)
+	}
+	for _, idle := range []time.Duration{0, 300 * time.Millisecond, team.DefaultRuntimeIdle} {
+		def := team.Agent{Name: "eng", Role: "eng", Cwd: t.TempDir(), Codex: team.CodexSettings{
+			Bin: "codex", Sandbox: "workspace-write", ApprovalPolicy: "never", Runtime: team.RuntimeAppServer, RuntimeIdle: idle,
+		}}
+		back, err := shim.ParseArgs(CodexConfig(def).Args())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.RuntimeIdle != idle {
+			t.Errorf("runtime_idle %s reached the shim as %s", idle, back.RuntimeIdle)
 		}
 	}
 }

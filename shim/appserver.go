@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/battyhq/batty/codex"
@@ -17,9 +18,16 @@ import (
 
 // appServerRuntime is the app-server runtime: one `codex app-server`
 // process (started on the first turn, restarted on the next turn after it
-// died or was killed) and the thread it has loaded. Only the turn
-// goroutine in flight calls run, one turn at a time, and close is called
-// once no turn runs: the fields need no lock.
+// died, was killed or was stopped for being idle) and the thread it has
+// loaded. Only the turn goroutine in flight calls run, one turn at a time,
+// and close is called once no turn runs. The one other goroutine is the
+// idle stop's timer (Config.RuntimeIdle), armed between turns: mu guards
+// what it touches (client, loaded, busy, idle, closed).
+//
+// When the app-server cannot run at all (appServerUnusable: no such
+// subcommand, no session opened, a protocol this client does not speak),
+// the runtime falls back to exec for the rest of the shim's life, with one
+// warning; the turn in flight then runs on exec.
 //
 // Known differences from the exec runtime: at a turn's end what the turn
 // left running is killed only when it is outside the app-server (detached
@@ -27,14 +35,159 @@ import (
 // ExecOptions.OutputSchema and the ExtraArgs that are not config overrides
 // are not applied; and the PID in TurnStarted is the app-server's.
 type appServerRuntime struct {
-	s      *server
+	s *server
+
+	mu     sync.Mutex
 	client *appserver.Client
-	loaded string // the thread loaded in client ("" = none)
+	loaded string      // the thread loaded in client ("" = none)
+	busy   bool        // a turn runs: the idle stop leaves the server alone
+	idle   *time.Timer // the idle stop, armed between turns (nil = none)
+	closed bool
+
+	// Only the turn goroutine touches these.
+	started  bool   // an app-server opened a session in this shim once
+	fallback string // why the app-server cannot run ("" = it can): turns run on exec
+
+	limits rateLimitsMemo
+}
+
+// rateLimitsMemo keeps the last rate-limit snapshot that named a window.
+// Safe for concurrent use (the client's reader goroutine sets it).
+type rateLimitsMemo struct {
+	mu   sync.Mutex
+	last appserver.RateLimits
+}
+
+func (m *rateLimitsMemo) set(rl appserver.RateLimits) {
+	m.mu.Lock()
+	m.last = rl
+	m.mu.Unlock()
+}
+
+func (m *rateLimitsMemo) get() appserver.RateLimits {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
+}
+
+// exhaustedReset returns when the latest-resetting window of rl that is
+// used up (100%) resets, if that is after now; the zero time when no window
+// is used up or none says when it resets. Pure.
+func exhaustedReset(rl appserver.RateLimits, now time.Time) time.Time {
+	var at time.Time
+	for _, w := range []*appserver.RateLimitWindow{rl.Primary, rl.Secondary} {
+		if w == nil || w.UsedPercent < 100 {
+			continue
+		}
+		if r := w.Reset(); r.After(now) && r.After(at) {
+			at = r
+		}
+	}
+	return at
+}
+
+// unusableError says the app-server cannot be used at all (see
+// appServerUnusable): the runtime falls back to exec.
+type unusableError struct{ reason string }
+
+func (e *unusableError) Error() string { return e.reason }
+
+// Stages at which appServerUnusable judges an error.
+const (
+	stageInitialize = "initialize" // starting the server and opening its session
+	stageCall       = "call"       // thread/start, thread/resume, turn/start
+)
+
+// appServerUnusable decides whether err, met at stage, means that this
+// codex has no app-server batty can use — as opposed to a server that
+// worked and failed (a crash, restarted on the next turn) or a refusal of
+// one request. Opening the session fails for good only when no server of
+// this shim ever opened one (startedBefore false): no `app-server`
+// subcommand (it exits at once), a server that exits, hangs or refuses
+// initialize. A call fails for good when the server does not know the
+// method or a value batty sends: JSON-RPC "method not found" (-32601) or
+// serde's "unknown variant". Pure.
+func appServerUnusable(stage string, err error, startedBefore bool) bool {
+	if err == nil {
+		return false
+	}
+	switch stage {
+	case stageInitialize:
+		return !startedBefore
+	case stageCall:
+		var rpc *appserver.RPCError
+		if !errors.As(err, &rpc) {
+			return false
+		}
+		return rpc.Code == -32601 || strings.Contains(strings.ToLower(rpc.Message), "unknown variant")
+	}
+	return false
+}
+
+// fallbackWarning is the one warning of a fall back to exec. Pure.
+func fallbackWarning(reason string) string {
+	return fmt.Sprintf("the app-server runtime cannot run here (%s): this agent's turns run on the exec runtime (one `codex exec` per turn) until its shim restarts. "+
+		"To fix it, use a Codex CLI whose `codex app-server` batty supports (batty is tested with %s), or set `runtime: exec` under `codex:` in team.yaml",
+		reason, codex.Version)
+}
+
+// fallBack switches the runtime to exec for good: it ends the server, if
+// any, and warns once.
+func (r *appServerRuntime) fallBack(t *turn, reason string) {
+	r.fallback = reason
+	r.drop()
+	r.s.log.Warn("App-server unusable, falling back to exec", "reason", reason)
+	r.s.warn(t.msg.ID, fallbackWarning(reason))
+}
+
+// begin marks a turn as running and disarms the idle stop.
+func (r *appServerRuntime) begin() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.busy = true
+	r.disarmLocked()
+}
+
+// disarmLocked stops the idle timer, if armed; r.mu is held.
+func (r *appServerRuntime) disarmLocked() {
+	if r.idle != nil {
+		r.idle.Stop()
+		r.idle = nil
+	}
+}
+
+// end marks the turn as over and arms the idle stop for the server that
+// runs, when Config.RuntimeIdle is set.
+func (r *appServerRuntime) end() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.busy = false
+	if r.client == nil || r.closed || r.s.cfg.RuntimeIdle <= 0 {
+		return
+	}
+	c := r.client
+	r.idle = time.AfterFunc(r.s.cfg.RuntimeIdle, func() { r.idleStop(c) })
+}
+
+// idleStop ends server c after Config.RuntimeIdle without a turn, unless a
+// turn began meanwhile or c is no longer the runtime's server. It runs on
+// the timer's goroutine and returns once the server's process group is
+// gone.
+func (r *appServerRuntime) idleStop(c *appserver.Client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.busy || r.closed || r.client != c {
+		return
+	}
+	r.idle = nil
+	r.s.log.Info("App-server idle, stopping it; the next turn starts another", "pid", c.Pid(), "idle", r.s.cfg.RuntimeIdle)
+	r.dropLocked()
 }
 
 // connect returns the running client, starting and initializing a new
 // app-server when there is none or the last one has ended. The server is
-// started through the shim's reaper, which then never reaps it itself.
+// started through the shim's reaper, which then never reaps it itself. An
+// error wrapping *unusableError means the app-server cannot run at all.
 func (r *appServerRuntime) connect() (*appserver.Client, error) {
 	if r.client != nil {
 		select {
@@ -51,6 +204,7 @@ func (r *appServerRuntime) connect() (*appserver.Client, error) {
 		// concurrent use and a socket send returns quickly.
 		OnRateLimits: func(rl appserver.RateLimits) {
 			if ev, ok := rateLimitsEvent(rl, time.Now()); ok {
+				r.limits.set(rl)
 				s.emit(ev)
 			}
 		},
@@ -71,15 +225,29 @@ func (r *appServerRuntime) connect() (*appserver.Client, error) {
 		if cerr := c.Close(); cerr != nil {
 			s.log.Debug("Closing the app-server that failed to initialize", "error", cerr)
 		}
-		return nil, fmt.Errorf("initialize app-server: %w%s", err, stderrSuffix(stderr))
+		err = fmt.Errorf("initialize app-server: %w%s", err, stderrSuffix(stderr))
+		if appServerUnusable(stageInitialize, err, r.started) {
+			return nil, &unusableError{reason: "`codex app-server` did not open a session: " + textclip.Bytes(err.Error(), 1024, textclip.Truncated)}
+		}
+		return nil, err
 	}
 	s.log.Info("App-server started", "pid", c.Pid())
+	r.started = true
+	r.mu.Lock()
 	r.client, r.loaded = c, ""
+	r.mu.Unlock()
 	return c, nil
 }
 
 // drop closes the client, if any, and forgets it and its loaded thread.
 func (r *appServerRuntime) drop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dropLocked()
+}
+
+// dropLocked is drop with mu held.
+func (r *appServerRuntime) dropLocked() {
 	if r.client == nil {
 		return
 	}
@@ -89,9 +257,14 @@ func (r *appServerRuntime) drop() {
 	r.client, r.loaded = nil, ""
 }
 
-// close ends the app-server, if one runs. Idempotent.
+// close ends the app-server, if one runs, and disarms the idle stop.
+// Idempotent.
 func (r *appServerRuntime) close() error {
-	r.drop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	r.disarmLocked()
+	r.dropLocked()
 	return nil
 }
 
@@ -163,18 +336,42 @@ type appTurnDone struct {
 // run runs t on the app-server: thread start or resume as needed, then
 // turn/start, following the turn's notifications until it ends. A stop
 // request interrupts the turn (turn/interrupt); an app-server that does not
-// end the turn within Config.StopGrace is killed.
+// end the turn within Config.StopGrace is killed. A turn that fails for
+// a full context window gets its thread compacted before run returns. When
+// the app-server turns out to be unusable before the turn started, the
+// turn runs on exec instead, as every later one (see fallBack).
 func (r *appServerRuntime) run(t *turn) turnResult {
+	if r.fallback != "" {
+		return r.s.execTurn(t)
+	}
+	r.begin()
+	res, unusable := r.runApp(t)
+	r.end()
+	if unusable != "" {
+		r.fallBack(t, unusable)
+		return r.s.execTurn(t)
+	}
+	return res
+}
+
+// runApp is run on the app-server. unusable is set, and the result
+// meaningless, when the app-server cannot run at all and the turn has not
+// started (appServerUnusable).
+func (r *appServerRuntime) runApp(t *turn) (res turnResult, unusable string) {
 	s := r.s
-	res := turnResult{exitCode: -1}
+	res = turnResult{exitCode: -1}
 	if err := s.recheckBinary(); err != nil {
 		res.spawnErr = err
-		return res
+		return res, ""
 	}
 	c, err := r.connect()
+	var ue *unusableError
+	if errors.As(err, &ue) {
+		return res, ue.reason
+	}
 	if err != nil {
 		res.spawnErr = err
-		return res
+		return res, ""
 	}
 	t.pid = c.Pid()
 	s.log.Debug("Turn on the app-server", "pid", t.pid, "message", t.msg.ID, "resume", t.threadID)
@@ -185,10 +382,13 @@ func (r *appServerRuntime) run(t *turn) turnResult {
 	// Stop requests are read once the turn runs: starting or loading the
 	// thread is bounded by the idle timeout instead.
 	thctx, thcancel := context.WithTimeout(tctx, s.cfg.IdleTimeout)
-	threadID, ok := r.thread(thctx, c, t, &res)
+	threadID, ok, err := r.thread(thctx, c, t, &res)
 	thcancel()
+	if appServerUnusable(stageCall, err, true) {
+		return res, "the app-server refused " + textclip.Bytes(err.Error(), 1024, textclip.Truncated)
+	}
 	if !ok {
-		return res
+		return res, ""
 	}
 
 	done := make(chan appTurnDone, 1)
@@ -255,7 +455,16 @@ wait:
 			r.drop()
 		}
 	}
+	if d.tr.TurnID == "" && res.stop == stopNone && appServerUnusable(stageCall, d.err, true) {
+		// turn/start refused as unknown: nothing of the turn ran.
+		return res, "the app-server refused " + textclip.Bytes(d.err.Error(), 1024, textclip.Truncated)
+	}
 	applyAppTurn(&res, d.tr, d.err)
+	if !res.completed {
+		// A usage limit's message may name no reset time; the last
+		// snapshot codex reported does.
+		res.limitReset = exhaustedReset(r.limits.get(), time.Now())
+	}
 	if d.err != nil {
 		res.stderrTail = c.Stderr()
 		select {
@@ -264,26 +473,78 @@ wait:
 		default:
 		}
 	}
+	if _, kind, _ := outcome(res); kind == protocol.FailContextWindow && res.stop == stopNone && r.client == c {
+		r.compact(c, threadID, t, &res)
+	}
 	// As with exec: what the turn left running outside the app-server
 	// (detached into its own session, or orphaned when its shell ended and
 	// so reparented to the shim) is killed before the loop hears of the
 	// end. The app-server and what still runs below it are managed, and
 	// spared.
 	s.killLeftovers(t.msg.ID)
-	return res
+	return res, ""
+}
+
+// compact has the app-server compact thread threadID after t failed for a
+// full context window, so that the turn retried on it (the daemon's retry
+// on the same thread) starts from a compacted history. It waits for the
+// compaction, bounded by Config.IdleTimeout and cut short by a stop
+// request; the thread's running total after it becomes res.usage (the
+// baseline of the next turn's usage). A failure is logged and noted in the
+// transcript: codex then compacts the thread itself on the next turn.
+func (r *appServerRuntime) compact(c *appserver.Client, threadID string, t *turn, res *turnResult) {
+	s := r.s
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.IdleTimeout)
+	defer cancel()
+	done := make(chan appTurnDone, 1)
+	go func() {
+		tr, err := c.Compact(ctx, threadID)
+		done <- appTurnDone{tr: tr, err: err}
+	}()
+	var d appTurnDone
+	select {
+	case d = <-done:
+	case reason := <-t.stopCh:
+		s.log.Info("Stop requested while compacting the thread", "message", t.msg.ID, "reason", reason)
+		cancel()
+		d = <-done
+	}
+	if d.err == nil && d.tr.Status == appserver.StatusCompleted {
+		if u := d.tr.Usage; u != nil {
+			res.usage = codex.Usage{InputTokens: u.Total.InputTokens, CachedInputTokens: u.Total.CachedInputTokens,
+				CacheWriteInputTokens: u.Total.CacheWriteInputTokens, OutputTokens: u.Total.OutputTokens, ReasoningOutputTokens: u.Total.ReasoningOutputTokens}
+		}
+		s.log.Info("Thread compacted after its context window filled", "thread", threadID, "duration", d.tr.Duration)
+		s.tlog.Notice("thread " + threadID + " compacted: its context window was full")
+		return
+	}
+	why := "compaction " + d.tr.Status
+	if d.err != nil {
+		why = d.err.Error()
+	} else if d.tr.Error != nil {
+		why = d.tr.Error.Error()
+	}
+	s.log.Warn("Compacting the thread failed", "thread", threadID, "error", why)
+	s.tlog.Notice("compacting thread " + threadID + " failed (" + textclip.Bytes(why, 512, textclip.Truncated) + "); codex compacts it on its next turn")
+	select {
+	case <-c.Done():
+		r.drop()
+	default:
+	}
 }
 
 // thread makes t's thread the loaded one: a new thread when t has none,
 // a resume when another is loaded. It announces a new thread to the loop.
 // On failure it fills res and reports false.
-func (r *appServerRuntime) thread(ctx context.Context, c *appserver.Client, t *turn, res *turnResult) (string, bool) {
+// The error is the refusal or failure, if any.
+func (r *appServerRuntime) thread(ctx context.Context, c *appserver.Client, t *turn, res *turnResult) (string, bool, error) {
 	s := r.s
 	opts := threadOptions(s.execOpts, s.cfg.Cwd)
 	var th appserver.Thread
 	var err error
 	switch {
 	case t.threadID != "" && t.threadID == r.loaded:
-		return t.threadID, true
+		return t.threadID, true, nil
 	case t.threadID != "":
 		th, err = c.ResumeThread(ctx, t.threadID, opts)
 	default:
@@ -301,19 +562,23 @@ func (r *appServerRuntime) thread(ctx context.Context, c *appserver.Client, t *t
 			res.stderrTail = msg + stderrSuffix(c.Stderr())
 			r.drop()
 		}
-		return "", false
+		return "", false, err
 	}
+	r.mu.Lock()
 	r.loaded = th.ID
+	r.mu.Unlock()
 	res.threadID = th.ID
 	ack := make(chan struct{})
 	s.progress <- threadSeen{t: t, id: th.ID, ack: ack}
 	<-ack
-	return th.ID, true
+	return th.ID, true, nil
 }
 
 // applyAppTurn records how RunTurn ended in res. It is pure: a completed
-// turn carries the thread's usage, a failed one codex's message (which
-// outcome classifies like exec's turn.failed), an interrupted one that the
+// turn carries the thread's usage, a failed one codex's message and the
+// class of its typed error code (codeFailure; outcome classifies the
+// message like exec's turn.failed when the code says nothing), an
+// interrupted one that the
 // shim did not stop counts as interrupted; an error (connection ended,
 // turn/start refused) leaves the exit to outcome, with the error as the
 // failure text when turn/start was refused.
@@ -338,8 +603,11 @@ func applyAppTurn(res *turnResult, tr appserver.TurnResult, err error) {
 		res.completed = true
 	case appserver.StatusFailed:
 		msg := "turn failed"
-		if tr.Error != nil && tr.Error.Message != "" {
-			msg = tr.Error.Message
+		if tr.Error != nil {
+			if tr.Error.Message != "" {
+				msg = tr.Error.Message
+			}
+			res.failKind = codeFailure(tr.Error.Code, tr.Error.HTTPStatus)
 		}
 		res.failedMsg = textclip.Bytes(msg, protocol.MaxText, textclip.Truncated)
 	case appserver.StatusInterrupted:

@@ -1,7 +1,9 @@
 package shim
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -29,6 +31,12 @@ func TestApplyAppTurn(t *testing.T) {
 		{name: "quota", tr: appserver.TurnResult{Status: appserver.StatusFailed, Error: &appserver.TurnError{Message: quota, Code: "usageLimitExceeded"}},
 			status: protocol.TurnFailed, kind: protocol.FailQuota},
 		{name: "context", tr: appserver.TurnResult{Status: appserver.StatusFailed, Error: &appserver.TurnError{Message: "Codex ran out of room in the model's context window."}},
+			status: protocol.TurnFailed, kind: protocol.FailContextWindow},
+		{name: "typed code over prose", tr: appserver.TurnResult{Status: appserver.StatusFailed, Error: &appserver.TurnError{Message: "something odd happened", Code: "usageLimitExceeded"}},
+			status: protocol.TurnFailed, kind: protocol.FailQuota},
+		{name: "typed auth whose prose says quota", tr: appserver.TurnResult{Status: appserver.StatusFailed, Error: &appserver.TurnError{Message: "quota exceeded?", Code: "unauthorized"}},
+			status: protocol.TurnFailed, kind: protocol.FailAuth},
+		{name: "code other: prose decides", tr: appserver.TurnResult{Status: appserver.StatusFailed, Error: &appserver.TurnError{Message: "Codex ran out of room in the model's context window.", Code: "other"}},
 			status: protocol.TurnFailed, kind: protocol.FailContextWindow},
 		{name: "failed without an error", tr: appserver.TurnResult{Status: appserver.StatusFailed},
 			status: protocol.TurnFailed, kind: protocol.FailStream},
@@ -163,5 +171,101 @@ func TestRateLimitsEvent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestCodeFailure(t *testing.T) {
+	for _, c := range []struct {
+		code   string
+		status int
+		want   protocol.FailureKind
+	}{
+		{"usageLimitExceeded", 0, protocol.FailQuota},
+		{"usageLimitExceeded", 429, protocol.FailQuota},
+		{"unauthorized", 0, protocol.FailAuth},
+		{"contextWindowExceeded", 0, protocol.FailContextWindow},
+		{"serverOverloaded", 0, protocol.FailStream},
+		{"internalServerError", 500, protocol.FailStream},
+		{"rateLimitExceeded", 0, protocol.FailStream},
+		{"flexUnavailable", 0, protocol.FailStream},
+		{"policyCapacityUnavailable", 0, protocol.FailStream},
+		{"httpConnectionFailed", 0, protocol.FailStream},
+		{"httpConnectionFailed", 502, protocol.FailStream},
+		{"httpConnectionFailed", 401, protocol.FailAuth},
+		{"httpConnectionFailed", 429, protocol.FailNone},
+		{"httpConnectionFailed", 400, protocol.FailNone},
+		{"responseStreamConnectionFailed", 503, protocol.FailStream},
+		{"responseStreamDisconnected", 0, protocol.FailStream},
+		{"responseTooManyFailedAttempts", 408, protocol.FailStream},
+		{"responseTooManyFailedAttempts", 401, protocol.FailAuth},
+		{"badRequest", 400, protocol.FailNone},
+		{"sessionBudgetExceeded", 0, protocol.FailNone},
+		{"modelNotFound", 0, protocol.FailNone},
+		{"sandboxError", 0, protocol.FailNone},
+		{"other", 0, protocol.FailNone},
+		{"", 0, protocol.FailNone},
+		{"somethingNew", 0, protocol.FailNone},
+	} {
+		if got := codeFailure(c.code, c.status); got != c.want {
+			t.Errorf("codeFailure(%q, %d) = %q, want %q", c.code, c.status, got, c.want)
+		}
+	}
+}
+
+func TestExhaustedReset(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	win := func(pct float64, reset time.Time) *appserver.RateLimitWindow {
+		w := &appserver.RateLimitWindow{UsedPercent: pct, WindowMinutes: 300}
+		if !reset.IsZero() {
+			w.ResetsAt = reset.Unix()
+		}
+		return w
+	}
+	in := func(d time.Duration) time.Time { return now.Add(d) }
+	for _, c := range []struct {
+		name string
+		rl   appserver.RateLimits
+		want time.Time
+	}{
+		{"none", appserver.RateLimits{}, time.Time{}},
+		{"primary used up", appserver.RateLimits{Primary: win(100, in(time.Hour))}, in(time.Hour)},
+		{"not used up", appserver.RateLimits{Primary: win(99, in(time.Hour))}, time.Time{}},
+		{"reset unknown", appserver.RateLimits{Primary: win(100, time.Time{})}, time.Time{}},
+		{"reset past", appserver.RateLimits{Primary: win(100, in(-time.Minute))}, time.Time{}},
+		{"both used up: the later", appserver.RateLimits{Primary: win(100, in(time.Hour)), Secondary: win(100, in(48*time.Hour))}, in(48 * time.Hour)},
+		{"only secondary used up", appserver.RateLimits{Primary: win(30, in(time.Hour)), Secondary: win(100, in(72*time.Hour))}, in(72 * time.Hour)},
+	} {
+		if got := exhaustedReset(c.rl, now); !got.Equal(c.want) {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+func TestAppServerUnusable(t *testing.T) {
+	closed := fmt.Errorf("initialize app-server: %w: the server closed its output (exit status 2)", appserver.ErrClosed)
+	refused := fmt.Errorf("appserver: initialize: %w", &appserver.RPCError{Code: -32600, Message: "Invalid request: unknown variant `initialize`"})
+	unknownMethod := fmt.Errorf("appserver: thread/start: %w", &appserver.RPCError{Code: -32600, Message: "Invalid request: unknown variant `thread/start`, expected one of …"})
+	notFound := &appserver.RPCError{Code: -32601, Message: "method not found"}
+	missingThread := fmt.Errorf("appserver: thread/resume: %w", &appserver.RPCError{Code: -32600, Message: "no rollout found for thread id x"})
+	for _, c := range []struct {
+		name    string
+		stage   string
+		err     error
+		started bool
+		want    bool
+	}{
+		{"no error", stageInitialize, nil, false, false},
+		{"exits at initialize, first server", stageInitialize, closed, false, true},
+		{"initialize refused, first server", stageInitialize, refused, false, true},
+		{"initialize timed out, first server", stageInitialize, context.DeadlineExceeded, false, true},
+		{"restart after a crash fails", stageInitialize, closed, true, false},
+		{"unknown method", stageCall, unknownMethod, true, true},
+		{"method not found", stageCall, notFound, true, true},
+		{"unknown thread", stageCall, missingThread, true, false},
+		{"connection ended", stageCall, closed, true, false},
+	} {
+		if got := appServerUnusable(c.stage, c.err, c.started); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -21,6 +21,7 @@ const (
 	DefaultStopGrace     = 1 * time.Second
 	DefaultContextWindow = 272000
 	DefaultPressurePct   = 80
+	DefaultRuntimeIdle   = 10 * time.Minute
 	maxQueueDepth        = 1024
 )
 
@@ -54,8 +55,15 @@ type Config struct {
 	Instructions string
 	// Runtime is how turns run: RuntimeExec, one `codex exec` process per
 	// turn ("" = RuntimeExec), or RuntimeAppServer, one warm `codex
-	// app-server` per shim (not yet settable from team.yaml).
+	// app-server` per shim (team.yaml: codex.runtime), which falls back to exec for
+	// good when codex has no usable app-server.
 	Runtime string
+	// RuntimeIdle is, with RuntimeAppServer, how long the app-server may
+	// stay idle (no turn running) before the shim stops it (its whole
+	// process group); the next turn starts a new one and resumes the
+	// thread. 0 means never. The flag's default is DefaultRuntimeIdle; a
+	// Config built in code without it never stops the server.
+	RuntimeIdle time.Duration
 	// ThreadID is the thread to resume on the first turn ("" = fresh).
 	ThreadID string
 	// ThreadUsage is the thread-cumulative usage codex last reported for
@@ -164,7 +172,7 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--turn-timeout", c.TurnTimeout}, {"--idle-timeout", c.IdleTimeout}, {"--network-wait", c.NetworkWait}, {"--stop-grace", c.StopGrace}} {
+	}{{"--turn-timeout", c.TurnTimeout}, {"--idle-timeout", c.IdleTimeout}, {"--network-wait", c.NetworkWait}, {"--stop-grace", c.StopGrace}, {"--runtime-idle", c.RuntimeIdle}} {
 		if d.v < 0 {
 			return fmt.Errorf("shim: %s %s is negative", d.name, d.v)
 		}
@@ -194,6 +202,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&c.Exec.ExtraArgs, "codex-arg", nil, "extra codex exec argument (repeatable)")
 	fs.BoolVar(&c.Exec.SkipGitRepoCheck, "skip-git-repo-check", true, "pass --skip-git-repo-check to codex")
 	fs.StringVar(&c.Runtime, "runtime", "", "how turns run: "+RuntimeExec+" (one codex exec process per turn; the default) or "+RuntimeAppServer+" (one warm codex app-server)")
+	fs.DurationVar(&c.RuntimeIdle, "runtime-idle", DefaultRuntimeIdle, "with --runtime="+RuntimeAppServer+", stop the app-server after this long without a turn (0 = never)")
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
@@ -262,6 +271,7 @@ func (c Config) Args() []string {
 	}
 	a = append(a, "--skip-git-repo-check="+strconv.FormatBool(c.Exec.SkipGitRepoCheck))
 	add("runtime", c.Runtime)
+	a = append(a, "--runtime-idle="+c.RuntimeIdle.String())
 	add("thread-id", c.ThreadID)
 	if !c.ThreadUsage.IsZero() {
 		add("thread-usage", (*usageValue)(&c.ThreadUsage).String())

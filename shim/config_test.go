@@ -26,7 +26,7 @@ func TestConfigArgsRoundTrip(t *testing.T) {
 		ThreadUsage: codex.Usage{InputTokens: 19124, CachedInputTokens: 9000, CacheWriteInputTokens: 5, OutputTokens: 7, ReasoningOutputTokens: 2},
 		Transcript:  "/srv/p/.batty/logs/eng-1.log", TranscriptRoot: "/srv/p", QueueDepth: 3,
 		TurnTimeout: time.Hour, IdleTimeout: 5 * time.Minute, StopGrace: 2 * time.Second,
-		ContextWindow: 400000, PressurePct: 75,
+		ContextWindow: 400000, PressurePct: 75, RuntimeIdle: 3 * time.Minute,
 	}
 	for _, c := range []Config{full, {Agent: "solo"}} {
 		got, err := ParseArgs(c.Args())
@@ -137,5 +137,19 @@ func TestParseArgsKeepsTheAppServerRuntime(t *testing.T) {
 	c, err := ParseArgs(Config{Agent: "a", Runtime: RuntimeAppServer}.Args())
 	if err != nil || c.Runtime != RuntimeAppServer {
 		t.Fatalf("ParseArgs: runtime %q, error %v", c.Runtime, err)
+	}
+}
+
+// --runtime-idle defaults to DefaultRuntimeIdle when absent, keeps 0
+// (never), and refuses a negative duration.
+func TestParseArgsRuntimeIdle(t *testing.T) {
+	if c, err := ParseArgs([]string{"--agent=a"}); err != nil || c.RuntimeIdle != DefaultRuntimeIdle {
+		t.Fatalf("absent: %s, %v", c.RuntimeIdle, err)
+	}
+	if c, err := ParseArgs([]string{"--agent=a", "--runtime-idle=0"}); err != nil || c.RuntimeIdle != 0 {
+		t.Fatalf("0: %s, %v", c.RuntimeIdle, err)
+	}
+	if _, err := ParseArgs([]string{"--agent=a", "--runtime-idle=-1s"}); err == nil || !strings.Contains(err.Error(), "--runtime-idle") {
+		t.Fatalf("negative: %v", err)
 	}
 }

@@ -1,11 +1,13 @@
 package shim
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +36,7 @@ var conformanceCases = []conformanceCase{
 	{"TextAndResume", conformTextAndResume, nil},
 	{"ToolCall", conformToolCall, nil},
 	{"Quota", conformQuota, nil},
+	{"QuotaResetFromRateLimits", conformQuotaHeaders, nil},
 	{"Auth", conformAuth, nil},
 	{"ContextWindow", conformContextWindow, nil},
 	{"Interrupt", conformInterrupt, nil},
@@ -41,6 +44,9 @@ var conformanceCases = []conformanceCase{
 	{"DetachedGoneAfterTurn", conformDetached, nil},
 	{"NetworkDownThenUp", conformNetworkBack, nil},
 	{"NetworkWaitLimit", conformNetworkLimit, func(c *Config) { c.NetworkWait = 2 * time.Second }},
+	{"TransientThenSuccess", conformTransient, nil},
+	{"TurnTimeout", conformTurnTimeout, func(c *Config) { c.TurnTimeout = 3 * time.Second }},
+	{"ShutdownMidTurn", conformShutdown, nil},
 }
 
 func TestConformance(t *testing.T) {
@@ -160,6 +166,29 @@ func conformQuota(t *testing.T, h *harness, _ *codextest.Server) {
 	}
 }
 
+// conformQuotaHeaders: a usage limit whose message names no reset time
+// blocks the agent; the app-server runtime takes the reset time from the
+// rate-limit snapshot codex reported with it (the response's
+// x-codex-primary-* headers), which exec's output does not carry.
+func conformQuotaHeaders(t *testing.T, h *harness, _ *codextest.Server) {
+	h.send("q", "please [[mock:quotaheaders]]")
+	ev, tf := turnEvents(h, "q")
+	qb := eventOf(t, ev, kQuota).(protocol.QuotaBlocked)
+	if tf.Status != protocol.TurnFailed || tf.Failure != protocol.FailQuota {
+		t.Fatalf("quota turn = %+v", tf)
+	}
+	switch d := time.Until(qb.RetryAt); h.cfg.Runtime {
+	case RuntimeAppServer:
+		if d < 85*time.Minute || d > 95*time.Minute {
+			t.Fatalf("retry at %s (in %s), want the snapshot's reset in 90 minutes; message %q", qb.RetryAt, d, qb.Message)
+		}
+	default:
+		if !qb.RetryAt.IsZero() {
+			t.Fatalf("retry at %s from a message naming none: %q", qb.RetryAt, qb.Message)
+		}
+	}
+}
+
 // conformAuth: a refused credential asks for a login.
 func conformAuth(t *testing.T, h *harness, _ *codextest.Server) {
 	h.send("a", "please [[mock:auth]]")
@@ -170,13 +199,33 @@ func conformAuth(t *testing.T, h *harness, _ *codextest.Server) {
 	}
 }
 
-// conformContextWindow: a full context window is reported as such.
-func conformContextWindow(t *testing.T, h *harness, _ *codextest.Server) {
+// conformContextWindow: a full context window is reported as such, and
+// the next turn on the same thread (the daemon's retry) completes with
+// the usage of that turn alone. With the app-server the thread is
+// compacted before the failed turn ends.
+func conformContextWindow(t *testing.T, h *harness, srv *codextest.Server) {
 	h.send("c", "too long [[mock:context]]")
 	ev, tf := turnEvents(h, "c")
 	eventOf(t, ev, kContextEx)
 	if tf.Status != protocol.TurnFailed || tf.Failure != protocol.FailContextWindow {
 		t.Fatalf("context turn = %+v", tf)
+	}
+	compacted := 0
+	for _, r := range srv.Requests() {
+		if r.Kind == "compaction" {
+			compacted++
+		}
+	}
+	if want := map[string]int{RuntimeExec: 0, RuntimeAppServer: 1}[h.cfg.Runtime]; compacted != want {
+		t.Fatalf("%d compaction requests before the failed turn ended, want %d", compacted, want)
+	}
+	h.send("n", "again [[mock:reply AFTER_CONTEXT]]")
+	ev, tf = turnEvents(h, "n")
+	if ts := eventOf(t, ev, kStarted).(protocol.TurnStarted); !ts.Resume {
+		t.Fatalf("the turn after the failure did not resume the thread: %+v", ts)
+	}
+	if tf.Status != protocol.TurnCompleted || tf.Reply != "AFTER_CONTEXT" || tf.Usage.Input <= 0 || tf.Usage.Input > 100_000 {
+		t.Fatalf("turn after the full window = %+v", tf)
 	}
 }
 
@@ -328,6 +377,166 @@ func TestConformanceAddDir(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(other, "in-other")); err == nil {
 				t.Fatal("the sandbox let the command write outside its writable roots")
+			}
+		})
+	}
+}
+
+// envValue returns the value of key in env ("" when absent).
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// conformTransient: a server error that codex retries by itself (stream
+// retries 1) and then gets an answer for ends the turn once, completed.
+func conformTransient(t *testing.T, h *harness, srv *codextest.Server) {
+	srv.WriteHomeWith(t, codextest.HomeConfig{Dir: envValue(h.cfg.Env, "CODEX_HOME"), StreamMaxRetries: 1})
+	var n atomic.Int32
+	srv.Handle(func(r codextest.Request) codextest.Reply {
+		if n.Add(1) == 1 {
+			return codextest.ServerErrorReply()
+		}
+		return srv.Scripted(r)
+	})
+	h.send("r", "flaky [[mock:reply AFTER_RETRY]]")
+	_, tf := turnEvents(h, "r")
+	if tf.Status != protocol.TurnCompleted || tf.Reply != "AFTER_RETRY" {
+		t.Fatalf("turn = %+v", tf)
+	}
+	if got := len(srv.Requests()); got != 2 {
+		t.Fatalf("%d model requests, want the failed one and its retry", got)
+	}
+	// One outcome: the next TurnFinished is the next message's.
+	h.send("n", "next [[mock:reply NEXT]]")
+	for {
+		if tf, ok := h.next().(protocol.TurnFinished); ok {
+			if tf.MessageID != "n" || tf.Status != protocol.TurnCompleted {
+				t.Fatalf("after the retried turn: %+v", tf)
+			}
+			return
+		}
+	}
+}
+
+// conformTurnTimeout: a turn longer than the turn timeout is stopped and
+// ends as timed out; the next message runs.
+func conformTurnTimeout(t *testing.T, h *harness, _ *codextest.Server) {
+	h.send("s", "wait [[mock:slow 60]]")
+	_, tf := turnEvents(h, "s")
+	if tf.Status != protocol.TurnTimedOut || !strings.Contains(tf.Error, "turn timeout") {
+		t.Fatalf("turn = %+v", tf)
+	}
+	h.send("n", "next [[mock:reply AFTER_TIMEOUT]]")
+	if _, tf := turnEvents(h, "n"); tf.Status != protocol.TurnCompleted || tf.Reply != "AFTER_TIMEOUT" {
+		t.Fatalf("turn after the timeout = %+v", tf)
+	}
+}
+
+// conformShutdown: a shutdown whose timeout passes while a turn runs ends
+// that turn and the queued one as interrupted; the shim stops, exits 0
+// and leaves no process behind.
+func conformShutdown(t *testing.T, h *harness, srv *codextest.Server) {
+	h.send("run", "wait [[mock:slow 60]]")
+	ctx, cancel := context.WithTimeout(context.Background(), eventWait)
+	defer cancel()
+	if err := srv.WaitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.send("queued", "never runs")
+	h.command(protocol.Shutdown{Timeout: 200 * time.Millisecond, Reason: "test"})
+	done := map[string]protocol.TurnStatus{}
+	var stopped bool
+	for len(done) < 2 || !stopped {
+		switch m := h.next().(type) {
+		case protocol.TurnFinished:
+			done[m.MessageID] = m.Status
+		case protocol.StateChanged:
+			stopped = stopped || m.To == protocol.StateStopped
+		}
+	}
+	if done["run"] != protocol.TurnInterrupted || done["queued"] != protocol.TurnInterrupted {
+		t.Fatalf("turns ended %v, want both interrupted", done)
+	}
+	if code := h.waitExit(); code != 0 {
+		t.Fatalf("shim exit code %d", code)
+	}
+	assertNoProcesses(t, h.mark)
+	if got := len(srv.Requests()); got != 1 {
+		t.Fatalf("%d model requests, want 1 (the queued message never runs)", got)
+	}
+}
+
+// A reply larger than the inline limit (here 3 MiB) reaches the parent
+// whole through the reply file, on either runtime.
+func TestConformanceBigReply(t *testing.T) {
+	for _, rt := range conformanceRuntimes {
+		t.Run(rt, func(t *testing.T) {
+			h, srv := startRealShim(t, func(c *Config) { c.Runtime = rt })
+			big := strings.Repeat("0123456789abcdef", 3<<20/16)
+			srv.Handle(func(req codextest.Request) codextest.Reply {
+				if strings.Contains(req.LastUserText(), "BIG") {
+					return codextest.Reply{Text: big}
+				}
+				return srv.Scripted(req)
+			})
+			h.send("b", "say something BIG")
+			_, tf := turnEvents(h, "b")
+			if tf.Status != protocol.TurnCompleted || tf.ReplyFile == "" {
+				t.Fatalf("turn = status %s, reply file %q, reply %d bytes", tf.Status, tf.ReplyFile, len(tf.Reply))
+			}
+			got, err := os.ReadFile(tf.ReplyFile)
+			if err != nil || string(got) != big {
+				t.Fatalf("reply file: %d bytes, %v; want the %d bytes whole", len(got), err, len(big))
+			}
+		})
+	}
+}
+
+// A shim started again with the thread its predecessor reported, as the
+// daemon does after a restart, resumes it on either runtime: the first
+// request of the new shim carries the earlier turn.
+func TestConformanceRestartKeepsTheThread(t *testing.T) {
+	for _, rt := range conformanceRuntimes {
+		t.Run(rt, func(t *testing.T) {
+			bin := codextest.Codex(t)
+			srv := codextest.NewServer(t)
+			home, cwd := srv.WriteHome(t), t.TempDir()
+			settings := func(thread string) func(*Config) {
+				return func(c *Config) {
+					c.CodexBin, c.Env, c.Cwd, c.Runtime, c.ThreadID = bin, []string{"CODEX_HOME=" + home}, cwd, rt, thread
+					c.Exec.SkipGitRepoCheck = true
+					c.StopGrace = 2 * time.Second
+				}
+			}
+			h := startShim(t, settings(""))
+			h.send("m1", "remember KESTREL [[mock:reply NOTED]]")
+			_, tf := turnEvents(h, "m1")
+			if tf.Status != protocol.TurnCompleted || tf.ThreadID == "" {
+				t.Fatalf("first shim's turn = %+v", tf)
+			}
+			h.command(protocol.Shutdown{Timeout: 5 * time.Second, Reason: "daemon restart"})
+			if code := h.waitExit(); code != 0 {
+				t.Fatalf("the first shim exited %d", code)
+			}
+
+			h2 := startShim(t, settings(tf.ThreadID))
+			h2.send("m2", "which bird? [[mock:reply KESTREL]]")
+			ev, tf2 := turnEvents(h2, "m2")
+			if ts := eventOf(t, ev, kStarted).(protocol.TurnStarted); !ts.Resume || ts.ThreadID != tf.ThreadID {
+				t.Fatalf("second shim's turn started = %+v, want a resume of %s", ts, tf.ThreadID)
+			}
+			if tf2.Status != protocol.TurnCompleted || tf2.ThreadID != tf.ThreadID {
+				t.Fatalf("second shim's turn = %+v", tf2)
+			}
+			reqs := srv.Requests()
+			last := strings.Join(reqs[len(reqs)-1].InputTexts, "\n")
+			if !strings.Contains(last, "remember KESTREL") || !strings.Contains(last, "NOTED") {
+				t.Fatalf("the second shim's request lacks the earlier turn:\n%s", last)
 			}
 		})
 	}

@@ -7,7 +7,9 @@ import (
 
 // outcome decides how a turn ended. It is a pure function of what the turn
 // saw, in this order of evidence: a spawn error, turn.completed,
-// turn.failed, the shim's own stop, then codex's exit status and stderr.
+// turn.failed (classed by its typed error code when the runtime has one,
+// else by its message), the shim's own stop, then codex's exit status and
+// stderr.
 func outcome(r turnResult) (protocol.TurnStatus, protocol.FailureKind, string) {
 	switch {
 	case r.spawnErr != nil:
@@ -15,7 +17,10 @@ func outcome(r turnResult) (protocol.TurnStatus, protocol.FailureKind, string) {
 	case r.completed:
 		return protocol.TurnCompleted, protocol.FailNone, ""
 	case r.failedMsg != "":
-		kind := failureKind(codex.Classify(r.failedMsg))
+		kind := r.failKind
+		if kind == protocol.FailNone {
+			kind = failureKind(codex.Classify(r.failedMsg))
+		}
 		if kind == protocol.FailNone {
 			kind = protocol.FailStream
 		}
@@ -36,6 +41,34 @@ func outcome(r turnResult) (protocol.TurnStatus, protocol.FailureKind, string) {
 		return protocol.TurnFailed, kind, msg
 	}
 	return protocol.TurnFailed, protocol.FailExit, msg
+}
+
+// codeFailure maps the app-server's typed error code (codexErrorInfo, see
+// appserver.TurnError) and the HTTP status some codes carry to a failure
+// class. FailNone means the code does not decide ("", "other", a code
+// that covers several causes, an unknown one): the message is classified
+// instead. Pure.
+func codeFailure(code string, httpStatus int) protocol.FailureKind {
+	switch code {
+	case "usageLimitExceeded":
+		return protocol.FailQuota
+	case "unauthorized":
+		return protocol.FailAuth
+	case "contextWindowExceeded":
+		return protocol.FailContextWindow
+	case "serverOverloaded", "internalServerError", "rateLimitExceeded", "flexUnavailable", "policyCapacityUnavailable":
+		return protocol.FailStream
+	case "httpConnectionFailed", "responseStreamConnectionFailed", "responseStreamDisconnected", "responseTooManyFailedAttempts":
+		switch {
+		case httpStatus == 401:
+			return protocol.FailAuth
+		case httpStatus == 0 || httpStatus == 408 || httpStatus >= 500:
+			return protocol.FailStream
+		}
+		// Another 4xx (429 may be a usage limit or a rate limit): the
+		// message tells.
+	}
+	return protocol.FailNone
 }
 
 // failureKind maps codex's classification onto the protocol's failure kinds.

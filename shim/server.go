@@ -307,10 +307,12 @@ func (s *server) finishTurn(r turnResult) {
 		s.total = addUsage(s.total, turnUse)
 	}
 	if kind == protocol.FailContextWindow {
-		// Codex marks the thread's window as full and restarts its running
-		// total from zero; the next resume compacts the history first and
-		// reports what it used from there.
-		s.threadUse = codex.Usage{}
+		// exec: codex marks the thread's window as full and restarts its
+		// running total from zero; the next resume compacts the history
+		// first and reports what it used from there (r.usage is zero).
+		// app-server: r.usage is the thread's total after the failure and
+		// the compaction, which the next turn's total goes on from.
+		s.threadUse = r.usage
 	}
 	used, pct := contextUse(turnUse, r.requests, s.cfg.ContextWindow)
 	if kind != protocol.FailContextWindow && s.threadID != "" {
@@ -327,6 +329,11 @@ func (s *server) finishTurn(r turnResult) {
 	case protocol.FailQuota:
 		// In the zone codex printed it in: the TZ of its environment.
 		at, _ := codex.ResetBy(errMsg, time.Now(), codex.Zone(s.env, time.Local))
+		if at.IsZero() {
+			// The message names no time; the runtime's last rate-limit
+			// snapshot may (app-server).
+			at = r.limitReset
+		}
 		s.emit(protocol.QuotaBlocked{MessageID: t.msg.ID, Message: errMsg, RetryAt: at})
 	case protocol.FailAuth:
 		s.emit(protocol.AuthRequired{MessageID: t.msg.ID, Message: errMsg})

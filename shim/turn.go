@@ -61,15 +61,17 @@ type turnResult struct {
 	stopDetail string
 	threadID   string // from thread.started
 	completed  bool
-	usage      codex.Usage // thread-cumulative, from turn.completed
-	failedMsg  string      // turn.failed message
-	errors     []string    // codex error events other than retry notices, in order
-	reply      string      // whole, or its preview when replyFile/replySize are set
-	replyFile  string      // the whole reply, when longer than a frame may carry
-	replySize  int64       // the whole reply's size when reply is its preview
-	requests   int         // model requests of the turn beyond the first (see contextUse)
-	items      int         // items completed: commands, patches, messages, searches
-	exitCode   int         // -1: killed by a signal or never ran
+	usage      codex.Usage          // thread-cumulative, from turn.completed
+	failedMsg  string               // turn.failed message
+	failKind   protocol.FailureKind // the failure's class from a typed error code (FailNone: classify failedMsg)
+	limitReset time.Time            // a usage limit's reset from the last rate-limit snapshot (zero: unknown)
+	errors     []string             // codex error events other than retry notices, in order
+	reply      string               // whole, or its preview when replyFile/replySize are set
+	replyFile  string               // the whole reply, when longer than a frame may carry
+	replySize  int64                // the whole reply's size when reply is its preview
+	requests   int                  // model requests of the turn beyond the first (see contextUse)
+	items      int                  // items completed: commands, patches, messages, searches
+	exitCode   int                  // -1: killed by a signal or never ran
 	stderrTail string
 	duration   time.Duration
 }

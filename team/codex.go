@@ -1,9 +1,11 @@
 package team
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -16,6 +18,7 @@ type codexOverlay struct {
 	config, env   map[string]string
 	contextWindow int
 	handoffPct    int
+	runtimeIdle   *time.Duration // nil: not set here
 }
 
 // codex validates a codex section.
@@ -115,7 +118,38 @@ func (p *parser) codex(n *yaml.Node, what string) codexOverlay {
 			o.handoffPct = v
 		}
 	}
+	if e, ok := f["runtime_idle"]; ok {
+		if v, ok := p.runtimeIdle(e.val, what+".runtime_idle"); ok {
+			o.runtimeIdle = &v
+		}
+	}
 	return o
+}
+
+// runtimeIdle decodes runtime_idle: a Go duration ("10m", "90s"), or 0
+// ("0", 0, "0s") for never.
+func (p *parser) runtimeIdle(n *yaml.Node, what string) (time.Duration, bool) {
+	if d := deref(n); d.Kind == yaml.ScalarNode && d.ShortTag() == "!!int" && d.Value == "0" {
+		return 0, true
+	}
+	if d := deref(n); d.Kind == yaml.ScalarNode && (d.ShortTag() == "!!int" || d.ShortTag() == "!!float") {
+		p.add(n, fmt.Sprintf("add a unit, e.g. %.20sm, or 0 for never", d.Value), "%s must be a duration with a unit, not a bare number", what)
+		return 0, false
+	}
+	s, ok := p.str(n, what)
+	if !ok {
+		return 0, false
+	}
+	v, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		p.add(n, "use Go duration syntax, e.g. 90s, 10m or 1h30m, or 0 for never", "%s: invalid duration %.60q", what, s)
+		return 0, false
+	case v < 0:
+		p.add(n, "use 0 for never", "%s must not be negative, got %s", what, s)
+		return 0, false
+	}
+	return v, true
 }
 
 // apply returns base with the overlay's keys applied: scalars and args
@@ -150,6 +184,9 @@ func (o codexOverlay) apply(base CodexSettings) CodexSettings {
 	}
 	if o.handoffPct > 0 {
 		s.HandoffPct = o.handoffPct
+	}
+	if o.runtimeIdle != nil {
+		s.RuntimeIdle = *o.runtimeIdle
 	}
 	return s
 }

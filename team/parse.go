@@ -24,7 +24,7 @@ var (
 	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "accounts", "hosts", "roles", "schedules"}
 	quotaKeys   = []string{"scope", "backoff_max", "cooldown", "cooldown_max", "warn_pct"}
 	quotaScopes = []string{QuotaScopeAccount, QuotaScopeAgent, QuotaScopeTeam}
-	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "runtime", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
+	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "runtime", "runtime_idle", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
 	timeoutKeys = []string{"turn", "idle", "network_wait", "shutdown", "alert"}
 	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "workspace", "hosts", "codex", "accounts"}
 )
@@ -61,6 +61,7 @@ func defaultCodex() CodexSettings {
 		Sandbox:        codex.SandboxWorkspaceWrite,
 		ApprovalPolicy: codex.ApprovalNever,
 		Runtime:        RuntimeExec,
+		RuntimeIdle:    DefaultRuntimeIdle,
 	}
 }
 

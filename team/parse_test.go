@@ -152,6 +152,14 @@ func TestParseErrors(t *testing.T) {
 			`team.yaml:4:22: invalid codex.runtime "warm" (one of: exec, app-server)`},
 		{"runtime empty", "name: t\ncodex: {runtime: \"\"}\nroles: [{name: a}]\n",
 			`team.yaml:2:18: invalid codex.runtime "" (one of: exec, app-server)`},
+		{"runtime_idle bare number", "name: t\ncodex: {runtime_idle: 10}\nroles: [{name: a}]\n",
+			`team.yaml:2:23: codex.runtime_idle must be a duration with a unit, not a bare number`},
+		{"runtime_idle negative", "name: t\nroles:\n  - name: a\n    codex: {runtime_idle: -1m}\n",
+			`team.yaml:4:27: codex.runtime_idle must not be negative, got -1m`},
+		{"runtime_idle syntax", "name: t\ncodex:\n  runtime_idle: ten minutes\nroles: [{name: a}]\n",
+			`team.yaml:3:17: codex.runtime_idle: invalid duration "ten minutes"`},
+		{"runtime_idle list", "name: t\ncodex: {runtime_idle: [1m]}\nroles: [{name: a}]\n",
+			`team.yaml:2:23: codex.runtime_idle must be`},
 		{"approval enum", "name: t\nroles:\n  - name: a\n    codex: {approval_policy: always}\n",
 			`team.yaml:4:30: invalid codex.approval_policy "always" (one of: untrusted, on-failure, on-request, never)`},
 		{"effort enum", "name: t\ncodex: {reasoning_effort: extreme}\nroles: [{name: a}]\n",
@@ -272,7 +280,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 	want := &Config{
 		Name:         "t",
-		Codex:        CodexSettings{Bin: "codex", Sandbox: "workspace-write", ApprovalPolicy: "never", Runtime: "exec"},
+		Codex:        CodexSettings{Bin: "codex", Sandbox: "workspace-write", ApprovalPolicy: "never", Runtime: "exec", RuntimeIdle: 10 * time.Minute},
 		Timeouts:     Timeouts{Turn: 60 * time.Minute, Idle: 10 * time.Minute, NetworkWait: 30 * time.Minute, Shutdown: 30 * time.Second, Alert: 10 * time.Second},
 		QueueDepth:   16,
 		BacklogLimit: 256,
@@ -306,6 +314,7 @@ codex:
   sandbox: read-only
   approval_policy: on-request
   runtime: app-server
+  runtime_idle: 2m
   args: [--search]
   config: {model_verbosity: low, "features.web_search": true, n: 3, f: 1.0, big: 1e300, s: "a \"q\"\n"}
   env: {A: "1", B: two}
@@ -334,6 +343,7 @@ roles:
       bin: codex-nightly
       context_window: 5
       runtime: exec
+      runtime_idle: 0
 `
 	dir := newTeamDir(t)
 	abs := filepath.Join(dir, "prompts", "b.md")
@@ -344,7 +354,7 @@ roles:
 	}
 	base := CodexSettings{
 		Bin: filepath.Join(dir, "bin", "codex"), Model: "gpt-5", ReasoningEffort: "low",
-		Sandbox: "read-only", ApprovalPolicy: "on-request", Runtime: "app-server", Args: []string{"--search"},
+		Sandbox: "read-only", ApprovalPolicy: "on-request", Runtime: "app-server", RuntimeIdle: 2 * time.Minute, Args: []string{"--search"},
 		Config: map[string]string{
 			"model_verbosity": `"low"`, "features.web_search": "true", "n": "3", "f": "1.0", "big": "1e+300", "s": `"a \"q\"\n"`,
 		},
@@ -383,6 +393,7 @@ roles:
 	wantB.Bin = "codex-nightly"
 	wantB.ContextWindow = 5
 	wantB.Runtime = "exec"
+	wantB.RuntimeIdle = 0
 	if !reflect.DeepEqual(b.Codex, wantB) || b.Prompt != abs || b.TalksTo != nil {
 		t.Errorf("role b: %+v", b)
 	}
@@ -508,5 +519,32 @@ func TestAgentCap(t *testing.T) {
 	cfg, msg, _ := loadString(t, b.String())
 	if cfg == nil || len(cfg.Agents()) != MaxAgents {
 		t.Fatalf("a team of %d agents: %s", MaxAgents, msg)
+	}
+}
+
+// runtime_idle takes a Go duration or 0 (never), team-wide or per role;
+// absent, it is DefaultRuntimeIdle.
+func TestParseRuntimeIdle(t *testing.T) {
+	for _, c := range []struct {
+		name, src   string
+		team, roleA time.Duration
+	}{
+		{"absent", "name: t\nroles: [{name: a}]\n", DefaultRuntimeIdle, DefaultRuntimeIdle},
+		{"team", "name: t\ncodex: {runtime_idle: 90s}\nroles: [{name: a}]\n", 90 * time.Second, 90 * time.Second},
+		{"zero int", "name: t\ncodex: {runtime_idle: 0}\nroles: [{name: a}]\n", 0, 0},
+		{"zero string", "name: t\ncodex: {runtime_idle: \"0\"}\nroles: [{name: a}]\n", 0, 0},
+		{"zero unit", "name: t\ncodex: {runtime_idle: 0s}\nroles: [{name: a}]\n", 0, 0},
+		{"role", "name: t\ncodex: {runtime_idle: 1h}\nroles: [{name: a, codex: {runtime_idle: 5m}}]\n", time.Hour, 5 * time.Minute},
+		{"role never", "name: t\nroles: [{name: a, codex: {runtime_idle: 0}}]\n", DefaultRuntimeIdle, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Parse("team.yaml", []byte(c.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Codex.RuntimeIdle != c.team || cfg.Roles[0].Codex.RuntimeIdle != c.roleA {
+				t.Fatalf("runtime_idle team %s, role %s; want %s, %s", cfg.Codex.RuntimeIdle, cfg.Roles[0].Codex.RuntimeIdle, c.team, c.roleA)
+			}
+		})
 	}
 }

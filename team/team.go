@@ -148,6 +148,11 @@ type CodexSettings struct {
 	// app-server` per agent, kept while its shim runs). Never empty in a
 	// parsed Config.
 	Runtime string
+	// RuntimeIdle is runtime_idle: with RuntimeAppServer, how long the
+	// agent's app-server may stay idle (no turn) before it is stopped, to
+	// be started again, its thread resumed, on the next message; 0 means
+	// never. DefaultRuntimeIdle in a parsed Config unless the file says.
+	RuntimeIdle time.Duration
 	// Args are extra `codex exec` arguments, passed verbatim. May be nil.
 	Args []string
 	// Config maps dotted Codex config keys to values already rendered as
@@ -178,6 +183,9 @@ const (
 	// app-server` process, kept while the agent's shim runs.
 	RuntimeAppServer = "app-server"
 )
+
+// DefaultRuntimeIdle is runtime_idle when the file does not set it.
+const DefaultRuntimeIdle = 10 * time.Minute
 
 // Quota scopes: which agents one usage limit pauses.
 const (

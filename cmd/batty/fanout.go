@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -26,6 +27,7 @@ import (
 type fanoutArgs struct {
 	csv, instruction, output, schema string
 	role, teamFile, instructionsFile string
+	accounts                         []string // --accounts: names in the team file
 	concurrency                      int
 	keepGoing                        bool
 	maxTokens                        int64
@@ -66,7 +68,13 @@ started, and the same command runs the rest once the cause is fixed;
 of the failed rows.
 
 Codex settings come from a role of the team file (--role) or from the same
-flags as batty chat. Ctrl-C stops starting rows and lets running ones finish
+flags as batty chat. --accounts work,spare runs the rows on those accounts of
+the team file (--team, or the team file found as for --role), in order of
+preference: on the first with quota left; when its usage limit is hit, the
+rows go on on the next one within seconds, and go back to the preferred one
+once its reset has come and one row got through there. Only when every
+listed account is at its limit do new rows wait, until the earliest reset.
+Without --accounts, a --role whose role lists accounts uses those. Ctrl-C stops starting rows and lets running ones finish
 for --shutdown-timeout; a second Ctrl-C stops them at once.
 
 Exit status: 0 every row done, 1 a row failed or the job stopped, 2 usage
@@ -74,7 +82,8 @@ Exit status: 0 every row done, 1 a row failed or the job stopped, 2 usage
 an OUT that is not a fanout output of this input).`,
 		Example: `  batty fanout --csv repos.csv --instruction "Summarise the README of {repo} as {{\"summary\": ...}}" --output out.csv
   batty fanout --csv issues.csv --instruction "Triage issue {id}: {title}" --schema triage.json --output triage.csv --role triager -c 16
-  batty fanout --csv big.csv --instruction "..." --output out.csv --max-tokens 2000000`,
+  batty fanout --csv big.csv --instruction "..." --output out.csv --max-tokens 2000000
+  batty fanout --csv big.csv --instruction "..." --output out.csv --accounts work,spare`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runFanoutCmd(cmd, a)
@@ -89,7 +98,8 @@ an OUT that is not a fanout output of this input).`,
 	f.Int64Var(&a.maxTokens, "max-tokens", 0, "stop starting rows once the job's recorded usage, earlier runs included, reaches this many tokens (0: no limit)")
 	f.BoolVar(&a.keepGoing, "keep-going", false, fmt.Sprintf("run every row even when the first %d rows to finish all fail with the same error", fanout.SameErrorRows))
 	f.StringVar(&a.role, "role", "", "take codex settings from this role of the team file")
-	addTeamFlags(cmd, &a.teamFile, true) // the team of --role
+	addTeamFlags(cmd, &a.teamFile, true) // the team of --role and --accounts
+	f.StringSliceVar(&a.accounts, "accounts", nil, "run rows on these accounts of the team file, in order of preference, moving on when one hits its usage limit (default: the --role's accounts)")
 	f.DurationVar(&a.grace, "shutdown-timeout", fanout.DefaultGrace, "on Ctrl-C, how long running rows may finish")
 	fs := a.cfg.FlagSet()
 	for _, name := range []string{"agent", "thread-id", "thread-usage", "reply-dir", "queue-depth", "transcript", "transcript-root", "output-schema", "pressure-pct"} {
@@ -128,19 +138,35 @@ func runFanoutCmd(cmd *cobra.Command, a fanoutArgs) error {
 		return usageError(cmd, "--instruction: %v", err)
 	}
 	pol := fanoutPolicy{attempts: fanout.DefaultMaxAttempts, quota: retry.DefaultQuotaPolicy()}
+	var teamCfg *team.Config
+	var accounts []team.Account
 	if a.role != "" {
-		if err := roleSettings(cmd, &a, &pol); err != nil {
+		if teamCfg, accounts, err = roleSettings(cmd, &a, &pol); err != nil {
 			return err
 		}
 	} else {
-		if a.teamFile != "" {
-			return usageError(cmd, "--team names the team file of --role: give --role too")
+		if a.teamFile != "" && !cmd.Flags().Changed("accounts") {
+			return usageError(cmd, "--team names the team file of --role and --accounts: give one of them too")
 		}
 		if a.instructionsFile != "" {
 			if a.cfg.Instructions, err = readInstructions(a.instructionsFile); err != nil {
 				return usageError(cmd, "%v", err)
 			}
 		}
+	}
+	if cmd.Flags().Changed("accounts") {
+		if teamCfg == nil {
+			if _, teamCfg, err = loadTeamProject(a.teamFile); err != nil {
+				return usageError(cmd, "--accounts: %v", err)
+			}
+		}
+		if accounts, err = pickAccounts(teamCfg, a.accounts); err != nil {
+			return usageError(cmd, "--accounts: %v", err)
+		}
+	}
+	for _, acct := range accounts {
+		pol.accounts = append(pol.accounts, acct.Name)
+		pol.homes = append(pol.homes, acct.CodexHome)
 	}
 	if a.schema != "" {
 		abs, err := checkSchema(a.schema)
@@ -168,10 +194,47 @@ func runFanoutCmd(cmd *cobra.Command, a fanoutArgs) error {
 }
 
 // fanoutPolicy is the retry and quota policy of a job: the team file's
-// with --role, else the defaults of one.
+// with --role, else the defaults of one; and the accounts its rows run on
+// (names and CODEX_HOMEs, in order of preference; none: the workers' own
+// environment's).
 type fanoutPolicy struct {
 	attempts int
 	quota    retry.QuotaPolicy
+	accounts []string
+	homes    []string
+}
+
+// pickAccounts returns the accounts of cfg that names lists, in its order:
+// an error names an unknown or repeated name, and the team's accounts. It
+// is a pure function.
+func pickAccounts(cfg *team.Config, names []string) ([]team.Account, error) {
+	known := make([]string, len(cfg.Accounts))
+	for i, acct := range cfg.Accounts {
+		known[i] = acct.Name
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("name at least one account of %s (its accounts: %s)", cfg.Path, orNone(known))
+	}
+	var out []team.Account
+	for _, n := range names {
+		i := slices.Index(known, n)
+		switch {
+		case i < 0:
+			return nil, fmt.Errorf("unknown account %q: the accounts of %s are %s", n, cfg.Path, orNone(known))
+		case slices.ContainsFunc(out, func(acct team.Account) bool { return acct.Name == n }):
+			return nil, fmt.Errorf("account %q is listed twice", n)
+		}
+		out = append(out, cfg.Accounts[i])
+	}
+	return out, nil
+}
+
+// orNone joins names with commas, or says there are none.
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none (define them in its top-level accounts list)"
+	}
+	return strings.Join(names, ", ")
 }
 
 // checkShimConfig validates the workers' settings as a shim would.
@@ -267,7 +330,7 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 	progCtx, progStop := context.WithCancel(context.Background())
 	progDone := make(chan struct{})
 	go func() { defer close(progDone); prog.Run(progCtx) }()
-	workers := fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: os.Stderr}
+	workers := fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: os.Stderr, Homes: pol.homes}
 	if n, err := workers.RemoveStale(); err != nil {
 		log.Warn("Could not remove every reply directory of a killed job", "removed", n, "error", err)
 	} else if n > 0 {
@@ -275,7 +338,7 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 	}
 	sum, runErr := fanout.Run(ctx, kill, fanout.Options{
 		Table: table, Template: tmpl, Schema: a.schema != "", Store: store,
-		Concurrency: a.concurrency, MaxTokens: a.maxTokens, MaxAttempts: pol.attempts, Quota: pol.quota,
+		Concurrency: a.concurrency, MaxTokens: a.maxTokens, MaxAttempts: pol.attempts, Quota: pol.quota, Accounts: pol.accounts,
 		KeepGoing: a.keepGoing, NewWorker: workers.New, Grace: a.grace, Progress: prog.Update, Log: log,
 	})
 	progStop()
@@ -295,8 +358,9 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 }
 
 // roleSettings fills the workers' codex settings, timeouts and retry policy
-// from --role's role in the team file.
-func roleSettings(cmd *cobra.Command, a *fanoutArgs, pol *fanoutPolicy) error {
+// from --role's role in the team file, and returns the team and the
+// role's accounts.
+func roleSettings(cmd *cobra.Command, a *fanoutArgs, pol *fanoutPolicy) (*team.Config, []team.Account, error) {
 	var given []string
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		for _, n := range fanoutCodexFlags {
@@ -306,11 +370,11 @@ func roleSettings(cmd *cobra.Command, a *fanoutArgs, pol *fanoutPolicy) error {
 		}
 	})
 	if len(given) > 0 {
-		return usageError(cmd, "%s: with --role the codex settings come from the role in the team file; drop %s or --role", strings.Join(given, ", "), map[bool]string{true: "them", false: "it"}[len(given) > 1])
+		return nil, nil, usageError(cmd, "%s: with --role the codex settings come from the role in the team file; drop %s or --role", strings.Join(given, ", "), map[bool]string{true: "them", false: "it"}[len(given) > 1])
 	}
 	_, cfg, err := loadTeamProject(a.teamFile)
 	if err != nil {
-		return usageError(cmd, "--role: %v", err)
+		return nil, nil, usageError(cmd, "--role: %v", err)
 	}
 	var agent *team.Agent
 	for _, ag := range cfg.Agents() {
@@ -324,7 +388,7 @@ func roleSettings(cmd *cobra.Command, a *fanoutArgs, pol *fanoutPolicy) error {
 		for _, r := range cfg.Roles {
 			roles = append(roles, r.Name)
 		}
-		return usageError(cmd, "--role %q: no such role in %s; roles: %s", a.role, cfg.Path, strings.Join(roles, ", "))
+		return nil, nil, usageError(cmd, "--role %q: no such role in %s; roles: %s", a.role, cfg.Path, strings.Join(roles, ", "))
 	}
 	applyRole(&a.cfg, *agent)
 	t := cfg.Timeouts
@@ -334,7 +398,7 @@ func roleSettings(cmd *cobra.Command, a *fanoutArgs, pol *fanoutPolicy) error {
 	pol.attempts = cfg.MaxAttempts
 	pol.quota.BackoffMax = max(cfg.Quota.BackoffMax, pol.quota.BackoffMin)
 	pol.quota.Cooldown, pol.quota.CooldownMax = cfg.Quota.Cooldown, cfg.Quota.CooldownMax
-	return nil
+	return cfg, agent.Accounts, nil
 }
 
 // setIfUnset sets *d to v unless the flag was given.

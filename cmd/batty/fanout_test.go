@@ -478,3 +478,97 @@ func TestFanoutStopsWhenTheFirstRowsFailAlike(t *testing.T) {
 		t.Errorf("summary does not name the most common error:\n%s", errOut)
 	}
 }
+
+// TestFanoutAccounts: --accounts runs the rows on the named accounts of the
+// team file (their CODEX_HOME replacing any other), moving on from one
+// at its usage limit; a role's accounts are used without --accounts; an
+// unknown name is a usage error naming the team's accounts.
+func TestFanoutAccounts(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := newFanoutJob(t, "id\n1\n2\n3\n")
+	work, spare := filepath.Join(j.dir, "work"), filepath.Join(j.dir, "spare")
+	for _, d := range []string{work, spare} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The fake codex hits the usage limit on a home holding this file.
+	if err := os.WriteFile(filepath.Join(work, "exhausted"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yaml := fmt.Sprintf(`name: crew
+accounts:
+  - name: work
+    codex_home: %s
+  - name: spare
+    codex_home: %s
+codex:
+  bin: %s
+  env:
+    BATTY_TEST_ROLE: fakecodex
+    FAKE_CODEX_STATE: %s
+    FAKE_CODEX_LOG: %s
+roles:
+  - name: lead
+  - name: triager
+    accounts: [work, spare]
+`, work, spare, self, t.TempDir(), j.log)
+	teamFile := filepath.Join(j.dir, "team.yaml")
+	if err := os.WriteFile(teamFile, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	homes := func() []string {
+		t.Helper()
+		var hs []string
+		for _, r := range j.records("id") {
+			var res map[string]string
+			json.Unmarshal([]byte(r.Result), &res)
+			hs = append(hs, res["reply"])
+		}
+		return hs
+	}
+	// The role's accounts: work is exhausted, the rows go on on spare.
+	_, errOut, code := runBatty(t, j.env, "", "fanout", "--csv", j.in, "--output", j.out, "--team", teamFile, "--role", "triager",
+		"--instruction", "{id} scenario:account replyjson", "-c", "1")
+	if code != 0 || !strings.Contains(errOut, "Usage limit on account work: rows go on on account spare") {
+		t.Fatalf("--role with accounts: exit %d\n%s", code, errOut)
+	}
+	for i, h := range homes() {
+		if h != "HOME:"+spare {
+			t.Errorf("row %d: %q, want the spare account's home", i+1, h)
+		}
+	}
+	// --accounts without --role: the account's CODEX_HOME wins over --env's.
+	os.Remove(j.out)
+	_, errOut, code = runBatty(t, j.env, "", append(j.args("{id} scenario:account replyjson", "--team", teamFile, "--accounts", "spare,work"),
+		"--env", "CODEX_HOME="+filepath.Join(j.dir, "elsewhere"))...)
+	if code != 0 {
+		t.Fatalf("--accounts spare,work: exit %d\n%s", code, errOut)
+	}
+	for i, h := range homes() {
+		if h != "HOME:"+spare {
+			t.Errorf("--accounts spare,work: row %d: %q, want the spare account's home", i+1, h)
+		}
+	}
+	// Usage errors.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{j.args("x", "--team", teamFile, "--accounts", "work,nope"), `--accounts: unknown account "nope": the accounts of ` + teamFile + ` are work, spare`},
+		{j.args("x", "--team", teamFile, "--accounts", "work,work"), `account "work" is listed twice`},
+		{j.args("x", "--team", teamFile), "--team names the team file of --role and --accounts"},
+	} {
+		os.Remove(j.out)
+		_, errOut, code := runBatty(t, j.env, "", c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d, stderr:\n%s\nwant exit 2 and %q", c.args[len(c.args)-2:], code, errOut, c.want)
+		}
+		if _, err := os.Stat(j.out); err == nil {
+			t.Errorf("%q: OUT was written", c.args[len(c.args)-2:])
+		}
+	}
+}

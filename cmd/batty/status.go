@@ -269,7 +269,7 @@ func printAccounts(w io.Writer, accounts []control.AccountStatus) {
 			until += fmt.Sprintf(" (%d probe(s) hit the limit again)", a.FailedProbes)
 		}
 		fmt.Fprintf(w, "\nQUOTA PAUSED account %s (%s): %s; %d message(s) held\n  %s\n",
-			safetext.Line(a.Account, 0), strings.Join(a.Agents, ", "), until, a.Held, safetext.Line(a.Reason, 200))
+			safetext.Line(or(a.Name, a.Account), 0), accountAgents(a), until, a.Held, safetext.Line(a.Reason, 200))
 	}
 }
 
@@ -342,8 +342,16 @@ func accountPauseLine(a control.AccountStatus) string {
 	if a.ResumeAt != nil {
 		until = " until " + a.ResumeAt.Local().Format("2006-01-02 15:04 MST")
 	}
-	return fmt.Sprintf("usage limit: account %s paused%s (%s)", safetext.Line(a.Account, 0), until,
-		safetext.Line(strings.Join(a.Agents, ", "), 0))
+	return fmt.Sprintf("usage limit: account %s paused%s (%s)", safetext.Line(or(a.Name, a.Account), 0), until, accountAgents(a))
+}
+
+// accountAgents lists the agents waiting on a paused account, or says
+// that none does (they went on on other accounts). It is a pure function.
+func accountAgents(a control.AccountStatus) string {
+	if len(a.Agents) == 0 {
+		return "no agent waits on it"
+	}
+	return safetext.Line(strings.Join(a.Agents, ", "), 0)
 }
 
 func or(s, def string) string {

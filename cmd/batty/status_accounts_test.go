@@ -27,3 +27,19 @@ func TestStatusShowsPausedAccounts(t *testing.T) {
 		t.Errorf("an open account is listed:\n%s", out)
 	}
 }
+
+func TestRateLimitsLine(t *testing.T) {
+	at := time.Now().Add(90 * time.Minute)
+	rl := &control.RateLimitsStatus{Windows: []control.RateLimitWindowStatus{
+		{Name: "primary", UsedPct: 42.4, WindowMinutes: 300, ResetsAt: &at},
+		{Name: "secondary", UsedPct: 10, WindowMinutes: 7 * 24 * 60},
+		{Name: "other\x1b[2J", UsedPct: 1},
+	}}
+	want := "5h 42% (resets " + at.Local().Format("01-02 15:04") + ") · 7d 10% · other 1%"
+	if got := rateLimitsLine(rl); got != want {
+		t.Fatalf("rateLimitsLine = %q, want %q", got, want)
+	}
+	if rateLimitsLine(nil) != "-" {
+		t.Fatal("no snapshot is not -")
+	}
+}

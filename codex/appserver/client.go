@@ -541,6 +541,27 @@ func (c *Client) interruptTurn(ctx context.Context, threadID, turnID string) err
 	return c.Call(ctx, MethodTurnInterrupt, map[string]any{"threadId": threadID, "turnId": turnID}, nil)
 }
 
+// reserve claims threadID for one turn (RunTurn, or Compact's own turn)
+// and subscribes to the notifications before the request that starts it
+// is sent; release gives both back. It fails, naming method, while
+// another turn holds the thread.
+func (c *Client) reserve(threadID, method string) (*subscription, func(), error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, busy := c.active[threadID]; busy {
+		return nil, nil, fmt.Errorf("appserver: %s: a turn already runs on thread %s", method, threadID)
+	}
+	c.active[threadID] = "" // reserved; the turn's id comes with the response
+	sub := newSubscription()
+	c.subs[sub] = struct{}{}
+	return sub, func() {
+		c.mu.Lock()
+		delete(c.subs, sub)
+		delete(c.active, threadID)
+		c.mu.Unlock()
+	}, nil
+}
+
 // RunTurn starts a turn on a loaded thread with text as the user's input
 // (turn/start) and blocks until turn/completed, calling on (when not nil)
 // with every notification of the thread in order, on the calling
@@ -551,21 +572,11 @@ func (c *Client) interruptTurn(ctx context.Context, threadID, turnID string) err
 // the turn (waiting at most 5 s). One RunTurn at a time per thread.
 func (c *Client) RunTurn(ctx context.Context, threadID, text string, on func(Notification)) (TurnResult, error) {
 	res := TurnResult{ThreadID: threadID}
-	c.mu.Lock()
-	if _, busy := c.active[threadID]; busy {
-		c.mu.Unlock()
-		return res, fmt.Errorf("appserver: turn/start: a turn already runs on thread %s", threadID)
+	sub, release, err := c.reserve(threadID, "turn/start")
+	if err != nil {
+		return res, err
 	}
-	c.active[threadID] = "" // reserved; the id comes with the response
-	sub := newSubscription()
-	c.subs[sub] = struct{}{}
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.subs, sub)
-		delete(c.active, threadID)
-		c.mu.Unlock()
-	}()
+	defer release()
 
 	start := time.Now()
 	var started struct {
@@ -589,7 +600,7 @@ func (c *Client) RunTurn(ctx context.Context, threadID, text string, on func(Not
 		case <-startCtx.Done():
 		}
 	})
-	err := c.Call(startCtx, MethodTurnStart, params, &started)
+	err = c.Call(startCtx, MethodTurnStart, params, &started)
 	stopWatch()
 	stopStart() // ends the AfterFunc's wait, if it runs
 	if err != nil {
@@ -660,6 +671,67 @@ func (c *Client) RunTurn(ctx context.Context, threadID, text string, on func(Not
 					res.FinalMessage = it.Text
 				}
 			}
+			res.Duration = time.Since(start)
+			return res, nil
+		}
+	}
+}
+
+// Compact compacts the history of a loaded thread (thread/compact/start)
+// and blocks until the server has done it: the server answers the call at
+// once and runs the compaction as a turn of its own (turn/started, a
+// contextCompaction item, turn/completed), whose end ends the wait. The
+// result is that turn's: [StatusCompleted] once the history is compacted,
+// with the thread's token usage after it. The error is for a refused call
+// (*[RPCError]), a connection that ended ([ErrClosed]) or ctx ending, in
+// which case Compact first interrupts the compaction (waiting at most
+// 5 s). It cannot run while a turn runs on the thread.
+func (c *Client) Compact(ctx context.Context, threadID string) (TurnResult, error) {
+	res := TurnResult{ThreadID: threadID}
+	sub, release, err := c.reserve(threadID, MethodThreadCompact)
+	if err != nil {
+		return res, err
+	}
+	defer release()
+	start := time.Now()
+	if err := c.Call(ctx, MethodThreadCompact, map[string]any{"threadId": threadID}, nil); err != nil {
+		return res, err
+	}
+	for {
+		n, err := sub.next(ctx, c.done)
+		if err != nil {
+			if ctx.Err() == nil {
+				return res, fmt.Errorf("appserver: %s: %w", MethodThreadCompact, c.Err())
+			}
+			if res.TurnID != "" {
+				ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
+				ierr := c.interruptTurn(ictx, threadID, res.TurnID)
+				cancel()
+				if ierr != nil {
+					return res, fmt.Errorf("appserver: %s: %w (interrupt: %v)", MethodThreadCompact, ctx.Err(), ierr)
+				}
+			}
+			return res, fmt.Errorf("appserver: %s: %w", MethodThreadCompact, ctx.Err())
+		}
+		var p turnParams
+		if json.Unmarshal(n.Params, &p) != nil || p.ThreadID != threadID {
+			continue
+		}
+		if id := p.turnIDOf(); id != "" && res.TurnID != "" && id != res.TurnID {
+			continue
+		}
+		switch n.Method {
+		case NotifyTurnStarted:
+			if p.Turn != nil {
+				res.TurnID = p.Turn.ID
+			}
+		case NotifyTokenUsage:
+			res.Usage = p.TokenUsage
+		case NotifyTurnCompleted:
+			if p.Turn == nil {
+				return res, fmt.Errorf("appserver: %s: turn/completed without a turn", MethodThreadCompact)
+			}
+			res.TurnID, res.Status, res.Error = p.Turn.ID, p.Turn.Status, p.Turn.Error.decode()
 			res.Duration = time.Since(start)
 			return res, nil
 		}

@@ -461,3 +461,54 @@ func TestReadLineBounds(t *testing.T) {
 		})
 	}
 }
+
+// Compact sends thread/compact/start and waits for the compaction's own
+// turn to complete, skipping other threads' news, and keeps the usage.
+func TestCompactWaitsForTheCompactionTurn(t *testing.T) {
+	c, p := newPeer(t, Options{})
+	type out struct {
+		res TurnResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := c.Compact(ctxT(t), "T1")
+		done <- out{res, err}
+	}()
+	r := p.expect(MethodThreadCompact)
+	if string(r.Params) != `{"threadId":"T1"}` {
+		t.Fatalf("params %s", r.Params)
+	}
+	p.reply(r, `{}`)
+	p.send(`{"method":"turn/completed","params":{"threadId":"other","turn":{"id":"X","items":[],"status":"completed","error":null}}}`)
+	p.send(`{"method":"turn/started","params":{"threadId":"T1","turn":{"id":"C1","items":[],"status":"inProgress","error":null}}}`)
+	p.send(`{"method":"item/started","params":{"item":{"type":"contextCompaction","id":"i"},"threadId":"T1","turnId":"C1"}}`)
+	p.send(`{"method":"thread/tokenUsage/updated","params":{"threadId":"T1","turnId":"C1","tokenUsage":{"total":{"totalTokens":9,"inputTokens":7,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":2,"reasoningOutputTokens":0},"last":{"totalTokens":9,"inputTokens":7,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":2,"reasoningOutputTokens":0},"modelContextWindow":100}}}`)
+	select {
+	case o := <-done:
+		t.Fatalf("Compact returned before the compaction ended: %+v %v", o.res, o.err)
+	default:
+	}
+	p.send(`{"method":"turn/completed","params":{"threadId":"T1","turn":{"id":"C1","items":[],"status":"completed","error":null}}}`)
+	o := <-done
+	if o.err != nil || o.res.Status != StatusCompleted || o.res.TurnID != "C1" || o.res.Usage == nil || o.res.Usage.Total.InputTokens != 7 {
+		t.Fatalf("Compact = %+v, %v", o.res, o.err)
+	}
+}
+
+// A refused compaction is an *RPCError.
+func TestCompactRefused(t *testing.T) {
+	c, p := newPeer(t, Options{})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Compact(ctxT(t), "T1")
+		errc <- err
+	}()
+	r := p.expect(MethodThreadCompact)
+	p.send(`{"id":` + string(r.ID) + `,"error":{"code":-32600,"message":"thread not found: T1"}}`)
+	var rpc *RPCError
+	if err := <-errc; !errors.As(err, &rpc) || rpc.Code != -32600 {
+		t.Fatalf("refused Compact: %v", err)
+	}
+
+}

@@ -16,6 +16,7 @@ const (
 	MethodTurnStart         = "turn/start"
 	MethodTurnInterrupt     = "turn/interrupt"
 	MethodRateLimitsRead    = "account/rateLimits/read"
+	MethodThreadCompact     = "thread/compact/start"
 	NotifyTurnStarted       = "turn/started"
 	NotifyTurnCompleted     = "turn/completed"
 	NotifyItemStarted       = "item/started"

@@ -32,6 +32,9 @@
 //	                       tool's output gets the reply "SHELL_DONE: " + an
 //	                       excerpt of the output
 //	[[mock:quota]]         HTTP 429 usage_limit_reached, plan "plus", resets in 1h
+//	[[mock:quotaheaders]]  HTTP 429 usage_limit_reached naming no reset
+//	                       time, with x-codex-primary-* rate-limit headers:
+//	                       100% used, 300-minute window, resets in 90 min
 //	[[mock:context]]       response.failed with code context_length_exceeded
 //	[[mock:slow SECONDS]]  send response.created, hold the stream SECONDS
 //	                       (or until the client leaves or the server closes),

@@ -45,6 +45,8 @@ import (
 // a dropped stream, a network wait or silence, then it replies),
 // quota[:UNIX] (reset time given: UNIX seconds, default an hour from now), quotaonce (no reset time) — both succeed when redelivered,
 // quotauntil:UNIXNANO (a limit until that instant, with a reset time named two minutes ago),
+// account[:MS] (the account codex runs on: a limit, with a reset time named two minutes ago, while
+// $CODEX_HOME holds a file named "exhausted"; else, after MS milliseconds, replies "HOME:$CODEX_HOME"),
 // context (always out of context window), contextonce (out of context window
 // unless batty says it retries after that), contextsame (out of context
 // window unless the prompt opens with a batty handoff), auth, servererror, newthread, detach:PIDFILE,
@@ -355,6 +357,18 @@ func FakeMain(args []string) int {
 			return fail(QuotaMessage(start.Add(-2 * time.Minute)))
 		}
 		return complete("AFTER_QUOTA", 1000, 10)
+	case "account":
+		// The limit of the account in $CODEX_HOME: there while the home
+		// holds a file named exhausted.
+		home := os.Getenv("CODEX_HOME")
+		if _, err := os.Stat(filepath.Join(home, "exhausted")); err == nil {
+			return fail(QuotaMessage(start.Add(-2 * time.Minute)))
+		}
+		ms, _ := strconv.Atoi(arg)
+		if waitOrInterrupt(time.Duration(ms) * time.Millisecond) {
+			return 1
+		}
+		return complete("HOME:"+home, 1000, 10)
 	case "contextonce", "contextsame":
 		// Fine once batty retries after the context failure (contextonce)
 		// or hands off to a fresh thread (contextsame).

@@ -100,6 +100,23 @@ func QuotaReply(resetsAt time.Time) Reply {
 	}
 }
 
+// QuotaHeadersReply is HTTP 429 with a usage_limit_reached error that
+// names no reset time (codex then says only "try again later"), whose
+// rate-limit headers (x-codex-primary-*) say the 5-hour window is used up
+// and resets at resetsAt: only a client that reads the rate-limit
+// snapshot knows when.
+func QuotaHeadersReply(resetsAt time.Time) Reply {
+	h := http.Header{}
+	h.Set("x-codex-primary-used-percent", "100")
+	h.Set("x-codex-primary-window-minutes", "300")
+	h.Set("x-codex-primary-reset-at", strconv.FormatInt(resetsAt.Unix(), 10))
+	return Reply{
+		Status: http.StatusTooManyRequests,
+		Header: h,
+		Body:   `{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"plus"}}`,
+	}
+}
+
 // ContextReply ends the stream with response.failed, error code
 // context_length_exceeded. Codex reports it, without retrying, as "Codex
 // ran out of room in the model's context window. …".
@@ -186,6 +203,8 @@ func directiveReply(req Request, name, arg string) Reply {
 		return ShellReply(arg)
 	case "quota":
 		return QuotaReply(time.Now().Add(time.Hour))
+	case "quotaheaders":
+		return QuotaHeadersReply(time.Now().Add(90 * time.Minute))
 	case "context":
 		return ContextReply()
 	case "slow":

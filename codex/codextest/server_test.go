@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -273,5 +274,18 @@ func TestCodexMissing(t *testing.T) {
 		if ci == "true" && (!f.failed || f.skipped) || ci == "" && (!f.skipped || f.failed) {
 			t.Errorf("CI=%q: skipped %v failed %v", ci, f.skipped, f.failed)
 		}
+	}
+}
+
+// [[mock:quotaheaders]] is a 429 usage limit naming no reset time, whose
+// x-codex-primary-* headers say the window is used up and when it resets.
+func TestQuotaHeadersReply(t *testing.T) {
+	before := time.Now()
+	r := directiveReply(Request{}, "quotaheaders", "")
+	reset, err := strconv.ParseInt(r.Header.Get("x-codex-primary-reset-at"), 10, 64)
+	if r.Status != 429 || !strings.Contains(r.Body, `"usage_limit_reached"`) || strings.Contains(r.Body, "resets_at") || err != nil ||
+		r.Header.Get("x-codex-primary-used-percent") != "100" || r.Header.Get("x-codex-primary-window-minutes") != "300" ||
+		reset < before.Add(89*time.Minute).Unix() || reset > time.Now().Add(91*time.Minute).Unix() {
+		t.Fatalf("quotaheaders reply %+v (reset %d, %v)", r, reset, err)
 	}
 }
