@@ -172,3 +172,77 @@ func TestPrepareHostProblems(t *testing.T) {
 		t.Fatalf("codex missing on the host: ready %+v, problems %+v", ready, probs)
 	}
 }
+
+// TestFanoutSSH runs 3 rows on a real sshd's host as its test user:
+// batty installed there over ssh, the rows run there (codex sees the
+// user's $USER), done, and once the job ends and its shared connection is
+// closed nothing of the user is left running.
+func TestFanoutSSH(t *testing.T) {
+	s := hoststest.StartSSHD(t)
+	ctl, err := os.MkdirTemp("/tmp", "bf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(ctl) })
+	tr := &hosts.Transport{ConfigFile: s.ConfigFile, ControlDir: filepath.Join(ctl, "c")}
+
+	// The fake codex (this test binary) and its files, the user's.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake, state, proj := filepath.Join(s.Home, "bin", "codex"), filepath.Join(s.Home, "state"), filepath.Join(s.Home, "proj")
+	for _, d := range []string{filepath.Dir(fake), state, proj} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d, s.UID, s.GID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fake, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(fake, s.UID, s.GID); err != nil {
+		t.Fatal(err)
+	}
+
+	r := newRig(t, rows(3, func(i int) string { return fmt.Sprintf("n%d", i) }), "{name} scenario:env:USER replyjson")
+	r.log = filepath.Join(state, "codex.log")
+	r.opts.Concurrency = 2
+	r.shims.Config.CodexBin = fake
+	r.shims.Config.Env = []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + state, "FAKE_CODEX_LOG=" + r.log, "OPENAI_API_KEY=" + hostSecret}
+	host := s.Host
+	host.Dir = "~/proj"
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	setup := HostSetup{Transport: tr, Batty: testBinary(t), Root: r.dir, Cwd: r.dir, Home: "/nonexistent-home", Config: r.shims.Config}
+	ready, probs := setup.Prepare(ctx, []team.Host{host})
+	if len(probs) != 0 || len(ready) != 1 {
+		t.Fatalf("Prepare: ready %d, problems %+v", len(ready), probs)
+	}
+	r.shims.Hosts = ready
+	sum := r.run(ctx, nil)
+	if err := setup.Close([]team.Host{host}); err != nil {
+		t.Error(err)
+	}
+	if !sum.Complete() {
+		t.Fatalf("summary %+v", sum)
+	}
+	for i, reply := range r.replies() {
+		if reply != s.User {
+			t.Errorf("row %d ran as %q, not as the host's user %s", i+1, reply, s.User)
+		}
+	}
+	if runs := r.codexRuns(); len(runs) != 3 {
+		t.Errorf("codex ran %d times, want once per row:\n%s", len(runs), strings.Join(runs, "\n"))
+	}
+	if left := s.WaitNoUserProcesses(t, true, 15*time.Second); left != nil {
+		t.Fatalf("left running on the host after the job: %q", left)
+	}
+}
