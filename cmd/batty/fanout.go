@@ -78,16 +78,27 @@ preference: on the first with quota left; when its usage limit is hit, the
 rows go on on the next one within seconds, and go back to the preferred one
 once its reset has come and one row got through there. Only when every
 listed account is at its limit do new rows wait, until the earliest reset.
-Without --accounts, a --role whose role lists accounts uses those. Ctrl-C stops starting rows and lets running ones finish
-for --shutdown-timeout; a second Ctrl-C stops them at once.
+Without --accounts, a --role whose role lists accounts uses those.
+--hosts build1,pod1 runs the workers on those hosts of the team file, taken
+in turn by worker number (local is this machine). batty is installed on each
+host and its Codex checked there first; a host that fails is left out, with a
+line saying why, and with no host left the job stops (exit 1) with each
+host's problem and fix. The workers run in the host's project directory
+(its dir); replies come back whole and OUT is written here. Accounts are not
+supported on hosts yet, and a --schema file must lie in the project.
 
-Exit status: 0 every row done, 1 a row failed or the job stopped, 2 usage
-(bad flags, an unreadable or invalid CSV file, a placeholder naming no column,
-an OUT that is not a fanout output of this input).`,
+Ctrl-C stops starting rows and lets running ones finish for
+--shutdown-timeout; a second Ctrl-C stops them at once.
+
+Exit status: 0 every row done, 1 a row failed, the job stopped or no host
+could run it, 2 usage (bad flags, an unknown host, an unreadable or invalid
+CSV file, a placeholder naming no column, an OUT that is not a fanout output
+of this input).`,
 		Example: `  batty fanout --csv repos.csv --instruction "Summarise the README of {repo} as {{\"summary\": ...}}" --output out.csv
   batty fanout --csv issues.csv --instruction "Triage issue {id}: {title}" --schema triage.json --output triage.csv --role triager -c 16
   batty fanout --csv big.csv --instruction "..." --output out.csv --max-tokens 2000000
-  batty fanout --csv big.csv --instruction "..." --output out.csv --accounts work,spare`,
+  batty fanout --csv big.csv --instruction "..." --output out.csv --accounts work,spare
+  batty fanout --csv big.csv --instruction "..." --output out.csv --hosts build1,pod1,local -c 12`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runFanoutCmd(cmd, a)
