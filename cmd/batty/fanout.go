@@ -464,6 +464,9 @@ func prepareHosts(ctx context.Context, cfg shim.Config, on fanoutHosts) (fanout.
 		return setup, nil, err
 	}
 	ready, probs := setup.Prepare(ctx, on.list)
+	if ctx.Err() != nil {
+		return setup, nil, fmt.Errorf("interrupted while the hosts were made ready; no row started")
+	}
 	if len(ready) == 0 {
 		var lines []string
 		for _, p := range probs {
