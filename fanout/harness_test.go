@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/hosts/hoststest"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/shim"
 )
@@ -25,7 +26,9 @@ func TestMain(m *testing.M) {
 	case "fakecodex":
 		os.Exit(codextest.FakeMain(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	hoststest.RemoveBuilds()
+	os.Exit(code)
 }
 
 // rig is a job on real shims with the fake codex as their worker.

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/shim"
@@ -72,6 +73,13 @@ type ShimWorkers struct {
 	Stderr io.Writer
 	// TempDir holds the workers' reply directories ("": os.TempDir()).
 	TempDir string
+	// Hosts, when set, are where the workers run, taken round robin by
+	// worker number (HostFor): a worker on a host gets the host's Config
+	// (Agent suffixed as here), its shim started there through the host's
+	// transport with a longer handshake, and its long replies sent whole
+	// over the protocol. Homes must then be empty. Empty: every worker
+	// here.
+	Hosts []WorkerHost
 }
 
 // replyDirPrefix starts the name of a worker's reply directory, followed by
@@ -126,6 +134,14 @@ func (s ShimWorkers) tempDir() string {
 // RemoveStale of a later one).
 func (s ShimWorkers) New(n, account int) (Worker, error) {
 	cfg := s.Config
+	if len(s.Hosts) > 0 {
+		if h := s.Hosts[HostFor(n, len(s.Hosts))]; h.Remote != nil {
+			if len(s.Homes) > 0 {
+				return nil, fmt.Errorf("worker %d: accounts are not supported on hosts yet", n)
+			}
+			return s.newRemote(n, h)
+		}
+	}
 	cfg.Agent = fmt.Sprintf("%s-%d", s.Config.Agent, n)
 	if len(s.Homes) > 0 {
 		if account < 0 || account >= len(s.Homes) {
@@ -152,12 +168,32 @@ func (s ShimWorkers) New(n, account int) (Worker, error) {
 	return &shimWorker{c: c, replies: replies, dir: dir}, nil
 }
 
+// newRemote starts worker n on host h: the shim there, through the
+// host's transport, its secrets in the handshake only.
+func (s ShimWorkers) newRemote(n int, h WorkerHost) (Worker, error) {
+	cfg := h.Config
+	cfg.Agent = fmt.Sprintf("%s-%d", s.Config.Agent, n)
+	c, err := shim.Start(context.Background(), shim.SpawnOptions{Path: h.Batty, Args: []string{"shim"}, Config: cfg, Stderr: s.Stderr,
+		Remote: h.Remote, HandshakeTimeout: hosts.ShimHandshakeTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("worker %d on host %s: %w", n, h.Name, err)
+	}
+	return &shimWorker{c: c}, nil
+}
+
+// maxChunkedReply bounds the reply a shim on a host may send in pieces.
+const maxChunkedReply = 64 << 20
+
 type shimWorker struct {
 	c       *shim.Client
-	replies *replyfile.Dir
+	replies *replyfile.Dir // nil for a shim on a host
 	dir     string
 	used    bool
 	closed  bool
+	// chunkID and chunks gather the pieces of the reply to message chunkID
+	// (a shim on a host).
+	chunkID string
+	chunks  strings.Builder
 }
 
 func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration) (Outcome, error) {
@@ -190,6 +226,8 @@ func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration
 				if e.MessageID == t.ID {
 					out.RetryAt = e.RetryAt
 				}
+			case protocol.ReplyChunk:
+				w.replyChunk(e)
 			case protocol.TurnFinished:
 				if e.MessageID == t.ID {
 					out.TurnFinished = w.whole(e)
@@ -210,8 +248,38 @@ func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration
 	}
 }
 
-// whole puts the whole reply into e when it came in a reply file.
+// replyChunk gathers a piece of a reply sent over the protocol; a piece
+// of another message starts over, and what passes maxChunkedReply is
+// dropped (the reply is then not whole).
+func (w *shimWorker) replyChunk(e protocol.ReplyChunk) {
+	if e.MessageID != w.chunkID {
+		w.chunkID = e.MessageID
+		w.chunks.Reset()
+	}
+	if w.chunks.Len()+len(e.Data) > maxChunkedReply {
+		return
+	}
+	w.chunks.WriteString(e.Data)
+}
+
+// whole puts the whole reply into e when it came in a reply file, or in
+// pieces over the protocol (a shim on a host); a reply that did not come
+// whole fails the turn.
 func (w *shimWorker) whole(e protocol.TurnFinished) protocol.TurnFinished {
+	if w.replies == nil {
+		id, got := w.chunkID, w.chunks.String()
+		w.chunkID = ""
+		w.chunks.Reset()
+		if e.ReplySize <= int64(len(e.Reply)) || e.ReplyFile != "" {
+			return e
+		}
+		if id != e.MessageID || int64(len(got)) != e.ReplySize {
+			e.Status, e.Failure, e.Error = protocol.TurnFailed, "", fmt.Sprintf("the whole reply (%d bytes) did not arrive from the host: %d bytes came", e.ReplySize, len(got))
+			return e
+		}
+		e.Reply = got
+		return e
+	}
 	if e.ReplyFile == "" {
 		return e
 	}
@@ -247,8 +315,10 @@ func (w *shimWorker) Close(kill <-chan struct{}) {
 	}()
 	w.c.Stop(ctx, closeGrace, "requested")
 	w.c.Close()
-	w.replies.Close()
-	os.RemoveAll(w.dir)
+	if w.replies != nil {
+		w.replies.Close()
+		os.RemoveAll(w.dir)
+	}
 }
 
 // closeGrace is how long a shim that has nothing to do gets to stop.

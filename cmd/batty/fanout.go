@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/fanout"
+	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
@@ -28,6 +31,7 @@ type fanoutArgs struct {
 	csv, instruction, output, schema string
 	role, teamFile, instructionsFile string
 	accounts                         []string // --accounts: names in the team file
+	hosts                            []string // --hosts: names in the team file, or team.LocalHost
 	concurrency                      int
 	keepGoing                        bool
 	maxTokens                        int64
@@ -74,16 +78,27 @@ preference: on the first with quota left; when its usage limit is hit, the
 rows go on on the next one within seconds, and go back to the preferred one
 once its reset has come and one row got through there. Only when every
 listed account is at its limit do new rows wait, until the earliest reset.
-Without --accounts, a --role whose role lists accounts uses those. Ctrl-C stops starting rows and lets running ones finish
-for --shutdown-timeout; a second Ctrl-C stops them at once.
+Without --accounts, a --role whose role lists accounts uses those.
+--hosts build1,pod1 runs the workers on those hosts of the team file, taken
+in turn by worker number (local is this machine). batty is installed on each
+host and its Codex checked there first; a host that fails is left out, with a
+line saying why, and with no host left the job stops (exit 1) with each
+host's problem and fix. The workers run in the host's project directory
+(its dir); replies come back whole and OUT is written here. Accounts are not
+supported on hosts yet, and a --schema file must lie in the project.
 
-Exit status: 0 every row done, 1 a row failed or the job stopped, 2 usage
-(bad flags, an unreadable or invalid CSV file, a placeholder naming no column,
-an OUT that is not a fanout output of this input).`,
+Ctrl-C stops starting rows and lets running ones finish for
+--shutdown-timeout; a second Ctrl-C stops them at once.
+
+Exit status: 0 every row done, 1 a row failed, the job stopped or no host
+could run it, 2 usage (bad flags, an unknown host, an unreadable or invalid
+CSV file, a placeholder naming no column, an OUT that is not a fanout output
+of this input).`,
 		Example: `  batty fanout --csv repos.csv --instruction "Summarise the README of {repo} as {{\"summary\": ...}}" --output out.csv
   batty fanout --csv issues.csv --instruction "Triage issue {id}: {title}" --schema triage.json --output triage.csv --role triager -c 16
   batty fanout --csv big.csv --instruction "..." --output out.csv --max-tokens 2000000
-  batty fanout --csv big.csv --instruction "..." --output out.csv --accounts work,spare`,
+  batty fanout --csv big.csv --instruction "..." --output out.csv --accounts work,spare
+  batty fanout --csv big.csv --instruction "..." --output out.csv --hosts build1,pod1,local -c 12`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runFanoutCmd(cmd, a)
@@ -98,7 +113,8 @@ an OUT that is not a fanout output of this input).`,
 	f.Int64Var(&a.maxTokens, "max-tokens", 0, "stop starting rows once the job's recorded usage, earlier runs included, reaches this many tokens (0: no limit)")
 	f.BoolVar(&a.keepGoing, "keep-going", false, fmt.Sprintf("run every row even when the first %d rows to finish all fail with the same error", fanout.SameErrorRows))
 	f.StringVar(&a.role, "role", "", "take codex settings from this role of the team file")
-	addTeamFlags(cmd, &a.teamFile, true) // the team of --role and --accounts
+	addTeamFlags(cmd, &a.teamFile, true) // the team of --role, --accounts and --hosts
+	f.StringSliceVar(&a.hosts, "hosts", nil, "run the workers on these hosts of the team file, taken in turn by worker number (local: this machine)")
 	f.StringSliceVar(&a.accounts, "accounts", nil, "run rows on these accounts of the team file, in order of preference, moving on when one hits its usage limit (default: the --role's accounts)")
 	f.DurationVar(&a.grace, "shutdown-timeout", fanout.DefaultGrace, "on Ctrl-C, how long running rows may finish")
 	fs := a.cfg.FlagSet()
@@ -145,8 +161,8 @@ func runFanoutCmd(cmd *cobra.Command, a fanoutArgs) error {
 			return err
 		}
 	} else {
-		if a.teamFile != "" && !cmd.Flags().Changed("accounts") {
-			return usageError(cmd, "--team names the team file of --role and --accounts: give one of them too")
+		if a.teamFile != "" && !cmd.Flags().Changed("accounts") && !cmd.Flags().Changed("hosts") {
+			return usageError(cmd, "--team names the team file of --role, --accounts and --hosts: give one of them too")
 		}
 		if a.instructionsFile != "" {
 			if a.cfg.Instructions, err = readInstructions(a.instructionsFile); err != nil {
@@ -168,10 +184,30 @@ func runFanoutCmd(cmd *cobra.Command, a fanoutArgs) error {
 		pol.accounts = append(pol.accounts, acct.Name)
 		pol.homes = append(pol.homes, acct.CodexHome)
 	}
+	var on fanoutHosts
+	if cmd.Flags().Changed("hosts") {
+		if len(accounts) > 0 {
+			return usageError(cmd, "--hosts: accounts are not supported on hosts yet; drop --accounts (or use a --role without accounts)")
+		}
+		proj, err := resolveProject(a.teamFile)
+		if err == nil && teamCfg == nil {
+			_, teamCfg, err = loadTeamProject(a.teamFile)
+		}
+		if err != nil {
+			return usageError(cmd, "--hosts: %v", err)
+		}
+		if on.list, err = pickHosts(teamCfg, a.hosts); err != nil {
+			return usageError(cmd, "--hosts: %v", err)
+		}
+		on.root = proj.Layout.Root()
+	}
 	if a.schema != "" {
 		abs, err := checkSchema(a.schema)
 		if err != nil {
 			return usageError(cmd, "--schema: %v", err)
+		}
+		if on.remote() && !hosts.InProject(on.root, abs) {
+			return usageError(cmd, "--schema %s: with --hosts the schema file must lie inside the project directory %s (the hosts have the project directory only)", a.schema, on.root)
 		}
 		a.cfg.Exec.OutputSchema = abs
 	}
@@ -183,7 +219,7 @@ func runFanoutCmd(cmd *cobra.Command, a fanoutArgs) error {
 	if err != nil {
 		return usageError(cmd, "--output: %v", err)
 	}
-	code, err := runFanout(cmd.Context(), a, table, tmpl, store, pol)
+	code, err := runFanout(cmd.Context(), a, table, tmpl, store, pol, on)
 	if err != nil {
 		return err
 	}
@@ -202,6 +238,47 @@ type fanoutPolicy struct {
 	quota    retry.QuotaPolicy
 	accounts []string
 	homes    []string
+}
+
+// fanoutHosts are the hosts of --hosts, in its order (a zero team.Host is
+// this machine), and the project directory here; no list: every worker
+// here.
+type fanoutHosts struct {
+	list []team.Host
+	root string
+}
+
+// remote reports whether a worker may run on another host.
+func (h fanoutHosts) remote() bool {
+	return slices.ContainsFunc(h.list, func(h team.Host) bool { return h.Name != "" })
+}
+
+// pickHosts returns the hosts of cfg that names lists, in its order,
+// team.LocalHost as a zero team.Host (this machine): an error names an
+// unknown or repeated name, and the team's hosts. It is a pure function.
+func pickHosts(cfg *team.Config, names []string) ([]team.Host, error) {
+	known := []string{team.LocalHost}
+	for _, h := range cfg.Hosts {
+		known = append(known, h.Name)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("name at least one host of %s (its hosts: %s)", cfg.Path, strings.Join(known, ", "))
+	}
+	var out []team.Host
+	for i, n := range names {
+		h, ok := cfg.Host(n)
+		switch {
+		case slices.Contains(names[:i], n):
+			return nil, fmt.Errorf("host %q is listed twice", n)
+		case n == team.LocalHost:
+			out = append(out, team.Host{})
+		case !ok:
+			return nil, fmt.Errorf("unknown host %q: the hosts of %s are %s", n, cfg.Path, strings.Join(known, ", "))
+		default:
+			out = append(out, h)
+		}
+	}
+	return out, nil
 }
 
 // pickAccounts returns the accounts of cfg that names lists, in its order:
@@ -273,7 +350,7 @@ func checkSchema(path string) (string, error) {
 // or SIGHUP (a closed terminal, which would otherwise end batty at once)
 // stops starting rows, the second kills the running ones. It returns the
 // exit code.
-func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *fanout.Template, store *fanout.Store, pol fanoutPolicy) (int, error) {
+func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *fanout.Template, store *fanout.Store, pol fanoutPolicy, on fanoutHosts) (int, error) {
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -319,6 +396,21 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 		}
 	}()
 
+	workers := fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: os.Stderr, Homes: pol.homes}
+	if len(on.list) > 0 {
+		setup, ready, err := prepareHosts(ctx, a.cfg, on)
+		defer func() {
+			if err := setup.Close(on.list); err != nil {
+				log.Warn("Closing the connection to a host", "error", err)
+			}
+		}()
+		if err != nil {
+			store.Close()
+			return 1, err
+		}
+		workers.Hosts = ready
+	}
+
 	prog := fanout.NewProgress(os.Stderr, isTerminal(os.Stderr))
 	prog.Width = func() int {
 		ws, err := unix.IoctlGetWinsize(int(os.Stderr.Fd()), unix.TIOCGWINSZ)
@@ -330,7 +422,6 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 	progCtx, progStop := context.WithCancel(context.Background())
 	progDone := make(chan struct{})
 	go func() { defer close(progDone); prog.Run(progCtx) }()
-	workers := fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: os.Stderr, Homes: pol.homes}
 	if n, err := workers.RemoveStale(); err != nil {
 		log.Warn("Could not remove every reply directory of a killed job", "removed", n, "error", err)
 	} else if n > 0 {
@@ -355,6 +446,48 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 		return 1, nil
 	}
 	return 0, nil
+}
+
+// prepareHosts installs batty on the hosts of on and checks their Codex
+// (fanout.HostSetup.Prepare), and returns the setup (to close the hosts'
+// connections with) and the hosts ready. A host that is not ready is left
+// out, with one line on stderr saying why and where the rows go instead;
+// when none is ready, the error names each host's problem and its fix. It
+// blocks for the hosts; ctx cuts it short.
+func prepareHosts(ctx context.Context, cfg shim.Config, on fanoutHosts) (fanout.HostSetup, []fanout.WorkerHost, error) {
+	setup := fanout.HostSetup{Transport: &hosts.Transport{}, Root: on.root, Home: localHomeDir(), Config: cfg}
+	var err error
+	if setup.Cwd, err = os.Getwd(); err != nil {
+		return setup, nil, fmt.Errorf("the workers' directory: %w", err)
+	}
+	if setup.Batty, err = hosts.Self(versionString(), protocol.Version); err != nil {
+		return setup, nil, err
+	}
+	ready, probs := setup.Prepare(ctx, on.list)
+	if ctx.Err() != nil {
+		return setup, nil, fmt.Errorf("interrupted while the hosts were made ready; no row started")
+	}
+	if len(ready) == 0 {
+		var lines []string
+		for _, p := range probs {
+			lines = append(lines, fmt.Sprintf("host %s: %s\n  fix: %s", p.Host, p.Problem.Detail, p.Problem.Fix))
+		}
+		return setup, nil, fmt.Errorf("no host can run the rows:\n%s", strings.Join(lines, "\n"))
+	}
+	names := make([]string, len(ready))
+	for i, h := range ready {
+		names[i] = cmp.Or(h.Name, team.LocalHost)
+	}
+	for _, p := range probs {
+		fmt.Fprintf(os.Stderr, "batty fanout: host %s: %s (fix: %s); its workers are not used: rows go to %s\n", p.Host, p.Problem.Detail, p.Problem.Fix, strings.Join(names, ", "))
+	}
+	return setup, ready, nil
+}
+
+// localHomeDir is the home directory here, "" when unknown.
+func localHomeDir() string {
+	h, _ := os.UserHomeDir()
+	return h
 }
 
 // roleSettings fills the workers' codex settings, timeouts and retry policy

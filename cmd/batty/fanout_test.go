@@ -560,7 +560,7 @@ roles:
 	}{
 		{j.args("x", "--team", teamFile, "--accounts", "work,nope"), `--accounts: unknown account "nope": the accounts of ` + teamFile + ` are work, spare`},
 		{j.args("x", "--team", teamFile, "--accounts", "work,work"), `account "work" is listed twice`},
-		{j.args("x", "--team", teamFile), "--team names the team file of --role and --accounts"},
+		{j.args("x", "--team", teamFile), "--team names the team file of --role, --accounts and --hosts"},
 	} {
 		os.Remove(j.out)
 		_, errOut, code := runBatty(t, j.env, "", c.args...)
@@ -570,5 +570,87 @@ roles:
 		if _, err := os.Stat(j.out); err == nil {
 			t.Errorf("%q: OUT was written", c.args[len(c.args)-2:])
 		}
+	}
+}
+
+// TestFanoutHosts runs rows on a host of the team file reached through a
+// command (env with a scratch HOME and a variable only that side has):
+// batty is installed there, every row runs there once; a host that
+// cannot be reached is left out with one line saying so, and with no
+// host left the job stops with the host's problem and fix. Unknown or
+// repeated hosts, accounts, and a schema outside the project are usage
+// errors.
+func TestFanoutHosts(t *testing.T) {
+	j := newFanoutJob(t, "id\n1\n2\n3\n")
+	hostHome, hostDir := t.TempDir(), t.TempDir()
+	absent := filepath.Join(t.TempDir(), "absent")
+	yaml := fmt.Sprintf(`name: crew
+accounts:
+  - name: work
+    codex_home: %s
+hosts:
+  - name: pod1
+    command: [env, HOME=%s, FANOUT_SIDE=pod1]
+    dir: %s
+  - name: down
+    command: [%s]
+  - name: build1
+    ssh: build1.invalid
+roles:
+  - name: lead
+`, t.TempDir(), hostHome, hostDir, absent)
+	teamFile := filepath.Join(j.dir, "team.yaml")
+	if err := os.WriteFile(teamFile, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "schema.json")
+	if err := os.WriteFile(outside, []byte(`{"type":"object","properties":{},"required":[],"additionalProperties":false}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{j.args("x", "--team", teamFile, "--hosts", "pod1,nope"), `--hosts: unknown host "nope": the hosts of ` + teamFile + ` are local, pod1, down, build1`},
+		{j.args("x", "--team", teamFile, "--hosts", "pod1,pod1"), `host "pod1" is listed twice`},
+		{j.args("x", "--team", teamFile, "--hosts", "pod1", "--accounts", "work"), "accounts are not supported on hosts yet"},
+		{j.args("x", "--team", teamFile, "--hosts", "pod1", "--schema", outside), "with --hosts the schema file must lie inside the project directory"},
+	} {
+		_, errOut, code := runBatty(t, j.env, "", c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d, stderr:\n%s\nwant exit 2 and %q", c.args[len(c.args)-2:], code, errOut, c.want)
+		}
+		if _, err := os.Stat(j.out); err == nil {
+			t.Errorf("%q: OUT was written", c.args[len(c.args)-2:])
+		}
+	}
+
+	// No host left: exit 1, the host's problem and its fix.
+	_, errOut, code := runBatty(t, j.env, "", j.args("{id} scenario:env:FANOUT_SIDE replyjson", "--team", teamFile, "--hosts", "down", "--env", "OPENAI_API_KEY=sk-test")...)
+	if code != 1 || !strings.Contains(errOut, "host down: ") || !strings.Contains(errOut, "fix: check that the host's command ("+absent+" true) works from here") {
+		t.Fatalf("--hosts down: exit %d\n%s", code, errOut)
+	}
+	if j.runsOf(1) != 0 {
+		t.Fatal("a row ran with no host")
+	}
+
+	_, errOut, code = runBatty(t, j.env, "", j.args("{id} scenario:env:FANOUT_SIDE replyjson", "--team", teamFile, "--hosts", "pod1,down", "--env", "OPENAI_API_KEY=sk-test")...)
+	if code != 0 || !strings.Contains(errOut, "its workers are not used: rows go to pod1") {
+		t.Fatalf("--hosts pod1,down: exit %d\n%s", code, errOut)
+	}
+	for _, r := range j.records("id") {
+		var res map[string]string
+		json.Unmarshal([]byte(r.Result), &res)
+		if r.Status != "done" || res["reply"] != "pod1" {
+			t.Errorf("row %d: %s %q, want done on pod1", r.Row+1, r.Status, r.Result)
+		}
+	}
+	for n := 1; n <= 3; n++ {
+		if runs := j.runsOf(n); runs != 1 {
+			t.Errorf("row %d ran %d times", n, runs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(hostHome, ".cache", "batty")); err != nil {
+		t.Errorf("batty not installed on the host: %v", err)
 	}
 }

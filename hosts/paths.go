@@ -1,0 +1,49 @@
+package hosts
+
+import (
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ShimHandshakeTimeout bounds the handshake of a shim started on a host
+// (shim.SpawnOptions.HandshakeTimeout): the connection counts.
+const ShimHandshakeTimeout = 60 * time.Second
+
+// HomePath is local, a path here, as a host sees it: a path under home
+// (the home directory here) becomes the same path under the home
+// directory there ("~/…", which RemotePath and the shim expand); any
+// other path is left as it is. It is a pure function.
+func HomePath(local, home string) string {
+	if home == "" || home == "/" || !filepath.IsAbs(local) {
+		return local
+	}
+	if local == home {
+		return "~"
+	}
+	if rest, ok := strings.CutPrefix(local, strings.TrimSuffix(home, "/")+"/"); ok {
+		return "~/" + rest
+	}
+	return local
+}
+
+// ProjectPath is the path on a host of local, a path here under the
+// project: hostDir (the project there, team.Host.ProjectDir) joined with
+// local's path relative to root (the project here). A path outside the
+// project maps to hostDir: the host has the project directory only. It
+// is a pure function.
+func ProjectPath(hostDir, root, local string) string {
+	rel, err := filepath.Rel(root, local)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return hostDir
+	}
+	return path.Join(hostDir, filepath.ToSlash(rel))
+}
+
+// InProject reports whether local, a path here, lies inside root, the
+// project here (ProjectPath maps it to the same place there). Pure.
+func InProject(root, local string) bool {
+	rel, err := filepath.Rel(root, local)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
