@@ -15,15 +15,6 @@ import (
 	"github.com/battyhq/batty/team"
 )
 
-// Bounds of the work on a host before its workers start.
-const (
-	// hostInstallTimeout bounds the installation of batty on a host (the
-	// probes and the upload).
-	hostInstallTimeout = 2 * time.Minute
-	// hostCloseTimeout bounds the end of a host's shared connection.
-	hostCloseTimeout = 10 * time.Second
-)
-
 // WorkerHost is where some of a job's workers run: this machine, or a
 // host of the team file with batty installed and its Codex checked
 // (HostSetup.Prepare).
@@ -173,11 +164,11 @@ func (s HostSetup) Prepare(ctx context.Context, list []team.Host) ([]WorkerHost,
 // prepare installs batty on h and checks its Codex.
 func (s HostSetup) prepare(ctx context.Context, h team.Host) (*WorkerHost, *preflight.Problem) {
 	cfg := RemoteConfig(s.Config, s.Root, h.ProjectDir(s.Root), s.Cwd, s.Home)
-	ictx, cancel := context.WithTimeout(ctx, hostInstallTimeout)
+	ictx, cancel := context.WithTimeout(ctx, hosts.InstallTimeout)
 	batty, err := hosts.EnsureBatty(ictx, s.Transport, h, s.Batty)
 	cancel()
 	if err != nil {
-		return nil, unreachable(h, err)
+		return nil, hosts.Unreachable(h, err, "")
 	}
 	timeout := s.CheckTimeout
 	if timeout <= 0 {
@@ -188,22 +179,12 @@ func (s HostSetup) prepare(ctx context.Context, h team.Host) (*WorkerHost, *pref
 	defer cancel()
 	p, err := hosts.Preflight(cctx, s.Transport, h, batty, preflightTarget(cfg))
 	if err != nil {
-		return nil, unreachable(h, err)
+		return nil, hosts.Unreachable(h, err, "")
 	}
 	if p != nil {
 		return nil, p
 	}
 	return &WorkerHost{Name: h.Name, Remote: s.Transport.ShimCommand(h, cfg.Cwd), Batty: batty, Config: cfg}, nil
-}
-
-// unreachable is the problem of a host that err (from EnsureBatty or
-// Preflight) kept from answering.
-func unreachable(h team.Host, err error) *preflight.Problem {
-	fix := "check that `ssh " + h.SSH + " true` works from here without a prompt (a key, its host key in known_hosts)"
-	if h.SSH == "" {
-		fix = "check that the host's command (" + strings.Join(h.Command, " ") + " true) works from here"
-	}
-	return &preflight.Problem{Kind: preflight.KindHost, Detail: err.Error(), Fix: fix}
 }
 
 // Close ends the shared connection to each host of list (after its
@@ -220,7 +201,7 @@ func (s HostSetup) Close(list []team.Host) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), hostCloseTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), hosts.CloseTimeout)
 			defer cancel()
 			errs[i] = s.Transport.Close(ctx, h)
 		}()

@@ -7,9 +7,17 @@ import (
 	"time"
 )
 
-// ShimHandshakeTimeout bounds the handshake of a shim started on a host
-// (shim.SpawnOptions.HandshakeTimeout): the connection counts.
-const ShimHandshakeTimeout = 60 * time.Second
+// Bounds of the work done on a host.
+const (
+	// ShimHandshakeTimeout bounds the handshake of a shim started on a
+	// host (shim.SpawnOptions.HandshakeTimeout): the connection counts.
+	ShimHandshakeTimeout = 60 * time.Second
+	// InstallTimeout bounds one installation of batty on a host
+	// (EnsureBatty: the probes and the upload).
+	InstallTimeout = 2 * time.Minute
+	// CloseTimeout bounds the end of a host's shared connections.
+	CloseTimeout = 10 * time.Second
+)
 
 // HomePath is local, a path here, as a host sees it: a path under home
 // (the home directory here) becomes the same path under the home

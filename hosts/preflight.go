@@ -146,3 +146,18 @@ func parseAnswer(out []byte) (preflightAnswer, error) {
 	}
 	return preflightAnswer{}, errors.New("no answer: " + fmt.Sprintf("%q", clip(out)))
 }
+
+// Unreachable is the problem of a host that could not be reached (err),
+// with the fix: the ssh command, or the host's command, that must work
+// from here without a prompt; then is appended to the fix (e.g. "then
+// `batty resume`"), "" for nothing.
+func Unreachable(h team.Host, err error, then string) *preflight.Problem {
+	fix := "check that `ssh " + h.SSH + " true` works from here without a prompt (a key, its host key in known_hosts)"
+	if h.SSH == "" {
+		fix = "check that the host's command (" + strings.Join(h.Command, " ") + " true) works from here"
+	}
+	if then != "" {
+		fix += ", " + then
+	}
+	return &preflight.Problem{Kind: preflight.KindHost, Detail: err.Error(), Fix: fix}
+}

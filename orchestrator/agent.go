@@ -16,6 +16,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
@@ -408,7 +409,7 @@ func (a *agent) spawnOptions() (shim.SpawnOptions, error) {
 	o.Config = remoteShimConfig(o.Config, r, a.d.layout, localHome())
 	o.Path, o.Args = batty, []string{"shim"}
 	o.Remote = a.d.opts.Transport.ShimCommand(r.host, o.Config.Cwd)
-	o.HandshakeTimeout = hostHandshakeTimeout
+	o.HandshakeTimeout = hosts.ShimHandshakeTimeout
 	return o, nil
 }
 

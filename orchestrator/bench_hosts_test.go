@@ -94,11 +94,11 @@ func reportQuantiles(b *testing.B, took []time.Duration) {
 
 // sshProcesses returns the ssh processes here that use the control
 // directory dir: the clients of the shims and the shared connection.
-func sshProcesses(b *testing.B, dir string) []int {
-	b.Helper()
+func sshProcesses(t testing.TB, dir string) []int {
+	t.Helper()
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 	var pids []int
 	for _, e := range ents {
@@ -110,8 +110,9 @@ func sshProcesses(b *testing.B, dir string) []int {
 		if err != nil {
 			continue
 		}
+		// A master may have renamed itself "ssh: <socket> [mux]".
 		args := strings.Split(string(cmd), "\x00")
-		if filepath.Base(args[0]) == "ssh" && strings.Contains(string(cmd), dir) {
+		if (filepath.Base(args[0]) == "ssh" || strings.HasPrefix(args[0], "ssh: ")) && strings.Contains(string(cmd), dir) {
 			pids = append(pids, pid)
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -17,18 +15,6 @@ import (
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
-)
-
-// Bounds of the work the daemon does on a host.
-const (
-	// hostInstallTimeout bounds one installation of batty on a host (the
-	// probes and the upload).
-	hostInstallTimeout = 2 * time.Minute
-	// hostHandshakeTimeout bounds a remote shim's handshake: the ssh
-	// connection counts.
-	hostHandshakeTimeout = 60 * time.Second
-	// hostCloseTimeout bounds the end of a host's shared connection.
-	hostCloseTimeout = 10 * time.Second
 )
 
 // remoteHost is one of the team's hosts that agents run on. installed
@@ -92,7 +78,7 @@ func (d *Daemon) installHosts(ctx context.Context) {
 
 // ensure installs batty on the host unless it is installed already, and
 // returns its path there. It blocks for the installation (at most
-// hostInstallTimeout); concurrent calls wait for the first.
+// hosts.InstallTimeout); concurrent calls wait for the first.
 func (r *remoteHost) ensure(ctx context.Context) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -105,7 +91,7 @@ func (r *remoteHost) ensure(ctx context.Context) (string, error) {
 		return "", r.installErr
 	}
 	r.d.log.Info("Installing batty on host", "host", r.host.Name, "at", b.RemoteBatty())
-	ctx, cancel := context.WithTimeout(ctx, hostInstallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, hosts.InstallTimeout)
 	defer cancel()
 	start := time.Now()
 	p, err := hosts.EnsureBatty(ctx, r.d.opts.Transport, r.host, b)
@@ -132,11 +118,7 @@ func (r *remoteHost) installed() string {
 // problem is the problem that parks the host's agents when err (from
 // ensure or hosts.Preflight) kept the host from answering.
 func (r *remoteHost) problem(err error) *preflight.Problem {
-	fix := "check that `ssh " + r.host.SSH + " true` works from here without a prompt (a key, its host key in known_hosts), then `batty resume`"
-	if r.host.SSH == "" {
-		fix = "check that the host's command (" + strings.Join(r.host.Command, " ") + " true) works from here, then `batty resume`"
-	}
-	return &preflight.Problem{Kind: preflight.KindHost, Detail: err.Error(), Fix: fix}
+	return hosts.Unreachable(r.host, err, "then `batty resume`")
 }
 
 // closeHosts ends the shared connection of every host (after the last
@@ -147,7 +129,7 @@ func (d *Daemon) closeHosts() {
 		wg.Add(1)
 		go func(r *remoteHost) {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), hostCloseTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), hosts.CloseTimeout)
 			defer cancel()
 			if err := d.opts.Transport.Close(ctx, r.host); err != nil {
 				d.log.Warn("Closing the connection to a host", "host", r.host.Name, "error", err)
@@ -155,36 +137,6 @@ func (d *Daemon) closeHosts() {
 		}(r)
 	}
 	wg.Wait()
-}
-
-// hostPath is local, a path here, as the host sees it: a path under
-// home (the home directory here) becomes the same path under the home
-// directory there ("~/…"); any other path is left as it is. It is a pure
-// function.
-func hostPath(local, home string) string {
-	if home == "" || home == "/" || !filepath.IsAbs(local) {
-		return local
-	}
-	if local == home {
-		return "~"
-	}
-	if rest, ok := strings.CutPrefix(local, strings.TrimSuffix(home, "/")+"/"); ok {
-		return "~/" + rest
-	}
-	return local
-}
-
-// hostAgentDir is the directory on the host of a path here under the
-// project: hostDir (the project there) joined with local's path relative
-// to root (the project here). A path outside the project (which the team
-// file refuses for a role on a host) maps to hostDir. It is a pure
-// function.
-func hostAgentDir(hostDir, root, local string) string {
-	rel, err := filepath.Rel(root, local)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return hostDir
-	}
-	return path.Join(hostDir, filepath.ToSlash(rel))
 }
 
 // localHome is the home directory here, "" when unknown.
@@ -198,9 +150,9 @@ func localHome() string {
 // paths under the home there (hostPath), the directory is the agent's on
 // the host (hostAgentDir). Pure, given home and the roots.
 func remoteTarget(t preflight.Target, r *remoteHost, root, home string) preflight.Target {
-	t.Bin = hostPath(t.Bin, home)
-	t.Home = hostPath(t.Home, home)
-	t.Cwd = hostAgentDir(r.dir, root, t.Cwd)
+	t.Bin = hosts.HomePath(t.Bin, home)
+	t.Home = hosts.HomePath(t.Home, home)
+	t.Cwd = hosts.ProjectPath(r.dir, root, t.Cwd)
 	return t
 }
 
@@ -210,12 +162,12 @@ func remoteTarget(t preflight.Target, r *remoteHost, root, home string) prefligh
 // transcript file and no reply directory (neither is on the host).
 func remoteShimConfig(c shim.Config, r *remoteHost, l project.Layout, home string) shim.Config {
 	root := l.Root()
-	c.Cwd = hostAgentDir(r.dir, root, c.Cwd)
-	c.CodexBin = hostPath(c.CodexBin, home)
+	c.Cwd = hosts.ProjectPath(r.dir, root, c.Cwd)
+	c.CodexBin = hosts.HomePath(c.CodexBin, home)
 	if c.Exec.AddDirs != nil {
 		dirs := make([]string, len(c.Exec.AddDirs))
 		for i, d := range c.Exec.AddDirs {
-			dirs[i] = hostAgentDir(r.dir, root, d)
+			dirs[i] = hosts.ProjectPath(r.dir, root, d)
 		}
 		c.Exec.AddDirs = dirs
 	}
@@ -224,9 +176,9 @@ func remoteShimConfig(c shim.Config, r *remoteHost, l project.Layout, home strin
 		k, v, _ := strings.Cut(e, "=")
 		switch k {
 		case project.EnvDir:
-			e = k + "=" + hostAgentDir(r.dir, root, v)
+			e = k + "=" + hosts.ProjectPath(r.dir, root, v)
 		case "CODEX_HOME":
-			e = k + "=" + hostPath(v, home)
+			e = k + "=" + hosts.HomePath(v, home)
 		}
 		env[i] = e
 	}
@@ -247,7 +199,7 @@ func (h *health) checkHost(ctx context.Context) *preflight.Problem {
 		return r.problem(err)
 	}
 	// Two codex runs of the check's timeout, and the connection.
-	ctx, cancel := context.WithTimeout(ctx, 2*h.d.opts.CheckTimeout+hostHandshakeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, 2*h.d.opts.CheckTimeout+hosts.ShimHandshakeTimeout)
 	defer cancel()
 	p, err := hosts.Preflight(ctx, h.d.opts.Transport, r.host, batty, h.target)
 	if err != nil {

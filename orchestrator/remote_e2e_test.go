@@ -374,12 +374,10 @@ func TestE2EHostUnreachable(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	// The shared connection ends (closed through the good config: the
-	// control socket's name depends on the port).
-	if err := (&hosts.Transport{ConfigFile: h.s.ConfigFile, ControlDir: h.tr.ControlDir}).Close(ctx, h.s.Host); err != nil {
-		t.Fatal(err)
+	// The connection is cut: every ssh here that uses the transport's
+	// control sockets (the shared connections and their sessions) dies.
+	for _, pid := range sshProcesses(t, h.tr.ControlDir) {
+		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	r.waitEvent(t, "host_unreachable", func(e eventlog.Event) bool { return e.Type == eventlog.EvHostUnreachable })
 	waitFor(t, "eng unreachable in status", func() bool { return agentStatusOf(r.d.status(), "eng").State == agentUnreachable })

@@ -11,40 +11,6 @@ import (
 	"github.com/battyhq/batty/team"
 )
 
-func TestHostPath(t *testing.T) {
-	tests := []struct{ local, home, want string }{
-		{"/home/me/.codex-w", "/home/me", "~/.codex-w"},
-		{"/home/me", "/home/me", "~"},
-		{"/home/me/", "/home/me/", "~"},
-		{"/home/meta/x", "/home/me", "/home/meta/x"},
-		{"/opt/codex", "/home/me", "/opt/codex"},
-		{"codex", "/home/me", "codex"},
-		{"", "/home/me", ""},
-		{"/home/me/x", "", "/home/me/x"},
-		{"/x", "/", "/x"},
-	}
-	for _, tt := range tests {
-		if got := hostPath(tt.local, tt.home); got != tt.want {
-			t.Errorf("hostPath(%q, %q) = %q, want %q", tt.local, tt.home, got, tt.want)
-		}
-	}
-}
-
-func TestHostAgentDir(t *testing.T) {
-	tests := []struct{ hostDir, root, local, want string }{
-		{"~/src/p", "/work/p", "/work/p", "~/src/p"},
-		{"~/src/p", "/work/p", "/work/p/svc/api", "~/src/p/svc/api"},
-		{"/srv/p", "/work/p", "/work/p/.batty/inboxes", "/srv/p/.batty/inboxes"},
-		{"/srv/p", "/work/p", "/work/other", "/srv/p"},
-		{"/work/p", "/work/p", "/work/p/x", "/work/p/x"},
-	}
-	for _, tt := range tests {
-		if got := hostAgentDir(tt.hostDir, tt.root, tt.local); got != tt.want {
-			t.Errorf("hostAgentDir(%q, %q, %q) = %q, want %q", tt.hostDir, tt.root, tt.local, got, tt.want)
-		}
-	}
-}
-
 func TestRemoteConfigs(t *testing.T) {
 	l := project.Layout{Dir: "/work/p/.batty"}
 	r := &remoteHost{host: team.Host{Name: "b", SSH: "b"}, dir: "~/src/p"}
