@@ -11,15 +11,21 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/protocol"
 )
 
-// relayPoll is how often a relaying shim looks for messages its agent
-// wrote into its host's inboxes.
-const relayPoll = 250 * time.Millisecond
+// relayRescan is how often a relaying shim looks at its host's inboxes
+// when nothing told it of a change: file events (fsnotify) wake it at
+// once; the rescan is the safety net, and the pace while the inboxes do
+// not exist yet is relayWaitDir.
+const (
+	relayRescan  = 30 * time.Second
+	relayWaitDir = time.Second
+)
 
 // relay hands the messages that the agent of a shim on another host sends
 // with `batty send` — files in the host's inboxes (<BATTY_DIR>/inboxes/
@@ -45,18 +51,67 @@ func newRelay(stateDir, agent string, conn *protocol.Conn, log hclog.Logger) *re
 		sent: map[string]bool{}, skip: map[string]bool{}}
 }
 
-// run scans the inboxes every relayPoll until ctx ends.
+// run scans the inboxes when a file event says something changed there,
+// and at least every relayRescan, until ctx ends. Without file events
+// (the watcher cannot be made) it scans every relayWaitDir.
 func (r *relay) run(ctx context.Context) {
-	t := time.NewTicker(relayPoll)
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		r.log.Warn("No file events; looking at the inboxes every second", "error", err)
+	}
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if w != nil {
+		defer w.Close()
+		events, errs = w.Events, w.Errors
+	}
+	watched := map[string]bool{}
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
+		complete := w != nil && r.watch(w, watched)
 		r.scan()
+		wait := relayRescan
+		if !complete {
+			wait = relayWaitDir
+		}
+		resetTimer(t, wait)
 		select {
 		case <-ctx.Done():
 			return
+		case <-events:
+		case err := <-errs:
+			r.log.Debug("File events", "error", err)
 		case <-t.C:
 		}
 	}
+}
+
+// watch adds the inboxes directory and each box's new/ to w (once each)
+// and reports whether all of them are watched.
+func (r *relay) watch(w *fsnotify.Watcher, watched map[string]bool) bool {
+	dirs := []string{r.dir}
+	boxes, err := os.ReadDir(r.dir)
+	if err != nil {
+		return false
+	}
+	for _, b := range boxes {
+		if b.IsDir() {
+			dirs = append(dirs, filepath.Join(r.dir, b.Name()), filepath.Join(r.dir, b.Name(), "new"))
+		}
+	}
+	complete := true
+	for _, d := range dirs {
+		if watched[d] {
+			continue
+		}
+		if err := w.Add(d); err != nil {
+			complete = false
+			continue
+		}
+		watched[d] = true
+	}
+	return complete
 }
 
 // scan sends every new message of the agent not sent yet.
@@ -68,6 +123,17 @@ func (r *relay) scan() {
 		}
 		return
 	}
+	seen := map[string]bool{}
+	defer func() {
+		// Files of other senders that are gone are forgotten.
+		r.mu.Lock()
+		for k := range r.skip {
+			if !seen[k] {
+				delete(r.skip, k)
+			}
+		}
+		r.mu.Unlock()
+	}()
 	for _, b := range boxes {
 		if !b.IsDir() {
 			continue
@@ -78,6 +144,7 @@ func (r *relay) scan() {
 		}
 		for _, n := range names {
 			key := b.Name() + "/" + n.Name()
+			seen[key] = true
 			r.mu.Lock()
 			known := r.sent[key] || r.skip[key]
 			r.mu.Unlock()

@@ -60,6 +60,20 @@ func TestRelayInboxes(t *testing.T) {
 	select {
 	case m := <-h.events:
 		t.Fatalf("unexpected event %s %+v", m.Kind(), m)
-	case <-time.After(3 * relayPoll):
+	case <-time.After(2 * relayWaitDir):
+	}
+	// With the inboxes watched, a new message is relayed on its file
+	// event, long before the rescan.
+	again, err := box.Deliver(inbox.Message{From: "tester", To: "lead", Body: "again"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-h.events:
+		if out, ok := m.(protocol.Outgoing); !ok || out.Name != again.ID+".json" {
+			t.Fatalf("relayed %s %+v", m.Kind(), m)
+		}
+	case <-time.After(relayRescan / 2):
+		t.Fatalf("the second message was not relayed within %s", relayRescan/2)
 	}
 }
