@@ -128,7 +128,7 @@ var groups = map[string]group{
 		rows: []row{
 			{"HostMessage/local", "a local agent: `batty send` → outcome recorded, the real Codex CLI against the mock"},
 			{"HostMessage/ssh", "the same, the agent on a host over ssh (a real sshd on 127.0.0.1, another user), same run, same mock"},
-			{"HostFiftyAgents", "50 agents on one host over one shared ssh connection, idle: time from the daemon's start to every shim's handshake; memory of the host's processes (shims, sshd sessions) and of the ssh clients here; their CPU"},
+			{"HostFiftyAgents", "50 agents on one host over shared ssh connections (8 sessions each), idle: time from the daemon's start to every shim's handshake; memory of the host's processes (shims, sshd sessions) and of the ssh processes here (a client per agent, the connections' masters); their CPU"},
 		},
 		derive: func(med map[string]map[string]float64) []derivedRow {
 			l, s := med["HostMessage/local"], med["HostMessage/ssh"]
