@@ -181,19 +181,14 @@ func (s ShimWorkers) newRemote(n int, h WorkerHost) (Worker, error) {
 	return &shimWorker{c: c}, nil
 }
 
-// maxChunkedReply bounds the reply a shim on a host may send in pieces.
-const maxChunkedReply = 64 << 20
-
 type shimWorker struct {
 	c       *shim.Client
 	replies *replyfile.Dir // nil for a shim on a host
 	dir     string
 	used    bool
 	closed  bool
-	// chunkID and chunks gather the pieces of the reply to message chunkID
-	// (a shim on a host).
-	chunkID string
-	chunks  strings.Builder
+	// pieces gathers a reply sent in pieces (a shim on a host).
+	pieces protocol.ReplyPieces
 }
 
 func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration) (Outcome, error) {
@@ -248,33 +243,21 @@ func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration
 	}
 }
 
-// replyChunk gathers a piece of a reply sent over the protocol; a piece
-// of another message starts over, and what passes maxChunkedReply is
-// dropped (the reply is then not whole).
-func (w *shimWorker) replyChunk(e protocol.ReplyChunk) {
-	if e.MessageID != w.chunkID {
-		w.chunkID = e.MessageID
-		w.chunks.Reset()
-	}
-	if w.chunks.Len()+len(e.Data) > maxChunkedReply {
-		return
-	}
-	w.chunks.WriteString(e.Data)
-}
+// replyChunk gathers a piece of a reply sent over the protocol.
+func (w *shimWorker) replyChunk(e protocol.ReplyChunk) { w.pieces.Add(e) }
 
 // whole puts the whole reply into e when it came in a reply file, or in
 // pieces over the protocol (a shim on a host); a reply that did not come
 // whole fails the turn.
 func (w *shimWorker) whole(e protocol.TurnFinished) protocol.TurnFinished {
 	if w.replies == nil {
-		id, got := w.chunkID, w.chunks.String()
-		w.chunkID = ""
-		w.chunks.Reset()
+		came := w.pieces.Len(e.MessageID)
+		got, ok := w.pieces.Take(e.MessageID, e.ReplySize)
 		if e.ReplySize <= int64(len(e.Reply)) || e.ReplyFile != "" {
 			return e
 		}
-		if id != e.MessageID || int64(len(got)) != e.ReplySize {
-			e.Status, e.Failure, e.Error = protocol.TurnFailed, "", fmt.Sprintf("the whole reply (%d bytes) did not arrive from the host: %d bytes came", e.ReplySize, len(got))
+		if !ok {
+			e.Status, e.Failure, e.Error = protocol.TurnFailed, "", fmt.Sprintf("the whole reply (%d bytes) did not arrive from the host: %d bytes came", e.ReplySize, came)
 			return e
 		}
 		e.Reply = got

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -80,10 +79,8 @@ type agent struct {
 	// its shim sends are appended (opened on the first, closed when run
 	// returns); nil otherwise.
 	tlog *ptylog.Writer
-	// chunkID and chunks gather the pieces of the reply to message chunkID
-	// that a shim on a host sends before its TurnFinished (ReplyChunk).
-	chunkID   string
-	chunks    strings.Builder
+	// pieces gathers the reply of a shim on a host, sent in pieces.
+	pieces    protocol.ReplyPieces
 	parked    *preflight.Problem // why the agent takes no message, nil when it does
 	account   string             // the effective CODEX_HOME (effectiveCodexHome), the key of its network hold
 	carried   bool               // the message in flight opens a fresh thread with a handoff
@@ -418,8 +415,7 @@ func (a *agent) spawn() {
 	a.setSnap(func(s *agentSnap) { s.state = agentSpawning })
 	a.followAccount()
 	a.prepareReplies()
-	a.chunkID = "" // pieces of a reply of an earlier shim are void
-	a.chunks.Reset()
+	a.pieces.Reset() // pieces of a reply of an earlier shim are void
 	o, err := a.spawnOptions()
 	var p *shim.Client
 	if err == nil {

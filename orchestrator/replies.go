@@ -84,30 +84,10 @@ func (a *agent) removeReply(name string) {
 	}
 }
 
-// maxChunkedReply bounds the reply an agent's shim may send in pieces.
-const maxChunkedReply = 64 << 20
-
 // replyChunk gathers a piece of a reply sent over the protocol (a shim
-// on a host, which has no reply directory); a piece of another message
-// starts over, and what passes maxChunkedReply is dropped (the reply
-// then arrives cut, with a warning). Run's goroutine only.
-func (a *agent) replyChunk(e protocol.ReplyChunk) {
-	if e.MessageID != a.chunkID {
-		a.chunkID = e.MessageID
-		a.chunks.Reset()
-	}
-	if a.chunks.Len()+len(e.Data) > maxChunkedReply {
-		return
-	}
-	a.chunks.WriteString(e.Data)
-}
+// on a host, which has no reply directory). Run's goroutine only.
+func (a *agent) replyChunk(e protocol.ReplyChunk) { a.pieces.Add(e) }
 
 // takeChunks returns the reply to id gathered from its pieces when they
 // make size bytes, and forgets them either way.
-func (a *agent) takeChunks(id string, size int64) (string, bool) {
-	defer func() { a.chunkID = ""; a.chunks.Reset() }()
-	if a.chunkID != id || int64(a.chunks.Len()) != size {
-		return "", false
-	}
-	return a.chunks.String(), true
-}
+func (a *agent) takeChunks(id string, size int64) (string, bool) { return a.pieces.Take(id, size) }

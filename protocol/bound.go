@@ -1,6 +1,10 @@
 package protocol
 
-import "github.com/battyhq/batty/textclip"
+import (
+	"strings"
+
+	"github.com/battyhq/batty/textclip"
+)
 
 // Limits of the text an event carries. Whatever a worker prints, an event
 // bounded by Bound encodes far below DefaultMaxFrameSize, so a shim can
@@ -118,4 +122,54 @@ func boundLines(lines []string) []string {
 		out = append(out, textclip.Bytes(l, MaxTranscriptLine, textclip.Truncated))
 	}
 	return out
+}
+
+// MaxPiecedReply bounds a reply gathered from ReplyChunk events (64 MiB):
+// pieces past it are dropped, and the reply is then not whole.
+const MaxPiecedReply = 64 << 20
+
+// ReplyPieces gathers the ReplyChunk events of a reply on the receiving
+// side (the daemon's agent, a fan-out worker). It holds the pieces of one
+// message at a time: a piece of another message starts over. Not safe for
+// concurrent use: the reader of one shim's events owns it.
+type ReplyPieces struct {
+	id  string
+	buf strings.Builder
+}
+
+// Add keeps piece e (dropped when the reply would pass MaxPiecedReply).
+func (p *ReplyPieces) Add(e ReplyChunk) {
+	if e.MessageID != p.id {
+		p.Reset()
+		p.id = e.MessageID
+	}
+	if p.buf.Len()+len(e.Data) > MaxPiecedReply {
+		return
+	}
+	p.buf.WriteString(e.Data)
+}
+
+// Len is how many bytes of message id's reply arrived (0 for another
+// message).
+func (p *ReplyPieces) Len(id string) int {
+	if p.id != id {
+		return 0
+	}
+	return p.buf.Len()
+}
+
+// Take returns the reply to message id when its pieces make size bytes
+// (ok false otherwise), and forgets the pieces either way.
+func (p *ReplyPieces) Take(id string, size int64) (string, bool) {
+	defer p.Reset()
+	if p.id != id || int64(p.buf.Len()) != size {
+		return "", false
+	}
+	return p.buf.String(), true
+}
+
+// Reset forgets the pieces (those of an earlier shim are void).
+func (p *ReplyPieces) Reset() {
+	p.id = ""
+	p.buf.Reset()
 }

@@ -69,3 +69,30 @@ func TestBoundLeavesSmallEventsAlone(t *testing.T) {
 		t.Errorf("Bound copied a small transcript")
 	}
 }
+
+func TestReplyPieces(t *testing.T) {
+	var p ReplyPieces
+	p.Add(ReplyChunk{MessageID: "a", Data: "stale"})
+	p.Add(ReplyChunk{MessageID: "m", Data: "hello "})
+	p.Add(ReplyChunk{MessageID: "m", Data: "world"})
+	if p.Len("m") != 11 || p.Len("a") != 0 {
+		t.Fatalf("Len = %d, %d", p.Len("m"), p.Len("a"))
+	}
+	if got, ok := p.Take("m", 11); !ok || got != "hello world" {
+		t.Fatalf("Take = %q, %v", got, ok)
+	}
+	if _, ok := p.Take("m", 11); ok {
+		t.Fatal("the pieces were not forgotten")
+	}
+	p.Add(ReplyChunk{MessageID: "m", Data: "short"})
+	if _, ok := p.Take("m", 6); ok {
+		t.Fatal("a reply short of its size is whole")
+	}
+	big := strings.Repeat("x", MaxReplyChunk)
+	for range MaxPiecedReply/MaxReplyChunk + 1 {
+		p.Add(ReplyChunk{MessageID: "b", Data: big})
+	}
+	if p.Len("b") != MaxPiecedReply {
+		t.Fatalf("kept %d bytes, want at most %d", p.Len("b"), MaxPiecedReply)
+	}
+}
