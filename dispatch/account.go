@@ -76,7 +76,7 @@ func NewQuotaBook(cfg *team.Config, l project.Layout, env []string, policy retry
 				accs = append(accs, b.ensure(ta.CodexHome, ta.CodexHome, ta.Name))
 			}
 		} else {
-			home := EffectiveCodexHome(a.Codex.CodexHome, a.Codex.Env, env, a.Cwd)
+			home := AgentHome(a, env)
 			key, h := AccountKey(cfg.Quota.Scope, a.Name, home), ""
 			if perAccount {
 				h = home

@@ -35,3 +35,17 @@ func EffectiveCodexHome(setting string, codexEnv map[string]string, env []string
 	}
 	return codex.Home(env, cwd)
 }
+
+// AgentHome is the account key of agent a (env is the shims' environment):
+// its effective CODEX_HOME (EffectiveCodexHome), prefixed with its host's
+// name and ":" for an agent on another host, whose CODEX_HOME is a
+// directory there: the same path on two hosts is two accounts, whose
+// usage limits and network holds are their own. It is a pure function but
+// for EffectiveCodexHome's last fallback.
+func AgentHome(a team.Agent, env []string) string {
+	home := EffectiveCodexHome(a.Codex.CodexHome, a.Codex.Env, env, a.Cwd)
+	if a.Host != "" {
+		return a.Host + ":" + home
+	}
+	return home
+}

@@ -3,6 +3,8 @@ package dispatch
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/battyhq/batty/team"
 )
 
 // An account is the effective CODEX_HOME, resolved the way the shim
@@ -36,5 +38,17 @@ func TestEffectiveCodexHome(t *testing.T) {
 		if got := AccountKey(scope, "eng-1", "/h"); got != want {
 			t.Errorf("AccountKey(%s) = %q, want %q", scope, got, want)
 		}
+	}
+}
+
+func TestAgentHome(t *testing.T) {
+	here := team.Agent{Name: "a", Cwd: "/p", Codex: team.CodexSettings{CodexHome: "/h/.codex"}}
+	there := here
+	there.Host = "build1"
+	if got := AgentHome(here, nil); got != "/h/.codex" {
+		t.Fatalf("here: %q", got)
+	}
+	if got := AgentHome(there, nil); got != "build1:/h/.codex" {
+		t.Fatalf("on build1: %q", got)
 	}
 }

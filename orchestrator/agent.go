@@ -82,7 +82,7 @@ type agent struct {
 	// pieces gathers the reply of a shim on a host, sent in pieces.
 	pieces    protocol.ReplyPieces
 	parked    *preflight.Problem // why the agent takes no message, nil when it does
-	account   string             // the effective CODEX_HOME (effectiveCodexHome), the key of its network hold
+	account   string             // its account key (dispatch.AgentHome: the CODEX_HOME, host-qualified on another host), the key of its network hold
 	carried   bool               // the message in flight opens a fresh thread with a handoff
 	freshTurn bool               // the message in flight was sent without a thread to resume
 	// cancelling is the id of the message in flight whose turn is being
@@ -167,7 +167,7 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 		d: d, def: def, box: box, log: d.log.Named(def.Name),
 		kick: make(chan struct{}, 1), ctl: make(chan agentCtl), done: make(chan struct{}),
 		backoff: d.opts.RespawnMin,
-		account: dispatch.EffectiveCodexHome(def.Codex.CodexHome, def.Codex.Env, d.shimEnviron(), def.Cwd),
+		account: dispatch.AgentHome(def, d.shimEnviron()),
 	}
 	a.st.Name = def.Name
 	if err := project.LoadJSON(d.layout, project.AgentStateName(def.Name), &a.st); err != nil {
