@@ -10,7 +10,6 @@ import (
 
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
-	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 )
@@ -48,38 +47,10 @@ func HostFor(n, count int) int {
 // pieces over the protocol instead. root is the project here. It is a
 // pure function.
 func RemoteConfig(c shim.Config, root, hostDir, cwd, home string) shim.Config {
-	if c.Cwd != "" {
-		cwd = c.Cwd
+	if c.Cwd == "" {
+		c.Cwd = cwd
 	}
-	c.Cwd = hosts.ProjectPath(hostDir, root, cwd)
-	c.CodexBin = hosts.HomePath(c.CodexBin, home)
-	if c.Exec.AddDirs != nil {
-		dirs := make([]string, len(c.Exec.AddDirs))
-		for i, d := range c.Exec.AddDirs {
-			dirs[i] = hosts.ProjectPath(hostDir, root, d)
-		}
-		c.Exec.AddDirs = dirs
-	}
-	if c.Exec.OutputSchema != "" {
-		c.Exec.OutputSchema = hosts.ProjectPath(hostDir, root, c.Exec.OutputSchema)
-	}
-	env := make([]string, len(c.Env))
-	for i, e := range c.Env {
-		k, v, _ := strings.Cut(e, "=")
-		switch k {
-		case project.EnvDir:
-			e = k + "=" + hosts.ProjectPath(hostDir, root, v)
-		case "CODEX_HOME":
-			e = k + "=" + hosts.HomePath(v, home)
-		}
-		env[i] = e
-	}
-	if c.Env != nil {
-		c.Env = env
-	}
-	c.Transcript, c.TranscriptRoot, c.ReplyDir = "", "", ""
-	c.ReplyStream = true
-	return c
+	return hosts.ShimConfig(c, hostDir, root, home)
 }
 
 // preflightTarget is how a shim of configuration c runs codex, for the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -161,30 +160,8 @@ func remoteTarget(t preflight.Target, r *remoteHost, root, home string) prefligh
 // "~/" for the home directory there, which the shim expands), no
 // transcript file and no reply directory (neither is on the host).
 func remoteShimConfig(c shim.Config, r *remoteHost, l project.Layout, home string) shim.Config {
-	root := l.Root()
-	c.Cwd = hosts.ProjectPath(r.dir, root, c.Cwd)
-	c.CodexBin = hosts.HomePath(c.CodexBin, home)
-	if c.Exec.AddDirs != nil {
-		dirs := make([]string, len(c.Exec.AddDirs))
-		for i, d := range c.Exec.AddDirs {
-			dirs[i] = hosts.ProjectPath(r.dir, root, d)
-		}
-		c.Exec.AddDirs = dirs
-	}
-	env := make([]string, len(c.Env))
-	for i, e := range c.Env {
-		k, v, _ := strings.Cut(e, "=")
-		switch k {
-		case project.EnvDir:
-			e = k + "=" + hosts.ProjectPath(r.dir, root, v)
-		case "CODEX_HOME":
-			e = k + "=" + hosts.HomePath(v, home)
-		}
-		env[i] = e
-	}
-	c.Env = env
-	c.Transcript, c.TranscriptRoot, c.ReplyDir = "", "", ""
-	c.TranscriptStream, c.RelayInboxes, c.ReplyStream = true, true, true
+	c = hosts.ShimConfig(c, r.dir, l.Root(), home)
+	c.TranscriptStream, c.RelayInboxes = true, true
 	return c
 }
 

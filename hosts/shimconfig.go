@@ -1,0 +1,50 @@
+package hosts
+
+import (
+	"strings"
+
+	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/shim"
+)
+
+// ShimConfig is c, the configuration of a shim here, for a shim on a host
+// whose project is hostDir (root is the project here, home the home
+// directory here): every path as the host sees it — the working
+// directory, sandbox directories, output schema and BATTY_DIR in the
+// project there (ProjectPath), the codex binary and CODEX_HOME under the
+// home there (HomePath, "~/" which the shim expands) — no transcript file
+// and no reply directory (neither is on the host), the long replies sent
+// in pieces over the stream. The caller adds what else its shims there
+// do (the daemon's stream their transcript and relay `batty send`). It is
+// a pure function; c is not changed.
+func ShimConfig(c shim.Config, hostDir, root, home string) shim.Config {
+	c.Cwd = ProjectPath(hostDir, root, c.Cwd)
+	c.CodexBin = HomePath(c.CodexBin, home)
+	if c.Exec.AddDirs != nil {
+		dirs := make([]string, len(c.Exec.AddDirs))
+		for i, d := range c.Exec.AddDirs {
+			dirs[i] = ProjectPath(hostDir, root, d)
+		}
+		c.Exec.AddDirs = dirs
+	}
+	if c.Exec.OutputSchema != "" {
+		c.Exec.OutputSchema = ProjectPath(hostDir, root, c.Exec.OutputSchema)
+	}
+	if c.Env != nil {
+		env := make([]string, len(c.Env))
+		for i, e := range c.Env {
+			k, v, _ := strings.Cut(e, "=")
+			switch k {
+			case project.EnvDir:
+				e = k + "=" + ProjectPath(hostDir, root, v)
+			case "CODEX_HOME":
+				e = k + "=" + HomePath(v, home)
+			}
+			env[i] = e
+		}
+		c.Env = env
+	}
+	c.Transcript, c.TranscriptRoot, c.ReplyDir = "", "", ""
+	c.ReplyStream = true
+	return c
+}
