@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,24 +106,16 @@ func reportQuantiles(b *testing.B, took []time.Duration) {
 // directory dir: the clients of the shims and the shared connection.
 func sshProcesses(t testing.TB, dir string) []int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
+	ps, err := procstat.List()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
+	for _, p := range ps {
 		// A master may have renamed itself "ssh: <socket> [mux]".
-		args := strings.Split(string(cmd), "\x00")
-		if (filepath.Base(args[0]) == "ssh" || strings.HasPrefix(args[0], "ssh: ")) && strings.Contains(string(cmd), dir) {
-			pids = append(pids, pid)
+		if len(p.Args) > 0 && (filepath.Base(p.Args[0]) == "ssh" || strings.HasPrefix(p.Args[0], "ssh: ")) &&
+			strings.Contains(strings.Join(p.Args, " "), dir) {
+			pids = append(pids, p.PID)
 		}
 	}
 	return pids

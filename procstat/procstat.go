@@ -61,3 +61,52 @@ func KB(pid int, file, field string) (int64, error) {
 
 // RSSKB is the resident memory of pid in kB (VmRSS).
 func RSSKB(pid int) (int64, error) { return KB(pid, "status", "VmRSS:") }
+
+// Process is one entry of /proc as List reads it.
+type Process struct {
+	PID, PPID int
+	// State is the state letter of /proc/<pid>/stat ("R", "S", "Z" …).
+	State string
+	// Args is the command line (/proc/<pid>/cmdline split at NULs); nil
+	// for a kernel thread or a zombie.
+	Args []string
+}
+
+// List returns the processes of /proc; one that ends while it reads is
+// left out.
+func List() ([]Process, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var out []Process
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone since the listing
+		}
+		s := string(raw)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || i+2 > len(s) {
+			continue
+		}
+		f := strings.Fields(s[i+2:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, err := strconv.Atoi(f[1])
+		if err != nil {
+			continue
+		}
+		p := Process{PID: pid, PPID: ppid, State: f[0]}
+		if cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && len(cmd) > 0 {
+			p.Args = strings.Split(strings.TrimSuffix(string(cmd), "\x00"), "\x00")
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

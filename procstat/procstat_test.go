@@ -24,3 +24,19 @@ func TestOwnProcess(t *testing.T) {
 		t.Fatal("no process: no error")
 	}
 }
+
+func TestListFindsThisProcess(t *testing.T) {
+	ps, err := List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.PID == os.Getpid() {
+			if p.PPID != os.Getppid() || len(p.Args) == 0 || p.Args[0] != os.Args[0] {
+				t.Fatalf("this process: %+v", p)
+			}
+			return
+		}
+	}
+	t.Fatal("this process is not listed")
+}

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -165,28 +164,13 @@ func battyMessages(b *testing.B, p *benchProject) func(i int) {
 // fields of /proc/*/stat.
 func descendants(b *testing.B, pid int) []int {
 	b.Helper()
-	entries, err := os.ReadDir("/proc")
+	ps, err := procstat.List()
 	if err != nil {
-		b.Fatalf("list processes: %v", err)
+		b.Fatal(err)
 	}
 	children := map[int][]int{}
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // gone since the listing
-		}
-		s := string(raw)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if len(f) < 2 {
-			continue
-		}
-		if parent, err := strconv.Atoi(f[1]); err == nil {
-			children[parent] = append(children[parent], child)
-		}
+	for _, p := range ps {
+		children[p.PPID] = append(children[p.PPID], p.PID)
 	}
 	out := []int{pid}
 	for i := 0; i < len(out); i++ {

@@ -1,49 +1,31 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/procstat"
 )
 
 // liveChildren returns the pids of the live (not zombie) processes whose
-// parent is pid, read from /proc.
+// parent is pid.
 func liveChildren(t *testing.T, pid int) []int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
+	ps, err := procstat.List()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []int
-	for _, e := range ents {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// After the command name, in parentheses: state, ppid, ...
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 2 || f[0] == "Z" {
-			continue
-		}
-		if ppid, err := strconv.Atoi(f[1]); err == nil && ppid == pid {
-			out = append(out, child)
+	for _, p := range ps {
+		if p.PPID == pid && p.State != "Z" {
+			out = append(out, p.PID)
 		}
 	}
 	slices.Sort(out)
