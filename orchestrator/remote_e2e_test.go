@@ -338,21 +338,45 @@ func TestE2EHostSSHKilledMidTurn(t *testing.T) {
 	}
 }
 
+// switchable points the transport at an ssh config of its own and returns
+// what switches the host on (the sshd's port) and off (a closed port:
+// where the host was, nothing answers), as a host that goes down and
+// comes back.
+func (h *remoteHarness) switchable(t *testing.T) func(up bool) {
+	t.Helper()
+	good, err := os.ReadFile(h.s.ConfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	bad := strings.Replace(string(good), fmt.Sprintf("Port %d", h.s.Port), fmt.Sprintf("Port %d", closed), 1)
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	h.tr.ConfigFile = cfg
+	return func(up bool) {
+		t.Helper()
+		data := []byte(bad)
+		if up {
+			data = good
+		}
+		if err := os.WriteFile(cfg, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestE2EHostUnreachable cuts the host off (its ssh port closed, as a
 // host that went down): the agent shows as unreachable with one
 // host_unreachable alert, no crash loop, an agent here keeps answering;
 // once the host is back, host_reachable, and the agent answers again.
 func TestE2EHostUnreachable(t *testing.T) {
 	h := newRemoteHarness(t)
-	good, err := os.ReadFile(h.s.ConfigFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(t.TempDir(), "ssh_config")
-	if err := os.WriteFile(cfg, good, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	h.tr.ConfigFile = cfg
+	host := h.switchable(t)
+	host(true)
 	p := h.project(t, "", fmt.Sprintf(`  - name: here
     codex:
       bin: %s
@@ -363,17 +387,7 @@ func TestE2EHostUnreachable(t *testing.T) {
 	if st := r.finished(t, p.send("eng", "human", "first [[mock:reply ONE]]")); st != "completed" {
 		t.Fatalf("status %s", st)
 	}
-	// A closed port: where the host was, nothing answers.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	bad := strings.Replace(string(good), fmt.Sprintf("Port %d", h.s.Port), fmt.Sprintf("Port %d", closed), 1)
-	if err := os.WriteFile(cfg, []byte(bad), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	host(false)
 	// The connection is cut: every ssh here that uses the transport's
 	// control sockets (the shared connections and their sessions) dies.
 	for _, pid := range sshProcesses(t, h.tr.ControlDir) {
@@ -388,9 +402,7 @@ func TestE2EHostUnreachable(t *testing.T) {
 	if st := agentStatusOf(r.d.status(), "eng"); st.State != agentUnreachable || st.Host != "h1" || agentStatusOf(r.d.status(), "here").Host != "" {
 		t.Fatalf("eng while its host is down: %+v", st)
 	}
-	if err := os.WriteFile(cfg, good, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	host(true)
 	r.waitEvent(t, "host_reachable", func(e eventlog.Event) bool { return e.Type == eventlog.EvHostReachable })
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)
@@ -406,22 +418,8 @@ func TestE2EHostUnreachable(t *testing.T) {
 // loop.
 func TestE2EHostDownAtStart(t *testing.T) {
 	h := newRemoteHarness(t)
-	good, err := os.ReadFile(h.s.ConfigFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(t.TempDir(), "ssh_config")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	bad := strings.Replace(string(good), fmt.Sprintf("Port %d", h.s.Port), fmt.Sprintf("Port %d", closed), 1)
-	if err := os.WriteFile(cfg, []byte(bad), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	h.tr.ConfigFile = cfg
+	host := h.switchable(t)
+	host(false)
 	p := h.project(t, "", "")
 	r := h.start(p, func(o *Options) { o.RecheckMin, o.RecheckMax = 100*time.Millisecond, 500*time.Millisecond })
 	st := agentStatusOf(r.d.status(), "eng")
@@ -429,9 +427,7 @@ func TestE2EHostDownAtStart(t *testing.T) {
 		t.Fatalf("eng with its host down: %+v %+v", st, st.Parked)
 	}
 	id := p.send("eng", "human", "when you can [[mock:reply LATER]]")
-	if err := os.WriteFile(cfg, good, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	host(true)
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)
 	}
