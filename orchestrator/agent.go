@@ -412,7 +412,13 @@ func (a *agent) spawnOptions() (shim.SpawnOptions, error) {
 
 // spawn starts the shim; a failure counts as a crash.
 func (a *agent) spawn() {
-	a.setSnap(func(s *agentSnap) { s.state = agentSpawning })
+	state := agentSpawning
+	if a.host != nil && a.host.isDown() {
+		// A try at a host known to be down: it stays unreachable until a
+		// shim starts there.
+		state = agentUnreachable
+	}
+	a.setSnap(func(s *agentSnap) { s.state = state })
 	a.followAccount()
 	a.prepareReplies()
 	a.pieces.Reset() // pieces of a reply of an earlier shim are void

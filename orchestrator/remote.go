@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/battyhq/batty/eventlog"
@@ -30,8 +31,8 @@ type remoteHost struct {
 	batty      string     // the installed batty (EnsureBatty's path), "" while not installed
 	installErr error      // why the last installation failed
 
-	reach     sync.Mutex // serializes probes; guards down and downSince
-	down      bool       // the last probe failed, and no shim started there since
+	reach     sync.Mutex  // serializes probes; guards downSince and the changes of down
+	down      atomic.Bool // the last probe failed, and no shim started there since (read without reach)
 	downSince time.Time
 }
 
@@ -224,14 +225,19 @@ func (r *remoteHost) probe(agent string) bool {
 		r.upLocked()
 		return true
 	}
-	if !r.down {
-		r.down, r.downSince = true, time.Now()
+	if !r.down.Load() {
+		r.down.Store(true)
+		r.downSince = time.Now()
 		r.d.log.Error("Host unreachable: its agents wait", "host", r.host.Name, "error", err)
 		r.d.events.Append(eventlog.Event{Type: eventlog.EvHostUnreachable, Agent: agent, Detail: err.Error(),
 			Data: map[string]any{"host": r.host.Name}})
 	}
 	return false
 }
+
+// isDown reports whether the host's last probe failed and no shim has
+// started there since.
+func (r *remoteHost) isDown() bool { return r.down.Load() }
 
 // reached records that the host answered: a shim started there.
 func (r *remoteHost) reached() {
@@ -241,10 +247,10 @@ func (r *remoteHost) reached() {
 }
 
 func (r *remoteHost) upLocked() {
-	if !r.down {
+	if !r.down.Load() {
 		return
 	}
-	r.down = false
+	r.down.Store(false)
 	d := time.Since(r.downSince).Round(time.Second)
 	r.d.log.Info("Host reachable again", "host", r.host.Name, "after", d)
 	r.d.events.Append(eventlog.Event{Type: eventlog.EvHostReachable, Detail: "after " + d.String(),
