@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs what the tests need (tmux, git, the pinned Codex CLI),
+# The test command: installs what the tests need (tmux, git, OpenSSH for the
+# hosts tests when root, the pinned Codex CLI),
 # then runs gofmt, go vet, staticcheck (installed with go install when
 # missing, at the pinned version) and the whole suite with the race
 # detector. A user who cannot install tmux (not root, no sudo) is told what
@@ -41,7 +42,8 @@ fi
 # lets in a user the tests create: only root can run it; they skip, saying
 # why, without it.
 if [ "$(id -u)" = 0 ]; then
-  need_pkg scripts/test.sh openssh-server /usr/sbin/sshd && need_pkg scripts/test.sh openssh-client ssh ||
+  { need_pkg scripts/test.sh openssh-server /usr/sbin/sshd && need_pkg scripts/test.sh openssh-client ssh &&
+    need_pkg scripts/test.sh passwd useradd && need_pkg scripts/test.sh procps pgrep; } ||
     echo "scripts/test.sh: the tests of agents on other hosts will skip" >&2
 fi
 
