@@ -374,42 +374,73 @@ const (
 // which cuts the stream. A command that exits with a failure is an error
 // that quotes the end of its stderr.
 func (t *Transport) Run(ctx context.Context, h team.Host, script string, stdin io.Reader) ([]byte, error) {
+	stdout := &textclip.HeadWriter{Max: maxRunStdout}
+	err := t.run(ctx, h, script, stdin, stdout, false)
+	return []byte(stdout.String()), err
+}
+
+// Stream is Run with the command's stdout written to stdout, unbounded,
+// and its stdin held open after stdin's end until the command exits: a
+// command on h that watches the end of its stdin learns so that the
+// connection is gone (or ctx ended). It blocks until the command has
+// exited.
+func (t *Transport) Stream(ctx context.Context, h team.Host, script string, stdin io.Reader, stdout io.Writer) error {
+	return t.run(ctx, h, script, stdin, stdout, true)
+}
+
+func (t *Transport) run(ctx context.Context, h team.Host, script string, stdin io.Reader, stdout io.Writer, hold bool) error {
 	if h.SSH != "" {
 		// At most SessionsPerConnection at once on the shared connection.
 		runs := t.host(h.SSH).runs
 		select {
 		case runs <- struct{}{}:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("host %s: %w", h.Name, context.Cause(ctx))
+			return fmt.Errorf("host %s: %w", h.Name, context.Cause(ctx))
 		}
 		defer func() { <-runs }()
 	}
 	cmd, err := t.Cmd(h, script)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	stdout := &textclip.HeadWriter{Max: maxRunStdout}
 	stderr := &textclip.TailWriter{Max: maxRunStderr}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = waitDelay
+	var fed chan struct{}
+	var pipe io.WriteCloser
+	if hold && stdin != nil {
+		if pipe, err = cmd.StdinPipe(); err != nil {
+			return fmt.Errorf("host %s: %w", h.Name, err)
+		}
+	} else {
+		cmd.Stdin = stdin
+	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("host %s: start %s: %w", h.Name, cmd.Path, err)
+		return fmt.Errorf("host %s: start %s: %w", h.Name, cmd.Path, err)
+	}
+	if pipe != nil {
+		// Ended by the copy's end or by Wait closing the pipe.
+		fed = make(chan struct{})
+		go func() { defer close(fed); io.Copy(pipe, stdin) }()
 	}
 	// The end of ctx kills the group: ssh, or the host's command and what
 	// it started here.
 	stop := context.AfterFunc(ctx, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	err = cmd.Wait()
+	if fed != nil {
+		<-fed
+	}
 	if !stop() {
-		return []byte(stdout.String()), fmt.Errorf("host %s: %w", h.Name, context.Cause(ctx))
+		return fmt.Errorf("host %s: %w", h.Name, context.Cause(ctx))
 	}
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = "no output on stderr"
 		}
-		return []byte(stdout.String()), fmt.Errorf("host %s: %w: %s", h.Name, err, msg)
+		return fmt.Errorf("host %s: %w: %s", h.Name, err, msg)
 	}
-	return []byte(stdout.String()), nil
+	return nil
 }
 
 // ShimCommand returns what shim.SpawnOptions.Remote takes: a function

@@ -85,6 +85,10 @@ func (l Layout) AgentState(agent string) string {
 // directory per agent (and the merge queue's own, .landing).
 func (l Layout) WorktreesDir() string { return filepath.Join(l.Dir, "worktrees") }
 
+// CloneRepo is, on another host, the repository whose worktrees are the
+// clones of that host's worktree agents (package clones).
+func (l Layout) CloneRepo() string { return filepath.Join(l.Dir, "repo") }
+
 // GitLock is the file whose lock serialises batty's git commands on the
 // project's repository, across the daemon and the CLI.
 func (l Layout) GitLock() string { return filepath.Join(l.StateDir(), "git.lock") }

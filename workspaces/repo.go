@@ -214,6 +214,9 @@ func (r *Repo) git(dir string) Git {
 // TopLevel returns the top-level directory of the user's checkout.
 func (r *Repo) TopLevel() string { return r.top }
 
+// GitDir returns the repository's common git directory (absolute).
+func (r *Repo) GitDir() string { return r.common }
+
 // Path returns the directory of agent's worktree: WorktreesDir/<agent>.
 func (r *Repo) Path(agent string) string { return filepath.Join(r.worktrees, agent) }
 

@@ -219,6 +219,27 @@ func (r *Repo) syncBase(ctx context.Context, agent, base string, keep bool) (Syn
 	if err := r.CheckBase(ctx, base); err != nil {
 		return SyncResult{}, err
 	}
+	return r.syncRef(ctx, agent, "refs/heads/"+base, base, keep)
+}
+
+// MergeRef is MergeBase with the commit of ref (a full ref name, such as
+// the agent's branch as another repository had it) in place of the base
+// branch; label names it in the merge commit's message.
+func (r *Repo) MergeRef(ctx context.Context, agent, ref, label string) (SyncResult, error) {
+	if err := checkAgent(agent); err != nil {
+		return SyncResult{}, err
+	}
+	unlock, err := r.lock(ctx)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	defer unlock()
+	return r.syncRef(ctx, agent, ref, label, true)
+}
+
+// syncRef merges baseRef (named base in messages) into agent's branch in
+// its worktree, the repository lock held: SyncBase's steps.
+func (r *Repo) syncRef(ctx context.Context, agent, baseRef, base string, keep bool) (SyncResult, error) {
 	wt, exists, err := r.lookup(agent)
 	if err != nil {
 		return SyncResult{}, fmt.Errorf("sync: %w", err)
@@ -232,7 +253,6 @@ func (r *Repo) syncBase(ctx context.Context, agent, base string, keep bool) (Syn
 	if err := checkIndexLock(wt); err != nil {
 		return SyncResult{}, fmt.Errorf("sync: %w", err)
 	}
-	baseRef := "refs/heads/" + base
 	g := r.wtGit(wt,
 		"GIT_AUTHOR_NAME="+r.committer.name, "GIT_AUTHOR_EMAIL="+r.committer.email,
 		"GIT_COMMITTER_NAME="+r.committer.name, "GIT_COMMITTER_EMAIL="+r.committer.email)

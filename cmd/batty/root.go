@@ -93,7 +93,7 @@ wrong arguments).`,
 		&cobra.Group{ID: groupAgent, Title: "Without the daemon:"},
 		&cobra.Group{ID: groupSetup, Title: "Setup:"},
 	)
-	root.AddCommand(newVersionCmd(), newShimCmd(), newPreflightCmd(), newChatCmd(), newFanoutCmd(),
+	root.AddCommand(newVersionCmd(), newShimCmd(), newPreflightCmd(), newCloneHostCmd(), newChatCmd(), newFanoutCmd(),
 		newStartCmd(), newDaemonCmd(), newStopCmd(), newStatusCmd(), newPauseCmd(true), newPauseCmd(false), newResetCmd())
 	root.AddCommand(newSendCmd(), newInboxCmd(), newLogsCmd(), newInitCmd(), newValidateCmd())
 	root.AddCommand(newDemoCmd())

@@ -1,0 +1,274 @@
+package clones
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+
+	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/workspaces"
+)
+
+// Client is the daemon's end of agent Agent's clone on Host: a
+// workspaces.Workspace whose worktree is on the host and whose branch
+// here (in Repo) follows the host's after every operation: fast-forwarded,
+// never moved back (work done here is merged into the host's branch by
+// the next Prepare, after which it fast-forwards again). Like every Workspace it is used by one
+// goroutine at a time.
+type Client struct {
+	Transport *hosts.Transport
+	Host      team.Host
+	// Dir is the project directory on the host ("~/" is its home): the
+	// clone is under its .batty/.
+	Dir string
+	// Batty returns the path of batty on the host, installing it when
+	// needed (it blocks for that).
+	Batty func(ctx context.Context) (string, error)
+	// Repo is the project's repository here; Agent's branch in it must
+	// not be checked out here.
+	Repo  *workspaces.Repo
+	Agent string
+	Base  string
+	// MinFree is the free space the host keeps before checking out a
+	// worktree (0: workspaces.DefaultMinFree).
+	MinFree uint64
+
+	last *Answer // the last answer, for State
+}
+
+var _ workspaces.Workspace = (*Client)(nil)
+
+// Where implements workspaces.Workspace: host:path.
+func (c *Client) Where() string {
+	return c.Host.Name + ":" + path.Join(c.Dir, project.DirName, "worktrees", c.Agent)
+}
+
+// Prepare implements workspaces.Workspace: the base and the agent's
+// branch here go to the host first (the branch becomes the host's when
+// it has none, or is merged into the host's when it has commits the
+// host's lacks, as when the agent worked here meanwhile).
+func (c *Client) Prepare(ctx context.Context, o workspaces.PrepareOptions) (workspaces.Prepared, error) {
+	req := Request{Op: OpPrepare, Setup: o.Setup, SetupTimeout: o.SetupTimeout, GitTimeout: o.GitTimeout}
+	ans, err := c.push(ctx, req, true)
+	if err != nil {
+		return workspaces.Prepared{}, err
+	}
+	var p workspaces.Prepared
+	if ans.Prepared != nil {
+		p = *ans.Prepared
+	}
+	if ans.Failure != nil {
+		return p, ans.Failure.Err(c.Host.Name)
+	}
+	return p, nil
+}
+
+// Commit implements workspaces.Workspace.
+func (c *Client) Commit(ctx context.Context, ci workspaces.CommitInfo) (string, bool, error) {
+	ci.Agent = c.Agent
+	ans, err := c.call(ctx, Request{Op: OpCommit, Commit: &ci}, nil)
+	if err != nil {
+		return "", false, err
+	}
+	if ans.Failure != nil {
+		return "", false, ans.Failure.Err(c.Host.Name)
+	}
+	return ans.BranchCommit, ans.Committed, nil
+}
+
+// MergeBase implements workspaces.Workspace: the base as it is here goes
+// to the host, is merged there, and the branch comes back.
+func (c *Client) MergeBase(ctx context.Context) (workspaces.SyncResult, error) {
+	ans, err := c.push(ctx, Request{Op: OpMerge}, false)
+	if err != nil {
+		return workspaces.SyncResult{}, err
+	}
+	if ans.Failure != nil {
+		return workspaces.SyncResult{}, ans.Failure.Err(c.Host.Name)
+	}
+	if ans.Merge == nil {
+		return workspaces.SyncResult{}, fmt.Errorf("host %s: a merge answer without its result", c.Host.Name)
+	}
+	return *ans.Merge, nil
+}
+
+// State implements workspaces.Workspace: the branch against the base
+// here; whether the worktree exists and its uncommitted paths as the last
+// operation found them on the host (asked when none was made yet).
+func (c *Client) State(ctx context.Context) (workspaces.State, error) {
+	if c.last == nil {
+		if _, err := c.call(ctx, Request{Op: OpState}, nil); err != nil {
+			return workspaces.State{}, err
+		}
+	}
+	st, err := c.Repo.State(ctx, c.Agent, c.Base)
+	if err != nil {
+		return workspaces.State{}, err
+	}
+	st.Path, st.Exists, st.Dirty = c.Where(), c.last.Exists, c.last.Dirty
+	return st, nil
+}
+
+// push runs req after the commits the host lacks: it asks the host's
+// tips, then sends the base here and, with branch, the agent's branch
+// here unless the host's contains it.
+func (c *Client) push(ctx context.Context, req Request, branch bool) (Answer, error) {
+	host, err := c.call(ctx, Request{Op: OpTips}, nil)
+	if err != nil {
+		return Answer{}, err
+	}
+	baseRef, branchRef := "refs/heads/"+c.Base, workspaces.BranchRef(c.Agent)
+	here, err := c.Repo.Tips(ctx, baseRef, branchRef)
+	if err != nil {
+		return Answer{}, err
+	}
+	if here[baseRef] == "" {
+		return Answer{}, fmt.Errorf("%w: %s", workspaces.ErrUnknownBase, c.Base)
+	}
+	req.BaseCommit = here[baseRef]
+	refs := []string{baseRef}
+	if branch && here[branchRef] != "" {
+		send, err := c.sendBranch(ctx, here[branchRef], host.BranchCommit)
+		if err != nil {
+			return Answer{}, err
+		}
+		if send {
+			req.BranchCommit = here[branchRef]
+			refs = append(refs, branchRef)
+		}
+	}
+	return c.call(ctx, req, &bundle{refs: refs, haves: []string{host.BaseCommit, host.BranchCommit}})
+}
+
+// sendBranch decides whether the branch here (mine) goes to the host,
+// whose branch is theirs: unless they are the same or theirs contains
+// mine.
+func (c *Client) sendBranch(ctx context.Context, mine, theirs string) (bool, error) {
+	if theirs == "" || theirs == mine {
+		return theirs == "", nil
+	}
+	known, err := c.Repo.Known(ctx, theirs)
+	if err != nil || len(known) == 0 {
+		return true, err // theirs has commits of its own: mine is merged there
+	}
+	contained, err := c.Repo.IsAncestor(ctx, mine, theirs)
+	return !contained, err
+}
+
+// bundle is what a request carries: the commits of refs here without
+// those reachable from haves.
+type bundle struct {
+	refs, haves []string
+}
+
+// call runs one request on the host and applies its answer here: the
+// branch's commits stored, the branch moved to the host's.
+func (c *Client) call(ctx context.Context, req Request, b *bundle) (Answer, error) {
+	req.Agent, req.Base, req.MinFree = c.Agent, c.Base, c.MinFree
+	here, err := c.Repo.Tips(ctx, "refs/heads/"+c.Base, workspaces.BranchRef(c.Agent))
+	if err != nil {
+		return Answer{}, err
+	}
+	for _, sha := range here {
+		req.Haves = append(req.Haves, sha)
+	}
+	in, err := c.request(ctx, req, b)
+	if err != nil {
+		return Answer{}, err
+	}
+	defer os.Remove(in.Name())
+	defer in.Close()
+	out, err := os.CreateTemp(c.Repo.GitDir(), "batty-answer-*")
+	if err != nil {
+		return Answer{}, fmt.Errorf("host %s: %w", c.Host.Name, err)
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
+	batty, err := c.Batty(ctx)
+	if err != nil {
+		return Answer{}, err
+	}
+	script := "umask 077 && mkdir -p " + hosts.RemotePath(c.Dir) + " && cd " + hosts.RemotePath(c.Dir) + " && exec " + hosts.ShellCommand(batty, "clone-host")
+	if err := c.Transport.Stream(ctx, c.Host, script, in, out); err != nil {
+		return Answer{}, fmt.Errorf("the clone of %s: %w", c.Agent, err)
+	}
+	if _, err := out.Seek(0, io.SeekStart); err != nil {
+		return Answer{}, fmt.Errorf("host %s: %w", c.Host.Name, err)
+	}
+	br := bufio.NewReader(out)
+	ans, err := readAnswer(br)
+	if err != nil {
+		return Answer{}, fmt.Errorf("host %s: %w", c.Host.Name, err)
+	}
+	if err := c.take(ctx, ans, br, here[workspaces.BranchRef(c.Agent)]); err != nil {
+		return Answer{}, err
+	}
+	c.last = &ans
+	return ans, nil
+}
+
+// request writes req and its bundle to a temporary file, rewound.
+func (c *Client) request(ctx context.Context, req Request, b *bundle) (*os.File, error) {
+	f, err := os.CreateTemp(c.Repo.GitDir(), "batty-request-*")
+	if err != nil {
+		return nil, fmt.Errorf("host %s: %w", c.Host.Name, err)
+	}
+	fail := func(err error) (*os.File, error) {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	if b != nil {
+		// The line says the bundle's size: the bundle is written first,
+		// to a file of its own.
+		bf, err := os.CreateTemp(c.Repo.GitDir(), "batty-bundle-*")
+		if err != nil {
+			return fail(fmt.Errorf("host %s: %w", c.Host.Name, err))
+		}
+		defer os.Remove(bf.Name())
+		defer bf.Close()
+		if _, err := c.Repo.WriteBundle(ctx, bf, b.refs, b.haves); err != nil {
+			return fail(err)
+		}
+		if req.BundleSize, err = bf.Seek(0, io.SeekCurrent); err != nil {
+			return fail(err)
+		}
+		if err := writeLine(f, "", req); err != nil {
+			return fail(err)
+		}
+		if _, err := bf.Seek(0, io.SeekStart); err != nil {
+			return fail(err)
+		}
+		if _, err := io.Copy(f, bf); err != nil {
+			return fail(fmt.Errorf("host %s: %w", c.Host.Name, err))
+		}
+	} else if err := writeLine(f, "", req); err != nil {
+		return fail(err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fail(err)
+	}
+	return f, nil
+}
+
+// take stores the answer's bundle (rest of br) and moves the agent's
+// branch here, which was mine, to the host's.
+func (c *Client) take(ctx context.Context, ans Answer, br *bufio.Reader, mine string) error {
+	if ans.BundleSize > 0 {
+		if err := c.Repo.ReadBundle(ctx, br, ans.BundleSize); err != nil {
+			return fmt.Errorf("host %s: %w", c.Host.Name, err)
+		}
+	}
+	if ans.BranchCommit == "" || ans.BranchCommit == mine {
+		return nil
+	}
+	if _, err := c.Repo.TakeBranch(ctx, c.Agent, ans.BranchCommit); err != nil {
+		return fmt.Errorf("the branch of %s from host %s: %w", c.Agent, c.Host.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,376 @@
+package clones
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/workspaces"
+)
+
+// TestMain makes the test binary the host's batty: run as `<binary>
+// clone-host` in a project directory, it serves one request as `batty
+// clone-host` does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "clone-host" {
+		dir, err := os.Getwd()
+		if err == nil {
+			err = Serve(context.Background(), os.Stdin, os.Stdout, project.Layout{Dir: filepath.Join(dir, project.DirName)})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "clone-host:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// gitEnv is the environment of every git of the tests: a scratch HOME, no
+// system or global config (no user.name anywhere).
+func gitEnv(home string) []string {
+	return []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+}
+
+func git(t testing.TB, env []string, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t testing.TB, path, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// userCommit commits everything in the checkout dir as the user would.
+func userCommit(t testing.TB, env []string, dir, msg string) string {
+	t.Helper()
+	git(t, env, dir, "add", "-A")
+	git(t, env, dir, "-c", "user.name=Test User", "-c", "user.email=user@example.invalid", "commit", "-q", "--no-verify", "-m", msg)
+	return git(t, env, dir, "rev-parse", "HEAD")
+}
+
+// project is a repository here with a commit on main, opened.
+type fixture struct {
+	env  []string
+	top  string
+	repo *workspaces.Repo
+}
+
+func newProject(t testing.TB) *fixture {
+	t.Helper()
+	root := t.TempDir()
+	f := &fixture{env: gitEnv(root), top: filepath.Join(root, "proj")}
+	if err := os.Mkdir(f.top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, f.env, f.top, "init", "-q", "-b", "main")
+	write(t, filepath.Join(f.top, "README"), "hello\n")
+	write(t, filepath.Join(f.top, ".gitignore"), ".batty/\n")
+	userCommit(t, f.env, f.top, "initial")
+	r, err := workspaces.Open(context.Background(), workspaces.Options{ProjectDir: f.top,
+		WorktreesDir: filepath.Join(f.top, ".batty", "worktrees"), LockFile: filepath.Join(f.top, ".batty", "state", "git.lock"),
+		Env: f.env, MinFreeBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.repo = r
+	return f
+}
+
+// impl is one Workspace under test and where its worktree's files are.
+type impl struct {
+	ws  workspaces.Workspace
+	dir string // the worktree's directory, as the test reaches it
+}
+
+// local is agent's workspace in a worktree here.
+func local(f *fixture, agent string) impl {
+	return impl{ws: workspaces.Local{Repo: f.repo, Agent: agent, Base: "main"}, dir: f.repo.Path(agent)}
+}
+
+// remote is agent's workspace in a clone on a host: a command host whose
+// project directory is hostDir, with the test binary as its batty.
+func remote(t testing.TB, f *fixture, agent, hostDir string) impl {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Client{
+		Transport: &hosts.Transport{Env: append(gitEnv(filepath.Dir(hostDir)), "CLONES_TEST=1")},
+		Host:      team.Host{Name: "box", Command: []string{"env"}},
+		Dir:       hostDir,
+		Batty:     func(context.Context) (string, error) { return self, nil },
+		Repo:      f.repo, Agent: agent, Base: "main", MinFree: 1,
+	}
+	return impl{ws: c, dir: filepath.Join(hostDir, ".batty", "worktrees", agent)}
+}
+
+// both runs test on the local workspace and on the clone on a host.
+func both(t *testing.T, test func(t *testing.T, f *fixture, w impl)) {
+	t.Run("local", func(t *testing.T) {
+		f := newProject(t)
+		test(t, f, local(f, "eng-1"))
+	})
+	t.Run("host", func(t *testing.T) {
+		f := newProject(t)
+		test(t, f, remote(t, f, "eng-1", filepath.Join(t.TempDir(), "host", "proj")))
+	})
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+// branchHere is the agent's branch in the project's repository here.
+func branchHere(t *testing.T, f *fixture) string {
+	t.Helper()
+	tips, err := f.repo.Tips(context.Background(), workspaces.BranchRef("eng-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tips[workspaces.BranchRef("eng-1")]
+}
+
+// The conformance suite: what the daemon relies on, for every Workspace.
+
+func TestWorkspacePrepareCommitState(t *testing.T) {
+	both(t, func(t *testing.T, f *fixture, w impl) {
+		p, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{GitTimeout: time.Minute})
+		if err != nil || !p.Made || !p.Created || p.Leftover != "" {
+			t.Fatalf("first prepare: %+v, %v", p, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(w.dir, "README")); string(b) != "hello\n" {
+			t.Fatalf("the worktree has README %q", b)
+		}
+		write(t, filepath.Join(w.dir, "feature.go"), "package feature\n")
+		sha, committed, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "add the feature", MessageID: "m-1"})
+		if err != nil || !committed {
+			t.Fatalf("commit: %v %v", committed, err)
+		}
+		if here := branchHere(t, f); here != sha {
+			t.Fatalf("the branch here is %q, the commit %q", here, sha)
+		}
+		msg := git(t, f.env, f.top, "log", "-1", "--format=%an%n%B", "batty/eng-1")
+		if !strings.Contains(msg, "eng-1\nadd the feature") || !strings.Contains(msg, "Batty-Message: m-1") {
+			t.Fatalf("the commit here reads %q", msg)
+		}
+		st, err := w.ws.State(ctx(t))
+		if err != nil || !st.Exists || st.Ahead != 1 || st.Behind != 0 || st.Dirty != 0 || st.Head != sha {
+			t.Fatalf("state: %+v, %v", st, err)
+		}
+		// Nothing changed: no commit.
+		if _, committed, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "nothing"}); err != nil || committed {
+			t.Fatalf("empty commit: %v %v", committed, err)
+		}
+		// What a killed run left is committed by the next prepare.
+		write(t, filepath.Join(w.dir, "half.txt"), "half\n")
+		p, err = w.ws.Prepare(ctx(t), workspaces.PrepareOptions{GitTimeout: time.Minute})
+		if err != nil || p.Created || !p.Made || p.Leftover == "" {
+			t.Fatalf("second prepare: %+v, %v", p, err)
+		}
+		if here := branchHere(t, f); here != p.Leftover {
+			t.Fatalf("the branch here is %q, the leftover commit %q", here, p.Leftover)
+		}
+	})
+}
+
+func TestWorkspaceMergeBaseLeavesTheConflict(t *testing.T) {
+	both(t, func(t *testing.T, f *fixture, w impl) {
+		if _, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(w.dir, "README"), "agent's\n")
+		if _, _, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "readme"}); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(f.top, "README"), "user's\n")
+		base := userCommit(t, f.env, f.top, "the user's readme")
+		res, err := w.ws.MergeBase(ctx(t))
+		if err != nil || !slices.Equal(res.Conflicts, []string{"README"}) {
+			t.Fatalf("merge: %+v, %v", res, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(w.dir, "README")); !strings.Contains(string(b), "<<<<<<<") {
+			t.Fatalf("no markers in README: %q", b)
+		}
+		// Markers left: nothing is committed.
+		if _, committed, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "too early"}); err == nil && committed {
+			t.Fatal("committed with markers in the worktree")
+		}
+		write(t, filepath.Join(w.dir, "README"), "both\n")
+		sha, committed, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "resolved"})
+		if err != nil || !committed {
+			t.Fatalf("commit of the resolution: %v %v", committed, err)
+		}
+		if parents := git(t, f.env, f.top, "log", "-1", "--format=%P", sha); !strings.Contains(parents, base) {
+			t.Fatalf("the merge commit here has parents %q, not the base %s", parents, base)
+		}
+		st, err := w.ws.State(ctx(t))
+		if err != nil || st.Behind != 0 || st.Ahead != 2 {
+			t.Fatalf("state after the merge: %+v, %v", st, err)
+		}
+		// A clean merge of a new base.
+		write(t, filepath.Join(f.top, "OTHER"), "other\n")
+		userCommit(t, f.env, f.top, "other")
+		if res, err := w.ws.MergeBase(ctx(t)); err != nil || !res.Merged {
+			t.Fatalf("clean merge: %+v, %v", res, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(w.dir, "OTHER")); string(b) != "other\n" {
+			t.Fatalf("the merged file in the worktree: %q", b)
+		}
+	})
+}
+
+func TestWorkspaceFailedSetup(t *testing.T) {
+	both(t, func(t *testing.T, f *fixture, w impl) {
+		_, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{Setup: "echo preparing; echo broken >&2; exit 3", SetupTimeout: time.Minute})
+		var se *workspaces.SetupError
+		if !errors.As(err, &se) || !strings.Contains(se.Output, "broken") {
+			t.Fatalf("prepare with a failing setup: %v", err)
+		}
+		if _, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{Setup: "touch ok", SetupTimeout: time.Minute}); err != nil {
+			t.Fatalf("prepare with a good setup: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(w.dir, "ok")); err != nil {
+			t.Fatalf("setup did not run in the worktree: %v", err)
+		}
+	})
+}
+
+func TestWorkspaceLowDisk(t *testing.T) {
+	both(t, func(t *testing.T, f *fixture, w impl) {
+		switch ws := w.ws.(type) {
+		case workspaces.Local:
+			r, err := workspaces.Open(context.Background(), workspaces.Options{ProjectDir: f.top,
+				WorktreesDir: filepath.Join(f.top, ".batty", "worktrees"), LockFile: filepath.Join(f.top, ".batty", "state", "git.lock"),
+				Env: f.env, MinFreeBytes: 1 << 62})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.ws = workspaces.Local{Repo: r, Agent: ws.Agent, Base: ws.Base}
+		case *Client:
+			ws.MinFree = 1 << 62
+		}
+		if _, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{}); !errors.Is(err, workspaces.ErrLowDisk) {
+			t.Fatalf("prepare on a full disk: %v", err)
+		}
+	})
+}
+
+// What the clone on a host adds.
+
+// The host lost its clone (a new machine, a wiped disk): the next prepare
+// makes it again from the branch here, commits kept.
+func TestCloneMadeAgainFromTheBranchHere(t *testing.T) {
+	f := newProject(t)
+	hostDir := filepath.Join(t.TempDir(), "proj")
+	w := remote(t, f, "eng-1", hostDir)
+	if _, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.dir, "a.txt"), "a\n")
+	sha, _, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(hostDir, ".batty")); err != nil {
+		t.Fatal(err)
+	}
+	w = remote(t, f, "eng-1", hostDir)
+	p, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{})
+	if err != nil || !p.Created {
+		t.Fatalf("prepare on a host without the clone: %+v, %v", p, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.dir, "a.txt")); string(b) != "a\n" {
+		t.Fatalf("the commit is not in the new clone: %q", b)
+	}
+	if here := branchHere(t, f); here != sha {
+		t.Fatalf("the branch here moved: %s, was %s", here, sha)
+	}
+}
+
+// The agent worked here meanwhile (its role ran here, then on the host
+// again): its commits here are merged into the host's branch, and both
+// sides' work is on the branch here after.
+func TestCloneMergesWorkDoneHere(t *testing.T) {
+	f := newProject(t)
+	w := remote(t, f, "eng-1", filepath.Join(t.TempDir(), "proj"))
+	if _, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.dir, "there.txt"), "there\n")
+	if _, _, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "there"}); err != nil {
+		t.Fatal(err)
+	}
+	// The branch here moves on (a worktree here, made and removed).
+	l := local(f, "eng-1")
+	if _, err := l.ws.Prepare(ctx(t), workspaces.PrepareOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(l.dir, "here.txt"), "here\n")
+	hereCommit, _, err := l.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "here"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	git(t, f.env, f.top, "worktree", "remove", l.dir)
+	// Meanwhile the host's clone has uncommitted work too.
+	write(t, filepath.Join(w.dir, "pending.txt"), "pending\n")
+
+	p, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{})
+	if err != nil || p.Leftover == "" {
+		t.Fatalf("prepare: %+v, %v", p, err)
+	}
+	for _, name := range []string{"there.txt", "here.txt", "pending.txt"} {
+		if _, err := os.Stat(filepath.Join(w.dir, name)); err != nil {
+			t.Errorf("%s is not in the clone: %v", name, err)
+		}
+	}
+	head := branchHere(t, f)
+	if ok, err := f.repo.IsAncestor(context.Background(), hereCommit, head); err != nil || !ok {
+		t.Fatalf("the branch here (%s) lost the commit made here (%s): %v", head, hereCommit, err)
+	}
+	if out := git(t, f.env, f.top, "show", head+":pending.txt"); out != "pending" {
+		t.Fatalf("the host's leftover is not on the branch here: %q", out)
+	}
+}
+
+// The answer is found after what a login shell prints, and a bundle is
+// read exactly.
+func TestCloneSkipsWhatTheShellPrints(t *testing.T) {
+	f := newProject(t)
+	hostDir := filepath.Join(t.TempDir(), "proj")
+	w := remote(t, f, "eng-1", hostDir)
+	c := w.ws.(*Client)
+	c.Host.Command = []string{"sh", "-c", `echo "Welcome to the host {"; echo "batty-clonex"; exec "$@"`, "host"}
+	if _, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.dir, "big.bin"), strings.Repeat("0123456789abcdef", 1<<16))
+	sha, _, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "big"})
+	if err != nil || branchHere(t, f) != sha {
+		t.Fatalf("commit through a chatty shell: %v", err)
+	}
+}

@@ -1,0 +1,169 @@
+package clones
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/workspaces"
+)
+
+// Serve is the host's end (`batty clone-host`, run in the project
+// directory there; l is its .batty): it reads one Request and its bundle
+// from in, applies the commits it carries, runs the operation on the
+// agent's clone (l.CloneRepo() and its worktree l.WorktreesDir()/<agent>,
+// the repository made on first use) and writes the Answer and a bundle of
+// the agent's branch to out. The end of in after the request — the
+// connection cut, the daemon gone — cancels the operation (a setup is
+// killed; a git step is left to finish). A request it cannot read is an
+// error; a failed operation is an Answer with its Failure. It blocks
+// until done.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, l project.Layout) error {
+	br := bufio.NewReader(in)
+	req, err := readRequest(br)
+	if err != nil {
+		return err
+	}
+	if !team.ValidName(req.Agent) {
+		return fmt.Errorf("read the request: %q is not an agent's name", req.Agent)
+	}
+	env := os.Environ()
+	if err := workspaces.InitClone(ctx, l.CloneRepo(), l.GitLock(), env); err != nil {
+		return err
+	}
+	repo, err := workspaces.Open(ctx, workspaces.Options{ProjectDir: l.CloneRepo(), WorktreesDir: l.WorktreesDir(),
+		LockFile: l.GitLock(), MinFreeBytes: req.MinFree, Env: env})
+	if err != nil {
+		return err
+	}
+	var ans Answer
+	if req.BundleSize > 0 {
+		if err := repo.ReadBundle(ctx, br, req.BundleSize); err != nil {
+			ans.Failure = failureOf(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		// Owned by the process: it ends with the stream, at the latest
+		// when the process exits.
+		io.Copy(io.Discard, br)
+		cancel()
+	}()
+	if ans.Failure == nil {
+		if err := run(ctx, repo, req, &ans); err != nil {
+			ans.Failure = failureOf(err)
+		}
+	}
+	return answer(ctx, repo, req, ans, out)
+}
+
+// run applies the request's commits and runs its operation, filling ans.
+func run(ctx context.Context, repo *workspaces.Repo, req Request, ans *Answer) error {
+	baseRef, branchRef := "refs/heads/"+req.Base, workspaces.BranchRef(req.Agent)
+	tips, err := repo.Tips(ctx, baseRef, branchRef, workspaces.HereRef(req.Agent))
+	if err != nil {
+		return err
+	}
+	if req.BaseCommit != "" && tips[baseRef] != req.BaseCommit {
+		// The base mirrors the project's: it moves as the project's does.
+		if err := repo.SetRef(ctx, baseRef, req.BaseCommit, tips[baseRef]); err != nil {
+			return err
+		}
+	}
+	mergeHere := false
+	if req.BranchCommit != "" && tips[branchRef] != req.BranchCommit {
+		if tips[branchRef] == "" {
+			err = repo.SetRef(ctx, branchRef, req.BranchCommit, "")
+		} else {
+			// The host's branch has work of its own: the project's is
+			// merged into it once the worktree is ready.
+			err = repo.SetRef(ctx, workspaces.HereRef(req.Agent), req.BranchCommit, tips[workspaces.HereRef(req.Agent)])
+			mergeHere = true
+		}
+		if err != nil {
+			return err
+		}
+	}
+	ws := workspaces.Local{Repo: repo, Agent: req.Agent, Base: req.Base}
+	switch req.Op {
+	case OpTips, OpState:
+		return nil
+	case OpPrepare:
+		p, err := ws.Prepare(ctx, workspaces.PrepareOptions{Setup: req.Setup, SetupTimeout: req.SetupTimeout, GitTimeout: req.GitTimeout})
+		ans.Prepared = &p
+		if p.Made && mergeHere {
+			res, merr := repo.MergeRef(ctx, req.Agent, workspaces.HereRef(req.Agent), workspaces.Branch(req.Agent)+" of the project")
+			if merr != nil && err == nil {
+				err = merr
+			}
+			ans.Merged = &res
+		}
+		return err
+	case OpCommit:
+		if req.Commit == nil {
+			return fmt.Errorf("a commit request without its commit")
+		}
+		_, committed, err := ws.Commit(ctx, *req.Commit)
+		ans.Committed = committed
+		return err
+	case OpMerge:
+		res, err := ws.MergeBase(ctx)
+		ans.Merge = &res
+		return err
+	}
+	return fmt.Errorf("unknown operation %q", req.Op)
+}
+
+// answer writes ans, completed with the host's tips and the worktree's
+// state, and a bundle of the agent's branch without req.Haves, to out.
+func answer(ctx context.Context, repo *workspaces.Repo, req Request, ans Answer, out io.Writer) error {
+	baseRef, branchRef := "refs/heads/"+req.Base, workspaces.BranchRef(req.Agent)
+	tips, err := repo.Tips(ctx, baseRef, branchRef)
+	if err != nil {
+		return err
+	}
+	ans.BaseCommit, ans.BranchCommit = tips[baseRef], tips[branchRef]
+	ans.Path = repo.Path(req.Agent)
+	if ans.BaseCommit != "" {
+		if st, err := repo.State(ctx, req.Agent, req.Base); err == nil {
+			ans.Exists, ans.Dirty = st.Exists, st.Dirty
+		} else if ans.Failure == nil {
+			ans.Failure = failureOf(err)
+		}
+	}
+	var bundle *os.File
+	if ans.BranchCommit != "" {
+		if bundle, err = os.CreateTemp(repo.GitDir(), "batty-outgoing-*.bundle"); err != nil {
+			return fmt.Errorf("bundle the branch: %w", err)
+		}
+		defer os.Remove(bundle.Name())
+		defer bundle.Close()
+		if _, err := repo.WriteBundle(ctx, bundle, []string{branchRef}, req.Haves); err != nil {
+			return err
+		}
+		if ans.BundleSize, err = bundle.Seek(0, io.SeekCurrent); err != nil {
+			return fmt.Errorf("bundle the branch: %w", err)
+		}
+		if _, err := bundle.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("bundle the branch: %w", err)
+		}
+	}
+	w := bufio.NewWriter(out)
+	if err := writeLine(w, answerMark, ans); err != nil {
+		return fmt.Errorf("answer: %w", err)
+	}
+	if bundle != nil && ans.BundleSize > 0 {
+		if _, err := io.CopyN(w, bundle, ans.BundleSize); err != nil {
+			return fmt.Errorf("answer: %w", err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("answer: %w", err)
+	}
+	return nil
+}
