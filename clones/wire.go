@@ -70,8 +70,8 @@ type Answer struct {
 	BranchCommit string `json:"branch_commit,omitempty"`
 	BundleSize   int64  `json:"bundle_size,omitempty"`
 
-	Exists bool `json:"exists"` // the worktree exists there
-	Dirty  int  `json:"dirty"`  // its uncommitted paths
+	Exists bool   `json:"exists"` // the worktree exists there
+	Dirty  int    `json:"dirty"`  // its uncommitted paths
 	Path   string `json:"path,omitempty"`
 
 	Prepared  *workspaces.Prepared   `json:"prepared,omitempty"`

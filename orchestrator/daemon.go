@@ -252,7 +252,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	for _, a := range d.agents {
-		a.ws = newAgentWorkspace(d, a.def)
+		a.ws = newAgentWorkspace(d, a)
 	}
 	if d.repo != nil {
 		if d.lander, err = d.newLander(); err != nil {

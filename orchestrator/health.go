@@ -307,6 +307,12 @@ func (d *Daemon) initHealth() {
 		if a.host != nil {
 			t = remoteTarget(t, a.host, d.layout.Root(), home)
 			key = a.host.host.Name
+			if a.def.Workspace == team.WorkspaceWorktree {
+				// Its clone there, and the project directory holding
+				// it, are made before its first turn: the check runs
+				// codex in the home directory.
+				t.Cwd = ""
+			}
 		}
 		key += "\x00" + t.Key()
 		h, ok := byKey[key]

@@ -273,7 +273,7 @@ func (a *agent) syncWorkspace() {
 	a.commitWorkspace(nil, true, "work in progress before merging "+a.ws.base)
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
-	res, err := a.ws.repo.MergeBase(ctx, a.def.Name, a.ws.base)
+	res, err := a.ws.ws.MergeBase(ctx)
 	a.refreshWorkspace()
 	switch {
 	case err != nil:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/battyhq/batty/clones"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
@@ -69,80 +70,65 @@ func (d *Daemon) markedEnv() []string {
 	return append(os.Environ(), reap.MarkEnv+"="+d.layout.Dir)
 }
 
-// agentWorkspace is an agent's git worktree. Only the agent's goroutine
-// uses it, except state, which status reads under the agent's mu (snap).
+// agentWorkspace is an agent's workspace: a worktree here, or for an
+// agent on another host a clone there whose commits come back into its
+// branch here (package clones). Only the agent's goroutine uses it,
+// except state, which status reads under the agent's mu (snap).
 type agentWorkspace struct {
-	repo  *workspaces.Repo
-	agent string
-	base  string
-	setup string
-	limit time.Duration // setup's time limit
+	ws     workspaces.Workspace
+	repo   *workspaces.Repo // the project's, here
+	agent  string
+	base   string
+	setup  string
+	limit  time.Duration // setup's time limit
+	remote bool          // ws is a clone on another host
 }
 
-func newAgentWorkspace(d *Daemon, def team.Agent) *agentWorkspace {
+func newAgentWorkspace(d *Daemon, a *agent) *agentWorkspace {
+	def := a.def
 	if d.repo == nil || def.Workspace != team.WorkspaceWorktree {
 		return nil
 	}
-	return &agentWorkspace{repo: d.repo, agent: def.Name, base: d.base, setup: d.cfg.Workspace.Setup, limit: d.cfg.Workspace.SetupTimeout}
+	w := &agentWorkspace{repo: d.repo, agent: def.Name, base: d.base, setup: d.cfg.Workspace.Setup, limit: d.cfg.Workspace.SetupTimeout,
+		ws: workspaces.Local{Repo: d.repo, Agent: def.Name, Base: d.base}}
+	if r := a.host; r != nil {
+		w.remote = true
+		w.ws = &clones.Client{Transport: d.opts.Transport, Host: r.host, Dir: r.dir, Batty: r.ensure,
+			Repo: d.repo, Agent: def.Name, Base: d.base, MinFree: d.opts.WorktreeMinFree}
+	}
+	return w
 }
 
 // prepared is what preparing a worktree did: whether it was made now,
 // the commit of work an earlier run left in it ("" when none).
 type prepared struct {
-	made     bool // the worktree exists (it may still need its setup)
-	created  bool
-	leftover string
+	workspaces.Prepared
+	released string // the commit of what a worktree here held when the agent moved to a host
 	err      error
 }
 
 // prepare makes the worktree when it is missing (never resetting one that
 // exists), commits what an earlier run left uncommitted in it, and runs
-// the team's setup once. It blocks until done or ctx ends.
+// the team's setup once. An agent on a host that had a worktree here
+// (its role ran here before) gives it up first, its work committed on
+// its branch, which goes to the host. It blocks until done or ctx ends.
 func (w *agentWorkspace) prepare(ctx context.Context) prepared {
 	var p prepared
-	// A stop cancels ctx: it cuts the setup short, never a git command
-	// (a git killed half way leaves its index.lock, which refuses every
-	// later commit); those are bounded by gitTimeout alone.
-	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
-	defer cancel()
-	if p.created, p.err = w.repo.Ensure(gctx, w.agent, w.base); p.err != nil {
-		return p
-	}
-	p.made = true
-	sha, committed, err := w.repo.Commit(gctx, workspaces.CommitInfo{Agent: w.agent, Subject: "work left uncommitted when the team last stopped", WIP: true})
-	if err != nil {
-		p.err = err
-		return p
-	}
-	if committed {
-		p.leftover = sha
-	}
-	if w.setup != "" {
-		if out, err := w.repo.Setup(ctx, w.agent, w.setup, w.limit); err != nil {
-			p.err = &setupError{err: err, output: out}
+	if w.remote {
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
+		p.released, p.err = w.repo.Release(gctx, w.agent)
+		cancel()
+		if p.err != nil {
+			return p
 		}
 	}
+	p.Prepared, p.err = w.ws.Prepare(ctx, workspaces.PrepareOptions{Setup: w.setup, SetupTimeout: w.limit, GitTimeout: gitTimeout})
 	return p
 }
 
-// setupError is a failed setup command with the tail of its output.
-type setupError struct {
-	err    error
-	output string
-}
-
-func (e *setupError) Error() string {
-	if strings.TrimSpace(e.output) == "" {
-		return "workspace setup failed: " + e.err.Error()
-	}
-	return "workspace setup failed: " + e.err.Error() + "\n" + e.output
-}
-
-func (e *setupError) Unwrap() error { return e.err }
-
 // problem is how a failed prepare parks the agent.
 func (w *agentWorkspace) problem(err error) *preflight.Problem {
-	var se *setupError
+	var se *workspaces.SetupError
 	if errors.As(err, &se) {
 		return &preflight.Problem{Kind: ProblemWorkspace, Detail: se.Error(),
 			Fix: "fix the setup command (workspace.setup) or what it needs, then `batty resume " + w.agent + "`"}
@@ -151,7 +137,7 @@ func (w *agentWorkspace) problem(err error) *preflight.Problem {
 	if errors.Is(err, workspaces.ErrLowDisk) {
 		fix = "free disk space there, then `batty resume " + w.agent + "`"
 	}
-	return &preflight.Problem{Kind: ProblemWorkspace, Detail: "worktree " + w.repo.Path(w.agent) + ": " + err.Error(), Fix: fix}
+	return &preflight.Problem{Kind: ProblemWorkspace, Detail: "worktree " + w.ws.Where() + ": " + err.Error(), Fix: fix}
 }
 
 // commit commits what changed in the worktree: a turn's work (subject from
@@ -167,7 +153,7 @@ func (w *agentWorkspace) commit(m *inbox.Message, wip bool, why string) (string,
 			ci.Subject = s
 		}
 	}
-	sha, committed, err := w.repo.Commit(ctx, ci)
+	sha, committed, err := w.ws.Commit(ctx, ci)
 	if err != nil || !committed {
 		return "", err
 	}
@@ -188,7 +174,7 @@ func firstLine(s string) string {
 func (w *agentWorkspace) state() (workspaces.State, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
-	return w.repo.State(ctx, w.agent, w.base)
+	return w.ws.State(ctx)
 }
 
 // startShim starts the agent's shim; a worktree agent's worktree is
@@ -217,14 +203,27 @@ const agentPreparing = "preparing"
 // shim starts, or the agent parks with the problem until `batty resume`.
 func (a *agent) workspacePrepared(p prepared) {
 	a.prepDone, a.prepCancel = nil, nil
-	a.wsMade = a.wsMade || p.made
-	if p.created {
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCreated, Agent: a.def.Name,
-			Detail: a.ws.repo.Path(a.def.Name), Data: map[string]any{"branch": workspaces.Branch(a.def.Name), "base": a.ws.base}})
-	}
-	if p.leftover != "" {
+	a.wsMade = a.wsMade || p.Made
+	if p.released != "" {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
-			Detail: "work an earlier run left uncommitted", Data: map[string]any{"commit": p.leftover, "wip": true}})
+			Detail: "work left in the worktree here, before the agent works on its host", Data: map[string]any{"commit": p.released, "wip": true}})
+	}
+	if p.Created {
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCreated, Agent: a.def.Name,
+			Detail: a.ws.ws.Where(), Data: map[string]any{"branch": workspaces.Branch(a.def.Name), "base": a.ws.base}})
+	}
+	if p.Leftover != "" {
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
+			Detail: "work an earlier run left uncommitted", Data: map[string]any{"commit": p.Leftover, "wip": true}})
+	}
+	if p.err != nil && a.host != nil && !a.host.probe(a.def.Name) {
+		// Its clone is on a host that does not answer: tried again
+		// with the back-off, as its shim would be.
+		a.log.Info("Host unreachable, preparing the clone there again later", "host", a.host.host.Name, "in", a.backoff, "error", p.err)
+		a.respawn = time.After(a.backoff)
+		a.setSnap(func(s *agentSnap) { s.state = agentUnreachable })
+		a.backoff = min(a.backoff*2, a.d.opts.RespawnMax)
+		return
 	}
 	if p.err != nil {
 		a.wsProblem = a.ws.problem(p.err)
@@ -250,7 +249,7 @@ func (a *agent) stopPreparing() {
 	a.prepCancel()
 	p := <-a.prepDone
 	a.prepDone, a.prepCancel = nil, nil
-	a.wsMade = a.wsMade || p.made
+	a.wsMade = a.wsMade || p.Made
 }
 
 // commitWorkspace commits the worktree's changes (see agentWorkspace.commit)

@@ -297,20 +297,13 @@ func keys(m map[string]bool) []string {
 }
 
 // remoteRole refuses, at the role's hosts key (hostsNode, nil without
-// one), what agents on other hosts cannot do yet: work in a worktree of
-// their own, run on the team's accounts, or work in a directory outside
-// the project (the host has only the project directory). A role whose
-// hosts are all LocalHost is not remote.
+// one), what agents on other hosts cannot do yet: run on the team's
+// accounts, or work in a directory outside the project (the host has
+// only the project directory). A role whose hosts are all LocalHost is
+// not remote.
 func (p *parser) remoteRole(hostsNode *yaml.Node, f map[string]entry, r *roleDraft) {
 	if hostsNode == nil || !slices.ContainsFunc(r.Hosts, func(h string) bool { return h != LocalHost }) {
 		return
-	}
-	if r.Workspace == WorkspaceWorktree {
-		n := hostsNode
-		if e, ok := f["workspace"]; ok {
-			n = e.val
-		}
-		p.add(n, "use workspace: shared for this role", "worktree agents on other hosts are not supported yet")
 	}
 	if len(r.Accounts) > 0 {
 		n := hostsNode

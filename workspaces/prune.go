@@ -127,3 +127,34 @@ func unlanded(agent, base string, dirty, ahead int) string {
 	}
 	return strings.Join(what, " and ") + ": land the work (merge " + Branch(agent) + " into " + base + ") or prune with force, which commits and archives it under " + ArchivePrefix + agent + "/ first"
 }
+
+// Release gives up agent's worktree here, its branch kept, for the agent
+// now works in a clone elsewhere: what is uncommitted in it is committed
+// first (as Commit does, work in progress), then git removes the
+// worktree. It returns that commit ("" when nothing was uncommitted). It
+// holds the repository lock; without a worktree here it does nothing.
+func (r *Repo) Release(ctx context.Context, agent string) (leftover string, err error) {
+	if err := checkAgent(agent); err != nil {
+		return "", err
+	}
+	unlock, err := r.lock(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	wt, exists, err := r.lookup(agent)
+	if err != nil || !exists {
+		return "", err
+	}
+	sha, committed, err := r.commitLocked(ctx, CommitInfo{Agent: agent, Subject: "work left in the worktree here when " + agent + " moved", WIP: true})
+	if err != nil {
+		return "", fmt.Errorf("release the worktree of %s: %w", agent, err)
+	}
+	if committed {
+		leftover = sha
+	}
+	if _, err := r.git(r.top).Run(ctx, withNoHooks("worktree", "remove", "--", wt.path)...); err != nil {
+		return leftover, fmt.Errorf("release the worktree of %s: remove %s: %w", agent, wt.path, err)
+	}
+	return leftover, nil
+}

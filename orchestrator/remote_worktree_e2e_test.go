@@ -1,0 +1,84 @@
+package orchestrator
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/team"
+)
+
+// gitProject makes p's directory a git repository on main with one
+// commit (shared.txt), as newGitProject does.
+func gitProject(t *testing.T, p *testProject) {
+	t.Helper()
+	git(t, p.dir, "init", "-q", "-b", "main")
+	for name, body := range map[string]string{".gitignore": ".batty/\nfake*\nprompts.log\n", "shared.txt": "base\n"} {
+		if err := os.WriteFile(filepath.Join(p.dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, p.dir, "add", "-A")
+	git(t, p.dir, "commit", "-q", "-m", "initial")
+}
+
+// TestE2EHostWorktreeAgentLands: a worktree engineer on a host works in a
+// clone there — the real Codex CLI writes a file through its shell tool,
+// as a real model does — each turn's commit comes back into batty/eng
+// here over the same ssh connection, and the merge queue lands it on
+// main like local work; the project's checkout comes along, and nothing
+// of the host's user is left running after the stop.
+func TestE2EHostWorktreeAgentLands(t *testing.T) {
+	h := newRemoteHarness(t)
+	p := h.project(t, "workspace:\n  verify: test -s made-there.txt\n", "    workspace: worktree\n")
+	gitProject(t, p)
+	r := h.start(p, nil)
+	id := p.send("eng", "human", "write the file [[mock:shell printf 'made there\\n' > made-there.txt]]")
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	r.waitEvent(t, "the turn's commit", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvWorkspaceCommitted && e.Message == id && e.Data["wip"] == false
+	})
+	if got := git(t, p.dir, "show", "batty/eng:made-there.txt"); got != "made there" {
+		t.Fatalf("batty/eng here holds %q", got)
+	}
+	msg := git(t, p.dir, "log", "-1", "--format=%an%n%B", "batty/eng")
+	if !strings.HasPrefix(msg, "eng\nwrite the file") || !strings.Contains(msg, "Batty-Message: "+id) {
+		t.Fatalf("the turn's commit:\n%s", msg)
+	}
+	// The work happened on the host, as its user, in the clone there;
+	// there is no worktree here.
+	clone := filepath.Join(h.dir, ".batty", "worktrees", "eng")
+	fi, err := os.Stat(filepath.Join(clone, "made-there.txt"))
+	if err != nil {
+		t.Fatalf("the file is not in the clone on the host: %v", err)
+	}
+	if uid := fi.Sys().(*syscall.Stat_t).Uid; int(uid) != h.s.UID {
+		t.Fatalf("the file belongs to uid %d, not the host's user %d", uid, h.s.UID)
+	}
+	if _, err := os.Stat(filepath.Join(p.layout.WorktreesDir(), "eng")); err == nil {
+		t.Fatal("a worktree here for the agent on the host")
+	}
+	ws := r.agentStatus(t, "eng").Workspace
+	if ws == nil || !ws.Exists || ws.Ahead != 1 || ws.Dirty != 0 || ws.Path != "h1:"+clone {
+		t.Fatalf("status workspace %+v", ws)
+	}
+
+	p.send(team.LandingBox, "human", "eng")
+	landed := r.waitEvent(t, "the landing", func(e eventlog.Event) bool { return e.Type == eventlog.EvLanded && e.Agent == "eng" })
+	if main := git(t, p.dir, "rev-parse", "main"); landed.Data["commit"] != main {
+		t.Fatalf("landed %v, main is %s", landed.Data["commit"], main)
+	}
+	if b, _ := os.ReadFile(filepath.Join(p.dir, "made-there.txt")); string(b) != "made there\n" {
+		t.Fatalf("the project's checkout after the landing: %q", b)
+	}
+	r.stop(t)
+	if left := h.s.WaitNoUserProcesses(t, true, 20*time.Second); left != nil {
+		t.Fatalf("left running on the host after the stop: %q", left)
+	}
+}
