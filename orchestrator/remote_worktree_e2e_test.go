@@ -82,3 +82,22 @@ func TestE2EHostWorktreeAgentLands(t *testing.T) {
 		t.Fatalf("left running on the host after the stop: %q", left)
 	}
 }
+
+// TestE2EHostCloneSetupEndsWithTheConnection: the team stops while the
+// setup of a host agent's clone runs there: the ssh session ends, and
+// with it the host's end and the setup command; nothing of the host's
+// user is left running.
+func TestE2EHostCloneSetupEndsWithTheConnection(t *testing.T) {
+	h := newRemoteHarness(t)
+	p := h.project(t, "workspace:\n  setup: echo started > setup-ran; exec sleep 300\n", "    workspace: worktree\n")
+	gitProject(t, p)
+	r := h.start(p, nil)
+	waitFor(t, "the setup running on the host", func() bool {
+		_, err := os.Stat(filepath.Join(h.dir, ".batty", "worktrees", "eng", "setup-ran"))
+		return err == nil && r.agentStatus(t, "eng").State == agentPreparing
+	})
+	r.stop(t)
+	if left := h.s.WaitNoUserProcesses(t, true, 20*time.Second); left != nil {
+		t.Fatalf("left running on the host after the stop: %q", left)
+	}
+}
