@@ -166,6 +166,9 @@ func readRequest(br *bufio.Reader) (Request, error) {
 	if err := dec.Decode(&req); err != nil {
 		return Request{}, fmt.Errorf("read the request: %w", err)
 	}
+	if dec.More() {
+		return Request{}, errors.New("read the request: more than one JSON value on its line")
+	}
 	if req.BundleSize < 0 {
 		return Request{}, fmt.Errorf("read the request: bundle size %d", req.BundleSize)
 	}
