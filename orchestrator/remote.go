@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,9 +103,29 @@ func (r *remoteHost) ensure(ctx context.Context) (string, error) {
 		r.installErr = err
 		return "", err
 	}
+	// `batty send` there reads the team's roster, not the project's team
+	// file, which the host may not have.
+	if err := r.putRoster(ctx); err != nil {
+		if r.installErr == nil || r.installErr.Error() != err.Error() {
+			r.d.log.Error("The team's roster could not be written on host", "host", r.host.Name, "error", err)
+		}
+		r.installErr = err
+		return "", err
+	}
 	r.d.log.Info("Batty is ready on host", "host", r.host.Name, "path", p, "took", time.Since(start).Round(time.Millisecond))
 	r.batty, r.installErr = p, nil
 	return p, nil
+}
+
+// putRoster writes the team's roster (team.Roster) as the team file of
+// the project's .batty directory on the host, where `batty send` run by
+// the agents there finds it first. It blocks for the write.
+func (r *remoteHost) putRoster(ctx context.Context) error {
+	b, err := team.Roster(r.d.cfg)
+	if err != nil {
+		return err
+	}
+	return hosts.Put(ctx, r.d.opts.Transport, r.host, path.Join(r.dir, project.DirName, "team.yaml"), b)
 }
 
 // installed is the path of batty on the host, "" while it is not

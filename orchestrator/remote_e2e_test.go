@@ -233,9 +233,10 @@ func (h *remoteHarness) ranThere(t *testing.T) {
 }
 
 // TestE2EHostAgentSends: the agent on the host runs the real `batty send`
-// there (the host's project holds the same team file): its messages, to
-// an agent here and to the human, reach the team's inboxes here, once
-// each, and the files it wrote on the host are removed.
+// there (the host's project directory holds no team file: the roster the
+// daemon wrote there stands for it): its messages, to an agent here and
+// to the human, reach the team's inboxes here, once each, and the files
+// it wrote on the host are removed.
 func TestE2EHostAgentSends(t *testing.T) {
 	h := newRemoteHarness(t)
 	leadHome := h.srv.WriteHome(t)
@@ -246,15 +247,8 @@ func TestE2EHostAgentSends(t *testing.T) {
       codex_home: %s
       sandbox: danger-full-access
 `, h.codex, leadHome))
-	team, err := os.ReadFile(filepath.Join(p.dir, "team.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostTeam := filepath.Join(h.dir, "team.yaml")
-	if err := os.WriteFile(hostTeam, team, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	chownAll(t, h.s, hostTeam)
+	// The host's project directory holds no team file: `batty send`
+	// there reads the roster the daemon wrote.
 	r := h.start(p, nil)
 	id := p.send("eng", "human", "pass it on [[mock:shell batty send lead to-the-lead && batty send human to-the-human]]")
 	if st := r.finished(t, id); st != "completed" {

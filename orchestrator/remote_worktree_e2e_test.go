@@ -69,6 +69,21 @@ func TestE2EHostWorktreeAgentLands(t *testing.T) {
 		t.Fatalf("status workspace %+v", ws)
 	}
 
+	// From its clone, the agent talks to the team as everywhere.
+	id2 := p.send("eng", "human", "report [[mock:shell batty send human done-in-the-clone]]")
+	if st := r.finished(t, id2); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	waitFor(t, "eng's message to the human", func() bool {
+		pend, _ := p.box("human").Pending()
+		for _, m := range pend {
+			if m.From == "eng" && m.Body == "done-in-the-clone" {
+				return true
+			}
+		}
+		return false
+	})
+
 	p.send(team.LandingBox, "human", "eng")
 	landed := r.waitEvent(t, "the landing", func(e eventlog.Event) bool { return e.Type == eventlog.EvLanded && e.Agent == "eng" })
 	if main := git(t, p.dir, "rev-parse", "main"); landed.Data["commit"] != main {
