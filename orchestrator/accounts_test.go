@@ -3,11 +3,13 @@ package orchestrator
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/team"
 )
 
 // An account agents may move to that cannot run codex (its CODEX_HOME is
@@ -41,5 +43,53 @@ func TestGroupMoves(t *testing.T) {
 	g := groupMoves(moves)
 	if len(g) != 2 || strings.Join(g[0].agents, ",") != "a,c" || g[1].agents[0] != "b" || g[0].fromName != "work" {
 		t.Fatalf("groups %+v", g)
+	}
+}
+
+// The health an agent is attached to is the one of how it runs Codex on
+// the account it is placed on: agents share one exactly when their targets
+// there (and their hosts) are the same.
+func TestHealthKeyFollowsTheAccount(t *testing.T) {
+	codex := team.CodexSettings{Bin: "/bin/codex", CodexHome: "/h/work", Env: map[string]string{"K": "v"}, Config: map[string]string{"model": "m"}}
+	eng := team.Agent{Name: "eng-1", Role: "eng", Cwd: "/p", Codex: codex,
+		Accounts: []team.Account{{Name: "work", CodexHome: "/h/work"}, {Name: "spare", CodexHome: "/h/spare"}}}
+	eng2 := eng
+	eng2.Name = "eng-2"
+	ops := team.Agent{Name: "ops", Role: "ops", Cwd: "/p", Codex: codex}
+	other := ops
+	other.Cwd = "/elsewhere"
+	type placed struct {
+		def        team.Agent
+		home, host string
+	}
+	cases := []struct {
+		name     string
+		a, b     placed
+		same     bool
+		wantHome string // a's target's CODEX_HOME
+	}{
+		{"unplaced: the role's own home", placed{def: ops}, placed{def: eng}, true, "/h/work"},
+		{"on the preferred account: as unplaced", placed{def: eng, home: "/h/work"}, placed{def: ops}, true, "/h/work"},
+		{"moved to another account: its own", placed{def: eng, home: "/h/spare"}, placed{def: ops}, false, "/h/spare"},
+		{"moved: left the preferred one", placed{def: eng, home: "/h/spare"}, placed{def: eng, home: "/h/work"}, false, "/h/spare"},
+		{"two agents moved there share it", placed{def: eng, home: "/h/spare"}, placed{def: eng2, home: "/h/spare"}, true, "/h/spare"},
+		{"another directory: another target", placed{def: other}, placed{def: ops}, false, "/h/work"},
+		{"on a host: not the one here", placed{def: eng, home: "/h/spare", host: "h1"}, placed{def: eng, home: "/h/spare"}, false, "/h/spare"},
+		{"on two hosts: one each", placed{def: eng, host: "h1"}, placed{def: eng, host: "h2"}, false, "/h/work"},
+		{"on one host: shared", placed{def: eng, host: "h1"}, placed{def: eng2, host: "h1"}, true, "/h/work"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ta, tb := targetFor(c.a.def, c.a.home), targetFor(c.b.def, c.b.home)
+			if ta.Home != c.wantHome {
+				t.Fatalf("home %q, want %q", ta.Home, c.wantHome)
+			}
+			if ta.Bin != codex.Bin || ta.Cwd != c.a.def.Cwd || !slices.Equal(ta.Env, []string{"K=v"}) || ta.Config["model"] != "m" {
+				t.Fatalf("target %+v: the settings are the role's", ta)
+			}
+			if same := healthKey(ta, c.a.host) == healthKey(tb, c.b.host); same != c.same {
+				t.Fatalf("same health %v, want %v", same, c.same)
+			}
+		})
 	}
 }

@@ -73,8 +73,11 @@ type agent struct {
 	replyDir  string      // the shim's reply directory, "" when it is not usable
 	retry     *time.Timer // looks at the inbox again when a file's grace or a back-off ends
 	retryAt   time.Time
-	health    *health
-	host      *remoteHost // the host the agent runs on, nil for this machine
+	// health is the health of the target the agent runs on: of the
+	// account it is placed on (followHealth). snap.health mirrors it for
+	// other goroutines.
+	health *health
+	host   *remoteHost // the host the agent runs on, nil for this machine
 	// tlog is the transcript file of an agent on a host, where the lines
 	// its shim sends are appended (opened on the first, closed when run
 	// returns); nil otherwise.
@@ -120,6 +123,7 @@ type agentSnap struct {
 	st       project.AgentState
 	saveErr  string // the last failure to save st, "" once a save succeeds
 	parked   *preflight.Problem
+	health   *health // the agent's health (agent.health)
 	// netSince and netMessage: the turn in flight waits for the network
 	// since netSince (zero: it does not), codex's notice.
 	netSince   time.Time

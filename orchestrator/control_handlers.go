@@ -36,8 +36,8 @@ func (d *Daemon) control(req control.Request) control.Response {
 			if d.retryFailed(a) {
 				resp.Retried = []string{a.def.Name}
 			}
-			if a.health != nil && a.health.problem() != nil {
-				a.health.recheck()
+			if h := a.snapshot().health; h != nil && h.problem() != nil {
+				h.recheck()
 				resp.Rechecked = []string{a.def.Name}
 			}
 			return resp
