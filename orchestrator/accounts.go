@@ -51,6 +51,7 @@ func (a *agent) accountSwitch() bool {
 func (a *agent) followAccount() {
 	if home, ok := a.d.quota.HomeOf(a.def.Name); ok {
 		a.account = home
+		a.setSnap(func(s *agentSnap) { s.account = home })
 		a.followHealth(home)
 	}
 	prev := a.st.CodexHome

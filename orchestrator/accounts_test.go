@@ -6,9 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 )
 
@@ -32,6 +35,36 @@ func TestASpareAccountThatCannotRunIsNamedAtStart(t *testing.T) {
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("%s: %s", id, st)
 	}
+}
+
+// A daemon that starts with an agent placed on its second account (work
+// paused by a usage limit) checks that account for it: spare's home is
+// missing, so the agent is parked at start with spare's problem and fix,
+// and its message waits; work, where it does not run, parks nothing.
+func TestAnAgentPlacedOnABrokenAccountIsParkedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	work, spare := filepath.Join(dir, "work"), filepath.Join(dir, "nowhere")
+	p := newProjectWith(t, "timeouts:\n  shutdown: 5s\naccounts:\n  - {name: work, codex_home: "+work+"}\n  - {name: spare, codex_home: "+spare+"}\n",
+		"  - name: eng\n    accounts: [work, spare]\n")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	st := project.QuotaState{
+		Paused: []project.AccountPause{{Account: work, Reason: "limit", Agent: "eng", Since: now, ProbeAt: now.Add(time.Hour)}},
+		Placed: map[string]string{"eng": spare},
+	}
+	if err := project.SaveJSON(p.layout, project.QuotaName, st); err != nil {
+		t.Fatal(err)
+	}
+	r := p.start(nil)
+	a := r.waitAgent(t, "eng", "parked state", func(a control.AgentStatus) bool { return a.State == agentParked })
+	if a.Parked == nil || a.Parked.Kind != "codex_home" || !strings.Contains(a.Parked.Detail, spare) || !strings.Contains(a.Parked.Fix, "CODEX_HOME="+spare) {
+		t.Fatalf("eng parked with %+v; want spare's missing home", a.Parked)
+	}
+	id := p.send("eng", "human", "hello")
+	r.waitAgent(t, "eng", "the message seen", func(a control.AgentStatus) bool { return a.Backlog == 1 })
+	assertWaiting(t, p, r, id)
 }
 
 func TestGroupMoves(t *testing.T) {

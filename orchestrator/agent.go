@@ -85,7 +85,7 @@ type agent struct {
 	// pieces gathers the reply of a shim on a host, sent in pieces.
 	pieces    protocol.ReplyPieces
 	parked    *preflight.Problem // why the agent takes no message, nil when it does
-	account   string             // its account key (dispatch.AgentHome: the CODEX_HOME, host-qualified on another host), the key of its network hold
+	account   string             // its account key (dispatch.AgentHome: the CODEX_HOME, host-qualified on another host), the key of its network hold; snap.account mirrors it
 	carried   bool               // the message in flight opens a fresh thread with a handoff
 	freshTurn bool               // the message in flight was sent without a thread to resume
 	// cancelling is the id of the message in flight whose turn is being
@@ -124,6 +124,7 @@ type agentSnap struct {
 	saveErr  string // the last failure to save st, "" once a save succeeds
 	parked   *preflight.Problem
 	health   *health // the agent's health (agent.health)
+	account  string  // the agent's account key (agent.account)
 	// netSince and netMessage: the turn in flight waits for the network
 	// since netSince (zero: it does not), codex's notice.
 	netSince   time.Time
@@ -178,7 +179,7 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 		return nil, err
 	}
 	a.st.Name = def.Name
-	a.snap = agentSnap{state: agentSpawning, st: a.st}
+	a.snap = agentSnap{state: agentSpawning, st: a.st, account: a.account}
 	return a, nil
 }
 
