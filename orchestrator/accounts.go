@@ -216,14 +216,11 @@ func windowLabel(w project.RateLimitWindow) string {
 // it after checkAll.
 func (d *Daemon) checkSpareAccounts(ctx context.Context) {
 	checked := map[string]bool{}
-	for _, h := range d.healths.list() {
-		checked[h.target.Key()] = true
-	}
 	for _, a := range d.agents {
 		for _, acc := range a.def.Accounts {
-			// The account it starts on has its health, checked already.
+			// An account an agent starts on has its health, checked already.
 			t := targetFor(a.def, acc.CodexHome)
-			if checked[t.Key()] {
+			if _, key := d.healthTarget(a.def, a.host, acc.CodexHome); d.healths.has(key) || checked[t.Key()] {
 				continue
 			}
 			checked[t.Key()] = true

@@ -416,15 +416,31 @@ func (s *healthSet) goLocked(h *health) {
 	go func() { defer s.wg.Done(); h.run(s.ctx) }()
 }
 
-// healthFor is the health of agent def on host (nil for this machine) with
-// CODEX_HOME home (see targetFor), made when there is none.
-func (d *Daemon) healthFor(def team.Agent, host *remoteHost, home string) *health {
+// has reports whether the set has the health of key.
+func (s *healthSet) has(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.byKey[key]
+	return ok
+}
+
+// healthTarget is how agent def runs Codex on host (nil for this machine)
+// with CODEX_HOME home (see targetFor), as the host sees it, and the key
+// of its health.
+func (d *Daemon) healthTarget(def team.Agent, host *remoteHost, home string) (preflight.Target, string) {
 	t, name := targetFor(def, home), ""
 	if host != nil {
 		t = remoteTarget(t, host, d.layout.Root(), localHome())
 		name = host.host.Name
 	}
-	return d.healths.get(healthKey(t, name), func() *health {
+	return t, healthKey(t, name)
+}
+
+// healthFor is the health of agent def on host (nil for this machine) with
+// CODEX_HOME home (see targetFor), made when there is none.
+func (d *Daemon) healthFor(def team.Agent, host *remoteHost, home string) *health {
+	t, key := d.healthTarget(def, host, home)
+	return d.healths.get(key, func() *health {
 		h := newHealth(d, t)
 		h.host = host
 		return h
