@@ -43,14 +43,16 @@ func (a *agent) accountSwitch() bool {
 }
 
 // followAccount, before the agent's shim starts: the account the book
-// places the agent on becomes the shim's, and a thread whose rollout lies
-// in another Codex home is carried there (codex.CarryThread). A thread
-// that cannot be carried is handed off: the next message opens a fresh
-// thread on the new account with the handoff brief, as after a context
-// overflow. Only run's goroutine calls it.
+// places the agent on becomes the shim's and its health's (followHealth),
+// and a thread whose rollout lies in another Codex home is carried there
+// (codex.CarryThread). A thread that cannot be carried is handed off: the
+// next message opens a fresh thread on the new account with the handoff
+// brief, as after a context overflow. Only run's goroutine calls it.
 func (a *agent) followAccount() {
 	if home, ok := a.d.quota.HomeOf(a.def.Name); ok {
 		a.account = home
+		a.setSnap(func(s *agentSnap) { s.account = home })
+		a.followHealth(home)
 	}
 	prev := a.st.CodexHome
 	if prev == a.account {
@@ -73,6 +75,24 @@ func (a *agent) followAccount() {
 		}
 	}
 	a.saveState()
+}
+
+// followHealth attaches the agent to the health of how it runs Codex on
+// account home: it leaves its old health and joins that one (made, and
+// checked first, when no agent ran there yet), so that what parks it, and
+// what is watched for a fix, is the account it runs on. Its parking follows
+// at once (syncParked). Only run's goroutine calls it.
+func (a *agent) followHealth(home string) {
+	h := a.d.healthFor(a.def, a.host, home)
+	if h == a.health {
+		return
+	}
+	a.health.leave(a)
+	h.join(a)
+	a.health = h
+	a.setSnap(func(s *agentSnap) { s.health = h })
+	a.log.Debug("Health follows the account", "home", home)
+	a.syncParked()
 }
 
 // accountName is the name (or CODEX_HOME) of the account the agent runs on.
@@ -196,14 +216,11 @@ func windowLabel(w project.RateLimitWindow) string {
 // it after checkAll.
 func (d *Daemon) checkSpareAccounts(ctx context.Context) {
 	checked := map[string]bool{}
-	for _, h := range d.healths {
-		checked[h.target.Key()] = true
-	}
 	for _, a := range d.agents {
-		for _, acc := range a.def.Accounts[min(1, len(a.def.Accounts)):] {
-			t := targetFor(a.def)
-			t.Home = acc.CodexHome
-			if checked[t.Key()] {
+		for _, acc := range a.def.Accounts {
+			// An account an agent starts on has its health, checked already.
+			t := targetFor(a.def, acc.CodexHome)
+			if _, key := d.healthTarget(a.def, a.host, acc.CodexHome); d.healths.has(key) || checked[t.Key()] {
 				continue
 			}
 			checked[t.Key()] = true

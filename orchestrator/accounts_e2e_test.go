@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -200,5 +201,90 @@ func TestE2ERestartFollowsThePlacement(t *testing.T) {
 	}
 	if len(work.Requests()) != 1 {
 		t.Fatalf("%d requests on work, want 1", len(work.Requests()))
+	}
+}
+
+// The real Codex CLI, an agent eng on two accounts and an agent ops on
+// the first only, both on one health at start: work answers one turn and
+// then only usage_limit_reached; spare's provider needs an OpenAI login
+// and its home has none. When the limit moves eng to spare, eng is parked
+// with spare's problem and fix (its message waits, spare gets no request),
+// and ops, left on work, is not parked. `batty resume` opens work again:
+// eng, parked, goes back to it and is released there, and its message
+// runs on work.
+func TestE2EAccountWithBrokenLoginParksTheAgentMovedThere(t *testing.T) {
+	work, spare := codextest.NewServer(t), codextest.NewServer(t)
+	homeWork, homeSpare := work.WriteHome(t), spare.WriteHome(t)
+	// [model_providers.mock] is the home's last table.
+	cfg := filepath.Join(homeSpare, "config.toml")
+	if err := os.WriteFile(cfg, []byte(spare.ConfigTOML(codextest.HomeConfig{})+"requires_openai_auth = true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	answered, reset := 0, false
+	work.Handle(func(req codextest.Request) codextest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if answered > 0 && !reset {
+			return codextest.QuotaReply(time.Now().Add(time.Hour))
+		}
+		answered++
+		return work.Scripted(req)
+	})
+	accounts := fmt.Sprintf("accounts:\n  - name: work\n    codex_home: %s\n  - name: spare\n    codex_home: %s\n", homeWork, homeSpare)
+	p := newRealProject(t, homeWork, accounts+"timeouts:\n  shutdown: 5s\n",
+		"  - name: eng\n    accounts: [work, spare]\n  - name: ops\n")
+	// No back-off check: what parks eng is spare's first check.
+	r := p.start(func(o *Options) { noJitter(o); o.RecheckMin, o.RecheckMax = time.Hour, time.Hour })
+
+	m1 := p.send("eng", "human", "remember the word IBIS [[mock:reply NOTED]]")
+	if st := r.finished(t, m1); st != "completed" {
+		t.Fatalf("%s: %s", m1, st)
+	}
+	m2 := p.send("eng", "human", "which word? [[mock:reply IBIS]]")
+	r.waitEvent(t, "the switch", func(e eventlog.Event) bool { return e.Type == eventlog.EvAccountSwitched })
+	eng := r.waitAgent(t, "eng", "parked on spare", func(a control.AgentStatus) bool {
+		if n, auth := len(spare.Requests()), r.count(eventlog.EvAuthRequired, ""); n > 0 || auth > 0 {
+			t.Fatalf("eng ran on spare (%d requests there, %d auth_required) instead of being parked", n, auth)
+		}
+		return a.State == agentParked
+	})
+	fix := "CODEX_HOME=" + homeSpare + " "
+	if eng.Parked == nil || eng.Parked.Kind != "not_logged_in" || !strings.Contains(eng.Parked.Detail, homeSpare) || !strings.Contains(eng.Parked.Fix, fix) {
+		t.Fatalf("eng parked with %+v; want spare's login problem and fix", eng.Parked)
+	}
+	parked := r.waitEvent(t, "agent_parked", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentParked && e.Agent == "eng" })
+	if f, _ := parked.Data["fix"].(string); !strings.Contains(f, fix) {
+		t.Fatalf("agent_parked %+v; want spare's fix", parked)
+	}
+	if m, where, err := p.box("eng").Get(m2); err != nil || where != "new" || m.Outcome != nil {
+		t.Fatalf("message %s: %+v in %q (%v); want it waiting", m2, m, where, err)
+	}
+	for _, a := range call(t, p, control.Request{Op: control.OpStatus}).Status.Agents {
+		if a.Name == "ops" && (a.State == agentParked || a.Parked != nil) {
+			t.Fatalf("ops, on work, parked: %+v", a)
+		}
+	}
+	if n := r.count(eventlog.EvAgentParked, ""); n != 1 {
+		t.Fatalf("%d agent_parked events, want eng's only", n)
+	}
+
+	// work may be used again: eng goes back, leaves spare's parking, and m2
+	// runs on work.
+	mu.Lock()
+	reset = true
+	mu.Unlock()
+	call(t, p, control.Request{Op: control.OpResume})
+	if st := r.finished(t, m2); st != "completed" {
+		t.Fatalf("%s: %s", m2, st)
+	}
+	r.waitEvent(t, "agent_unparked", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentUnparked && e.Agent == "eng" })
+	if n := len(spare.Requests()); n != 0 {
+		t.Fatalf("%d requests on spare", n)
+	}
+	for _, a := range call(t, p, control.Request{Op: control.OpStatus}).Status.Agents {
+		if a.Parked != nil || (a.Name == "eng" && a.Account != "work") {
+			t.Fatalf("status %+v; want eng on work, nobody parked", a)
+		}
 	}
 }

@@ -73,8 +73,11 @@ type agent struct {
 	replyDir  string      // the shim's reply directory, "" when it is not usable
 	retry     *time.Timer // looks at the inbox again when a file's grace or a back-off ends
 	retryAt   time.Time
-	health    *health
-	host      *remoteHost // the host the agent runs on, nil for this machine
+	// health is the health of the target the agent runs on: of the
+	// account it is placed on (followHealth). snap.health mirrors it for
+	// other goroutines.
+	health *health
+	host   *remoteHost // the host the agent runs on, nil for this machine
 	// tlog is the transcript file of an agent on a host, where the lines
 	// its shim sends are appended (opened on the first, closed when run
 	// returns); nil otherwise.
@@ -82,7 +85,7 @@ type agent struct {
 	// pieces gathers the reply of a shim on a host, sent in pieces.
 	pieces    protocol.ReplyPieces
 	parked    *preflight.Problem // why the agent takes no message, nil when it does
-	account   string             // its account key (dispatch.AgentHome: the CODEX_HOME, host-qualified on another host), the key of its network hold
+	account   string             // its account key (dispatch.AgentHome: the CODEX_HOME, host-qualified on another host), the key of its network hold; snap.account mirrors it
 	carried   bool               // the message in flight opens a fresh thread with a handoff
 	freshTurn bool               // the message in flight was sent without a thread to resume
 	// cancelling is the id of the message in flight whose turn is being
@@ -120,6 +123,8 @@ type agentSnap struct {
 	st       project.AgentState
 	saveErr  string // the last failure to save st, "" once a save succeeds
 	parked   *preflight.Problem
+	health   *health // the agent's health (agent.health)
+	account  string  // the agent's account key (agent.account)
 	// netSince and netMessage: the turn in flight waits for the network
 	// since netSince (zero: it does not), codex's notice.
 	netSince   time.Time
@@ -174,7 +179,7 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 		return nil, err
 	}
 	a.st.Name = def.Name
-	a.snap = agentSnap{state: agentSpawning, st: a.st}
+	a.snap = agentSnap{state: agentSpawning, st: a.st, account: a.account}
 	return a, nil
 }
 

@@ -19,10 +19,15 @@ import (
 func (a *agent) dispatch() {
 	defer a.updateBacklog()
 	a.syncParked()
-	if a.pending != nil || a.parked != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping {
+	if a.pending != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping {
 		return
 	}
-	if a.accountSwitch() {
+	// A parked agent moves too: the account the book places it on may run
+	// codex. One on a health not checked yet waits for the check.
+	if a.accountSwitch() || a.parked != nil {
+		return
+	}
+	if _, checked := a.health.state(); !checked {
 		return
 	}
 	// An idle moment: a new base is merged into the worktree before the

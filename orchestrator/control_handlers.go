@@ -36,8 +36,8 @@ func (d *Daemon) control(req control.Request) control.Response {
 			if d.retryFailed(a) {
 				resp.Retried = []string{a.def.Name}
 			}
-			if a.health != nil && a.health.problem() != nil {
-				a.health.recheck()
+			if h := a.snapshot().health; h != nil && h.problem() != nil {
+				h.recheck()
 				resp.Rechecked = []string{a.def.Name}
 			}
 			return resp
@@ -161,8 +161,8 @@ func (d *Daemon) status() control.Status {
 			// agent's goroutine has caught up.
 			as.State, as.Parked = agentParked, parkedStatus(p)
 			as.LastError = parkedPrefix + p.String()
-		} else if since, msg, held := d.net.Get(a.account); held || !s.netSince.IsZero() {
-			as.Network = &control.NetworkStatus{State: "held", Account: a.account, Since: since, Message: msg}
+		} else if since, msg, held := d.net.Get(s.account); held || !s.netSince.IsZero() {
+			as.Network = &control.NetworkStatus{State: "held", Account: s.account, Since: since, Message: msg}
 			if !s.netSince.IsZero() {
 				as.State = control.AgentWaitingForNetwork
 				as.Network.State, as.Network.Since, as.Network.Message = "waiting", s.netSince, s.netMessage

@@ -52,7 +52,7 @@ type Daemon struct {
 
 	agents  []*agent
 	byName  map[string]*agent
-	healths []*health             // one per distinct way the agents run Codex
+	healths healthSet             // one per distinct way the agents run Codex
 	hosts   []*remoteHost         // the hosts agents run on, in file order
 	roles   map[string]*inbox.Box // "@role" queues of roles with several instances
 
@@ -281,13 +281,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.closeHosts()
 	d.checkAll(ctx)
 	d.checkSpareAccounts(ctx)
-	healthCtx, stopHealth := context.WithCancel(context.Background())
-	var healthWG sync.WaitGroup
-	for _, h := range d.healths {
-		healthWG.Add(1)
-		go func(h *health) { defer healthWG.Done(); h.run(healthCtx) }(h)
-	}
-	defer func() { stopHealth(); healthWG.Wait() }()
+	// The healths' goroutines end as Run returns, once the agents have
+	// stopped.
+	defer d.healths.start()()
 	agentCtx, cancelAgents := context.WithCancel(context.Background())
 	defer cancelAgents()
 	var wg sync.WaitGroup

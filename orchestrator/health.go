@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,41 +25,86 @@ const settle = 250 * time.Millisecond
 // While it cannot, its agents are parked: they take no message, and their
 // messages wait in their inboxes. The daemon checks it before the agents
 // start; run checks it again with a back-off, when a watched file changes
-// (the binary's directory, CODEX_HOME) and at once on recheck. problem and
-// report are safe from any goroutine; run's goroutine owns the rest.
+// (the binary's directory, CODEX_HOME) and at once on recheck. A health
+// made while the team runs (an agent moved to another account, see
+// agent.followHealth) is checked first by run, and its agents take no
+// message until then. problem, state, report, join, leave and members are
+// safe from any goroutine; run's goroutine owns the rest.
 type health struct {
 	d      *Daemon
 	target preflight.Target // paths as the host sees them for a host's target
 	host   *remoteHost      // the host the target's agents run on, nil for this machine
-	agents []*agent
-	kick   chan struct{} // buffered(1): check now
-	fail   chan struct{} // buffered(1): a spawn failed; check, keep the failure if the check passes
+	kick   chan struct{}    // buffered(1): check now
+	fail   chan struct{}    // buffered(1): a spawn failed; check, keep the failure if the check passes
 
 	mu       sync.Mutex
+	agents   []*agent           // the agents that run on the target now
+	checked  bool               // a check has recorded its result
 	prob     *preflight.Problem // nil: codex runs
 	reported *preflight.Problem // a spawn failure not yet checked
 	worked   bool               // a turn started since the last back-off step
 }
 
-// targetFor is how agent def runs Codex.
-func targetFor(def team.Agent) preflight.Target {
+// targetFor is how agent def runs Codex with CODEX_HOME home, the account
+// the quota book places it on ("" for its role's own codex_home: the
+// preferred account of a role with accounts). It is a pure function.
+func targetFor(def team.Agent, home string) preflight.Target {
 	c := def.Codex
 	var env []string
 	for _, k := range sortedKeys(c.Env) {
 		env = append(env, k+"="+c.Env[k])
 	}
-	return preflight.Target{Bin: c.Bin, Home: c.CodexHome, Env: env, Cwd: def.Cwd, Config: c.Config, Args: c.Args}
+	if home == "" {
+		home = c.CodexHome
+	}
+	return preflight.Target{Bin: c.Bin, Home: home, Env: env, Cwd: def.Cwd, Config: c.Config, Args: c.Args}
+}
+
+// healthKey identifies the health of target t on host ("" for this
+// machine; t as the host sees it): agents with equal keys share one. It is
+// a pure function.
+func healthKey(t preflight.Target, host string) string {
+	return host + "\x00" + t.Key()
 }
 
 func newHealth(d *Daemon, t preflight.Target) *health {
 	return &health{d: d, target: t, kick: make(chan struct{}, 1), fail: make(chan struct{}, 1)}
 }
 
-// problem returns why the target's Codex cannot run, nil when it can.
+// problem returns why the target's Codex cannot run, nil when it can (or
+// before its first check).
 func (h *health) problem() *preflight.Problem {
+	p, _ := h.state()
+	return p
+}
+
+// state returns why the target's Codex cannot run (nil when it can), and
+// whether a check has answered yet: before that, p is nil and says
+// nothing.
+func (h *health) state() (p *preflight.Problem, checked bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.prob
+	return h.prob, h.checked
+}
+
+// join adds a to the agents that run on the target; leave removes it.
+func (h *health) join(a *agent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.agents = append(h.agents, a)
+}
+
+func (h *health) leave(a *agent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.agents = slices.DeleteFunc(h.agents, func(b *agent) bool { return b == a })
+}
+
+// members returns the agents that run on the target now.
+func (h *health) members() []*agent {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.agents)
 }
 
 // recheck asks run to check now; it never blocks.
@@ -123,7 +169,7 @@ func (h *health) check(ctx context.Context) bool {
 	}
 	h.reported = nil
 	old := h.prob
-	h.prob = p
+	h.prob, h.checked = p, true
 	h.mu.Unlock()
 	changed := (old == nil) != (p == nil) || (old != nil && old.String() != p.String())
 	if changed {
@@ -139,7 +185,7 @@ func (h *health) check(ctx context.Context) bool {
 // pokeAgents has the target's agents (and the role queues) look at the
 // health again; it never blocks.
 func (h *health) pokeAgents() {
-	for _, a := range h.agents {
+	for _, a := range h.members() {
 		a.poke()
 	}
 	select {
@@ -150,8 +196,13 @@ func (h *health) pokeAgents() {
 
 // run re-checks a parked target until ctx ends: after a back-off
 // (RecheckMin doubling to RecheckMax), on a change of a watched file, and at
-// once on recheck.
+// once on recheck. A target not checked yet is checked first, and its
+// agents, which wait for that, are told.
 func (h *health) run(ctx context.Context) {
+	if _, checked := h.state(); !checked {
+		h.check(ctx)
+		h.pokeAgents()
+	}
 	backoff := h.d.opts.RecheckMin
 	var timer *time.Timer
 	var w *fsnotify.Watcher
@@ -298,32 +349,119 @@ func (h *health) watched(name string) bool {
 	return home != "" && (name == home || (filepath.Dir(name) == home && (base == "auth.json" || base == "config.toml")))
 }
 
-// initHealth groups the daemon's agents by preflight target.
+// healthSet is the daemon's healths, one per target and host (healthKey):
+// initHealth makes the ones the agents start on, get the one of an account
+// an agent moves to, when it is first needed. start runs every health's
+// goroutine (health.run), also the ones made later, until its stop. Safe
+// for concurrent use; the zero value is empty.
+type healthSet struct {
+	mu    sync.Mutex
+	byKey map[string]*health
+	all   []*health       // in the order made
+	ctx   context.Context // the goroutines' context, set by start; nil before
+	wg    sync.WaitGroup
+}
+
+// get returns the health of key, made by made (and run, once the set is
+// started) when there is none.
+func (s *healthSet) get(key string, made func() *health) *health {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h, ok := s.byKey[key]; ok {
+		return h
+	}
+	if s.byKey == nil {
+		s.byKey = map[string]*health{}
+	}
+	h := made()
+	s.byKey[key] = h
+	s.all = append(s.all, h)
+	s.goLocked(h)
+	return h
+}
+
+// list returns every health, in the order made.
+func (s *healthSet) list() []*health {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.all)
+}
+
+// start runs the goroutine of every health, and of every one made later,
+// until stop, which returns once they have all returned; a health made
+// after stop is not run. It is called once.
+func (s *healthSet) start() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	s.ctx = ctx
+	for _, h := range s.all {
+		s.goLocked(h)
+	}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		cancel() // under mu: no goroutine starts after it
+		s.mu.Unlock()
+		s.wg.Wait()
+	}
+}
+
+// goLocked runs h's goroutine when the set is started and not stopped;
+// s.mu is held.
+func (s *healthSet) goLocked(h *health) {
+	if s.ctx == nil || s.ctx.Err() != nil {
+		return
+	}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); h.run(s.ctx) }()
+}
+
+// has reports whether the set has the health of key.
+func (s *healthSet) has(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.byKey[key]
+	return ok
+}
+
+// healthTarget is how agent def runs Codex on host (nil for this machine)
+// with CODEX_HOME home (see targetFor), as the host sees it, and the key
+// of its health.
+func (d *Daemon) healthTarget(def team.Agent, host *remoteHost, home string) (preflight.Target, string) {
+	t, name := targetFor(def, home), ""
+	if host != nil {
+		t = remoteTarget(t, host, d.layout.Root(), localHome())
+		name = host.host.Name
+		if def.Workspace == team.WorkspaceWorktree {
+			// Its clone there, and the project directory holding it,
+			// are made before its first turn: the check runs codex in
+			// the home directory.
+			t.Cwd = ""
+		}
+	}
+	return t, healthKey(t, name)
+}
+
+// healthFor is the health of agent def on host (nil for this machine) with
+// CODEX_HOME home (see targetFor), made when there is none.
+func (d *Daemon) healthFor(def team.Agent, host *remoteHost, home string) *health {
+	t, key := d.healthTarget(def, host, home)
+	return d.healths.get(key, func() *health {
+		h := newHealth(d, t)
+		h.host = host
+		return h
+	})
+}
+
+// initHealth groups the daemon's agents by preflight target: each on the
+// account the quota book places it on.
 func (d *Daemon) initHealth() {
-	byKey := map[string]*health{}
-	home := localHome()
 	for _, a := range d.agents {
-		t, key := targetFor(a.def), ""
-		if a.host != nil {
-			t = remoteTarget(t, a.host, d.layout.Root(), home)
-			key = a.host.host.Name
-			if a.def.Workspace == team.WorkspaceWorktree {
-				// Its clone there, and the project directory holding
-				// it, are made before its first turn: the check runs
-				// codex in the home directory.
-				t.Cwd = ""
-			}
-		}
-		key += "\x00" + t.Key()
-		h, ok := byKey[key]
-		if !ok {
-			h = newHealth(d, t)
-			h.host = a.host
-			byKey[key] = h
-			d.healths = append(d.healths, h)
-		}
-		h.agents = append(h.agents, a)
+		home, _ := d.quota.HomeOf(a.def.Name)
+		h := d.healthFor(a.def, a.host, home)
+		h.join(a)
 		a.health = h
+		a.snap.health = h
 	}
 }
 
@@ -331,7 +469,7 @@ func (d *Daemon) initHealth() {
 // them.
 func (d *Daemon) checkAll(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, h := range d.healths {
+	for _, h := range d.healths.list() {
 		wg.Add(1)
 		go func(h *health) { defer wg.Done(); h.check(ctx) }(h)
 	}
@@ -342,10 +480,10 @@ func (d *Daemon) checkAll(ctx context.Context) {
 // names of the agents it concerns.
 func (d *Daemon) recheckAll() []string {
 	var names []string
-	for _, h := range d.healths {
+	for _, h := range d.healths.list() {
 		if h.problem() != nil {
 			h.recheck()
-			for _, a := range h.agents {
+			for _, a := range h.members() {
 				names = append(names, a.def.Name)
 			}
 		}

@@ -144,7 +144,7 @@ func (a *agent) canProbe() bool {
 // pokeAccount pokes the other agents of the agent's account.
 func (a *agent) pokeAccount() {
 	for _, b := range a.d.agents {
-		if b != a && b.account == a.account {
+		if b != a && b.snapshot().account == a.account {
 			b.poke()
 		}
 	}

@@ -21,9 +21,13 @@ const parkedPrefix = "parked: "
 
 // syncParked brings the agent in line with its Codex's health: it parks the
 // agent (state, last error, one agent_parked alert) when its Codex cannot
-// run and releases it (agent_unparked) once it can. Run's goroutine only.
+// run and releases it (agent_unparked) once it can. Before the first check
+// of its health it leaves the agent as it is. Run's goroutine only.
 func (a *agent) syncParked() {
-	p := a.problem()
+	p, known := a.problem()
+	if !known {
+		return
+	}
 	switch {
 	case p != nil && (a.parked == nil || a.parked.String() != p.String()):
 		first := a.parked == nil
@@ -69,13 +73,14 @@ func (a *agent) spawnFailed(m inbox.Message, e protocol.TurnFinished) {
 }
 
 // problem is why the agent may take no message: its worktree could not be
-// prepared, else its Codex cannot run; nil when it may. Run's goroutine
-// only.
-func (a *agent) problem() *preflight.Problem {
+// prepared, else its Codex cannot run; nil when it may. known is false
+// while that depends on a check of its health not made yet. Run's
+// goroutine only.
+func (a *agent) problem() (p *preflight.Problem, known bool) {
 	if a.wsProblem != nil {
-		return a.wsProblem
+		return a.wsProblem, true
 	}
-	return a.health.problem()
+	return a.health.state()
 }
 
 // parkedStatus is what status shows of a parked agent, nil when it is not.
@@ -92,7 +97,7 @@ func (a *agent) parkedNow(s agentSnap) *preflight.Problem {
 	if s.parked != nil {
 		return s.parked
 	}
-	return a.health.problem()
+	return s.health.problem()
 }
 
 // loginFix says how to give the agent's Codex a login: its codex's login
