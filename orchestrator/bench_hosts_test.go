@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/clones"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/procstat"
+	"github.com/battyhq/batty/workspaces"
 )
 
 // BenchmarkHostMessage is the per-message wall time (the message written
@@ -141,4 +145,93 @@ func rssOf(pids []int) int64 {
 		}
 	}
 	return n
+}
+
+// BenchmarkHostCommitPerTurn is the commit at the end of a worktree
+// agent's turn in a repository of 2,000 small files, in one run: in a
+// worktree here, and in a clone on a host over ssh (the commit there, the
+// branch brought back here as a bundle). 3-files: 3 files edited before
+// each commit; nothing: a turn that changed nothing. clone is the first
+// preparation of the clone on the host (the whole repository sent as a
+// bundle, checked out there), once, reported as its own metric.
+func BenchmarkHostCommitPerTurn(b *testing.B) {
+	h := newRemoteHarness(b)
+	p := newProjectWith(b, "", "  - name: eng\n")
+	git(b, p.dir, "init", "-q", "-b", "main")
+	const files = 2000
+	name := func(i int) string { return filepath.Join(fmt.Sprintf("dir%02d", i/100), fmt.Sprintf("file%03d.txt", i%100)) }
+	for i := range files {
+		path := filepath.Join(p.dir, name(i))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(fmt.Sprintf("file %d\n", i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(p.dir, ".gitignore"), []byte(".batty/\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	git(b, p.dir, "add", "-A")
+	git(b, p.dir, "commit", "-q", "-m", "2,000 files")
+	ctx := context.Background()
+	repo, err := workspaces.Open(ctx, workspaces.Options{ProjectDir: p.dir, WorktreesDir: p.layout.WorktreesDir(), LockFile: p.layout.GitLock(), Env: gitEnv(b.TempDir()), MinFreeBytes: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	batty, err := hosts.EnsureBatty(ctx, h.tr, h.s.Host, h.batty)
+	if err != nil {
+		b.Fatal(err)
+	}
+	impls := map[string]workspaces.Workspace{
+		"local": workspaces.Local{Repo: repo, Agent: "here", Base: "main"},
+		"ssh": &clones.Client{Transport: h.tr, Host: h.s.Host, Dir: h.dir, Repo: repo, Agent: "there", Base: "main", MinFree: 1,
+			Batty: func(context.Context) (string, error) { return batty, nil }},
+	}
+	dirs := map[string]string{"local": repo.Path("here"), "ssh": filepath.Join(h.dir, ".batty", "worktrees", "there")}
+	t0 := time.Now()
+	if _, err := impls["ssh"].Prepare(ctx, workspaces.PrepareOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	cloned := time.Since(t0)
+	if _, err := impls["local"].Prepare(ctx, workspaces.PrepareOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	const rounds = 20
+	took := map[string][]time.Duration{}
+	for i := range rounds {
+		order := []string{"local", "ssh"}
+		if i%2 == 1 {
+			order = []string{"ssh", "local"}
+		}
+		for _, impl := range order {
+			for k := range 3 {
+				path := filepath.Join(dirs[impl], name((i*3+k)%files))
+				if err := os.WriteFile(path, []byte(fmt.Sprintf("turn %d\n", i)), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				if impl == "ssh" {
+					os.Lchown(path, h.s.UID, h.s.GID)
+				}
+			}
+			t0 := time.Now()
+			if _, ok, err := impls[impl].Commit(ctx, workspaces.CommitInfo{Subject: fmt.Sprint("turn ", i)}); err != nil || !ok {
+				b.Fatalf("%s commit: %v %v", impl, ok, err)
+			}
+			took[impl+"/3-files"] = append(took[impl+"/3-files"], time.Since(t0))
+			t0 = time.Now()
+			if _, ok, err := impls[impl].Commit(ctx, workspaces.CommitInfo{Subject: "nothing"}); err != nil || ok {
+				b.Fatalf("%s empty commit: %v %v", impl, ok, err)
+			}
+			took[impl+"/nothing"] = append(took[impl+"/nothing"], time.Since(t0))
+		}
+	}
+	for _, c := range []string{"local/3-files", "ssh/3-files", "local/nothing", "ssh/nothing"} {
+		b.Run(c, func(b *testing.B) {
+			reportQuantiles(b, took[c])
+			if c == "ssh/3-files" {
+				b.ReportMetric(float64(cloned)/float64(time.Millisecond), "clone-ms")
+			}
+		})
+	}
 }
