@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
@@ -129,15 +130,13 @@ func answer(ctx context.Context, repo *workspaces.Repo, req Request, ans Answer,
 	}
 	ans.BaseCommit, ans.BranchCommit = tips[baseRef], tips[branchRef]
 	ans.Path = repo.Path(req.Agent)
-	if ans.BaseCommit != "" {
-		if st, err := repo.State(ctx, req.Agent, req.Base); err == nil {
-			ans.Exists, ans.Dirty = st.Exists, st.Dirty
-		} else if ans.Failure == nil {
-			ans.Failure = failureOf(err)
-		}
+	if exists, dirty, err := repo.Dirty(ctx, req.Agent); err == nil {
+		ans.Exists, ans.Dirty = exists, dirty
+	} else if ans.Failure == nil {
+		ans.Failure = failureOf(err)
 	}
 	var bundle *os.File
-	if ans.BranchCommit != "" {
+	if ans.BranchCommit != "" && !slices.Contains(req.Haves, ans.BranchCommit) {
 		if bundle, err = os.CreateTemp(repo.GitDir(), "batty-outgoing-*.bundle"); err != nil {
 			return fmt.Errorf("bundle the branch: %w", err)
 		}

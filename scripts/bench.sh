@@ -110,7 +110,7 @@ for g in "${groups[@]+"${groups[@]}"}"; do
     cockpit) bench "$g" -run '^$' -bench '^BenchmarkTitleBatch$' -benchtime 100x -count 3 ./cockpit/ ;;
     workspaces) bench "$g" -run '^$' -bench '^BenchmarkCommitPerTurn$' -benchtime 20x -count 3 ./workspaces/ ;;
     hosts)
-      args=(-run '^$' -bench '^BenchmarkHost(Message|FiftyAgents)$' -benchtime 20x -timeout 20m ./orchestrator/)
+      args=(-run '^$' -bench '^BenchmarkHost(Message|CommitPerTurn|FiftyAgents)$' -benchtime 20x -timeout 20m ./orchestrator/)
       if [ "$(id -u)" = 0 ] && [ -x /usr/sbin/sshd ]; then
         bench "$g" "${args[@]}"
       else

@@ -60,6 +60,21 @@ func (r *Repo) State(ctx context.Context, agent, base string) (State, error) {
 	return st, nil
 }
 
+// Dirty reports whether agent's worktree exists and how many paths in it
+// are uncommitted (State's Exists and Dirty, without the branch's
+// counts). It only reads and takes no lock.
+func (r *Repo) Dirty(ctx context.Context, agent string) (exists bool, dirty int, err error) {
+	if err := checkAgent(agent); err != nil {
+		return false, 0, err
+	}
+	wt, exists, err := r.lookup(agent)
+	if err != nil || !exists {
+		return false, 0, err
+	}
+	paths, err := r.dirty(ctx, wt)
+	return true, len(paths), err
+}
+
 // aheadBehind counts the commits only on base (behind) and only on agent's
 // branch (ahead).
 func (r *Repo) aheadBehind(ctx context.Context, base, agent string) (behind, ahead int, err error) {

@@ -124,10 +124,15 @@ var groups = map[string]group{
 			{"RSS on the host (shims)", []string{"host-rss-MB"}},
 			{"RSS here (ssh)", []string{"ssh-rss-MB", "ssh-procs"}},
 			{"idle CPU (% of one core, 10 s)", []string{"idle-cpu-%"}},
+			{"first clone", []string{"clone-ms"}},
 		},
 		rows: []row{
 			{"HostMessage/local", "a local agent: `batty send` → outcome recorded, the real Codex CLI against the mock"},
 			{"HostMessage/ssh", "the same, the agent on a host over ssh (a real sshd on 127.0.0.1, another user), same run, same mock"},
+			{"HostCommitPerTurn/local/3-files", "a worktree agent's commit at the end of a turn, 3 files edited, in a worktree here (2,000-file repository)"},
+			{"HostCommitPerTurn/ssh/3-files", "the same in a clone on the host over ssh: the commit there, the branch brought back here as a bundle; first clone: the whole repository sent and checked out there"},
+			{"HostCommitPerTurn/local/nothing", "a turn that changed nothing, here: no commit"},
+			{"HostCommitPerTurn/ssh/nothing", "a turn that changed nothing, in the clone on the host"},
 			{"HostFiftyAgents", "50 agents on one host over shared ssh connections (8 sessions each), idle: time from the daemon's start to every shim's handshake; memory of the host's processes (shims, sshd sessions) and of the ssh processes here (a client per agent, the connections' masters); their CPU"},
 		},
 		derive: func(med map[string]map[string]float64) []derivedRow {
