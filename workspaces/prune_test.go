@@ -138,3 +138,31 @@ func TestArchiveRef(t *testing.T) {
 		t.Fatalf("ArchiveRef = %q", got)
 	}
 }
+
+// Release commits what the worktree holds and removes it; the branch
+// stays, with the commit.
+func TestReleaseCommitsAndRemoves(t *testing.T) {
+	f := newFixture(t, Options{MinFreeBytes: 1})
+	ctx := context.Background()
+	if leftover, err := f.repo.Release(ctx, "eng"); err != nil || leftover != "" {
+		t.Fatalf("Release without a worktree: %q, %v", leftover, err)
+	}
+	if _, err := f.repo.Ensure(ctx, "eng", "main"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(f.repo.Path("eng"), "wip.txt"), "half\n")
+	leftover, err := f.repo.Release(ctx, "eng")
+	if err != nil || leftover == "" {
+		t.Fatalf("Release: %q, %v", leftover, err)
+	}
+	if _, err := os.Stat(f.repo.Path("eng")); !os.IsNotExist(err) {
+		t.Fatalf("the worktree is still there: %v", err)
+	}
+	if got := f.git(f.top, "show", "batty/eng:wip.txt"); got != "half\n" && got != "half" {
+		t.Fatalf("the branch holds %q", got)
+	}
+	st, err := f.repo.State(ctx, "eng", "main")
+	if err != nil || st.Exists || st.Head != leftover || st.Ahead != 1 {
+		t.Fatalf("state after Release: %+v, %v", st, err)
+	}
+}
