@@ -10,6 +10,7 @@ import (
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/procstat"
 )
 
 // TestE2EPodHost runs an agent on a host reached through a command, as
@@ -80,19 +81,5 @@ roles:
 		t.Fatalf("a message or the instructions travelled on the pod's command line:\n%s", b)
 	}
 	r.stop(t)
-	waitFor(t, "nothing left running in the pod", func() bool { return len(processesUnder(pod)) == 0 })
-}
-
-// processesUnder returns the pids of the processes whose working
-// directory lies under dir.
-func processesUnder(dir string) []string {
-	ents, _ := os.ReadDir("/proc")
-	var out []string
-	for _, e := range ents {
-		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
-		if err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+"/")) {
-			out = append(out, e.Name())
-		}
-	}
-	return out
+	waitFor(t, "nothing left running in the pod", func() bool { return len(procstat.Under(pod)) == 0 })
 }

@@ -110,3 +110,21 @@ func List() ([]Process, error) {
 	}
 	return out, nil
 }
+
+// Under returns the pids of the processes whose working directory is dir
+// or lies below it (those whose directory cannot be read are left out).
+func Under(dir string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
+		if err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+"/")) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
