@@ -159,7 +159,9 @@ func BenchmarkHostCommitPerTurn(b *testing.B) {
 	p := newProjectWith(b, "", "  - name: eng\n")
 	git(b, p.dir, "init", "-q", "-b", "main")
 	const files = 2000
-	name := func(i int) string { return filepath.Join(fmt.Sprintf("dir%02d", i/100), fmt.Sprintf("file%03d.txt", i%100)) }
+	name := func(i int) string {
+		return filepath.Join(fmt.Sprintf("dir%02d", i/100), fmt.Sprintf("file%03d.txt", i%100))
+	}
 	for i := range files {
 		path := filepath.Join(p.dir, name(i))
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
