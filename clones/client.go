@@ -43,9 +43,13 @@ type Client struct {
 
 var _ workspaces.Workspace = (*Client)(nil)
 
-// Where implements workspaces.Workspace: host:path.
-func (c *Client) Where() string {
-	return c.Host.Name + ":" + path.Join(c.Dir, project.DirName, "worktrees", c.Agent)
+// Where implements workspaces.Workspace: host:path (see Where).
+func (c *Client) Where() string { return Where(c.Host.Name, c.Dir, c.Agent) }
+
+// Where is where agent's clone is on host hostName whose project
+// directory is dir: "host:path". It is a pure function.
+func Where(hostName, dir, agent string) string {
+	return hostName + ":" + path.Join(dir, project.DirName, "worktrees", agent)
 }
 
 // Prepare implements workspaces.Workspace: the base and the agent's

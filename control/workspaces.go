@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/battyhq/batty/clones"
 	"github.com/battyhq/batty/landing"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
@@ -55,12 +56,20 @@ func offlineWorkspaces(cfg *team.Config, l project.Layout, st *Status) {
 		return
 	}
 	for i, a := range st.Agents {
-		if def, ok := cfg.Agent(a.Name); !ok || def.Workspace != team.WorkspaceWorktree {
+		def, ok := cfg.Agent(a.Name)
+		if !ok || def.Workspace != team.WorkspaceWorktree {
 			continue
 		}
-		if ws, err := repo.State(ctx, a.Name, base); err == nil {
-			st.Agents[i].Workspace = WorkspaceOf(base, ws)
+		ws, err := repo.State(ctx, a.Name, base)
+		if err != nil {
+			continue
 		}
+		if h, ok := cfg.Host(def.Host); ok && def.Host != "" {
+			// Its worktree is a clone on its host: the branch here is
+			// what came back; the clone is not looked at.
+			ws.Path, ws.Exists, ws.Dirty = clones.Where(h.Name, h.ProjectDir(l.Root()), a.Name), false, 0
+		}
+		st.Agents[i].Workspace = WorkspaceOf(base, ws)
 	}
 	q, err := landing.Open(landing.Options{Layout: l, TopLevel: repo.TopLevel(), WorktreesDir: l.WorktreesDir(), Base: base})
 	if err != nil {

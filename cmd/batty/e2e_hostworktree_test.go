@@ -118,6 +118,10 @@ roles:
 		t.Fatalf("the user's checkout after the landing: %q", b)
 	}
 	r.must("stop")
+	// A stopped team's status still says where eng works.
+	if ws := agentStatus(r.status(), "eng").Workspace; ws == nil || ws.Path != "pod0:"+clone || ws.Branch != "batty/eng" {
+		t.Fatalf("the stopped team's status workspace %+v", ws)
+	}
 	deadline = time.Now().Add(20 * time.Second)
 	for {
 		left := procstat.Under(pod)
