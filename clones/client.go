@@ -3,6 +3,7 @@ package clones
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -42,6 +43,11 @@ type Client struct {
 }
 
 var _ workspaces.Workspace = (*Client)(nil)
+
+// ErrHost is in the chain of an error of a Client when the host could
+// not be asked or gave no answer (the connection, batty there), as
+// opposed to an answer that says the step failed.
+var ErrHost = errors.New("the host did not answer")
 
 // Where implements workspaces.Workspace: host:path (see Where).
 func (c *Client) Where() string { return Where(c.Host.Name, c.Dir, c.Agent) }
@@ -195,11 +201,11 @@ func (c *Client) call(ctx context.Context, req Request, b *bundle) (Answer, erro
 	defer out.Close()
 	batty, err := c.Batty(ctx)
 	if err != nil {
-		return Answer{}, err
+		return Answer{}, fmt.Errorf("%w: %w", ErrHost, err)
 	}
 	script := "umask 077 && mkdir -p " + hosts.RemotePath(c.Dir) + " && cd " + hosts.RemotePath(c.Dir) + " && exec " + hosts.ShellCommand(batty, "clone-host")
 	if err := c.Transport.Stream(ctx, c.Host, script, in, out); err != nil {
-		return Answer{}, fmt.Errorf("the clone of %s: %w", c.Agent, err)
+		return Answer{}, fmt.Errorf("the clone of %s: %w: %w", c.Agent, ErrHost, err)
 	}
 	if _, err := out.Seek(0, io.SeekStart); err != nil {
 		return Answer{}, fmt.Errorf("host %s: %w", c.Host.Name, err)
@@ -207,7 +213,7 @@ func (c *Client) call(ctx context.Context, req Request, b *bundle) (Answer, erro
 	br := bufio.NewReader(out)
 	ans, err := readAnswer(br)
 	if err != nil {
-		return Answer{}, fmt.Errorf("host %s: %w", c.Host.Name, err)
+		return Answer{}, fmt.Errorf("host %s: %w: %w", c.Host.Name, ErrHost, err)
 	}
 	if err := c.take(ctx, ans, br, here[workspaces.BranchRef(c.Agent)]); err != nil {
 		return Answer{}, err

@@ -116,3 +116,45 @@ func TestE2EHostCloneSetupEndsWithTheConnection(t *testing.T) {
 		t.Fatalf("left running on the host after the stop: %q", left)
 	}
 }
+
+// TestE2EHostWorktreeAgentRidesOutAnOutage: the host of a worktree agent
+// goes down while it is idle and comes back: its clone cannot be reached
+// meanwhile, which makes the agent unreachable (one alert), never parks
+// it; once the host is back the next message is answered there and its
+// commit comes back here.
+func TestE2EHostWorktreeAgentRidesOutAnOutage(t *testing.T) {
+	h := newRemoteHarness(t)
+	host := h.switchable(t)
+	host(true)
+	p := h.project(t, "", "    workspace: worktree\n")
+	gitProject(t, p)
+	r := h.start(p, func(o *Options) { o.RespawnMax = 2 * time.Second })
+	if st := r.finished(t, p.send("eng", "human", "one [[mock:shell printf '1\\n' > one.txt]]")); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	host(false)
+	for _, pid := range sshProcesses(t, h.tr.ControlDir) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	r.waitEvent(t, "host_unreachable", func(e eventlog.Event) bool { return e.Type == eventlog.EvHostUnreachable })
+	id := p.send("eng", "human", "two [[mock:shell printf '2\\n' > two.txt]]")
+	// The clone is tried while the host is down (the log is the only
+	// trace of a try).
+	waitFor(t, "a preparation of the clone while the host is down, and eng unreachable", func() bool {
+		return strings.Contains(r.log.String(), "The clone on the host could not be prepared") &&
+			r.agentStatus(t, "eng").State == agentUnreachable
+	})
+	host(true)
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	r.waitEvent(t, "the second turn's commit", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvWorkspaceCommitted && e.Message == id
+	})
+	if got := git(t, p.dir, "show", "batty/eng:two.txt"); got != "2" {
+		t.Fatalf("batty/eng here holds %q", got)
+	}
+	if n, parked, failed := r.count(eventlog.EvHostUnreachable, ""), r.count(eventlog.EvAgentParked, ""), r.count(eventlog.EvAgentFailed, ""); n != 1 || parked != 0 || failed != 0 {
+		t.Fatalf("%d host_unreachable, %d agent_parked, %d agent_failed; want 1, 0, 0", n, parked, failed)
+	}
+}

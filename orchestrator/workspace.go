@@ -216,13 +216,12 @@ func (a *agent) workspacePrepared(p prepared) {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
 			Detail: "work an earlier run left uncommitted", Data: map[string]any{"commit": p.Leftover, "wip": true}})
 	}
-	if p.err != nil && a.host != nil && !a.host.probe(a.def.Name) {
-		// Its clone is on a host that does not answer: tried again
-		// with the back-off, as its shim would be.
-		a.log.Info("Host unreachable, preparing the clone there again later", "host", a.host.host.Name, "in", a.backoff, "error", p.err)
-		a.respawn = time.After(a.backoff)
-		a.setSnap(func(s *agentSnap) { s.state = agentUnreachable })
-		a.backoff = min(a.backoff*2, a.d.opts.RespawnMax)
+	if errors.Is(p.err, clones.ErrHost) {
+		// Its clone's host did not answer: tried again as a shim that
+		// could not start there would be (unreachable with the
+		// back-off, or a crash when the host answers).
+		a.log.Warn("The clone on the host could not be prepared", "host", a.def.Host, "error", p.err)
+		a.crashedOrUnreachable()
 		return
 	}
 	if p.err != nil {
