@@ -193,9 +193,9 @@ func (c *Client) call(ctx context.Context, req Request, b *bundle) (Answer, erro
 	}
 	defer os.Remove(in.Name())
 	defer in.Close()
-	out, err := os.CreateTemp(c.Repo.GitDir(), "batty-answer-*")
+	out, err := c.Repo.CreateTemp("answer")
 	if err != nil {
-		return Answer{}, fmt.Errorf("host %s: %w", c.Host.Name, err)
+		return Answer{}, err
 	}
 	defer os.Remove(out.Name())
 	defer out.Close()
@@ -204,7 +204,7 @@ func (c *Client) call(ctx context.Context, req Request, b *bundle) (Answer, erro
 		return Answer{}, fmt.Errorf("%w: %w", ErrHost, err)
 	}
 	script := "umask 077 && mkdir -p " + hosts.RemotePath(c.Dir) + " && cd " + hosts.RemotePath(c.Dir) + " && exec " + hosts.ShellCommand(batty, "clone-host")
-	if err := c.Transport.Stream(ctx, c.Host, script, in, out); err != nil {
+	if err := c.Transport.Stream(ctx, c.Host, script, in, &capped{w: out, left: MaxAnswer}); err != nil {
 		return Answer{}, fmt.Errorf("the clone of %s: %w: %w", c.Agent, ErrHost, err)
 	}
 	if _, err := out.Seek(0, io.SeekStart); err != nil {
@@ -222,11 +222,29 @@ func (c *Client) call(ctx context.Context, req Request, b *bundle) (Answer, erro
 	return ans, nil
 }
 
+// MaxAnswer bounds what a host's answer may hold (its line and the
+// bundle of the agent's new commits): past it the answer is refused.
+const MaxAnswer = 4 << 30
+
+// capped is a writer that refuses to write past left bytes.
+type capped struct {
+	w    io.Writer
+	left int64
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if int64(len(p)) > c.left {
+		return 0, fmt.Errorf("the answer is larger than %d bytes", int64(MaxAnswer))
+	}
+	c.left -= int64(len(p))
+	return c.w.Write(p)
+}
+
 // request writes req and its bundle to a temporary file, rewound.
 func (c *Client) request(ctx context.Context, req Request, b *bundle) (*os.File, error) {
-	f, err := os.CreateTemp(c.Repo.GitDir(), "batty-request-*")
+	f, err := c.Repo.CreateTemp("request")
 	if err != nil {
-		return nil, fmt.Errorf("host %s: %w", c.Host.Name, err)
+		return nil, err
 	}
 	fail := func(err error) (*os.File, error) {
 		f.Close()
@@ -236,9 +254,9 @@ func (c *Client) request(ctx context.Context, req Request, b *bundle) (*os.File,
 	if b != nil {
 		// The line says the bundle's size: the bundle is written first,
 		// to a file of its own.
-		bf, err := os.CreateTemp(c.Repo.GitDir(), "batty-bundle-*")
+		bf, err := c.Repo.CreateTemp("bundle")
 		if err != nil {
-			return fail(fmt.Errorf("host %s: %w", c.Host.Name, err))
+			return fail(err)
 		}
 		defer os.Remove(bf.Name())
 		defer bf.Close()

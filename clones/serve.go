@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
@@ -41,6 +42,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, l project.Layout) e
 	if err != nil {
 		return err
 	}
+	// What a host's end killed mid-step left (no step runs that long).
+	repo.SweepTemp(staleTemp, time.Now())
 	var ans Answer
 	if req.BundleSize > 0 {
 		if err := repo.ReadBundle(ctx, br, req.BundleSize); err != nil {
@@ -62,6 +65,10 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, l project.Layout) e
 	}
 	return answer(ctx, repo, req, ans, out)
 }
+
+// staleTemp is the age past which Serve removes the temporary files of
+// the host's repository: those of a step killed half way.
+const staleTemp = 24 * time.Hour
 
 // run applies the request's commits and runs its operation, filling ans.
 func run(ctx context.Context, repo *workspaces.Repo, req Request, ans *Answer) error {
@@ -137,8 +144,8 @@ func answer(ctx context.Context, repo *workspaces.Repo, req Request, ans Answer,
 	}
 	var bundle *os.File
 	if ans.BranchCommit != "" && !slices.Contains(req.Haves, ans.BranchCommit) {
-		if bundle, err = os.CreateTemp(repo.GitDir(), "batty-outgoing-*.bundle"); err != nil {
-			return fmt.Errorf("bundle the branch: %w", err)
+		if bundle, err = repo.CreateTemp("outgoing"); err != nil {
+			return err
 		}
 		defer os.Remove(bundle.Name())
 		defer bundle.Close()

@@ -55,6 +55,11 @@ func (d *Daemon) openRepo(ctx context.Context) (*workspaces.Repo, string, error)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: roles with `workspace: worktree` need the project in a git repository: %w", d.cfg.Path, err)
 	}
+	// What a daemon killed mid-way through a clone's step left in the
+	// git directory (only the daemon makes such files).
+	if n := repo.SweepTemp(0, time.Now()); n > 0 {
+		d.log.Info("Removed temporary files a stopped daemon left", "dir", repo.GitDir(), "files", n)
+	}
 	base, err := repo.ResolveBase(ctx, d.cfg.Workspace.Base)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", d.cfg.Path, err)

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/battyhq/batty/atomicfile"
 )
@@ -143,7 +145,7 @@ func (r *Repo) WriteBundle(ctx context.Context, w io.Writer, refs, haves []strin
 // removed after; a bundle whose prerequisites the repository lacks is
 // refused by git.
 func (r *Repo) ReadBundle(ctx context.Context, in io.Reader, size int64) error {
-	f, err := os.CreateTemp(r.common, "batty-incoming-*.bundle")
+	f, err := r.CreateTemp("incoming")
 	if err != nil {
 		return fmt.Errorf("receive a bundle: %w", err)
 	}
@@ -162,6 +164,44 @@ func (r *Repo) ReadBundle(ctx context.Context, in io.Reader, size int64) error {
 		return fmt.Errorf("receive a bundle: %w", err)
 	}
 	return nil
+}
+
+// tempPrefix starts the names of CreateTemp's files.
+const tempPrefix = "batty-tmp-"
+
+// CreateTemp creates a new private (0600) temporary file in the
+// repository's git directory, its name saying what it is for; the caller
+// removes it. A process killed before removing one leaves it:
+// SweepTemp removes those.
+func (r *Repo) CreateTemp(what string) (*os.File, error) {
+	f, err := os.CreateTemp(r.common, tempPrefix+what+"-*")
+	if err != nil {
+		return nil, fmt.Errorf("a temporary file in %s: %w", r.common, err)
+	}
+	return f, nil
+}
+
+// SweepTemp removes CreateTemp's files not modified for age (every one
+// when age is 0: only when no other process of the repository's can be
+// using one) and returns how many it removed.
+func (r *Repo) SweepTemp(age time.Duration, now time.Time) int {
+	ents, err := os.ReadDir(r.common)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), tempPrefix) || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || now.Sub(fi.ModTime()) < age {
+			continue
+		}
+		if os.Remove(filepath.Join(r.common, e.Name())) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // SetRef points ref (a full name) at commit sha, which must be in the
@@ -220,13 +260,15 @@ func (r *Repo) CheckedOut(agent string) (bool, error) {
 }
 
 // InitClone makes dir a repository for agents' clones when it is not one
-// yet (git init, its HEAD on a ref no agent's branch can be, so that no
-// branch is checked out in it), holding the flock of lockFile; dir and
-// its parent are created 0700. It is idempotent and safe for concurrent
-// callers.
+// yet (git init, its HEAD on a branch that is never made, so that no
+// branch is checked out in it), holding the flock of lockFile; its parent
+// is created 0700. The repository is made beside dir and renamed into
+// place, so a killed init leaves nothing at dir; an empty directory at
+// dir is replaced, anything else there is refused. It is idempotent and
+// safe for concurrent callers.
 func InitClone(ctx context.Context, dir, lockFile string, env []string) error {
 	r := &Repo{lockFile: lockFile, sem: make(chan struct{}, 1), env: env}
-	if err := atomicfile.MkdirAll(dir); err != nil {
+	if err := atomicfile.MkdirAll(filepath.Dir(dir)); err != nil {
 		return fmt.Errorf("clone repository %s: %w", dir, err)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, ".git", "HEAD")); err == nil {
@@ -240,11 +282,32 @@ func InitClone(ctx context.Context, dir, lockFile string, env []string) error {
 	if _, err := os.Lstat(filepath.Join(dir, ".git", "HEAD")); err == nil {
 		return nil
 	}
-	g := r.git(dir)
+	// Made beside and renamed into place: a killed init leaves no
+	// half-made repository where the next one would look.
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".init-*")
+	if err != nil {
+		return fmt.Errorf("clone repository %s: %w", dir, err)
+	}
+	defer os.RemoveAll(tmp)
+	g := r.git(tmp)
 	if _, err := g.Run(ctx, "init", "-q"); err != nil {
 		return fmt.Errorf("clone repository %s: %w", dir, err)
 	}
 	if _, err := g.Run(ctx, "symbolic-ref", "HEAD", "refs/heads/batty-clone-head"); err != nil {
+		return fmt.Errorf("clone repository %s: %w", dir, err)
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("clone repository %s: not a repository, and not empty: move it away: %w", dir, err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("clone repository %s: %w", dir, err)
+	}
+	parent, err := atomicfile.OpenDir(filepath.Dir(dir))
+	if err != nil {
+		return fmt.Errorf("clone repository %s: %w", dir, err)
+	}
+	defer parent.Close()
+	if err := parent.Sync(); err != nil {
 		return fmt.Errorf("clone repository %s: %w", dir, err)
 	}
 	return nil
