@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"time"
 
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/project"
@@ -122,6 +123,38 @@ func (c *Client) State(ctx context.Context) (workspaces.State, error) {
 	}
 	st.Path, st.Exists, st.Dirty = c.Where(), c.last.Exists, c.last.Dirty
 	return st, nil
+}
+
+// Prune removes the agent's workspace, never losing unlanded work: the
+// clone's uncommitted work is committed there first with force (without,
+// it is refused with ErrUnlanded), and its commits come here; then the
+// branch here is pruned as Repo.Prune does (the same refusal, the same
+// archive under refs/batty/archive/ with force); last the clone's
+// worktree and branch on the host are removed, so that the next start
+// does not bring the branch back. Removed tells whether anything was
+// removed on either side.
+func (c *Client) Prune(ctx context.Context, force bool, now time.Time) (workspaces.PruneResult, error) {
+	ans, err := c.call(ctx, Request{Op: OpRelease, Force: force}, nil)
+	if err != nil {
+		return workspaces.PruneResult{}, err
+	}
+	if ans.Failure != nil {
+		return workspaces.PruneResult{}, ans.Failure.Err(c.Host.Name)
+	}
+	res, err := c.Repo.Prune(ctx, c.Agent, c.Base, force, now)
+	if err != nil {
+		return res, err
+	}
+	ans, err = c.call(ctx, Request{Op: OpPrune}, nil)
+	if err == nil && ans.Failure != nil {
+		err = ans.Failure.Err(c.Host.Name)
+	}
+	if err != nil {
+		return res, fmt.Errorf("pruned here, but the clone on host %s still holds %s, which the next start would bring back: prune again once the host answers: %w",
+			c.Host.Name, workspaces.Branch(c.Agent), err)
+	}
+	res.Removed = res.Removed || ans.Pruned
+	return res, nil
 }
 
 // push runs req after the commits the host lacks: it asks the host's

@@ -374,3 +374,42 @@ func TestCloneSkipsWhatTheShellPrints(t *testing.T) {
 		t.Fatalf("commit through a chatty shell: %v", err)
 	}
 }
+
+// Prune of an agent on a host never loses its work and leaves nothing
+// there that the next start would bring back.
+func TestClonePrune(t *testing.T) {
+	f := newProject(t)
+	w := remote(t, f, "eng-1", filepath.Join(t.TempDir(), "proj"))
+	c := w.ws.(*Client)
+	if _, err := c.Prepare(ctx(t), workspaces.PrepareOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.dir, "pending.txt"), "pending\n")
+	if _, err := c.Prune(ctx(t), false, time.Now()); !errors.Is(err, workspaces.ErrUnlanded) {
+		t.Fatalf("prune of a clone with uncommitted work: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "pending.txt")); err != nil {
+		t.Fatalf("a refused prune touched the clone: %v", err)
+	}
+	res, err := c.Prune(ctx(t), true, time.Now())
+	if err != nil || res.Archived == "" || !res.Removed {
+		t.Fatalf("forced prune: %+v, %v", res, err)
+	}
+	if got := git(t, f.env, f.top, "show", res.Archived+":pending.txt"); got != "pending" {
+		t.Fatalf("the archive holds %q", got)
+	}
+	if branchHere(t, f) != "" {
+		t.Fatal("the branch here survived the prune")
+	}
+	if _, err := os.Stat(w.dir); !os.IsNotExist(err) {
+		t.Fatalf("the clone's worktree survived the prune: %v", err)
+	}
+	// The next start makes a new clone from base: nothing comes back.
+	p, err := c.Prepare(ctx(t), workspaces.PrepareOptions{})
+	if err != nil || !p.Created {
+		t.Fatalf("prepare after the prune: %+v, %v", p, err)
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "pending.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the pruned work came back: %v", err)
+	}
+}

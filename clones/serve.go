@@ -123,6 +123,22 @@ func run(ctx context.Context, repo *workspaces.Repo, req Request, ans *Answer) e
 		res, err := ws.MergeBase(ctx)
 		ans.Merge = &res
 		return err
+	case OpRelease:
+		exists, dirty, err := repo.Dirty(ctx, req.Agent)
+		if err != nil || !exists || dirty == 0 {
+			return err
+		}
+		if !req.Force {
+			return fmt.Errorf("%w: %d uncommitted paths in the clone of %s", workspaces.ErrUnlanded, dirty, req.Agent)
+		}
+		_, _, err = ws.Commit(ctx, workspaces.CommitInfo{Subject: "uncommitted work of " + req.Agent + " at prune", WIP: true})
+		return err
+	case OpPrune:
+		// The daemon's side keeps the branch's work (archived with
+		// force) before it asks: the clone's copy may go.
+		res, err := repo.Prune(ctx, req.Agent, req.Base, true, time.Now())
+		ans.Pruned = res.Removed
+		return err
 	}
 	return fmt.Errorf("unknown operation %q", req.Op)
 }

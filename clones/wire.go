@@ -30,6 +30,10 @@ const (
 	OpCommit  = "commit"
 	OpMerge   = "merge" // merge the base into the branch
 	OpState   = "state"
+	// OpRelease commits the clone's uncommitted work (Force) or refuses
+	// it (ErrUnlanded); OpPrune removes the clone's worktree and branch.
+	OpRelease = "release"
+	OpPrune   = "prune"
 )
 
 // maxHeader bounds a request's or answer's JSON line.
@@ -60,6 +64,7 @@ type Request struct {
 	SetupTimeout time.Duration          `json:"setup_timeout,omitempty"`
 	GitTimeout   time.Duration          `json:"git_timeout,omitempty"`
 	MinFree      uint64                 `json:"min_free,omitempty"`
+	Force        bool                   `json:"force,omitempty"`
 }
 
 // Answer is the host's answer, then BundleSize bytes of a git bundle of
@@ -79,21 +84,24 @@ type Answer struct {
 	Merge     *workspaces.SyncResult `json:"merge,omitempty"`
 	// Merged is the merge of the branch here into the host's (prepare).
 	Merged *workspaces.SyncResult `json:"merged,omitempty"`
+	// Pruned: the clone's worktree or branch was removed (prune).
+	Pruned bool `json:"pruned,omitempty"`
 
 	Failure *Failure `json:"failure,omitempty"`
 }
 
 // Failure is an operation that failed on the host.
 type Failure struct {
-	Kind    string `json:"kind"` // "setup", "low_disk" or "" for another
+	Kind    string `json:"kind"` // "setup", "low_disk", "unlanded" or "" for another
 	Message string `json:"message"`
 	Output  string `json:"output,omitempty"` // a setup's output
 }
 
 // Failure kinds.
 const (
-	FailSetup   = "setup"
-	FailLowDisk = "low_disk"
+	FailSetup    = "setup"
+	FailLowDisk  = "low_disk"
+	FailUnlanded = "unlanded"
 )
 
 // failureOf is err as an Answer carries it. Pure.
@@ -104,19 +112,23 @@ func failureOf(err error) *Failure {
 		return &Failure{Kind: FailSetup, Message: se.Err.Error(), Output: se.Output}
 	case errors.Is(err, workspaces.ErrLowDisk):
 		return &Failure{Kind: FailLowDisk, Message: err.Error()}
+	case errors.Is(err, workspaces.ErrUnlanded):
+		return &Failure{Kind: FailUnlanded, Message: err.Error()}
 	}
 	return &Failure{Message: err.Error()}
 }
 
 // Err is the failure as the error the host's workspace returned: a
-// *workspaces.SetupError, ErrLowDisk, or another error; hostName names
-// the host.
+// *workspaces.SetupError, ErrLowDisk, ErrUnlanded, or another error;
+// hostName names the host.
 func (f *Failure) Err(hostName string) error {
 	switch f.Kind {
 	case FailSetup:
 		return &workspaces.SetupError{Err: fmt.Errorf("on host %s: %s", hostName, f.Message), Output: f.Output}
 	case FailLowDisk:
 		return fmt.Errorf("%w: on host %s: %s", workspaces.ErrLowDisk, hostName, f.Message)
+	case FailUnlanded:
+		return fmt.Errorf("%w: on host %s: %s", workspaces.ErrUnlanded, hostName, f.Message)
 	}
 	return fmt.Errorf("on host %s: %s", hostName, f.Message)
 }

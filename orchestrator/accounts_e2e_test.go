@@ -35,17 +35,7 @@ func TestE2ERotationKeepsTheConversation(t *testing.T) {
 func testRotation(t *testing.T, runtime string) {
 	work, spare := codextest.NewServer(t), codextest.NewServer(t)
 	homeWork, homeSpare := work.WriteHome(t), spare.WriteHome(t)
-	var mu sync.Mutex
-	answered, reset := 0, false
-	work.Handle(func(req codextest.Request) codextest.Reply {
-		mu.Lock()
-		defer mu.Unlock()
-		if answered > 0 && !reset {
-			return codextest.QuotaReply(time.Now().Add(time.Hour))
-		}
-		answered++
-		return work.Scripted(req)
-	})
+	lift := limitAfterOne(work)
 	accounts := fmt.Sprintf("accounts:\n  - name: work\n    codex_home: %s\n  - name: spare\n    codex_home: %s\n", homeWork, homeSpare)
 	p := newRealProject(t, homeWork, accounts+"timeouts:\n  shutdown: 5s\n", "  - name: eng\n    accounts: [work, spare]\n    codex:\n      runtime: "+runtime+"\n")
 	r := p.start(noJitter)
@@ -141,9 +131,7 @@ func testRotation(t *testing.T, runtime string) {
 	// work may be used again (`batty resume` here; its probe after the
 	// reset does the same): the agent goes back to it, its thread too,
 	// with what it said on spare.
-	mu.Lock()
-	reset = true
-	mu.Unlock()
+	lift()
 	call(t, p, control.Request{Op: control.OpResume})
 	back := r.waitEvent(t, "the return", func(e eventlog.Event) bool {
 		return e.Type == eventlog.EvAccountSwitched && e.Data["reason"] == "return"
@@ -220,17 +208,7 @@ func TestE2EAccountWithBrokenLoginParksTheAgentMovedThere(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(spare.ConfigTOML(codextest.HomeConfig{})+"requires_openai_auth = true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	answered, reset := 0, false
-	work.Handle(func(req codextest.Request) codextest.Reply {
-		mu.Lock()
-		defer mu.Unlock()
-		if answered > 0 && !reset {
-			return codextest.QuotaReply(time.Now().Add(time.Hour))
-		}
-		answered++
-		return work.Scripted(req)
-	})
+	lift := limitAfterOne(work)
 	accounts := fmt.Sprintf("accounts:\n  - name: work\n    codex_home: %s\n  - name: spare\n    codex_home: %s\n", homeWork, homeSpare)
 	p := newRealProject(t, homeWork, accounts+"timeouts:\n  shutdown: 5s\n",
 		"  - name: eng\n    accounts: [work, spare]\n  - name: ops\n")
@@ -271,9 +249,7 @@ func TestE2EAccountWithBrokenLoginParksTheAgentMovedThere(t *testing.T) {
 
 	// work may be used again: eng goes back, leaves spare's parking, and m2
 	// runs on work.
-	mu.Lock()
-	reset = true
-	mu.Unlock()
+	lift()
 	call(t, p, control.Request{Op: control.OpResume})
 	if st := r.finished(t, m2); st != "completed" {
 		t.Fatalf("%s: %s", m2, st)
@@ -286,5 +262,27 @@ func TestE2EAccountWithBrokenLoginParksTheAgentMovedThere(t *testing.T) {
 		if a.Parked != nil || (a.Name == "eng" && a.Account != "work") {
 			t.Fatalf("status %+v; want eng on work, nobody parked", a)
 		}
+	}
+}
+
+// limitAfterOne makes srv answer one request as scripted, then refuse
+// every one with a usage limit (resetting in an hour) until lift is
+// called.
+func limitAfterOne(srv *codextest.Server) (lift func()) {
+	var mu sync.Mutex
+	answered, lifted := 0, false
+	srv.Handle(func(req codextest.Request) codextest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if answered > 0 && !lifted {
+			return codextest.QuotaReply(time.Now().Add(time.Hour))
+		}
+		answered++
+		return srv.Scripted(req)
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		lifted = true
 	}
 }

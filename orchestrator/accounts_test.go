@@ -19,13 +19,7 @@ import (
 // missing) is named at start, with its fix, before a usage limit sends
 // anyone there; the agents start on their preferred account.
 func TestASpareAccountThatCannotRunIsNamedAtStart(t *testing.T) {
-	dir := t.TempDir()
-	work, spare := filepath.Join(dir, "work"), filepath.Join(dir, "nowhere")
-	p := newProjectWith(t, "timeouts:\n  shutdown: 5s\naccounts:\n  - {name: work, codex_home: "+work+"}\n  - {name: spare, codex_home: "+spare+"}\n",
-		"  - name: eng\n    accounts: [work, spare]\n")
-	if err := os.MkdirAll(work, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	p, _, spare := projectWithMissingSpare(t)
 	r := p.start(nil)
 	w := r.waitEvent(t, "the warning", func(e eventlog.Event) bool { return e.Type == eventlog.EvWarning && e.Data["account"] == "spare" })
 	if !strings.Contains(w.Detail, spare) || !strings.Contains(w.Detail, "codex_home") {
@@ -42,13 +36,7 @@ func TestASpareAccountThatCannotRunIsNamedAtStart(t *testing.T) {
 // missing, so the agent is parked at start with spare's problem and fix,
 // and its message waits; work, where it does not run, parks nothing.
 func TestAnAgentPlacedOnABrokenAccountIsParkedAtStart(t *testing.T) {
-	dir := t.TempDir()
-	work, spare := filepath.Join(dir, "work"), filepath.Join(dir, "nowhere")
-	p := newProjectWith(t, "timeouts:\n  shutdown: 5s\naccounts:\n  - {name: work, codex_home: "+work+"}\n  - {name: spare, codex_home: "+spare+"}\n",
-		"  - name: eng\n    accounts: [work, spare]\n")
-	if err := os.MkdirAll(work, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	p, work, spare := projectWithMissingSpare(t)
 	now := time.Now().UTC()
 	st := project.QuotaState{
 		Paused: []project.AccountPause{{Account: work, Reason: "limit", Agent: "eng", Since: now, ProbeAt: now.Add(time.Hour)}},
@@ -125,4 +113,19 @@ func TestHealthKeyFollowsTheAccount(t *testing.T) {
 			}
 		})
 	}
+}
+
+// projectWithMissingSpare is a team whose agent eng rotates over the
+// accounts work (a home that exists) and spare, whose home is missing;
+// work and spare are their CODEX_HOMEs.
+func projectWithMissingSpare(t *testing.T) (p *testProject, work, spare string) {
+	t.Helper()
+	dir := t.TempDir()
+	work, spare = filepath.Join(dir, "work"), filepath.Join(dir, "nowhere")
+	p = newProjectWith(t, "timeouts:\n  shutdown: 5s\naccounts:\n  - {name: work, codex_home: "+work+"}\n  - {name: spare, codex_home: "+spare+"}\n",
+		"  - name: eng\n    accounts: [work, spare]\n")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return p, work, spare
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/hosts/hoststest"
 	"github.com/battyhq/batty/procstat"
 )
 
@@ -21,22 +22,15 @@ import (
 // pod's directories.
 func TestE2EPodHost(t *testing.T) {
 	srv := codextest.NewServer(t)
-	pod := t.TempDir()
-	home, dir := filepath.Join(pod, "home"), filepath.Join(pod, "home", "proj")
+	pod := hoststest.NewPod(t, codextest.CodexNative(t))
+	home, dir := pod.Home, filepath.Join(pod.Home, "proj")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	codexHome := srv.WriteHomeWith(t, codextest.HomeConfig{Dir: filepath.Join(home, ".codex")})
 	// The image's Codex CLI (a path under the home here would name the
 	// same path under the pod's home).
-	codexBin := filepath.Join(pod, "image", "codex")
-	copyFile(t, codextest.CodexNative(t), codexBin, 0o755)
-	calls := filepath.Join(pod, "calls")
-	wrapper := filepath.Join(pod, "kubectl-exec")
-	script := "#!/bin/sh\necho \"$*\" >> " + calls + "\nexport HOME=" + home + "\nexec \"$@\"\n"
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	codexBin, wrapper, calls := pod.Codex, pod.Command, pod.Calls
 	p := &testProject{t: t, dir: t.TempDir(), mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
 	p.fakeLog = filepath.Join(p.dir, "fake.log")
 	p.writeTeam(fmt.Sprintf(`name: pods
@@ -81,5 +75,5 @@ roles:
 		t.Fatalf("a message or the instructions travelled on the pod's command line:\n%s", b)
 	}
 	r.stop(t)
-	waitFor(t, "nothing left running in the pod", func() bool { return len(procstat.Under(pod)) == 0 })
+	waitFor(t, "nothing left running in the pod", func() bool { return len(procstat.Under(pod.Root)) == 0 })
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/team"
 )
 
@@ -74,15 +75,7 @@ func TestE2EHostWorktreeAgentLands(t *testing.T) {
 	if st := r.finished(t, id2); st != "completed" {
 		t.Fatalf("status %s", st)
 	}
-	waitFor(t, "eng's message to the human", func() bool {
-		pend, _ := p.box("human").Pending()
-		for _, m := range pend {
-			if m.From == "eng" && m.Body == "done-in-the-clone" {
-				return true
-			}
-		}
-		return false
-	})
+	waitMessage(t, p.box("human"), func(m inbox.Message) bool { return m.From == "eng" && m.Body == "done-in-the-clone" })
 
 	p.send(team.LandingBox, "human", "eng")
 	landed := r.waitEvent(t, "the landing", func(e eventlog.Event) bool { return e.Type == eventlog.EvLanded && e.Agent == "eng" })

@@ -10,6 +10,7 @@ import (
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/hosts/hoststest"
 	"github.com/battyhq/batty/procstat"
 )
 
@@ -25,25 +26,11 @@ import (
 // stop` leaves nothing running in the pod.
 func TestE2EWorktreeAgentOnAHostAsAUserSeesIt(t *testing.T) {
 	srv := codextest.NewServer(t)
-	pod := t.TempDir()
-	home := filepath.Join(pod, "home")
+	pod := hoststest.NewPod(t, codextest.CodexNative(t))
+	home := pod.Home
 	hostDir := filepath.Join(home, "proj") // does not exist yet
 	codexHome := srv.WriteHomeWith(t, codextest.HomeConfig{Dir: filepath.Join(home, ".codex")})
-	codexBin := filepath.Join(pod, "image", "codex")
-	if err := os.MkdirAll(filepath.Dir(codexBin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile(codextest.CodexNative(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(codexBin, src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	wrapper := filepath.Join(pod, "pod-exec")
-	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexport HOME="+home+"\nexec \"$@\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	codexBin, wrapper := pod.Codex, pod.Command
 	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-host-worktree-%d", time.Now().UnixNano())}
 	teamFile := fmt.Sprintf(`name: podteam
 timeouts:
@@ -122,9 +109,19 @@ roles:
 	if ws := agentStatus(r.status(), "eng").Workspace; ws == nil || ws.Path != "pod0:"+clone || ws.Branch != "batty/eng" {
 		t.Fatalf("the stopped team's status workspace %+v", ws)
 	}
+	// The work landed: the workspace may go, the clone in the pod with it.
+	if out := r.must("workspace", "prune", "eng"); !strings.Contains(out, "clone on host pod0") {
+		t.Fatalf("batty workspace prune eng: %s", out)
+	}
+	if _, err := os.Stat(clone); !os.IsNotExist(err) {
+		t.Fatalf("the clone in the pod survived the prune: %v", err)
+	}
+	if out, _, code := r.batty("diff", "eng"); code == 0 {
+		t.Fatalf("batty/eng survived the prune:\n%s", out)
+	}
 	deadline = time.Now().Add(20 * time.Second)
 	for {
-		left := procstat.Under(pod)
+		left := procstat.Under(pod.Root)
 		if len(left) == 0 {
 			break
 		}

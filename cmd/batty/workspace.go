@@ -12,8 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/clones"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
 )
@@ -254,6 +257,9 @@ while the worktree has uncommitted changes or the branch has commits that are
 not on the base branch, unless --force; even then it first commits the
 uncommitted changes and keeps the branch's last commit under
 refs/batty/archive/<agent>/<time> (git log that ref to find it again).
+For an agent on another host, its clone there goes too: its uncommitted
+work is committed there first (with --force; refused without), its commits
+come here, and only then are the branch here and the clone removed.
 The team must be stopped: a running agent may be editing its worktree.`,
 		Example: `  batty workspace prune engineer-1
   batty workspace prune --force engineer-2`,
@@ -271,7 +277,12 @@ The team must be stopped: a running agent may be editing its worktree.`,
 				if err != nil {
 					return err
 				}
-				res, err = repo.Prune(ctx, args[0], base, force, time.Now())
+				def, _ := cfg.Agent(args[0])
+				if def.Host == "" {
+					res, err = repo.Prune(ctx, args[0], base, force, time.Now())
+					return err
+				}
+				res, err = pruneOnHost(ctx, p, cfg, repo, def, base, force)
 				return err
 			})
 			if errors.Is(err, project.ErrAlreadyRunning) {
@@ -284,6 +295,9 @@ The team must be stopped: a running agent may be editing its worktree.`,
 				return err
 			}
 			msg := "removed the worktree and branch " + workspaces.Branch(args[0])
+			if def, _ := cfg.Agent(args[0]); def.Host != "" {
+				msg = "removed the branch " + workspaces.Branch(args[0]) + " and the clone on host " + def.Host
+			}
 			if !res.Removed {
 				msg = args[0] + " has no worktree or branch: nothing to prune"
 			}
@@ -298,4 +312,35 @@ The team must be stopped: a running agent may be editing its worktree.`,
 	cmd.Flags().BoolVar(&force, "force", false, "prune unlanded or uncommitted work too (kept under refs/batty/archive/ first)")
 	cmd.ValidArgsFunction = completeWorktreeAgents(&teamFile, false)
 	return withUsageExit(cmd)
+}
+
+// pruneTimeout bounds the prune of an agent's clone on another host:
+// installing batty there, and three steps over the connection.
+const pruneTimeout = 10 * time.Minute
+
+// pruneOnHost prunes the workspace of def, an agent on another host (see
+// clones.Client.Prune), with batty installed there first when needed,
+// and closes the connection to the host after. It blocks until done.
+func pruneOnHost(ctx context.Context, p project.Project, cfg *team.Config, repo *workspaces.Repo, def team.Agent, base string, force bool) (workspaces.PruneResult, error) {
+	h, ok := cfg.Host(def.Host)
+	if !ok {
+		return workspaces.PruneResult{}, fmt.Errorf("agent %s names the unknown host %q", def.Name, def.Host)
+	}
+	self, err := hosts.Self(versionString(), protocol.Version)
+	if err != nil {
+		return workspaces.PruneResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, pruneTimeout)
+	defer cancel()
+	tr := &hosts.Transport{}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hosts.CloseTimeout)
+		defer cancel()
+		// A connection that cannot be closed ends by itself after
+		// ControlPersist.
+		_ = tr.Close(cctx, h)
+	}()
+	c := &clones.Client{Transport: tr, Host: h, Dir: h.ProjectDir(p.Layout.Root()), Repo: repo, Agent: def.Name, Base: base,
+		Batty: func(ctx context.Context) (string, error) { return hosts.EnsureBatty(ctx, tr, h, self) }}
+	return c.Prune(ctx, force, time.Now())
 }

@@ -1,0 +1,57 @@
+package hoststest
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Pod stands for a pod reached with `kubectl exec -i POD --`
+// (docs/scaling.md): a directory of the test's with a home of its own,
+// the Codex CLI as the pod's image would hold it, and a command that runs
+// its arguments there with HOME set to that home, as the pod's shell
+// would. Everything the pod runs is started by Command, so a process
+// whose working directory lies under Root is the pod's.
+type Pod struct {
+	Root  string // everything of the pod's
+	Home  string // its HOME (Root/home)
+	Codex string // the image's Codex CLI (Root/image/codex)
+	// Command is the wrapper script to name as the host's command; it
+	// appends each command line it runs to Calls.
+	Command, Calls string
+}
+
+// NewPod makes a Pod in a temporary directory, with a copy of the Codex
+// CLI codex (the native binary) in its image. Its home is empty.
+func NewPod(t testing.TB, codex string) *Pod {
+	t.Helper()
+	root := t.TempDir()
+	p := &Pod{Root: root, Home: filepath.Join(root, "home"), Codex: filepath.Join(root, "image", "codex"),
+		Command: filepath.Join(root, "pod-exec"), Calls: filepath.Join(root, "calls")}
+	for _, dir := range []string{p.Home, filepath.Dir(p.Codex)} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := os.Open(codex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(p.Codex, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\necho \"$*\" >> " + p.Calls + "\nexport HOME=" + p.Home + "\nexec \"$@\"\n"
+	if err := os.WriteFile(p.Command, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
