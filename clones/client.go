@@ -39,6 +39,11 @@ type Client struct {
 	// MinFree is the free space the host keeps before checking out a
 	// worktree (0: workspaces.DefaultMinFree).
 	MinFree uint64
+	// Timeout bounds each step on the host, the transfer of its
+	// bundles included (0: none but ctx's); a preparation gets three
+	// times as long, plus its setup's limit. A host that does not
+	// answer within it is ErrHost.
+	Timeout time.Duration
 
 	last *Answer // the last answer, for State
 }
@@ -213,6 +218,15 @@ type bundle struct {
 // branch's commits stored, the branch moved to the host's.
 func (c *Client) call(ctx context.Context, req Request, b *bundle) (Answer, error) {
 	req.Agent, req.Base, req.MinFree = c.Agent, c.Base, c.MinFree
+	if c.Timeout > 0 {
+		limit := c.Timeout
+		if req.Op == OpPrepare {
+			limit = 3*c.Timeout + req.SetupTimeout
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
 	here, err := c.Repo.Tips(ctx, "refs/heads/"+c.Base, workspaces.BranchRef(c.Agent))
 	if err != nil {
 		return Answer{}, err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/procstat"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
@@ -411,5 +412,30 @@ func TestClonePrune(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(w.dir, "pending.txt")); !os.IsNotExist(err) {
 		t.Fatalf("the pruned work came back: %v", err)
+	}
+}
+
+// A host that takes the request and never answers is ErrHost once the
+// step's time limit passes, with nothing left running.
+func TestCloneHostThatNeverAnswers(t *testing.T) {
+	f := newProject(t)
+	w := remote(t, f, "eng-1", filepath.Join(t.TempDir(), "proj"))
+	c := w.ws.(*Client)
+	c.Host.Command = []string{"sh", "-c", "exec sleep 613", "host"}
+	c.Timeout = 200 * time.Millisecond
+	if _, _, err := c.Commit(ctx(t), workspaces.CommitInfo{Subject: "x"}); !errors.Is(err, ErrHost) {
+		t.Fatalf("commit on a silent host: %v", err)
+	}
+	if _, err := c.Prepare(ctx(t), workspaces.PrepareOptions{}); !errors.Is(err, ErrHost) {
+		t.Fatalf("prepare on a silent host: %v", err)
+	}
+	procs, err := procstat.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		if len(p.Args) == 2 && p.Args[0] == "sleep" && p.Args[1] == "613" && p.State != "Z" {
+			t.Fatalf("the silent host's command is left running: pid %d", p.PID)
+		}
 	}
 }

@@ -99,7 +99,7 @@ func newAgentWorkspace(d *Daemon, a *agent) *agentWorkspace {
 	if r := a.host; r != nil {
 		w.remote = true
 		w.ws = &clones.Client{Transport: d.opts.Transport, Host: r.host, Dir: r.dir, Batty: r.ensure,
-			Repo: d.repo, Agent: def.Name, Base: d.base, MinFree: d.opts.WorktreeMinFree}
+			Repo: d.repo, Agent: def.Name, Base: d.base, MinFree: d.opts.WorktreeMinFree, Timeout: gitTimeout}
 	}
 	return w
 }
