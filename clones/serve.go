@@ -46,10 +46,17 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, l project.Layout) e
 	repo.SweepTemp(staleTemp, time.Now())
 	var ans Answer
 	if req.BundleSize > 0 {
+		// Read before the stream's end is watched: the bundle is the
+		// stream.
 		if err := repo.ReadBundle(ctx, br, req.BundleSize); err != nil {
 			ans.Failure = failureOf(err)
 		}
 	}
+	// The end of the stream cuts a setup short, never a git command (a
+	// git killed half way leaves its index.lock, which refuses every
+	// later commit): those are bounded by the git time limit alone.
+	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), gitLimit(req))
+	defer gcancel()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -59,38 +66,52 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, l project.Layout) e
 		cancel()
 	}()
 	if ans.Failure == nil {
-		if err := run(ctx, repo, req, &ans); err != nil {
+		if err := run(ctx, gctx, repo, req, &ans); err != nil {
 			ans.Failure = failureOf(err)
 		}
 	}
-	return answer(ctx, repo, req, ans, out)
+	return answer(gctx, repo, req, ans, out)
+}
+
+// defaultGitLimit bounds the git steps of a request that names no limit.
+const defaultGitLimit = 2 * time.Minute
+
+// gitLimit is how long the git steps of req may take in all: three
+// times its git time limit (a preparation makes a worktree, commits and
+// merges), defaultGitLimit when it names none. Pure.
+func gitLimit(req Request) time.Duration {
+	if req.GitTimeout > 0 {
+		return 3 * req.GitTimeout
+	}
+	return defaultGitLimit
 }
 
 // staleTemp is the age past which Serve removes the temporary files of
 // the host's repository: those of a step killed half way.
 const staleTemp = 24 * time.Hour
 
-// run applies the request's commits and runs its operation, filling ans.
-func run(ctx context.Context, repo *workspaces.Repo, req Request, ans *Answer) error {
+// run applies the request's commits and runs its operation, filling ans:
+// its git steps with gctx, a preparation's setup with ctx.
+func run(ctx, gctx context.Context, repo *workspaces.Repo, req Request, ans *Answer) error {
 	baseRef, branchRef := "refs/heads/"+req.Base, workspaces.BranchRef(req.Agent)
-	tips, err := repo.Tips(ctx, baseRef, branchRef, workspaces.HereRef(req.Agent))
+	tips, err := repo.Tips(gctx, baseRef, branchRef, workspaces.HereRef(req.Agent))
 	if err != nil {
 		return err
 	}
 	if req.BaseCommit != "" && tips[baseRef] != req.BaseCommit {
 		// The base mirrors the project's: it moves as the project's does.
-		if err := repo.SetRef(ctx, baseRef, req.BaseCommit, tips[baseRef]); err != nil {
+		if err := repo.SetRef(gctx, baseRef, req.BaseCommit, tips[baseRef]); err != nil {
 			return err
 		}
 	}
 	mergeHere := false
 	if req.BranchCommit != "" && tips[branchRef] != req.BranchCommit {
 		if tips[branchRef] == "" {
-			err = repo.SetRef(ctx, branchRef, req.BranchCommit, "")
+			err = repo.SetRef(gctx, branchRef, req.BranchCommit, "")
 		} else {
 			// The host's branch has work of its own: the project's is
 			// merged into it once the worktree is ready.
-			err = repo.SetRef(ctx, workspaces.HereRef(req.Agent), req.BranchCommit, tips[workspaces.HereRef(req.Agent)])
+			err = repo.SetRef(gctx, workspaces.HereRef(req.Agent), req.BranchCommit, tips[workspaces.HereRef(req.Agent)])
 			mergeHere = true
 		}
 		if err != nil {
@@ -105,7 +126,7 @@ func run(ctx context.Context, repo *workspaces.Repo, req Request, ans *Answer) e
 		p, err := ws.Prepare(ctx, workspaces.PrepareOptions{Setup: req.Setup, SetupTimeout: req.SetupTimeout, GitTimeout: req.GitTimeout})
 		ans.Prepared = &p
 		if p.Made && mergeHere {
-			res, merr := repo.MergeRef(ctx, req.Agent, workspaces.HereRef(req.Agent), workspaces.Branch(req.Agent)+" of the project")
+			res, merr := repo.MergeRef(gctx, req.Agent, workspaces.HereRef(req.Agent), workspaces.Branch(req.Agent)+" of the project")
 			if merr != nil && err == nil {
 				err = merr
 			}
@@ -116,27 +137,27 @@ func run(ctx context.Context, repo *workspaces.Repo, req Request, ans *Answer) e
 		if req.Commit == nil {
 			return fmt.Errorf("a commit request without its commit")
 		}
-		_, committed, err := ws.Commit(ctx, *req.Commit)
+		_, committed, err := ws.Commit(gctx, *req.Commit)
 		ans.Committed = committed
 		return err
 	case OpMerge:
-		res, err := ws.MergeBase(ctx)
+		res, err := ws.MergeBase(gctx)
 		ans.Merge = &res
 		return err
 	case OpRelease:
-		exists, dirty, err := repo.Dirty(ctx, req.Agent)
+		exists, dirty, err := repo.Dirty(gctx, req.Agent)
 		if err != nil || !exists || dirty == 0 {
 			return err
 		}
 		if !req.Force {
 			return fmt.Errorf("%w: %d uncommitted paths in the clone of %s", workspaces.ErrUnlanded, dirty, req.Agent)
 		}
-		_, _, err = ws.Commit(ctx, workspaces.CommitInfo{Subject: "uncommitted work of " + req.Agent + " at prune", WIP: true})
+		_, _, err = ws.Commit(gctx, workspaces.CommitInfo{Subject: "uncommitted work of " + req.Agent + " at prune", WIP: true})
 		return err
 	case OpPrune:
 		// The daemon's side keeps the branch's work (archived with
 		// force) before it asks: the clone's copy may go.
-		res, err := repo.Prune(ctx, req.Agent, req.Base, true, time.Now())
+		res, err := repo.Prune(gctx, req.Agent, req.Base, true, time.Now())
 		ans.Pruned = res.Removed
 		return err
 	}
