@@ -290,9 +290,15 @@ func TestSSHKillClient(t *testing.T) {
 			t.Fatal("the turn did not start within 30s")
 		}
 	}
-	procs := s.UserProcesses(t, false)
-	if !slices.ContainsFunc(procs, func(p string) bool { return strings.HasSuffix(p, " sleep") }) {
-		t.Fatalf("the turn's command is not running: %q", procs)
+	// The background command may still be the script's fork, not yet
+	// sleep, when the thread's event arrives.
+	for procs := []string(nil); !slices.ContainsFunc(procs, func(p string) bool { return strings.HasSuffix(p, " sleep") }); {
+		select {
+		case <-deadline:
+			t.Fatalf("the turn's command is not running: %q", procs)
+		case <-time.After(20 * time.Millisecond): // another user's processes: polled
+		}
+		procs = s.UserProcesses(t, false)
 	}
 	if err := syscall.Kill(c.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
