@@ -139,27 +139,82 @@ func (c *Client) State(ctx context.Context) (workspaces.State, error) {
 // does not bring the branch back. Removed tells whether anything was
 // removed on either side.
 func (c *Client) Prune(ctx context.Context, force bool, now time.Time) (workspaces.PruneResult, error) {
-	ans, err := c.call(ctx, Request{Op: OpRelease, Force: force}, nil)
-	if err != nil {
+	if err := c.release(ctx, force); err != nil {
 		return workspaces.PruneResult{}, err
-	}
-	if ans.Failure != nil {
-		return workspaces.PruneResult{}, ans.Failure.Err(c.Host.Name)
 	}
 	res, err := c.Repo.Prune(ctx, c.Agent, c.Base, force, now)
 	if err != nil {
 		return res, err
 	}
-	ans, err = c.call(ctx, Request{Op: OpPrune}, nil)
-	if err == nil && ans.Failure != nil {
-		err = ans.Failure.Err(c.Host.Name)
-	}
+	pruned, err := c.removeClone(ctx)
 	if err != nil {
 		return res, fmt.Errorf("pruned here, but the clone on host %s still holds %s, which the next start would bring back: prune again once the host answers: %w",
 			c.Host.Name, workspaces.Branch(c.Agent), err)
 	}
-	res.Removed = res.Removed || ans.Pruned
+	res.Removed = res.Removed || pruned
 	return res, nil
+}
+
+// Retire ends the clone on the host, for the agent now works elsewhere:
+// its uncommitted work is committed there, its commits come into the
+// branch here, and only then are the clone's worktree and branch removed
+// there. It returns the branch's commit here after ("" when there is no
+// branch).
+func (c *Client) Retire(ctx context.Context) (string, error) {
+	if err := c.release(ctx, true); err != nil {
+		return "", err
+	}
+	if _, err := c.removeClone(ctx); err != nil {
+		return "", err
+	}
+	tips, err := c.Repo.Tips(ctx, workspaces.BranchRef(c.Agent))
+	return tips[workspaces.BranchRef(c.Agent)], err
+}
+
+// release brings all of the clone's work here: its uncommitted work
+// committed there first with force, refused without (ErrUnlanded). It
+// errs, and nothing more may be removed there, when the branch here does
+// not contain the clone's afterwards (the two have diverged).
+func (c *Client) release(ctx context.Context, force bool) error {
+	ans, err := c.call(ctx, Request{Op: OpRelease, Force: force}, nil)
+	if err != nil {
+		return err
+	}
+	if ans.Failure != nil {
+		return ans.Failure.Err(c.Host.Name)
+	}
+	if ans.BranchCommit == "" {
+		return nil
+	}
+	tips, err := c.Repo.Tips(ctx, workspaces.BranchRef(c.Agent))
+	if err != nil {
+		return err
+	}
+	here := tips[workspaces.BranchRef(c.Agent)]
+	if here == ans.BranchCommit {
+		return nil
+	}
+	holds := false
+	if here != "" {
+		if holds, err = c.Repo.IsAncestor(ctx, ans.BranchCommit, here); err != nil {
+			return err
+		}
+	}
+	if !holds {
+		return fmt.Errorf("the clone of %s on host %s holds %s at %s, which does not contain the branch here (%s): merge them by hand before its clone can go",
+			c.Agent, c.Host.Name, workspaces.Branch(c.Agent), ans.BranchCommit, here)
+	}
+	return nil
+}
+
+// removeClone removes the clone's worktree and branch on the host, and
+// reports whether there was anything to remove.
+func (c *Client) removeClone(ctx context.Context) (bool, error) {
+	ans, err := c.call(ctx, Request{Op: OpPrune}, nil)
+	if err == nil && ans.Failure != nil {
+		err = ans.Failure.Err(c.Host.Name)
+	}
+	return ans.Pruned, err
 }
 
 // push runs req after the commits the host lacks: it asks the host's

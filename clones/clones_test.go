@@ -439,3 +439,43 @@ func TestCloneHostThatNeverAnswers(t *testing.T) {
 		}
 	}
 }
+
+// Retire brings the clone's work here, uncommitted work included, then
+// removes the clone; a clone whose branch the branch here does not
+// contain is never removed.
+func TestCloneRetire(t *testing.T) {
+	f := newProject(t)
+	w := remote(t, f, "eng-1", filepath.Join(t.TempDir(), "proj"))
+	c := w.ws.(*Client)
+	if _, err := c.Prepare(ctx(t), workspaces.PrepareOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.dir, "left.txt"), "left\n")
+	head, err := c.Retire(ctx(t))
+	if err != nil || head == "" || branchHere(t, f) != head {
+		t.Fatalf("Retire: %q, %v", head, err)
+	}
+	if got := git(t, f.env, f.top, "show", head+":left.txt"); got != "left" {
+		t.Fatalf("the clone's uncommitted work here: %q", got)
+	}
+	if _, err := os.Stat(w.dir); !os.IsNotExist(err) {
+		t.Fatalf("the clone survived: %v", err)
+	}
+
+	// Diverged: the branch here moved elsewhere while the clone went on.
+	if _, err := c.Prepare(ctx(t), workspaces.PrepareOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.dir, "there.txt"), "there\n")
+	if _, _, err := c.Commit(ctx(t), workspaces.CommitInfo{Subject: "there"}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(f.top, "elsewhere.txt"), "elsewhere\n")
+	git(t, f.env, f.top, "update-ref", workspaces.BranchRef("eng-1"), userCommit(t, f.env, f.top, "elsewhere"))
+	if _, err := c.Retire(ctx(t)); err == nil || !strings.Contains(err.Error(), "merge them by hand") {
+		t.Fatalf("Retire of a diverged clone: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(w.dir, "there.txt")); err != nil {
+		t.Fatalf("a diverged clone was touched: %v", err)
+	}
+}

@@ -78,6 +78,10 @@ type agent struct {
 	// other goroutines.
 	health *health
 	host   *remoteHost // the host the agent runs on, nil for this machine
+	// prevHost is the host whose clone held the agent's worktree before
+	// (the team file moved it), to be retired at its next preparation;
+	// nil when none.
+	prevHost *remoteHost
 	// tlog is the transcript file of an agent on a host, where the lines
 	// its shim sends are appended (opened on the first, closed when run
 	// returns); nil otherwise.

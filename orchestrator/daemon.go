@@ -159,6 +159,7 @@ func (d *Daemon) init() error {
 		d.byName[def.Name] = a
 	}
 	d.initHosts()
+	d.initMovedWorkspaces()
 	d.initHealth()
 	for _, r := range d.cfg.Roles {
 		if r.Instances > 1 {

@@ -65,6 +65,39 @@ func (d *Daemon) initHosts() {
 	}
 }
 
+// initMovedWorkspaces gives every worktree agent whose clone was on
+// another host than the one it runs on now (its state's WorkspaceHost)
+// that host as prevHost, added to d.hosts when no agent runs there now.
+// A host the team file no longer names is left behind with a warning
+// (its clone's work is not here). Before the agents run.
+func (d *Daemon) initMovedWorkspaces() {
+	byName := map[string]*remoteHost{}
+	for _, r := range d.hosts {
+		byName[r.host.Name] = r
+	}
+	for _, a := range d.agents {
+		prev := a.st.WorkspaceHost
+		if prev == "" || prev == a.def.Host || a.def.Workspace != team.WorkspaceWorktree {
+			continue
+		}
+		h, ok := d.cfg.Host(prev)
+		if !ok {
+			d.log.Warn("The clone of a worktree agent is on a host the team file no longer names", "agent", a.def.Name, "host", prev)
+			d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name,
+				Detail: fmt.Sprintf("%s worked in a clone on host %s, which the team file no longer names: what was not committed and brought here is left there", a.def.Name, prev)})
+			a.st.WorkspaceHost = ""
+			continue
+		}
+		r, ok := byName[prev]
+		if !ok {
+			r = &remoteHost{d: d, host: h, dir: h.ProjectDir(d.layout.Root())}
+			byName[prev] = r
+			d.hosts = append(d.hosts, r)
+		}
+		a.prevHost = r
+	}
+}
+
 // installHosts installs batty on every host, in parallel, and waits for
 // them; a failure is logged and parks the host's agents at their first
 // check (see health.check).

@@ -87,6 +87,9 @@ type agentWorkspace struct {
 	setup  string
 	limit  time.Duration // setup's time limit
 	remote bool          // ws is a clone on another host
+	// prev is the clone on the host the agent worked on before, to be
+	// retired before the workspace is prepared; nil when none.
+	prev *clones.Client
 }
 
 func newAgentWorkspace(d *Daemon, a *agent) *agentWorkspace {
@@ -98,10 +101,18 @@ func newAgentWorkspace(d *Daemon, a *agent) *agentWorkspace {
 		ws: workspaces.Local{Repo: d.repo, Agent: def.Name, Base: d.base}}
 	if r := a.host; r != nil {
 		w.remote = true
-		w.ws = &clones.Client{Transport: d.opts.Transport, Host: r.host, Dir: r.dir, Batty: r.ensure,
-			Repo: d.repo, Agent: def.Name, Base: d.base, MinFree: d.opts.WorktreeMinFree, Timeout: gitTimeout}
+		w.ws = d.cloneOn(r, def.Name)
+	}
+	if a.prevHost != nil {
+		w.prev = d.cloneOn(a.prevHost, def.Name)
 	}
 	return w
+}
+
+// cloneOn is agent's clone on host r.
+func (d *Daemon) cloneOn(r *remoteHost, agent string) *clones.Client {
+	return &clones.Client{Transport: d.opts.Transport, Host: r.host, Dir: r.dir, Batty: r.ensure,
+		Repo: d.repo, Agent: agent, Base: d.base, MinFree: d.opts.WorktreeMinFree, Timeout: gitTimeout}
 }
 
 // prepared is what preparing a worktree did: whether it was made now,
@@ -109,8 +120,22 @@ func newAgentWorkspace(d *Daemon, a *agent) *agentWorkspace {
 type prepared struct {
 	workspaces.Prepared
 	released string // the commit of what a worktree here held when the agent moved to a host
+	retired  string // the branch's commit after the clone on the host it left was retired
 	err      error
 }
+
+// retireError is the clone on the host an agent worked on before, which
+// could not be retired: its work is not all here yet.
+type retireError struct {
+	host string
+	err  error
+}
+
+func (e *retireError) Error() string {
+	return "its clone on host " + e.host + ", where it worked before, could not be brought here: " + e.err.Error()
+}
+
+func (e *retireError) Unwrap() error { return e.err }
 
 // prepare makes the worktree when it is missing (never resetting one that
 // exists), commits what an earlier run left uncommitted in it, and runs
@@ -119,6 +144,15 @@ type prepared struct {
 // its branch, which goes to the host. It blocks until done or ctx ends.
 func (w *agentWorkspace) prepare(ctx context.Context) prepared {
 	var p prepared
+	if w.prev != nil {
+		// The agent moved off that host: the clone's work comes here
+		// (committed there first), then the clone goes.
+		if p.retired, p.err = w.prev.Retire(ctx); p.err != nil {
+			p.err = &retireError{host: w.prev.Host.Name, err: p.err}
+			return p
+		}
+		w.prev = nil
+	}
 	if w.remote {
 		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
 		p.released, p.err = w.repo.Release(gctx, w.agent)
@@ -133,6 +167,14 @@ func (w *agentWorkspace) prepare(ctx context.Context) prepared {
 
 // problem is how a failed prepare parks the agent.
 func (w *agentWorkspace) problem(err error) *preflight.Problem {
+	var re *retireError
+	if errors.As(err, &re) {
+		fix := "bring host " + re.host + " back, then `batty resume " + w.agent + "`; or take it out of the team file's hosts to leave that work there"
+		if !errors.Is(err, clones.ErrHost) {
+			fix = "make " + workspaces.Branch(w.agent) + " here contain the clone's branch on " + re.host + " (merge them by hand), then `batty resume " + w.agent + "`"
+		}
+		return &preflight.Problem{Kind: ProblemWorkspace, Detail: w.agent + ": " + re.Error(), Fix: fix}
+	}
 	var se *workspaces.SetupError
 	if errors.As(err, &se) {
 		return &preflight.Problem{Kind: ProblemWorkspace, Detail: se.Error(),
@@ -221,7 +263,8 @@ func (a *agent) workspacePrepared(p prepared) {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
 			Detail: "work an earlier run left uncommitted", Data: map[string]any{"commit": p.Leftover, "wip": true}})
 	}
-	if errors.Is(p.err, clones.ErrHost) {
+	var re *retireError
+	if errors.Is(p.err, clones.ErrHost) && !errors.As(p.err, &re) {
 		// Its clone's host did not answer: tried again as a shim that
 		// could not start there would be (unreachable with the
 		// back-off, or a crash when the host answers).
@@ -236,6 +279,16 @@ func (a *agent) workspacePrepared(p prepared) {
 		a.syncParked()
 		a.refreshWorkspace()
 		return
+	}
+	if p.retired != "" {
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
+			Detail: "the work of its clone on the host it left, brought here", Data: map[string]any{"commit": p.retired, "branch": workspaces.Branch(a.def.Name)}})
+	}
+	if a.st.WorkspaceHost != a.def.Host {
+		a.st.WorkspaceHost = a.def.Host
+		if err := a.saveState(); err != nil {
+			a.log.Warn("Recording where the worktree is", "error", err)
+		}
 	}
 	a.wsProblem = nil
 	a.syncParked()

@@ -52,8 +52,12 @@ type AgentState struct {
 	// CodexHome is the CODEX_HOME the agent's shim last ran on, where the
 	// thread's rollout is: a shim started on another account's home carries
 	// the thread there first. "" before the first start.
-	CodexHome string    `json:"codex_home,omitempty"`
-	UpdatedAt time.Time `json:"updated_at"`
+	CodexHome string `json:"codex_home,omitempty"`
+	// WorkspaceHost is the host whose clone held the worktree agent's
+	// worktree at its last preparation, "" for this machine: when the
+	// agent runs elsewhere now, that clone's work is brought here first.
+	WorkspaceHost string    `json:"workspace_host,omitempty"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // Archive moves the current thread into ArchivedThreads.
