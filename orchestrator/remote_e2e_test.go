@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -52,7 +51,7 @@ func newRemoteHarness(t testing.TB) *remoteHarness {
 	h.codex = filepath.Join(s.Home, "bin", "codex")
 	h.home = filepath.Join(s.Home, ".codex-mock")
 	h.dir = filepath.Join(s.Home, "proj")
-	copyFile(t, bin, h.codex, 0o755)
+	hoststest.CopyFile(t, bin, h.codex, 0o755)
 	h.srv.WriteHomeWith(t, codextest.HomeConfig{Dir: h.home})
 	if err := os.MkdirAll(h.dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -72,28 +71,6 @@ func testBinary(t testing.TB) hosts.Binary {
 	}
 	v := strings.TrimSpace(string(out))
 	return hosts.Binary{Path: path, Version: v, Key: fmt.Sprintf("dev-test-%d", time.Now().UnixNano()), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
-}
-
-func copyFile(t testing.TB, from, to string, perm os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, perm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // chownAll gives the trees at paths to the harness's user.

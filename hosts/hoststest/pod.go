@@ -34,12 +34,27 @@ func NewPod(t testing.TB, codex string) *Pod {
 			t.Fatal(err)
 		}
 	}
-	in, err := os.Open(codex)
+	CopyFile(t, codex, p.Codex, 0o755)
+	script := "#!/bin/sh\necho \"$*\" >> " + p.Calls + "\nexport HOME=" + p.Home + "\nexec \"$@\"\n"
+	if err := os.WriteFile(p.Command, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// CopyFile copies the file from to to (made with perm, its directory
+// made if missing); a failure fails t.
+func CopyFile(t testing.TB, from, to string, perm os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(from)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	out, err := os.OpenFile(p.Codex, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, perm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,9 +64,4 @@ func NewPod(t testing.TB, codex string) *Pod {
 	if err := out.Close(); err != nil {
 		t.Fatal(err)
 	}
-	script := "#!/bin/sh\necho \"$*\" >> " + p.Calls + "\nexport HOME=" + p.Home + "\nexec \"$@\"\n"
-	if err := os.WriteFile(p.Command, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
