@@ -222,8 +222,8 @@ func (c *Client) removeClone(ctx context.Context) (bool, error) {
 // here unless the host's contains it.
 func (c *Client) push(ctx context.Context, req Request, branch bool) (Answer, error) {
 	host, err := c.call(ctx, Request{Op: OpTips}, nil)
-	if err != nil {
-		return Answer{}, err
+	if err != nil || host.Failure != nil {
+		return host, err // a failure is the caller's to report
 	}
 	baseRef, branchRef := "refs/heads/"+c.Base, workspaces.BranchRef(c.Agent)
 	here, err := c.Repo.Tips(ctx, baseRef, branchRef)

@@ -479,3 +479,30 @@ func TestCloneRetire(t *testing.T) {
 		t.Fatalf("a diverged clone was touched: %v", err)
 	}
 }
+
+// A host without git answers so: the error says it (ErrNoGit), it is no
+// host that did not answer.
+func TestCloneHostWithoutGit(t *testing.T) {
+	f := newProject(t)
+	w := remote(t, f, "eng-1", filepath.Join(t.TempDir(), "proj"))
+	c := w.ws.(*Client)
+	bin := t.TempDir() // sh and mkdir, no git
+	for _, tool := range []string{"sh", "mkdir"} {
+		path, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(path, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env, err := exec.LookPath("env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Host.Command = []string{env, "PATH=" + bin}
+	_, err = c.Prepare(ctx(t), workspaces.PrepareOptions{})
+	if !errors.Is(err, ErrNoGit) || errors.Is(err, ErrHost) || !strings.Contains(err.Error(), "on host box") {
+		t.Fatalf("prepare on a host without git: %v", err)
+	}
+}

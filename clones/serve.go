@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"slices"
 	"time"
 
@@ -32,6 +33,12 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, l project.Layout) e
 	}
 	if !team.ValidName(req.Agent) {
 		return fmt.Errorf("read the request: %q is not an agent's name", req.Agent)
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		// Said in an answer, so that the daemon parks the agent with
+		// the fix rather than taking it for a host that did not answer.
+		return writeLine(out, answerMark, Answer{Failure: &Failure{Kind: FailNoGit,
+			Message: "git is not installed (or not on the PATH of a non-interactive shell) on this host: " + err.Error()}})
 	}
 	env := os.Environ()
 	if err := workspaces.InitClone(ctx, l.CloneRepo(), l.GitLock(), env); err != nil {

@@ -92,7 +92,7 @@ type Answer struct {
 
 // Failure is an operation that failed on the host.
 type Failure struct {
-	Kind    string `json:"kind"` // "setup", "low_disk", "unlanded" or "" for another
+	Kind    string `json:"kind"` // "setup", "low_disk", "unlanded", "no_git" or "" for another
 	Message string `json:"message"`
 	Output  string `json:"output,omitempty"` // a setup's output
 }
@@ -102,6 +102,7 @@ const (
 	FailSetup    = "setup"
 	FailLowDisk  = "low_disk"
 	FailUnlanded = "unlanded"
+	FailNoGit    = "no_git"
 )
 
 // failureOf is err as an Answer carries it. Pure.
@@ -119,8 +120,8 @@ func failureOf(err error) *Failure {
 }
 
 // Err is the failure as the error the host's workspace returned: a
-// *workspaces.SetupError, ErrLowDisk, ErrUnlanded, or another error;
-// hostName names the host.
+// *workspaces.SetupError, ErrLowDisk, ErrUnlanded, ErrNoGit, or another
+// error; hostName names the host.
 func (f *Failure) Err(hostName string) error {
 	switch f.Kind {
 	case FailSetup:
@@ -129,9 +130,14 @@ func (f *Failure) Err(hostName string) error {
 		return fmt.Errorf("%w: on host %s: %s", workspaces.ErrLowDisk, hostName, f.Message)
 	case FailUnlanded:
 		return fmt.Errorf("%w: on host %s: %s", workspaces.ErrUnlanded, hostName, f.Message)
+	case FailNoGit:
+		return fmt.Errorf("%w: on host %s: %s", ErrNoGit, hostName, f.Message)
 	}
 	return fmt.Errorf("on host %s: %s", hostName, f.Message)
 }
+
+// ErrNoGit is in the chain of an error of a host without git.
+var ErrNoGit = errors.New("no git on the host")
 
 // writeLine writes v as one JSON line after prefix.
 func writeLine(w io.Writer, prefix string, v any) error {

@@ -181,8 +181,11 @@ func (w *agentWorkspace) problem(err error) *preflight.Problem {
 			Fix: "fix the setup command (workspace.setup) or what it needs, then `batty resume " + w.agent + "`"}
 	}
 	fix := "fix the repository or the worktree, then `batty resume " + w.agent + "`"
-	if errors.Is(err, workspaces.ErrLowDisk) {
+	switch {
+	case errors.Is(err, workspaces.ErrLowDisk):
 		fix = "free disk space there, then `batty resume " + w.agent + "`"
+	case errors.Is(err, clones.ErrNoGit):
+		fix = "install git on that host (for instance `apt install git`), then `batty resume " + w.agent + "`"
 	}
 	return &preflight.Problem{Kind: ProblemWorkspace, Detail: "worktree " + w.ws.Where() + ": " + err.Error(), Fix: fix}
 }
