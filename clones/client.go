@@ -2,12 +2,14 @@ package clones
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/battyhq/batty/hosts"
@@ -289,12 +291,11 @@ func (c *Client) call(ctx context.Context, req Request, b *bundle) (Answer, erro
 	for _, sha := range here {
 		req.Haves = append(req.Haves, sha)
 	}
-	in, err := c.request(ctx, req, b)
+	in, done, err := c.request(ctx, req, b)
+	defer done()
 	if err != nil {
 		return Answer{}, err
 	}
-	defer os.Remove(in.Name())
-	defer in.Close()
 	out, err := c.Repo.CreateTemp("answer")
 	if err != nil {
 		return Answer{}, err
@@ -342,48 +343,38 @@ func (c *capped) Write(p []byte) (int, error) {
 	return c.w.Write(p)
 }
 
-// request writes req and its bundle to a temporary file, rewound.
-func (c *Client) request(ctx context.Context, req Request, b *bundle) (*os.File, error) {
-	f, err := c.Repo.CreateTemp("request")
-	if err != nil {
-		return nil, err
-	}
-	fail := func(err error) (*os.File, error) {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, err
-	}
+// request returns what call writes to the host: req's line, then its
+// bundle, read from a temporary file (the line says the bundle's size,
+// so the bundle is written first) that done removes. done must be
+// called.
+func (c *Client) request(ctx context.Context, req Request, b *bundle) (in io.Reader, done func(), err error) {
+	done = func() {}
+	var body io.Reader = strings.NewReader("")
 	if b != nil {
-		// The line says the bundle's size: the bundle is written first,
-		// to a file of its own.
 		bf, err := c.Repo.CreateTemp("bundle")
 		if err != nil {
-			return fail(err)
+			return nil, done, err
 		}
-		defer os.Remove(bf.Name())
-		defer bf.Close()
+		done = func() {
+			bf.Close()
+			os.Remove(bf.Name())
+		}
 		if _, err := c.Repo.WriteBundle(ctx, bf, b.refs, b.haves); err != nil {
-			return fail(err)
+			return nil, done, err
 		}
 		if req.BundleSize, err = bf.Seek(0, io.SeekCurrent); err != nil {
-			return fail(err)
-		}
-		if err := writeLine(f, "", req); err != nil {
-			return fail(err)
+			return nil, done, fmt.Errorf("host %s: %w", c.Host.Name, err)
 		}
 		if _, err := bf.Seek(0, io.SeekStart); err != nil {
-			return fail(err)
+			return nil, done, fmt.Errorf("host %s: %w", c.Host.Name, err)
 		}
-		if _, err := io.Copy(f, bf); err != nil {
-			return fail(fmt.Errorf("host %s: %w", c.Host.Name, err))
-		}
-	} else if err := writeLine(f, "", req); err != nil {
-		return fail(err)
+		body = bf
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return fail(err)
+	var line bytes.Buffer
+	if err := writeLine(&line, "", req); err != nil {
+		return nil, done, err
 	}
-	return f, nil
+	return io.MultiReader(&line, body), done, nil
 }
 
 // take stores the answer's bundle (rest of br) and moves the agent's
