@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -29,15 +30,7 @@ func warnStep(windows []project.RateLimitWindow, warned bool, pct float64) (bool
 	if pct <= 0 || len(windows) == 0 {
 		return warned, project.RateLimitWindow{}, false
 	}
-	top := slices.MaxFunc(windows, func(a, b project.RateLimitWindow) int {
-		switch {
-		case a.UsedPct < b.UsedPct:
-			return -1
-		case a.UsedPct > b.UsedPct:
-			return 1
-		}
-		return 0
-	})
+	top := slices.MaxFunc(windows, func(a, b project.RateLimitWindow) int { return cmp.Compare(a.UsedPct, b.UsedPct) })
 	switch {
 	case top.UsedPct < pct:
 		return false, project.RateLimitWindow{}, false
