@@ -201,27 +201,13 @@ func decideInstall(host string, p Probe, b Binary) (installAction, error) {
 }
 
 // uploadScript writes its stdin, size bytes of a batty binary, into
-// place at path: it creates the directory (0700 for what it creates),
-// writes a temporary file next to the binary, checks its size and that it
-// prints version, and only then moves it over path (mv -f: a rename, so
-// a batty running from path keeps its file). A cut upload leaves nothing.
+// place at path (writeScript), checking before the move that it runs
+// there and prints version.
 func uploadScript(path string, size int64, version string) string {
-	dir := strings.TrimSuffix(path, "/batty")
-	return strings.Join([]string{
-		"set -e",
-		"umask 077",
-		"d=" + RemotePath(dir),
-		`mkdir -p "$d"`,
-		`t="$d/.batty.$$"`,
-		`trap 'rm -f "$t"' EXIT`,
-		`cat > "$t"`,
-		fmt.Sprintf(`n=$(wc -c < "$t" | tr -d ' '); if [ "$n" != %d ]; then echo "batty: upload cut short: $n of %d bytes arrived" >&2; exit 1; fi`, size, size),
+	return writeScript(strings.TrimSuffix(path, "/batty"), "batty", size,
 		`chmod 0755 "$t"`,
 		`v=$("$t" version 2>&1 | head -n 1) || true`,
-		`if [ "$v" != ` + shellword.Quote(version) + ` ]; then echo "batty: the uploaded binary does not run here: $v" >&2; exit 1; fi`,
-		`mv -f "$t" "$d/batty"`,
-		`trap - EXIT`,
-	}, "; ")
+		`if [ "$v" != `+shellword.Quote(version)+` ]; then echo "batty: the uploaded binary does not run here: $v" >&2; exit 1; fi`)
 }
 
 // EnsureBatty makes sure b (see Self) is installed on h at
