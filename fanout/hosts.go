@@ -141,12 +141,7 @@ func (s HostSetup) prepare(ctx context.Context, h team.Host) (*WorkerHost, *pref
 	if err != nil {
 		return nil, hosts.Unreachable(h, err, "")
 	}
-	timeout := s.CheckTimeout
-	if timeout <= 0 {
-		timeout = preflight.DefaultTimeout
-	}
-	// Two codex runs of the check's timeout, and the connection.
-	cctx, cancel := context.WithTimeout(ctx, 2*timeout+hosts.ShimHandshakeTimeout)
+	cctx, cancel := context.WithTimeout(ctx, hosts.PreflightLimit(s.CheckTimeout))
 	defer cancel()
 	p, err := hosts.Preflight(cctx, s.Transport, h, batty, preflightTarget(cfg))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/team"
@@ -124,6 +125,16 @@ func Preflight(ctx context.Context, tr *Transport, h team.Host, batty string, t 
 		p.Fix = "on " + h.Name + ": " + ans.Problem.Fix
 	}
 	return p, nil
+}
+
+// PreflightLimit bounds a Preflight whose codex runs each take at most
+// check (0: preflight.DefaultTimeout): two of them and the connection.
+// It is a pure function.
+func PreflightLimit(check time.Duration) time.Duration {
+	if check <= 0 {
+		check = preflight.DefaultTimeout
+	}
+	return 2*check + ShimHandshakeTimeout
 }
 
 // parseAnswer finds the answer in out: its last line that starts with

@@ -80,3 +80,14 @@ func TestPreflightCommandHost(t *testing.T) {
 		t.Fatal("a missing batty on the host went unnoticed")
 	}
 }
+
+func TestPreflightLimit(t *testing.T) {
+	for _, c := range []struct{ check, want time.Duration }{
+		{0, 2*preflight.DefaultTimeout + ShimHandshakeTimeout},
+		{30 * time.Second, time.Minute + ShimHandshakeTimeout},
+	} {
+		if got := PreflightLimit(c.check); got != c.want {
+			t.Errorf("PreflightLimit(%s) = %s, want %s", c.check, got, c.want)
+		}
+	}
+}

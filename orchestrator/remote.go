@@ -230,8 +230,7 @@ func (h *health) checkHost(ctx context.Context) *preflight.Problem {
 	if err != nil {
 		return r.problem(err)
 	}
-	// Two codex runs of the check's timeout, and the connection.
-	ctx, cancel := context.WithTimeout(ctx, 2*h.d.opts.CheckTimeout+hosts.ShimHandshakeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, hosts.PreflightLimit(h.d.opts.CheckTimeout))
 	defer cancel()
 	p, err := hosts.Preflight(ctx, h.d.opts.Transport, r.host, batty, h.target)
 	if err != nil {
