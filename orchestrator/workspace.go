@@ -80,13 +80,12 @@ func (d *Daemon) markedEnv() []string {
 // branch here (package clones). Only the agent's goroutine uses it,
 // except state, which status reads under the agent's mu (snap).
 type agentWorkspace struct {
-	ws     workspaces.Workspace
-	repo   *workspaces.Repo // the project's, here
-	agent  string
-	base   string
-	setup  string
-	limit  time.Duration // setup's time limit
-	remote bool          // ws is a clone on another host
+	ws    workspaces.Workspace
+	repo  *workspaces.Repo // the project's, here
+	agent string
+	base  string
+	setup string
+	limit time.Duration // setup's time limit
 	// prev is the clone on the host the agent worked on before, to be
 	// retired before the workspace is prepared; nil when none.
 	prev *clones.Client
@@ -100,7 +99,6 @@ func newAgentWorkspace(d *Daemon, a *agent) *agentWorkspace {
 	w := &agentWorkspace{repo: d.repo, agent: def.Name, base: d.base, setup: d.cfg.Workspace.Setup, limit: d.cfg.Workspace.SetupTimeout,
 		ws: workspaces.Local{Repo: d.repo, Agent: def.Name, Base: d.base}}
 	if r := a.host; r != nil {
-		w.remote = true
 		w.ws = d.cloneOn(r, def.Name)
 	}
 	if a.prevHost != nil {
@@ -153,7 +151,7 @@ func (w *agentWorkspace) prepare(ctx context.Context) prepared {
 		}
 		w.prev = nil
 	}
-	if w.remote {
+	if _, remote := w.ws.(*clones.Client); remote {
 		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
 		p.released, p.err = w.repo.Release(gctx, w.agent)
 		cancel()
