@@ -23,26 +23,12 @@ func relayBox(cfg *team.Config, from, box string, m inbox.Message) (string, erro
 	if m.Outcome != nil {
 		return "", fmt.Errorf("message %s has an outcome: not a message to deliver", m.ID)
 	}
-	agents, err := cfg.ResolveRecipient(m.To)
+	want, _, allowed, err := cfg.SendBox(from, m.To)
 	if err != nil {
 		return "", err
 	}
-	want := team.Human
-	if len(agents) > 0 {
-		target := agents[0].Name
-		for _, a := range agents {
-			if a.Name != from {
-				target = a.Name
-				break
-			}
-		}
-		if !cfg.MayTalk(from, target) {
-			return "", fmt.Errorf("%s may not message %s (talks_to)", from, m.To)
-		}
-		want = agents[0].Name
-		if len(agents) > 1 {
-			want = "@" + agents[0].Role
-		}
+	if !allowed {
+		return "", fmt.Errorf("%s may not message %s (talks_to)", from, m.To)
 	}
 	if box != want {
 		return "", fmt.Errorf("message %s to %s is in box %q, not %q", m.ID, m.To, box, want)

@@ -436,6 +436,36 @@ func (c *Config) ResolveRecipient(name string) ([]Agent, error) {
 	return nil, fmt.Errorf("%w %s (known: %s)", ErrUnknownRecipient, msg, strings.Join(known, ", "))
 }
 
+// SendBox is where a message from the sender from (an agent or Human)
+// to to (an agent, a role or Human) goes, as `batty send` delivers it:
+// box is the recipient's box (the agent's name, "@role" for a role of
+// several instances, Human for the human); target is the agent talks_to
+// is checked against (the recipient, or for a role its first instance
+// other than from; "" for the human), and allowed whether from may
+// message it (always, for the human as sender or recipient). err is
+// ResolveRecipient's: to names nobody. It is a pure function.
+func (c *Config) SendBox(from, to string) (box, target string, allowed bool, err error) {
+	agents, err := c.ResolveRecipient(to)
+	if err != nil {
+		return "", "", false, err
+	}
+	if len(agents) == 0 {
+		return Human, "", true, nil
+	}
+	target = agents[0].Name
+	for _, a := range agents {
+		if a.Name != from {
+			target = a.Name
+			break
+		}
+	}
+	box = agents[0].Name
+	if len(agents) > 1 {
+		box = "@" + agents[0].Role
+	}
+	return box, target, from == Human || c.MayTalk(from, target), nil
+}
+
 // MayTalk reports whether fromAgent may send a message to toAgent. Both are
 // agent names or "human":
 //   - "human" may message every agent;

@@ -171,32 +171,16 @@ func deliverMessage(teamFile, from, to, body string) (sentMessage, error) {
 // recipientBox resolves to into the name of the box the message goes to and
 // enforces talks_to for agent senders.
 func recipientBox(cfg *team.Config, from, to string) (string, error) {
-	agents, err := cfg.ResolveRecipient(to)
-	if err != nil {
+	box, target, allowed, err := cfg.SendBox(from, to)
+	switch {
+	case err != nil:
 		return "", err
-	}
-	if len(agents) == 0 { // the human
-		if from == team.Human {
-			return "", errors.New("the human may not message itself: name an agent or a role")
-		}
-		return team.Human, nil
-	}
-	// The agent the talks_to rule is checked against: the recipient, or for
-	// a role, its first instance other than the sender.
-	target := agents[0].Name
-	for _, a := range agents {
-		if a.Name != from {
-			target = a.Name
-			break
-		}
-	}
-	if from != team.Human && !cfg.MayTalk(from, target) {
+	case box == team.Human && from == team.Human:
+		return "", errors.New("the human may not message itself: name an agent or a role")
+	case !allowed:
 		return "", refusal(cfg, from, to, target)
 	}
-	if len(agents) == 1 {
-		return agents[0].Name, nil
-	}
-	return "@" + agents[0].Role, nil
+	return box, nil
 }
 
 // refusal explains why agent from may not message to.
