@@ -15,7 +15,6 @@ import (
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/hosts/hoststest"
 	"github.com/battyhq/batty/preflight"
-	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 )
@@ -28,7 +27,7 @@ const hostSecret = "sk-fanout-host-secret"
 // build.
 func testBinary(t *testing.T) hosts.Binary {
 	t.Helper()
-	return hosts.Binary{Path: hoststest.Batty(t), Version: fmt.Sprintf("batty dev (protocol %d)", protocol.Version), Key: "dev-test",
+	return hosts.Binary{Path: hoststest.Batty(t), Version: hoststest.BattyVersion(t), Key: "dev-test",
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
 }
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/hosts/hoststest"
-	"github.com/battyhq/batty/protocol"
 )
 
 func TestMain(m *testing.M) {
@@ -19,10 +18,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// devBinary is the batty the tests build, as Self describes a dev build.
+// devBinary is the batty the tests build, described by what it prints.
 func devBinary(t *testing.T) Binary {
 	t.Helper()
-	return Binary{Path: hoststest.Batty(t), Version: fmt.Sprintf("batty dev (protocol %d)", protocol.Version), Key: "dev-test",
+	return Binary{Path: hoststest.Batty(t), Version: hoststest.BattyVersion(t), Key: "dev-test",
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
 }
 

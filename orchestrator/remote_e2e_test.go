@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -64,13 +63,7 @@ func newRemoteHarness(t testing.TB) *remoteHarness {
 // it on hosts.
 func testBinary(t testing.TB) hosts.Binary {
 	t.Helper()
-	path := hoststest.Batty(t)
-	out, err := exec.Command(path, "version").Output()
-	if err != nil {
-		t.Fatalf("%s version: %v", path, err)
-	}
-	v := strings.TrimSpace(string(out))
-	return hosts.Binary{Path: path, Version: v, Key: fmt.Sprintf("dev-test-%d", time.Now().UnixNano()), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
+	return hosts.Binary{Path: hoststest.Batty(t), Version: hoststest.BattyVersion(t), Key: fmt.Sprintf("dev-test-%d", time.Now().UnixNano()), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
 }
 
 // chownAll gives the trees at paths to the harness's user.

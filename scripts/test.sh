@@ -57,6 +57,8 @@ fi
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
 
+echo "==> $(go version), GOENV=$(go env GOENV), GOFLAGS=$(go env GOFLAGS)"
+
 echo "==> gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "not gofmt'ed:"; echo "$unformatted"; exit 1; fi

@@ -76,6 +76,22 @@ func Batty(t testing.TB) string {
 	return builds.path
 }
 
+// BattyVersion is the line the binary Batty built prints for `batty
+// version` ("batty v0.0.0-… (protocol 4)", or "batty dev (protocol 4)" when
+// the build has no version stamped): what hosts.Binary.Version must say of
+// it. It is read from the binary, never assumed, so the tests do not depend
+// on how the user's Go stamps builds (VCS stamping on or off). A failure
+// fails t.
+func BattyVersion(t testing.TB) string {
+	t.Helper()
+	path := Batty(t)
+	out, err := exec.Command(path, "version").Output()
+	if err != nil {
+		t.Fatalf("%s version: %v", path, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // RemoveBuilds removes what Batty built. Call it from TestMain after
 // m.Run.
 func RemoveBuilds() {
