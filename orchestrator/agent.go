@@ -17,6 +17,7 @@ import (
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
@@ -337,11 +338,14 @@ func (a *agent) reconcileTurns() {
 func (a *agent) shimConfig() shim.Config {
 	c := CodexConfig(a.def)
 	if a.def.Codex.Sandbox == codex.SandboxWorkspaceWrite {
-		// `batty send` from the agent's shell writes into the inboxes,
-		// which lie outside the sandbox's workspace when the agent's cwd
-		// is not the project directory.
-		c.Exec.AddDirs = []string{a.d.layout.Inboxes()}
+		// `batty send` and `batty merge` from the agent's shell write
+		// requests into its outbox, the one directory of batty's that its
+		// sandbox may write (the inboxes and the state are the daemon's).
+		c.Exec.AddDirs = []string{outbox.Path(a.d.layout.Dir, a.def.Name)}
 	}
+	// The shim makes the outbox and relays its requests, stamped as this
+	// agent's.
+	c.RelayInboxes = true
 	c.Env = append(c.Env, project.EnvDir+"="+a.d.layout.Dir)
 	if _, ok := a.d.quota.HomeOf(a.def.Name); ok {
 		// The account the agent is placed on (followAccount), not the

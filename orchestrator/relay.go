@@ -3,69 +3,70 @@ package orchestrator
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/team"
 )
 
-// relayBox decides where a message that agent from sent with `batty send`
-// on its host goes, as `batty send` decides it here: the box of its
-// recipient m.To (an agent, "@role" for a role of several instances, the
-// human), which must be box, the box the host's batty chose; from must be
-// its sender and may message the recipient (talks_to). It is a pure
-// function.
-func relayBox(cfg *team.Config, from, box string, m inbox.Message) (string, error) {
-	if m.From != from {
-		return "", fmt.Errorf("message %s is from %q, not from the agent %s", m.ID, m.From, from)
+// requestBox decides where a request that agent from wrote into its outbox
+// goes, as `batty send` and `batty merge` decide it for the human: a
+// message to the box of its recipient (an agent, "@role" for a role of
+// several instances, the human), which from may message (talks_to); a
+// landing to the landing box, for a branch from may land (team.MayLand).
+// The sender is from, whatever the request could say: the outbox it was
+// found in is from's alone. It returns the message to deliver (id and
+// creation time given) and its box. It is a pure function.
+func requestBox(cfg *team.Config, from string, id string, at time.Time, r outbox.Request) (string, inbox.Message, error) {
+	if r.Land != "" {
+		if !team.MayLand(cfg, from, r.Land) {
+			return "", inbox.Message{}, fmt.Errorf("%s may land only its own branch or the branch of an agent it may message (talks_to), not %s's", from, r.Land)
+		}
+		return team.LandingBox, inbox.Message{ID: id, From: from, To: team.LandingBox, Body: r.Land, CreatedAt: at}, nil
 	}
-	if m.Outcome != nil {
-		return "", fmt.Errorf("message %s has an outcome: not a message to deliver", m.ID)
-	}
-	want, _, allowed, err := cfg.SendBox(from, m.To)
+	box, _, allowed, err := cfg.SendBox(from, r.To)
 	if err != nil {
-		return "", err
+		return "", inbox.Message{}, err
 	}
 	if !allowed {
-		return "", fmt.Errorf("%s may not message %s (talks_to)", from, m.To)
+		return "", inbox.Message{}, fmt.Errorf("%s may not message %s (talks_to)", from, r.To)
 	}
-	if box != want {
-		return "", fmt.Errorf("message %s to %s is in box %q, not %q", m.ID, m.To, box, want)
-	}
-	return want, nil
+	return box, inbox.Message{ID: id, From: from, To: r.To, Body: r.Body, CreatedAt: at}, nil
 }
 
-// relayed delivers a message the agent sent on its host (protocol.Outgoing)
-// into the team's inbox here, as `batty send` would have: same id (a
-// message delivered already is not delivered again), sender and
-// recipient checked, the backlog limit applied; and acknowledges it, so
-// that the shim removes the file there. A message refused is acknowledged
-// with the reason, logged and reported as a warning. Run's goroutine only.
+// relayed delivers a request the agent wrote into its outbox
+// (protocol.Outgoing, relayed by its shim, here or on its host) into the
+// team's inboxes, stamped as from this agent; and acknowledges it, so that
+// the shim removes the file. A request delivered already (the same id from
+// the same agent: a shim restarted before the acknowledgement) is not
+// delivered again. A request refused is acknowledged with the reason,
+// logged and reported as a warning. Run's goroutine only.
 func (a *agent) relayed(e protocol.Outgoing) {
 	ack := protocol.OutgoingAck{Box: e.Box, Name: e.Name}
-	if err := a.deliverRelayed(e); err != nil {
+	if err := a.deliverRequest(e, time.Now()); err != nil {
 		ack.Error = err.Error()
-		a.log.Warn("Message sent on the host refused", "box", e.Box, "file", e.Name, "error", err)
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "message sent on host " + a.def.Host + " refused: " + err.Error()})
+		a.log.Warn("Request of the agent refused", "file", e.Name, "error", err)
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "request " + e.Name + " of " + a.def.Name + " refused: " + err.Error()})
 	}
 	if a.p != nil {
 		a.p.Send(ack)
 	}
 }
 
-func (a *agent) deliverRelayed(e protocol.Outgoing) error {
-	if a.host == nil {
-		return errors.New("a local shim relays nothing")
-	}
-	m, err := inbox.Decode([]byte(e.Data))
+// deliverRequest delivers the request e at time now (see relayed).
+func (a *agent) deliverRequest(e protocol.Outgoing, now time.Time) error {
+	id, err := outbox.ID(e.Name, now)
 	if err != nil {
 		return err
 	}
-	if e.Name != m.ID+".json" {
-		return fmt.Errorf("file %q does not hold message %s", e.Name, m.ID)
+	r, err := outbox.Decode([]byte(e.Data))
+	if err != nil {
+		return err
 	}
-	box, err := relayBox(a.d.cfg, a.def.Name, e.Box, m)
+	box, m, err := requestBox(a.d.cfg, a.def.Name, id, now.UTC(), r)
 	if err != nil {
 		return err
 	}
@@ -73,14 +74,25 @@ func (a *agent) deliverRelayed(e protocol.Outgoing) error {
 	if err != nil {
 		return err
 	}
-	if box != team.Human {
+	if box != team.Human && box != team.LandingBox {
 		b.Limit = a.d.cfg.BacklogLimit
 	}
-	// As the sender wrote it; what Deliver sets itself (a long body kept
-	// in a text file there) is set again here.
-	out := inbox.Message{ID: m.ID, From: m.From, To: m.To, Body: m.Body, CreatedAt: m.CreatedAt, InReplyTo: m.InReplyTo}
-	if _, err := b.Deliver(out); err != nil && !errors.Is(err, inbox.ErrExists) {
-		return err
+	if _, err = b.Deliver(m); errors.Is(err, inbox.ErrExists) {
+		return sameRequest(b, m)
+	}
+	return err
+}
+
+// sameRequest returns nil when the message already stored under m's id in
+// b is m, delivered before (same sender, recipient and body), and an
+// error when it is another message: an id the agent may not take.
+func sameRequest(b *inbox.Box, m inbox.Message) error {
+	old, _, err := b.Get(m.ID)
+	if err != nil {
+		return fmt.Errorf("message %s: its id is taken: %w", m.ID, err)
+	}
+	if old.From != m.From || old.To != m.To || (old.Body != m.Body && old.BodyFile == "") {
+		return fmt.Errorf("message %s: its id is taken by another message", m.ID)
 	}
 	return nil
 }

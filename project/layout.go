@@ -12,6 +12,7 @@ import (
 
 	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 )
@@ -233,6 +234,22 @@ func (l Layout) OpenDaemonLog() (*os.File, error) {
 		return nil, fmt.Errorf("open daemon log: %w", err)
 	}
 	return f, nil
+}
+
+// WriteRequest writes r into agent's outbox (package outbox), making the
+// state directory and the outbox (0700) where missing, never through a
+// link, and returns the id of the request. Inside the agent's sandbox only
+// the outbox is writable, and the agent's shim has made it.
+func (l Layout) WriteRequest(agent string, r outbox.Request) (string, error) {
+	if !inbox.ValidBoxName(agent) {
+		return "", fmt.Errorf("outbox of %q: not an agent name", agent)
+	}
+	d, err := l.OpenDir(filepath.Join(outbox.DirName, agent), true)
+	if err != nil {
+		return "", fmt.Errorf("open the outbox of %s: %w", agent, err)
+	}
+	d.Close()
+	return outbox.Write(l.Dir, agent, r)
 }
 
 // OpenInboxes opens the project's message store, creating .batty and

@@ -12,7 +12,7 @@ import "time"
 
 // Version is the protocol version both sides must speak. It changes whenever
 // a message changes incompatibly.
-const Version = 4
+const Version = 5
 
 // Kind names a message type on the wire.
 type Kind string
@@ -423,21 +423,23 @@ type ReplyChunk struct {
 	Data      string `json:"data"`
 }
 
-// Outgoing carries a message the agent sent with `batty send` on the
-// shim's host, for the parent to deliver here: Name is the file's name in
-// the host's inbox (its message id and suffix), Data the file as `batty
-// send` wrote it. The parent answers with OutgoingAck once the message is
-// delivered (or refused for good); until then the shim sends it again
-// after a restart. Sent only by a shim that relays its host's inboxes
-// (Config.RelayInboxes).
+// Outgoing carries a request the agent wrote into its outbox (`batty send`,
+// `batty merge`; package outbox), for the parent to carry out as from this
+// shim's agent, whatever the file says: Name is the file's name in the
+// outbox (the message id it asks for and ".json"), Data the file as the
+// agent wrote it (hostile input: empty when it was no regular file). The
+// parent answers with OutgoingAck once the request is delivered (or
+// refused for good); until then the shim sends it again after a restart.
+// Box is unused (empty). Sent only by a shim that relays its agent's
+// outbox (Config.RelayInboxes).
 type Outgoing struct {
 	Box  string `json:"box"`
 	Name string `json:"name"`
 	Data string `json:"data"`
 }
 
-// OutgoingAck tells the shim that Outgoing Box/Name was handled: it
-// removes the file from its host's inbox. Error, when set, says why the
+// OutgoingAck tells the shim that Outgoing Name was handled: it removes
+// the file from the agent's outbox. Error, when set, says why the
 // message was refused (it is not delivered; the shim logs it and removes
 // the file all the same).
 type OutgoingAck struct {

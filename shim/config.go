@@ -78,10 +78,11 @@ type Config struct {
 	// on another host: the file is the daemon's). Transcript is ignored
 	// then.
 	TranscriptStream bool
-	// RelayInboxes hands the messages the agent sends with `batty send`
-	// into the inboxes under its BATTY_DIR (Env) to the parent, as
-	// protocol.Outgoing events (see relay): a shim on another host, whose
-	// inboxes are not the team's.
+	// RelayInboxes makes the agent's outbox under its BATTY_DIR (Env,
+	// package outbox) and hands the requests the agent writes there (its
+	// `batty send` and `batty merge`) to the parent, as protocol.Outgoing
+	// events (see relay), for the parent to deliver as from this agent:
+	// every shim of a team's agent, here or on another host.
 	RelayInboxes bool
 	// ReplyStream sends a reply longer than protocol.MaxReplyPreview whole
 	// as protocol.ReplyChunk events before its TurnFinished, when there
@@ -207,7 +208,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
 	fs.BoolVar(&c.ReplyStream, "reply-stream", false, "send a reply too long for one frame in pieces over the protocol when there is no --reply-dir")
-	fs.BoolVar(&c.RelayInboxes, "relay-inboxes", false, "hand the messages the agent sends into the inboxes under BATTY_DIR to the parent")
+	fs.BoolVar(&c.RelayInboxes, "relay-inboxes", false, "make the agent's outbox under BATTY_DIR and hand its requests (batty send, batty merge) to the parent")
 	fs.BoolVar(&c.TranscriptStream, "transcript-stream", false, "send the transcript's lines to the parent over the protocol instead of writing a file")
 	fs.StringVar(&c.TranscriptRoot, "transcript-root", "", "directory beneath which no component of the transcript path may be a symbolic link")
 	fs.StringVar(&c.ReplyDir, "reply-dir", "", "directory for replies too long for one frame")

@@ -177,6 +177,9 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 	relayCtx, stopRelay := context.WithCancel(context.Background())
 	relayDone := make(chan struct{})
 	if dir := stateDirOf(cfg.Env); cfg.RelayInboxes && dir != "" {
+		if err := makeOutbox(dir, cfg.Agent); err != nil {
+			log.Error("The agent's outbox cannot be made: its batty send will fail", "error", err)
+		}
 		s.relay = newRelay(dir, cfg.Agent, conn, log)
 		go func() { defer close(relayDone); s.relay.run(relayCtx) }()
 	} else {

@@ -14,50 +14,52 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/protocol"
 )
 
-// relayRescan is how often a relaying shim looks at its host's inboxes
+// relayRescan is how often a relaying shim looks at its agent's outbox
 // when nothing told it of a change: file events (fsnotify) wake it at
-// once; the rescan is the safety net, and the pace while the inboxes do
-// not exist yet is relayWaitDir.
+// once; the rescan is the safety net, and the pace while the outbox is
+// not watched is relayWaitDir.
 const (
 	relayRescan  = 30 * time.Second
 	relayWaitDir = time.Second
 )
 
-// relay hands the messages that the agent of a shim on another host sends
-// with `batty send` — files in the host's inboxes (<BATTY_DIR>/inboxes/
-// <box>/new/<id>.json) whose sender is the agent — to the parent as
-// protocol.Outgoing events, and removes each once the parent acknowledges
-// it (OutgoingAck). A file not acknowledged (the stream cut, the shim
-// restarted) is sent again by the next shim: the parent delivers by id,
-// so a message arrives once. Files of other senders (other agents of the
-// host, each relayed by its own shim) are left alone.
+// relay hands the requests that the agent writes with `batty send` and
+// `batty merge` — files in its own outbox (<BATTY_DIR>/outboxes/<agent>/
+// new/<id>.json, package outbox), the one directory of batty's that its
+// sandbox may write — to the parent as protocol.Outgoing events, and
+// removes each once the parent acknowledges it (OutgoingAck). The parent
+// stamps the sender: the agent of this shim, never what a file says. A
+// file not acknowledged (the stream cut, the shim restarted) is sent again
+// by the next shim: the parent delivers by id, so a message arrives once.
+// Every shim of a team's agent relays, here and on other hosts alike.
 type relay struct {
-	dir   string // the host's inboxes directory
+	dir   string // the agent's outbox/new
 	agent string
 	conn  *protocol.Conn
 	log   hclog.Logger
 
 	mu   sync.Mutex
-	sent map[string]bool // "box/name" sent and not acknowledged yet
-	skip map[string]bool // "box/name" of another sender
+	sent map[string]bool // names sent and not acknowledged yet
 }
 
 func newRelay(stateDir, agent string, conn *protocol.Conn, log hclog.Logger) *relay {
-	return &relay{dir: filepath.Join(stateDir, "inboxes"), agent: agent, conn: conn, log: log,
-		sent: map[string]bool{}, skip: map[string]bool{}}
+	return &relay{dir: filepath.Join(outbox.Path(stateDir, agent), outbox.SubNew), agent: agent, conn: conn, log: log,
+		sent: map[string]bool{}}
 }
 
-// run scans the inboxes when a file event says something changed there,
+// run scans the outbox when a file event says something changed there,
 // and at least every relayRescan, until ctx ends. Without file events
-// (the watcher cannot be made) it scans every relayWaitDir.
+// (the watcher cannot be made, or new/ does not exist yet) it scans every
+// relayWaitDir.
 func (r *relay) run(ctx context.Context) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
-		r.log.Warn("No file events; looking at the inboxes every second", "error", err)
+		r.log.Warn("No file events; looking at the outbox every second", "error", err)
 	}
 	var events <-chan fsnotify.Event
 	var errs <-chan error
@@ -65,14 +67,16 @@ func (r *relay) run(ctx context.Context) {
 		defer w.Close()
 		events, errs = w.Events, w.Errors
 	}
-	watched := map[string]bool{}
+	watched := false
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		complete := w != nil && r.watch(w, watched)
+		if w != nil && !watched {
+			watched = w.Add(r.dir) == nil
+		}
 		r.scan()
 		wait := relayRescan
-		if !complete {
+		if !watched {
 			wait = relayWaitDir
 		}
 		resetTimer(t, wait)
@@ -87,110 +91,57 @@ func (r *relay) run(ctx context.Context) {
 	}
 }
 
-// watch adds the inboxes directory and each box's new/ to w (once each)
-// and reports whether all of them are watched.
-func (r *relay) watch(w *fsnotify.Watcher, watched map[string]bool) bool {
-	dirs := []string{r.dir}
-	boxes, err := os.ReadDir(r.dir)
-	if err != nil {
-		return false
-	}
-	for _, b := range boxes {
-		if b.IsDir() {
-			dirs = append(dirs, filepath.Join(r.dir, b.Name()), filepath.Join(r.dir, b.Name(), "new"))
-		}
-	}
-	complete := true
-	for _, d := range dirs {
-		if watched[d] {
-			continue
-		}
-		if err := w.Add(d); err != nil {
-			complete = false
-			continue
-		}
-		watched[d] = true
-	}
-	return complete
-}
-
-// scan sends every new message of the agent not sent yet.
+// scan sends every request of the outbox not sent yet, oldest first.
 func (r *relay) scan() {
-	boxes, err := os.ReadDir(r.dir)
+	names, err := os.ReadDir(r.dir)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			r.log.Debug("Inboxes not readable", "dir", r.dir, "error", err)
+			r.log.Debug("Outbox not readable", "dir", r.dir, "error", err)
 		}
 		return
 	}
-	seen := map[string]bool{}
-	defer func() {
-		// Files of other senders that are gone are forgotten.
+	for _, n := range names {
+		name := n.Name()
 		r.mu.Lock()
-		for k := range r.skip {
-			if !seen[k] {
-				delete(r.skip, k)
-			}
-		}
+		known := r.sent[name]
 		r.mu.Unlock()
-	}()
-	for _, b := range boxes {
-		if !b.IsDir() {
+		if known || filepath.Ext(name) != ".json" {
 			continue
 		}
-		names, err := os.ReadDir(filepath.Join(r.dir, b.Name(), "new"))
+		data, err := readNoFollow(filepath.Join(r.dir, name), outbox.MaxFileLen)
 		if err != nil {
-			continue
+			// A link, a FIFO, a directory or a huge file: not a request.
+			// It is sent as it is (empty), for the parent to refuse and
+			// the acknowledgement to remove.
+			r.log.Warn("Request file not readable", "file", name, "error", err)
+			data = nil
 		}
-		for _, n := range names {
-			key := b.Name() + "/" + n.Name()
-			seen[key] = true
-			r.mu.Lock()
-			known := r.sent[key] || r.skip[key]
-			r.mu.Unlock()
-			if known || !n.Type().IsRegular() || filepath.Ext(n.Name()) != ".json" {
-				continue
-			}
-			data, err := readNoFollow(filepath.Join(r.dir, b.Name(), "new", n.Name()), inbox.MaxFileLen)
-			if err != nil {
-				r.log.Debug("Message file not readable", "file", key, "error", err)
-				continue
-			}
-			m, err := inbox.Decode(data)
-			if err != nil || m.From != r.agent {
-				r.mu.Lock()
-				r.skip[key] = true
-				r.mu.Unlock()
-				continue
-			}
-			r.mu.Lock()
-			r.sent[key] = true
-			r.mu.Unlock()
-			if err := r.conn.Send(protocol.Outgoing{Box: b.Name(), Name: n.Name(), Data: string(data)}); err != nil {
-				r.log.Warn("Message not relayed", "file", key, "error", err)
-				return
-			}
-			r.log.Info("Relayed a message sent on this host", "box", b.Name(), "id", m.ID)
+		r.mu.Lock()
+		r.sent[name] = true
+		r.mu.Unlock()
+		if err := r.conn.Send(protocol.Outgoing{Name: name, Data: string(data)}); err != nil {
+			r.log.Warn("Request not relayed", "file", name, "error", err)
+			return
 		}
+		r.log.Info("Relayed a request of the agent", "file", name)
 	}
 }
 
 // acked removes the file the parent acknowledged; an Error is logged.
 func (r *relay) acked(a protocol.OutgoingAck) {
-	key := a.Box + "/" + a.Name
 	r.mu.Lock()
-	known := r.sent[key]
-	delete(r.sent, key)
+	known := r.sent[a.Name]
+	delete(r.sent, a.Name)
 	r.mu.Unlock()
-	if !known || a.Box != filepath.Base(a.Box) || a.Name != filepath.Base(a.Name) {
-		r.log.Warn("Acknowledgement of a message not relayed", "box", a.Box, "name", a.Name)
+	if !known || a.Name != filepath.Base(a.Name) {
+		r.log.Warn("Acknowledgement of a request not relayed", "name", a.Name)
 		return
 	}
 	if a.Error != "" {
-		r.log.Warn("Relayed message refused", "box", a.Box, "name", a.Name, "error", a.Error)
+		r.log.Warn("Relayed request refused", "name", a.Name, "error", a.Error)
 	}
-	if err := os.Remove(filepath.Join(r.dir, a.Box, "new", a.Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		r.log.Warn("Relayed message not removed", "box", a.Box, "name", a.Name, "error", err)
+	if err := os.RemoveAll(filepath.Join(r.dir, a.Name)); err != nil {
+		r.log.Warn("Relayed request not removed", "name", a.Name, "error", err)
 	}
 }
 
@@ -217,4 +168,22 @@ func readNoFollow(path string, max int) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
 	}
 	return data, nil
+}
+
+// makeOutbox makes the outbox of agent under the state directory stateDir
+// (its tmp/ and new/), mode 0700, never through a link below stateDir.
+// Idempotent.
+func makeOutbox(stateDir, agent string) error {
+	rel, err := filepath.Rel(stateDir, outbox.Path(stateDir, agent))
+	if err != nil {
+		return err
+	}
+	for _, sub := range []string{outbox.SubTmp, outbox.SubNew} {
+		d, err := atomicfile.OpenDirBeneath(stateDir, filepath.Join(rel, sub), true)
+		if err != nil {
+			return fmt.Errorf("make the outbox of %s: %w", agent, err)
+		}
+		d.Close()
+	}
+	return nil
 }

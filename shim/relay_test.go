@@ -6,44 +6,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/protocol"
 )
 
-// TestRelayInboxes: a shim with RelayInboxes hands the parent the message
-// its agent wrote into the inboxes under BATTY_DIR, leaves another
-// sender's alone, and removes the file once it is acknowledged.
-func TestRelayInboxes(t *testing.T) {
-	state := filepath.Join(t.TempDir(), ".batty")
+// TestRelayOutbox: a shim with RelayInboxes makes its agent's outbox under
+// BATTY_DIR, hands the parent each request the agent writes there, and
+// removes the file once it is acknowledged; a file that is no request (a
+// link) is handed over empty, for the parent to refuse.
+func TestRelayOutbox(t *testing.T) {
+	state := t.TempDir()
 	h := startShim(t, func(c *Config) {
 		c.RelayInboxes = true
 		c.Env = append(c.Env, EnvDir+"="+state)
 	})
-	store, err := inbox.Open(filepath.Join(state, "inboxes"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	box, err := store.Box("lead")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := box.Deliver(inbox.Message{From: "someone-else", To: "lead", Body: "not mine"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mine, err := box.Deliver(inbox.Message{From: "tester", To: "lead", Body: "from the host"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := outbox.Path(state, "tester")
+	// The shim made the outbox before the agent could need it.
+	id := waitWrite(t, dir, outbox.Request{To: "lead", Body: "from the agent"})
 	out, ok := h.next().(protocol.Outgoing)
-	if !ok || out.Box != "lead" || out.Name != mine.ID+".json" {
+	if !ok || out.Name != id+".json" {
 		t.Fatalf("relayed %+v", out)
 	}
-	if m, err := inbox.Decode([]byte(out.Data)); err != nil || m.ID != mine.ID || m.Body != "from the host" {
-		t.Fatalf("relayed data: %+v, %v", m, err)
+	if r, err := outbox.Decode([]byte(out.Data)); err != nil || r.To != "lead" || r.Body != "from the agent" {
+		t.Fatalf("relayed data: %+v, %v", r, err)
 	}
-	h.command(protocol.OutgoingAck{Box: "lead", Name: out.Name})
-	path := filepath.Join(state, "inboxes", "lead", "new", mine.ID+".json")
+	h.command(protocol.OutgoingAck{Name: out.Name})
+	path := filepath.Join(dir, outbox.SubNew, id+".json")
 	deadline := time.Now().Add(eventWait)
 	for {
 		if _, err := os.Stat(path); os.IsNotExist(err) {
@@ -54,26 +42,54 @@ func TestRelayInboxes(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := os.Stat(filepath.Join(state, "inboxes", "lead", "new", other.ID+".json")); err != nil {
-		t.Fatalf("another sender's message: %v", err)
-	}
-	select {
-	case m := <-h.events:
-		t.Fatalf("unexpected event %s %+v", m.Kind(), m)
-	case <-time.After(2 * relayWaitDir):
-	}
-	// With the inboxes watched, a new message is relayed on its file
+	// With the outbox watched, a new request is relayed on its file
 	// event, long before the rescan.
-	again, err := box.Deliver(inbox.Message{From: "tester", To: "lead", Body: "again"})
+	again, err := outbox.Write(state, "tester", outbox.Request{Land: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case m := <-h.events:
-		if out, ok := m.(protocol.Outgoing); !ok || out.Name != again.ID+".json" {
+		if out, ok := m.(protocol.Outgoing); !ok || out.Name != again+".json" {
 			t.Fatalf("relayed %s %+v", m.Kind(), m)
 		}
 	case <-time.After(relayRescan / 2):
-		t.Fatalf("the second message was not relayed within %s", relayRescan/2)
+		t.Fatalf("the second request was not relayed within %s", relayRescan/2)
 	}
+	// A link planted in the outbox is not followed.
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte(`{"to":"lead","body":"secret"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, outbox.SubNew, "20300101T000000.000000000Z-00000000.json")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-h.events:
+		if out, ok := m.(protocol.Outgoing); !ok || out.Data != "" {
+			t.Fatalf("relayed %s %+v", m.Kind(), m)
+		}
+	case <-time.After(relayRescan / 2):
+		t.Fatal("the planted link was not handed over for refusal")
+	}
+}
+
+// waitWrite writes r into the outbox dir once the shim has made it (its
+// new/ directory).
+func waitWrite(t *testing.T, dir string, r outbox.Request) string {
+	t.Helper()
+	deadline := time.Now().Add(eventWait)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, outbox.SubNew)); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the shim made no outbox: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	id, err := outbox.Write(filepath.Dir(filepath.Dir(dir)), filepath.Base(dir), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
@@ -65,7 +66,7 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sender, err := currentSender(from)
+			sender, inAgent, err := currentSenderIn(from)
 			if err != nil {
 				return usageError(cmd, "%v", err)
 			}
@@ -81,7 +82,7 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "batty send: warning: the message starts with %q and is sent as text; flags go before the recipient: batty send [flags] %s <message>\n",
 					args[1], args[0])
 			}
-			m, err := deliverMessage(teamFile, sender, args[0], body)
+			m, err := deliverMessage(teamFile, sender, args[0], body, inAgent)
 			if err != nil {
 				return err
 			}
@@ -128,8 +129,10 @@ type sentMessage struct {
 }
 
 // deliverMessage checks that from may message to and delivers body into
-// the recipient's box.
-func deliverMessage(teamFile, from, to, body string) (sentMessage, error) {
+// the recipient's box; inside an agent (inAgent) it writes the request into
+// the agent's outbox instead, for the daemon to deliver as from that agent
+// (the id printed is the message's).
+func deliverMessage(teamFile, from, to, body string, inAgent bool) (sentMessage, error) {
 	if strings.TrimSpace(body) == "" {
 		return sentMessage{}, errors.New("empty message: give the text as arguments, or \"-\" to read it from stdin")
 	}
@@ -149,6 +152,13 @@ func deliverMessage(teamFile, from, to, body string) (sentMessage, error) {
 	box, err := recipientBox(cfg, from, to)
 	if err != nil {
 		return sentMessage{}, err
+	}
+	if inAgent {
+		id, err := p.Layout.WriteRequest(from, outbox.Request{To: to, Body: body})
+		if err != nil {
+			return sentMessage{}, fmt.Errorf("send to %s: %w", to, err)
+		}
+		return sentMessage{Message: inbox.Message{ID: id, From: from, To: to, Body: body}, box: box, layout: p.Layout}, nil
 	}
 	store, err := p.Layout.OpenInboxes()
 	if err != nil {

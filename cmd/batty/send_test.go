@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/project"
 )
 
@@ -66,6 +67,9 @@ func mustSend(t *testing.T, dir string, env []string, stdin string, args ...stri
 // pendingMessage returns the pending message id of box, failing if absent.
 func pendingMessage(t *testing.T, l project.Layout, box, id string) inbox.Message {
 	t.Helper()
+	if m, ok := requested(t, l, id); ok {
+		return m
+	}
 	if _, err := os.Stat(filepath.Join(l.Inboxes(), box, "new", id+".json")); err != nil {
 		t.Fatalf("message file: %v", err)
 	}
@@ -80,6 +84,48 @@ func pendingMessage(t *testing.T, l project.Layout, box, id string) inbox.Messag
 	}
 	t.Fatalf("message %s not pending in %s: %+v", id, box, msgs)
 	return inbox.Message{}
+}
+
+// requested finds the request id in the agents' outboxes, where an agent's
+// batty send writes it for the daemon, and returns it as the message the
+// daemon would deliver: from the agent whose outbox holds it.
+func requested(t *testing.T, l project.Layout, id string) (inbox.Message, bool) {
+	t.Helper()
+	agents, _ := os.ReadDir(filepath.Join(l.Dir, outbox.DirName))
+	for _, a := range agents {
+		data, err := os.ReadFile(filepath.Join(outbox.Path(l.Dir, a.Name()), outbox.SubNew, id+".json"))
+		if err != nil {
+			continue
+		}
+		r, err := outbox.Decode(data)
+		if err != nil {
+			t.Fatalf("request %s of %s: %v", id, a.Name(), err)
+		}
+		if r.Land != "" {
+			return inbox.Message{ID: id, From: a.Name(), To: "landing", Body: r.Land}, true
+		}
+		return inbox.Message{ID: id, From: a.Name(), To: r.To, Body: r.Body}, true
+	}
+	return inbox.Message{}, false
+}
+
+// requests are the messages the requests in agent's outbox ask for, as
+// requested returns them.
+func requests(t *testing.T, l project.Layout, agent string) []inbox.Message {
+	t.Helper()
+	names, err := os.ReadDir(filepath.Join(outbox.Path(l.Dir, agent), outbox.SubNew))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []inbox.Message
+	for _, n := range names {
+		m, ok := requested(t, l, strings.TrimSuffix(n.Name(), ".json"))
+		if !ok {
+			t.Fatalf("request %s not found", n.Name())
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
 }
 
 func TestSendToAgentRoleAndHuman(t *testing.T) {

@@ -67,6 +67,16 @@ func senderOf(f senderFacts) (string, error) {
 // given its --from flag: it looks for an agent's shim among the process's
 // ancestors (in /proc) and reads $BATTY_AGENT and the project mark.
 func currentSender(flagFrom string) (string, error) {
+	name, _, err := currentSenderIn(flagFrom)
+	return name, err
+}
+
+// currentSenderIn is currentSender, and whether this process runs inside
+// that agent (its shim among the ancestors, or $BATTY_AGENT set): then
+// what it asks of the team goes through the agent's outbox (package
+// outbox), the one directory of batty's that the agent's sandbox lets it
+// write, and the daemon stamps the sender from where it found it.
+func currentSenderIn(flagFrom string) (string, bool, error) {
 	f := senderFacts{Flag: flagFrom, EnvAgent: os.Getenv(project.EnvAgent)}
 	_, f.Marked = os.LookupEnv(reap.MarkEnv)
 	self, err := os.Executable()
@@ -75,5 +85,6 @@ func currentSender(flagFrom string) (string, error) {
 	} else {
 		f.Shim, f.ShimErr = shimAncestor("/proc", os.Getpid(), self)
 	}
-	return senderOf(f)
+	name, err := senderOf(f)
+	return name, err == nil && name != team.Human && (f.Shim != "" || f.EnvAgent != ""), err
 }

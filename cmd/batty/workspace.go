@@ -15,6 +15,7 @@ import (
 	"github.com/battyhq/batty/clones"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/team"
@@ -135,6 +136,25 @@ func worktreeAgent(cfg *team.Config, name string) error {
 	return nil
 }
 
+// queueLanding asks for the landing of agent's branch, from sender: a
+// request in the landing inbox, or inside an agent (inAgent) in the agent's
+// outbox, for the daemon to take as from that agent.
+func queueLanding(p project.Project, sender, agent string, inAgent bool) (inbox.Message, error) {
+	if inAgent {
+		id, err := p.Layout.WriteRequest(sender, outbox.Request{Land: agent})
+		return inbox.Message{ID: id, From: sender, To: team.LandingBox, Body: agent}, err
+	}
+	store, err := p.Layout.OpenInboxes()
+	if err != nil {
+		return inbox.Message{}, err
+	}
+	box, err := store.Box(team.LandingBox)
+	if err != nil {
+		return inbox.Message{}, err
+	}
+	return box.Deliver(inbox.Message{From: sender, To: team.LandingBox, Body: agent})
+}
+
 // signalContext is a context that ends on Ctrl-C or SIGTERM.
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -163,7 +183,7 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			agent := args[0]
-			sender, err := currentSender("")
+			sender, inAgent, err := currentSenderIn("")
 			if err != nil {
 				return err
 			}
@@ -174,15 +194,7 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 			if !team.MayLand(cfg, sender, agent) {
 				return fmt.Errorf("this command runs inside agent %q, which may land only its own branch or the branch of an agent it may message (talks_to)", sender)
 			}
-			store, err := p.Layout.OpenInboxes()
-			if err != nil {
-				return err
-			}
-			box, err := store.Box(team.LandingBox)
-			if err != nil {
-				return err
-			}
-			m, err := box.Deliver(inbox.Message{From: sender, To: team.LandingBox, Body: agent})
+			m, err := queueLanding(p, sender, agent, inAgent)
 			if err != nil {
 				return fmt.Errorf("queue the landing of %s: %w", workspaces.Branch(agent), err)
 			}

@@ -1,0 +1,184 @@
+// Package outbox is the one thing an agent writes for the team: requests,
+// each a small JSON file in a directory of the agent's own
+// (<state dir>/outboxes/<agent>/new/<id>.json), the only directory of
+// batty's that the agent's sandbox may write. A request asks for a message
+// to be sent or a branch to be landed; it is never a record: it carries no
+// sender, attempt, outcome or reply target. The sender is stamped by who
+// reads the directory (the agent's shim, which relays every request to the
+// daemon as protocol.Outgoing): a file in outboxes/<agent> is from <agent>,
+// whatever it says, because no other agent's sandbox can write there.
+//
+// Everything read from an outbox is hostile input: Decode is strict
+// (unknown fields, oversized files and ids that are not of the generated
+// form are refused) and Read never follows a link nor opens anything but a
+// regular file.
+package outbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/battyhq/batty/atomicfile"
+	"github.com/battyhq/batty/inbox"
+)
+
+// DirName is the directory under a team's state directory that holds one
+// outbox per agent.
+const DirName = "outboxes"
+
+// The subdirectories of an outbox: requests are written into tmp/ and
+// renamed into new/, so that a reader never sees a partial file.
+const (
+	SubNew = "new"
+	SubTmp = "tmp"
+)
+
+// MaxFileLen bounds a request file: the longest body, its JSON escaping
+// and the rest of the request.
+const MaxFileLen = 2*inbox.MaxBodyLen + 4096
+
+// filePerm is the mode of a request file.
+const filePerm = 0o600
+
+// Path is the outbox of agent in the state directory stateDir.
+func Path(stateDir, agent string) string { return filepath.Join(stateDir, DirName, agent) }
+
+// Request is what an agent asks for: exactly one of a message (To and
+// Body) or a landing (Land).
+type Request struct {
+	// To is the recipient as the agent names it: an agent, a role,
+	// "@role" or "human".
+	To string `json:"to,omitempty"`
+	// Body is the message's text.
+	Body string `json:"body,omitempty"`
+	// Land names the worktree agent whose branch is to be landed.
+	Land string `json:"land,omitempty"`
+}
+
+// Validate reports whether r asks for exactly one thing, within bounds.
+func (r Request) Validate() error {
+	switch {
+	case r.Land != "" && (r.To != "" || r.Body != ""):
+		return errors.New("a request asks for a message (to, body) or a landing (land), not both")
+	case r.Land != "":
+		if !inbox.ValidBoxName(r.Land) {
+			return fmt.Errorf("land %q: not an agent name", r.Land)
+		}
+		return nil
+	case r.To == "":
+		return errors.New("a message request needs a recipient (to)")
+	case !inbox.ValidBoxName(strings.TrimPrefix(r.To, "@")):
+		return fmt.Errorf("to %q: not a recipient name", r.To)
+	case strings.TrimSpace(r.Body) == "":
+		return errors.New("a message request needs a body")
+	case len(r.Body) > inbox.MaxBodyLen:
+		return fmt.Errorf("body of %d bytes: more than %d", len(r.Body), inbox.MaxBodyLen)
+	}
+	return nil
+}
+
+// idRE is the form of the ids inbox.NewID generates: the only ids a
+// request may carry (no schedule run's, no reply's).
+var idRE = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{9}Z-[0-9a-f]{8}$`)
+
+// idLayout is the time part of a generated id.
+const idLayout = "20060102T150405.000000000Z"
+
+// MaxAhead is how far in the future a request's id may lie: a clock
+// difference between the agent's host and this one, no more. An id from
+// later is refused: it would sort after messages not written yet.
+const MaxAhead = 5 * time.Minute
+
+// ID returns the message id that a request file's name carries, checking
+// that it is of the generated form and not from after now+MaxAhead. It is
+// a pure function.
+func ID(name string, now time.Time) (string, error) {
+	id, ok := strings.CutSuffix(name, ".json")
+	if !ok || !idRE.MatchString(id) {
+		return "", fmt.Errorf("file %q: not a request's name (<time>-<8 hex digits>.json, as batty send makes it)", name)
+	}
+	t, err := time.Parse(idLayout, id[:len(idLayout)])
+	if err != nil {
+		return "", fmt.Errorf("file %q: %w", name, err)
+	}
+	if t.After(now.Add(MaxAhead)) {
+		return "", fmt.Errorf("file %q: its time %s is in the future", name, t.Format(time.RFC3339))
+	}
+	return id, nil
+}
+
+// Decode parses a request file strictly: one JSON object with no field
+// but Request's, at most MaxFileLen bytes, valid. It is a pure function.
+func Decode(data []byte) (Request, error) {
+	if len(data) > MaxFileLen {
+		return Request{}, fmt.Errorf("request of %d bytes: more than %d", len(data), MaxFileLen)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var r Request
+	if err := dec.Decode(&r); err != nil {
+		return Request{}, fmt.Errorf("not a request: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Request{}, errors.New("not a request: data after the JSON object")
+	}
+	if err := r.Validate(); err != nil {
+		return Request{}, err
+	}
+	return r, nil
+}
+
+// Encode returns the file of a valid request.
+func Encode(r Request) ([]byte, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(r)
+}
+
+// Write stores r in the outbox of agent under the state directory
+// stateDir (Path) as new/<id>.json with a fresh id (inbox.NewID), durably,
+// via tmp/, never through a link below stateDir, and returns the id: the id
+// the delivered message will have. The directories of the outbox are made
+// (0700) where missing; inside the agent's sandbox only its own outbox is
+// writable, and the agent's shim has made it. It blocks for the fsyncs.
+func Write(stateDir, agent string, r Request) (string, error) {
+	data, err := Encode(r)
+	if err != nil {
+		return "", err
+	}
+	if !inbox.ValidBoxName(agent) {
+		return "", fmt.Errorf("outbox of %q: not an agent name", agent)
+	}
+	dir := Path(stateDir, agent)
+	d, err := atomicfile.OpenDirBeneath(stateDir, filepath.Join(DirName, agent), true)
+	if err != nil {
+		return "", fmt.Errorf("open the outbox %s: %w", dir, err)
+	}
+	defer d.Close()
+	tmp, err := d.Sub(SubTmp, true)
+	if err != nil {
+		return "", fmt.Errorf("open the outbox %s: %w", dir, err)
+	}
+	defer tmp.Close()
+	nd, err := d.Sub(SubNew, true)
+	if err != nil {
+		return "", fmt.Errorf("open the outbox %s: %w", dir, err)
+	}
+	defer nd.Close()
+	id, _ := inbox.NewID()
+	if err := nd.CreateVia(tmp, id+".json", filePerm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}); err != nil {
+		return "", fmt.Errorf("write the request into %s: %w", dir, err)
+	}
+	return id, nil
+}
