@@ -291,6 +291,10 @@ func (c *Client) call(ctx context.Context, req Request, b *bundle) (Answer, erro
 	for _, sha := range here {
 		req.Haves = append(req.Haves, sha)
 	}
+	limit, why, err := c.answerLimit(ctx)
+	if err != nil {
+		return Answer{}, err
+	}
 	in, done, err := c.request(ctx, req, b)
 	defer done()
 	if err != nil {
@@ -307,7 +311,12 @@ func (c *Client) call(ctx context.Context, req Request, b *bundle) (Answer, erro
 		return Answer{}, fmt.Errorf("%w: %w", ErrHost, err)
 	}
 	script := "umask 077 && mkdir -p " + hosts.RemotePath(c.Dir) + " && cd " + hosts.RemotePath(c.Dir) + " && exec " + hosts.ShellCommand(batty, "clone-host")
-	if err := c.Transport.Stream(ctx, c.Host, script, in, &capped{w: out, left: MaxAnswer}); err != nil {
+	cw := &capped{w: out, left: limit}
+	if err := c.Transport.Stream(ctx, c.Host, script, in, cw); err != nil {
+		if cw.over {
+			return Answer{}, fmt.Errorf("the clone of %s: %w: host %s sent more than %d bytes (%s), %s; the rest was not read",
+				c.Agent, ErrAnswerTooLarge, c.Host.Name, limit, workspaces.HumanBytes(uint64(limit)), why)
+		}
 		return Answer{}, fmt.Errorf("the clone of %s: %w: %w", c.Agent, ErrHost, err)
 	}
 	if _, err := out.Seek(0, io.SeekStart); err != nil {
@@ -326,18 +335,81 @@ func (c *Client) call(ctx context.Context, req Request, b *bundle) (Answer, erro
 }
 
 // MaxAnswer bounds what a host's answer may hold (its line and the
-// bundle of the agent's new commits): past it the answer is refused.
+// bundle of the agent's new commits) whatever the repository: past it
+// the answer is refused.
 const MaxAnswer = 4 << 30
 
-// capped is a writer that refuses to write past left bytes.
+// MinAnswer is the least bound of an answer on a disk with room for it,
+// however small the repository.
+const MinAnswer = 64 << 20
+
+// ErrAnswerTooLarge is in the chain of the error of a Client whose host
+// sent an answer larger than its bound (see answerBound): the rest was
+// not read, nothing of it was applied.
+var ErrAnswerTooLarge = errors.New("the host's answer is too large")
+
+// answerLimit is the bound of the next answer (answerBound) from the
+// size of the repository here and the free space of its git directory,
+// with the reason of the bound in words; ErrLowDisk when the disk has no
+// room for an answer.
+func (c *Client) answerLimit(ctx context.Context) (int64, string, error) {
+	size, err := c.Repo.ObjectsSize(ctx)
+	if err != nil {
+		return 0, "", err
+	}
+	free, keep, err := c.Repo.TempSpace()
+	if err != nil {
+		return 0, "", err
+	}
+	limit, why, err := answerBound(size, free, keep)
+	if err != nil {
+		return 0, "", fmt.Errorf("the clone of %s on host %s: %w in %s", c.Agent, c.Host.Name, err, c.Repo.GitDir())
+	}
+	return limit, why, nil
+}
+
+// answerBound decides how many bytes of a host's answer are read, given
+// the size of the repository's objects here and the free and kept space
+// of the disk its answers are stored on. What the answer can need is its
+// line and a bundle of the agent's new commits, which is not expected to
+// outgrow the whole repository: twice its size, at least MinAnswer, at
+// most MaxAnswer. The disk must hold the answer three times over (the
+// answer, the bundle's copy ReadBundle makes, the objects unbundled)
+// above what it keeps free: the bound is lowered to a third of that room,
+// and with no room at all (free at or below keep) the answer is refused
+// before the host is asked, with workspaces.ErrLowDisk. It returns the
+// bound and its reason in words. It is a pure function.
+func answerBound(repoSize, free, keep uint64) (int64, string, error) {
+	if free <= keep {
+		return 0, "", fmt.Errorf("%w: %d bytes (%s) free, not more than the %d bytes (%s) batty keeps free, so no room for the host's answer; free some space",
+			workspaces.ErrLowDisk, free, workspaces.HumanBytes(free), keep, workspaces.HumanBytes(keep))
+	}
+	need, why := uint64(MinAnswer), fmt.Sprintf("the least bound of an answer, %s", workspaces.HumanBytes(MinAnswer))
+	if repoSize > MinAnswer/2 {
+		need, why = 2*repoSize, fmt.Sprintf("twice the size of the repository here, %s", workspaces.HumanBytes(repoSize))
+	}
+	if need > MaxAnswer {
+		need, why = MaxAnswer, fmt.Sprintf("the most an answer may hold, %s", workspaces.HumanBytes(MaxAnswer))
+	}
+	if room := (free - keep) / 3; room < need {
+		need, why = room, fmt.Sprintf("a third of the %s free above the %s kept free (the answer, its copy and its objects)",
+			workspaces.HumanBytes(free-keep), workspaces.HumanBytes(keep))
+	}
+	return int64(need), why, nil
+}
+
+// capped is a writer that refuses to write past left bytes; over says it
+// did.
 type capped struct {
 	w    io.Writer
 	left int64
+	over bool
 }
 
 func (c *capped) Write(p []byte) (int, error) {
 	if int64(len(p)) > c.left {
-		return 0, fmt.Errorf("the answer is larger than %d bytes", int64(MaxAnswer))
+		c.over = true
+		return 0, ErrAnswerTooLarge
 	}
 	c.left -= int64(len(p))
 	return c.w.Write(p)

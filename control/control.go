@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/team"
 	"golang.org/x/sys/unix"
 )
 
@@ -247,6 +248,10 @@ const (
 	OpResume = "resume"
 	OpReset  = "reset"
 	OpCancel = "cancel"
+	// OpTrusted asks for the trusted settings of the team as the daemon
+	// started it (Response.Trusted), which `batty restart` compares with
+	// the team file as it is now.
+	OpTrusted = "trusted"
 )
 
 // Response answers a Request.
@@ -273,6 +278,9 @@ type Response struct {
 	Schedules []string `json:"schedules,omitempty"`
 	// Cancels answers cancel: one result per id asked, in order.
 	Cancels []CancelResult `json:"cancels,omitempty"`
+	// Trusted answers trusted: team.TrustedSettings of the team as the
+	// daemon read it when it started.
+	Trusted []team.Setting `json:"trusted,omitempty"`
 }
 
 // Results of cancelling one message (CancelResult.Result).

@@ -18,6 +18,8 @@ func (d *Daemon) control(req control.Request) control.Response {
 	case control.OpStatus:
 		st := d.status()
 		return control.Response{OK: true, Status: &st, PID: os.Getpid()}
+	case control.OpTrusted:
+		return control.Response{OK: true, Trusted: d.trusted, PID: os.Getpid()}
 	case control.OpPause:
 		reason := req.Reason
 		if reason == "" {

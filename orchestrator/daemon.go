@@ -48,7 +48,8 @@ type Daemon struct {
 	quota    *dispatch.QuotaBook
 	sched    *schedule.Runner // nil without schedules
 	started  time.Time
-	teamHash string // teamFingerprint of the team's files when the daemon started
+	teamHash string         // teamFingerprint of the team's files when the daemon started
+	trusted  []team.Setting // team.TrustedSettings of cfg, for `batty restart`
 
 	agents  []*agent
 	byName  map[string]*agent
@@ -90,6 +91,7 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, byName: map[string]*agent{},
 		roles: map[string]*inbox.Box{}, ready: make(chan struct{}), lock: lock, started: time.Now(),
 		teamHash:  teamFingerprint(cfg),
+		trusted:   team.TrustedSettings(cfg),
 		routeKick: make(chan struct{}, 1)}
 	if err := d.init(); err != nil {
 		if d.events != nil {

@@ -9,7 +9,8 @@
 // a line, and the bidirectional controls (U+202E and its kin) show text in
 // another order than it is read (and run). Every place of batty that prints
 // or hands on outside text goes through Line or Text; the transcript reader
-// keeps its own colours with Styled.
+// keeps its own colours with Styled. Writer cleans a stream (a transcript,
+// a diff) a line at a time with any of them.
 //
 // What is removed and how it is shown:
 //
@@ -30,10 +31,12 @@
 //     something was there and what.
 //   - Invalid UTF-8 becomes U+FFFD.
 //   - Text keeps newlines and tabs; a CR LF becomes a newline and a lone CR
-//     a newline too (it would overwrite the line). Line turns every run of
-//     newlines, carriage returns and tabs into one space.
+//     a newline too (it would overwrite the line). Block, for text whose
+//     lines mean something each (a diff), shows a lone CR escaped instead,
+//     so that every line shown is a line of the text. Line turns every run
+//     of newlines, carriage returns and tabs into one space.
 //
-// The functions are pure, never fail, and are idempotent: cleaning clean
+// The functions (but Writer) are pure, never fail, and are idempotent: cleaning clean
 // text changes nothing, and text without anything to clean is returned as
 // it is without allocating.
 package safetext
@@ -61,6 +64,12 @@ func Text(s string) string { return clean(s, modeText) }
 // as by Text. `batty logs` prints a transcript through it, so that what an
 // agent might have written into the file cannot drive the terminal.
 func Styled(s string) string { return clean(s, modeStyled) }
+
+// Block is Text for text whose lines each mean something, such as a diff
+// (where a line's first character says what it is): a lone CR is shown
+// escaped (`\x0d`) rather than made a line break, so every line of the
+// result is a line of s, cleaned. A CR LF still ends a line ("\n").
+func Block(s string) string { return clean(s, modeBlock) }
 
 // Line returns s safe to show as one line: as Text, and every run of
 // newlines, carriage returns and tabs becomes one space, and surrounding
@@ -104,6 +113,7 @@ const (
 	modeText   mode = iota // keep \n and \t
 	modeStyled             // as modeText, and keep SGR sequences
 	modeLine               // \n, \r and \t runs become one space
+	modeBlock              // as modeText, and a lone \r is escaped
 )
 
 // clean is Text, Styled or Line without the trimming and cutting of Line.
@@ -140,7 +150,11 @@ func clean(s string, m mode) string {
 					i++ // the \n is written next round
 					continue
 				}
-				b.WriteByte('\n')
+				if m == modeBlock {
+					writeEscaped(&b, '\r')
+				} else {
+					b.WriteByte('\n')
+				}
 			case c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f):
 				b.WriteByte(c)
 			default:

@@ -51,6 +51,18 @@ func TestText(t *testing.T) {
 	}
 }
 
+func TestBlock(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"+a\r-b\n", `+a\x0d-b` + "\n"},
+		{"+a\r\n+b\n", "+a\n+b\n"},
+		{"+\x1b]52;c;eA==\x07x\x1b[2J\u202e\tend\r", `+x\u202e` + "\tend" + `\x0d`},
+	} {
+		if got := Block(tt.in); got != tt.want {
+			t.Errorf("Block(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
 func TestStyled(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{"\x1b[2m15:04:05\x1b[0m \x1b[1;36mhead\x1b[0m", "\x1b[2m15:04:05\x1b[0m \x1b[1;36mhead\x1b[0m"},
@@ -131,7 +143,8 @@ func FuzzSanitize(f *testing.F) {
 		text := Text(s)
 		line := Line(s, max)
 		styled := Styled(s)
-		for name, out := range map[string]string{"Text": text, "Line": line, "Styled": StripANSI(styled)} {
+		block := Block(s)
+		for name, out := range map[string]string{"Text": text, "Line": line, "Styled": StripANSI(styled), "Block": block} {
 			if !utf8.ValidString(out) {
 				t.Fatalf("%s(%q) = %q: not valid UTF-8", name, s, out)
 			}
@@ -153,6 +166,12 @@ func FuzzSanitize(f *testing.F) {
 		}
 		if l2 := Line(line, max); l2 != line {
 			t.Fatalf("Line is not idempotent on %q: %q, then %q", s, line, l2)
+		}
+		if Block(block) != block {
+			t.Fatalf("Block is not idempotent on %q: %q, then %q", s, block, Block(block))
+		}
+		if strings.Count(block, "\n") != strings.Count(s, "\n") {
+			t.Fatalf("Block(%q) = %q: not one line per line", s, block)
 		}
 		if Styled(styled) != styled {
 			t.Fatalf("Styled is not idempotent on %q: %q, then %q", s, styled, Styled(styled))

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/battyhq/batty/atomicfile"
 )
 
@@ -311,4 +313,44 @@ func InitClone(ctx context.Context, dir, lockFile string, env []string) error {
 		return fmt.Errorf("clone repository %s: %w", dir, err)
 	}
 	return nil
+}
+
+// TempSpace returns the free space, for an unprivileged user, of the
+// filesystem of the repository's git directory, where CreateTemp's files
+// go, and the space the repository keeps free (Options.MinFreeBytes,
+// DefaultMinFree when 0).
+func (r *Repo) TempSpace() (free, keep uint64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(r.common, &st); err != nil {
+		return 0, r.minFree, fmt.Errorf("free space of %s: %w", r.common, &os.PathError{Op: "statfs", Path: r.common, Err: err})
+	}
+	return st.Bavail * uint64(st.Bsize), r.minFree, nil
+}
+
+// ObjectsSize returns the size in bytes of the repository's objects,
+// loose and packed, as git count-objects reports them.
+func (r *Repo) ObjectsSize(ctx context.Context) (uint64, error) {
+	out, err := r.git(r.top).Run(ctx, "count-objects", "-v")
+	if err != nil {
+		return 0, fmt.Errorf("size of the repository: %w", err)
+	}
+	return countObjectsSize(out)
+}
+
+// countObjectsSize adds up the "size" and "size-pack" lines (KiB) of the
+// output of git count-objects -v, in bytes. It is a pure function.
+func countObjectsSize(out string) (uint64, error) {
+	var total uint64
+	for _, line := range strings.Split(out, "\n") {
+		key, val, ok := strings.Cut(line, ": ")
+		if !ok || (key != "size" && key != "size-pack") {
+			continue
+		}
+		kib, err := strconv.ParseUint(strings.TrimSpace(val), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("git count-objects: %s: %w", line, err)
+		}
+		total += kib << 10
+	}
+	return total, nil
 }

@@ -137,8 +137,10 @@ func parseStatus(out string) ([]string, error) {
 // diff base...batty/<agent>), as a --stat summary when stat; then, when
 // the worktree has uncommitted changes, a line saying how many paths are
 // not in the diff. External diff drivers and textconv filters are not run
-// (the agent writes the attributes that would name them). It only reads
-// and takes no lock.
+// (the agent writes the attributes that would name them), nor a pager,
+// and the diff has no colours. What w gets is git's bytes as they are: the
+// files are the agent's, and a caller showing them on a terminal cleans
+// them (safetext.Block). It only reads and takes no lock.
 func (r *Repo) Diff(ctx context.Context, agent, base string, w io.Writer, stat bool) error {
 	if err := checkAgent(agent); err != nil {
 		return err
@@ -157,7 +159,7 @@ func (r *Repo) Diff(ctx context.Context, agent, base string, w io.Writer, stat b
 	if err != nil {
 		return err
 	}
-	args := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv"}
+	args := []string{"--no-pager", "diff", "--no-color", "--no-ext-diff", "--no-textconv"}
 	if stat {
 		args = append(args, "--stat")
 	}

@@ -341,11 +341,12 @@ func lowDisk(dir string, free, min uint64) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s has %d bytes (%s) free, less than the %d bytes (%s) batty keeps free before checking out a worktree; free some space",
-		ErrLowDisk, dir, free, humanBytes(free), min, humanBytes(min))
+		ErrLowDisk, dir, free, HumanBytes(free), min, HumanBytes(min))
 }
 
-// humanBytes writes n in binary units with one decimal ("1.5 GiB").
-func humanBytes(n uint64) string {
+// HumanBytes writes n in binary units with one decimal ("1.5 GiB"). It is
+// a pure function.
+func HumanBytes(n uint64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)

@@ -31,6 +31,7 @@ func newDaemonCmd() *cobra.Command {
 	var teamFile string
 	var readyFD int
 	var withCockpit bool
+	var accepted string
 	cmd := &cobra.Command{
 		Use:    "daemon -f team.yaml",
 		Short:  "Run the daemon (started by batty start)",
@@ -42,6 +43,9 @@ func newDaemonCmd() *cobra.Command {
 				ready = os.NewFile(uintptr(readyFD), "ready")
 			}
 			p, cfg, err := loadTeamProject(teamFile)
+			if err == nil {
+				err = checkAccepted(cfg, accepted)
+			}
 			if err != nil {
 				if ready != nil {
 					fmt.Fprintf(ready, "error: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
@@ -54,6 +58,7 @@ func newDaemonCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&withCockpit, "cockpit", false, "keep the cockpit's pane titles up to date (the session exists already)")
 	cmd.Flags().StringVarP(&teamFile, "file", "f", "", "team file")
 	cmd.Flags().IntVar(&readyFD, "ready-fd", 0, "write ok (or error: ...) to this fd once ready")
+	cmd.Flags().StringVar(&accepted, "accepted", "", "refuse a team whose trusted settings do not have this fingerprint (batty restart)")
 	return cmd
 }
 

@@ -96,7 +96,11 @@ var teamFileNames = []string{"team.yaml", filepath.Join(project.DirName, "team.y
 // directory and then in each parent up to /, and returns the first it finds
 // as a path relative to the current directory ("team.yaml",
 // "../../.batty/team.yaml"). When there is none the error wraps
-// team.ErrNoTeamFile (see noTeamFileError).
+// team.ErrNoTeamFile (see noTeamFileError). A file found inside batty's
+// state directory (an agent's worktree, .batty/worktrees/<agent>, as
+// written or once its links are resolved) is never taken: the agent may
+// have written it, and the team file names the commands batty runs as the
+// user; the error names the project's team file (see stateDirError).
 func findTeamFile(explicit string) (string, error) {
 	if explicit != "" {
 		return team.FindFile(explicit)
@@ -112,10 +116,49 @@ func findTeamFile(explicit string) (string, error) {
 	if found == "" {
 		return "", noTeamFileError(wd)
 	}
+	if err := checkNotInStateDir(found); err != nil {
+		return "", err
+	}
 	if rel, err := filepath.Rel(wd, found); err == nil {
 		return rel, nil
 	}
 	return found, nil // both are absolute: Rel does not fail, and found names the file as well
+}
+
+// checkNotInStateDir returns an error when found, the absolute path of a
+// team file discovery found, lies inside batty's state directory
+// (project.StateDirOf) as written or once its symbolic links are resolved
+// (a working directory reached through a link to a worktree; the error
+// names the file where it really is); nil otherwise.
+func checkNotInStateDir(found string) error {
+	state := project.StateDirOf(found)
+	if state == "" {
+		real, err := filepath.EvalSymlinks(found)
+		if err != nil {
+			return fmt.Errorf("resolve the team file %s: %w", found, err)
+		}
+		state, found = project.StateDirOf(real), real
+	}
+	if state == "" {
+		return nil
+	}
+	projectDir := filepath.Dir(state)
+	own, err := teamFileIn(projectDir)
+	if err != nil {
+		return err
+	}
+	if own == "" {
+		own = filepath.Join(projectDir, teamFileNames[0])
+	}
+	return stateDirError(found, state, own, projectDir)
+}
+
+// stateDirError is the error for the team file found inside the state
+// directory state of the project in projectDir, whose own team file is
+// own.
+func stateDirError(found, state, own, projectDir string) error {
+	return fmt.Errorf("%s is inside batty's state directory %s (an agent's worktree); the project's team file is %s: run batty from %s or pass --team",
+		found, state, own, projectDir)
 }
 
 // findTeamUp returns the absolute path of the team file of the project dir
@@ -124,15 +167,9 @@ func findTeamFile(explicit string) (string, error) {
 // link to one) counts; a path it cannot examine is an error.
 func findTeamUp(dir string) (string, error) {
 	for {
-		for _, name := range teamFileNames {
-			f := filepath.Join(dir, name)
-			st, err := os.Stat(f)
-			switch {
-			case err == nil && st.Mode().IsRegular():
-				return f, nil
-			case err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
-				return "", fmt.Errorf("looking for the team file %s: %w", f, err)
-			}
+		f, err := teamFileIn(dir)
+		if f != "" || err != nil {
+			return f, err
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -140,6 +177,23 @@ func findTeamUp(dir string) (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// teamFileIn returns the absolute path of the first of teamFileNames in
+// dir (absolute) that is a regular file (or a link to one), "" when there
+// is none; a path it cannot examine is an error.
+func teamFileIn(dir string) (string, error) {
+	for _, name := range teamFileNames {
+		f := filepath.Join(dir, name)
+		st, err := os.Stat(f)
+		switch {
+		case err == nil && st.Mode().IsRegular():
+			return f, nil
+		case err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return "", fmt.Errorf("looking for the team file %s: %w", f, err)
+		}
+	}
+	return "", nil
 }
 
 // noTeamFileError is the error for a directory wd with no team file in it

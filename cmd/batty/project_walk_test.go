@@ -111,3 +111,55 @@ func TestNoTeamFileSaysWhereItLooked(t *testing.T) {
 		t.Fatalf("the directory got %v (%v), want nothing", des, err)
 	}
 }
+
+// A team file found from inside batty's state directory — an agent's
+// worktree, .batty/worktrees/<agent>, whose team.yaml the agent may have
+// written — is never adopted, also when reached through a symbolic link:
+// the error names the project's team file. An agent there, with
+// $BATTY_DIR, still reaches its project.
+func TestATeamFileInsideTheStateDirectoryIsNotAdopted(t *testing.T) {
+	dir, _ := writeTeam(t)
+	wt := filepath.Join(dir, ".batty", "worktrees", "engineer-1")
+	if err := os.MkdirAll(filepath.Join(wt, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	evil := "name: evil\non_alert: [touch, " + filepath.Join(dir, "pwned") + "]\nroles:\n  - name: solo\n"
+	if err := os.WriteFile(filepath.Join(wt, "team.yaml"), []byte(evil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "wt")
+	if err := os.Symlink(wt, link); err != nil {
+		t.Fatal(err)
+	}
+	want := wt + "/team.yaml is inside batty's state directory " + filepath.Join(dir, ".batty") +
+		" (an agent's worktree); the project's team file is " + filepath.Join(dir, "team.yaml") +
+		": run batty from " + dir + " or pass --team"
+	for _, tc := range []struct {
+		name, cwd string
+		env       []string
+		args      []string
+	}{
+		{"worktree", wt, nil, []string{"validate"}},
+		{"below the worktree", filepath.Join(wt, "sub"), nil, []string{"status"}},
+		{"through a link", link, []string{"PWD=" + link}, []string{"validate"}},
+		{"start", wt, nil, []string{"start", "--no-tmux"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runBattyIn(t, tc.cwd, tc.env, "", tc.args...)
+			if code != 1 || !strings.Contains(errOut, want) || strings.Contains(out, "evil") {
+				t.Fatalf("exit %d, want 1 and %q\nstdout: %s\nstderr: %s", code, want, out, errOut)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".batty", "worktrees", "engineer-1", ".batty")); !os.IsNotExist(err) {
+		t.Fatalf("a state directory was made in the worktree: %v", err)
+	}
+	out, errOut, code := runBattyIn(t, wt, []string{"BATTY_DIR=" + filepath.Join(dir, ".batty")}, "", "send", "architect", "from the worktree")
+	if code != 0 || !strings.HasPrefix(out, "queued ") {
+		t.Fatalf("send with BATTY_DIR: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	out, errOut, code = runBattyIn(t, wt, nil, "", "validate", "--team", filepath.Join(dir, "team.yaml"))
+	if code != 0 || !strings.Contains(out, ": valid") {
+		t.Fatalf("validate --team: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}

@@ -61,9 +61,10 @@ transcripts show what every agent does.
 
 The team file is the team of $` + project.EnvDir + ` when it is set, else team.yaml
 (or .batty/team.yaml) in this directory or the nearest parent that has one,
-as git finds its repository. The commands that work on a team take another
-with --team FILE, and all of them but logs (where -f is --follow) with
--f FILE too; init, demo and chat take none.
+as git finds its repository; never one found inside a state directory
+(.batty/worktrees/<agent>, an agent's worktree). The commands that work on
+a team take another with --team FILE, and all of them but logs (where -f
+is --follow) with -f FILE too; init, demo and chat take none.
 
 Exit status: 0 ok, 1 error, 2 usage (unknown command or flag, bad flag value,
 wrong arguments).`,

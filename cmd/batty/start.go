@@ -46,7 +46,7 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
   batty start --no-tmux`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runStart(cmd, teamFile, foreground, noTmux)
+			return runStart(cmd, teamFile, foreground, noTmux, "")
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
@@ -57,10 +57,17 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
 
 // runStart is `batty start`: the daemon of the team of teamFile starts, in
 // the background (returning once it accepts messages) unless foreground,
-// with its cockpit unless noTmux. `batty restart` runs it after runStop.
-func runStart(cmd *cobra.Command, teamFile string, foreground, noTmux bool) error {
+// with its cockpit unless noTmux. `batty restart` runs it after runStop,
+// with accepted, the team.TrustedFingerprint of the trusted settings it
+// accepted: a team whose settings are not those (the file changed again
+// meanwhile) is refused, here and by the daemon, which reads the file
+// again. "" accepts any.
+func runStart(cmd *cobra.Command, teamFile string, foreground, noTmux bool, accepted string) error {
 	p, cfg, err := loadStartableTeam(cmd.Context(), teamFile)
 	if err != nil {
+		return err
+	}
+	if err := checkAccepted(cfg, accepted); err != nil {
 		return err
 	}
 	if running, pid := project.RunningSettled(p.Layout); running {
@@ -84,7 +91,7 @@ func runStart(cmd *cobra.Command, teamFile string, foreground, noTmux bool) erro
 		}
 		return runDaemon(cmd.Context(), p, cfg, nil, true, withCockpit)
 	}
-	if err := startBackground(cmd.OutOrStdout(), p, cfg, withCockpit); err != nil {
+	if err := startBackground(cmd.OutOrStdout(), p, cfg, withCockpit, accepted); err != nil {
 		// The cockpit goes with the failed daemon, unless another
 		// start won the race for the lock: that team keeps it.
 		if running, _ := project.Running(p.Layout); withCockpit && !running {
@@ -102,8 +109,9 @@ func runStart(cmd *cobra.Command, teamFile string, foreground, noTmux bool) erro
 }
 
 // startBackground runs `batty daemon` detached and waits until it reports
-// that it accepts messages (over a pipe, no polling), or fails.
-func startBackground(out io.Writer, p project.Project, cfg *team.Config, withCockpit bool) error {
+// that it accepts messages (over a pipe, no polling), or fails. A
+// non-empty accepted is passed on (see runStart).
+func startBackground(out io.Writer, p project.Project, cfg *team.Config, withCockpit bool, accepted string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the batty binary: %w", err)
@@ -121,6 +129,9 @@ func startBackground(out io.Writer, p project.Project, cfg *team.Config, withCoc
 	cmd := exec.Command(exe, "daemon", "-f", p.TeamFile, "--ready-fd", "3")
 	if withCockpit {
 		cmd.Args = append(cmd.Args, "--cockpit")
+	}
+	if accepted != "" {
+		cmd.Args = append(cmd.Args, "--accepted", accepted)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{pw}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
 )
@@ -220,7 +222,15 @@ func newDiffCmd() *cobra.Command {
 		Long: `diff shows git's diff of the agent's branch (batty/<agent>) against the
 team's base branch since the branch forked from it: what landing it would
 bring. Uncommitted changes in the worktree are counted after it (batty
-commits them when the agent's turn ends). It does not need the daemon.`,
+commits them when the agent's turn ends). It does not need the daemon.
+
+The files are the agent's: on a terminal the diff is cleaned as it is
+shown (escape sequences that could set the clipboard or the window title
+or clear the screen are dropped; other control characters, a lone CR and
+bidirectional controls are shown as escapes such as \x0d or \u202e), so
+every line of the diff is a line on the screen. Into a pipe or a file it
+is git's diff byte for byte, for git apply; a pager such as less shows
+control characters visibly.`,
 		Example: `  batty diff engineer-1
   batty diff --stat engineer-2`,
 		Args: cobra.ExactArgs(1),
@@ -235,13 +245,27 @@ commits them when the agent's turn ends). It does not need the daemon.`,
 			if err != nil {
 				return err
 			}
-			return repo.Diff(ctx, args[0], base, cmd.OutOrStdout(), stat)
+			return writeDiff(cmd.OutOrStdout(), isTerminal(cmd.OutOrStdout()), func(w io.Writer) error {
+				return repo.Diff(ctx, args[0], base, w, stat)
+			})
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().BoolVar(&stat, "stat", false, "list the changed files and their line counts only")
 	cmd.ValidArgsFunction = completeWorktreeAgents(&teamFile, false)
 	return withUsageExit(cmd)
+}
+
+// writeDiff runs diff, which writes an agent's diff, into out: cleaned by
+// safetext.Block when out is a terminal (the agent wrote the files; one
+// shown line per line of the diff), as it is otherwise (a pipe or a file,
+// for git apply).
+func writeDiff(out io.Writer, terminal bool, diff func(io.Writer) error) error {
+	if !terminal {
+		return diff(out)
+	}
+	clean := safetext.NewWriter(out, safetext.Block)
+	return errors.Join(diff(clean), clean.Flush())
 }
 
 func newWorkspaceCmd() *cobra.Command {
