@@ -6,6 +6,7 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/shim"
 )
 
@@ -36,7 +37,7 @@ func TestRemoteConfig(t *testing.T) {
 	got := RemoteConfig(c, "/work/p", "~/src/p", "/work/p/sub", "/home/ann")
 	want := shim.Config{Agent: "fanout", Cwd: "~/src/p/sub", CodexBin: "~/.local/bin/codex", ReplyStream: true,
 		Exec: codex.ExecOptions{AddDirs: []string{"~/src/p/data", "~/src/p"}, OutputSchema: "~/src/p/schema.json"},
-		Env:  []string{"CODEX_HOME=~/.codex", "OPENAI_API_KEY=sk-x", "BATTY_DIR=~/src/p/.batty"}}
+		Env:  []string{"CODEX_HOME=~/.codex", "OPENAI_API_KEY=sk-x", "BATTY_DIR=" + hosts.StateDir("~/src/p")}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("RemoteConfig =\n%+v\nwant\n%+v", got, want)
 	}

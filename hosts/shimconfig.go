@@ -1,6 +1,8 @@
 package hosts
 
 import (
+	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/battyhq/batty/project"
@@ -10,9 +12,10 @@ import (
 // ShimConfig is c, the configuration of a shim here, for a shim on a host
 // whose project is hostDir (root is the project here, home the home
 // directory here): every path as the host sees it — the working
-// directory, sandbox directories, output schema and BATTY_DIR in the
+// directory, sandbox directories, output schema and BATTY_PROJECT in the
 // project there (ProjectPath), the codex binary and CODEX_HOME under the
-// home there (HomePath, "~/" which the shim expands) — no transcript file
+// home there (HomePath, "~/" which the shim expands), BATTY_DIR the
+// project's state directory there (StateDir), with the agent's outbox — no transcript file
 // and no reply directory (neither is on the host), the long replies sent
 // in pieces over the stream. The caller adds what else its shims there
 // do (the daemon's stream their transcript and relay `batty send`). It is
@@ -21,8 +24,14 @@ func ShimConfig(c shim.Config, hostDir, root, home string) shim.Config {
 	c.Cwd = ProjectPath(hostDir, root, c.Cwd)
 	c.CodexBin = HomePath(c.CodexBin, home)
 	if c.Exec.AddDirs != nil {
+		here := stateDirOf(c.Env)
 		dirs := make([]string, len(c.Exec.AddDirs))
 		for i, d := range c.Exec.AddDirs {
+			if rel, err := filepath.Rel(here, d); here != "" && err == nil && InProject(here, d) {
+				// The agent's outbox, in the state directory there.
+				dirs[i] = path.Join(StateDir(hostDir), filepath.ToSlash(rel))
+				continue
+			}
 			dirs[i] = ProjectPath(hostDir, root, d)
 		}
 		c.Exec.AddDirs = dirs
@@ -36,6 +45,8 @@ func ShimConfig(c shim.Config, hostDir, root, home string) shim.Config {
 			k, v, _ := strings.Cut(e, "=")
 			switch k {
 			case project.EnvDir:
+				e = k + "=" + StateDir(hostDir)
+			case shim.EnvProject:
 				e = k + "=" + ProjectPath(hostDir, root, v)
 			case "CODEX_HOME":
 				e = k + "=" + HomePath(v, home)
@@ -47,4 +58,23 @@ func ShimConfig(c shim.Config, hostDir, root, home string) shim.Config {
 	c.Transcript, c.TranscriptRoot, c.ReplyDir = "", "", ""
 	c.ReplyStream = true
 	return c
+}
+
+// StateDir is, on a host, the state directory of the project there
+// (hostDir): under the home directory there ("~/", which the shim
+// expands), out of the writable roots of the agents there as the state
+// directory here is out of those here. It holds the agents' outboxes. Pure.
+func StateDir(hostDir string) string {
+	return "~/.local/state/batty/projects/" + project.StateKey(hostDir)
+}
+
+// stateDirOf is the value of BATTY_DIR in env ("" when unset).
+func stateDirOf(env []string) string {
+	v := ""
+	for _, e := range env {
+		if x, ok := strings.CutPrefix(e, project.EnvDir+"="); ok {
+			v = x
+		}
+	}
+	return v
 }

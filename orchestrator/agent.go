@@ -346,7 +346,7 @@ func (a *agent) shimConfig() shim.Config {
 	// The shim makes the outbox and relays its requests, stamped as this
 	// agent's.
 	c.RelayInboxes = true
-	c.Env = append(c.Env, project.EnvDir+"="+a.d.layout.Dir)
+	c.Env = append(c.Env, project.EnvDir+"="+a.d.layout.Dir, shim.EnvProject+"="+a.d.layout.Root())
 	if _, ok := a.d.quota.HomeOf(a.def.Name); ok {
 		// The account the agent is placed on (followAccount), not the
 		// role's first.
@@ -364,7 +364,7 @@ func (a *agent) shimConfig() shim.Config {
 		c.ThreadUsage = codex.Usage{InputTokens: u.Input, CachedInputTokens: u.CachedInput, OutputTokens: u.Output, ReasoningOutputTokens: u.ReasoningOutput}
 	}
 	t := a.d.cfg.Timeouts
-	c.Transcript, c.TranscriptRoot, c.ReplyDir = a.d.layout.Transcript(a.def.Name), a.d.layout.Root(), a.replyDir
+	c.Transcript, c.TranscriptRoot, c.ReplyDir = a.d.layout.Transcript(a.def.Name), a.d.layout.StateRoot(), a.replyDir
 	c.QueueDepth, c.TurnTimeout, c.IdleTimeout, c.NetworkWait = a.d.cfg.QueueDepth, t.Turn, t.Idle, t.NetworkWait
 	return c
 }

@@ -251,7 +251,7 @@ func (a *agent) transcriptLines(lines []string) {
 	if a.tlog == nil {
 		path := a.d.layout.Transcript(a.def.Name)
 		w, err := ptylog.Open(path, ptylog.Options{
-			Color: true, Root: a.d.layout.Root(),
+			Color: true, Root: a.d.layout.StateRoot(),
 			OnError: func(err error) { a.log.Warn("Transcript write failed", "path", path, "error", err) },
 		})
 		if err != nil {

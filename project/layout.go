@@ -1,13 +1,24 @@
-// Package project is a project's state directory (.batty, next to its team
-// file): the names of its files, the daemon lock, and the state files the
-// daemon keeps there, read and written without ever following a link.
+// Package project is a project's state directory: the names of its files,
+// the daemon lock, and the state files the daemon keeps there, read and
+// written without ever following a link.
+//
+// The state directory is the daemon's: inboxes, state, logs, the control
+// socket. It lies outside the project (StateHome/projects/<key>), out of
+// every agent's writable roots, so that no agent — not even one whose
+// working directory is the project's checkout — can write what the daemon
+// trusts. Agents write only their own outbox in it (package outbox), a
+// writable root of their sandbox. The worktree agents' worktrees stay in the
+// project, under .batty/worktrees.
 package project
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/battyhq/batty/atomicfile"
@@ -17,8 +28,14 @@ import (
 	"github.com/battyhq/batty/team"
 )
 
-// DirName is the name of a project's state directory, next to its team file.
+// DirName is the name of a project's own directory of batty's, next to its
+// team file: it holds the worktree agents' worktrees (and, on another host,
+// the clones there), never state the daemon trusts.
 const DirName = ".batty"
+
+// EnvStateHome names the variable that overrides where the state
+// directories of projects live (StateHome).
+const EnvStateHome = "BATTY_STATE_HOME"
 
 // EnvDir names the environment variable that points batty commands run by
 // agents (inside Codex, in another working directory) at the project's
@@ -36,8 +53,12 @@ const EnvAgent = "BATTY_AGENT"
 // renamed or chmodded through a symbolic link: files are reached through
 // OpenDir, which refuses a link at .batty or at any directory below it.
 type Layout struct {
-	// Dir is the absolute path of the .batty directory.
+	// Dir is the absolute path of the state directory.
 	Dir string
+	// Project is the project directory (the team file's); "" means the
+	// directory that holds Dir (a host's .batty, whose project is its
+	// parent).
+	Project string
 }
 
 // Entry names of files in the state directory and in its state/ directory,
@@ -64,12 +85,27 @@ func AgentStateName(agent string) string { return agent + ".json" }
 // and says to remove it. With create, missing directories are created with
 // mode 0700. The caller owns the returned directory and must close it.
 func (l Layout) OpenDir(sub string, create bool) (*atomicfile.Dir, error) {
-	return atomicfile.OpenDirBeneath(l.Root(), filepath.Join(filepath.Base(l.Dir), sub), create)
+	if create {
+		// The trusted directory that holds the state directories is the
+		// user's own: made as MkdirAll makes it.
+		if err := os.MkdirAll(l.StateRoot(), 0o700); err != nil {
+			return nil, fmt.Errorf("make %s: %w", l.StateRoot(), err)
+		}
+	}
+	return atomicfile.OpenDirBeneath(l.StateRoot(), filepath.Join(filepath.Base(l.Dir), sub), create)
 }
 
-// Root is the trusted directory that holds the state directory (normally
-// the project directory).
-func (l Layout) Root() string { return filepath.Dir(l.Dir) }
+// StateRoot is the trusted directory that holds the state directory.
+func (l Layout) StateRoot() string { return filepath.Dir(l.Dir) }
+
+// Root is the project directory: Project, else the directory that holds
+// the state directory.
+func (l Layout) Root() string {
+	if l.Project != "" {
+		return l.Project
+	}
+	return filepath.Dir(l.Dir)
+}
 
 // Inboxes is the root of the message store.
 func (l Layout) Inboxes() string { return filepath.Join(l.Dir, subInboxes) }
@@ -84,7 +120,16 @@ func (l Layout) AgentState(agent string) string {
 
 // WorktreesDir is where the worktree agents' git worktrees live, one
 // directory per agent (and the merge queue's own, .landing).
-func (l Layout) WorktreesDir() string { return filepath.Join(l.Dir, "worktrees") }
+//
+// They are in the project (<project>/.batty/worktrees), not in the state
+// directory: an agent's worktree is its workspace, and holds nothing the
+// daemon trusts.
+func (l Layout) WorktreesDir() string {
+	if l.Project == "" {
+		return filepath.Join(l.Dir, "worktrees")
+	}
+	return filepath.Join(l.Project, DirName, "worktrees")
+}
 
 // CloneRepo is, on another host, the repository whose worktrees are the
 // clones of that host's worktree agents (package clones).
@@ -136,18 +181,81 @@ type Project struct {
 }
 
 // LayoutFor returns the layout of the state directory that belongs to a
-// team file: <dir of team.yaml>/.batty, or the .batty directory itself when
-// the team file lives in it.
+// team file: StateHome/projects/<StateKey of the project directory>, the
+// project directory being the team file's (its parent when the team file
+// lives in .batty).
 func LayoutFor(teamFile string) (Layout, error) {
 	abs, err := filepath.Abs(teamFile)
 	if err != nil {
 		return Layout{}, fmt.Errorf("resolve team file %s: %w", teamFile, err)
 	}
-	dir := filepath.Dir(abs)
-	if filepath.Base(dir) == DirName {
-		return Layout{Dir: dir}, nil
+	home, err := StateHome()
+	if err != nil {
+		return Layout{}, err
 	}
-	return Layout{Dir: filepath.Join(dir, DirName)}, nil
+	return layoutIn(home, ProjectDirOf(abs)), nil
+}
+
+// layoutIn is the layout of the project directory dir with the state
+// directories under home. Pure.
+func layoutIn(home, dir string) Layout {
+	return Layout{Dir: filepath.Join(home, "projects", StateKey(dir)), Project: dir}
+}
+
+// ProjectDirOf is the project directory of the absolute team file path:
+// its directory, or the parent of that when it is .batty. Pure.
+func ProjectDirOf(teamFile string) string {
+	dir := filepath.Dir(teamFile)
+	if filepath.Base(dir) == DirName {
+		return filepath.Dir(dir)
+	}
+	return dir
+}
+
+// StateHome is where the state directories of projects live:
+// $BATTY_STATE_HOME, else $XDG_STATE_HOME/batty, else
+// ~/.local/state/batty. Each must be absolute: a relative one is refused,
+// as the XDG specification says to ignore it, and a missing home is an
+// error naming the variables to set.
+func StateHome() (string, error) {
+	if d := os.Getenv(EnvStateHome); d != "" {
+		if !filepath.IsAbs(d) {
+			return "", fmt.Errorf("$%s=%q is not an absolute path", EnvStateHome, d)
+		}
+		return filepath.Clean(d), nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "batty"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || !filepath.IsAbs(home) {
+		return "", fmt.Errorf("no place for batty's state: $HOME is not set (set HOME, XDG_STATE_HOME or %s): %v", EnvStateHome, err)
+	}
+	return filepath.Join(home, ".local", "state", "batty"), nil
+}
+
+// keyUnsafe matches what a state key does not keep of a directory's name.
+var keyUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// maxKeyName bounds the readable part of a state key, which keeps the
+// control socket's path short.
+const maxKeyName = 24
+
+// StateKey names the state directory of the project directory dir: its
+// base name (only letters, digits, '.', '_' and '-', at most 24 bytes) and
+// 12 hex digits of the SHA-256 of its cleaned absolute path, so two
+// projects never share one, and a project moved elsewhere starts afresh.
+// Pure.
+func StateKey(dir string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(dir)))
+	name := strings.Trim(keyUnsafe.ReplaceAllString(filepath.Base(dir), "_"), "._-")
+	if len(name) > maxKeyName {
+		name = name[:maxKeyName]
+	}
+	if name == "" {
+		name = "project"
+	}
+	return name + "-" + hex.EncodeToString(sum[:6])
 }
 
 // ResolveProject finds the project a command works on: the explicit team
@@ -183,6 +291,7 @@ func projectFromDir(dir string) (Project, error) {
 	l := Layout{Dir: abs}
 	if b, err := l.readFile(TeamRefName); err == nil {
 		if f := strings.TrimSpace(string(b)); f != "" {
+			l.Project = ProjectDirOf(f)
 			return Project{TeamFile: f, Layout: l}, nil
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {

@@ -382,16 +382,6 @@ func TestConformanceAddDir(t *testing.T) {
 	}
 }
 
-// envValue returns the value of key in env ("" when absent).
-func envValue(env []string, key string) string {
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
-}
-
 // conformTransient: a server error that codex retries by itself (stream
 // retries 1) and then gets an answer for ends the turn once, completed.
 func conformTransient(t *testing.T, h *harness, srv *codextest.Server) {

@@ -16,10 +16,15 @@ import (
 const EnvBatty = "BATTY_BIN"
 
 // EnvDir is the variable the daemon gives every agent of a team: the
-// project's .batty directory, which points batty commands run by the
-// agent (inside Codex, in another working directory) at the project. Its
-// presence in Config.Env is what makes a shim's agent part of a team.
+// project's state directory (outside the project), which points batty
+// commands run by the agent (inside Codex, in another working directory)
+// at the project, and holds the agent's outbox. Its presence in
+// Config.Env is what makes a shim's agent part of a team.
 const EnvDir = "BATTY_DIR"
+
+// EnvProject is the variable the daemon gives every agent of a team: the
+// project directory (the team file's), as the agent's host sees it.
+const EnvProject = "BATTY_PROJECT"
 
 // crewOpen starts the section batty adds to a team agent's instructions;
 // battyLine is the line in it that gives the batty command to run.
@@ -106,12 +111,12 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // withCrew returns the developer instructions of a shim's agent: its role's
 // instructions, then, for an agent of a team (stateDir != ""), batty's
-// section. It is a pure function.
-func withCrew(role, agent, batty, stateDir string, wt Worktree) string {
+// section naming the project directory project. It is a pure function.
+func withCrew(role, agent, batty, stateDir, project string, wt Worktree) string {
 	if stateDir == "" {
 		return role
 	}
-	crew := CrewInstructionsIn(agent, batty, filepath.Dir(stateDir), wt)
+	crew := CrewInstructionsIn(agent, batty, project, wt)
 	if role == "" {
 		return crew
 	}
@@ -120,14 +125,18 @@ func withCrew(role, agent, batty, stateDir string, wt Worktree) string {
 
 // stateDirOf returns the value of the last BATTY_DIR entry of env ("" when
 // there is none).
-func stateDirOf(env []string) string {
-	dir := ""
+func stateDirOf(env []string) string { return envValue(env, EnvDir) }
+
+// envValue returns the value of the last entry of env for key ("" when
+// there is none).
+func envValue(env []string, key string) string {
+	v := ""
 	for _, e := range env {
-		if v, ok := strings.CutPrefix(e, EnvDir+"="); ok {
-			dir = v
+		if x, ok := strings.CutPrefix(e, key+"="); ok {
+			v = x
 		}
 	}
-	return dir
+	return v
 }
 
 // chooseBatty picks the batty binary agents are told to run: exe (the

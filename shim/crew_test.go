@@ -73,16 +73,16 @@ func TestCrewInstructionsFitTheReserve(t *testing.T) {
 // Only an agent of a team (the daemon gives it BATTY_DIR) gets the
 // section; chat and fanout agents get their instructions as they are.
 func TestWithCrew(t *testing.T) {
-	if got := withCrew("ROLE", "eng", "/b/batty", "", Worktree{}); got != "ROLE" {
+	if got := withCrew("ROLE", "eng", "/b/batty", "", "", Worktree{}); got != "ROLE" {
 		t.Errorf("without a team: %q", got)
 	}
-	if got := withCrew("ROLE", "eng", "/b/batty", "/src/app/.batty", Worktree{}); got != "ROLE\n\n"+CrewInstructions("eng", "/b/batty", "/src/app") {
+	if got := withCrew("ROLE", "eng", "/b/batty", "/state/app-1", "/src/app", Worktree{}); got != "ROLE\n\n"+CrewInstructions("eng", "/b/batty", "/src/app") {
 		t.Errorf("with a team: %q", got)
 	}
-	if got := withCrew("", "eng", "/b/batty", "/src/app/.batty", Worktree{}); got != CrewInstructions("eng", "/b/batty", "/src/app") {
+	if got := withCrew("", "eng", "/b/batty", "/state/app-1", "/src/app", Worktree{}); got != CrewInstructions("eng", "/b/batty", "/src/app") {
 		t.Errorf("no role instructions: %q", got)
 	}
-	wt := withCrew("", "eng", "/b/batty", "/src/app/.batty", Worktree{Branch: "batty/eng", Base: "main"})
+	wt := withCrew("", "eng", "/b/batty", "/state/app-1", "/src/app", Worktree{Branch: "batty/eng", Base: "main"})
 	for _, want := range []string{"own git worktree, on branch batty/eng, made from main", "run /b/batty merge eng", "batty commits everything you changed"} {
 		if !strings.Contains(wt, want) {
 			t.Errorf("a worktree agent's section lacks %q:\n%s", want, wt)

@@ -240,7 +240,7 @@ func openTranscript(cfg Config, conn *protocol.Conn, log hclog.Logger) (*ptylog.
 func execOptions(cfg Config, batty string) (codex.ExecOptions, error) {
 	o := cfg.Exec
 	o.Config = append([]string(nil), o.Config...)
-	o.DeveloperInstructions = withCrew(cfg.Instructions, cfg.Agent, batty, stateDirOf(cfg.Env), Worktree{Branch: cfg.Branch, Base: cfg.Base})
+	o.DeveloperInstructions = withCrew(cfg.Instructions, cfg.Agent, batty, stateDirOf(cfg.Env), envValue(cfg.Env, EnvProject), Worktree{Branch: cfg.Branch, Base: cfg.Base})
 	if err := o.Validate(); err != nil {
 		return o, fmt.Errorf("codex settings: %w", err)
 	}

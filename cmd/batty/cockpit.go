@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,7 +28,7 @@ import (
 const cockpitWait = 30 * time.Second
 
 // projectDir returns the directory that holds the project's .batty.
-func projectDir(p project.Project) string { return filepath.Dir(p.Layout.Dir) }
+func projectDir(p project.Project) string { return p.Layout.Root() }
 
 // cockpitServer returns the project's private tmux server; exec runs each
 // tmux invocation (nil: as a plain child).
