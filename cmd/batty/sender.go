@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/battyhq/batty/agentproc"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
@@ -73,7 +74,7 @@ func currentSender(flagFrom string) (string, error) {
 	if err != nil {
 		f.ShimErr = fmt.Errorf("find this program: %w", err)
 	} else {
-		f.Shim, f.ShimErr = shimAncestor("/proc", os.Getpid(), self)
+		f.Shim, f.ShimErr = agentproc.ShimAgent("/proc", os.Getpid(), self)
 	}
 	return senderOf(f)
 }
