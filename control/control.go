@@ -389,24 +389,65 @@ func RemoveSocket(l project.Layout) error {
 	return nil
 }
 
-// peerUID returns the uid of the process at the other end of c.
-func peerUID(c *net.UnixConn) (int, error) {
+// peer is the process at the other end of a control connection, as the
+// kernel recorded it when it connected (SO_PEERCRED), pinned by a pidfd.
+type peer struct {
+	uid, pid int
+	// pidfd is the peer's process (SO_PEERPIDFD, Linux ≥ 6.5: the very
+	// process that connected; else pidfd_open of its pid at accept), -1
+	// when the kernel has no pidfds.
+	pidfd int
+}
+
+// peerOf returns the process at the other end of c.
+func peerOf(c *net.UnixConn) (peer, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return -1, err
+		return peer{}, err
 	}
-	var cred *unix.Ucred
+	p := peer{pidfd: -1}
 	var serr error
 	if err := raw.Control(func(fd uintptr) {
-		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		var cred *unix.Ucred
+		if cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); serr != nil {
+			return
+		}
+		p.uid, p.pid = int(cred.Uid), int(cred.Pid)
+		if pidfd, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD); err == nil {
+			p.pidfd = pidfd
+		}
 	}); err != nil {
-		return -1, err
+		return peer{}, err
 	}
 	if serr != nil {
-		return -1, serr
+		return peer{}, serr
 	}
-	return int(cred.Uid), nil
+	if p.pidfd < 0 {
+		// An older kernel: the process that has the pid now. One that
+		// connected and exited before this moment is not caught.
+		if pidfd, err := unix.PidfdOpen(p.pid, 0); err == nil {
+			p.pidfd = pidfd
+		}
+	}
+	return p, nil
 }
+
+// alive reports whether the peer's process has not been reaped: its pid
+// has named it all along since it connected. Without a pidfd it cannot
+// tell and says true.
+func (p peer) alive() bool {
+	return p.pidfd < 0 || unix.PidfdSendSignal(p.pidfd, 0, nil, 0) == nil
+}
+
+func (p peer) close() {
+	if p.pidfd >= 0 {
+		unix.Close(p.pidfd)
+	}
+}
+
+// Judge decides whether the process pid runs inside an agent (see
+// InsiderOf); the daemon gives one to Serve.
+type Judge func(pid int) (Insider, error)
 
 // Conn is one accepted control connection with its request.
 type Conn struct {
@@ -421,35 +462,56 @@ func (c Conn) Reply(r Response) {
 	c.conn.Close()
 }
 
-// Serve accepts connections until ln is closed, checks the peer's
-// uid, reads one request each and hands it to out.
-func Serve(ln *net.UnixListener, out chan<- Conn, done <-chan struct{}) {
+// Serve accepts connections until ln is closed, checks the peer's uid,
+// reads one request each and hands it to out. A request an agent may not
+// make (see AgentMay) is refused, with Refusal's words, unless judge finds
+// the peer outside every agent: the peer's process is read at once (by
+// pid, from SO_PEERCRED) and must still be the process that connected
+// when judge is done (a pidfd), so a pid reused meanwhile cannot pass for
+// it. A nil judge checks the uid only.
+func Serve(ln *net.UnixListener, out chan<- Conn, done <-chan struct{}, judge Judge) {
 	uid := os.Getuid()
 	for {
 		c, err := ln.AcceptUnix()
 		if err != nil {
 			return
 		}
-		go func() {
-			if peer, err := peerUID(c); err != nil || peer != uid {
-				json.NewEncoder(c).Encode(Response{Error: fmt.Sprintf("refused: peer uid %d is not the daemon's owner (%d)", peer, uid)})
-				c.Close()
-				return
-			}
-			c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			var req Request
-			if err := json.NewDecoder(bufio.NewReader(c)).Decode(&req); err != nil {
-				json.NewEncoder(c).Encode(Response{Error: "bad request: " + err.Error()})
-				c.Close()
-				return
-			}
-			c.SetReadDeadline(time.Time{})
-			select {
-			case out <- Conn{Req: req, conn: c}:
-			case <-done:
-				json.NewEncoder(c).Encode(Response{Error: "daemon is shutting down"})
-				c.Close()
-			}
-		}()
+		go serveConn(c, uid, out, done, judge)
+	}
+}
+
+// serveConn serves one connection of Serve.
+func serveConn(c *net.UnixConn, uid int, out chan<- Conn, done <-chan struct{}, judge Judge) {
+	p, err := peerOf(c)
+	defer p.close()
+	if err != nil || p.uid != uid {
+		json.NewEncoder(c).Encode(Response{Error: fmt.Sprintf("refused: peer uid %d is not the daemon's owner (%d)", p.uid, uid)})
+		c.Close()
+		return
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var req Request
+	if err := json.NewDecoder(bufio.NewReader(c)).Decode(&req); err != nil {
+		json.NewEncoder(c).Encode(Response{Error: "bad request: " + err.Error()})
+		c.Close()
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	if judge != nil && !AgentMay(req.Op) {
+		in, err := judge(p.pid)
+		if err == nil && !p.alive() {
+			err = fmt.Errorf("process %d exited before it was looked at", p.pid)
+		}
+		if refusal := Refusal(req.Op, in, err); refusal != nil {
+			json.NewEncoder(c).Encode(Response{Error: refusal.Error()})
+			c.Close()
+			return
+		}
+	}
+	select {
+	case out <- Conn{Req: req, conn: c}:
+	case <-done:
+		json.NewEncoder(c).Encode(Response{Error: "daemon is shutting down"})
+		c.Close()
 	}
 }

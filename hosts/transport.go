@@ -69,7 +69,8 @@ type Transport struct {
 	// ~/.ssh/config.
 	ConfigFile string
 	// ControlDir holds ssh's control sockets, one per connection (""
-	// is DefaultControlDir()). It must be short (a socket path is at most
+	// is DefaultControlDir(); a directory an agent's sandbox may write
+	// lets the agent play a host). It must be short (a socket path is at most
 	// 104 bytes); Cmd creates it 0700 and refuses one that is a symbolic
 	// link, not a directory, or not owned by this user.
 	ControlDir string
@@ -139,10 +140,39 @@ func (hc *hostConns) opener(n int) *sync.Mutex {
 	return l
 }
 
-// DefaultControlDir is the control socket directory of this user:
-// /tmp/batty-ssh-<uid>, short whatever TMPDIR says.
+// DefaultControlDir is the control socket directory of this user, as
+// ControlDirFor chooses it from $XDG_RUNTIME_DIR, $HOME and $TMPDIR.
 func DefaultControlDir() string {
-	return fmt.Sprintf("/tmp/batty-ssh-%d", os.Getuid())
+	return ControlDirFor(os.Getenv("XDG_RUNTIME_DIR"), os.Getenv("HOME"), os.Getenv("TMPDIR"))
+}
+
+// ControlDirFor chooses the directory of ssh's control sockets given the
+// user's runtime directory, home and temporary directory: runtime/batty-ssh
+// (runtime is /run/user/<uid> where systemd made it), else
+// home/.ssh/batty; never one under /tmp or tmp, which Codex's
+// workspace-write sandbox lets an agent write by default. An agent that
+// could write the directory could make it before batty does, or swap a
+// connection's socket for one of its own, and play a host to the daemon.
+// It returns "" when neither runtime nor home is an absolute directory
+// outside them. It is a pure function.
+func ControlDirFor(runtime, home, tmp string) string {
+	fit := func(dir string) bool {
+		return filepath.IsAbs(dir) && !within(dir, "/tmp") && (tmp == "" || !within(dir, tmp))
+	}
+	switch {
+	case fit(runtime):
+		return filepath.Join(runtime, "batty-ssh")
+	case fit(home):
+		return filepath.Join(home, ".ssh", "batty")
+	}
+	return ""
+}
+
+// within reports whether path is root or lies below it, by their clean
+// names. It is a pure function.
+func within(path, root string) bool {
+	path, root = filepath.Clean(path), filepath.Clean(root)
+	return path == root || strings.HasPrefix(path, strings.TrimSuffix(root, "/")+"/")
 }
 
 func (t *Transport) controlDir() string {
@@ -297,13 +327,21 @@ func (t *Transport) Close(ctx context.Context, h team.Host) error {
 }
 
 // EnsureControlDir makes sure dir can hold ssh's control sockets safely:
-// it creates it 0700 when missing, and refuses a path that is a symbolic
+// it creates it 0700 when missing (and its parent, 0700), and refuses ""
+// (no directory fit, see ControlDirFor), a path that is a symbolic
 // link, not a directory, not owned by this user, or too long for a
 // socket path under it. It tightens the mode of a directory of ours to
 // 0700. Idempotent.
 func EnsureControlDir(dir string) error {
+	if dir == "" {
+		return errors.New("no directory for ssh's control sockets outside /tmp and $TMPDIR (where an agent's sandbox may write): set XDG_RUNTIME_DIR or HOME to a directory of yours")
+	}
 	if len(dir) > maxControlDir {
-		return fmt.Errorf("ssh control directory %s is %d bytes long; a socket path in it would pass the 104-byte limit: use a directory of at most %d bytes", dir, len(dir), maxControlDir)
+		return fmt.Errorf("ssh control directory %s is %d bytes long; a socket path in it would pass the 104-byte limit: use a directory of at most %d bytes (set XDG_RUNTIME_DIR to a short directory of yours, outside /tmp)", dir, len(dir), maxControlDir)
+	}
+	// Its parent too (~/.ssh), as ssh makes it: 0700.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return fmt.Errorf("create ssh control directory: %w", err)
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create ssh control directory: %w", err)

@@ -50,6 +50,29 @@ func TestArgv(t *testing.T) {
 	}
 }
 
+func TestControlDirFor(t *testing.T) {
+	for _, c := range []struct {
+		runtime, home, tmp, want string
+	}{
+		{"/run/user/1000", "/home/me", "", "/run/user/1000/batty-ssh"},
+		{"", "/home/me", "", "/home/me/.ssh/batty"},
+		{"relative", "/home/me", "", "/home/me/.ssh/batty"},
+		// Codex's sandbox lets agents write /tmp and $TMPDIR by default.
+		{"/tmp/runtime-me", "/home/me", "", "/home/me/.ssh/batty"},
+		{"/tmp", "/home/me", "", "/home/me/.ssh/batty"},
+		{"/run/user/1000", "/home/me", "/run/user/1000", "/home/me/.ssh/batty"},
+		{"/run/user/1000/", "/home/me", "/run/user", "/home/me/.ssh/batty"},
+		{"/tmpfs/run", "/home/me", "", "/tmpfs/run/batty-ssh"},
+		{"", "/tmp/home", "", ""},
+		{"", "/scratch/me", "/scratch", ""},
+		{"", "", "", ""},
+	} {
+		if got := ControlDirFor(c.runtime, c.home, c.tmp); got != c.want {
+			t.Errorf("ControlDirFor(%q, %q, %q) = %q; want %q", c.runtime, c.home, c.tmp, got, c.want)
+		}
+	}
+}
+
 func TestRemotePath(t *testing.T) {
 	for in, want := range map[string]string{
 		"~":                         `"$HOME"`,
@@ -119,6 +142,16 @@ func TestEnsureControlDir(t *testing.T) {
 	}
 	if err := EnsureControlDir(file); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Fatalf("file: %v", err)
+	}
+	nested := filepath.Join(base, "h", ".ssh", "batty")
+	if err := EnsureControlDir(nested); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Dir(nested)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the control dir's parent: %v, %v", fi, err)
+	}
+	if err := EnsureControlDir(""); err == nil || !strings.Contains(err.Error(), "outside /tmp") {
+		t.Fatalf("no directory fit: %v", err)
 	}
 	if err := EnsureControlDir("/tmp/" + strings.Repeat("x", 70)); err == nil || !strings.Contains(err.Error(), "104-byte") {
 		t.Fatalf("long dir: %v", err)

@@ -203,15 +203,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer control.RemoveSocket(d.layout)
-	ctl := make(chan control.Conn)
-	done := make(chan struct{})
-	var serveWG sync.WaitGroup
-	serveWG.Add(1)
-	go func() { defer serveWG.Done(); control.Serve(ln, ctl, done) }()
-	defer func() { ln.Close(); close(done); serveWG.Wait() }()
-
 	if d.opts.Subreaper {
 		if err := reap.BecomeSubreaper(); err != nil {
+			ln.Close()
 			return err
 		}
 		d.reaper = reap.New()
@@ -224,6 +218,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 			<-reaped
 		}()
 	}
+	// Requests are served once the reaper is set up: the judge of who
+	// asks reads it. A request that changes anything is refused to a
+	// process inside an agent.
+	ctl := make(chan control.Conn)
+	done := make(chan struct{})
+	var serveWG sync.WaitGroup
+	serveWG.Add(1)
+	go func() { defer serveWG.Done(); control.Serve(ln, ctl, done, d.insider) }()
+	defer func() { ln.Close(); close(done); serveWG.Wait() }()
 	// What an earlier run left (killed with its shims) goes before the
 	// first shim starts; what this run leaves, once the last has exited.
 	var stale int

@@ -74,6 +74,14 @@ func (r *Reaper) Release(pid int) {
 	r.mu.Unlock()
 }
 
+// Managed reports whether pid is a child this process started through
+// Start and whose owner has not released it yet.
+func (r *Reaper) Managed(pid int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.managed[pid]
+}
+
 // Run reaps orphans whenever a child changes state (SIGCHLD); it blocks
 // until ctx ends.
 func (r *Reaper) Run(ctx context.Context) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,4 +68,59 @@ roles:
 	if _, err := os.Stat(filepath.Join(filepath.Dir(elsewhere), "outside-the-workspace")); err == nil {
 		t.Fatal("a sandboxed command wrote outside its workspace")
 	}
+}
+
+// An agent whose sandbox has network access reaches the daemon's control
+// socket, and runs `"$BATTY_BIN" pause` and `"$BATTY_BIN" stop` there: both
+// are refused with the reason, the team keeps running unpaused and takes
+// the next message, and the agent may still read the status.
+func TestE2ESandboxedAgentCannotPauseOrStopTheTeam(t *testing.T) {
+	codexBin := codextest.Codex(t)
+	if out, err := exec.Command(codexBin, "sandbox", "--", "/bin/true").CombinedOutput(); err != nil {
+		t.Skipf("codex's sandbox cannot run on this machine (%v): %s", err, out)
+	}
+	srv := codextest.NewServer(t)
+	home := srv.WriteHome(t)
+	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-boundary-%d", time.Now().UnixNano()),
+		env: []string{"HOME=" + t.TempDir()}}
+	os.WriteFile(filepath.Join(r.dir, "team.yaml"), []byte(fmt.Sprintf(`name: boundary
+codex:
+  bin: %s
+  codex_home: %s
+  sandbox: workspace-write
+  config:
+    sandbox_workspace_write.network_access: true
+roles:
+  - name: eng
+`, codexBin, home)), 0o644)
+	t.Cleanup(func() {
+		r.batty("stop", "--timeout", "2s")
+		codextest.AssertNoMarked(t, r.mark)
+	})
+	r.must("start", "--no-tmux")
+	before := r.status().Daemon.PID
+
+	// The reply quotes an excerpt of the output: each refusal is cut to
+	// its point.
+	r.must("send", "eng", `[[mock:shell "$BATTY_BIN" pause 2>&1 | grep -o "refused: this command runs inside agent .eng.'s sandbox"; `+
+		`"$BATTY_BIN" pause 2>&1 | grep -o "only the human may pause the team"; `+
+		`"$BATTY_BIN" stop 2>&1 | grep -o "only the human may stop the team"; `+
+		`"$BATTY_BIN" status --json >/dev/null && echo status-answered]]`)
+	r.waitStatus("eng's turn", func(st control.Status) bool {
+		a := agentStatus(st, "eng")
+		return a.TurnsCompleted == 1 || a.LastError != ""
+	})
+	inbox := r.must("inbox", "--json")
+	for _, want := range []string{`refused: this command runs inside agent \"eng\"'s sandbox`, "only the human may pause the team",
+		"only the human may stop the team", "status-answered"} {
+		if !strings.Contains(inbox, want) {
+			t.Fatalf("the agent's reply lacks %q:\n%s", want, inbox)
+		}
+	}
+	st := r.status()
+	if st.Dispatch.Paused || st.Daemon.PID != before {
+		t.Fatalf("the agent paused or stopped the team: dispatch %+v, daemon %d (was %d)", st.Dispatch, st.Daemon.PID, before)
+	}
+	r.must("send", "eng", "still running?")
+	r.waitStatus("eng's second turn", func(st control.Status) bool { return agentStatus(st, "eng").TurnsCompleted == 2 })
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/battyhq/batty/agentproc"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
@@ -83,7 +84,7 @@ func currentSenderIn(flagFrom string) (string, bool, error) {
 	if err != nil {
 		f.ShimErr = fmt.Errorf("find this program: %w", err)
 	} else {
-		f.Shim, f.ShimErr = shimAncestor("/proc", os.Getpid(), self)
+		f.Shim, f.ShimErr = agentproc.ShimAgent("/proc", os.Getpid(), self)
 	}
 	name, err := senderOf(f)
 	return name, err == nil && name != team.Human && (f.Shim != "" || f.EnvAgent != ""), err

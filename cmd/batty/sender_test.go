@@ -79,83 +79,6 @@ func TestSendAgentCannotPoseAsAnother(t *testing.T) {
 	}
 }
 
-func TestStatParent(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want int
-		ok   bool
-	}{
-		{"1234 (bash) S 99 1234 1234 0 -1", 99, true},
-		{"1234 (a) b) c) R 7 1 1", 7, true}, // a command name with ") "
-		{"1234 (x\ny) S 42 0", 42, true},
-		{"1 (init) S 0 1 1", 0, true},
-		{"1234 bash S 99", 0, false},
-		{"1234 (bash) S", 0, false},
-		{"1234 (bash) S -5", 0, false},
-		{"1234 (bash) S x", 0, false},
-		{"", 0, false},
-	} {
-		got, err := statParent([]byte(c.in))
-		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("statParent(%q) = %d, %v; want %d (ok %v)", c.in, got, err, c.want, c.ok)
-		}
-	}
-}
-
-func TestShimAgentOf(t *testing.T) {
-	for _, c := range []struct {
-		argv []string
-		want string
-	}{
-		{[]string{"/usr/bin/batty", "shim", "--agent=engineer-1", "--queue-depth=16"}, "engineer-1"},
-		{[]string{"batty", "shim", "--cwd", "/w", "--agent", "architect"}, "architect"},
-		// A setting the shim would refuse still names the agent.
-		{[]string{"batty", "shim", "--agent=eng", "--queue-depth=0"}, "eng"},
-		{[]string{"batty", "shim"}, ""},
-		{[]string{"batty", "send", "--agent=eng"}, ""},
-		{[]string{"batty", "shim", "--agent="}, ""},
-		{[]string{"batty", "shim", "--no-such-flag", "--agent=eng"}, ""},
-		{[]string{"vim", "shim", "extra", "--agent=eng"}, ""},
-		{[]string{"batty"}, ""},
-	} {
-		got, ok := shimAgentOf([]byte(strings.Join(c.argv, "\x00") + "\x00"))
-		if got != c.want || ok != (c.want != "") {
-			t.Errorf("shimAgentOf(%q) = %q, %v; want %q", c.argv, got, ok, c.want)
-		}
-	}
-}
-
-func TestSameProgram(t *testing.T) {
-	for _, c := range []struct {
-		exe, self string
-		want      bool
-	}{
-		{"/usr/bin/batty", "/usr/bin/batty", true},
-		{"/usr/bin/batty (deleted)", "/usr/bin/batty", true},
-		{"/home/me/go/bin/batty", "/usr/local/bin/batty", true},
-		{"/usr/bin/python3", "/usr/bin/batty", false},
-		{"", "/usr/bin/batty", false},
-	} {
-		if got := sameProgram(c.exe, c.self); got != c.want {
-			t.Errorf("sameProgram(%q, %q) = %v", c.exe, c.self, got)
-		}
-	}
-}
-
-func FuzzProcDecoders(f *testing.F) {
-	f.Add([]byte("1234 (bash) S 99 1234"))
-	f.Add([]byte("batty\x00shim\x00--agent=eng\x00"))
-	f.Add([]byte("batty\x00shim\x00--thread-usage\x00input=x\x00"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if ppid, err := statParent(b); err == nil && ppid < 0 {
-			t.Fatalf("negative parent %d", ppid)
-		}
-		if a, ok := shimAgentOf(b); ok != (a != "") {
-			t.Fatalf("agent %q, ok %v", a, ok)
-		}
-	})
-}
-
 // shimLikeMain is a process that looks like an agent's shim (this test
 // binary, run as `<self> shim --agent NAME`): it starts the next process
 // of BATTY_TEST_CHAIN — another shim-like process for each further
@@ -244,20 +167,5 @@ func TestSendUnderAShimIsFromItsAgent(t *testing.T) {
 	out, errOut, code = runBattyIn(t, dir, []string{project.EnvAgent + "=human"}, "", "send", "manager", "pose")
 	if code != exitUsage || !strings.Contains(errOut, `$BATTY_AGENT="human"`) {
 		t.Fatalf("BATTY_AGENT=human: exit %d\n%s%s", code, out, errOut)
-	}
-}
-
-// shimAncestor reads a real process chain: none above the test itself, the
-// agent of a real shim-like parent.
-func TestShimAncestor(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a, err := shimAncestor("/proc", os.Getpid(), self); err != nil || a != "" {
-		t.Fatalf("the test process: %q, %v", a, err)
-	}
-	if _, err := shimAncestor(t.TempDir(), os.Getpid(), self); err == nil {
-		t.Fatal("an unreadable /proc gave no error")
 	}
 }

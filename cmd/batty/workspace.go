@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/clones"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/outbox"
@@ -303,6 +304,9 @@ The team must be stopped: a running agent may be editing its worktree.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, cfg, err := loadWorktreeAgent(teamFile, args[0])
 			if err != nil {
+				return err
+			}
+			if err := refuseInsider(p.Layout, control.OpPrune); err != nil {
 				return err
 			}
 			ctx, stop := signalContext()

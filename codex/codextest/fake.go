@@ -53,7 +53,8 @@ import (
 // detachbare:PIDFILE (detach with an empty environment), detachdone:PIDFILE
 // (detaches, then completes the turn), exec,
 // garbage, env:VAR (replies with the variable's value), spawnfail,
-// empty (completes without a final answer), gate:PATH (replies once the file PATH exists), and
+// empty (completes without a final answer), run:PATH (runs the executable PATH, replies "RUN:" and its output, or
+// "RUN_FAILED: " and why), gate:PATH (replies once the file PATH exists), and
 // stamp:FILE (appends the start time in Unix nanoseconds to FILE, then
 // replies like text), sleepms:MS (replies after MS milliseconds). With the
 // word "replyjson" anywhere in the prompt, a reply is a JSON object instead:
@@ -495,6 +496,14 @@ func FakeMain(args []string) int {
 		return complete("AFTER_GARBAGE", 1000, 10)
 	case "env":
 		return complete(os.Getenv(arg), 1000, 10)
+	case "run":
+		// A model command: the executable ARG, run to its end below
+		// codex; the reply is its output.
+		out, err := exec.Command(arg).CombinedOutput()
+		if err != nil {
+			return complete(fmt.Sprintf("RUN_FAILED: %v: %s", err, strings.TrimSpace(string(out))), 1000, 10)
+		}
+		return complete("RUN:"+strings.TrimSpace(string(out)), 1000, 10)
 	}
 	return fail("fakecodex: unknown scenario " + scenario)
 }
