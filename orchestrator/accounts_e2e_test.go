@@ -170,7 +170,7 @@ func TestE2ERestartFollowsThePlacement(t *testing.T) {
 
 	// What the book persists when it moves the agent: work paused, eng
 	// placed on spare.
-	l := project.Layout{Dir: filepath.Join(p.dir, ".batty")}
+	l := layoutOf(t, p.dir)
 	st := project.QuotaState{
 		Paused: []project.AccountPause{{Account: homeWork, Reason: "limit", Agent: "eng", Since: time.Now().UTC(), ProbeAt: time.Now().Add(time.Hour).UTC()}},
 		Placed: map[string]string{"eng": homeSpare},

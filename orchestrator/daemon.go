@@ -81,6 +81,13 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 	if err != nil {
 		return nil, err
 	}
+	workspaces := []string{layout.Root()}
+	for _, a := range cfg.Agents() {
+		workspaces = append(workspaces, a.Cwd)
+	}
+	if err := project.CheckStateDir(layout.Dir, workspaces); err != nil {
+		return nil, err
+	}
 	if err := layout.MkdirAll(); err != nil {
 		return nil, err
 	}

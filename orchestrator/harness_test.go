@@ -381,3 +381,14 @@ func assertNoProcesses(t testing.TB, mark string) {
 	t.Helper()
 	codextest.AssertNoMarked(t, mark)
 }
+
+// layoutOf is the layout of the project whose team file is dir/team.yaml:
+// its state directory under the tests' state home.
+func layoutOf(t testing.TB, dir string) project.Layout {
+	t.Helper()
+	l, err := project.LayoutFor(filepath.Join(dir, "team.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}

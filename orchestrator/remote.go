@@ -151,14 +151,15 @@ func (r *remoteHost) ensure(ctx context.Context) (string, error) {
 }
 
 // putRoster writes the team's roster (team.Roster) as the team file of
-// the project's .batty directory on the host, where `batty send` run by
-// the agents there finds it first. It blocks for the write.
+// the project's state directory on the host (hosts.StateDir, out of the
+// agents' writable roots there), where `batty send` run by the agents
+// there finds it through $BATTY_DIR. It blocks for the write.
 func (r *remoteHost) putRoster(ctx context.Context) error {
 	b, err := team.Roster(r.d.cfg)
 	if err != nil {
 		return err
 	}
-	return hosts.Put(ctx, r.d.opts.Transport, r.host, path.Join(r.dir, project.DirName, "team.yaml"), b)
+	return hosts.Put(ctx, r.d.opts.Transport, r.host, path.Join(hosts.StateDir(r.dir), "team.yaml"), b)
 }
 
 // installed is the path of batty on the host, "" while it is not

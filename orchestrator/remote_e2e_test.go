@@ -249,7 +249,7 @@ func TestE2EHostAgentSends(t *testing.T) {
 	}
 	waitFor(t, "the host's inboxes emptied", func() bool {
 		for _, box := range []string{"lead", "human"} {
-			if e, _ := os.ReadDir(filepath.Join(h.dir, ".batty", "inboxes", box, "new")); len(e) != 0 {
+			if e, _ := os.ReadDir(filepath.Join(layoutOf(t, h.dir).Dir, "inboxes", box, "new")); len(e) != 0 {
 				return false
 			}
 		}

@@ -196,6 +196,30 @@ func LayoutFor(teamFile string) (Layout, error) {
 	return layoutIn(home, ProjectDirOf(abs)), nil
 }
 
+// ErrStateExposed is wrapped by the error of CheckStateDir: the state
+// directory lies where an agent may write.
+var ErrStateExposed = errors.New("the state directory is inside an agent's workspace")
+
+// CheckStateDir reports whether the state directory stateDir lies inside
+// one of the agents' working directories (workspaces: the project, a
+// role's cwd), which their sandbox lets them write: then an agent could
+// speak as the human, rewrite its state or plant files the daemon trusts,
+// and the error (wrapping ErrStateExposed) says to move it with
+// $BATTY_STATE_HOME. Paths are compared cleaned, as given. Pure.
+func CheckStateDir(stateDir string, workspaces []string) error {
+	for _, w := range workspaces {
+		if w == "" {
+			continue
+		}
+		rel, err := filepath.Rel(filepath.Clean(w), filepath.Clean(stateDir))
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return fmt.Errorf("%w: %s is inside %s, which the agents working there may write; set $%s to a directory outside every agent's workspace",
+				ErrStateExposed, stateDir, w, EnvStateHome)
+		}
+	}
+	return nil
+}
+
 // layoutIn is the layout of the project directory dir with the state
 // directories under home. Pure.
 func layoutIn(home, dir string) Layout {
@@ -297,8 +321,11 @@ func projectFromDir(dir string) (Project, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return Project{}, fmt.Errorf("read %s: %w", l.TeamFileRef(), err)
 	}
+	// On another host the state directory holds no team-file record but
+	// the roster the daemon put there (team.yaml).
 	for _, f := range []string{filepath.Join(abs, "team.yaml"), filepath.Join(filepath.Dir(abs), "team.yaml")} {
 		if _, err := os.Stat(f); err == nil {
+			l.Project = ProjectDirOf(f)
 			return Project{TeamFile: f, Layout: l}, nil
 		}
 	}

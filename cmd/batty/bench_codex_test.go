@@ -137,7 +137,7 @@ roles:
 // watcher closed when b ends) and returns a function that sends message i
 // with `batty send` and waits for its completed outcome.
 func battyMessages(b *testing.B, p *benchProject) func(i int) {
-	done := filepath.Join(p.dir, ".batty", "inboxes", "solo", "done")
+	done := filepath.Join(layoutOf(b, p.dir).Dir, "inboxes", "solo", "done")
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		b.Fatal(err)

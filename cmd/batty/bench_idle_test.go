@@ -79,7 +79,7 @@ func (p *benchProject) waitStatus(what string, limit time.Duration, ok func(cont
 			return st
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(p.dir, ".batty", "daemon.log"))
+			log, _ := os.ReadFile(filepath.Join(layoutOf(p.b, p.dir).Dir, "daemon.log"))
 			p.b.Fatalf("no %s within %s\ndaemon log:\n%s", what, limit, log)
 		}
 		time.Sleep(200 * time.Millisecond) // another process owns the state

@@ -79,7 +79,7 @@ func TestCancelOfAStoppedTeam(t *testing.T) {
 
 func TestCancelAndRestartOfARunningTeam(t *testing.T) {
 	dir := fakeTeam(t, "steer", 1)
-	l := project.Layout{Dir: filepath.Join(dir, ".batty")}
+	l := layoutOf(t, dir)
 	t.Cleanup(func() { runBattyIn(t, dir, nil, "", "stop", "--timeout", "1s") })
 	mustBatty(t, dir, "start", "--no-tmux")
 	busy, _ := mustSend(t, dir, nil, "", "eng", "scenario:slow:60 long job")

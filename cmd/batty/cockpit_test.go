@@ -46,7 +46,7 @@ func mustBatty(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	out, errOut, code := runBattyIn(t, dir, nil, "", args...)
 	if code != 0 {
-		log, _ := os.ReadFile(filepath.Join(dir, ".batty", "daemon.log"))
+		log, _ := os.ReadFile(filepath.Join(layoutOf(t, dir).Dir, "daemon.log"))
 		t.Fatalf("batty %s: exit %d\n%s%s\ndaemon.log:\n%s", strings.Join(args, " "), code, out, errOut, log)
 	}
 	return out + errOut

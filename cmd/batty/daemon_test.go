@@ -8,7 +8,6 @@ import (
 
 	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/atomicfile/linktest"
-	"github.com/battyhq/batty/project"
 )
 
 // `batty start` and `batty daemon` never append the daemon's log through a
@@ -18,7 +17,7 @@ func TestDaemonLogIsNeverOpenedThroughALink(t *testing.T) {
 		t.Run(linked, func(t *testing.T) {
 			out, victim := linktest.Outside(t)
 			projDir := t.TempDir()
-			l := project.Layout{Dir: filepath.Join(projDir, ".batty")}
+			l := layoutOf(t, projDir)
 			target := out
 			if linked != ".batty" {
 				target = victim

@@ -81,7 +81,7 @@ func TestE2EDemo(t *testing.T) {
 		"engineer-2": {"I wrote numbers.txt; my command printed:"},
 	}
 	for agent, wants := range transcripts {
-		b, err := os.ReadFile(filepath.Join(dir, ".batty", "logs", agent+".log"))
+		b, err := os.ReadFile(filepath.Join(layoutOf(t, dir).Dir, "logs", agent+".log"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestE2EDemo(t *testing.T) {
 	}
 
 	// The human's inbox holds the architect's answer with both reports.
-	store, err := inbox.Open(filepath.Join(dir, ".batty", "inboxes"))
+	store, err := inbox.Open(filepath.Join(layoutOf(t, dir).Dir, "inboxes"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
-	"github.com/battyhq/batty/project"
 )
 
 // scheduleStatus returns schedule name of st (zero when absent).
@@ -65,7 +64,7 @@ schedules:
 	// A killed daemon leaves the run "running" in the state file.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, err := control.Call(project.Layout{Dir: filepath.Join(r.dir, ".batty")}, control.Request{Op: control.OpStatus}, time.Second)
+		_, err := control.Call(layoutOf(r.t, r.dir), control.Request{Op: control.OpStatus}, time.Second)
 		if errors.Is(err, control.ErrNotRunning) {
 			break
 		}
@@ -74,7 +73,7 @@ schedules:
 		}
 		time.Sleep(50 * time.Millisecond) // the daemon is another process
 	}
-	states, err := os.ReadFile(filepath.Join(r.dir, ".batty", "state", "schedules.json"))
+	states, err := os.ReadFile(filepath.Join(layoutOf(r.t, r.dir).Dir, "state", "schedules.json"))
 	if err != nil || !strings.Contains(string(states), `-schedule.slow.1"`) {
 		t.Fatalf("state file after the kill (%v):\n%s", err, states)
 	}

@@ -90,7 +90,7 @@ func (r *teamRun) waitStatus(what string, ok func(control.Status) bool) control.
 			return st
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(r.dir, ".batty", "daemon.log"))
+			log, _ := os.ReadFile(filepath.Join(layoutOf(r.t, r.dir).Dir, "daemon.log"))
 			r.t.Fatalf("timed out waiting for %s; status %+v\ndaemon log:\n%s", what, st, log)
 		}
 		time.Sleep(100 * time.Millisecond) // the daemon is another process

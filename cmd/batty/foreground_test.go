@@ -16,7 +16,6 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
-	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 )
 
@@ -99,7 +98,7 @@ func TestStartForegroundShowsTheFeedAndStopsOnCtrlC(t *testing.T) {
 	if err := os.WriteFile(teamFile, []byte(strings.Replace(string(b), "shutdown: 5s", "shutdown: 2m", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l := project.Layout{Dir: filepath.Join(dir, ".batty")}
+	l := layoutOf(t, dir)
 
 	stdout, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
 	if err != nil {

@@ -76,7 +76,7 @@ func (p *preflightProject) waitStatus(what string, ok func(control.AgentStatus) 
 			return a
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(p.dir, ".batty", "daemon.log"))
+			log, _ := os.ReadFile(filepath.Join(layoutOf(p.t, p.dir).Dir, "daemon.log"))
 			p.t.Fatalf("no %s within a minute: %+v\ndaemon log:\n%s", what, a, log)
 		}
 		time.Sleep(50 * time.Millisecond) // another process owns the state
@@ -111,7 +111,7 @@ func TestStartWithoutCodexSaysHowToFixIt(t *testing.T) {
 	}
 	id := strings.Fields(sendOut)[1]
 	p.waitStatus("the message seen", func(a control.AgentStatus) bool { return a.Backlog == 1 })
-	box := filepath.Join(p.dir, ".batty", "inboxes", "eng")
+	box := filepath.Join(layoutOf(p.t, p.dir).Dir, "inboxes", "eng")
 	if _, err := os.Stat(filepath.Join(box, "new", id+".json")); err != nil {
 		t.Fatalf("the message is not waiting in new/: %v", err)
 	}

@@ -83,7 +83,7 @@ func TestDaemonRefusesATeamChangedSinceAccepted(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "changed again") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".batty", "daemon.lock")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(layoutOf(t, dir).Dir, "daemon.lock")); !os.IsNotExist(err) {
 		t.Fatalf("the daemon started: %v", err)
 	}
 }

@@ -33,7 +33,7 @@ func writeTeam(t *testing.T) (string, project.Layout) {
 	if err := os.WriteFile(filepath.Join(dir, "team.yaml"), []byte(testTeam), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return dir, project.Layout{Dir: filepath.Join(dir, ".batty")}
+	return dir, layoutOf(t, dir)
 }
 
 // openBox opens a box of the project for inspection or setup.
@@ -265,4 +265,15 @@ func TestSendRefusesASymlinkedStateDir(t *testing.T) {
 			}
 		})
 	}
+}
+
+// layoutOf is the layout of the project whose team file is dir/team.yaml:
+// its state directory under the tests' state home.
+func layoutOf(t testing.TB, dir string) project.Layout {
+	t.Helper()
+	l, err := project.LayoutFor(filepath.Join(dir, "team.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

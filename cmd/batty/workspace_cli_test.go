@@ -107,7 +107,7 @@ func newGitProject(t *testing.T) (string, project.Layout) {
 	}
 	gitIn(t, dir, "add", "-A")
 	gitIn(t, dir, "commit", "-q", "-m", "initial")
-	return dir, project.Layout{Dir: filepath.Join(dir, ".batty")}
+	return dir, layoutOf(t, dir)
 }
 
 // A team with worktree agents in a directory that is not a git repository,
@@ -139,10 +139,10 @@ func TestValidateAndStartCheckTheRepository(t *testing.T) {
 			}
 		}
 		// Refused before anything starts: no daemon, no log of one.
-		if running, pid := project.Running(project.Layout{Dir: filepath.Join(dir, ".batty")}); running {
+		if running, pid := project.Running(layoutOf(t, dir)); running {
 			t.Fatalf("%s: a daemon runs (pid %d)", what, pid)
 		}
-		if _, err := os.Stat(filepath.Join(dir, ".batty", "daemon.log")); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(layoutOf(t, dir).Dir, "daemon.log")); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%s: start wrote a daemon log (%v)", what, err)
 		}
 	}
@@ -318,7 +318,7 @@ func TestDiffAndPruneOfAWorktree(t *testing.T) {
 func TestMergeQueuesALandingRequest(t *testing.T) {
 	dir := t.TempDir()
 	writeWorktreeTeam(t, dir, "")
-	l := project.Layout{Dir: filepath.Join(dir, ".batty")}
+	l := layoutOf(t, dir)
 	queuedRE := regexp.MustCompile(`^queued the landing of batty/(\S+) \(request ([0-9a-f]+)\); ` + "`batty status` shows the merge queue\n$")
 	pending := func() []inbox.Message {
 		t.Helper()
@@ -558,7 +558,7 @@ func TestWorktreeTeamThroughTheCLI(t *testing.T) {
 	env := gitTestEnv(dir)
 	t.Cleanup(func() { runBattyIn(t, dir, nil, "", "stop", "--timeout", "1s") })
 	if out, errOut, code := runBattyIn(t, dir, env, "", "start", "--no-tmux"); code != 0 {
-		log, _ := os.ReadFile(filepath.Join(dir, ".batty", "daemon.log"))
+		log, _ := os.ReadFile(filepath.Join(layoutOf(t, dir).Dir, "daemon.log"))
 		t.Fatalf("start: exit %d\n%s%s\ndaemon.log:\n%s", code, out, errOut, log)
 	}
 	mustSend(t, dir, nil, "", "engineer-1", "scenario:write:notes.txt=from-engineer-1")
