@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/codex"
-	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/shim"
 )
 
