@@ -3,6 +3,7 @@ package codextest
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -150,6 +151,29 @@ func requireExecutable(t testing.TB, p, what string) string {
 		return p
 	}
 	msg := fmt.Sprintf("codextest: %s not found or not executable at %s (install @openai/codex@%s there or set BATTY_CODEX_BIN)", what, p, codex.Version)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// Sandbox returns the codex executable ([CodexNative]) once `codex sandbox
+// -- /bin/true` ran with it: Codex's Linux sandbox works on this machine.
+// When it does not, it skips the test saying why, except when the
+// environment has CI=true, where it fails it (CI runs where the sandbox
+// works, and the tests of what batty runs in it must run there).
+func Sandbox(t testing.TB) string {
+	t.Helper()
+	bin := CodexNative(t)
+	cmd := exec.Command(bin, "sandbox", "--", "/bin/true")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return bin
+	}
+	msg := fmt.Sprintf("codextest: codex's sandbox cannot run on this machine (%v): %s", err, out)
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
