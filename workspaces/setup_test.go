@@ -40,7 +40,7 @@ func TestSetupRunsOnce(t *testing.T) {
 		t.Fatalf("Commit after Setup = %v, %v; want nothing to commit", ok, err)
 	}
 	// A changed command runs.
-	if _, err := f.repo.Setup(ctx, "eng", SetupOptions{Command: cmd+" ", Timeout: time.Minute}); err != nil {
+	if _, err := f.repo.Setup(ctx, "eng", SetupOptions{Command: cmd + " ", Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, count); got != "run\nrun\n" {
@@ -92,7 +92,7 @@ func TestSetupKilledAtTimeout(t *testing.T) {
 	pidFile := filepath.Join(f.root, "pid")
 	start := time.Now()
 	// A child in the background and the shell waiting: both must die.
-	out, err := f.repo.Setup(context.Background(), "eng", SetupOptions{Command: "sleep 60 & echo $! > "+pidFile+"; echo started; wait", Timeout: 300*time.Millisecond})
+	out, err := f.repo.Setup(context.Background(), "eng", SetupOptions{Command: "sleep 60 & echo $! > " + pidFile + "; echo started; wait", Timeout: 300 * time.Millisecond})
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "time limit of 300ms") {
 		t.Fatalf("Setup = %v, want killed at the time limit", err)
 	}
@@ -112,7 +112,7 @@ func TestSetupKillsWhatItLeavesBehind(t *testing.T) {
 	f := newFixture(t, Options{})
 	f.ensure("eng")
 	pidFile := filepath.Join(f.root, "pid")
-	out, err := f.repo.Setup(context.Background(), "eng", SetupOptions{Command: "sleep 60 & echo $! > "+pidFile+"; echo ok", Timeout: time.Minute})
+	out, err := f.repo.Setup(context.Background(), "eng", SetupOptions{Command: "sleep 60 & echo $! > " + pidFile + "; echo ok", Timeout: time.Minute})
 	if err != nil || out != "ok\n" {
 		t.Fatalf("Setup = %q, %v", out, err)
 	}
