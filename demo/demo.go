@@ -360,9 +360,11 @@ func writeProject(ctx context.Context, dir, codexBin, url string, script scripte
 		"prompts/engineer.md":  script.EngineerPrompt + "\n",
 		"work/.gitkeep":        "",
 	}
-	sandbox, note := "workspace-write", "Codex's workspace-write sandbox (each agent writes only its working directory and the inboxes)"
+	sandbox, note := "workspace-write", "Codex's workspace-write sandbox (each agent writes only its working directory and the inboxes; verify only the merge's worktree)"
+	wsSandbox := ""
 	if !sandboxWorks(ctx, codexBin, home) {
-		sandbox, note = "danger-full-access", "none: Codex's sandbox cannot run on this machine, so the scripted commands run unsandboxed"
+		sandbox, note = "danger-full-access", "none: Codex's sandbox cannot run on this machine, so the scripted commands and verify run unsandboxed"
+		wsSandbox = "  sandbox: off # Codex's sandbox cannot run on this machine\n"
 	}
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	files["team.yaml"] = fmt.Sprintf(`# The team of batty demo. The model behind it is a scripted stand-in
@@ -379,11 +381,12 @@ timeouts:
   shutdown: 5s
 # The engineers work in git worktrees of their own (.batty/worktrees/) and
 # their branches land on main through batty's merge queue, each only once
-# verify passes on it merged with main.
+# verify passes on it merged with main (inside Codex's sandbox, where
+# it can write only the merge's worktree).
 workspace:
   base: %s
   verify: '%s'
-roles:
+%sroles:
   - name: architect
     prompt: prompts/architect.md
     talks_to: [engineer]
@@ -393,7 +396,7 @@ roles:
     talks_to: [architect]
     cwd: work
     workspace: worktree
-`, q(codexBin), sandbox, baseBranch, strings.ReplaceAll(verifyCommand, "'", "''"), len(script.Tasks))
+`, q(codexBin), sandbox, baseBranch, strings.ReplaceAll(verifyCommand, "'", "''"), wsSandbox, len(script.Tasks))
 	for name, text := range files {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {

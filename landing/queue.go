@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/textclip"
 	"github.com/battyhq/batty/workspaces"
@@ -50,6 +51,10 @@ type Options struct {
 	Verify string
 	// VerifyTimeout limits one verify run (0: DefaultVerifyTimeout).
 	VerifyTimeout time.Duration
+	// Sandbox is how verify runs inside Codex's sandbox, writing only the
+	// integration worktree and what it lists; nil runs verify without a
+	// sandbox, as the daemon's user.
+	Sandbox *sandbox.Policy
 	// Committer is the author and committer of merge commits, "Name
 	// <email>" ("": DefaultCommitter).
 	Committer string

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/textclip"
 )
 
@@ -24,24 +25,31 @@ type verifyResult struct {
 }
 
 // verify runs the team's verify command for r in the integration
-// worktree: `sh -c <verify>`, in its own process group, its environment
-// the daemon's plus BATTY_LANDING_AGENT, BATTY_LANDING_BRANCH and
+// worktree: `/bin/sh -c <verify>`, inside Codex's sandbox unless
+// Options.Sandbox is nil, in its own process group, its environment the
+// daemon's plus BATTY_LANDING_AGENT, BATTY_LANDING_BRANCH and
 // BATTY_LANDING_BASE. At the time limit the whole group is killed and
 // verify is red; when ctx ends it is killed too, and the error is ctx's.
-// It returns once the command is reaped. An empty command passes.
+// A sandbox that cannot be set up (no codex) makes verify red, saying
+// why; a red verify whose output shows the sandbox refusing something
+// names the team file's setting to change. It returns once the command
+// is reaped. An empty command passes.
 func (q *Queue) verify(ctx context.Context, r Request) (verifyResult, error) {
 	if q.opt.Verify == "" {
 		return verifyResult{Passed: true}, nil
 	}
-	cmd := exec.Command("sh", "-c", q.opt.Verify)
-	cmd.Dir = q.integ
-	cmd.Env = append(append([]string(nil), q.env...),
+	env := append(append([]string(nil), q.env...),
 		"BATTY_LANDING_AGENT="+r.Agent, "BATTY_LANDING_BRANCH="+r.Branch, "BATTY_LANDING_BASE="+q.opt.Base)
+	cmd, done, err := q.opt.Sandbox.Command(q.integ, q.opt.Verify, env)
+	if err != nil {
+		return verifyResult{Reason: fmt.Sprintf("verify could not run in Codex's sandbox: %v (make codex.bin a working codex, or set %s in the team file)", err, sandbox.KeyOff)}, nil
+	}
+	defer done()
 	out := &textclip.TailWriter{Max: verifyKeep}
 	cmd.Stdout, cmd.Stderr = out, out
 	vctx, cancel := context.WithTimeout(ctx, q.opt.VerifyTimeout)
 	defer cancel()
-	err := reap.RunGroup(vctx, cmd, q.opt.Starter)
+	err = reap.RunGroup(vctx, cmd, q.opt.Starter)
 	outTail := func() string {
 		return textclip.Tail(strings.ToValidUTF8(out.String(), "\uFFFD"), MaxOutputTail, textclip.Truncated+"\n")
 	}
@@ -56,7 +64,13 @@ func (q *Queue) verify(ctx context.Context, r Request) (verifyResult, error) {
 	case err == nil:
 		return verifyResult{Passed: true}, nil
 	case errors.As(err, &ee):
-		return verifyResult{Reason: fmt.Sprintf("verify failed (%s)", ee.ProcessState), Tail: outTail()}, nil
+		reason := fmt.Sprintf("verify failed (%s)", ee.ProcessState)
+		if sb := q.opt.Sandbox; sb != nil {
+			if hint := sandbox.Hint("verify", out.String(), sb.Network); hint != "" {
+				reason += "; " + hint
+			}
+		}
+		return verifyResult{Reason: reason, Tail: outTail()}, nil
 	}
 	return verifyResult{}, fmt.Errorf("verify: %w", err)
 }

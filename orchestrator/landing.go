@@ -46,6 +46,7 @@ func (d *Daemon) newLander() (*lander, error) {
 	o := landing.Options{
 		Layout: d.layout, TopLevel: d.repo.TopLevel(), WorktreesDir: d.layout.WorktreesDir(), Base: d.base,
 		Verify: d.cfg.Workspace.Verify, VerifyTimeout: d.cfg.Workspace.VerifyTimeout, Env: d.markedEnv(),
+		Sandbox:   d.sandbox("verify"),
 		RetryWait: landingRetry,
 		// Its git commands and the worktrees' never run side by side.
 		Lock: d.repo.Locker(),

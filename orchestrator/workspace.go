@@ -14,6 +14,7 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
 )
@@ -85,7 +86,8 @@ type agentWorkspace struct {
 	agent string
 	base  string
 	setup string
-	limit time.Duration // setup's time limit
+	limit time.Duration   // setup's time limit
+	sb    *sandbox.Policy // how setup runs in Codex's sandbox, nil: without
 	// prev is the clone on the host the agent worked on before, to be
 	// retired before the workspace is prepared; nil when none.
 	prev *clones.Client
@@ -96,7 +98,7 @@ func newAgentWorkspace(d *Daemon, a *agent) *agentWorkspace {
 	if d.repo == nil || def.Workspace != team.WorkspaceWorktree {
 		return nil
 	}
-	w := &agentWorkspace{repo: d.repo, agent: def.Name, base: d.base, setup: d.cfg.Workspace.Setup, limit: d.cfg.Workspace.SetupTimeout,
+	w := &agentWorkspace{repo: d.repo, agent: def.Name, base: d.base, setup: d.cfg.Workspace.Setup, limit: d.cfg.Workspace.SetupTimeout, sb: d.sandbox("setup"),
 		ws: workspaces.Local{Repo: d.repo, Agent: def.Name, Base: d.base}}
 	if r := a.host; r != nil {
 		w.ws = d.cloneOn(r, def.Name)
@@ -159,7 +161,7 @@ func (w *agentWorkspace) prepare(ctx context.Context) prepared {
 			return p
 		}
 	}
-	p.Prepared, p.err = w.ws.Prepare(ctx, workspaces.PrepareOptions{Setup: w.setup, SetupTimeout: w.limit, GitTimeout: gitTimeout})
+	p.Prepared, p.err = w.ws.Prepare(ctx, workspaces.PrepareOptions{Setup: w.setup, SetupTimeout: w.limit, SetupSandbox: w.sb, GitTimeout: gitTimeout})
 	return p
 }
 

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
@@ -50,6 +51,20 @@ func newGitProject(t *testing.T, workspace, roles string) *testProject {
 	git(t, p.dir, "add", "-A")
 	git(t, p.dir, "commit", "-q", "-m", "initial")
 	return p
+}
+
+// sandboxOrOff runs the team's verify and setup inside Codex's sandbox
+// where it works here (the real codex as the team's codex.bin; the agents
+// keep the fake one, their role's), else without it, saying so.
+func (p *testProject) sandboxOrOff(t testing.TB) {
+	t.Helper()
+	bin, err := codextest.SandboxBinary()
+	if err != nil {
+		t.Logf("verify and setup run without a sandbox: %v", err)
+		p.cfg.Workspace.Sandbox.Off = true
+		return
+	}
+	p.cfg.Codex.Bin = bin
 }
 
 // agentStatus is the daemon's status line of agent name.
@@ -137,6 +152,7 @@ func TestAKilledTurnsEditIsCommittedAsWorkInProgress(t *testing.T) {
 // resolve.
 func TestLandingTheFirstAndTellingTheSecondOfItsConflict(t *testing.T) {
 	p := newGitProject(t, "workspace:\n  verify: test -s shared.txt\n", "  - name: eng\n    instances: 2\n    workspace: worktree\n")
+	p.sandboxOrOff(t)
 	r := p.start(nil)
 	p.sendAndWait(r, "eng-1", "scenario:write:shared.txt=one", "completed")
 	p.sendAndWait(r, "eng-2", "scenario:write:shared.txt=two", "completed")
@@ -207,6 +223,7 @@ func TestLandingTheFirstAndTellingTheSecondOfItsConflict(t *testing.T) {
 // A red verify leaves base unchanged, and the agent gets the output's tail.
 func TestARedVerifyLeavesBaseUnchanged(t *testing.T) {
 	p := newGitProject(t, "workspace:\n  verify: echo VERIFY-SAID-NO; exit 3\n", "  - name: eng\n    workspace: worktree\n")
+	p.sandboxOrOff(t)
 	r := p.start(nil)
 	p.sendAndWait(r, "eng", "scenario:write:new.txt=x", "completed")
 	before := git(t, p.dir, "rev-parse", "main")
@@ -287,7 +304,9 @@ func TestADaemonKilledMidLandingLandsOnceAfterRestart(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
 	pidFile := filepath.Join(t.TempDir(), "verify.pid")
 	verify := "echo $$ > " + pidFile + "; while [ ! -e " + gate + " ]; do sleep 0.05; done"
-	p := newGitProject(t, "workspace:\n  verify: '"+verify+"'\n", "  - name: eng\n    workspace: worktree\n")
+	// The verify writes its pid out of its worktree, and the second
+	// daemon reads the team file (the agents' fake codex as codex.bin).
+	p := newGitProject(t, "workspace:\n  verify: '"+verify+"'\n  sandbox: off\n", "  - name: eng\n    workspace: worktree\n")
 	r := p.start(nil)
 	p.sendAndWait(r, "eng", "scenario:write:new.txt=landed", "completed")
 	r.stop(t)
@@ -321,6 +340,7 @@ func TestADaemonKilledMidLandingLandsOnceAfterRestart(t *testing.T) {
 func TestAFailedSetupParksTheAgent(t *testing.T) {
 	ok := filepath.Join(t.TempDir(), "ok")
 	p := newGitProject(t, "workspace:\n  setup: 'test -e "+ok+" || { echo SETUP-SAID-NO; exit 4; }'\n", "  - name: eng\n    workspace: worktree\n")
+	p.sandboxOrOff(t)
 	r := p.start(nil)
 	st := r.waitAgent(t, "eng", "parked by its setup", func(a control.AgentStatus) bool {
 		return a.State == agentParked && a.Parked != nil && a.Parked.Kind == string(ProblemWorkspace)

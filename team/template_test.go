@@ -161,17 +161,22 @@ func TestTemplateWorkspaceExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile(`(?m)^(\s*)# ((?:workspace:|  (?:base|verify|setup|verify_timeout|setup_timeout):).*)$`)
+	re := regexp.MustCompile(`(?m)^(\s*)# ((?:workspace:|  (?:base|verify|setup|verify_timeout|setup_timeout|sandbox):).*)$`)
 	on := re.ReplaceAll(data, []byte("$1$2"))
-	if n := len(re.FindAll(data, -1)); n != 7 {
-		t.Fatalf("found %d commented workspace lines, want 7 (the block and the engineer's key)", n)
+	if n := len(re.FindAll(data, -1)); n != 8 {
+		t.Fatalf("found %d commented workspace lines, want 8 (the block and the engineer's key)", n)
 	}
 	cfg, err = Parse(paths[0], on)
 	if err != nil {
 		t.Fatalf("uncommented workspace example does not load: %v\n%s", err, on)
 	}
-	want := WorkspaceSettings{Base: "main", Verify: "go test ./...", Setup: "npm ci", VerifyTimeout: 30 * time.Minute, SetupTimeout: 10 * time.Minute, Line: cfg.Workspace.Line}
-	if cfg.Workspace != want || want.Line == 0 {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := WorkspaceSettings{Base: "main", Verify: "go test ./...", Setup: "npm ci", VerifyTimeout: 30 * time.Minute, SetupTimeout: 10 * time.Minute, Line: cfg.Workspace.Line,
+		Sandbox: WorkspaceSandbox{Writable: []string{filepath.Join(home, ".cache/go-build"), filepath.Join(home, "go/pkg/mod")}, SetupNetwork: true, Line: cfg.Workspace.Sandbox.Line}}
+	if !reflect.DeepEqual(cfg.Workspace, want) || want.Line == 0 || want.Sandbox.Line == 0 {
 		t.Errorf("Workspace = %+v, want %+v", cfg.Workspace, want)
 	}
 	var got []string

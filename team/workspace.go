@@ -3,9 +3,11 @@ package team
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -43,9 +45,33 @@ var (
 )
 
 var (
-	workspaceKeys  = []string{"base", "verify", "setup", "verify_timeout", "setup_timeout"}
+	workspaceKeys  = []string{"base", "verify", "setup", "verify_timeout", "setup_timeout", "sandbox"}
 	workspaceKinds = []string{WorkspaceShared, WorkspaceWorktree}
+	sandboxKeys    = []string{"writable", "verify_network", "setup_network"}
 )
+
+// SandboxOff is the value of workspace.sandbox that runs verify and setup
+// without a sandbox.
+const SandboxOff = "off"
+
+// WorkspaceSandbox is workspace.sandbox: how verify and setup run. By
+// default each runs inside Codex's sandbox (`codex sandbox`), writing
+// only its worktree, a private temporary directory and Writable.
+type WorkspaceSandbox struct {
+	// Off runs them without a sandbox, as the user (sandbox: off).
+	Off bool
+	// Writable are the directories besides the worktree they may write
+	// (caches such as ~/.cache/go-build): absolute, cleaned, "~/"
+	// expanded, none holding the team file's directory or inside its
+	// .batty. May be nil.
+	Writable []string
+	// VerifyNetwork lets verify reach the network (false by default).
+	VerifyNetwork bool
+	// SetupNetwork lets setup reach the network (true by default).
+	SetupNetwork bool
+	// Line is the line of the sandbox key, 0 when absent.
+	Line int
+}
 
 // WorkspaceSettings are the team's settings for agents that work in git
 // worktrees (the top-level workspace mapping). They apply only to roles
@@ -67,6 +93,8 @@ type WorkspaceSettings struct {
 	// SetupTimeout bounds one run of Setup: > 0 and at most
 	// MaxWorkspaceTimeout, DefaultSetupTimeout unless set.
 	SetupTimeout time.Duration
+	// Sandbox is how Verify and Setup run (workspace.sandbox).
+	Sandbox WorkspaceSandbox
 	// Line is the line of the team file's workspace key, 0 when the file
 	// has no workspace mapping (absent or null).
 	Line int
@@ -75,7 +103,8 @@ type WorkspaceSettings struct {
 // defaultWorkspace returns the workspace settings used when the file sets
 // none.
 func defaultWorkspace() WorkspaceSettings {
-	return WorkspaceSettings{VerifyTimeout: DefaultVerifyTimeout, SetupTimeout: DefaultSetupTimeout}
+	return WorkspaceSettings{VerifyTimeout: DefaultVerifyTimeout, SetupTimeout: DefaultSetupTimeout,
+		Sandbox: WorkspaceSandbox{SetupNetwork: true}}
 }
 
 // UsesWorktrees reports whether any role's agents work in worktrees
@@ -186,7 +215,7 @@ func (p *parser) workspace(e entry, ws *WorkspaceSettings) {
 	}
 	ws.Line = e.key.Line
 	if d := deref(e.val); d == nil || d.Kind != yaml.MappingNode {
-		p.add(e.val, "the team's workspace is a mapping of base, verify, setup, verify_timeout and setup_timeout; `workspace: worktree` goes on a role",
+		p.add(e.val, "the team's workspace is a mapping of base, verify, setup, verify_timeout, setup_timeout and sandbox; `workspace: worktree` goes on a role",
 			"workspace must be a mapping, not %s", kindName(e.val))
 		return
 	}
@@ -234,6 +263,98 @@ func (p *parser) workspace(e entry, ws *WorkspaceSettings) {
 			*dst = v
 		}
 	}
+	if se, ok := f["sandbox"]; ok {
+		p.sandbox(se, &ws.Sandbox)
+	}
+}
+
+// sandbox decodes workspace.sandbox (entry e) into sb, which holds the
+// defaults: off, or a mapping of writable, verify_network and
+// setup_network. A null value keeps the defaults.
+func (p *parser) sandbox(e entry, sb *WorkspaceSandbox) {
+	if isNull(e.val) {
+		return
+	}
+	sb.Line = e.key.Line
+	const shape = "write `sandbox: off` to run verify and setup without a sandbox, or a mapping of writable, verify_network and setup_network"
+	if d := deref(e.val); d != nil && d.Kind == yaml.ScalarNode {
+		if d.ShortTag() == "!!str" && d.Value == SandboxOff {
+			p.visit(e.val)
+			sb.Off = true
+			return
+		}
+		p.add(e.val, shape, "invalid workspace.sandbox %.40q", d.Value)
+		return
+	}
+	if d := deref(e.val); d == nil || d.Kind != yaml.MappingNode {
+		p.add(e.val, shape, "workspace.sandbox must be off or a mapping, not %s", kindName(e.val))
+		return
+	}
+	f, ok := p.mapping(e.val, "workspace.sandbox", sandboxKeys)
+	if !ok {
+		return
+	}
+	if we, ok := f["writable"]; ok {
+		items, _ := p.strList(we.val, "workspace.sandbox.writable")
+		for _, it := range items {
+			if w, ok := p.writableDir(it); ok {
+				sb.Writable = append(sb.Writable, w)
+			}
+		}
+	}
+	for key, dst := range map[string]*bool{"verify_network": &sb.VerifyNetwork, "setup_network": &sb.SetupNetwork} {
+		if be, ok := f[key]; ok {
+			if v, ok := p.boolean(be.val, "workspace.sandbox."+key); ok {
+				*dst = v
+			}
+		}
+	}
+}
+
+// writableDir checks one element of workspace.sandbox.writable and
+// returns it absolute: written absolute or from "~/", valid UTF-8, and
+// neither holding the team file's directory (the project) nor inside its
+// .batty (the team's state and inboxes), which the sandbox exists to
+// keep from the commands.
+func (p *parser) writableDir(it item) (string, bool) {
+	const what = "workspace.sandbox.writable"
+	switch {
+	case !utf8.ValidString(it.val):
+		p.add(it.node, "", "%s element %.60q is not valid UTF-8", what, it.val)
+		return "", false
+	case !strings.HasPrefix(it.val, "/") && !strings.HasPrefix(it.val, "~/"):
+		p.add(it.node, `write an absolute path or one from your home directory, e.g. "~/.cache/go-build"`,
+			"%s element %.60q is not an absolute path", what, it.val)
+		return "", false
+	}
+	w, ok := p.path(it.node, it.val)
+	if !ok {
+		return "", false
+	}
+	project, err := filepath.Abs(p.dir)
+	if err != nil {
+		p.add(it.node, "", "%s: %v", what, err)
+		return "", false
+	}
+	batty := filepath.Join(project, ".batty")
+	switch {
+	case within(project, w):
+		p.add(it.node, "list the cache directories the commands need, not a directory that holds the project",
+			"%s element %.60q holds the project %s: the commands could change its checkout and the team's state", what, it.val, project)
+		return "", false
+	case within(w, batty):
+		p.add(it.node, "the worktree is writable already; list directories outside .batty",
+			"%s element %.60q is inside %s, the team's state", what, it.val, batty)
+		return "", false
+	}
+	return w, true
+}
+
+// within reports whether path is dir or below it (both clean and
+// absolute).
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // roleWorkspace decodes a role's workspace key (shared or worktree) into r.

@@ -105,13 +105,13 @@ func TestParseWorkspaceErrors(t *testing.T) {
 		want string // one full line of the error
 	}{
 		{"team workspace not a mapping", "name: t\nworkspace: worktree\n" + roles,
-			"team.yaml:2:12: workspace must be a mapping, not a string (the team's workspace is a mapping of base, verify, setup, verify_timeout and setup_timeout; `workspace: worktree` goes on a role)"},
+			"team.yaml:2:12: workspace must be a mapping, not a string (the team's workspace is a mapping of base, verify, setup, verify_timeout, setup_timeout and sandbox; `workspace: worktree` goes on a role)"},
 		{"team workspace a list", "name: t\nworkspace: [main]\n" + roles,
 			"team.yaml:2:12: workspace must be a mapping, not a list ("},
 		{"unknown workspace key", "name: t\nworkspace:\n  bse: main\n" + roles,
 			`team.yaml:3:3: unknown key "bse" in workspace (did you mean "base"?)`},
 		{"unknown workspace key without suggestion", "name: t\nworkspace:\n  zzz: 1\n" + roles,
-			`team.yaml:3:3: unknown key "zzz" in workspace (valid keys: base, verify, setup, verify_timeout, setup_timeout)`},
+			`team.yaml:3:3: unknown key "zzz" in workspace (valid keys: base, verify, setup, verify_timeout, setup_timeout, sandbox)`},
 		{"duplicate workspace key", "name: t\nworkspace:\n  base: main\n  base: dev\n" + roles,
 			`team.yaml:4:3: duplicate key "base" in workspace (first defined at line 3)`},
 		{"base with ..", "name: t\nworkspace:\n  base: main..dev\n" + roles,
@@ -150,6 +150,22 @@ func TestParseWorkspaceErrors(t *testing.T) {
 			`team.yaml:4:16: role workspace must be a string, not a boolean (quote it: "true")`},
 		{"role workspace a mapping", "name: t\nroles:\n  - name: a\n    workspace: {base: main}\n",
 			`team.yaml:4:16: role workspace must be a string, not a mapping (a role's workspace is shared or worktree; base, verify and setup go in the top-level workspace mapping)`},
+		{"sandbox a word", "name: t\nworkspace: {sandbox: none}\n" + roles,
+			"team.yaml:2:22: invalid workspace.sandbox \"none\" (write `sandbox: off` to run verify and setup without a sandbox, or a mapping of writable, verify_network and setup_network)"},
+		{"sandbox a boolean", "name: t\nworkspace: {sandbox: false}\n" + roles,
+			"team.yaml:2:22: invalid workspace.sandbox \"false\" (write `sandbox: off`"},
+		{"sandbox a list", "name: t\nworkspace: {sandbox: [/tmp]}\n" + roles,
+			"team.yaml:2:22: workspace.sandbox must be off or a mapping, not a list (write `sandbox: off`"},
+		{"sandbox key misspelt", "name: t\nworkspace:\n  sandbox:\n    writeable: [/x]\n" + roles,
+			`team.yaml:4:5: unknown key "writeable" in workspace.sandbox (did you mean "writable"?)`},
+		{"writable not a list", "name: t\nworkspace:\n  sandbox: {writable: /var/cache/x}\n" + roles,
+			`team.yaml:3:23: workspace.sandbox.writable must be a list, not a string (write a list: [/var/cache/x])`},
+		{"writable relative", "name: t\nworkspace:\n  sandbox:\n    writable: [cache]\n" + roles,
+			`team.yaml:4:16: workspace.sandbox.writable element "cache" is not an absolute path (write an absolute path or one from your home directory, e.g. "~/.cache/go-build")`},
+		{"writable the root", "name: t\nworkspace:\n  sandbox:\n    writable: [/var/cache, /]\n" + roles,
+			`team.yaml:4:28: workspace.sandbox.writable element "/" holds the project `},
+		{"network not a boolean", "name: t\nworkspace:\n  sandbox: {verify_network: yes}\n" + roles,
+			`team.yaml:3:29: workspace.sandbox.verify_network must be true or false, not a string (write true or false, without quotes)`},
 		{"role key misspelt", "name: t\nroles:\n  - name: a\n    worktree: true\n",
 			`team.yaml:4:5: unknown key "worktree" in role (valid keys: name, instances, prompt, talks_to, cwd, workspace, hosts, codex, accounts)`},
 	}
@@ -195,8 +211,9 @@ roles:
 	want := WorkspaceSettings{
 		Base: "release/2.0", Verify: "go vet ./...\ngo test ./...\n", Setup: "npm ci",
 		VerifyTimeout: time.Hour, SetupTimeout: 24 * time.Hour, Line: 2,
+		Sandbox: WorkspaceSandbox{SetupNetwork: true},
 	}
-	if cfg.Workspace != want {
+	if !reflect.DeepEqual(cfg.Workspace, want) {
 		t.Errorf("Workspace = %+v, want %+v", cfg.Workspace, want)
 	}
 	var got []string
@@ -222,7 +239,7 @@ roles:
 }
 
 func TestParseWorkspaceDefaults(t *testing.T) {
-	want := WorkspaceSettings{VerifyTimeout: 30 * time.Minute, SetupTimeout: 10 * time.Minute}
+	want := WorkspaceSettings{VerifyTimeout: 30 * time.Minute, SetupTimeout: 10 * time.Minute, Sandbox: WorkspaceSandbox{SetupNetwork: true}}
 	tests := []struct {
 		name, src string
 		line      int
@@ -230,7 +247,7 @@ func TestParseWorkspaceDefaults(t *testing.T) {
 		{"absent", "name: t\nroles: [{name: a, workspace: worktree}]\n", 0},
 		{"null", "name: t\nworkspace:\nroles: [{name: a, workspace: worktree}]\n", 0},
 		{"empty", "name: t\nworkspace: {}\nroles: [{name: a, workspace: worktree}]\n", 2},
-		{"null values", "name: t\nworkspace:\n  base:\n  verify: ~\n  setup:\n  verify_timeout:\n  setup_timeout:\nroles: [{name: a, workspace: worktree}]\n", 2},
+		{"null values", "name: t\nworkspace:\n  base:\n  verify: ~\n  setup:\n  verify_timeout:\n  setup_timeout:\n  sandbox:\nroles: [{name: a, workspace: worktree}]\n", 2},
 		{"empty strings", "name: t\nworkspace: {base: \"\", verify: \"\", setup: \"\"}\nroles: [{name: a, workspace: worktree}]\n", 2},
 	}
 	for _, tt := range tests {
@@ -241,7 +258,7 @@ func TestParseWorkspaceDefaults(t *testing.T) {
 			}
 			w := want
 			w.Line = tt.line
-			if cfg.Workspace != w {
+			if !reflect.DeepEqual(cfg.Workspace, w) {
 				t.Errorf("Workspace = %+v, want %+v", cfg.Workspace, w)
 			}
 		})
@@ -344,5 +361,53 @@ func TestWorkspaceProblemsFile(t *testing.T) {
 	hand := &Config{Path: "/p/team.yaml", Roles: []Role{{Name: "a", Workspace: WorkspaceWorktree, Line: 7}}}
 	if ps := hand.WorkspaceProblems(fail); len(ps) != 1 || ps[0].String() != "/p/team.yaml:7: workspace: not a git repository (run batty in a git repository (git init) or set workspace: shared on role a)" {
 		t.Errorf("problems %+v", ps)
+	}
+}
+
+func TestParseWorkspaceSandbox(t *testing.T) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	const roles = "roles: [{name: a, workspace: worktree}]\n"
+	tests := []struct {
+		name, src string
+		want      WorkspaceSandbox
+	}{
+		{"absent", "name: t\n" + roles, WorkspaceSandbox{SetupNetwork: true}},
+		{"off", "name: t\nworkspace:\n  sandbox: off\n" + roles, WorkspaceSandbox{Off: true, SetupNetwork: true, Line: 3}},
+		{"settings", "name: t\nworkspace:\n  sandbox:\n    writable: [~/.cache/go-build, /var/cache/x/../y/]\n    verify_network: true\n    setup_network: false\n" + roles,
+			WorkspaceSandbox{Writable: []string{filepath.Join(home, ".cache/go-build"), "/var/cache/y"}, VerifyNetwork: true, Line: 3}},
+		{"empty mapping", "name: t\nworkspace:\n  sandbox: {}\n" + roles, WorkspaceSandbox{SetupNetwork: true, Line: 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, msg, _ := loadString(t, tt.src)
+			if msg != "" {
+				t.Fatal(msg)
+			}
+			if !reflect.DeepEqual(cfg.Workspace.Sandbox, tt.want) {
+				t.Errorf("Sandbox = %+v, want %+v", cfg.Workspace.Sandbox, tt.want)
+			}
+		})
+	}
+}
+
+// A writable directory that holds the project, or lies in its .batty,
+// would hand the commands the checkout or the team's state.
+func TestParseWorkspaceSandboxRefusesTheProject(t *testing.T) {
+	for _, w := range []string{"%s", "%s/..", "%s/.batty", "%s/.batty/state/x"} {
+		t.Run(w, func(t *testing.T) {
+			dir := newTeamDir(t)
+			path := filepath.Join(dir, "team.yaml")
+			src := fmt.Sprintf("name: t\nworkspace:\n  sandbox:\n    writable: [%q]\nroles: [{name: a}]\n", fmt.Sprintf(w, dir))
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(path)
+			if err == nil || !strings.Contains(err.Error(), "team.yaml:4:16: workspace.sandbox.writable element") {
+				t.Fatalf("Load: %v, want the writable element refused", err)
+			}
+		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"github.com/battyhq/batty/sandbox"
 )
 
 // Workspace is one agent's workspace as the daemon drives it: where the
@@ -39,6 +41,9 @@ type Workspace interface {
 type PrepareOptions struct {
 	Setup        string        // the team's workspace.setup, "" for none
 	SetupTimeout time.Duration // its time limit (0: none)
+	// SetupSandbox is how setup runs inside Codex's sandbox, writing only
+	// the worktree and what it lists; nil runs it without a sandbox.
+	SetupSandbox *sandbox.Policy
 	GitTimeout   time.Duration // the limit of each git step (0: none but ctx's)
 }
 
@@ -101,7 +106,7 @@ func (l Local) Prepare(ctx context.Context, o PrepareOptions) (Prepared, error) 
 		p.Leftover = sha
 	}
 	if o.Setup != "" {
-		if out, err := l.Repo.Setup(ctx, l.Agent, o.Setup, o.SetupTimeout); err != nil {
+		if out, err := l.Repo.Setup(ctx, l.Agent, SetupOptions{Command: o.Setup, Timeout: o.SetupTimeout, Sandbox: o.SetupSandbox}); err != nil {
 			return p, &SetupError{Err: err, Output: out}
 		}
 	}

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"time"
 
 	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/textclip"
 )
 
@@ -23,7 +23,20 @@ const SetupMarker = "batty-setup.done"
 // returns.
 const MaxSetupOutput = 4 << 10
 
-// Setup runs `sh -c command` in agent's worktree, once: when it succeeds
+// SetupOptions are what Setup runs and how.
+type SetupOptions struct {
+	// Command is the team's setup command, run by `/bin/sh -c`; "" for
+	// none.
+	Command string
+	// Timeout bounds one run (0: none but ctx's).
+	Timeout time.Duration
+	// Sandbox is how it runs inside Codex's sandbox, writing only the
+	// worktree and what the policy lists; nil runs it without a sandbox.
+	Sandbox *sandbox.Policy
+}
+
+// Setup runs `/bin/sh -c o.Command` in agent's worktree (inside Codex's
+// sandbox unless o.Sandbox is nil), once: when it succeeds
 // the command is recorded in the worktree's private git dir (SetupMarker),
 // and later calls with the same command return "" and nil at once, until
 // the worktree is checked out anew (Prune, or Ensure restoring it) or the
@@ -31,16 +44,19 @@ const MaxSetupOutput = 4 << 10
 // again. An empty command does nothing.
 //
 // The command runs with the repo's environment, stdin /dev/null, in its
-// own process group, killed whole when timeout (if > 0) passes or ctx
+// own process group, killed whole when o.Timeout (if > 0) passes or ctx
 // ends; what it leaves running in its group when it exits is killed. It
 // blocks until the command is over. output is the end of what it wrote to
 // stdout and stderr (at most MaxSetupOutput bytes, raw: sanitise it before
-// showing it); err says how it failed (exit status, time limit).
+// showing it); err says how it failed (exit status, time limit, a sandbox
+// that could not be set up) and, when its output shows the sandbox
+// refusing something, which setting of the team file to change.
 //
 // The command runs without the repository lock (it may take minutes);
 // only recording its success takes it. Calls for one agent are serialised
 // within the Repo.
-func (r *Repo) Setup(ctx context.Context, agent, command string, timeout time.Duration) (output string, err error) {
+func (r *Repo) Setup(ctx context.Context, agent string, o SetupOptions) (output string, err error) {
+	command := o.Command
 	if err := checkAgent(agent); err != nil {
 		return "", err
 	}
@@ -62,7 +78,7 @@ func (r *Repo) Setup(ctx context.Context, agent, command string, timeout time.Du
 	if done, err := setupDone(wt, command); err != nil || done {
 		return "", err
 	}
-	output, err = r.runSetup(ctx, wt, command, timeout)
+	output, err = r.runSetup(ctx, wt, o)
 	if err != nil {
 		return output, err
 	}
@@ -143,16 +159,19 @@ func writeMarker(admin, command string) error {
 }
 
 // runSetup runs the command and returns the tail of its output.
-func (r *Repo) runSetup(ctx context.Context, wt worktree, command string, timeout time.Duration) (string, error) {
-	what := fmt.Sprintf("setup of %s (sh -c %q)", wt.agent, textclip.Runes(command, 60, textclip.Ellipsis))
+func (r *Repo) runSetup(ctx context.Context, wt worktree, o SetupOptions) (string, error) {
+	what := fmt.Sprintf("setup of %s (sh -c %q)", wt.agent, textclip.Runes(o.Command, 60, textclip.Ellipsis))
+	timeout := o.Timeout
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	cmd := exec.Command("/bin/sh", "-c", command)
-	cmd.Dir = wt.path
-	cmd.Env = CleanEnv(r.env)
+	cmd, done, err := o.Sandbox.Command(wt.path, o.Command, CleanEnv(r.env))
+	if err != nil {
+		return "", fmt.Errorf("%s could not run in Codex's sandbox: %w (make codex.bin a working codex, or set %s in the team file)", what, err, sandbox.KeyOff)
+	}
+	defer done()
 	out := &textclip.TailWriter{Max: MaxSetupOutput, Mark: textclip.Ellipsis + " "}
 	cmd.Stdout, cmd.Stderr = out, out
 	werr := reap.RunGroup(ctx, cmd, r.starter)
@@ -162,6 +181,11 @@ func (r *Repo) runSetup(ctx context.Context, wt worktree, command string, timeou
 	case ctx.Err() != nil:
 		return out.String(), fmt.Errorf("%s: %w", what, ctx.Err())
 	case werr != nil:
+		if o.Sandbox != nil {
+			if hint := sandbox.Hint("setup", out.String(), o.Sandbox.Network); hint != "" {
+				return out.String(), fmt.Errorf("%s: %w; %s", what, werr, hint)
+			}
+		}
 		return out.String(), fmt.Errorf("%s: %w", what, werr)
 	}
 	return out.String(), nil

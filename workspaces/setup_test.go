@@ -21,7 +21,7 @@ func TestSetupRunsOnce(t *testing.T) {
 	path := f.ensure("eng")
 	count := filepath.Join(f.root, "count")
 	cmd := "echo run >> " + count + "; pwd; echo to-stderr >&2"
-	out, err := f.repo.Setup(ctx, "eng", cmd, time.Minute)
+	out, err := f.repo.Setup(ctx, "eng", SetupOptions{Command: cmd, Timeout: time.Minute})
 	if err != nil || out != path+"\nto-stderr\n" {
 		t.Fatalf("Setup = %q, %v; want it run in %s", out, err, path)
 	}
@@ -29,7 +29,7 @@ func TestSetupRunsOnce(t *testing.T) {
 	if got := readFile(t, marker); got != cmd {
 		t.Fatalf("marker = %q", got)
 	}
-	if out, err := f.repo.Setup(ctx, "eng", cmd, time.Minute); err != nil || out != "" {
+	if out, err := f.repo.Setup(ctx, "eng", SetupOptions{Command: cmd, Timeout: time.Minute}); err != nil || out != "" {
 		t.Fatalf("second Setup = %q, %v", out, err)
 	}
 	if got := readFile(t, count); got != "run\n" {
@@ -40,7 +40,7 @@ func TestSetupRunsOnce(t *testing.T) {
 		t.Fatalf("Commit after Setup = %v, %v; want nothing to commit", ok, err)
 	}
 	// A changed command runs.
-	if _, err := f.repo.Setup(ctx, "eng", cmd+" ", time.Minute); err != nil {
+	if _, err := f.repo.Setup(ctx, "eng", SetupOptions{Command: cmd + " ", Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, count); got != "run\nrun\n" {
@@ -51,13 +51,13 @@ func TestSetupRunsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.ensure("eng")
-	if _, err := f.repo.Setup(ctx, "eng", cmd, time.Minute); err != nil {
+	if _, err := f.repo.Setup(ctx, "eng", SetupOptions{Command: cmd, Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, count); got != "run\nrun\nrun\n" {
 		t.Fatalf("setup did not run in the restored worktree: %q", got)
 	}
-	if _, err := f.repo.Setup(ctx, "ghost", cmd, time.Minute); err == nil || !strings.Contains(err.Error(), "no worktree") {
+	if _, err := f.repo.Setup(ctx, "ghost", SetupOptions{Command: cmd, Timeout: time.Minute}); err == nil || !strings.Contains(err.Error(), "no worktree") {
 		t.Fatalf("Setup without a worktree = %v", err)
 	}
 }
@@ -68,7 +68,7 @@ func TestSetupFailureRecordsNothing(t *testing.T) {
 	f.ensure("eng")
 	count := filepath.Join(f.root, "count")
 	cmd := "echo run >> " + count + "; i=0; while [ $i -lt 2000 ]; do echo line $i; i=$((i+1)); done; echo the end >&2; exit 3"
-	out, err := f.repo.Setup(ctx, "eng", cmd, time.Minute)
+	out, err := f.repo.Setup(ctx, "eng", SetupOptions{Command: cmd, Timeout: time.Minute})
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "setup of eng") {
 		t.Fatalf("Setup = %v, want exit status 3", err)
 	}
@@ -78,7 +78,7 @@ func TestSetupFailureRecordsNothing(t *testing.T) {
 	if exists(filepath.Join(f.top, ".git", "worktrees", "eng", SetupMarker)) {
 		t.Fatal("a failure was recorded")
 	}
-	if _, err := f.repo.Setup(ctx, "eng", cmd, time.Minute); err == nil {
+	if _, err := f.repo.Setup(ctx, "eng", SetupOptions{Command: cmd, Timeout: time.Minute}); err == nil {
 		t.Fatal("second run succeeded")
 	}
 	if got := readFile(t, count); got != "run\nrun\n" {
@@ -92,7 +92,7 @@ func TestSetupKilledAtTimeout(t *testing.T) {
 	pidFile := filepath.Join(f.root, "pid")
 	start := time.Now()
 	// A child in the background and the shell waiting: both must die.
-	out, err := f.repo.Setup(context.Background(), "eng", "sleep 60 & echo $! > "+pidFile+"; echo started; wait", 300*time.Millisecond)
+	out, err := f.repo.Setup(context.Background(), "eng", SetupOptions{Command: "sleep 60 & echo $! > " + pidFile + "; echo started; wait", Timeout: 300 * time.Millisecond})
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "time limit of 300ms") {
 		t.Fatalf("Setup = %v, want killed at the time limit", err)
 	}
@@ -112,7 +112,7 @@ func TestSetupKillsWhatItLeavesBehind(t *testing.T) {
 	f := newFixture(t, Options{})
 	f.ensure("eng")
 	pidFile := filepath.Join(f.root, "pid")
-	out, err := f.repo.Setup(context.Background(), "eng", "sleep 60 & echo $! > "+pidFile+"; echo ok", time.Minute)
+	out, err := f.repo.Setup(context.Background(), "eng", SetupOptions{Command: "sleep 60 & echo $! > " + pidFile + "; echo ok", Timeout: time.Minute})
 	if err != nil || out != "ok\n" {
 		t.Fatalf("Setup = %q, %v", out, err)
 	}
@@ -122,7 +122,7 @@ func TestSetupKillsWhatItLeavesBehind(t *testing.T) {
 func TestSetupWithAReaper(t *testing.T) {
 	f := newFixture(t, Options{Starter: reap.New()})
 	f.ensure("eng")
-	if out, err := f.repo.Setup(context.Background(), "eng", "echo ok", time.Minute); err != nil || out != "ok\n" {
+	if out, err := f.repo.Setup(context.Background(), "eng", SetupOptions{Command: "echo ok", Timeout: time.Minute}); err != nil || out != "ok\n" {
 		t.Fatalf("Setup = %q, %v", out, err)
 	}
 }

@@ -124,7 +124,7 @@ func TestSymlinkAtWorktreePathRefused(t *testing.T) {
 	check("State", err)
 	_, err = f.repo.Prune(ctx, "eng", "main", true, fixedNow)
 	check("Prune", err)
-	_, err = f.repo.Setup(ctx, "eng", "touch x", 0)
+	_, err = f.repo.Setup(ctx, "eng", SetupOptions{Command: "touch x", Timeout: 0})
 	check("Setup", err)
 
 	names, err := os.ReadDir(victim)

@@ -32,12 +32,21 @@ func TestE2EWorktreeAgentOnAHostAsAUserSeesIt(t *testing.T) {
 	codexHome := srv.WriteHomeWith(t, codextest.HomeConfig{Dir: filepath.Join(home, ".codex")})
 	codexBin, wrapper := pod.Codex, pod.Command
 	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-host-worktree-%d", time.Now().UnixNano())}
+	// verify runs here, in the sandbox of the codex here where it runs.
+	local, err := codextest.SandboxBinary()
+	wsSandbox := ""
+	if err != nil {
+		t.Logf("verify runs without a sandbox: %v", err)
+		local, wsSandbox = "codex", "  sandbox: off\n"
+	}
 	teamFile := fmt.Sprintf(`name: podteam
 timeouts:
   shutdown: 5s
+codex:
+  bin: %s
 workspace:
   verify: test -s made.txt
-hosts:
+%shosts:
   - name: pod0
     command: [%s]
     dir: %s
@@ -49,7 +58,7 @@ roles:
       bin: %s
       codex_home: %s
       sandbox: danger-full-access
-`, wrapper, hostDir, codexBin, codexHome)
+`, local, wsSandbox, wrapper, hostDir, codexBin, codexHome)
 	for name, text := range map[string]string{"team.yaml": teamFile, ".gitignore": ".batty/\n", "README": "hello\n"} {
 		if err := os.WriteFile(filepath.Join(r.dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)

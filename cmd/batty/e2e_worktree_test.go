@@ -32,11 +32,11 @@ codex:
   sandbox: danger-full-access
 workspace:
   verify: test -s shared.txt
-roles:
+%sroles:
   - name: eng
     instances: 2
     workspace: worktree
-`, codexBin, home)
+`, codexBin, home, sandboxOrOff(t))
 	for name, text := range map[string]string{"team.yaml": team, "shared.txt": "base\n", ".gitignore": ".batty/\n"} {
 		if err := os.WriteFile(filepath.Join(r.dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -144,4 +144,16 @@ roles:
 		}
 		time.Sleep(50 * time.Millisecond) // the daemon delivers it
 	}
+}
+
+// sandboxOrOff is what a test's team file adds to its workspace mapping:
+// nothing where Codex's sandbox runs here (verify and setup run in it, as
+// by default), else `sandbox: off`, saying so.
+func sandboxOrOff(t testing.TB) string {
+	t.Helper()
+	if _, err := codextest.SandboxBinary(); err != nil {
+		t.Logf("verify and setup run without a sandbox: %v", err)
+		return "  sandbox: off\n"
+	}
+	return ""
 }

@@ -3,6 +3,7 @@ package codextest
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -154,5 +155,53 @@ func requireExecutable(t testing.TB, p, what string) string {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
+	return ""
+}
+
+// SandboxBinary returns the codex executable of the tests ($BATTY_CODEX_BIN,
+// else the pinned install's native binary, else its launcher) once `codex
+// sandbox -- /bin/true` ran with it, or an error saying why it cannot be
+// used: it is missing, or Codex's Linux sandbox does not work on this
+// machine. For a test that runs in the sandbox where it can, and without
+// it elsewhere; [Sandbox] is for a test that needs it.
+func SandboxBinary() (string, error) {
+	bin := os.Getenv("BATTY_CODEX_BIN")
+	if bin == "" {
+		bin = nativePath()
+		if bin == "" || !isExecutable(bin) {
+			bin = codex.PinnedLauncher()
+		}
+	}
+	if !isExecutable(bin) {
+		return "", fmt.Errorf("codextest: no codex executable at %s (install @openai/codex@%s there or set BATTY_CODEX_BIN)", bin, codex.Version)
+	}
+	dir, err := os.MkdirTemp("", "codextest-sandbox-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.Command(bin, "sandbox", "--", "/bin/true")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("codextest: codex's sandbox cannot run on this machine (%v): %s", err, out)
+	}
+	return bin, nil
+}
+
+// Sandbox returns [SandboxBinary]'s codex executable. When it has none it
+// skips the test saying why, except when the environment has CI=true,
+// where it fails it (CI runs where the sandbox works, and the tests of
+// what batty runs in it must run there).
+func Sandbox(t testing.TB) string {
+	t.Helper()
+	bin, err := SandboxBinary()
+	if err == nil {
+		return bin
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal(err)
+	}
+	t.Skip(err)
 	return ""
 }

@@ -1,0 +1,253 @@
+// Package sandbox runs the team's workspace commands (workspace.verify and
+// workspace.setup) inside Codex's own Linux sandbox, `codex sandbox`: the
+// command reads the whole file system but writes only its working
+// directory (the worktree), a private temporary directory and the
+// directories the team file declares (workspace.sandbox.writable), and
+// reaches the network only when allowed. It also says when a failed
+// command's output looks like the sandbox refused it, naming the team
+// file's setting to change.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/battyhq/batty/codex"
+)
+
+// The team file's keys a hint names (team.yaml's workspace.sandbox).
+const (
+	// KeyWritable lists the directories besides the worktree a sandboxed
+	// command may write.
+	KeyWritable = "workspace.sandbox.writable"
+	// KeyOff is the opt-out: the commands run without a sandbox.
+	KeyOff = "workspace.sandbox: off"
+)
+
+// KeyNetwork is the key that lets command ("verify" or "setup") reach the
+// network: workspace.sandbox.<command>_network.
+func KeyNetwork(command string) string { return "workspace.sandbox." + command + "_network" }
+
+// Policy is how one kind of workspace command runs in the sandbox. The
+// zero Policy is not usable: Bin and Home are required.
+type Policy struct {
+	// Bin is the codex executable as the team file names it (codex.bin):
+	// a name looked up on PATH or an absolute path; an npm launcher is
+	// bypassed for its native binary (codex.ResolveBinary).
+	Bin string `json:"bin"`
+	// Homes is the directory (made 0700 when missing) under which each run
+	// gets a fresh, empty CODEX_HOME of its own, removed after it: no
+	// configuration file widens the sandbox, and nothing one run leaves
+	// there reaches the next. codex keeps its helper binaries there; the
+	// command cannot write it. Outside /tmp, or codex warns.
+	Homes string `json:"homes"`
+	// Writable are absolute directories the command may write besides
+	// its working directory and its private temporary directory. One
+	// missing is made (0700) before the command runs.
+	Writable []string `json:"writable,omitempty"`
+	// Network lets the command reach the network (loopback included);
+	// without it every socket but a Unix one is refused.
+	Network bool `json:"network,omitempty"`
+}
+
+// Args returns codex's arguments (after the executable) that run argv
+// under the sandbox: workspace-write, its writable roots exactly
+// writable (besides the working directory, which codex always adds),
+// /tmp and $TMPDIR not writable unless listed, and the network as
+// network says. Every setting it relies on is set on the command line, so
+// no configuration file changes it. It is pure; writable must be absolute
+// paths of valid UTF-8.
+func Args(writable []string, network bool, argv []string) []string {
+	roots := make([]string, len(writable))
+	for i, w := range writable {
+		roots[i] = tomlString(w)
+	}
+	args := []string{"sandbox",
+		"-c", `sandbox_mode="workspace-write"`,
+		"-c", "sandbox_workspace_write.writable_roots=[" + strings.Join(roots, ",") + "]",
+		"-c", fmt.Sprintf("sandbox_workspace_write.network_access=%t", network),
+		"-c", "sandbox_workspace_write.exclude_slash_tmp=true",
+		"-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true",
+		"--"}
+	return append(args, argv...)
+}
+
+// tomlString quotes s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// Command returns the command that runs `/bin/sh -c script` in dir. With
+// p nil it runs as it is (no sandbox, env unchanged, done a no-op).
+// Otherwise it runs under `codex sandbox` with p's settings, its
+// environment env with TMPDIR set to a private temporary directory and
+// CODEX_HOME to a fresh one under p.Homes (both made now, removed by
+// done, which must be called once the command is over); the missing
+// Writable directories are made. The caller starts the command (and owns
+// its process group).
+func (p *Policy) Command(dir, script string, env []string) (cmd *exec.Cmd, done func(), err error) {
+	sh := []string{"/bin/sh", "-c", script}
+	if p == nil {
+		cmd = exec.Command(sh[0], sh[1:]...)
+		cmd.Dir, cmd.Env = dir, env
+		return cmd, func() {}, nil
+	}
+	if err := p.check(); err != nil {
+		return nil, nil, err
+	}
+	bin, err := codex.ResolveBinary(p.Bin)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
+	}
+	for _, d := range append([]string{p.Homes}, p.Writable...) {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
+	home, err := os.MkdirTemp(p.Homes, "home-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox: CODEX_HOME: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "batty-sandbox-")
+	if err != nil {
+		os.RemoveAll(home)
+		return nil, nil, fmt.Errorf("sandbox: private temporary directory: %w", err)
+	}
+	done = func() {
+		os.RemoveAll(tmp)
+		os.RemoveAll(home)
+	}
+	writable := append(append([]string(nil), p.Writable...), tmp)
+	cmd = exec.Command(bin.Path, Args(writable, p.Network, sh)...)
+	cmd.Dir = dir
+	cmd.Env = bin.Environ(codex.WithHome(setEnv(env, "TMPDIR", tmp), home))
+	return cmd, done, nil
+}
+
+// check reports a Policy Command cannot run.
+func (p *Policy) check() error {
+	switch {
+	case p.Bin == "":
+		return errors.New("sandbox: no codex binary")
+	case !filepath.IsAbs(p.Homes):
+		return fmt.Errorf("sandbox: the directory of CODEX_HOMEs %q is not an absolute path", p.Homes)
+	}
+	for _, w := range p.Writable {
+		if !filepath.IsAbs(w) || !utf8.ValidString(w) {
+			return fmt.Errorf("sandbox: writable directory %q is not an absolute path of valid UTF-8", w)
+		}
+	}
+	return nil
+}
+
+// setEnv returns env with key set to value (every earlier entry of key
+// dropped).
+func setEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
+
+// Refusal is what a failed sandboxed command's output says the sandbox
+// refused.
+type Refusal int
+
+// Refusals.
+const (
+	// RefusedNothing: nothing in the output points at the sandbox.
+	RefusedNothing Refusal = iota
+	// Unavailable: the sandbox itself could not start (bubblewrap, user
+	// namespaces, seccomp).
+	Unavailable
+	// RefusedNetwork: a socket, a connection or a name lookup failed.
+	// Without the network the sandbox refuses every socket but those
+	// already open, loopback and Unix ones included.
+	RefusedNetwork
+	// RefusedWrite: a write was refused (a read-only file system).
+	RefusedWrite
+	// RefusedSomething: an operation was not permitted or a permission
+	// denied: a write or a socket.
+	RefusedSomething
+)
+
+// signs maps the words of each refusal in a command's output, matched
+// without regard to case, the most specific first.
+var signs = []struct {
+	r     Refusal
+	words []string
+}{
+	{Unavailable, []string{"bwrap:", "codex-linux-sandbox", "landlock", "seccomp"}},
+	{RefusedNetwork, []string{"socket: operation not permitted", "bind: operation not permitted", "connect: operation not permitted",
+		"network is unreachable", "could not resolve host", "temporary failure in name resolution", "name or service not known",
+		"no such host", "connection refused", "couldn't connect", "failed to connect", "enetunreach"}},
+	{RefusedWrite, []string{"read-only file system", "erofs"}},
+	{RefusedSomething, []string{"operation not permitted", "permission denied", "eperm", "eacces"}},
+}
+
+// Classify says which refusal, if any, output (a failed sandboxed
+// command's) shows. It is pure.
+func Classify(output string) Refusal {
+	low := strings.ToLower(output)
+	for _, s := range signs {
+		for _, w := range s.words {
+			if strings.Contains(low, w) {
+				return s.r
+			}
+		}
+	}
+	return RefusedNothing
+}
+
+// Hint is what to tell of command ("verify" or "setup") that failed in
+// the sandbox, network its setting, with that output: which setting of
+// the team file to change. It is "" when the output shows no refusal
+// (with the network allowed, a failed connection is not the sandbox's
+// doing either). It is pure.
+func Hint(command, output string, network bool) string {
+	write := fmt.Sprintf("%s runs in Codex's sandbox, which lets it write only its worktree and the directories of %s", command, KeyWritable)
+	r := Classify(output)
+	if network && r == RefusedNetwork {
+		return ""
+	}
+	if network && r == RefusedSomething {
+		r = RefusedWrite
+	}
+	switch r {
+	case RefusedWrite:
+		return fmt.Sprintf("%s, and its output shows a write refused: add the directory it needs to %s in the team file, or set %s",
+			write, KeyWritable, KeyOff)
+	case RefusedNetwork:
+		return fmt.Sprintf("%s runs in Codex's sandbox without the network (no socket at all, not even loopback), and its output shows one refused: set %s: true in the team file, or %s",
+			command, KeyNetwork(command), KeyOff)
+	case RefusedSomething:
+		return fmt.Sprintf("%s, and without the network (no socket at all), and its output shows something not permitted: add the directory it writes to %s, or set %s: true, in the team file, or set %s",
+			write, KeyWritable, KeyNetwork(command), KeyOff)
+	case Unavailable:
+		return fmt.Sprintf("%s runs in Codex's sandbox, which could not start on this machine (see the output): make `codex sandbox -- /bin/true` work here, or set %s in the team file",
+			command, KeyOff)
+	}
+	return ""
+}
