@@ -289,8 +289,8 @@ func (r *Repo) syncRef(ctx context.Context, agent, baseRef, base string, keep bo
 	if err != nil {
 		return SyncResult{}, fmt.Errorf("sync %s with %s: %w", Branch(agent), base, err)
 	}
-	_, merr := g.Run(ctx, withNoHooks("merge", "--no-edit", "--ff", "--no-verify", "--no-gpg-sign", "--no-autostash", "--no-stat",
-		"-m", "Merge "+base+" into "+Branch(agent), baseRef)...)
+	_, merr := g.Run(ctx, "merge", "--no-edit", "--ff", "--no-verify", "--no-gpg-sign", "--no-autostash", "--no-stat",
+		"-m", "Merge "+base+" into "+Branch(agent), baseRef)
 	if merr == nil {
 		return SyncResult{Merged: true}, nil
 	}
@@ -309,7 +309,7 @@ func (r *Repo) syncRef(ctx context.Context, agent, baseRef, base string, keep bo
 	if keep && lerr == nil && out != "" && ctx.Err() == nil {
 		return SyncResult{Conflicts: strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")}, nil
 	}
-	_, aerr := g.Run(actx, withNoHooks("merge", "--abort")...)
+	_, aerr := g.Run(actx, "merge", "--abort")
 	if aerr != nil {
 		return SyncResult{}, fmt.Errorf("sync %s with %s: the merge failed (%v) and could not be undone: %w; undo it yourself (git -C %s merge --abort)", Branch(agent), base, merr, aerr, wt.path)
 	}
