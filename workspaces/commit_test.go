@@ -236,8 +236,8 @@ func TestCommitNestedGitInSubdirectory(t *testing.T) {
 	f := newFixture(t, Options{})
 	path := f.ensure("eng")
 	// The agent makes a repository of its own in a subdirectory: it is
-	// committed as such (a gitlink), and batty's commit still lands on the
-	// agent's branch of the project.
+	// left out (no gitlink), and batty's commit still lands on the agent's
+	// branch of the project.
 	sub := filepath.Join(path, "vendor", "lib")
 	mustGit(t, f.env, f.root, "init", "-q", "-b", "main", sub)
 	writeFile(t, filepath.Join(sub, "x"), "x\n")
@@ -251,6 +251,9 @@ func TestCommitNestedGitInSubdirectory(t *testing.T) {
 	}
 	if got := strings.TrimSpace(mustGit(t, f.env, sub, "rev-parse", "HEAD")); got != subHead {
 		t.Fatal("the nested repository got a commit")
+	}
+	if tree := f.treePaths(sha); strings.Contains(tree, "vendor") || !strings.Contains(tree, " top.txt\n") {
+		t.Fatalf("the commit's tree:\n%s\nwant top.txt, nothing of vendor/lib", tree)
 	}
 }
 
