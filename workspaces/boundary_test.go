@@ -263,18 +263,43 @@ func TestGitEnv(t *testing.T) {
 	}
 }
 
+func TestLsEntry(t *testing.T) {
+	sha := strings.Repeat("ab", 20)
+	for _, tc := range []struct {
+		entry string
+		kind  int
+		path  string
+	}{
+		{"sub/", entryNested, "sub"},
+		{"deep/er/sub/", entryNested, "deep/er/sub"},
+		{"160000 " + sha + " 0\tlib", entryGitlink, "lib"},
+		{"160000 " + sha + " 0\tlib dir/x", entryGitlink, "lib dir/x"},
+		{"100644 " + sha + " 0\tREADME", entryOther, ""},
+		{"README", entryOther, ""},
+		{"160000 not-hex 0\tlib", entryOther, ""},
+		// A nested repository named like a gitlink entry is a nested
+		// repository: the slash decides first.
+		{"160000 " + sha + " 0\tx/", entryNested, "160000 " + sha + " 0\tx"},
+	} {
+		if kind, path := lsEntry(tc.entry); kind != tc.kind || path != tc.path {
+			t.Errorf("lsEntry(%q) = %d, %q; want %d, %q", tc.entry, kind, path, tc.kind, tc.path)
+		}
+	}
+}
+
 func TestAddPathspecsAndNulList(t *testing.T) {
 	if got := addPathspecs([]string{"a b"}, []string{"lib"}); got != ".\x00:(exclude,literal)a b\x00:(exclude,literal)lib\x00" {
 		t.Fatalf("addPathspecs = %q", got)
 	}
-	l := &nulList{keep: func(p string) (string, bool) { return strings.CutSuffix(p, "/") }}
+	var got []string
+	l := &nulList{each: func(e string) { got = append(got, e) }}
 	for _, chunk := range []string{"x/y\x00su", "b/\x00f", "ile\x00d/e/\x00"} {
 		if _, err := l.Write([]byte(chunk)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := l.err(); err != nil || !reflect.DeepEqual(l.paths, []string{"sub", "d/e"}) {
-		t.Fatalf("nulList = %q, %v", l.paths, err)
+	if err := l.err(); err != nil || !reflect.DeepEqual(got, []string{"x/y", "sub/", "file", "d/e/"}) {
+		t.Fatalf("nulList = %q, %v", got, err)
 	}
 	if _, err := l.Write([]byte("cut")); err != nil || l.err() == nil {
 		t.Fatal("an unterminated entry is not an error")

@@ -179,29 +179,50 @@ const maxNested = 100
 
 // nestedRepos lists, in the worktree g runs in, the repositories nested
 // in it that git would record as gitlinks: untracked directories holding
-// a .git directory or file (git ls-files --others lists them with a
-// trailing slash, at any depth, however their .git is made), and the
-// gitlinks the index already has (a submodule of the project). Their
-// paths are relative to the worktree, without a trailing slash. Only
-// the untracked walk reads the tree; its output is streamed, the files
-// in it dropped.
+// a .git directory or file (at any depth, however their .git is made),
+// and the gitlinks the index already has (a submodule of the project).
+// Their paths are relative to the worktree. It is one git ls-files (one
+// walk of the tree), its output streamed, the files in it dropped.
 func nestedRepos(ctx context.Context, g Git) (nested, gitlinks []string, err error) {
-	others := &nulList{keep: func(p string) (string, bool) { return strings.CutSuffix(p, "/") }}
-	if err := g.RunTo(ctx, others, "ls-files", "-z", "--others", "--exclude-standard"); err != nil {
-		return nil, nil, fmt.Errorf("look for nested repositories: %w", err)
-	}
-	staged := &nulList{keep: func(e string) (string, bool) {
-		// "<mode> <object> <stage>\t<path>"
-		info, path, ok := strings.Cut(e, "\t")
-		return path, ok && strings.HasPrefix(info, "160000 ")
+	l := &nulList{each: func(entry string) {
+		switch kind, path := lsEntry(entry); kind {
+		case entryNested:
+			nested = append(nested, path)
+		case entryGitlink:
+			gitlinks = append(gitlinks, path)
+		}
 	}}
-	if err := g.RunTo(ctx, staged, "ls-files", "-z", "--stage"); err != nil {
-		return nil, nil, fmt.Errorf("look for gitlinks: %w", err)
-	}
-	if err := errors.Join(others.err(), staged.err()); err != nil {
+	if err := g.RunTo(ctx, l, "ls-files", "-z", "--stage", "--others", "--exclude-standard"); err != nil {
 		return nil, nil, fmt.Errorf("look for nested repositories: %w", err)
 	}
-	return others.paths, staged.paths, nil
+	if err := l.err(); err != nil {
+		return nil, nil, fmt.Errorf("look for nested repositories: %w", err)
+	}
+	return nested, gitlinks, nil
+}
+
+// The kinds of lsEntry.
+const (
+	entryOther   = iota // a file, tracked or not
+	entryNested         // an untracked nested repository
+	entryGitlink        // a gitlink of the index
+)
+
+// lsEntry says what an entry of git ls-files -z --stage --others is, and
+// its path: "<path>/" is an untracked nested repository (with --others
+// and no --directory, only a nested repository is listed as a directory,
+// and no index entry ends with a slash); "160000 <object> <stage>\t<path>"
+// a gitlink of the index; anything else a file. It is a pure function.
+func lsEntry(entry string) (kind int, path string) {
+	if p, ok := strings.CutSuffix(entry, "/"); ok {
+		return entryNested, p
+	}
+	info, path, ok := strings.Cut(entry, "\t")
+	f := strings.Fields(info)
+	if ok && len(f) == 3 && f[0] == "160000" && validCommit(f[1]) && len(f[2]) == 1 && path != "" {
+		return entryGitlink, path
+	}
+	return entryOther, ""
 }
 
 // clipList returns the first max of list.
@@ -224,13 +245,12 @@ func addPathspecs(nested, gitlinks []string) string {
 	return b.String()
 }
 
-// nulList is an io.Writer that reads NUL-terminated entries and keeps
-// those keep accepts, as keep returns them. What does not end with a NUL
-// when the writing is over is an error (err).
+// nulList is an io.Writer that reads NUL-terminated entries and hands
+// each to each. What does not end with a NUL when the writing is over is
+// an error (err).
 type nulList struct {
-	keep  func(entry string) (string, bool)
-	paths []string
-	rest  []byte
+	each func(entry string)
+	rest []byte
 }
 
 func (l *nulList) Write(b []byte) (int, error) {
@@ -243,9 +263,7 @@ func (l *nulList) Write(b []byte) (int, error) {
 		}
 		entry := string(append(l.rest, b[:i]...))
 		l.rest, b = l.rest[:0], b[i+1:]
-		if p, ok := l.keep(entry); ok && p != "" {
-			l.paths = append(l.paths, p)
-		}
+		l.each(entry)
 	}
 }
 
