@@ -53,7 +53,7 @@ func TestCloneHostThatStreamsTooMuch(t *testing.T) {
 	// A fake host that answers with MinAnswer + 1 MiB of zeros, whatever
 	// it is asked.
 	c.Host.Command = []string{"sh", "-c", "head -c 68157440 /dev/zero", "host"}
-	_, _, err := c.Commit(ctx(t), workspaces.CommitInfo{Subject: "x"})
+	_, err := c.Commit(ctx(t), workspaces.CommitInfo{Subject: "x"})
 	if !errors.Is(err, ErrAnswerTooLarge) || !strings.Contains(err.Error(), "sent more than 67108864 bytes (64.0 MiB), the least bound of an answer") {
 		t.Fatalf("commit on a host that streams too much: %v", err)
 	}

@@ -87,16 +87,16 @@ func (c *Client) Prepare(ctx context.Context, o workspaces.PrepareOptions) (work
 }
 
 // Commit implements workspaces.Workspace.
-func (c *Client) Commit(ctx context.Context, ci workspaces.CommitInfo) (string, bool, error) {
+func (c *Client) Commit(ctx context.Context, ci workspaces.CommitInfo) (workspaces.Committed, error) {
 	ci.Agent = c.Agent
 	ans, err := c.call(ctx, Request{Op: OpCommit, Commit: &ci}, nil)
 	if err != nil {
-		return "", false, err
+		return workspaces.Committed{}, err
 	}
 	if ans.Failure != nil {
-		return "", false, ans.Failure.Err(c.Host.Name)
+		return workspaces.Committed{}, ans.Failure.Err(c.Host.Name)
 	}
-	return ans.BranchCommit, ans.Committed, nil
+	return workspaces.Committed{Head: ans.BranchCommit, Made: ans.Committed, Nested: ans.Nested}, nil
 }
 
 // MergeBase implements workspaces.Workspace: the base as it is here goes

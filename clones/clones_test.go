@@ -168,7 +168,8 @@ func TestWorkspacePrepareCommitState(t *testing.T) {
 			t.Fatalf("the worktree has README %q", b)
 		}
 		write(t, filepath.Join(w.dir, "feature.go"), "package feature\n")
-		sha, committed, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "add the feature", MessageID: "m-1"})
+		c, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "add the feature", MessageID: "m-1"})
+		sha, committed := c.Head, c.Made
 		if err != nil || !committed {
 			t.Fatalf("commit: %v %v", committed, err)
 		}
@@ -184,8 +185,8 @@ func TestWorkspacePrepareCommitState(t *testing.T) {
 			t.Fatalf("state: %+v, %v", st, err)
 		}
 		// Nothing changed: no commit.
-		if _, committed, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "nothing"}); err != nil || committed {
-			t.Fatalf("empty commit: %v %v", committed, err)
+		if c, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "nothing"}); err != nil || c.Made {
+			t.Fatalf("empty commit: %v %v", c.Made, err)
 		}
 		// What a killed run left is committed by the next prepare.
 		write(t, filepath.Join(w.dir, "half.txt"), "half\n")
@@ -205,7 +206,7 @@ func TestWorkspaceMergeBaseLeavesTheConflict(t *testing.T) {
 			t.Fatal(err)
 		}
 		write(t, filepath.Join(w.dir, "README"), "agent's\n")
-		if _, _, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "readme"}); err != nil {
+		if _, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "readme"}); err != nil {
 			t.Fatal(err)
 		}
 		write(t, filepath.Join(f.top, "README"), "user's\n")
@@ -218,11 +219,12 @@ func TestWorkspaceMergeBaseLeavesTheConflict(t *testing.T) {
 			t.Fatalf("no markers in README: %q", b)
 		}
 		// Markers left: nothing is committed.
-		if _, committed, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "too early"}); err == nil && committed {
-			t.Fatal("committed with markers in the worktree")
+		if c, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "too early"}); err == nil && c.Made {
+			t.Fatal("c.Made with markers in the worktree")
 		}
 		write(t, filepath.Join(w.dir, "README"), "both\n")
-		sha, committed, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "resolved"})
+		c, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "resolved"})
+		sha, committed := c.Head, c.Made
 		if err != nil || !committed {
 			t.Fatalf("commit of the resolution: %v %v", committed, err)
 		}
@@ -293,7 +295,8 @@ func TestCloneMadeAgainFromTheBranchHere(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(w.dir, "a.txt"), "a\n")
-	sha, _, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "a"})
+	c, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "a"})
+	sha := c.Head
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +326,7 @@ func TestCloneMergesWorkDoneHere(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(w.dir, "there.txt"), "there\n")
-	if _, _, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "there"}); err != nil {
+	if _, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "there"}); err != nil {
 		t.Fatal(err)
 	}
 	// The branch here moves on (a worktree here, made and removed).
@@ -332,7 +335,8 @@ func TestCloneMergesWorkDoneHere(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(l.dir, "here.txt"), "here\n")
-	hereCommit, _, err := l.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "here"})
+	c, err := l.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "here"})
+	hereCommit := c.Head
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +374,8 @@ func TestCloneSkipsWhatTheShellPrints(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(w.dir, "big.bin"), strings.Repeat("0123456789abcdef", 1<<16))
-	sha, _, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "big"})
+	done, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "big"})
+	sha := done.Head
 	if err != nil || branchHere(t, f) != sha {
 		t.Fatalf("commit through a chatty shell: %v", err)
 	}
@@ -423,7 +428,7 @@ func TestCloneHostThatNeverAnswers(t *testing.T) {
 	c := w.ws.(*Client)
 	c.Host.Command = []string{"sh", "-c", "exec sleep 613", "host"}
 	c.Timeout = 200 * time.Millisecond
-	if _, _, err := c.Commit(ctx(t), workspaces.CommitInfo{Subject: "x"}); !errors.Is(err, ErrHost) {
+	if _, err := c.Commit(ctx(t), workspaces.CommitInfo{Subject: "x"}); !errors.Is(err, ErrHost) {
 		t.Fatalf("commit on a silent host: %v", err)
 	}
 	if _, err := c.Prepare(ctx(t), workspaces.PrepareOptions{}); !errors.Is(err, ErrHost) {
@@ -467,7 +472,7 @@ func TestCloneRetire(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(w.dir, "there.txt"), "there\n")
-	if _, _, err := c.Commit(ctx(t), workspaces.CommitInfo{Subject: "there"}); err != nil {
+	if _, err := c.Commit(ctx(t), workspaces.CommitInfo{Subject: "there"}); err != nil {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(f.top, "elsewhere.txt"), "elsewhere\n")

@@ -144,8 +144,8 @@ func run(ctx, gctx context.Context, repo *workspaces.Repo, req Request, ans *Ans
 		if req.Commit == nil {
 			return fmt.Errorf("a commit request without its commit")
 		}
-		_, committed, err := ws.Commit(gctx, *req.Commit)
-		ans.Committed = committed
+		c, err := ws.Commit(gctx, *req.Commit)
+		ans.Committed, ans.Nested = c.Made, c.Nested
 		return err
 	case OpMerge:
 		res, err := ws.MergeBase(gctx)
@@ -159,7 +159,7 @@ func run(ctx, gctx context.Context, repo *workspaces.Repo, req Request, ans *Ans
 		if !req.Force {
 			return fmt.Errorf("%w: %d uncommitted paths in the clone of %s", workspaces.ErrUnlanded, dirty, req.Agent)
 		}
-		_, _, err = ws.Commit(gctx, workspaces.CommitInfo{Subject: "uncommitted work of " + req.Agent + " at prune", WIP: true})
+		_, err = ws.Commit(gctx, workspaces.CommitInfo{Subject: "uncommitted work of " + req.Agent + " at prune", WIP: true})
 		return err
 	case OpPrune:
 		// The daemon's side keeps the branch's work (archived with

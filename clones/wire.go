@@ -79,9 +79,12 @@ type Answer struct {
 	Dirty  int    `json:"dirty"`  // its uncommitted paths
 	Path   string `json:"path,omitempty"`
 
-	Prepared  *workspaces.Prepared   `json:"prepared,omitempty"`
-	Committed bool                   `json:"committed,omitempty"`
-	Merge     *workspaces.SyncResult `json:"merge,omitempty"`
+	Prepared  *workspaces.Prepared `json:"prepared,omitempty"`
+	Committed bool                 `json:"committed,omitempty"`
+	// Nested are the repositories nested in the worktree that the commit
+	// left out (workspaces.Committed.Nested).
+	Nested []string               `json:"nested,omitempty"`
+	Merge  *workspaces.SyncResult `json:"merge,omitempty"`
 	// Merged is the merge of the branch here into the host's (prepare).
 	Merged *workspaces.SyncResult `json:"merged,omitempty"`
 	// Pruned: the clone's worktree or branch was removed (prune).

@@ -49,7 +49,7 @@ const gitignore = ".batty/\ncodex-home/\n"
 // there (a signing key, a hook path, a default branch) changes the demo's
 // repository; the identity is given on each commit (commitIdentity).
 func projectGit(dir string) workspaces.Git {
-	return workspaces.Git{Dir: dir, Env: append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")}
+	return workspaces.Git{Dir: dir, Vars: []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1"}}
 }
 
 // commitIdentity are the git options that name the author and committer

@@ -13,13 +13,6 @@ import (
 	"github.com/battyhq/batty/workspaces"
 )
 
-// noHooks returns args run without the repository's hooks: a landing is
-// batty's step, and a hook could block it, change it or run an agent's
-// code. Pure.
-func noHooks(args ...string) []string {
-	return append([]string{"-c", "core.hooksPath=/dev/null"}, args...)
-}
-
 // gitIn returns the git runner for dir.
 func (q *Queue) gitIn(dir string) workspaces.Git {
 	return workspaces.Git{Dir: dir, Env: q.env, Starter: q.opt.Starter}
@@ -28,10 +21,9 @@ func (q *Queue) gitIn(dir string) workspaces.Git {
 // gitWrite returns the git runner for commands in dir that write commits
 // or reflogs: batty is their author and committer.
 func (q *Queue) gitWrite(dir string) workspaces.Git {
-	env := append(append([]string(nil), q.env...),
-		"GIT_AUTHOR_NAME="+q.name, "GIT_AUTHOR_EMAIL="+q.email,
-		"GIT_COMMITTER_NAME="+q.name, "GIT_COMMITTER_EMAIL="+q.email)
-	return workspaces.Git{Dir: dir, Env: env, Starter: q.opt.Starter}
+	return workspaces.Git{Dir: dir, Env: q.env, Starter: q.opt.Starter, Vars: []string{
+		"GIT_AUTHOR_NAME=" + q.name, "GIT_AUTHOR_EMAIL=" + q.email,
+		"GIT_COMMITTER_NAME=" + q.name, "GIT_COMMITTER_EMAIL=" + q.email}}
 }
 
 func (q *Queue) baseRef() string { return "refs/heads/" + q.opt.Base }
@@ -229,7 +221,7 @@ func (q *Queue) prepare(ctx context.Context, tip string) error {
 		if _, err := top.Run(ctx, "worktree", "prune"); err != nil {
 			return err
 		}
-		if _, err := top.Run(ctx, noHooks("worktree", "add", "-q", "--detach", q.integ, tip)...); err != nil {
+		if _, err := top.Run(ctx, "worktree", "add", "-q", "--detach", q.integ, tip); err != nil {
 			return err
 		}
 	}
@@ -241,7 +233,7 @@ func (q *Queue) prepare(ctx context.Context, tip string) error {
 		{"reset", "-q", "--hard", tip},
 		{"clean", "-q", "-ffdx"},
 	} {
-		if _, err := g.Run(ctx, noHooks(args...)...); err != nil {
+		if _, err := g.Run(ctx, args...); err != nil {
 			return err
 		}
 	}
@@ -318,8 +310,9 @@ func (q *Queue) merge(ctx context.Context, r Request, f Facts) (merged string, c
 	if err != nil {
 		return "", nil, fmt.Errorf("count the commits of %s: %q: %w", r.Branch, out, err)
 	}
-	args := noHooks("-c", "commit.gpgsign=false", "-c", "rerere.enabled=false",
-		"merge", "-q", "--no-ff", "--no-edit", "--no-log", "--no-verify-signatures", "-m", mergeMessage(r.Branch, n), f.BranchTip)
+	// Hooks, signing and rerere are off for every git batty runs
+	// (workspaces.Git).
+	args := []string{"merge", "-q", "--no-ff", "--no-edit", "--no-log", "--no-verify-signatures", "-m", mergeMessage(r.Branch, n), f.BranchTip}
 	if _, merr := g.Run(ctx, args...); merr != nil {
 		if ctx.Err() != nil {
 			return "", nil, merr
@@ -350,11 +343,11 @@ func (q *Queue) merge(ctx context.Context, r Request, f Facts) (merged string, c
 // that has base checked out (which moves its index and files too).
 func (q *Queue) advance(ctx context.Context, r Request, d Decision, f Facts) error {
 	if d.Action == ActAdvanceCheckout {
-		_, err := q.gitWrite(f.Checkout).Run(ctx, noHooks(
-			"merge", "-q", "--ff-only", "--no-verify-signatures", "--no-autostash", r.Merged)...)
+		_, err := q.gitWrite(f.Checkout).Run(ctx,
+			"merge", "-q", "--ff-only", "--no-verify-signatures", "--no-autostash", r.Merged)
 		return err
 	}
-	_, err := q.gitWrite(q.opt.TopLevel).Run(ctx, noHooks(
-		"update-ref", "-m", "batty: land "+r.Branch, q.baseRef(), r.Merged, r.BaseBefore)...)
+	_, err := q.gitWrite(q.opt.TopLevel).Run(ctx,
+		"update-ref", "-m", "batty: land "+r.Branch, q.baseRef(), r.Merged, r.BaseBefore)
 	return err
 }

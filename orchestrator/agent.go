@@ -115,6 +115,9 @@ type agent struct {
 	// (see wantSync).
 	syncReq  string
 	syncTold bool
+	// nestedTold are the nested repositories of the worktree the agent
+	// was told its commits leave out (see tellNested).
+	nestedTold map[string]bool
 }
 
 // agentSnap is what status shows of an agent.

@@ -217,13 +217,13 @@ func BenchmarkHostCommitPerTurn(b *testing.B) {
 				}
 			}
 			t0 := time.Now()
-			if _, ok, err := impls[impl].Commit(ctx, workspaces.CommitInfo{Subject: fmt.Sprint("turn ", i)}); err != nil || !ok {
-				b.Fatalf("%s commit: %v %v", impl, ok, err)
+			if c, err := impls[impl].Commit(ctx, workspaces.CommitInfo{Subject: fmt.Sprint("turn ", i)}); err != nil || !c.Made {
+				b.Fatalf("%s commit: %v %v", impl, c.Made, err)
 			}
 			took[impl+"/3-files"] = append(took[impl+"/3-files"], time.Since(t0))
 			t0 = time.Now()
-			if _, ok, err := impls[impl].Commit(ctx, workspaces.CommitInfo{Subject: "nothing"}); err != nil || ok {
-				b.Fatalf("%s empty commit: %v %v", impl, ok, err)
+			if c, err := impls[impl].Commit(ctx, workspaces.CommitInfo{Subject: "nothing"}); err != nil || c.Made {
+				b.Fatalf("%s empty commit: %v %v", impl, c.Made, err)
 			}
 			took[impl+"/nothing"] = append(took[impl+"/nothing"], time.Since(t0))
 		}

@@ -191,9 +191,9 @@ func (w *agentWorkspace) problem(err error) *preflight.Problem {
 }
 
 // commit commits what changed in the worktree: a turn's work (subject from
-// message m, its id as the trailer) or, wip, work in progress. It returns
-// the new commit, "" when nothing changed.
-func (w *agentWorkspace) commit(m *inbox.Message, wip bool, why string) (string, error) {
+// message m, its id as the trailer) or, wip, work in progress (see
+// workspaces.Workspace.Commit).
+func (w *agentWorkspace) commit(m *inbox.Message, wip bool, why string) (workspaces.Committed, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
 	ci := workspaces.CommitInfo{Agent: w.agent, Subject: why, WIP: wip}
@@ -203,11 +203,7 @@ func (w *agentWorkspace) commit(m *inbox.Message, wip bool, why string) (string,
 			ci.Subject = s
 		}
 	}
-	sha, committed, err := w.ws.Commit(ctx, ci)
-	if err != nil || !committed {
-		return "", err
-	}
-	return sha, nil
+	return w.ws.Commit(ctx, ci)
 }
 
 // firstLine is the first non-empty line of s, trimmed.
@@ -320,15 +316,18 @@ func (a *agent) commitWorkspace(m *inbox.Message, wip bool, why string) {
 		// No worktree yet, or being made: nothing to commit.
 		return
 	}
-	sha, err := a.ws.commit(m, wip, why)
+	c, err := a.ws.commit(m, wip, why)
 	if err != nil {
 		a.log.Warn("Committing the worktree failed", "error", err)
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "worktree not committed: " + err.Error()})
 		return
 	}
-	if sha != "" {
+	if m != nil {
+		a.tellNested(m.ID, c.Nested)
+	}
+	if c.Made {
 		ev := eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name, Detail: why,
-			Data: map[string]any{"commit": sha, "wip": wip, "branch": workspaces.Branch(a.def.Name)}}
+			Data: map[string]any{"commit": c.Head, "wip": wip, "branch": workspaces.Branch(a.def.Name)}}
 		if m != nil {
 			ev.Message = m.ID
 		}
@@ -337,6 +336,50 @@ func (a *agent) commitWorkspace(m *inbox.Message, wip bool, why string) {
 		// nothing costs no second scan of the tree.
 		a.refreshWorkspace()
 	}
+}
+
+// tellNested tells the agent, once per daemon, of the repositories nested
+// in its worktree that its commits leave out (workspaces.Repo.Commit), in
+// a message answering req, the message of the turn that made them; a
+// warning says so in the event log. Run's goroutine only.
+func (a *agent) tellNested(req string, nested []string) {
+	fresh := untold(a.nestedTold, nested)
+	if len(fresh) == 0 {
+		return
+	}
+	if a.nestedTold == nil {
+		a.nestedTold = map[string]bool{}
+	}
+	for _, p := range fresh {
+		a.nestedTold[p] = true
+	}
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: req,
+		Detail: "nested git repositories not committed: " + strings.Join(fresh, ", "), Data: map[string]any{"paths": fresh}})
+	a.tell(req, nestedNote(fresh))
+}
+
+// untold returns the paths of nested not in told, in order. It is a pure
+// function.
+func untold(told map[string]bool, nested []string) []string {
+	var fresh []string
+	for _, p := range nested {
+		if !told[p] {
+			fresh = append(fresh, p)
+		}
+	}
+	return fresh
+}
+
+// nestedNote tells an agent, in plain words, that batty does not commit
+// the git repositories nested in its worktree, why, and what to do. It is
+// a pure function.
+func nestedNote(paths []string) string {
+	return fmt.Sprintf("[batty] Not committed: %s. Each is a git repository inside your worktree (it holds a .git directory or file). "+
+		"batty never commits a nested repository: git would then look inside it every time batty reads your worktree, "+
+		"and run what its configuration names, outside your sandbox. Its files are not part of your branch and will not land. "+
+		"If they belong in the project, remove the nested .git (for example `rm -rf %s/.git`) and they are committed as ordinary files at the end of your turn; "+
+		"if they do not, move the repository out of your worktree.",
+		strings.Join(paths, ", "), paths[0])
 }
 
 // refreshWorkspace reads the worktree's state for status.

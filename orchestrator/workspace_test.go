@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -373,5 +374,26 @@ func TestALowDiskRefusesANewWorktree(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(p.layout.WorktreesDir(), "eng")); !os.IsNotExist(err) {
 		t.Fatalf("a worktree was made: %v", err)
+	}
+}
+
+func TestUntoldNested(t *testing.T) {
+	told := map[string]bool{"sub": true}
+	for _, tc := range []struct {
+		nested, want []string
+	}{
+		{nil, nil},
+		{[]string{"sub"}, nil},
+		{[]string{"sub", "deep/er/x", "y"}, []string{"deep/er/x", "y"}},
+	} {
+		if got := untold(told, tc.nested); !slices.Equal(got, tc.want) {
+			t.Errorf("untold(%q) = %q, want %q", tc.nested, got, tc.want)
+		}
+	}
+	note := nestedNote([]string{"vendor/lib", "x"})
+	for _, want := range []string{"vendor/lib, x", "rm -rf vendor/lib/.git", "outside your sandbox", "not part of your branch"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("nestedNote lacks %q:\n%s", want, note)
+		}
 	}
 }

@@ -24,9 +24,9 @@ type Workspace interface {
 	// its index.lock), which o.GitTimeout bounds instead.
 	Prepare(ctx context.Context, o PrepareOptions) (Prepared, error)
 	// Commit commits what changed in the worktree (see Repo.Commit); ci's
-	// Agent is the workspace's. It returns the branch's head and whether
-	// a commit was made.
-	Commit(ctx context.Context, ci CommitInfo) (sha string, committed bool, err error)
+	// Agent is the workspace's. It returns the branch's head, whether a
+	// commit was made and the nested repositories left out.
+	Commit(ctx context.Context, ci CommitInfo) (Committed, error)
 	// MergeBase merges the base branch as it is here into the agent's
 	// branch, leaving a conflict in the worktree (see Repo.MergeBase).
 	MergeBase(ctx context.Context) (SyncResult, error)
@@ -98,12 +98,12 @@ func (l Local) Prepare(ctx context.Context, o PrepareOptions) (Prepared, error) 
 		return p, err
 	}
 	p.Made = true
-	sha, committed, err := l.Repo.Commit(gctx, CommitInfo{Agent: l.Agent, Subject: "work left uncommitted when the team last stopped", WIP: true})
+	c, err := l.Repo.Commit(gctx, CommitInfo{Agent: l.Agent, Subject: "work left uncommitted when the team last stopped", WIP: true})
 	if err != nil {
 		return p, err
 	}
-	if committed {
-		p.Leftover = sha
+	if c.Made {
+		p.Leftover = c.Head
 	}
 	if o.Setup != "" {
 		if out, err := l.Repo.Setup(ctx, l.Agent, SetupOptions{Command: o.Setup, Timeout: o.SetupTimeout, Sandbox: o.SetupSandbox}); err != nil {
@@ -114,7 +114,7 @@ func (l Local) Prepare(ctx context.Context, o PrepareOptions) (Prepared, error) 
 }
 
 // Commit implements Workspace.
-func (l Local) Commit(ctx context.Context, ci CommitInfo) (string, bool, error) {
+func (l Local) Commit(ctx context.Context, ci CommitInfo) (Committed, error) {
 	ci.Agent = l.Agent
 	return l.Repo.Commit(ctx, ci)
 }

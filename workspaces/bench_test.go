@@ -48,16 +48,16 @@ func BenchmarkCommitPerTurn(b *testing.B) {
 				writeFile(b, filepath.Join(path, name((turn*3+k)%(dirs*perDir))), "edited in turn "+strconv.Itoa(turn)+"\n")
 			}
 			b.StartTimer()
-			if _, ok, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "turn " + strconv.Itoa(turn), MessageID: strconv.Itoa(turn)}); err != nil || !ok {
-				b.Fatalf("Commit = %v, %v; want a commit", ok, err)
+			if c, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "turn " + strconv.Itoa(turn), MessageID: strconv.Itoa(turn)}); err != nil || !c.Made {
+				b.Fatalf("Commit = %v, %v; want a commit", c.Made, err)
 			}
 		}
 	})
 	b.Run("nothing-changed", func(b *testing.B) {
 		for b.Loop() {
 			turn++
-			if _, ok, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "turn " + strconv.Itoa(turn), MessageID: strconv.Itoa(turn)}); err != nil || ok {
-				b.Fatalf("Commit = %v, %v; want no commit", ok, err)
+			if c, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "turn " + strconv.Itoa(turn), MessageID: strconv.Itoa(turn)}); err != nil || c.Made {
+				b.Fatalf("Commit = %v, %v; want no commit", c.Made, err)
 			}
 		}
 	})

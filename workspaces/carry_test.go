@@ -20,7 +20,8 @@ func TestBundleCarriesCommitsNotRefs(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(a.repo.Path("eng"), "x.txt"), "x\n")
-	sha, _, err := a.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "x"})
+	c, err := a.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "x"})
+	sha := c.Head
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,8 @@ func TestTakeBranchOnlyFastForwards(t *testing.T) {
 	}
 	base := strings.TrimSpace(f.git(f.top, "rev-parse", "main"))
 	writeFile(t, filepath.Join(f.repo.Path("eng"), "x.txt"), "x\n")
-	ahead, _, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "x"})
+	c, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "x"})
+	ahead := c.Head
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package workspaces
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -32,21 +33,44 @@ type CommitInfo struct {
 	WIP       bool   // work in progress: the subject starts with "WIP: "
 }
 
+// Committed is what Commit did.
+type Committed struct {
+	// Head is the branch's head: the new commit, or the one it was when
+	// nothing was committed.
+	Head string
+	// Made: a commit was made.
+	Made bool
+	// Nested are the repositories nested in the worktree that were left
+	// out (paths in the worktree, at most maxNested of them), whether or
+	// not a commit was made.
+	Nested []string
+}
+
 // Commit commits everything that changed in the agent's worktree (git add
 // -A, untracked files included, ignored ones not) on its branch, and
-// returns the branch's head. committed is false, and no commit is made,
-// when nothing changed. It holds the repository lock.
+// returns the branch's head (Committed). Made is false, and no commit is
+// made, when nothing changed. It holds the repository lock.
+//
+// A repository nested in the worktree (a directory holding a .git
+// directory or file, at any depth below the worktree's root, however made)
+// is left out, never recorded as a gitlink: git would enter it in every
+// later status and diff and run what its configuration says (core.fsmonitor,
+// filters) outside the agent's sandbox. Committed.Nested names them, for
+// the agent to be told. A gitlink the branch already has (a submodule of
+// the project) is kept as it is: what is checked out there is not
+// recorded.
 //
 // The author is "<agent> <agent@batty.invalid>", the committer
 // Options.Committer; no user.name needs to be configured. The subject is
 // one line: whitespace runs become one space, control characters are
 // removed, it is clipped to MaxSubject characters, "WIP: " starts it when
 // WIP. The message ends with the trailer "Batty-Message: <id>". No hook
-// runs (core.hooksPath=/dev/null, --no-verify) and nothing is signed.
+// runs and nothing is signed (Git).
 //
-// The commit is made with plumbing (add, write-tree, commit-tree,
-// update-ref from the head it started from), so the worktree is scanned
-// once; the index is left matching the new commit.
+// The commit is made with plumbing (ls-files, add, write-tree,
+// commit-tree, update-ref from the head it started from): the worktree is
+// walked twice (once for nested repositories, once by add); the index is
+// left matching the new commit.
 //
 // It refuses, with an error saying what to do: a worktree that is missing,
 // a symbolic link or whose .git file points elsewhere than its
@@ -54,41 +78,41 @@ type CommitInfo struct {
 // agent's branch; a worktree in the middle of a merge, cherry-pick, revert
 // or rebase; a worktree whose git dir holds an index.lock (which it never
 // removes: it cannot tell a running git from a killed one).
-func (r *Repo) Commit(ctx context.Context, ci CommitInfo) (sha string, committed bool, err error) {
+func (r *Repo) Commit(ctx context.Context, ci CommitInfo) (Committed, error) {
 	if err := checkAgent(ci.Agent); err != nil {
-		return "", false, err
+		return Committed{}, err
 	}
 	unlock, err := r.lock(ctx)
 	if err != nil {
-		return "", false, err
+		return Committed{}, err
 	}
 	defer unlock()
 	return r.commitLocked(ctx, ci)
 }
 
 // commitLocked is Commit with the repository lock held.
-func (r *Repo) commitLocked(ctx context.Context, ci CommitInfo) (string, bool, error) {
+func (r *Repo) commitLocked(ctx context.Context, ci CommitInfo) (Committed, error) {
 	wt, exists, err := r.lookup(ci.Agent)
 	if err != nil {
-		return "", false, fmt.Errorf("commit: %w", err)
+		return Committed{}, fmt.Errorf("commit: %w", err)
 	}
 	if !exists {
-		return "", false, fmt.Errorf("commit: %s has no worktree at %s", ci.Agent, r.Path(ci.Agent))
+		return Committed{}, fmt.Errorf("commit: %s has no worktree at %s", ci.Agent, r.Path(ci.Agent))
 	}
 	if err := checkHead(wt); err != nil {
-		return "", false, fmt.Errorf("commit: %w", err)
+		return Committed{}, fmt.Errorf("commit: %w", err)
 	}
 	if err := checkIndexLock(wt); err != nil {
-		return "", false, fmt.Errorf("commit: %w", err)
+		return Committed{}, fmt.Errorf("commit: %w", err)
 	}
 	if err := checkNoOperation(wt); err != nil {
-		return "", false, fmt.Errorf("commit: %w", err)
+		return Committed{}, fmt.Errorf("commit: %w", err)
 	}
 	g := r.wtGit(wt,
 		"GIT_AUTHOR_NAME="+ci.Agent, "GIT_AUTHOR_EMAIL="+ci.Agent+"@batty.invalid",
 		"GIT_COMMITTER_NAME="+r.committer.name, "GIT_COMMITTER_EMAIL="+r.committer.email)
-	fail := func(err error) (string, bool, error) {
-		return "", false, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
+	fail := func(err error) (Committed, error) {
+		return Committed{}, fmt.Errorf("commit the work of %s: %w", ci.Agent, err)
 	}
 	// Plumbing, so that the worktree is scanned once (by add): the index
 	// add leaves is the tree to commit.
@@ -109,10 +133,14 @@ func (r *Repo) commitLocked(ctx context.Context, ci CommitInfo) (string, bool, e
 			return fail(err)
 		}
 		if len(left) > 0 {
-			return "", false, fmt.Errorf("commit the work of %s: %w: conflict markers left in %s", ci.Agent, ErrUnresolved, strings.Join(left, ", "))
+			return Committed{}, fmt.Errorf("commit the work of %s: %w: conflict markers left in %s", ci.Agent, ErrUnresolved, strings.Join(left, ", "))
 		}
 	}
-	if _, err := g.Run(ctx, withNoHooks("add", "--all")...); err != nil {
+	nested, gitlinks, err := nestedRepos(ctx, g)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := g.RunInput(ctx, addPathspecs(nested, gitlinks), "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
 		return fail(err)
 	}
 	if out, err = g.Run(ctx, "write-tree"); err != nil {
@@ -120,7 +148,7 @@ func (r *Repo) commitLocked(ctx context.Context, ci CommitInfo) (string, bool, e
 	}
 	tree := strings.TrimSpace(out)
 	if tree == headTree && merging == "" {
-		return head, false, nil
+		return Committed{Head: head, Nested: clipList(nested, maxNested)}, nil
 	}
 	msg := commitMessage(ci.Subject, ci.Agent, ci.MessageID, ci.WIP)
 	parents := []string{"-p", head}
@@ -128,22 +156,123 @@ func (r *Repo) commitLocked(ctx context.Context, ci CommitInfo) (string, bool, e
 		parents = append(parents, "-p", merging)
 	}
 	args := append(append([]string{"commit-tree", "--no-gpg-sign"}, parents...), "-F", "-", tree)
-	if out, err = g.RunInput(ctx, msg, withNoHooks(args...)...); err != nil {
+	if out, err = g.RunInput(ctx, msg, args...); err != nil {
 		return fail(err)
 	}
 	sha := strings.TrimSpace(out)
 	// Only from head: a branch that moved meanwhile is not overwritten.
 	subject, _, _ := strings.Cut(msg, "\n")
-	if _, err := g.Run(ctx, withNoHooks("update-ref", "-m", "commit: "+subject, branchRef(ci.Agent), sha, head)...); err != nil {
+	if _, err := g.Run(ctx, "update-ref", "-m", "commit: "+subject, branchRef(ci.Agent), sha, head); err != nil {
 		return fail(err)
 	}
 	if merging != "" {
 		// The merge is committed: git forgets it, the files as they are.
-		if _, err := g.Run(ctx, withNoHooks("merge", "--quit")...); err != nil {
+		if _, err := g.Run(ctx, "merge", "--quit"); err != nil {
 			return fail(err)
 		}
 	}
-	return sha, true, nil
+	return Committed{Head: sha, Made: true, Nested: clipList(nested, maxNested)}, nil
+}
+
+// maxNested bounds how many nested repositories Committed.Nested names.
+const maxNested = 100
+
+// nestedRepos lists, in the worktree g runs in, the repositories nested
+// in it that git would record as gitlinks: untracked directories holding
+// a .git directory or file (at any depth, however their .git is made),
+// and the gitlinks the index already has (a submodule of the project).
+// Their paths are relative to the worktree. It is one git ls-files (one
+// walk of the tree), its output streamed, the files in it dropped.
+func nestedRepos(ctx context.Context, g Git) (nested, gitlinks []string, err error) {
+	l := &nulList{each: func(entry string) {
+		switch kind, path := lsEntry(entry); kind {
+		case entryNested:
+			nested = append(nested, path)
+		case entryGitlink:
+			gitlinks = append(gitlinks, path)
+		}
+	}}
+	if err := g.RunTo(ctx, l, "ls-files", "-z", "--stage", "--others", "--exclude-standard"); err != nil {
+		return nil, nil, fmt.Errorf("look for nested repositories: %w", err)
+	}
+	if err := l.err(); err != nil {
+		return nil, nil, fmt.Errorf("look for nested repositories: %w", err)
+	}
+	return nested, gitlinks, nil
+}
+
+// The kinds of lsEntry.
+const (
+	entryOther   = iota // a file, tracked or not
+	entryNested         // an untracked nested repository
+	entryGitlink        // a gitlink of the index
+)
+
+// lsEntry says what an entry of git ls-files -z --stage --others is, and
+// its path: "<path>/" is an untracked nested repository (with --others
+// and no --directory, only a nested repository is listed as a directory,
+// and no index entry ends with a slash); "160000 <object> <stage>\t<path>"
+// a gitlink of the index; anything else a file. It is a pure function.
+func lsEntry(entry string) (kind int, path string) {
+	if p, ok := strings.CutSuffix(entry, "/"); ok {
+		return entryNested, p
+	}
+	info, path, ok := strings.Cut(entry, "\t")
+	f := strings.Fields(info)
+	if ok && len(f) == 3 && f[0] == "160000" && validCommit(f[1]) && len(f[2]) == 1 && path != "" {
+		return entryGitlink, path
+	}
+	return entryOther, ""
+}
+
+// clipList returns the first max of list.
+func clipList(list []string, max int) []string {
+	if len(list) > max {
+		return list[:max]
+	}
+	return list
+}
+
+// addPathspecs is the input of Commit's git add --pathspec-from-file
+// --pathspec-file-nul: the whole worktree but the nested repositories and
+// the gitlinks, each excluded as a literal path. It is a pure function.
+func addPathspecs(nested, gitlinks []string) string {
+	var b strings.Builder
+	b.WriteString(".\x00")
+	for _, p := range append(append([]string(nil), nested...), gitlinks...) {
+		b.WriteString(":(exclude,literal)" + p + "\x00")
+	}
+	return b.String()
+}
+
+// nulList is an io.Writer that reads NUL-terminated entries and hands
+// each to each. What does not end with a NUL when the writing is over is
+// an error (err).
+type nulList struct {
+	each func(entry string)
+	rest []byte
+}
+
+func (l *nulList) Write(b []byte) (int, error) {
+	n := len(b)
+	for {
+		i := bytes.IndexByte(b, 0)
+		if i < 0 {
+			l.rest = append(l.rest, b...)
+			return n, nil
+		}
+		entry := string(append(l.rest, b[:i]...))
+		l.rest, b = l.rest[:0], b[i+1:]
+		l.each(entry)
+	}
+}
+
+// err reports an unterminated last entry.
+func (l *nulList) err() error {
+	if len(l.rest) > 0 {
+		return fmt.Errorf("unterminated entry %q", textclip.Bytes(string(l.rest), 200, "…"))
+	}
+	return nil
 }
 
 // checkNoOperation refuses a worktree in the middle of a cherry-pick,

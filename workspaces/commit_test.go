@@ -20,7 +20,8 @@ var fixedNow = time.Date(2025, 3, 4, 5, 6, 7, 0, time.FixedZone("X", 3600))
 func TestCommitNothingChanged(t *testing.T) {
 	f := newFixture(t, Options{})
 	f.ensure("eng")
-	sha, ok, err := f.repo.Commit(context.Background(), CommitInfo{Agent: "eng", Subject: "nothing", MessageID: "m1"})
+	c, err := f.repo.Commit(context.Background(), CommitInfo{Agent: "eng", Subject: "nothing", MessageID: "m1"})
+	sha, ok := c.Head, c.Made
 	if err != nil || ok || sha != f.rev("main") {
 		t.Fatalf("Commit of a clean worktree = %s, %v, %v; want main's head, not committed", sha, ok, err)
 	}
@@ -39,7 +40,8 @@ func TestCommitAuthorTrailerAndFiles(t *testing.T) {
 	writeFile(t, filepath.Join(path, "--all"), "another\n")
 	writeFile(t, filepath.Join(path, "deep", "dir", "new.go"), "package x\n")
 	writeFile(t, filepath.Join(path, ".batty", "ignored"), "ignored by .gitignore\n")
-	sha, ok, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "Fix the parser\nand more\tstuff\x1b[31m", MessageID: "20250304-abc\n"})
+	c, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "Fix the parser\nand more\tstuff\x1b[31m", MessageID: "20250304-abc\n"})
+	sha, ok := c.Head, c.Made
 	if err != nil || !ok {
 		t.Fatalf("Commit = %s, %v, %v", sha, ok, err)
 	}
@@ -78,7 +80,8 @@ func TestCommitWIPAndCommitter(t *testing.T) {
 	f := newFixture(t, Options{Committer: "Team Bot <bot@example.invalid>"})
 	path := f.ensure("eng")
 	writeFile(t, filepath.Join(path, "a"), "1\n")
-	sha, _, err := f.repo.Commit(context.Background(), CommitInfo{Agent: "eng", Subject: strings.Repeat("x", 100), WIP: true})
+	c, err := f.repo.Commit(context.Background(), CommitInfo{Agent: "eng", Subject: strings.Repeat("x", 100), WIP: true})
+	sha := c.Head
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +152,8 @@ func TestCommitRunsNoHooks(t *testing.T) {
 	}
 	f.git(f.top, "config", "commit.gpgSign", "true") // would fail: no key
 	writeFile(t, filepath.Join(path, "a"), "1\n")
-	if _, ok, err := f.repo.Commit(context.Background(), CommitInfo{Agent: "eng", Subject: "s", MessageID: "m"}); err != nil || !ok {
-		t.Fatalf("Commit = %v, %v; want hooks and signing skipped", ok, err)
+	if c, err := f.repo.Commit(context.Background(), CommitInfo{Agent: "eng", Subject: "s", MessageID: "m"}); err != nil || !c.Made {
+		t.Fatalf("Commit = %v, %v; want hooks and signing skipped", c.Made, err)
 	}
 	// A merge, a new worktree, a prune: no hook either.
 	if res, err := f.repo.SyncBase(context.Background(), "eng", "main"); err != nil || !res.Merged {
@@ -173,7 +176,7 @@ func TestCommitRefusesIndexLockAndOtherBranch(t *testing.T) {
 	writeFile(t, filepath.Join(path, "a"), "1\n")
 	lock := filepath.Join(f.top, ".git", "worktrees", "eng", "index.lock")
 	writeFile(t, lock, "")
-	_, _, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"})
+	_, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"})
 	if err == nil || !strings.Contains(err.Error(), lock) {
 		t.Fatalf("Commit with a stale index.lock = %v, want an error naming %s", err, lock)
 	}
@@ -183,17 +186,17 @@ func TestCommitRefusesIndexLockAndOtherBranch(t *testing.T) {
 	os.Remove(lock)
 
 	f.git(path, "switch", "-q", "-c", "elsewhere")
-	_, _, err = f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"})
+	_, err = f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"})
 	if err == nil || !strings.Contains(err.Error(), "elsewhere") || !strings.Contains(err.Error(), "batty/eng") {
 		t.Fatalf("Commit on another branch = %v, want it refused", err)
 	}
 	f.git(path, "switch", "-q", "--detach")
-	if _, _, err = f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); err == nil || !strings.Contains(err.Error(), "detached") {
+	if _, err = f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); err == nil || !strings.Contains(err.Error(), "detached") {
 		t.Fatalf("Commit on a detached HEAD = %v, want it refused", err)
 	}
 	f.git(path, "switch", "-q", "batty/eng")
-	if _, ok, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); err != nil || !ok {
-		t.Fatalf("Commit back on the branch = %v, %v", ok, err)
+	if c, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); err != nil || !c.Made {
+		t.Fatalf("Commit back on the branch = %v, %v", c.Made, err)
 	}
 
 	// A merge left with a conflict: refused while its markers are there,
@@ -205,14 +208,15 @@ func TestCommitRefusesIndexLockAndOtherBranch(t *testing.T) {
 		t.Fatal("the agent's merge did not conflict")
 	}
 	before := f.rev("refs/heads/batty/eng")
-	if _, _, err = f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); !errors.Is(err, ErrUnresolved) || !strings.Contains(err.Error(), "README") {
+	if _, err = f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); !errors.Is(err, ErrUnresolved) || !strings.Contains(err.Error(), "README") {
 		t.Fatalf("Commit in the middle of a conflicted merge = %v, want ErrUnresolved naming README", err)
 	}
 	if f.rev("refs/heads/batty/eng") != before {
 		t.Fatal("the branch moved")
 	}
 	writeFile(t, filepath.Join(path, "README"), "both\n")
-	sha, ok, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "resolved"})
+	c, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "resolved"})
+	sha, ok := c.Head, c.Made
 	if err != nil || !ok {
 		t.Fatalf("Commit of the resolved merge = %v, %v", ok, err)
 	}
@@ -223,7 +227,7 @@ func TestCommitRefusesIndexLockAndOtherBranch(t *testing.T) {
 		t.Fatal("the merge is still in progress after its commit")
 	}
 
-	if _, _, err := f.repo.Commit(ctx, CommitInfo{Agent: "ghost", Subject: "s"}); err == nil || !strings.Contains(err.Error(), "no worktree") {
+	if _, err := f.repo.Commit(ctx, CommitInfo{Agent: "ghost", Subject: "s"}); err == nil || !strings.Contains(err.Error(), "no worktree") {
 		t.Fatalf("Commit without a worktree = %v", err)
 	}
 }
@@ -232,20 +236,24 @@ func TestCommitNestedGitInSubdirectory(t *testing.T) {
 	f := newFixture(t, Options{})
 	path := f.ensure("eng")
 	// The agent makes a repository of its own in a subdirectory: it is
-	// committed as such (a gitlink), and batty's commit still lands on the
-	// agent's branch of the project.
+	// left out (no gitlink), and batty's commit still lands on the agent's
+	// branch of the project.
 	sub := filepath.Join(path, "vendor", "lib")
 	mustGit(t, f.env, f.root, "init", "-q", "-b", "main", sub)
 	writeFile(t, filepath.Join(sub, "x"), "x\n")
 	mustGit(t, f.env, sub, "add", "x")
 	subHead := userCommit(t, f.env, sub, "sub")
 	writeFile(t, filepath.Join(path, "top.txt"), "t\n")
-	sha, ok, err := f.repo.Commit(context.Background(), CommitInfo{Agent: "eng", Subject: "nested"})
+	c, err := f.repo.Commit(context.Background(), CommitInfo{Agent: "eng", Subject: "nested"})
+	sha, ok := c.Head, c.Made
 	if err != nil || !ok || f.rev("refs/heads/batty/eng") != sha {
 		t.Fatalf("Commit = %s, %v, %v", sha, ok, err)
 	}
 	if got := strings.TrimSpace(mustGit(t, f.env, sub, "rev-parse", "HEAD")); got != subHead {
 		t.Fatal("the nested repository got a commit")
+	}
+	if tree := f.treePaths(sha); strings.Contains(tree, "vendor") || !strings.Contains(tree, " top.txt\n") {
+		t.Fatalf("the commit's tree:\n%s\nwant top.txt, nothing of vendor/lib", tree)
 	}
 }
 
@@ -275,7 +283,8 @@ func TestConcurrentCommits(t *testing.T) {
 			if i%2 == 1 {
 				r = other
 			}
-			sha, ok, err := r.Commit(ctx, CommitInfo{Agent: agent, Subject: "turn of " + agent, MessageID: agent})
+			c, err := r.Commit(ctx, CommitInfo{Agent: agent, Subject: "turn of " + agent, MessageID: agent})
+			sha, ok := c.Head, c.Made
 			if err == nil && !ok {
 				err = errors.New("not committed")
 			}
@@ -312,15 +321,15 @@ func TestCommitWaitsForTheLockOfAnotherProcess(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, _, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Commit while the lock is held = %v, want it to wait until its deadline", err)
 	}
 	if got := f.rev("refs/heads/batty/eng"); got != f.rev("main") {
 		t.Fatal("committed without the lock")
 	}
 	lf.Close()
-	if _, ok, err := f.repo.Commit(context.Background(), CommitInfo{Agent: "eng", Subject: "s"}); err != nil || !ok {
-		t.Fatalf("Commit after the lock was freed = %v, %v", ok, err)
+	if c, err := f.repo.Commit(context.Background(), CommitInfo{Agent: "eng", Subject: "s"}); err != nil || !c.Made {
+		t.Fatalf("Commit after the lock was freed = %v, %v", c.Made, err)
 	}
 	fi, err := os.Lstat(f.repo.lockFile)
 	if err != nil || fi.Mode().Perm() != 0o600 {
@@ -340,7 +349,7 @@ func TestLockFileSymlinkRefused(t *testing.T) {
 	if err := os.Symlink(victim, f.repo.lockFile); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.repo.Commit(context.Background(), CommitInfo{Agent: "eng", Subject: "s"}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := f.repo.Commit(context.Background(), CommitInfo{Agent: "eng", Subject: "s"}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Fatalf("Commit with the lock file a link = %v, want it refused", err)
 	}
 	if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o644 || readFile(t, victim) != "v\n" {

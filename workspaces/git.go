@@ -29,14 +29,33 @@ const maxOutput = 16 << 20
 // maxErrText bounds the stderr an error carries.
 const maxErrText = 4 << 10
 
-// Git runs git in one directory. The zero Env runs git with batty's own
-// environment; every run drops the variables that would point git at
-// another repository, index or object store (GIT_DIR, GIT_WORK_TREE,
-// GIT_INDEX_FILE, ...: see repoEnv) and adds GIT_TERMINAL_PROMPT=0 (never
-// wait for a password), LC_ALL=C (messages batty can read) and
-// GIT_OPTIONAL_LOCKS=0 (read-only commands such as status take no index
-// lock). A Git is a value: safe for concurrent use, though git itself needs
-// batty's mutating commands on one repository serialised (Repo does that).
+// Git runs git in one directory, the one way batty runs git: in the
+// project's checkout, the agents' worktrees, the landing worktree and the
+// clones on hosts. Every run is hardened so that no configuration or
+// program an agent could have written is read or run (see harden and
+// gitEnv; docs/security.md):
+//
+//   - the environment is Env without any GIT_* variable (an agent's `batty
+//     send` inherits the agent's environment; a variable could name
+//     another repository, config, exec path or external diff), then Vars,
+//     then GIT_TERMINAL_PROMPT=0 (never wait for a password), LC_ALL=C
+//     (messages batty can read) and GIT_OPTIONAL_LOCKS=0 (read-only
+//     commands such as status take no index lock);
+//   - configuration given on the command line, which wins over every file
+//     and reaches the git processes git starts: no fsmonitor, no hook, no
+//     submodule recursion, no transport, no bare repository found by
+//     looking around, nothing signed, no automatic gc or maintenance, no
+//     rerere;
+//   - status and diff compare no submodule (--ignore-submodules=all, which
+//     a .gitmodules cannot override), and diff runs no external diff or
+//     textconv.
+//
+// The configuration git reads is the user's and the system's and the
+// repository's own (.git/config, outside every agent's sandbox); a
+// repository nested in a worktree is the agent's, and git never enters
+// one (Commit records none). A Git is a value: safe for concurrent use,
+// though git itself needs batty's mutating commands on one repository
+// serialised (Repo does that).
 type Git struct {
 	// Dir is the directory git runs in (git -C Dir).
 	Dir string
@@ -44,15 +63,82 @@ type Git struct {
 	// --work-tree: git then never looks for the repository through a .git
 	// entry in Dir, which whoever writes in Dir could have replaced.
 	GitDir, WorkTree string
-	// Env is the environment, os.Environ() when nil.
+	// Env is the environment, os.Environ() when nil; its GIT_* variables
+	// are dropped.
 	Env []string
+	// Vars are variables batty sets for this run (an author, a committer,
+	// a configuration of its own): added after Env's are dropped.
+	Vars []string
 	// Starter starts the processes; nil: exec.Cmd.Start.
 	Starter Starter
 }
 
+// safeConfig is the configuration every git batty runs is given on its
+// command line (-c), over whatever a file says; git passes it on to the
+// git processes it starts itself (GIT_CONFIG_PARAMETERS).
+var safeConfig = []string{
+	"core.fsmonitor=false",      // a nested repository's, or any, fsmonitor hook
+	"core.hooksPath=/dev/null",  // no hook, the repository's or anyone's
+	"submodule.recurse=false",   // checkout, reset, merge never enter submodules
+	"diff.ignoreSubmodules=all", // the default of every diff porcelain
+	"status.submoduleSummary=false",
+	"protocol.allow=never",         // batty moves commits in bundles, never over a transport
+	"safe.bareRepository=explicit", // a bare repository is used only when named
+	"commit.gpgSign=false",
+	"tag.gpgSign=false",
+	"gc.auto=0",              // an automatic gc detaches from batty's process group
+	"maintenance.auto=false", // so does maintenance
+	"rerere.enabled=false",   // resolutions neither recorded nor replayed
+}
+
+// harden returns git's arguments for args: safeConfig as -c options, then
+// args, with --ignore-submodules=all after a status or diff command
+// (status, diff, diff-files, diff-index: the command line overrides a
+// submodule's "ignore" in .gitmodules, which the agent writes) and
+// --no-ext-diff --no-textconv after diff. It is a pure function.
+func harden(args []string) []string {
+	out := make([]string, 0, 2*len(safeConfig)+len(args)+3)
+	for _, kv := range safeConfig {
+		out = append(out, "-c", kv)
+	}
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") {
+		if args[i] == "-c" {
+			i++
+		}
+		i++
+	}
+	if i >= len(args) {
+		return append(out, args...)
+	}
+	var extra []string
+	switch args[i] {
+	case "status", "diff-files", "diff-index":
+		extra = []string{"--ignore-submodules=all"}
+	case "diff":
+		extra = []string{"--ignore-submodules=all", "--no-ext-diff", "--no-textconv"}
+	}
+	out = append(out, args[:i+1]...)
+	out = append(out, extra...)
+	return append(out, args[i+1:]...)
+}
+
+// gitEnv is the environment of a git run: env without any GIT_* variable,
+// then vars, then batty's own settings (see Git). It is a pure function.
+func gitEnv(env, vars []string) []string {
+	out := make([]string, 0, len(env)+len(vars)+3)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "GIT_") {
+			out = append(out, kv)
+		}
+	}
+	out = append(out, vars...)
+	return append(out, "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
+}
+
 // repoEnv lists the environment variables that tell git where the
-// repository, its index or its objects are. batty names its repository
-// itself, so an inherited one (batty run from a git hook, say) is dropped.
+// repository, its index or its objects are. The commands batty runs in a
+// repository (setup, verify) are given an environment without them.
 var repoEnv = []string{
 	"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE",
 	"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
@@ -61,9 +147,9 @@ var repoEnv = []string{
 
 // CleanEnv returns env without the variables that would point git at
 // another repository than the one it is given (GIT_DIR, GIT_WORK_TREE,
-// GIT_INDEX_FILE, …), in a new slice. Every git batty runs, and the
-// commands it runs in a repository (setup, verify), get such an
-// environment. It is a pure function.
+// GIT_INDEX_FILE, …), in a new slice: the environment of the commands
+// batty runs in a repository (setup, verify). git itself is run with no
+// inherited GIT_* variable at all (Git). It is a pure function.
 func CleanEnv(env []string) []string {
 	out := make([]string, 0, len(env)+3)
 next:
@@ -133,12 +219,12 @@ func (g Git) run(ctx context.Context, stdin *strings.Reader, w io.Writer, args .
 	if g.WorkTree != "" {
 		argv = append(argv, "--work-tree="+g.WorkTree)
 	}
-	cmd := exec.Command("git", append(argv, args...)...)
+	cmd := exec.Command("git", append(argv, harden(args)...)...)
 	env := g.Env
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = append(CleanEnv(env), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
+	cmd.Env = gitEnv(env, g.Vars)
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}

@@ -141,7 +141,8 @@ func (f *fixture) ensure(agent string) string {
 // made.
 func (f *fixture) commit(agent, subject string) string {
 	f.t.Helper()
-	sha, ok, err := f.repo.Commit(context.Background(), CommitInfo{Agent: agent, Subject: subject, MessageID: "m-" + subject})
+	c, err := f.repo.Commit(context.Background(), CommitInfo{Agent: agent, Subject: subject, MessageID: "m-" + subject})
+	sha, ok := c.Head, c.Made
 	if err != nil || !ok {
 		f.t.Fatalf("Commit(%s, %q) = %s, %v, %v", agent, subject, sha, ok, err)
 	}

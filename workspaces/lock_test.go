@@ -16,11 +16,11 @@ func TestLockerHoldsOffCommits(t *testing.T) {
 	l.Lock()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, _, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); err == nil {
+	if _, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); err == nil {
 		t.Fatal("Commit went through while the Locker was held")
 	}
 	l.Unlock()
-	if _, _, err := f.repo.Commit(context.Background(), CommitInfo{Agent: "eng", Subject: "s"}); err != nil {
+	if _, err := f.repo.Commit(context.Background(), CommitInfo{Agent: "eng", Subject: "s"}); err != nil {
 		t.Fatalf("Commit after Unlock: %v", err)
 	}
 	// A second Repo on the same lock file (another process, say) waits
@@ -34,7 +34,7 @@ func TestLockerHoldsOffCommits(t *testing.T) {
 	defer l.Unlock()
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel2()
-	if _, _, err := other.Commit(ctx2, CommitInfo{Agent: "eng", Subject: "s"}); err == nil {
+	if _, err := other.Commit(ctx2, CommitInfo{Agent: "eng", Subject: "s"}); err == nil {
 		t.Fatal("another Repo's Commit went through while the Locker was held")
 	}
 }

@@ -57,7 +57,7 @@ func (r *Repo) Prune(ctx context.Context, agent, base string, force bool, now ti
 	g := r.git(r.top)
 	if !exists && head == "" {
 		// A registration whose directory was deleted may remain.
-		if _, err := g.Run(ctx, withNoHooks("worktree", "prune")...); err != nil {
+		if _, err := g.Run(ctx, "worktree", "prune"); err != nil {
 			return PruneResult{}, fmt.Errorf("prune: %w", err)
 		}
 		return PruneResult{}, nil
@@ -83,13 +83,15 @@ func (r *Repo) Prune(ctx context.Context, agent, base string, force bool, now ti
 			return PruneResult{}, fmt.Errorf("prune %s: %w: %s", agent, ErrUnlanded, unlanded(agent, base, len(dirty), ahead))
 		}
 		if len(dirty) > 0 {
-			if head, _, err = r.commitLocked(ctx, CommitInfo{Agent: agent, Subject: "uncommitted work of " + agent + " at prune", WIP: true}); err != nil {
+			c, err := r.commitLocked(ctx, CommitInfo{Agent: agent, Subject: "uncommitted work of " + agent + " at prune", WIP: true})
+			if err != nil {
 				return PruneResult{}, fmt.Errorf("prune %s: keep its uncommitted work: %w", agent, err)
 			}
+			head = c.Head
 		}
 		ref := ArchiveRef(agent, now)
 		// An empty old value: the archive ref must not exist yet.
-		if _, err := g.Run(ctx, withNoHooks("update-ref", "-m", "batty: archive "+Branch(agent), ref, head, "")...); err != nil {
+		if _, err := g.Run(ctx, "update-ref", "-m", "batty: archive "+Branch(agent), ref, head, ""); err != nil {
 			return PruneResult{}, fmt.Errorf("prune %s: archive its branch as %s: %w", agent, ref, err)
 		}
 		res.Archived = ref
@@ -99,16 +101,16 @@ func (r *Repo) Prune(ctx context.Context, agent, base string, force bool, now ti
 		if force {
 			args = append(args, "--force")
 		}
-		if _, err := g.Run(ctx, withNoHooks(append(args, "--", wt.path)...)...); err != nil {
+		if _, err := g.Run(ctx, append(args, "--", wt.path)...); err != nil {
 			return res, fmt.Errorf("prune %s: remove the worktree %s: %w", agent, wt.path, err)
 		}
 		res.Removed = true
-	} else if _, err := g.Run(ctx, withNoHooks("worktree", "prune")...); err != nil {
+	} else if _, err := g.Run(ctx, "worktree", "prune"); err != nil {
 		return res, fmt.Errorf("prune: %w", err)
 	}
 	if head != "" {
 		// Only if the branch is still where it was checked and archived.
-		if _, err := g.Run(ctx, withNoHooks("update-ref", "-m", "batty: prune", "-d", branchRef(agent), head)...); err != nil {
+		if _, err := g.Run(ctx, "update-ref", "-m", "batty: prune", "-d", branchRef(agent), head); err != nil {
 			return res, fmt.Errorf("prune %s: delete the branch %s: %w", agent, Branch(agent), err)
 		}
 		res.Removed = true
@@ -146,14 +148,14 @@ func (r *Repo) Release(ctx context.Context, agent string) (leftover string, err 
 	if err != nil || !exists {
 		return "", err
 	}
-	sha, committed, err := r.commitLocked(ctx, CommitInfo{Agent: agent, Subject: "work left in the worktree here when " + agent + " moved", WIP: true})
+	c, err := r.commitLocked(ctx, CommitInfo{Agent: agent, Subject: "work left in the worktree here when " + agent + " moved", WIP: true})
 	if err != nil {
 		return "", fmt.Errorf("release the worktree of %s: %w", agent, err)
 	}
-	if committed {
-		leftover = sha
+	if c.Made {
+		leftover = c.Head
 	}
-	if _, err := r.git(r.top).Run(ctx, withNoHooks("worktree", "remove", "--", wt.path)...); err != nil {
+	if _, err := r.git(r.top).Run(ctx, "worktree", "remove", "--", wt.path); err != nil {
 		return leftover, fmt.Errorf("release the worktree of %s: remove %s: %w", agent, wt.path, err)
 	}
 	return leftover, nil

@@ -36,8 +36,8 @@ func TestSetupRunsOnce(t *testing.T) {
 		t.Fatalf("the command ran %d times", strings.Count(got, "run"))
 	}
 	// The marker is in git's dir, not in the worktree: nothing to commit.
-	if _, ok, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); err != nil || ok {
-		t.Fatalf("Commit after Setup = %v, %v; want nothing to commit", ok, err)
+	if c, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "s"}); err != nil || c.Made {
+		t.Fatalf("Commit after Setup = %v, %v; want nothing to commit", c.Made, err)
 	}
 	// A changed command runs.
 	if _, err := f.repo.Setup(ctx, "eng", SetupOptions{Command: cmd + " ", Timeout: time.Minute}); err != nil {

@@ -94,9 +94,34 @@ func (r *Repo) aheadBehind(ctx context.Context, base, agent string) (behind, ahe
 }
 
 // dirty returns the paths git status lists as changed or untracked in wt
-// (an untracked directory is one path).
+// (an untracked directory is one path, a nested repository too).
 func (r *Repo) dirty(ctx context.Context, wt worktree) ([]string, error) {
-	out, err := r.wtGit(wt).Run(ctx, "status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=normal")
+	return r.status(ctx, wt, "--untracked-files=normal")
+}
+
+// uncommitted returns the paths a Commit of wt would record: those git
+// status lists as changed or untracked, each untracked file on its own,
+// the nested repositories (which Commit leaves out) left out.
+func (r *Repo) uncommitted(ctx context.Context, wt worktree) ([]string, error) {
+	paths, err := r.status(ctx, wt, "--untracked-files=all")
+	if err != nil {
+		return nil, err
+	}
+	kept := paths[:0]
+	for _, p := range paths {
+		// With --untracked-files=all only a nested repository is listed
+		// as a directory.
+		if !strings.HasSuffix(p, "/") {
+			kept = append(kept, p)
+		}
+	}
+	return kept, nil
+}
+
+// status returns the paths of git status in wt, untracked ones as the
+// --untracked-files option untracked says.
+func (r *Repo) status(ctx context.Context, wt worktree, untracked string) ([]string, error) {
+	out, err := r.wtGit(wt).Run(ctx, "status", "--porcelain=v1", "-z", "--no-renames", untracked)
 	if err != nil {
 		return nil, fmt.Errorf("status of %s: %w", wt.path, err)
 	}
@@ -202,7 +227,8 @@ type SyncResult struct {
 // holding the repository lock:
 //
 //   - the branch already contains base: UpToDate, nothing done;
-//   - the worktree has uncommitted changes: Dirty, nothing done;
+//   - the worktree has uncommitted changes (a nested repository, which
+//     Commit leaves out, is not one): Dirty, nothing done;
 //   - else git merge --no-edit base (a fast-forward when the branch has no
 //     commit of its own): Merged. On conflicts the merge is aborted and
 //     the conflicting paths returned, the branch and worktree left as they
@@ -280,7 +306,9 @@ func (r *Repo) syncRef(ctx context.Context, agent, baseRef, base string, keep bo
 	case ctx.Err() != nil || ExitCode(err) != 1:
 		return SyncResult{}, fmt.Errorf("sync %s with %s: %w", Branch(agent), base, err)
 	}
-	paths, err := r.dirty(ctx, wt)
+	// A nested repository, which no commit records, does not hold the
+	// merge back (git refuses to overwrite it).
+	paths, err := r.uncommitted(ctx, wt)
 	if err != nil {
 		return SyncResult{}, err
 	}
@@ -291,8 +319,8 @@ func (r *Repo) syncRef(ctx context.Context, agent, baseRef, base string, keep bo
 	if err != nil {
 		return SyncResult{}, fmt.Errorf("sync %s with %s: %w", Branch(agent), base, err)
 	}
-	_, merr := g.Run(ctx, withNoHooks("merge", "--no-edit", "--ff", "--no-verify", "--no-gpg-sign", "--no-autostash", "--no-stat",
-		"-m", "Merge "+base+" into "+Branch(agent), baseRef)...)
+	_, merr := g.Run(ctx, "merge", "--no-edit", "--ff", "--no-verify", "--no-gpg-sign", "--no-autostash", "--no-stat",
+		"-m", "Merge "+base+" into "+Branch(agent), baseRef)
 	if merr == nil {
 		return SyncResult{Merged: true}, nil
 	}
@@ -311,7 +339,7 @@ func (r *Repo) syncRef(ctx context.Context, agent, baseRef, base string, keep bo
 	if keep && lerr == nil && out != "" && ctx.Err() == nil {
 		return SyncResult{Conflicts: strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")}, nil
 	}
-	_, aerr := g.Run(actx, withNoHooks("merge", "--abort")...)
+	_, aerr := g.Run(actx, "merge", "--abort")
 	if aerr != nil {
 		return SyncResult{}, fmt.Errorf("sync %s with %s: the merge failed (%v) and could not be undone: %w; undo it yourself (git -C %s merge --abort)", Branch(agent), base, merr, aerr, wt.path)
 	}

@@ -15,25 +15,6 @@ import (
 	"github.com/battyhq/batty/atomicfile"
 )
 
-// noHooks are the -c options of every git command batty runs in a
-// worktree or that writes to the repository: no hook runs (the repository's
-// or the agent's), nothing is signed, no automatic gc or maintenance is
-// started (it would detach from batty's process group), and rerere neither
-// records nor replays resolutions.
-var noHooks = []string{
-	"-c", "core.hooksPath=/dev/null",
-	"-c", "commit.gpgSign=false",
-	"-c", "tag.gpgSign=false",
-	"-c", "gc.auto=0",
-	"-c", "maintenance.auto=false",
-	"-c", "rerere.enabled=false",
-}
-
-// withNoHooks returns noHooks followed by args.
-func withNoHooks(args ...string) []string {
-	return append(append([]string(nil), noHooks...), args...)
-}
-
 // worktree is an agent's worktree that lookup found registered in the
 // repository and whose .git file points back at its registration.
 type worktree struct {
@@ -42,14 +23,13 @@ type worktree struct {
 	admin string // its private git dir, <common>/worktrees/<id>
 }
 
-// git returns a Git that runs in the worktree with its git dir and work
-// tree named explicitly, so that the worktree's .git entry is not read.
-func (r *Repo) wtGit(wt worktree, extraEnv ...string) Git {
+// wtGit returns a Git that runs in the worktree with its git dir and work
+// tree named explicitly, so that the worktree's .git entry is not read,
+// and vars (Git.Vars) set.
+func (r *Repo) wtGit(wt worktree, vars ...string) Git {
 	g := r.git(wt.path)
 	g.GitDir, g.WorkTree = wt.admin, wt.path
-	if len(extraEnv) > 0 {
-		g.Env = append(append([]string(nil), r.env...), extraEnv...)
-	}
+	g.Vars = vars
 	return g
 }
 
@@ -293,12 +273,12 @@ func (r *Repo) Ensure(ctx context.Context, agent, base string) (created bool, er
 		return false, err
 	}
 	g := r.git(r.top)
-	if _, err := g.Run(ctx, withNoHooks("worktree", "prune")...); err != nil {
+	if _, err := g.Run(ctx, "worktree", "prune"); err != nil {
 		return false, fmt.Errorf("worktree of %s: %w", agent, err)
 	}
 	path := r.Path(agent)
 	if head != "" {
-		if _, err := g.Run(ctx, withNoHooks("worktree", "add", "--", path, Branch(agent))...); err != nil {
+		if _, err := g.Run(ctx, "worktree", "add", "--", path, Branch(agent)); err != nil {
 			return false, fmt.Errorf("check out %s again in %s: %w", Branch(agent), path, err)
 		}
 		return true, nil
@@ -306,7 +286,7 @@ func (r *Repo) Ensure(ctx context.Context, agent, base string) (created bool, er
 	if err := r.CheckBase(ctx, base); err != nil {
 		return false, fmt.Errorf("worktree of %s: %w", agent, err)
 	}
-	if _, err := g.Run(ctx, withNoHooks("worktree", "add", "--no-track", "-b", Branch(agent), "--", path, "refs/heads/"+base)...); err != nil {
+	if _, err := g.Run(ctx, "worktree", "add", "--no-track", "-b", Branch(agent), "--", path, "refs/heads/"+base); err != nil {
 		return false, fmt.Errorf("make the worktree of %s at %s: %w", agent, path, err)
 	}
 	return true, nil

@@ -53,8 +53,8 @@ func TestEnsureIdempotentAndRestores(t *testing.T) {
 	if exists(filepath.Join(path, "later.txt")) {
 		t.Fatal("restored worktree has main's later commit: the branch was reset")
 	}
-	if _, ok, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "x"}); err != nil || ok {
-		t.Fatalf("Commit in the restored, clean worktree = %v, %v", ok, err)
+	if c, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "x"}); err != nil || c.Made {
+		t.Fatalf("Commit in the restored, clean worktree = %v, %v", c.Made, err)
 	}
 }
 
@@ -118,7 +118,7 @@ func TestSymlinkAtWorktreePathRefused(t *testing.T) {
 	}
 	_, err := f.repo.Ensure(ctx, "eng", "main")
 	check("Ensure", err)
-	_, _, err = f.repo.Commit(ctx, CommitInfo{Agent: "eng"})
+	_, err = f.repo.Commit(ctx, CommitInfo{Agent: "eng"})
 	check("Commit", err)
 	_, err = f.repo.State(ctx, "eng", "main")
 	check("State", err)
@@ -168,7 +168,7 @@ func TestReplacedGitFileRefused(t *testing.T) {
 		}},
 	} {
 		tc.plant()
-		_, _, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "steer"})
+		_, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "steer"})
 		if err == nil || !strings.Contains(err.Error(), ".git") || !strings.Contains(err.Error(), `"gitdir: `+filepath.Join(f.top, ".git", "worktrees", "eng")+`"`) {
 			t.Errorf("%s: Commit = %v, want it refused naming the .git file and the repair", tc.name, err)
 		}
@@ -188,8 +188,8 @@ func TestReplacedGitFileRefused(t *testing.T) {
 		os.RemoveAll(filepath.Join(path, ".git"))
 		writeFile(t, filepath.Join(path, ".git"), "gitdir: "+filepath.Join(f.top, ".git", "worktrees", "eng")+"\n")
 	}
-	if _, ok, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "after repair"}); err != nil || !ok {
-		t.Fatalf("Commit after repair = %v, %v", ok, err)
+	if c, err := f.repo.Commit(ctx, CommitInfo{Agent: "eng", Subject: "after repair"}); err != nil || !c.Made {
+		t.Fatalf("Commit after repair = %v, %v", c.Made, err)
 	}
 }
 

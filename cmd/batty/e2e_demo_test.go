@@ -107,7 +107,7 @@ func TestE2EDemo(t *testing.T) {
 	// checkout of main was fast-forwarded to it and is clean.
 	git := func(args ...string) string {
 		t.Helper()
-		out, err := workspaces.Git{Dir: dir, Env: append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")}.Run(context.Background(), args...)
+		out, err := workspaces.Git{Dir: dir, Vars: []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1"}}.Run(context.Background(), args...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -221,8 +221,8 @@ func makeWorktree(t *testing.T, dir string, l project.Layout, agent, content str
 	if err := os.WriteFile(filepath.Join(repo.Path(agent), "notes.txt"), []byte(content+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, committed, err := repo.Commit(ctx, workspaces.CommitInfo{Agent: agent, Subject: "add notes", MessageID: "m1"}); err != nil || !committed {
-		t.Fatalf("commit: %v (committed %v)", err, committed)
+	if c, err := repo.Commit(ctx, workspaces.CommitInfo{Agent: agent, Subject: "add notes", MessageID: "m1"}); err != nil || !c.Made {
+		t.Fatalf("commit: %v (made %v)", err, c.Made)
 	}
 	return repo
 }
