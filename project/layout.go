@@ -193,7 +193,7 @@ func LayoutFor(teamFile string) (Layout, error) {
 	if err != nil {
 		return Layout{}, err
 	}
-	return layoutIn(home, ProjectDirOf(abs)), nil
+	return LayoutIn(home, ProjectDirOf(abs)), nil
 }
 
 // ErrStateExposed is wrapped by the error of CheckStateDir: the state
@@ -220,9 +220,9 @@ func CheckStateDir(stateDir string, workspaces []string) error {
 	return nil
 }
 
-// layoutIn is the layout of the project directory dir with the state
+// LayoutIn is the layout of the project directory dir with the state
 // directories under home. Pure.
-func layoutIn(home, dir string) Layout {
+func LayoutIn(home, dir string) Layout {
 	return Layout{Dir: filepath.Join(home, "projects", StateKey(dir)), Project: dir}
 }
 

@@ -11,21 +11,24 @@ import (
 )
 
 // `batty start` and `batty daemon` never append the daemon's log through a
-// link planted at .batty or .batty/daemon.log.
+// link planted at the state directory or its daemon.log.
 func TestDaemonLogIsNeverOpenedThroughALink(t *testing.T) {
-	for _, linked := range []string{".batty", ".batty/daemon.log"} {
-		t.Run(linked, func(t *testing.T) {
+	for _, linked := range []string{"", "daemon.log"} {
+		t.Run("state/"+linked, func(t *testing.T) {
 			out, victim := linktest.Outside(t)
 			projDir := t.TempDir()
 			l := layoutOf(t, projDir)
+			if err := os.MkdirAll(filepath.Dir(l.Dir), 0o700); err != nil {
+				t.Fatal(err)
+			}
 			target := out
-			if linked != ".batty" {
+			if linked != "" {
 				target = victim
 				if err := os.Mkdir(l.Dir, 0o700); err != nil {
 					t.Fatal(err)
 				}
 			}
-			at := filepath.Join(projDir, linked)
+			at := filepath.Join(l.Dir, linked)
 			if err := os.Symlink(target, at); err != nil {
 				t.Fatal(err)
 			}

@@ -186,7 +186,11 @@ func TestSendTalksToAndAgentIdentity(t *testing.T) {
 	if m := pendingMessage(t, l, "manager", id); m.From != "engineer-1" {
 		t.Fatalf("from %q, want engineer-1", m.From)
 	}
-	// An agent run from elsewhere finds the project through $BATTY_DIR.
+	// An agent run from elsewhere finds the project through $BATTY_DIR and
+	// the team file the daemon recorded there at its start.
+	if err := os.WriteFile(l.TeamFileRef(), []byte(filepath.Join(dir, "team.yaml")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	env2 := append(env, project.EnvDir+"="+l.Dir)
 	id, _ = mustSend(t, t.TempDir(), env2, "", "manager", "from my worktree")
 	if m := pendingMessage(t, l, "manager", id); m.From != "engineer-1" || m.Body != "from my worktree" {
@@ -242,14 +246,14 @@ func TestSendErrorsAndUsage(t *testing.T) {
 	}
 }
 
-// A .batty or .batty/inboxes that is a symbolic link is refused with a
-// message naming it; nothing is written where it points.
+// A state directory or its inboxes/ that is a symbolic link is refused
+// with a message naming it; nothing is written where it points.
 func TestSendRefusesASymlinkedStateDir(t *testing.T) {
-	for _, linked := range []string{".batty", ".batty/inboxes"} {
-		t.Run(linked, func(t *testing.T) {
-			dir, _ := writeTeam(t)
+	for _, linked := range []string{"", "inboxes"} {
+		t.Run("state/"+linked, func(t *testing.T) {
+			dir, l := writeTeam(t)
 			out := t.TempDir()
-			at := filepath.Join(dir, linked)
+			at := filepath.Join(l.Dir, linked)
 			if err := os.MkdirAll(filepath.Dir(at), 0o700); err != nil {
 				t.Fatal(err)
 			}
