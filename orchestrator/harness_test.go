@@ -20,6 +20,7 @@ import (
 	"github.com/battyhq/batty/hosts/hoststest"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/project/projecttest"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 )
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 	case "ctlclient":
 		os.Exit(ctlClientMain(os.Args[1], os.Args[2]))
 	}
-	code := m.Run()
+	code := projecttest.Isolated(m.Run)
 	hoststest.RemoveBuilds()
 	os.Exit(code)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/shim"
@@ -12,21 +13,25 @@ import (
 )
 
 func TestRemoteConfigs(t *testing.T) {
-	l := project.Layout{Dir: "/work/p/.batty"}
+	l := project.LayoutIn("/home/me/.local/state/batty", "/work/p")
 	r := &remoteHost{host: team.Host{Name: "b", SSH: "b"}, dir: "~/src/p"}
 	c := shim.Config{
 		Agent: "eng", Cwd: "/work/p/svc", CodexBin: "/home/me/bin/codex",
-		Exec:       codex.ExecOptions{AddDirs: []string{"/work/p/.batty/inboxes"}},
-		Env:        []string{"K=/home/me/k", "CODEX_HOME=/home/me/.codex-w", project.EnvDir + "=/work/p/.batty"},
-		Transcript: "/work/p/.batty/logs/eng.log", TranscriptRoot: "/work/p", ReplyDir: "/work/p/.batty/replies/eng",
+		Exec: codex.ExecOptions{AddDirs: []string{l.Dir + "/outboxes/eng"}},
+		Env: []string{"K=/home/me/k", "CODEX_HOME=/home/me/.codex-w", project.EnvDir + "=" + l.Dir,
+			shim.EnvProject + "=/work/p"},
+		Transcript: l.Dir + "/logs/eng.log", TranscriptRoot: l.StateRoot(), ReplyDir: l.Dir + "/replies/eng",
 	}
+	there := hosts.StateDir("~/src/p")
 	got := remoteShimConfig(c, r, l, "/home/me")
-	if got.Cwd != "~/src/p/svc" || got.CodexBin != "~/bin/codex" || !slices.Equal(got.Exec.AddDirs, []string{"~/src/p/.batty/inboxes"}) ||
-		!slices.Equal(got.Env, []string{"K=/home/me/k", "CODEX_HOME=~/.codex-w", project.EnvDir + "=~/src/p/.batty"}) ||
+	// The state directory there is under the home there, the agent's
+	// outbox in it; the project's paths are the project's there.
+	if got.Cwd != "~/src/p/svc" || got.CodexBin != "~/bin/codex" || !slices.Equal(got.Exec.AddDirs, []string{there + "/outboxes/eng"}) ||
+		!slices.Equal(got.Env, []string{"K=/home/me/k", "CODEX_HOME=~/.codex-w", project.EnvDir + "=" + there, shim.EnvProject + "=~/src/p"}) ||
 		got.Transcript != "" || got.TranscriptRoot != "" || got.ReplyDir != "" || !got.TranscriptStream || !got.RelayInboxes || !got.ReplyStream {
 		t.Fatalf("remoteShimConfig = %+v", got)
 	}
-	if c.Env[1] != "CODEX_HOME=/home/me/.codex-w" || c.Exec.AddDirs[0] != "/work/p/.batty/inboxes" {
+	if c.Env[1] != "CODEX_HOME=/home/me/.codex-w" || c.Exec.AddDirs[0] != l.Dir+"/outboxes/eng" {
 		t.Fatalf("remoteShimConfig changed its argument: %+v", c)
 	}
 	pt := remoteTarget(preflight.Target{Bin: "/home/me/bin/codex", Home: "/home/me/.codex-w", Cwd: "/work/p/svc", Env: []string{"A=1"}}, r, "/work/p", "/home/me")

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,18 +58,26 @@ func TestStateFilesAreNeverWrittenThroughLinks(t *testing.T) {
 // A daemon refuses to start on a state directory with a link where it
 // writes, naming the link, and writes nothing through it.
 func TestDaemonRefusesToStartOnLinks(t *testing.T) {
-	for _, linked := range []string{".batty", ".batty/state", ".batty/logs", ".batty/events.jsonl", ".batty/daemon.lock", ".batty/team-file", ".batty/state/solo.json", ".batty/state/dispatch.json"} {
-		t.Run(linked, func(t *testing.T) {
+	for _, linked := range []string{"", "state", "logs", "events.jsonl", "daemon.lock", "team-file", "state/solo.json", "state/dispatch.json"} {
+		t.Run("state/"+linked, func(t *testing.T) {
 			p := newProject(t, "  - name: solo\n")
 			out, victim := linktest.Outside(t)
 			target := out
-			if strings.Contains(filepath.Base(linked), ".") && linked != ".batty" {
+			if err := os.MkdirAll(p.layout.StateRoot(), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(filepath.Base(linked), ".") || linked == "team-file" {
 				target = victim
 				if err := p.layout.MkdirAll(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			at := filepath.Join(p.dir, linked)
+			at := filepath.Join(p.layout.Dir, linked)
+			if linked == "" {
+				if err := os.RemoveAll(at); err != nil {
+					t.Fatal(err)
+				}
+			}
 			linktest.Symlink(t, target, at)
 			d, err := New(p.cfg, p.layout, Options{})
 			if err == nil {

@@ -38,7 +38,7 @@ func TestE2ELargestInstructionsReachEveryTurn(t *testing.T) {
 	text := largestInstructions(t, "BEGIN-ROLE-PROMPT\n", "\nEND-ROLE-PROMPT")
 	h, srv := startRealShim(t, func(c *Config) {
 		c.Instructions = text
-		c.Env = append(c.Env, EnvDir+"=/src/app/.batty")
+		c.Env = append(c.Env, EnvDir+"=/state/app-1", EnvProject+"=/src/app")
 	})
 	self, err := os.Executable()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/cockpit/tmuxtest"
+	"github.com/battyhq/batty/project/projecttest"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim/shimtest"
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 	case "shimlike":
 		os.Exit(shimLikeMain())
 	}
-	os.Exit(tmuxtest.Isolated(m))
+	os.Exit(projecttest.Isolated(func() int { return tmuxtest.Isolated(m) }))
 }
 
 // runBatty runs this binary as batty with args and stdin; it returns stdout,
