@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/cockpit/tmuxtest"
-	"github.com/battyhq/batty/project/projecttest"
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/project/projecttest"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim/shimtest"
 )
