@@ -85,6 +85,8 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 	for _, a := range cfg.Agents() {
 		workspaces = append(workspaces, a.Cwd)
 	}
+	// What verify and setup may write, besides their worktree.
+	workspaces = append(workspaces, cfg.Workspace.Sandbox.Writable...)
 	if err := project.CheckStateDir(layout.Dir, workspaces); err != nil {
 		return nil, err
 	}

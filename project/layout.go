@@ -201,8 +201,9 @@ func LayoutFor(teamFile string) (Layout, error) {
 var ErrStateExposed = errors.New("the state directory is inside an agent's workspace")
 
 // CheckStateDir reports whether the state directory stateDir lies inside
-// one of the agents' working directories (workspaces: the project, a
-// role's cwd), which their sandbox lets them write: then an agent could
+// one of the directories agents or their code may write (workspaces: the
+// project, a role's cwd, the sandbox's writable caches of verify and
+// setup): then an agent could
 // speak as the human, rewrite its state or plant files the daemon trusts,
 // and the error (wrapping ErrStateExposed) says to move it with
 // $BATTY_STATE_HOME. Paths are compared cleaned, as given. Pure.
