@@ -114,22 +114,24 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 		return res, fmt.Errorf("create the demo's scratch directory: %w", err)
 	}
 	res.Dir = dir
-	keep := opts.Keep
-	defer func() {
-		if keep {
-			p.plainf("The demo project is kept in %s (its .batty/ holds daemon.log and the transcripts; remove it when done).\n", dir)
-			return
-		}
-		if rerr := os.RemoveAll(dir); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("remove the demo project %s: %w", dir, rerr))
-		}
-	}()
-
 	teamFile := filepath.Join(dir, "team.yaml")
 	l, err := project.LayoutFor(teamFile)
 	if err != nil {
-		return res, err
+		return res, errors.Join(err, os.RemoveAll(dir))
 	}
+	keep := opts.Keep
+	defer func() {
+		if keep {
+			p.plainf("The demo project is kept in %s, its state (daemon.log, the transcripts, the inboxes) in %s; remove both when done.\n", dir, l.Dir)
+			return
+		}
+		for _, d := range []string{dir, l.Dir} {
+			if rerr := os.RemoveAll(d); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("remove the demo project %s: %w", d, rerr))
+			}
+		}
+	}()
+
 	script := scriptedmodel.DemoScript()
 	fol, err := newFollower(l, p, landingBranches(script))
 	if err != nil {
