@@ -221,6 +221,27 @@ func CheckStateDir(stateDir string, workspaces []string) error {
 	return nil
 }
 
+// legacyNames are what an earlier batty kept in the project's .batty.
+var legacyNames = []string{"inboxes", "state", "logs", "events.jsonl", "daemon.log"}
+
+// LegacyState lists what an earlier batty left of a team's state in the
+// project's .batty directory (inboxes, state, logs, the event log), where
+// agents could write it; empty when there is none. batty no longer reads
+// it. It only looks (lstat).
+func (l Layout) LegacyState() []string {
+	if l.Project == "" {
+		return nil
+	}
+	var found []string
+	for _, n := range legacyNames {
+		p := filepath.Join(l.Project, DirName, n)
+		if _, err := os.Lstat(p); err == nil {
+			found = append(found, p)
+		}
+	}
+	return found
+}
+
 // LayoutIn is the layout of the project directory dir with the state
 // directories under home. Pure.
 func LayoutIn(home, dir string) Layout {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/shellword"
 	"github.com/battyhq/batty/team"
 )
 
@@ -57,6 +59,36 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
 	return cmd
 }
 
+// warnLegacyState tells, at each start, of the state an earlier batty kept
+// in the project's .batty (where agents could write it), which this one
+// neither reads nor takes over.
+func warnLegacyState(w io.Writer, l project.Layout) {
+	old := l.LegacyState()
+	if len(old) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "batty: warning: %s holds the state of an earlier batty (%s); it is not read: a team's state now lives in %s, out of the agents' reach, so this team starts with fresh threads and inboxes. Look through it (an agent could have written it), then remove it: rm -r %s\n",
+		filepath.Join(l.Project, project.DirName), strings.Join(baseNames(old), ", "), l.Dir, strings.Join(quoteAll(old), " "))
+}
+
+// baseNames are the last elements of paths.
+func baseNames(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = filepath.Base(p)
+	}
+	return out
+}
+
+// quoteAll is each path as one shell word.
+func quoteAll(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = shellword.Quote(p)
+	}
+	return out
+}
+
 // runStart is `batty start`: the daemon of the team of teamFile starts, in
 // the background (returning once it accepts messages) unless foreground,
 // with its cockpit unless noTmux. `batty restart` runs it after runStop,
@@ -75,6 +107,7 @@ func runStart(cmd *cobra.Command, teamFile string, foreground, noTmux bool, acce
 	if running, pid := project.RunningSettled(p.Layout); running {
 		return project.AlreadyRunningError(pid, p.Layout.Socket())
 	}
+	warnLegacyState(cmd.ErrOrStderr(), p.Layout)
 	withCockpit := !noTmux
 	if withCockpit {
 		// Before the daemon: its tmux server must not be a child
