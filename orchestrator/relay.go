@@ -3,12 +3,14 @@ package orchestrator
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
 )
 
@@ -48,8 +50,9 @@ func (a *agent) relayed(e protocol.Outgoing) {
 	ack := protocol.OutgoingAck{Box: e.Box, Name: e.Name}
 	if err := a.deliverRequest(e, time.Now()); err != nil {
 		ack.Error = err.Error()
-		a.log.Warn("Request of the agent refused", "file", e.Name, "error", err)
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "request " + e.Name + " of " + a.def.Name + " refused: " + err.Error()})
+		// The name is the agent's: quoted wherever it is shown.
+		a.log.Warn("Request of the agent refused", "file", strconv.Quote(e.Name), "error", err)
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "request " + safetext.Line(e.Name, 120) + " of " + a.def.Name + " refused: " + safetext.Line(err.Error(), 0)})
 	}
 	if a.p != nil {
 		a.p.Send(ack)

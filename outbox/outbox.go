@@ -96,6 +96,13 @@ const idLayout = "20060102T150405.000000000Z"
 // later is refused: it would sort after messages not written yet.
 const MaxAhead = 5 * time.Minute
 
+// ValidName reports whether name is of a request file's form:
+// "<time>-<8 hex digits>.json", as Write makes it. Pure.
+func ValidName(name string) bool {
+	id, ok := strings.CutSuffix(name, ".json")
+	return ok && idRE.MatchString(id)
+}
+
 // ID returns the message id that a request file's name carries, checking
 // that it is of the generated form and not from after now+MaxAhead. It is
 // a pure function.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -105,7 +106,16 @@ func (r *relay) scan() {
 		r.mu.Lock()
 		known := r.sent[name]
 		r.mu.Unlock()
-		if known || filepath.Ext(name) != ".json" {
+		if known {
+			continue
+		}
+		if !outbox.ValidName(name) {
+			// Not a request batty send made: the agent's own junk,
+			// removed without being read.
+			r.log.Warn("Not a request's name: removed", "file", strconv.Quote(name))
+			if err := os.RemoveAll(filepath.Join(r.dir, name)); err != nil {
+				r.log.Warn("Removing it failed", "file", strconv.Quote(name), "error", err)
+			}
 			continue
 		}
 		data, err := readNoFollow(filepath.Join(r.dir, name), outbox.MaxFileLen)

@@ -56,6 +56,12 @@ func TestRelayOutbox(t *testing.T) {
 	case <-time.After(relayRescan / 2):
 		t.Fatalf("the second request was not relayed within %s", relayRescan/2)
 	}
+	// A file whose name is no request's (an escape sequence in it) is
+	// removed unread, never relayed.
+	junk := filepath.Join(dir, outbox.SubNew, "\x1b]0;title\x07.json")
+	if err := os.WriteFile(junk, []byte(`{"to":"lead","body":"junk"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// A link planted in the outbox is not followed.
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte(`{"to":"lead","body":"secret"}`), 0o600); err != nil {
@@ -71,6 +77,9 @@ func TestRelayOutbox(t *testing.T) {
 		}
 	case <-time.After(relayRescan / 2):
 		t.Fatal("the planted link was not handed over for refusal")
+	}
+	if _, err := os.Lstat(junk); !os.IsNotExist(err) {
+		t.Fatalf("the file with no request's name is still there: %v", err)
 	}
 }
 
