@@ -3,13 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/project"
@@ -23,15 +20,7 @@ import (
 // `batty diff` the command has still not run, the nested repository is
 // not on the agent's branch, and the agent is told why.
 func TestE2ENestedRepositoryRunsNothingOutsideTheSandbox(t *testing.T) {
-	codexBin := codextest.Codex(t)
-	if out, err := exec.Command(codexBin, "sandbox", "--", "/bin/true").CombinedOutput(); err != nil {
-		t.Skipf("codex's sandbox cannot run on this machine (%v): %s", err, out)
-	}
-	srv := codextest.NewServer(t)
-	home := srv.WriteHome(t)
-	login := t.TempDir() // the scratch HOME of codex's login shells
-	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-nested-%d", time.Now().UnixNano()),
-		env: append([]string{"HOME=" + login}, gitTestEnv(t.TempDir())...)}
+	r, _, codexBin, home := sandboxedRun(t, "nested", gitTestEnv(t.TempDir())...)
 	// Outside every writable root of the sandbox (/tmp is taken out):
 	// only a process outside it can make the marker.
 	marker := filepath.Join(t.TempDir(), "ran-outside-the-sandbox")
@@ -47,18 +36,7 @@ roles:
   - name: eng
     workspace: worktree
 `, codexBin, home)
-	for name, text := range map[string]string{"team.yaml": team, "README": "base\n", ".gitignore": ".batty/\n"} {
-		if err := os.WriteFile(filepath.Join(r.dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gitIn(t, r.dir, "init", "-q", "-b", "main")
-	gitIn(t, r.dir, "add", "-A")
-	gitIn(t, r.dir, "commit", "-q", "-m", "initial")
-	t.Cleanup(func() {
-		r.batty("stop", "--timeout", "2s")
-		codextest.AssertNoMarked(t, r.mark)
-	})
+	initRepo(t, r.dir, map[string]string{"team.yaml": team, "README": "base\n", ".gitignore": ".batty/\n"})
 	r.must("start", "--no-tmux")
 
 	shell := "git init -q sub && git -C sub -c user.name=a -c user.email=a@x commit -q --allow-empty -m own && " +

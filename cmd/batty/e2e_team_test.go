@@ -226,3 +226,40 @@ roles:
 		}
 	}
 }
+
+// sandboxedRun is a team run of the real Codex CLI whose sandbox can run
+// here (the test skips, saying why, where codex's sandbox cannot), against
+// the mock Responses API: the run (its mark named after what), the mock,
+// the codex binary and its CODEX_HOME. The daemon and codex's login
+// shells get a scratch HOME; env is added to the run's environment. The
+// team is stopped and its processes checked gone when the test ends.
+func sandboxedRun(t *testing.T, what string, env ...string) (*teamRun, *codextest.Server, string, string) {
+	t.Helper()
+	codexBin := codextest.Codex(t)
+	if out, err := exec.Command(codexBin, "sandbox", "--", "/bin/true").CombinedOutput(); err != nil {
+		t.Skipf("codex's sandbox cannot run on this machine (%v): %s", err, out)
+	}
+	srv := codextest.NewServer(t)
+	home := srv.WriteHome(t)
+	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-%s-%d", what, time.Now().UnixNano()),
+		env: append([]string{"HOME=" + t.TempDir()}, env...)}
+	t.Cleanup(func() {
+		r.batty("stop", "--timeout", "2s")
+		codextest.AssertNoMarked(t, r.mark)
+	})
+	return r, srv, codexBin, home
+}
+
+// initRepo writes files into dir and makes it a git repository on main
+// whose one commit holds them.
+func initRepo(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "initial")
+}

@@ -3,11 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
@@ -21,16 +19,8 @@ import (
 // sandbox, so neither write happens, the landing fails, main stays, and
 // the failure names the setting that would allow a write.
 func TestE2EVerifyRunsAnAgentsCodeInTheSandbox(t *testing.T) {
-	codexBin := codextest.Codex(t)
-	if out, err := exec.Command(codexBin, "sandbox", "--", "/bin/true").CombinedOutput(); err != nil {
-		t.Skipf("codex's sandbox cannot run on this machine (%v): %s", err, out)
-	}
-	srv := codextest.NewServer(t)
-	home := srv.WriteHome(t)
-	userHome := t.TempDir()
-	state := t.TempDir()
-	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-verify-attack-%d", time.Now().UnixNano()),
-		env: []string{"HOME=" + userHome, project.EnvStateHome + "=" + state}}
+	userHome, state := t.TempDir(), t.TempDir()
+	r, srv, codexBin, home := sandboxedRun(t, "verify-attack", "HOME="+userHome, project.EnvStateHome+"="+state)
 	team := fmt.Sprintf(`name: verifyattack
 codex:
   bin: %s
@@ -45,14 +35,7 @@ roles:
   - name: eng
     workspace: worktree
 `, codexBin, home)
-	for name, text := range map[string]string{"team.yaml": team, "check.sh": "true\n", ".gitignore": ".batty/\n"} {
-		if err := os.WriteFile(filepath.Join(r.dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gitIn(t, r.dir, "init", "-q", "-b", "main")
-	gitIn(t, r.dir, "add", "-A")
-	gitIn(t, r.dir, "commit", "-q", "-m", "initial")
+	initRepo(t, r.dir, map[string]string{"team.yaml": team, "check.sh": "true\n", ".gitignore": ".batty/\n"})
 	homeTarget, projectTarget := filepath.Join(userHome, "pwned"), filepath.Join(r.dir, "pwned")
 	check := fmt.Sprintf(`echo pwned > %s && echo pwned > %s`, homeTarget, projectTarget)
 	srv.Handle(func(req codextest.Request) codextest.Reply {
@@ -63,10 +46,6 @@ roles:
 			return codextest.Reply{Shell: "printf '%s\\n' '" + check + "' > check.sh"}
 		}
 		return codextest.TextReply("NOTED")
-	})
-	t.Cleanup(func() {
-		r.batty("stop", "--timeout", "2s")
-		codextest.AssertNoMarked(t, r.mark)
 	})
 	r.must("start", "--no-tmux")
 	r.must("send", "eng", "[[plant]]")
