@@ -1,10 +1,12 @@
 package codex
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 )
 
 // Version is the Codex CLI version batty pins (npm @openai/codex): the
@@ -74,4 +76,16 @@ func PinnedLauncher() string {
 		return ""
 	}
 	return filepath.Join(d, "node_modules", ".bin", "codex")
+}
+
+// VersionWarning is the one warning about a Codex CLI of version (as
+// VersionOf reads it) that batty was not tested with, naming the tested
+// ones; "" for a tested version or an unknown one (""). Such a Codex runs
+// all the same. It is a pure function.
+func VersionWarning(version string) string {
+	if version == "" || Tested(version) {
+		return ""
+	}
+	return fmt.Sprintf("codex %s is not a version batty was tested with (%s); it runs, but check it with `batty doctor` and the conformance suite before a team depends on it (docs/doctor.md)",
+		version, strings.Join(TestedVersions, ", "))
 }

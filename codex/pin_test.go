@@ -88,3 +88,17 @@ func TestTested(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionWarning(t *testing.T) {
+	for _, v := range []string{"", "0.169.0", "0.171.0"} {
+		if w := VersionWarning(v); w != "" {
+			t.Errorf("VersionWarning(%q) = %q, want none", v, w)
+		}
+	}
+	w := VersionWarning("0.172.0")
+	for _, want := range []string{"codex 0.172.0", "0.169.0, 0.171.0", "batty doctor"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("VersionWarning(0.172.0) = %q, want it to say %q", w, want)
+		}
+	}
+}
