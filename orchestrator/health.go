@@ -55,21 +55,6 @@ func hostName(r *remoteHost) string {
 	return r.host.Name
 }
 
-// targetFor is how agent def runs Codex with CODEX_HOME home, the account
-// the quota book places it on ("" for its role's own codex_home: the
-// preferred account of a role with accounts). It is a pure function.
-func targetFor(def team.Agent, home string) preflight.Target {
-	c := def.Codex
-	var env []string
-	for _, k := range sortedKeys(c.Env) {
-		env = append(env, k+"="+c.Env[k])
-	}
-	if home == "" {
-		home = c.CodexHome
-	}
-	return preflight.Target{Bin: c.Bin, Home: home, Env: env, Cwd: def.Cwd, Config: c.Config, Args: c.Args}
-}
-
 // healthKey identifies the health of target t on host ("" for this
 // machine; t as the host sees it): agents with equal keys share one. It is
 // a pure function.
@@ -448,7 +433,7 @@ func (s *healthSet) has(key string) bool {
 // with CODEX_HOME home (see targetFor), as the host sees it, and the key
 // of its health.
 func (d *Daemon) healthTarget(def team.Agent, host *remoteHost, home string) (preflight.Target, string) {
-	t, name := targetFor(def, home), ""
+	t, name := preflight.TargetFor(def, home), ""
 	if host != nil {
 		t = remoteTarget(t, host, d.layout.Root(), localHome())
 		name = host.host.Name

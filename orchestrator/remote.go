@@ -205,10 +205,7 @@ func localHome() string {
 // paths under the home there (hostPath), the directory is the agent's on
 // the host (hostAgentDir). Pure, given home and the roots.
 func remoteTarget(t preflight.Target, r *remoteHost, root, home string) preflight.Target {
-	t.Bin = hosts.HomePath(t.Bin, home)
-	t.Home = hosts.HomePath(t.Home, home)
-	t.Cwd = hosts.ProjectPath(r.dir, root, t.Cwd)
-	return t
+	return hosts.TargetThere(t, r.dir, root, home)
 }
 
 // remoteShimConfig is c, the configuration of a local shim of the agent,

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/shellword"
+	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/textclip"
 )
 
@@ -93,6 +95,26 @@ type Target struct {
 	Config map[string]string
 	// Args is codex.args.
 	Args []string
+}
+
+// TargetFor is how agent def runs Codex with CODEX_HOME home, the account
+// it is placed on ("" for its role's own codex_home: the preferred account
+// of a role with accounts), on this machine. The daemon checks each
+// agent's and `batty doctor` each agent's and account's. It is a pure
+// function.
+func TargetFor(def team.Agent, home string) Target {
+	c := def.Codex
+	env := make([]string, 0, len(c.Env))
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+		env = append(env, k+"="+c.Env[k])
+	}
+	if len(env) == 0 {
+		env = nil
+	}
+	if home == "" {
+		home = c.CodexHome
+	}
+	return Target{Bin: c.Bin, Home: home, Env: env, Cwd: def.Cwd, Config: c.Config, Args: c.Args}
 }
 
 // Key identifies targets that one check answers for: the same binary, home,
