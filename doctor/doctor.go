@@ -114,6 +114,8 @@ type SandboxFacts struct {
 	For string
 	// Err is why the trial failed, "" when it passed.
 	Err string
+	// Skipped says why it was not tried ("" when it was).
+	Skipped string
 }
 
 // Tool is a program batty runs.
@@ -239,6 +241,10 @@ func loginCheck(c CodexFacts) Check {
 
 func sandboxCheck(s SandboxFacts) Check {
 	ch := Check{Name: "sandbox", Subject: s.For}
+	if s.Skipped != "" {
+		ch.Status, ch.Detail = Skip, s.Skipped
+		return ch
+	}
 	if s.Err == "" {
 		ch.Status, ch.Detail = OK, "`"+or(s.Bin, codex.DefaultBinary)+" sandbox` runs a command that writes its directory"
 		return ch

@@ -88,6 +88,9 @@ func TestDecide(t *testing.T) {
 		}, []want{
 			{"sandbox", "the commands of eng", Fail, "bwrap: No permissions", "codex sandbox -- /bin/true"},
 		}, true},
+		{"sandbox of a codex that does not run", func(f *Facts) { f.Sandbox[0].Skipped = "not checked: codex does not run (see its line)" }, []want{
+			{"sandbox", "the commands of eng", Skip, "not checked", ""},
+		}, false},
 		{"unreachable host", func(f *Facts) {
 			f.Hosts = []HostFacts{{Host: team.Host{Name: "gpu1", SSH: "me@gpu1"}, Unreachable: "ssh: connect to host gpu1 port 22: Connection refused"}}
 			f.Codex = append(f.Codex, CodexFacts{Agents: []string{"trainer"}, Host: "gpu1", Skipped: "not checked: host gpu1 is not ready (see its line)"})

@@ -75,7 +75,7 @@ type target struct {
 // cfg (no team) is the default codex here. It is a pure function.
 func Targets(cfg *team.Config, home string) []CodexFacts {
 	if cfg == nil {
-		return []CodexFacts{{Agents: []string{"codex"}}}
+		return []CodexFacts{{Agents: []string{"the default codex"}}}
 	}
 	var out []*target
 	byKey := map[string]*target{}
@@ -234,6 +234,10 @@ func Gather(ctx context.Context, cfg *team.Config, o Options) Facts {
 	}
 	for i := range f.Sandbox {
 		s := &f.Sandbox[i]
+		if _, err := codex.ResolveBinary(s.Bin); err != nil {
+			s.Skipped = "not checked: codex does not run (see its line)"
+			continue
+		}
 		run(func() {
 			p := &sandbox.Policy{Bin: or(s.Bin, codex.DefaultBinary), Homes: o.SandboxHomes}
 			sctx, cancel := context.WithTimeout(ctx, sandboxTimeout(o.Timeout))
