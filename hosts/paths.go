@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/battyhq/batty/preflight"
 )
 
 // Bounds of the work done on a host.
@@ -54,4 +56,16 @@ func ProjectPath(hostDir, root, local string) string {
 func InProject(root, local string) bool {
 	rel, err := filepath.Rel(root, local)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// TargetThere is t, how an agent runs codex here, as a host whose project
+// directory is hostDir sees it: the binary and CODEX_HOME under the home
+// directory here (home) are the same paths under the home there
+// (HomePath), the working directory is the agent's there (ProjectPath,
+// root the project here). Pure.
+func TargetThere(t preflight.Target, hostDir, root, home string) preflight.Target {
+	t.Bin = HomePath(t.Bin, home)
+	t.Home = HomePath(t.Home, home)
+	t.Cwd = ProjectPath(hostDir, root, t.Cwd)
+	return t
 }

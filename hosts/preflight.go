@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/team"
 )
@@ -34,6 +35,14 @@ type preflightRequest struct {
 type preflightAnswer struct {
 	// Problem is nil when codex runs there.
 	Problem *preflightProblem `json:"problem"`
+	// Bin is the codex executable the target runs there, Version what its
+	// `--version` printed, Home its CODEX_HOME, LoggedIn whether `codex
+	// login status` said logged in ("", false when unknown; a batty older
+	// than these fields sends none).
+	Bin      string `json:"bin,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Home     string `json:"home,omitempty"`
+	LoggedIn bool   `json:"logged_in,omitempty"`
 }
 
 type preflightProblem struct {
@@ -82,8 +91,9 @@ func ServePreflight(ctx context.Context, in io.Reader, out io.Writer, c *preflig
 	for _, p := range []*string{&req.Bin, &req.Home, &req.Cwd} {
 		*p = expandHome(*p, home)
 	}
-	var ans preflightAnswer
-	if p := c.Check(ctx, preflight.Target(req)); p != nil {
+	r := c.Inspect(ctx, preflight.Target(req))
+	ans := preflightAnswer{Bin: r.Binary.Path, Version: r.Version, Home: r.Home, LoggedIn: r.LoggedIn}
+	if p := r.Problem; p != nil {
 		ans.Problem = &preflightProblem{Kind: string(p.Kind), Detail: p.Detail, Fix: p.Fix}
 	}
 	line, err := json.Marshal(ans)
@@ -105,26 +115,37 @@ func ServePreflight(ctx context.Context, in io.Reader, out io.Writer, c *preflig
 // check (two codex runs of the host's default timeout at most); ctx cuts
 // it short.
 func Preflight(ctx context.Context, tr *Transport, h team.Host, batty string, t preflight.Target) (*preflight.Problem, error) {
+	r, err := Inspect(ctx, tr, h, batty, t)
+	return r.Problem, err
+}
+
+// Inspect is Preflight with what the host's check found besides the
+// problem: the codex binary there (its Path only), its version, its
+// CODEX_HOME and whether it is logged in (see preflight.Report; the
+// login decision is not sent back).
+func Inspect(ctx context.Context, tr *Transport, h team.Host, batty string, t preflight.Target) (preflight.Report, error) {
 	req, err := json.Marshal(preflightRequest(t))
 	if err != nil {
-		return nil, fmt.Errorf("preflight on %s: %w", h.Name, err)
+		return preflight.Report{}, fmt.Errorf("preflight on %s: %w", h.Name, err)
 	}
 	out, err := tr.Run(ctx, h, "exec "+ShellCommand(batty, "preflight", "--json"), bytes.NewReader(req))
 	if err != nil {
-		return nil, fmt.Errorf("preflight on %s: %w", h.Name, err)
+		return preflight.Report{}, fmt.Errorf("preflight on %s: %w", h.Name, err)
 	}
 	ans, err := parseAnswer(out)
 	if err != nil {
-		return nil, fmt.Errorf("preflight on %s: %w", h.Name, err)
+		return preflight.Report{}, fmt.Errorf("preflight on %s: %w", h.Name, err)
 	}
+	r := preflight.Report{Binary: codex.Binary{Path: ans.Bin}, Version: ans.Version, Home: ans.Home, LoggedIn: ans.LoggedIn}
 	if ans.Problem == nil {
-		return nil, nil
+		return r, nil
 	}
 	p := &preflight.Problem{Kind: preflight.Kind(ans.Problem.Kind), Detail: "on host " + h.Name + ": " + ans.Problem.Detail}
 	if ans.Problem.Fix != "" {
 		p.Fix = "on " + h.Name + ": " + ans.Problem.Fix
 	}
-	return p, nil
+	r.Problem = p
+	return r, nil
 }
 
 // PreflightLimit bounds a Preflight whose codex runs each take at most

@@ -219,7 +219,7 @@ func (d *Daemon) checkSpareAccounts(ctx context.Context) {
 	for _, a := range d.agents {
 		for _, acc := range a.def.Accounts {
 			// An account an agent starts on has its health, checked already.
-			t := targetFor(a.def, acc.CodexHome)
+			t := preflight.TargetFor(a.def, acc.CodexHome)
 			if _, key := d.healthTarget(a.def, a.host, acc.CodexHome); d.healths.has(key) || checked[t.Key()] {
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 )
@@ -101,7 +102,7 @@ func TestHealthKeyFollowsTheAccount(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ta, tb := targetFor(c.a.def, c.a.home), targetFor(c.b.def, c.b.home)
+			ta, tb := preflight.TargetFor(c.a.def, c.a.home), preflight.TargetFor(c.b.def, c.b.home)
 			if ta.Home != c.wantHome {
 				t.Fatalf("home %q, want %q", ta.Home, c.wantHome)
 			}

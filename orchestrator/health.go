@@ -11,6 +11,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
@@ -43,21 +44,15 @@ type health struct {
 	prob     *preflight.Problem // nil: codex runs
 	reported *preflight.Problem // a spawn failure not yet checked
 	worked   bool               // a turn started since the last back-off step
+	warned   string             // the untested codex version the log has warned of
 }
 
-// targetFor is how agent def runs Codex with CODEX_HOME home, the account
-// the quota book places it on ("" for its role's own codex_home: the
-// preferred account of a role with accounts). It is a pure function.
-func targetFor(def team.Agent, home string) preflight.Target {
-	c := def.Codex
-	var env []string
-	for _, k := range sortedKeys(c.Env) {
-		env = append(env, k+"="+c.Env[k])
+// hostName is r's host's name, "" for this machine.
+func hostName(r *remoteHost) string {
+	if r == nil {
+		return ""
 	}
-	if home == "" {
-		home = c.CodexHome
-	}
-	return preflight.Target{Bin: c.Bin, Home: home, Env: env, Cwd: def.Cwd, Config: c.Config, Args: c.Args}
+	return r.host.Name
 }
 
 // healthKey identifies the health of target t on host ("" for this
@@ -150,18 +145,25 @@ func (h *health) started() {
 func (h *health) check(ctx context.Context) bool {
 	// Codex runs with the environment a shim gives it: the shims' own with
 	// the agent's over it, marked as the project's (see sweep.go).
-	var p *preflight.Problem
+	var r preflight.Report
 	if h.host != nil {
-		p = h.checkHost(ctx)
+		r = h.checkHost(ctx)
 	} else {
 		c := &preflight.Checker{Reaper: h.d.reaper, Timeout: h.d.opts.CheckTimeout, BaseEnv: h.d.opts.ShimEnv,
 			FinalEnv: []string{reap.MarkEnv + "=" + h.d.layout.Dir}}
-		p = c.Check(ctx, h.target)
+		r = c.Inspect(ctx, h.target)
 	}
 	if ctx.Err() != nil {
 		return false
 	}
+	p := r.Problem
 	h.mu.Lock()
+	warn := codex.VersionWarning(r.Version)
+	if warn != "" && r.Version == h.warned {
+		warn = "" // said once for this version
+	} else if warn != "" {
+		h.warned = r.Version
+	}
 	if p == nil && h.reported != nil {
 		// The check sees nothing wrong, but a spawn failed: that failure
 		// stands until the next check.
@@ -171,6 +173,9 @@ func (h *health) check(ctx context.Context) bool {
 	old := h.prob
 	h.prob, h.checked = p, true
 	h.mu.Unlock()
+	if warn != "" {
+		h.d.log.Warn("Codex of an untested version", "bin", h.target.Bin, "host", hostName(h.host), "version", r.Version, "warning", warn)
+	}
 	changed := (old == nil) != (p == nil) || (old != nil && old.String() != p.String())
 	if changed {
 		if p != nil {
@@ -428,7 +433,7 @@ func (s *healthSet) has(key string) bool {
 // with CODEX_HOME home (see targetFor), as the host sees it, and the key
 // of its health.
 func (d *Daemon) healthTarget(def team.Agent, host *remoteHost, home string) (preflight.Target, string) {
-	t, name := targetFor(def, home), ""
+	t, name := preflight.TargetFor(def, home), ""
 	if host != nil {
 		t = remoteTarget(t, host, d.layout.Root(), localHome())
 		name = host.host.Name

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/project"
@@ -77,7 +78,7 @@ func TestMissingCodexParksTheAgentUntilItAppears(t *testing.T) {
 	r.waitEvent(t, "agent_parked", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentParked && e.Agent == "eng" })
 	a := r.waitAgent(t, "eng", "parked state", func(a control.AgentStatus) bool { return a.State == agentParked })
 	if a.Parked == nil || a.Parked.Kind != "codex_missing" || !strings.Contains(a.LastError, "codex not found at "+bin) ||
-		!strings.Contains(a.LastError, "npm install -g @openai/codex@0.169.0") {
+		!strings.Contains(a.LastError, "npm install -g @openai/codex@"+codex.Version) {
 		t.Fatalf("parked agent status %+v (%+v)", a, a.Parked)
 	}
 
@@ -206,5 +207,36 @@ func TestParkedErrorOfAnEarlierDaemonIsCleared(t *testing.T) {
 	r.waitAgent(t, "solo", "the stale error cleared", func(a control.AgentStatus) bool { return a.LastError == "" && a.State == "idle" })
 	if n := r.count(eventlog.EvAgentParked, ""); n != 0 {
 		t.Fatalf("%d agent_parked events", n)
+	}
+}
+
+// A codex of a version batty was not tested with runs (the agent is not
+// parked), and the daemon's log warns of it once, naming the tested
+// versions; a tested version draws no warning.
+func TestUntestedCodexVersionWarnsOnce(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		warns   bool
+	}{{"0.1.0", true}, {codex.Version, false}} {
+		t.Run(c.version, func(t *testing.T) {
+			bin := filepath.Join(t.TempDir(), "codex")
+			script := "#!/bin/sh\ncase \"$1\" in\n--version) echo codex-cli " + c.version + ";;\nlogin) echo 'Logged in using ChatGPT' >&2;;\nesac\n"
+			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			p := newProject(t, engWithCodex(bin))
+			r := p.start(func(o *Options) { o.RecheckMin, o.RecheckMax = time.Hour, time.Hour })
+			if a := r.waitAgent(t, "eng", "its check", func(a control.AgentStatus) bool { return a.State != "" }); a.Parked != nil {
+				t.Fatalf("eng parked: %+v", a.Parked)
+			}
+			log := r.log.String()
+			n := strings.Count(log, "Codex of an untested version")
+			switch {
+			case c.warns && (n != 1 || !strings.Contains(log, strings.Join(codex.TestedVersions, ", ")) || !strings.Contains(log, "codex "+c.version)):
+				t.Fatalf("%d warnings; log:\n%s", n, log)
+			case !c.warns && n != 0:
+				t.Fatalf("a tested version warned; log:\n%s", log)
+			}
+		})
 	}
 }

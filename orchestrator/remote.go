@@ -205,10 +205,7 @@ func localHome() string {
 // paths under the home there (hostPath), the directory is the agent's on
 // the host (hostAgentDir). Pure, given home and the roots.
 func remoteTarget(t preflight.Target, r *remoteHost, root, home string) preflight.Target {
-	t.Bin = hosts.HomePath(t.Bin, home)
-	t.Home = hosts.HomePath(t.Home, home)
-	t.Cwd = hosts.ProjectPath(r.dir, root, t.Cwd)
-	return t
+	return hosts.TargetThere(t, r.dir, root, home)
 }
 
 // remoteShimConfig is c, the configuration of a local shim of the agent,
@@ -222,22 +219,22 @@ func remoteShimConfig(c shim.Config, r *remoteHost, l project.Layout, home strin
 }
 
 // checkHost is the check of a host's target: batty installed there (again
-// if it was not), then the host's preflight. A host that cannot be
-// reached, or where batty cannot be installed or run, is a KindHost
-// problem. It blocks for the check.
-func (h *health) checkHost(ctx context.Context) *preflight.Problem {
+// if it was not), then the host's preflight, and what it found. A host
+// that cannot be reached, or where batty cannot be installed or run, is a
+// KindHost problem. It blocks for the check.
+func (h *health) checkHost(ctx context.Context) preflight.Report {
 	r := h.host
 	batty, err := r.ensure(ctx)
 	if err != nil {
-		return r.problem(err)
+		return preflight.Report{Problem: r.problem(err)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, hosts.PreflightLimit(h.d.opts.CheckTimeout))
 	defer cancel()
-	p, err := hosts.Preflight(ctx, h.d.opts.Transport, r.host, batty, h.target)
+	rep, err := hosts.Inspect(ctx, h.d.opts.Transport, r.host, batty, h.target)
 	if err != nil {
-		return r.problem(err)
+		return preflight.Report{Problem: r.problem(err)}
 	}
-	return p
+	return rep
 }
 
 // transcriptLines appends lines that the agent's shim on its host sent

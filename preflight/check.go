@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/shellword"
+	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/textclip"
 )
 
@@ -95,6 +97,26 @@ type Target struct {
 	Args []string
 }
 
+// TargetFor is how agent def runs Codex with CODEX_HOME home, the account
+// it is placed on ("" for its role's own codex_home: the preferred account
+// of a role with accounts), on this machine. The daemon checks each
+// agent's and `batty doctor` each agent's and account's. It is a pure
+// function.
+func TargetFor(def team.Agent, home string) Target {
+	c := def.Codex
+	env := make([]string, 0, len(c.Env))
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+		env = append(env, k+"="+c.Env[k])
+	}
+	if len(env) == 0 {
+		env = nil
+	}
+	if home == "" {
+		home = c.CodexHome
+	}
+	return Target{Bin: c.Bin, Home: home, Env: env, Cwd: def.Cwd, Config: c.Config, Args: c.Args}
+}
+
 // Key identifies targets that one check answers for: the same binary, home,
 // environment, directory and settings. Agents with equal keys share a check.
 func (t Target) Key() string {
@@ -138,14 +160,44 @@ type Checker struct {
 	FinalEnv []string
 }
 
-// Check runs the checks for t in order — binary, CODEX_HOME, --version,
-// login — and returns the first problem, or nil when Codex can run. It
-// blocks for at most two codex runs of c.Timeout each; ctx cancels them.
+// Report is what the checks of one target found: the facts gathered on
+// the way, and the first problem.
+type Report struct {
+	// Binary is the codex executable the target runs (zero when it does
+	// not resolve): the native binary, and the npm launcher it bypasses.
+	Binary codex.Binary
+	// Version is the version `codex --version` printed (codex.VersionOf;
+	// "" when it did not run or printed none).
+	Version string
+	// Home is the effective CODEX_HOME (codex.Home).
+	Home string
+	// Login is whether the target's model provider needs a login; set once
+	// `codex --version` ran.
+	Login LoginDecision
+	// LoggedIn reports that `codex login status` said logged in (false
+	// when the login was not checked: not needed, or an earlier problem).
+	LoggedIn bool
+	// Problem is the first problem, nil when Codex can run.
+	Problem *Problem
+}
+
+// Check runs the checks for t (see Inspect) and returns the first
+// problem, or nil when Codex can run.
 func (c *Checker) Check(ctx context.Context, t Target) *Problem {
+	return c.Inspect(ctx, t).Problem
+}
+
+// Inspect runs the checks for t in order — binary, CODEX_HOME, --version,
+// login — and returns what they found, with the first problem (nil when
+// Codex can run). It blocks for at most two codex runs of c.Timeout each;
+// ctx cancels them.
+func (c *Checker) Inspect(ctx context.Context, t Target) (r Report) {
 	bin, err := codex.ResolveBinary(t.Bin)
 	if err != nil {
-		return missing(t.Bin, err)
+		r.Problem = missing(t.Bin, err)
+		return r
 	}
+	r.Binary = bin
 	base := c.BaseEnv
 	if base == nil {
 		base = os.Environ()
@@ -159,6 +211,7 @@ func (c *Checker) Check(ctx context.Context, t Target) *Problem {
 	env = append(env, c.FinalEnv...)
 	getenv := lookupIn(env)
 	home := codex.Home(env, t.Cwd)
+	r.Home = home
 	if t.Home != "" || getenv("CODEX_HOME") != "" {
 		if fi, err := os.Stat(home); err != nil || !fi.IsDir() {
 			why := "does not exist"
@@ -167,8 +220,9 @@ func (c *Checker) Check(ctx context.Context, t Target) *Problem {
 			} else if !errors.Is(err, fs.ErrNotExist) {
 				why = "cannot be read: " + err.Error()
 			}
-			return &Problem{Kind: KindHome, Detail: fmt.Sprintf("CODEX_HOME %s %s", home, why),
+			r.Problem = &Problem{Kind: KindHome, Detail: fmt.Sprintf("CODEX_HOME %s %s", home, why),
 				Fix: fmt.Sprintf("create it and log in: mkdir -p %s && CODEX_HOME=%s codex login (or fix codex.codex_home in the team file)", home, home)}
+			return r
 		}
 	}
 	code, out, err := c.run(ctx, bin.Path, env, t.Cwd, "--version")
@@ -180,9 +234,11 @@ func (c *Checker) Check(ctx context.Context, t Target) *Problem {
 		if tail := lastLine(out); tail != "" {
 			what += ": " + tail
 		}
-		return &Problem{Kind: KindBroken, Detail: fmt.Sprintf("codex at %s does not run (`codex --version` %s)", bin.Path, what),
+		r.Problem = &Problem{Kind: KindBroken, Detail: fmt.Sprintf("codex at %s does not run (`codex --version` %s)", bin.Path, what),
 			Fix: "re" + installHint + ", or point codex.bin in the team file at a working codex"}
+		return r
 	}
+	r.Version = codex.VersionOf(out)
 	homeConfig, _ := os.ReadFile(filepath.Join(home, "config.toml"))
 	over, profile, oss := ArgsSettings(t.Args)
 	cfgKeys := make([]string, 0, len(t.Config))
@@ -195,8 +251,9 @@ func (c *Checker) Check(ctx context.Context, t Target) *Problem {
 		overrides = append(overrides, k+"="+t.Config[k])
 	}
 	d := NeedsLogin(LoginInput{Overrides: append(overrides, over...), Profile: profile, OSS: oss, HomeConfig: string(homeConfig), Getenv: getenv})
+	r.Login = d
 	if !d.Needed {
-		return nil
+		return r
 	}
 	code, out, err = c.run(ctx, bin.Path, env, t.Cwd, "login", "status")
 	login := LoginCommand(t.Bin, bin)
@@ -204,17 +261,20 @@ func (c *Checker) Check(ctx context.Context, t Target) *Problem {
 		login = "CODEX_HOME=" + home + " " + login
 	}
 	if err != nil {
-		return &Problem{Kind: KindLoginCheck, Detail: fmt.Sprintf("`codex login status` failed (%v)", err), Fix: "check that " + login + " works"}
+		r.Problem = &Problem{Kind: KindLoginCheck, Detail: fmt.Sprintf("`codex login status` failed (%v)", err), Fix: "check that " + login + " works"}
+		return r
 	}
 	switch ClassifyLoginStatus(code, out) {
 	case LoggedIn:
-		return nil
+		r.LoggedIn = true
 	case NotLoggedIn:
-		return &Problem{Kind: KindLogin, Detail: fmt.Sprintf("codex is not logged in (CODEX_HOME %s, model provider %s)", home, d.Provider),
+		r.Problem = &Problem{Kind: KindLogin, Detail: fmt.Sprintf("codex is not logged in (CODEX_HOME %s, model provider %s)", home, d.Provider),
 			Fix: "run: " + login + " (or set OPENAI_API_KEY in codex.env)"}
+	default:
+		r.Problem = &Problem{Kind: KindLoginCheck, Detail: fmt.Sprintf("`codex login status` exited with status %d: %s", code, or(lastLine(out), "no output")),
+			Fix: "fix what it says, then run: " + login}
 	}
-	return &Problem{Kind: KindLoginCheck, Detail: fmt.Sprintf("`codex login status` exited with status %d: %s", code, or(lastLine(out), "no output")),
-		Fix: "fix what it says, then run: " + login}
+	return r
 }
 
 // missing turns a binary resolution error into a Problem.

@@ -53,8 +53,8 @@ func TestCheck(t *testing.T) {
 		kind Kind   // "" = no problem
 		want string // in the problem's text
 	}{
-		{"missing path", Target{Bin: nowhere, Home: home}, KindMissing, "codex not found at " + nowhere + " — install it: npm install -g @openai/codex@0.169.0"},
-		{"not on PATH", Target{Bin: "codex-nowhere-xyz", Home: home}, KindMissing, `"codex-nowhere-xyz" is not on PATH — install it: npm install -g @openai/codex@0.169.0`},
+		{"missing path", Target{Bin: nowhere, Home: home}, KindMissing, "codex not found at " + nowhere + " — install it: npm install -g @openai/codex@" + codex.Version},
+		{"not on PATH", Target{Bin: "codex-nowhere-xyz", Home: home}, KindMissing, `"codex-nowhere-xyz" is not on PATH — install it: npm install -g @openai/codex@` + codex.Version},
 		{"not executable", Target{Bin: func() string { p := script(t, fakeCodex); os.Chmod(p, 0o644); return p }(), Home: home}, KindMissing, "chmod +x"},
 		{"broken", Target{Bin: script(t, "#!/bin/sh\necho 'error while loading shared libraries: libssl.so.3' >&2\nexit 127\n"), Home: home}, KindBroken, "exited with status 127: error while loading shared libraries"},
 		{"hangs", Target{Bin: script(t, "#!/bin/sh\nexec sleep 30\n"), Home: home}, KindBroken, "no answer within"},

@@ -9,6 +9,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/textclip"
 )
 
 // The team file's keys a hint names (team.yaml's workspace.sandbox).
@@ -250,4 +253,56 @@ func Hint(command, output string, network bool) string {
 			command, KeyOff)
 	}
 	return ""
+}
+
+// trialScript is what Try runs in the sandbox: a write into its working
+// directory, read back.
+const trialScript = "echo batty-sandbox-ok > trial && cat trial"
+
+// trialOK is what trialScript prints when it ran.
+const trialOK = "batty-sandbox-ok"
+
+// Try runs a trial command under p (see Command) in a fresh directory
+// made under dir and removed after it: a file written into its working
+// directory and read back. It returns nil when that worked; otherwise an
+// error saying what happened, with the end of the command's output, whose
+// Hint-style fix is TrialFix. It blocks for the command (its process group
+// killed when ctx ends) and starts it through s when not nil.
+func Try(ctx context.Context, p *Policy, dir string, s reap.Starter) error {
+	work, err := os.MkdirTemp(dir, "batty-sandbox-trial-")
+	if err != nil {
+		return fmt.Errorf("sandbox trial: %w", err)
+	}
+	defer os.RemoveAll(work)
+	cmd, done, err := p.Command(work, trialScript, os.Environ())
+	if err != nil {
+		return err
+	}
+	defer done()
+	out := &textclip.HeadWriter{Max: 4 << 10}
+	cmd.Stdout, cmd.Stderr = out, out
+	werr := reap.RunGroup(ctx, cmd, s)
+	text := strings.TrimSpace(out.String())
+	switch {
+	case werr != nil:
+		return fmt.Errorf("`codex sandbox` could not run a command here (%v): %s", werr, textclip.Bytes(text, 600, textclip.Ellipsis))
+	case !strings.Contains(text, trialOK):
+		return fmt.Errorf("`codex sandbox` ran, but the command in it did not write its working directory: %s", textclip.Bytes(text, 600, textclip.Ellipsis))
+	}
+	return nil
+}
+
+// TrialFix is what to do when Try failed with the codex bin names: make
+// Codex's sandbox work on this machine, or run the workspace commands
+// without it. It is pure.
+func TrialFix(bin string) string {
+	return fmt.Sprintf("make `%s sandbox -- /bin/true` work here (Linux: user namespaces allowed, e.g. sysctl kernel.unprivileged_userns_clone=1 and kernel.apparmor_restrict_unprivileged_userns=0; in a container, run it with --privileged or a seccomp profile that allows them), or set %s in the team file (an agent whose codex.sandbox is not danger-full-access needs it as well)",
+		or(bin, codex.DefaultBinary), KeyOff)
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

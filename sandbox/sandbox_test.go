@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -241,4 +242,45 @@ func TestHelperConnect(t *testing.T) {
 	b, _ := io.ReadAll(c)
 	fmt.Print(string(b))
 	os.Exit(0)
+}
+
+// fakeSandboxCodex writes a codex whose `sandbox` subcommand runs body.
+func fakeSandboxCodex(t *testing.T, body string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "codex")
+	script := "#!/bin/sh\nif [ \"$1\" = sandbox ]; then\n" + body + "\nfi\necho codex-cli 0.171.0\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// Try passes with the real Codex's sandbox, and fails, saying why, with
+// a codex whose sandbox cannot start or does not run the command.
+func TestTry(t *testing.T) {
+	ctx := context.Background()
+	homes := t.TempDir()
+	if bin, err := codextest.SandboxBinary(); err == nil {
+		if err := Try(ctx, &Policy{Bin: bin, Homes: homes}, t.TempDir(), nil); err != nil {
+			t.Errorf("the real sandbox: %v", err)
+		}
+	} else {
+		t.Logf("no real sandbox here: %v", err)
+	}
+	for _, c := range []struct{ name, body, want string }{
+		{"cannot start", "echo 'bwrap: No permissions to creating new namespace' >&2; exit 1", "bwrap: No permissions"},
+		{"runs nothing", "exit 0", "did not write its working directory"},
+	} {
+		dir := t.TempDir()
+		err := Try(ctx, &Policy{Bin: fakeSandboxCodex(t, c.body), Homes: homes}, dir, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one saying %q", c.name, err, c.want)
+		}
+		if left, _ := os.ReadDir(dir); len(left) != 0 {
+			t.Errorf("%s: the trial left %v", c.name, left)
+		}
+	}
+	if fix := TrialFix("/opt/codex"); !strings.Contains(fix, "/opt/codex sandbox -- /bin/true") || !strings.Contains(fix, KeyOff) {
+		t.Errorf("TrialFix = %q", fix)
+	}
 }

@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
-CODEX_VERSION=0.169.0
+CODEX_VERSION=0.171.0
 
 all=(orchestrator drain shim protocol idle fanout codexcli chaos codex ptylog logtail cockpit workspaces hosts)
 groups=("$@")

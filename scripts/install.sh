@@ -27,6 +27,6 @@ esac
 if ! command -v codex >/dev/null 2>&1; then
   echo
   echo "batty runs the Codex CLI, which is not on your PATH:"
-  echo "  npm install -g @openai/codex@0.169.0"
+  echo "  npm install -g @openai/codex@0.171.0"
   echo "  codex login"
 fi

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (tmux, git, OpenSSH for the
-# hosts tests when root, the pinned Codex CLI),
+# hosts tests when root, every Codex CLI version batty is tested with),
 # then runs gofmt, go vet, staticcheck (installed with go install when
 # missing, at the pinned version) and the whole suite with the race
-# detector. A user who cannot install tmux (not root, no sudo) is told what
-# to install.
+# detector against the pinned Codex CLI, then — for the whole suite only —
+# the runtime conformance suite (shim's TestConformance) once more against
+# each other tested version (BATTY_CODEX_VERSION selects it). A user who
+# cannot install tmux (not root, no sudo) is told what to install.
 #
 #   scripts/test.sh            # everything
 #   scripts/test.sh ./shim/... # only these packages (vet and test)
@@ -15,7 +17,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CODEX_VERSION=0.169.0
+CODEX_VERSION=0.171.0
+# The versions batty is tested with, oldest first, the pin last (codex.TestedVersions).
+CODEX_TESTED="0.169.0 0.171.0"
 STATICCHECK_VERSION=v0.8.2 # staticcheck 2026.2.2, which knows Go 1.26
 export PATH="/usr/local/go/bin:$PATH"
 export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
@@ -28,9 +32,12 @@ export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
 codex_dir="$BATTY_CODEX_CACHE/$CODEX_VERSION"
 missing=0
 need_cmd scripts/test.sh go "get Go 1.26 or newer from https://go.dev/dl/" || missing=1
-if [ ! -x "$codex_dir/node_modules/.bin/codex" ]; then
-  need_cmd scripts/test.sh npm "it installs the Codex CLI; get Node.js with npm ($(install_hint npm))" || missing=1
-fi
+for v in $CODEX_TESTED; do
+  if [ ! -x "$BATTY_CODEX_CACHE/$v/node_modules/.bin/codex" ]; then
+    need_cmd scripts/test.sh npm "it installs the Codex CLI; get Node.js with npm ($(install_hint npm))" || missing=1
+    break
+  fi
+done
 need_tmux scripts/test.sh || missing=1
 need_pkg scripts/test.sh git || missing=1
 if [ "$missing" != 0 ]; then
@@ -47,12 +54,15 @@ if [ "$(id -u)" = 0 ]; then
     echo "scripts/test.sh: the tests of agents on other hosts will skip" >&2
 fi
 
-if [ ! -x "$codex_dir/node_modules/.bin/codex" ]; then
-  echo "==> installing @openai/codex@$CODEX_VERSION into $codex_dir"
-  mkdir -p "$codex_dir"
-  npm install --loglevel=error --no-audit --no-fund --prefix "$codex_dir" "@openai/codex@$CODEX_VERSION"
-fi
-"$codex_dir/node_modules/.bin/codex" --version
+for v in $CODEX_TESTED; do
+  d="$BATTY_CODEX_CACHE/$v"
+  if [ ! -x "$d/node_modules/.bin/codex" ]; then
+    echo "==> installing @openai/codex@$v into $d"
+    mkdir -p "$d"
+    npm install --loglevel=error --no-audit --no-fund --prefix "$d" "@openai/codex@$v"
+  fi
+  "$d/node_modules/.bin/codex" --version
+done
 
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
@@ -80,3 +90,15 @@ echo "==> go test -race"
 # themselves as shims and fake workers thousands of times.
 export GORACE="${GORACE:-atexit_sleep_ms=0}"
 go test -race -count=1 -timeout 20m "${pkgs[@]}"
+
+# The other tested Codex CLIs: only the runtime conformance suite, which
+# covers what batty relies on in each runtime (see docs/doctor.md).
+if [ $# -eq 0 ]; then
+  for v in $CODEX_TESTED; do
+    [ "$v" != "$CODEX_VERSION" ] || continue
+    echo "==> conformance suite against Codex CLI $v"
+    start=$SECONDS
+    BATTY_CODEX_VERSION="$v" go test -race -count=1 -timeout 10m -run '^TestConformance$' ./shim/
+    echo "==> conformance suite against Codex CLI $v: $((SECONDS - start)) s"
+  done
+fi

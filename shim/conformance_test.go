@@ -50,6 +50,19 @@ var conformanceCases = []conformanceCase{
 }
 
 func TestConformance(t *testing.T) {
+	// The Codex CLI it runs is the one asked for: the pin, or
+	// $BATTY_CODEX_VERSION (scripts/test.sh runs the suite once for
+	// each tested version).
+	bin := codextest.Codex(t)
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --version: %v: %s", bin, err, out)
+	}
+	got := codex.VersionOf(string(out))
+	if os.Getenv("BATTY_CODEX_BIN") == "" && got != codextest.Version() {
+		t.Fatalf("%s is codex %q, want %s", bin, got, codextest.Version())
+	}
+	t.Logf("conformance of codex %s (%s)", got, bin)
 	for _, rt := range conformanceRuntimes {
 		t.Run(rt, func(t *testing.T) {
 			for _, c := range conformanceCases {

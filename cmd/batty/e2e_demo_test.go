@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/scriptedmodel"
@@ -235,7 +236,7 @@ func TestDemoWithoutCodexSaysHowToGetIt(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("exit %v\n%s", err, out)
 	}
-	for _, want := range []string{"the Codex CLI is not installed", "scripts/demo.sh", "npm install -g @openai/codex@0.169.0"} {
+	for _, want := range []string{"the Codex CLI is not installed", "scripts/demo.sh", "npm install -g @openai/codex@" + codex.Version} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

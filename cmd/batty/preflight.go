@@ -11,6 +11,10 @@ import (
 	"github.com/battyhq/batty/safetext"
 )
 
+// doctorHint points from a failed check of `batty start` to `batty
+// doctor`, which checks everything the team needs.
+const doctorHint = "batty: `batty doctor` checks everything this team needs on this machine and its hosts, each with its fix"
+
 // warnParked asks the running daemon for its status and prints every
 // parked agent — one whose Codex cannot run — with what is wrong and how to
 // fix it. `batty start` calls it once the daemon is ready: the daemon checks
@@ -24,6 +28,7 @@ func warnParked(w io.Writer, l project.Layout) {
 	}
 	if printParked(w, "batty: warning: ", *resp.Status) {
 		fmt.Fprintln(w, "batty: their messages wait; batty checks again by itself, and at once on `batty resume`")
+		fmt.Fprintln(w, doctorHint)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
 )
@@ -92,9 +93,9 @@ func TestStartWithoutCodexSaysHowToFixIt(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "codex")
 	p := newPreflightProject(t, bin, "", "CODEX_API_KEY=fake")
 	out, errOut, code := p.batty("start")
-	want := "batty: warning: eng parked: codex not found at " + bin + " — install it: npm install -g @openai/codex@0.169.0"
-	if code != 0 || !strings.Contains(out, `team "pf" running`) || !strings.Contains(errOut, want) {
-		t.Fatalf("start: exit %d\nstdout %s\nstderr %s\nwant %q", code, out, errOut, want)
+	want := "batty: warning: eng parked: codex not found at " + bin + " — install it: npm install -g @openai/codex@" + codex.Version
+	if code != 0 || !strings.Contains(out, `team "pf" running`) || !strings.Contains(errOut, want) || !strings.Contains(errOut, "`batty doctor`") {
+		t.Fatalf("start: exit %d\nstdout %s\nstderr %s\nwant %q and a pointer to batty doctor", code, out, errOut, want)
 	}
 	a := p.status()
 	if a.State != "parked" || a.Parked == nil || a.Parked.Kind != "codex_missing" || !strings.Contains(a.LastError, "codex not found at "+bin) {

@@ -43,7 +43,7 @@ var commandGroups = map[string]string{
 	"merge": groupWork, "diff": groupWork, "workspace": groupWork,
 	"status": groupInspect, "logs": groupInspect,
 	"chat": groupAgent, "fanout": groupAgent,
-	"init": groupSetup, "validate": groupSetup, "demo": groupSetup,
+	"init": groupSetup, "validate": groupSetup, "demo": groupSetup, "doctor": groupSetup,
 	"version": groupSetup, "completion": groupSetup, "help": groupSetup,
 }
 
@@ -97,7 +97,7 @@ wrong arguments).`,
 	root.AddCommand(newVersionCmd(), newShimCmd(), newPreflightCmd(), newCloneHostCmd(), newChatCmd(), newFanoutCmd(),
 		newStartCmd(), newDaemonCmd(), newStopCmd(), newStatusCmd(), newPauseCmd(true), newPauseCmd(false), newResetCmd())
 	root.AddCommand(newSendCmd(), newInboxCmd(), newLogsCmd(), newInitCmd(), newValidateCmd())
-	root.AddCommand(newDemoCmd())
+	root.AddCommand(newDemoCmd(), newDoctorCmd())
 	root.AddCommand(newCancelCmd(), newRestartCmd())
 	root.AddCommand(newAttachCmd(), newFeedCmd())
 	root.AddCommand(newMergeCmd(), newDiffCmd(), newWorkspaceCmd())

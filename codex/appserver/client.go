@@ -354,10 +354,7 @@ func (c *Client) dispatch(msg Message) {
 			"code": -32601, "message": "batty does not handle " + msg.Method}})
 	case KindNotification:
 		if msg.Method == NotifyRateLimits && c.opts.OnRateLimits != nil {
-			var p struct {
-				RateLimits *RateLimits `json:"rateLimits"`
-			}
-			if json.Unmarshal(msg.Params, &p) == nil && p.RateLimits != nil {
+			if p := decodeTurnParams(msg.Params); p.RateLimits != nil {
 				c.opts.OnRateLimits(*p.RateLimits)
 			}
 		}
@@ -631,10 +628,7 @@ func (c *Client) RunTurn(ctx context.Context, threadID, text string, on func(Not
 			}
 			return res, fmt.Errorf("appserver: turn %s: %w", res.TurnID, c.Err())
 		}
-		var p turnParams
-		if json.Unmarshal(n.Params, &p) != nil {
-			p = turnParams{}
-		}
+		p := decodeTurnParams(n.Params)
 		if p.ThreadID != "" && p.ThreadID != threadID {
 			continue // another thread's
 		}
@@ -713,8 +707,8 @@ func (c *Client) Compact(ctx context.Context, threadID string) (TurnResult, erro
 			}
 			return res, fmt.Errorf("appserver: %s: %w", MethodThreadCompact, ctx.Err())
 		}
-		var p turnParams
-		if json.Unmarshal(n.Params, &p) != nil || p.ThreadID != threadID {
+		p := decodeTurnParams(n.Params)
+		if p.ThreadID != threadID {
 			continue
 		}
 		if id := p.turnIDOf(); id != "" && res.TurnID != "" && id != res.TurnID {

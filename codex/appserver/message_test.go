@@ -66,8 +66,12 @@ func TestErrorCode(t *testing.T) {
 		{`{"activeTurnNotSteerable":{"turnKind":"review"}}`, "activeTurnNotSteerable", 0},
 		{`null`, "", 0},
 		{``, "", 0},
-		{`{"a":1,"b":2}`, "", 0},
-		{`7`, "", 0},
+		{`"bioPolicy"`, "bioPolicy", 0},
+		{`"aKindOfTomorrow"`, "aKindOfTomorrow", 0},
+		{`{"a":1,"b":2}`, `{"a":1,"b":2}`, 0},
+		{`{ "a" : [1, 2] , "b":{} }`, `{"a":[1,2],"b":{}}`, 0},
+		{`7`, "7", 0},
+		{`["x"]`, `["x"]`, 0},
 	}
 	for _, tt := range tests {
 		code, status := errorCode(json.RawMessage(tt.in))

@@ -1,9 +1,13 @@
 package appserver
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/battyhq/batty/textclip"
 )
 
 // Method names of the calls and notifications the client uses
@@ -117,15 +121,31 @@ type Notification struct {
 type TurnError struct {
 	// Message is codex's text for the failure.
 	Message string
-	// Code is codex's error class ("usageLimitExceeded",
-	// "contextWindowExceeded", "internalServerError", "unauthorized",
-	// "responseStreamDisconnected", …; "" when codex gives none).
+	// Code is codex's error class, the kind of its codexErrorInfo
+	// ("usageLimitExceeded", "contextWindowExceeded", "unauthorized",
+	// "responseStreamDisconnected", …, see KnownCodes; "" when codex gives
+	// none). A kind batty does not know (a newer Codex's, such as 0.171.0's
+	// "bioPolicy") is kept as it came; a codexErrorInfo of another shape is
+	// kept as its JSON text, clipped.
 	Code string
 	// HTTPStatus is the upstream HTTP status some classes carry (0 when
 	// none).
 	HTTPStatus int
 	// AdditionalDetails is codex's extra text, if any.
 	AdditionalDetails string
+}
+
+// KnownCodes are the codexErrorInfo kinds of the app-server schemas of the
+// tested Codex CLIs (0.169.0 and 0.171.0, which added "bioPolicy"): the
+// string values, then the kinds of the object values. A Code outside it is
+// still kept and shown; nothing in batty decides on it.
+var KnownCodes = []string{
+	"contextWindowExceeded", "sessionBudgetExceeded", "usageLimitExceeded", "rateLimitExceeded",
+	"flexUnavailable", "serverOverloaded", "modelNotFound", "policyCapacityUnavailable", "cyberPolicy",
+	"bioPolicy", "misalignmentPolicyViolation", "tooManyDenials", "internalServerError", "unauthorized",
+	"badRequest", "threadRollbackFailed", "sandboxError", "other", "inferenceHookDenied",
+	"httpConnectionFailed", "responseStreamConnectionFailed", "responseStreamDisconnected",
+	"responseTooManyFailedAttempts", "activeTurnNotSteerable",
 }
 
 // Error implements error.
@@ -136,11 +156,54 @@ func (e *TurnError) Error() string {
 	return e.Message + " [" + e.Code + "]"
 }
 
-// wireTurnError is a TurnError as the server writes it.
+// wireTurnError is a TurnError as the server writes it, read leniently
+// (see UnmarshalJSON).
 type wireTurnError struct {
-	Message           string          `json:"message"`
-	CodexErrorInfo    json.RawMessage `json:"codexErrorInfo"`
-	AdditionalDetails *string         `json:"additionalDetails"`
+	Message           string
+	CodexErrorInfo    json.RawMessage
+	AdditionalDetails *string
+}
+
+// UnmarshalJSON reads the fields it knows one by one: a field of another
+// type than expected is left empty, never an error, so a newer Codex's
+// error still ends the turn it belongs to. Only a value that is not an
+// object is an error.
+func (w *wireTurnError) UnmarshalJSON(b []byte) error {
+	fields, ok := objectFields(b)
+	if !ok {
+		return errNotObject
+	}
+	field(fields, "message", &w.Message)
+	w.CodexErrorInfo = nonNull(fields["codexErrorInfo"])
+	field(fields, "additionalDetails", &w.AdditionalDetails)
+	return nil
+}
+
+// errNotObject is the error of a lenient decoder given something else
+// than a JSON object.
+var errNotObject = errors.New("not a JSON object")
+
+// objectFields splits a JSON object into its fields; ok is false for
+// anything else.
+func objectFields(b []byte) (map[string]json.RawMessage, bool) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(b, &fields) != nil || fields == nil {
+		return nil, false
+	}
+	return fields, true
+}
+
+// field decodes fields[key] into dst, leaving dst as it was when the
+// field is missing or of another shape.
+func field[T any](fields map[string]json.RawMessage, key string, dst *T) {
+	raw, ok := fields[key]
+	if !ok {
+		return
+	}
+	var v T
+	if json.Unmarshal(raw, &v) == nil {
+		*dst = v
+	}
 }
 
 // decode turns the wire form into a TurnError. codexErrorInfo is either a
@@ -158,7 +221,14 @@ func (w *wireTurnError) decode() *TurnError {
 	return e
 }
 
-// errorCode reads codexErrorInfo; it is pure and never panics.
+// maxOddCode bounds a Code kept as the JSON text of a codexErrorInfo of
+// an unknown shape.
+const maxOddCode = 200
+
+// errorCode reads codexErrorInfo: a string is the kind, an object of one
+// key the kind with an optional httpStatusCode; anything else is kept as
+// its compact JSON text (at most maxOddCode bytes), never dropped. It is
+// pure and never panics.
 func errorCode(raw json.RawMessage) (string, int) {
 	raw = nonNull(raw)
 	if raw == nil {
@@ -169,19 +239,23 @@ func errorCode(raw json.RawMessage) (string, int) {
 		return s, 0
 	}
 	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil || len(obj) != 1 {
-		return "", 0
-	}
-	for k, v := range obj {
-		var inner struct {
-			HTTPStatusCode *int `json:"httpStatusCode"`
+	if json.Unmarshal(raw, &obj) == nil && len(obj) == 1 {
+		for k, v := range obj {
+			var inner struct {
+				HTTPStatusCode *int `json:"httpStatusCode"`
+			}
+			if json.Unmarshal(v, &inner) == nil && inner.HTTPStatusCode != nil {
+				return k, *inner.HTTPStatusCode
+			}
+			return k, 0
 		}
-		if json.Unmarshal(v, &inner) == nil && inner.HTTPStatusCode != nil {
-			return k, *inner.HTTPStatusCode
-		}
-		return k, 0
 	}
-	return "", 0
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		buf.Reset()
+		buf.Write(raw)
+	}
+	return textclip.Bytes(buf.String(), maxOddCode, textclip.Ellipsis), 0
 }
 
 // TokenUsage is one count of tokens.
@@ -278,12 +352,34 @@ func (r TurnResult) Err() error {
 }
 
 // turnPayload is the turn object inside turn/* notifications and the
-// turn/start response.
+// turn/start response, read leniently (see UnmarshalJSON).
 type turnPayload struct {
-	ID     string         `json:"id"`
-	Status string         `json:"status"`
-	Error  *wireTurnError `json:"error"`
-	Items  []itemPayload  `json:"items"`
+	ID     string
+	Status string
+	Error  *wireTurnError
+	Items  []itemPayload
+}
+
+// UnmarshalJSON reads the fields it knows one by one, and each item on
+// its own (an item of another shape is left out); only a value that is
+// not an object is an error.
+func (t *turnPayload) UnmarshalJSON(b []byte) error {
+	fields, ok := objectFields(b)
+	if !ok {
+		return errNotObject
+	}
+	field(fields, "id", &t.ID)
+	field(fields, "status", &t.Status)
+	field(fields, "error", &t.Error)
+	var items []json.RawMessage
+	field(fields, "items", &items)
+	for _, raw := range items {
+		var it itemPayload
+		if json.Unmarshal(raw, &it) == nil {
+			t.Items = append(t.Items, it)
+		}
+	}
+	return nil
 }
 
 // itemPayload holds the item fields the client reads.
@@ -295,14 +391,35 @@ type itemPayload struct {
 
 // turnParams is the common shape of turn-scoped notification params.
 type turnParams struct {
-	ThreadID   string         `json:"threadId"`
-	TurnID     string         `json:"turnId"`
-	Turn       *turnPayload   `json:"turn"`
-	Item       *itemPayload   `json:"item"`
-	TokenUsage *ThreadUsage   `json:"tokenUsage"`
-	Error      *wireTurnError `json:"error"`
-	WillRetry  bool           `json:"willRetry"`
-	RateLimits *RateLimits    `json:"rateLimits"`
+	ThreadID   string
+	TurnID     string
+	Turn       *turnPayload
+	Item       *itemPayload
+	TokenUsage *ThreadUsage
+	Error      *wireTurnError
+	WillRetry  bool
+	RateLimits *RateLimits
+}
+
+// decodeTurnParams reads a notification's params leniently: each field it
+// knows on its own, one of another shape left empty, so that a field a
+// newer Codex changed never costs the notification (a turn/completed
+// dropped would leave its turn waiting). It is pure and never fails.
+func decodeTurnParams(raw json.RawMessage) turnParams {
+	var p turnParams
+	fields, ok := objectFields(raw)
+	if !ok {
+		return p
+	}
+	field(fields, "threadId", &p.ThreadID)
+	field(fields, "turnId", &p.TurnID)
+	field(fields, "turn", &p.Turn)
+	field(fields, "item", &p.Item)
+	field(fields, "tokenUsage", &p.TokenUsage)
+	field(fields, "error", &p.Error)
+	field(fields, "willRetry", &p.WillRetry)
+	field(fields, "rateLimits", &p.RateLimits)
+	return p
 }
 
 // turnIDOf returns the turn a notification belongs to ("" when none).

@@ -92,8 +92,46 @@ func or(s, def string) string {
 	return s
 }
 
+// EnvVersion names the environment variable that selects another
+// installed Codex CLI for the tests: its version, installed by
+// scripts/test.sh under codex.CacheDir()/<version> as the pin is. Unset,
+// the tests run the pin, codex.Version. scripts/test.sh runs the
+// conformance suite once more for each other tested version with it set.
+const EnvVersion = "BATTY_CODEX_VERSION"
+
+// Version is the Codex CLI version the tests run: $BATTY_CODEX_VERSION,
+// else the pin (what [Codex] finds unless $BATTY_CODEX_BIN names a binary).
+func Version() string { return version() }
+
+func version() string {
+	if v := os.Getenv(EnvVersion); v != "" {
+		return v
+	}
+	return codex.Version
+}
+
+// installDir is the npm prefix of the Codex CLI the tests run,
+// codex.CacheDir()/version(), "" when the cache directory is unknown.
+func installDir() string {
+	c := codex.CacheDir()
+	if c == "" {
+		return ""
+	}
+	return filepath.Join(c, version())
+}
+
+// launcher is the npm launcher of the Codex CLI the tests run.
+func launcher() string {
+	d := installDir()
+	if d == "" {
+		return ""
+	}
+	return filepath.Join(d, "node_modules", ".bin", "codex")
+}
+
 // Codex returns the codex executable for tests: $BATTY_CODEX_BIN if set,
-// else the npm launcher of the pinned install, codex.PinnedLauncher(). When that file is missing it
+// else the npm launcher of the installed version the tests run (the pin,
+// codex.PinnedLauncher(), unless $BATTY_CODEX_VERSION names another). When that file is missing it
 // calls t.Skip, except when the environment has CI=true, where it calls
 // t.Fatal (end-to-end tests must run in CI).
 func Codex(t testing.TB) string {
@@ -101,11 +139,10 @@ func Codex(t testing.TB) string {
 	if p := os.Getenv("BATTY_CODEX_BIN"); p != "" {
 		return requireExecutable(t, p, "$BATTY_CODEX_BIN")
 	}
-	p := codex.PinnedLauncher()
-	return requireExecutable(t, p, "pinned codex "+codex.Version)
+	return requireExecutable(t, launcher(), "codex "+version())
 }
 
-// CodexNative is like [Codex] but prefers the pinned install's native
+// CodexNative is like [Codex] but prefers the install's native
 // binary (node_modules/@openai/codex-<os>-<arch>/vendor/<triple>/bin/codex),
 // which starts about 65 ms faster and runs as one process instead of a
 // Node launcher plus a child. With $BATTY_CODEX_BIN set, or when the native
@@ -121,7 +158,7 @@ func CodexNative(t testing.TB) string {
 	return Codex(t)
 }
 
-// nativePath returns where the pinned install keeps the native binary for
+// nativePath returns where the install the tests run keeps the native binary for
 // this platform, or "" for a platform codex does not ship.
 func nativePath() string {
 	pkgs := map[string][2]string{
@@ -131,7 +168,7 @@ func nativePath() string {
 		"darwin/arm64": {"codex-darwin-arm64", "aarch64-apple-darwin"},
 	}
 	p, ok := pkgs[runtime.GOOS+"/"+runtime.GOARCH]
-	d := codex.PinnedDir()
+	d := installDir()
 	if !ok || d == "" {
 		return ""
 	}
@@ -150,7 +187,7 @@ func requireExecutable(t testing.TB, p, what string) string {
 	if isExecutable(p) {
 		return p
 	}
-	msg := fmt.Sprintf("codextest: %s not found or not executable at %s (install @openai/codex@%s there or set BATTY_CODEX_BIN)", what, p, codex.Version)
+	msg := fmt.Sprintf("codextest: %s not found or not executable at %s (install @openai/codex@%s there or set BATTY_CODEX_BIN)", what, p, version())
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
@@ -159,7 +196,7 @@ func requireExecutable(t testing.TB, p, what string) string {
 }
 
 // SandboxBinary returns the codex executable of the tests ($BATTY_CODEX_BIN,
-// else the pinned install's native binary, else its launcher) once `codex
+// else the native binary of the install the tests run, else its launcher) once `codex
 // sandbox -- /bin/true` ran with it, or an error saying why it cannot be
 // used: it is missing, or Codex's Linux sandbox does not work on this
 // machine. For a test that runs in the sandbox where it can, and without
@@ -169,11 +206,11 @@ func SandboxBinary() (string, error) {
 	if bin == "" {
 		bin = nativePath()
 		if bin == "" || !isExecutable(bin) {
-			bin = codex.PinnedLauncher()
+			bin = launcher()
 		}
 	}
 	if !isExecutable(bin) {
-		return "", fmt.Errorf("codextest: no codex executable at %s (install @openai/codex@%s there or set BATTY_CODEX_BIN)", bin, codex.Version)
+		return "", fmt.Errorf("codextest: no codex executable at %s (install @openai/codex@%s there or set BATTY_CODEX_BIN)", bin, version())
 	}
 	dir, err := os.MkdirTemp("", "codextest-sandbox-")
 	if err != nil {
