@@ -23,7 +23,8 @@ func newSendCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "send [--from NAME] [-f TEAMFILE] <agent|role|human> <message...>",
 		Short: "Queue a message for an agent, a role or the human",
-		Long: `send writes a message into the recipient's inbox (.batty/inboxes) and
+		Long: `send writes a message into the recipient's inbox (in the team's state
+directory; inside an agent, into the agent's outbox, which its shim relays) and
 prints its id. It does not need the daemon: the daemon picks the message up
 when it runs.
 

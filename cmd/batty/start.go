@@ -29,7 +29,9 @@ func newStartCmd() *cobra.Command {
 		Short: "Start the team's daemon (in the background unless --foreground)",
 		Long: `start validates the team file, then runs the daemon — in the background, returning
 once it accepts messages, or in the foreground with --foreground. One daemon runs
-per project; its state, inboxes and logs live in .batty/ next to the team file.
+per project; its state, inboxes and logs live in the project's state directory,
+~/.local/state/batty/projects/<name>-<hash> ($BATTY_STATE_HOME, else
+$XDG_STATE_HOME/batty, else ~/.local/state/batty), which start prints.
 The team file defaults to ./team.yaml, else ./.batty/team.yaml.
 
 In the foreground the team's feed (one line per event, as the cockpit shows it)
