@@ -122,16 +122,15 @@ func Run(ctx context.Context, opts Options) (res Result, err error) {
 	keep := opts.Keep
 	defer func() {
 		if keep {
-			p.plainf("The demo project is kept in %s, its state (daemon.log, the transcripts, the inboxes) in %s; remove both when done.\n", dir, l.Dir)
+			p.plainf("The demo project is kept in %s, and its state directory (daemon.log, the transcripts) in %s; remove them when done.\n", dir, l.Dir)
 			return
 		}
-		for _, d := range []string{dir, l.Dir} {
-			if rerr := os.RemoveAll(d); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("remove the demo project %s: %w", d, rerr))
+		for what, path := range map[string]string{"project": dir, "state directory": l.Dir} {
+			if rerr := os.RemoveAll(path); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("remove the demo's %s %s: %w", what, path, rerr))
 			}
 		}
 	}()
-
 	script := scriptedmodel.DemoScript()
 	fol, err := newFollower(l, p, landingBranches(script))
 	if err != nil {
@@ -466,16 +465,23 @@ func (r *runner) attach(p *printer, opts Options) <-chan struct{} {
 	done := make(chan struct{})
 	cmd := exec.Command(r.exe, "attach", "-f", r.teamFile)
 	cmd.Dir = r.dir
-	// tmux draws on the terminal (stdin); on its stdout it prints only its
-	// exit line ("[server exited]"), which the demo's lines replace.
-	var term io.Writer = io.Discard
-	if opts.Stdout != nil {
-		term = opts.Stdout
+	// The same path as `batty attach` typed at the terminal: its stdin and
+	// stderr are the terminal itself, never a pipe, in tmux's own pane as
+	// in a plain terminal. tmux draws on the terminal it reads (stdin); on
+	// its stdout it prints only its exit line ("[server exited]"), which
+	// the demo's own lines replace, so stdout is the null device (a file,
+	// not a pipe: nothing stands between the client and a descriptor).
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		p.linef("cannot open the cockpit (%v); following the team here", err)
+		close(done)
+		return done
 	}
-	filter := &exitFilter{w: term}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.Stdin, filter, opts.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = opts.Stdin, null, opts.Stderr
 	p.hold()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	null.Close() // the child has its own copy
+	if err != nil {
 		p.release()
 		p.linef("cannot open the cockpit (%v); following the team here", err)
 		close(done)
@@ -485,7 +491,6 @@ func (r *runner) attach(p *printer, opts Options) <-chan struct{} {
 	go func() {
 		defer close(done)
 		err := cmd.Wait()
-		_ = filter.Close() // a failed write to the terminal: nothing to tell it
 		p.release()
 		switch {
 		case r.stopping.Load():

@@ -251,10 +251,21 @@ func attachCockpit(ctx context.Context, p project.Project, cfg *team.Config, out
 	kill := exec.Command(bin, "-L", socket, "kill-session", "-t", "="+nested)
 	kill.Env = c.Env
 	kill.Run() // gone already when the server stopped
-	if err != nil {
+	if err != nil && !teamSessionEnded(ctx, srv, session) {
 		return fmt.Errorf("tmux attach: %w", err)
 	}
 	return nil
+}
+
+// teamSessionEnded reports whether the team's session is gone from its
+// server (the team stopped while the cockpit was open: tmux's client then
+// exits with status 1 after "[server exited]", as a plain `tmux attach`
+// does, which is no failure of attach's).
+func teamSessionEnded(ctx context.Context, srv cockpit.Server, session string) bool {
+	ctx, cancel := context.WithTimeout(ctx, cockpitWait)
+	defer cancel()
+	ok, err := srv.Has(ctx, session)
+	return err == nil && !ok
 }
 
 // outerPrefix returns the prefix key of the tmux this process runs in

@@ -81,7 +81,7 @@ It needs git and the Codex CLI: the pinned install of scripts/demo.sh
 		},
 	}
 	cmd.Flags().BoolVar(&noTmux, "no-tmux", false, "print a plain feed instead of opening the tmux cockpit")
-	cmd.Flags().BoolVar(&keep, "keep", false, "keep the scratch project (team.yaml, the engineers' files) and its state directory afterwards")
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep the scratch project (team.yaml, the worktrees, the engineers' files) and its state directory afterwards")
 	cmd.Flags().DurationVar(&timeout, "timeout", demo.DefaultTimeout, "give up when the team has not finished by then")
 	cmd.Flags().DurationVar(&pace, "pace", demo.DefaultPace, "how long each step of the stand-in model takes (0: as fast as it goes)")
 	cmd.Flags().StringVar(&codexBin, "codex-bin", "", "the Codex CLI to run (default: the pinned install, else codex on PATH)")

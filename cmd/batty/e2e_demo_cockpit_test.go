@@ -68,3 +68,63 @@ func TestE2EDemoCtrlCInTheCockpit(t *testing.T) {
 		t.Errorf("the demo project was left behind: %q", dirs)
 	}
 }
+
+// TestE2EDemoInsideTmux runs `batty demo` in a pane of the user's own tmux
+// ($TMUX set, as for anyone who lives in tmux): the demo's cockpit opens
+// there as `batty attach` typed in that pane opens it, nested with a
+// prefix of its own — a client of the demo's tmux server on a session
+// grouped with the team's — never failing into the plain feed ("tmux
+// attach: exit status 1"); a Ctrl-C stops it and leaves nothing behind.
+func TestE2EDemoInsideTmux(t *testing.T) {
+	bin := tmuxtest.Need(t)
+	codexBin := codextest.Codex(t)
+	tmp, mark := t.TempDir(), fmt.Sprintf("e2e-demo-tmux-%d", time.Now().UnixNano())
+	exe := buildBatty(t)
+	ctx := context.Background()
+	outer := cockpit.Server{Run: cockpit.ExecRunner{Bin: bin, Socket: cockpit.SocketName(t.TempDir()),
+		Env: append(os.Environ(), "TERM=xterm-256color")}}
+	t.Cleanup(func() {
+		outer.Kill(context.Background())
+		codextest.AssertNoMarked(t, mark)
+	})
+	// The pane's shell keeps the $TMUX its tmux gives it.
+	shell := fmt.Sprintf(`test -n "$TMUX" || echo NO-TMUX; TMPDIR=%s %s=%s %s demo --pace 500ms --timeout 2m --codex-bin %s; echo DEMO-EXIT=$?; exec sleep 600`,
+		tmp, codextest.MarkEnv, mark, exe, codexBin)
+	if _, err := outer.Run.Run(ctx, "new-session", "-d", "-s", "term", "-x", "120", "-y", "40", "-c", t.TempDir(), "sh", "-c", shell,
+		";", "set-option", "-g", "status", "off", ";", "set-option", "-g", "history-limit", "5000"); err != nil {
+		t.Fatal(err)
+	}
+	screen := func() string {
+		out, _ := outer.Run.Run(ctx, "capture-pane", "-p", "-J", "-S", "-5000", "-t", "=term:")
+		return out
+	}
+	// The demo's cockpit has a client in the pane, on the nested session.
+	pollTmux(t, "the demo's nested cockpit in the pane", func() string {
+		dirs := demoDirs(t, tmp)
+		if len(dirs) != 1 {
+			return fmt.Sprint(dirs, screen())
+		}
+		inner := cockpit.ExecRunner{Bin: bin, Socket: cockpit.SocketName(dirs[0])}
+		out, _ := inner.Run(ctx, "list-clients", "-F", "#{client_name} #{session_name}")
+		return out + "\n" + screen()
+	}, func(s string) bool {
+		if strings.Contains(s, "tmux attach: exit status") || strings.Contains(s, "NO-TMUX") {
+			t.Fatalf("the demo's cockpit did not open in the tmux pane:\n%s", s)
+		}
+		return strings.HasPrefix(s, "/dev/") && strings.Contains(s, " batty-demo-nested-")
+	})
+	pollTmux(t, "the demo's status hint", screen, func(s string) bool { return strings.Contains(s, "Ctrl-C: stop the demo") })
+
+	if _, err := outer.Run.Run(ctx, "send-keys", "-t", "=term:", "C-c"); err != nil {
+		t.Fatal(err)
+	}
+	got := pollTmux(t, "the demo's end", screen, func(s string) bool { return strings.Contains(s, "DEMO-EXIT=") })
+	if !strings.Contains(got, "DEMO-EXIT=1") || !strings.Contains(got, "cockpit prefix C-a (yours: C-b)") ||
+		strings.Contains(got, "tmux attach: exit status") || strings.Contains(got, "[server exited]") {
+		t.Fatalf("the demo in a tmux pane, after Ctrl-C:\n%s", got)
+	}
+	codextest.AssertNoMarked(t, mark)
+	if dirs := demoDirs(t, tmp); len(dirs) != 0 {
+		t.Errorf("the demo project was left behind: %q", dirs)
+	}
+}

@@ -25,7 +25,7 @@ func newInitCmd() *cobra.Command {
 directory): team.yaml with the roles architect, manager and engineer (two
 instances), and prompts/architect.md, prompts/manager.md and
 prompts/engineer.md with their standing instructions. It adds .batty/ (the
-team's state: inboxes, logs, the daemon's socket) to DIR's .gitignore,
+worktrees of the agents that work in worktrees) to DIR's .gitignore,
 creating the file if needed.
 
 It refuses to overwrite any of those files unless --force is given, and it

@@ -30,7 +30,8 @@ func newLogsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs (<agent> | --all) [-f] [-n N] [--color WHEN] [--team TEAMFILE]",
 		Short: "Print an agent's transcript, or every agent's (--all); -f follows",
-		Long: `logs prints the last lines of an agent's transcript (logs/<agent>.log in the project's state directory),
+		Long: `logs prints the last lines of an agent's transcript (logs/<agent>.log
+of the team's state directory),
 reading only the end of the file. With -f (--follow) it keeps printing new
 lines as they are written, like ` + "`tail -F`" + `: it follows the transcript across
 rotations (the file renamed to <agent>.log.1 and recreated) and truncation,

@@ -47,6 +47,35 @@ var commandGroups = map[string]string{
 	"version": groupSetup, "completion": groupSetup, "help": groupSetup,
 }
 
+// guidePages names, per top-level command, the page of the user guide
+// (docs/guide/ in batty's repository) that explains it; a subcommand
+// shares its parent's. TestEveryCommandNamesAGuidePage checks that every
+// command has one and that it exists.
+var guidePages = map[string]string{
+	"init": "team.md", "validate": "team.md", "doctor": "team.md", "start": "team.md", "stop": "team.md",
+	"restart": "team.md", "pause": "team.md", "resume": "team.md", "reset": "team.md",
+	"send": "team.md", "inbox": "team.md", "cancel": "team.md", "version": "team.md",
+	"completion": "team.md", "help": "team.md", "daemon": "team.md",
+	"status": "watch.md", "logs": "watch.md", "attach": "watch.md", "feed": "watch.md",
+	"merge": "worktrees.md", "diff": "worktrees.md", "workspace": "worktrees.md",
+	"chat": "schedules-and-fanout.md", "fanout": "schedules-and-fanout.md",
+	"shim": "hosts.md", "preflight": "hosts.md", "clone-host": "hosts.md",
+	"demo": "demo.md",
+}
+
+// guideDir is where the user guide lives, relative to the repository.
+const guideDir = "docs/guide/"
+
+// withGuide returns the long help long (short when long is empty) ended by
+// a line naming the guide page page; the root's names the guide's index.
+// Pure.
+func withGuide(long, short, page string) string {
+	if long == "" {
+		long = short
+	}
+	return strings.TrimRight(long, "\n") + "\n\nSee " + guideDir + page + " for the whole story."
+}
+
 // newRoot builds the whole command tree. Every command of it exits with
 // exitUsage (2) for a command line that cannot be run — an unknown command
 // or flag, a bad flag value, a wrong number of arguments — and with 1 for a
@@ -124,6 +153,9 @@ func finishTree(root *cobra.Command) {
 		if c.Parent() == root && c.GroupID == "" {
 			c.GroupID = commandGroups[c.Name()]
 		}
+		if page := guidePageOf(root, c); page != "" {
+			c.Long = withGuide(c.Long, c.Short, page)
+		}
 		if c.Name() == "completion" && c.Parent() == root {
 			c.Example = `  source <(batty completion bash)
   batty completion zsh > "${fpath[1]}/_batty"
@@ -154,6 +186,18 @@ func finishTree(root *cobra.Command) {
 		}
 	}
 	walk(root)
+}
+
+// guidePageOf returns the guide page of c: the guide's index for the
+// root, else its top-level command's page ("" when it has none).
+func guidePageOf(root, c *cobra.Command) string {
+	if c == root {
+		return "README.md"
+	}
+	for c.Parent() != root {
+		c = c.Parent()
+	}
+	return guidePages[c.Name()]
 }
 
 // suggestDistance is the largest number of edits (Levenshtein distance)

@@ -23,10 +23,9 @@ func newSendCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "send [--from NAME] [-f TEAMFILE] <agent|role|human> <message...>",
 		Short: "Queue a message for an agent, a role or the human",
-		Long: `send writes a message into the recipient's inbox (in the project's state
-directory) and prints its id. Inside an agent it writes a request into the
-agent's own outbox instead, the one place of batty's its sandbox may write;
-the daemon delivers it as from that agent. It does not need the daemon: the daemon picks the message up
+		Long: `send writes a message into the recipient's inbox (in the team's state
+directory; inside an agent, into the agent's outbox, which its shim relays) and
+prints its id. It does not need the daemon: the daemon picks the message up
 when it runs.
 
 The message is the remaining arguments joined by spaces, or stdin when the

@@ -32,8 +32,8 @@ func newStartCmd() *cobra.Command {
 		Long: `start validates the team file, then runs the daemon — in the background, returning
 once it accepts messages, or in the foreground with --foreground. One daemon runs
 per project; its state, inboxes and logs live in the project's state directory,
-outside the project (~/.local/state/batty/projects/<name>-<hash>, or under
-$BATTY_STATE_HOME or $XDG_STATE_HOME), where no agent may write.
+~/.local/state/batty/projects/<name>-<hash> ($BATTY_STATE_HOME, else
+$XDG_STATE_HOME/batty, else ~/.local/state/batty), which start prints.
 The team file defaults to ./team.yaml, else ./.batty/team.yaml.
 
 In the foreground the team's feed (one line per event, as the cockpit shows it)

@@ -9,14 +9,14 @@ import (
 	"testing"
 )
 
-// stableStatusShape reads the keys of `batty status --json` that README.md
+// stableStatusShape reads the keys of `batty status --json` that docs/guide/watch.md
 // lists after "The JSON shape is stable:" — top-level keys, and for an
 // object or a list of objects the keys of its members — leaving out the
 // text in parentheses (remarks) and maps with keys of their own
 // ("queues {role: waiting}").
 func stableStatusShape(t *testing.T) map[string][]string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "guide", "watch.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func stableStatusShape(t *testing.T) map[string][]string {
 	start := strings.Index(s, "The JSON shape is stable:")
 	end := strings.Index(s[max(start, 0):], "An agent's `state`")
 	if start < 0 || end < 0 {
-		t.Fatal("README.md no longer says \"The JSON shape is stable:\" ... \"An agent's `state`\"")
+		t.Fatal("docs/guide/watch.md no longer says \"The JSON shape is stable:\" ... \"An agent's `state`\"")
 	}
 	s = s[start+len("The JSON shape is stable:") : start+end]
 	var b strings.Builder
@@ -53,16 +53,16 @@ func stableStatusShape(t *testing.T) map[string][]string {
 	return shape
 }
 
-// TestStatusJSONHasTheStableShape: every key README.md lists for `batty
+// TestStatusJSONHasTheStableShape: every key docs/guide/watch.md lists for `batty
 // status --json` is there, for an agent that is not parked and does not
 // wait for the network too (parked and network are null then), for an
 // account that is not paused and a schedule that is not running. Only the
-// schedules' unknown times are left out, as the README says.
+// schedules' unknown times are left out, as the guide says.
 func TestStatusJSONHasTheStableShape(t *testing.T) {
 	shape := stableStatusShape(t)
 	for _, k := range []string{"team", "daemon", "dispatch", "agents", "queues", "accounts", "schedules"} {
 		if _, ok := shape[k]; !ok {
-			t.Fatalf("README's stable shape, as read: %v; it lacks %q", shape, k)
+			t.Fatalf("the guide's stable shape, as read: %v; it lacks %q", shape, k)
 		}
 	}
 	dir := t.TempDir()

@@ -175,9 +175,8 @@ workspace.verify there, and only when verify passes advances base. A conflict
 or a red verify leaves base unchanged; the agent gets a message saying what
 to fix, the human a landing_failed event (and on_alert).
 
-The request is written into the landing inbox of the project's state
-directory (inside an agent: its outbox, delivered by the daemon as from that
-agent) and does not need the
+The request is written into the team's landing inbox (inside an agent, into
+its outbox, which its shim relays) and does not need the
 daemon: a request made while the team is stopped is taken at batty start.
 Inside an agent's Codex an agent may queue its own branch, or the branch of
 an agent its role may message (talks_to: an architect lands its engineers').

@@ -10,20 +10,20 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// readmeCommand is one row of README.md's command table.
-type readmeCommand struct {
+// guideCommand is one row of docs/guide/team.md's command table.
+type guideCommand struct {
 	group, name, teamFile string
 }
 
-// readmeCommands reads the table of README.md whose header is "| Group |
+// guideCommands reads the table of docs/guide/team.md whose header is "| Group |
 // Command | Team file |", one row per command.
-func readmeCommands(t *testing.T) []readmeCommand {
+func guideCommands(t *testing.T) []guideCommand {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "guide", "team.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []readmeCommand
+	var rows []guideCommand
 	in := false
 	for line := range strings.Lines(string(readme)) {
 		line = strings.TrimSpace(line)
@@ -36,19 +36,19 @@ func readmeCommands(t *testing.T) []readmeCommand {
 		default:
 			cells := strings.Split(strings.Trim(line, "|"), "|")
 			if len(cells) < 3 {
-				t.Fatalf("README command table: row %q has %d cells", line, len(cells))
+				t.Fatalf("the command table of docs/guide/team.md: row %q has %d cells", line, len(cells))
 			}
 			cell := func(i int) string { return strings.TrimSpace(cells[i]) }
-			rows = append(rows, readmeCommand{cell(0), strings.Trim(cell(1), "`"), cell(2)})
+			rows = append(rows, guideCommand{cell(0), strings.Trim(cell(1), "`"), cell(2)})
 		}
 	}
 	if len(rows) == 0 {
-		t.Fatal(`README.md has no command table ("| Group | Command | Team file |")`)
+		t.Fatal(`docs/guide/team.md has no command table ("| Group | Command | Team file |")`)
 	}
 	return rows
 }
 
-// teamFileFlags says how cmd takes a team file, in the words of README's
+// teamFileFlags says how cmd takes a team file, in the words of the guide's
 // table: "`--team`, `-f`", "`--team`" or "none".
 func teamFileFlags(cmd *cobra.Command) string {
 	if cmd.Flags().Lookup("team") == nil {
@@ -60,10 +60,10 @@ func teamFileFlags(cmd *cobra.Command) string {
 	return "`--team`"
 }
 
-// TestREADMECommandTable: README's command table lists every command
+// TestGuideCommandTable: the guide's command table lists every command
 // `batty --help` lists, and no other, each in the help group it is shown
 // in and with the team file flags it takes.
-func TestREADMECommandTable(t *testing.T) {
+func TestGuideCommandTable(t *testing.T) {
 	root := newRoot()
 	titles := map[string]string{}
 	for _, g := range root.Groups() {
@@ -78,21 +78,21 @@ func TestREADMECommandTable(t *testing.T) {
 		}
 	}
 	seen := map[string]bool{}
-	for _, r := range readmeCommands(t) {
+	for _, r := range guideCommands(t) {
 		if seen[r.name] {
-			t.Errorf("README lists %s twice", r.name)
+			t.Errorf("the guide lists %s twice", r.name)
 		}
 		seen[r.name] = true
 		c, ok := tree[r.name]
 		if !ok {
-			t.Errorf("README lists %q, which `batty --help` does not", r.name)
+			t.Errorf("the guide lists %q, which `batty --help` does not", r.name)
 			continue
 		}
 		if g := titles[c.GroupID]; g != r.group {
-			t.Errorf("README puts %s in group %q; `batty --help` in %q", r.name, r.group, g)
+			t.Errorf("the guide puts %s in group %q; `batty --help` in %q", r.name, r.group, g)
 		}
 		if f := teamFileFlags(c); f != r.teamFile {
-			t.Errorf("README says %s takes the team file as %s; it takes %s", r.name, r.teamFile, f)
+			t.Errorf("the guide says %s takes the team file as %s; it takes %s", r.name, r.teamFile, f)
 		}
 	}
 	var missing []string
@@ -103,6 +103,6 @@ func TestREADMECommandTable(t *testing.T) {
 	}
 	slices.Sort(missing)
 	if len(missing) > 0 {
-		t.Errorf("README's command table lacks %v", missing)
+		t.Errorf("the guide's command table lacks %v", missing)
 	}
 }
