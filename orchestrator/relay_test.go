@@ -1,10 +1,13 @@
 package orchestrator
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/team"
@@ -47,5 +50,71 @@ func TestRequestBox(t *testing.T) {
 		if err != nil || box != tt.box || m != want {
 			t.Errorf("%s: requestBox = %q, %+v, %v; want %q, %+v", tt.name, box, m, err, tt.box, want)
 		}
+	}
+}
+
+// A request in an agent's outbox is delivered as from that agent, once:
+// the same request relayed again (its shim restarted before the
+// acknowledgement) is acknowledged without a second delivery, and a
+// request that takes the id of another message is refused with a warning.
+func TestRequestsAreDeliveredOnce(t *testing.T) {
+	p := newProject(t, "  - name: eng\n    talks_to: [lead]\n  - name: lead\n")
+	r := p.start(nil)
+	id, err := outbox.Write(p.layout.Dir, "eng", outbox.Request{To: "lead", Body: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("the request's message: %s", st)
+	}
+	m, _, err := p.box("lead").Get(id)
+	if err != nil || m.From != "eng" || m.Body != "hello" {
+		t.Fatalf("delivered %+v, %v", m, err)
+	}
+	file := filepath.Join(outbox.Path(p.layout.Dir, "eng"), outbox.SubNew, id+".json")
+	again := func(body string) {
+		t.Helper()
+		data, err := outbox.Encode(outbox.Request{To: "lead", Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(outbox.Path(p.layout.Dir, "eng"), outbox.SubTmp, "again")
+		if err := os.WriteFile(tmp, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The same request again: acknowledged (its file removed), not run
+	// twice.
+	again("hello")
+	waitGone(t, file)
+	// Another body under the taken id: refused.
+	again("another")
+	r.waitEvent(t, "the refusal", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvWarning && e.Agent == "eng" && strings.Contains(e.Detail, "taken by another message")
+	})
+	waitGone(t, file)
+	if n := p.deliveries(id); n != 1 {
+		t.Fatalf("the message ran %d times, want once", n)
+	}
+	if r.count(eventlog.EvWarning, "") != 1 {
+		t.Fatal("the same request again was refused")
+	}
+}
+
+// waitGone waits until path no longer exists.
+func waitGone(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		if _, err := os.Lstat(path); os.IsNotExist(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is still there", path)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
