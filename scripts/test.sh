@@ -67,7 +67,7 @@ done
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
 
-echo "==> $(go version), GOENV=$(go env GOENV), GOFLAGS=$(go env GOFLAGS)"
+echo "==> $(go version); Go environment file: ${GOENV:-$(go env GOENV)}; GOFLAGS=$(go env GOFLAGS)"
 
 echo "==> gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
