@@ -96,7 +96,7 @@ type AgentStatus struct {
 	// machine.
 	Host string `json:"host"`
 	// Pending are the requests the daemon acknowledged for this agent
-	// and has not applied yet, in order: they wait for a git step of
+	// and has not applied yet, in order: they wait for a git or ssh step of
 	// the agent (a turn's commit, a merge of the base, a step of its
 	// clone on a host) and are applied once it has ended. Each is
 	// PendingReset, PendingResume, or PendingCancel and the message's
@@ -296,7 +296,7 @@ type Response struct {
 	// daemon read it when it started.
 	Trusted []team.Setting `json:"trusted,omitempty"`
 	// Pending answers reset and resume: the agents whose part of the
-	// request waits for a git step of theirs. It is applied once the step
+	// request waits for a git or ssh step of theirs. It is applied once the step
 	// has ended; status lists it meanwhile (AgentStatus.Pending).
 	Pending []string `json:"pending,omitempty"`
 }
@@ -313,7 +313,7 @@ const (
 	// CancelRefused: the message cannot be cancelled (in flight without
 	// interrupt, finished already, …); Detail says why.
 	CancelRefused = "refused"
-	// CancelPending: the message's agent is in a git step; the cancel is
+	// CancelPending: the message's agent is in a git or ssh step; the cancel is
 	// applied once the step has ended (status lists it as pending
 	// meanwhile). A cancel that is refused then is a warning event.
 	CancelPending = "pending"

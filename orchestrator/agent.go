@@ -153,7 +153,7 @@ type agentSnap struct {
 	// or not read yet).
 	workspace *workspaces.State
 	// pending names the control requests acknowledged and not applied
-	// yet, in order (pendingWord): they wait for a git step of the agent.
+	// yet, in order (pendingWord): they wait for a git or ssh step of the agent.
 	// Never changed in place: a snapshot keeps its own.
 	pending []string
 }
@@ -198,7 +198,7 @@ type agentAnswer struct {
 	err error
 	// cancel answers opCancel.
 	cancel control.CancelResult
-	// pending says that the request waits for a git step of the agent:
+	// pending says that the request waits for a git or ssh step of the agent:
 	// it is applied once the step has ended, and status shows it meanwhile.
 	pending bool
 }
@@ -468,7 +468,9 @@ func (a *agent) spawnOptions() (shim.SpawnOptions, error) {
 	return o, nil
 }
 
-// spawn starts the shim; a failure counts as a crash.
+// spawn starts the shim; a failure counts as a crash. A shim on a host
+// starts off run's goroutine (ssh and the handshake: a step, see
+// startStep); here it starts at once.
 func (a *agent) spawn() {
 	state := agentSpawning
 	if a.host != nil && a.host.isDown() {
@@ -481,10 +483,23 @@ func (a *agent) spawn() {
 	a.prepareReplies()
 	a.pieces.Reset() // pieces of a reply of an earlier shim are void
 	o, err := a.spawnOptions()
-	var p *shim.Client
-	if err == nil {
-		p, err = a.d.procs.spawn(context.Background(), o)
+	if err != nil {
+		a.spawned(nil, err)
+		return
 	}
+	procs := a.d.procs
+	if a.host == nil {
+		a.spawned(procs.spawn(context.Background(), o))
+		return
+	}
+	a.startStep(func() func() {
+		p, err := procs.spawn(context.Background(), o)
+		return func() { a.spawned(p, err) }
+	})
+}
+
+// spawned applies the start of the shim: p, or the error it failed with.
+func (a *agent) spawned(p *shim.Client, err error) {
 	if err != nil {
 		a.log.Error("Shim did not start", "error", err)
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: "spawn failed: " + err.Error()})

@@ -16,7 +16,7 @@ import (
 // comes meanwhile is acknowledged at once as pending, shown by status
 // (agentSnap.pending), and applied once the step has ended.
 
-// startStep runs work off run's goroutine: a git step on the worktree (on
+// startStep runs work off run's goroutine: a git or ssh step on the worktree (on
 // a host, over ssh). run waits for its end, answering the daemon's
 // requests meanwhile, then calls the function work returned, on run's
 // goroutine, to apply the step's result. One step runs at a time, and
@@ -159,7 +159,7 @@ func (a *agent) addPending(c agentCtl) {
 	ans := agentAnswer{pending: true}
 	if c.op == opCancel {
 		ans.cancel = control.CancelResult{ID: c.id, Box: a.def.Name, Result: control.CancelPending,
-			Detail: a.def.Name + " is in a git step: cancelled once it ends"}
+			Detail: a.def.Name + " is in a git or ssh step: cancelled once it ends"}
 	}
 	c.answer(ans)
 }

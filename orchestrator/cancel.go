@@ -16,7 +16,7 @@ import (
 // result per id, in order. A message waiting in an agent's box is
 // cancelled by the agent's goroutine, which owns its inbox's flow (asked,
 // see askAgents: the answer comes when it gets to it, pending while it is
-// in a git step); one in flight only with interrupt, and then its outcome
+// in a git or ssh step); one in flight only with interrupt, and then its outcome
 // is recorded when its turn ends. A message waiting in a role's queue is
 // cancelled here, on the daemon's goroutine, which routes that queue. Run's
 // goroutine only.

@@ -401,7 +401,7 @@ func timerC(t *time.Timer) <-chan time.Time {
 }
 
 // stopAgents stops every agent, letting turns in flight run for timeout,
-// and waits until all shims are gone (an agent in a git step stops once
+// and waits until all shims are gone (an agent in a git or ssh step stops once
 // the step has ended).
 func (d *Daemon) stopAgents(timeout time.Duration, wg *sync.WaitGroup) {
 	d.log.Info("Stopping", "timeout", timeout)

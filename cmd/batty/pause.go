@@ -131,10 +131,10 @@ func announceRetry(w io.Writer, agents []string) {
 }
 
 // announcePendingRetry says which agents `batty resume` tries again once
-// their git step has ended (nothing when none).
+// their git or ssh step has ended (nothing when none).
 func announcePendingRetry(w io.Writer, agents []string) {
 	if len(agents) > 0 {
-		fmt.Fprintf(w, "batty: %s: in a git step; retried, if failed, once it ends (`batty status` shows it pending)\n", strings.Join(agents, ", "))
+		fmt.Fprintf(w, "batty: %s: in a git or ssh step; retried, if failed, once it ends (`batty status` shows it pending)\n", strings.Join(agents, ", "))
 	}
 }
 
