@@ -95,7 +95,21 @@ type AgentStatus struct {
 	// Host is the team file's host the agent runs on, "" for this
 	// machine.
 	Host string `json:"host"`
+	// Pending are the requests the daemon acknowledged for this agent
+	// and has not applied yet, in order: they wait for a git or ssh step of
+	// the agent (a turn's commit, a merge of the base, a step of its
+	// clone on a host) and are applied once it has ended. Each is
+	// PendingReset, PendingResume, or PendingCancel and the message's
+	// id ("cancel <id>"); null when none waits, and for a stopped team.
+	Pending []string `json:"pending"`
 }
+
+// What AgentStatus.Pending names.
+const (
+	PendingReset  = "reset"
+	PendingResume = "resume"
+	PendingCancel = "cancel"
+)
 
 // LandingStatus is one request of the merge queue (`batty merge`): the
 // unfinished ones and the latest finished.
@@ -281,6 +295,10 @@ type Response struct {
 	// Trusted answers trusted: team.TrustedSettings of the team as the
 	// daemon read it when it started.
 	Trusted []team.Setting `json:"trusted,omitempty"`
+	// Pending answers reset and resume: the agents whose part of the
+	// request waits for a git or ssh step of theirs. It is applied once the step
+	// has ended; status lists it meanwhile (AgentStatus.Pending).
+	Pending []string `json:"pending,omitempty"`
 }
 
 // Results of cancelling one message (CancelResult.Result).
@@ -295,6 +313,10 @@ const (
 	// CancelRefused: the message cannot be cancelled (in flight without
 	// interrupt, finished already, …); Detail says why.
 	CancelRefused = "refused"
+	// CancelPending: the message's agent is in a git or ssh step; the cancel is
+	// applied once the step has ended (status lists it as pending
+	// meanwhile). A cancel that is refused then is a warning event.
+	CancelPending = "pending"
 )
 
 // CancelResult is what became of one message of a cancel request.
@@ -306,7 +328,7 @@ type CancelResult struct {
 }
 
 // Cancelled reports whether the message is (or will be, once its turn
-// ends) recorded as cancelled.
+// ends) recorded as cancelled; a pending cancel is not yet known to be.
 func (r CancelResult) Cancelled() bool {
 	return r.Result == CancelDone || r.Result == CancelInterrupting
 }

@@ -47,7 +47,10 @@ type agent struct {
 	log hclog.Logger
 
 	kick chan struct{} // buffered(1): look at the inbox and the gate
-	ctl  chan agentCtl
+	// ctl is the daemon's requests (agentCtl): put without blocking, taken
+	// by run, answered through each request's answer; closed when run
+	// returns, what is left answered as from a stopped agent.
+	ctl  *mailbox[agentCtl]
 	done chan struct{} // closed when run returns
 
 	mu   sync.Mutex
@@ -118,6 +121,13 @@ type agent struct {
 	// nestedTold are the nested repositories of the worktree the agent
 	// was told its commits leave out (see tellNested).
 	nestedTold map[string]bool
+	// step is the end of the git (or, for a clone on a host, ssh) step
+	// running off run's goroutine, nil when none runs (see startStep);
+	// deferred are the control requests that came meanwhile, applied in
+	// order once it has ended (see takeCtl); finished ends run.
+	step     chan func()
+	deferred []agentCtl
+	finished bool
 }
 
 // agentSnap is what status shows of an agent.
@@ -142,43 +152,64 @@ type agentSnap struct {
 	// workspace is the worktree's last known state (nil: shared checkout,
 	// or not read yet).
 	workspace *workspaces.State
+	// pending names the control requests acknowledged and not applied
+	// yet, in order (pendingWord): they wait for a git or ssh step of the agent.
+	// Never changed in place: a snapshot keeps its own.
+	pending []string
 }
 
 // agentOp names what an agentCtl asks of the agent's goroutine.
 type agentOp int
 
 const (
-	// opReset clears the agent's session (reason says why); answered on done.
+	// opReset clears the agent's session (reason says why).
 	opReset agentOp = iota + 1
-	// opRetry ends a crash loop's cool-down now; answered on done with
+	// opRetry ends a crash loop's cool-down now; answered with
 	// errNotFailed when the agent was not failed.
 	opRetry
-	// opStop shuts the shim down within timeout; answered by the agent's
-	// done channel, which closes once the shim is gone.
+	// opStop shuts the shim down within timeout; not answered: the agent's
+	// done channel closes once the shim is gone.
 	opStop
-	// opCancel withdraws message id (see agent.cancel); answered on
-	// cancelled.
+	// opCancel withdraws message id (see agent.cancel).
 	opCancel
+	// opEnd is the end of run's context, held like a request while a step
+	// runs (see run); never sent by the daemon.
+	opEnd
 )
 
-// agentCtl is a request from the daemon's goroutine to an agent's. A reset
-// or a retry is answered on done; a stop is answered by the agent's done
-// channel.
+// agentCtl is a request from the daemon's goroutine to an agent's, put in
+// its mailbox (agent.ctl). answer, nil for a stop, takes the agent's
+// answer on the agent's goroutine; it must not block (the daemon's puts
+// the answer in the daemon's own mailbox: see Daemon.askAgents).
 type agentCtl struct {
 	op      agentOp
 	reason  string
 	timeout time.Duration
-	done    chan error
-	// opCancel's message, whether it may interrupt a turn, and its answer.
+	// opCancel's message and whether it may interrupt a turn.
 	id        string
 	interrupt bool
-	cancelled chan control.CancelResult
+	answer    func(agentAnswer)
 }
+
+// agentAnswer is an agent's answer to an agentCtl.
+type agentAnswer struct {
+	// err is why a reset failed, errNotFailed for a retry of an agent
+	// that was not failed, errAgentStopped when the agent had stopped.
+	err error
+	// cancel answers opCancel.
+	cancel control.CancelResult
+	// pending says that the request waits for a git or ssh step of the agent:
+	// it is applied once the step has ended, and status shows it meanwhile.
+	pending bool
+}
+
+// errAgentStopped answers a request to an agent whose goroutine has ended.
+var errAgentStopped = errors.New("the agent is stopped")
 
 func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 	a := &agent{
 		d: d, def: def, box: box, log: d.log.Named(def.Name),
-		kick: make(chan struct{}, 1), ctl: make(chan agentCtl), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), ctl: newMailbox[agentCtl](), done: make(chan struct{}),
 		backoff: d.opts.RespawnMin,
 		account: dispatch.AgentHome(def, d.shimEnviron()),
 	}
@@ -214,24 +245,52 @@ func (a *agent) setSnap(f func(*agentSnap)) {
 }
 
 // run supervises the agent until it is stopped. Before it returns, its shim
-// has exited.
+// has exited and no step of its runs.
+//
+// run never waits for git (or ssh, for a clone on a host): a step runs on
+// a goroutine of its own (startStep), and while it runs, run looks only at
+// its end, at the daemon's requests and at the end of ctx. A request is
+// then acknowledged at once as pending and applied, in order, once the
+// step has ended (takeCtl); the shim's events, timers and the inbox wait,
+// as they would for git run here, so the order of what the agent does is
+// the order it would have without the step.
 func (a *agent) run(ctx context.Context) {
 	defer close(a.done)
+	defer a.refuseLeft()
 	defer func() { a.tlog.Close() }() // the writer opened meanwhile, if any
 	a.recover()
 	a.startShim()
 	ping := time.NewTicker(a.d.opts.PingInterval)
 	defer ping.Stop()
-	for {
+	ended := ctx.Done()
+	for !a.finished || a.step != nil {
+		if a.step != nil {
+			select {
+			case apply := <-a.step:
+				a.step = nil
+				// The shim's pong, if any, waited unread meanwhile: the
+				// next ping asks again.
+				a.pongDue = nil
+				apply()
+			case <-a.ctl.ready():
+				a.takeCtl()
+			case <-ended:
+				ended = nil
+				a.deferred = append(a.deferred, agentCtl{op: opEnd})
+			}
+			continue
+		}
+		if len(a.deferred) > 0 {
+			a.applyDeferred()
+			continue
+		}
 		select {
 		case <-a.kick:
 			a.dispatch()
 		case m, ok := <-a.events:
 			if !ok {
 				a.events = nil
-				if a.shimExited() {
-					return
-				}
+				a.shimExited()
 				continue
 			}
 			a.handle(m)
@@ -260,43 +319,26 @@ func (a *agent) run(ctx context.Context) {
 			if a.p != nil {
 				go a.p.Kill()
 			}
-		case c := <-a.ctl:
-			switch c.op {
-			case opReset:
-				c.done <- a.reset(c.reason)
-			case opCancel:
-				c.cancelled <- a.cancel(c.id, c.interrupt)
-			case opRetry:
-				var err error
-				if !a.retryNow() {
-					err = errNotFailed
-				}
-				c.done <- err
-			case opStop:
-				// run answers by returning: done closes once the shim is gone.
-				a.stopping = true
-				a.setSnap(func(s *agentSnap) { s.state = agentStopped })
-				if a.p == nil {
-					a.stopPreparing()
-					a.commitWorkspace(nil, true, "work in progress when the team stopped")
-					return
-				}
-				// The shim's events keep coming here until it exits; the
-				// client escalates to a Kill command, then SIGKILL.
-				a.p.BeginStop(c.timeout, "daemon stop")
-			}
-		case <-ctx.Done():
-			ctx = context.Background()
-			if a.p != nil {
-				a.stopping = true
-				a.p.Send(protocol.Kill{})
-			} else {
-				a.stopPreparing()
-				a.commitWorkspace(nil, true, "work in progress when the team stopped")
-				return
-			}
+		case <-a.ctl.ready():
+			a.takeCtl()
+		case <-ended:
+			ended = nil
+			a.end()
 		}
 	}
+}
+
+// end stops the agent at the end of run's context: its shim is killed (run
+// ends once it has exited), or, with none, what its worktree holds is
+// committed and run ends.
+func (a *agent) end() {
+	if a.p != nil {
+		a.stopping = true
+		a.p.Send(protocol.Kill{})
+		return
+	}
+	a.stopPreparing()
+	a.commitWorkspace(nil, true, "work in progress when the team stopped", func() { a.finished = true })
 }
 
 // recover puts messages a previous daemon left in flight back in the
@@ -426,7 +468,9 @@ func (a *agent) spawnOptions() (shim.SpawnOptions, error) {
 	return o, nil
 }
 
-// spawn starts the shim; a failure counts as a crash.
+// spawn starts the shim; a failure counts as a crash. A shim on a host
+// starts off run's goroutine (ssh and the handshake: a step, see
+// startStep); here it starts at once.
 func (a *agent) spawn() {
 	state := agentSpawning
 	if a.host != nil && a.host.isDown() {
@@ -439,10 +483,23 @@ func (a *agent) spawn() {
 	a.prepareReplies()
 	a.pieces.Reset() // pieces of a reply of an earlier shim are void
 	o, err := a.spawnOptions()
-	var p *shim.Client
-	if err == nil {
-		p, err = a.d.procs.spawn(context.Background(), o)
+	if err != nil {
+		a.spawned(nil, err)
+		return
 	}
+	procs := a.d.procs
+	if a.host == nil {
+		a.spawned(procs.spawn(context.Background(), o))
+		return
+	}
+	a.startStep(func() func() {
+		p, err := procs.spawn(context.Background(), o)
+		return func() { a.spawned(p, err) }
+	})
+}
+
+// spawned applies the start of the shim: p, or the error it failed with.
+func (a *agent) spawned(p *shim.Client, err error) {
 	if err != nil {
 		a.log.Error("Shim did not start", "error", err)
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: "spawn failed: " + err.Error()})
@@ -463,11 +520,13 @@ func (a *agent) spawn() {
 	a.poke()
 }
 
-// shimExited handles the end of the shim's event stream. It returns true
-// when the agent is done (stopping). A shim that broke the protocol is
+// shimExited handles the end of the shim's event stream; run ends once
+// it is handled when the agent is stopping. A shim that broke the protocol is
 // handled as one that crashed: its channel is closed (which makes a real
-// shim stop), it gets 15 s to exit, and it is respawned.
-func (a *agent) shimExited() bool {
+// shim stop), it gets 15 s to exit, and it is respawned. What the turn
+// had edited is committed first (off run's goroutine), then the rest
+// is done (shimGone).
+func (a *agent) shimExited() {
 	p := a.p
 	a.p, a.ready, a.pongDue = nil, false, nil
 	// The channel is closed already (the client closes it when its events
@@ -497,7 +556,13 @@ func (a *agent) shimExited() bool {
 	if a.stopping {
 		why = "work in progress when the team stopped"
 	}
-	a.commitWorkspace(a.inflight, true, why)
+	a.commitWorkspace(a.inflight, true, why, func() { a.shimGone(code, broken) })
+}
+
+// shimGone ends what shimExited began, once the worktree is committed:
+// the message in flight back in the queue, and the shim started again
+// unless the agent is stopping (then run ends).
+func (a *agent) shimGone(code int, broken string) {
 	if a.inflight != nil {
 		// The shim died with our message: it goes back to the queue and is
 		// redelivered (marked as such) to the next shim.
@@ -510,13 +575,14 @@ func (a *agent) shimExited() bool {
 		a.switching = false
 		a.log.Info("Shim stopped for an account switch", "exit", code)
 		a.startShim()
-		return false
+		return
 	}
 	a.switching = false
 	if a.stopping {
 		a.log.Info("Shim stopped", "exit", code)
 		a.setSnap(func(s *agentSnap) { s.state = agentStopped })
-		return true
+		a.finished = true
+		return
 	}
 	a.log.Error("Shim exited unexpectedly", "exit", code)
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: broken, Data: map[string]any{"exit_code": code}})
@@ -525,7 +591,6 @@ func (a *agent) shimExited() bool {
 		a.backoff, a.failures, a.probation = a.d.opts.RespawnMin, 0, false
 	}
 	a.crashedOrUnreachable()
-	return false
 }
 
 // crashed schedules a respawn with backoff. After MaxCrashes crashes within
@@ -604,14 +669,27 @@ func (a *agent) ping() {
 	}
 }
 
-// reset archives the current thread so the next message starts a fresh one.
-func (a *agent) reset(reason string) error {
+// reset archives the current thread so the next message starts a fresh
+// one, and gives then the result. With no turn in flight, what the
+// worktree holds is committed first (a turn in flight commits its own
+// work when it ends): then runs once that commit, off run's goroutine,
+// has ended (see resetWaits).
+func (a *agent) reset(reason string, then func(error)) {
+	if a.inflight != nil {
+		then(a.resetThread(reason))
+		return
+	}
+	a.commitWorkspace(nil, true, "work in progress when the thread was reset", func() { then(a.resetThread(reason)) })
+}
+
+// resetWaits reports whether a reset now would wait for a commit of the
+// worktree (see reset).
+func (a *agent) resetWaits() bool { return a.inflight == nil && a.commits() }
+
+// resetThread archives the current thread and tells the shim.
+func (a *agent) resetThread(reason string) error {
 	if reason == "" {
 		reason = "reset by user"
-	}
-	if a.inflight == nil {
-		// A turn in flight commits its own work when it ends.
-		a.commitWorkspace(nil, true, "work in progress when the thread was reset")
 	}
 	old := a.st.ThreadID
 	a.st.Archive(reason, time.Now().UTC())

@@ -15,11 +15,13 @@ import (
 
 // dispatch hands the oldest pending message to the shim when the agent is
 // free and the gate is open. One message is in flight at a time: the
-// durable inbox is the queue, so a crash loses nothing that waits.
+// durable inbox is the queue, so a crash loses nothing that waits. Nothing
+// is dispatched while a step runs or requests wait for one (see run):
+// the agent looks again once they are done.
 func (a *agent) dispatch() {
 	defer a.updateBacklog()
 	a.syncParked()
-	if a.pending != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping {
+	if a.pending != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || a.step != nil || len(a.deferred) > 0 {
 		return
 	}
 	// A parked agent moves too: the account the book places it on may run
@@ -31,8 +33,11 @@ func (a *agent) dispatch() {
 		return
 	}
 	// An idle moment: a new base is merged into the worktree before the
-	// next message (which may be the note of a conflict it left).
-	a.syncWorkspace()
+	// next message (which may be the note of a conflict it left); the
+	// agent looks again once the merge has ended.
+	if a.syncWorkspace() {
+		return
+	}
 	if !a.d.gate.Open() || !a.netAllows() || !a.d.quota.MayTry(a.def.Name) {
 		return
 	}
@@ -223,12 +228,15 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		return
 	}
 	// The turn's edits are committed before its outcome is told anyone: a
-	// completed turn's as its work, any other's as work in progress.
-	if e.Status == protocol.TurnCompleted {
-		a.commitWorkspace(&m, false, "")
-	} else {
-		a.commitWorkspace(&m, true, "")
-	}
+	// completed turn's as its work, any other's as work in progress. The
+	// commit runs off run's goroutine; turnCommitted goes on once it has
+	// ended.
+	a.commitWorkspace(&m, e.Status != protocol.TurnCompleted, "", func() { a.turnCommitted(m, e, p) })
+}
+
+// turnCommitted goes on with the end of m's turn e, planned as p, once
+// the turn's edits are committed (turnFinished).
+func (a *agent) turnCommitted(m inbox.Message, e protocol.TurnFinished, p turnPlan) {
 	a.countTurn(e)
 	if p.quotaHit {
 		a.quotaHit(m.ID, e.Error, time.Time{})

@@ -12,30 +12,50 @@ import (
 	"github.com/battyhq/batty/protocol"
 )
 
-// cancel withdraws the messages ids (`batty cancel`): one result per id,
-// in order. A message waiting in an agent's box is cancelled by the
-// agent's goroutine, which owns its inbox's flow; one in flight only with
-// interrupt, and then its outcome is recorded when its turn ends. A
-// message waiting in a role's queue is cancelled here, on the daemon's
-// goroutine, which routes that queue. It runs on the daemon's goroutine.
-func (d *Daemon) cancel(ids []string, interrupt bool) []control.CancelResult {
-	out := make([]control.CancelResult, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, d.cancelOne(id, interrupt))
+// serveCancel withdraws the messages of request c (`batty cancel`): one
+// result per id, in order. A message waiting in an agent's box is
+// cancelled by the agent's goroutine, which owns its inbox's flow (asked,
+// see askAgents: the answer comes when it gets to it, pending while it is
+// in a git or ssh step); one in flight only with interrupt, and then its outcome
+// is recorded when its turn ends. A message waiting in a role's queue is
+// cancelled here, on the daemon's goroutine, which routes that queue. Run's
+// goroutine only.
+func (d *Daemon) serveCancel(c control.Conn) {
+	ids, interrupt := c.Req.IDs, c.Req.Interrupt
+	out := make([]control.CancelResult, len(ids))
+	var asks []agentAsk
+	for i, id := range ids {
+		res, a := d.cancelOne(id)
+		if a == nil {
+			out[i] = res
+			continue
+		}
+		asks = append(asks, agentAsk{a: a, c: agentCtl{op: opCancel, id: id, interrupt: interrupt},
+			got: func(ans agentAnswer) { out[i] = ans.cancel }})
 	}
-	return out
+	d.askAgents(c, asks, func() control.Response {
+		for i := range out {
+			if out[i].Result == "" {
+				out[i] = control.CancelResult{ID: ids[i], Result: control.CancelRefused, Detail: "no answer"}
+			}
+		}
+		return control.Response{OK: true, Cancels: out}
+	})
 }
 
-func (d *Daemon) cancelOne(id string, interrupt bool) control.CancelResult {
+// cancelOne cancels message id when a role's queue holds it and returns
+// the result; when an agent's box holds it, it returns that agent, whose
+// goroutine cancels it.
+func (d *Daemon) cancelOne(id string) (control.CancelResult, *agent) {
 	for _, a := range d.agents {
 		_, _, err := a.box.Get(id)
 		if errors.Is(err, inbox.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return control.CancelResult{ID: id, Box: a.def.Name, Result: control.CancelRefused, Detail: err.Error()}
+			return control.CancelResult{ID: id, Box: a.def.Name, Result: control.CancelRefused, Detail: err.Error()}, nil
 		}
-		return a.askCancel(id, interrupt)
+		return control.CancelResult{}, a
 	}
 	for _, role := range slices.Sorted(maps.Keys(d.roles)) {
 		box := d.roles[role]
@@ -54,9 +74,9 @@ func (d *Daemon) cancelOne(id string, interrupt bool) control.CancelResult {
 				res.Result, res.Detail = control.CancelRefused, err.Error()
 			}
 		}
-		return res
+		return res, nil
 	}
-	return control.CancelResult{ID: id, Result: control.CancelNotFound, Detail: "no queue of the team holds it"}
+	return control.CancelResult{ID: id, Result: control.CancelNotFound, Detail: "no queue of the team holds it"}, nil
 }
 
 // cancelQueued records message m of role's queue as cancelled, then
@@ -80,18 +100,6 @@ func (d *Daemon) cancelQueued(role string, box *inbox.Box, m inbox.Message) erro
 		d.log.Warn("The note of a cancelled message was not delivered", "message", m.ID, "to", reply.To, "error", err)
 	}
 	return nil
-}
-
-// askCancel has the agent's goroutine cancel message id and waits for its
-// answer.
-func (a *agent) askCancel(id string, interrupt bool) control.CancelResult {
-	c := agentCtl{op: opCancel, id: id, interrupt: interrupt, cancelled: make(chan control.CancelResult, 1)}
-	select {
-	case a.ctl <- c:
-	case <-a.done:
-		return control.CancelResult{ID: id, Box: a.def.Name, Result: control.CancelRefused, Detail: "agent " + a.def.Name + " is stopped"}
-	}
-	return <-c.cancelled
 }
 
 // cancel withdraws message id of the agent's box: a pending one is

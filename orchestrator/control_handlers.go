@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -10,7 +11,23 @@ import (
 	"github.com/battyhq/batty/protocol"
 )
 
-// control answers every request but stop.
+// serve answers control request c, every one but stop: at once, or, when
+// it asks agents (reset, cancel, resume), once each has answered (see
+// askAgents). It never waits for an agent. Run's goroutine only.
+func (d *Daemon) serve(c control.Conn) {
+	switch c.Req.Op {
+	case control.OpReset:
+		d.serveReset(c)
+	case control.OpCancel:
+		d.serveCancel(c)
+	case control.OpResume:
+		d.serveResume(c)
+	default:
+		c.Reply(d.control(c.Req))
+	}
+}
+
+// control answers the requests that ask no agent.
 func (d *Daemon) control(req control.Request) control.Response {
 	switch req.Op {
 	case control.OpPing:
@@ -26,64 +43,181 @@ func (d *Daemon) control(req control.Request) control.Response {
 			reason = "paused by user"
 		}
 		return control.Response{OK: true, Changed: d.pause(project.PauseManual, reason)}
-	case control.OpResume:
-		if req.Agent != "" {
-			// One agent: tried again at once if failed, checked again if
-			// parked; the dispatch gate is left as it is.
-			a, ok := d.byName[req.Agent]
-			if !ok {
-				return control.Response{Error: fmt.Sprintf("no agent %q in team %q; `batty status` lists the agents", req.Agent, d.cfg.Name)}
-			}
-			resp := control.Response{OK: true}
-			if d.retryFailed(a) {
-				resp.Retried = []string{a.def.Name}
-			}
-			if h := a.snapshot().health; h != nil && h.problem() != nil {
-				h.recheck()
-				resp.Rechecked = []string{a.def.Name}
-			}
-			return resp
-		}
-		gs := d.gate.State()
-		var ended []string
-		changed := d.resume("resumed by user")
-		if changed {
-			ended = append(ended, dispatchPauseWords(gs))
-		}
-		for _, k := range d.resumeAccounts("resumed by user") {
-			changed = true
-			ended = append(ended, "usage-limit pause of account "+k)
-		}
-		var retried []string
-		for _, a := range d.agents {
-			if d.retryFailed(a) {
-				retried = append(retried, a.def.Name)
-			}
-		}
-		resp := control.Response{OK: true, Changed: changed, Ended: ended, Rechecked: d.recheckAll(), Retried: retried}
-		if d.sched != nil {
-			resp.Schedules = d.sched.Resume()
-		}
-		return resp
-	case control.OpCancel:
-		return control.Response{OK: true, Cancels: d.cancel(req.IDs, req.Interrupt)}
-	case control.OpReset:
-		a, ok := d.byName[req.Agent]
-		if !ok {
-			return control.Response{Error: fmt.Sprintf("no agent %q in team %q", req.Agent, d.cfg.Name)}
-		}
-		c := agentCtl{op: opReset, reason: req.Reason, done: make(chan error, 1)}
-		select {
-		case a.ctl <- c:
-		case <-a.done:
-			return control.Response{Error: "agent " + req.Agent + " is stopped"}
-		}
-		if err := <-c.done; err != nil {
-			return control.Response{Error: err.Error()}
-		}
-		return control.Response{OK: true}
 	}
 	return control.Response{Error: fmt.Sprintf("unknown operation %q", req.Op)}
+}
+
+// serveReset asks the agent to reset its thread (see agent.reset).
+func (d *Daemon) serveReset(c control.Conn) {
+	req := c.Req
+	a, ok := d.byName[req.Agent]
+	if !ok {
+		c.Reply(control.Response{Error: fmt.Sprintf("no agent %q in team %q", req.Agent, d.cfg.Name)})
+		return
+	}
+	var got agentAnswer
+	d.askAgents(c, []agentAsk{{a: a, c: agentCtl{op: opReset, reason: req.Reason}, got: func(ans agentAnswer) { got = ans }}},
+		func() control.Response { return resetResponse(req.Agent, got) })
+}
+
+// resetResponse answers a reset of agent by its answer ans. It is a pure
+// function.
+func resetResponse(agent string, ans agentAnswer) control.Response {
+	switch {
+	case errors.Is(ans.err, errAgentStopped):
+		return control.Response{Error: "agent " + agent + " is stopped"}
+	case ans.err != nil:
+		return control.Response{Error: ans.err.Error()}
+	case ans.pending:
+		return control.Response{OK: true, Pending: []string{agent}}
+	}
+	return control.Response{OK: true}
+}
+
+// serveResume ends pauses and failures (`batty resume`): the team's, or
+// one agent's.
+func (d *Daemon) serveResume(c control.Conn) {
+	req := c.Req
+	if req.Agent != "" {
+		// One agent: tried again at once if failed, checked again if
+		// parked; the dispatch gate is left as it is.
+		a, ok := d.byName[req.Agent]
+		if !ok {
+			c.Reply(control.Response{Error: fmt.Sprintf("no agent %q in team %q; `batty status` lists the agents", req.Agent, d.cfg.Name)})
+			return
+		}
+		resp := control.Response{OK: true}
+		if h := a.snapshot().health; h != nil && h.problem() != nil {
+			h.recheck()
+			resp.Rechecked = []string{a.def.Name}
+		}
+		var got agentAnswer
+		d.askAgents(c, []agentAsk{{a: a, c: agentCtl{op: opRetry}, got: func(ans agentAnswer) { got = ans }}}, func() control.Response {
+			resp.Retried, resp.Pending = retryWords([]*agent{a}, []agentAnswer{got})
+			return resp
+		})
+		return
+	}
+	gs := d.gate.State()
+	var ended []string
+	changed := d.resume("resumed by user")
+	if changed {
+		ended = append(ended, dispatchPauseWords(gs))
+	}
+	for _, k := range d.resumeAccounts("resumed by user") {
+		changed = true
+		ended = append(ended, "usage-limit pause of account "+k)
+	}
+	resp := control.Response{OK: true, Changed: changed, Ended: ended, Rechecked: d.recheckAll()}
+	if d.sched != nil {
+		resp.Schedules = d.sched.Resume()
+	}
+	answers := make([]agentAnswer, len(d.agents))
+	asks := make([]agentAsk, len(d.agents))
+	for i, a := range d.agents {
+		asks[i] = agentAsk{a: a, c: agentCtl{op: opRetry}, got: func(ans agentAnswer) { answers[i] = ans }}
+	}
+	d.askAgents(c, asks, func() control.Response {
+		resp.Retried, resp.Pending = retryWords(d.agents, answers)
+		return resp
+	})
+}
+
+// retryWords names, in the agents' order, those of agents whose answer to
+// a retry says it was tried again, and those whose retry is pending. It is
+// a pure function.
+func retryWords(agents []*agent, answers []agentAnswer) (retried, pending []string) {
+	for i, a := range agents {
+		switch {
+		case answers[i].pending:
+			pending = append(pending, a.def.Name)
+		case answers[i].err == nil:
+			retried = append(retried, a.def.Name)
+		}
+	}
+	return retried, pending
+}
+
+// agentAsk is one agent's part of a control request: what it is asked,
+// and got, which takes its answer on the daemon's goroutine.
+type agentAsk struct {
+	a   *agent
+	c   agentCtl
+	got func(agentAnswer)
+}
+
+// asking is a control request waiting for its agents' answers.
+type asking struct {
+	conn   control.Conn
+	left   int // answers still due
+	finish func() control.Response
+}
+
+// askAgents puts each ask's request in its agent's mailbox and answers
+// conn with finish() once every agent has answered (each answer given to
+// its ask's got first, on the daemon's goroutine, as it comes: see
+// Daemon.answers). An agent that has stopped answers errAgentStopped
+// at once. It never blocks. Run's goroutine only.
+func (d *Daemon) askAgents(conn control.Conn, asks []agentAsk, finish func() control.Response) {
+	w := &asking{conn: conn, finish: finish}
+	d.asking[w] = struct{}{}
+	for _, ask := range asks {
+		c := ask.c
+		got := ask.got
+		c.answer = func(ans agentAnswer) {
+			// On the agent's goroutine: the answer goes to the daemon's.
+			d.answers.put(func() {
+				got(ans)
+				w.left--
+				d.askAnswered(w)
+			})
+		}
+		w.left++
+		if !ask.a.ctl.put(c) {
+			w.left--
+			got(stoppedAnswer(c, ask.a.def.Name))
+		}
+	}
+	d.askAnswered(w)
+}
+
+// askAnswered replies to w once no answer is due.
+func (d *Daemon) askAnswered(w *asking) {
+	if w.left > 0 {
+		return
+	}
+	if _, waiting := d.asking[w]; !waiting {
+		return
+	}
+	delete(d.asking, w)
+	w.conn.Reply(w.finish())
+}
+
+// takeAnswers applies the agents' answers waiting in the daemon's mailbox.
+// Run's goroutine only.
+func (d *Daemon) takeAnswers() {
+	for _, f := range d.answers.take() {
+		f()
+	}
+}
+
+// endAsking answers, as Run returns (every agent stopped), what the agents
+// answered last, then every request still waiting, as refused by a
+// stopping daemon.
+func (d *Daemon) endAsking() {
+	d.takeAnswers()
+	for w := range d.asking {
+		delete(d.asking, w)
+		w.conn.Reply(control.Response{Error: "daemon is shutting down"})
+	}
+}
+
+// stoppedAnswer is the answer to c of agent, stopped.
+func stoppedAnswer(c agentCtl, agent string) agentAnswer {
+	if c.op == opCancel {
+		return agentAnswer{cancel: control.CancelResult{ID: c.id, Box: agent, Result: control.CancelRefused, Detail: "agent " + agent + " is stopped"}}
+	}
+	return agentAnswer{err: errAgentStopped}
 }
 
 // dispatchPauseWords names the dispatch pause gs in words for `batty
@@ -98,19 +232,6 @@ func dispatchPauseWords(gs project.DispatchState) string {
 		return "dispatch pause (" + kind + ")"
 	}
 	return "dispatch pause (" + kind + ": " + gs.Reason + ")"
-}
-
-// retryFailed has a failed agent try again now, ending its cool-down. It
-// reports whether the agent was failed; it blocks until the agent's
-// goroutine has answered.
-func (d *Daemon) retryFailed(a *agent) bool {
-	c := agentCtl{op: opRetry, done: make(chan error, 1)}
-	select {
-	case a.ctl <- c:
-	case <-a.done:
-		return false
-	}
-	return <-c.done == nil
 }
 
 // status collects the documented status shape.
@@ -153,6 +274,7 @@ func (d *Daemon) status() control.Status {
 		}
 		as.NoAnswers = s.st.NoAnswers
 		as.Workspace = workspaceStatus(d.base, s.workspace)
+		as.Pending = s.pending
 		if s.recording != nil {
 			rs := *s.recording
 			as.Recording = &rs

@@ -57,6 +57,12 @@ type Daemon struct {
 	hosts   []*remoteHost         // the hosts agents run on, in file order
 	roles   map[string]*inbox.Box // "@role" queues of roles with several instances
 
+	// answers are the agents' answers to control requests (see
+	// askAgents), applied on Run's goroutine; asking are the requests
+	// waiting for them. Run's goroutine owns asking.
+	answers *mailbox[func()]
+	asking  map[*asking]struct{}
+
 	routeKick  chan struct{} // buffered(1): route the role queues again
 	routeTimer *time.Timer   // routes again at routeAt; Run's goroutine owns both
 	routeAt    time.Time
@@ -99,8 +105,9 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 	}
 	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, byName: map[string]*agent{},
 		roles: map[string]*inbox.Box{}, ready: make(chan struct{}), lock: lock, started: time.Now(),
-		teamHash:  teamFingerprint(cfg),
-		trusted:   team.TrustedSettings(cfg),
+		teamHash: teamFingerprint(cfg),
+		trusted:  team.TrustedSettings(cfg),
+		answers:  newMailbox[func()](), asking: map[*asking]struct{}{},
 		routeKick: make(chan struct{}, 1)}
 	if err := d.init(); err != nil {
 		if d.events != nil {
@@ -301,6 +308,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.healths.start()()
 	agentCtx, cancelAgents := context.WithCancel(context.Background())
 	defer cancelAgents()
+	// Every return below stops the agents first: what they answered last,
+	// and what waits for an answer, is answered then.
+	defer d.endAsking()
 	var wg sync.WaitGroup
 	for _, a := range d.agents {
 		wg.Add(1)
@@ -361,6 +371,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			quotaTimer = nil
 			d.startProbes(time.Now())
 			quotaTimer = d.armQuota(nil)
+		case <-d.answers.ready():
+			d.takeAnswers()
 		case c := <-ctl:
 			if c.Req.Op == control.OpStop {
 				timeout := c.Req.Timeout
@@ -372,7 +384,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.events.Append(eventlog.Event{Type: eventlog.EvDaemonStopped})
 				return nil
 			}
-			c.Reply(d.control(c.Req))
+			d.serve(c)
 		case <-ctx.Done():
 			d.stopAgents(d.cfg.Timeouts.Shutdown, &wg)
 			d.events.Append(eventlog.Event{Type: eventlog.EvDaemonStopped})
@@ -389,16 +401,13 @@ func timerC(t *time.Timer) <-chan time.Time {
 }
 
 // stopAgents stops every agent, letting turns in flight run for timeout,
-// and waits until all shims are gone.
+// and waits until all shims are gone (an agent in a git or ssh step stops once
+// the step has ended).
 func (d *Daemon) stopAgents(timeout time.Duration, wg *sync.WaitGroup) {
 	d.log.Info("Stopping", "timeout", timeout)
 	for _, a := range d.agents {
-		go func(a *agent) {
-			select {
-			case a.ctl <- agentCtl{op: opStop, timeout: timeout}:
-			case <-a.done:
-			}
-		}(a)
+		// Refused only by an agent stopped already.
+		a.ctl.put(agentCtl{op: opStop, timeout: timeout})
 	}
 	wg.Wait()
 }

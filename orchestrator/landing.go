@@ -260,22 +260,49 @@ func (a *agent) tell(req, body string) {
 
 // syncWorkspace merges the new base into the agent's branch, if asked to:
 // cleanly, or leaving the conflict in the worktree for the agent, told in
-// a message. Run's goroutine only, while no turn is in flight.
-func (a *agent) syncWorkspace() {
+// a message. The merge (and the commit before it) is a step off run's
+// goroutine (see startStep); it reports whether one started, and then
+// the agent looks at its inbox again once it has ended. Run's goroutine
+// only, while no turn is in flight.
+func (a *agent) syncWorkspace() bool {
 	a.mu.Lock()
 	req, told := a.syncReq, a.syncTold
 	a.syncReq, a.syncTold = "", false
 	a.mu.Unlock()
 	if req == "" || a.ws == nil {
-		return
+		return false
 	}
 	// Whatever is uncommitted is committed first: the merge needs a clean
 	// worktree, and nothing may be lost.
-	a.commitWorkspace(nil, true, "work in progress before merging "+a.ws.base)
-	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
-	defer cancel()
-	res, err := a.ws.ws.MergeBase(ctx)
-	a.refreshWorkspace()
+	why := "work in progress before merging " + a.ws.base
+	commit := a.commits()
+	w := a.ws
+	a.startStep(func() func() {
+		var c workspaces.Committed
+		var cerr error
+		if commit {
+			c, cerr = w.commit(nil, true, why)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+		defer cancel()
+		res, err := w.ws.MergeBase(ctx)
+		st := w.readState()
+		return func() {
+			if commit {
+				// The state read after the merge is shown below.
+				a.committed(nil, true, why, c, cerr, workspaceRead{})
+			}
+			a.showWorkspace(st)
+			a.merged(req, told, res, err)
+			a.dispatch()
+		}
+	})
+	return true
+}
+
+// merged applies the end of a merge of the base into the agent's branch
+// (syncWorkspace).
+func (a *agent) merged(req string, told bool, res workspaces.SyncResult, err error) {
 	switch {
 	case err != nil:
 		a.log.Warn("Merging the base into the worktree failed", "error", err)

@@ -128,8 +128,8 @@ func TestBrokenCodexIsReleasedByResume(t *testing.T) {
 	if err := os.WriteFile(fixed, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if resp := r.d.control(control.Request{Op: control.OpResume}); !resp.OK {
-		t.Fatalf("resume: %+v", resp)
+	if resp, err := control.Call(p.layout, control.Request{Op: control.OpResume}, waitLimit); err != nil || !resp.OK {
+		t.Fatalf("resume: %+v, %v", resp, err)
 	}
 	assertCompletedFirstTry(t, p, r, id)
 }

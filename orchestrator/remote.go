@@ -312,16 +312,27 @@ func (r *remoteHost) upLocked() {
 // unexpectedly: for an agent on a host that does not answer (probe), a
 // respawn with the back-off that counts no crash, the agent shown as
 // unreachable; the same, with a check of the host now, for a host where
-// batty is not installed yet; otherwise a crash (crashed). Run's goroutine only; it
-// blocks for the probe.
+// batty is not installed yet; otherwise a crash (crashed). Run's goroutine
+// only; the probe runs off it (a step), probed goes on.
 func (a *agent) crashedOrUnreachable() {
 	if a.host == nil {
 		a.crashed()
 		return
 	}
+	// The probe (ssh) runs off run's goroutine: a step, see startStep.
+	r, name := a.host, a.def.Name
+	a.startStep(func() func() {
+		up := r.probe(name)
+		return func() { a.probed(up) }
+	})
+}
+
+// probed goes on with crashedOrUnreachable once the host's probe has
+// answered (up) or not.
+func (a *agent) probed(up bool) {
 	state := agentUnreachable
 	switch {
-	case !a.host.probe(a.def.Name):
+	case !up:
 		a.log.Info("Host unreachable, starting the shim again later", "host", a.host.host.Name, "in", a.backoff)
 	case a.host.installed() == "":
 		// The host answers, but batty is not installed there yet: the

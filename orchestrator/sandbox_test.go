@@ -67,8 +67,8 @@ func TestTheTeamsCommandsRunInTheSandbox(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(p.layout.WorktreesDir(), "eng", "ok"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if resp := r.d.control(control.Request{Op: control.OpResume, Agent: "eng"}); !resp.OK {
-		t.Fatalf("resume: %+v", resp)
+	if resp, err := control.Call(p.layout, control.Request{Op: control.OpResume, Agent: "eng"}, waitLimit); err != nil || !resp.OK {
+		t.Fatalf("resume: %+v, %v", resp, err)
 	}
 	p.sendAndWait(r, "eng", "scenario:write:new.txt=x", "completed")
 	before := git(t, p.dir, "rev-parse", "main")

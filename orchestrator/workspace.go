@@ -122,6 +122,7 @@ type prepared struct {
 	released string // the commit of what a worktree here held when the agent moved to a host
 	retired  string // the branch's commit after the clone on the host it left was retired
 	err      error
+	state    workspaceRead // the worktree's state once prepared (or not)
 }
 
 // retireError is the clone on the host an agent worked on before, which
@@ -262,8 +263,7 @@ func (a *agent) workspacePrepared(p prepared) {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
 			Detail: "work an earlier run left uncommitted", Data: map[string]any{"commit": p.Leftover, "wip": true}})
 	}
-	var re *retireError
-	if errors.Is(p.err, clones.ErrHost) && !errors.As(p.err, &re) {
+	if hostDown(p.err) {
 		// Its clone's host did not answer: tried again as a shim that
 		// could not start there would be (unreachable with the
 		// back-off, or a crash when the host answers).
@@ -276,7 +276,7 @@ func (a *agent) workspacePrepared(p prepared) {
 		a.log.Error("Workspace not ready", "error", p.err)
 		a.setSnap(func(s *agentSnap) { s.state = agentParked })
 		a.syncParked()
-		a.refreshWorkspace()
+		a.showWorkspace(p.state)
 		return
 	}
 	if p.retired != "" {
@@ -291,10 +291,18 @@ func (a *agent) workspacePrepared(p prepared) {
 	}
 	a.wsProblem = nil
 	a.syncParked()
-	a.refreshWorkspace()
+	a.showWorkspace(p.state)
 	if !a.stopping {
 		a.spawn()
 	}
+}
+
+// hostDown reports whether a preparation failed with err because its
+// clone's host did not answer (not the host the agent left: that parks
+// it).
+func hostDown(err error) bool {
+	var re *retireError
+	return errors.Is(err, clones.ErrHost) && !errors.As(err, &re)
 }
 
 // stopPreparing cancels a preparation in flight and waits for it.
@@ -308,15 +316,45 @@ func (a *agent) stopPreparing() {
 	a.wsMade = a.wsMade || p.Made
 }
 
+// commits reports whether commitWorkspace would commit (and so wait for
+// git): the agent has a worktree, made and not being prepared.
+func (a *agent) commits() bool { return a.ws != nil && a.prepDone == nil && a.wsMade }
+
 // commitWorkspace commits the worktree's changes (see agentWorkspace.commit)
-// and announces the commit; a failure is a warning (the edits stay in the
+// off run's goroutine (a step, see startStep), announces the commit, and
+// then calls then on run's goroutine; with nothing to commit (see commits)
+// then is called at once. A failure is a warning (the edits stay in the
 // worktree, committed at the next chance). Run's goroutine only.
-func (a *agent) commitWorkspace(m *inbox.Message, wip bool, why string) {
-	if a.ws == nil || a.prepDone != nil || !a.wsMade {
+func (a *agent) commitWorkspace(m *inbox.Message, wip bool, why string, then func()) {
+	if !a.commits() {
 		// No worktree yet, or being made: nothing to commit.
+		then()
 		return
 	}
-	c, err := a.ws.commit(m, wip, why)
+	var msg *inbox.Message
+	if m != nil {
+		c := *m
+		msg = &c
+	}
+	w := a.ws
+	a.startStep(func() func() {
+		c, err := w.commit(msg, wip, why)
+		var st workspaceRead
+		if err == nil && c.Made {
+			// Only a commit changes what status shows: a turn that changed
+			// nothing costs no second scan of the tree.
+			st = w.readState()
+		}
+		return func() {
+			a.committed(msg, wip, why, c, err, st)
+			then()
+		}
+	})
+}
+
+// committed applies the end of a commit of the worktree: its event, and
+// the state read after it (none when it failed or made no commit).
+func (a *agent) committed(m *inbox.Message, wip bool, why string, c workspaces.Committed, err error, st workspaceRead) {
 	if err != nil {
 		a.log.Warn("Committing the worktree failed", "error", err)
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "worktree not committed: " + err.Error()})
@@ -332,9 +370,7 @@ func (a *agent) commitWorkspace(m *inbox.Message, wip bool, why string) {
 			ev.Message = m.ID
 		}
 		a.d.events.Append(ev)
-		// Only a commit changes what status shows: a turn that changed
-		// nothing costs no second scan of the tree.
-		a.refreshWorkspace()
+		a.showWorkspace(st)
 	}
 }
 
@@ -382,17 +418,32 @@ func nestedNote(paths []string) string {
 		strings.Join(paths, ", "), paths[0])
 }
 
-// refreshWorkspace reads the worktree's state for status.
-func (a *agent) refreshWorkspace() {
-	if a.ws == nil {
-		return
-	}
-	st, err := a.ws.state()
+// workspaceRead is the worktree's state as a step read it (err: it could
+// not; both zero: not read).
+type workspaceRead struct {
+	st  *workspaces.State
+	err error
+}
+
+// readState reads the worktree's state for status. It runs git: off run's
+// goroutine only.
+func (w *agentWorkspace) readState() workspaceRead {
+	st, err := w.state()
 	if err != nil {
-		a.log.Warn("Reading the worktree's state failed", "error", err)
+		return workspaceRead{err: err}
+	}
+	return workspaceRead{st: &st}
+}
+
+// showWorkspace has status show r, the worktree's state a step read.
+func (a *agent) showWorkspace(r workspaceRead) {
+	if r.err != nil {
+		a.log.Warn("Reading the worktree's state failed", "error", r.err)
+	}
+	if r.st == nil {
 		return
 	}
-	a.setSnap(func(s *agentSnap) { s.workspace = &st })
+	a.setSnap(func(s *agentSnap) { s.workspace = r.st })
 }
 
 // workspaceStatus is what status shows of a worktree agent's workspace

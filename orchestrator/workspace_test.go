@@ -353,8 +353,8 @@ func TestAFailedSetupParksTheAgent(t *testing.T) {
 	if err := os.WriteFile(ok, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if resp := r.d.control(control.Request{Op: control.OpResume, Agent: "eng"}); !resp.OK {
-		t.Fatalf("resume: %+v", resp)
+	if resp, err := control.Call(p.layout, control.Request{Op: control.OpResume, Agent: "eng"}, waitLimit); err != nil || !resp.OK {
+		t.Fatalf("resume: %+v, %v", resp, err)
 	}
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("the message after the setup passed: %s", st)

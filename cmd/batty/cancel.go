@@ -29,10 +29,12 @@ feed) and never runs. An agent that sent one is told that no answer comes.
 
 A message in flight is refused unless --interrupt: then its turn is
 interrupted, and the message is recorded as cancelled when the turn ends,
-never delivered again. An id may be abbreviated to any unique prefix, or to
+never delivered again. A cancel that reaches an agent in a git or ssh step (a turn's
+commit, a merge of the base) is pending: applied once the step ends. An id
+may be abbreviated to any unique prefix, or to
 the short form the feed shows. It works with the daemon running or stopped.
 
-Exit status: 0 when every message is cancelled, 1 when one is not found or
+Exit status: 0 when every message is cancelled (or pending), 1 when one is not found or
 refused (each is named).`,
 		Example: `  batty cancel 1f2e3d4c
   batty cancel 20261121T125100.123456789Z-1f2e3d4c 9a8b7c6d
@@ -81,6 +83,8 @@ func reportCancels(out, errOut io.Writer, results []control.CancelResult) bool {
 			fmt.Fprintf(out, "batty: cancelled %s%s\n", r.ID, where)
 		case control.CancelInterrupting:
 			fmt.Fprintf(out, "batty: cancelling %s%s: its turn is interrupted; recorded as cancelled when it ends\n", r.ID, where)
+		case control.CancelPending:
+			fmt.Fprintf(out, "batty: cancelling %s%s: its agent is in a git or ssh step; cancelled once the step ends (batty status shows it pending, the feed a warning if it cannot be)\n", r.ID, where)
 		case control.CancelNotFound:
 			all = false
 			fmt.Fprintf(errOut, "batty: %s: not found: %s\n", r.ID, r.Detail)

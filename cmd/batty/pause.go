@@ -67,6 +67,7 @@ saved, so it holds across restarts.`
 				fmt.Fprintln(cmd.OutOrStdout(), pauseOutcome(pause, resp.Changed, running))
 			}
 			announceRetry(cmd.OutOrStdout(), resp.Retried)
+			announcePendingRetry(cmd.OutOrStdout(), resp.Pending)
 			announceRecheck(cmd.OutOrStdout(), resp.Rechecked)
 			announceSchedules(cmd.OutOrStdout(), resp.Schedules, running)
 			return nil
@@ -113,8 +114,9 @@ func resumeAgent(w io.Writer, p project.Project, name string) error {
 		return err
 	}
 	announceRetry(w, resp.Retried)
+	announcePendingRetry(w, resp.Pending)
 	announceRecheck(w, resp.Rechecked)
-	if len(resp.Retried) == 0 && len(resp.Rechecked) == 0 {
+	if len(resp.Retried) == 0 && len(resp.Rechecked) == 0 && len(resp.Pending) == 0 {
 		fmt.Fprintf(w, "batty: %s is neither failed nor parked; nothing to retry (`batty resume` without a name releases a paused team)\n", name)
 	}
 	return nil
@@ -125,6 +127,14 @@ func resumeAgent(w io.Writer, p project.Project, name string) error {
 func announceRetry(w io.Writer, agents []string) {
 	if len(agents) > 0 {
 		fmt.Fprintf(w, "batty: retrying %s now (failed: crash loop); `batty status` shows the result\n", strings.Join(agents, ", "))
+	}
+}
+
+// announcePendingRetry says which agents `batty resume` tries again once
+// their git or ssh step has ended (nothing when none).
+func announcePendingRetry(w io.Writer, agents []string) {
+	if len(agents) > 0 {
+		fmt.Fprintf(w, "batty: %s: in a git or ssh step; retried, if failed, once it ends (`batty status` shows it pending)\n", strings.Join(agents, ", "))
 	}
 }
 

@@ -16,7 +16,9 @@ func newResetCmd() *cobra.Command {
 		Short: "Archive the agent's thread so its next message starts a fresh one",
 		Long: `reset archives the agent's Codex thread (kept in its state with the reason
 and the time); the agent's next message starts a fresh thread. It works with
-the daemon running or stopped.`,
+the daemon running or stopped. An agent in a git or ssh step (a turn's commit, a
+merge of the base) is reset once the step ends: the reset is pending until
+then (batty status lists it).`,
 		Example: `  batty reset engineer-1
   batty reset manager --reason "context full"`,
 		Args: cobra.ExactArgs(1),
@@ -30,12 +32,18 @@ the daemon running or stopped.`,
 			}
 			client := daemonClient{layout: p.Layout}
 			req := control.Request{Op: control.OpReset, Agent: args[0], Reason: reason}
-			// The daemon answers once the agent's turn in flight, if any,
-			// is interrupted.
-			if _, _, err := client.callOr(req, 60*time.Second, func() (control.Response, error) {
+			// The daemon answers as soon as the agent gets to it: done, or
+			// pending while the agent is in a git or ssh step (applied once the
+			// step ends).
+			resp, _, err := client.callOr(req, 60*time.Second, func() (control.Response, error) {
 				return control.Response{}, control.OfflineReset(cfg, p.Layout, args[0], reason)
-			}); err != nil {
+			})
+			if err != nil {
 				return err
+			}
+			if len(resp.Pending) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "batty: %s is in a git or ssh step; its thread is reset once the step ends (`batty status` shows it pending)\n", args[0])
+				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "batty: %s will start a fresh thread\n", args[0])
 			return nil

@@ -41,7 +41,7 @@ and exits.
 {paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
 in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
 context_pct, last_error, shim_pid, restarts, parked, network, workspace,
-account}], queues
+account, pending}], queues
 {role: waiting}, accounts [{account, name, codex_home, agents, paused, reason,
 since, resume_at, probing, failed_probes, held, rate_limits}] (usage-limit
 pauses per account; rate_limits is null, or {windows [{name, used_pct,
@@ -56,7 +56,10 @@ behind, dirty} for a role with workspace: worktree. An agent whose Codex cannot 
 its messages wait until it runs. network is null, or {state, account, since, message} while the
 agent's account cannot reach the API: "waiting" (its turn waits for the
 network; the agent's state is waiting_for_network) or "held" (it starts no
-new turn until the API answers).`,
+new turn until the API answers). pending is null, or the requests the daemon
+acknowledged for the agent while it is in a git or ssh step (a turn's
+commit, a merge of the base, a step on its host), applied in order once
+the step ends: "reset", "resume", "cancel <id>".`,
 		Example: `  batty status
   batty status -w
   batty status --json | jq '.agents[] | {name, state}'`,
@@ -136,6 +139,7 @@ func printStatus(w io.Writer, st control.Status) {
 		printParked(w, "", st)
 	}
 	printNetwork(w, st.Agents)
+	printPending(w, st.Agents)
 	for role, n := range st.Queues {
 		if n > 0 {
 			fmt.Fprintf(w, "\n%d message(s) wait in role queue %s for a free instance\n", n, role)
@@ -144,6 +148,30 @@ func printStatus(w io.Writer, st control.Status) {
 	printAccounts(w, st.Accounts)
 	printSchedules(w, st.Schedules)
 	printWorkspaces(w, st.Agents, st.Landings)
+}
+
+// printPending says, one line per agent, which requests wait for its git
+// or ssh step ("engineer-1: pending: reset, cancel 1f2e3d4c"); nothing when
+// none does.
+func printPending(w io.Writer, agents []control.AgentStatus) {
+	first := true
+	for _, a := range agents {
+		if len(a.Pending) == 0 {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w)
+			first = false
+		}
+		words := make([]string, len(a.Pending))
+		for i, p := range a.Pending {
+			if id, ok := strings.CutPrefix(p, control.PendingCancel+" "); ok {
+				p = control.PendingCancel + " " + inbox.ShortID(id)
+			}
+			words[i] = safetext.Line(p, 40)
+		}
+		fmt.Fprintf(w, "%s: pending: %s (applied once its git or ssh step ends)\n", a.Name, strings.Join(words, ", "))
+	}
 }
 
 // printWorkspaces lists the worktree agents' branches against the base
