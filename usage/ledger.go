@@ -55,6 +55,7 @@ type Ledger struct {
 	limits  *segments
 	seen    map[string]bool // the keys of the turns in the ledger
 	pending []Turn          // turns whose append failed, written before the next one
+	threads map[string]Turn // each agent's last turn appended
 	last    map[string]LimitSample
 }
 
@@ -67,7 +68,7 @@ func Open(l project.Layout) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open usage ledger: %w", err)
 	}
-	lg := &Ledger{dir: dir, seen: map[string]bool{}, last: map[string]LimitSample{},
+	lg := &Ledger{dir: dir, seen: map[string]bool{}, last: map[string]LimitSample{}, threads: map[string]Turn{},
 		turns:  &segments{dir: dir, prefix: turnsPrefix, max: TurnsSegmentMax, keep: TurnsSegmentKeep},
 		limits: &segments{dir: dir, prefix: limitsPrefix, max: LimitsSegmentMax, keep: LimitsSegmentKeep}}
 	rd, err := readDir(dir, time.Time{}, time.Time{})
@@ -77,6 +78,7 @@ func Open(l project.Layout) (*Ledger, error) {
 	}
 	for _, t := range rd.Turns {
 		lg.seen[t.Key] = true
+		lg.threads[t.Agent] = t
 	}
 	for _, s := range rd.Limits {
 		lg.last[s.Account+"\x00"+s.Window] = s
@@ -103,6 +105,7 @@ func (l *Ledger) AppendTurn(t Turn) (bool, error) {
 		return false, nil
 	}
 	l.pending = append(l.pending, t)
+	l.threads[t.Agent] = t
 	var dropped error
 	if n := len(l.pending) - maxPending; n > 0 {
 		dropped = fmt.Errorf("%d turns dropped from the usage ledger (it could not be written)", n)
@@ -117,6 +120,16 @@ func (l *Ledger) AppendTurn(t Turn) (bool, error) {
 		l.pending = l.pending[1:]
 	}
 	return true, dropped
+}
+
+// LastThread is the thread of agent's last turn in the ledger (or held to
+// be written) and that thread's running total after it, as Codex
+// reported it; ok is false when the ledger has no turn of agent.
+func (l *Ledger) LastThread(agent string) (thread string, total Tokens, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.threads[agent]
+	return t.Thread, t.ThreadTokens, ok
 }
 
 // AppendLimits records an account's rate-limit windows as Codex reported

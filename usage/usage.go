@@ -79,6 +79,13 @@ type Turn struct {
 	Message string    `json:"message_id"`
 	Attempt int       `json:"attempt"`
 	Tokens  Tokens    `json:"tokens"`
+	// Thread is the Codex thread the turn ran on ("" when none), and
+	// ThreadTokens its running total after the turn, as Codex reported it:
+	// a daemon killed before it saved the agent's state takes the running
+	// total from here, so the next turn's usage (the difference) does not
+	// count this turn's tokens again.
+	Thread       string `json:"thread_id,omitempty"`
+	ThreadTokens Tokens `json:"thread_tokens,omitzero"`
 	// DurationMS is the turn's time in milliseconds.
 	DurationMS int64 `json:"duration_ms"`
 	// Status is the turn's status (completed, failed, interrupted,
@@ -170,7 +177,7 @@ func (t Turn) validate() error {
 			return fmt.Errorf("no %s", f.name)
 		}
 	}
-	return texts(t.Key, t.Agent, t.Role, t.Account, t.Host, t.Model, t.Runtime, t.Message, t.Status, t.Failure)
+	return texts(t.Key, t.Agent, t.Role, t.Account, t.Host, t.Model, t.Runtime, t.Message, t.Thread, t.Status, t.Failure)
 }
 
 func (s LimitSample) validate() error {
