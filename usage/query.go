@@ -248,13 +248,14 @@ func Series(turns []Turn, from, to time.Time, n int) ([]Point, time.Duration) {
 // sparks are the bars of a sparkline, lowest first.
 var sparks = []rune("▁▂▃▄▅▆▇█")
 
-// Sparkline draws values as one line of bars, the highest value as the
-// tallest bar; a zero is a space, so an idle bucket shows as a gap. It is
-// a pure function.
-func Sparkline(values []int64) string {
-	top := int64(0)
-	for _, v := range values {
-		top = max(top, v)
+// Sparkline draws values as one line of bars, top (or, when top <= 0, the
+// highest value) as the tallest bar; a zero is a space, so an idle bucket
+// shows as a gap. It is a pure function.
+func Sparkline(values []int64, top int64) string {
+	if top <= 0 {
+		for _, v := range values {
+			top = max(top, v)
+		}
 	}
 	var b strings.Builder
 	for _, v := range values {
@@ -262,7 +263,7 @@ func Sparkline(values []int64) string {
 			b.WriteRune(' ')
 			continue
 		}
-		i := int(math.Ceil(float64(v)/float64(top)*float64(len(sparks)))) - 1
+		i := int(math.Ceil(float64(min(v, top))/float64(top)*float64(len(sparks)))) - 1
 		b.WriteRune(sparks[min(max(i, 0), len(sparks)-1)])
 	}
 	return b.String()

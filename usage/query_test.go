@@ -174,16 +174,18 @@ func TestSeries(t *testing.T) {
 func TestSparkline(t *testing.T) {
 	tests := []struct {
 		in   []int64
+		top  int64
 		want string
 	}{
-		{[]int64{0, 1, 4, 8}, " ▁▄█"},
-		{[]int64{0, 0}, "  "},
-		{[]int64{5}, "█"},
-		{nil, ""},
-		{[]int64{math.MaxInt64, 1}, "█▁"},
+		{[]int64{0, 1, 4, 8}, 0, " ▁▄█"},
+		{[]int64{0, 0}, 0, "  "},
+		{[]int64{5}, 0, "█"},
+		{nil, 0, ""},
+		{[]int64{math.MaxInt64, 1}, 0, "█▁"},
+		{[]int64{50, 100, 200}, 100, "▄██"},
 	}
 	for _, tt := range tests {
-		if got := Sparkline(tt.in); got != tt.want {
+		if got := Sparkline(tt.in, tt.top); got != tt.want {
 			t.Errorf("Sparkline(%v) = %q, want %q", tt.in, got, tt.want)
 		}
 	}

@@ -41,7 +41,7 @@ var commandGroups = map[string]string{
 	"pause": groupTeam, "resume": groupTeam, "reset": groupTeam, "restart": groupTeam,
 	"send": groupMessages, "inbox": groupMessages, "cancel": groupMessages,
 	"merge": groupWork, "diff": groupWork, "workspace": groupWork,
-	"status": groupInspect, "logs": groupInspect,
+	"status": groupInspect, "logs": groupInspect, "usage": groupInspect,
 	"chat": groupAgent, "fanout": groupAgent,
 	"init": groupSetup, "validate": groupSetup, "demo": groupSetup,
 	"version": groupSetup, "completion": groupSetup, "help": groupSetup,
@@ -96,7 +96,7 @@ wrong arguments).`,
 	)
 	root.AddCommand(newVersionCmd(), newShimCmd(), newPreflightCmd(), newCloneHostCmd(), newChatCmd(), newFanoutCmd(),
 		newStartCmd(), newDaemonCmd(), newStopCmd(), newStatusCmd(), newPauseCmd(true), newPauseCmd(false), newResetCmd())
-	root.AddCommand(newSendCmd(), newInboxCmd(), newLogsCmd(), newInitCmd(), newValidateCmd())
+	root.AddCommand(newSendCmd(), newInboxCmd(), newLogsCmd(), newUsageCmd(), newInitCmd(), newValidateCmd())
 	root.AddCommand(newDemoCmd())
 	root.AddCommand(newCancelCmd(), newRestartCmd())
 	root.AddCommand(newAttachCmd(), newFeedCmd())
