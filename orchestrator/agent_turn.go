@@ -182,6 +182,7 @@ func (a *agent) handle(m protocol.Message) {
 	case protocol.NetworkWait:
 		a.netWaitChanged(e)
 	case protocol.RateLimits:
+		a.ledgerLimits(e)
 		a.rateLimits(e)
 	case protocol.Error:
 		a.log.Warn("Shim reported an error", "command", e.Command, "error", e.Message)
@@ -227,6 +228,8 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		a.turnUnstarted(m, e, p)
 		return
 	}
+	// Its usage is in the ledger before anything of it is recorded.
+	a.ledgerTurn(m, e, p.end != turnRecord)
 	// The turn's edits are committed before its outcome is told anyone: a
 	// completed turn's as its work, any other's as work in progress. The
 	// commit runs off run's goroutine; turnCommitted goes on once it has

@@ -30,6 +30,7 @@ import (
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/usage"
 	"github.com/battyhq/batty/workspaces"
 )
 
@@ -42,6 +43,7 @@ type Daemon struct {
 	store    *inbox.Store
 	humanBox *inbox.Box
 	events   *eventlog.Log
+	ledger   *usage.Ledger // every finished turn's usage, the accounts' rate-limit windows
 	gate     *dispatch.Gate
 	net      dispatch.NetHolds // network holds per account (see dispatch.NetHolds)
 	alerts   *alerthook.Hook   // nil without on_alert
@@ -113,6 +115,9 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 		if d.events != nil {
 			d.events.Close()
 		}
+		if d.ledger != nil {
+			d.ledger.Close()
+		}
 		project.ReleaseLock(lock)
 		return nil, err
 	}
@@ -145,6 +150,9 @@ func (d *Daemon) init() error {
 		return err
 	}
 	d.events.SetObserver(d.opts.OnEvent)
+	if d.ledger, err = usage.Open(d.layout); err != nil {
+		return err
+	}
 	if d.alerts = d.newAlertHook(); d.alerts != nil {
 		alerts, observe := d.alerts, d.opts.OnEvent
 		d.events.SetObserver(func(e eventlog.Event) {
@@ -173,6 +181,7 @@ func (d *Daemon) init() error {
 		if err != nil {
 			return err
 		}
+		a.threadFromLedger()
 		d.agents = append(d.agents, a)
 		d.byName[def.Name] = a
 	}
@@ -202,6 +211,7 @@ func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 func (d *Daemon) Run(ctx context.Context) error {
 	defer project.ReleaseLock(d.lock)
 	defer d.events.Close()
+	defer d.ledger.Close()
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch inboxes: %w", err)

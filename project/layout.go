@@ -73,6 +73,8 @@ const (
 	subState      = "state"
 	subLogs       = "logs"
 	subInboxes    = "inboxes"
+	// UsageName is the directory of the usage ledger (package usage).
+	UsageName = "usage"
 )
 
 // AgentStateName is the name of an agent's state file in state/.
@@ -160,6 +162,10 @@ func (l Layout) ReplyDir(agent string) string { return filepath.Join(l.RepliesDi
 
 // EventsLog is the append-only event log.
 func (l Layout) EventsLog() string { return filepath.Join(l.Dir, EventsName) }
+
+// UsageDir holds the usage ledger: every finished turn's usage and the
+// accounts' rate-limit windows over time (package usage).
+func (l Layout) UsageDir() string { return filepath.Join(l.Dir, UsageName) }
 
 // DaemonLog is the daemon's own log.
 func (l Layout) DaemonLog() string { return filepath.Join(l.Dir, daemonLogName) }

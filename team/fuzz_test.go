@@ -78,6 +78,11 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("schedule %q: ResolveRecipient(%q) = %v, %v", s.Name, s.To, got, err)
 			}
 		}
+		for model, pr := range cfg.Pricing {
+			if model == "" || !(pr.Input >= 0 && pr.CachedInput >= 0 && pr.Output >= 0) || pr.Input > maxPrice || pr.CachedInput > maxPrice || pr.Output > maxPrice {
+				t.Fatalf("invalid price accepted: %q %+v", model, pr)
+			}
+		}
 		seen := map[string]bool{}
 		for _, r := range cfg.Roles {
 			if !ValidName(r.Name) || r.Name == Human || r.Instances < 1 || r.Instances > MaxInstances || r.Line < 1 {

@@ -114,6 +114,10 @@ type Config struct {
 	// Schedules are the scheduled prompts in file order (schedules); their
 	// names are unique and each To resolves to agents of the team.
 	Schedules []Schedule
+	// Pricing is pricing: each model's price (its name as codex.model
+	// sets it), for the cost column of `batty usage`; nil when the file
+	// sets none.
+	Pricing map[string]Price
 	// Accounts are the team's named Codex homes (the accounts key), in file
 	// order; nil when the file has none.
 	Accounts []Account

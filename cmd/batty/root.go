@@ -41,7 +41,7 @@ var commandGroups = map[string]string{
 	"pause": groupTeam, "resume": groupTeam, "reset": groupTeam, "restart": groupTeam,
 	"send": groupMessages, "inbox": groupMessages, "cancel": groupMessages,
 	"merge": groupWork, "diff": groupWork, "workspace": groupWork,
-	"status": groupInspect, "logs": groupInspect,
+	"status": groupInspect, "logs": groupInspect, "usage": groupInspect,
 	"chat": groupAgent, "fanout": groupAgent,
 	"init": groupSetup, "validate": groupSetup, "demo": groupSetup, "doctor": groupSetup,
 	"version": groupSetup, "completion": groupSetup, "help": groupSetup,
@@ -56,7 +56,7 @@ var guidePages = map[string]string{
 	"restart": "team.md", "pause": "team.md", "resume": "team.md", "reset": "team.md",
 	"send": "team.md", "inbox": "team.md", "cancel": "team.md", "version": "team.md",
 	"completion": "team.md", "help": "team.md", "daemon": "team.md",
-	"status": "watch.md", "logs": "watch.md", "attach": "watch.md", "feed": "watch.md",
+	"status": "watch.md", "logs": "watch.md", "usage": "usage-and-review.md", "attach": "watch.md", "feed": "watch.md",
 	"merge": "worktrees.md", "diff": "worktrees.md", "workspace": "worktrees.md",
 	"chat": "schedules-and-fanout.md", "fanout": "schedules-and-fanout.md",
 	"shim": "hosts.md", "preflight": "hosts.md", "clone-host": "hosts.md",
@@ -125,7 +125,7 @@ wrong arguments).`,
 	)
 	root.AddCommand(newVersionCmd(), newShimCmd(), newPreflightCmd(), newCloneHostCmd(), newChatCmd(), newFanoutCmd(),
 		newStartCmd(), newDaemonCmd(), newStopCmd(), newStatusCmd(), newPauseCmd(true), newPauseCmd(false), newResetCmd())
-	root.AddCommand(newSendCmd(), newInboxCmd(), newLogsCmd(), newInitCmd(), newValidateCmd())
+	root.AddCommand(newSendCmd(), newInboxCmd(), newLogsCmd(), newUsageCmd(), newInitCmd(), newValidateCmd())
 	root.AddCommand(newDemoCmd(), newDoctorCmd())
 	root.AddCommand(newCancelCmd(), newRestartCmd())
 	root.AddCommand(newAttachCmd(), newFeedCmd())

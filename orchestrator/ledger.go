@@ -1,0 +1,58 @@
+package orchestrator
+
+import (
+	"time"
+
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/usage"
+)
+
+// ledgerTurn appends the usage of m's turn e to the usage ledger (again:
+// m goes back to the queue). It runs as the turn's end arrives, before its
+// outcome is recorded; a failure is logged and told once per turn as a
+// warning, and the turn is held by the ledger to be written with the next.
+func (a *agent) ledgerTurn(m inbox.Message, e protocol.TurnFinished, again bool) {
+	t := usage.Turn{At: time.Now().UTC(), Agent: a.def.Name, Role: a.def.Role, Account: a.accountName(), Host: a.def.Host,
+		Model: a.def.Codex.Model, Runtime: a.def.Codex.Runtime, Message: m.ID, Attempt: m.Attempt,
+		Tokens: usage.Tokens{Input: e.Usage.Input, CachedInput: e.Usage.CachedInput, Output: e.Usage.Output, ReasoningOutput: e.Usage.ReasoningOutput},
+		Thread: e.ThreadID, ThreadTokens: usage.Tokens{Input: e.Thread.Input, CachedInput: e.Thread.CachedInput, Output: e.Thread.Output, ReasoningOutput: e.Thread.ReasoningOutput},
+		DurationMS: e.Duration.Milliseconds(), Status: string(e.Status), Failure: string(e.Failure), Again: again}
+	if _, err := a.d.ledger.AppendTurn(t); err != nil {
+		a.log.Error("Usage ledger", "message", m.ID, "error", err)
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: m.ID, Detail: "usage ledger: " + err.Error()})
+	}
+}
+
+// ledgerLimits records the rate-limit windows of snapshot e in the usage
+// ledger (a window when it changed), at the time it arrives.
+func (a *agent) ledgerLimits(e protocol.RateLimits) {
+	at := time.Now().UTC() // the daemon's clock, as the turns' (a shim may run on another host)
+	samples := make([]usage.LimitSample, 0, len(e.Windows))
+	for _, w := range e.Windows {
+		samples = append(samples, usage.LimitSample{At: at, Account: a.accountName(), Agent: a.def.Name, Window: w.Name,
+			UsedPct: w.UsedPct, WindowMinutes: w.WindowMinutes, ResetsAt: w.ResetsAt})
+	}
+	if _, err := a.d.ledger.AppendLimits(samples); err != nil {
+		a.log.Error("Usage ledger: rate limits", "error", err)
+	}
+}
+
+// threadFromLedger takes the running total of the agent's thread from its
+// last turn in the ledger when that turn ran on the thread its state names:
+// the ledger is written before the state, so a daemon killed in between
+// left the state one turn behind, and the next turn's usage (the
+// difference from the total) would count that turn's tokens again. Called
+// once, before the agent runs.
+func (a *agent) threadFromLedger() {
+	id, total, ok := a.d.ledger.LastThread(a.def.Name)
+	if !ok || id == "" || id != a.st.ThreadID {
+		return
+	}
+	u := protocol.Usage{Input: total.Input, CachedInput: total.CachedInput, Output: total.Output, ReasoningOutput: total.ReasoningOutput}
+	if u != a.st.ThreadUsage {
+		a.log.Info("Thread total taken from the usage ledger", "thread", id, "state_input", a.st.ThreadUsage.Input, "ledger_input", u.Input)
+		a.st.ThreadUsage = u
+	}
+}
