@@ -154,7 +154,7 @@ func (l *lander) take(m inbox.Message) inbox.Outcome {
 	case !team.MayLand(l.d.cfg, m.From, agent):
 		return refuse(fmt.Sprintf("%s may not land %s's branch: an agent may land its own, or that of an agent it may message (talks_to)", m.From, agent))
 	}
-	r, fresh, err := l.q.Enqueue(agent, m.From)
+	r, fresh, err := l.q.Enqueue(agent, m.From, false)
 	if err != nil {
 		return inbox.Outcome{Status: inbox.StatusFailed, Error: "queue the landing: " + err.Error()}
 	}
