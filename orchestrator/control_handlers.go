@@ -67,6 +67,8 @@ func (d *Daemon) control(req control.Request) control.Response {
 		return resp
 	case control.OpCancel:
 		return control.Response{OK: true, Cancels: d.cancel(req.IDs, req.Interrupt)}
+	case control.OpApprove, control.OpReject:
+		return d.reviewControl(req)
 	case control.OpReset:
 		a, ok := d.byName[req.Agent]
 		if !ok {
