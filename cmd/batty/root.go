@@ -41,6 +41,7 @@ var commandGroups = map[string]string{
 	"pause": groupTeam, "resume": groupTeam, "reset": groupTeam, "restart": groupTeam,
 	"send": groupMessages, "inbox": groupMessages, "cancel": groupMessages,
 	"merge": groupWork, "diff": groupWork, "workspace": groupWork,
+	"review": groupWork, "approve": groupWork, "reject": groupWork,
 	"status": groupInspect, "logs": groupInspect,
 	"chat": groupAgent, "fanout": groupAgent,
 	"init": groupSetup, "validate": groupSetup, "demo": groupSetup,
@@ -101,6 +102,7 @@ wrong arguments).`,
 	root.AddCommand(newCancelCmd(), newRestartCmd())
 	root.AddCommand(newAttachCmd(), newFeedCmd())
 	root.AddCommand(newMergeCmd(), newDiffCmd(), newWorkspaceCmd())
+	root.AddCommand(newReviewCmd(), newApproveCmd(), newRejectCmd())
 	root.SetHelpCommand(newHelpCmd())
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
