@@ -116,11 +116,21 @@ const (
 type LandingStatus struct {
 	ID          string    `json:"id"`
 	Agent       string    `json:"agent"`
-	State       string    `json:"state"` // queued | landing | waiting | landed | failed | nothing
+	State       string    `json:"state"` // queued | landing | waiting | review | landed | failed | nothing
 	RequestedAt time.Time `json:"requested_at"`
 	By          string    `json:"by"`     // who asked: "human" or the agent
 	Commit      string    `json:"commit"` // the commit base was advanced to, "" until landed
 	Detail      string    `json:"detail"` // why it waits or failed
+	// Review says the request lands only once the human approves it
+	// (workspace.review: human, or batty merge --review).
+	Review bool `json:"review"`
+	// Tip is the branch's commit the last attempt merged ("" before one):
+	// in state review, the commit the approval is of.
+	Tip string `json:"tip"`
+	// Onto is base's commit the last attempt merged the branch onto ("" before one).
+	Onto string `json:"onto"`
+	// Approved is the branch's commit the human approved, "" when none.
+	Approved string `json:"approved"`
 }
 
 // WorkspaceStatus is an agent's git worktree as last seen by the daemon
@@ -251,6 +261,11 @@ type Request struct {
 	IDs []string `json:"ids,omitempty"`
 	// Interrupt lets OpCancel end the turn of a message in flight.
 	Interrupt bool `json:"interrupt,omitempty"`
+	// Landing names the landing request OpApprove and OpReject decide on:
+	// an agent (its request waiting for review) or a request's id, its
+	// short form or a prefix (landing.FindReview). OpReject's reason is
+	// Reason.
+	Landing string `json:"landing,omitempty"`
 }
 
 // Control operations.
@@ -266,6 +281,11 @@ const (
 	// started it (Response.Trusted), which `batty restart` compares with
 	// the team file as it is now.
 	OpTrusted = "trusted"
+	// OpApprove approves a landing waiting for review (Request.Landing);
+	// OpReject rejects one, telling its agent Request.Reason. The
+	// human's: an agent may make neither.
+	OpApprove = "approve"
+	OpReject  = "reject"
 )
 
 // Response answers a Request.
@@ -299,6 +319,14 @@ type Response struct {
 	// request waits for a git or ssh step of theirs. It is applied once the step
 	// has ended; status lists it meanwhile (AgentStatus.Pending).
 	Pending []string `json:"pending,omitempty"`
+	// Landing answers approve and reject: the request as recorded after
+	// it. An approval of a branch that moved since it was verified
+	// answers OK with the request queued again unapproved and Requeued
+	// saying why.
+	Landing *LandingStatus `json:"landing,omitempty"`
+	// Requeued answers approve: why the request was queued again instead
+	// of approved ("" when it was approved).
+	Requeued string `json:"requeued,omitempty"`
 }
 
 // Results of cancelling one message (CancelResult.Result).

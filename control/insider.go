@@ -105,8 +105,8 @@ func OwnInsider(chain []agentproc.Process, chainErr error, markEnv, dir string) 
 
 // AgentMay reports whether a process inside an agent may make the control
 // request op: only ping and status, which change nothing. Every other
-// request — stop, pause, resume, reset, cancel, and any unknown one — is
-// the human's. It is a pure function.
+// request — stop, pause, resume, reset, cancel, approve, reject, and any
+// unknown one — is the human's. It is a pure function.
 func AgentMay(op string) bool {
 	return op == OpPing || op == OpStatus
 }
@@ -117,12 +117,14 @@ const OpPrune = "prune"
 
 // opWords says what a request does, for a refusal: "only the human may …".
 var opWords = map[string]string{
-	OpStop:   "stop the team",
-	OpPause:  "pause the team",
-	OpResume: "resume the team or an agent",
-	OpReset:  "reset an agent's thread",
-	OpCancel: "cancel messages",
-	OpPrune:  "prune an agent's workspace",
+	OpStop:    "stop the team",
+	OpPause:   "pause the team",
+	OpResume:  "resume the team or an agent",
+	OpReset:   "reset an agent's thread",
+	OpCancel:  "cancel messages",
+	OpPrune:   "prune an agent's workspace",
+	OpApprove: "approve a landing",
+	OpReject:  "reject a landing",
 }
 
 // Refusal is the error refusing request op to the process in, whose

@@ -28,10 +28,19 @@ func LandingsOf(reqs []landing.Request) []LandingStatus {
 		if len(r.Conflicts) > 0 {
 			detail = "conflicts: " + strings.Join(r.Conflicts, ", ")
 		}
+		if r.State == landing.Review {
+			detail = ReviewDetail(r.Agent)
+		}
 		out = append(out, LandingStatus{ID: r.ID, Agent: r.Agent, State: string(r.State), RequestedAt: r.RequestedAt,
-			By: r.RequestedBy, Commit: r.LandedCommit, Detail: detail})
+			By: r.RequestedBy, Commit: r.LandedCommit, Detail: detail, Review: r.Review, Tip: r.Tip, Onto: r.BaseBefore, Approved: r.Approved})
 	}
 	return out
+}
+
+// ReviewDetail is what status says of agent's landing waiting for review.
+// It is a pure function.
+func ReviewDetail(agent string) string {
+	return "verified; waits for your review: batty review, then batty approve " + agent + " or batty reject " + agent + ` --reason "..."`
 }
 
 // offlineRepoWait bounds the git commands of a stopped team's status.

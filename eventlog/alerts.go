@@ -26,6 +26,7 @@ const (
 	AlertAccount       = "account_switched" // agents moved to another account (a usage limit, or back after a reset)
 	AlertQuotaWarning  = "quota_warning"    // an account's rate-limit use crossed quota.warn_pct
 	AlertHost          = "host_unreachable" // a host of the team cannot be reached; its agents wait
+	AlertReviewWaiting = "review_waiting"   // a landing passed verify and waits for the human's review
 )
 
 // maxAlertText bounds an alert's message (in the environment and the
@@ -104,6 +105,8 @@ func AlertFor(e Event) (Alert, bool) {
 		a.Kind, a.Message = AlertRecordFailed, who+" cannot record an outcome: "+e.Detail
 	case EvLandingFailed:
 		a.Kind, a.Message = AlertLandingFailed, fmt.Sprintf("%s's branch did not land: %s", who, e.Detail)
+	case EvReviewWaiting:
+		a.Kind, a.Message = AlertReviewWaiting, fmt.Sprintf("%s's branch passed verify and waits for your review: batty review, then batty approve %s or batty reject %s --reason ...", who, e.Agent, e.Agent)
 	case EvReply:
 		if to, ok := e.Data["to"].(string); ok && to != team.Human {
 			// A reply between agents: the feed shows it.

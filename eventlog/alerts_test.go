@@ -103,7 +103,12 @@ func TestAlertForRepliesAndRecording(t *testing.T) {
 	if a, ok := AlertFor(Event{Type: EvLandingFailed, Agent: "eng-1", Detail: "conflict in a.go"}); !ok || a.Kind != AlertLandingFailed || a.Message != "eng-1's branch did not land: conflict in a.go" {
 		t.Errorf("landing_failed: %+v %v", a, ok)
 	}
-	for _, typ := range []string{EvLanded, EvLandingQueued, EvLandingWaiting, EvWorkspaceCommitted, EvWorkspaceCreated, EvWorkspaceSynced} {
+	if a, ok := AlertFor(Event{Type: EvReviewWaiting, Agent: "eng-1", Data: map[string]any{"request": "r1"}}); !ok || a.Kind != AlertReviewWaiting ||
+		a.Message != "eng-1's branch passed verify and waits for your review: batty review, then batty approve eng-1 or batty reject eng-1 --reason ..." || a.Data["request"] != "r1" {
+		t.Errorf("review_waiting: %+v %v", a, ok)
+	}
+	for _, typ := range []string{EvLanded, EvLandingQueued, EvLandingWaiting, EvWorkspaceCommitted, EvWorkspaceCreated, EvWorkspaceSynced,
+		EvLandingApproved, EvLandingRejected} {
 		if _, ok := AlertFor(Event{Type: typ, Agent: "eng-1"}); ok {
 			t.Errorf("%s is an alert", typ)
 		}

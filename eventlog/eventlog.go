@@ -151,6 +151,17 @@ const (
 	// EvLandingFailed: alert: a landing left base unchanged: a conflict
 	// (Data: conflicts) or a red verify (Detail: the output's tail).
 	EvLandingFailed = "landing_failed"
+	// EvReviewWaiting: alert: a landing passed verify and waits for the
+	// human's review (workspace.review: human, or batty merge --review),
+	// once per request and tip verified (Data: request, branch, base,
+	// tip, merged).
+	EvReviewWaiting = "review_waiting"
+	// EvLandingApproved: the human approved a landing in review; it lands
+	// once verified again on the latest base (Data: request, tip).
+	EvLandingApproved = "landing_approved"
+	// EvLandingRejected: the human rejected a landing in review; base
+	// unchanged, the agent told (Detail: the reason; Data: request, tip).
+	EvLandingRejected = "landing_rejected"
 )
 
 // Event types of the schedules (schedule.Ev*), in events.jsonl.

@@ -51,10 +51,25 @@ const (
 	// ActAdvanceCheckout: advance base by a fast-forward merge in the work
 	// tree that has it checked out, bringing its files along.
 	ActAdvanceCheckout
+	// ActReview: verify passed; the request waits for the human's review
+	// of the tip it merged before base advances.
+	ActReview
+	// ActApprove: the human approves the request at its Tip: it is
+	// queued again and lands (merged onto base's tip and verified again).
+	ActApprove
+	// ActRequeue: the branch moved since the request was verified: it is
+	// queued again, to be verified and reviewed again.
+	ActRequeue
+	// ActReject: the human rejects the request: it fails with the reason.
+	ActReject
+	// ActRefuse: the approval or rejection asked cannot be done; nothing
+	// changes.
+	ActRefuse
 )
 
 var actionNames = map[Action]string{ActMerge: "merge", ActLanded: "landed", ActNothing: "nothing", ActWait: "wait",
-	ActFail: "fail", ActRedo: "redo", ActAdvanceRef: "advance-ref", ActAdvanceCheckout: "advance-checkout"}
+	ActFail: "fail", ActRedo: "redo", ActAdvanceRef: "advance-ref", ActAdvanceCheckout: "advance-checkout",
+	ActReview: "review", ActApprove: "approve", ActRequeue: "requeue", ActReject: "reject", ActRefuse: "refuse"}
 
 func (a Action) String() string {
 	if n, ok := actionNames[a]; ok {
@@ -63,7 +78,8 @@ func (a Action) String() string {
 	return fmt.Sprintf("Action(%d)", int(a))
 }
 
-// Decision is an Action and, for ActWait, ActFail and ActRedo, why.
+// Decision is an Action and, for ActWait, ActFail, ActRedo, ActRequeue,
+// ActReject and ActRefuse, why.
 type Decision struct {
 	Action Action
 	Reason string

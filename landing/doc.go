@@ -43,6 +43,18 @@
 // forward again. A checkout with uncommitted changes is never touched: the
 // landing waits (state waiting) and is tried again later.
 //
+// # Review
+//
+// A request that asks for review (workspace.review: human for the agents'
+// requests, `batty merge --review` for the human's) is merged and
+// verified as any other, then waits in state review, base unchanged, for
+// the human's approval (Queue.Approve) or rejection (Queue.Reject), while
+// the queue goes on with the others. An approval is of the branch's
+// commit the request verified (Request.Tip): a branch that moved since is
+// verified and reviewed again. An approved request is merged onto base's
+// tip again and verified again when it lands (base may have moved while
+// it waited); see review.go.
+//
 // # Durability
 //
 // The queue lives in state/landing.json (atomic writes, mode 0600, never
@@ -50,5 +62,7 @@
 // so a daemon killed at any point finds each request either finished, or
 // unfinished and tried again from scratch; a request whose recorded merge
 // commit is already in base (killed after the advance, before recording it)
-// is recorded landed without merging again.
+// is recorded landed without merging again. A request waiting for review,
+// the tip approved and a rejection are in the state file too: a restart
+// keeps the request waiting, and lands an approved one.
 package landing

@@ -130,7 +130,7 @@ func (r *repo) open(o Options) *Queue {
 
 func (r *repo) enqueue(q *Queue, agent string) Request {
 	r.t.Helper()
-	req, _, err := q.Enqueue(agent, "human")
+	req, _, err := q.Enqueue(agent, "human", false)
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -184,11 +184,15 @@ func (q *Queue) saveLocked() error {
 }
 
 // Enqueue queues the landing of agent's branch, asked by by ("human" or an
-// agent's name). An unfinished request for agent that has not started
-// (queued or waiting) is returned instead of a new one (new is false); a
-// waiting one becomes due at once. The request is in the state file before
-// Enqueue returns.
-func (q *Queue) Enqueue(agent, by string) (Request, bool, error) {
+// agent's name); review says it waits, once verified, for the human's
+// approval of the tip it merged (see Approve). An unfinished request for
+// agent that has not started (queued or waiting) is returned instead of a
+// new one (new is false), asking for review too when review is set; a
+// waiting one becomes due at once. One waiting for review is returned as
+// it is: its approval finds a branch moved since and has it verified and
+// reviewed again. The request is in the state file before Enqueue
+// returns.
+func (q *Queue) Enqueue(agent, by string, review bool) (Request, bool, error) {
 	if !team.ValidName(agent) {
 		return Request{}, false, fmt.Errorf("queue a landing: %q is not an agent name", agent)
 	}
@@ -203,14 +207,18 @@ func (q *Queue) Enqueue(agent, by string) (Request, bool, error) {
 			continue
 		}
 		unfinished++
-		if r.Agent != agent || (r.State != Queued && r.State != Waiting) {
+		if r.Agent != agent || (r.State != Queued && r.State != Waiting && r.State != Review) {
 			continue
 		}
-		if r.State == Waiting && !r.RetryAt.IsZero() {
-			old := q.reqs[i].RetryAt
+		if r.State == Review {
+			return clone(r), false, nil
+		}
+		if (r.State == Waiting && !r.RetryAt.IsZero()) || (review && !r.Review) {
+			old := q.reqs[i]
 			q.reqs[i].RetryAt = time.Time{}
+			q.reqs[i].Review = r.Review || review
 			if err := q.saveLocked(); err != nil {
-				q.reqs[i].RetryAt = old
+				q.reqs[i] = old
 				return Request{}, false, fmt.Errorf("queue a landing for %s: %w", agent, err)
 			}
 		}
@@ -223,7 +231,7 @@ func (q *Queue) Enqueue(agent, by string) (Request, bool, error) {
 	if err != nil {
 		return Request{}, false, fmt.Errorf("queue a landing for %s: %w", agent, err)
 	}
-	r := Request{ID: id, Agent: agent, Branch: BranchOf(agent), RequestedAt: q.opt.Now().UTC(), RequestedBy: by, State: Queued}
+	r := Request{ID: id, Agent: agent, Branch: BranchOf(agent), RequestedAt: q.opt.Now().UTC(), RequestedBy: by, State: Queued, Review: review}
 	q.reqs = append(q.reqs, r)
 	if err := q.saveLocked(); err != nil {
 		q.reqs = q.reqs[:len(q.reqs)-1]
@@ -247,8 +255,9 @@ func (q *Queue) newIDLocked() (string, error) {
 }
 
 // Next returns the oldest unfinished request that may land now: queued, or
-// found landing (after a restart), or waiting with its retry due. ok is
-// false when there is none.
+// found landing (after a restart), or waiting with its retry due; one
+// waiting for review is never due (it holds no one up). ok is false when
+// there is none.
 func (q *Queue) Next() (Request, bool) {
 	now := q.opt.Now()
 	q.mu.Lock()
@@ -321,9 +330,11 @@ func (q *Queue) record(r Request) error {
 	return nil
 }
 
-// Land runs the landing of request id to its end: landed, failed, nothing
-// or waiting, saving the request at each step; a finished request is
-// returned as it is, and a waiting one is tried whatever its RetryAt. Each
+// Land runs the landing of request id to its end: landed, failed, nothing,
+// waiting, or waiting for review (verified, when the request asks for a
+// review of a tip the human has not approved), saving the request at each
+// step; a finished request is returned as it is, and a waiting one is
+// tried whatever its RetryAt. Each
 // attempt lands the branch's tip as it is when the attempt begins (later
 // commits need another request). It blocks while another Land runs. Git
 // or verify failing to run makes the request wait (Error says why). The
@@ -366,7 +377,7 @@ func (q *Queue) attempt(ctx context.Context, r Request, attempt int) (_ Request,
 	if d := DecideStart(q.opt.Base, r, f); d.Action != ActMerge {
 		return q.finish(r, d, nil, "")
 	}
-	r.State, r.BaseBefore, r.Merged, r.RetryAt = Landing, f.BaseTip, "", time.Time{}
+	r.State, r.BaseBefore, r.Merged, r.Tip, r.RetryAt = Landing, f.BaseTip, "", f.BranchTip, time.Time{}
 	r.Error, r.Conflicts, r.OutputTail = "", nil, ""
 	r.Attempts++
 	if err := q.record(r); err != nil {
@@ -397,6 +408,10 @@ func (q *Queue) attempt(ctx context.Context, r Request, attempt int) (_ Request,
 	}
 	if !res.Passed {
 		return q.finish(r, Decision{ActFail, res.Reason}, nil, res.Tail)
+	}
+	if NeedsReview(r) {
+		// Base stays as it is until the human approves this tip.
+		return q.finish(r, Decision{Action: ActReview}, nil, "")
 	}
 	advErr := ""
 	for {
@@ -453,6 +468,8 @@ func (q *Queue) finish(r Request, d Decision, conflicts []string, outputTail str
 		r.State, r.Error = Nothing, d.Reason
 	case ActWait:
 		r.State, r.Error, r.RetryAt = Waiting, d.Reason, now.Add(q.opt.RetryWait)
+	case ActReview:
+		r.State = Review
 	default:
 		r.State, r.Error = Failed, d.Reason
 		if len(conflicts) > MaxConflicts {

@@ -379,11 +379,11 @@ func TestCrashAfterAdvance(t *testing.T) {
 func TestEnqueueTwice(t *testing.T) {
 	r := newRepo(t)
 	q := r.open(r.options())
-	first, isNew, err := q.Enqueue("a", "human")
+	first, isNew, err := q.Enqueue("a", "human", false)
 	if err != nil || !isNew || first.State != Queued || first.Branch != "batty/a" || !first.RequestedAt.Equal(epoch) || first.RequestedBy != "human" {
 		t.Fatalf("first: %+v %v %v", first, isNew, err)
 	}
-	second, isNew, err := q.Enqueue("a", "manager")
+	second, isNew, err := q.Enqueue("a", "manager", false)
 	if err != nil || isNew || second.ID != first.ID {
 		t.Fatalf("second: %+v %v %v", second, isNew, err)
 	}
@@ -391,7 +391,7 @@ func TestEnqueueTwice(t *testing.T) {
 		t.Fatalf("on disk: %+v", got)
 	}
 	for _, bad := range []string{"", "-a", "A", "a/b", "../x"} {
-		if _, _, err := q.Enqueue(bad, "human"); err == nil {
+		if _, _, err := q.Enqueue(bad, "human", false); err == nil {
 			t.Errorf("Enqueue(%q) accepted", bad)
 		}
 	}
@@ -401,7 +401,7 @@ func TestEnqueueTwice(t *testing.T) {
 	if _, ok := q.Next(); ok {
 		t.Fatal("waiting request due early")
 	}
-	again, isNew, err := q.Enqueue("b", "human")
+	again, isNew, err := q.Enqueue("b", "human", false)
 	if err != nil || isNew || again.ID != "w1" || !again.RetryAt.IsZero() {
 		t.Fatalf("re-enqueue of a waiting request: %+v %v %v", again, isNew, err)
 	}
@@ -562,7 +562,7 @@ func TestOpenRefusesBadState(t *testing.T) {
 	if err := os.Symlink(other, path); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := q.Enqueue("a", "human"); err == nil {
+	if _, _, err := q.Enqueue("a", "human", false); err == nil {
 		t.Fatal("Enqueue saved through a link")
 	}
 	if b, _ := os.ReadFile(other); string(b) != `{"requests":[]}` {

@@ -13,8 +13,8 @@ import (
 // State is where a landing request stands.
 type State string
 
-// States of a request. Queued, Landing and Waiting are unfinished; Landed,
-// Failed and Nothing are final.
+// States of a request. Queued, Landing, Waiting and Review are
+// unfinished; Landed, Failed and Nothing are final.
 const (
 	// Queued: waiting for its turn.
 	Queued State = "queued"
@@ -25,6 +25,11 @@ const (
 	// checkout of base has uncommitted changes, git failed); tried again
 	// at RetryAt. Error says why.
 	Waiting State = "waiting"
+	// Review: merged (Merged, of Tip onto BaseBefore) and verified, the
+	// request waits for the human's approval (Queue.Approve) or
+	// rejection (Queue.Reject). It is not due: the queue goes on with
+	// the others.
+	Review State = "review"
 	// Landed: base advanced to LandedCommit.
 	Landed State = "landed"
 	// Failed: a conflict (Conflicts) or a red verify (OutputTail); base
@@ -39,7 +44,7 @@ func (s State) Finished() bool { return s == Landed || s == Failed || s == Nothi
 
 func (s State) valid() bool {
 	switch s {
-	case Queued, Landing, Waiting, Landed, Failed, Nothing:
+	case Queued, Landing, Waiting, Review, Landed, Failed, Nothing:
 		return true
 	}
 	return false
@@ -64,6 +69,19 @@ type Request struct {
 	// Merged is the merge commit of the last attempt, recorded before base
 	// is advanced to it.
 	Merged string `json:"merged,omitempty"`
+	// Tip is the branch's commit the last attempt merged.
+	Tip string `json:"tip,omitempty"`
+	// Review says the request lands only once the human has approved
+	// the tip it merged (workspace.review: human for an agent's request,
+	// `batty merge --review` for the human's).
+	Review bool `json:"review,omitempty"`
+	// Approved is the branch's commit the human approved (a Tip the
+	// request waited for review at); an attempt that merges another tip
+	// waits for review again.
+	Approved string `json:"approved,omitempty"`
+	// Rejection is the human's reason for rejecting the request in
+	// review (state Failed).
+	Rejection string `json:"rejection,omitempty"`
 	// LandedCommit is the commit base was advanced to (Landed).
 	LandedCommit string `json:"landed_commit,omitempty"`
 	// Error says why the request failed or waits ("nothing to land" for
@@ -95,6 +113,8 @@ const (
 	MaxFinished = 100
 	// MaxUnfinished bounds the requests waiting to land.
 	MaxUnfinished = 1000
+	// MaxReasonLen bounds the reason of a rejection, in bytes.
+	MaxReasonLen = 4 << 10
 
 	maxErrorLen    = 8 << 10
 	maxPathLen     = 4 << 10
@@ -134,7 +154,8 @@ func (r Request) Validate() error {
 	if len(r.RequestedBy) > maxByLen || !utf8.ValidString(r.RequestedBy) {
 		return fmt.Errorf("request %s: requested_by longer than %d bytes or not UTF-8", r.ID, maxByLen)
 	}
-	for _, c := range [...]struct{ name, id string }{{"base_before", r.BaseBefore}, {"merged", r.Merged}, {"landed_commit", r.LandedCommit}} {
+	for _, c := range [...]struct{ name, id string }{{"base_before", r.BaseBefore}, {"merged", r.Merged}, {"landed_commit", r.LandedCommit},
+		{"tip", r.Tip}, {"approved", r.Approved}} {
 		if c.id != "" && !validCommit(c.id) {
 			return fmt.Errorf("request %s: %s %q is not a commit id", r.ID, c.name, c.id)
 		}
@@ -142,8 +163,14 @@ func (r Request) Validate() error {
 	if r.State == Landed && r.LandedCommit == "" {
 		return fmt.Errorf("request %s: landed without landed_commit", r.ID)
 	}
+	if r.State == Review && (!r.Review || r.Tip == "" || r.Merged == "" || r.BaseBefore == "") {
+		return fmt.Errorf("request %s: waiting for review without review, tip, merged and base_before", r.ID)
+	}
 	if len(r.Error) > maxErrorLen {
 		return fmt.Errorf("request %s: error longer than %d bytes", r.ID, maxErrorLen)
+	}
+	if len(r.Rejection) > MaxReasonLen || !utf8.ValidString(r.Rejection) {
+		return fmt.Errorf("request %s: rejection longer than %d bytes or not UTF-8", r.ID, MaxReasonLen)
 	}
 	if len(r.OutputTail) > MaxOutputTail {
 		return fmt.Errorf("request %s: output_tail longer than %d bytes", r.ID, MaxOutputTail)

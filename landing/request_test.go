@@ -22,6 +22,11 @@ func sampleRequests() []Request {
 		{ID: "r5", Agent: "eng-5", Branch: "batty/eng-5", RequestedAt: epoch, State: Landing, BaseBefore: tipA, Merged: tipM},
 		{ID: "r6", Agent: "eng-6", Branch: "batty/eng-6", RequestedAt: epoch, State: Queued},
 		{ID: "r7", Agent: "eng-7", Branch: "batty/eng-7", RequestedAt: epoch, State: Nothing, Error: "nothing to land", FinishedAt: epoch},
+		{ID: "r8", Agent: "eng-8", Branch: "batty/eng-8", RequestedAt: epoch, RequestedBy: "eng-8", State: Review, Review: true,
+			BaseBefore: tipA, Merged: tipM, Tip: tipB},
+		{ID: "r9", Agent: "eng-9", Branch: "batty/eng-9", RequestedAt: epoch, State: Failed, Review: true, Tip: tipB,
+			Rejection: "split it in two", Error: "rejected in review: split it in two", FinishedAt: epoch},
+		{ID: "r10", Agent: "eng-10", Branch: "batty/eng-10", RequestedAt: epoch, State: Queued, Review: true, Tip: tipB, Approved: tipB},
 	}
 }
 
@@ -68,6 +73,11 @@ func TestDecodeRefuses(t *testing.T) {
 		"empty conflict":         `{"id":"r1","agent":"a","branch":"batty/a","state":"failed","conflicts":[""]}`,
 		"tail too long":          `{"id":"r1","agent":"a","branch":"batty/a","state":"failed","output_tail":"` + strings.Repeat("x", MaxOutputTail+1) + `"}`,
 		"duplicate id":           good + "," + good,
+		"review without a tip":   `{"id":"r1","agent":"a","branch":"batty/a","state":"review","review":true,"merged":"` + tipM + `","base_before":"` + tipA + `"}`,
+		"review not asked":       `{"id":"r1","agent":"a","branch":"batty/a","state":"review","tip":"` + tipB + `","merged":"` + tipM + `","base_before":"` + tipA + `"}`,
+		"approved an option":     `{"id":"r1","agent":"a","branch":"batty/a","state":"queued","approved":"--exec=x"}`,
+		"tip an option":          `{"id":"r1","agent":"a","branch":"batty/a","state":"queued","tip":"--exec=x"}`,
+		"rejection too long":     `{"id":"r1","agent":"a","branch":"batty/a","state":"failed","rejection":"` + strings.Repeat("x", MaxReasonLen+1) + `"}`,
 	} {
 		if _, err := Decode([]byte(`{"requests":[` + req + `]}`)); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -43,6 +43,8 @@ func (d *Daemon) control(req control.Request) control.Response {
 			reason = "paused by user"
 		}
 		return control.Response{OK: true, Changed: d.pause(project.PauseManual, reason)}
+	case control.OpApprove, control.OpReject:
+		return d.reviewControl(req)
 	}
 	return control.Response{Error: fmt.Sprintf("unknown operation %q", req.Op)}
 }

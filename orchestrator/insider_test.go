@@ -66,7 +66,7 @@ func agentAsks(t *testing.T, p *testProject, r *running, op string) string {
 func TestAgentCannotStopOrPauseTheTeam(t *testing.T) {
 	p := newProject(t, "  - name: eng\n")
 	r := p.start(nil)
-	for _, op := range []string{control.OpPause, control.OpStop, control.OpResume, control.OpReset, control.OpCancel, "launch"} {
+	for _, op := range []string{control.OpPause, control.OpStop, control.OpResume, control.OpReset, control.OpCancel, control.OpApprove, control.OpReject, "launch"} {
 		got := agentAsks(t, p, r, op)
 		want := `RUN:refused: this command runs inside agent "eng"'s sandbox (its batty shim, pid `
 		if !strings.HasPrefix(got, want) || !strings.Contains(got, "only the human may") {

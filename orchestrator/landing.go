@@ -102,6 +102,7 @@ func (l *lander) run(ctx context.Context) {
 			l.report(done)
 			if done.State == landing.Waiting {
 				// The others wait behind it: one landing at a time, in order.
+				// (One waiting for review holds no one up: it is not due.)
 				break
 			}
 		}
@@ -140,7 +141,7 @@ func (l *lander) intake() {
 
 // take queues the landing that message m asks for, or says why not.
 func (l *lander) take(m inbox.Message) inbox.Outcome {
-	agent := strings.TrimSpace(m.Body)
+	agent, asked := landing.ParseRequestBody(m.Body)
 	refuse := func(why string) inbox.Outcome {
 		l.d.events.Append(eventlog.Event{Type: eventlog.EvRejected, Agent: agent, Message: m.ID, Detail: "landing request: " + why})
 		return inbox.Outcome{Status: inbox.StatusRejected, Error: why}
@@ -154,15 +155,19 @@ func (l *lander) take(m inbox.Message) inbox.Outcome {
 	case !team.MayLand(l.d.cfg, m.From, agent):
 		return refuse(fmt.Sprintf("%s may not land %s's branch: an agent may land its own, or that of an agent it may message (talks_to)", m.From, agent))
 	}
-	r, fresh, err := l.q.Enqueue(agent, m.From)
+	r, fresh, err := l.q.Enqueue(agent, m.From, reviewOf(l.d.cfg.Workspace, m.From, asked))
 	if err != nil {
 		return inbox.Outcome{Status: inbox.StatusFailed, Error: "queue the landing: " + err.Error()}
 	}
 	if fresh {
 		l.d.events.Append(eventlog.Event{Type: eventlog.EvLandingQueued, Agent: agent, Message: m.ID,
-			Data: map[string]any{"request": r.ID, "by": m.From, "branch": r.Branch}})
+			Data: map[string]any{"request": r.ID, "by": m.From, "branch": r.Branch, "review": r.Review}})
 	}
-	return inbox.Outcome{Status: inbox.StatusCompleted, Reply: "queued as landing request " + r.ID}
+	reply := "queued as landing request " + r.ID
+	if r.Review {
+		reply += "; once verified it waits for the human's review"
+	}
+	return inbox.Outcome{Status: inbox.StatusCompleted, Reply: reply}
 }
 
 // report tells what became of landing r: the event, and what the agents
@@ -185,6 +190,8 @@ func (l *lander) report(r landing.Request) {
 		l.d.events.Append(eventlog.Event{Type: eventlog.EvLanded, Agent: r.Agent,
 			Detail: fmt.Sprintf("nothing to land: %s has no commit that %s lacks", r.Branch, l.d.base),
 			Data:   map[string]any{"request": r.ID, "nothing": true, "base": l.d.base, "branch": r.Branch}})
+	case landing.Review:
+		l.reviewWaiting(r)
 	case landing.Waiting:
 		if l.told[r.ID] != landing.Waiting {
 			l.d.events.Append(eventlog.Event{Type: eventlog.EvLandingWaiting, Agent: r.Agent, Detail: r.Error,

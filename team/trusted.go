@@ -15,7 +15,8 @@ import (
 // as the user (on_alert, workspace.setup and verify, codex.bin, a host's
 // command) or how tightly an agent is held (its sandbox, approval policy,
 // Codex arguments, configuration, environment and home, its working
-// directory). In a shared workspace an agent can edit the team file, so
+// directory, whether its landings wait for the human's review). In a
+// shared workspace an agent can edit the team file, so
 // `batty restart` shows a change of these and asks before applying it.
 type Setting struct {
 	// Key names the setting, as in the team file: "on_alert",
@@ -48,7 +49,8 @@ var harmlessConfig = []string{
 var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"}
 
 // TrustedSettings returns the trusted settings of c (see Setting), sorted
-// by key: the team's on_alert, workspace.setup and workspace.verify, each
+// by key: the team's on_alert, workspace.setup, workspace.verify and
+// workspace.review (the merge queue's review gate), each
 // host's ssh destination and command, and for each role its effective
 // codex.bin, sandbox, approval_policy, args, codex_home, each
 // configuration key but the harmless ones (the model and its reasoning),
@@ -60,6 +62,11 @@ func TrustedSettings(c *Config) []Setting {
 	add("on_alert", words(c.OnAlert))
 	add("workspace.setup", c.Workspace.Setup)
 	add("workspace.verify", c.Workspace.Verify)
+	review := c.Workspace.Review
+	if review == "" {
+		review = ReviewNone
+	}
+	add("workspace.review", review)
 	for _, h := range c.Hosts {
 		if h.SSH != "" {
 			add("hosts."+h.Name+".ssh", h.SSH)

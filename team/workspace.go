@@ -45,9 +45,19 @@ var (
 )
 
 var (
-	workspaceKeys  = []string{"base", "verify", "setup", "verify_timeout", "setup_timeout", "sandbox"}
+	workspaceKeys  = []string{"base", "verify", "setup", "verify_timeout", "setup_timeout", "sandbox", "review"}
 	workspaceKinds = []string{WorkspaceShared, WorkspaceWorktree}
+	reviewKinds    = []string{ReviewNone, ReviewHuman}
 	sandboxKeys    = []string{"writable", "verify_network", "setup_network"}
+)
+
+// Review gates of the merge queue (workspace.review).
+const (
+	// ReviewNone lands a branch once verify passes (the default).
+	ReviewNone = "none"
+	// ReviewHuman makes a landing an agent asked for wait, after verify
+	// passed, for the human's approval (batty approve) or rejection.
+	ReviewHuman = "human"
 )
 
 // SandboxOff is the value of workspace.sandbox that runs verify and setup
@@ -95,6 +105,10 @@ type WorkspaceSettings struct {
 	SetupTimeout time.Duration
 	// Sandbox is how Verify and Setup run (workspace.sandbox).
 	Sandbox WorkspaceSandbox
+	// Review is the merge queue's review gate: ReviewHuman (an agent's
+	// landing waits for the human's approval once verify passed), or ""
+	// for none (the default; `review: none` in the file).
+	Review string
 	// Line is the line of the team file's workspace key, 0 when the file
 	// has no workspace mapping (absent or null).
 	Line int
@@ -106,6 +120,10 @@ func defaultWorkspace() WorkspaceSettings {
 	return WorkspaceSettings{VerifyTimeout: DefaultVerifyTimeout, SetupTimeout: DefaultSetupTimeout,
 		Sandbox: WorkspaceSandbox{SetupNetwork: true}}
 }
+
+// ReviewsAgents reports whether a landing an agent asks for waits for the
+// human's review (workspace.review: human).
+func (ws WorkspaceSettings) ReviewsAgents() bool { return ws.Review == ReviewHuman }
 
 // UsesWorktrees reports whether any role's agents work in worktrees
 // (Workspace == WorkspaceWorktree). An empty Workspace, possible only in a
@@ -215,7 +233,7 @@ func (p *parser) workspace(e entry, ws *WorkspaceSettings) {
 	}
 	ws.Line = e.key.Line
 	if d := deref(e.val); d == nil || d.Kind != yaml.MappingNode {
-		p.add(e.val, "the team's workspace is a mapping of base, verify, setup, verify_timeout, setup_timeout and sandbox; `workspace: worktree` goes on a role",
+		p.add(e.val, "the team's workspace is a mapping of base, verify, setup, verify_timeout, setup_timeout, sandbox and review; `workspace: worktree` goes on a role",
 			"workspace must be a mapping, not %s", kindName(e.val))
 		return
 	}
@@ -265,6 +283,30 @@ func (p *parser) workspace(e entry, ws *WorkspaceSettings) {
 	}
 	if se, ok := f["sandbox"]; ok {
 		p.sandbox(se, &ws.Sandbox)
+	}
+	if re, ok := f["review"]; ok && !isNull(re.val) {
+		p.review(re.val, ws)
+	}
+}
+
+// review decodes workspace.review (node n), one of reviewKinds, into ws.
+func (p *parser) review(n *yaml.Node, ws *WorkspaceSettings) {
+	const kinds = "one of: none (a landing lands once verify passes), human (an agent's landing waits for batty approve)"
+	s, ok := p.str(n, "workspace.review")
+	if !ok {
+		return
+	}
+	if !slices.Contains(reviewKinds, s) {
+		hint := kinds
+		if c := closest(s, reviewKinds); c != "" {
+			hint = fmt.Sprintf("did you mean %q? %s", c, kinds)
+		}
+		p.add(n, hint, "invalid workspace.review %.60q", s)
+		return
+	}
+	ws.Review = ""
+	if s == ReviewHuman {
+		ws.Review = s
 	}
 }
 

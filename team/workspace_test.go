@@ -105,13 +105,13 @@ func TestParseWorkspaceErrors(t *testing.T) {
 		want string // one full line of the error
 	}{
 		{"team workspace not a mapping", "name: t\nworkspace: worktree\n" + roles,
-			"team.yaml:2:12: workspace must be a mapping, not a string (the team's workspace is a mapping of base, verify, setup, verify_timeout, setup_timeout and sandbox; `workspace: worktree` goes on a role)"},
+			"team.yaml:2:12: workspace must be a mapping, not a string (the team's workspace is a mapping of base, verify, setup, verify_timeout, setup_timeout, sandbox and review; `workspace: worktree` goes on a role)"},
 		{"team workspace a list", "name: t\nworkspace: [main]\n" + roles,
 			"team.yaml:2:12: workspace must be a mapping, not a list ("},
 		{"unknown workspace key", "name: t\nworkspace:\n  bse: main\n" + roles,
 			`team.yaml:3:3: unknown key "bse" in workspace (did you mean "base"?)`},
 		{"unknown workspace key without suggestion", "name: t\nworkspace:\n  zzz: 1\n" + roles,
-			`team.yaml:3:3: unknown key "zzz" in workspace (valid keys: base, verify, setup, verify_timeout, setup_timeout, sandbox)`},
+			`team.yaml:3:3: unknown key "zzz" in workspace (valid keys: base, verify, setup, verify_timeout, setup_timeout, sandbox, review)`},
 		{"duplicate workspace key", "name: t\nworkspace:\n  base: main\n  base: dev\n" + roles,
 			`team.yaml:4:3: duplicate key "base" in workspace (first defined at line 3)`},
 		{"base with ..", "name: t\nworkspace:\n  base: main..dev\n" + roles,
@@ -166,6 +166,14 @@ func TestParseWorkspaceErrors(t *testing.T) {
 			`team.yaml:4:28: workspace.sandbox.writable element "/" holds the project `},
 		{"network not a boolean", "name: t\nworkspace:\n  sandbox: {verify_network: yes}\n" + roles,
 			`team.yaml:3:29: workspace.sandbox.verify_network must be true or false, not a string (write true or false, without quotes)`},
+		{"review misspelt", "name: t\nworkspace:\n  review: humans\n" + roles,
+			`team.yaml:3:11: invalid workspace.review "humans" (did you mean "human"? one of: none (a landing lands once verify passes), human (an agent's landing waits for batty approve))`},
+		{"review unknown", "name: t\nworkspace: {review: boss}\n" + roles,
+			`team.yaml:2:21: invalid workspace.review "boss" (one of: none`},
+		{"review a boolean", "name: t\nworkspace: {review: true}\n" + roles,
+			`team.yaml:2:21: workspace.review must be a string, not a boolean (quote it: "true")`},
+		{"review a list", "name: t\nworkspace: {review: [human]}\n" + roles,
+			`team.yaml:2:21: workspace.review must be a string, not a list`},
 		{"role key misspelt", "name: t\nroles:\n  - name: a\n    worktree: true\n",
 			`team.yaml:4:5: unknown key "worktree" in role (valid keys: name, instances, prompt, talks_to, cwd, workspace, hosts, codex, accounts)`},
 	}
@@ -196,6 +204,7 @@ workspace:
   setup: npm ci
   verify_timeout: 1h
   setup_timeout: 24h
+  review: human
 roles:
   - name: lead
   - name: eng
@@ -211,7 +220,7 @@ roles:
 	want := WorkspaceSettings{
 		Base: "release/2.0", Verify: "go vet ./...\ngo test ./...\n", Setup: "npm ci",
 		VerifyTimeout: time.Hour, SetupTimeout: 24 * time.Hour, Line: 2,
-		Sandbox: WorkspaceSandbox{SetupNetwork: true},
+		Sandbox: WorkspaceSandbox{SetupNetwork: true}, Review: ReviewHuman,
 	}
 	if !reflect.DeepEqual(cfg.Workspace, want) {
 		t.Errorf("Workspace = %+v, want %+v", cfg.Workspace, want)
@@ -236,6 +245,9 @@ roles:
 	if !cfg.UsesWorktrees() {
 		t.Error("UsesWorktrees() = false with a worktree role")
 	}
+	if !cfg.Workspace.ReviewsAgents() {
+		t.Error("ReviewsAgents() = false with review: human")
+	}
 }
 
 func TestParseWorkspaceDefaults(t *testing.T) {
@@ -247,8 +259,9 @@ func TestParseWorkspaceDefaults(t *testing.T) {
 		{"absent", "name: t\nroles: [{name: a, workspace: worktree}]\n", 0},
 		{"null", "name: t\nworkspace:\nroles: [{name: a, workspace: worktree}]\n", 0},
 		{"empty", "name: t\nworkspace: {}\nroles: [{name: a, workspace: worktree}]\n", 2},
-		{"null values", "name: t\nworkspace:\n  base:\n  verify: ~\n  setup:\n  verify_timeout:\n  setup_timeout:\n  sandbox:\nroles: [{name: a, workspace: worktree}]\n", 2},
+		{"null values", "name: t\nworkspace:\n  base:\n  verify: ~\n  setup:\n  verify_timeout:\n  setup_timeout:\n  sandbox:\n  review:\nroles: [{name: a, workspace: worktree}]\n", 2},
 		{"empty strings", "name: t\nworkspace: {base: \"\", verify: \"\", setup: \"\"}\nroles: [{name: a, workspace: worktree}]\n", 2},
+		{"review none", "name: t\nworkspace: {review: none}\nroles: [{name: a, workspace: worktree}]\n", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

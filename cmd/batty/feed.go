@@ -250,6 +250,12 @@ func feedText(e eventlog.Event) (style, text string) {
 		return feedRed, fmt.Sprintf("⚠ %s%s did not answer a ping (%s); restarting it", tag, e.Agent, e.Detail)
 	case eventlog.EvWarning:
 		return feedYellow, fmt.Sprintf("⚠ %s: %s", orDash(e.Agent), e.Detail)
+	case eventlog.EvReviewWaiting:
+		return feedYellow, fmt.Sprintf("⏸ %s: %s; batty review, then batty approve or reject", e.Agent, e.Detail)
+	case eventlog.EvLandingApproved:
+		return feedGreen, fmt.Sprintf("✔ %s: %s", e.Agent, e.Detail)
+	case eventlog.EvLandingRejected:
+		return feedYellow, fmt.Sprintf("✘ %s: landing rejected in review (request %s): %s", e.Agent, inbox.ShortID(str("request")), e.Detail)
 	case eventlog.EvScheduleRunStarted, eventlog.EvScheduleRunFinished, eventlog.EvScheduleStopped, eventlog.EvScheduleFailed:
 		return scheduleText(e, str, num)
 	}

@@ -59,6 +59,12 @@ func TestRenderFeedLine(t *testing.T) {
 			`✘ ALERT a failed: xy z\u202eevil\u2066\u200f`},
 		{"not json \x1b]52;c;eA==\x07\u202e", `? not json \u202e`},
 		{`{"type":"something_new","agent":"a","detail":"d"}`, "something_new a d"},
+		{`{"type":"review_waiting","agent":"eng-1","detail":"batty/eng-1 passed verify merged onto main at 0123456789ab and waits for your review"}`,
+			"⏸ eng-1: batty/eng-1 passed verify merged onto main at 0123456789ab and waits for your review; batty review, then batty approve or reject"},
+		{`{"type":"landing_approved","agent":"eng-1","detail":"batty/eng-1 approved at 0123456789ab; it lands once verified on the latest main"}`,
+			"✔ eng-1: batty/eng-1 approved at 0123456789ab; it lands once verified on the latest main"},
+		{`{"type":"landing_rejected","agent":"eng-1","detail":"split it","data":{"request":"20300102T030405Z-1f2e3d4c"}}`,
+			"✘ eng-1: landing rejected in review (request 1f2e3d4c): split it"},
 		{`not json`, "? not json"},
 	} {
 		got := renderFeedLine([]byte(tc.line), false)

@@ -41,6 +41,7 @@ var commandGroups = map[string]string{
 	"pause": groupTeam, "resume": groupTeam, "reset": groupTeam, "restart": groupTeam,
 	"send": groupMessages, "inbox": groupMessages, "cancel": groupMessages,
 	"merge": groupWork, "diff": groupWork, "workspace": groupWork,
+	"review": groupWork, "approve": groupWork, "reject": groupWork,
 	"status": groupInspect, "logs": groupInspect, "usage": groupInspect,
 	"chat": groupAgent, "fanout": groupAgent,
 	"init": groupSetup, "validate": groupSetup, "demo": groupSetup, "doctor": groupSetup,
@@ -56,7 +57,7 @@ var guidePages = map[string]string{
 	"restart": "team.md", "pause": "team.md", "resume": "team.md", "reset": "team.md",
 	"send": "team.md", "inbox": "team.md", "cancel": "team.md", "version": "team.md",
 	"completion": "team.md", "help": "team.md", "daemon": "team.md",
-	"status": "watch.md", "logs": "watch.md", "usage": "usage-and-review.md", "attach": "watch.md", "feed": "watch.md",
+	"status": "watch.md", "logs": "watch.md", "usage": "usage-and-review.md", "review": "usage-and-review.md", "approve": "usage-and-review.md", "reject": "usage-and-review.md", "attach": "watch.md", "feed": "watch.md",
 	"merge": "worktrees.md", "diff": "worktrees.md", "workspace": "worktrees.md",
 	"chat": "schedules-and-fanout.md", "fanout": "schedules-and-fanout.md",
 	"shim": "hosts.md", "preflight": "hosts.md", "clone-host": "hosts.md",
@@ -130,6 +131,7 @@ wrong arguments).`,
 	root.AddCommand(newCancelCmd(), newRestartCmd())
 	root.AddCommand(newAttachCmd(), newFeedCmd())
 	root.AddCommand(newMergeCmd(), newDiffCmd(), newWorkspaceCmd())
+	root.AddCommand(newReviewCmd(), newApproveCmd(), newRejectCmd())
 	root.SetHelpCommand(newHelpCmd())
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()

@@ -49,7 +49,9 @@ window_minutes, resets_at}], seen_at}: the last snapshot codex reported),
 schedules [{name, to, every, state, runs_completed, runs_failed,
 running, next_due, last_started, last_finished, last_error}] (the team
 file's scheduled prompts; unknown times are left out), landings [{id, agent,
-state, requested_at, by, commit, detail}] (the merge queue of batty merge).
+state, requested_at, by, commit, detail, review, tip, onto, approved}] (the
+merge queue of batty merge; state review: verified, waiting for batty
+approve or reject).
 An agent's workspace is null, or {path, branch, base, head, exists, ahead,
 behind, dirty} for a role with workspace: worktree. An agent whose Codex cannot run is "parked": its "parked"
 {kind, detail, fix} says why and how to fix it (null for the others), and

@@ -17,6 +17,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/landing"
 	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
@@ -140,9 +141,10 @@ func worktreeAgent(cfg *team.Config, name string) error {
 }
 
 // queueLanding asks for the landing of agent's branch, from sender: a
-// request in the landing inbox, or inside an agent (inAgent) in the agent's
-// outbox, for the daemon to take as from that agent.
-func queueLanding(p project.Project, sender, agent string, inAgent bool) (inbox.Message, error) {
+// request in the landing inbox (the human's, with review when asked), or
+// inside an agent (inAgent) in the agent's outbox, for the daemon to take
+// as from that agent (whose landings workspace.review decides).
+func queueLanding(p project.Project, sender, agent string, inAgent, review bool) (inbox.Message, error) {
 	if inAgent {
 		id, err := p.Layout.WriteRequest(sender, outbox.Request{Land: agent})
 		return inbox.Message{ID: id, From: sender, To: team.LandingBox, Body: agent}, err
@@ -155,7 +157,7 @@ func queueLanding(p project.Project, sender, agent string, inAgent bool) (inbox.
 	if err != nil {
 		return inbox.Message{}, err
 	}
-	return box.Deliver(inbox.Message{From: sender, To: team.LandingBox, Body: agent})
+	return box.Deliver(inbox.Message{From: sender, To: team.LandingBox, Body: landing.RequestBody(agent, review)})
 }
 
 // signalContext is a context that ends on Ctrl-C or SIGTERM.
@@ -165,6 +167,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 func newMergeCmd() *cobra.Command {
 	var teamFile string
+	var review bool
 	cmd := &cobra.Command{
 		Use:   "merge <agent>",
 		Short: "Queue an agent's branch for landing on the team's base branch",
@@ -181,8 +184,13 @@ daemon: a request made while the team is stopped is taken at batty start.
 Inside an agent's Codex an agent may queue its own branch, or the branch of
 an agent its role may message (talks_to: an architect lands its engineers').
 
+With workspace.review: human in the team file, a landing an agent asks for
+waits, once verified, for your review (batty review, batty approve, batty
+reject). Yours lands without one, unless you ask for it with --review.
+
 Exit status: 0 queued, 1 error, 2 usage.`,
 		Example: `  batty merge engineer-1
+  batty merge --review engineer-2   # verified, then waits for batty approve
   batty status   # the LANDING table follows the request`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -198,12 +206,19 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 			if !team.MayLand(cfg, sender, agent) {
 				return fmt.Errorf("this command runs inside agent %q, which may land only its own branch or the branch of an agent it may message (talks_to)", sender)
 			}
-			m, err := queueLanding(p, sender, agent, inAgent)
+			if inAgent && review {
+				return fmt.Errorf("--review is the human's: inside agent %q, the team file's workspace.review decides whether its landings wait for review", sender)
+			}
+			m, err := queueLanding(p, sender, agent, inAgent, review)
 			if err != nil {
 				return fmt.Errorf("queue the landing of %s: %w", workspaces.Branch(agent), err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "queued the landing of %s (request %s); `batty status` shows the merge queue\n",
-				workspaces.Branch(agent), inbox.ShortID(m.ID))
+			then := ""
+			if review || (inAgent && cfg.Workspace.ReviewsAgents()) {
+				then = "; once verified it waits for the human's review (batty review)"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "queued the landing of %s (request %s)%s; `batty status` shows the merge queue\n",
+				workspaces.Branch(agent), inbox.ShortID(m.ID), then)
 			if running, _ := project.Running(p.Layout); !running {
 				fmt.Fprintf(cmd.ErrOrStderr(), "batty: the team is not running; the landing waits until `batty start`\n")
 			}
@@ -211,6 +226,7 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
+	cmd.Flags().BoolVar(&review, "review", false, "once verified, wait for your review (batty approve) before landing")
 	cmd.ValidArgsFunction = completeWorktreeAgents(&teamFile, true)
 	return withUsageExit(cmd)
 }

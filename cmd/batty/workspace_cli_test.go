@@ -428,8 +428,8 @@ func TestWorkspaceCommandsExitCodesAndHelp(t *testing.T) {
 		}
 	}
 	out, _, code := runBattyIn(t, dir, nil, "", "--help")
-	if code != 0 || !regexp.MustCompile(`\nWorktrees and landing:\n  diff +\S.*\n  merge +\S.*\n  workspace +\S.*\n`).MatchString(out) {
-		t.Fatalf("help: exit %d, no worktree group of diff, merge, workspace:\n%s", code, out)
+	if code != 0 || !regexp.MustCompile(`\nWorktrees and landing:\n  approve +\S.*\n  diff +\S.*\n  merge +\S.*\n  reject +\S.*\n  review +\S.*\n  workspace +\S.*\n`).MatchString(out) {
+		t.Fatalf("help: exit %d, no worktree group of approve, diff, merge, reject, review, workspace:\n%s", code, out)
 	}
 }
 
