@@ -21,7 +21,7 @@ import (
 
 // Keys accepted in each section of a team file.
 var (
-	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "accounts", "hosts", "roles", "schedules", "pricing"}
+	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "accounts", "hosts", "roles", "schedules", "pricing", "budgets"}
 	quotaKeys   = []string{"scope", "backoff_max", "cooldown", "cooldown_max", "warn_pct"}
 	quotaScopes = []string{QuotaScopeAccount, QuotaScopeAgent, QuotaScopeTeam}
 	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "runtime", "runtime_idle", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
@@ -271,6 +271,7 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 	p.roles(d, f, cfg)
 	p.checkAccountScope(f, cfg)
 	p.schedules(f, cfg, len(p.problems) == before && len(cfg.Roles) > 0)
+	p.budgets(f, cfg, len(p.problems) == before && len(cfg.Roles) > 0)
 }
 
 // roles validates the roles list into cfg.Roles.

@@ -28,7 +28,7 @@ const Human = "human"
 // .batty/state/<name>.json, where an agent's state would also go (an agent
 // is named after its role when the role has one instance). "landing" is
 // also the inbox of the merge queue (LandingBox).
-var StateNames = []string{"dispatch", "quota", "schedules", "landing"}
+var StateNames = []string{"dispatch", "quota", "schedules", "landing", "budgets"}
 
 // MayLand reports whether from (the human or an agent) may queue the
 // landing of agent's branch (`batty merge`): the human may land any; an
@@ -114,6 +114,9 @@ type Config struct {
 	// Schedules are the scheduled prompts in file order (schedules); their
 	// names are unique and each To resolves to agents of the team.
 	Schedules []Schedule
+	// Budgets are the token budgets in file order (budgets); each For is
+	// BudgetTeam, a role or an agent of the team, and Key is unique.
+	Budgets []Budget
 	// Pricing is pricing: each model's price (its name as codex.model
 	// sets it), for the cost column of `batty usage`; nil when the file
 	// sets none.
