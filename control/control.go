@@ -102,6 +102,10 @@ type AgentStatus struct {
 	// PendingReset, PendingResume, or PendingCancel and the message's
 	// id ("cancel <id>"); null when none waits, and for a stopped team.
 	Pending []string `json:"pending"`
+	// Budget is set while a reached token budget holds the agent (see
+	// BudgetHoldStatus): it takes no new turn until Budget.Until; null
+	// otherwise.
+	Budget *BudgetHoldStatus `json:"budget"`
 }
 
 // What AgentStatus.Pending names.
@@ -173,6 +177,22 @@ const AgentWaitingForNetwork = "waiting_for_network"
 // account's usage-limit pause: it has no turn in flight and starts none
 // until the pause ends (its messages wait).
 const AgentQuotaPaused = "quota_paused"
+
+// AgentBudgetHeld is the state status shows for an idle agent held by a
+// reached token budget (team.yaml budgets): it starts no turn until the
+// budget's window rolls over or `batty resume` (its messages wait).
+const AgentBudgetHeld = "budget_held"
+
+// BudgetHoldStatus is the token budget that holds an agent: its key
+// ("<for>/<per>"), the tokens used in its window and the budget, and the
+// end of the window (when the agent goes on). When several hold it, the
+// one whose window ends last.
+type BudgetHoldStatus struct {
+	Budget string    `json:"budget"`
+	Used   int64     `json:"used_tokens"`
+	Tokens int64     `json:"budget_tokens"`
+	Until  time.Time `json:"until"`
+}
 
 // AgentStopped is the state status shows for a stopped agent, and for
 // every agent of a stopped team.

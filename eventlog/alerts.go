@@ -27,6 +27,8 @@ const (
 	AlertQuotaWarning  = "quota_warning"    // an account's rate-limit use crossed quota.warn_pct
 	AlertHost          = "host_unreachable" // a host of the team cannot be reached; its agents wait
 	AlertReviewWaiting = "review_waiting"   // a landing passed verify and waits for the human's review
+	AlertBudgetWarning = "budget_warning"   // a token budget's use crossed its warn_at
+	AlertBudgetReached = "budget_reached"   // a token budget was reached; its agents wait for the next window
 )
 
 // maxAlertText bounds an alert's message (in the environment and the
@@ -68,6 +70,10 @@ func AlertFor(e Event) (Alert, bool) {
 		a.Kind, a.Message = AlertAccount, e.Detail
 	case EvQuotaWarning:
 		a.Kind, a.Message = AlertQuotaWarning, e.Detail
+	case EvBudgetWarning:
+		a.Kind, a.Message = AlertBudgetWarning, e.Detail
+	case EvBudgetReached:
+		a.Kind, a.Message = AlertBudgetReached, e.Detail
 	case EvAuthRequired:
 		a.Kind, a.Message = AlertAuth, "codex needs a login (reported by "+who+"): "+e.Detail
 	case EvNetworkWaiting:

@@ -91,7 +91,19 @@ const (
 	// EvQuotaWarning: alert, once per crossing: an account's rate-limit
 	// use reached quota.warn_pct (Data: account, window, used_pct,
 	// resets_at).
-	EvQuotaWarning   = "quota_warning"
+	EvQuotaWarning = "quota_warning"
+	// EvBudgetWarning: alert, once per budget window: the use of a
+	// budget (team.yaml budgets) reached its warn_at (Data: budget, for,
+	// per, used_tokens, budget_tokens, warn_at_pct, window_start, until).
+	EvBudgetWarning = "budget_warning"
+	// EvBudgetReached: alert, once per budget window: a budget was
+	// reached; the agents it covers take no new turn until the window's
+	// end (Data as EvBudgetWarning).
+	EvBudgetReached = "budget_reached"
+	// EvBudgetResumed: `batty resume` let the agents of a reached budget
+	// (Agent: the one agent, "" for all of them) go on until the end of
+	// its window (Data: budget, until).
+	EvBudgetResumed  = "budget_resumed"
 	EvAuthRequired   = "auth_required"     // alert
 	EvContextExhaust = "context_exhausted" // alert: a message does not fit even a fresh thread; recorded as failed
 	EvContextRetry   = "context_retry"     // a turn ran out of context window; its message is retried

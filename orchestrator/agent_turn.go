@@ -41,6 +41,11 @@ func (a *agent) dispatch() {
 	if !a.d.gate.Open() || !a.netAllows() || !a.d.quota.MayTry(a.def.Name) {
 		return
 	}
+	// A reached token budget: the messages wait in the inbox until its
+	// window rolls over or `batty resume` (the daemon pokes the agent).
+	if a.budgetHold() {
+		return
+	}
 	for {
 		// The oldest message only: the cost of a dispatch does not grow
 		// with the backlog.

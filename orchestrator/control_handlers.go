@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/battyhq/batty/budget"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
@@ -88,7 +89,9 @@ func (d *Daemon) serveResume(c control.Conn) {
 			c.Reply(control.Response{Error: fmt.Sprintf("no agent %q in team %q; `batty status` lists the agents", req.Agent, d.cfg.Name)})
 			return
 		}
-		resp := control.Response{OK: true}
+		// A budget's hold of it ends for the rest of the window.
+		resp := control.Response{OK: true, Ended: d.resumeBudgets(a)}
+		resp.Changed = len(resp.Ended) > 0
 		if h := a.snapshot().health; h != nil && h.problem() != nil {
 			h.recheck()
 			resp.Rechecked = []string{a.def.Name}
@@ -109,6 +112,10 @@ func (d *Daemon) serveResume(c control.Conn) {
 	for _, k := range d.resumeAccounts("resumed by user") {
 		changed = true
 		ended = append(ended, "usage-limit pause of account "+k)
+	}
+	if b := d.resumeBudgets(nil); len(b) > 0 {
+		changed = true
+		ended = append(ended, b...)
 	}
 	resp := control.Response{OK: true, Changed: changed, Ended: ended, Rechecked: d.recheckAll()}
 	if d.sched != nil {
@@ -295,6 +302,8 @@ func (d *Daemon) status() control.Status {
 			}
 		}
 		as.State = heldState(as.State, s.inflight != "", quotaHeld[a.def.Name])
+		as.Budget = budgetHoldStatus(d.budgets.holds(a.def.Name, a.def.Role))
+		as.State = budgetHeldState(as.State, s.inflight != "", as.Budget != nil)
 		if s.inflight != "" {
 			id := s.inflight
 			as.InFlight = &id
@@ -316,6 +325,30 @@ func (d *Daemon) status() control.Status {
 		st.Landings = d.lander.status()
 	}
 	return st
+}
+
+// budgetHoldStatus is the hold status shows of an agent held by holds:
+// the one whose window ends last (when the agent goes on); nil for none.
+// It is a pure function.
+func budgetHoldStatus(holds []budget.Hold) *control.BudgetHoldStatus {
+	var s *control.BudgetHoldStatus
+	for _, h := range holds {
+		if s == nil || h.Until.After(s.Until) {
+			s = &control.BudgetHoldStatus{Budget: h.Budget, Used: h.Used, Tokens: h.Tokens, Until: h.Until}
+		}
+	}
+	return s
+}
+
+// budgetHeldState is the state status shows for an agent in state held by
+// a token budget or not: an idle agent a budget holds is
+// control.AgentBudgetHeld; a turn in flight finishes first, and every
+// other state is kept. It is a pure function.
+func budgetHeldState(state string, inflight, held bool) string {
+	if held && !inflight && state == string(protocol.StateIdle) {
+		return control.AgentBudgetHeld
+	}
+	return state
 }
 
 // heldState is the state status shows for an agent in state with a turn

@@ -48,6 +48,7 @@ type Daemon struct {
 	net      dispatch.NetHolds // network holds per account (see dispatch.NetHolds)
 	alerts   *alerthook.Hook   // nil without on_alert
 	quota    *dispatch.QuotaBook
+	budgets  *budgetBook      // the token budgets (team.yaml budgets)
 	sched    *schedule.Runner // nil without schedules
 	started  time.Time
 	teamHash string         // teamFingerprint of the team's files when the daemon started
@@ -151,6 +152,9 @@ func (d *Daemon) init() error {
 	}
 	d.events.SetObserver(d.opts.OnEvent)
 	if d.ledger, err = usage.Open(d.layout); err != nil {
+		return err
+	}
+	if d.budgets, err = newBudgetBook(d.cfg, d.layout, d.opts.BudgetClock, d.opts.BudgetLocation); err != nil {
 		return err
 	}
 	if d.alerts = d.newAlertHook(); d.alerts != nil {
@@ -351,6 +355,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	rescan := time.NewTicker(d.opts.Rescan)
 	defer rescan.Stop()
 	quotaTimer := d.armQuota(nil)
+	budgetTimer := d.armBudget(nil)
+	defer func() {
+		if budgetTimer != nil {
+			budgetTimer.Stop()
+		}
+	}()
 	for {
 		select {
 		case ev, ok := <-w.Events:
@@ -381,6 +391,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			quotaTimer = nil
 			d.startProbes(time.Now())
 			quotaTimer = d.armQuota(nil)
+		case <-d.budgets.changed:
+			budgetTimer = d.armBudget(budgetTimer)
+		case <-budgetC(budgetTimer):
+			// A reached budget's window rolled over: its agents go on.
+			budgetTimer = nil
+			d.pokeAll()
+			budgetTimer = d.armBudget(nil)
 		case <-d.answers.ready():
 			d.takeAnswers()
 		case c := <-ctl:

@@ -14,14 +14,20 @@ import (
 // outcome is recorded; a failure is logged and told once per turn as a
 // warning, and the turn is held by the ledger to be written with the next.
 func (a *agent) ledgerTurn(m inbox.Message, e protocol.TurnFinished, again bool) {
-	t := usage.Turn{At: time.Now().UTC(), Agent: a.def.Name, Role: a.def.Role, Account: a.accountName(), Host: a.def.Host,
+	t := usage.Turn{At: a.d.opts.BudgetClock.Now().UTC(), Agent: a.def.Name, Role: a.def.Role, Account: a.accountName(), Host: a.def.Host,
 		Model: a.def.Codex.Model, Runtime: a.def.Codex.Runtime, Message: m.ID, Attempt: m.Attempt,
 		Tokens: usage.Tokens{Input: e.Usage.Input, CachedInput: e.Usage.CachedInput, Output: e.Usage.Output, ReasoningOutput: e.Usage.ReasoningOutput},
 		Thread: e.ThreadID, ThreadTokens: usage.Tokens{Input: e.Thread.Input, CachedInput: e.Thread.CachedInput, Output: e.Thread.Output, ReasoningOutput: e.Thread.ReasoningOutput},
 		DurationMS: e.Duration.Milliseconds(), Status: string(e.Status), Failure: string(e.Failure), Again: again}
-	if _, err := a.d.ledger.AppendTurn(t); err != nil {
+	added, err := a.d.ledger.AppendTurn(t)
+	if err != nil {
 		a.log.Error("Usage ledger", "message", m.ID, "error", err)
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: m.ID, Detail: "usage ledger: " + err.Error()})
+	}
+	if added {
+		// Counted once, as the ledger counts it (a turn held in memory
+		// to be written counts too).
+		a.d.budgetTurn(t)
 	}
 }
 

@@ -74,6 +74,12 @@ type Options struct {
 	// ScheduleClock is the clock of the schedules (default: the system
 	// clock); tests give a fakeclock.Clock.
 	ScheduleClock schedule.Clock
+	// BudgetClock is the clock of the token budgets, and the time of each
+	// turn in the usage ledger they count (default: the system clock);
+	// BudgetLocation the time zone their calendar windows are aligned in
+	// (default: the daemon's local zone, time.Local).
+	BudgetClock    schedule.Clock
+	BudgetLocation *time.Location
 	// InboxGrace is how long a file in an inbox's new/ that is not a valid
 	// message yet is left alone (it may still be being written) before it
 	// is moved to bad/ (default inbox.DefaultGrace).
@@ -142,6 +148,12 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.QuotaBackoffMin, retry.DefaultQuotaBackoffMin)
 	if o.QuotaJitter == 0 {
 		o.QuotaJitter = retry.DefaultQuotaJitter
+	}
+	if o.BudgetClock == nil {
+		o.BudgetClock = schedule.SystemClock()
+	}
+	if o.BudgetLocation == nil {
+		o.BudgetLocation = time.Local
 	}
 	if o.MaxCrashes <= 0 {
 		o.MaxCrashes = 5

@@ -70,9 +70,12 @@ const (
 	TeamRefName   = "team-file"
 	daemonLogName = "daemon.log"
 	DispatchName  = "dispatch.json"
-	subState      = "state"
-	subLogs       = "logs"
-	subInboxes    = "inboxes"
+	// BudgetsName is the daemon's budget state in state/ (package
+	// budget: the alerts sent and the resumes of each budget's window).
+	BudgetsName = "budgets.json"
+	subState    = "state"
+	subLogs     = "logs"
+	subInboxes  = "inboxes"
 	// UsageName is the directory of the usage ledger (package usage).
 	UsageName = "usage"
 )

@@ -94,7 +94,8 @@ func pauseOffline(p project.Project, pause bool, reason string) (control.Respons
 }
 
 // resumeAgent is `batty resume <agent>`: a failed agent is tried again at
-// once, a parked one checked again. A name that is not an agent of the team
+// once, a parked one checked again, one held by a reached token budget
+// goes on for the rest of the budget's window. A name that is not an agent of the team
 // file is an error listing the agents. With no daemon running there is
 // nothing to retry: it says that the next start starts the agent afresh.
 func resumeAgent(w io.Writer, p project.Project, name string) error {
@@ -113,10 +114,13 @@ func resumeAgent(w io.Writer, p project.Project, name string) error {
 	if err != nil || !running {
 		return err
 	}
+	if ended := resumeEnded(resp.Ended); ended != "" {
+		fmt.Fprintln(w, ended)
+	}
 	announceRetry(w, resp.Retried)
 	announcePendingRetry(w, resp.Pending)
 	announceRecheck(w, resp.Rechecked)
-	if len(resp.Retried) == 0 && len(resp.Rechecked) == 0 && len(resp.Pending) == 0 {
+	if len(resp.Retried) == 0 && len(resp.Rechecked) == 0 && len(resp.Pending) == 0 && len(resp.Ended) == 0 {
 		fmt.Fprintf(w, "batty: %s is neither failed nor parked; nothing to retry (`batty resume` without a name releases a paused team)\n", name)
 	}
 	return nil

@@ -41,7 +41,7 @@ and exits.
 {paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
 in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
 context_pct, last_error, shim_pid, restarts, parked, network, workspace,
-account, pending}], queues
+account, pending, budget}], queues
 {role: waiting}, accounts [{account, name, codex_home, agents, paused, reason,
 since, resume_at, probing, failed_probes, held, rate_limits}] (usage-limit
 pauses per account; rate_limits is null, or {windows [{name, used_pct,
@@ -61,7 +61,11 @@ network; the agent's state is waiting_for_network) or "held" (it starts no
 new turn until the API answers). pending is null, or the requests the daemon
 acknowledged for the agent while it is in a git or ssh step (a turn's
 commit, a merge of the base, a step on its host), applied in order once
-the step ends: "reset", "resume", "cancel <id>".`,
+the step ends: "reset", "resume", "cancel <id>". budget is null, or
+{budget, used_tokens, budget_tokens, until} while a reached token budget
+(budgets in team.yaml) holds the agent: an idle one shows the state
+budget_held and takes no new turn until the window rolls over at until,
+or until batty resume lets it go on.`,
 		Example: `  batty status
   batty status -w
   batty status --json | jq '.agents[] | {name, state}'`,
@@ -141,6 +145,7 @@ func printStatus(w io.Writer, st control.Status) {
 		printParked(w, "", st)
 	}
 	printNetwork(w, st.Agents)
+	printBudgetHolds(w, st.Agents)
 	printPending(w, st.Agents)
 	for role, n := range st.Queues {
 		if n > 0 {
@@ -150,6 +155,26 @@ func printStatus(w io.Writer, st control.Status) {
 	printAccounts(w, st.Accounts)
 	printSchedules(w, st.Schedules)
 	printWorkspaces(w, st.Agents, st.Landings)
+}
+
+// printBudgetHolds says, one line per agent a reached token budget holds,
+// which budget, how much of it was used and until when ("held by budget
+// team/day: 1.2M of 1.0M tokens used; no new turn until 2030-03-07
+// 00:00 (batty resume eng lets it go on)"); nothing when none is held.
+func printBudgetHolds(w io.Writer, agents []control.AgentStatus) {
+	first := true
+	for _, a := range agents {
+		b := a.Budget
+		if b == nil {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w)
+			first = false
+		}
+		fmt.Fprintf(w, "%s: held by budget %s: %s of %s tokens used; no new turn until %s (`batty resume %s` lets it go on)\n",
+			a.Name, safetext.Line(b.Budget, 80), count(b.Used), count(b.Tokens), b.Until.Local().Format("2006-01-02 15:04 MST"), a.Name)
+	}
 }
 
 // printPending says, one line per agent, which requests wait for its git
