@@ -88,3 +88,34 @@ func TestParseBudgetReservedStateName(t *testing.T) {
 		t.Fatal("a role named budgets (the daemon's state file) was accepted")
 	}
 }
+
+// A budget is a trusted setting: an agent that edits the team file to
+// raise or drop its budget is shown by `batty restart`.
+func TestBudgetsAreTrustedSettings(t *testing.T) {
+	before, msg, _ := loadString(t, budgetRoles+"budgets:\n  - {for: eng, tokens: 5, per: day}\n")
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	after, msg, _ := loadString(t, budgetRoles+"budgets:\n  - {for: eng, tokens: 500, per: day, warn_at: 90%}\n")
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	none, _, _ := loadString(t, budgetRoles)
+	// Each load is in a directory of its own: only the budgets matter.
+	budgetsOnly := func(cs []SettingChange) []SettingChange {
+		var out []SettingChange
+		for _, c := range cs {
+			if strings.HasPrefix(c.Key, "budgets.") {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	changes := budgetsOnly(TrustedChanges(TrustedSettings(before), TrustedSettings(after)))
+	if len(changes) != 1 || changes[0].Key != "budgets.eng/day" || changes[0].Old != "5 tokens, warn_at 80%" || changes[0].New != "500 tokens, warn_at 90%" {
+		t.Fatalf("changes %+v", changes)
+	}
+	if removed := budgetsOnly(TrustedChanges(TrustedSettings(before), TrustedSettings(none))); len(removed) != 1 || removed[0].New != "" {
+		t.Fatalf("a removed budget: %+v", removed)
+	}
+}
