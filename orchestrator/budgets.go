@@ -53,6 +53,15 @@ func newBudgetBook(cfg *team.Config, l project.Layout, clock schedule.Clock, loc
 	if bk.st.Marks == nil {
 		bk.st.Marks = map[string]budget.Mark{}
 	}
+	// The marks of budgets the team file no longer has are dropped at the
+	// next save.
+	keep := map[string]budget.Mark{}
+	for _, b := range bk.budgets {
+		if m, ok := bk.st.Marks[b.Key()]; ok {
+			keep[b.Key()] = m
+		}
+	}
+	bk.st.Marks = keep
 	if len(bk.budgets) == 0 {
 		return bk, nil
 	}
