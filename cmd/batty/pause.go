@@ -22,10 +22,12 @@ paused. With the daemon stopped it changes the saved state, which the next
 start uses. It also tries failed agents (crash loop) again at once, ending
 their cool-down, checks the codex of parked agents again, and puts failed
 schedules back to waiting (their next run is due at once if a tick passed).
+Every agent held by a reached token budget (budgets in team.yaml) goes on
+for the rest of the budget's window (a budget_resumed event says so).
 
 With an agent name it acts on that agent only: a failed agent is tried
-again at once, a parked one checked again; the dispatch gate is left as
-it is.`
+again at once, a parked one checked again, one held by a reached budget
+goes on for the rest of the window; the dispatch gate is left as it is.`
 	example := `  batty resume
   batty resume engineer-1`
 	if pause {
