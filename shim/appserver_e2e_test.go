@@ -13,6 +13,7 @@ import (
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/retry"
 )
 
 // The app-server runtime keeps one codex process for the shim's turns, and
@@ -255,5 +256,34 @@ func TestE2EAppServerKilledWhileIdleIsNoticedAtOnce(t *testing.T) {
 	reqs := srv.Requests()
 	if history := strings.Join(reqs[len(reqs)-1].InputTexts, "\n"); !strings.Contains(history, "ONE") {
 		t.Fatalf("the new server did not resume the thread: %q", history)
+	}
+}
+
+// A message sent at once after its idle app-server was killed from
+// outside either runs on a new server, or — sent to the dead one before
+// the shim noticed — fails as cut off (killed), which the daemon retries:
+// never as a final failure.
+func TestE2EAppServerKilledThenMessagedAtOnce(t *testing.T) {
+	h, _ := startRealShim(t, func(c *Config) { c.Runtime = RuntimeAppServer })
+	h.send("1", "one [[mock:reply ONE]]")
+	ev, tf := turnEvents(h, "1")
+	pid := eventOf(t, ev, kStarted).(protocol.TurnStarted).PID
+	if tf.Status != protocol.TurnCompleted || pid <= 0 {
+		t.Fatalf("first turn = %+v", tf)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	h.send("2", "two [[mock:reply TWO]]")
+	_, tf = turnEvents(h, "2")
+	switch {
+	case tf.Status == protocol.TurnCompleted && tf.Reply == "TWO":
+	case tf.Status == protocol.TurnFailed && tf.Failure == protocol.FailKilled && retry.Cause(tf) != "":
+	default:
+		t.Fatalf("turn sent at once after the kill = %+v, want completed, or failed as killed (retried)", tf)
+	}
+	h.send("3", "three [[mock:reply THREE]]")
+	if _, tf = turnEvents(h, "3"); tf.Status != protocol.TurnCompleted || tf.Reply != "THREE" {
+		t.Fatalf("the next turn = %+v", tf)
 	}
 }
