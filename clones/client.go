@@ -47,7 +47,8 @@ type Client struct {
 	// answer within it is ErrHost.
 	Timeout time.Duration
 
-	last *Answer // the last answer, for State
+	last   *Answer   // the last answer, for State
+	lastAt time.Time // when it came
 }
 
 var _ workspaces.Workspace = (*Client)(nil)
@@ -129,6 +130,8 @@ func (c *Client) State(ctx context.Context) (workspaces.State, error) {
 		return workspaces.State{}, err
 	}
 	st.Path, st.Exists, st.Dirty = c.Where(), c.last.Exists, c.last.Dirty
+	// The worktree's figures are the last answer's.
+	st.ReadAt = c.lastAt
 	return st, nil
 }
 
@@ -330,7 +333,7 @@ func (c *Client) call(ctx context.Context, req Request, b *bundle) (Answer, erro
 	if err := c.take(ctx, ans, br, here[workspaces.BranchRef(c.Agent)]); err != nil {
 		return Answer{}, err
 	}
-	c.last = &ans
+	c.last, c.lastAt = &ans, time.Now().UTC()
 	return ans, nil
 }
 

@@ -148,6 +148,12 @@ type WorkspaceStatus struct {
 	Ahead  int    `json:"ahead"`  // commits on the branch not on base
 	Behind int    `json:"behind"` // commits on base not on the branch
 	Dirty  int    `json:"dirty"`  // paths changed and not committed yet
+	// DirtyAt is when head, ahead, behind and dirty were read: by a running
+	// team when the worktree is made ready, after a turn's commit and after
+	// a merge of the base, never while a turn runs, so a working agent's
+	// edits since are not counted yet; by a stopped team's status, as it
+	// answers; for an agent on a host, when the host last answered.
+	DirtyAt time.Time `json:"dirty_at"`
 }
 
 // ParkedStatus is why an agent is parked: its Codex cannot run (see the

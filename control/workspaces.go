@@ -16,7 +16,7 @@ import (
 // against base. It is a pure function.
 func WorkspaceOf(base string, st workspaces.State) *WorkspaceStatus {
 	return &WorkspaceStatus{Path: st.Path, Branch: st.Branch, Base: base, Head: st.Head,
-		Exists: st.Exists, Ahead: st.Ahead, Behind: st.Behind, Dirty: st.Dirty}
+		Exists: st.Exists, Ahead: st.Ahead, Behind: st.Behind, Dirty: st.Dirty, DirtyAt: st.ReadAt}
 }
 
 // LandingsOf is what status shows of the merge queue's requests. It is a

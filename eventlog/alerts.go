@@ -118,6 +118,11 @@ func AlertFor(e Event) (Alert, bool) {
 			// A reply between agents: the feed shows it.
 			return Alert{}, false
 		}
+		if o, ok := e.Data["outcome"].(string); ok && o != "" && o != "completed" {
+			// Word of a message that ended without an answer: the
+			// failure's own alert (message_failed) tells it.
+			return Alert{}, false
+		}
 		a.Kind, a.Message = AlertReply, who+" replied to you"
 		if p, ok := e.Data["preview"].(string); ok && p != "" {
 			a.Message += ": " + p

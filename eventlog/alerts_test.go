@@ -94,6 +94,13 @@ func TestAlertForRepliesAndRecording(t *testing.T) {
 	if a, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: map[string]any{"to": "human"}}); !ok || a.Kind != AlertReply {
 		t.Errorf("a reply to the human: %+v %v", a, ok)
 	}
+	if a, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: map[string]any{"to": "human", "outcome": "completed"}}); !ok || a.Kind != AlertReply {
+		t.Errorf("an answer to the human: %+v %v", a, ok)
+	}
+	// Word of a failure: its message_failed alert tells it, not a second one.
+	if a, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: map[string]any{"to": "human", "outcome": "failed"}}); ok {
+		t.Errorf("word of a failure to the human is a reply alert: %+v", a)
+	}
 	if a, ok := AlertFor(Event{Type: EvRecordFailed, Agent: "eng", Detail: "no space"}); !ok || a.Kind != AlertRecordFailed || a.Message != "eng cannot record an outcome: no space" {
 		t.Errorf("record_failed: %+v %v", a, ok)
 	}

@@ -24,11 +24,12 @@ const maxAgentReply = 64 << 10
 // The rule:
 //   - a reply (m.InReplyTo set) is owed nothing: its own answer goes back
 //     to no one, so two agents can never ping-pong;
-//   - the human is owed the answer of a completed turn;
-//   - an agent of the team (isAgent) is owed the answer of a completed
-//     turn, and word of a turn that ended otherwise (failed, timed out,
-//     rejected), so that it does not wait for an answer that never comes,
-//     and word that the user cancelled it (cancelled);
+//   - the human and an agent of the team (isAgent) are owed the answer
+//     of a completed turn, and word of a message that ended otherwise
+//     (failed, timed out, rejected) and why, so that they do not wait for
+//     an answer that never comes;
+//   - an agent is owed word that the user cancelled its message
+//     (cancelled); the human, who cancelled it, is not;
 //   - an empty answer is NoAnswer.
 //
 // The reply comes from o.Agent, in reply to m.ID, under no id (see
@@ -47,8 +48,8 @@ func answerFor(m inbox.Message, o inbox.Outcome, isAgent func(string) bool) (rep
 		body = NoAnswer
 	case o.Status == inbox.StatusCompleted:
 		body = o.Reply
-	case human:
-		// The human hears of failures from alerts, status and the feed.
+	case o.Status == inbox.StatusCancelled && human:
+		// The human cancelled it.
 		return inbox.Message{}, false
 	case o.Status == inbox.StatusCancelled:
 		body = cancelNote(m.ID, o.Agent)

@@ -10,6 +10,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/protocol"
 )
 
 // fastRetries makes back-offs short: no test sleeps through a real one.
@@ -95,6 +96,65 @@ func TestRetriesExhaustedFailWithAnAlert(t *testing.T) {
 	id2 := p.send("solo", "human", "scenario:crash")
 	if st := r.finished(t, id2); st != "failed" || r.count(eventlog.EvRetryScheduled, id2) != 0 || r.count(eventlog.EvMessageFailed, id2) != 0 {
 		t.Fatalf("crash: status %s, retried", st)
+	}
+}
+
+// A codex killed mid-turn by a signal batty did not send (SIGKILL, as the
+// OOM killer sends) is retried on the same thread, the retry saying the
+// last attempt was cut off; a message whose every try is killed fails with
+// an alert, and its sender — the human too — hears why.
+func TestKilledCodexIsRetriedAndAFinalFailureIsAnswered(t *testing.T) {
+	p, r, id := runSolo(t, "max_attempts: 2\n", "scenario:flakykill:1", "completed")
+	if n := r.count(eventlog.EvRetryScheduled, id); n != 1 {
+		t.Fatalf("%d retries scheduled, want 1", n)
+	}
+	h := p.headers(id)
+	if len(h) != 2 || !strings.Contains(h[1], "retry 2 of 2 after a cut-off attempt (codex killed from outside): codex was killed by a signal") {
+		t.Fatalf("headers %q", h)
+	}
+	log, _ := os.ReadFile(p.fakeLog)
+	var runs []string
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.Contains(l, "--- batty message "+id+" ") {
+			runs = append(runs, strings.Fields(l)[1])
+		}
+	}
+	if len(runs) != 2 || runs[1] == "new" {
+		t.Fatalf("runs (resumed thread or new) %q: the retry did not keep the thread", runs)
+	}
+
+	failed := p.send("solo", "human", "scenario:selfkill")
+	if st := r.finished(t, failed); st != "failed" {
+		t.Fatalf("status %s", st)
+	}
+	if n, a := r.count(eventlog.EvRetryScheduled, failed), r.count(eventlog.EvMessageFailed, failed); n != 1 || a != 1 {
+		t.Fatalf("%d retries, %d alerts; want 1, 1", n, a)
+	}
+	o := p.recorded("solo", failed)
+	if o.Failure != string(protocol.FailKilled) || !strings.Contains(o.Error, "failed 2 of 2 attempts") {
+		t.Fatalf("outcome %+v", o)
+	}
+	r.waitEvent(t, "the failure's word to the human", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvReply && e.Data["in_reply_to"] == failed && e.Data["to"] == "human"
+	})
+	ev := r.waitEvent(t, "turn_finished", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvTurnFinished && e.Message == failed && e.Data["requeued"] == false
+	})
+	if ev.Data["alerted"] != true {
+		t.Fatalf("turn_finished %+v: not alerted", ev.Data)
+	}
+	replies, errs := p.box("human").Pending()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var word string
+	for _, m := range replies {
+		if m.InReplyTo == failed {
+			word = m.Body
+		}
+	}
+	if !strings.Contains(word, "ended failed (killed) without an answer") || !strings.Contains(word, "codex was killed by a signal") {
+		t.Fatalf("the human's word of the failure: %q (in %d messages)", word, len(replies))
 	}
 }
 

@@ -65,7 +65,7 @@ func (a *agent) write(r *outcomeRecord) (bool, error) {
 		r.replied = true
 		if fresh {
 			a.d.events.Append(eventlog.Event{Type: eventlog.EvReply, Agent: a.def.Name, Message: got.ID, Data: map[string]any{
-				"to": got.To, "in_reply_to": r.m.ID, "preview": eventlog.ReplyPreview(r.reply.Body)}})
+				"to": got.To, "in_reply_to": r.m.ID, "preview": eventlog.ReplyPreview(r.reply.Body), "outcome": r.o.Status}})
 		}
 	}
 	_, err := a.box.Complete(r.m.ID, r.o)

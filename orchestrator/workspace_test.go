@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,6 +116,33 @@ func TestWorktreeAgentCommitsEachTurn(t *testing.T) {
 	p.sendAndWait(r, "eng-1", "hello", "completed")
 	if n := git(t, p.dir, "rev-list", "--count", "main..batty/eng-1"); n != "1" {
 		t.Fatalf("%s commits ahead after a turn that changed nothing", n)
+	}
+}
+
+// Status's worktree figures are not read while a turn runs: an agent
+// editing its worktree mid-turn still shows what was read before the turn,
+// and dirty_at says when that was (before the turn began).
+func TestStatusSaysHowOldTheWorktreeFiguresAre(t *testing.T) {
+	p := newGitProject(t, "", "  - name: eng\n    workspace: worktree\n")
+	r := p.start(nil)
+	first := p.sendAndWait(r, "eng", "scenario:write:done.txt=done", "completed")
+	r.waitEvent(t, "the first turn's commit", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvWorkspaceCommitted && e.Message == first
+	})
+	id := p.send("eng", "human", "scenario:writehang:half.txt=half-done")
+	delivered := r.waitEvent(t, "the turn", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == id })
+	wt := filepath.Join(p.layout.WorktreesDir(), "eng")
+	waitFor(t, "the turn's edit", func() bool {
+		b, _ := os.ReadFile(filepath.Join(wt, "half.txt"))
+		return string(b) == "half-done\n"
+	})
+	ws := r.agentStatus(t, "eng").Workspace
+	if ws == nil || ws.Dirty != 0 || ws.Ahead != 1 || ws.DirtyAt.IsZero() || ws.DirtyAt.After(delivered.Time) {
+		t.Fatalf("status workspace %+v mid-turn: want dirty_at before the turn was delivered (%s)", ws, delivered.Time)
+	}
+	b, err := json.Marshal(ws)
+	if err != nil || !strings.Contains(string(b), `"dirty_at":"`) {
+		t.Fatalf("status --json workspace %s, %v: no dirty_at", b, err)
 	}
 }
 

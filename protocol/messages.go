@@ -258,6 +258,11 @@ const (
 	// connection forever, printing "Reconnecting... waiting for network");
 	// the shim stopped the turn.
 	FailNetwork FailureKind = "network"
+	// FailKilled: codex (the `codex exec` of the turn, or the app-server
+	// running it) died of a signal the shim did not send — the OOM killer,
+	// a `kill -9` from outside — before the turn ended. The turn was cut
+	// off, and may pass when tried again.
+	FailKilled FailureKind = "killed"
 )
 
 // Usage counts tokens.

@@ -24,6 +24,10 @@ const (
 	DefaultQuotaJitter      = 15 * time.Second
 )
 
+// KilledCause is Cause's name for a turn cut off by the death of its codex
+// (protocol.FailKilled); the retried prompt's note says it.
+const KilledCause = "a cut-off attempt (codex killed from outside)"
+
 // DefaultQuotaPolicy is the policy with the defaults.
 func DefaultQuotaPolicy() QuotaPolicy {
 	return QuotaPolicy{BackoffMin: DefaultQuotaBackoffMin, BackoffMax: DefaultQuotaBackoffMax,
@@ -33,7 +37,9 @@ func DefaultQuotaPolicy() QuotaPolicy {
 // Cause names why a finished turn failed when trying it again may
 // pass by itself, and returns "" when it may not: a turn that timed out
 // ("a timeout"), one that waited for the network too long ("an unreachable
-// API"), and a stream failure whose message codex.Classify calls transient
+// API"), one cut off by the death of its codex, which batty did not cause
+// ("a cut-off attempt (codex killed from outside)": the OOM killer, a kill from
+// outside; the thread is kept), and a stream failure whose message codex.Classify calls transient
 // (codex.TransientCause: "a server error", "a rate limit", "an overloaded
 // model", "a dropped stream", …). Quota, auth and context failures are
 // handled by their own mechanisms, interrupted turns are requeued, and
@@ -46,6 +52,8 @@ func Cause(e protocol.TurnFinished) string {
 		return ""
 	case e.Failure == protocol.FailNetwork:
 		return "an unreachable API"
+	case e.Failure == protocol.FailKilled:
+		return KilledCause
 	case e.Failure == protocol.FailStream:
 		return codex.TransientCause(e.Error)
 	}

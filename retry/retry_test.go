@@ -26,6 +26,7 @@ func TestRetryCause(t *testing.T) {
 		{failed(protocol.FailAuth, "401 Unauthorized"), ""},
 		{failed(protocol.FailContextWindow, "out of room"), ""},
 		{failed(protocol.FailExit, "codex exited with status 3"), ""},
+		{failed(protocol.FailKilled, "codex was killed by a signal"), KilledCause},
 		{failed(protocol.FailSpawn, "no such file"), ""},
 		{failed(protocol.FailInputTooLarge, "Input exceeds"), ""},
 		{protocol.TurnFinished{Status: protocol.TurnInterrupted, Error: "stopped"}, ""},

@@ -236,7 +236,46 @@ func (r *appServerRuntime) connect() (*appserver.Client, error) {
 	r.mu.Lock()
 	r.client, r.loaded = c, ""
 	r.mu.Unlock()
+	go r.watch(c)
 	return c, nil
+}
+
+// watch notices server c's death when it happens: once c's connection
+// ends while no turn runs and c is still the runtime's server (the
+// runtime did not end it), c is dropped with a warning saying how it
+// ended, and the next turn starts another server. A death during a turn
+// is the turn's to report (a turn cut off: FailKilled). It runs on its
+// own goroutine, one per server, and returns when c's connection ends.
+func (r *appServerRuntime) watch(c *appserver.Client) {
+	<-c.Done()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.busy || r.closed || r.client != c {
+		return
+	}
+	how := "its connection ended"
+	if ps := c.Died(); ps != nil {
+		how = ps.String()
+	}
+	r.disarmLocked()
+	r.s.log.Warn("App-server died between turns; the next turn starts another", "pid", c.Pid(), "how", how)
+	r.s.warn("", fmt.Sprintf("the app-server (pid %d) died between turns (%s); the next turn starts another and resumes the thread", c.Pid(), how))
+	r.dropLocked()
+}
+
+// noteDeath records in res that server c died by itself, when it did:
+// killed by a signal (res.killed: the turn was cut off) or its exit
+// status.
+func noteDeath(c *appserver.Client, res *turnResult) {
+	ps := c.Died()
+	if ps == nil {
+		return
+	}
+	if signaled(ps) {
+		res.killed = true
+		return
+	}
+	res.exitCode = ps.ExitCode()
 }
 
 // drop closes the client, if any, and forgets it and its loaded thread.
@@ -467,6 +506,9 @@ wait:
 	}
 	if d.err != nil {
 		res.stderrTail = c.Stderr()
+		if res.stop == stopNone {
+			noteDeath(c, &res)
+		}
 		select {
 		case <-c.Done():
 			r.drop()
@@ -560,6 +602,7 @@ func (r *appServerRuntime) thread(ctx context.Context, c *appserver.Client, t *t
 			res.failedMsg, res.stderrTail = msg, msg
 		} else {
 			res.stderrTail = msg + stderrSuffix(c.Stderr())
+			noteDeath(c, res)
 			r.drop()
 		}
 		return "", false, err

@@ -13,6 +13,7 @@ import (
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/retry"
 )
 
 // The app-server runtime keeps one codex process for the shim's turns, and
@@ -163,7 +164,8 @@ func TestE2EAppServerCrashIsRestartedNotFallenBack(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if _, tf = turnEvents(h, "2"); tf.Status != protocol.TurnFailed {
+	if _, tf = turnEvents(h, "2"); tf.Status != protocol.TurnFailed || tf.Failure != protocol.FailKilled ||
+		!strings.HasPrefix(tf.Error, "codex was killed by a signal") || strings.ContainsRune(tf.Error, 0x1b) {
 		t.Fatalf("turn whose server died = %+v", tf)
 	}
 	h.send("3", "three [[mock:reply THREE]]")
@@ -223,5 +225,65 @@ func TestE2EAppServerIdleStop(t *testing.T) {
 		if !strings.Contains(history, want) {
 			t.Errorf("the new server's request lacks %q", want)
 		}
+	}
+}
+
+// An idle app-server killed from outside is noticed when it dies, not at
+// the next turn: the shim warns at once, and the next message starts
+// another server that resumes the thread, and completes.
+func TestE2EAppServerKilledWhileIdleIsNoticedAtOnce(t *testing.T) {
+	h, srv := startRealShim(t, func(c *Config) { c.Runtime = RuntimeAppServer })
+	h.send("1", "one [[mock:reply ONE]]")
+	ev, tf := turnEvents(h, "1")
+	pid := eventOf(t, ev, kStarted).(protocol.TurnStarted).PID
+	if tf.Status != protocol.TurnCompleted || pid <= 0 {
+		t.Fatalf("first turn = %+v", tf)
+	}
+	h.expect(kStats, kState)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	w := h.expect(kWarning)[0].(protocol.Warning)
+	if w.MessageID != "" || !strings.Contains(w.Message, "died between turns") || !strings.Contains(w.Message, "signal: killed") {
+		t.Fatalf("warning = %+v", w)
+	}
+	h.send("2", "two [[mock:reply TWO]]")
+	ev, tf = turnEvents(h, "2")
+	ts := eventOf(t, ev, kStarted).(protocol.TurnStarted)
+	if tf.Status != protocol.TurnCompleted || tf.Reply != "TWO" || ts.PID == pid || !ts.Resume {
+		t.Fatalf("turn after the kill = %+v, started %+v (first server pid %d)", tf, ts, pid)
+	}
+	reqs := srv.Requests()
+	if history := strings.Join(reqs[len(reqs)-1].InputTexts, "\n"); !strings.Contains(history, "ONE") {
+		t.Fatalf("the new server did not resume the thread: %q", history)
+	}
+}
+
+// A message sent at once after its idle app-server was killed from
+// outside either runs on a new server, or — sent to the dead one before
+// the shim noticed — fails as cut off (killed), which the daemon retries:
+// never as a final failure.
+func TestE2EAppServerKilledThenMessagedAtOnce(t *testing.T) {
+	h, _ := startRealShim(t, func(c *Config) { c.Runtime = RuntimeAppServer })
+	h.send("1", "one [[mock:reply ONE]]")
+	ev, tf := turnEvents(h, "1")
+	pid := eventOf(t, ev, kStarted).(protocol.TurnStarted).PID
+	if tf.Status != protocol.TurnCompleted || pid <= 0 {
+		t.Fatalf("first turn = %+v", tf)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	h.send("2", "two [[mock:reply TWO]]")
+	_, tf = turnEvents(h, "2")
+	switch {
+	case tf.Status == protocol.TurnCompleted && tf.Reply == "TWO":
+	case tf.Status == protocol.TurnFailed && tf.Failure == protocol.FailKilled && retry.Cause(tf) != "":
+	default:
+		t.Fatalf("turn sent at once after the kill = %+v, want completed, or failed as killed (retried)", tf)
+	}
+	h.send("3", "three [[mock:reply THREE]]")
+	if _, tf = turnEvents(h, "3"); tf.Status != protocol.TurnCompleted || tf.Reply != "THREE" {
+		t.Fatalf("the next turn = %+v", tf)
 	}
 }

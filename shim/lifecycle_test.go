@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -250,8 +251,25 @@ func TestCrashMidTurn(t *testing.T) {
 	h.send("s", "scenario:selfkill")
 	h.expect(kAccepted, kState, kStarted)
 	tf = h.finished("s", protocol.TurnFailed)
-	if tf.Failure != protocol.FailExit || tf.ExitCode != -1 || !strings.Contains(tf.Error, "signal") {
+	if tf.Failure != protocol.FailKilled || tf.ExitCode != -1 || !strings.Contains(tf.Error, "signal") {
 		t.Fatalf("self-kill = %+v", tf)
+	}
+}
+
+// A codex exec killed from outside mid-turn (kill -9, as the OOM killer
+// does) fails its turn as cut off (FailKilled, which the daemon retries),
+// not as a codex that exited.
+func TestExecKilledFromOutsideMidTurn(t *testing.T) {
+	h := startShim(t, nil)
+	h.send("k", "scenario:silent")
+	ms := h.expect(kAccepted, kState, kStarted, kThread)
+	pid := ms[2].(protocol.TurnStarted).PID
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	tf := h.finished("k", protocol.TurnFailed)
+	if tf.Failure != protocol.FailKilled || tf.ExitCode != -1 || tf.Error != "codex was killed by a signal" {
+		t.Fatalf("killed codex = %+v", tf)
 	}
 }
 

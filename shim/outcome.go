@@ -3,14 +3,23 @@ package shim
 import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/safetext"
 )
 
 // outcome decides how a turn ended. It is a pure function of what the turn
 // saw, in this order of evidence: a spawn error, turn.completed,
 // turn.failed (classed by its typed error code when the runtime has one,
 // else by its message), the shim's own stop, then codex's exit status and
-// stderr.
+// stderr: codex killed by a signal the shim did not send is FailKilled.
+// The message is plain text (safetext.Text: codex's stderr may be
+// coloured).
 func outcome(r turnResult) (protocol.TurnStatus, protocol.FailureKind, string) {
+	status, kind, msg := decideOutcome(r)
+	return status, kind, safetext.Text(msg)
+}
+
+// decideOutcome is outcome with the message as the evidence gave it.
+func decideOutcome(r turnResult) (protocol.TurnStatus, protocol.FailureKind, string) {
 	switch {
 	case r.spawnErr != nil:
 		return protocol.TurnFailed, protocol.FailSpawn, r.spawnErr.Error()
@@ -37,6 +46,9 @@ func outcome(r turnResult) (protocol.TurnStatus, protocol.FailureKind, string) {
 		return protocol.TurnInterrupted, protocol.FailNone, msg
 	}
 	msg := describeExit(r.exitCode, r.stderrTail)
+	if r.killed {
+		return protocol.TurnFailed, protocol.FailKilled, describeExit(-1, r.stderrTail)
+	}
 	if kind := failureKind(codex.ClassifyStderr(r.stderrTail)); kind != protocol.FailNone {
 		return protocol.TurnFailed, kind, msg
 	}

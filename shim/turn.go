@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -72,6 +73,7 @@ type turnResult struct {
 	requests   int                  // model requests of the turn beyond the first (see contextUse)
 	items      int                  // items completed: commands, patches, messages, searches
 	exitCode   int                  // -1: killed by a signal or never ran
+	killed     bool                 // codex died of a signal the shim did not send (FailKilled)
 	stderrTail string
 	duration   time.Duration
 }
@@ -261,12 +263,22 @@ func (s *server) execTurn(t *turn) turnResult {
 	s.reaper.Release(cmd.Process.Pid)
 	res.stderrTail = stderr.String()
 	res.exitCode = exitCode(cmd.ProcessState, waitErr)
+	res.killed = !stopping && signaled(cmd.ProcessState)
 	// Whatever the turn left running — stopped, failed or completed — is
 	// killed and reaped now, before the loop hears of the end and can start
 	// the next turn's codex: codex is released above, so every descendant
 	// left is this turn's.
 	s.killLeftovers(t.msg.ID)
 	return res
+}
+
+// signaled reports whether a reaped process died of a signal.
+func signaled(ps *os.ProcessState) bool {
+	if ps == nil {
+		return false
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
 }
 
 // killLeftovers kills and reaps every process of the shim's that is

@@ -31,6 +31,11 @@ type CommitInfo struct {
 	Subject   string // the subject, made one line and clipped (see Commit)
 	MessageID string // the message the turn answered: the Batty-Message trailer ("" leaves it out)
 	WIP       bool   // work in progress: the subject starts with "WIP: "
+	// Archive commits whatever is there, for an archive (Prune with
+	// force): a merge left with conflict markers is committed with its
+	// markers (as a merge, the subject naming the files), and a
+	// cherry-pick or revert in progress is not waited for.
+	Archive bool
 }
 
 // Committed is what Commit did.
@@ -105,8 +110,10 @@ func (r *Repo) commitLocked(ctx context.Context, ci CommitInfo) (Committed, erro
 	if err := checkIndexLock(wt); err != nil {
 		return Committed{}, fmt.Errorf("commit: %w", err)
 	}
-	if err := checkNoOperation(wt); err != nil {
-		return Committed{}, fmt.Errorf("commit: %w", err)
+	if !ci.Archive {
+		if err := checkNoOperation(wt); err != nil {
+			return Committed{}, fmt.Errorf("commit: %w", err)
+		}
 	}
 	g := r.wtGit(wt,
 		"GIT_AUTHOR_NAME="+ci.Agent, "GIT_AUTHOR_EMAIL="+ci.Agent+"@batty.invalid",
@@ -132,7 +139,10 @@ func (r *Repo) commitLocked(ctx context.Context, ci CommitInfo) (Committed, erro
 		if err != nil {
 			return fail(err)
 		}
-		if len(left) > 0 {
+		switch {
+		case len(left) > 0 && ci.Archive:
+			ci.Subject += ", conflict markers in " + strings.Join(clipList(left, maxNested), ", ")
+		case len(left) > 0:
 			return Committed{}, fmt.Errorf("commit the work of %s: %w: conflict markers left in %s", ci.Agent, ErrUnresolved, strings.Join(left, ", "))
 		}
 	}

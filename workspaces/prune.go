@@ -30,7 +30,9 @@ func ArchiveRef(agent string, now time.Time) string {
 // Unlanded work stops it: when the worktree has uncommitted changes or the
 // branch has commits not on base, it returns ErrUnlanded, naming how many
 // of each, unless force. With force it first commits the uncommitted work
-// as WIP (as Commit does), keeps the branch's tip under ArchiveRef(agent,
+// as WIP (as Commit does, but whatever is there: a merge left with
+// conflict markers is archived with them, see CommitInfo.Archive), keeps
+// the branch's tip under ArchiveRef(agent,
 // now) (PruneResult.Archived), and only then removes the worktree and the
 // branch. A branch that only has landed commits needs no archive.
 //
@@ -83,7 +85,7 @@ func (r *Repo) Prune(ctx context.Context, agent, base string, force bool, now ti
 			return PruneResult{}, fmt.Errorf("prune %s: %w: %s", agent, ErrUnlanded, unlanded(agent, base, len(dirty), ahead))
 		}
 		if len(dirty) > 0 {
-			c, err := r.commitLocked(ctx, CommitInfo{Agent: agent, Subject: "uncommitted work of " + agent + " at prune", WIP: true})
+			c, err := r.commitLocked(ctx, CommitInfo{Agent: agent, Subject: "uncommitted work of " + agent + " at prune", WIP: true, Archive: true})
 			if err != nil {
 				return PruneResult{}, fmt.Errorf("prune %s: keep its uncommitted work: %w", agent, err)
 			}

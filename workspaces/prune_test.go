@@ -89,6 +89,49 @@ func TestPruneForceArchivesFirst(t *testing.T) {
 	}
 }
 
+// A worktree left in the middle of a merge with conflict markers is
+// archived by a forced prune as it is, markers included, then pruned.
+func TestPruneForceArchivesAnUnresolvedMerge(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	path := f.ensure("eng")
+	f.mainCommit("README", "user's\n")
+	writeFile(t, filepath.Join(path, "README"), "agent's\n")
+	agentTip := f.commit("eng", "readme")
+	if _, err := runGit(f.env, path, "-c", "user.name=a", "-c", "user.email=a@b", "merge", "main"); err == nil {
+		t.Fatal("the agent's merge did not conflict")
+	}
+	writeFile(t, filepath.Join(path, "notes.txt"), "work beside the conflict\n")
+
+	if _, err := f.repo.Prune(ctx, "eng", "main", false, fixedNow); !errors.Is(err, ErrUnlanded) {
+		t.Fatalf("Prune without force = %v, want ErrUnlanded", err)
+	}
+	res, err := f.repo.Prune(ctx, "eng", "main", true, fixedNow)
+	wantRef := "refs/batty/archive/eng/20250304T040607Z"
+	if err != nil || res != (PruneResult{Archived: wantRef, Removed: true}) {
+		t.Fatalf("Prune(force) of an unresolved merge = %+v, %v; want archived as %s and removed", res, err, wantRef)
+	}
+	if got := f.git(f.top, "show", wantRef+":README"); !strings.Contains(got, "<<<<<<<") || !strings.Contains(got, "agent's") || !strings.Contains(got, "user's") {
+		t.Fatalf("README in the archive = %q, want it with its conflict markers", got)
+	}
+	if got := f.git(f.top, "show", wantRef+":notes.txt"); got != "work beside the conflict\n" {
+		t.Fatalf("notes.txt in the archive = %q", got)
+	}
+	tip := strings.Fields(f.git(f.top, "log", "-1", "--format=%P", wantRef))
+	if len(tip) != 2 || tip[0] != agentTip || tip[1] != f.rev("main") {
+		t.Fatalf("archive tip's parents = %q, want the branch's tip %s and main's %s", tip, agentTip, f.rev("main"))
+	}
+	if subject := f.git(f.top, "log", "-1", "--format=%s", wantRef); !strings.Contains(subject, "conflict markers in README") {
+		t.Fatalf("archive subject %q does not say so", subject)
+	}
+	if exists(path) {
+		t.Fatal("the worktree is still there")
+	}
+	if _, err := runGit(f.env, f.top, "rev-parse", "--verify", "--quiet", "refs/heads/batty/eng"); err == nil {
+		t.Fatal("the branch is still there")
+	}
+}
+
 func TestPruneForceWithoutWorktreeArchivesTheBranch(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()

@@ -22,6 +22,9 @@ type State struct {
 	Ahead  int    // commits on the branch not on base
 	Behind int    // commits on base not on the branch
 	Dirty  int    // changed or untracked paths in the worktree (as git status --porcelain lists them)
+	// ReadAt is when State read these figures: they hold for that
+	// moment, not after (an agent may be editing its worktree since).
+	ReadAt time.Time
 }
 
 // State returns agent's workspace state against base. Exists is false, with
@@ -33,7 +36,7 @@ func (r *Repo) State(ctx context.Context, agent, base string) (State, error) {
 	if err := checkAgent(agent); err != nil {
 		return State{}, err
 	}
-	st := State{Agent: agent, Path: r.Path(agent), Branch: Branch(agent)}
+	st := State{Agent: agent, Path: r.Path(agent), Branch: Branch(agent), ReadAt: time.Now().UTC()}
 	wt, exists, err := r.lookup(agent)
 	if err != nil {
 		return State{}, err

@@ -15,7 +15,10 @@ func TestState(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	st, err := f.repo.State(ctx, "eng", "main")
-	want := State{Agent: "eng", Path: f.repo.Path("eng"), Branch: "batty/eng"}
+	if st.ReadAt.IsZero() {
+		t.Fatal("State does not say when it read")
+	}
+	want := State{Agent: "eng", Path: f.repo.Path("eng"), Branch: "batty/eng", ReadAt: st.ReadAt}
 	if err != nil || st != want {
 		t.Fatalf("State before Ensure = %+v, %v; want %+v", st, err, want)
 	}
@@ -34,7 +37,7 @@ func TestState(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err = f.repo.State(ctx, "eng", "main")
-	want = State{Agent: "eng", Path: path, Branch: "batty/eng", Head: head, Exists: true, Ahead: 2, Behind: 1, Dirty: 4}
+	want = State{Agent: "eng", Path: path, Branch: "batty/eng", Head: head, Exists: true, Ahead: 2, Behind: 1, Dirty: 4, ReadAt: st.ReadAt}
 	if err != nil || st != want {
 		t.Fatalf("State = %+v, %v; want %+v", st, err, want)
 	}
@@ -44,7 +47,7 @@ func TestState(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err = f.repo.State(ctx, "eng", "main")
-	want = State{Agent: "eng", Path: path, Branch: "batty/eng", Head: head, Ahead: 2, Behind: 1}
+	want = State{Agent: "eng", Path: path, Branch: "batty/eng", Head: head, Ahead: 2, Behind: 1, ReadAt: st.ReadAt}
 	if err != nil || st != want {
 		t.Fatalf("State without the worktree = %+v, %v; want %+v", st, err, want)
 	}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -99,6 +100,7 @@ type Client struct {
 	subs     map[*subscription]struct{}
 	active   map[string]string // thread id -> turn id of the running RunTurn
 	closeErr error             // why the connection ended (nil while open)
+	died     *os.ProcessState  // how the server ended when it ended by itself (see Died)
 	stderr   tailBuffer
 
 	done       chan struct{} // closed when the connection has ended
@@ -206,6 +208,17 @@ func (c *Client) Err() error {
 	return c.closeErr
 }
 
+// Died returns how the server's process ended when it ended by itself —
+// its output closed while the client had not closed the connection (not
+// Close, not the context, not a refused line): its exit status or the
+// signal that killed it. It returns nil while the connection is open, and
+// when the client ended it.
+func (c *Client) Died() *os.ProcessState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.died
+}
+
 // Close ends the connection: it kills the server's whole process group,
 // waits for the process to be reaped and the reader goroutine to end,
 // and fails calls still waiting with [ErrClosed]. It is idempotent and
@@ -294,8 +307,18 @@ func (c *Client) read(r io.Reader) {
 	}
 	// Kill and reap first, so the reason can tell how the server ended
 	// and what it last wrote to stderr.
+	c.mu.Lock()
+	byItself := c.closeErr == nil && !errors.Is(err, ErrLineTooLong)
+	c.mu.Unlock()
 	c.kill()
 	<-c.exited
+	if byItself && c.cmd != nil {
+		c.mu.Lock()
+		if c.closeErr == nil {
+			c.died = c.cmd.ProcessState
+		}
+		c.mu.Unlock()
+	}
 	switch {
 	case errors.Is(err, ErrLineTooLong):
 		c.shutdown(fmt.Errorf("appserver: %w", err))

@@ -40,9 +40,10 @@ import (
 // outage:FILE (network notices while FILE exists, then a reply: one outage
 // every agent sees),
 // retrystorm (codex's own retry notices until interrupted), longcmd:MS (a
-// command running MS milliseconds), flaky:N, flakydrop:N, flakynet:N and
-// flakyhang:N (the first N runs of the same body fail with a server error,
-// a dropped stream, a network wait or silence, then it replies),
+// command running MS milliseconds), flaky:N, flakydrop:N, flakynet:N,
+// flakyhang:N and flakykill:N (the first N runs of the same body fail with
+// a server error, a dropped stream, a network wait, silence or a SIGKILL of
+// codex mid-turn, then it replies),
 // quota[:UNIX] (reset time given: UNIX seconds, default an hour from now), quotaonce (no reset time) — both succeed when redelivered,
 // quotauntil:UNIXNANO (a limit until that instant, with a reset time named two minutes ago),
 // account[:MS] (the account codex runs on: a limit, with a reset time named two minutes ago, while
@@ -232,7 +233,7 @@ func FakeMain(args []string) int {
 		if runs := countRun(state, bodyOf(prompt)); runs > n {
 			return complete(fmt.Sprintf("RECOVERED after %d failed runs", n), 1000, 10)
 		}
-		scenario = map[string]string{"flaky": "servererror", "flakydrop": "drop", "flakynet": "netdown", "flakyhang": "silent"}[scenario]
+		scenario = map[string]string{"flaky": "servererror", "flakydrop": "drop", "flakynet": "netdown", "flakyhang": "silent", "flakykill": "selfkill"}[scenario]
 	}
 	switch scenario {
 	case "stamp":
