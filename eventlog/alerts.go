@@ -27,6 +27,7 @@ const (
 	AlertQuotaWarning  = "quota_warning"    // an account's rate-limit use crossed quota.warn_pct
 	AlertHost          = "host_unreachable" // a host of the team cannot be reached; its agents wait
 	AlertReviewWaiting = "review_waiting"   // a landing passed verify and waits for the human's review
+	AlertMemory        = "memory_low"       // free memory here is below limits.min_free_memory; no new turn starts
 )
 
 // maxAlertText bounds an alert's message (in the environment and the
@@ -70,6 +71,8 @@ func AlertFor(e Event) (Alert, bool) {
 		a.Kind, a.Message = AlertQuotaWarning, e.Detail
 	case EvAuthRequired:
 		a.Kind, a.Message = AlertAuth, "codex needs a login (reported by "+who+"): "+e.Detail
+	case EvMemoryLow:
+		a.Kind, a.Message = AlertMemory, "free memory is low, no new turn starts: "+e.Detail
 	case EvNetworkWaiting:
 		a.Kind, a.Message = AlertNetwork, "the API is unreachable (reported by "+who+"): "+e.Detail
 	case EvContextExhaust:

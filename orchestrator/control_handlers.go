@@ -295,6 +295,7 @@ func (d *Daemon) status() control.Status {
 			}
 		}
 		as.State = heldState(as.State, s.inflight != "", quotaHeld[a.def.Name])
+		as.State, as.Slot = slotState(as.State, s.inflight != "", d.slots.Holds(a.def.Name), d.slots.Waiting(a.def.Name))
 		if s.inflight != "" {
 			id := s.inflight
 			as.InFlight = &id

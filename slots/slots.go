@@ -205,6 +205,17 @@ func (p *Pool) Waiting(who string) bool {
 	return slices.ContainsFunc(p.queue, func(w Waiter) bool { return w.Who == who })
 }
 
+// Holds reports whether who holds a slot.
+func (p *Pool) Holds(who string) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.held[who]
+	return ok
+}
+
 // Held returns how many slots are held.
 func (p *Pool) Held() int {
 	if p == nil {
