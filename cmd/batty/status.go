@@ -41,7 +41,7 @@ and exits.
 {paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
 in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
 context_pct, last_error, shim_pid, restarts, parked, network, workspace,
-account, pending}], queues
+account, pending, slot}], queues
 {role: waiting}, accounts [{account, name, codex_home, agents, paused, reason,
 since, resume_at, probing, failed_probes, held, rate_limits}] (usage-limit
 pauses per account; rate_limits is null, or {windows [{name, used_pct,
@@ -61,7 +61,11 @@ network; the agent's state is waiting_for_network) or "held" (it starts no
 new turn until the API answers). pending is null, or the requests the daemon
 acknowledged for the agent while it is in a git or ssh step (a turn's
 commit, a merge of the base, a step on its host), applied in order once
-the step ends: "reset", "resume", "cancel <id>".`,
+the step ends: "reset", "resume", "cancel <id>". slot is left out when the
+team has no limits; under them it is "held" while the agent's turn runs and
+"waiting" while its next turn waits for a slot (limits.concurrent_turns, a
+host's concurrent_turns, limits.min_free_memory): an idle agent is then
+shown as waiting_for_slot.`,
 		Example: `  batty status
   batty status -w
   batty status --json | jq '.agents[] | {name, state}'`,
