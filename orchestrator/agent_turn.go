@@ -68,6 +68,8 @@ func (a *agent) dispatch() {
 		if !ok {
 			// Nothing to probe with: another agent of the account may.
 			a.quotaRelease("")
+			// Nothing to run: no place in the slots' queue either.
+			a.d.slots.Leave(a.def.Name)
 			return
 		}
 		if a.backingOff(m) {
