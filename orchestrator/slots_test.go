@@ -182,3 +182,24 @@ func TestLowMemoryHoldsTurnsWithOneAlert(t *testing.T) {
 		t.Fatalf("memory_low is no memory alert: %+v %v", a, ok)
 	}
 }
+
+// TestSlotGivenBackBeforeTheCommit: with one slot, a worktree agent's turn
+// gives its slot back when the turn ends, not after its commit: while the
+// commit is held (blocked in commit-tree), another agent's turn takes the
+// slot and completes.
+func TestSlotGivenBackBeforeTheCommit(t *testing.T) {
+	p := newGitProject(t, "limits:\n  concurrent_turns: 1\n", "  - name: slow\n    workspace: worktree\n  - name: fast\n")
+	r := p.start(nil)
+	gate := blockCommitTree(t, "slow")
+	allIdle(t, r)
+	first := p.send("slow", "human", "scenario:write:notes.txt=slow work")
+	gate.waitBlocked(t)
+	p.sendAndWait(r, "fast", "hello", "completed")
+	if n := r.count(eventlog.EvTurnFinished, first); n != 0 {
+		t.Fatalf("slow's turn announced before its commit ended (%d)", n)
+	}
+	gate.open()
+	if s := r.finished(t, first); s != "completed" {
+		t.Fatalf("slow's message: %s", s)
+	}
+}
