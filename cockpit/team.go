@@ -136,7 +136,8 @@ func ShownAlert(e eventlog.Event) (eventlog.Alert, bool) {
 	}
 	switch a.Kind {
 	case eventlog.AlertQuota, eventlog.AlertAuth, eventlog.AlertNetwork,
-		eventlog.AlertAgentFailed, eventlog.AlertAgentWedged, eventlog.AlertAgentParked, eventlog.AlertRecordFailed:
+		eventlog.AlertAgentFailed, eventlog.AlertAgentWedged, eventlog.AlertAgentParked, eventlog.AlertRecordFailed,
+		eventlog.AlertMemory:
 		return a, true
 	case eventlog.AlertMessageFailed:
 		return a, e.Type == eventlog.EvMessageFailed
@@ -177,6 +178,8 @@ func AlertText(e eventlog.Event) string {
 		return fmt.Sprintf("batty: a message to %s failed on its last try: %s", e.Agent, e.Detail)
 	case eventlog.AlertAgentWedged:
 		return fmt.Sprintf("batty: %s did not answer (%s); restarting it", e.Agent, e.Detail)
+	case eventlog.AlertMemory:
+		return "batty: free memory is low; no new turn starts here until it is back: " + e.Detail
 	}
 	return ""
 }

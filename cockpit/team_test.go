@@ -128,6 +128,8 @@ func TestShownAlert(t *testing.T) {
 		{eventlog.Event{Type: eventlog.EvMessageFailed, Agent: "a"}, eventlog.AlertMessageFailed},
 		{eventlog.Event{Type: eventlog.EvWedged, Agent: "a"}, eventlog.AlertAgentWedged},
 		{eventlog.Event{Type: eventlog.EvRecordFailed, Agent: "a"}, eventlog.AlertRecordFailed},
+		{eventlog.Event{Type: eventlog.EvMemoryLow}, eventlog.AlertMemory},
+		{eventlog.Event{Type: eventlog.EvMemoryRecovered}, ""},
 		// Alerts for on_alert that the cockpit leaves to the feed's own lines.
 		{eventlog.Event{Type: eventlog.EvReply, Agent: "a"}, ""},
 		{eventlog.Event{Type: eventlog.EvReply, Agent: "a", Data: map[string]any{"to": "b"}}, ""},

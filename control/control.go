@@ -106,7 +106,24 @@ type AgentStatus struct {
 	// BudgetHoldStatus): it takes no new turn until Budget.Until; null
 	// otherwise.
 	Budget *BudgetHoldStatus `json:"budget"`
+	// Slot is the agent's place under the team's cap on turns at once
+	// (limits.concurrent_turns, a host's concurrent_turns,
+	// limits.min_free_memory): SlotHeld while its turn runs, SlotWaiting
+	// while its next turn waits for one (its State is then
+	// AgentWaitingForSlot); "" otherwise, and when the team caps nothing.
+	Slot string `json:"slot,omitempty"`
 }
+
+// The values of AgentStatus.Slot.
+const (
+	SlotHeld    = "held"
+	SlotWaiting = "waiting"
+)
+
+// AgentWaitingForSlot is the state status shows for an agent with no
+// turn in flight whose next turn waits for a slot under the team's cap on
+// turns at once (or for free memory).
+const AgentWaitingForSlot = "waiting_for_slot"
 
 // What AgentStatus.Pending names.
 const (

@@ -29,6 +29,7 @@ const (
 	AlertReviewWaiting = "review_waiting"   // a landing passed verify and waits for the human's review
 	AlertBudgetWarning = "budget_warning"   // a token budget's use crossed its warn_at
 	AlertBudgetReached = "budget_reached"   // a token budget was reached; its agents wait for the next window
+	AlertMemory        = "memory_low"       // free memory here is below limits.min_free_memory; no new turn starts
 )
 
 // maxAlertText bounds an alert's message (in the environment and the
@@ -76,6 +77,8 @@ func AlertFor(e Event) (Alert, bool) {
 		a.Kind, a.Message = AlertBudgetReached, e.Detail
 	case EvAuthRequired:
 		a.Kind, a.Message = AlertAuth, "codex needs a login (reported by "+who+"): "+e.Detail
+	case EvMemoryLow:
+		a.Kind, a.Message = AlertMemory, "free memory is low, no new turn starts: "+e.Detail
 	case EvNetworkWaiting:
 		a.Kind, a.Message = AlertNetwork, "the API is unreachable (reported by "+who+"): "+e.Detail
 	case EvContextExhaust:

@@ -21,6 +21,8 @@ func TestAlertFor(t *testing.T) {
 		{"quota", Event{Type: EvQuotaBlocked, Agent: "eng", Detail: "try again at 10:56 PM"}, AlertQuota, "quota exhausted (reported by eng): try again at 10:56 PM"},
 		{"auth", Event{Type: EvAuthRequired, Agent: "eng", Detail: "401 — run codex login"}, AlertAuth, "codex needs a login (reported by eng): 401 — run codex login"},
 		{"network", Event{Type: "network_waiting", Agent: "eng", Detail: "Reconnecting... waiting for network"}, AlertNetwork, "the API is unreachable (reported by eng): Reconnecting... waiting for network"},
+		{"memory low", Event{Type: EvMemoryLow, Detail: "120 MiB available, below 512 MiB"}, AlertMemory, "free memory is low, no new turn starts: 120 MiB available, below 512 MiB"},
+		{"memory recovered", Event{Type: EvMemoryRecovered, Detail: "600 MiB available"}, "", ""},
 		{"context", Event{Type: EvContextExhaust, Agent: "eng", Detail: "window full"}, AlertContext, "eng's context window is full: window full"},
 		{"message failed event", Event{Type: "message_failed", Agent: "eng", Message: "m1", Detail: "500 after 3 attempts"}, AlertMessageFailed, "message m1 to eng failed: 500 after 3 attempts"},
 		{"turn failed", turn(protocol.TurnFailed, protocol.FailExit, false), AlertMessageFailed, "message m1 to eng failed (exit): codex exited 3"},

@@ -136,6 +136,12 @@ const (
 	// EvRecordRecovered: the outcome held back by EvRecordFailed is
 	// written and its reply delivered; the agent goes on.
 	EvRecordRecovered = "record_recovered"
+	// EvMemoryLow: alert, once per episode: the memory available on this
+	// machine fell below limits.min_free_memory; no new turn here starts
+	// until it is back (Data: free, min, in bytes). EvMemoryRecovered:
+	// it is back.
+	EvMemoryLow       = "memory_low"
+	EvMemoryRecovered = "memory_recovered"
 )
 
 // Event types of the worktrees and the merge queue.

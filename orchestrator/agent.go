@@ -257,6 +257,8 @@ func (a *agent) setSnap(f func(*agentSnap)) {
 func (a *agent) run(ctx context.Context) {
 	defer close(a.done)
 	defer a.refuseLeft()
+	defer a.d.slots.Leave(a.def.Name) // a slot held or asked for goes to the next
+
 	defer func() { a.tlog.Close() }() // the writer opened meanwhile, if any
 	a.recover()
 	a.startShim()
@@ -529,6 +531,8 @@ func (a *agent) spawned(p *shim.Client, err error) {
 func (a *agent) shimExited() {
 	p := a.p
 	a.p, a.ready, a.pongDue = nil, false, nil
+	// Its turn, if any, ended with it.
+	a.releaseSlot()
 	// The channel is closed already (the client closes it when its events
 	// end); Close releases the client once the shim has exited.
 	defer p.Close()

@@ -20,6 +20,16 @@ import (
 // the agent looks again once they are done.
 func (a *agent) dispatch() {
 	defer a.updateBacklog()
+	// A slot is held only by a turn in flight: one granted and not used
+	// now passes on, unless the agent has just been told to wait for one
+	// (a slot granted meanwhile comes with a poke, and the next look uses
+	// it or passes it on).
+	waitsForSlot := false
+	defer func() {
+		if a.inflight == nil && !waitsForSlot {
+			a.releaseSlot()
+		}
+	}()
 	a.syncParked()
 	if a.pending != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || a.step != nil || len(a.deferred) > 0 {
 		return
@@ -63,6 +73,8 @@ func (a *agent) dispatch() {
 		if !ok {
 			// Nothing to probe with: another agent of the account may.
 			a.quotaRelease("")
+			// Nothing to run: no place in the slots' queue either.
+			a.d.slots.Leave(a.def.Name)
 			return
 		}
 		if a.backingOff(m) {
@@ -79,6 +91,12 @@ func (a *agent) dispatch() {
 				return
 			}
 			continue
+		}
+		// The team's cap on turns at once: the agent waits its turn for a
+		// slot, first asked first served (see takeSlot).
+		if !a.takeSlot() {
+			waitsForSlot = true
+			return
 		}
 		// A paused account sends one probe turn once its pause ran out.
 		ok, probe := a.d.quota.Admit(a.def.Name, m.ID)
@@ -149,6 +167,7 @@ func (a *agent) handle(m protocol.Message) {
 	case protocol.Rejected:
 		a.log.Warn("Shim rejected a message", "message", e.ID, "reason", e.Reason, "detail", e.Detail)
 		if a.inflight != nil && a.inflight.ID == e.ID {
+			a.releaseSlot()
 			a.requeueInflight("rejected by the shim: " + string(e.Reason))
 			a.ready = true
 		}
@@ -222,6 +241,9 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 		a.log.Warn("Turn finished for a message not in flight", "message", e.MessageID)
 		return
 	}
+	// The slot is given back at the turn's end, before the commit of its
+	// edits: git holds no slot.
+	a.releaseSlot()
 	m := *a.inflight
 	p := planTurn(m, e, a.turnFacts(m))
 	if a.cancelling == m.ID {

@@ -304,6 +304,7 @@ func (d *Daemon) status() control.Status {
 		as.State = heldState(as.State, s.inflight != "", quotaHeld[a.def.Name])
 		as.Budget = budgetHoldStatus(d.budgets.holds(a.def.Name, a.def.Role))
 		as.State = budgetHeldState(as.State, s.inflight != "", as.Budget != nil)
+		as.State, as.Slot = slotState(as.State, s.inflight != "", d.slots.Holds(a.def.Name), d.slots.Waiting(a.def.Name))
 		if s.inflight != "" {
 			id := s.inflight
 			as.InFlight = &id

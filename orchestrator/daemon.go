@@ -29,6 +29,7 @@ import (
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
+	"github.com/battyhq/batty/slots"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/usage"
 	"github.com/battyhq/batty/workspaces"
@@ -80,6 +81,9 @@ type Daemon struct {
 	repo   *workspaces.Repo
 	base   string
 	lander *lander // the merge queue; nil without worktree agents
+	// slots caps the turns running at once (limits, a host's
+	// concurrent_turns); nil when the team caps nothing.
+	slots *slots.Pool
 }
 
 // New prepares a daemon for the team in cfg, with its state under layout.
@@ -189,6 +193,7 @@ func (d *Daemon) init() error {
 		d.agents = append(d.agents, a)
 		d.byName[def.Name] = a
 	}
+	d.slots = d.newSlots()
 	d.initHosts()
 	d.initMovedWorkspaces()
 	d.initHealth()

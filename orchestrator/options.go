@@ -14,6 +14,7 @@ import (
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
+	"github.com/battyhq/batty/slots"
 )
 
 // Options tune a Daemon; zero fields take the defaults.
@@ -106,6 +107,13 @@ type Options struct {
 	// Transport reaches the team's hosts (nil: a zero hosts.Transport,
 	// ssh from PATH with the user's ssh config).
 	Transport *hosts.Transport
+	// Memory reads the memory available here, for limits.min_free_memory
+	// (default slots.ProcMemory: MemAvailable of /proc/meminfo); tests
+	// give their own.
+	Memory slots.Memory
+	// MemoryRecheck is how often an agent held by low memory looks again
+	// (default 5s).
+	MemoryRecheck time.Duration
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -142,6 +150,10 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RetryMax, retry.DefaultMax)
 	def(&o.RecordRetryMin, time.Second)
 	def(&o.RecordRetryMax, time.Minute)
+	def(&o.MemoryRecheck, 5*time.Second)
+	if o.Memory == nil {
+		o.Memory = slots.ProcMemory
+	}
 	if o.Rand == nil {
 		o.Rand = rand.Float64
 	}

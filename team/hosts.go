@@ -21,7 +21,7 @@ const maxHostField = 1024
 // maxHostCommand bounds the number of words of a host's command.
 const maxHostCommand = 64
 
-var hostKeys = []string{"name", "ssh", "command", "dir"}
+var hostKeys = []string{"name", "ssh", "command", "dir", "concurrent_turns"}
 
 // Host is one validated entry of the team file's hosts list: a machine
 // that agents of the roles naming it run on, reached over the transport
@@ -44,6 +44,9 @@ type Host struct {
 	// user on the host). Empty means the same path as the project here
 	// (Config.Dir); see ProjectDir.
 	Dir string
+	// ConcurrentTurns caps the turns running at once on the host, between
+	// 1 and 10000; 0 when unset (only the team's limits apply).
+	ConcurrentTurns int
 	// Line is the line of the team file where the host is defined.
 	Line int
 }
@@ -160,6 +163,9 @@ func (p *parser) host(n *yaml.Node) (h Host, nameNode *yaml.Node, ok bool) {
 
 	if e, ok := f["dir"]; ok {
 		h.Dir = p.hostDir(e.val)
+	}
+	if e, ok := f["concurrent_turns"]; ok {
+		h.ConcurrentTurns, _ = p.integer(e.val, "host concurrent_turns", 1, maxConcurrentTurns)
 	}
 	return h, nameNode, len(p.problems) == before
 }

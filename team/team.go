@@ -109,6 +109,9 @@ type Config struct {
 	// Hosts are the other machines agents run on (hosts), in file order;
 	// nil when the file defines none.
 	Hosts []Host
+	// Limits are the team's caps on its turns running at once (limits);
+	// each host's own cap is its Host.ConcurrentTurns.
+	Limits Limits
 	// Roles are the roles in file order; there is at least one.
 	Roles []Role
 	// Schedules are the scheduled prompts in file order (schedules); their

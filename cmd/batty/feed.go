@@ -213,6 +213,10 @@ func feedText(e eventlog.Event) (style, text string) {
 		return feedRed, fmt.Sprintf("⚠ %s%s: cannot record the outcome, it waits and tries again: %s", tag, e.Agent, e.Detail)
 	case eventlog.EvRecordRecovered:
 		return feedGreen, fmt.Sprintf("▶ %s: outcome of message %s recorded (%s); the agent goes on", e.Agent, id, e.Detail)
+	case eventlog.EvMemoryLow:
+		return feedRed, fmt.Sprintf("⚠ %sfree memory is low, no new turn starts here: %s", tag, e.Detail)
+	case eventlog.EvMemoryRecovered:
+		return feedGreen, "▶ free memory is back (" + e.Detail + "); turns start again"
 	case eventlog.EvPaused:
 		return feedYellow, "⏸ dispatch paused: " + e.Detail
 	case eventlog.EvResumed:

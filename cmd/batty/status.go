@@ -41,7 +41,7 @@ and exits.
 {paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
 in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
 context_pct, last_error, shim_pid, restarts, parked, network, workspace,
-account, pending, budget}], queues
+account, pending, budget, slot}], queues
 {role: waiting}, accounts [{account, name, codex_home, agents, paused, reason,
 since, resume_at, probing, failed_probes, held, rate_limits}] (usage-limit
 pauses per account; rate_limits is null, or {windows [{name, used_pct,
@@ -65,7 +65,12 @@ the step ends: "reset", "resume", "cancel <id>". budget is null, or
 {budget, used_tokens, budget_tokens, until} while a reached token budget
 (budgets in team.yaml) holds the agent: an idle one shows the state
 budget_held and takes no new turn until the window rolls over at until,
-or until batty resume lets it go on.`,
+or until batty resume lets it go on.
+slot is left out when the
+team has no limits; under them it is "held" while the agent's turn runs and
+"waiting" while its next turn waits for a slot (limits.concurrent_turns, a
+host's concurrent_turns, limits.min_free_memory): an idle agent is then
+shown as waiting_for_slot.`,
 		Example: `  batty status
   batty status -w
   batty status --json | jq '.agents[] | {name, state}'`,

@@ -57,7 +57,11 @@ import (
 // empty (completes without a final answer), run:PATH (runs the executable PATH, replies "RUN:" and its output, or
 // "RUN_FAILED: " and why), gate:PATH (replies once the file PATH exists), and
 // stamp:FILE (appends the start time in Unix nanoseconds to FILE, then
-// replies like text), sleepms:MS (replies after MS milliseconds). With the
+// replies like text), sleepms:MS (replies after MS milliseconds),
+// running:DIR=MS (a worker that counts the workers running at once: it
+// makes a file in DIR, appends to DIR.counts the number of files DIR then
+// holds and the start and end times, removes its file after MS
+// milliseconds and replies "RAN"; see RunningCounts). With the
 // word "replyjson" anywhere in the prompt, a reply is a JSON object instead:
 // {"reply": <the scenario's reply>, "row": <the body's first line>}. A prompt over 1,048,576 characters is refused the
 // way codex refuses it, whatever the scenario. With $FAKE_CODEX_LOG set, every invocation appends a
@@ -309,6 +313,8 @@ func FakeMain(args []string) int {
 			return 1
 		}
 		return complete("SLOW_DONE", 1000, 10)
+	case "running":
+		return running(arg, waitOrInterrupt, complete, fail)
 	case "sleepms":
 		ms, _ := strconv.Atoi(arg)
 		if waitOrInterrupt(time.Duration(ms) * time.Millisecond) {
@@ -582,4 +588,57 @@ func countRun(state, body string) int {
 	n++
 	os.WriteFile(path, []byte(strconv.Itoa(n)), 0o600)
 	return n
+}
+
+// running is the scenario running:DIR=MS (see FakeMain).
+func running(arg string, waitOrInterrupt func(time.Duration) bool, complete func(string, int64, int64) int, fail func(string) int) int {
+	dir, ms, _ := strings.Cut(arg, "=")
+	wait, _ := strconv.Atoi(ms)
+	start := time.Now()
+	me := filepath.Join(dir, strconv.Itoa(os.Getpid()))
+	if err := os.WriteFile(me, nil, 0o600); err != nil {
+		return fail(err.Error())
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fail(err.Error())
+	}
+	interrupted := waitOrInterrupt(time.Duration(wait) * time.Millisecond)
+	end := time.Now()
+	os.Remove(me)
+	f, err := os.OpenFile(dir+".counts", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fail(err.Error())
+	}
+	fmt.Fprintf(f, "%d %d %d\n", len(ents), start.UnixNano(), end.UnixNano())
+	f.Close()
+	if interrupted {
+		return 1
+	}
+	return complete("RAN", 1000, 10)
+}
+
+// Run is one run of the running scenario as recorded in DIR.counts: how
+// many workers ran when it started (itself included), its start and end.
+type Run struct {
+	Running    int
+	Start, End time.Time
+}
+
+// RunningCounts reads the runs the running:DIR=MS scenario recorded.
+func RunningCounts(dir string) ([]Run, error) {
+	b, err := os.ReadFile(dir + ".counts")
+	if err != nil {
+		return nil, fmt.Errorf("read the runs recorded: %w", err)
+	}
+	var out []Run
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var n int
+		var s, e int64
+		if _, err := fmt.Sscanf(line, "%d %d %d", &n, &s, &e); err != nil {
+			return nil, fmt.Errorf("runs recorded: line %q: %w", line, err)
+		}
+		out = append(out, Run{Running: n, Start: time.Unix(0, s), End: time.Unix(0, e)})
+	}
+	return out, nil
 }

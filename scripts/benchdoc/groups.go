@@ -111,6 +111,16 @@ var groups = map[string]group{
 		},
 		rows: []row{{"IdleTeam100", "the real `batty` binary, 100 agents on a fake codex, sampled once every agent is idle"}},
 	},
+	"slots": {
+		cols: []column{
+			{"most workers at once (cap 4)", []string{"most-running"}},
+			{"turns/s", []string{"turns/s"}},
+			{"of 4 ÷ 0.2 s (target ≥ 85 %)", []string{"of-ideal-%"}},
+			{"most ahead (deliveries)", []string{"max-lead"}},
+			{"last deliveries (rounds)", []string{"last-spread-rounds"}},
+		},
+		rows: []row{{"ConcurrentTurns", "40 agents × 5 messages on a 200 ms fake worker under `limits: {concurrent_turns: 4}`; workers counted by the worker itself, throughput from the first worker's start to the last one's end"}},
+	},
 	"fanout": {
 		cols: []column{{"wall", []string{"wall-s"}}, {"× ideal (target ≤ 1.3×)", []string{"x-ideal"}}},
 		rows: []row{{"Fanout100Rows64", "100 rows at concurrency 64 on a 1 s fake worker; ideal 2 s (two waves)"}},
