@@ -371,7 +371,10 @@ func createUser(t testing.TB) (name, home string, uid, gid int) {
 		err = os.Chown(home, uid, gid)
 	}
 	t.Cleanup(func() {
-		if out, err := exec.Command("userdel", name).CombinedOutput(); err != nil {
+		// -f: a process of the user's killed by the sshd's cleanup may
+		// still be a zombie that its new parent has not reaped yet, and
+		// plain userdel refuses a user "currently used by" it.
+		if out, err := exec.Command("userdel", "-f", name).CombinedOutput(); err != nil {
 			t.Errorf("userdel %s: %v: %s", name, err, out)
 		}
 		os.RemoveAll(home)
