@@ -287,6 +287,7 @@ func TestParseDefaults(t *testing.T) {
 		MaxAttempts:  3,
 		Quota:        Quota{Scope: "account", BackoffMax: 30 * time.Minute, Cooldown: 15 * time.Minute, CooldownMax: 2 * time.Hour, WarnPct: 90},
 		Workspace:    WorkspaceSettings{VerifyTimeout: 30 * time.Minute, SetupTimeout: 10 * time.Minute, Sandbox: WorkspaceSandbox{SetupNetwork: true}},
+		Console:      Console{Listen: DefaultConsoleListen},
 		Path:         filepath.Join(dir, "team.yaml"),
 		Dir:          dir,
 		file:         filepath.Join(dir, "team.yaml"),
