@@ -59,7 +59,7 @@ var securityHeaders = map[string]string{
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 	"X-Frame-Options":        "DENY",
 	"X-Content-Type-Options": "nosniff",
-	"Referrer-Policy":        "no-referrer",
+	"Referrer-Policy":        "same-origin",
 	"Cache-Control":          "no-store",
 }
 

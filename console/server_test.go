@@ -187,7 +187,7 @@ func TestEveryRequestIsAuthenticated(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(body, `href="/agent/eng"`) {
 		t.Fatalf("team page: %s\n%s", resp.Status, body)
 	}
-	for k, v := range map[string]string{"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"} {
+	for k, v := range map[string]string{"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"} {
 		if resp.Header.Get(k) != v {
 			t.Errorf("%s: %q", k, resp.Header.Get(k))
 		}

@@ -41,18 +41,18 @@ type teamView struct {
 // totals are the team's sums.
 type totals struct {
 	Agents, Busy, Backlog, Turns int
-	Input, Output              string
+	Input, Output                string
 }
 
 // agentRow is one agent as the pages show it, every field text.
 type agentRow struct {
 	Name, Role, State, Why, Host, Account string
-	Backlog, Turns                       int
-	InFlight, InFlightFor                string
-	ContextPct                           float64
-	Input, Output                        string
-	Workspace                            string
-	Busy                                 bool
+	Backlog, Turns                        int
+	InFlight, InFlightFor                 string
+	ContextPct                            float64
+	Input, Output                         string
+	Workspace                             string
+	Busy                                  bool
 }
 
 // agentView is the agent page's data.
