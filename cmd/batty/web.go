@@ -31,7 +31,9 @@ it only to the human, never to a process inside an agent.
 
 The address logs one browser in: the token is exchanged for a session
 cookie and dropped from the address bar. Keep it to yourself; it is good
-until the team stops.`,
+until the team stops.
+
+See docs/guide/console.md for the whole story.`,
 		Example: `  batty web
   batty web --no-open    # print the address only, e.g. to open on a phone through an ssh tunnel`,
 		Args: cobra.NoArgs,
