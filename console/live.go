@@ -117,6 +117,11 @@ func writeEvent(w *bytes.Buffer, name, data string) {
 // HTML rendered by the page's own template.
 func (s *Server) statusEvents(w http.ResponseWriter, r *http.Request) {
 	agent := r.URL.Query().Get("agent")
+	if agent != "" {
+		if _, _, ok := s.agentNamed(w, r, agent); !ok {
+			return
+		}
+	}
 	csrf := s.csrfOf(r)
 	ch, cancel := s.hub.subscribe()
 	defer cancel()

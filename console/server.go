@@ -263,7 +263,11 @@ func (s *Server) teamPage(w http.ResponseWriter, r *http.Request) {
 // agentOf returns the status and the agent named by r's path, or answers
 // 404 (an agent not in the team: its name never reaches a path).
 func (s *Server) agentOf(w http.ResponseWriter, r *http.Request) (*control.Status, *control.AgentStatus, bool) {
-	name := r.PathValue("name")
+	return s.agentNamed(w, r, r.PathValue("name"))
+}
+
+// agentNamed is agentOf of the agent name.
+func (s *Server) agentNamed(w http.ResponseWriter, r *http.Request, name string) (*control.Status, *control.AgentStatus, bool) {
 	st, err := s.cfg.Backend.Status(r.Context())
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)

@@ -316,6 +316,9 @@ func TestLiveStatus(t *testing.T) {
 			break
 		}
 	}
+	if resp, _ := get(t, ts, "/events?agent=nobody", c); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the live status of no agent: %s", resp.Status)
+	}
 	agent := openStream(t, ts, "/events?agent=eng", c)
 	if name, data := agent.next(t); name != "status" || !strings.Contains(data, `<dd class="turns">2</dd>`) {
 		t.Fatalf("agent event %s:\n%s", name, data)

@@ -126,21 +126,29 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the message's markup was not shown as text: %d images, title %q\n%s", imgs, title, after)
 	}
 
-	// At a phone's size.
-	var shot []byte
+	// The pages at a laptop's size and at a phone's.
+	shots := map[string][]byte{}
+	var desk, phoneTeam, phoneAgent []byte
 	if err := chromedp.Run(ctx,
+		chromedp.CaptureScreenshot(&desk),
 		chromedp.EmulateViewport(390, 844),
 		chromedp.Navigate(home),
 		chromedp.WaitVisible(`tr.agent`, chromedp.ByQuery),
-		chromedp.CaptureScreenshot(&shot),
+		chromedp.CaptureScreenshot(&phoneTeam),
+		chromedp.Navigate(home+"agent/"+agent),
+		chromedp.WaitVisible(`body.is-live`, chromedp.ByQuery),
+		chromedp.CaptureScreenshot(&phoneAgent),
 	); err != nil {
 		t.Fatal(err)
 	}
+	shots["console-agent-1280x800.png"], shots["console-team-390x844.png"], shots["console-agent-390x844.png"] = desk, phoneTeam, phoneAgent
 	out := t.TempDir()
 	if d := os.Getenv("BATTY_SCREENSHOTS"); d != "" {
 		out = d
 	}
-	if err := os.WriteFile(filepath.Join(out, "console-team-390x844.png"), shot, 0o644); err != nil {
-		t.Fatal(err)
+	for name, png := range shots {
+		if err := os.WriteFile(filepath.Join(out, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
