@@ -86,6 +86,24 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 		t.Fatalf("team page rows: %q", rows)
 	}
 
+	// Pause and resume from the page: the daemon's own requests pass its
+	// judge of who asks.
+	if err := chromedp.Run(ctx,
+		chromedp.Click(`#pause`, chromedp.ByID),
+		chromedp.WaitVisible(`#resume`, chromedp.ByID),
+	); err != nil {
+		t.Fatalf("pause from the page: %v", err)
+	}
+	if st := jsonStatus(t, dir); !st.Dispatch.Paused || st.Dispatch.Reason != "paused from the console" {
+		t.Fatalf("after Pause the dispatch is %+v", st.Dispatch)
+	}
+	if err := chromedp.Run(ctx,
+		chromedp.Click(`#resume`, chromedp.ByID),
+		chromedp.WaitVisible(`#pause`, chromedp.ByID),
+	); err != nil {
+		t.Fatalf("resume from the page: %v", err)
+	}
+
 	const payload = `<img src=x onerror="document.title='pwned'"> scenario:sleepms:1500`
 	var before, after, title string
 	var imgs int
