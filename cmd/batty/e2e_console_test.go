@@ -170,3 +170,25 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleOff: with console: off the daemon serves none, batty start
+// says nothing of one and batty web says why there is none.
+func TestConsoleOff(t *testing.T) {
+	dir := fakeTeam(t, "noweb", 1)
+	f, err := os.OpenFile(filepath.Join(dir, "team.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("console: off\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	t.Cleanup(func() { runBattyIn(t, dir, nil, "", "stop", "--timeout", "5s") })
+	if out := mustBatty(t, dir, "start", "--no-tmux"); strings.Contains(out, "console") {
+		t.Fatalf("batty start speaks of a console that is off:\n%s", out)
+	}
+	out, errOut, code := runBattyIn(t, dir, nil, "", "web", "--no-open")
+	if code != 1 || out != "" || !strings.Contains(errOut, "console: off") {
+		t.Fatalf("batty web with the console off: exit %d, %q, %q", code, out, errOut)
+	}
+}
