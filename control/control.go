@@ -329,7 +329,19 @@ const (
 	// human's: an agent may make neither.
 	OpApprove = "approve"
 	OpReject  = "reject"
+	// OpConsole asks where the console listens and its login token
+	// (Response.Console). The human's: an agent may not ask it.
+	OpConsole = "console"
 )
+
+// ConsoleInfo answers OpConsole: the console's address and its login
+// token, which only the human may learn.
+type ConsoleInfo struct {
+	// URL is the console's address, e.g. http://127.0.0.1:40123/.
+	URL string `json:"url"`
+	// Token logs a browser in: URL + "login?token=" + Token.
+	Token string `json:"token"`
+}
 
 // Response answers a Request.
 type Response struct {
@@ -370,6 +382,9 @@ type Response struct {
 	// Requeued answers approve: why the request was queued again instead
 	// of approved ("" when it was approved).
 	Requeued string `json:"requeued,omitempty"`
+	// Console answers console: where the console listens and its login
+	// token.
+	Console *ConsoleInfo `json:"console,omitempty"`
 }
 
 // Results of cancelling one message (CancelResult.Result).

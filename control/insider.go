@@ -125,6 +125,7 @@ var opWords = map[string]string{
 	OpPrune:   "prune an agent's workspace",
 	OpApprove: "approve a landing",
 	OpReject:  "reject a landing",
+	OpConsole: "log in to the console",
 }
 
 // Refusal is the error refusing request op to the process in, whose

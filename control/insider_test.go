@@ -107,6 +107,8 @@ func TestRefusal(t *testing.T) {
 		{OpPrune, agent, nil, "only the human may prune an agent's workspace"},
 		{OpApprove, agent, nil, "only the human may approve a landing"},
 		{OpReject, agent, nil, "only the human may reject a landing"},
+		{OpConsole, agent, nil, "only the human may log in to the console"},
+		{OpConsole, Insider{}, nil, ""},
 		{OpApprove, Insider{Orphan: 900}, nil, "only the human may approve a landing"},
 		{OpApprove, Insider{}, nil, ""},
 		{"launch", agent, nil, `only the human may make the request "launch"`},

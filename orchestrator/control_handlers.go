@@ -46,6 +46,12 @@ func (d *Daemon) control(req control.Request) control.Response {
 		return control.Response{OK: true, Changed: d.pause(project.PauseManual, reason)}
 	case control.OpApprove, control.OpReject:
 		return d.reviewControl(req)
+	case control.OpConsole:
+		if d.opts.Console == nil {
+			return control.Response{Error: "the team has no console (console: off in the team file)"}
+		}
+		info := *d.opts.Console
+		return control.Response{OK: true, Console: &info}
 	}
 	return control.Response{Error: fmt.Sprintf("unknown operation %q", req.Op)}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
@@ -72,6 +73,10 @@ type Options struct {
 	// OnEvent, if set, sees every event written to the event log, after it
 	// was written (tests and benchmarks wait on it). It must not block.
 	OnEvent func(eventlog.Event)
+	// Console, if set, is where the team's console listens and its login
+	// token, given to the human who asks (control.OpConsole, never to an
+	// agent); nil: the team has no console.
+	Console *control.ConsoleInfo
 	// ScheduleClock is the clock of the schedules (default: the system
 	// clock); tests give a fakeclock.Clock.
 	ScheduleClock schedule.Clock

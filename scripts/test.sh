@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (tmux, git, OpenSSH for the
-# hosts tests when root, every Codex CLI version batty is tested with),
+# hosts tests and chromium for the console's browser test when root, every Codex CLI version batty is tested with),
 # then runs gofmt, go vet, staticcheck (installed with go install when
 # missing, at the pinned version) and the whole suite with the race
 # detector against the pinned Codex CLI, then — for the whole suite only —
@@ -52,6 +52,12 @@ if [ "$(id -u)" = 0 ]; then
   { need_pkg scripts/test.sh openssh-server /usr/sbin/sshd && need_pkg scripts/test.sh openssh-client ssh &&
     need_pkg scripts/test.sh passwd useradd && need_pkg scripts/test.sh procps pgrep; } ||
     echo "scripts/test.sh: the tests of agents on other hosts will skip" >&2
+fi
+
+# The console's browser test (cmd/batty TestE2EConsoleInABrowser) drives
+# Debian's chromium headless; without it the test skips (fails under CI=true).
+if [ "$(id -u)" = 0 ]; then
+  need_pkg scripts/test.sh chromium || echo "scripts/test.sh: the console's browser test will skip" >&2
 fi
 
 for v in $CODEX_TESTED; do

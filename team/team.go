@@ -124,6 +124,9 @@ type Config struct {
 	// sets it), for the cost column of `batty usage`; nil when the file
 	// sets none.
 	Pricing map[string]Price
+	// Console is the web console the daemon serves (console); on by
+	// default, on 127.0.0.1 and a free port.
+	Console Console
 	// Accounts are the team's named Codex homes (the accounts key), in file
 	// order; nil when the file has none.
 	Accounts []Account

@@ -123,12 +123,30 @@ func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *
 	} else {
 		opts.OnEvent = cockpitEvents
 	}
+	// The console is a view too: a port taken leaves the team without it.
+	web, webLn, err := startConsole(cfg, p.Layout, log.Named("console"))
+	if err != nil {
+		log.Error("No console", "error", err)
+	}
+	if web != nil {
+		info := webLn.info
+		opts.Console = &info
+		opts.OnEvent = chainEvents(opts.OnEvent, func(eventlog.Event) { web.Notify() })
+		log.Info("Console listening", "address", webLn.Addr().String())
+	}
 	d, err := orchestrator.New(cfg, p.Layout, opts)
 	if err != nil {
 		if dc != nil {
 			dc.close()
 		}
+		if web != nil {
+			web.Close()
+			webLn.Close()
+		}
 		return fail(err)
+	}
+	if web != nil {
+		defer serveConsole(web, webLn)()
 	}
 	// A background daemon stops on SIGINT as on SIGTERM (turns in flight
 	// may finish until timeouts.shutdown); in the foreground, Ctrl-C
@@ -176,6 +194,9 @@ func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *
 			}
 			if foreground {
 				fmt.Fprintf(os.Stderr, "batty: team %q running in the foreground (pid %d); Ctrl-C stops it\n", cfg.Name, os.Getpid())
+				if web != nil {
+					fmt.Fprintf(os.Stderr, "batty: console at %s (`batty web` logs you in)\n", webLn.info.URL)
+				}
 				warnParked(os.Stderr, p.Layout)
 			}
 		case <-ctx.Done():

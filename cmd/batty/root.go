@@ -42,7 +42,7 @@ var commandGroups = map[string]string{
 	"send": groupMessages, "inbox": groupMessages, "cancel": groupMessages,
 	"merge": groupWork, "diff": groupWork, "workspace": groupWork,
 	"review": groupWork, "approve": groupWork, "reject": groupWork,
-	"status": groupInspect, "logs": groupInspect, "usage": groupInspect,
+	"status": groupInspect, "logs": groupInspect, "usage": groupInspect, "web": groupInspect,
 	"chat": groupAgent, "fanout": groupAgent,
 	"init": groupSetup, "validate": groupSetup, "demo": groupSetup, "doctor": groupSetup,
 	"version": groupSetup, "completion": groupSetup, "help": groupSetup,
@@ -132,6 +132,7 @@ wrong arguments).`,
 	root.AddCommand(newAttachCmd(), newFeedCmd())
 	root.AddCommand(newMergeCmd(), newDiffCmd(), newWorkspaceCmd())
 	root.AddCommand(newReviewCmd(), newApproveCmd(), newRejectCmd())
+	root.AddCommand(newWebCmd())
 	root.SetHelpCommand(newHelpCmd())
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()

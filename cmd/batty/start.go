@@ -187,6 +187,7 @@ func startBackground(out io.Writer, p project.Project, cfg *team.Config, withCoc
 	case s := <-line:
 		if s == "ok" {
 			fmt.Fprintf(out, "batty: team %q running (pid %d, %d agents); logs in %s\n", cfg.Name, cmd.Process.Pid, len(cfg.Agents()), p.Layout.Dir)
+			sayConsole(out, p.Layout)
 			return nil
 		}
 		if s == "" {

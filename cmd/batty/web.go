@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/battyhq/batty/console"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/team"
+)
+
+// newWebCmd returns `batty web`: the console's address with a login token.
+func newWebCmd() *cobra.Command {
+	var teamFile string
+	var noOpen bool
+	cmd := &cobra.Command{
+		Use:   "web [--no-open]",
+		Short: "Open the team's web console in a browser",
+		Long: `web prints the address of the team's web console with a login token and
+opens it in a browser when there is one (xdg-open, with a display). The
+console is served by the daemon (team.yaml's console key: on by default, on
+127.0.0.1 and a free port); the token is asked of the daemon, which tells
+it only to the human, never to a process inside an agent.
+
+The address logs one browser in: the token is exchanged for a session
+cookie and dropped from the address bar. Keep it to yourself; it is good
+until the team stops.
+
+See docs/guide/console.md for the whole story.`,
+		Example: `  batty web
+  batty web --no-open    # print the address only, e.g. to open on a phone through an ssh tunnel`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := resolveProject(teamFile)
+			if err != nil {
+				return err
+			}
+			resp, err := control.Call(p.Layout, control.Request{Op: control.OpConsole}, 10*time.Second)
+			if err != nil {
+				return fmt.Errorf("the console: %w", err)
+			}
+			login := loginURL(*resp.Console)
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "batty: console: %s\n", login)
+			if !noOpen {
+				openBrowser(out, cmd.ErrOrStderr(), login)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&noOpen, "no-open", false, "print the address, open no browser")
+	addTeamFlags(cmd, &teamFile, true)
+	return cmd
+}
+
+// sayConsole tells out where the console of the running team is, without
+// its token; nothing when the team has none.
+func sayConsole(out io.Writer, l project.Layout) {
+	resp, err := control.Call(l, control.Request{Op: control.OpConsole}, 10*time.Second)
+	if err != nil || resp.Console == nil {
+		return
+	}
+	fmt.Fprintf(out, "batty: console at %s (`batty web` logs you in)\n", resp.Console.URL)
+}
+
+// loginURL is the address that logs a browser in to the console of info.
+func loginURL(info control.ConsoleInfo) string {
+	return info.URL + "login?token=" + info.Token
+}
+
+// openBrowser opens url with xdg-open when there is a display and
+// xdg-open; it says what it did on out, and why not on errOut.
+func openBrowser(out, errOut io.Writer, url string) {
+	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+		fmt.Fprintln(errOut, "batty: no display: open the address in a browser yourself")
+		return
+	}
+	bin, err := exec.LookPath("xdg-open")
+	if err != nil {
+		fmt.Fprintln(errOut, "batty: no xdg-open: open the address in a browser yourself")
+		return
+	}
+	c := exec.Command(bin, url)
+	if err := c.Start(); err != nil {
+		fmt.Fprintf(errOut, "batty: xdg-open: %v: open the address in a browser yourself\n", err)
+		return
+	}
+	go c.Wait()
+	fmt.Fprintln(out, "batty: opened in your browser")
+}
+
+// startConsole listens for the console of cfg (unless console: off) and
+// returns its server, the listener and what the daemon tells the human;
+// nil, nil, nil when the team has none. Failing to listen is an error
+// the caller logs: the team runs all the same.
+func startConsole(cfg *team.Config, l project.Layout, log hclog.Logger) (*console.Server, *consoleListener, error) {
+	if cfg.Console.Off {
+		return nil, nil, nil
+	}
+	addr := cfg.Console.Listen
+	if addr == "" {
+		addr = team.DefaultConsoleListen
+	}
+	ln, err := listenConsole(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	token, err := console.NewToken()
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	bound := ln.Addr().String()
+	srv, err := console.New(console.Config{Addr: bound, Token: token, Log: log,
+		Backend: console.DaemonBackend{Layout: l, BacklogLimit: cfg.BacklogLimit}})
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	return srv, &consoleListener{Listener: ln, info: control.ConsoleInfo{URL: "http://" + bound + "/", Token: token}}, nil
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/battyhq/batty/console"
+	"github.com/battyhq/batty/control"
+)
+
+// consoleListener is the console's socket and what `batty web` is told.
+type consoleListener struct {
+	net.Listener
+	info control.ConsoleInfo
+}
+
+// listenConsole listens on addr (TCP).
+func listenConsole(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("console: listen on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// serveConsole serves srv on ln until the returned stop is called; stop
+// ends the live streams and waits for the requests being served.
+func serveConsole(srv *console.Server, ln net.Listener) (stop func()) {
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	done := make(chan struct{})
+	go func() { defer close(done); hs.Serve(ln) }()
+	return func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if hs.Shutdown(ctx) != nil {
+			hs.Close()
+		}
+		<-done
+	}
+}

@@ -1,0 +1,233 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/logtail"
+	"github.com/battyhq/batty/ptylog"
+)
+
+// hub gets the status once for every open page when the team changes
+// (notify) or every refresh, and hands each page's stream the latest.
+type hub struct {
+	backend Backend
+	refresh time.Duration
+	log     hclog.Logger
+	kick    chan struct{}
+
+	mu   sync.Mutex
+	subs map[chan *control.Status]struct{}
+}
+
+func newHub(b Backend, refresh time.Duration, log hclog.Logger) *hub {
+	return &hub{backend: b, refresh: refresh, log: log, kick: make(chan struct{}, 1), subs: map[chan *control.Status]struct{}{}}
+}
+
+// notify asks for a fresh status; it never blocks (kicks coalesce).
+func (h *hub) notify() {
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// subscribe returns a stream of statuses (the latest only, never
+// blocking the hub) and asks for a fresh one; cancel ends it.
+func (h *hub) subscribe() (<-chan *control.Status, func()) {
+	ch := make(chan *control.Status, 1)
+	h.mu.Lock()
+	h.subs[ch] = struct{}{}
+	h.mu.Unlock()
+	h.notify()
+	return ch, func() {
+		h.mu.Lock()
+		delete(h.subs, ch)
+		h.mu.Unlock()
+	}
+}
+
+// run serves the subscribers until ctx ends. With none, it asks nothing.
+func (h *hub) run(ctx context.Context) {
+	t := time.NewTicker(h.refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.kick:
+		case <-t.C:
+		}
+		h.mu.Lock()
+		n := len(h.subs)
+		h.mu.Unlock()
+		if n == 0 {
+			continue
+		}
+		st, err := h.backend.Status(ctx)
+		if err != nil {
+			h.log.Debug("Console cannot get the status", "error", err)
+			continue
+		}
+		h.mu.Lock()
+		for ch := range h.subs {
+			select {
+			case <-ch:
+			default:
+			}
+			ch <- st
+		}
+		h.mu.Unlock()
+	}
+}
+
+// stream starts a server-sent events answer; flush sends what was
+// written.
+func stream(w http.ResponseWriter) (flush func() error) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	return rc.Flush
+}
+
+// writeEvent writes one server-sent event named name whose data is data,
+// a data line for each of its lines.
+func writeEvent(w *bytes.Buffer, name, data string) {
+	fmt.Fprintf(w, "event: %s\n", name)
+	for _, line := range strings.Split(data, "\n") {
+		w.WriteString("data: ")
+		w.WriteString(strings.TrimRight(line, "\r"))
+		w.WriteByte('\n')
+	}
+	w.WriteByte('\n')
+}
+
+// statusEvents streams the live part of the team page (or, with
+// ?agent=NAME, of that agent's page) as "status" events, each the part's
+// HTML rendered by the page's own template.
+func (s *Server) statusEvents(w http.ResponseWriter, r *http.Request) {
+	agent := r.URL.Query().Get("agent")
+	if agent != "" {
+		if _, _, ok := s.agentNamed(w, r, agent); !ok {
+			return
+		}
+	}
+	csrf := s.csrfOf(r)
+	ch, cancel := s.hub.subscribe()
+	defer cancel()
+	flush := stream(w)
+	ctx := r.Context()
+	var b bytes.Buffer
+	b.WriteString("retry: 2000\n\n")
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.ctx.Done():
+			return
+		case st := <-ch:
+			var html bytes.Buffer
+			var err error
+			if agent == "" {
+				err = s.pages["team"].ExecuteTemplate(&html, "live", newTeamView(st, nil, csrf))
+			} else {
+				err = s.agentLive(&html, st, agent)
+			}
+			if err != nil {
+				s.cfg.Log.Warn("Console cannot render", "error", err)
+				return
+			}
+			writeEvent(&b, "status", html.String())
+		}
+		if _, err := w.Write(b.Bytes()); err != nil {
+			return
+		}
+		if err := flush(); err != nil {
+			return
+		}
+		b.Reset()
+	}
+}
+
+// agentLive renders the live part of agent's page from st.
+func (s *Server) agentLive(w *bytes.Buffer, st *control.Status, agent string) error {
+	for _, a := range st.Agents {
+		if a.Name == agent {
+			return s.pages["agent"].ExecuteTemplate(w, "live", agentView{Team: st.Team, Agent: newAgentRow(a)})
+		}
+	}
+	return fmt.Errorf("no agent %q in the status", agent)
+}
+
+// transcriptEvents streams an agent's transcript: a "reset" event, its
+// last lines, then each line as it is written, one "line" event each,
+// cleaned as the panes show them.
+func (s *Server) transcriptEvents(w http.ResponseWriter, r *http.Request) {
+	_, a, ok := s.agentOf(w, r)
+	if !ok {
+		return
+	}
+	flush := stream(w)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	lines := &lineEvents{w: w, flush: flush, cancel: cancel}
+	var b bytes.Buffer
+	b.WriteString("retry: 2000\n\n")
+	writeEvent(&b, "reset", "")
+	if _, err := w.Write(b.Bytes()); err != nil || flush() != nil {
+		return
+	}
+	clean := ptylog.NewCleanWriter(lines, false)
+	t := &logtail.Tail{Path: s.cfg.Backend.Transcript(a.Name), Label: "transcript of " + a.Name, Out: clean}
+	if err := t.Follow(ctx, transcriptLines, s.cfg.Rescan); err != nil && ctx.Err() == nil {
+		s.cfg.Log.Warn("Console cannot follow a transcript", "agent", a.Name, "error", err)
+	}
+}
+
+// lineEvents writes each whole line written to it as a "line" event and
+// flushes it; a failed write (the browser went away) cancels the stream.
+type lineEvents struct {
+	w      http.ResponseWriter
+	flush  func() error
+	cancel func()
+	part   []byte
+	buf    bytes.Buffer
+}
+
+// Write implements io.Writer. It reports p written whole: a browser gone
+// ends the stream through cancel, not through the tail's error.
+func (l *lineEvents) Write(p []byte) (int, error) {
+	l.part = append(l.part, p...)
+	l.buf.Reset()
+	for {
+		i := bytes.IndexByte(l.part, '\n')
+		if i < 0 {
+			break
+		}
+		writeEvent(&l.buf, "line", string(l.part[:i]))
+		l.part = l.part[i+1:]
+	}
+	if l.buf.Len() == 0 {
+		return len(p), nil
+	}
+	if _, err := l.w.Write(l.buf.Bytes()); err != nil {
+		l.cancel()
+		return len(p), nil
+	}
+	if err := l.flush(); err != nil {
+		l.cancel()
+	}
+	return len(p), nil
+}

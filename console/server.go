@@ -1,0 +1,346 @@
+// Package console is batty's web console: the team and its agents in a
+// browser, on a phone too, served by the daemon (team.yaml's console key;
+// `batty web` logs a browser in). It is net/http, html/template and a few
+// embedded files: nothing is loaded from elsewhere, and every page works,
+// read-only, with scripts off; a small script of its own follows the team
+// live over server-sent events.
+//
+// Every request is authenticated (see Decide): the login token, which
+// only the human can learn (control.OpConsole), is exchanged once for an
+// HttpOnly, SameSite=Strict session cookie and dropped from the address
+// bar; a request that changes anything must also come from the console's
+// own origin and carry the session's CSRF token; a Host header that is not
+// the console's address is refused (DNS rebinding). Everything an agent or
+// a model wrote is text: cleaned by safetext as the panes show it and
+// escaped by html/template, under a Content-Security-Policy that allows no
+// inline script.
+package console
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/logtail"
+	"github.com/battyhq/batty/ptylog"
+)
+
+//go:embed web
+var webFiles embed.FS
+
+// Limits of the console.
+const (
+	// maxSessions bounds the live sessions; the oldest goes first.
+	maxSessions = 32
+	// maxForm bounds a form's body (a message to an agent).
+	maxForm = 256 << 10
+	// transcriptLines is how many of a transcript's last lines a page shows.
+	transcriptLines = 200
+	// sessionAge is how long a session cookie is kept by the browser (the
+	// session itself ends with the daemon).
+	sessionAge = 7 * 24 * time.Hour
+)
+
+// securityHeaders go on every answer.
+var securityHeaders = map[string]string{
+	"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+	"X-Frame-Options":        "DENY",
+	"X-Content-Type-Options": "nosniff",
+	"Referrer-Policy":        "same-origin",
+	"Cache-Control":          "no-store",
+}
+
+// Config configures a Server.
+type Config struct {
+	// Addr is the address the console is bound to (host:port, as the
+	// listener reports it): the Host headers it answers to follow from it.
+	Addr string
+	// Token is the login token (NewToken).
+	Token string
+	// Backend is the team the console shows.
+	Backend Backend
+	// Log receives the console's errors (default: discarded).
+	Log hclog.Logger
+	// Refresh is how often open pages get the status again with no event
+	// (default 5 s): the ages of turns in flight move on.
+	Refresh time.Duration
+	// Rescan is the transcripts' safety-net rescan (logtail.DefaultRescan).
+	Rescan time.Duration
+}
+
+// Server is the console: an http.Handler. Notify tells it the team
+// changed; Close ends its live streams.
+type Server struct {
+	cfg    Config
+	hosts  []string
+	cookie string
+	pages  map[string]*template.Template
+	static http.Handler
+	mux    *http.ServeMux
+	hub    *hub
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	sessions map[string]string // session id → its CSRF token
+	order    []string          // session ids, oldest first
+}
+
+// New returns the console of cfg, its live updates running until Close.
+func New(cfg Config) (*Server, error) {
+	if cfg.Token == "" || cfg.Backend == nil {
+		return nil, errors.New("console: a token and a backend are required")
+	}
+	hosts, err := AllowedHosts(cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	_, port, _ := net.SplitHostPort(cfg.Addr)
+	if cfg.Log == nil {
+		cfg.Log = hclog.NewNullLogger()
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = 5 * time.Second
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	static, err := fs.Sub(webFiles, "web/static")
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, hosts: hosts, cookie: "batty_console_" + port, pages: pages,
+		static: http.StripPrefix("/static/", http.FileServerFS(static)), ctx: ctx, cancel: cancel,
+		sessions: map[string]string{}, hub: newHub(cfg.Backend, cfg.Refresh, cfg.Log)}
+	s.routes()
+	go s.hub.run(ctx)
+	return s, nil
+}
+
+// Notify tells the console the team changed (an event of the daemon): the
+// open pages get the status again. It never blocks.
+func (s *Server) Notify() { s.hub.notify() }
+
+// Close ends the live streams and the live updates; requests still being
+// served end soon after.
+func (s *Server) Close() { s.cancel() }
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", s.teamPage)
+	m.HandleFunc("GET /agent/{name}", s.agentPage)
+	m.HandleFunc("GET /events", s.statusEvents)
+	m.HandleFunc("GET /agent/{name}/transcript", s.transcriptEvents)
+	m.HandleFunc("POST /pause", s.pause)
+	m.HandleFunc("POST /resume", s.resume)
+	m.HandleFunc("POST /agent/{name}/send", s.send)
+	m.Handle("GET /static/", s.static)
+	s.mux = m
+}
+
+// ServeHTTP implements http.Handler: every request is judged by Decide
+// first.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	for k, v := range securityHeaders {
+		h.Set(k, v)
+	}
+	f := Facts{Method: r.Method, Login: r.URL.Path == "/login", Host: r.Host,
+		Origin: r.Header.Get("Origin"), FetchSite: r.Header.Get("Sec-Fetch-Site")}
+	if f.Login {
+		q := r.URL.Query()
+		f.TokenGiven = q.Has("token")
+		f.TokenOK = same(q.Get("token"), s.cfg.Token)
+	}
+	csrf, ok := s.session(r)
+	f.Session = ok
+	if ok && r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		f.CSRFOK = same(r.PostFormValue("csrf"), csrf)
+	}
+	d := Decide(f, s.hosts)
+	switch d.Verdict {
+	case LogIn:
+		s.logIn(w, r)
+	case Refuse:
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(d.Status)
+		fmt.Fprintln(w, d.Reason)
+	default:
+		s.mux.ServeHTTP(w, r)
+	}
+}
+
+// session returns the CSRF token of the request's session, if its cookie
+// names a live one.
+func (s *Server) session(r *http.Request) (string, bool) {
+	c, err := r.Cookie(s.cookie)
+	if err != nil || c.Value == "" {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, csrf := range s.sessions {
+		if same(c.Value, id) {
+			return csrf, true
+		}
+	}
+	return "", false
+}
+
+// csrfOf returns the CSRF token of r's session ("" when none).
+func (s *Server) csrfOf(r *http.Request) string {
+	csrf, _ := s.session(r)
+	return csrf
+}
+
+// logIn starts a session, sets its cookie and sends the browser to the
+// team page: the token leaves the address bar.
+func (s *Server) logIn(w http.ResponseWriter, r *http.Request) {
+	id, err := NewToken()
+	if err == nil {
+		var csrf string
+		if csrf, err = NewToken(); err == nil {
+			s.mu.Lock()
+			s.sessions[id] = csrf
+			s.order = append(s.order, id)
+			for len(s.order) > maxSessions {
+				delete(s.sessions, s.order[0])
+				s.order = s.order[1:]
+			}
+			s.mu.Unlock()
+		}
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: id, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionAge / time.Second)})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// fail answers status with err's text, escaped.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
+	s.cfg.Log.Warn("Console request failed", "path", r.URL.Path, "error", err)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	fmt.Fprintln(w, err.Error())
+}
+
+// render writes page with data.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, page string, data any) {
+	var b bytes.Buffer
+	if err := s.pages[page].ExecuteTemplate(&b, "page", data); err != nil {
+		s.fail(w, r, http.StatusInternalServerError, fmt.Errorf("render %s: %w", page, err))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(b.Bytes())
+}
+
+func (s *Server) teamPage(w http.ResponseWriter, r *http.Request) {
+	st, err := s.cfg.Backend.Status(r.Context())
+	s.render(w, r, "team", newTeamView(st, err, s.csrfOf(r)))
+}
+
+// agentOf returns the status and the agent named by r's path, or answers
+// 404 (an agent not in the team: its name never reaches a path).
+func (s *Server) agentOf(w http.ResponseWriter, r *http.Request) (*control.Status, *control.AgentStatus, bool) {
+	return s.agentNamed(w, r, r.PathValue("name"))
+}
+
+// agentNamed is agentOf of the agent name.
+func (s *Server) agentNamed(w http.ResponseWriter, r *http.Request, name string) (*control.Status, *control.AgentStatus, bool) {
+	st, err := s.cfg.Backend.Status(r.Context())
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return nil, nil, false
+	}
+	for i := range st.Agents {
+		if st.Agents[i].Name == name {
+			return st, &st.Agents[i], true
+		}
+	}
+	http.Error(w, "no such agent", http.StatusNotFound)
+	return nil, nil, false
+}
+
+func (s *Server) agentPage(w http.ResponseWriter, r *http.Request) {
+	st, a, ok := s.agentOf(w, r)
+	if !ok {
+		return
+	}
+	v := agentView{Team: st.Team, Agent: newAgentRow(*a), CSRF: s.csrfOf(r), Sent: r.URL.Query().Get("sent")}
+	v.Transcript, v.NoTranscript = s.lastLines(a.Name)
+	s.render(w, r, "agent", v)
+}
+
+// lastLines returns the last lines of agent's transcript, cleaned as the
+// panes show them, and whether there is none yet.
+func (s *Server) lastLines(agent string) (string, bool) {
+	var b bytes.Buffer
+	clean := ptylog.NewCleanWriter(&b, false)
+	t := &logtail.Tail{Path: s.cfg.Backend.Transcript(agent), Label: "transcript of " + agent, Out: clean}
+	err := t.PrintLast(transcriptLines)
+	clean.Flush()
+	if errors.Is(err, logtail.ErrNoFile) {
+		return "", true
+	}
+	if err != nil {
+		s.cfg.Log.Warn("Console cannot read a transcript", "agent", agent, "error", err)
+	}
+	return b.String(), false
+}
+
+func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
+	if err := s.cfg.Backend.Pause(r.Context()); err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	s.Notify()
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
+	if err := s.cfg.Backend.Resume(r.Context()); err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	s.Notify()
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Server) send(w http.ResponseWriter, r *http.Request) {
+	_, a, ok := s.agentOf(w, r)
+	if !ok {
+		return
+	}
+	body := r.PostFormValue("body")
+	if strings.TrimSpace(body) == "" {
+		http.Error(w, "an empty message: write something to send", http.StatusBadRequest)
+		return
+	}
+	id, err := s.cfg.Backend.Send(r.Context(), a.Name, body)
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, err)
+		return
+	}
+	http.Redirect(w, r, "/agent/"+a.Name+"?sent="+id, http.StatusSeeOther)
+}

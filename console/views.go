@@ -1,0 +1,163 @@
+package console
+
+import (
+	"fmt"
+	"html/template"
+	"strconv"
+	"time"
+
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/safetext"
+)
+
+// parsePages parses each page with the layout; every page defines
+// "content", the layout "page".
+func parsePages() (map[string]*template.Template, error) {
+	funcs := template.FuncMap{"pct": pct}
+	pages := map[string]*template.Template{}
+	for _, p := range []string{"team", "agent"} {
+		t, err := template.New(p).Funcs(funcs).ParseFS(webFiles, "web/layout.html", "web/"+p+".html")
+		if err != nil {
+			return nil, fmt.Errorf("console: parse %s: %w", p, err)
+		}
+		pages[p] = t
+	}
+	return pages, nil
+}
+
+// teamView is the team page's data (and its live part's).
+type teamView struct {
+	Team     string
+	Err      string
+	CSRF     string
+	Paused   bool
+	Reason   string
+	Agents   []agentRow
+	Totals   totals
+	Landings int
+}
+
+// totals are the team's sums.
+type totals struct {
+	Agents, Busy, Backlog, Turns int
+	Input, Output                string
+}
+
+// agentRow is one agent as the pages show it, every field text.
+type agentRow struct {
+	Name, Role, State, Why, Host, Account string
+	Backlog, Turns                        int
+	InFlight, InFlightFor                 string
+	ContextPct                            float64
+	Input, Output                         string
+	Workspace                             string
+	Busy                                  bool
+}
+
+// agentView is the agent page's data.
+type agentView struct {
+	Team         string
+	Agent        agentRow
+	CSRF         string
+	Sent         string
+	Transcript   string
+	NoTranscript bool
+}
+
+// newTeamView makes the team page's data of st (err when it could not be
+// had). It is a pure function.
+func newTeamView(st *control.Status, err error, csrf string) teamView {
+	v := teamView{CSRF: csrf}
+	if err != nil {
+		v.Err = err.Error()
+		return v
+	}
+	v.Team, v.Paused, v.Reason = st.Team, st.Dispatch.Paused, st.Dispatch.Reason
+	var in, out int64
+	for _, a := range st.Agents {
+		row := newAgentRow(a)
+		v.Agents = append(v.Agents, row)
+		v.Totals.Agents++
+		if row.Busy {
+			v.Totals.Busy++
+		}
+		v.Totals.Backlog += a.Backlog
+		v.Totals.Turns += a.TurnsCompleted
+		in += a.InputTokens
+		out += a.OutputTokens
+	}
+	for _, n := range st.Queues {
+		v.Totals.Backlog += n
+	}
+	v.Totals.Input, v.Totals.Output = tokens(in), tokens(out)
+	for _, l := range st.Landings {
+		if l.State != "landed" && l.State != "failed" && l.State != "nothing" {
+			v.Landings++
+		}
+	}
+	return v
+}
+
+// maxWhy bounds the reason shown for an agent's state.
+const maxWhy = 400
+
+// newAgentRow makes a's row. It is a pure function.
+func newAgentRow(a control.AgentStatus) agentRow {
+	r := agentRow{Name: a.Name, Role: a.Role, State: a.State, Why: a.LastError, Host: a.Host, Account: a.Account,
+		Backlog: a.Backlog, Turns: a.TurnsCompleted, ContextPct: a.ContextPct,
+		Input: tokens(a.InputTokens), Output: tokens(a.OutputTokens)}
+	if r.Host == "" {
+		r.Host = "local"
+	}
+	switch {
+	case a.Parked != nil:
+		r.Why = a.Parked.Detail + " — " + a.Parked.Fix
+	case a.Network != nil:
+		r.Why = a.Network.Message
+	}
+	// The reason may quote codex or a model: one clean line.
+	r.Why = safetext.Line(r.Why, maxWhy)
+	if a.InFlight != nil {
+		r.Busy = true
+		r.InFlight = inbox.ShortID(*a.InFlight)
+		r.InFlightFor = age(time.Duration(a.InFlightAgeS) * time.Second)
+	}
+	if ws := a.Workspace; ws != nil {
+		r.Workspace = ws.Branch
+		if ws.Ahead > 0 {
+			r.Workspace += fmt.Sprintf(" +%d", ws.Ahead)
+		}
+		if ws.Dirty > 0 {
+			r.Workspace += fmt.Sprintf(" ~%d", ws.Dirty)
+		}
+	}
+	return r
+}
+
+// tokens shows a count of tokens: 950, 12.3k, 4.5M. It is a pure function.
+func tokens(n int64) string {
+	switch {
+	case n < 1000:
+		return strconv.FormatInt(n, 10)
+	case n < 1_000_000:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + "k"
+	}
+	return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + "M"
+}
+
+// age shows a duration to the second, its largest two units: 42s, 3m05s,
+// 2h07m. It is a pure function.
+func age(d time.Duration) string {
+	s := int64(d / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	}
+	return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+}
+
+// pct shows a percentage without decimals.
+func pct(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) + "%" }
