@@ -33,14 +33,7 @@ func TestE2EDemoCtrlCInTheCockpit(t *testing.T) {
 	// Only the demo is marked, not the terminal.
 	shell := fmt.Sprintf("env -u TMUX TMPDIR=%s %s=%s %s demo --pace 500ms --timeout 2m --codex-bin %s; echo DEMO-EXIT=$?; exec sleep 600",
 		tmp, codextest.MarkEnv, mark, exe, codexBin)
-	if _, err := outer.Run.Run(ctx, "new-session", "-d", "-s", "term", "-x", "120", "-y", "40", "-c", t.TempDir(), "sh", "-c", shell,
-		";", "set-option", "-g", "status", "off", ";", "set-option", "-g", "history-limit", "5000"); err != nil {
-		t.Fatal(err)
-	}
-	screen := func() string {
-		out, _ := outer.Run.Run(ctx, "capture-pane", "-p", "-J", "-S", "-5000", "-t", "=term:")
-		return out
-	}
+	screen := terminalRunning(ctx, t, outer, shell)
 	// The demo's cockpit has a client: the terminal.
 	pollTmux(t, "the demo's cockpit on the terminal", func() string {
 		dirs := demoDirs(t, tmp)
@@ -90,14 +83,7 @@ func TestE2EDemoInsideTmux(t *testing.T) {
 	// The pane's shell keeps the $TMUX its tmux gives it.
 	shell := fmt.Sprintf(`test -n "$TMUX" || echo NO-TMUX; TMPDIR=%s %s=%s %s demo --pace 500ms --timeout 2m --codex-bin %s; echo DEMO-EXIT=$?; exec sleep 600`,
 		tmp, codextest.MarkEnv, mark, exe, codexBin)
-	if _, err := outer.Run.Run(ctx, "new-session", "-d", "-s", "term", "-x", "120", "-y", "40", "-c", t.TempDir(), "sh", "-c", shell,
-		";", "set-option", "-g", "status", "off", ";", "set-option", "-g", "history-limit", "5000"); err != nil {
-		t.Fatal(err)
-	}
-	screen := func() string {
-		out, _ := outer.Run.Run(ctx, "capture-pane", "-p", "-J", "-S", "-5000", "-t", "=term:")
-		return out
-	}
+	screen := terminalRunning(ctx, t, outer, shell)
 	// The demo's cockpit has a client in the pane, on the nested session.
 	pollTmux(t, "the demo's nested cockpit in the pane", func() string {
 		dirs := demoDirs(t, tmp)
@@ -126,5 +112,20 @@ func TestE2EDemoInsideTmux(t *testing.T) {
 	codextest.AssertNoMarked(t, mark)
 	if dirs := demoDirs(t, tmp); len(dirs) != 0 {
 		t.Errorf("the demo project was left behind: %q", dirs)
+	}
+}
+
+// terminalRunning starts, on the outer tmux server, a terminal of 120×40
+// (session "term", no status line) running shell, and returns what its
+// screen shows (with its scroll-back) at each call.
+func terminalRunning(ctx context.Context, t *testing.T, outer cockpit.Server, shell string) func() string {
+	t.Helper()
+	if _, err := outer.Run.Run(ctx, "new-session", "-d", "-s", "term", "-x", "120", "-y", "40", "-c", t.TempDir(), "sh", "-c", shell,
+		";", "set-option", "-g", "status", "off", ";", "set-option", "-g", "history-limit", "5000"); err != nil {
+		t.Fatal(err)
+	}
+	return func() string {
+		out, _ := outer.Run.Run(ctx, "capture-pane", "-p", "-J", "-S", "-5000", "-t", "=term:")
+		return out
 	}
 }
