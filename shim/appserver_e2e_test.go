@@ -151,12 +151,11 @@ func TestE2EAppServerUnusableFallsBackToExec(t *testing.T) {
 // with the thread resumed: no fall back to exec.
 func TestE2EAppServerCrashIsRestartedNotFallenBack(t *testing.T) {
 	h, srv := startRealShim(t, func(c *Config) { c.Runtime = RuntimeAppServer })
-	h.send("1", "one [[mock:reply ONE]]")
-	ev, tf := turnEvents(h, "1")
-	pid := eventOf(t, ev, kStarted).(protocol.TurnStarted).PID
-	if tf.Status != protocol.TurnCompleted || pid <= 0 {
-		t.Fatalf("first turn = %+v", tf)
-	}
+	pid := firstTurn(t, h)
+	var (
+		ev []protocol.Message
+		tf protocol.TurnFinished
+	)
 	h.send("2", "two [[mock:slow 60]]")
 	if err := srv.WaitRequests(ctxFor(t), 2); err != nil {
 		t.Fatal(err)
@@ -233,12 +232,11 @@ func TestE2EAppServerIdleStop(t *testing.T) {
 // another server that resumes the thread, and completes.
 func TestE2EAppServerKilledWhileIdleIsNoticedAtOnce(t *testing.T) {
 	h, srv := startRealShim(t, func(c *Config) { c.Runtime = RuntimeAppServer })
-	h.send("1", "one [[mock:reply ONE]]")
-	ev, tf := turnEvents(h, "1")
-	pid := eventOf(t, ev, kStarted).(protocol.TurnStarted).PID
-	if tf.Status != protocol.TurnCompleted || pid <= 0 {
-		t.Fatalf("first turn = %+v", tf)
-	}
+	pid := firstTurn(t, h)
+	var (
+		ev []protocol.Message
+		tf protocol.TurnFinished
+	)
 	h.expect(kStats, kState)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -265,12 +263,8 @@ func TestE2EAppServerKilledWhileIdleIsNoticedAtOnce(t *testing.T) {
 // never as a final failure.
 func TestE2EAppServerKilledThenMessagedAtOnce(t *testing.T) {
 	h, _ := startRealShim(t, func(c *Config) { c.Runtime = RuntimeAppServer })
-	h.send("1", "one [[mock:reply ONE]]")
-	ev, tf := turnEvents(h, "1")
-	pid := eventOf(t, ev, kStarted).(protocol.TurnStarted).PID
-	if tf.Status != protocol.TurnCompleted || pid <= 0 {
-		t.Fatalf("first turn = %+v", tf)
-	}
+	pid := firstTurn(t, h)
+	var tf protocol.TurnFinished
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -286,4 +280,17 @@ func TestE2EAppServerKilledThenMessagedAtOnce(t *testing.T) {
 	if _, tf = turnEvents(h, "3"); tf.Status != protocol.TurnCompleted || tf.Reply != "THREE" {
 		t.Fatalf("the next turn = %+v", tf)
 	}
+}
+
+// firstTurn runs message "1" on the shim of h, which must complete, and
+// returns the pid of the codex process (the app-server) that ran it.
+func firstTurn(t *testing.T, h *harness) int {
+	t.Helper()
+	h.send("1", "one [[mock:reply ONE]]")
+	ev, tf := turnEvents(h, "1")
+	pid := eventOf(t, ev, kStarted).(protocol.TurnStarted).PID
+	if tf.Status != protocol.TurnCompleted || pid <= 0 {
+		t.Fatalf("first turn = %+v", tf)
+	}
+	return pid
 }
