@@ -231,7 +231,7 @@ func CheckStateDir(stateDir string, workspaces []string) error {
 }
 
 // legacyNames are what an earlier batty kept in the project's .batty.
-var legacyNames = []string{"inboxes", "state", "logs", "events.jsonl", "daemon.log"}
+var legacyNames = []string{"inboxes", "state", "logs", "events.jsonl", "daemon.log", "daemon.sock"}
 
 // LegacyState lists what an earlier batty left of a team's state in the
 // project's .batty directory (inboxes, state, logs, the event log), where

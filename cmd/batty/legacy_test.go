@@ -32,4 +32,16 @@ func TestWarnLegacyState(t *testing.T) {
 			t.Errorf("warning lacks %q:\n%s", want, b.String())
 		}
 	}
+	if strings.Contains(b.String(), "may still run") {
+		t.Errorf("an earlier daemon named without its socket:\n%s", b.String())
+	}
+	// An earlier daemon's socket: stop that one first.
+	if err := os.WriteFile(filepath.Join(dir, ".batty", "daemon.sock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	warnLegacyState(&b, l)
+	if !strings.Contains(b.String(), "an earlier batty's daemon may still run this team") {
+		t.Errorf("no word of the earlier daemon:\n%s", b.String())
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -69,6 +70,10 @@ func warnLegacyState(w io.Writer, l project.Layout) {
 	}
 	fmt.Fprintf(w, "batty: warning: %s holds the state of an earlier batty (%s); it is not read: a team's state now lives in %s, out of the agents' reach, so this team starts with fresh threads and inboxes. Look through it (an agent could have written it), then remove it: rm -r %s\n",
 		filepath.Join(l.Project, project.DirName), strings.Join(baseNames(old), ", "), l.Dir, strings.Join(quoteAll(old), " "))
+	if slices.ContainsFunc(old, func(p string) bool { return filepath.Base(p) == project.SocketName }) {
+		fmt.Fprintf(w, "batty: warning: an earlier batty's daemon may still run this team (%s is there): stop it with that batty's `batty stop` first\n",
+			filepath.Join(l.Project, project.DirName, project.SocketName))
+	}
 }
 
 // baseNames are the last elements of paths.
