@@ -410,7 +410,7 @@ func (a *agent) shimConfig() shim.Config {
 	}
 	t := a.d.cfg.Timeouts
 	c.Transcript, c.TranscriptRoot, c.ReplyDir = a.d.layout.Transcript(a.def.Name), a.d.layout.StateRoot(), a.replyDir
-	c.QueueDepth, c.TurnTimeout, c.IdleTimeout, c.NetworkWait = a.d.cfg.QueueDepth, t.Turn, t.Idle, t.NetworkWait
+	c.TurnTimeout, c.IdleTimeout, c.NetworkWait = t.Turn, t.Idle, t.NetworkWait
 	return c
 }
 

@@ -50,7 +50,7 @@ func TestE2ELargestInstructionsReachEveryTurn(t *testing.T) {
 	if tf := h.finished("m1", protocol.TurnCompleted); tf.Reply != "ONE" {
 		t.Fatalf("first turn = %+v", tf)
 	}
-	h.expect(kStats, kState)
+	h.expect(kState)
 	h.send("m2", "second [[mock:reply TWO]]")
 	if ts := h.expect(kAccepted, kState, kStarted)[2].(protocol.TurnStarted); !ts.Resume {
 		t.Fatalf("second turn did not resume: %+v", ts)

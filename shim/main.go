@@ -117,9 +117,9 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 		return err
 	}
 	s := &server{
-		cfg: cfg, conn: conn, log: log, born: time.Now(), reaper: reap.New(),
+		cfg: cfg, conn: conn, log: log, reaper: reap.New(),
 		turnDone: make(chan turnResult), progress: make(chan threadSeen),
-		state: protocol.StateStarting, since: time.Now(), known: map[string]bool{}, threadID: cfg.ThreadID,
+		state: protocol.StateStarting, known: map[string]bool{}, threadID: cfg.ThreadID,
 	}
 	if cfg.ThreadID != "" {
 		// The baseline of the resumed thread: codex's totals include every
