@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/dispatch"
@@ -391,7 +392,7 @@ func (a *agent) shimConfig() shim.Config {
 	// The shim makes the outbox and relays its requests, stamped as this
 	// agent's.
 	c.RelayInboxes = true
-	c.Env = append(c.Env, project.EnvDir+"="+a.d.layout.Dir, shim.EnvProject+"="+a.d.layout.Root())
+	c.Env = append(c.Env, agentenv.Dir+"="+a.d.layout.Dir, agentenv.Project+"="+a.d.layout.Root())
 	if _, ok := a.d.quota.HomeOf(a.def.Name); ok {
 		// The account the agent is placed on (followAccount), not the
 		// role's first.
