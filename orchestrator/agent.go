@@ -700,7 +700,10 @@ func (a *agent) resetThread(reason string) error {
 		a.st.SetError("", "", time.Time{})
 		a.retryNow()
 	}
-	if err := a.saveState(); err != nil {
+	// The human who asked for the reset hears of a refused save.
+	err := a.writeState()
+	a.stateSaved(err)
+	if err != nil {
 		return err
 	}
 	if a.p != nil {
@@ -710,19 +713,34 @@ func (a *agent) resetThread(reason string) error {
 	return nil
 }
 
-func (a *agent) saveState() error {
+// saveState writes the agent's state file and surfaces the outcome
+// (stateSaved): a refused save is logged, recorded as a warning event and
+// shown as the agent's last_error in status until a save succeeds, and
+// the state stays in memory for the next save to retry. The caller goes
+// on either way; one that must not go on after a refused save calls
+// writeState and stateSaved itself.
+func (a *agent) saveState() { a.stateSaved(a.writeState()) }
+
+// writeState writes the agent's state file, stamped with the time now.
+func (a *agent) writeState() error {
 	a.st.UpdatedAt = time.Now().UTC()
-	err := project.SaveJSON(a.d.layout, project.AgentStateName(a.def.Name), a.st)
+	if err := project.SaveJSON(a.d.layout, project.AgentStateName(a.def.Name), a.st); err != nil {
+		return fmt.Errorf("agent state not saved: %w", err)
+	}
+	return nil
+}
+
+// stateSaved surfaces the outcome of a save, err from writeState: a
+// failure in the log, the event log and status (as last_error); a success
+// clears the last_error of an earlier failure.
+func (a *agent) stateSaved(err error) {
 	saveErr := ""
 	if err != nil {
-		// Surfaced in the log, the event log and status (as last_error);
-		// the state stays in memory and the next save tries again.
 		a.log.Error("Saving agent state failed", "error", err)
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "agent state not saved: " + err.Error()})
-		saveErr = "agent state not saved: " + err.Error()
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: err.Error()})
+		saveErr = err.Error()
 	}
 	a.setSnap(func(s *agentSnap) { s.saveErr = saveErr })
-	return err
 }
 
 func (a *agent) warn(what string, err error) {
