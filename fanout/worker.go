@@ -19,6 +19,7 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/team"
 )
 
 // Turn is one row's prompt as a worker gets it.
@@ -198,7 +199,7 @@ func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration
 		}
 	}
 	w.used = true
-	if err := w.c.Send(protocol.SendMessage{ID: t.ID, From: shim.HumanSender, Body: t.Prompt, RetryNote: t.RetryNote}); err != nil {
+	if err := w.c.Send(protocol.SendMessage{ID: t.ID, From: team.Human, Body: t.Prompt, RetryNote: t.RetryNote}); err != nil {
 		return Outcome{}, fmt.Errorf("%s: %w", t.ID, err)
 	}
 	var out Outcome

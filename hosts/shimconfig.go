@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/shim"
 )
@@ -44,9 +45,9 @@ func ShimConfig(c shim.Config, hostDir, root, home string) shim.Config {
 		for i, e := range c.Env {
 			k, v, _ := strings.Cut(e, "=")
 			switch k {
-			case project.EnvDir:
+			case agentenv.Dir:
 				e = k + "=" + StateDir(hostDir)
-			case shim.EnvProject:
+			case agentenv.Project:
 				e = k + "=" + ProjectPath(hostDir, root, v)
 			case "CODEX_HOME":
 				e = k + "=" + HomePath(v, home)
@@ -72,7 +73,7 @@ func StateDir(hostDir string) string {
 func stateDirOf(env []string) string {
 	v := ""
 	for _, e := range env {
-		if x, ok := strings.CutPrefix(e, project.EnvDir+"="); ok {
+		if x, ok := strings.CutPrefix(e, agentenv.Dir+"="); ok {
 			v = x
 		}
 	}

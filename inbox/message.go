@@ -35,7 +35,7 @@ const (
 	// MaxIDLen is the maximum length of a message id.
 	MaxIDLen = 128
 	// MaxBodyLen is the maximum size of a message body, in bytes: room for
-	// the longest body batty send accepts (shim.MaxBodyChars characters,
+	// the longest body batty send accepts (codex.MaxBodyChars characters,
 	// Codex's limit for one turn, at up to 4 bytes each in UTF-8).
 	MaxBodyLen = 4 << 20
 	// MaxInlineBody is the largest body a message to the human keeps in its

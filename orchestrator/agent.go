@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/dispatch"
@@ -393,7 +394,7 @@ func (a *agent) shimConfig() shim.Config {
 	// The shim makes the outbox and relays its requests, stamped as this
 	// agent's.
 	c.RelayInboxes = true
-	c.Env = append(c.Env, project.EnvDir+"="+a.d.layout.Dir, shim.EnvProject+"="+a.d.layout.Root())
+	c.Env = append(c.Env, agentenv.Dir+"="+a.d.layout.Dir, agentenv.Project+"="+a.d.layout.Root())
 	if _, ok := a.d.quota.HomeOf(a.def.Name); ok {
 		// The account the agent is placed on (followAccount), not the
 		// role's first.
@@ -412,7 +413,7 @@ func (a *agent) shimConfig() shim.Config {
 	}
 	t := a.d.cfg.Timeouts
 	c.Transcript, c.TranscriptRoot, c.ReplyDir = a.d.layout.Transcript(a.def.Name), a.d.layout.StateRoot(), a.replyDir
-	c.QueueDepth, c.TurnTimeout, c.IdleTimeout, c.NetworkWait = a.d.cfg.QueueDepth, t.Turn, t.Idle, t.NetworkWait
+	c.TurnTimeout, c.IdleTimeout, c.NetworkWait = t.Turn, t.Idle, t.NetworkWait
 	return c
 }
 
@@ -703,7 +704,10 @@ func (a *agent) resetThread(reason string) error {
 		a.st.SetError("", "", time.Time{})
 		a.retryNow()
 	}
-	if err := a.saveState(); err != nil {
+	// The human who asked for the reset hears of a refused save.
+	err := a.writeState()
+	a.stateSaved(err)
+	if err != nil {
 		return err
 	}
 	if a.p != nil {
@@ -713,19 +717,34 @@ func (a *agent) resetThread(reason string) error {
 	return nil
 }
 
-func (a *agent) saveState() error {
+// saveState writes the agent's state file and surfaces the outcome
+// (stateSaved): a refused save is logged, recorded as a warning event and
+// shown as the agent's last_error in status until a save succeeds, and
+// the state stays in memory for the next save to retry. The caller goes
+// on either way; one that must not go on after a refused save calls
+// writeState and stateSaved itself.
+func (a *agent) saveState() { a.stateSaved(a.writeState()) }
+
+// writeState writes the agent's state file, stamped with the time now.
+func (a *agent) writeState() error {
 	a.st.UpdatedAt = time.Now().UTC()
-	err := project.SaveJSON(a.d.layout, project.AgentStateName(a.def.Name), a.st)
+	if err := project.SaveJSON(a.d.layout, project.AgentStateName(a.def.Name), a.st); err != nil {
+		return fmt.Errorf("agent state not saved: %w", err)
+	}
+	return nil
+}
+
+// stateSaved surfaces the outcome of a save, err from writeState: a
+// failure in the log, the event log and status (as last_error); a success
+// clears the last_error of an earlier failure.
+func (a *agent) stateSaved(err error) {
 	saveErr := ""
 	if err != nil {
-		// Surfaced in the log, the event log and status (as last_error);
-		// the state stays in memory and the next save tries again.
 		a.log.Error("Saving agent state failed", "error", err)
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "agent state not saved: " + err.Error()})
-		saveErr = "agent state not saved: " + err.Error()
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: err.Error()})
+		saveErr = err.Error()
 	}
 	a.setSnap(func(s *agentSnap) { s.saveErr = saveErr })
-	return err
 }
 
 func (a *agent) warn(what string, err error) {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
@@ -18,8 +19,8 @@ func TestRemoteConfigs(t *testing.T) {
 	c := shim.Config{
 		Agent: "eng", Cwd: "/work/p/svc", CodexBin: "/home/me/bin/codex",
 		Exec: codex.ExecOptions{AddDirs: []string{l.Dir + "/outboxes/eng"}},
-		Env: []string{"K=/home/me/k", "CODEX_HOME=/home/me/.codex-w", project.EnvDir + "=" + l.Dir,
-			shim.EnvProject + "=/work/p"},
+		Env: []string{"K=/home/me/k", "CODEX_HOME=/home/me/.codex-w", agentenv.Dir + "=" + l.Dir,
+			agentenv.Project + "=/work/p"},
 		Transcript: l.Dir + "/logs/eng.log", TranscriptRoot: l.StateRoot(), ReplyDir: l.Dir + "/replies/eng",
 	}
 	there := hosts.StateDir("~/src/p")
@@ -27,7 +28,7 @@ func TestRemoteConfigs(t *testing.T) {
 	// The state directory there is under the home there, the agent's
 	// outbox in it; the project's paths are the project's there.
 	if got.Cwd != "~/src/p/svc" || got.CodexBin != "~/bin/codex" || !slices.Equal(got.Exec.AddDirs, []string{there + "/outboxes/eng"}) ||
-		!slices.Equal(got.Env, []string{"K=/home/me/k", "CODEX_HOME=~/.codex-w", project.EnvDir + "=" + there, shim.EnvProject + "=~/src/p"}) ||
+		!slices.Equal(got.Env, []string{"K=/home/me/k", "CODEX_HOME=~/.codex-w", agentenv.Dir + "=" + there, agentenv.Project + "=~/src/p"}) ||
 		got.Transcript != "" || got.TranscriptRoot != "" || got.ReplyDir != "" || !got.TranscriptStream || !got.RelayInboxes || !got.ReplyStream {
 		t.Fatalf("remoteShimConfig = %+v", got)
 	}

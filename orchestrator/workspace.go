@@ -285,9 +285,7 @@ func (a *agent) workspacePrepared(p prepared) {
 	}
 	if a.st.WorkspaceHost != a.def.Host {
 		a.st.WorkspaceHost = a.def.Host
-		if err := a.saveState(); err != nil {
-			a.log.Warn("Recording where the worktree is", "error", err)
-		}
+		a.saveState()
 	}
 	a.wsProblem = nil
 	a.syncParked()

@@ -21,10 +21,10 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/outbox"
-	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 )
 
@@ -36,15 +36,6 @@ const DirName = ".batty"
 // EnvStateHome names the variable that overrides where the state
 // directories of projects live (StateHome).
 const EnvStateHome = "BATTY_STATE_HOME"
-
-// EnvDir names the environment variable that points batty commands run by
-// agents (inside Codex, in another working directory) at the project's
-// state directory (shim.EnvDir).
-const EnvDir = shim.EnvDir
-
-// EnvAgent names the environment variable that identifies the agent running
-// a batty command (set by the shim for codex).
-const EnvAgent = "BATTY_AGENT"
 
 // Layout names the files of one project's state directory. It only computes
 // paths; it creates nothing.
@@ -319,7 +310,7 @@ func StateKey(dir string) string {
 // was tried.
 func ResolveProject(explicit string) (Project, error) {
 	if explicit == "" {
-		if dir := os.Getenv(EnvDir); dir != "" {
+		if dir := os.Getenv(agentenv.Dir); dir != "" {
 			return projectFromDir(dir)
 		}
 	}
@@ -341,7 +332,7 @@ func ResolveProject(explicit string) (Project, error) {
 func projectFromDir(dir string) (Project, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return Project{}, fmt.Errorf("resolve %s=%s: %w", EnvDir, dir, err)
+		return Project{}, fmt.Errorf("resolve %s=%s: %w", agentenv.Dir, dir, err)
 	}
 	l := Layout{Dir: abs}
 	if b, err := l.readFile(TeamRefName); err == nil {
@@ -360,7 +351,7 @@ func projectFromDir(dir string) (Project, error) {
 			return Project{TeamFile: f, Layout: l}, nil
 		}
 	}
-	return Project{}, fmt.Errorf("%s=%s has no team file: start the team with `batty start` first", EnvDir, dir)
+	return Project{}, fmt.Errorf("%s=%s has no team file: start the team with `batty start` first", agentenv.Dir, dir)
 }
 
 // readFile reads the file name of the state directory, refusing links as

@@ -15,7 +15,10 @@ import (
 // change a project's state while no daemon runs take it first (WithLock),
 // so they refuse to run next to a daemon.
 
-// AcquireLock takes the project's daemon lock without blocking.
+// AcquireLock takes the project's daemon lock without blocking and records
+// this process's pid in it (what `batty stop` and AlreadyRunningError
+// read). A pid it cannot record (the lock file cannot be truncated,
+// written or synced) is an error: the lock is released and not taken.
 func AcquireLock(l Layout) (*os.File, error) {
 	f, err := OpenLock(l, os.O_CREATE|os.O_RDWR)
 	if err != nil {
@@ -26,10 +29,22 @@ func AcquireLock(l Layout) (*os.File, error) {
 		pid := readPID(l)
 		return nil, AlreadyRunningError(pid, l.Socket())
 	}
-	f.Truncate(0)
-	fmt.Fprintf(f, "%d\n", os.Getpid())
-	f.Sync()
+	if err := writePID(f, os.Getpid()); err != nil {
+		ReleaseLock(f)
+		return nil, fmt.Errorf("record the pid in lock %s: %w", l.LockFile(), err)
+	}
 	return f, nil
+}
+
+// writePID replaces the content of the lock file f with pid and syncs it.
+func writePID(f *os.File, pid int) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(fmt.Appendf(nil, "%d\n", pid), 0); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // ErrAlreadyRunning is returned (wrapped) by AcquireLock, and so by the

@@ -16,11 +16,6 @@ const (
 	// MaxText is the largest free-text field of an event (errors,
 	// warnings, details, ids).
 	MaxText = 64 << 10
-	// MaxTranscriptLine is the largest line of a Transcript event.
-	MaxTranscriptLine = 4 << 10
-	// MaxTranscript is the largest total size of a Transcript's lines; the
-	// oldest lines are left out beyond it.
-	MaxTranscript = 1 << 20
 	// MaxReplyChunk is the largest ReplyChunk.Data.
 	MaxReplyChunk = 1 << 20
 	// maxRateLimitWindows is the most windows a RateLimits event keeps.
@@ -29,7 +24,7 @@ const (
 
 // Bound returns m with every text field whose size depends on what a worker
 // printed clipped to its limit (see the Max constants): reply previews, error
-// and warning messages, details, thread ids and transcript lines. Fields
+// and warning messages, details and thread ids. Fields
 // within their limits are unchanged, and so are messages without such fields.
 // TurnFinished.Reply is clipped to MaxReplyPreview without a mark (it stays a
 // prefix of the reply); a sender that must keep the whole reply stores it in
@@ -73,12 +68,6 @@ func Bound(m Message) Message {
 	case ContextPressure:
 		e.ThreadID = c(e.ThreadID)
 		return e
-	case StateReport:
-		e.ThreadID, e.InFlight = c(e.ThreadID), c(e.InFlight)
-		return e
-	case Transcript:
-		e.Lines = boundLines(e.Lines)
-		return e
 	case Warning:
 		e.Message = c(e.Message)
 		return e
@@ -98,30 +87,6 @@ func Bound(m Message) Message {
 		return e
 	}
 	return m
-}
-
-// boundLines clips every line to MaxTranscriptLine and keeps the newest
-// lines that fit in MaxTranscript. It returns lines itself when nothing
-// changes.
-func boundLines(lines []string) []string {
-	total, first, changed := 0, 0, false
-	for i := len(lines) - 1; i >= 0; i-- {
-		n := min(len(lines[i]), MaxTranscriptLine)
-		if total+n > MaxTranscript {
-			first, changed = i+1, true
-			break
-		}
-		total += n
-		changed = changed || len(lines[i]) > MaxTranscriptLine
-	}
-	if !changed {
-		return lines
-	}
-	out := make([]string, 0, len(lines)-first)
-	for _, l := range lines[first:] {
-		out = append(out, textclip.Bytes(l, MaxTranscriptLine, textclip.Truncated))
-	}
-	return out
 }
 
 // MaxPiecedReply bounds a reply gathered from ReplyChunk events (64 MiB):

@@ -36,18 +36,17 @@ func TestRoundTrip(t *testing.T) {
 		tc{"SendMessage/large body", SendMessage{ID: "big", From: "human", Body: strings.Repeat("ab", 100_000)}},
 		tc{"Ping/max nonce", Ping{Nonce: math.MaxUint64}},
 		tc{"Shutdown/negative", Shutdown{Timeout: -time.Second}},
-		tc{"Capture/min int", Capture{Lines: math.MinInt64}},
 		tc{"TurnFinished/unknown context", TurnFinished{MessageID: "x", Status: TurnFailed, Failure: FailExit, ContextPct: -1, ExitCode: -1}},
 		tc{"TurnFinished/NaN", TurnFinished{MessageID: "x", ContextPct: math.NaN()}},
 		tc{"TurnFinished/-0", TurnFinished{MessageID: "x", ContextPct: math.Copysign(0, -1)}},
 		tc{"ContextPressure/inf", ContextPressure{Pct: math.Inf(1), UsedTokens: math.MaxInt64, WindowTokens: math.MinInt64}},
-		tc{"Transcript/empty not nil", Transcript{Lines: []string{}}},
-		tc{"Transcript/empty lines", Transcript{Lines: []string{"", "", ""}}},
+		tc{"TranscriptLines/empty not nil", TranscriptLines{Lines: []string{}}},
+		tc{"TranscriptLines/empty lines", TranscriptLines{Lines: []string{"", "", ""}}},
 		tc{"QuotaBlocked/zero time", QuotaBlocked{MessageID: "q", RetryAt: time.Time{}}},
 		tc{"QuotaBlocked/utc", QuotaBlocked{RetryAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}},
 		tc{"QuotaBlocked/before 1970", QuotaBlocked{RetryAt: time.Date(1969, 7, 20, 20, 17, 40, 0, time.UTC)}},
 		tc{"QuotaBlocked/far future", QuotaBlocked{RetryAt: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)}},
-		tc{"StateReport/local", StateReport{State: StateWorking, Since: time.Unix(1700000000, 123456789), QueueDepth: 4}},
+		tc{"QuotaBlocked/local", QuotaBlocked{MessageID: "q", RetryAt: time.Unix(1700000000, 123456789)}},
 	)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

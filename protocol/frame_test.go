@@ -465,7 +465,7 @@ func TestNetPipe(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 
-	want := filled(StateReport{}, 3)
+	want := filled(TurnFinished{}, 3)
 	got := asyncRecv(b)
 	if err := a.Send(want); err != nil {
 		t.Fatal(err)

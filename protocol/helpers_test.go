@@ -22,12 +22,11 @@ const waitLimit = 20 * time.Second
 // allMessages holds the zero value of every message type in messages.go.
 // TestKindsCoverEveryMessageType checks the list against the source.
 var allMessages = []Message{
-	Welcome{}, SendMessage{}, Interrupt{}, GetState{}, Capture{}, Ping{},
+	Welcome{}, SendMessage{}, Interrupt{}, Ping{},
 	ResetThread{}, Shutdown{}, Kill{},
 	Hello{}, Accepted{}, Rejected{}, TurnStarted{}, ThreadChanged{},
 	StateChanged{}, TurnFinished{}, QuotaBlocked{}, AuthRequired{},
-	ContextExhausted{}, ContextPressure{}, SessionStats{}, StateReport{},
-	Transcript{}, Pong{}, Warning{}, Error{}, NetworkWait{},
+	ContextExhausted{}, ContextPressure{}, Pong{}, Warning{}, Error{}, NetworkWait{},
 	RateLimits{}, TranscriptLines{}, Outgoing{}, OutgoingAck{}, ReplyChunk{},
 }
 

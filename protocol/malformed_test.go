@@ -19,7 +19,7 @@ var nilRetryAt = []byte("\x92\xadquota_blocked\x82\xaamessage_id\xa5m-123\xa8ret
 func TestDecodeNilIntoTimeIsAnErrorNotAPanic(t *testing.T) {
 	for name, body := range map[string][]byte{
 		"quota_blocked.retry_at": nilRetryAt,
-		"state_report.since":     []byte("\x92\xacstate_report\x81\xa5since\xc0"),
+		"network_wait.since":     []byte("\x92\xacnetwork_wait\x81\xa5since\xc0"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			m, err := Decode(body)

@@ -12,7 +12,7 @@ import "time"
 
 // Version is the protocol version both sides must speak. It changes whenever
 // a message changes incompatibly.
-const Version = 5
+const Version = 6
 
 // Kind names a message type on the wire.
 type Kind string
@@ -28,8 +28,6 @@ const (
 	KindWelcome     Kind = "welcome"
 	KindSend        Kind = "send"
 	KindInterrupt   Kind = "interrupt"
-	KindGetState    Kind = "get_state"
-	KindCapture     Kind = "capture"
 	KindPing        Kind = "ping"
 	KindResetThread Kind = "reset_thread"
 	KindShutdown    Kind = "shutdown"
@@ -50,9 +48,6 @@ const (
 	KindAuthRequired     Kind = "auth_required"
 	KindContextExhausted Kind = "context_exhausted"
 	KindContextPressure  Kind = "context_pressure"
-	KindSessionStats     Kind = "session_stats"
-	KindStateReport      Kind = "state_report"
-	KindTranscript       Kind = "transcript"
 	KindPong             Kind = "pong"
 	KindWarning          Kind = "warning"
 	KindError            Kind = "error"
@@ -109,14 +104,6 @@ type SendMessage struct {
 // Queued messages stay queued.
 type Interrupt struct {
 	Reason string `json:"reason,omitempty"`
-}
-
-// GetState asks for a StateReport.
-type GetState struct{}
-
-// Capture asks for the last Lines lines of the transcript (a Transcript event).
-type Capture struct {
-	Lines int `json:"lines"`
 }
 
 // Ping asks for a Pong with the same Nonce.
@@ -339,29 +326,6 @@ type ContextPressure struct {
 	Pct          float64 `json:"pct"`
 }
 
-// SessionStats summarises the shim's life so far; sent after every turn.
-type SessionStats struct {
-	Uptime      time.Duration `json:"uptime"`
-	Turns       int           `json:"turns"`
-	TurnsFailed int           `json:"turns_failed"`
-	Thread      Usage         `json:"thread_usage"` // current thread total
-	Total       Usage         `json:"total_usage"`  // every thread of this shim
-}
-
-// StateReport answers GetState.
-type StateReport struct {
-	State      State     `json:"state"`
-	Since      time.Time `json:"since"`
-	ThreadID   string    `json:"thread_id,omitempty"`
-	InFlight   string    `json:"in_flight,omitempty"`
-	QueueDepth int       `json:"queue_depth"`
-}
-
-// Transcript answers Capture with the last lines, ANSI stripped.
-type Transcript struct {
-	Lines []string `json:"lines"`
-}
-
 // Pong answers Ping.
 type Pong struct {
 	Nonce uint64 `json:"nonce"`
@@ -463,8 +427,6 @@ type Error struct {
 func (Welcome) Kind() Kind          { return KindWelcome }
 func (SendMessage) Kind() Kind      { return KindSend }
 func (Interrupt) Kind() Kind        { return KindInterrupt }
-func (GetState) Kind() Kind         { return KindGetState }
-func (Capture) Kind() Kind          { return KindCapture }
 func (Ping) Kind() Kind             { return KindPing }
 func (ResetThread) Kind() Kind      { return KindResetThread }
 func (Shutdown) Kind() Kind         { return KindShutdown }
@@ -480,9 +442,6 @@ func (QuotaBlocked) Kind() Kind     { return KindQuotaBlocked }
 func (AuthRequired) Kind() Kind     { return KindAuthRequired }
 func (ContextExhausted) Kind() Kind { return KindContextExhausted }
 func (ContextPressure) Kind() Kind  { return KindContextPressure }
-func (SessionStats) Kind() Kind     { return KindSessionStats }
-func (StateReport) Kind() Kind      { return KindStateReport }
-func (Transcript) Kind() Kind       { return KindTranscript }
 func (Pong) Kind() Kind             { return KindPong }
 func (Warning) Kind() Kind          { return KindWarning }
 func (Error) Kind() Kind            { return KindError }

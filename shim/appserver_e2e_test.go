@@ -237,7 +237,7 @@ func TestE2EAppServerKilledWhileIdleIsNoticedAtOnce(t *testing.T) {
 		ev []protocol.Message
 		tf protocol.TurnFinished
 	)
-	h.expect(kStats, kState)
+	h.expect(kState)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/team"
 )
 
 // fakeShimEnv selects how the test binary plays a shim under
@@ -175,7 +176,7 @@ func TestClientTurnThenStop(t *testing.T) {
 	if h := c.Hello(); h.Agent != "tester" || h.PID != c.Pid() {
 		t.Fatalf("hello = %+v, want the shim's (pid %d)", h, c.Pid())
 	}
-	if err := c.Send(protocol.SendMessage{ID: "m1", From: HumanSender, Body: "hi"}); err != nil {
+	if err := c.Send(protocol.SendMessage{ID: "m1", From: team.Human, Body: "hi"}); err != nil {
 		t.Fatal(err)
 	}
 	for {

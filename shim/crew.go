@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/shellword"
 )
@@ -14,17 +15,6 @@ import (
 // profile resets PATH but keeps it, so `"$BATTY_BIN" send …` works where
 // plain `batty` is not found.
 const EnvBatty = "BATTY_BIN"
-
-// EnvDir is the variable the daemon gives every agent of a team: the
-// project's state directory (outside the project), which points batty
-// commands run by the agent (inside Codex, in another working directory)
-// at the project, and holds the agent's outbox. Its presence in
-// Config.Env is what makes a shim's agent part of a team.
-const EnvDir = "BATTY_DIR"
-
-// EnvProject is the variable the daemon gives every agent of a team: the
-// project directory (the team file's), as the agent's host sees it.
-const EnvProject = "BATTY_PROJECT"
 
 // crewOpen starts the section batty adds to a team agent's instructions;
 // battyLine is the line in it that gives the batty command to run.
@@ -125,7 +115,7 @@ func withCrew(role, agent, batty, stateDir, project string, wt Worktree) string 
 
 // stateDirOf returns the value of the last BATTY_DIR entry of env ("" when
 // there is none).
-func stateDirOf(env []string) string { return envValue(env, EnvDir) }
+func stateDirOf(env []string) string { return envValue(env, agentenv.Dir) }
 
 // envValue returns the value of the last entry of env for key ("" when
 // there is none).

@@ -4,8 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/team"
 )
 
 // The section names the agent, spells the batty command by its absolute
@@ -64,7 +66,7 @@ func TestCrewInstructionsFitTheReserve(t *testing.T) {
 	if err := codex.CheckInstructions(role); err != nil {
 		t.Fatalf("test setup: %v", err)
 	}
-	o, err := execOptions(Config{Agent: agent, Instructions: role, Env: []string{EnvDir + "=/p/.batty"}}, "/"+strings.Repeat(`"`, maxQuotedPath-1))
+	o, err := execOptions(Config{Agent: agent, Instructions: role, Env: []string{agentenv.Dir + "=/p/.batty"}}, "/"+strings.Repeat(`"`, maxQuotedPath-1))
 	if err != nil || !strings.HasPrefix(o.DeveloperInstructions, role+"\n\n"+crewOpen) {
 		t.Fatalf("the longest role instructions with the section: %v", err)
 	}
@@ -136,7 +138,7 @@ func TestFormatPromptReply(t *testing.T) {
 		got := FormatPrompt(protocol.SendMessage{ID: "t1", From: from, Body: "task"})
 		who := from
 		if who == "" {
-			who = HumanSender
+			who = team.Human
 		}
 		if !strings.Contains(got, "Your final answer of this turn is your reply: batty delivers it to "+who+". Do not batty send it.\n") ||
 			strings.Contains(got, "reply to") || strings.Contains(got, "run: batty send") {

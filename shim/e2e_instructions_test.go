@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/shellword"
 	"os"
 	"strings"
@@ -38,7 +39,7 @@ func TestE2ELargestInstructionsReachEveryTurn(t *testing.T) {
 	text := largestInstructions(t, "BEGIN-ROLE-PROMPT\n", "\nEND-ROLE-PROMPT")
 	h, srv := startRealShim(t, func(c *Config) {
 		c.Instructions = text
-		c.Env = append(c.Env, EnvDir+"=/state/app-1", EnvProject+"=/src/app")
+		c.Env = append(c.Env, agentenv.Dir+"=/state/app-1", agentenv.Project+"=/src/app")
 	})
 	self, err := os.Executable()
 	if err != nil {
@@ -50,7 +51,7 @@ func TestE2ELargestInstructionsReachEveryTurn(t *testing.T) {
 	if tf := h.finished("m1", protocol.TurnCompleted); tf.Reply != "ONE" {
 		t.Fatalf("first turn = %+v", tf)
 	}
-	h.expect(kStats, kState)
+	h.expect(kState)
 	h.send("m2", "second [[mock:reply TWO]]")
 	if ts := h.expect(kAccepted, kState, kStarted)[2].(protocol.TurnStarted); !ts.Resume {
 		t.Fatalf("second turn did not resume: %+v", ts)

@@ -43,7 +43,7 @@ func TestE2ETwoTurnsOnOneThread(t *testing.T) {
 		t.Fatalf("first turn = %+v", tf)
 	}
 	firstTotal := tf.Thread
-	h.expect(kStats, kState)
+	h.expect(kState)
 
 	h.send("m2", "second question [[mock:reply SECOND_ANSWER]]")
 	ev = h.expect(kAccepted, kState, kStarted)
@@ -123,7 +123,6 @@ func TestE2EKillMidTurnLeavesNoOrphan(t *testing.T) {
 	h.command(protocol.Kill{})
 	h.expectState(protocol.StateWorking, protocol.StateStopping)
 	h.finished("k", protocol.TurnInterrupted)
-	h.expect(kStats)
 	h.expectState(protocol.StateStopping, protocol.StateStopped)
 	if code := h.waitExit(); code != 0 {
 		t.Fatalf("shim exit code %d", code)
@@ -214,7 +213,7 @@ func TestE2EContextFailureRestartsTheRunningTotal(t *testing.T) {
 			break
 		}
 	}
-	h.expect(kStats, kState)
+	h.expect(kState)
 	tf := runTurn(h, "4", "after [[mock:reply C]]") // requests 4 (compaction) and 5
 	if want := (protocol.Usage{Input: 4000 + 5000, Output: 40 + 50}); tf.Usage != want {
 		t.Fatalf("turn after the context failure: usage %+v, want %+v (thread %+v)", tf.Usage, want, tf.Thread)

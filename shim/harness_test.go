@@ -177,6 +177,22 @@ func (h *harness) finished(id string, status protocol.TurnStatus) protocol.TurnF
 	return tf
 }
 
+// transcriptAfterStop shuts the idle shim down, waits for it to exit (its
+// transcript writer flushes on the way out) and returns the transcript file:
+// what `batty logs` shows a human.
+func (h *harness) transcriptAfterStop() string {
+	h.t.Helper()
+	h.command(protocol.Shutdown{Reason: "test"})
+	if code := h.waitExit(); code != 0 {
+		h.t.Fatalf("shim exit code = %d", code)
+	}
+	b, err := os.ReadFile(h.cfg.Transcript)
+	if err != nil {
+		h.t.Fatalf("read the transcript: %v", err)
+	}
+	return string(b)
+}
+
 // waitExit waits for the shim to exit and returns its exit code.
 func (h *harness) waitExit() int {
 	h.t.Helper()

@@ -32,7 +32,7 @@ func TestCompletedTurnKillsWhatItDetached(t *testing.T) {
 	if codextest.Alive(pid) {
 		t.Fatalf("process %d (%s) the completed turn detached is still running", pid, codextest.Cmdline(pid))
 	}
-	h.expect(kStats, kState)
+	h.expect(kState)
 	// The next turn runs to its end, untouched by the cleanup.
 	h.send("next", "scenario:slow:1 still here")
 	h.expect(kAccepted, kState, kStarted)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
@@ -117,9 +118,9 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 		return err
 	}
 	s := &server{
-		cfg: cfg, conn: conn, log: log, born: time.Now(), reaper: reap.New(),
+		cfg: cfg, conn: conn, log: log, reaper: reap.New(),
 		turnDone: make(chan turnResult), progress: make(chan threadSeen),
-		state: protocol.StateStarting, since: time.Now(), known: map[string]bool{}, threadID: cfg.ThreadID,
+		state: protocol.StateStarting, known: map[string]bool{}, threadID: cfg.ThreadID,
 	}
 	if cfg.ThreadID != "" {
 		// The baseline of the resumed thread: codex's totals include every
@@ -240,7 +241,7 @@ func openTranscript(cfg Config, conn *protocol.Conn, log hclog.Logger) (*ptylog.
 func execOptions(cfg Config, batty string) (codex.ExecOptions, error) {
 	o := cfg.Exec
 	o.Config = append([]string(nil), o.Config...)
-	o.DeveloperInstructions = withCrew(cfg.Instructions, cfg.Agent, batty, stateDirOf(cfg.Env), envValue(cfg.Env, EnvProject), Worktree{Branch: cfg.Branch, Base: cfg.Base})
+	o.DeveloperInstructions = withCrew(cfg.Instructions, cfg.Agent, batty, stateDirOf(cfg.Env), envValue(cfg.Env, agentenv.Project), Worktree{Branch: cfg.Branch, Base: cfg.Base})
 	if err := o.Validate(); err != nil {
 		return o, fmt.Errorf("codex settings: %w", err)
 	}
@@ -262,7 +263,7 @@ func codexEnv(cfg Config, bin codex.Binary, batty string) []string {
 		// The project's mark (set by the daemon) wins over the settings.
 		env = append(env, reap.MarkEnv+"="+mark)
 	}
-	return append(env, "BATTY_AGENT="+cfg.Agent)
+	return append(env, agentenv.Agent+"="+cfg.Agent)
 }
 
 // sendTranscript sends lines as TranscriptLines events of at most

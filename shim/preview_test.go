@@ -35,7 +35,7 @@ func TestMessagePreview(t *testing.T) {
 func TestTranscriptShowsIncomingMessage(t *testing.T) {
 	h := startShim(t, nil)
 	h.send("20261121T120000.000000000Z-1f2e3d4c", "please review\x1b]0;title\x07 the build\nsecond line\nthird\nfourth\nfifth")
-	h.expect(kAccepted, kState, kStarted, kThread, kFinished, kStats, kState)
+	h.expect(kAccepted, kState, kStarted, kThread, kFinished, kState)
 	data, err := os.ReadFile(h.cfg.Transcript)
 	if err != nil {
 		t.Fatal(err)

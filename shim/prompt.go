@@ -7,11 +7,9 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/textclip"
 )
-
-// HumanSender is the sender name of messages typed by a person.
-const HumanSender = "human"
 
 // The lines around a handoff in a prompt.
 const (
@@ -36,7 +34,7 @@ func FormatPrompt(m protocol.SendMessage) string {
 	if m.Handoff != "" {
 		// The handoff gives way to the body: clipped so that the prompt
 		// stays within what codex takes for one turn.
-		budget := codex.MaxInputChars - promptHeaderMax - utf8.RuneCountInString(m.Body) - len(handoffOpen) - len(handoffClose) - 1
+		budget := codex.MaxInputChars - codex.PromptHeaderMax - utf8.RuneCountInString(m.Body) - len(handoffOpen) - len(handoffClose) - 1
 		if budget > 0 {
 			h := textclip.Bytes(m.Handoff, budget, textclip.Truncated)
 			b.WriteString(handoffOpen)
@@ -49,7 +47,7 @@ func FormatPrompt(m protocol.SendMessage) string {
 	}
 	from := m.From
 	if from == "" {
-		from = HumanSender
+		from = team.Human
 	}
 	replyTo := textclip.Runes(oneLine(m.InReplyTo), maxReplyToID, textclip.Ellipsis)
 	fmt.Fprintf(&b, "--- batty message %s from %s", m.ID, from)
@@ -81,7 +79,7 @@ func FormatPrompt(m protocol.SendMessage) string {
 
 // maxRetryNote and maxReplyToID bound, in characters, the retry note and
 // the replied-to id a header shows, so that the header stays within
-// promptHeaderMax.
+// codex.PromptHeaderMax.
 const (
 	maxRetryNote = 460
 	maxReplyToID = 128

@@ -45,12 +45,12 @@ func TestFormatPromptHandoff(t *testing.T) {
 
 // A handoff gives way to a long body: the prompt stays within codex's limit.
 func TestHandoffNeverPushesPromptOverLimit(t *testing.T) {
-	m := protocol.SendMessage{ID: "m", From: "human", Body: strings.Repeat("b", MaxBodyChars), Attempt: 3,
+	m := protocol.SendMessage{ID: "m", From: "human", Body: strings.Repeat("b", codex.MaxBodyChars), Attempt: 3,
 		RetryNote: strings.Repeat("n", 2000), Handoff: strings.Repeat("h", 50000)}
 	if n := utf8.RuneCountInString(FormatPrompt(m)); n > codex.MaxInputChars {
 		t.Fatalf("prompt of %d characters, codex takes %d", n, codex.MaxInputChars)
 	}
-	m.Body = strings.Repeat("b", MaxBodyChars-60000)
+	m.Body = strings.Repeat("b", codex.MaxBodyChars-60000)
 	if !strings.Contains(FormatPrompt(m), strings.Repeat("h", 50000)) {
 		t.Fatal("a handoff that fits was clipped")
 	}

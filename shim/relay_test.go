@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/protocol"
 )
@@ -18,7 +19,7 @@ func TestRelayOutbox(t *testing.T) {
 	state := t.TempDir()
 	h := startShim(t, func(c *Config) {
 		c.RelayInboxes = true
-		c.Env = append(c.Env, EnvDir+"="+state)
+		c.Env = append(c.Env, agentenv.Dir+"="+state)
 	})
 	dir := outbox.Path(state, "tester")
 	// The shim made the outbox before the agent could need it.

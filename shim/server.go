@@ -34,7 +34,6 @@ type server struct {
 	batty    string // the batty binary the agent runs (battyBinary, resolved at start)
 	reaper   *reap.Reaper
 	rt       turnRuntime // runs the turns (Config.Runtime)
-	born     time.Time
 	// replies stores replies longer than a frame (nil: nowhere, because
 	// of repliesErr or no Config.ReplyDir).
 	replies    *replyfile.Dir
@@ -45,15 +44,11 @@ type server struct {
 
 	// loop state
 	state     protocol.State
-	since     time.Time
 	queue     []protocol.SendMessage
 	known     map[string]bool // ids queued or in flight
 	cur       *turn
 	threadID  string
 	threadUse codex.Usage // last thread-cumulative usage codex reported
-	total     protocol.Usage
-	turns     int
-	failed    int
 	stopping  bool
 	resetNext string // reason of a ResetThread waiting for the turn in flight
 }
@@ -145,14 +140,6 @@ func (s *server) handleCommand(m protocol.Message) <-chan time.Time {
 			return nil
 		}
 		s.stopTurn()
-	case protocol.GetState:
-		r := protocol.StateReport{State: s.state, Since: s.since, ThreadID: s.threadID, QueueDepth: len(s.queue)}
-		if s.cur != nil {
-			r.InFlight = s.cur.msg.ID
-		}
-		s.emit(r)
-	case protocol.Capture:
-		s.emit(protocol.Transcript{Lines: s.tlog.Tail(c.Lines)})
 	case protocol.Ping:
 		s.emit(protocol.Pong{Nonce: c.Nonce})
 	case protocol.ResetThread:
@@ -304,7 +291,6 @@ func (s *server) finishTurn(r turnResult) {
 		}
 		s.threadUse = r.usage
 		turnUse = protocol.Usage{Input: d.InputTokens, CachedInput: d.CachedInputTokens, Output: d.OutputTokens, ReasoningOutput: d.ReasoningOutputTokens}
-		s.total = addUsage(s.total, turnUse)
 	}
 	if kind == protocol.FailContextWindow {
 		// exec: codex marks the thread's window as full and restarts its
@@ -348,14 +334,12 @@ func (s *server) finishTurn(r turnResult) {
 		}
 	}
 	if status != protocol.TurnCompleted {
-		s.failed++
 		if kind == protocol.FailExit || kind == protocol.FailSpawn {
 			if tail := lastMeaningfulLine(r.stderrTail); tail != "" && !strings.Contains(errMsg, tail) {
 				s.tlog.Warning("codex stderr: " + tail)
 			}
 		}
 	}
-	s.turns++
 	s.tlog.Usage(ptylog.UsageLine{TurnInput: turnUse.Input, TurnCachedInput: turnUse.CachedInput, TurnOutput: turnUse.Output,
 		TurnReasoning: turnUse.ReasoningOutput, TotalInput: threadUse.Input, TotalOutput: threadUse.Output, ContextPct: pct, Duration: r.duration})
 	s.tlog.TurnEnd(string(status), errMsg)
@@ -370,7 +354,6 @@ func (s *server) finishTurn(r turnResult) {
 	if pct >= s.cfg.PressurePct {
 		s.emit(protocol.ContextPressure{ThreadID: s.threadID, UsedTokens: used, WindowTokens: s.cfg.ContextWindow, Pct: pct})
 	}
-	s.emit(protocol.SessionStats{Uptime: time.Since(s.born), Turns: s.turns, TurnsFailed: s.failed, Thread: threadUse, Total: s.total})
 
 	if s.resetNext != "" {
 		s.resetThread(s.resetNext)
@@ -418,7 +401,7 @@ func (s *server) setState(to protocol.State, reason string) {
 		return
 	}
 	from := s.state
-	s.state, s.since = to, time.Now()
+	s.state = to
 	s.log.Debug("State changed", "from", from, "to", to, "reason", reason)
 	s.emit(protocol.StateChanged{From: from, To: to, Reason: reason})
 }
@@ -460,9 +443,4 @@ func plausibleThreadID(id string) bool {
 		}
 	}
 	return true
-}
-
-func addUsage(a, b protocol.Usage) protocol.Usage {
-	return protocol.Usage{Input: a.Input + b.Input, CachedInput: a.CachedInput + b.CachedInput,
-		Output: a.Output + b.Output, ReasoningOutput: a.ReasoningOutput + b.ReasoningOutput}
 }

@@ -79,8 +79,7 @@ func TestShimRefusesAPeerThatDoesNotSpeakTheHandshake(t *testing.T) {
 // shim's log.
 func TestStartNoticeNamesCodexWithoutItsPath(t *testing.T) {
 	h := startShim(t, nil)
-	h.command(protocol.Capture{Lines: 50})
-	tr := strings.Join(h.expect(kTranscript)[0].(protocol.Transcript).Lines, "\n")
+	tr := h.transcriptAfterStop()
 	if !strings.Contains(tr, "shim started for tester") || !strings.Contains(tr, "codex "+filepath.Base(h.cfg.CodexBin)+")") {
 		t.Fatalf("the start notice does not name codex's binary: %q", tr)
 	}

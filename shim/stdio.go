@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -41,12 +42,12 @@ func stdioChannel() (*protocol.Conn, error) {
 
 // homeVars are the variables of Config.Env whose value is a path that a
 // remote shim expands (see WithHome).
-var homeVars = []string{"CODEX_HOME", EnvDir, EnvProject}
+var homeVars = []string{"CODEX_HOME", agentenv.Dir, agentenv.Project}
 
 // WithHome returns c with a leading "~" or "~/" of its paths replaced by
 // home, the home directory of the shim's user: Cwd, CodexBin, Transcript,
 // ReplyDir, Exec.AddDirs, Exec.OutputSchema, and the values of CODEX_HOME
-// EnvDir and EnvProject in Env. A shim on another host gets its paths as the daemon
+// agentenv.Dir and agentenv.Project in Env. A shim on another host gets its paths as the daemon
 // writes them, "~/" meaning the home directory there, which no shell
 // expands on the way (see Main). It is a pure function; home "" returns
 // c unchanged.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/team"
 )
 
 func TestTakeStdio(t *testing.T) {
@@ -79,7 +80,7 @@ func startStdioClient(t *testing.T, wrap string) (*Client, string) {
 // transport of its own (a shell that runs it as a child), then stops it.
 func TestStdioTurn(t *testing.T) {
 	c, _ := startStdioClient(t, `"$@"`)
-	if err := c.Send(protocol.SendMessage{ID: "m1", From: HumanSender, Body: "hi"}); err != nil {
+	if err := c.Send(protocol.SendMessage{ID: "m1", From: team.Human, Body: "hi"}); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -105,7 +106,7 @@ func TestStdioStreamCut(t *testing.T) {
 		t.Skipf("setsid (util-linux) is not installed: %v", err)
 	}
 	c, _ := startStdioClient(t, `cat | setsid "$@" | cat`)
-	if err := c.Send(protocol.SendMessage{ID: "m1", From: HumanSender, Body: "scenario:silent"}); err != nil {
+	if err := c.Send(protocol.SendMessage{ID: "m1", From: team.Human, Body: "scenario:silent"}); err != nil {
 		t.Fatal(err)
 	}
 	for {

@@ -19,7 +19,7 @@ func runTurn(h *harness, id, body string) protocol.TurnFinished {
 			if tf.MessageID != id || tf.Status != protocol.TurnCompleted {
 				h.t.Fatalf("turn finished = %+v, want %s completed", tf, id)
 			}
-			h.expect(kStats, kState)
+			h.expect(kState)
 			return tf
 		}
 	}
@@ -87,7 +87,7 @@ func TestContextFailureRestartsTheRunningTotal(t *testing.T) {
 			break
 		}
 	}
-	h.expect(kStats, kState)
+	h.expect(kState)
 	tf := runTurn(h, "3", "scenario:usage:8000")
 	if tf.Usage.Input != 8000 || tf.Usage.Output != 100 || tf.Thread.Input != 8000 {
 		t.Fatalf("turn after the context failure: usage %+v thread %+v, want 8000 of 8000", tf.Usage, tf.Thread)
@@ -109,10 +109,11 @@ func TestWebSearchIsNoExtraRequest(t *testing.T) {
 // the transcript shows each once, in the turn's end line.
 func TestFatalErrorShownOnce(t *testing.T) {
 	h := startShim(t, nil)
-	for _, c := range []struct{ id, body, text string }{
-		{"s", "scenario:servererror", "experiencing high demand"},
-		{"p", "scenario:spawnfail", "Model provider `nonexistent` not found"},
-	} {
+	cases := []struct{ id, body, text string }{
+		{"server", "scenario:servererror", "experiencing high demand"},
+		{"spawn", "scenario:spawnfail", "Model provider `nonexistent` not found"},
+	}
+	for _, c := range cases {
 		h.send(c.id, c.body)
 		for {
 			if tf, ok := h.next().(protocol.TurnFinished); ok {
@@ -122,22 +123,22 @@ func TestFatalErrorShownOnce(t *testing.T) {
 				break
 			}
 		}
-		h.expect(kStats, kState)
-		h.command(protocol.Capture{Lines: 200})
-		var tr protocol.Transcript
-		for {
-			if m, ok := h.next().(protocol.Transcript); ok {
-				tr = m
-				break
-			}
-		}
-		text := strings.Join(tr.Lines, "\n")
-		start := strings.LastIndex(text, c.id+" from human")
+		h.expect(kState)
+	}
+	text := h.transcriptAfterStop()
+	for i, c := range cases {
+		start := strings.Index(text, "message "+c.id+" from human")
 		if start < 0 {
 			t.Fatalf("no turn header for %s in:\n%s", c.id, text)
 		}
-		if n := strings.Count(text[start:], c.text); n != 1 {
-			t.Errorf("%s: the error appears %d times in the turn's transcript, want once:\n%s", c.id, n, text[start:])
+		turn := text[start:]
+		if i+1 < len(cases) {
+			if end := strings.Index(turn, "message "+cases[i+1].id+" from human"); end >= 0 {
+				turn = turn[:end]
+			}
+		}
+		if n := strings.Count(turn, c.text); n != 1 {
+			t.Errorf("%s: the error appears %d times in the turn's transcript, want once:\n%s", c.id, n, turn)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/codex"
 )
 
@@ -11,13 +12,13 @@ func TestWithHome(t *testing.T) {
 	c := Config{
 		Agent: "a", Cwd: "~/proj/sub", CodexBin: "~/bin/codex", Transcript: "/abs/t", ReplyDir: "~",
 		Exec: codex.ExecOptions{AddDirs: []string{"~/proj/.batty/inboxes", "/x"}, OutputSchema: "~bob/s"},
-		Env:  []string{"CODEX_HOME=~/.codex-w", EnvDir + "=~/proj/.batty", "OTHER=~/kept", "EMPTY="},
+		Env:  []string{"CODEX_HOME=~/.codex-w", agentenv.Dir + "=~/proj/.batty", "OTHER=~/kept", "EMPTY="},
 	}
 	got := WithHome(c, "/home/u")
 	want := Config{
 		Agent: "a", Cwd: "/home/u/proj/sub", CodexBin: "/home/u/bin/codex", Transcript: "/abs/t", ReplyDir: "/home/u",
 		Exec: codex.ExecOptions{AddDirs: []string{"/home/u/proj/.batty/inboxes", "/x"}, OutputSchema: "~bob/s"},
-		Env:  []string{"CODEX_HOME=/home/u/.codex-w", EnvDir + "=/home/u/proj/.batty", "OTHER=~/kept", "EMPTY="},
+		Env:  []string{"CODEX_HOME=/home/u/.codex-w", agentenv.Dir + "=/home/u/proj/.batty", "OTHER=~/kept", "EMPTY="},
 	}
 	if got.Cwd != want.Cwd || got.CodexBin != want.CodexBin || got.Transcript != want.Transcript || got.ReplyDir != want.ReplyDir ||
 		!slices.Equal(got.Exec.AddDirs, want.Exec.AddDirs) || got.Exec.OutputSchema != want.Exec.OutputSchema || !slices.Equal(got.Env, want.Env) {

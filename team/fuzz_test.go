@@ -56,7 +56,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if cfg == nil || !ValidName(cfg.Name) || len(cfg.Roles) == 0 || cfg.QueueDepth < 1 || cfg.BacklogLimit < 1 ||
+		if cfg == nil || !ValidName(cfg.Name) || len(cfg.Roles) == 0 || cfg.BacklogLimit < 1 ||
 			cfg.Timeouts.Turn <= 0 || cfg.Timeouts.Idle <= 0 || cfg.Timeouts.Shutdown <= 0 {
 			t.Fatalf("invalid config accepted: %+v", cfg)
 		}

@@ -164,6 +164,10 @@ func (p *parser) entries(m *yaml.Node, what string, known []string, out map[stri
 			continue
 		}
 		seen[name] = k
+		if fix, gone := removedKeys[what][name]; gone && known != nil && !slices.Contains(known, name) {
+			p.add(k, fix, "%s is no longer a key of the %s", name, what)
+			continue
+		}
 		if known != nil && !slices.Contains(known, name) {
 			hint := didYouMean(name, known)
 			if hint == "" {

@@ -21,13 +21,22 @@ import (
 
 // Keys accepted in each section of a team file.
 var (
-	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "queue_depth", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "accounts", "hosts", "limits", "roles", "schedules", "pricing", "budgets", "console"}
+	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "accounts", "hosts", "limits", "roles", "schedules", "pricing", "budgets", "console"}
 	quotaKeys   = []string{"scope", "backoff_max", "cooldown", "cooldown_max", "warn_pct"}
 	quotaScopes = []string{QuotaScopeAccount, QuotaScopeAgent, QuotaScopeTeam}
 	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "runtime", "runtime_idle", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
 	timeoutKeys = []string{"turn", "idle", "network_wait", "shutdown", "alert"}
 	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "workspace", "hosts", "codex", "accounts"}
 )
+
+// removedKeys are keys a section of a team file once accepted and no
+// longer does, each with the fix a problem about it gives (by section, as
+// named in problems, then key).
+var removedKeys = map[string]map[string]string{
+	"team file": {
+		"queue_depth": "delete the line: the daemon hands an agent one message at a time and the rest wait in its inbox, bounded by backlog_limit",
+	},
+}
 
 // Allowed values of the enumerated Codex settings.
 var (
@@ -39,8 +48,6 @@ var (
 
 // Defaults for keys that are absent from the file.
 const (
-	defaultQueueDepth   = 16
-	maxQueueDepth       = 1024
 	defaultBacklogLimit = 256
 	maxBacklogLimit     = 100_000
 	defaultTurn         = 60 * time.Minute
@@ -98,7 +105,6 @@ func Parse(path string, data []byte) (*Config, error) {
 		Workspace:    defaultWorkspace(),
 		Timeouts:     Timeouts{Turn: defaultTurn, Idle: defaultIdle, NetworkWait: defaultNetworkWait, Shutdown: defaultShutdown, Alert: DefaultAlertTimeout},
 		MaxAttempts:  defaultMaxAttempts,
-		QueueDepth:   defaultQueueDepth,
 		BacklogLimit: defaultBacklogLimit,
 		Quota:        Quota{Scope: QuotaScopeAccount, BackoffMax: defaultBackoffMax, Cooldown: defaultCooldown, CooldownMax: defaultCooldownMax, WarnPct: DefaultWarnPct},
 		Path:         abs,
@@ -237,12 +243,6 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 
 	if e, ok := f["quota"]; ok {
 		p.quota(e.val, &cfg.Quota)
-	}
-
-	if e, ok := f["queue_depth"]; ok {
-		if v, ok := p.integer(e.val, "queue_depth", 1, maxQueueDepth); ok {
-			cfg.QueueDepth = v
-		}
 	}
 
 	if e, ok := f["max_attempts"]; ok {

@@ -73,7 +73,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level key", "name: t\nrole: []\nroles: [{name: a}]\n",
 			`team.yaml:2:1: unknown key "role" in team file (did you mean "roles"?)`},
 		{"unknown key without suggestion", "name: t\nroles: [{name: a}]\nzzz: 1\n",
-			`team.yaml:3:1: unknown key "zzz" in team file (valid keys: name, codex, timeouts, backlog_limit, queue_depth, max_attempts, on_alert, alert_on_reply, quota, workspace, accounts, hosts, limits, roles, schedules, pricing, budgets, console)`},
+			`team.yaml:3:1: unknown key "zzz" in team file (valid keys: name, codex, timeouts, backlog_limit, max_attempts, on_alert, alert_on_reply, quota, workspace, accounts, hosts, limits, roles, schedules, pricing, budgets, console)`},
 		{"unknown quota scope", "name: t\nquota: {scope: accounts}\nroles: [{name: a}]\n",
 			`team.yaml:2:16: invalid quota.scope "accounts" (did you mean "account"?)`},
 		{"quota cooldown above its cap", "name: t\nquota: {cooldown: 3h}\nroles: [{name: a}]\n",
@@ -88,8 +88,8 @@ func TestParseErrors(t *testing.T) {
 			`team.yaml:2:1: duplicate key "name" in team file (first defined at line 1)`},
 		{"wrong type string", "name: t\ncodex: {model: 5}\nroles: [{name: a}]\n",
 			`team.yaml:2:16: codex.model must be a string, not an integer (quote it: "5")`},
-		{"wrong type int", "name: t\nqueue_depth: \"8\"\nroles: [{name: a}]\n",
-			`team.yaml:2:14: queue_depth must be an integer, not a string (remove the quotes)`},
+		{"wrong type int", "name: t\nmax_attempts: \"8\"\nroles: [{name: a}]\n",
+			`team.yaml:2:15: max_attempts must be an integer, not a string (remove the quotes)`},
 		{"wrong type list", "name: t\nroles:\n  - name: a\n    talks_to: a\n",
 			`team.yaml:4:15: talks_to must be a list, not a string (write a list: [a])`},
 		{"wrong type mapping", "name: t\ntimeouts: 5m\nroles: [{name: a}]\n",
@@ -138,8 +138,8 @@ func TestParseErrors(t *testing.T) {
 			`team.yaml:7:5: team has 258 agents, more than the limit of 256 (reached at this role) (lower instances or remove roles; a team may have at most 256 agents)`},
 		{"instances too many", "name: t\nroles:\n  - name: a\n    instances: 101\n",
 			`team.yaml:4:16: instances must be between 1 and 100, got 101`},
-		{"queue depth", "name: t\nqueue_depth: 1025\nroles: [{name: a}]\n",
-			`team.yaml:2:14: queue_depth must be between 1 and 1024, got 1025`},
+		{"removed queue_depth", "name: t\nqueue_depth: 16\nroles: [{name: a}]\n",
+			`team.yaml:2:1: queue_depth is no longer a key of the team file (delete the line: the daemon hands an agent one message at a time and the rest wait in its inbox, bounded by backlog_limit)`},
 		{"max attempts", "name: t\nmax_attempts: 0\nroles: [{name: a}]\n",
 			`team.yaml:2:15: max_attempts must be between 1 and 100, got 0`},
 		{"backlog limit", "name: t\nbacklog_limit: 0\nroles: [{name: a}]\n",
@@ -282,7 +282,6 @@ func TestParseDefaults(t *testing.T) {
 		Name:         "t",
 		Codex:        CodexSettings{Bin: "codex", Sandbox: "workspace-write", ApprovalPolicy: "never", Runtime: "exec", RuntimeIdle: 10 * time.Minute},
 		Timeouts:     Timeouts{Turn: 60 * time.Minute, Idle: 10 * time.Minute, NetworkWait: 30 * time.Minute, Shutdown: 30 * time.Second, Alert: 10 * time.Second},
-		QueueDepth:   16,
 		BacklogLimit: 256,
 		MaxAttempts:  3,
 		Quota:        Quota{Scope: "account", BackoffMax: 30 * time.Minute, Cooldown: 15 * time.Minute, CooldownMax: 2 * time.Hour, WarnPct: 90},
@@ -297,11 +296,11 @@ func TestParseDefaults(t *testing.T) {
 		t.Errorf("got  %+v\nwant %+v", cfg, want)
 	}
 	// Null values and empty sections mean "use the default".
-	cfg2, msg, _ := loadString(t, "name: t\ncodex:\ntimeouts: {turn: ~}\nqueue_depth:\nroles:\n  - name: a\n    instances:\n    codex: {}\n")
+	cfg2, msg, _ := loadString(t, "name: t\ncodex:\ntimeouts: {turn: ~}\nmax_attempts:\nroles:\n  - name: a\n    instances:\n    codex: {}\n")
 	if msg != "" {
 		t.Fatal(msg)
 	}
-	if cfg2.Codex.Sandbox != "workspace-write" || cfg2.Codex.Runtime != RuntimeExec || cfg2.Roles[0].Codex.Runtime != RuntimeExec || cfg2.Timeouts.Turn != time.Hour || cfg2.QueueDepth != 16 || cfg2.Roles[0].Instances != 1 {
+	if cfg2.Codex.Sandbox != "workspace-write" || cfg2.Codex.Runtime != RuntimeExec || cfg2.Roles[0].Codex.Runtime != RuntimeExec || cfg2.Timeouts.Turn != time.Hour || cfg2.MaxAttempts != 3 || cfg2.Roles[0].Instances != 1 {
 		t.Errorf("null values did not keep defaults: %+v", cfg2)
 	}
 }
@@ -323,7 +322,6 @@ codex:
   context_window: 1000
 timeouts: {turn: 2h, idle: 90s, network_wait: 5m, shutdown: 1m}
 quota: {scope: agent, backoff_max: 10m, cooldown: 5m, cooldown_max: 1h}
-queue_depth: 4
 backlog_limit: 7
 max_attempts: 5
 roles:
@@ -366,8 +364,8 @@ roles:
 		t.Errorf("team codex:\n got %+v\nwant %+v", cfg.Codex, base)
 	}
 	if cfg.Timeouts != (Timeouts{Turn: 2 * time.Hour, Idle: 90 * time.Second, NetworkWait: 5 * time.Minute, Shutdown: time.Minute, Alert: 10 * time.Second}) ||
-		cfg.QueueDepth != 4 || cfg.BacklogLimit != 7 || cfg.MaxAttempts != 5 {
-		t.Errorf("timeouts/queue/backlog/attempts: %+v %d %d %d", cfg.Timeouts, cfg.QueueDepth, cfg.BacklogLimit, cfg.MaxAttempts)
+		cfg.BacklogLimit != 7 || cfg.MaxAttempts != 5 {
+		t.Errorf("timeouts/backlog/attempts: %+v %d %d", cfg.Timeouts, cfg.BacklogLimit, cfg.MaxAttempts)
 	}
 	if want := (Quota{Scope: "agent", BackoffMax: 10 * time.Minute, Cooldown: 5 * time.Minute, CooldownMax: time.Hour, WarnPct: 90}); cfg.Quota != want {
 		t.Errorf("quota %+v, want %+v", cfg.Quota, want)

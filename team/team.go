@@ -77,11 +77,6 @@ type Config struct {
 	Codex CodexSettings
 	// Timeouts are the team's turn, idle and shutdown limits; all positive.
 	Timeouts Timeouts
-	// QueueDepth is how many messages an agent's worker (its shim) holds
-	// behind the turn in flight, between 1 and 1024. The daemon hands a
-	// worker one message at a time, so in a team it never binds; the
-	// durable backlog is bounded by BacklogLimit.
-	QueueDepth int
 	// BacklogLimit bounds the durable backlog, between 1 and 100000: the
 	// messages waiting or in flight in each agent's inbox, and the messages
 	// waiting in each role queue. `batty send` beyond it is refused; the

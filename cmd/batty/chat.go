@@ -19,6 +19,7 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/team"
 )
 
 func newChatCmd() *cobra.Command {
@@ -162,14 +163,14 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 			}
 			sent++
 			id := "chat-" + strconv.Itoa(sent)
-			if err := shim.CheckBodyLen(line); err != nil {
+			if err := codex.CheckBodyLen(line); err != nil {
 				// Codex would refuse it: not sent, counted as failed.
 				fmt.Fprintf(os.Stderr, "batty chat: %s not sent: %v\n", id, err)
 				failed++
 				continue
 			}
 			outstanding[id] = true
-			if err := c.Send(protocol.SendMessage{ID: id, From: shim.HumanSender, Body: line}); err != nil {
+			if err := c.Send(protocol.SendMessage{ID: id, From: team.Human, Body: line}); err != nil {
 				return 1, fmt.Errorf("send message %s: %w", id, err)
 			}
 		case m, ok := <-events:

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
@@ -165,8 +166,8 @@ func TestCompletionOfAgentAndRoleNames(t *testing.T) {
 		{nil, []string{"send", "eng"}, []string{"engineer-1", "engineer-2", "engineer"}},
 		{nil, []string{"send", "manager", ""}, nil},
 		// An agent is offered whom it may message.
-		{[]string{project.EnvAgent + "=architect"}, []string{"send", ""}, []string{"human", "manager"}},
-		{[]string{project.EnvAgent + "=manager"}, []string{"send", ""}, []string{"human", "architect", "engineer-1", "engineer-2", "engineer"}},
+		{[]string{agentenv.Agent + "=architect"}, []string{"send", ""}, []string{"human", "manager"}},
+		{[]string{agentenv.Agent + "=manager"}, []string{"send", ""}, []string{"human", "architect", "engineer-1", "engineer-2", "engineer"}},
 		{nil, []string{"send", "--from", ""}, []string{"human", "architect", "manager", "engineer-1", "engineer-2"}},
 		{nil, []string{"logs", ""}, []string{"architect", "manager", "engineer-1", "engineer-2"}},
 		{nil, []string{"logs", "-f", "m"}, []string{"manager"}},

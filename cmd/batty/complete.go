@@ -5,13 +5,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
 )
 
 // teamFlagUsage describes the team file flags.
-const teamFlagUsage = "team file (default ./team.yaml, else ./.batty/team.yaml, or the team of $" + project.EnvDir + ")"
+const teamFlagUsage = "team file (default ./team.yaml, else ./.batty/team.yaml, or the team of $" + agentenv.Dir + ")"
 
 // addTeamFlags registers the flags that name the team file: --team FILE on
 // every command, and -f/--file FILE as well when short is set (every command

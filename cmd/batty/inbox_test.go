@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/inbox"
-	"github.com/battyhq/batty/project"
 )
 
 // deliver puts a message into a box directly, as the daemon or `batty send`
@@ -164,7 +164,7 @@ func TestInboxEmptyAndUnknown(t *testing.T) {
 	}
 	// A role with several instances lists its queue.
 	mustSend(t, dir, nil, "", "engineer", "anyone?")
-	out, _, code = runBattyIn(t, dir, []string{project.EnvAgent + "=manager"}, "", "inbox", "engineer")
+	out, _, code = runBattyIn(t, dir, []string{agentenv.Agent + "=manager"}, "", "inbox", "engineer")
 	if code != 0 || !strings.Contains(out, "message: anyone?") {
 		t.Fatalf("role queue: exit %d\n%s", code, out)
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/codex"
 )
 
 // batty send measures a message in characters, the unit of Codex's limit,
@@ -19,7 +19,7 @@ func TestSendLimitIsCodexCharacters(t *testing.T) {
 	}
 
 	before, _, _ := openBox(t, l, "architect").Count()
-	long := strings.Repeat("x", shim.MaxBodyChars+1) // within the old byte limit
+	long := strings.Repeat("x", codex.MaxBodyChars+1) // within the old byte limit
 	_, errOut, code := runBattyIn(t, dir, nil, long, "send", "architect", "-")
 	if code != 1 || !strings.Contains(errOut, "Input exceeds the maximum length of 1047552 characters") {
 		t.Fatalf("over the limit: exit %d, stderr %.300s", code, errOut)
@@ -32,7 +32,7 @@ func TestSendLimitIsCodexCharacters(t *testing.T) {
 // batty chat does not send a line Codex would refuse: it says why and the
 // line counts as failed.
 func TestChatRefusesALineOverCodexLimit(t *testing.T) {
-	long := strings.Repeat("x", shim.MaxBodyChars+1)
+	long := strings.Repeat("x", codex.MaxBodyChars+1)
 	out, errOut, code := runBatty(t, nil, long+"\n", "chat", "--codex-bin", "/nonexistent/codex")
 	if code != 1 || !strings.Contains(errOut, "chat-1 not sent") || !strings.Contains(errOut, "Input exceeds the maximum length of 1047552 characters") {
 		t.Fatalf("exit %d\nstdout:\n%.300s\nstderr:\n%.300s", code, out, errOut)

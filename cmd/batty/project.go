@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 )
@@ -76,7 +77,7 @@ func loadTeamProject(teamFile string) (project.Project, *team.Config, error) {
 // project.ResolveProject); else the team file findTeamFile finds from the
 // current directory up.
 func resolveProject(teamFile string) (project.Project, error) {
-	if teamFile == "" && os.Getenv(project.EnvDir) == "" {
+	if teamFile == "" && os.Getenv(agentenv.Dir) == "" {
 		f, err := findTeamFile("")
 		if err != nil {
 			return project.Project{}, err

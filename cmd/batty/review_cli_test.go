@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/control"
-	"github.com/battyhq/batty/project"
 )
 
 // With workspace.review: human, an agent's `batty merge` waits after
@@ -32,7 +32,7 @@ func TestReviewThroughTheCLI(t *testing.T) {
 	tip := gitIn(t, dir, "rev-parse", "batty/engineer-1")
 	before := gitIn(t, dir, "rev-parse", "main")
 
-	inAgent := append([]string{project.EnvAgent + "=engineer-1"}, env...)
+	inAgent := append([]string{agentenv.Agent + "=engineer-1"}, env...)
 	if out, errOut, code := runBattyIn(t, dir, inAgent, "", "merge", "--review", "engineer-1"); code != 1 || !strings.Contains(errOut, "--review is the human's") {
 		t.Fatalf("merge --review inside an agent: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/shim"
@@ -89,7 +89,7 @@ func newRoot() *cobra.Command {
 Codex conversation per agent, messages travel through durable inboxes, and
 transcripts show what every agent does.
 
-The team file is the team of $` + project.EnvDir + ` when it is set, else team.yaml
+The team file is the team of $` + agentenv.Dir + ` when it is set, else team.yaml
 (or .batty/team.yaml) in this directory or the nearest parent that has one,
 as git finds its repository; never one found inside a state directory
 (.batty/worktrees/<agent>, an agent's worktree). The commands that work on

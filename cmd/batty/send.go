@@ -10,10 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/agentenv"
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/project"
-	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 )
 
@@ -91,14 +92,14 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 			// An agent runs in a running team, even where the inboxes
 			// are not the team's (on another host, whose shim relays
 			// them).
-			if running, _ := project.Running(m.layout); !running && os.Getenv(project.EnvAgent) == "" {
+			if running, _ := project.Running(m.layout); !running && os.Getenv(agentenv.Agent) == "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "batty: the team is not running; the message waits until `batty start`\n")
 			}
 			return nil
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
-	cmd.Flags().StringVar(&from, "from", "", `sender: an agent name or "human" (default: the agent this runs inside, else $`+project.EnvAgent+`, else "human"; must equal the agent when there is one)`)
+	cmd.Flags().StringVar(&from, "from", "", `sender: an agent name or "human" (default: the agent this runs inside, else $`+agentenv.Agent+`, else "human"; must equal the agent when there is one)`)
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.ValidArgsFunction = completeRecipients(&teamFile, &from)
 	_ = cmd.RegisterFlagCompletionFunc("from", completeNames(&teamFile, namesAgents|namesHuman))
@@ -117,7 +118,7 @@ func readBody(r io.Reader) (string, error) {
 	s := strings.TrimRight(string(b), "\r\n")
 	if len(b) == limit || len(s) > inbox.MaxBodyLen {
 		return "", fmt.Errorf("message on stdin: more than %d bytes: Input exceeds the maximum length of %d characters; shorten it, or write it to a file and send the path",
-			inbox.MaxBodyLen, shim.MaxBodyChars)
+			inbox.MaxBodyLen, codex.MaxBodyChars)
 	}
 	return s, nil
 }
@@ -137,7 +138,7 @@ func deliverMessage(teamFile, from, to, body string, inAgent bool) (sentMessage,
 	if strings.TrimSpace(body) == "" {
 		return sentMessage{}, errors.New("empty message: give the text as arguments, or \"-\" to read it from stdin")
 	}
-	if err := shim.CheckBodyLen(body); err != nil {
+	if err := codex.CheckBodyLen(body); err != nil {
 		return sentMessage{}, err
 	}
 	p, cfg, err := loadTeamProject(teamFile)
@@ -147,7 +148,7 @@ func deliverMessage(teamFile, from, to, body string, inAgent bool) (sentMessage,
 	if from != team.Human {
 		if _, ok := cfg.Agent(from); !ok {
 			return sentMessage{}, fmt.Errorf("unknown sender %q (from --from, $%s, or the agent this command runs inside): not an agent of team %q (%s); agents: %s",
-				from, project.EnvAgent, cfg.Name, cfg.Path, strings.Join(teamAgentNames(cfg), ", "))
+				from, agentenv.Agent, cfg.Name, cfg.Path, strings.Join(teamAgentNames(cfg), ", "))
 		}
 	}
 	box, err := recipientBox(cfg, from, to)

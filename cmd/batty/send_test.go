@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/project"
@@ -157,7 +158,7 @@ func TestSendToAgentRoleAndHuman(t *testing.T) {
 
 func TestSendTalksToAndAgentIdentity(t *testing.T) {
 	dir, l := writeTeam(t)
-	env := []string{project.EnvAgent + "=engineer-1"}
+	env := []string{agentenv.Agent + "=engineer-1"}
 
 	out, errOut, code := runBattyIn(t, dir, env, "", "send", "architect", "hi")
 	want := `batty: engineer-1 may not message architect (talks_to of role "engineer" in ` +
@@ -191,13 +192,13 @@ func TestSendTalksToAndAgentIdentity(t *testing.T) {
 	if err := os.WriteFile(l.TeamFileRef(), []byte(filepath.Join(dir, "team.yaml")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env2 := append(env, project.EnvDir+"="+l.Dir)
+	env2 := append(env, agentenv.Dir+"="+l.Dir)
 	id, _ = mustSend(t, t.TempDir(), env2, "", "manager", "from my worktree")
 	if m := pendingMessage(t, l, "manager", id); m.From != "engineer-1" || m.Body != "from my worktree" {
 		t.Fatalf("got %+v", m)
 	}
 	// A sender that is not in the team is refused.
-	_, errOut, code = runBattyIn(t, dir, []string{project.EnvAgent + "=ghost"}, "", "send", "manager", "boo")
+	_, errOut, code = runBattyIn(t, dir, []string{agentenv.Agent + "=ghost"}, "", "send", "manager", "boo")
 	if code != 1 || !strings.Contains(errOut, `unknown sender "ghost"`) || !strings.Contains(errOut, "engineer-2") {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/agentproc"
-	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
 )
@@ -48,10 +48,10 @@ func senderOf(f senderFacts) (string, error) {
 		return f.Shim, nil
 	case f.EnvAgent == team.Human:
 		return "", fmt.Errorf("$%s=%q: %s names the agent a command runs for, and the human is no agent; unset it (without it, batty send is from the human)",
-			project.EnvAgent, f.EnvAgent, project.EnvAgent)
+			agentenv.Agent, f.EnvAgent, agentenv.Agent)
 	case f.EnvAgent == "" && f.ShimErr != nil && f.Marked:
 		return "", fmt.Errorf("cannot tell who sends this message: the process carries $%s (batty started it) but no $%s, and its parent processes cannot be looked at (%v)",
-			reap.MarkEnv, project.EnvAgent, f.ShimErr)
+			reap.MarkEnv, agentenv.Agent, f.ShimErr)
 	case f.EnvAgent == "" && f.Flag == "":
 		return team.Human, nil
 	case f.EnvAgent == "":
@@ -60,7 +60,7 @@ func senderOf(f senderFacts) (string, error) {
 		return f.EnvAgent, nil
 	default:
 		return "", fmt.Errorf("--from %q does not match $%s=%q: inside an agent, messages are sent as that agent (drop --from, or run batty send outside the team's agents to send as someone else)",
-			f.Flag, project.EnvAgent, f.EnvAgent)
+			f.Flag, agentenv.Agent, f.EnvAgent)
 	}
 }
 
@@ -78,7 +78,7 @@ func currentSender(flagFrom string) (string, error) {
 // outbox), the one directory of batty's that the agent's sandbox lets it
 // write, and the daemon stamps the sender from where it found it.
 func currentSenderIn(flagFrom string) (string, bool, error) {
-	f := senderFacts{Flag: flagFrom, EnvAgent: os.Getenv(project.EnvAgent)}
+	f := senderFacts{Flag: flagFrom, EnvAgent: os.Getenv(agentenv.Agent)}
 	_, f.Marked = os.LookupEnv(reap.MarkEnv)
 	self, err := os.Executable()
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/team"
 )
 
@@ -65,7 +65,7 @@ func TestSenderOf(t *testing.T) {
 // and nothing is written.
 func TestSendAgentCannotPoseAsAnother(t *testing.T) {
 	dir, l := writeTeam(t)
-	env := []string{project.EnvAgent + "=engineer-1"}
+	env := []string{agentenv.Agent + "=engineer-1"}
 	for _, from := range []string{team.Human, "manager", "engineer-2"} {
 		out, errOut, code := runBattyIn(t, dir, env, "", "send", "--from", from, "architect", "ship it")
 		if code != exitUsage || out != "" ||
@@ -138,9 +138,9 @@ func TestSendUnderAShimIsFromItsAgent(t *testing.T) {
 		shims []string
 		env   []string
 	}{
-		{"BATTY_AGENT=human", []string{"engineer-1"}, []string{project.EnvAgent + "=human"}},
+		{"BATTY_AGENT=human", []string{"engineer-1"}, []string{agentenv.Agent + "=human"}},
 		{"BATTY_AGENT unset", []string{"engineer-1"}, nil},
-		{"a forged shim inside", []string{"engineer-1", "architect"}, []string{project.EnvAgent + "=architect"}},
+		{"a forged shim inside", []string{"engineer-1", "architect"}, []string{agentenv.Agent + "=architect"}},
 	} {
 		out, errOut, code := runUnderShims(t, dir, c.env, c.shims, "send", "manager", "from "+c.name)
 		if code != 0 {
@@ -164,7 +164,7 @@ func TestSendUnderAShimIsFromItsAgent(t *testing.T) {
 		t.Fatalf("--from human below a shim: exit %d\n%s%s", code, out, errOut)
 	}
 	// Outside any shim, BATTY_AGENT=human is refused.
-	out, errOut, code = runBattyIn(t, dir, []string{project.EnvAgent + "=human"}, "", "send", "manager", "pose")
+	out, errOut, code = runBattyIn(t, dir, []string{agentenv.Agent + "=human"}, "", "send", "manager", "pose")
 	if code != exitUsage || !strings.Contains(errOut, `$BATTY_AGENT="human"`) {
 		t.Fatalf("BATTY_AGENT=human: exit %d\n%s%s", code, out, errOut)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/landing"
@@ -345,7 +346,7 @@ func TestMergeQueuesALandingRequest(t *testing.T) {
 		var env []string
 		from := team.Human
 		if tc.from != "" {
-			env, from = []string{project.EnvAgent + "=" + tc.from}, tc.from
+			env, from = []string{agentenv.Agent + "=" + tc.from}, tc.from
 		}
 		out, errOut, code := runBattyIn(t, dir, env, "", "merge", tc.agent)
 		m := queuedRE.FindStringSubmatch(out)
@@ -373,7 +374,7 @@ func TestMergeQueuesALandingRequest(t *testing.T) {
 		want string
 	}{
 		// An engineer may not land the other's branch: talks_to names only the architect.
-		{[]string{project.EnvAgent + "=engineer-2"}, []string{"merge", "engineer-1"}, 1,
+		{[]string{agentenv.Agent + "=engineer-2"}, []string{"merge", "engineer-1"}, 1,
 			`this command runs inside agent "engineer-2", which may land only its own branch or the branch of an agent it may message (talks_to)`},
 		{nil, []string{"merge", "architect"}, 1, "`workspace: worktree`"},
 		{nil, []string{"merge", "nobody"}, 1, `unknown agent "nobody"`},
@@ -450,8 +451,8 @@ func TestCompletionOfWorktreeAgents(t *testing.T) {
 		{nil, []string{"workspace", "prune", ""}, both},
 		{nil, []string{"workspace", "prune", "arch"}, nil},
 		{nil, []string{"merge", "engineer-1", ""}, nil},
-		{[]string{project.EnvAgent + "=engineer-2"}, []string{"merge", ""}, []string{"engineer-2"}},
-		{[]string{project.EnvAgent + "=architect"}, []string{"merge", ""}, both},
+		{[]string{agentenv.Agent + "=engineer-2"}, []string{"merge", ""}, []string{"engineer-2"}},
+		{[]string{agentenv.Agent + "=architect"}, []string{"merge", ""}, both},
 	} {
 		if got := completions(t, dir, tc.env, tc.args...); !slices.Equal(got, tc.want) {
 			t.Errorf("complete %q (env %q) = %q, want %q", tc.args, tc.env, got, tc.want)

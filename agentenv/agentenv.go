@@ -1,0 +1,22 @@
+// Package agentenv names the environment variables batty gives an agent's
+// Codex, which the batty commands an agent runs (`batty send`, `batty
+// merge`, ...) read to find their team and to know who they are. It is the
+// one definition of those names, for the daemon and the shim that set them
+// and for the commands that read them; it imports nothing.
+package agentenv
+
+const (
+	// Dir is the variable the daemon gives every agent of a team: the
+	// project's state directory (outside the project), which points batty
+	// commands run by the agent (inside Codex, in another working
+	// directory) at the project, and holds the agent's outbox. Its presence
+	// in a shim's Codex environment is what makes the shim's agent part of
+	// a team.
+	Dir = "BATTY_DIR"
+	// Project is the variable the daemon gives every agent of a team: the
+	// project directory (the team file's), as the agent's host sees it.
+	Project = "BATTY_PROJECT"
+	// Agent is the variable the shim sets for Codex: the name of the agent
+	// running a batty command.
+	Agent = "BATTY_AGENT"
+)
