@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/reap"
 )
 
 // chromium returns Debian's chromium, skipping the test (failing it under
@@ -34,18 +36,53 @@ func chromium(t *testing.T) string {
 // browser starts a headless chromium of its own for the test.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	// Not t.TempDir: removed only once the browser's processes are gone.
+	data, err := os.MkdirTemp("", "batty-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)),
 		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 800),
+		chromedp.UserDataDir(data), chromedp.WindowSize(1280, 800),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancel()
+		cancelAlloc()
+		// The browser's helpers (renderers, the crash handler) may still
+		// be writing its profile: wait for every process that names it.
+		waitProcessesNaming(data, time.Now().Add(30*time.Second))
+		if err := os.RemoveAll(data); err != nil {
+			t.Errorf("remove the browser's profile: %v", err)
+		}
+	})
 	return ctx
+}
+
+// waitProcessesNaming waits, until deadline, for every process whose
+// command line holds s to exit.
+func waitProcessesNaming(s string, deadline time.Time) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), s) {
+			continue
+		}
+		if fd, err := reap.OpenPidfd(pid); err == nil {
+			fd.WaitExit(deadline)
+			fd.Close()
+		}
+	}
 }
 
 var loginRE = regexp.MustCompile(`batty: console: (http://127\.0\.0\.1:\d+/)login\?token=\S+`)
