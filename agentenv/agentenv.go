@@ -2,8 +2,11 @@
 // Codex, which the batty commands an agent runs (`batty send`, `batty
 // merge`, ...) read to find their team and to know who they are. It is the
 // one definition of those names, for the daemon and the shim that set them
-// and for the commands that read them; it imports nothing.
+// and for the commands that read them, and the one lookup of an entry in an
+// environment list (Lookup).
 package agentenv
+
+import "strings"
 
 const (
 	// Dir is the variable the daemon gives every agent of a team: the
@@ -20,3 +23,15 @@ const (
 	// running a batty command.
 	Agent = "BATTY_AGENT"
 )
+
+// Lookup returns the value of the last entry of env ("KEY=value" strings)
+// for key, "" when there is none. It is a pure function.
+func Lookup(env []string, key string) string {
+	v := ""
+	for _, e := range env {
+		if x, ok := strings.CutPrefix(e, key+"="); ok {
+			v = x
+		}
+	}
+	return v
+}

@@ -25,7 +25,7 @@ func ShimConfig(c shim.Config, hostDir, root, home string) shim.Config {
 	c.Cwd = ProjectPath(hostDir, root, c.Cwd)
 	c.CodexBin = HomePath(c.CodexBin, home)
 	if c.Exec.AddDirs != nil {
-		here := stateDirOf(c.Env)
+		here := agentenv.Lookup(c.Env, agentenv.Dir)
 		dirs := make([]string, len(c.Exec.AddDirs))
 		for i, d := range c.Exec.AddDirs {
 			if rel, err := filepath.Rel(here, d); here != "" && err == nil && InProject(here, d) {
@@ -67,15 +67,4 @@ func ShimConfig(c shim.Config, hostDir, root, home string) shim.Config {
 // directory here is out of those here. It holds the agents' outboxes. Pure.
 func StateDir(hostDir string) string {
 	return "~/.local/state/batty/projects/" + project.StateKey(hostDir)
-}
-
-// stateDirOf is the value of BATTY_DIR in env ("" when unset).
-func stateDirOf(env []string) string {
-	v := ""
-	for _, e := range env {
-		if x, ok := strings.CutPrefix(e, agentenv.Dir+"="); ok {
-			v = x
-		}
-	}
-	return v
 }

@@ -150,42 +150,68 @@ func Encode(r Request) ([]byte, error) {
 	return json.Marshal(r)
 }
 
+// Make makes the outbox of agent under the state directory stateDir (the
+// outbox, its tmp/ and new/; mode 0700), never through a link below
+// stateDir, which must exist. Idempotent. The agent's shim makes it before
+// the agent starts: inside the agent's sandbox only the outbox is
+// writable.
+func Make(stateDir, agent string) error {
+	o, err := open(stateDir, agent)
+	if err == nil {
+		o.close()
+	}
+	return err
+}
+
+// outboxDirs are an outbox's tmp/ and new/, open.
+type outboxDirs struct{ tmp, new *atomicfile.Dir }
+
+func (o outboxDirs) close() {
+	o.tmp.Close()
+	o.new.Close()
+}
+
+// open opens (making them where missing) the tmp/ and new/ of agent's
+// outbox under stateDir, never through a link below stateDir. The caller
+// closes them.
+func open(stateDir, agent string) (outboxDirs, error) {
+	if !inbox.ValidBoxName(agent) {
+		return outboxDirs{}, fmt.Errorf("outbox of %q: not an agent name", agent)
+	}
+	dir := filepath.Join(DirName, agent)
+	tmp, err := atomicfile.OpenDirBeneath(stateDir, filepath.Join(dir, SubTmp), true)
+	if err != nil {
+		return outboxDirs{}, fmt.Errorf("open the outbox of %s: %w", agent, err)
+	}
+	nd, err := atomicfile.OpenDirBeneath(stateDir, filepath.Join(dir, SubNew), true)
+	if err != nil {
+		tmp.Close()
+		return outboxDirs{}, fmt.Errorf("open the outbox of %s: %w", agent, err)
+	}
+	return outboxDirs{tmp: tmp, new: nd}, nil
+}
+
 // Write stores r in the outbox of agent under the state directory
 // stateDir (Path) as new/<id>.json with a fresh id (inbox.NewID), durably,
-// via tmp/, never through a link below stateDir, and returns the id: the id
-// the delivered message will have. The directories of the outbox are made
-// (0700) where missing; inside the agent's sandbox only its own outbox is
-// writable, and the agent's shim has made it. It blocks for the fsyncs.
+// via tmp/, never through a link below stateDir, and returns the id: the
+// id the delivered message will have. The directories of the outbox are
+// made (0700) where missing (Make). It blocks for the fsyncs.
 func Write(stateDir, agent string, r Request) (string, error) {
 	data, err := Encode(r)
 	if err != nil {
 		return "", err
 	}
-	if !inbox.ValidBoxName(agent) {
-		return "", fmt.Errorf("outbox of %q: not an agent name", agent)
-	}
-	dir := Path(stateDir, agent)
-	d, err := atomicfile.OpenDirBeneath(stateDir, filepath.Join(DirName, agent), true)
+	o, err := open(stateDir, agent)
 	if err != nil {
-		return "", fmt.Errorf("open the outbox %s: %w", dir, err)
+		return "", err
 	}
-	defer d.Close()
-	tmp, err := d.Sub(SubTmp, true)
-	if err != nil {
-		return "", fmt.Errorf("open the outbox %s: %w", dir, err)
-	}
-	defer tmp.Close()
-	nd, err := d.Sub(SubNew, true)
-	if err != nil {
-		return "", fmt.Errorf("open the outbox %s: %w", dir, err)
-	}
-	defer nd.Close()
+	defer o.close()
 	id, _ := inbox.NewID()
-	if err := nd.CreateVia(tmp, id+".json", filePerm, func(w io.Writer) error {
+	if err := o.new.CreateVia(o.tmp, id+".json", filePerm, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	}); err != nil {
-		return "", fmt.Errorf("write the request into %s: %w", dir, err)
+		return "", fmt.Errorf("write the request into %s: %w", Path(stateDir, agent), err)
 	}
 	return id, nil
 }

@@ -394,17 +394,14 @@ func (l Layout) OpenDaemonLog() (*os.File, error) {
 	return f, nil
 }
 
-// WriteRequest writes r into agent's outbox (package outbox), making the
-// state directory and the outbox (0700) where missing, never through a
-// link, and returns the id of the request. Inside the agent's sandbox only
-// the outbox is writable, and the agent's shim has made it.
+// WriteRequest writes r into agent's outbox (outbox.Write), making the
+// state directory (0700) where missing, never through a link, and returns
+// the id of the request. Inside the agent's sandbox only the outbox is
+// writable, and the agent's shim has made it.
 func (l Layout) WriteRequest(agent string, r outbox.Request) (string, error) {
-	if !inbox.ValidBoxName(agent) {
-		return "", fmt.Errorf("outbox of %q: not an agent name", agent)
-	}
-	d, err := l.OpenDir(filepath.Join(outbox.DirName, agent), true)
+	d, err := l.OpenDir("", true)
 	if err != nil {
-		return "", fmt.Errorf("open the outbox of %s: %w", agent, err)
+		return "", err
 	}
 	d.Close()
 	return outbox.Write(l.Dir, agent, r)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
@@ -398,7 +399,7 @@ func TestConformanceAddDir(t *testing.T) {
 // conformTransient: a server error that codex retries by itself (stream
 // retries 1) and then gets an answer for ends the turn once, completed.
 func conformTransient(t *testing.T, h *harness, srv *codextest.Server) {
-	srv.WriteHomeWith(t, codextest.HomeConfig{Dir: envValue(h.cfg.Env, "CODEX_HOME"), StreamMaxRetries: 1})
+	srv.WriteHomeWith(t, codextest.HomeConfig{Dir: agentenv.Lookup(h.cfg.Env, "CODEX_HOME"), StreamMaxRetries: 1})
 	var n atomic.Int32
 	srv.Handle(func(r codextest.Request) codextest.Reply {
 		if n.Add(1) == 1 {

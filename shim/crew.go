@@ -115,19 +115,7 @@ func withCrew(role, agent, batty, stateDir, project string, wt Worktree) string 
 
 // stateDirOf returns the value of the last BATTY_DIR entry of env ("" when
 // there is none).
-func stateDirOf(env []string) string { return envValue(env, agentenv.Dir) }
-
-// envValue returns the value of the last entry of env for key ("" when
-// there is none).
-func envValue(env []string, key string) string {
-	v := ""
-	for _, e := range env {
-		if x, ok := strings.CutPrefix(e, key+"="); ok {
-			v = x
-		}
-	}
-	return v
-}
+func stateDirOf(env []string) string { return agentenv.Lookup(env, agentenv.Dir) }
 
 // chooseBatty picks the batty binary agents are told to run: exe (the
 // running binary, as os.Executable reports it; a " (deleted)" suffix, the

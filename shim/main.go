@@ -26,6 +26,7 @@ import (
 	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/reap"
@@ -178,7 +179,7 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 	relayCtx, stopRelay := context.WithCancel(context.Background())
 	relayDone := make(chan struct{})
 	if dir := stateDirOf(cfg.Env); cfg.RelayInboxes && dir != "" {
-		if err := makeOutbox(dir, cfg.Agent); err != nil {
+		if err := outbox.Make(dir, cfg.Agent); err != nil {
 			log.Error("The agent's outbox cannot be made: its batty send will fail", "error", err)
 		}
 		s.relay = newRelay(dir, cfg.Agent, conn, log)
@@ -241,7 +242,7 @@ func openTranscript(cfg Config, conn *protocol.Conn, log hclog.Logger) (*ptylog.
 func execOptions(cfg Config, batty string) (codex.ExecOptions, error) {
 	o := cfg.Exec
 	o.Config = append([]string(nil), o.Config...)
-	o.DeveloperInstructions = withCrew(cfg.Instructions, cfg.Agent, batty, stateDirOf(cfg.Env), envValue(cfg.Env, agentenv.Project), Worktree{Branch: cfg.Branch, Base: cfg.Base})
+	o.DeveloperInstructions = withCrew(cfg.Instructions, cfg.Agent, batty, stateDirOf(cfg.Env), agentenv.Lookup(cfg.Env, agentenv.Project), Worktree{Branch: cfg.Branch, Base: cfg.Base})
 	if err := o.Validate(); err != nil {
 		return o, fmt.Errorf("codex settings: %w", err)
 	}

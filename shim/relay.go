@@ -15,7 +15,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/protocol"
 )
@@ -178,22 +177,4 @@ func readNoFollow(path string, max int) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
 	}
 	return data, nil
-}
-
-// makeOutbox makes the outbox of agent under the state directory stateDir
-// (its tmp/ and new/), mode 0700, never through a link below stateDir.
-// Idempotent.
-func makeOutbox(stateDir, agent string) error {
-	rel, err := filepath.Rel(stateDir, outbox.Path(stateDir, agent))
-	if err != nil {
-		return err
-	}
-	for _, sub := range []string{outbox.SubTmp, outbox.SubNew} {
-		d, err := atomicfile.OpenDirBeneath(stateDir, filepath.Join(rel, sub), true)
-		if err != nil {
-			return fmt.Errorf("make the outbox of %s: %w", agent, err)
-		}
-		d.Close()
-	}
-	return nil
 }
