@@ -76,3 +76,16 @@ func FuzzResolveID(f *testing.F) {
 		_ = ShortID(id)
 	})
 }
+
+// GeneratedIDTime knows NewID's ids and their time, and nothing else.
+func TestGeneratedIDTime(t *testing.T) {
+	id, at := NewID()
+	if got, ok := GeneratedIDTime(id); !ok || !got.Equal(at) {
+		t.Fatalf("GeneratedIDTime(%s) = %v, %v; want %v", id, got, ok, at)
+	}
+	for _, bad := range []string{id + ".reply", "20301302T030405.000000000Z-1f2e3d4c", "20300102T030405.000000000Z-schedule.n.1", "x", ""} {
+		if _, ok := GeneratedIDTime(bad); ok {
+			t.Errorf("GeneratedIDTime(%q) took it", bad)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -400,6 +401,20 @@ var idClock struct {
 // idLayout formats the time part of an id: fixed width, so that ids sort by
 // time.
 const idLayout = "20060102T150405.000000000Z"
+
+// generatedIDRE is the form of the ids NewID generates.
+var generatedIDRE = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{9}Z-[0-9a-f]{8}$`)
+
+// GeneratedIDTime reports whether id is of the form NewID generates (no
+// schedule run's, no reply's) and returns the time it encodes. It is a
+// pure function.
+func GeneratedIDTime(id string) (time.Time, bool) {
+	if !generatedIDRE.MatchString(id) {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(idLayout, id[:len(idLayout)])
+	return t, err == nil
+}
 
 // NewID returns a fresh message id and the time it encodes. Within one
 // process the ids are strictly increasing; across processes they are unique

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -84,13 +83,6 @@ func (r Request) Validate() error {
 	return nil
 }
 
-// idRE is the form of the ids inbox.NewID generates: the only ids a
-// request may carry (no schedule run's, no reply's).
-var idRE = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{9}Z-[0-9a-f]{8}$`)
-
-// idLayout is the time part of a generated id.
-const idLayout = "20060102T150405.000000000Z"
-
 // MaxAhead is how far in the future a request's id may lie: a clock
 // difference between the agent's host and this one, no more. An id from
 // later is refused: it would sort after messages not written yet.
@@ -100,20 +92,21 @@ const MaxAhead = 5 * time.Minute
 // "<time>-<8 hex digits>.json", as Write makes it. Pure.
 func ValidName(name string) bool {
 	id, ok := strings.CutSuffix(name, ".json")
-	return ok && idRE.MatchString(id)
+	if !ok {
+		return false
+	}
+	_, ok = inbox.GeneratedIDTime(id)
+	return ok
 }
 
 // ID returns the message id that a request file's name carries, checking
 // that it is of the generated form and not from after now+MaxAhead. It is
 // a pure function.
 func ID(name string, now time.Time) (string, error) {
-	id, ok := strings.CutSuffix(name, ".json")
-	if !ok || !idRE.MatchString(id) {
+	id, _ := strings.CutSuffix(name, ".json")
+	t, ok := inbox.GeneratedIDTime(id)
+	if !ok || !strings.HasSuffix(name, ".json") {
 		return "", fmt.Errorf("file %q: not a request's name (<time>-<8 hex digits>.json, as batty send makes it)", name)
-	}
-	t, err := time.Parse(idLayout, id[:len(idLayout)])
-	if err != nil {
-		return "", fmt.Errorf("file %q: %w", name, err)
 	}
 	if t.After(now.Add(MaxAhead)) {
 		return "", fmt.Errorf("file %q: its time %s is in the future", name, t.Format(time.RFC3339))
