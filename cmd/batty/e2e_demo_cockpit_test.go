@@ -24,12 +24,7 @@ func TestE2EDemoCtrlCInTheCockpit(t *testing.T) {
 	tmp, mark := t.TempDir(), fmt.Sprintf("e2e-demo-cc-%d", time.Now().UnixNano())
 	exe := buildBatty(t)
 	ctx := context.Background()
-	outer := cockpit.Server{Run: cockpit.ExecRunner{Bin: bin, Socket: cockpit.SocketName(t.TempDir()),
-		Env: append(os.Environ(), "TERM=xterm-256color")}}
-	t.Cleanup(func() {
-		outer.Kill(context.Background())
-		codextest.AssertNoMarked(t, mark)
-	})
+	outer := demoTerminalServer(t, bin, mark)
 	// Only the demo is marked, not the terminal.
 	shell := fmt.Sprintf("env -u TMUX TMPDIR=%s %s=%s %s demo --pace 500ms --timeout 2m --codex-bin %s; echo DEMO-EXIT=$?; exec sleep 600",
 		tmp, codextest.MarkEnv, mark, exe, codexBin)
@@ -74,12 +69,7 @@ func TestE2EDemoInsideTmux(t *testing.T) {
 	tmp, mark := t.TempDir(), fmt.Sprintf("e2e-demo-tmux-%d", time.Now().UnixNano())
 	exe := buildBatty(t)
 	ctx := context.Background()
-	outer := cockpit.Server{Run: cockpit.ExecRunner{Bin: bin, Socket: cockpit.SocketName(t.TempDir()),
-		Env: append(os.Environ(), "TERM=xterm-256color")}}
-	t.Cleanup(func() {
-		outer.Kill(context.Background())
-		codextest.AssertNoMarked(t, mark)
-	})
+	outer := demoTerminalServer(t, bin, mark)
 	// The pane's shell keeps the $TMUX its tmux gives it.
 	shell := fmt.Sprintf(`test -n "$TMUX" || echo NO-TMUX; TMPDIR=%s %s=%s %s demo --pace 500ms --timeout 2m --codex-bin %s; echo DEMO-EXIT=$?; exec sleep 600`,
 		tmp, codextest.MarkEnv, mark, exe, codexBin)
@@ -113,6 +103,20 @@ func TestE2EDemoInsideTmux(t *testing.T) {
 	if dirs := demoDirs(t, tmp); len(dirs) != 0 {
 		t.Errorf("the demo project was left behind: %q", dirs)
 	}
+}
+
+// demoTerminalServer is a tmux server of the test's own, standing for the user's
+// terminal (TERM xterm-256color); it is killed when the test ends, and
+// nothing marked with mark may be left running then.
+func demoTerminalServer(t *testing.T, bin, mark string) cockpit.Server {
+	t.Helper()
+	outer := cockpit.Server{Run: cockpit.ExecRunner{Bin: bin, Socket: cockpit.SocketName(t.TempDir()),
+		Env: append(os.Environ(), "TERM=xterm-256color")}}
+	t.Cleanup(func() {
+		outer.Kill(context.Background())
+		codextest.AssertNoMarked(t, mark)
+	})
+	return outer
 }
 
 // terminalRunning starts, on the outer tmux server, a terminal of 120×40
