@@ -25,17 +25,10 @@ func TestE2ENestedRepositoryRunsNothingOutsideTheSandbox(t *testing.T) {
 	// only a process outside it can make the marker.
 	marker := filepath.Join(t.TempDir(), "ran-outside-the-sandbox")
 	team := fmt.Sprintf(`name: nested
-codex:
-  bin: %s
-  codex_home: %s
-  sandbox: workspace-write
-  config:
-    sandbox_workspace_write.exclude_slash_tmp: true
-    sandbox_workspace_write.exclude_tmpdir_env_var: true
-roles:
+%sroles:
   - name: eng
     workspace: worktree
-`, codexBin, home)
+`, sandboxedCodex(codexBin, home))
 	initRepo(t, r.dir, map[string]string{"team.yaml": team, "README": "base\n", ".gitignore": ".batty/\n"})
 	r.must("start", "--no-tmux")
 

@@ -263,3 +263,18 @@ func initRepo(t *testing.T, dir string, files map[string]string) {
 	gitIn(t, dir, "add", "-A")
 	gitIn(t, dir, "commit", "-q", "-m", "initial")
 }
+
+// sandboxedCodex is the codex section of a team file that runs codexBin
+// with CODEX_HOME home in its workspace-write sandbox, /tmp and $TMPDIR
+// taken out of its writable roots (the tests' directories are there: only
+// what batty grants is writable).
+func sandboxedCodex(codexBin, home string) string {
+	return fmt.Sprintf(`codex:
+  bin: %s
+  codex_home: %s
+  sandbox: workspace-write
+  config:
+    sandbox_workspace_write.exclude_slash_tmp: true
+    sandbox_workspace_write.exclude_tmpdir_env_var: true
+`, codexBin, home)
+}

@@ -22,19 +22,12 @@ func TestE2EVerifyRunsAnAgentsCodeInTheSandbox(t *testing.T) {
 	userHome, state := t.TempDir(), t.TempDir()
 	r, srv, codexBin, home := sandboxedRun(t, "verify-attack", "HOME="+userHome, project.EnvStateHome+"="+state)
 	team := fmt.Sprintf(`name: verifyattack
-codex:
-  bin: %s
-  codex_home: %s
-  sandbox: workspace-write
-  config:
-    sandbox_workspace_write.exclude_slash_tmp: true
-    sandbox_workspace_write.exclude_tmpdir_env_var: true
-workspace:
+%sworkspace:
   verify: sh check.sh
 roles:
   - name: eng
     workspace: worktree
-`, codexBin, home)
+`, sandboxedCodex(codexBin, home))
 	initRepo(t, r.dir, map[string]string{"team.yaml": team, "check.sh": "true\n", ".gitignore": ".batty/\n"})
 	homeTarget, projectTarget := filepath.Join(userHome, "pwned"), filepath.Join(r.dir, "pwned")
 	check := fmt.Sprintf(`echo pwned > %s && echo pwned > %s`, homeTarget, projectTarget)
