@@ -249,19 +249,7 @@ func TestRunTurnReadsNotificationsUntilCompleted(t *testing.T) {
 }
 
 func TestRunTurnFailedCarriesTypedError(t *testing.T) {
-	c, p := newPeer(t, Options{})
-	done := make(chan TurnResult, 1)
-	go func() {
-		res, err := c.RunTurn(ctxT(t), "T1", "x", nil)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- res
-	}()
-	r := p.expect(MethodTurnStart)
-	p.reply(r, `{"turn":{"id":"U2","items":[],"status":"inProgress","error":null}}`)
-	p.send(`{"method":"turn/completed","params":{"threadId":"T1","turn":{"id":"U2","items":[],"status":"failed","error":{"message":"You’ve hit your usage limit.","codexErrorInfo":"usageLimitExceeded","additionalDetails":null}}}}`)
-	res := <-done
+	res := turnEndedBy(t, `{"method":"turn/completed","params":{"threadId":"T1","turn":{"id":"U2","items":[],"status":"failed","error":{"message":"You’ve hit your usage limit.","codexErrorInfo":"usageLimitExceeded","additionalDetails":null}}}}`)
 	var te *TurnError
 	if res.Status != StatusFailed || !errors.As(res.Err(), &te) || te.Code != "usageLimitExceeded" {
 		t.Fatalf("result %+v err %v", res, res.Err())
@@ -511,4 +499,24 @@ func TestCompactRefused(t *testing.T) {
 		t.Fatalf("refused Compact: %v", err)
 	}
 
+}
+
+// turnEndedBy runs a turn (thread T1, turn U2) on a peer that answers its
+// start and then sends completed, the turn/completed notification, and
+// returns RunTurn's result; RunTurn must not fail.
+func turnEndedBy(t *testing.T, completed string) TurnResult {
+	t.Helper()
+	c, p := newPeer(t, Options{})
+	done := make(chan TurnResult, 1)
+	go func() {
+		res, err := c.RunTurn(ctxT(t), "T1", "x", nil)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	r := p.expect(MethodTurnStart)
+	p.reply(r, `{"turn":{"id":"U2","items":[],"status":"inProgress","error":null}}`)
+	p.send(completed)
+	return <-done
 }

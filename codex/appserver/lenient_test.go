@@ -112,19 +112,7 @@ func TestTurnParamsLenient(t *testing.T) {
 // ends RunTurn with the kind in its error, never a decode error nor a
 // turn left waiting.
 func TestRunTurnUnknownErrorKind(t *testing.T) {
-	c, p := newPeer(t, Options{})
-	done := make(chan TurnResult, 1)
-	go func() {
-		res, err := c.RunTurn(ctxT(t), "T1", "x", nil)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- res
-	}()
-	r := p.expect(MethodTurnStart)
-	p.reply(r, `{"turn":{"id":"U2","items":[],"status":"inProgress","error":null}}`)
-	p.send(`{"method":"turn/completed","params":{"threadId":"T1","tokenUsage":[],"turn":{"id":"U2","items":[{"type":"agentMessage","text":null,"display":{"mode":"hide","version":1}}],"status":"failed","error":{"message":"This request was refused.","codexErrorInfo":"bioPolicy","additionalDetails":null}}}}`)
-	res := <-done
+	res := turnEndedBy(t, `{"method":"turn/completed","params":{"threadId":"T1","tokenUsage":[],"turn":{"id":"U2","items":[{"type":"agentMessage","text":null,"display":{"mode":"hide","version":1}}],"status":"failed","error":{"message":"This request was refused.","codexErrorInfo":"bioPolicy","additionalDetails":null}}}}`)
 	var te *TurnError
 	if res.Status != StatusFailed || !errors.As(res.Err(), &te) || te.Code != "bioPolicy" || !strings.Contains(te.Error(), "bioPolicy") {
 		t.Fatalf("result %+v err %v", res, res.Err())
