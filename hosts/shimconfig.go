@@ -66,5 +66,5 @@ func ShimConfig(c shim.Config, hostDir, root, home string) shim.Config {
 // expands), out of the writable roots of the agents there as the state
 // directory here is out of those here. It holds the agents' outboxes. Pure.
 func StateDir(hostDir string) string {
-	return "~/.local/state/batty/projects/" + project.StateKey(hostDir)
+	return path.Join("~", project.HomeStateDir, project.ProjectsDir, project.StateKey(hostDir))
 }

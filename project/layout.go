@@ -245,7 +245,7 @@ func (l Layout) LegacyState() []string {
 // LayoutIn is the layout of the project directory dir with the state
 // directories under home. Pure.
 func LayoutIn(home, dir string) Layout {
-	return Layout{Dir: filepath.Join(home, "projects", StateKey(dir)), Project: dir}
+	return Layout{Dir: filepath.Join(home, ProjectsDir, StateKey(dir)), Project: dir}
 }
 
 // ProjectDirOf is the project directory of the absolute team file path:
@@ -257,6 +257,15 @@ func ProjectDirOf(teamFile string) string {
 	}
 	return dir
 }
+
+// HomeStateDir is where, relative to a home directory, the state
+// directories of projects live when neither $BATTY_STATE_HOME nor
+// $XDG_STATE_HOME says otherwise: here (StateHome) and on other hosts.
+const HomeStateDir = ".local/state/batty"
+
+// ProjectsDir is the directory of the state directories under a state
+// home: <state home>/projects/<StateKey>.
+const ProjectsDir = "projects"
 
 // StateHome is where the state directories of projects live:
 // $BATTY_STATE_HOME, else $XDG_STATE_HOME/batty, else
@@ -277,7 +286,7 @@ func StateHome() (string, error) {
 	if err != nil || !filepath.IsAbs(home) {
 		return "", fmt.Errorf("no place for batty's state: $HOME is not set (set HOME, XDG_STATE_HOME or %s): %v", EnvStateHome, err)
 	}
-	return filepath.Join(home, ".local", "state", "batty"), nil
+	return filepath.Join(home, HomeStateDir), nil
 }
 
 // keyUnsafe matches what a state key does not keep of a directory's name.
