@@ -42,9 +42,10 @@ type budgetAlert struct {
 	start, end time.Time
 }
 
-// newBudgetBook reads the budget state and the ledger's turns of the
-// budgets' current windows (by clock, in loc).
-func newBudgetBook(cfg *team.Config, l project.Layout, clock schedule.Clock, loc *time.Location) (*budgetBook, error) {
+// newBudgetBook reads the budget state and counts, of turns (the ledger's
+// at the daemon's start, usage.Ledger.TakeOpened), those of the budgets'
+// current windows (by clock, in loc).
+func newBudgetBook(cfg *team.Config, l project.Layout, turns []usage.Turn, clock schedule.Clock, loc *time.Location) (*budgetBook, error) {
 	bk := &budgetBook{clock: clock, loc: loc, layout: l, budgets: cfg.Budgets, changed: make(chan struct{}, 1),
 		starts: make([]time.Time, len(cfg.Budgets)), used: make([]int64, len(cfg.Budgets))}
 	if err := project.LoadJSON(l, project.BudgetsName, &bk.st); err != nil {
@@ -66,20 +67,10 @@ func newBudgetBook(cfg *team.Config, l project.Layout, clock schedule.Clock, loc
 		return bk, nil
 	}
 	now := clock.Now()
-	var earliest time.Time
 	for i, b := range bk.budgets {
-		bk.starts[i], _ = budget.Window(b.Per, now, loc)
-		if earliest.IsZero() || bk.starts[i].Before(earliest) {
-			earliest = bk.starts[i]
-		}
-	}
-	data, err := usage.Read(l, earliest, time.Time{})
-	if err != nil {
-		return nil, fmt.Errorf("budgets: %w", err)
-	}
-	for i, b := range bk.budgets {
-		_, end := budget.Window(b.Per, now, loc)
-		bk.used[i] = budget.Used(b, data.Turns, bk.starts[i], end)
+		var end time.Time
+		bk.starts[i], end = budget.Window(b.Per, now, loc)
+		bk.used[i] = budget.Used(b, turns, bk.starts[i], end)
 	}
 	return bk, nil
 }

@@ -158,7 +158,7 @@ func (d *Daemon) init() error {
 	if d.ledger, err = usage.Open(d.layout); err != nil {
 		return err
 	}
-	if d.budgets, err = newBudgetBook(d.cfg, d.layout, d.opts.BudgetClock, d.opts.BudgetLocation); err != nil {
+	if d.budgets, err = newBudgetBook(d.cfg, d.layout, d.ledger.TakeOpened(), d.opts.BudgetClock, d.opts.BudgetLocation); err != nil {
 		return err
 	}
 	if d.alerts = d.newAlertHook(); d.alerts != nil {

@@ -57,6 +57,7 @@ type Ledger struct {
 	pending []Turn          // turns whose append failed, written before the next one
 	threads map[string]Turn // each agent's last turn appended
 	last    map[string]LimitSample
+	opened  []Turn // the turns read at Open, until TakeOpened
 }
 
 // Open opens the ledger of the project in l for appending, creating
@@ -80,6 +81,7 @@ func Open(l project.Layout) (*Ledger, error) {
 		lg.seen[t.Key] = true
 		lg.threads[t.Agent] = t
 	}
+	lg.opened = rd.Turns
 	for _, s := range rd.Limits {
 		lg.last[s.Account+"\x00"+s.Window] = s
 	}
@@ -120,6 +122,18 @@ func (l *Ledger) AppendTurn(t Turn) (bool, error) {
 		l.pending = l.pending[1:]
 	}
 	return true, dropped
+}
+
+// TakeOpened returns the turns the ledger held when it was opened (as
+// Read returns them, each key once) and forgets them: what the daemon
+// counts at its start (the budgets' use) is read once, by Open. A second
+// call returns nil.
+func (l *Ledger) TakeOpened() []Turn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.opened
+	l.opened = nil
+	return t
 }
 
 // LastThread is the thread of agent's last turn in the ledger (or held to

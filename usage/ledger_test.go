@@ -69,6 +69,10 @@ func TestAppendTurnOnce(t *testing.T) {
 	}
 	lg.Close()
 	lg2 := openLedger(t, l)
+	// What it held at its opening is given once, as Read gives it.
+	if opened := lg2.TakeOpened(); len(opened) != 2 || opened[0].Key != "eng-1/m1/1" || lg2.TakeOpened() != nil {
+		t.Fatalf("the turns read at the opening: %+v", opened)
+	}
 	if mustAppend(t, lg2, turn("eng-1", "m1", 2, t0.Add(time.Hour), 50, 5)) {
 		t.Fatal("a reopened ledger added a turn it holds")
 	}
