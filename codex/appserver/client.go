@@ -75,6 +75,11 @@ type Options struct {
 	// snapshot, from the client's reader goroutine: it must return quickly
 	// and must not call the client.
 	OnRateLimits func(RateLimits)
+	// OnNotification, when set, is called with every notification the
+	// server sends, before the running turns get it, from the client's
+	// reader goroutine: it must return quickly and must not call the
+	// client (a broker forwards them, see package appshare).
+	OnNotification func(Notification)
 	// Starter, when set, starts the server process (Start) and is told
 	// once the client has reaped it (Release): a child subreaper passes
 	// its *reap.Reaper so that its orphan scans never reap the server
@@ -156,6 +161,25 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	c.stopCtx = stop
 	c.mu.Unlock()
 	go c.read(stdout)
+	return c, nil
+}
+
+// Dial returns a client over conn, a connection to a server that speaks
+// the app-server's protocol without being this client's child (the shared
+// app-server's broker, package appshare): the client owns conn and closes
+// it with the connection. There is no process: Pid is 0, Died is nil, and
+// Close closes conn. ctx bounds the client's life as in [Start]. Dial does
+// not initialize the session (see [Client.Initialize]).
+func Dial(ctx context.Context, conn io.ReadWriteCloser, opts Options) (*Client, error) {
+	if err := ctx.Err(); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("appserver: dial: %w", err)
+	}
+	c := newClient(conn, conn, opts)
+	stop := context.AfterFunc(ctx, func() { c.shutdown(fmt.Errorf("%w: %w", ErrClosed, context.Cause(ctx))) })
+	c.mu.Lock()
+	c.stopCtx = stop
+	c.mu.Unlock()
 	return c, nil
 }
 
@@ -376,6 +400,9 @@ func (c *Client) dispatch(msg Message) {
 		_ = c.write(map[string]any{"id": msg.ID, "error": map[string]any{
 			"code": -32601, "message": "batty does not handle " + msg.Method}})
 	case KindNotification:
+		if c.opts.OnNotification != nil {
+			c.opts.OnNotification(Notification{Method: msg.Method, Params: msg.Params})
+		}
 		if msg.Method == NotifyRateLimits && c.opts.OnRateLimits != nil {
 			if p := decodeTurnParams(msg.Params); p.RateLimits != nil {
 				c.opts.OnRateLimits(*p.RateLimits)

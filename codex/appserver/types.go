@@ -64,6 +64,13 @@ type ThreadOptions struct {
 	// DeveloperInstructions are added to the thread as developer
 	// instructions.
 	DeveloperInstructions string
+	// Config holds config.toml settings for this thread alone, over the
+	// server's (its CODEX_HOME and -c arguments), keyed by dotted path
+	// ("shell_environment_policy.set", "model_reasoning_effort",
+	// "sandbox_workspace_write.writable_roots"), with JSON values. The
+	// server does not keep them with the thread: a resume must send them
+	// again (docs/codex-app-server.md, "One process, many agents").
+	Config map[string]any
 }
 
 // params returns the options as thread/start (or thread/resume) params.
@@ -79,6 +86,9 @@ func (o ThreadOptions) params() map[string]any {
 	set("sandbox", o.Sandbox)
 	set("approvalPolicy", o.ApprovalPolicy)
 	set("developerInstructions", o.DeveloperInstructions)
+	if len(o.Config) > 0 {
+		p["config"] = o.Config
+	}
 	return p
 }
 
