@@ -22,6 +22,12 @@ const (
 	// Agent is the variable the shim sets for Codex: the name of the agent
 	// running a batty command.
 	Agent = "BATTY_AGENT"
+	// AgentMark is the variable the shim sets for the commands of its
+	// agent's thread on a shared app-server: a value of that agent alone
+	// (the project's mark and the agent's name), by which the shim finds
+	// what a turn left running there, where the process tree cannot tell
+	// one agent's commands from another's.
+	AgentMark = "BATTY_AGENT_MARK"
 )
 
 // Lookup returns the value of the last entry of env ("KEY=value" strings)

@@ -5,14 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/appserver"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
+	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/textclip"
 )
 
@@ -162,7 +166,9 @@ func (r *appServerRuntime) end() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.busy = false
-	if r.client == nil || r.closed || r.s.cfg.RuntimeIdle <= 0 {
+	if r.client == nil || r.closed || r.s.cfg.RuntimeIdle <= 0 || r.shared() {
+		// A shared process is the daemon's: an idle connection costs
+		// nothing worth stopping.
 		return
 	}
 	c := r.client
@@ -198,6 +204,9 @@ func (r *appServerRuntime) connect() (*appserver.Client, error) {
 		}
 	}
 	s := r.s
+	if r.shared() {
+		return r.dial()
+	}
 	opts := appserver.Options{
 		Bin: s.bin.Path, Args: appServerArgs(s.execOpts), Env: s.env, Cwd: s.cfg.Cwd, ClientName: "batty",
 		// Called from the client's reader goroutine; emit is safe for
@@ -240,6 +249,96 @@ func (r *appServerRuntime) connect() (*appserver.Client, error) {
 	return c, nil
 }
 
+// shared reports whether the runtime runs on the daemon's shared
+// app-server (Config.AppServerSocket) rather than a process of its own.
+func (r *appServerRuntime) shared() bool { return r.s.cfg.AppServerSocket != "" }
+
+// dial connects to the shared app-server's broker and opens a session:
+// the per-account runtime. The connection is the shim's own; the process
+// is the daemon's, which restarts it when it dies. Failing to connect is
+// an error of this turn, never a fall back to exec (the process may be
+// restarting).
+func (r *appServerRuntime) dial() (*appserver.Client, error) {
+	s := r.s
+	d := net.Dialer{Timeout: s.cfg.IdleTimeout}
+	nc, err := d.Dial("unix", s.cfg.AppServerSocket)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the shared app-server: %w", err)
+	}
+	c, err := appserver.Dial(context.Background(), nc, appserver.Options{ClientName: "batty",
+		OnRateLimits: func(rl appserver.RateLimits) {
+			if ev, ok := rateLimitsEvent(rl, time.Now()); ok {
+				r.limits.set(rl)
+				s.emit(ev)
+			}
+		}})
+	if err != nil {
+		return nil, fmt.Errorf("connect to the shared app-server: %w", err)
+	}
+	ictx, cancel := context.WithTimeout(context.Background(), s.cfg.IdleTimeout)
+	defer cancel()
+	if _, err := c.Initialize(ictx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("open a session on the shared app-server: %w", err)
+	}
+	s.log.Info("Connected to the shared app-server", "socket", s.cfg.AppServerSocket)
+	r.started = true
+	r.mu.Lock()
+	r.client, r.loaded = c, ""
+	r.mu.Unlock()
+	go r.watch(c)
+	return c, nil
+}
+
+// agentMark is the value of agentenv.AgentMark for this shim's agent: the
+// project's mark and the agent's name, or, outside a team, the shim's
+// pid. Pure but for the pid.
+func agentMark(env []string, agent string) string {
+	if m := agentenv.Lookup(env, reap.MarkEnv); m != "" {
+		return m + "/" + agent
+	}
+	return fmt.Sprintf("shim-%d/%s", os.Getpid(), agent)
+}
+
+// sharedThreadConfig is the thread/start (and thread/resume) config that
+// gives an agent's thread on a shared app-server what its own process
+// would have had: the reasoning effort, the added directories as the
+// workspace-write sandbox's writable roots, and the environment batty
+// gives the agent's commands (env's BATTY_* variables and PATH, and the
+// agent's mark). The role's codex.env is not among them: it is the
+// process's environment, which only agents with the same one share. Pure.
+func sharedThreadConfig(o codex.ExecOptions, env []string, mark string) map[string]any {
+	set := map[string]string{agentenv.AgentMark: mark}
+	for _, k := range []string{agentenv.Agent, agentenv.Dir, agentenv.Project, EnvBatty, "PATH"} {
+		if v := agentenv.Lookup(env, k); v != "" {
+			set[k] = v
+		}
+	}
+	cfg := map[string]any{"shell_environment_policy.set": set}
+	if o.ReasoningEffort != "" {
+		cfg["model_reasoning_effort"] = o.ReasoningEffort
+	}
+	if len(o.AddDirs) > 0 {
+		cfg["sandbox_workspace_write.writable_roots"] = append([]string(nil), o.AddDirs...)
+	}
+	return cfg
+}
+
+// killMarked kills what the turn of message id left running on the
+// shared app-server: every process carrying this agent's mark. Only that
+// agent's commands carry it (each thread's environment is its own), so no
+// other agent's process is touched. It blocks until they are gone or a 5s
+// bound passes, and logs what it did.
+func (r *appServerRuntime) killMarked(id string) {
+	s := r.s
+	n, err := reap.SweepMarked(agentenv.AgentMark, agentMark(s.env, s.cfg.Agent), nil, 5*time.Second)
+	if err != nil {
+		s.log.Error("Processes left by the turn survived", "message", id, "error", err)
+	} else if n > 0 {
+		s.log.Info("Killed processes left by the turn on the shared app-server", "message", id, "count", n)
+	}
+}
+
 // watch notices server c's death when it happens: once c's connection
 // ends while no turn runs and c is still the runtime's server (the
 // runtime did not end it), c is dropped with a warning saying how it
@@ -258,6 +357,13 @@ func (r *appServerRuntime) watch(c *appserver.Client) {
 		how = ps.String()
 	}
 	r.disarmLocked()
+	if r.shared() {
+		// The daemon's broker restarts the process and alerts once for
+		// every agent on it.
+		r.s.log.Info("Shared app-server connection ended between turns; the next turn connects again", "how", how)
+		r.dropLocked()
+		return
+	}
 	r.s.log.Warn("App-server died between turns; the next turn starts another", "pid", c.Pid(), "how", how)
 	r.s.warn("", fmt.Sprintf("the app-server (pid %d) died between turns (%s); the next turn starts another and resumes the thread", c.Pid(), how))
 	r.dropLocked()
@@ -267,6 +373,17 @@ func (r *appServerRuntime) watch(c *appserver.Client) {
 // killed by a signal (res.killed: the turn was cut off) or its exit
 // status.
 func noteDeath(c *appserver.Client, res *turnResult) {
+	if c.Pid() == 0 {
+		// A connection to the shared app-server that ended without the
+		// shim closing it: its process died (the broker ends every
+		// connection then) or the daemon is going. The turn was cut off.
+		select {
+		case <-c.Done():
+			res.killed = true
+		default:
+		}
+		return
+	}
 	ps := c.Died()
 	if ps == nil {
 		return
@@ -325,6 +442,16 @@ func appServerArgs(o codex.ExecOptions) []string {
 		}
 		a = append(a, "-c", "sandbox_workspace_write.writable_roots=["+strings.Join(roots, ",")+"]")
 	}
+	return append(a, SharedServerArgs(o)...)
+}
+
+// SharedServerArgs are the app-server's arguments that belong to the
+// process, not to a thread: the Config overrides and the config overrides
+// among ExtraArgs, as -c pairs. A shared app-server (codex.app_server:
+// per-account) runs with them; agents whose arguments differ need
+// processes of their own. Pure.
+func SharedServerArgs(o codex.ExecOptions) []string {
+	var a []string
 	for _, kv := range o.Config {
 		a = append(a, "-c", kv)
 	}
@@ -524,6 +651,9 @@ wait:
 	// end. The app-server and what still runs below it are managed, and
 	// spared.
 	s.killLeftovers(t.msg.ID)
+	if r.shared() {
+		r.killMarked(t.msg.ID)
+	}
 	return res, ""
 }
 
@@ -582,6 +712,9 @@ func (r *appServerRuntime) compact(c *appserver.Client, threadID string, t *turn
 func (r *appServerRuntime) thread(ctx context.Context, c *appserver.Client, t *turn, res *turnResult) (string, bool, error) {
 	s := r.s
 	opts := threadOptions(s.execOpts, s.cfg.Cwd)
+	if r.shared() {
+		opts.Config = sharedThreadConfig(s.execOpts, s.env, agentMark(s.env, s.cfg.Agent))
+	}
 	var th appserver.Thread
 	var err error
 	switch {

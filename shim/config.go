@@ -64,6 +64,12 @@ type Config struct {
 	// thread. 0 means never. The flag's default is DefaultRuntimeIdle; a
 	// Config built in code without it never stops the server.
 	RuntimeIdle time.Duration
+	// AppServerSocket is, with RuntimeAppServer, the unix socket of the
+	// daemon's broker of a shared app-server (team.yaml: codex.app_server:
+	// per-account; package codex/appshare): the shim runs its turns on
+	// that process, over a connection of its own, instead of starting one
+	// ("" = its own process).
+	AppServerSocket string
 	// ThreadID is the thread to resume on the first turn ("" = fresh).
 	ThreadID string
 	// ThreadUsage is the thread-cumulative usage codex last reported for
@@ -184,6 +190,9 @@ func (c Config) Validate() error {
 	if err := c.Exec.Validate(); err != nil {
 		return fmt.Errorf("shim: %w", err)
 	}
+	if c.AppServerSocket != "" && c.Runtime != RuntimeAppServer {
+		return fmt.Errorf("shim: --app-server-socket needs --runtime=%s", RuntimeAppServer)
+	}
 	return checkRuntime(c.Runtime)
 }
 
@@ -204,6 +213,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.Exec.SkipGitRepoCheck, "skip-git-repo-check", true, "pass --skip-git-repo-check to codex")
 	fs.StringVar(&c.Runtime, "runtime", "", "how turns run: "+RuntimeExec+" (one codex exec process per turn; the default) or "+RuntimeAppServer+" (one warm codex app-server)")
 	fs.DurationVar(&c.RuntimeIdle, "runtime-idle", DefaultRuntimeIdle, "with --runtime="+RuntimeAppServer+", stop the app-server after this long without a turn (0 = never)")
+	fs.StringVar(&c.AppServerSocket, "app-server-socket", "", "with --runtime="+RuntimeAppServer+", run turns on the shared app-server behind this broker socket instead of an own one")
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
@@ -273,6 +283,7 @@ func (c Config) Args() []string {
 	a = append(a, "--skip-git-repo-check="+strconv.FormatBool(c.Exec.SkipGitRepoCheck))
 	add("runtime", c.Runtime)
 	a = append(a, "--runtime-idle="+c.RuntimeIdle.String())
+	add("app-server-socket", c.AppServerSocket)
 	add("thread-id", c.ThreadID)
 	if !c.ThreadUsage.IsZero() {
 		add("thread-usage", (*usageValue)(&c.ThreadUsage).String())

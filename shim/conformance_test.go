@@ -23,8 +23,28 @@ import (
 // runtime: which events a turn produces and what its TurnFinished says,
 // not the order of the events before it nor how codex was run.
 
+// runtimePerAccount names, in the suite, the app-server runtime on a
+// shared process behind a broker (Config.AppServerSocket), as the daemon
+// runs it for codex.app_server: per-account.
+const runtimePerAccount = "app-server-per-account"
+
 // conformanceRuntimes are the runtimes every scenario runs on.
-var conformanceRuntimes = []string{RuntimeExec, RuntimeAppServer}
+var conformanceRuntimes = []string{RuntimeExec, RuntimeAppServer, runtimePerAccount}
+
+// startConformingShim starts a real shim on runtime rt (a shim runtime or
+// runtimePerAccount) with mod applied.
+func startConformingShim(t *testing.T, rt string, mod func(*Config)) (*harness, *codextest.Server) {
+	t.Helper()
+	if rt == runtimePerAccount {
+		return startSharedShim(t, mod)
+	}
+	return startRealShim(t, func(c *Config) {
+		c.Runtime = rt
+		if mod != nil {
+			mod(c)
+		}
+	})
+}
 
 // conformanceCase is one scenario, run on a fresh shim of the runtime.
 type conformanceCase struct {
@@ -68,12 +88,7 @@ func TestConformance(t *testing.T) {
 		t.Run(rt, func(t *testing.T) {
 			for _, c := range conformanceCases {
 				t.Run(c.name, func(t *testing.T) {
-					h, srv := startRealShim(t, func(cfg *Config) {
-						cfg.Runtime = rt
-						if c.mod != nil {
-							c.mod(cfg)
-						}
-					})
+					h, srv := startConformingShim(t, rt, c.mod)
 					c.run(t, h, srv)
 				})
 			}
@@ -282,7 +297,7 @@ func conformKill(t *testing.T, h *harness, _ *codextest.Server) {
 	if code := h.waitExit(); code != 0 {
 		t.Fatalf("shim exit code %d", code)
 	}
-	assertNoProcesses(t, h.mark)
+	h.noProcesses()
 }
 
 // conformDetached: a command detached into its own session during a turn
@@ -375,8 +390,7 @@ func TestConformanceAddDir(t *testing.T) {
 	for _, rt := range conformanceRuntimes {
 		t.Run(rt, func(t *testing.T) {
 			added, other := t.TempDir(), t.TempDir()
-			h, _ := startRealShim(t, func(c *Config) {
-				c.Runtime = rt
+			h, _ := startConformingShim(t, rt, func(c *Config) {
 				c.Exec.Sandbox = codex.SandboxWorkspaceWrite
 				c.Exec.ApprovalPolicy = codex.ApprovalNever
 				c.Exec.AddDirs = []string{added}
@@ -469,7 +483,7 @@ func conformShutdown(t *testing.T, h *harness, srv *codextest.Server) {
 	if code := h.waitExit(); code != 0 {
 		t.Fatalf("shim exit code %d", code)
 	}
-	assertNoProcesses(t, h.mark)
+	h.noProcesses()
 	if got := len(srv.Requests()); got != 1 {
 		t.Fatalf("%d model requests, want 1 (the queued message never runs)", got)
 	}

@@ -43,6 +43,37 @@ type harness struct {
 	// tlines holds the lines of the TranscriptLines events, which are
 	// kept out of events.
 	tlines syncBuffer
+	// spare, when set, returns processes that carry the mark and are not
+	// the shim's: a shared app-server the test runs (startSharedShim).
+	spare func() []int
+}
+
+// noProcesses fails when any live process carries the test's mark but
+// the spared ones (h.spare): the shim, codex, or anything they started.
+func (h *harness) noProcesses() {
+	h.t.Helper()
+	spared := map[int]bool{}
+	if h.spare != nil {
+		for _, pid := range h.spare() {
+			spared[pid] = true
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var left []string
+		for _, pid := range codextest.Marked(h.mark) {
+			if !spared[pid] {
+				left = append(left, fmt.Sprintf("%d %q", pid, codextest.Cmdline(pid)))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("processes left: %v", left)
+		}
+		time.Sleep(20 * time.Millisecond) // a killed process may take a moment to exit
+	}
 }
 
 type syncBuffer struct {
@@ -66,11 +97,21 @@ func (s *syncBuffer) String() string {
 // Cleanup kills it and asserts that no process it started is left.
 func startShim(t *testing.T, mod func(*Config)) *harness {
 	t.Helper()
+	return startShimMarked(t, newTestMark(), mod)
+}
+
+// newTestMark is a value of BATTY_TEST_MARK for one shim's test.
+func newTestMark() string {
+	return fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
+}
+
+// startShimMarked is startShim with the test's mark given.
+func startShimMarked(t *testing.T, mark string, mod func(*Config)) *harness {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	mark := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
 	cfg := Config{
 		Agent:      "tester",
 		CodexBin:   self,

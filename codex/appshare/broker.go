@@ -489,7 +489,9 @@ func (c *conn) request(msg appserver.Message) {
 	c.reply(msg.ID, res, nil)
 }
 
-// claim makes thread id c's, unless another live connection has it.
+// claim makes thread id c's, unless a live connection of another agent
+// has it. A connection of the same agent takes it over (its shim
+// connected again before the broker saw its last connection end).
 func (b *Broker) claim(c *conn, id string) bool {
 	if id == "" {
 		return true // the server refuses it
@@ -497,7 +499,12 @@ func (b *Broker) claim(c *conn, id string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if o, ok := b.owner[id]; ok && o != c {
-		return false
+		if o.agent != c.agent {
+			return false
+		}
+		o.mu.Lock()
+		delete(o.threads, id)
+		o.mu.Unlock()
 	}
 	b.owner[id] = c
 	c.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -56,7 +57,8 @@ func (d *deaths) note(_ int, how string) {
 }
 
 // startBroker runs a broker on a real app-server against a mock; allow
-// decides admissions (nil: everyone, as "agent").
+// decides admissions (nil: everyone, each connection as an agent of its
+// own).
 func startBroker(t *testing.T, ctx context.Context, allow func(int) (string, error)) (*Broker, *codextest.Server, string, *deaths) {
 	t.Helper()
 	bin := codextest.CodexNative(t)
@@ -64,7 +66,8 @@ func startBroker(t *testing.T, ctx context.Context, allow func(int) (string, err
 	home := srv.WriteHome(t)
 	mark := newMark(t)
 	if allow == nil {
-		allow = func(int) (string, error) { return "agent", nil }
+		var n atomic.Int32
+		allow = func(int) (string, error) { return fmt.Sprintf("agent-%d", n.Add(1)), nil }
 	}
 	d := &deaths{ch: make(chan struct{}, 4)}
 	dir, err := os.MkdirTemp("", "appshare-")
