@@ -61,6 +61,7 @@ func (p *parser) codex(n *yaml.Node, what string) codexOverlay {
 		{"sandbox", sandboxModes, false},
 		{"approval_policy", approvalPolicies, false},
 		{"runtime", runtimes, false},
+		{"app_server", appServerModes, false},
 	}
 	for _, en := range enums {
 		if e, ok := f[en.key]; ok {
@@ -172,6 +173,8 @@ func (o codexOverlay) apply(base CodexSettings) CodexSettings {
 			s.ApprovalPolicy = v
 		case "runtime":
 			s.Runtime = v
+		case "app_server":
+			s.AppServer = v
 		}
 	}
 	if o.argsSet {

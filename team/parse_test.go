@@ -152,6 +152,8 @@ func TestParseErrors(t *testing.T) {
 			`team.yaml:4:22: invalid codex.runtime "warm" (one of: exec, app-server)`},
 		{"runtime empty", "name: t\ncodex: {runtime: \"\"}\nroles: [{name: a}]\n",
 			`team.yaml:2:18: invalid codex.runtime "" (one of: exec, app-server)`},
+		{"app_server unknown", "name: t\ncodex: {runtime: app-server, app_server: shared}\nroles: [{name: a}]\n",
+			`team.yaml:2:42: invalid codex.app_server "shared" (one of: per-agent, per-account)`},
 		{"runtime_idle bare number", "name: t\ncodex: {runtime_idle: 10}\nroles: [{name: a}]\n",
 			`team.yaml:2:23: codex.runtime_idle must be a duration with a unit, not a bare number`},
 		{"runtime_idle negative", "name: t\nroles:\n  - name: a\n    codex: {runtime_idle: -1m}\n",
@@ -280,7 +282,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 	want := &Config{
 		Name:         "t",
-		Codex:        CodexSettings{Bin: "codex", Sandbox: "workspace-write", ApprovalPolicy: "never", Runtime: "exec", RuntimeIdle: 10 * time.Minute},
+		Codex:        CodexSettings{Bin: "codex", Sandbox: "workspace-write", ApprovalPolicy: "never", Runtime: "exec", RuntimeIdle: 10 * time.Minute, AppServer: AppServerPerAgent},
 		Timeouts:     Timeouts{Turn: 60 * time.Minute, Idle: 10 * time.Minute, NetworkWait: 30 * time.Minute, Shutdown: 30 * time.Second, Alert: 10 * time.Second},
 		BacklogLimit: 256,
 		MaxAttempts:  3,
@@ -315,6 +317,7 @@ codex:
   approval_policy: on-request
   runtime: app-server
   runtime_idle: 2m
+  app_server: per-account
   args: [--search]
   config: {model_verbosity: low, "features.web_search": true, n: 3, f: 1.0, big: 1e300, s: "a \"q\"\n"}
   env: {A: "1", B: two}
@@ -353,7 +356,7 @@ roles:
 	}
 	base := CodexSettings{
 		Bin: filepath.Join(dir, "bin", "codex"), Model: "gpt-5", ReasoningEffort: "low",
-		Sandbox: "read-only", ApprovalPolicy: "on-request", Runtime: "app-server", RuntimeIdle: 2 * time.Minute, Args: []string{"--search"},
+		Sandbox: "read-only", ApprovalPolicy: "on-request", Runtime: "app-server", RuntimeIdle: 2 * time.Minute, AppServer: AppServerPerAccount, Args: []string{"--search"},
 		Config: map[string]string{
 			"model_verbosity": `"low"`, "features.web_search": "true", "n": "3", "f": "1.0", "big": "1e+300", "s": `"a \"q\"\n"`,
 		},

@@ -161,6 +161,12 @@ type CodexSettings struct {
 	// be started again, its thread resumed, on the next message; 0 means
 	// never. DefaultRuntimeIdle in a parsed Config unless the file says.
 	RuntimeIdle time.Duration
+	// AppServer is app_server: with RuntimeAppServer, whose process runs
+	// the agent's turns — AppServerPerAgent (its own, the default) or
+	// AppServerPerAccount (one process per Codex account, CODEX_HOME, on
+	// each machine, shared by every agent placed on it). Never empty in a
+	// parsed Config.
+	AppServer string
 	// Args are extra `codex exec` arguments, passed verbatim. May be nil.
 	Args []string
 	// Config maps dotted Codex config keys to values already rendered as
@@ -190,6 +196,17 @@ const (
 	// RuntimeAppServer runs the agent's turns on one warm `codex
 	// app-server` process, kept while the agent's shim runs.
 	RuntimeAppServer = "app-server"
+)
+
+// App-server modes: the values of CodexSettings.AppServer.
+const (
+	// AppServerPerAgent gives each agent's shim a `codex app-server` of
+	// its own (the default).
+	AppServerPerAgent = "per-agent"
+	// AppServerPerAccount runs one `codex app-server` per Codex account
+	// on each machine, which the daemon owns and every agent placed on
+	// that account shares, each on a thread of its own.
+	AppServerPerAccount = "per-account"
 )
 
 // DefaultRuntimeIdle is runtime_idle when the file does not set it.
