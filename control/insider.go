@@ -23,11 +23,38 @@ type Insider struct {
 	// subreaper) without having started it — what a dead shim left
 	// behind — when the process is it or runs below it; 0 otherwise.
 	Orphan int
+	// Server is the pid of a shared app-server of the daemon's
+	// (codex.app_server: per-account) when the process runs below it: a
+	// command of one of the agents on it, which the process tree cannot
+	// name; 0 otherwise.
+	Server int
 }
 
-// Inside reports whether the process runs inside an agent or below what a
-// dead shim left.
-func (i Insider) Inside() bool { return i.Agent != "" || i.Orphan != 0 }
+// Inside reports whether the process runs inside an agent, below what a
+// dead shim left, or below a shared app-server.
+func (i Insider) Inside() bool { return i.Agent != "" || i.Orphan != 0 || i.Server != 0 }
+
+// BelowServer decides whether a process whose chain (the process and its
+// ancestors, nearest first) reaches one of the daemon's shared
+// app-servers (servers, by pid) below the daemon (daemon: the daemon's own
+// chain) runs inside an agent: it does, as a command one of the agents on
+// that server started. A server pid above the daemon says nothing. It is
+// a pure function.
+func BelowServer(chain, daemon []agentproc.Process, servers map[int]string) Insider {
+	self := 0
+	if len(daemon) > 0 {
+		self = daemon[0].PID
+	}
+	for _, p := range chain {
+		if p.PID == self {
+			break
+		}
+		if _, ok := servers[p.PID]; ok {
+			return Insider{Server: p.PID}
+		}
+	}
+	return Insider{}
+}
 
 // InsiderOf decides whether a process runs inside an agent, given chain,
 // the process and its ancestors nearest first (agentproc.Chain), daemon,
@@ -148,6 +175,8 @@ func Refusal(op string, in Insider, checkErr error) error {
 		return fmt.Errorf("refused: this command runs inside agent %q's sandbox (a batty shim, pid %d, of another team or of batty chat or fanout is among its parent processes); only the human may %s", in.Agent, in.Shim, what)
 	case in.Agent != "":
 		return fmt.Errorf("refused: this command runs inside agent %q's sandbox (its batty shim, pid %d, is among its parent processes); only the human may %s", in.Agent, in.Shim, what)
+	case in.Server != 0:
+		return fmt.Errorf("refused: this command runs below the team's shared codex app-server (pid %d), inside one of its agents' sandboxes; only the human may %s", in.Server, what)
 	case in.Orphan != 0:
 		return fmt.Errorf("refused: this command runs below process %d, which a dead agent's shim left behind; only the human may %s", in.Orphan, what)
 	}

@@ -129,3 +129,46 @@ func TestRefusal(t *testing.T) {
 		}
 	}
 }
+
+func TestBelowServer(t *testing.T) {
+	// The daemon (100) runs a shared app-server (400) whose commands run
+	// below it; 700 is a process of the human's that happens to share a
+	// pid with no server.
+	daemon := []agentproc.Process{{PID: 100}, {PID: 50}}
+	servers := map[int]string{400: "/home/u/.codex"}
+	ps := func(pids ...int) []agentproc.Process {
+		var out []agentproc.Process
+		for _, p := range pids {
+			out = append(out, agentproc.Process{PID: p})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name  string
+		chain []agentproc.Process
+		want  Insider
+	}{
+		{"a command of the shared server", ps(900, 901, 400, 100, 50), Insider{Server: 400}},
+		{"the sandbox helper's child", ps(902, 400, 100), Insider{Server: 400}},
+		{"the human's terminal", ps(700, 50), Insider{}},
+		{"the daemon itself", ps(100, 50), Insider{}},
+		{"a server pid above the daemon says nothing", ps(900, 100, 400), Insider{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := BelowServer(c.chain, daemon, servers)
+			if got != c.want {
+				t.Fatalf("BelowServer = %+v, want %+v", got, c.want)
+			}
+			if got.Inside() != (c.want.Server != 0) {
+				t.Fatalf("Inside() = %v", got.Inside())
+			}
+		})
+	}
+	err := Refusal(OpStop, Insider{Server: 400}, nil)
+	if err == nil || !strings.Contains(err.Error(), "shared codex app-server (pid 400)") {
+		t.Fatalf("Refusal below a shared server = %v", err)
+	}
+	if err := Refusal(OpStatus, Insider{Server: 400}, nil); err != nil {
+		t.Fatalf("status below a shared server refused: %v", err)
+	}
+}

@@ -30,6 +30,7 @@ const (
 	AlertBudgetWarning = "budget_warning"   // a token budget's use crossed its warn_at
 	AlertBudgetReached = "budget_reached"   // a token budget was reached; its agents wait for the next window
 	AlertMemory        = "memory_low"       // free memory here is below limits.min_free_memory; no new turn starts
+	AlertAppServer     = "app_server_died"  // a shared app-server died; it was started again and its agents' turns retried
 )
 
 // maxAlertText bounds an alert's message (in the environment and the
@@ -79,6 +80,8 @@ func AlertFor(e Event) (Alert, bool) {
 		a.Kind, a.Message = AlertAuth, "codex needs a login (reported by "+who+"): "+e.Detail
 	case EvMemoryLow:
 		a.Kind, a.Message = AlertMemory, "free memory is low, no new turn starts: "+e.Detail
+	case EvAppServerDied:
+		a.Kind, a.Message = AlertAppServer, "a shared codex app-server died and was started again; the turns it cut off are retried: "+e.Detail
 	case EvNetworkWaiting:
 		a.Kind, a.Message = AlertNetwork, "the API is unreachable (reported by "+who+"): "+e.Detail
 	case EvContextExhaust:

@@ -22,6 +22,7 @@ func TestAlertFor(t *testing.T) {
 		{"auth", Event{Type: EvAuthRequired, Agent: "eng", Detail: "401 — run codex login"}, AlertAuth, "codex needs a login (reported by eng): 401 — run codex login"},
 		{"network", Event{Type: "network_waiting", Agent: "eng", Detail: "Reconnecting... waiting for network"}, AlertNetwork, "the API is unreachable (reported by eng): Reconnecting... waiting for network"},
 		{"memory low", Event{Type: EvMemoryLow, Detail: "120 MiB available, below 512 MiB"}, AlertMemory, "free memory is low, no new turn starts: 120 MiB available, below 512 MiB"},
+		{"app-server died", Event{Type: EvAppServerDied, Detail: "pid 7 (account main): signal: killed"}, AlertAppServer, "a shared codex app-server died and was started again; the turns it cut off are retried: pid 7 (account main): signal: killed"},
 		{"memory recovered", Event{Type: EvMemoryRecovered, Detail: "600 MiB available"}, "", ""},
 		{"context", Event{Type: EvContextExhaust, Agent: "eng", Detail: "window full"}, AlertContext, "eng's context window is full: window full"},
 		{"message failed event", Event{Type: "message_failed", Agent: "eng", Message: "m1", Detail: "500 after 3 attempts"}, AlertMessageFailed, "message m1 to eng failed: 500 after 3 attempts"},

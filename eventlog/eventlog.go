@@ -142,6 +142,12 @@ const (
 	// it is back.
 	EvMemoryLow       = "memory_low"
 	EvMemoryRecovered = "memory_recovered"
+	// EvAppServerDied: alert, once per death: a shared app-server
+	// (codex.app_server: per-account) died by itself; the daemon starts it
+	// again, the turns it cut off are retried and every agent on it
+	// resumes its thread on the new process (Detail: how it ended; Data:
+	// pid, account, agents).
+	EvAppServerDied = "app_server_died"
 )
 
 // Event types of the worktrees and the merge queue.

@@ -411,6 +411,7 @@ func (a *agent) shimConfig() shim.Config {
 		c.ThreadID = a.st.ThreadID
 		c.ThreadUsage = codex.Usage{InputTokens: u.Input, CachedInputTokens: u.CachedInput, OutputTokens: u.Output, ReasoningOutputTokens: u.ReasoningOutput}
 	}
+	a.d.placeShared(a.def, &c)
 	t := a.d.cfg.Timeouts
 	c.Transcript, c.TranscriptRoot, c.ReplyDir = a.d.layout.Transcript(a.def.Name), a.d.layout.StateRoot(), a.replyDir
 	c.TurnTimeout, c.IdleTimeout, c.NetworkWait = t.Turn, t.Idle, t.NetworkWait

@@ -73,8 +73,9 @@ type Daemon struct {
 
 	ready  chan struct{} // closed once the control socket accepts requests
 	lock   *os.File
-	reaper *reap.Reaper // nil unless Options.Subreaper
-	procs  *teamProcs   // set by Run before the first shim starts
+	reaper *reap.Reaper   // nil unless Options.Subreaper
+	procs  *teamProcs     // set by Run before the first shim starts
+	shared *sharedServers // set by Run before the first shim starts (codex.app_server: per-account)
 	// repo is the project's repository when the team has worktree agents
 	// (nil otherwise), base the branch their worktrees start from; both
 	// set by Run before the first agent runs.
@@ -270,6 +271,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Detail: fmt.Sprintf("killed %d processes an earlier run of the team left running", n)})
 	}
 	defer d.procs.stop()
+	// Shared app-servers end after the last shim, before the sweep.
+	d.shared = newSharedServers(d)
+	defer d.closeShared()
 	if d.alerts != nil {
 		// After the reaper (it starts the commands); on the way out the
 		// alerts of the stop still run, for at most one time limit, before

@@ -36,5 +36,8 @@ func (d *Daemon) insider(pid int) (control.Insider, error) {
 	if d.reaper != nil {
 		managed = d.reaper.Managed
 	}
-	return control.InsiderOf(chain, own, shims, managed), nil
+	if in := control.InsiderOf(chain, own, shims, managed); in.Inside() {
+		return in, nil
+	}
+	return control.BelowServer(chain, own, d.sharedPids()), nil
 }
