@@ -1,0 +1,109 @@
+package orchestrator
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/eventlog"
+)
+
+// With codex.app_server: per-account, two agents on one account run on
+// one shared app-server: each command sees its own BATTY_AGENT; a command
+// running below the shared process is judged inside an agent (the
+// control socket refuses it what it refuses agents); the process killed
+// with SIGKILL under a turn raises one app_server_died alert, the turn is
+// retried on a new process and completes; and once the team stops, no
+// process of it is left (the harness checks the mark).
+func TestE2ESharedAppServer(t *testing.T) {
+	srv := codextest.NewServer(t)
+	home := srv.WriteHome(t)
+	role := func(name string) string {
+		return "  - name: " + name + "\n    codex:\n      runtime: app-server\n      app_server: per-account\n"
+	}
+	p := newRealProject(t, home, "timeouts:\n  shutdown: 5s\n", role("a")+role("b"))
+	r := p.start(noJitter)
+
+	for _, ag := range []string{"a", "b"} {
+		id := p.send(ag, "human", "[[mock:shell echo AGENT=$BATTY_AGENT]]")
+		if st := r.finished(t, id); st != "completed" {
+			t.Fatalf("%s: %s", ag, st)
+		}
+		if o := p.recorded(ag, id); !strings.Contains(o.Reply, "AGENT="+ag) {
+			t.Fatalf("%s's command saw %q, want its own BATTY_AGENT", ag, o.Reply)
+		}
+	}
+	pids := r.d.sharedPids()
+	if len(pids) != 1 {
+		t.Fatalf("shared app-servers %v, want one", pids)
+	}
+	var server int
+	for pid := range pids {
+		server = pid
+	}
+	for _, ag := range []string{"a", "b"} {
+		if s, ok := r.d.sharedOf(ag); !ok || s.PID != server {
+			t.Fatalf("%s runs on %+v, %v; want pid %d", ag, s, ok, server)
+		}
+	}
+
+	// A command below the shared process, then the process killed.
+	fifo := filepath.Join(t.TempDir(), "pid")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	id := p.send("a", "human", "[[mock:shell echo $$ > "+fifo+"; sleep 1; echo SLEPT]]")
+	if err := f.SetReadDeadline(time.Now().Add(waitLimit)); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := r.d.insider(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !in.Inside() || in.Server != server {
+		t.Fatalf("a command below the shared app-server: insider %+v, want inside, server %d", in, server)
+	}
+	if err := syscall.Kill(server, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("the message cut off by the kill: %s, want completed on the retry", st)
+	}
+	if o := p.recorded("a", id); !strings.Contains(o.Reply, "SLEPT") {
+		t.Fatalf("reply %q", o.Reply)
+	}
+	died := r.waitEvent(t, "app_server_died", func(e eventlog.Event) bool { return e.Type == eventlog.EvAppServerDied })
+	if a, ok := eventlog.AlertFor(died); !ok || a.Kind != eventlog.AlertAppServer || !strings.Contains(died.Detail, "signal: killed") {
+		t.Fatalf("alert %+v of %+v", a, died)
+	}
+	if n := r.count(eventlog.EvAppServerDied, ""); n != 1 {
+		t.Fatalf("%d app_server_died events, want 1", n)
+	}
+	if pids := r.d.sharedPids(); len(pids) != 1 || pids[server] != "" {
+		t.Fatalf("shared app-servers after the kill %v, want one new", pids)
+	}
+	// b goes on on the new process.
+	id = p.send("b", "human", "[[mock:reply B-AFTER]]")
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("b after the restart: %s", st)
+	}
+}
