@@ -109,6 +109,13 @@ func (s *sharedServers) socketFor(def team.Agent, c shim.Config) (string, error)
 	if s.closed {
 		return "", fmt.Errorf("the daemon is stopping")
 	}
+	// An agent moved to another account (or given other settings) leaves
+	// the process it was on.
+	for k, sv := range s.servers {
+		if k != key {
+			sv.remove(def.Name)
+		}
+	}
 	if sv, ok := s.servers[key]; ok {
 		sv.add(def.Name)
 		return sv.b.Socket(), nil
@@ -172,6 +179,12 @@ func (sv *sharedServer) add(agent string) {
 		sv.agents = append(sv.agents, agent)
 		sort.Strings(sv.agents)
 	}
+}
+
+func (sv *sharedServer) remove(agent string) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	sv.agents = slices.DeleteFunc(sv.agents, func(a string) bool { return a == agent })
 }
 
 func (sv *sharedServer) names() []string {

@@ -234,3 +234,30 @@ func TestSharedServerKilledMidTurn(t *testing.T) {
 		t.Error("the request after the restart lacks the first turn")
 	}
 }
+
+func TestSharedThreadConfig(t *testing.T) {
+	env := []string{"PATH=/usr/bin", "PATH=/opt/batty:/usr/bin", "BATTY_AGENT=dev", "BATTY_DIR=/s", "BATTY_PROJECT=/p",
+		EnvBatty + "=/opt/batty/batty", "OPENAI_API_KEY=sk-secret", "CODEX_HOME=/h"}
+	got := sharedThreadConfig(codex.ExecOptions{ReasoningEffort: "high", AddDirs: []string{"/s/outboxes/dev"}}, env, "/s/dev")
+	set, _ := got["shell_environment_policy.set"].(map[string]string)
+	want := map[string]string{"PATH": "/opt/batty:/usr/bin", "BATTY_AGENT": "dev", "BATTY_DIR": "/s", "BATTY_PROJECT": "/p",
+		EnvBatty: "/opt/batty/batty", "BATTY_AGENT_MARK": "/s/dev"}
+	if len(set) != len(want) {
+		t.Fatalf("environment %v, want %v", set, want)
+	}
+	for k, v := range want {
+		if set[k] != v {
+			t.Errorf("%s = %q, want %q", k, set[k], v)
+		}
+	}
+	if got["model_reasoning_effort"] != "high" {
+		t.Errorf("effort %v", got["model_reasoning_effort"])
+	}
+	if r, _ := got["sandbox_workspace_write.writable_roots"].([]string); len(r) != 1 || r[0] != "/s/outboxes/dev" {
+		t.Errorf("writable roots %v", got["sandbox_workspace_write.writable_roots"])
+	}
+	bare := sharedThreadConfig(codex.ExecOptions{}, nil, "m")
+	if _, ok := bare["model_reasoning_effort"]; ok || len(bare) != 1 {
+		t.Errorf("no effort, no dirs: %v", bare)
+	}
+}
