@@ -458,6 +458,10 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	}
 	if err := c.write(req); err != nil {
 		c.forget(id)
+		if cerr := c.Err(); cerr != nil {
+			// The connection ended under the write: say why it did.
+			return fmt.Errorf("appserver: %s: %w", method, cerr)
+		}
 		return fmt.Errorf("appserver: %s: %w", method, err)
 	}
 	select {
