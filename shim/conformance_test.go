@@ -494,7 +494,7 @@ func conformShutdown(t *testing.T, h *harness, srv *codextest.Server) {
 func TestConformanceBigReply(t *testing.T) {
 	for _, rt := range conformanceRuntimes {
 		t.Run(rt, func(t *testing.T) {
-			h, srv := startRealShim(t, func(c *Config) { c.Runtime = rt })
+			h, srv := startConformingShim(t, rt, nil)
 			big := strings.Repeat("0123456789abcdef", 3<<20/16)
 			srv.Handle(func(req codextest.Request) codextest.Reply {
 				if strings.Contains(req.LastUserText(), "BIG") {
@@ -521,17 +521,31 @@ func TestConformanceBigReply(t *testing.T) {
 func TestConformanceRestartKeepsTheThread(t *testing.T) {
 	for _, rt := range conformanceRuntimes {
 		t.Run(rt, func(t *testing.T) {
-			bin := codextest.Codex(t)
-			srv := codextest.NewServer(t)
-			home, cwd := srv.WriteHome(t), t.TempDir()
-			settings := func(thread string) func(*Config) {
-				return func(c *Config) {
-					c.CodexBin, c.Env, c.Cwd, c.Runtime, c.ThreadID = bin, []string{"CODEX_HOME=" + home}, cwd, rt, thread
-					c.Exec.SkipGitRepoCheck = true
-					c.StopGrace = 2 * time.Second
+			cwd := t.TempDir()
+			var srv *codextest.Server
+			var start func(thread string) *harness
+			if rt == runtimePerAccount {
+				// Both shims on one shared server, as the daemon's
+				// restarted shim would be.
+				ss := startSharedServer(t, nil)
+				srv = ss.srv
+				start = func(thread string) *harness {
+					return ss.shim(t, "tester", cwd, newTestMark(), func(c *Config) { c.ThreadID = thread })
+				}
+				defer t.Cleanup(ss.close(t))
+			} else {
+				bin := codextest.Codex(t)
+				srv = codextest.NewServer(t)
+				home := srv.WriteHome(t)
+				start = func(thread string) *harness {
+					return startShim(t, func(c *Config) {
+						c.CodexBin, c.Env, c.Cwd, c.Runtime, c.ThreadID = bin, []string{"CODEX_HOME=" + home}, cwd, rt, thread
+						c.Exec.SkipGitRepoCheck = true
+						c.StopGrace = 2 * time.Second
+					})
 				}
 			}
-			h := startShim(t, settings(""))
+			h := start("")
 			h.send("m1", "remember KESTREL [[mock:reply NOTED]]")
 			_, tf := turnEvents(h, "m1")
 			if tf.Status != protocol.TurnCompleted || tf.ThreadID == "" {
@@ -542,7 +556,7 @@ func TestConformanceRestartKeepsTheThread(t *testing.T) {
 				t.Fatalf("the first shim exited %d", code)
 			}
 
-			h2 := startShim(t, settings(tf.ThreadID))
+			h2 := start(tf.ThreadID)
 			h2.send("m2", "which bird? [[mock:reply KESTREL]]")
 			ev, tf2 := turnEvents(h2, "m2")
 			if ts := eventOf(t, ev, kStarted).(protocol.TurnStarted); !ts.Resume || ts.ThreadID != tf.ThreadID {
