@@ -44,6 +44,10 @@ var benchExec = codex.ExecOptions{Sandbox: codex.SandboxDangerFullAccess, SkipGi
 //     reports the resident memory of its shim and every process under it
 //     (the app-server) at the end (idle-rss-MB) and the CPU they used in
 //     the window as a percentage of one core (idle-cpu-%).
+//   - batty-app-server-shared: the same with `app_server: per-account`
+//     (the agent's turns on the daemon's shared app-server, reached
+//     through its broker); its idle figures count the shim and the shared
+//     process with what runs under each.
 //
 // Each reports the median (p50-ms) and 90th percentile (p90-ms) of its
 // messages; the two batty rows send one untimed message first, so the
@@ -65,6 +69,8 @@ func BenchmarkCodexMessage(b *testing.B) {
 	defer p.stop([]int{st.Daemon.PID, st.Agents[0].ShimPID})
 	pa, sta := startSoloTeam(b, launcher, srv.WriteHome(b), "app-server")
 	defer pa.stop([]int{sta.Daemon.PID, sta.Agents[0].ShimPID})
+	ps, sts := startSoloTeam(b, launcher, srv.WriteHome(b), "app-server\n  app_server: per-account")
+	defer ps.stop([]int{sts.Daemon.PID, sts.Agents[0].ShimPID})
 
 	var launcherThread, nativeThread string
 	work := b.TempDir()
@@ -87,26 +93,54 @@ func BenchmarkCodexMessage(b *testing.B) {
 			return // the probe run before the timed one: no idle window
 		}
 		b.StopTimer() // ns/op stays the messages' time, not the idle window's
-		const window = 10 * time.Second
 		shim := sta.Agents[0].ShimPID
 		pids := descendants(b, shim)
 		if len(pids) < 2 {
 			b.Fatalf("shim %d has no app-server under it", shim)
 		}
-		t0, c0 := time.Now(), cpuTicks(b, pids)
-		time.Sleep(window) // the measurement window itself
-		ticks := cpuTicks(b, pids) - c0
-		elapsed := time.Since(t0)
-		var rss int64
-		for _, pid := range pids {
-			rss += procKB(b, pid, "status", "VmRSS:")
-		}
-		if after := pa.waitStatus("solo still idle", time.Minute, func(control.Status) bool { return true }); after.Agents[0].State != "idle" || after.Agents[0].ShimPID != shim {
-			b.Fatalf("agent changed during the idle window: %s, shim %d", after.Agents[0].State, after.Agents[0].ShimPID)
-		}
-		b.ReportMetric(float64(rss)/1024, "idle-rss-MB")
-		b.ReportMetric(float64(ticks)/procstat.ClockTicks/elapsed.Seconds()*100, "idle-cpu-%")
+		reportIdle(b, pa, shim, pids)
 	})
+	b.Run("batty-app-server-shared", func(b *testing.B) {
+		send := battyMessages(b, ps)
+		send(-1)
+		reportLatencies(b, send)
+		if b.N == 1 {
+			return
+		}
+		b.StopTimer()
+		shim := sts.Agents[0].ShimPID
+		server := 0
+		for _, pid := range descendants(b, sts.Daemon.PID) {
+			if strings.Contains(codextest.Cmdline(pid), "app-server") && pid != shim {
+				server = pid
+				break
+			}
+		}
+		if server == 0 {
+			b.Fatalf("daemon %d runs no shared app-server", sts.Daemon.PID)
+		}
+		reportIdle(b, ps, shim, append(descendants(b, shim), descendants(b, server)...))
+	})
+}
+
+// reportIdle leaves p's agent solo (its shim shim) idle for 10 s and
+// reports the resident memory of pids at the end (idle-rss-MB) and the
+// CPU they used in the window as a percentage of one core (idle-cpu-%).
+func reportIdle(b *testing.B, p *benchProject, shim int, pids []int) {
+	const window = 10 * time.Second
+	t0, c0 := time.Now(), cpuTicks(b, pids)
+	time.Sleep(window) // the measurement window itself
+	ticks := cpuTicks(b, pids) - c0
+	elapsed := time.Since(t0)
+	var rss int64
+	for _, pid := range pids {
+		rss += procKB(b, pid, "status", "VmRSS:")
+	}
+	if after := p.waitStatus("solo still idle", time.Minute, func(control.Status) bool { return true }); after.Agents[0].State != "idle" || after.Agents[0].ShimPID != shim {
+		b.Fatalf("agent changed during the idle window: %s, shim %d", after.Agents[0].State, after.Agents[0].ShimPID)
+	}
+	b.ReportMetric(float64(rss)/1024, "idle-rss-MB")
+	b.ReportMetric(float64(ticks)/procstat.ClockTicks/elapsed.Seconds()*100, "idle-cpu-%")
 }
 
 // startSoloTeam starts a team of one agent, solo, on the Codex CLI
