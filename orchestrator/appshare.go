@@ -224,27 +224,27 @@ func (d *Daemon) sharedPids() map[int]string {
 	return out
 }
 
-// SharedServer says which shared app-server serves an agent, for status.
-type SharedServer struct {
-	PID     int    `json:"pid"`
-	Account string `json:"account"`
-	Starts  int    `json:"starts"`
+// sharedInfo says which shared app-server serves an agent.
+type sharedInfo struct {
+	PID     int
+	Account string
+	Starts  int
 }
 
 // sharedOf returns the shared app-server agent runs on, if any.
-func (d *Daemon) sharedOf(agent string) (SharedServer, bool) {
+func (d *Daemon) sharedOf(agent string) (sharedInfo, bool) {
 	s := d.shared
 	if s == nil {
-		return SharedServer{}, false
+		return sharedInfo{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sv := range s.servers {
 		if slices.Contains(sv.names(), agent) {
-			return SharedServer{PID: sv.b.Pid(), Account: sv.account, Starts: sv.b.Starts()}, true
+			return sharedInfo{PID: sv.b.Pid(), Account: sv.account, Starts: sv.b.Starts()}, true
 		}
 	}
-	return SharedServer{}, false
+	return sharedInfo{}, false
 }
 
 // closeShared ends every shared app-server (their process groups killed
