@@ -35,6 +35,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/logtail"
 	"github.com/battyhq/batty/ptylog"
+	"github.com/battyhq/batty/usage"
 )
 
 //go:embed web
@@ -79,6 +80,13 @@ type Config struct {
 	Refresh time.Duration
 	// Rescan is the transcripts' safety-net rescan (logtail.DefaultRescan).
 	Rescan time.Duration
+	// Prices are the team file's prices (nil: the usage page shows no
+	// cost).
+	Prices usage.Prices
+	// Now is the clock of the usage page (default time.Now); Loc the time
+	// zone its times are shown in (default time.Local).
+	Now func() time.Time
+	Loc *time.Location
 }
 
 // Server is the console: an http.Handler. Notify tells it the team
@@ -116,6 +124,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = 5 * time.Second
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Loc == nil {
+		cfg.Loc = time.Local
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -150,6 +164,9 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /pause", s.pause)
 	m.HandleFunc("POST /resume", s.resume)
 	m.HandleFunc("POST /agent/{name}/send", s.send)
+	m.HandleFunc("GET /usage", s.usagePage)
+	m.HandleFunc("GET /usage.csv", s.usageCSV)
+	m.HandleFunc("GET /usage.json", s.usageJSONFile)
 	m.Handle("GET /static/", s.static)
 	s.mux = m
 }

@@ -103,6 +103,7 @@ func offlineStatus(cfg *team.Config, l project.Layout, store *inbox.Store) (Stat
 		st.Accounts = AccountStatuses(book.Views(), func(n string) int { return backlogs[n] })
 		PlaceAgents(&st)
 		st.Landings = []LandingStatus{}
+		st.Budgets = []BudgetStatus{}
 		offlineWorkspaces(cfg, l, &st)
 		st.Schedules = []ScheduleStatus{}
 		if len(cfg.Schedules) == 0 {

@@ -42,9 +42,12 @@ func AccountStatuses(views []dispatch.AccountView, backlog func(agent string) in
 }
 
 // PlaceAgents sets each agent's Account from the accounts of st: the
-// account's name, else its CODEX_HOME.
+// account's name, else its CODEX_HOME; and its LimitPct, the highest used
+// percent of that account's last rate-limit windows (left nil without
+// any).
 func PlaceAgents(st *Status) {
 	on := map[string]string{}
+	limit := map[string]float64{}
 	for _, acc := range st.Accounts {
 		name := acc.Name
 		if name == "" {
@@ -52,10 +55,19 @@ func PlaceAgents(st *Status) {
 		}
 		for _, n := range acc.Agents {
 			on[n] = name
+			if acc.RateLimits != nil && len(acc.RateLimits.Windows) > 0 {
+				for _, w := range acc.RateLimits.Windows {
+					limit[n] = max(limit[n], w.UsedPct)
+				}
+			}
 		}
 	}
 	for i := range st.Agents {
-		st.Agents[i].Account = on[st.Agents[i].Name]
+		a := &st.Agents[i]
+		a.Account = on[a.Name]
+		if pct, ok := limit[a.Name]; ok {
+			a.LimitPct = &pct
+		}
 	}
 }
 

@@ -46,6 +46,16 @@ func TestBudgetHoldsTheTeamUntilTheWindowRollsOver(t *testing.T) {
 		t.Fatalf("%d warnings at 40%%", n)
 	}
 	p.sendAndWait(r, "b", "scenario:usage:100", "completed") // 600: past 50%
+	st := call(t, p, control.Request{Op: control.OpStatus}).Status
+	if len(st.Budgets) != 1 || st.Budgets[0] != (control.BudgetStatus{Budget: "team/hour", For: "team", Per: "hour", Used: 600, Tokens: 1000,
+		UsedPct: 60, WarnAt: 50, WindowStart: t0.Add(-20 * time.Minute), WindowEnd: t0.Add(40 * time.Minute)}) {
+		t.Fatalf("budgets in the status: %+v", st.Budgets)
+	}
+	for _, a := range st.Agents {
+		if a.BudgetPct == nil || *a.BudgetPct != 60 {
+			t.Fatalf("budget %% of %s: %v", a.Name, a.BudgetPct)
+		}
+	}
 	w := r.waitEvent(t, "budget warning", isType(eventlog.EvBudgetWarning))
 	if w.Data["budget"] != "team/hour" || w.Data["until"] != "2030-03-06T11:00:00Z" {
 		t.Fatalf("warning %+v", w)
@@ -146,6 +156,26 @@ func TestBudgetResumeOfAnAgentSurvivesARestart(t *testing.T) {
 	}
 	if st := agentStatus(t, p, "a"); st.Budget != nil || st.State == control.AgentBudgetHeld {
 		t.Fatalf("a held after its resume: %+v", st)
+	}
+}
+
+func TestBudgetPct(t *testing.T) {
+	bs := []control.BudgetStatus{{For: "team", UsedPct: 10}, {For: "eng", UsedPct: 70}, {For: "eng-2", UsedPct: 40}}
+	for _, c := range []struct {
+		agent, role string
+		want        float64
+	}{
+		{"eng-1", "eng", 70},
+		{"eng-2", "eng", 70},
+		{"mgr", "mgr", 10},
+	} {
+		got := budgetPct(bs, c.agent, c.role)
+		if got == nil || *got != c.want {
+			t.Errorf("budgetPct(%s) = %v, want %v", c.agent, got, c.want)
+		}
+	}
+	if got := budgetPct(bs[1:], "mgr", "mgr"); got != nil {
+		t.Errorf("budgetPct of an agent no budget covers = %v, want nil", *got)
 	}
 }
 

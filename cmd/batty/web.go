@@ -118,7 +118,7 @@ func startConsole(cfg *team.Config, l project.Layout, log hclog.Logger) (*consol
 		return nil, nil, err
 	}
 	bound := ln.Addr().String()
-	srv, err := console.New(console.Config{Addr: bound, Token: token, Log: log,
+	srv, err := console.New(console.Config{Addr: bound, Token: token, Log: log, Prices: prices(cfg),
 		Backend: console.DaemonBackend{Layout: l, BacklogLimit: cfg.BacklogLimit}})
 	if err != nil {
 		ln.Close()
