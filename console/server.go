@@ -67,8 +67,15 @@ var securityHeaders = map[string]string{
 // Config configures a Server.
 type Config struct {
 	// Addr is the address the console is bound to (host:port, as the
-	// listener reports it): the Host headers it answers to follow from it.
+	// listener reports it): the Host headers it answers to follow from it
+	// and from Names.
 	Addr string
+	// Names are further host names or IPs the console is reached by (see
+	// AllowedHosts).
+	Names []string
+	// TLS says the console is served over HTTPS: the session cookie is
+	// Secure and the console's origin https://.
+	TLS bool
 	// Token is the login token (NewToken).
 	Token string
 	// Backend is the team the console shows.
@@ -113,7 +120,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Token == "" || cfg.Backend == nil {
 		return nil, errors.New("console: a token and a backend are required")
 	}
-	hosts, err := AllowedHosts(cfg.Addr)
+	hosts, err := AllowedHosts(cfg.Addr, cfg.Names...)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +186,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set(k, v)
 	}
 	f := Facts{Method: r.Method, Login: r.URL.Path == "/login", Host: r.Host,
-		Origin: r.Header.Get("Origin"), FetchSite: r.Header.Get("Sec-Fetch-Site")}
+		Origin: r.Header.Get("Origin"), FetchSite: r.Header.Get("Sec-Fetch-Site"), TLS: s.cfg.TLS}
 	if f.Login {
 		q := r.URL.Query()
 		f.TokenGiven = q.Has("token")
@@ -249,7 +256,7 @@ func (s *Server) logIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: id, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionAge / time.Second)})
+		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionAge / time.Second), Secure: s.cfg.TLS})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
