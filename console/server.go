@@ -94,6 +94,14 @@ type Config struct {
 	// zone its times are shown in (default time.Local).
 	Now func() time.Time
 	Loc *time.Location
+	// Judge decides whether a process runs inside one of the daemon's
+	// agents (the control socket's judge): a request from such a process
+	// on this machine is refused (see ConnContext, which the http.Server
+	// must use). Nil: no process is looked at.
+	Judge control.Judge
+	// Proc is the /proc mount the peers are looked up in (default
+	// "/proc").
+	Proc string
 }
 
 // Server is the console: an http.Handler. Notify tells it the team
@@ -137,6 +145,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Loc == nil {
 		cfg.Loc = time.Local
 	}
+	if cfg.Proc == "" {
+		cfg.Proc = "/proc"
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -178,12 +189,19 @@ func (s *Server) routes() {
 	s.mux = m
 }
 
-// ServeHTTP implements http.Handler: every request is judged by Decide
-// first.
+// ServeHTTP implements http.Handler: a request on a connection from a
+// process inside an agent is refused (Config.Judge); every other request
+// is judged by Decide first.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	for k, v := range securityHeaders {
 		h.Set(k, v)
+	}
+	if err := s.peerRefusal(r); err != nil {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintln(w, err)
+		return
 	}
 	f := Facts{Method: r.Method, Login: r.URL.Path == "/login", Host: r.Host,
 		Origin: r.Header.Get("Origin"), FetchSite: r.Header.Get("Sec-Fetch-Site"), TLS: s.cfg.TLS}
