@@ -55,9 +55,15 @@ func (h *hub) subscribe() (<-chan *control.Status, func()) {
 	}
 }
 
+// idleRefresh is how often open pages get the status again with no
+// event while no turn is in flight: nothing on them moves by itself.
+const idleRefresh = 30 * time.Second
+
 // run serves the subscribers until ctx ends. With none, it asks nothing.
+// Between events it asks every refresh while a turn is in flight (its age
+// moves on), every idleRefresh otherwise.
 func (h *hub) run(ctx context.Context) {
-	t := time.NewTicker(h.refresh)
+	t := time.NewTimer(h.refresh)
 	defer t.Stop()
 	for {
 		select {
@@ -70,13 +76,16 @@ func (h *hub) run(ctx context.Context) {
 		n := len(h.subs)
 		h.mu.Unlock()
 		if n == 0 {
+			t.Reset(h.refresh)
 			continue
 		}
 		st, err := h.backend.Status(ctx)
 		if err != nil {
 			h.log.Debug("Console cannot get the status", "error", err)
+			t.Reset(h.refresh)
 			continue
 		}
+		t.Reset(nextRefresh(st, h.refresh))
 		h.mu.Lock()
 		for ch := range h.subs {
 			select {
@@ -87,6 +96,44 @@ func (h *hub) run(ctx context.Context) {
 		}
 		h.mu.Unlock()
 	}
+}
+
+// nextRefresh is when the open pages need the status again with no
+// event: after refresh while a turn of st is in flight, idleRefresh (or
+// refresh, when longer) otherwise. It is a pure function.
+func nextRefresh(st *control.Status, refresh time.Duration) time.Duration {
+	for _, a := range st.Agents {
+		if a.InFlight != nil {
+			return refresh
+		}
+	}
+	return max(refresh, idleRefresh)
+}
+
+// renderCache keeps the live part rendered for the latest status, by
+// page and CSRF token: the open pages of one session share one rendering.
+type renderCache struct {
+	mu   sync.Mutex
+	st   *control.Status
+	html map[string]string
+}
+
+// get returns the rendering of key for st, made by render when st is not
+// the status rendered last or key was not rendered for it.
+func (c *renderCache) get(st *control.Status, key string, render func() (string, error)) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st != st {
+		c.st, c.html = st, map[string]string{}
+	}
+	if h, ok := c.html[key]; ok {
+		return h, nil
+	}
+	h, err := render()
+	if err == nil {
+		c.html[key] = h
+	}
+	return h, err
 }
 
 // stream starts a server-sent events answer; flush sends what was
@@ -136,18 +183,20 @@ func (s *Server) statusEvents(w http.ResponseWriter, r *http.Request) {
 		case <-s.ctx.Done():
 			return
 		case st := <-ch:
-			var html bytes.Buffer
-			var err error
-			if agent == "" {
-				err = s.pages["team"].ExecuteTemplate(&html, "live", newTeamView(st, nil, csrf))
-			} else {
-				err = s.agentLive(&html, st, agent)
-			}
+			html, err := s.live.get(st, agent+"\x00"+csrf, func() (string, error) {
+				var html bytes.Buffer
+				if agent == "" {
+					err := s.pages["team"].ExecuteTemplate(&html, "live", newTeamView(st, nil, csrf))
+					return html.String(), err
+				}
+				err := s.agentLive(&html, st, agent)
+				return html.String(), err
+			})
 			if err != nil {
 				s.cfg.Log.Warn("Console cannot render", "error", err)
 				return
 			}
-			writeEvent(&b, "status", html.String())
+			writeEvent(&b, "status", html)
 		}
 		if _, err := w.Write(b.Bytes()); err != nil {
 			return

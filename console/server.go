@@ -114,6 +114,7 @@ type Server struct {
 	static http.Handler
 	mux    *http.ServeMux
 	hub    *hub
+	live   renderCache
 
 	ctx    context.Context
 	cancel context.CancelFunc
