@@ -198,8 +198,9 @@ type svgBar struct {
 
 // svgTick is a labelled position on an axis.
 type svgTick struct {
-	At    float64
-	Label string
+	At     float64
+	Label  string
+	Anchor string // the text's anchor: start, middle or end
 }
 
 // legendItem names a colour of a chart.
@@ -229,7 +230,7 @@ type limitRow struct {
 // Geometry of the charts (SVG user units).
 const (
 	chartW, chartH         = 640, 200
-	chartLeft, chartBottom = 52, 22
+	chartLeft, chartBottom = 64, 22
 	chartTop, chartRight   = 8, 8
 	limitW, limitH         = 240, 40
 )
@@ -373,7 +374,14 @@ func newChart(d usageData, by usage.Dimension, loc *time.Location) chartView {
 				layout = "Jan 2 15:04"
 			}
 		}
-		c.XTicks = append(c.XTicks, svgTick{At: round1(c.PlotX + (float64(i)+0.5)*slot), Label: d.Buckets[i].In(loc).Format(layout)})
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case n - 1:
+			anchor = "end"
+		}
+		c.XTicks = append(c.XTicks, svgTick{At: round1(c.PlotX + (float64(i)+0.5)*slot), Label: d.Buckets[i].In(loc).Format(layout), Anchor: anchor})
 	}
 	return c
 }
