@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -114,7 +115,7 @@ func writeEvent(w *bytes.Buffer, name, data string) {
 
 // statusEvents streams the live part of the team page (with ?agent=NAME,
 // of that agent's page; with ?page=inbox, landings or alerts, of that
-// page) as "status" events, each the part's HTML rendered by the page's
+// page; with ?page=landing&id=ID, of that landing request's) as "status" events, each the part's HTML rendered by the page's
 // own template, each followed by a "badge" event: what waits for the
 // human (see badge).
 func (s *Server) statusEvents(w http.ResponseWriter, r *http.Request) {
@@ -128,9 +129,14 @@ func (s *Server) statusEvents(w http.ResponseWriter, r *http.Request) {
 	if page == "" {
 		page = "team"
 	}
-	if _, ok := s.pages[page]; !ok || page == "landing" {
+	if _, ok := s.pages[page]; !ok {
 		http.Error(w, "no such page", http.StatusNotFound)
 		return
+	}
+	if page == "landing" {
+		if _, _, ok := s.landingOf(w, r); !ok {
+			return
+		}
 	}
 	csrf := s.csrfOf(r)
 	ch, cancel := s.hub.subscribe()
@@ -182,6 +188,13 @@ func (s *Server) renderLive(w *bytes.Buffer, r *http.Request, page, agent, csrf 
 		data = v
 	case "alerts":
 		data = s.alertsView(r, st)
+	case "landing":
+		id := r.URL.Query().Get("id")
+		i := slices.IndexFunc(st.Landings, func(l control.LandingStatus) bool { return l.ID == id })
+		if i < 0 {
+			return fmt.Errorf("no landing request %q in the status", id)
+		}
+		data = s.landingView(r, st, newLandingRow(st.Landings[i]), csrf)
 	}
 	return s.pages[page].ExecuteTemplate(w, "live", data)
 }

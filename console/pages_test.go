@@ -317,6 +317,15 @@ func TestLandingsReviewAndDiff(t *testing.T) {
 	if !reflect.DeepEqual(fb.approved, []string{"20260102T030405Z-0000bbbb"}) || !reflect.DeepEqual(fb.rejected, []string{"20260102T030405Z-0000bbbb: keep the flag"}) {
 		t.Fatalf("approved %q, rejected %q", fb.approved, fb.rejected)
 	}
+	ev := openStream(t, ts, "/events?page=landing&id=20260102T030405Z-0000bbbb", c)
+	if name, data := ev.next(t); name != "status" || !strings.Contains(data, `id="landing-state">review</span>`) || !strings.Contains(data, `id="verify-output">ok &lt;script&gt;`) {
+		t.Fatalf("the landing's live part %s:\n%s", name, data)
+	}
+	for _, path := range []string{"/events?page=landing&id=nothing", "/events?page=landing", "/events?page=nothing"} {
+		if resp, _ := get(t, ts, path, c); resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("%s: %s", path, resp.Status)
+		}
+	}
 	// A landed request's page: no review, the diff's error as text.
 	fb.mu.Lock()
 	fb.diff = ""

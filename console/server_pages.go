@@ -367,14 +367,14 @@ func (s *Server) landingsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // landingOf returns the status and the row of the request named by r's
-// path, or answers 404.
+// path (or its id parameter), or answers 404.
 func (s *Server) landingOf(w http.ResponseWriter, r *http.Request) (*control.Status, landingRow, bool) {
 	st, err := s.cfg.Backend.Status(r.Context())
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return nil, landingRow{}, false
 	}
-	id := r.PathValue("id")
+	id := cmp.Or(r.PathValue("id"), r.URL.Query().Get("id"))
 	for _, l := range st.Landings {
 		if l.ID == id {
 			return st, newLandingRow(l), true
@@ -389,6 +389,16 @@ func (s *Server) landingPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	v := s.landingView(r, st, row, s.csrfOf(r))
+	v.Done = doneText(r.URL.Query().Get("done"))
+	v.Diff, v.DiffCut, v.DiffErr = s.diffOf(r.Context(), row.Agent)
+	s.render(w, r, "landing", v)
+}
+
+// landingView makes the page of the request of row, but for its diff:
+// what the status says of it and what the queue's state file adds
+// (verify's output, conflicts, the rejection).
+func (s *Server) landingView(r *http.Request, st *control.Status, row landingRow, csrf string) landingView {
 	var req landing.Request
 	reqs, err := s.cfg.Backend.Landings(r.Context())
 	if err != nil {
@@ -400,12 +410,11 @@ func (s *Server) landingPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	v := newLandingView(row, req)
-	v.Team, v.Nav, v.CSRF, v.Done = st.Team, s.navOf("landings", st), s.csrfOf(r), doneText(r.URL.Query().Get("done"))
+	v.Team, v.Nav, v.CSRF = st.Team, s.navOf("landings", st), csrf
 	if err != nil {
 		v.Err = err.Error()
 	}
-	v.Diff, v.DiffCut, v.DiffErr = s.diffOf(r.Context(), row.Agent)
-	s.render(w, r, "landing", v)
+	return v
 }
 
 // diffOf reads agent's diff as `batty diff` shows it on a terminal
