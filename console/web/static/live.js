@@ -19,6 +19,11 @@
       if (target.contains(document.activeElement) && /^(TEXTAREA|INPUT)$/.test(document.activeElement.tagName)) { return; }
       var fields = target.querySelectorAll("textarea, input[type=text]");
       for (var i = 0; i < fields.length; i++) { if (fields[i].value !== "") { return; } }
+      // The same part again is left alone: a button about to be
+      // clicked stays where it is.
+      var next = document.createElement("template");
+      next.innerHTML = e.data;
+      if (next.innerHTML === target.innerHTML) { return; }
       target.innerHTML = e.data;
     });
   }
