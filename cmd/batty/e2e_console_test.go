@@ -126,7 +126,7 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 	// Pause and resume from the page: the daemon's own requests pass its
 	// judge of who asks.
 	if err := chromedp.Run(ctx,
-		chromedp.Click(`#pause`, chromedp.ByID),
+		clickNow(`#pause`),
 		chromedp.WaitVisible(`#resume`, chromedp.ByID),
 	); err != nil {
 		t.Fatalf("pause from the page: %v", err)
@@ -135,7 +135,7 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 		t.Fatalf("after Pause the dispatch is %+v", st.Dispatch)
 	}
 	if err := chromedp.Run(ctx,
-		chromedp.Click(`#resume`, chromedp.ByID),
+		clickNow(`#resume`),
 		chromedp.WaitVisible(`#pause`, chromedp.ByID),
 	); err != nil {
 		t.Fatalf("resume from the page: %v", err)
@@ -145,17 +145,17 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 	var before, after, title string
 	var imgs int
 	runSteps(t, ctx,
-		step{"open the agent's page", chromedp.Click(`a[href="/agent/`+agent+`"]`, chromedp.ByQuery)},
+		step{"open the agent's page", clickNow(`a[href="/agent/` + agent + `"]`)},
 		step{"see the message box", chromedp.WaitVisible(`#body`, chromedp.ByID)},
 		step{"go live", chromedp.WaitVisible(`body.is-live`, chromedp.ByQuery)},
 		step{"type", chromedp.SendKeys(`#body`, payload, chromedp.ByID)},
 		step{"send", chromedp.Click(`#send`, chromedp.ByID)},
 		step{"see it sent", chromedp.WaitVisible(`p.sent`, chromedp.ByQuery)},
-		step{"read the transcript", chromedp.Text(`#transcript`, &before, chromedp.ByID)},
+		step{"read the transcript", chromedp.Evaluate(`document.getElementById("transcript").textContent`, &before)},
 		// The turn sleeps 1.5 s: its end arrives over the live streams.
 		step{"see the turn finish", chromedp.Poll(`document.getElementById("transcript").textContent.includes("SLEPT") &&
 			document.querySelector("dd.turns").textContent === "1"`, nil, chromedp.WithPollingTimeout(20*time.Second))},
-		step{"read the transcript again", chromedp.Text(`#transcript`, &after, chromedp.ByID)},
+		step{"read the transcript again", chromedp.Evaluate(`document.getElementById("transcript").textContent`, &after)},
 		step{"count images", chromedp.Evaluate(`document.querySelectorAll("main img").length`, &imgs)},
 		step{"read the title", chromedp.Title(&title)},
 	)
