@@ -17,6 +17,7 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/landing"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/teamstatus"
 )
 
 // fakePages records what the daemon's control requests of the pages were
@@ -272,7 +273,7 @@ func withLandings(fb *fakeBackend) {
 		st.Landings = []control.LandingStatus{
 			{ID: "20260102T030405Z-0000aaaa", Agent: "eng", State: "landed", RequestedAt: at, By: "human", Commit: "c0ffee"},
 			{ID: "20260102T030405Z-0000bbbb", Agent: "eng", State: "review", RequestedAt: at, By: "eng", Tip: "abc123", Review: true,
-				Detail: control.ReviewDetail("eng")},
+				Detail: teamstatus.ReviewDetail("eng")},
 		}
 	})
 	fb.mu.Lock()

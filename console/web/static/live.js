@@ -19,8 +19,8 @@
       if (target.contains(document.activeElement) && /^(TEXTAREA|INPUT)$/.test(document.activeElement.tagName)) { return; }
       var fields = target.querySelectorAll("textarea, input[type=text]");
       for (var i = 0; i < fields.length; i++) { if (fields[i].value !== "") { return; } }
-      // The same part again is left alone: a button about to be
-      // clicked stays where it is.
+      // The same as shown (the first event repeats what the page was
+      // rendered with): left alone, so a button about to be clicked stays.
       var next = document.createElement("template");
       next.innerHTML = e.data;
       if (next.innerHTML === target.innerHTML) { return; }
