@@ -29,6 +29,8 @@ type Backend interface {
 	// Usage is the usage ledger's entries since since (zero: all), as
 	// `batty usage` reads them.
 	Usage(ctx context.Context, since time.Time) (usage.Data, error)
+	// Pages is what the other pages read and do.
+	Pages
 }
 
 // callTimeout bounds one control request of DaemonBackend.
@@ -42,6 +44,9 @@ type DaemonBackend struct {
 	// BacklogLimit is the team's backlog_limit: a message to a full inbox
 	// is refused.
 	BacklogLimit int
+	// Base is the team file's workspace.base ("": as `batty diff`
+	// resolves it).
+	Base string
 }
 
 // Status implements Backend.

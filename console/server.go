@@ -115,6 +115,7 @@ type Server struct {
 	mux    *http.ServeMux
 	hub    *hub
 	live   renderCache
+	pg     *pageState
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -161,6 +162,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, hosts: hosts, cookie: "batty_console_" + port, pages: pages,
 		static: http.StripPrefix("/static/", http.FileServerFS(static)), ctx: ctx, cancel: cancel,
 		sessions: map[string]string{}, hub: newHub(cfg.Backend, cfg.Refresh, cfg.Log)}
+	s.pg = s.newPageState()
 	s.routes()
 	go s.hub.run(ctx)
 	return s, nil
@@ -186,6 +188,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /usage", s.usagePage)
 	m.HandleFunc("GET /usage.csv", s.usageCSV)
 	m.HandleFunc("GET /usage.json", s.usageJSONFile)
+	s.pageRoutes(m)
 	m.Handle("GET /static/", s.static)
 	s.mux = m
 }
@@ -300,7 +303,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, page string, dat
 
 func (s *Server) teamPage(w http.ResponseWriter, r *http.Request) {
 	st, err := s.cfg.Backend.Status(r.Context())
-	s.render(w, r, "team", newTeamView(st, err, s.csrfOf(r)))
+	v := newTeamView(st, err, s.csrfOf(r))
+	v.Nav = s.navOf("team", st)
+	s.render(w, r, "team", v)
 }
 
 // agentOf returns the status and the agent named by r's path, or answers
@@ -330,7 +335,8 @@ func (s *Server) agentPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := agentView{Team: st.Team, Agent: newAgentRow(*a), CSRF: s.csrfOf(r), Sent: r.URL.Query().Get("sent")}
+	v := agentView{Team: st.Team, Nav: s.navOf("", st), Agent: newAgentRow(*a), CSRF: s.csrfOf(r), Sent: r.URL.Query().Get("sent"),
+		Messages: s.agentMessages(a.Name), Done: doneText(r.URL.Query().Get("done"))}
 	v.Transcript, v.NoTranscript = s.lastLines(a.Name)
 	s.render(w, r, "agent", v)
 }

@@ -153,6 +153,7 @@ func withCurrentLimits(rows []usage.LimitRow, accounts []control.AccountStatus) 
 // usageView is the usage page's data.
 type usageView struct {
 	Team, Err      string
+	Nav            nav
 	Range          string
 	Ranges         []string
 	From, To, Step string
@@ -495,7 +496,7 @@ type usageJSON struct {
 
 // usageOf gathers the usage of the request's range: the status (for the
 // budgets and the accounts; a failure leaves them out) and the ledger.
-func (s *Server) usageOf(r *http.Request) (string, usageData, error) {
+func (s *Server) usageOf(r *http.Request) (*control.Status, usageData, error) {
 	rg := rangeNamed(r.URL.Query().Get("range"))
 	now := s.cfg.Now()
 	var since time.Time
@@ -504,28 +505,35 @@ func (s *Server) usageOf(r *http.Request) (string, usageData, error) {
 	}
 	data, err := s.cfg.Backend.Usage(r.Context(), since)
 	if err != nil {
-		return "", usageData{}, err
+		return nil, usageData{}, err
 	}
 	st, err := s.cfg.Backend.Status(r.Context())
-	team := ""
 	if err != nil {
 		s.cfg.Log.Debug("Console usage without the status", "error", err)
 		st = nil
-	} else {
-		team = st.Team
 	}
 	d := newUsageData(data.Turns, data.Limits, st, rg, now, s.cfg.Prices)
 	d.Skipped = len(data.Skips)
-	return team, d, nil
+	return st, d, nil
+}
+
+// teamOf is st's team name, "" without a status.
+func teamOf(st *control.Status) string {
+	if st == nil {
+		return ""
+	}
+	return st.Team
 }
 
 func (s *Server) usagePage(w http.ResponseWriter, r *http.Request) {
-	team, d, err := s.usageOf(r)
+	st, d, err := s.usageOf(r)
 	if err != nil {
-		s.render(w, r, "usage", usageView{Err: err.Error(), Range: rangeNamed("").Name})
+		s.render(w, r, "usage", usageView{Err: err.Error(), Range: rangeNamed("").Name, Nav: s.navOf("usage", nil)})
 		return
 	}
-	s.render(w, r, "usage", newUsageView(team, d, s.cfg.Loc))
+	v := newUsageView(teamOf(st), d, s.cfg.Loc)
+	v.Nav = s.navOf("usage", st)
+	s.render(w, r, "usage", v)
 }
 
 func (s *Server) usageCSV(w http.ResponseWriter, r *http.Request) {
@@ -543,7 +551,7 @@ func (s *Server) usageCSV(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) usageJSONFile(w http.ResponseWriter, r *http.Request) {
-	team, d, err := s.usageOf(r)
+	st, d, err := s.usageOf(r)
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
@@ -557,7 +565,7 @@ func (s *Server) usageJSONFile(w http.ResponseWriter, r *http.Request) {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(usageJSON{Team: team, Since: d.From, Until: d.To, StepS: int64(d.Step / time.Second), Priced: d.Priced,
+	if err := enc.Encode(usageJSON{Team: teamOf(st), Since: d.From, Until: d.To, StepS: int64(d.Step / time.Second), Priced: d.Priced,
 		Rows: rows, Total: d.Total, Budgets: d.Budgets, Limits: d.Limits, Skipped: d.Skipped}); err != nil {
 		s.cfg.Log.Warn("Console cannot write the usage JSON", "error", err)
 	}

@@ -132,7 +132,7 @@ func startConsole(cfg *team.Config, l project.Layout, log hclog.Logger) (*consol
 		names = append(names, console.LocalNames()...)
 	}
 	srv, err := console.New(console.Config{Addr: bound, Names: names, TLS: tlsCfg != nil, Token: token, Log: log, Prices: prices(cfg),
-		Backend: console.DaemonBackend{Layout: l, BacklogLimit: cfg.BacklogLimit}})
+		Backend: console.DaemonBackend{Layout: l, BacklogLimit: cfg.BacklogLimit, Base: cfg.Workspace.Base}})
 	if err != nil {
 		ln.Close()
 		return nil, nil, err
