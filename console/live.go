@@ -56,13 +56,9 @@ func (h *hub) subscribe() (<-chan *control.Status, func()) {
 	}
 }
 
-// idleRefresh is how often open pages get the status again with no
-// event while no turn is in flight: nothing on them moves by itself.
-const idleRefresh = 30 * time.Second
-
 // run serves the subscribers until ctx ends. With none, it asks nothing.
-// Between events it asks every refresh while a turn is in flight (its age
-// moves on), every idleRefresh otherwise.
+// Between events it asks every refresh: a turn's age moves on, and a
+// message to the human comes with no event of the daemon.
 func (h *hub) run(ctx context.Context) {
 	t := time.NewTimer(h.refresh)
 	defer t.Stop()
@@ -86,7 +82,7 @@ func (h *hub) run(ctx context.Context) {
 			t.Reset(h.refresh)
 			continue
 		}
-		t.Reset(nextRefresh(st, h.refresh))
+		t.Reset(h.refresh)
 		h.mu.Lock()
 		for ch := range h.subs {
 			select {
@@ -97,18 +93,6 @@ func (h *hub) run(ctx context.Context) {
 		}
 		h.mu.Unlock()
 	}
-}
-
-// nextRefresh is when the open pages need the status again with no
-// event: after refresh while a turn of st is in flight, idleRefresh (or
-// refresh, when longer) otherwise. It is a pure function.
-func nextRefresh(st *control.Status, refresh time.Duration) time.Duration {
-	for _, a := range st.Agents {
-		if a.InFlight != nil {
-			return refresh
-		}
-	}
-	return max(refresh, idleRefresh)
 }
 
 // renderCache keeps the live part rendered for the latest status, by

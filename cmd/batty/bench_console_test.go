@@ -25,7 +25,7 @@ import (
 // client on this machine, the whole request: the daemon's status over its
 // control socket and the page rendered), 50 times, its median and maximum
 // (team-page-p50-ms, team-page-max-ms); the daemon's CPU, as a percentage
-// of one core, over a 30-second window (the console's idle refresh) while the team is idle, without a
+// of one core, over a 30-second window while the team is idle, without a
 // console open (idle-cpu-%) and with 20 open (sse20-cpu-%: 20 live
 // streams of the team page); and, in chromium, the time from a turn's
 // turn_finished event (its time in the event log) to the page showing
@@ -34,7 +34,6 @@ import (
 // -benchtime 1x.
 func BenchmarkConsole100(b *testing.B) {
 	const agents, pageLoads, consoles, turns = 100, 50, 20, 5
-	// As long as the pages' idle refresh: the window holds one.
 	const window = 30 * time.Second
 	ctx := browser(b)
 	self, err := os.Executable()
