@@ -22,7 +22,6 @@ import (
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
-	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
@@ -59,7 +58,7 @@ type agent struct {
 
 	// owned by run
 	st        project.AgentState
-	p         *shim.Client
+	p         Worker
 	events    <-chan protocol.Message // p's events, nil once they ended
 	ready     bool                    // shim is up and has no turn of ours in flight
 	inflight  *inbox.Message
@@ -86,13 +85,7 @@ type agent struct {
 	// prevHost is the host whose clone held the agent's worktree before
 	// (the team file moved it), to be retired at its next preparation;
 	// nil when none.
-	prevHost *remoteHost
-	// tlog is the transcript file of an agent on a host, where the lines
-	// its shim sends are appended (opened on the first, closed when run
-	// returns); nil otherwise.
-	tlog *ptylog.Writer
-	// pieces gathers the reply of a shim on a host, sent in pieces.
-	pieces    protocol.ReplyPieces
+	prevHost  *remoteHost
 	parked    *preflight.Problem // why the agent takes no message, nil when it does
 	account   string             // its account key (dispatch.AgentHome: the CODEX_HOME, host-qualified on another host), the key of its network hold; snap.account mirrors it
 	carried   bool               // the message in flight opens a fresh thread with a handoff
@@ -259,8 +252,6 @@ func (a *agent) run(ctx context.Context) {
 	defer close(a.done)
 	defer a.refuseLeft()
 	defer a.d.slots.Leave(a.def.Name) // a slot held or asked for goes to the next
-
-	defer func() { a.tlog.Close() }() // the writer opened meanwhile, if any
 	a.recover()
 	a.startShim()
 	ping := time.NewTicker(a.d.opts.PingInterval)
@@ -484,25 +475,30 @@ func (a *agent) spawn() {
 	a.setSnap(func(s *agentSnap) { s.state = state })
 	a.followAccount()
 	a.prepareReplies()
-	a.pieces.Reset() // pieces of a reply of an earlier shim are void
 	o, err := a.spawnOptions()
 	if err != nil {
 		a.spawned(nil, err)
 		return
 	}
-	procs := a.d.procs
+	d := a.d
 	if a.host == nil {
-		a.spawned(procs.spawn(context.Background(), o))
+		a.spawned(d.startWorker(context.Background(), o))
 		return
 	}
+	// The shim there sends what a local one writes here: remoteWorker
+	// makes its events a local one's.
+	transcript, root, log := d.layout.Transcript(a.def.Name), d.layout.StateRoot(), a.log
 	a.startStep(func() func() {
-		p, err := procs.spawn(context.Background(), o)
-		return func() { a.spawned(p, err) }
+		w, err := d.startWorker(context.Background(), o)
+		if err == nil {
+			w = newRemoteWorker(w, transcript, root, log)
+		}
+		return func() { a.spawned(w, err) }
 	})
 }
 
 // spawned applies the start of the shim: p, or the error it failed with.
-func (a *agent) spawned(p *shim.Client, err error) {
+func (a *agent) spawned(p Worker, err error) {
 	if err != nil {
 		a.log.Error("Shim did not start", "error", err)
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: "spawn failed: " + err.Error()})

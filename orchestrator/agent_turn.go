@@ -197,12 +197,8 @@ func (a *agent) handle(m protocol.Message) {
 		}
 	case protocol.Warning:
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
-	case protocol.TranscriptLines:
-		a.transcriptLines(e.Lines)
 	case protocol.Outgoing:
 		a.relayed(e)
-	case protocol.ReplyChunk:
-		a.replyChunk(e)
 	case protocol.NetworkWait:
 		a.netWaitChanged(e)
 	case protocol.RateLimits:

@@ -13,7 +13,6 @@ import (
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
-	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 )
@@ -235,30 +234,6 @@ func (h *health) checkHost(ctx context.Context) preflight.Report {
 		return preflight.Report{Problem: r.problem(err)}
 	}
 	return rep
-}
-
-// transcriptLines appends lines that the agent's shim on its host sent
-// to the agent's transcript here, through the writer a local shim uses,
-// opened on the first lines (a file it cannot open is logged once per
-// try, and the lines are dropped). Run's goroutine only.
-func (a *agent) transcriptLines(lines []string) {
-	if a.host == nil {
-		a.log.Warn("Transcript lines from a local shim ignored: it writes its own file")
-		return
-	}
-	if a.tlog == nil {
-		path := a.d.layout.Transcript(a.def.Name)
-		w, err := ptylog.Open(path, ptylog.Options{
-			Color: true, Root: a.d.layout.StateRoot(),
-			OnError: func(err error) { a.log.Warn("Transcript write failed", "path", path, "error", err) },
-		})
-		if err != nil {
-			a.log.Warn("Transcript not opened; lines from the host dropped", "path", path, "error", err)
-			return
-		}
-		a.tlog = w
-	}
-	a.tlog.Raw(lines...)
 }
 
 // probe runs `true` on the host (at most hostProbeTimeout) and records
