@@ -11,6 +11,7 @@ import (
 	"github.com/battyhq/batty/clones"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/reap"
@@ -102,6 +103,7 @@ func newAgentWorkspace(d *Daemon, a *agent) *agentWorkspace {
 		ws: workspaces.Local{Repo: d.repo, Agent: def.Name, Base: d.base}}
 	if r := a.host; r != nil {
 		w.ws = d.cloneOn(r, def.Name)
+		w.sb = hosts.SandboxThere(w.sb, localHome())
 	}
 	if a.prevHost != nil {
 		w.prev = d.cloneOn(a.prevHost, def.Name)
