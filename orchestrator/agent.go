@@ -57,6 +57,7 @@ type agent struct {
 	snap agentSnap
 
 	// owned by run
+	supervision
 	st        project.AgentState
 	p         Worker
 	events    <-chan protocol.Message // p's events, nil once they ended
@@ -64,16 +65,7 @@ type agent struct {
 	inflight  *inbox.Message
 	flightAt  time.Time
 	stopping  bool
-	switching bool // the shim is being stopped to start again on another account (accountSwitch)
-	crashes   []time.Time
-	backoff   time.Duration
-	failures  int  // crash loops in a row (see crashed)
-	failed    bool // in a crash loop: respawn is its cool-down
-	probation bool // spawned by a retry of a failed agent: a crash fails it again
-	spawnedAt time.Time
-	nonce     uint64
-	pongDue   <-chan time.Time
-	respawn   <-chan time.Time
+	switching bool        // the shim is being stopped to start again on another account (accountSwitch)
 	replyDir  string      // the shim's reply directory, "" when it is not usable
 	retry     *time.Timer // looks at the inbox again when a file's grace or a back-off ends
 	retryAt   time.Time
@@ -204,8 +196,8 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 	a := &agent{
 		d: d, def: def, box: box, log: d.log.Named(def.Name),
 		kick: make(chan struct{}, 1), ctl: newMailbox[agentCtl](), done: make(chan struct{}),
-		backoff: d.opts.RespawnMin,
-		account: dispatch.AgentHome(def, d.shimEnviron()),
+		supervision: supervision{backoff: d.opts.RespawnMin},
+		account:     dispatch.AgentHome(def, d.shimEnviron()),
 	}
 	a.st.Name = def.Name
 	if err := project.LoadJSON(d.layout, project.AgentStateName(def.Name), &a.st); err != nil {
@@ -587,87 +579,9 @@ func (a *agent) shimGone(code int, broken string) {
 	}
 	a.log.Error("Shim exited unexpectedly", "exit", code)
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: broken, Data: map[string]any{"exit_code": code}})
-	if time.Since(a.spawnedAt) > a.d.opts.CrashWindow {
-		// It ran for a while: whatever failed before is over.
-		a.backoff, a.failures, a.probation = a.d.opts.RespawnMin, 0, false
-	}
+	// It ran for a while: whatever failed before is over.
+	a.ranLong(a.d.opts.CrashWindow, a.d.opts.RespawnMin)
 	a.crashedOrUnreachable()
-}
-
-// crashed schedules a respawn with backoff. After MaxCrashes crashes within
-// the crash window, or any crash of a shim started by the retry of a failed
-// agent, the agent is failed: one agent_failed alert, and the next try
-// after the cool-down of failedCooldown (or at once on `batty resume`).
-func (a *agent) crashed() {
-	now := time.Now()
-	a.crashes = append(a.crashes, now)
-	for len(a.crashes) > 0 && now.Sub(a.crashes[0]) > a.d.opts.CrashWindow {
-		a.crashes = a.crashes[1:]
-	}
-	if len(a.crashes) >= a.d.opts.MaxCrashes || a.probation {
-		why := fmt.Sprintf("%d crashes within %s", len(a.crashes), a.d.opts.CrashWindow)
-		if a.probation {
-			why = "crashed again after its retry"
-		}
-		a.failures++
-		wait := failedCooldown(a.failures, a.d.opts.FailedRetryMin, a.d.opts.FailedRetryMax)
-		at := now.Add(wait)
-		msg := fmt.Sprintf("%s: retrying in %s (at %s); see %s; `batty resume %s` retries now",
-			why, wait, at.Local().Format("15:04:05"), a.d.layout.DaemonLog(), a.def.Name)
-		a.log.Error("Agent failed", "detail", msg)
-		a.crashes, a.probation, a.failed = nil, false, true
-		a.respawn = time.After(wait)
-		a.st.SetError(msg, "", now.UTC())
-		a.saveState()
-		a.setSnap(func(s *agentSnap) { s.state = agentFailed })
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: a.def.Name, Detail: msg,
-			Data: map[string]any{"failures": a.failures, "retry_at": at.UTC()}})
-		return
-	}
-	a.log.Info("Respawning shim", "in", a.backoff)
-	a.respawn = time.After(a.backoff)
-	a.setSnap(func(s *agentSnap) { s.state = agentRestarting; s.restarts++ })
-	a.backoff = min(a.backoff*2, a.d.opts.RespawnMax)
-}
-
-// errNotFailed answers a retry of an agent that is not failed.
-var errNotFailed = errors.New("the agent is not failed")
-
-// retryNow ends a failed agent's cool-down: its shim is started again at
-// once. It reports whether the agent was failed. Only run's goroutine calls
-// it.
-func (a *agent) retryNow() bool {
-	if a.wsProblem != nil && a.prepDone == nil && a.p == nil {
-		// Parked by its worktree: prepare it again now.
-		a.startShim()
-		return true
-	}
-	if !a.failed {
-		return false
-	}
-	a.respawn = time.After(0)
-	return true
-}
-
-// failedCooldown is how long a failed agent waits before it is tried again
-// after its n-th crash loop in a row (n ≥ 1): lo, doubled for each earlier
-// one, at most hi. It is a pure function.
-func failedCooldown(n int, lo, hi time.Duration) time.Duration {
-	d := lo
-	for i := 1; i < n && d < hi; i++ {
-		d *= 2
-	}
-	return min(d, hi)
-}
-
-func (a *agent) ping() {
-	if a.p == nil || a.pongDue != nil {
-		return
-	}
-	a.nonce++
-	if err := a.p.Send(protocol.Ping{Nonce: a.nonce}); err == nil {
-		a.pongDue = time.After(a.d.opts.PongTimeout)
-	}
 }
 
 // reset archives the current thread so the next message starts a fresh

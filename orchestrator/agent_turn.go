@@ -192,9 +192,7 @@ func (a *agent) handle(m protocol.Message) {
 			a.st.ContextPct = e.Pct
 		}
 	case protocol.Pong:
-		if e.Nonce == a.nonce {
-			a.pongDue = nil
-		}
+		a.ponged(e)
 	case protocol.Warning:
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
 	case protocol.Outgoing:
