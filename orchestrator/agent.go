@@ -58,17 +58,12 @@ type agent struct {
 
 	// owned by run
 	supervision
+	flight
 	st        project.AgentState
 	p         Worker
 	events    <-chan protocol.Message // p's events, nil once they ended
-	ready     bool                    // shim is up and has no turn of ours in flight
-	inflight  *inbox.Message
-	flightAt  time.Time
 	stopping  bool
-	switching bool        // the shim is being stopped to start again on another account (accountSwitch)
-	replyDir  string      // the shim's reply directory, "" when it is not usable
-	retry     *time.Timer // looks at the inbox again when a file's grace or a back-off ends
-	retryAt   time.Time
+	switching bool // the shim is being stopped to start again on another account (accountSwitch)
 	// health is the health of the target the agent runs on: of the
 	// account it is placed on (followHealth). snap.health mirrors it for
 	// other goroutines.
@@ -77,18 +72,9 @@ type agent struct {
 	// prevHost is the host whose clone held the agent's worktree before
 	// (the team file moved it), to be retired at its next preparation;
 	// nil when none.
-	prevHost  *remoteHost
-	parked    *preflight.Problem // why the agent takes no message, nil when it does
-	account   string             // its account key (dispatch.AgentHome: the CODEX_HOME, host-qualified on another host), the key of its network hold; snap.account mirrors it
-	carried   bool               // the message in flight opens a fresh thread with a handoff
-	freshTurn bool               // the message in flight was sent without a thread to resume
-	// cancelling is the id of the message in flight whose turn is being
-	// interrupted to cancel it (`batty cancel --interrupt`), "" when none.
-	cancelling string
-	// pending is an outcome that could not be written yet (see record):
-	// nothing else is dispatched until it is; recordRetry tries again.
-	pending     *outcomeRecord
-	recordRetry *time.Timer
+	prevHost *remoteHost
+	parked   *preflight.Problem // why the agent takes no message, nil when it does
+	account  string             // its account key (dispatch.AgentHome: the CODEX_HOME, host-qualified on another host), the key of its network hold; snap.account mirrors it
 	// ws is the agent's git worktree (workspace: worktree), nil for the
 	// shared checkout. prepDone answers a preparation in flight (see
 	// startShim), prepCancel ends it; wsProblem parks the agent when the
