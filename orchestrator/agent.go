@@ -59,22 +59,11 @@ type agent struct {
 	// owned by run
 	supervision
 	flight
-	st        project.AgentState
-	p         Worker
-	events    <-chan protocol.Message // p's events, nil once they ended
-	stopping  bool
-	switching bool // the shim is being stopped to start again on another account (accountSwitch)
-	// health is the health of the target the agent runs on: of the
-	// account it is placed on (followHealth). snap.health mirrors it for
-	// other goroutines.
-	health *health
-	host   *remoteHost // the host the agent runs on, nil for this machine
-	// prevHost is the host whose clone held the agent's worktree before
-	// (the team file moved it), to be retired at its next preparation;
-	// nil when none.
-	prevHost *remoteHost
-	parked   *preflight.Problem // why the agent takes no message, nil when it does
-	account  string             // its account key (dispatch.AgentHome: the CODEX_HOME, host-qualified on another host), the key of its network hold; snap.account mirrors it
+	placement
+	st       project.AgentState
+	p        Worker
+	events   <-chan protocol.Message // p's events, nil once they ended
+	stopping bool
 	// ws is the agent's git worktree (workspace: worktree), nil for the
 	// shared checkout. prepDone answers a preparation in flight (see
 	// startShim), prepCancel ends it; wsProblem parks the agent when the
@@ -183,7 +172,7 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 		d: d, def: def, box: box, log: d.log.Named(def.Name),
 		kick: make(chan struct{}, 1), ctl: newMailbox[agentCtl](), done: make(chan struct{}),
 		supervision: supervision{backoff: d.opts.RespawnMin},
-		account:     dispatch.AgentHome(def, d.shimEnviron()),
+		placement:   placement{account: dispatch.AgentHome(def, d.shimEnviron())},
 	}
 	a.st.Name = def.Name
 	if err := project.LoadJSON(d.layout, project.AgentStateName(def.Name), &a.st); err != nil {
@@ -445,7 +434,7 @@ func (a *agent) spawnOptions() (shim.SpawnOptions, error) {
 // startStep); here it starts at once.
 func (a *agent) spawn() {
 	state := agentSpawning
-	if a.host != nil && a.host.isDown() {
+	if a.hostDown() {
 		// A try at a host known to be down: it stays unreachable until a
 		// shim starts there.
 		state = agentUnreachable
@@ -459,7 +448,7 @@ func (a *agent) spawn() {
 		return
 	}
 	d := a.d
-	if a.host == nil {
+	if !a.remote() {
 		a.spawned(d.startWorker(context.Background(), o))
 		return
 	}
@@ -489,9 +478,7 @@ func (a *agent) spawned(p Worker, err error) {
 	// (shimExited).
 	a.p, a.events, a.spawnedAt, a.ready = p, p.Events(), time.Now(), true
 	a.log.Info("Shim started", "pid", p.Pid(), "thread", a.st.ThreadID)
-	if a.host != nil {
-		a.host.reached()
-	}
+	a.reachedHost()
 	a.setSnap(func(s *agentSnap) { s.shimPID = p.Pid(); s.state = string(protocol.StateStarting) })
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimStarted, Agent: a.def.Name, Data: map[string]any{"pid": p.Pid(), "thread_id": a.st.ThreadID}})
 	a.poke()

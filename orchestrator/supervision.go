@@ -136,7 +136,7 @@ func (a *agent) ping() {
 // batty is not installed yet; otherwise a crash (crashed). Run's goroutine
 // only; the probe runs off it (a step), probed goes on.
 func (a *agent) crashedOrUnreachable() {
-	if a.host == nil {
+	if !a.remote() {
 		a.crashed()
 		return
 	}
