@@ -60,28 +60,11 @@ type agent struct {
 	supervision
 	flight
 	placement
+	worktree
 	st       project.AgentState
 	p        Worker
 	events   <-chan protocol.Message // p's events, nil once they ended
 	stopping bool
-	// ws is the agent's git worktree (workspace: worktree), nil for the
-	// shared checkout. prepDone answers a preparation in flight (see
-	// startShim), prepCancel ends it; wsProblem parks the agent when the
-	// worktree could not be prepared.
-	ws         *agentWorkspace
-	prepDone   chan prepared
-	prepCancel context.CancelFunc
-	wsProblem  *preflight.Problem
-	wsMade     bool // the worktree was made (or found) by a preparation
-	// syncReq, under mu, is the landing after which the base is to be
-	// merged into the worktree's branch at the next idle moment ("" when
-	// none); syncTold whether the agent was told of its conflict already
-	// (see wantSync).
-	syncReq  string
-	syncTold bool
-	// nestedTold are the nested repositories of the worktree the agent
-	// was told its commits leave out (see tellNested).
-	nestedTold map[string]bool
 	// step is the end of the git (or, for a clone on a host, ssh) step
 	// running off run's goroutine, nil when none runs (see startStep);
 	// deferred are the control requests that came meanwhile, applied in
@@ -434,7 +417,7 @@ func (a *agent) spawnOptions() (shim.SpawnOptions, error) {
 // startStep); here it starts at once.
 func (a *agent) spawn() {
 	state := agentSpawning
-	if a.hostDown() {
+	if a.onDownHost() {
 		// A try at a host known to be down: it stays unreachable until a
 		// shim starts there.
 		state = agentUnreachable

@@ -29,9 +29,9 @@ type placement struct {
 // be the host's, not a crash.
 func (p *placement) remote() bool { return p.host != nil }
 
-// hostDown reports whether the agent runs on a host whose last probe
+// onDownHost reports whether the agent runs on a host whose last probe
 // failed, with no worker started there since.
-func (p *placement) hostDown() bool { return p.host != nil && p.host.isDown() }
+func (p *placement) onDownHost() bool { return p.host != nil && p.host.isDown() }
 
 // reachedHost records that the agent's host answered (a worker started
 // there); nothing for this machine.
