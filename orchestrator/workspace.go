@@ -17,6 +17,7 @@ import (
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/teamstatus"
 	"github.com/battyhq/batty/workspaces"
 )
 
@@ -437,5 +438,5 @@ func workspaceStatus(base string, st *workspaces.State) *control.WorkspaceStatus
 	if st == nil {
 		return nil
 	}
-	return control.WorkspaceOf(base, *st)
+	return teamstatus.Workspace(base, *st)
 }
