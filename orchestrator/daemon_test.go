@@ -76,7 +76,7 @@ func TestTalksToIsEnforcedByTheDaemon(t *testing.T) {
 
 func TestRoleWithTwoInstancesSpreadsLoad(t *testing.T) {
 	p := newProject(t, fourAgents)
-	r := p.start(nil)
+	r := p.start(inProcess)
 	a := p.send("@eng", "manager", "scenario:slow:2 first")
 	b := p.send("@eng", "manager", "scenario:slow:2 second")
 	ra := r.waitEvent(t, "routing of a", func(e eventlog.Event) bool { return e.Type == eventlog.EvRouted && e.Message == a })
@@ -91,7 +91,7 @@ func TestRoleWithTwoInstancesSpreadsLoad(t *testing.T) {
 func TestSendWhileTheDaemonIsDown(t *testing.T) {
 	p := newProject(t, fourAgents)
 	id := p.send("manager", "human", "queued while down")
-	r := p.start(nil)
+	r := p.start(inProcess)
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)
 	}
