@@ -293,10 +293,3 @@ func budgetC(t schedule.Timer) <-chan time.Time {
 	}
 	return t.C()
 }
-
-// budgetHold reports whether a budget holds the agent: it takes no new
-// turn until the budget's window rolls over or `batty resume` lets it go
-// on (the daemon pokes it then).
-func (a *agent) budgetHold() bool {
-	return len(a.d.budgets.holds(a.def.Name, a.def.Role)) > 0
-}
