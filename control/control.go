@@ -112,6 +112,10 @@ type AgentStatus struct {
 	// while its next turn waits for one (its State is then
 	// AgentWaitingForSlot); "" otherwise, and when the team caps nothing.
 	Slot string `json:"slot,omitempty"`
+	// Waiting says why an agent with no turn in flight and messages in
+	// its backlog starts none now (see WaitingStatus); null when it has
+	// a turn in flight, no backlog, or for a stopped team.
+	Waiting *WaitingStatus `json:"waiting"`
 }
 
 // WaitingStatus is why an idle agent with a backlog starts no turn, as its

@@ -290,6 +290,11 @@ func (d *Daemon) status() control.Status {
 		as.NoAnswers = s.st.NoAnswers
 		as.Workspace = workspaceStatus(d.base, s.workspace)
 		as.Pending = s.pending
+		if s.waiting != nil && s.inflight == "" && s.backlog > 0 {
+			// Why its last look at its inbox started no turn.
+			w := *s.waiting
+			as.Waiting = &w
+		}
 		if s.recording != nil {
 			rs := *s.recording
 			as.Recording = &rs
