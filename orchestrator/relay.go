@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/battyhq/batty/eventlog"
@@ -80,10 +81,45 @@ func (a *agent) deliverRequest(e protocol.Outgoing, now time.Time) error {
 	if box != team.Human && box != team.LandingBox {
 		b.Limit = a.d.cfg.BacklogLimit
 	}
+	// A message to a role's queue leaves it when it is routed to an
+	// instance: a request relayed again after that is looked for there.
+	if routed, err := a.routedBefore(box, m.ID); err != nil || routed != nil {
+		if err != nil {
+			return err
+		}
+		return sameRequest(routed, m)
+	}
 	if _, err = b.Deliver(m); errors.Is(err, inbox.ErrExists) {
 		return sameRequest(b, m)
 	}
 	return err
+}
+
+// routedBefore returns the instance's box that holds the message id when
+// box is a role's queue ("@role") and the message was routed out of it
+// already; nil when box is no role's queue or no instance has the id.
+func (a *agent) routedBefore(box, id string) (*inbox.Box, error) {
+	role, ok := strings.CutPrefix(box, "@")
+	if !ok {
+		return nil, nil
+	}
+	instances, err := a.d.cfg.ResolveRecipient(role)
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range instances {
+		b, err := a.d.store.Box(in.Name)
+		if err != nil {
+			return nil, err
+		}
+		switch _, _, err := b.Get(id); {
+		case err == nil:
+			return b, nil
+		case !errors.Is(err, inbox.ErrNotFound):
+			return nil, fmt.Errorf("look for message %s in %s: %w", id, in.Name, err)
+		}
+	}
+	return nil, nil
 }
 
 // sameRequest returns nil when the message already stored under m's id in

@@ -71,27 +71,15 @@ func TestRequestsAreDeliveredOnce(t *testing.T) {
 	if err != nil || m.From != "eng" || m.Body != "hello" {
 		t.Fatalf("delivered %+v, %v", m, err)
 	}
-	file := filepath.Join(outbox.Path(p.layout.Dir, "eng"), outbox.SubNew, id+".json")
-	again := func(body string) {
+	again := func(body string) string {
 		t.Helper()
-		data, err := outbox.Encode(outbox.Request{To: "lead", Body: body})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmp := filepath.Join(outbox.Path(p.layout.Dir, "eng"), outbox.SubTmp, "again")
-		if err := os.WriteFile(tmp, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, file); err != nil {
-			t.Fatal(err)
-		}
+		return requestAgain(t, p, "eng", id, outbox.Request{To: "lead", Body: body})
 	}
 	// The same request again: acknowledged (its file removed), not run
 	// twice.
-	again("hello")
-	waitGone(t, file)
+	waitGone(t, again("hello"))
 	// Another body under the taken id: refused.
-	again("another")
+	file := again("another")
 	r.waitEvent(t, "the refusal", func(e eventlog.Event) bool {
 		return e.Type == eventlog.EvWarning && e.Agent == "eng" && strings.Contains(e.Detail, "taken by another message")
 	})
@@ -102,6 +90,51 @@ func TestRequestsAreDeliveredOnce(t *testing.T) {
 	if r.count(eventlog.EvWarning, "") != 1 {
 		t.Fatal("the same request again was refused")
 	}
+}
+
+// A request to a role of several instances, relayed again after its
+// message was routed out of the role's queue to an instance and answered,
+// is acknowledged without a second delivery.
+func TestARequestToARoleIsDeliveredOnceAfterItWasRouted(t *testing.T) {
+	p := newProject(t, "  - name: eng\n    talks_to: [lead]\n  - name: lead\n    instances: 2\n")
+	r := p.start(nil)
+	id, err := outbox.Write(p.layout.Dir, "eng", outbox.Request{To: "lead", Body: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("the request's message: %s", st)
+	}
+	waitGone(t, requestAgain(t, p, "eng", id, outbox.Request{To: "lead", Body: "hello"}))
+	if n := p.deliveries(id); n != 1 {
+		t.Fatalf("the message ran %d times, want once", n)
+	}
+	if r.count(eventlog.EvWarning, "") != 0 {
+		t.Fatal("the same request again was refused")
+	}
+	if pending, _, err := p.box("@lead").Count(); err != nil || pending != 0 {
+		t.Fatalf("the role's queue holds %d messages (%v), want none", pending, err)
+	}
+}
+
+// requestAgain writes request r into agent's outbox under the id of a
+// request relayed before, as it would be found again by a shim started
+// anew before its acknowledgement, and returns the file's path.
+func requestAgain(t *testing.T, p *testProject, agent, id string, r outbox.Request) string {
+	t.Helper()
+	data, err := outbox.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(outbox.Path(p.layout.Dir, agent), outbox.SubTmp, "again")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(outbox.Path(p.layout.Dir, agent), outbox.SubNew, id+".json")
+	if err := os.Rename(tmp, file); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
 
 // waitGone waits until path no longer exists.
