@@ -32,17 +32,7 @@ type Options struct {
 	ShimLog io.Writer
 	// Rescan is the safety-net inbox rescan period (default 30s).
 	Rescan time.Duration
-	// PingInterval and PongTimeout detect a wedged shim (30s, 10s).
-	PingInterval, PongTimeout time.Duration
-	// RespawnMin and RespawnMax bound the respawn backoff (1s, 30s).
-	RespawnMin, RespawnMax time.Duration
-	// MaxCrashes within CrashWindow mark an agent failed (5 in 60s).
-	MaxCrashes  int
-	CrashWindow time.Duration
-	// FailedRetryMin and FailedRetryMax bound the cool-down after which a
-	// failed agent is tried again (1m doubling with each failure in a row,
-	// at most 30m; see failedCooldown).
-	FailedRetryMin, FailedRetryMax time.Duration
+	Supervision
 	// AlertQueue is how many alerts may wait for the team's on_alert
 	// command (default 64); beyond it the oldest are dropped, and counted
 	// in the log.
@@ -121,6 +111,45 @@ type Options struct {
 	MemoryRecheck time.Duration
 }
 
+// Supervision tunes how the daemon watches each agent's shim: the ping
+// that finds a wedged one, the back-off of its respawns, and the crash
+// loop that fails the agent for a cool-down. Zero fields take the
+// defaults.
+type Supervision struct {
+	// PingInterval and PongTimeout detect a wedged shim (30s, 10s).
+	PingInterval, PongTimeout time.Duration
+	// RespawnMin and RespawnMax bound the respawn backoff (1s, 30s).
+	RespawnMin, RespawnMax time.Duration
+	// MaxCrashes within CrashWindow mark an agent failed (5 in 60s).
+	MaxCrashes  int
+	CrashWindow time.Duration
+	// FailedRetryMin and FailedRetryMax bound the cool-down after which a
+	// failed agent is tried again (1m doubling with each failure in a row,
+	// at most 30m; see failedCooldown).
+	FailedRetryMin, FailedRetryMax time.Duration
+}
+
+// withDefaults fills s's zero fields with the defaults.
+func (s *Supervision) withDefaults() {
+	orDefault(&s.PingInterval, 30*time.Second)
+	orDefault(&s.PongTimeout, 10*time.Second)
+	orDefault(&s.RespawnMin, time.Second)
+	orDefault(&s.RespawnMax, 30*time.Second)
+	orDefault(&s.CrashWindow, 60*time.Second)
+	orDefault(&s.FailedRetryMin, time.Minute)
+	orDefault(&s.FailedRetryMax, 30*time.Minute)
+	if s.MaxCrashes <= 0 {
+		s.MaxCrashes = 5
+	}
+}
+
+// orDefault sets *d to v when it is not positive.
+func orDefault(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
 func (o Options) withDefaults() (Options, error) {
 	if len(o.ShimCommand) == 0 {
 		exe, err := os.Executable()
@@ -135,34 +164,23 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Transport == nil {
 		o.Transport = &hosts.Transport{}
 	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&o.Rescan, 30*time.Second)
-	def(&o.PingInterval, 30*time.Second)
-	def(&o.PongTimeout, 10*time.Second)
-	def(&o.RespawnMin, time.Second)
-	def(&o.RespawnMax, 30*time.Second)
-	def(&o.CrashWindow, 60*time.Second)
-	def(&o.FailedRetryMin, time.Minute)
-	def(&o.FailedRetryMax, 30*time.Minute)
-	def(&o.RecheckMin, 5*time.Second)
-	def(&o.RecheckMax, 5*time.Minute)
-	def(&o.CheckTimeout, preflight.DefaultTimeout)
-	def(&o.RetryBase, retry.DefaultBase)
-	def(&o.RetryMax, retry.DefaultMax)
-	def(&o.RecordRetryMin, time.Second)
-	def(&o.RecordRetryMax, time.Minute)
-	def(&o.MemoryRecheck, 5*time.Second)
+	orDefault(&o.Rescan, 30*time.Second)
+	o.Supervision.withDefaults()
+	orDefault(&o.RecheckMin, 5*time.Second)
+	orDefault(&o.RecheckMax, 5*time.Minute)
+	orDefault(&o.CheckTimeout, preflight.DefaultTimeout)
+	orDefault(&o.RetryBase, retry.DefaultBase)
+	orDefault(&o.RetryMax, retry.DefaultMax)
+	orDefault(&o.RecordRetryMin, time.Second)
+	orDefault(&o.RecordRetryMax, time.Minute)
+	orDefault(&o.MemoryRecheck, 5*time.Second)
 	if o.Memory == nil {
 		o.Memory = slots.ProcMemory
 	}
 	if o.Rand == nil {
 		o.Rand = rand.Float64
 	}
-	def(&o.QuotaBackoffMin, retry.DefaultQuotaBackoffMin)
+	orDefault(&o.QuotaBackoffMin, retry.DefaultQuotaBackoffMin)
 	if o.QuotaJitter == 0 {
 		o.QuotaJitter = retry.DefaultQuotaJitter
 	}
@@ -171,9 +189,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.BudgetLocation == nil {
 		o.BudgetLocation = time.Local
-	}
-	if o.MaxCrashes <= 0 {
-		o.MaxCrashes = 5
 	}
 	return o, nil
 }
