@@ -37,10 +37,7 @@ type Options struct {
 	// command (default 64); beyond it the oldest are dropped, and counted
 	// in the log.
 	AlertQueue int
-	// RecheckMin and RecheckMax bound the back-off between checks of a
-	// parked agent's Codex (5s, 5m); CheckTimeout bounds each codex run of
-	// a check (preflight.DefaultTimeout).
-	RecheckMin, RecheckMax, CheckTimeout time.Duration
+	CodexChecks
 	// RetryBase and RetryMax bound the back-off between tries of a
 	// message whose attempt failed in a way that may pass (10s doubling,
 	// at most 5m, with jitter; see backoff).
@@ -143,6 +140,22 @@ func (s *Supervision) withDefaults() {
 	}
 }
 
+// CodexChecks tunes the checks of whether the agents' Codex can run (the
+// health that parks an agent). Zero fields take the defaults.
+type CodexChecks struct {
+	// RecheckMin and RecheckMax bound the back-off between checks of a
+	// parked agent's Codex (5s, 5m); CheckTimeout bounds each codex run of
+	// a check (preflight.DefaultTimeout).
+	RecheckMin, RecheckMax, CheckTimeout time.Duration
+}
+
+// withDefaults fills c's zero fields with the defaults.
+func (c *CodexChecks) withDefaults() {
+	orDefault(&c.RecheckMin, 5*time.Second)
+	orDefault(&c.RecheckMax, 5*time.Minute)
+	orDefault(&c.CheckTimeout, preflight.DefaultTimeout)
+}
+
 // orDefault sets *d to v when it is not positive.
 func orDefault(d *time.Duration, v time.Duration) {
 	if *d <= 0 {
@@ -166,9 +179,7 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	orDefault(&o.Rescan, 30*time.Second)
 	o.Supervision.withDefaults()
-	orDefault(&o.RecheckMin, 5*time.Second)
-	orDefault(&o.RecheckMax, 5*time.Minute)
-	orDefault(&o.CheckTimeout, preflight.DefaultTimeout)
+	o.CodexChecks.withDefaults()
 	orDefault(&o.RetryBase, retry.DefaultBase)
 	orDefault(&o.RetryMax, retry.DefaultMax)
 	orDefault(&o.RecordRetryMin, time.Second)
