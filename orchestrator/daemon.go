@@ -27,7 +27,6 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
-	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/slots"
 	"github.com/battyhq/batty/team"
@@ -142,10 +141,7 @@ func (d *Daemon) init() error {
 		return err
 	}
 	env := d.shimEnviron()
-	q := d.cfg.Quota
-	policy := retry.QuotaPolicy{BackoffMin: d.opts.QuotaBackoffMin, BackoffMax: max(q.BackoffMax, d.opts.QuotaBackoffMin),
-		Cooldown: q.Cooldown, CooldownMax: max(q.CooldownMax, q.Cooldown), Jitter: max(d.opts.QuotaJitter, 0)}
-	if d.quota, err = dispatch.NewQuotaBook(d.cfg, d.layout, env, policy, d.quotaJitter, false); err != nil {
+	if d.quota, err = dispatch.NewQuotaBook(d.cfg, d.layout, env, d.opts.quotaPolicy(d.cfg.Quota), d.opts.quotaJitter, false); err != nil {
 		return err
 	}
 	if err := d.migrateQuotaGate(); err != nil {

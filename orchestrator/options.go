@@ -16,6 +16,7 @@ import (
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/slots"
+	"github.com/battyhq/batty/team"
 )
 
 // Options tune a Daemon; zero fields take the defaults.
@@ -38,25 +39,7 @@ type Options struct {
 	// in the log.
 	AlertQueue int
 	CodexChecks
-	// RetryBase and RetryMax bound the back-off between tries of a
-	// message whose attempt failed in a way that may pass (10s doubling,
-	// at most 5m, with jitter; see backoff).
-	RetryBase, RetryMax time.Duration
-	// RecordRetryMin and RecordRetryMax bound the back-off between tries
-	// of writing an outcome (and the reply it owes) that could not be
-	// written, e.g. on a full disk: min doubling to max (default 1 s to
-	// 1 min).
-	RecordRetryMin, RecordRetryMax time.Duration
-	// Rand returns a random number in [0, 1) for the back-off's jitter
-	// (default math/rand/v2's Float64).
-	Rand func() float64
-	// QuotaBackoffMin is the first back-off step of an account whose probe
-	// hit the usage limit again, or whose reset time had already passed
-	// (default 1m; it doubles up to the team's quota.backoff_max).
-	QuotaBackoffMin time.Duration
-	// QuotaJitter is the most jitter added to a planned probe (default
-	// 15s; negative: none).
-	QuotaJitter time.Duration
+	Backoffs
 	// OnEvent, if set, sees every event written to the event log, after it
 	// was written (tests and benchmarks wait on it). It must not block.
 	OnEvent func(eventlog.Event)
@@ -156,6 +139,61 @@ func (c *CodexChecks) withDefaults() {
 	orDefault(&c.CheckTimeout, preflight.DefaultTimeout)
 }
 
+// Backoffs tunes how long what failed in a way that may pass waits before
+// it is tried again: a message's attempt, the write of an outcome, an
+// account's probe of its usage limit. Zero fields take the defaults.
+type Backoffs struct {
+	// RetryBase and RetryMax bound the back-off between tries of a
+	// message whose attempt failed in a way that may pass (10s doubling,
+	// at most 5m, with jitter; see backoff).
+	RetryBase, RetryMax time.Duration
+	// RecordRetryMin and RecordRetryMax bound the back-off between tries
+	// of writing an outcome (and the reply it owes) that could not be
+	// written, e.g. on a full disk: min doubling to max (default 1 s to
+	// 1 min).
+	RecordRetryMin, RecordRetryMax time.Duration
+	// Rand returns a random number in [0, 1) for the back-off's jitter
+	// (default math/rand/v2's Float64).
+	Rand func() float64
+	// QuotaBackoffMin is the first back-off step of an account whose probe
+	// hit the usage limit again, or whose reset time had already passed
+	// (default 1m; it doubles up to the team's quota.backoff_max).
+	QuotaBackoffMin time.Duration
+	// QuotaJitter is the most jitter added to a planned probe (default
+	// 15s; negative: none).
+	QuotaJitter time.Duration
+}
+
+// withDefaults fills b's zero fields with the defaults.
+func (b *Backoffs) withDefaults() {
+	orDefault(&b.RetryBase, retry.DefaultBase)
+	orDefault(&b.RetryMax, retry.DefaultMax)
+	orDefault(&b.RecordRetryMin, time.Second)
+	orDefault(&b.RecordRetryMax, time.Minute)
+	if b.Rand == nil {
+		b.Rand = rand.Float64
+	}
+	orDefault(&b.QuotaBackoffMin, retry.DefaultQuotaBackoffMin)
+	if b.QuotaJitter == 0 {
+		b.QuotaJitter = retry.DefaultQuotaJitter
+	}
+}
+
+// quotaPolicy is the back-off of the accounts' probes under the team's
+// quota settings q.
+func (b Backoffs) quotaPolicy(q team.Quota) retry.QuotaPolicy {
+	return retry.QuotaPolicy{BackoffMin: b.QuotaBackoffMin, BackoffMax: max(q.BackoffMax, b.QuotaBackoffMin),
+		Cooldown: q.Cooldown, CooldownMax: max(q.CooldownMax, q.Cooldown), Jitter: max(b.QuotaJitter, 0)}
+}
+
+// quotaJitter draws the jitter of a planned probe.
+func (b Backoffs) quotaJitter() time.Duration {
+	if b.QuotaJitter <= 0 {
+		return 0
+	}
+	return rand.N(b.QuotaJitter + 1)
+}
+
 // orDefault sets *d to v when it is not positive.
 func orDefault(d *time.Duration, v time.Duration) {
 	if *d <= 0 {
@@ -180,20 +218,10 @@ func (o Options) withDefaults() (Options, error) {
 	orDefault(&o.Rescan, 30*time.Second)
 	o.Supervision.withDefaults()
 	o.CodexChecks.withDefaults()
-	orDefault(&o.RetryBase, retry.DefaultBase)
-	orDefault(&o.RetryMax, retry.DefaultMax)
-	orDefault(&o.RecordRetryMin, time.Second)
-	orDefault(&o.RecordRetryMax, time.Minute)
+	o.Backoffs.withDefaults()
 	orDefault(&o.MemoryRecheck, 5*time.Second)
 	if o.Memory == nil {
 		o.Memory = slots.ProcMemory
-	}
-	if o.Rand == nil {
-		o.Rand = rand.Float64
-	}
-	orDefault(&o.QuotaBackoffMin, retry.DefaultQuotaBackoffMin)
-	if o.QuotaJitter == 0 {
-		o.QuotaJitter = retry.DefaultQuotaJitter
 	}
 	if o.BudgetClock == nil {
 		o.BudgetClock = schedule.SystemClock()
