@@ -47,15 +47,7 @@ type Options struct {
 	// token, given to the human who asks (control.OpConsole, never to an
 	// agent); nil: the team has no console.
 	Console *control.ConsoleInfo
-	// ScheduleClock is the clock of the schedules (default: the system
-	// clock); tests give a fakeclock.Clock.
-	ScheduleClock schedule.Clock
-	// BudgetClock is the clock of the token budgets, and the time of each
-	// turn in the usage ledger they count (default: the system clock);
-	// BudgetLocation the time zone their calendar windows are aligned in
-	// (default: the daemon's local zone, time.Local).
-	BudgetClock    schedule.Clock
-	BudgetLocation *time.Location
+	Clocks
 	// InboxGrace is how long a file in an inbox's new/ that is not a valid
 	// message yet is left alone (it may still be being written) before it
 	// is moved to bad/ (default inbox.DefaultGrace).
@@ -194,6 +186,34 @@ func (b Backoffs) quotaJitter() time.Duration {
 	return rand.N(b.QuotaJitter + 1)
 }
 
+// Clocks are the clocks of what the daemon does at given times: the
+// schedules and the token budgets (tests give a fakeclock.Clock). Zero
+// fields take the defaults.
+type Clocks struct {
+	// ScheduleClock is the clock of the schedules (default: the system
+	// clock).
+	ScheduleClock schedule.Clock
+	// BudgetClock is the clock of the token budgets, and the time of each
+	// turn in the usage ledger they count (default: the system clock);
+	// BudgetLocation the time zone their calendar windows are aligned in
+	// (default: the daemon's local zone, time.Local).
+	BudgetClock    schedule.Clock
+	BudgetLocation *time.Location
+}
+
+// withDefaults fills c's zero fields with the defaults.
+func (c *Clocks) withDefaults() {
+	if c.ScheduleClock == nil {
+		c.ScheduleClock = schedule.SystemClock()
+	}
+	if c.BudgetClock == nil {
+		c.BudgetClock = schedule.SystemClock()
+	}
+	if c.BudgetLocation == nil {
+		c.BudgetLocation = time.Local
+	}
+}
+
 // orDefault sets *d to v when it is not positive.
 func orDefault(d *time.Duration, v time.Duration) {
 	if *d <= 0 {
@@ -223,11 +243,6 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Memory == nil {
 		o.Memory = slots.ProcMemory
 	}
-	if o.BudgetClock == nil {
-		o.BudgetClock = schedule.SystemClock()
-	}
-	if o.BudgetLocation == nil {
-		o.BudgetLocation = time.Local
-	}
+	o.Clocks.withDefaults()
 	return o, nil
 }
