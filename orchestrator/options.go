@@ -63,9 +63,7 @@ type Options struct {
 	// could be made: leftovers are then found by their mark alone (tests
 	// of that path).
 	NoCgroup bool
-	// WorktreeMinFree is the free disk space below which no worktree is
-	// made (0: workspaces.DefaultMinFree, 1 GiB).
-	WorktreeMinFree uint64
+	Resources
 	// HostBatty is the batty installed on the team's hosts for the agents
 	// that run there (hosts.EnsureBatty); `batty daemon` gives
 	// hosts.Self. Its zero value (no Path) parks every agent of a host,
@@ -74,6 +72,12 @@ type Options struct {
 	// Transport reaches the team's hosts (nil: a zero hosts.Transport,
 	// ssh from PATH with the user's ssh config).
 	Transport *hosts.Transport
+}
+
+// Resources tunes how the daemon reads and keeps the machine's resources
+// it needs: the memory a turn may start with, the disk a worktree may be
+// made on. Zero fields take the defaults.
+type Resources struct {
 	// Memory reads the memory available here, for limits.min_free_memory
 	// (default slots.ProcMemory: MemAvailable of /proc/meminfo); tests
 	// give their own.
@@ -81,6 +85,17 @@ type Options struct {
 	// MemoryRecheck is how often an agent held by low memory looks again
 	// (default 5s).
 	MemoryRecheck time.Duration
+	// WorktreeMinFree is the free disk space below which no worktree is
+	// made (0: workspaces.DefaultMinFree, 1 GiB).
+	WorktreeMinFree uint64
+}
+
+// withDefaults fills r's zero fields with the defaults.
+func (r *Resources) withDefaults() {
+	orDefault(&r.MemoryRecheck, 5*time.Second)
+	if r.Memory == nil {
+		r.Memory = slots.ProcMemory
+	}
 }
 
 // Supervision tunes how the daemon watches each agent's shim: the ping
@@ -239,10 +254,7 @@ func (o Options) withDefaults() (Options, error) {
 	o.Supervision.withDefaults()
 	o.CodexChecks.withDefaults()
 	o.Backoffs.withDefaults()
-	orDefault(&o.MemoryRecheck, 5*time.Second)
-	if o.Memory == nil {
-		o.Memory = slots.ProcMemory
-	}
+	o.Resources.withDefaults()
 	o.Clocks.withDefaults()
 	return o, nil
 }
