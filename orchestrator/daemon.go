@@ -60,11 +60,7 @@ type Daemon struct {
 	hosts   []*remoteHost         // the hosts agents run on, in file order
 	roles   map[string]*inbox.Box // "@role" queues of roles with several instances
 
-	// answers are the agents' answers to control requests (see
-	// askAgents), applied on Run's goroutine; asking are the requests
-	// waiting for them. Run's goroutine owns asking.
-	answers *mailbox[func()]
-	asking  map[*asking]struct{}
+	pendingAsks
 
 	routeKick  chan struct{} // buffered(1): route the role queues again
 	routeTimer *time.Timer   // routes again at routeAt; Run's goroutine owns both
@@ -111,9 +107,9 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 	}
 	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, byName: map[string]*agent{},
 		roles: map[string]*inbox.Box{}, ready: make(chan struct{}), lock: lock, started: time.Now(),
-		teamHash: teamFingerprint(cfg),
-		trusted:  team.TrustedSettings(cfg),
-		answers:  newMailbox[func()](), asking: map[*asking]struct{}{},
+		teamHash:  teamFingerprint(cfg),
+		trusted:   team.TrustedSettings(cfg),
+		pendingAsks: pendingAsks{answers: newMailbox[func()](), asking: map[*asking]struct{}{}},
 		routeKick: make(chan struct{}, 1)}
 	if err := d.init(); err != nil {
 		if d.events != nil {
