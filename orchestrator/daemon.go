@@ -56,15 +56,11 @@ type Daemon struct {
 
 	agents  []*agent
 	byName  map[string]*agent
-	healths healthSet             // one per distinct way the agents run Codex
-	hosts   []*remoteHost         // the hosts agents run on, in file order
-	roles   map[string]*inbox.Box // "@role" queues of roles with several instances
+	healths healthSet     // one per distinct way the agents run Codex
+	hosts   []*remoteHost // the hosts agents run on, in file order
+	roleQueues
 
 	pendingAsks
-
-	routeKick  chan struct{} // buffered(1): route the role queues again
-	routeTimer *time.Timer   // routes again at routeAt; Run's goroutine owns both
-	routeAt    time.Time
 
 	ready  chan struct{} // closed once the control socket accepts requests
 	lock   *os.File
@@ -106,11 +102,10 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 		return nil, err
 	}
 	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, byName: map[string]*agent{},
-		roles: map[string]*inbox.Box{}, ready: make(chan struct{}), lock: lock, started: time.Now(),
-		teamHash:  teamFingerprint(cfg),
-		trusted:   team.TrustedSettings(cfg),
-		pendingAsks: pendingAsks{answers: newMailbox[func()](), asking: map[*asking]struct{}{}},
-		routeKick: make(chan struct{}, 1)}
+		roleQueues: roleQueues{roles: map[string]*inbox.Box{}, routeKick: make(chan struct{}, 1)}, ready: make(chan struct{}), lock: lock, started: time.Now(),
+		teamHash:    teamFingerprint(cfg),
+		trusted:     team.TrustedSettings(cfg),
+		pendingAsks: pendingAsks{answers: newMailbox[func()](), asking: map[*asking]struct{}{}}}
 	if err := d.init(); err != nil {
 		if d.events != nil {
 			d.events.Close()
