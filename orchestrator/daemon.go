@@ -44,11 +44,8 @@ type Daemon struct {
 	humanBox *inbox.Box
 	events   *eventlog.Log
 	ledger   *usage.Ledger // every finished turn's usage, the accounts' rate-limit windows
-	gate     *dispatch.Gate
-	net      dispatch.NetHolds // network holds per account (see dispatch.NetHolds)
-	alerts   *alerthook.Hook   // nil without on_alert
-	quota    *dispatch.QuotaBook
-	budgets  *budgetBook      // the token budgets (team.yaml budgets)
+	turnHolds
+	alerts   *alerthook.Hook  // nil without on_alert
 	sched    *schedule.Runner // nil without schedules
 	started  time.Time
 	teamHash string         // teamFingerprint of the team's files when the daemon started
@@ -72,6 +69,15 @@ type Daemon struct {
 	repo   *workspaces.Repo
 	base   string
 	lander *lander // the merge queue; nil without worktree agents
+}
+
+// turnHolds are what may hold the team's agents back from a new turn,
+// each shared by the agents (decideGate reads them all).
+type turnHolds struct {
+	gate    *dispatch.Gate      // the team's dispatch gate (batty pause, a login)
+	net     dispatch.NetHolds   // network holds per account (see dispatch.NetHolds)
+	quota   *dispatch.QuotaBook // the accounts' usage-limit pauses and probes
+	budgets *budgetBook         // the token budgets (team.yaml budgets)
 	// slots caps the turns running at once (limits, a host's
 	// concurrent_turns); nil when the team caps nothing.
 	slots *slots.Pool
