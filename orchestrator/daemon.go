@@ -63,6 +63,12 @@ type Daemon struct {
 	lock   *os.File
 	reaper *reap.Reaper // nil unless Options.Subreaper
 	procs  *teamProcs   // set by Run before the first shim starts
+	worktreeRepo
+}
+
+// worktreeRepo is the repository of the team's worktree agents and its
+// merge queue.
+type worktreeRepo struct {
 	// repo is the project's repository when the team has worktree agents
 	// (nil otherwise), base the branch their worktrees start from; both
 	// set by Run before the first agent runs.
