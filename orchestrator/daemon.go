@@ -59,11 +59,17 @@ type Daemon struct {
 
 	pendingAsks
 
-	ready  chan struct{} // closed once the control socket accepts requests
-	lock   *os.File
+	ready chan struct{} // closed once the control socket accepts requests
+	daemonProcs
+	worktreeRepo
+}
+
+// daemonProcs are the daemon's hold on its project and on the processes
+// of its team: nothing outlives the team.
+type daemonProcs struct {
+	lock   *os.File     // the project's lock (project.AcquireLock)
 	reaper *reap.Reaper // nil unless Options.Subreaper
 	procs  *teamProcs   // set by Run before the first shim starts
-	worktreeRepo
 }
 
 // worktreeRepo is the repository of the team's worktree agents and its
@@ -114,7 +120,7 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 		return nil, err
 	}
 	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, byName: map[string]*agent{},
-		roleQueues: roleQueues{roles: map[string]*inbox.Box{}, routeKick: make(chan struct{}, 1)}, ready: make(chan struct{}), lock: lock, started: time.Now(),
+		roleQueues: roleQueues{roles: map[string]*inbox.Box{}, routeKick: make(chan struct{}, 1)}, ready: make(chan struct{}), daemonProcs: daemonProcs{lock: lock}, started: time.Now(),
 		teamHash:    teamFingerprint(cfg),
 		trusted:     team.TrustedSettings(cfg),
 		pendingAsks: pendingAsks{answers: newMailbox[func()](), asking: map[*asking]struct{}{}}}
