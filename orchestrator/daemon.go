@@ -51,10 +51,7 @@ type Daemon struct {
 	teamHash string         // teamFingerprint of the team's files when the daemon started
 	trusted  []team.Setting // team.TrustedSettings of cfg, for `batty restart`
 
-	agents  []*agent
-	byName  map[string]*agent
-	healths healthSet     // one per distinct way the agents run Codex
-	hosts   []*remoteHost // the hosts agents run on, in file order
+	roster
 	roleQueues
 
 	pendingAsks
@@ -62,6 +59,14 @@ type Daemon struct {
 	ready chan struct{} // closed once the control socket accepts requests
 	daemonProcs
 	worktreeRepo
+}
+
+// roster is the team's agents and where they run.
+type roster struct {
+	agents  []*agent // in the team file's order
+	byName  map[string]*agent
+	healths healthSet     // one per distinct way the agents run Codex
+	hosts   []*remoteHost // the hosts agents run on, in file order
 }
 
 // daemonProcs are the daemon's hold on its project and on the processes
@@ -119,7 +124,7 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, byName: map[string]*agent{},
+	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, roster: roster{byName: map[string]*agent{}},
 		roleQueues: roleQueues{roles: map[string]*inbox.Box{}, routeKick: make(chan struct{}, 1)}, ready: make(chan struct{}), daemonProcs: daemonProcs{lock: lock}, started: time.Now(),
 		teamHash:    teamFingerprint(cfg),
 		trusted:     team.TrustedSettings(cfg),
