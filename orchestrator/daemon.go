@@ -36,29 +36,35 @@ import (
 
 // Daemon runs one team. Create it with New, then call Run once.
 type Daemon struct {
-	cfg      *team.Config
-	layout   project.Layout
-	opts     Options
-	log      hclog.Logger
+	cfg    *team.Config
+	layout project.Layout
+	opts   Options
+	log    hclog.Logger
+	startStamp
+
 	store    *inbox.Store
 	humanBox *inbox.Box
 	events   *eventlog.Log
-	ledger   *usage.Ledger // every finished turn's usage, the accounts' rate-limit windows
-	turnHolds
+	ledger   *usage.Ledger    // every finished turn's usage, the accounts' rate-limit windows
 	alerts   *alerthook.Hook  // nil without on_alert
 	sched    *schedule.Runner // nil without schedules
-	started  time.Time
-	teamHash string         // teamFingerprint of the team's files when the daemon started
-	trusted  []team.Setting // team.TrustedSettings of cfg, for `batty restart`
 
 	roster
 	roleQueues
+	turnHolds
+	worktreeRepo
 
 	pendingAsks
-
 	ready chan struct{} // closed once the control socket accepts requests
 	daemonProcs
-	worktreeRepo
+}
+
+// startStamp is what the daemon knew of its run as it started: when, and
+// of its team's files, for status and `batty restart`.
+type startStamp struct {
+	started  time.Time
+	teamHash string         // teamFingerprint of the team's files when the daemon started
+	trusted  []team.Setting // team.TrustedSettings of cfg, for `batty restart`
 }
 
 // roster is the team's agents and where they run.
@@ -124,11 +130,12 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, roster: roster{byName: map[string]*agent{}},
-		roleQueues: roleQueues{roles: map[string]*inbox.Box{}, routeKick: make(chan struct{}, 1)}, ready: make(chan struct{}), daemonProcs: daemonProcs{lock: lock}, started: time.Now(),
-		teamHash:    teamFingerprint(cfg),
-		trusted:     team.TrustedSettings(cfg),
-		pendingAsks: pendingAsks{answers: newMailbox[func()](), asking: map[*asking]struct{}{}}}
+	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, ready: make(chan struct{}),
+		startStamp:  startStamp{started: time.Now(), teamHash: teamFingerprint(cfg), trusted: team.TrustedSettings(cfg)},
+		roster:      roster{byName: map[string]*agent{}},
+		roleQueues:  roleQueues{roles: map[string]*inbox.Box{}, routeKick: make(chan struct{}, 1)},
+		pendingAsks: pendingAsks{answers: newMailbox[func()](), asking: map[*asking]struct{}{}},
+		daemonProcs: daemonProcs{lock: lock}}
 	if err := d.init(); err != nil {
 		if d.events != nil {
 			d.events.Close()
