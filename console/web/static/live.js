@@ -14,6 +14,11 @@
     es.addEventListener("status", function (e) {
       // Keep a form being typed into as it is.
       if (target.contains(document.activeElement) && document.activeElement.tagName === "TEXTAREA") { return; }
+      // The same as shown (the first event repeats what the page was
+      // rendered with): left alone, so a button about to be clicked stays.
+      var next = document.createElement("template");
+      next.innerHTML = e.data;
+      if (next.innerHTML === target.innerHTML) { return; }
       target.innerHTML = e.data;
     });
   }
