@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,8 +57,10 @@ func (h *hub) subscribe() (<-chan *control.Status, func()) {
 }
 
 // run serves the subscribers until ctx ends. With none, it asks nothing.
+// Between events it asks every refresh: a turn's age moves on, and a
+// message to the human comes with no event of the daemon.
 func (h *hub) run(ctx context.Context) {
-	t := time.NewTicker(h.refresh)
+	t := time.NewTimer(h.refresh)
 	defer t.Stop()
 	for {
 		select {
@@ -70,13 +73,16 @@ func (h *hub) run(ctx context.Context) {
 		n := len(h.subs)
 		h.mu.Unlock()
 		if n == 0 {
+			t.Reset(h.refresh)
 			continue
 		}
 		st, err := h.backend.Status(ctx)
 		if err != nil {
 			h.log.Debug("Console cannot get the status", "error", err)
+			t.Reset(h.refresh)
 			continue
 		}
+		t.Reset(h.refresh)
 		h.mu.Lock()
 		for ch := range h.subs {
 			select {
@@ -87,6 +93,32 @@ func (h *hub) run(ctx context.Context) {
 		}
 		h.mu.Unlock()
 	}
+}
+
+// renderCache keeps the live part rendered for the latest status, by
+// page and CSRF token: the open pages of one session share one rendering.
+type renderCache struct {
+	mu   sync.Mutex
+	st   *control.Status
+	html map[string]string
+}
+
+// get returns the rendering of key for st, made by render when st is not
+// the status rendered last or key was not rendered for it.
+func (c *renderCache) get(st *control.Status, key string, render func() (string, error)) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st != st {
+		c.st, c.html = st, map[string]string{}
+	}
+	if h, ok := c.html[key]; ok {
+		return h, nil
+	}
+	h, err := render()
+	if err == nil {
+		c.html[key] = h
+	}
+	return h, err
 }
 
 // stream starts a server-sent events answer; flush sends what was
@@ -112,13 +144,28 @@ func writeEvent(w *bytes.Buffer, name, data string) {
 	w.WriteByte('\n')
 }
 
-// statusEvents streams the live part of the team page (or, with
-// ?agent=NAME, of that agent's page) as "status" events, each the part's
-// HTML rendered by the page's own template.
+// statusEvents streams the live part of the team page (with ?agent=NAME,
+// of that agent's page; with ?page=inbox, landings or alerts, of that
+// page; with ?page=landing&id=ID, of that landing request's) as "status" events, each the part's HTML rendered by the page's
+// own template, each followed by a "badge" event: what waits for the
+// human (see badge).
 func (s *Server) statusEvents(w http.ResponseWriter, r *http.Request) {
-	agent := r.URL.Query().Get("agent")
+	agent, page := r.URL.Query().Get("agent"), r.URL.Query().Get("page")
 	if agent != "" {
 		if _, _, ok := s.agentNamed(w, r, agent); !ok {
+			return
+		}
+		page = "agent"
+	}
+	if page == "" {
+		page = "team"
+	}
+	if _, ok := s.pages[page]; !ok {
+		http.Error(w, "no such page", http.StatusNotFound)
+		return
+	}
+	if page == "landing" {
+		if _, _, ok := s.landingOf(w, r); !ok {
 			return
 		}
 	}
@@ -136,18 +183,18 @@ func (s *Server) statusEvents(w http.ResponseWriter, r *http.Request) {
 		case <-s.ctx.Done():
 			return
 		case st := <-ch:
-			var html bytes.Buffer
-			var err error
-			if agent == "" {
-				err = s.pages["team"].ExecuteTemplate(&html, "live", newTeamView(st, nil, csrf))
-			} else {
-				err = s.agentLive(&html, st, agent)
-			}
+			n := s.navOf(page, st)
+			html, err := s.live.get(st, page+"\x00"+agent+"\x00"+csrf+"\x00"+r.URL.RawQuery, func() (string, error) {
+				var html bytes.Buffer
+				err := s.renderLive(&html, r, page, agent, csrf, st)
+				return html.String(), err
+			})
 			if err != nil {
 				s.cfg.Log.Warn("Console cannot render", "error", err)
 				return
 			}
-			writeEvent(&b, "status", html.String())
+			writeEvent(&b, "status", html)
+			s.writeBadge(&b, n)
 		}
 		if _, err := w.Write(b.Bytes()); err != nil {
 			return
@@ -159,11 +206,42 @@ func (s *Server) statusEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// agentLive renders the live part of agent's page from st.
-func (s *Server) agentLive(w *bytes.Buffer, st *control.Status, agent string) error {
+// renderLive renders the live part of page (of agent, for its page) from
+// st.
+func (s *Server) renderLive(w *bytes.Buffer, r *http.Request, page, agent, csrf string, st *control.Status) error {
+	var data any
+	switch page {
+	case "team":
+		data = newTeamView(st, nil, csrf)
+	case "agent":
+		return s.agentLive(w, st, agent, csrf)
+	case "inbox":
+		data = s.inboxView(r, st)
+	case "landings":
+		v := newLandingsView(st)
+		v.CSRF = csrf
+		data = v
+	case "alerts":
+		data = s.alertsView(r, st)
+	case "landing":
+		id := r.URL.Query().Get("id")
+		i := slices.IndexFunc(st.Landings, func(l control.LandingStatus) bool { return l.ID == id })
+		if i < 0 {
+			return fmt.Errorf("no landing request %q in the status", id)
+		}
+		data = s.landingView(r, st, newLandingRow(st.Landings[i]), csrf)
+	}
+	return s.pages[page].ExecuteTemplate(w, "live", data)
+}
+
+// agentLive renders the live part of agent's page from st: its card and
+// its inbox.
+func (s *Server) agentLive(w *bytes.Buffer, st *control.Status, agent, csrf string) error {
 	for _, a := range st.Agents {
 		if a.Name == agent {
-			return s.pages["agent"].ExecuteTemplate(w, "live", agentView{Team: st.Team, Agent: newAgentRow(a)})
+			v := agentView{Team: st.Team, Agent: newAgentRow(a), CSRF: csrf}
+			v.Messages = s.agentMessages(agent)
+			return s.pages["agent"].ExecuteTemplate(w, "live", v)
 		}
 	}
 	return fmt.Errorf("no agent %q in the status", agent)

@@ -22,6 +22,7 @@ import (
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/project/projecttest"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimtest"
 	"github.com/battyhq/batty/team"
 )
 
@@ -199,7 +200,7 @@ func (p *testProject) start(mod func(*Options)) *running {
 	opts := Options{
 		ShimCommand: []string{self}, ShimEnv: p.shimEnv(),
 		Logger:  hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: r.log}),
-		ShimLog: r.log, RespawnMin: 50 * time.Millisecond, RespawnMax: 200 * time.Millisecond,
+		ShimLog: r.log, Supervision: Supervision{RespawnMin: 50 * time.Millisecond, RespawnMax: 200 * time.Millisecond},
 		OnEvent: func(e eventlog.Event) {
 			r.mu.Lock()
 			r.seen = append(r.seen, e)
@@ -392,4 +393,23 @@ func layoutOf(t testing.TB, dir string) project.Layout {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// inProcess runs the agents' workers in this process (shimtest.Fake, held
+// to a real shim by its conformance suite) instead of shim processes: for
+// tests of the turn logic, which need no process of a shim or of codex.
+// The fake stands for the fake codex's text, empty, usage, slow, sleepms
+// and gate scenarios.
+func inProcess(o *Options) {
+	o.StartWorker = func(ctx context.Context, so shim.SpawnOptions) (Worker, error) {
+		return shimtest.StartFake(ctx, so)
+	}
+}
+
+// inProcessWith is inProcess, then mod.
+func inProcessWith(mod func(*Options)) func(*Options) {
+	return func(o *Options) {
+		inProcess(o)
+		mod(o)
+	}
 }

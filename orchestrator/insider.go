@@ -41,3 +41,9 @@ func (d *Daemon) insider(pid int) (control.Insider, error) {
 	}
 	return control.BelowServer(chain, own, d.sharedPids()), nil
 }
+
+// Insider is the judge of the control socket (insider) for others that
+// must tell the human from an agent: the console, of a process at the
+// other end of its connection. Safe from any goroutine once Run has set
+// the reaper up.
+func (d *Daemon) Insider(pid int) (control.Insider, error) { return d.insider(pid) }

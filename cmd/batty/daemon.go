@@ -146,6 +146,7 @@ func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *
 		return fail(err)
 	}
 	if web != nil {
+		web.SetJudge(consoleJudge(d))
 		defer serveConsole(web, webLn)()
 	}
 	// A background daemon stops on SIGINT as on SIGTERM (turns in flight
