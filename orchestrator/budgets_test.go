@@ -40,7 +40,7 @@ func TestBudgetHoldsTheTeamUntilTheWindowRollsOver(t *testing.T) {
 		"  - name: a\n  - name: b\n")
 	t0 := time.Date(2030, 3, 6, 10, 20, 0, 0, time.UTC)
 	clock := fakeclock.New(t0)
-	r := p.start(withBudgetClock(clock))
+	r := p.start(inProcessWith(withBudgetClock(clock)))
 	p.sendAndWait(r, "a", "scenario:usage:300", "completed") // 400 tokens
 	if n := r.count(eventlog.EvBudgetWarning, ""); n != 0 {
 		t.Fatalf("%d warnings at 40%%", n)
@@ -105,7 +105,7 @@ func TestBudgetResumeOfAnAgentSurvivesARestart(t *testing.T) {
 	p := newProjectWith(t, "timeouts:\n  shutdown: 5s\nbudgets:\n  - {for: a, tokens: 1000, per: day}\n", "  - name: a\n  - name: b\n")
 	t0 := time.Date(2030, 3, 6, 10, 20, 0, 0, time.UTC)
 	clock := fakeclock.New(t0)
-	r := p.start(withBudgetClock(clock))
+	r := p.start(inProcessWith(withBudgetClock(clock)))
 	p.sendAndWait(r, "a", "scenario:usage:2000", "completed") // past the budget at once
 	r.waitEvent(t, "budget reached", isType(eventlog.EvBudgetReached))
 	if n := r.count(eventlog.EvBudgetWarning, ""); n != 0 {
@@ -120,7 +120,7 @@ func TestBudgetResumeOfAnAgentSurvivesARestart(t *testing.T) {
 	// A restart counts the day's use from the ledger: still held, no
 	// second alert.
 	r.stop(t)
-	r = p.start(withBudgetClock(clock))
+	r = p.start(inProcessWith(withBudgetClock(clock)))
 	st := agentStatus(t, p, "a")
 	if st.Budget == nil || st.Budget.Used != 2100 || !st.Budget.Until.Equal(time.Date(2030, 3, 7, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("status of a after a restart: %+v, budget %+v", st, st.Budget)
@@ -149,7 +149,7 @@ func TestBudgetResumeOfAnAgentSurvivesARestart(t *testing.T) {
 
 	// The resume holds for the rest of the day, across a restart.
 	r.stop(t)
-	r = p.start(withBudgetClock(clock))
+	r = p.start(inProcessWith(withBudgetClock(clock)))
 	p.sendAndWait(r, "a", "after the restart", "completed")
 	if n := r.count(eventlog.EvBudgetReached, ""); n != 0 {
 		t.Fatalf("%d reached alerts after the restart", n)
