@@ -157,7 +157,7 @@ func TestE2EConsolePagesInABrowser(t *testing.T) {
 		switch {
 		case n.Title == "batty: engineer-1 writes to you":
 			asked = n.Body == question && n.Tag == "m:"+questionID
-		case n.Title == "batty: review_waiting" && strings.HasPrefix(n.Body, "engineer-1's branch passed verify and waits for your review"):
+		case n.Title == "batty: review waiting" && strings.HasPrefix(n.Body, "engineer-1's branch passed verify and waits for your review"):
 			review = true
 		}
 	}
