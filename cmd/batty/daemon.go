@@ -124,7 +124,8 @@ func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *
 		opts.OnEvent = cockpitEvents
 	}
 	// The console is a view too: a port taken leaves the team without it.
-	web, webLn, err := startConsole(cfg, p.Layout, log.Named("console"))
+	children := &daemonChildren{}
+	web, webLn, err := startConsole(cfg, p.Layout, children, log.Named("console"))
 	if err != nil {
 		log.Error("No console", "error", err)
 	}
@@ -145,6 +146,7 @@ func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *
 		}
 		return fail(err)
 	}
+	children.d.Store(d)
 	if web != nil {
 		web.SetJudge(consoleJudge(d))
 		defer serveConsole(web, webLn)()
