@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -76,4 +77,17 @@ func RunGroup(ctx context.Context, cmd *exec.Cmd, s Starter) error {
 		return nil
 	}
 	return werr
+}
+
+// ExitCode is the exit status of a process that has been waited for (ps,
+// its exec.Cmd's ProcessState), or -1 when a signal killed it or it never
+// ran (ps nil). Pure.
+func ExitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1
+	}
+	return ps.ExitCode()
 }

@@ -52,3 +52,27 @@ func TestRunGroup(t *testing.T) {
 		t.Fatalf("a command that cannot start: %v", err)
 	}
 }
+
+// ExitCode reads a status as it is, a death by signal and no run at all
+// as -1.
+func TestExitCode(t *testing.T) {
+	run := func(script string) *os.ProcessState {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Run()
+		return cmd.ProcessState
+	}
+	for _, tc := range []struct {
+		name string
+		ps   *os.ProcessState
+		want int
+	}{
+		{"status 0", run("exit 0"), 0},
+		{"status 3", run("exit 3"), 3},
+		{"killed", run("kill -9 $$"), -1},
+		{"never ran", nil, -1},
+	} {
+		if got := ExitCode(tc.ps); got != tc.want {
+			t.Errorf("%s: ExitCode = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

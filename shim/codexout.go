@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/battyhq/batty/codex"
@@ -79,18 +78,6 @@ func readEvents(r io.Reader, out chan<- lineResult) {
 func resetTimer(t *time.Timer, d time.Duration) {
 	t.Stop()
 	t.Reset(d)
-}
-
-// exitCode is the process's exit status, or -1 when a signal killed it or
-// it never ran.
-func exitCode(ps *os.ProcessState, err error) int {
-	if ps == nil {
-		return -1
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return -1
-	}
-	return ps.ExitCode()
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -169,7 +169,7 @@ func (p *Process) Wait() error {
 // ExitCode is the shim's exit status after Done, -1 when a signal killed it.
 func (p *Process) ExitCode() int {
 	<-p.done
-	return exitCode(p.cmd.ProcessState, p.waitErr)
+	return reap.ExitCode(p.cmd.ProcessState)
 }
 
 // Stop asks the shim to shut down, letting the turn in flight run for up to

@@ -14,6 +14,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
+	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/textclip"
 )
@@ -181,9 +182,10 @@ func (s *server) execTurn(t *turn) turnResult {
 	}()
 
 	procExited := make(chan struct{})
-	var waitErr error
 	go func() {
-		waitErr = cmd.Wait()
+		// How codex ended is read from cmd.ProcessState (reap.ExitCode,
+		// signaled) once procExited is closed.
+		cmd.Wait()
 		close(procExited)
 	}()
 	exited := procExited // select case; nil once seen
@@ -262,7 +264,7 @@ func (s *server) execTurn(t *turn) turnResult {
 	pipes.close()
 	s.reaper.Release(cmd.Process.Pid)
 	res.stderrTail = stderr.String()
-	res.exitCode = exitCode(cmd.ProcessState, waitErr)
+	res.exitCode = reap.ExitCode(cmd.ProcessState)
 	res.killed = !stopping && signaled(cmd.ProcessState)
 	// Whatever the turn left running — stopped, failed or completed — is
 	// killed and reaped now, before the loop hears of the end and can start
