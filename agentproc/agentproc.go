@@ -19,7 +19,7 @@ import (
 	"strings"
 
 	"github.com/battyhq/batty/reap"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // MaxAncestors bounds the walk up a process's parent chain.
@@ -214,7 +214,7 @@ func ShimAgentOf(cmdline []byte) (string, bool) {
 	if len(argv) < 3 || argv[1] != "shim" {
 		return "", false
 	}
-	cfg, _ := shim.ParseArgs(argv[2:]) // a config it would refuse still names its agent
+	cfg, _ := shimconfig.ParseArgs(argv[2:]) // a config it would refuse still names its agent
 	return cfg.Agent, cfg.Agent != ""
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/battyhq/batty/hosts/hoststest"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // TestMain lets this test binary also be a shim and a fake codex, selected
@@ -70,7 +71,7 @@ func newRig(t testing.TB, csv, instruction string) *rig {
 	r.shims = ShimWorkers{
 		Path: self,
 		Env:  append(os.Environ(), "BATTY_TEST_ROLE=shim", "BATTY_LOG_LEVEL=warn", codextest.MarkEnv+"="+r.mark),
-		Config: shim.Config{Agent: "fanout", CodexBin: self, StopGrace: 300 * time.Millisecond,
+		Config: shimconfig.Config{Agent: "fanout", CodexBin: self, StopGrace: 300 * time.Millisecond,
 			Env: []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + state, "FAKE_CODEX_LOG=" + r.log}},
 	}
 	r.opts = Options{Template: tmpl, Concurrency: 4, Grace: 5 * time.Second, RetryBase: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond,

@@ -10,7 +10,7 @@ import (
 
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
@@ -27,7 +27,7 @@ type WorkerHost struct {
 	Batty string
 	// Config is the workers' configuration as the host sees it
 	// (RemoteConfig).
-	Config shim.Config
+	Config shimconfig.Config
 }
 
 // HostFor is the index in a list of count hosts of the host worker n
@@ -46,7 +46,7 @@ func HostFor(n, count int) int {
 // lie under home here; no reply directory, a whole reply coming back in
 // pieces over the protocol instead. root is the project here. It is a
 // pure function.
-func RemoteConfig(c shim.Config, root, hostDir, cwd, home string) shim.Config {
+func RemoteConfig(c shimconfig.Config, root, hostDir, cwd, home string) shimconfig.Config {
 	if c.Cwd == "" {
 		c.Cwd = cwd
 	}
@@ -55,7 +55,7 @@ func RemoteConfig(c shim.Config, root, hostDir, cwd, home string) shim.Config {
 
 // preflightTarget is how a shim of configuration c runs codex, for the
 // check of its Codex (package preflight). Pure.
-func preflightTarget(c shim.Config) preflight.Target {
+func preflightTarget(c shimconfig.Config) preflight.Target {
 	t := preflight.Target{Bin: c.CodexBin, Cwd: c.Cwd, Args: c.Exec.ExtraArgs}
 	for _, e := range c.Env {
 		k, v, _ := strings.Cut(e, "=")
@@ -91,7 +91,7 @@ type HostSetup struct {
 	// when Config.Cwd is ""; Home the home directory here.
 	Root, Cwd, Home string
 	// Config is the workers' configuration here.
-	Config shim.Config
+	Config shimconfig.Config
 	// CheckTimeout bounds each codex run of a host's check (0:
 	// preflight.DefaultTimeout).
 	CheckTimeout time.Duration

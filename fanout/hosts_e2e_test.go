@@ -15,7 +15,7 @@ import (
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/hosts/hoststest"
 	"github.com/battyhq/batty/preflight"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
@@ -32,8 +32,8 @@ func testBinary(t *testing.T) hosts.Binary {
 }
 
 // shimConfigWith is a workers' configuration with codex bin and env.
-func shimConfigWith(bin string, env ...string) shim.Config {
-	return shim.Config{Agent: "fanout", CodexBin: bin, Env: env}
+func shimConfigWith(bin string, env ...string) shimconfig.Config {
+	return shimconfig.Config{Agent: "fanout", CodexBin: bin, Env: env}
 }
 
 // replies returns the "reply" of each row's result.

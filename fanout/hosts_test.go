@@ -7,7 +7,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // TestHostFor checks how workers are spread over hosts: round robin by
@@ -31,11 +31,11 @@ func TestHostFor(t *testing.T) {
 }
 
 func TestRemoteConfig(t *testing.T) {
-	c := shim.Config{Agent: "fanout", CodexBin: "/home/ann/.local/bin/codex", ReplyDir: "/tmp/r", Transcript: "/tmp/t",
+	c := shimconfig.Config{Agent: "fanout", CodexBin: "/home/ann/.local/bin/codex", ReplyDir: "/tmp/r", Transcript: "/tmp/t",
 		Exec: codex.ExecOptions{AddDirs: []string{"/work/p/data", "/etc"}, OutputSchema: "/work/p/schema.json"},
 		Env:  []string{"CODEX_HOME=/home/ann/.codex", "OPENAI_API_KEY=sk-x", "BATTY_DIR=/work/p/.batty"}}
 	got := RemoteConfig(c, "/work/p", "~/src/p", "/work/p/sub", "/home/ann")
-	want := shim.Config{Agent: "fanout", Cwd: "~/src/p/sub", CodexBin: "~/.local/bin/codex", ReplyStream: true,
+	want := shimconfig.Config{Agent: "fanout", Cwd: "~/src/p/sub", CodexBin: "~/.local/bin/codex", ReplyStream: true,
 		Exec: codex.ExecOptions{AddDirs: []string{"~/src/p/data", "~/src/p"}, OutputSchema: "~/src/p/schema.json"},
 		Env:  []string{"CODEX_HOME=~/.codex", "OPENAI_API_KEY=sk-x", "BATTY_DIR=" + hosts.StateDir("~/src/p")}}
 	if !reflect.DeepEqual(got, want) {
@@ -52,7 +52,7 @@ func TestRemoteConfig(t *testing.T) {
 }
 
 func TestPreflightTarget(t *testing.T) {
-	c := shim.Config{CodexBin: "~/bin/codex", Cwd: "~/p", Env: []string{"CODEX_HOME=~/.codex", "K=v"},
+	c := shimconfig.Config{CodexBin: "~/bin/codex", Cwd: "~/p", Env: []string{"CODEX_HOME=~/.codex", "K=v"},
 		Exec: codex.ExecOptions{Config: []string{"model_provider=x", "a=b=c"}, ExtraArgs: []string{"--oss"}}}
 	want := preflight.Target{Bin: "~/bin/codex", Home: "~/.codex", Env: []string{"K=v"}, Cwd: "~/p",
 		Config: map[string]string{"model_provider": "x", "a": "b=c"}, Args: []string{"--oss"}}

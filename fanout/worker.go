@@ -19,6 +19,7 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
@@ -64,7 +65,7 @@ type ShimWorkers struct {
 	Env []string
 	// Config is every shim's configuration; Agent is suffixed with the
 	// worker's number, ReplyDir is set per worker.
-	Config shim.Config
+	Config shimconfig.Config
 	// Homes are the CODEX_HOME of each account (Options.Accounts' order):
 	// a worker on account i gets Homes[i] in its shim's Config.Env,
 	// replacing any other CODEX_HOME there (the handshake, never argv).

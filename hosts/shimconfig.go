@@ -7,7 +7,7 @@ import (
 
 	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/project"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // ShimConfig is c, the configuration of a shim here, for a shim on a host
@@ -21,7 +21,7 @@ import (
 // in pieces over the stream. The caller adds what else its shims there
 // do (the daemon's stream their transcript and relay `batty send`). It is
 // a pure function; c is not changed.
-func ShimConfig(c shim.Config, hostDir, root, home string) shim.Config {
+func ShimConfig(c shimconfig.Config, hostDir, root, home string) shimconfig.Config {
 	c.Cwd = ProjectPath(hostDir, root, c.Cwd)
 	c.CodexBin = HomePath(c.CodexBin, home)
 	if c.Exec.AddDirs != nil {

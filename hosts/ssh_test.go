@@ -18,6 +18,7 @@ import (
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // sshTransport starts the sshd harness and returns it with a transport
@@ -186,7 +187,7 @@ func startRemoteShim(t *testing.T, s *hoststest.SSHD, tr *Transport, agent, code
 	}
 	c, err := shim.Start(ctx, shim.SpawnOptions{
 		Path: batty, Args: []string{"shim"}, Stderr: os.Stderr,
-		Config: shim.Config{Agent: agent, CodexBin: codexBin, Env: env, Instructions: "secret-instructions-text"},
+		Config: shimconfig.Config{Agent: agent, CodexBin: codexBin, Env: env, Instructions: "secret-instructions-text"},
 		Remote: tr.ShimCommand(s.Host, "~"),
 	})
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
 )
@@ -327,7 +328,7 @@ func (a *agent) reconcileTurns() {
 	a.setSnap(func(*agentSnap) {})
 }
 
-func (a *agent) shimConfig() shim.Config {
+func (a *agent) shimConfig() shimconfig.Config {
 	c := CodexConfig(a.def)
 	if a.def.Codex.Sandbox == codex.SandboxWorkspaceWrite {
 		// `batty send` and `batty merge` from the agent's shell write
@@ -369,7 +370,7 @@ func (a *agent) shimConfig() shim.Config {
 // instructions, context window and pressure threshold. It leaves out what
 // belongs to a running team (thread, transcript, replies, inboxes, queue,
 // timeouts). It is a pure function; `batty fanout --role` uses it too.
-func CodexConfig(def team.Agent) shim.Config {
+func CodexConfig(def team.Agent) shimconfig.Config {
 	c := def.Codex
 	exec := codex.ExecOptions{
 		Model: c.Model, ReasoningEffort: c.ReasoningEffort, Sandbox: c.Sandbox, ApprovalPolicy: c.ApprovalPolicy,
@@ -385,7 +386,7 @@ func CodexConfig(def team.Agent) shim.Config {
 	if c.CodexHome != "" {
 		env = append(env, "CODEX_HOME="+c.CodexHome)
 	}
-	return shim.Config{
+	return shimconfig.Config{
 		Agent: def.Name, Cwd: def.Cwd, CodexBin: c.Bin, Exec: exec, Env: env, Instructions: def.Instructions,
 		ContextWindow: int64(c.Window()), PressurePct: float64(c.Handoff()), Runtime: c.Runtime,
 		RuntimeIdle: c.RuntimeIdle,

@@ -20,6 +20,7 @@ import (
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
@@ -28,7 +29,7 @@ import (
 // here — the codex binary, the account (CODEX_HOME), the role's
 // codex.env and the -c settings (sharedKey) — each behind a broker
 // (package codex/appshare) whose socket the local shims of its agents get
-// (shim.Config.AppServerSocket). A broker starts with the first agent
+// (shimconfig.Config.AppServerSocket). A broker starts with the first agent
 // placed on it and ends with the daemon, after the last shim (close).
 // Safe for concurrent use.
 type sharedServers struct {
@@ -73,7 +74,7 @@ func sharedWanted(def team.Agent) bool {
 // app-server of its binary, account, env and settings, starting its broker
 // the first time. On an error (the binary cannot be found, the socket
 // cannot be made) c stays per-agent and the log says why.
-func (d *Daemon) placeShared(def team.Agent, c *shim.Config) {
+func (d *Daemon) placeShared(def team.Agent, c *shimconfig.Config) {
 	if !sharedWanted(def) {
 		return
 	}
@@ -90,7 +91,7 @@ func (d *Daemon) placeShared(def team.Agent, c *shim.Config) {
 
 // socketFor returns the socket of agent def's shared process, starting
 // its broker when none runs yet.
-func (s *sharedServers) socketFor(def team.Agent, c shim.Config) (string, error) {
+func (s *sharedServers) socketFor(def team.Agent, c shimconfig.Config) (string, error) {
 	d := s.d
 	bin, err := codex.ResolveBinary(c.CodexBin)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/shim/shimtest"
 )
 
@@ -22,7 +23,7 @@ const (
 // named in envBadFrameAgent sends shimtest.NilRetryAt after accepting its
 // first message; every other one is a real shim.
 func badFrameShimMain(args []string) int {
-	if cfg, err := shim.ParseArgs(args); err == nil && cfg.Agent == os.Getenv(envBadFrameAgent) {
+	if cfg, err := shimconfig.ParseArgs(args); err == nil && cfg.Agent == os.Getenv(envBadFrameAgent) {
 		if f, err := os.OpenFile(os.Getenv(envBadFrameOnce), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
 			f.Close()
 			return shimtest.BadFrameMain(args, shimtest.NilRetryAt)

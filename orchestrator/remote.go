@@ -13,7 +13,7 @@ import (
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
@@ -211,7 +211,7 @@ func remoteTarget(t preflight.Target, r *remoteHost, root, home string) prefligh
 // for its shim on host r: paths as the host sees them (the project there,
 // "~/" for the home directory there, which the shim expands), no
 // transcript file and no reply directory (neither is on the host).
-func remoteShimConfig(c shim.Config, r *remoteHost, l project.Layout, home string) shim.Config {
+func remoteShimConfig(c shimconfig.Config, r *remoteHost, l project.Layout, home string) shimconfig.Config {
 	c = hosts.ShimConfig(c, r.dir, l.Root(), home)
 	c.TranscriptStream, c.RelayInboxes = true, true
 	return c

@@ -9,14 +9,14 @@ import (
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
 func TestRemoteConfigs(t *testing.T) {
 	l := project.LayoutIn("/home/me/.local/state/batty", "/work/p")
 	r := &remoteHost{host: team.Host{Name: "b", SSH: "b"}, dir: "~/src/p"}
-	c := shim.Config{
+	c := shimconfig.Config{
 		Agent: "eng", Cwd: "/work/p/svc", CodexBin: "/home/me/bin/codex",
 		Exec: codex.ExecOptions{AddDirs: []string{l.Dir + "/outboxes/eng"}},
 		Env: []string{"K=/home/me/k", "CODEX_HOME=/home/me/.codex-w", agentenv.Dir + "=" + l.Dir,

@@ -274,7 +274,7 @@ type TurnFinished struct {
 	// Warning said why).
 	Reply string `json:"reply"`
 	// ReplyFile is the file holding the whole reply (in the shim's reply
-	// directory, see shim.Config.ReplyDir) when Reply is only its preview.
+	// directory, see shimconfig.Config.ReplyDir) when Reply is only its preview.
 	// The receiver reads it and removes it once the outcome is recorded.
 	ReplyFile string `json:"reply_file,omitempty"`
 	// ReplySize is the size of the whole reply in bytes when Reply is only

@@ -25,7 +25,7 @@ import (
 // died, was killed or was stopped for being idle) and the thread it has
 // loaded. Only the turn goroutine in flight calls run, one turn at a time,
 // and close is called once no turn runs. The one other goroutine is the
-// idle stop's timer (Config.RuntimeIdle), armed between turns: mu guards
+// idle stop's timer (shimconfig.Config.RuntimeIdle), armed between turns: mu guards
 // what it touches (client, loaded, busy, idle, closed).
 //
 // When the app-server cannot run at all (appServerUnusable: no such
@@ -161,7 +161,7 @@ func (r *appServerRuntime) disarmLocked() {
 }
 
 // end marks the turn as over and arms the idle stop for the server that
-// runs, when Config.RuntimeIdle is set.
+// runs, when shimconfig.Config.RuntimeIdle is set.
 func (r *appServerRuntime) end() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -175,7 +175,7 @@ func (r *appServerRuntime) end() {
 	r.idle = time.AfterFunc(r.s.cfg.RuntimeIdle, func() { r.idleStop(c) })
 }
 
-// idleStop ends server c after Config.RuntimeIdle without a turn, unless a
+// idleStop ends server c after shimconfig.Config.RuntimeIdle without a turn, unless a
 // turn began meanwhile or c is no longer the runtime's server. It runs on
 // the timer's goroutine and returns once the server's process group is
 // gone.
@@ -250,7 +250,7 @@ func (r *appServerRuntime) connect() (*appserver.Client, error) {
 }
 
 // shared reports whether the runtime runs on the daemon's shared
-// app-server (Config.AppServerSocket) rather than a process of its own.
+// app-server (shimconfig.Config.AppServerSocket) rather than a process of its own.
 func (r *appServerRuntime) shared() bool { return r.s.cfg.AppServerSocket != "" }
 
 // dial connects to the shared app-server's broker and opens a session:
@@ -427,7 +427,7 @@ func (r *appServerRuntime) close() error {
 // appServerArgs are the app-server's -c overrides for the settings that
 // thread/start does not take: the reasoning effort, the added directories
 // (ExecOptions.AddDirs) as the workspace-write sandbox's writable roots,
-// the Config overrides, and the config overrides among ExtraArgs (the
+// the shimconfig.Config overrides, and the config overrides among ExtraArgs (the
 // other extra arguments are flags of codex exec, which the app-server does
 // not take). Pure.
 func appServerArgs(o codex.ExecOptions) []string {
@@ -446,7 +446,7 @@ func appServerArgs(o codex.ExecOptions) []string {
 }
 
 // SharedServerArgs are the app-server's arguments that belong to the
-// process, not to a thread: the Config overrides and the config overrides
+// process, not to a thread: the shimconfig.Config overrides and the config overrides
 // among ExtraArgs, as -c pairs. A shared app-server (codex.app_server:
 // per-account) runs with them; agents whose arguments differ need
 // processes of their own. Pure.
@@ -502,7 +502,7 @@ type appTurnDone struct {
 // run runs t on the app-server: thread start or resume as needed, then
 // turn/start, following the turn's notifications until it ends. A stop
 // request interrupts the turn (turn/interrupt); an app-server that does not
-// end the turn within Config.StopGrace is killed. A turn that fails for
+// end the turn within shimconfig.Config.StopGrace is killed. A turn that fails for
 // a full context window gets its thread compacted before run returns. When
 // the app-server turns out to be unusable before the turn started, the
 // turn runs on exec instead, as every later one (see fallBack).
@@ -660,7 +660,7 @@ wait:
 // compact has the app-server compact thread threadID after t failed for a
 // full context window, so that the turn retried on it (the daemon's retry
 // on the same thread) starts from a compacted history. It waits for the
-// compaction, bounded by Config.IdleTimeout and cut short by a stop
+// compaction, bounded by shimconfig.Config.IdleTimeout and cut short by a stop
 // request; the thread's running total after it becomes res.usage (the
 // baseline of the next turn's usage). A failure is logged and noted in the
 // transcript: codex then compacts the thread itself on the next turn.

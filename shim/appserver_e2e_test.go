@@ -14,6 +14,7 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/retry"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // The app-server runtime keeps one codex process for the shim's turns, and
@@ -23,8 +24,8 @@ func TestE2EAppServerOneProcessAndResume(t *testing.T) {
 	bin := codextest.Codex(t)
 	srv := codextest.NewServer(t)
 	home, cwd := srv.WriteHome(t), t.TempDir()
-	real := func(c *Config) {
-		c.CodexBin, c.Env, c.Cwd, c.Exec.SkipGitRepoCheck, c.Runtime = bin, []string{"CODEX_HOME=" + home}, cwd, true, RuntimeAppServer
+	real := func(c *shimconfig.Config) {
+		c.CodexBin, c.Env, c.Cwd, c.Exec.SkipGitRepoCheck, c.Runtime = bin, []string{"CODEX_HOME=" + home}, cwd, true, shimconfig.RuntimeAppServer
 	}
 	first := startShim(t, real)
 	first.send("1", "one [[mock:reply A]]")
@@ -42,7 +43,7 @@ func TestE2EAppServerOneProcessAndResume(t *testing.T) {
 	first.p.Kill()
 	first.waitExit()
 
-	second := startShim(t, func(c *Config) { real(c); c.ThreadID = thread })
+	second := startShim(t, func(c *shimconfig.Config) { real(c); c.ThreadID = thread })
 	second.send("3", "three [[mock:reply C]]")
 	ev, tf = turnEvents(second, "3")
 	for _, m := range ev {
@@ -66,7 +67,7 @@ func TestE2EAppServerOneProcessAndResume(t *testing.T) {
 // as with exec.
 func TestE2EAppServerMissingThreadStartsFresh(t *testing.T) {
 	const missing = "01a1fe06-da19-7320-bb56-f999f5fa1a4a"
-	h, _ := startRealShim(t, func(c *Config) { c.Runtime, c.ThreadID = RuntimeAppServer, missing })
+	h, _ := startRealShim(t, func(c *shimconfig.Config) { c.Runtime, c.ThreadID = shimconfig.RuntimeAppServer, missing })
 	h.send("m", "hello [[mock:reply FRESH]]")
 	ev, tf := turnEvents(h, "m")
 	var reasons []protocol.ThreadReason
@@ -110,7 +111,7 @@ func TestE2EAppServerUnusableFallsBackToExec(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bin := appServerFailing(t, c.script)
-			h, srv := startRealShim(t, func(cfg *Config) { cfg.Runtime, cfg.CodexBin = RuntimeAppServer, bin })
+			h, srv := startRealShim(t, func(cfg *shimconfig.Config) { cfg.Runtime, cfg.CodexBin = shimconfig.RuntimeAppServer, bin })
 			h.send("1", "one [[mock:reply ONE]]")
 			ev, tf := turnEvents(h, "1")
 			if tf.Status != protocol.TurnCompleted || tf.Reply != "ONE" {
@@ -150,7 +151,7 @@ func TestE2EAppServerUnusableFallsBackToExec(t *testing.T) {
 // An app-server that worked and then died is restarted on the next turn,
 // with the thread resumed: no fall back to exec.
 func TestE2EAppServerCrashIsRestartedNotFallenBack(t *testing.T) {
-	h, srv := startRealShim(t, func(c *Config) { c.Runtime = RuntimeAppServer })
+	h, srv := startRealShim(t, func(c *shimconfig.Config) { c.Runtime = shimconfig.RuntimeAppServer })
 	pid := firstTurn(t, h)
 	var (
 		ev []protocol.Message
@@ -195,7 +196,9 @@ func ctxFor(t *testing.T) context.Context {
 // next message starts another that resumes the thread: its model request
 // carries the earlier turn.
 func TestE2EAppServerIdleStop(t *testing.T) {
-	h, srv := startRealShim(t, func(c *Config) { c.Runtime, c.RuntimeIdle = RuntimeAppServer, 300*time.Millisecond })
+	h, srv := startRealShim(t, func(c *shimconfig.Config) {
+		c.Runtime, c.RuntimeIdle = shimconfig.RuntimeAppServer, 300*time.Millisecond
+	})
 	h.send("1", "one [[mock:reply IDLE_ONE]]")
 	ev, tf := turnEvents(h, "1")
 	pid := eventOf(t, ev, kStarted).(protocol.TurnStarted).PID
@@ -231,7 +234,7 @@ func TestE2EAppServerIdleStop(t *testing.T) {
 // the next turn: the shim warns at once, and the next message starts
 // another server that resumes the thread, and completes.
 func TestE2EAppServerKilledWhileIdleIsNoticedAtOnce(t *testing.T) {
-	h, srv := startRealShim(t, func(c *Config) { c.Runtime = RuntimeAppServer })
+	h, srv := startRealShim(t, func(c *shimconfig.Config) { c.Runtime = shimconfig.RuntimeAppServer })
 	pid := firstTurn(t, h)
 	var (
 		ev []protocol.Message
@@ -262,7 +265,7 @@ func TestE2EAppServerKilledWhileIdleIsNoticedAtOnce(t *testing.T) {
 // the shim noticed — fails as cut off (killed), which the daemon retries:
 // never as a final failure.
 func TestE2EAppServerKilledThenMessagedAtOnce(t *testing.T) {
-	h, _ := startRealShim(t, func(c *Config) { c.Runtime = RuntimeAppServer })
+	h, _ := startRealShim(t, func(c *shimconfig.Config) { c.Runtime = shimconfig.RuntimeAppServer })
 	pid := firstTurn(t, h)
 	var tf protocol.TurnFinished
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
@@ -79,7 +80,7 @@ func startFake(t *testing.T, ctx context.Context, mode string, handshake time.Du
 	mark := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
 	env := append(os.Environ(), "BATTY_TEST_ROLE=fakeshim", fakeShimEnv+"="+mode, "BATTY_TEST_MARK="+mark)
 	t.Cleanup(func() { assertNoProcesses(t, mark) })
-	c, err := Start(ctx, SpawnOptions{Path: self, Env: env, Config: Config{Agent: "fake"}, Stderr: os.Stderr, HandshakeTimeout: handshake})
+	c, err := Start(ctx, SpawnOptions{Path: self, Env: env, Config: shimconfig.Config{Agent: "fake"}, Stderr: os.Stderr, HandshakeTimeout: handshake})
 	if err == nil {
 		t.Cleanup(c.Close)
 		c.killAfter, c.signalAfter = 50*time.Millisecond, 200*time.Millisecond
@@ -96,7 +97,7 @@ func startRealClient(t *testing.T) (*Client, string) {
 		t.Fatal(err)
 	}
 	mark := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
-	cfg := Config{
+	cfg := shimconfig.Config{
 		Agent:      "tester",
 		CodexBin:   self,
 		Env:        []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + t.TempDir()},

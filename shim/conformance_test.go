@@ -15,6 +15,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // The conformance suite runs the same scenarios through a real shim, with
@@ -24,21 +25,21 @@ import (
 // not the order of the events before it nor how codex was run.
 
 // runtimePerAccount names, in the suite, the app-server runtime on a
-// shared process behind a broker (Config.AppServerSocket), as the daemon
+// shared process behind a broker (shimconfig.Config.AppServerSocket), as the daemon
 // runs it for codex.app_server: per-account.
 const runtimePerAccount = "app-server-per-account"
 
 // conformanceRuntimes are the runtimes every scenario runs on.
-var conformanceRuntimes = []string{RuntimeExec, RuntimeAppServer, runtimePerAccount}
+var conformanceRuntimes = []string{shimconfig.RuntimeExec, shimconfig.RuntimeAppServer, runtimePerAccount}
 
 // startConformingShim starts a real shim on runtime rt (a shim runtime or
 // runtimePerAccount) with mod applied.
-func startConformingShim(t *testing.T, rt string, mod func(*Config)) (*harness, *codextest.Server) {
+func startConformingShim(t *testing.T, rt string, mod func(*shimconfig.Config)) (*harness, *codextest.Server) {
 	t.Helper()
 	if rt == runtimePerAccount {
 		return startSharedShim(t, mod)
 	}
-	return startRealShim(t, func(c *Config) {
+	return startRealShim(t, func(c *shimconfig.Config) {
 		c.Runtime = rt
 		if mod != nil {
 			mod(c)
@@ -50,7 +51,7 @@ func startConformingShim(t *testing.T, rt string, mod func(*Config)) (*harness, 
 type conformanceCase struct {
 	name string
 	run  func(t *testing.T, h *harness, srv *codextest.Server)
-	mod  func(*Config) // the shim's settings besides the runtime; nil: none
+	mod  func(*shimconfig.Config) // the shim's settings besides the runtime; nil: none
 }
 
 var conformanceCases = []conformanceCase{
@@ -64,9 +65,9 @@ var conformanceCases = []conformanceCase{
 	{"KillLeavesNoProcess", conformKill, nil},
 	{"DetachedGoneAfterTurn", conformDetached, nil},
 	{"NetworkDownThenUp", conformNetworkBack, nil},
-	{"NetworkWaitLimit", conformNetworkLimit, func(c *Config) { c.NetworkWait = 2 * time.Second }},
+	{"NetworkWaitLimit", conformNetworkLimit, func(c *shimconfig.Config) { c.NetworkWait = 2 * time.Second }},
 	{"TransientThenSuccess", conformTransient, nil},
-	{"TurnTimeout", conformTurnTimeout, func(c *Config) { c.TurnTimeout = 3 * time.Second }},
+	{"TurnTimeout", conformTurnTimeout, func(c *shimconfig.Config) { c.TurnTimeout = 3 * time.Second }},
 	{"ShutdownMidTurn", conformShutdown, nil},
 }
 
@@ -207,7 +208,7 @@ func conformQuotaHeaders(t *testing.T, h *harness, _ *codextest.Server) {
 		t.Fatalf("quota turn = %+v", tf)
 	}
 	switch d := time.Until(qb.RetryAt); h.cfg.Runtime {
-	case RuntimeAppServer:
+	case shimconfig.RuntimeAppServer:
 		if d < 85*time.Minute || d > 95*time.Minute {
 			t.Fatalf("retry at %s (in %s), want the snapshot's reset in 90 minutes; message %q", qb.RetryAt, d, qb.Message)
 		}
@@ -245,7 +246,7 @@ func conformContextWindow(t *testing.T, h *harness, srv *codextest.Server) {
 			compacted++
 		}
 	}
-	if want := map[string]int{RuntimeExec: 0, RuntimeAppServer: 1}[h.cfg.Runtime]; compacted != want {
+	if want := map[string]int{shimconfig.RuntimeExec: 0, shimconfig.RuntimeAppServer: 1}[h.cfg.Runtime]; compacted != want {
 		t.Fatalf("%d compaction requests before the failed turn ended, want %d", compacted, want)
 	}
 	h.send("n", "again [[mock:reply AFTER_CONTEXT]]")
@@ -390,7 +391,7 @@ func TestConformanceAddDir(t *testing.T) {
 	for _, rt := range conformanceRuntimes {
 		t.Run(rt, func(t *testing.T) {
 			added, other := t.TempDir(), t.TempDir()
-			h, _ := startConformingShim(t, rt, func(c *Config) {
+			h, _ := startConformingShim(t, rt, func(c *shimconfig.Config) {
 				c.Exec.Sandbox = codex.SandboxWorkspaceWrite
 				c.Exec.ApprovalPolicy = codex.ApprovalNever
 				c.Exec.AddDirs = []string{added}
@@ -530,7 +531,7 @@ func TestConformanceRestartKeepsTheThread(t *testing.T) {
 				ss := startSharedServer(t, nil)
 				srv = ss.srv
 				start = func(thread string) *harness {
-					return ss.shim(t, "tester", cwd, newTestMark(), func(c *Config) { c.ThreadID = thread })
+					return ss.shim(t, "tester", cwd, newTestMark(), func(c *shimconfig.Config) { c.ThreadID = thread })
 				}
 				defer t.Cleanup(ss.close(t))
 			} else {
@@ -538,7 +539,7 @@ func TestConformanceRestartKeepsTheThread(t *testing.T) {
 				srv = codextest.NewServer(t)
 				home := srv.WriteHome(t)
 				start = func(thread string) *harness {
-					return startShim(t, func(c *Config) {
+					return startShim(t, func(c *shimconfig.Config) {
 						c.CodexBin, c.Env, c.Cwd, c.Runtime, c.ThreadID = bin, []string{"CODEX_HOME=" + home}, cwd, rt, thread
 						c.Exec.SkipGitRepoCheck = true
 						c.StopGrace = 2 * time.Second

@@ -7,6 +7,7 @@ import (
 	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
@@ -66,7 +67,7 @@ func TestCrewInstructionsFitTheReserve(t *testing.T) {
 	if err := codex.CheckInstructions(role); err != nil {
 		t.Fatalf("test setup: %v", err)
 	}
-	o, err := execOptions(Config{Agent: agent, Instructions: role, Env: []string{agentenv.Dir + "=/p/.batty"}}, "/"+strings.Repeat(`"`, maxQuotedPath-1))
+	o, err := execOptions(shimconfig.Config{Agent: agent, Instructions: role, Env: []string{agentenv.Dir + "=/p/.batty"}}, "/"+strings.Repeat(`"`, maxQuotedPath-1))
 	if err != nil || !strings.HasPrefix(o.DeveloperInstructions, role+"\n\n"+crewOpen) {
 		t.Fatalf("the longest role instructions with the section: %v", err)
 	}

@@ -1,11 +1,13 @@
 package shim
 
 import (
-	"github.com/battyhq/batty/agentenv"
-	"github.com/battyhq/batty/shellword"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/battyhq/batty/agentenv"
+	"github.com/battyhq/batty/shellword"
+	"github.com/battyhq/batty/shim/shimconfig"
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
@@ -37,7 +39,7 @@ func largestInstructions(t *testing.T, begin, end string) string {
 // an agent of a team, by batty's section with the batty binary to run.
 func TestE2ELargestInstructionsReachEveryTurn(t *testing.T) {
 	text := largestInstructions(t, "BEGIN-ROLE-PROMPT\n", "\nEND-ROLE-PROMPT")
-	h, srv := startRealShim(t, func(c *Config) {
+	h, srv := startRealShim(t, func(c *shimconfig.Config) {
 		c.Instructions = text
 		c.Env = append(c.Env, agentenv.Dir+"=/state/app-1", agentenv.Project+"=/src/app")
 	})

@@ -9,18 +9,19 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // The end-to-end tests run the real Codex CLI (the pinned npm release)
 // through a real shim against a mock Responses API. They skip when the CLI
 // is not installed, except in CI, where they fail.
 
-func startRealShim(t *testing.T, mod func(*Config)) (*harness, *codextest.Server) {
+func startRealShim(t *testing.T, mod func(*shimconfig.Config)) (*harness, *codextest.Server) {
 	t.Helper()
 	bin := codextest.Codex(t)
 	srv := codextest.NewServer(t)
 	home := srv.WriteHome(t)
-	h := startShim(t, func(c *Config) {
+	h := startShim(t, func(c *shimconfig.Config) {
 		c.CodexBin = bin
 		c.Env = []string{"CODEX_HOME=" + home}
 		c.Cwd = t.TempDir()
@@ -159,7 +160,7 @@ func TestE2EResumedByANewShimWithBaseline(t *testing.T) {
 		return rep
 	})
 	home, cwd := srv.WriteHome(t), t.TempDir()
-	real := func(c *Config) {
+	real := func(c *shimconfig.Config) {
 		c.CodexBin, c.Env, c.Cwd, c.Exec.SkipGitRepoCheck, c.StopGrace = bin, []string{"CODEX_HOME=" + home}, cwd, true, 2*time.Second
 	}
 	first := startShim(t, real)
@@ -172,7 +173,7 @@ func TestE2EResumedByANewShimWithBaseline(t *testing.T) {
 	first.waitExit()
 
 	thread, base := tf.ThreadID, tf.Thread
-	second := startShim(t, func(c *Config) {
+	second := startShim(t, func(c *shimconfig.Config) {
 		real(c)
 		c.ThreadID = thread
 		c.ThreadUsage = codex.Usage{InputTokens: base.Input, CachedInputTokens: base.CachedInput, OutputTokens: base.Output, ReasoningOutputTokens: base.ReasoningOutput}
@@ -197,7 +198,7 @@ func TestE2EContextFailureRestartsTheRunningTotal(t *testing.T) {
 		return rep
 	})
 	home := srv.WriteHome(t)
-	h := startShim(t, func(c *Config) {
+	h := startShim(t, func(c *shimconfig.Config) {
 		c.CodexBin, c.Env, c.Cwd, c.Exec.SkipGitRepoCheck, c.StopGrace = bin, []string{"CODEX_HOME=" + home}, t.TempDir(), true, 2*time.Second
 	})
 	runTurn(h, "1", "one [[mock:reply A]]")                                    // request 1
@@ -236,7 +237,7 @@ func TestE2EContextFailureRestartsTheRunningTotal(t *testing.T) {
 // second (with the tool's output) is the one that fills the window. An
 // estimate from the turn's totals would say (1,000 + 9,000) / 2 + 60.
 func TestE2EContextUseIsTheLastRequest(t *testing.T) {
-	h, srv := startRealShim(t, func(c *Config) { c.ContextWindow = 100000 })
+	h, srv := startRealShim(t, func(c *shimconfig.Config) { c.ContextWindow = 100000 })
 	srv.Handle(func(req codextest.Request) codextest.Reply {
 		r := srv.Scripted(req)
 		if req.FollowUp {

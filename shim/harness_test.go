@@ -12,6 +12,7 @@ import (
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // TestMain lets this test binary also be a shim and a fake codex, selected
@@ -36,7 +37,7 @@ const eventWait = 30 * time.Second
 type harness struct {
 	t      *testing.T
 	p      *Process
-	cfg    Config
+	cfg    shimconfig.Config
 	mark   string
 	events chan protocol.Message
 	log    *syncBuffer
@@ -95,7 +96,7 @@ func (s *syncBuffer) String() string {
 
 // startShim spawns a shim whose codex is the fake; mod adjusts the config.
 // Cleanup kills it and asserts that no process it started is left.
-func startShim(t *testing.T, mod func(*Config)) *harness {
+func startShim(t *testing.T, mod func(*shimconfig.Config)) *harness {
 	t.Helper()
 	return startShimMarked(t, newTestMark(), mod)
 }
@@ -106,13 +107,13 @@ func newTestMark() string {
 }
 
 // startShimMarked is startShim with the test's mark given.
-func startShimMarked(t *testing.T, mark string, mod func(*Config)) *harness {
+func startShimMarked(t *testing.T, mark string, mod func(*shimconfig.Config)) *harness {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{
+	cfg := shimconfig.Config{
 		Agent:      "tester",
 		CodexBin:   self,
 		Env:        []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + t.TempDir()},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 const (
@@ -71,7 +72,7 @@ func TestTwoTurnsOnOneThread(t *testing.T) {
 }
 
 func TestQueueOverflowIsRejectedNotDropped(t *testing.T) {
-	h := startShim(t, func(c *Config) { c.QueueDepth = 2 })
+	h := startShim(t, func(c *shimconfig.Config) { c.QueueDepth = 2 })
 	h.send("slow", "scenario:slow:60")
 	h.expect(kAccepted, kState, kStarted, kThread)
 	h.send("q1", "one")
@@ -114,7 +115,7 @@ func TestDuplicateAndInvalidMessagesAreRejected(t *testing.T) {
 }
 
 func TestTurnTimeout(t *testing.T) {
-	h := startShim(t, func(c *Config) { c.TurnTimeout = 500 * time.Millisecond })
+	h := startShim(t, func(c *shimconfig.Config) { c.TurnTimeout = 500 * time.Millisecond })
 	h.send("t", "scenario:slow:60")
 	// Whether codex said its thread before the limit depends on how
 	// loaded the machine is: the end is what counts.
@@ -126,7 +127,7 @@ func TestTurnTimeout(t *testing.T) {
 }
 
 func TestIdleTimeout(t *testing.T) {
-	h := startShim(t, func(c *Config) { c.IdleTimeout = 400 * time.Millisecond })
+	h := startShim(t, func(c *shimconfig.Config) { c.IdleTimeout = 400 * time.Millisecond })
 	h.send("t", "scenario:silent")
 	h.expect(kAccepted, kState, kStarted)
 	m, _ := h.until(kFinished)
@@ -321,7 +322,7 @@ func TestFailuresAreClassifiedAndReported(t *testing.T) {
 }
 
 func TestSpawnFailureFinishesTheMessage(t *testing.T) {
-	h := startShim(t, func(c *Config) { c.CodexBin = "/nonexistent/codex" })
+	h := startShim(t, func(c *shimconfig.Config) { c.CodexBin = "/nonexistent/codex" })
 	for _, id := range []string{"one", "two"} {
 		h.send(id, "hi")
 		h.expect(kAccepted, kState)
@@ -341,7 +342,7 @@ func TestSpawnFailureLooksForTheBinaryAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "codex")
-	h := startShim(t, func(c *Config) { c.CodexBin = bin })
+	h := startShim(t, func(c *shimconfig.Config) { c.CodexBin = bin })
 	h.send("one", "hi")
 	h.expect(kAccepted, kState)
 	if tf := h.finished("one", protocol.TurnFailed); tf.Failure != protocol.FailSpawn || !strings.Contains(tf.Error, bin) {
@@ -369,7 +370,7 @@ func TestCodexFailingBeforeTheTurn(t *testing.T) {
 }
 
 func TestResumeOfUnknownThreadRetriesOnAFreshThread(t *testing.T) {
-	h := startShim(t, func(c *Config) { c.ThreadID = "01a1fdfc-0000-7000-8000-000000000000" })
+	h := startShim(t, func(c *shimconfig.Config) { c.ThreadID = "01a1fdfc-0000-7000-8000-000000000000" })
 	h.send("r", "hello")
 	ev := h.expect(kAccepted, kState, kStarted, kWarning, kThread, kStarted, kThread)
 	if !ev[2].(protocol.TurnStarted).Resume {
@@ -441,7 +442,7 @@ func TestPingAnsweredIdleAndMidTurn(t *testing.T) {
 }
 
 func TestContextPressure(t *testing.T) {
-	h := startShim(t, func(c *Config) { c.ContextWindow = 10000; c.PressurePct = 50 })
+	h := startShim(t, func(c *shimconfig.Config) { c.ContextWindow = 10000; c.PressurePct = 50 })
 	h.send("p", "scenario:usage:9000")
 	h.expect(kAccepted, kState, kStarted, kThread)
 	tf := h.finished("p", protocol.TurnCompleted)

@@ -3,7 +3,7 @@
 // parent (the orchestrator, or `batty chat`).
 //
 // A shim is started with its control socket on fd 3 and its settings as
-// flags (see Config). It speaks first (Hello), runs one codex process at a
+// flags (see shimconfig.Config). It speaks first (Hello), runs one codex process at a
 // time in its own process group, queues further messages up to a bounded
 // depth, watches every turn with a hard and a no-output timeout, and ends
 // every accepted message with exactly one TurnFinished. As a child subreaper
@@ -31,10 +31,8 @@ import (
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/replyfile"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
-
-// ControlFD is the descriptor a shim expects its control socket on.
-const ControlFD = 3
 
 // NewLogger returns the hclog logger batty processes use: level from
 // BATTY_LOG_LEVEL (default info), written to stderr.
@@ -47,14 +45,14 @@ func NewLogger(name string) hclog.Logger {
 }
 
 // Main is the `batty shim` entry point: it parses args, takes the control
-// socket from fd 3 (or, with StdioFlag among args, stdin and stdout), does
+// socket from fd 3 (or, with shimconfig.StdioFlag among args, stdin and stdout), does
 // the handshake and serves until stopped. It returns the process exit
 // code: 0 after a clean stop, 1 on a runtime failure, 2 when it could not
 // start.
 func Main(args []string) int {
 	log := NewLogger("shim")
 	args, stdio := takeStdio(args)
-	cfg, err := ParseArgs(args)
+	cfg, err := shimconfig.ParseArgs(args)
 	if err != nil {
 		log.Error("Invalid shim settings", "error", err)
 		return 2
@@ -67,7 +65,7 @@ func Main(args []string) int {
 			return 2
 		}
 	} else {
-		f := os.NewFile(ControlFD, "batty-control")
+		f := os.NewFile(shimconfig.ControlFD, "batty-control")
 		if f == nil {
 			log.Error("No control socket on fd 3: batty shim is started by batty (chat or the daemon), not by hand")
 			return 2
@@ -109,9 +107,9 @@ func Main(args []string) int {
 // is shut down, killed, ctx ends or the channel closes. It owns conn and
 // closes it. Before it returns, every codex process and every process a turn
 // left behind is gone.
-func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger) error {
+func Run(ctx context.Context, conn *protocol.Conn, cfg shimconfig.Config, log hclog.Logger) error {
 	defer conn.Close()
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -207,7 +205,7 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg Config, log hclog.Logger)
 // bytes (a single longer line travels alone).
 const maxTranscriptEvent = 512 << 10
 
-func openTranscript(cfg Config, conn *protocol.Conn, log hclog.Logger) (*ptylog.Writer, error) {
+func openTranscript(cfg shimconfig.Config, conn *protocol.Conn, log hclog.Logger) (*ptylog.Writer, error) {
 	if cfg.TranscriptStream {
 		return ptylog.Stream(func(lines []string) error { return sendTranscript(conn, lines) }, ptylog.Options{
 			Color:   true,
@@ -239,7 +237,7 @@ func openTranscript(cfg Config, conn *protocol.Conn, log hclog.Logger) (*ptylog.
 // thread; for an agent of a team (BATTY_DIR in cfg.Env) batty's own section
 // follows them (see CrewInstructions), naming batty, the batty binary to
 // run.
-func execOptions(cfg Config, batty string) (codex.ExecOptions, error) {
+func execOptions(cfg shimconfig.Config, batty string) (codex.ExecOptions, error) {
 	o := cfg.Exec
 	o.Config = append([]string(nil), o.Config...)
 	o.DeveloperInstructions = withCrew(cfg.Instructions, cfg.Agent, batty, stateDirOf(cfg.Env), agentenv.Lookup(cfg.Env, agentenv.Project), Worktree{Branch: cfg.Branch, Base: cfg.Base})
@@ -254,7 +252,7 @@ func execOptions(cfg Config, batty string) (codex.ExecOptions, error) {
 // (reap.MarkEnv), the agent's name, and batty, the batty binary: its path
 // in BATTY_BIN (which survives a login shell's profile) and its directory
 // first on PATH so that plain `batty` works where PATH is kept.
-func codexEnv(cfg Config, bin codex.Binary, batty string) []string {
+func codexEnv(cfg shimconfig.Config, bin codex.Binary, batty string) []string {
 	env := bin.Environ(os.Environ())
 	if batty != "" {
 		env = append(env, "PATH="+filepath.Dir(batty)+string(os.PathListSeparator)+os.Getenv("PATH"), EnvBatty+"="+batty)

@@ -100,7 +100,7 @@ func (w *netWait) failure(what string) string {
 
 // networkNotice handles one "waiting for network" notice of turn t: the
 // transcript shows every notice; the first of a wait stops the idle timer
-// (the wait has its own limit, Config.NetworkWait) and tells the parent
+// (the wait has its own limit, shimconfig.Config.NetworkWait) and tells the parent
 // (NetworkWait), which shows the agent as waiting for the network.
 func (s *server) networkNotice(t *turn, w *netWait, msg string, idle *time.Timer) {
 	now := time.Now()

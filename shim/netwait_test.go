@@ -9,6 +9,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // until reads events up to the first of kind and returns it with the events
@@ -50,7 +51,7 @@ func TestClassifyEvent(t *testing.T) {
 // keep resetting) does not end the turn: the network wait does, as a
 // network failure that names codex's own words.
 func TestNetworkWaitEndsAsNetworkFailure(t *testing.T) {
-	h := startShim(t, func(c *Config) {
+	h := startShim(t, func(c *shimconfig.Config) {
 		c.IdleTimeout = time.Second
 		c.NetworkWait = 2500 * time.Millisecond
 	})
@@ -84,7 +85,7 @@ func TestNetworkWaitEndsAsNetworkFailure(t *testing.T) {
 // When the API answers again the wait ends, the parent hears so, and the
 // turn completes by itself.
 func TestNetworkComesBack(t *testing.T) {
-	h := startShim(t, func(c *Config) { c.IdleTimeout = 600 * time.Millisecond })
+	h := startShim(t, func(c *shimconfig.Config) { c.IdleTimeout = 600 * time.Millisecond })
 	h.send("n", "scenario:netwait:10")
 	h.expect(kAccepted, kState, kStarted, kThread)
 	on := h.expect(protocol.KindNetworkWait)[0].(protocol.NetworkWait)
@@ -107,7 +108,7 @@ func TestNetworkComesBack(t *testing.T) {
 // Codex's own retry notices are warnings, not activity: a turn that prints
 // nothing else times out.
 func TestRetryNoticesAreWarningsNotActivity(t *testing.T) {
-	h := startShim(t, func(c *Config) { c.IdleTimeout = 1500 * time.Millisecond })
+	h := startShim(t, func(c *shimconfig.Config) { c.IdleTimeout = 1500 * time.Millisecond })
 	h.send("r", "scenario:retrystorm")
 	h.expect(kAccepted, kState, kStarted, kThread)
 	m, before := h.until(kFinished)
@@ -126,7 +127,7 @@ func TestRetryNoticesAreWarningsNotActivity(t *testing.T) {
 
 // A long model command is not silence: the idle timeout waits for it.
 func TestLongCommandIsNotSilence(t *testing.T) {
-	h := startShim(t, func(c *Config) { c.IdleTimeout = time.Second })
+	h := startShim(t, func(c *shimconfig.Config) { c.IdleTimeout = time.Second })
 	h.send("c", "scenario:longcmd:3000")
 	h.expect(kAccepted, kState, kStarted, kThread)
 	tf := h.finished("c", protocol.TurnCompleted)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // Codex prints a usage limit's reset time in its own zone: a TZ in its
@@ -15,7 +16,7 @@ func TestQuotaResetReadInCodexZone(t *testing.T) {
 	if _, err := time.LoadLocation("Asia/Tokyo"); err != nil {
 		t.Skipf("no zoneinfo: %v", err)
 	}
-	h := startShim(t, func(c *Config) { c.Env = append(c.Env, "TZ=Asia/Tokyo") })
+	h := startShim(t, func(c *shimconfig.Config) { c.Env = append(c.Env, "TZ=Asia/Tokyo") })
 	reset := time.Now().Add(90 * time.Minute).Truncate(time.Minute)
 	h.send("q", fmt.Sprintf("scenario:quota:%d", reset.Unix()))
 	ev := h.expect(kAccepted, kState, kStarted, kThread, kQuota)

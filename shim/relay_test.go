@@ -9,6 +9,7 @@ import (
 	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // TestRelayOutbox: a shim with RelayInboxes makes its agent's outbox under
@@ -17,7 +18,7 @@ import (
 // link) is handed over empty, for the parent to refuse.
 func TestRelayOutbox(t *testing.T) {
 	state := t.TempDir()
-	h := startShim(t, func(c *Config) {
+	h := startShim(t, func(c *shimconfig.Config) {
 		c.RelayInboxes = true
 		c.Env = append(c.Env, agentenv.Dir+"="+state)
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // wholeReply returns the whole reply a TurnFinished stands for: Reply
@@ -81,7 +82,7 @@ func TestReplyLargerThanAFrame(t *testing.T) {
 // warning saying what was lost.
 func TestLongReplyWithoutAReplyDir(t *testing.T) {
 	const n = 200 << 10
-	h := startShim(t, func(c *Config) { c.ReplyDir = "" })
+	h := startShim(t, func(c *shimconfig.Config) { c.ReplyDir = "" })
 	h.send("big", "scenario:huge:"+strconv.Itoa(n))
 	h.expect(kAccepted, kState, kStarted, kThread)
 	w := h.expect(kWarning)[0].(protocol.Warning)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // TestReplyStream: with ReplyStream and no reply directory, a reply
@@ -13,7 +14,7 @@ import (
 // all before the turn's TurnFinished, whose size they make.
 func TestReplyStream(t *testing.T) {
 	const n = 3<<20 + 123
-	h := startShim(t, func(c *Config) { c.ReplyDir, c.ReplyStream = "", true })
+	h := startShim(t, func(c *shimconfig.Config) { c.ReplyDir, c.ReplyStream = "", true })
 	h.send("big", "scenario:huge:"+strconv.Itoa(n))
 	h.expect(kAccepted, kState, kStarted, kThread)
 	var whole strings.Builder

@@ -1,16 +1,6 @@
 package shim
 
-import "fmt"
-
-// Runtime names: how the shim runs a turn of Codex (Config.Runtime).
-const (
-	// RuntimeExec runs one `codex exec --json [resume THREAD] -` process
-	// per turn (the default).
-	RuntimeExec = "exec"
-	// RuntimeAppServer runs turns on one warm `codex app-server` process
-	// per shim, which keeps the agent's thread loaded between turns.
-	RuntimeAppServer = "app-server"
-)
+import "github.com/battyhq/batty/shim/shimconfig"
 
 // turnRuntime is the seam behind which the shim runs a turn. The loop
 // hands each turn to run on the turn's own goroutine, one turn at a time;
@@ -32,24 +22,15 @@ type turnRuntime interface {
 	close() error
 }
 
-// newRuntime returns the runtime Config.Runtime names, for server s.
+// newRuntime returns the runtime shimconfig.Config.Runtime names, for server s.
 func newRuntime(name string, s *server) (turnRuntime, error) {
 	switch name {
-	case "", RuntimeExec:
+	case "", shimconfig.RuntimeExec:
 		return execRuntime{s: s}, nil
-	case RuntimeAppServer:
+	case shimconfig.RuntimeAppServer:
 		return &appServerRuntime{s: s}, nil
 	}
-	return nil, checkRuntime(name)
-}
-
-// checkRuntime reports whether name is a runtime the shim knows.
-func checkRuntime(name string) error {
-	switch name {
-	case "", RuntimeExec, RuntimeAppServer:
-		return nil
-	}
-	return fmt.Errorf("shim: --runtime %q is not a runtime (want %q or %q)", name, RuntimeExec, RuntimeAppServer)
+	return nil, shimconfig.CheckRuntime(name)
 }
 
 // execRuntime runs each turn as its own `codex exec --json` process

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // procCmdline returns the command line of a live process as the kernel
@@ -32,7 +33,7 @@ func TestSecretsStayOffEveryCommandLine(t *testing.T) {
 	const secret = "sk-test-0b7e5c3a9f1d"
 	const prompt = "ROLE-PROMPT: you test things."
 	argvLog := filepath.Join(t.TempDir(), "codex-argv")
-	h := startShim(t, func(c *Config) {
+	h := startShim(t, func(c *shimconfig.Config) {
 		c.Env = append(c.Env, "OPENAI_API_KEY="+secret, "FAKE_CODEX_ARGV="+argvLog)
 		c.Instructions = prompt
 	})

@@ -16,26 +16,27 @@ import (
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/replyfile"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/textclip"
 )
 
 // server is one shim: the loop goroutine owns every field below "loop
 // state"; turns and the command reader talk to it over channels.
 type server struct {
-	cfg      Config
+	cfg      shimconfig.Config
 	conn     *protocol.Conn
 	log      hclog.Logger
 	tlog     *ptylog.Writer
-	relay    *relay // nil unless Config.RelayInboxes
+	relay    *relay // nil unless shimconfig.Config.RelayInboxes
 	bin      codex.Binary
 	binErr   error // why the codex binary was not usable; the next turn looks again (bin, binErr, env: the turn in flight's)
 	execOpts codex.ExecOptions
 	env      []string
 	batty    string // the batty binary the agent runs (battyBinary, resolved at start)
 	reaper   *reap.Reaper
-	rt       turnRuntime // runs the turns (Config.Runtime)
+	rt       turnRuntime // runs the turns (shimconfig.Config.Runtime)
 	// replies stores replies longer than a frame (nil: nowhere, because
-	// of repliesErr or no Config.ReplyDir).
+	// of repliesErr or no shimconfig.Config.ReplyDir).
 	replies    *replyfile.Dir
 	repliesErr error
 

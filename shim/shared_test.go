@@ -15,6 +15,7 @@ import (
 	"github.com/battyhq/batty/codex/appshare"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // sharedServer is a broker of one shared app-server for the shims of a
@@ -62,9 +63,9 @@ func startSharedServer(t *testing.T, args []string) *sharedServer {
 // startSharedShim starts a real shim whose turns run on a shared
 // app-server of its own test (runtimePerAccount), with mod applied; the
 // server is closed before the shim's cleanup checks for leftovers.
-func startSharedShim(t *testing.T, mod func(*Config)) (*harness, *codextest.Server) {
+func startSharedShim(t *testing.T, mod func(*shimconfig.Config)) (*harness, *codextest.Server) {
 	t.Helper()
-	var probe Config
+	var probe shimconfig.Config
 	if mod != nil {
 		mod(&probe)
 	}
@@ -77,9 +78,9 @@ func startSharedShim(t *testing.T, mod func(*Config)) (*harness, *codextest.Serv
 // shim starts a real shim of agent on ss in cwd, marked with mark (the
 // server's, for a test of one shim; another for each of several, whose
 // cleanups each check their own), with mod applied.
-func (ss *sharedServer) shim(t *testing.T, agent, cwd, mark string, mod func(*Config)) *harness {
+func (ss *sharedServer) shim(t *testing.T, agent, cwd, mark string, mod func(*shimconfig.Config)) *harness {
 	t.Helper()
-	h := startShimMarked(t, mark, func(c *Config) {
+	h := startShimMarked(t, mark, func(c *shimconfig.Config) {
 		c.Agent = agent
 		c.CodexBin = ss.bin
 		c.Env = []string{"CODEX_HOME=" + ss.home}
@@ -89,7 +90,7 @@ func (ss *sharedServer) shim(t *testing.T, agent, cwd, mark string, mod func(*Co
 		if mod != nil {
 			mod(c)
 		}
-		c.Runtime = RuntimeAppServer
+		c.Runtime = shimconfig.RuntimeAppServer
 		c.AppServerSocket = ss.b.Socket()
 	})
 	h.spare = func() []int { return []int{ss.b.Pid()} }
@@ -133,7 +134,7 @@ func TestSharedAgentsKeepApart(t *testing.T) {
 	var hs []*harness
 	for _, a := range agents {
 		a := a
-		hs = append(hs, ss.shim(t, a.name, a.work, newTestMark(), func(c *Config) {
+		hs = append(hs, ss.shim(t, a.name, a.work, newTestMark(), func(c *shimconfig.Config) {
 			c.Exec.Sandbox = codex.SandboxWorkspaceWrite
 			c.Exec.ApprovalPolicy = codex.ApprovalNever
 			c.Exec.AddDirs = []string{a.out}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // SpawnOptions say how to start a shim process.
@@ -29,7 +30,7 @@ type SpawnOptions struct {
 	Stderr io.Writer
 	// Config is rendered as the shim's flags, except Env and Instructions,
 	// which the shim gets in the handshake's Welcome.
-	Config Config
+	Config shimconfig.Config
 	// HandshakeTimeout bounds the Hello/Welcome exchange (default
 	// protocol.DefaultHandshakeTimeout).
 	HandshakeTimeout time.Duration
@@ -82,7 +83,7 @@ func spawn(ctx context.Context, o SpawnOptions) (*Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("shim %q: %w", o.Config.Agent, err)
 	}
-	if err := o.Config.withDefaults().Validate(); err != nil {
+	if err := o.Config.WithDefaults().Validate(); err != nil {
 		return nil, fmt.Errorf("shim %q: %w", o.Config.Agent, err)
 	}
 	conn, remote, err := protocol.Socketpair(protocol.Options{})
@@ -92,7 +93,7 @@ func spawn(ctx context.Context, o SpawnOptions) (*Process, error) {
 	args := append(append([]string(nil), o.Args...), o.Config.Args()...)
 	var cmd *exec.Cmd
 	if o.Remote != nil {
-		if cmd, err = o.Remote(append(append([]string{o.Path}, args...), StdioFlag)); err != nil {
+		if cmd, err = o.Remote(append(append([]string{o.Path}, args...), shimconfig.StdioFlag)); err != nil {
 			remote.Close()
 			conn.Close()
 			return nil, fmt.Errorf("shim %q: %w", o.Config.Agent, err)

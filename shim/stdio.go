@@ -10,24 +10,17 @@ import (
 
 	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
-// StdioFlag makes `batty shim` speak its protocol on its stdin and
-// stdout instead of fd 3: the shim at the other end of a host's transport
-// (ssh, kubectl exec; see package hosts and SpawnOptions.Remote). The end
-// of its stdin — the stream cut, the parent gone — stops it like a closed
-// socket does: the turn in flight is stopped and everything the shim
-// started is killed before it exits.
-const StdioFlag = "--stdio"
-
-// takeStdio removes StdioFlag from args (a copy) and reports whether it
+// takeStdio removes shimconfig.StdioFlag from args (a copy) and reports whether it
 // was there. Every other flag is rendered "--name=value", so the flag
 // cannot be the value of another.
 func takeStdio(args []string) ([]string, bool) {
-	if !slices.Contains(args, StdioFlag) {
+	if !slices.Contains(args, shimconfig.StdioFlag) {
 		return args, false
 	}
-	return slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == StdioFlag }), true
+	return slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == shimconfig.StdioFlag }), true
 }
 
 // stdioChannel takes stdin and stdout over as the control channel
@@ -40,7 +33,7 @@ func stdioChannel() (*protocol.Conn, error) {
 	return protocol.StdioConn(protocol.Options{})
 }
 
-// homeVars are the variables of Config.Env whose value is a path that a
+// homeVars are the variables of shimconfig.Config.Env whose value is a path that a
 // remote shim expands (see WithHome).
 var homeVars = []string{"CODEX_HOME", agentenv.Dir, agentenv.Project}
 
@@ -51,7 +44,7 @@ var homeVars = []string{"CODEX_HOME", agentenv.Dir, agentenv.Project}
 // writes them, "~/" meaning the home directory there, which no shell
 // expands on the way (see Main). It is a pure function; home "" returns
 // c unchanged.
-func WithHome(c Config, home string) Config {
+func WithHome(c shimconfig.Config, home string) shimconfig.Config {
 	if home == "" {
 		return c
 	}

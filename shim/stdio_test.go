@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
@@ -44,7 +45,7 @@ func startStdioClient(t *testing.T, wrap string) (*Client, string) {
 		t.Fatal(err)
 	}
 	mark := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
-	cfg := Config{
+	cfg := shimconfig.Config{
 		Agent: "far", CodexBin: self, StopGrace: 300 * time.Millisecond,
 		Env: []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + t.TempDir()},
 	}
@@ -67,8 +68,8 @@ func startStdioClient(t *testing.T, wrap string) (*Client, string) {
 		}
 		assertNoProcesses(t, mark)
 	})
-	if len(argv) < 3 || argv[0] != self || argv[len(argv)-1] != StdioFlag {
-		t.Fatalf("remote command line = %q, want %s, its flags, %s", argv, self, StdioFlag)
+	if len(argv) < 3 || argv[0] != self || argv[len(argv)-1] != shimconfig.StdioFlag {
+		t.Fatalf("remote command line = %q, want %s, its flags, %s", argv, self, shimconfig.StdioFlag)
 	}
 	if h := c.Hello(); h.Agent != "far" || h.PID == c.Pid() {
 		t.Fatalf("hello = %+v: want the shim's own, not the transport's (pid %d)", h, c.Pid())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // TestTranscriptStream: a shim with TranscriptStream writes no file and
@@ -14,7 +15,7 @@ import (
 // start notice, then the turn's header and its end.
 func TestTranscriptStream(t *testing.T) {
 	var file string
-	h := startShim(t, func(c *Config) { file, c.TranscriptStream = c.Transcript, true })
+	h := startShim(t, func(c *shimconfig.Config) { file, c.TranscriptStream = c.Transcript, true })
 	h.send("m1", "hello")
 	h.expect(kAccepted, kState, kStarted, kThread)
 	h.finished("m1", protocol.TurnCompleted)

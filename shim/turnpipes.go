@@ -3,6 +3,8 @@ package shim
 import (
 	"fmt"
 	"os"
+
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // turnPipes are the pipes between the shim and one codex process: codex's
@@ -78,7 +80,7 @@ const (
 // the stop's reason and the turn's error. A turn that ran out of time
 // while codex waited for the network (w) failed for the network, and says
 // since when. It changes nothing (w is only read).
-func limitStop(l turnLimit, c Config, w *netWait) (stopReason, string) {
+func limitStop(l turnLimit, c shimconfig.Config, w *netWait) (stopReason, string) {
 	switch l {
 	case limitTurn:
 		what := fmt.Sprintf("turn exceeded the turn timeout of %s", c.TurnTimeout)

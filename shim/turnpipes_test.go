@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // close closes every end still held, once, whatever was closed or handed
@@ -45,7 +47,7 @@ func TestTurnPipesClose(t *testing.T) {
 }
 
 func TestLimitStop(t *testing.T) {
-	c := Config{TurnTimeout: time.Hour, IdleTimeout: 10 * time.Minute, NetworkWait: 30 * time.Minute}
+	c := shimconfig.Config{TurnTimeout: time.Hour, IdleTimeout: 10 * time.Minute, NetworkWait: 30 * time.Minute}
 	since := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	quiet := &netWait{}
 	waiting := &netWait{since: since, last: "waiting for network"}

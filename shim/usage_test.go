@@ -6,6 +6,7 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // runTurn sends one message to h and returns its TurnFinished, skipping the
@@ -31,7 +32,7 @@ func runTurn(h *harness, id, body string) protocol.TurnFinished {
 // thread's whole history.
 func TestResumeWithBaselineCountsOnlyTheNewTurn(t *testing.T) {
 	state := t.TempDir()
-	withState := func(c *Config) { c.Env = []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + state} }
+	withState := func(c *shimconfig.Config) { c.Env = []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + state} }
 	first := startShim(t, withState)
 	runTurn(first, "1", "scenario:usage:5000")
 	tf := runTurn(first, "2", "scenario:usage:3000")
@@ -42,7 +43,7 @@ func TestResumeWithBaselineCountsOnlyTheNewTurn(t *testing.T) {
 	first.waitExit()
 
 	thread, base := tf.ThreadID, tf.Thread
-	second := startShim(t, func(c *Config) {
+	second := startShim(t, func(c *shimconfig.Config) {
 		withState(c)
 		c.ThreadID = thread
 		c.ThreadUsage = codex.Usage{InputTokens: base.Input, CachedInputTokens: base.CachedInput, OutputTokens: base.Output, ReasoningOutputTokens: base.ReasoningOutput}
@@ -97,7 +98,7 @@ func TestContextFailureRestartsTheRunningTotal(t *testing.T) {
 // TestWebSearchIsNoExtraRequest: a hosted web search runs inside the model
 // request, so the turn's whole input is one request's context.
 func TestWebSearchIsNoExtraRequest(t *testing.T) {
-	h := startShim(t, func(c *Config) { c.ContextWindow = 10000 })
+	h := startShim(t, func(c *shimconfig.Config) { c.ContextWindow = 10000 })
 	tf := runTurn(h, "w", "scenario:websearch")
 	if want := float64(3000+30) * 100 / 10000; tf.ContextPct != want {
 		t.Fatalf("context pct = %v, want %v (input %d)", tf.ContextPct, want, tf.Usage.Input)

@@ -6,16 +6,17 @@ import (
 
 	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 func TestWithHome(t *testing.T) {
-	c := Config{
+	c := shimconfig.Config{
 		Agent: "a", Cwd: "~/proj/sub", CodexBin: "~/bin/codex", Transcript: "/abs/t", ReplyDir: "~",
 		Exec: codex.ExecOptions{AddDirs: []string{"~/proj/.batty/inboxes", "/x"}, OutputSchema: "~bob/s"},
 		Env:  []string{"CODEX_HOME=~/.codex-w", agentenv.Dir + "=~/proj/.batty", "OTHER=~/kept", "EMPTY="},
 	}
 	got := WithHome(c, "/home/u")
-	want := Config{
+	want := shimconfig.Config{
 		Agent: "a", Cwd: "/home/u/proj/sub", CodexBin: "/home/u/bin/codex", Transcript: "/abs/t", ReplyDir: "/home/u",
 		Exec: codex.ExecOptions{AddDirs: []string{"/home/u/proj/.batty/inboxes", "/x"}, OutputSchema: "~bob/s"},
 		Env:  []string{"CODEX_HOME=/home/u/.codex-w", agentenv.Dir + "=/home/u/proj/.batty", "OTHER=~/kept", "EMPTY="},

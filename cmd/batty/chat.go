@@ -19,12 +19,13 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
 func newChatCmd() *cobra.Command {
 	var (
-		cfg              shim.Config
+		cfg              shimconfig.Config
 		instructionsFile string
 		asJSON           bool
 		shutdownTimeout  time.Duration
@@ -79,7 +80,7 @@ readable by every local user).`,
 }
 
 // runChat drives one shim; it returns the exit code.
-func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Writer, asJSON bool, shutdownTimeout time.Duration) (int, error) {
+func runChat(ctx context.Context, cfg shimconfig.Config, stdin io.Reader, stdout io.Writer, asJSON bool, shutdownTimeout time.Duration) (int, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -229,7 +230,7 @@ func readInstructions(path string) (string, error) {
 // chatReplyDir gives the shim a private directory (0700) for replies too
 // long for one frame, unless cfg names one, and opens it. cleanup closes it
 // and removes a directory chat made.
-func chatReplyDir(cfg *shim.Config) (*replyfile.Dir, func(), error) {
+func chatReplyDir(cfg *shimconfig.Config) (*replyfile.Dir, func(), error) {
 	made := ""
 	if cfg.ReplyDir == "" {
 		dir, err := os.MkdirTemp("", "batty-chat-replies-")

@@ -22,7 +22,7 @@ import (
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/retry"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
@@ -36,7 +36,7 @@ type fanoutArgs struct {
 	keepGoing                        bool
 	maxTokens                        int64
 	grace                            time.Duration
-	cfg                              shim.Config
+	cfg                              shimconfig.Config
 }
 
 // fanoutCodexFlags are the flags that set codex for the workers; with
@@ -315,10 +315,10 @@ func orNone(names []string) string {
 }
 
 // checkShimConfig validates the workers' settings as a shim would.
-func checkShimConfig(c shim.Config) error {
+func checkShimConfig(c shimconfig.Config) error {
 	probe := c
 	probe.ReplyDir = ""
-	if _, err := shim.ParseArgs(probe.Args()); err != nil {
+	if _, err := shimconfig.ParseArgs(probe.Args()); err != nil {
 		return err
 	}
 	return probe.Validate()
@@ -454,7 +454,7 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 // out, with one line on stderr saying why and where the rows go instead;
 // when none is ready, the error names each host's problem and its fix. It
 // blocks for the hosts; ctx cuts it short.
-func prepareHosts(ctx context.Context, cfg shim.Config, on fanoutHosts) (fanout.HostSetup, []fanout.WorkerHost, error) {
+func prepareHosts(ctx context.Context, cfg shimconfig.Config, on fanoutHosts) (fanout.HostSetup, []fanout.WorkerHost, error) {
 	setup := fanout.HostSetup{Transport: &hosts.Transport{}, Root: on.root, Home: localHomeDir(), Config: cfg}
 	var err error
 	if setup.Cwd, err = os.Getwd(); err != nil {

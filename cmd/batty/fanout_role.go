@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/battyhq/batty/orchestrator"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
@@ -12,7 +12,7 @@ import (
 // included; sent in the handshake), instructions, working directory and
 // context window. c keeps its name and output schema, and nothing of the
 // team's inboxes: a fan-out worker answers in its reply.
-func applyRole(c *shim.Config, def team.Agent) {
+func applyRole(c *shimconfig.Config, def team.Agent) {
 	r := orchestrator.CodexConfig(def)
 	r.Exec.OutputSchema = c.Exec.OutputSchema
 	c.CodexBin, c.Cwd, c.Instructions, c.Exec, c.Env, c.ContextWindow = r.CodexBin, r.Cwd, r.Instructions, r.Exec, r.Env, r.ContextWindow

@@ -13,6 +13,7 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -305,7 +306,7 @@ func newVersionCmd() *cobra.Command {
 }
 
 func newShimCmd() *cobra.Command {
-	var cfg shim.Config
+	var cfg shimconfig.Config
 	cmd := &cobra.Command{
 		Use:                "shim",
 		Short:              "Run one agent (started by batty with its control socket on fd 3)",

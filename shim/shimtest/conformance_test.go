@@ -15,6 +15,7 @@ import (
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // TestMain lets this test binary be a real shim and the fake codex it
@@ -164,7 +165,7 @@ func runConformance(t *testing.T, c conformance, start starter, dir string) []st
 		t.Fatal(err)
 	}
 	state := t.TempDir()
-	cfg := shim.Config{Agent: "tester", Env: []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + state}}
+	cfg := shimconfig.Config{Agent: "tester", Env: []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + state}}
 	if c.thread != "" {
 		// The fake codex holds the thread with its running total.
 		if err := os.WriteFile(filepath.Join(state, c.thread+".json"), []byte(`{"input":5000,"output":50,"turns":1}`), 0o600); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // Fake is an in-process stand-in for a shim whose codex is the fake codex
@@ -35,7 +36,7 @@ import (
 // goroutine of its own that ends with the turn. All methods are safe for
 // concurrent use.
 type Fake struct {
-	cfg    shim.Config
+	cfg    shimconfig.Config
 	pid    int
 	cmds   chan protocol.Message
 	events chan protocol.Message
@@ -60,13 +61,13 @@ var fakePids atomic.Int64
 func StartFake(_ context.Context, o shim.SpawnOptions) (*Fake, error) {
 	cfg := o.Config
 	if cfg.QueueDepth == 0 {
-		cfg.QueueDepth = shim.DefaultQueueDepth
+		cfg.QueueDepth = shimconfig.DefaultQueueDepth
 	}
 	if cfg.ContextWindow == 0 {
-		cfg.ContextWindow = shim.DefaultContextWindow
+		cfg.ContextWindow = shimconfig.DefaultContextWindow
 	}
 	if cfg.PressurePct == 0 {
-		cfg.PressurePct = shim.DefaultPressurePct
+		cfg.PressurePct = shimconfig.DefaultPressurePct
 	}
 	f := &Fake{
 		cfg: cfg, pid: 1<<30 + int(fakePids.Add(1)),

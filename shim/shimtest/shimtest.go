@@ -11,7 +11,7 @@ import (
 	"os"
 
 	"github.com/battyhq/batty/protocol"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // NilRetryAt is a frame body no version of the protocol can decode:
@@ -35,11 +35,11 @@ func BadFrameMain(args []string, body []byte) int {
 }
 
 func badFrame(args []string, body []byte) error {
-	cfg, err := shim.ParseArgs(args)
+	cfg, err := shimconfig.ParseArgs(args)
 	if err != nil {
 		return err
 	}
-	conn, err := protocol.FileConn(os.NewFile(shim.ControlFD, "batty-control"), protocol.Options{})
+	conn, err := protocol.FileConn(os.NewFile(shimconfig.ControlFD, "batty-control"), protocol.Options{})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,10 @@
-package shim
+// Package shimconfig is the contract of how a shim is started, shared by
+// its two sides: the settings of one shim (Config) with their defaults and
+// checks, rendered as flags by the parent that starts it (Args, package
+// shim/shimclient) and read back by `batty shim` (ParseArgs, package shim),
+// and where the shim finds its control channel (ControlFD, StdioFlag).
+// Pure: it starts nothing.
+package shimconfig
 
 import (
 	"errors"
@@ -25,11 +31,25 @@ const (
 	maxQueueDepth        = 1024
 )
 
+// Where `batty shim` finds its control channel.
+const (
+	// ControlFD is the descriptor a shim expects its control socket on.
+	ControlFD = 3
+	// StdioFlag makes `batty shim` speak its protocol on its stdin and
+	// stdout instead of fd 3: the shim at the other end of a host's
+	// transport (ssh, kubectl exec; see package hosts and
+	// shimclient.SpawnOptions.Remote). The end of its stdin — the stream
+	// cut, the parent gone — stops it like a closed socket does: the turn
+	// in flight is stopped and everything the shim started is killed
+	// before it exits.
+	StdioFlag = "--stdio"
+)
+
 // Config is everything a shim needs to run one agent. The orchestrator
 // builds it, turns it into flags with Args, and the shim reads them back with
 // ParseArgs — all but Env and Instructions, which never become flags: a
 // command line is readable by every local user (ps, /proc/<pid>/cmdline),
-// so Spawn hands them to the shim in the handshake's Welcome instead.
+// so shimclient.Spawn hands them to the shim in the handshake's Welcome instead.
 type Config struct {
 	// Agent is the agent's name; it identifies the agent to codex commands
 	// (BATTY_AGENT) and in the transcript.
@@ -127,8 +147,8 @@ type Config struct {
 	PressurePct float64
 }
 
-// withDefaults fills zero fields with the defaults.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with its zero fields set to the defaults. Pure.
+func (c Config) WithDefaults() Config {
 	if c.CodexBin == "" {
 		c.CodexBin = "codex"
 	}
@@ -193,7 +213,7 @@ func (c Config) Validate() error {
 	if c.AppServerSocket != "" && c.Runtime != RuntimeAppServer {
 		return fmt.Errorf("shim: --app-server-socket needs --runtime=%s", RuntimeAppServer)
 	}
-	return checkRuntime(c.Runtime)
+	return CheckRuntime(c.Runtime)
 }
 
 func (c *Config) flags(fs *pflag.FlagSet) {
@@ -248,14 +268,14 @@ func ParseArgs(args []string) (Config, error) {
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("shim flags: unexpected argument %q", fs.Arg(0))
 	}
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	return c, c.Validate()
 }
 
 // Args renders c as shim flags; ParseArgs(c.Args()) yields c with
 // defaults, without Env and Instructions (see Config).
 func (c Config) Args() []string {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	a := []string{"--agent=" + c.Agent}
 	add := func(name, v string) {
 		if v != "" {

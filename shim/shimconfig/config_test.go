@@ -1,4 +1,4 @@
-package shim
+package shimconfig
 
 import (
 	"reflect"
@@ -33,7 +33,7 @@ func TestConfigArgsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ParseArgs(%q): %v", c.Args(), err)
 		}
-		want := c.withDefaults()
+		want := c.WithDefaults()
 		want.Env, want.Instructions = nil, ""
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("round trip:\n got  %+v\n want %+v", got, want)
@@ -95,7 +95,7 @@ func TestConfigValidateEnvAndInstructions(t *testing.T) {
 		{Config{Agent: "a", Env: []string{"BIG=" + strings.Repeat("x", codex.MaxArgLen)}}, []string{"environment variable BIG is 131076 bytes", "131072", "MAX_ARG_STRLEN"}},
 		{Config{Agent: "a", Instructions: strings.Repeat("x", codex.MaxArgLen)}, []string{"developer_instructions is 131097 bytes", "131072", "MAX_ARG_STRLEN"}},
 	} {
-		err := tc.c.withDefaults().Validate()
+		err := tc.c.WithDefaults().Validate()
 		for _, want := range tc.want {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("Validate() = %v, want an error containing %q", err, want)
@@ -127,7 +127,7 @@ func TestParseArgsRefusesUnknownRuntime(t *testing.T) {
 		t.Fatalf("ParseArgs with an unknown runtime: %v", err)
 	}
 	for _, rt := range []string{"", RuntimeExec} {
-		if err := (Config{Agent: "a", Runtime: rt}).withDefaults().Validate(); err != nil {
+		if err := (Config{Agent: "a", Runtime: rt}).WithDefaults().Validate(); err != nil {
 			t.Errorf("runtime %q refused: %v", rt, err)
 		}
 	}
