@@ -18,7 +18,7 @@ import (
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
@@ -161,7 +161,7 @@ func (s ShimWorkers) New(n, account int) (Worker, error) {
 		return nil, err
 	}
 	cfg.ReplyDir = dir
-	c, err := shim.Start(context.Background(), shim.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Config: cfg, Stderr: s.Stderr})
+	c, err := shimclient.Start(context.Background(), shimclient.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Config: cfg, Stderr: s.Stderr})
 	if err != nil {
 		replies.Close()
 		os.RemoveAll(dir)
@@ -175,7 +175,7 @@ func (s ShimWorkers) New(n, account int) (Worker, error) {
 func (s ShimWorkers) newRemote(n int, h WorkerHost) (Worker, error) {
 	cfg := h.Config
 	cfg.Agent = fmt.Sprintf("%s-%d", s.Config.Agent, n)
-	c, err := shim.Start(context.Background(), shim.SpawnOptions{Path: h.Batty, Args: []string{"shim"}, Config: cfg, Stderr: s.Stderr,
+	c, err := shimclient.Start(context.Background(), shimclient.SpawnOptions{Path: h.Batty, Args: []string{"shim"}, Config: cfg, Stderr: s.Stderr,
 		Remote: h.Remote, HandshakeTimeout: hosts.ShimHandshakeTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("worker %d on host %s: %w", n, h.Name, err)
@@ -184,7 +184,7 @@ func (s ShimWorkers) newRemote(n int, h WorkerHost) (Worker, error) {
 }
 
 type shimWorker struct {
-	c       *shim.Client
+	c       *shimclient.Client
 	replies *replyfile.Dir // nil for a shim on a host
 	dir     string
 	used    bool

@@ -13,7 +13,7 @@ import (
 // Bounds of the work done on a host.
 const (
 	// ShimHandshakeTimeout bounds the handshake of a shim started on a
-	// host (shim.SpawnOptions.HandshakeTimeout): the connection counts.
+	// host (shimclient.SpawnOptions.HandshakeTimeout): the connection counts.
 	ShimHandshakeTimeout = 60 * time.Second
 	// InstallTimeout bounds one installation of batty on a host
 	// (EnsureBatty: the probes and the upload).

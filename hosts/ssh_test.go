@@ -17,7 +17,7 @@ import (
 	"github.com/battyhq/batty/hosts/hoststest"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/protocol"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 )
 
@@ -177,7 +177,7 @@ func TestSSHPreflight(t *testing.T) {
 
 // startRemoteShim installs batty on the harness's host and starts a shim
 // there over the transport, through package shim's own client.
-func startRemoteShim(t *testing.T, s *hoststest.SSHD, tr *Transport, agent, codexBin string, env []string) *shim.Client {
+func startRemoteShim(t *testing.T, s *hoststest.SSHD, tr *Transport, agent, codexBin string, env []string) *shimclient.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -185,7 +185,7 @@ func startRemoteShim(t *testing.T, s *hoststest.SSHD, tr *Transport, agent, code
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := shim.Start(ctx, shim.SpawnOptions{
+	c, err := shimclient.Start(ctx, shimclient.SpawnOptions{
 		Path: batty, Args: []string{"shim"}, Stderr: os.Stderr,
 		Config: shimconfig.Config{Agent: agent, CodexBin: codexBin, Env: env, Instructions: "secret-instructions-text"},
 		Remote: tr.ShimCommand(s.Host, "~"),
@@ -201,7 +201,7 @@ func startRemoteShim(t *testing.T, s *hoststest.SSHD, tr *Transport, agent, code
 }
 
 // pong sends a Ping and waits for its Pong among the shim's events.
-func pong(t *testing.T, c *shim.Client, nonce uint64) {
+func pong(t *testing.T, c *shimclient.Client, nonce uint64) {
 	t.Helper()
 	if err := c.Send(protocol.Ping{Nonce: nonce}); err != nil {
 		t.Fatal(err)

@@ -481,7 +481,7 @@ func (t *Transport) run(ctx context.Context, h team.Host, script string, stdin i
 	return nil
 }
 
-// ShimCommand returns what shim.SpawnOptions.Remote takes: a function
+// ShimCommand returns what shimclient.SpawnOptions.Remote takes: a function
 // that gives the command running argv (a shim's command line, its first
 // word the batty installed on h, e.g. EnsureBatty's path) on h in dir
 // (a path there; "~/" is the home directory), through Cmd. The shim at

@@ -22,7 +22,7 @@ import (
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
@@ -397,8 +397,8 @@ func CodexConfig(def team.Agent) shimconfig.Config {
 // through the daemon's transport, with the batty installed there, the
 // configuration as the host sees it and a handshake that allows for the
 // connection. It errs for a host where batty is not installed (yet).
-func (a *agent) spawnOptions() (shim.SpawnOptions, error) {
-	o := shim.SpawnOptions{
+func (a *agent) spawnOptions() (shimclient.SpawnOptions, error) {
+	o := shimclient.SpawnOptions{
 		Path: a.d.opts.ShimCommand[0], Args: a.d.opts.ShimCommand[1:], Env: a.d.opts.ShimEnv,
 		Stderr: a.d.opts.ShimLog, Config: a.shimConfig(), Reaper: a.d.reaper,
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/project/projecttest"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimtest"
 	"github.com/battyhq/batty/team"
 )
@@ -401,7 +402,7 @@ func layoutOf(t testing.TB, dir string) project.Layout {
 // The fake stands for the fake codex's text, empty, usage, slow, sleepms
 // and gate scenarios.
 func inProcess(o *Options) {
-	o.StartWorker = func(ctx context.Context, so shim.SpawnOptions) (Worker, error) {
+	o.StartWorker = func(ctx context.Context, so shimclient.SpawnOptions) (Worker, error) {
 		return shimtest.StartFake(ctx, so)
 	}
 }

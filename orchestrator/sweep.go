@@ -13,7 +13,7 @@ import (
 	"github.com/battyhq/batty/leftovers"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimclient"
 )
 
 // Every process the daemon starts for a project carries the project's mark
@@ -105,7 +105,7 @@ func (tp *teamProcs) report(when string, n int, err error) int {
 // cgroup, inside it. Should the kernel refuse to start it in the cgroup,
 // it is started outside, and so are all later shims (the debug log says
 // why).
-func (tp *teamProcs) spawn(ctx context.Context, o shim.SpawnOptions) (*shim.Client, error) {
+func (tp *teamProcs) spawn(ctx context.Context, o shimclient.SpawnOptions) (*shimclient.Client, error) {
 	env := o.Env
 	if env == nil {
 		env = os.Environ()
@@ -116,12 +116,12 @@ func (tp *teamProcs) spawn(ctx context.Context, o shim.SpawnOptions) (*shim.Clie
 		o.Cgroup = tp.cgroup
 	}
 	tp.mu.Unlock()
-	p, err := shim.Start(ctx, o)
+	p, err := shimclient.Start(ctx, o)
 	if err == nil || o.Cgroup == nil || !isStartError(err) {
 		return p, err
 	}
 	o.Cgroup = nil
-	p, err2 := shim.Start(ctx, o)
+	p, err2 := shimclient.Start(ctx, o)
 	if err2 != nil {
 		return nil, err2
 	}

@@ -5,12 +5,12 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/protocol"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimclient"
 )
 
 // Worker is an agent's worker as the agent's actor drives it: commands in
 // with Send, events out of Events in the order the worker sent them,
-// ended with BeginStop, Kill or Close. A local shim (*shim.Client) is one;
+// ended with BeginStop, Kill or Close. A local shim (*shimclient.Client) is one;
 // a shim on a host is one through remoteWorker, which gives the events a
 // local one gives; tests give an in-process one (shimtest.Fake).
 //
@@ -47,12 +47,12 @@ type Worker interface {
 // configuration and handshake). It blocks until the worker is up, for
 // at most the handshake's timeout; ctx bounds the start only. On failure
 // nothing is left running.
-type StartWorker func(ctx context.Context, o shim.SpawnOptions) (Worker, error)
+type StartWorker func(ctx context.Context, o shimclient.SpawnOptions) (Worker, error)
 
 // startWorker starts a worker through Options.StartWorker, by default a
 // shim process of the team (startShim). Safe from any goroutine once Run
 // has set d.procs.
-func (d *Daemon) startWorker(ctx context.Context, o shim.SpawnOptions) (Worker, error) {
+func (d *Daemon) startWorker(ctx context.Context, o shimclient.SpawnOptions) (Worker, error) {
 	if d.opts.StartWorker != nil {
 		return d.opts.StartWorker(ctx, o)
 	}
@@ -61,7 +61,7 @@ func (d *Daemon) startWorker(ctx context.Context, o shim.SpawnOptions) (Worker, 
 
 // startShim starts a shim process of the team (spawn: marked, in the
 // team's cgroup when there is one) as a Worker.
-func (tp *teamProcs) startShim(ctx context.Context, o shim.SpawnOptions) (Worker, error) {
+func (tp *teamProcs) startShim(ctx context.Context, o shimclient.SpawnOptions) (Worker, error) {
 	c, err := tp.spawn(ctx, o)
 	if err != nil {
 		return nil, err

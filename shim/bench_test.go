@@ -10,6 +10,7 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkTurnViaShim(b *testing.B) {
 	}
 	cfg := shimconfig.Config{Agent: "bench", CodexBin: self, Env: []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + b.TempDir()}}
 	env := append(os.Environ(), "BATTY_TEST_ROLE=shim", "BATTY_LOG_LEVEL=error")
-	p, err := Spawn(SpawnOptions{Path: self, Env: env, Config: cfg})
+	p, err := shimclient.Spawn(shimclient.SpawnOptions{Path: self, Env: env, Config: cfg})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 )
 
@@ -23,8 +24,6 @@ func TestMain(m *testing.M) {
 		os.Exit(Main(os.Args[1:]))
 	case "fakecodex":
 		os.Exit(codextest.FakeMain(os.Args[1:]))
-	case "fakeshim":
-		os.Exit(fakeShimMain())
 	}
 	os.Exit(m.Run())
 }
@@ -36,7 +35,7 @@ const eventWait = 30 * time.Second
 // driven over a real socketpair.
 type harness struct {
 	t      *testing.T
-	p      *Process
+	p      *shimclient.Process
 	cfg    shimconfig.Config
 	mark   string
 	events chan protocol.Message
@@ -126,7 +125,7 @@ func startShimMarked(t *testing.T, mark string, mod func(*shimconfig.Config)) *h
 	}
 	h := &harness{t: t, cfg: cfg, mark: mark, events: make(chan protocol.Message, 1024), log: &syncBuffer{}}
 	env := append(os.Environ(), "BATTY_TEST_ROLE=shim", "BATTY_TEST_MARK="+mark, "BATTY_LOG_LEVEL=debug", "TZ=UTC")
-	h.p, err = Spawn(SpawnOptions{Path: self, Env: env, Config: cfg, Stderr: h.log})
+	h.p, err = shimclient.Spawn(shimclient.SpawnOptions{Path: self, Env: env, Config: cfg, Stderr: h.log})
 	if err != nil {
 		t.Fatalf("spawn shim: %v", err)
 	}

@@ -1,10 +1,11 @@
-// Package shim runs one agent: it owns one Codex conversation (thread) and
-// runs `codex exec --json` once per message, driven over the protocol by its
-// parent (the orchestrator, or `batty chat`).
+// Package shim is the server side of a worker, the `batty shim` process: it
+// runs one agent, owns one Codex conversation (thread) and runs a turn of
+// Codex once per message, driven over the protocol by its parent (the
+// daemon, `batty chat` or `batty fanout`, through package shim/shimclient).
 //
 // A shim is started with its control socket on fd 3 and its settings as
-// flags (see shimconfig.Config). It speaks first (Hello), runs one codex process at a
-// time in its own process group, queues further messages up to a bounded
+// flags (package shim/shimconfig). It speaks first (Hello), runs one codex
+// process at a time in its own process group, queues further messages up to a bounded
 // depth, watches every turn with a hard and a no-output timeout, and ends
 // every accepted message with exactly one TurnFinished. As a child subreaper
 // it kills whatever a turn left behind when the turn ends, so nothing a turn

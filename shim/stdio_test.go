@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
@@ -35,10 +36,10 @@ func TestTakeStdio(t *testing.T) {
 }
 
 // startStdioClient starts a real shim with the fake codex through
-// SpawnOptions.Remote: the "transport" is wrap (sh -c SCRIPT with the
-// shim's command line as its arguments), run here, the shim speaking on
-// its stdin and stdout.
-func startStdioClient(t *testing.T, wrap string) (*Client, string) {
+// shimclient.SpawnOptions.Remote: the "transport" is wrap (sh -c SCRIPT
+// with the shim's command line as its arguments), run here, the shim
+// speaking on its stdin and stdout.
+func startStdioClient(t *testing.T, wrap string) (*shimclient.Client, string) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -57,7 +58,7 @@ func startStdioClient(t *testing.T, wrap string) (*Client, string) {
 		cmd.Env = append(os.Environ(), "BATTY_TEST_ROLE=shim", "BATTY_TEST_MARK="+mark)
 		return cmd, nil
 	}
-	c, err := Start(context.Background(), SpawnOptions{Path: self, Config: cfg, Stderr: log, Remote: remote})
+	c, err := shimclient.Start(context.Background(), shimclient.SpawnOptions{Path: self, Config: cfg, Stderr: log, Remote: remote})
 	if err != nil {
 		t.Fatalf("start shim: %v\n%s", err, log.String())
 	}
@@ -75,6 +76,22 @@ func startStdioClient(t *testing.T, wrap string) (*Client, string) {
 		t.Fatalf("hello = %+v: want the shim's own, not the transport's (pid %d)", h, c.Pid())
 	}
 	return c, mark
+}
+
+// nextEvent returns the next event of c, failing the test when none comes
+// within eventWait or Events closed.
+func nextEvent(t *testing.T, c *shimclient.Client) protocol.Message {
+	t.Helper()
+	select {
+	case m, ok := <-c.Events():
+		if !ok {
+			t.Fatalf("events closed (%v) while waiting for one", c.Err())
+		}
+		return m
+	case <-time.After(eventWait):
+		t.Fatalf("no event within %s", eventWait)
+	}
+	return nil
 }
 
 // TestStdioTurn runs a turn with a shim on stdin and stdout behind a

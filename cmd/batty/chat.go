@@ -18,7 +18,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/replyfile"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
@@ -97,7 +97,7 @@ func runChat(ctx context.Context, cfg shimconfig.Config, stdin io.Reader, stdout
 		return 1, err
 	}
 	defer cleanup()
-	c, err := shim.Start(ctx, shim.SpawnOptions{Path: exe, Args: []string{"shim"}, Env: env, Config: cfg, Stderr: os.Stderr})
+	c, err := shimclient.Start(ctx, shimclient.SpawnOptions{Path: exe, Args: []string{"shim"}, Env: env, Config: cfg, Stderr: os.Stderr})
 	if err != nil {
 		return 1, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 )
 
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 // eventWait bounds every wait for an event.
 const eventWait = 30 * time.Second
 
-// worker is what the suite drives: a real shim (shim.Client) or a Fake.
+// worker is what the suite drives: a real shim (shimclient.Client) or a Fake.
 type worker interface {
 	Send(protocol.Message) error
 	Events() <-chan protocol.Message
@@ -129,9 +130,9 @@ func TestFakeConformsToTheShim(t *testing.T) {
 	}
 }
 
-type starter func(t *testing.T, o shim.SpawnOptions) worker
+type starter func(t *testing.T, o shimclient.SpawnOptions) worker
 
-func startReal(t *testing.T, o shim.SpawnOptions) worker {
+func startReal(t *testing.T, o shimclient.SpawnOptions) worker {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -142,14 +143,14 @@ func startReal(t *testing.T, o shim.SpawnOptions) worker {
 	o.Config.Transcript = filepath.Join(t.TempDir(), "agent.log")
 	o.Config.ReplyDir = t.TempDir()
 	o.Config.StopGrace = 300 * time.Millisecond
-	c, err := shim.Start(context.Background(), o)
+	c, err := shimclient.Start(context.Background(), o)
 	if err != nil {
 		t.Fatalf("start shim: %v", err)
 	}
 	return c
 }
 
-func startFakeWorker(t *testing.T, o shim.SpawnOptions) worker {
+func startFakeWorker(t *testing.T, o shimclient.SpawnOptions) worker {
 	f, err := StartFake(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +174,7 @@ func runConformance(t *testing.T, c conformance, start starter, dir string) []st
 		}
 		cfg.ThreadID, cfg.ThreadUsage = c.thread, codex.Usage{InputTokens: 5000, OutputTokens: 50}
 	}
-	w := start(t, shim.SpawnOptions{Config: cfg})
+	w := start(t, shimclient.SpawnOptions{Config: cfg})
 	t.Cleanup(w.Close)
 	l := &conformLog{t: t, w: w, threads: map[string]string{}}
 	if c.thread != "" {

@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/protocol"
-	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 )
 
 // Fake is an in-process stand-in for a shim whose codex is the fake codex
 // of codextest (FakeMain), for fast tests of the processes that drive
-// shims: it has the method set of shim.Client and, on the paths it stands
+// shims: it has the method set of shimclient.Client and, on the paths it stands
 // for, sends the events a real shim sends, in the same order, with the
 // same fields (the conformance test in this package runs one suite against
 // both). Those paths are: the handshake's start (idle), turns of the
@@ -55,10 +55,10 @@ type Fake struct {
 // (pid_max is at most 2^22), so that no signal to one reaches a process.
 var fakePids atomic.Int64
 
-// StartFake starts a Fake for o.Config as shim.Start would start a shim
+// StartFake starts a Fake for o.Config as shimclient.Start would start a shim
 // (o's command and handshake are not used). It never fails; its signature
 // is a StartWorker's.
-func StartFake(_ context.Context, o shim.SpawnOptions) (*Fake, error) {
+func StartFake(_ context.Context, o shimclient.SpawnOptions) (*Fake, error) {
 	cfg := o.Config
 	if cfg.QueueDepth == 0 {
 		cfg.QueueDepth = shimconfig.DefaultQueueDepth
@@ -124,7 +124,7 @@ func (f *Fake) Wait() error {
 }
 
 // BeginStop sends Shutdown with grace and reason, and kills the fake when
-// it has not exited shim.StopKillAfter past grace, as shim.Client does.
+// it has not exited shimclient.StopKillAfter past grace, as shimclient.Client does.
 // Idempotent.
 func (f *Fake) BeginStop(grace time.Duration, reason string) {
 	f.stopOnce.Do(func() {
@@ -132,7 +132,7 @@ func (f *Fake) BeginStop(grace time.Duration, reason string) {
 			return
 		}
 		go func() {
-			t := time.NewTimer(max(grace, 0) + shim.StopKillAfter)
+			t := time.NewTimer(max(grace, 0) + shimclient.StopKillAfter)
 			defer t.Stop()
 			select {
 			case <-f.done:

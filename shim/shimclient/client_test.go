@@ -1,4 +1,4 @@
-package shim
+package shimclient
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
@@ -31,7 +32,7 @@ const fakeShimExitOnKill = 7
 //   - mute: never says hello;
 //   - garbage: says hello, then sends a frame that is not msgpack.
 func fakeShimMain() int {
-	conn, err := protocol.FileConn(os.NewFile(3, "control"), protocol.Options{})
+	conn, err := protocol.FileConn(os.NewFile(shimconfig.ControlFD, "control"), protocol.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake shim:", err)
 		return 2
@@ -79,7 +80,7 @@ func startFake(t *testing.T, ctx context.Context, mode string, handshake time.Du
 	}
 	mark := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
 	env := append(os.Environ(), "BATTY_TEST_ROLE=fakeshim", fakeShimEnv+"="+mode, "BATTY_TEST_MARK="+mark)
-	t.Cleanup(func() { assertNoProcesses(t, mark) })
+	t.Cleanup(func() { codextest.AssertNoMarked(t, mark) })
 	c, err := Start(ctx, SpawnOptions{Path: self, Env: env, Config: shimconfig.Config{Agent: "fake"}, Stderr: os.Stderr, HandshakeTimeout: handshake})
 	if err == nil {
 		t.Cleanup(c.Close)
@@ -88,8 +89,8 @@ func startFake(t *testing.T, ctx context.Context, mode string, handshake time.Du
 	return c, err
 }
 
-// startRealClient starts a real shim whose codex is the fake, as
-// startShim does, through a Client.
+// startRealClient starts a real shim (this test binary as `batty shim`)
+// whose codex is the fake, through a Client.
 func startRealClient(t *testing.T) (*Client, string) {
 	t.Helper()
 	self, err := os.Executable()
@@ -116,7 +117,7 @@ func startRealClient(t *testing.T) (*Client, string) {
 		if t.Failed() {
 			t.Logf("shim log:\n%s", log.String())
 		}
-		assertNoProcesses(t, mark)
+		codextest.AssertNoMarked(t, mark)
 	})
 	return c, mark
 }
@@ -216,7 +217,7 @@ func TestClientTurnThenStop(t *testing.T) {
 	if err := c.Send(protocol.Ping{Nonce: 1}); !errors.Is(err, protocol.ErrClosed) {
 		t.Fatalf("Send after the end = %v, want ErrClosed", err)
 	}
-	assertNoProcesses(t, mark)
+	codextest.AssertNoMarked(t, mark)
 }
 
 // A shim killed with SIGKILL from outside: Events closes with io.EOF (the
@@ -241,7 +242,7 @@ func TestClientShimKilledFromOutside(t *testing.T) {
 	if err := c.Send(protocol.Ping{Nonce: 1}); !errors.Is(err, protocol.ErrClosed) {
 		t.Fatalf("Send to a dead shim = %v, want ErrClosed", err)
 	}
-	assertNoProcesses(t, mark)
+	codextest.AssertNoMarked(t, mark)
 }
 
 // A shim that sends a frame that cannot be decoded: Events closes with the

@@ -1,4 +1,12 @@
-package shim
+// Package shimclient is the parent side of a worker: how a daemon or a
+// command starts one shim (`batty shim`, package shim) and drives it.
+// Spawn starts the process in its own process group, here or at the other
+// end of a host's stream, and does the handshake (the settings as flags,
+// their secrets in the Welcome); Client, started by Start, is the one way
+// every driver (the daemon's agents, `batty chat`, `batty fanout`) talks to
+// it: Send, Events, Stop, Kill, Close. It depends on the protocol and the
+// shim's settings (package shim/shimconfig), never on the shim's server.
+package shimclient
 
 import (
 	"context"

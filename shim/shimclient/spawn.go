@@ -1,4 +1,4 @@
-package shim
+package shimclient
 
 import (
 	"context"
@@ -40,8 +40,8 @@ type SpawnOptions struct {
 	Reaper *reap.Reaper
 	// Remote, when set, runs the shim at the other end of a stream (a
 	// host's transport: hosts.Transport.ShimCommand). It is given the
-	// shim's command line — Path, Args, the flags of Config and StdioFlag
-	// — and returns the local command (not started) that runs it there
+	// shim's command line — Path, Args, the flags of Config and
+	// shimconfig.StdioFlag — and returns the local command (not started) that runs it there
 	// with its stdin and stdout connected; that stream is then the
 	// channel. Path, Config's paths and the flags name things on the
 	// host. Env and Dir are not used (the command carries its own);
