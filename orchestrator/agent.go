@@ -519,7 +519,7 @@ func (a *agent) spawned(p *shim.Client, err error) {
 		a.host.reached()
 	}
 	a.setSnap(func(s *agentSnap) { s.shimPID = p.Pid(); s.state = string(protocol.StateStarting) })
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimStarted, Agent: a.def.Name, Data: map[string]any{"pid": p.Pid(), "thread_id": a.st.ThreadID}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimStarted, Agent: a.def.Name, Data: eventlog.ShimStarted{PID: p.Pid(), ThreadID: a.st.ThreadID}})
 	a.poke()
 }
 
@@ -590,7 +590,7 @@ func (a *agent) shimGone(code int, broken string) {
 		return
 	}
 	a.log.Error("Shim exited unexpectedly", "exit", code)
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: broken, Data: map[string]any{"exit_code": code}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: broken, Data: eventlog.ShimExited{ExitCode: code}})
 	if time.Since(a.spawnedAt) > a.d.opts.CrashWindow {
 		// It ran for a while: whatever failed before is over.
 		a.backoff, a.failures, a.probation = a.d.opts.RespawnMin, 0, false
@@ -625,7 +625,7 @@ func (a *agent) crashed() {
 		a.saveState()
 		a.setSnap(func(s *agentSnap) { s.state = agentFailed })
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: a.def.Name, Detail: msg,
-			Data: map[string]any{"failures": a.failures, "retry_at": at.UTC()}})
+			Data: eventlog.AgentFailed{Failures: a.failures, RetryAt: at.UTC()}})
 		return
 	}
 	a.log.Info("Respawning shim", "in", a.backoff)
@@ -713,7 +713,7 @@ func (a *agent) resetThread(reason string) error {
 	if a.p != nil {
 		a.p.Send(protocol.ResetThread{Reason: reason})
 	}
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvThreadReset, Agent: a.def.Name, Detail: reason, Data: map[string]any{"archived": old}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvThreadReset, Agent: a.def.Name, Detail: reason, Data: eventlog.ThreadReset{Archived: old}})
 	return nil
 }
 
