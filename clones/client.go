@@ -67,12 +67,13 @@ func Where(hostName, dir, agent string) string {
 	return hostName + ":" + path.Join(dir, project.DirName, "worktrees", agent)
 }
 
-// Prepare implements workspaces.Workspace: the base and the agent's
+// Prepare implements workspaces.Workspace (o.SetupSandbox as the host
+// sees it: hosts.SandboxThere): the base and the agent's
 // branch here go to the host first (the branch becomes the host's when
 // it has none, or is merged into the host's when it has commits the
 // host's lacks, as when the agent worked here meanwhile).
 func (c *Client) Prepare(ctx context.Context, o workspaces.PrepareOptions) (workspaces.Prepared, error) {
-	req := Request{Op: OpPrepare, Setup: o.Setup, SetupTimeout: o.SetupTimeout, GitTimeout: o.GitTimeout}
+	req := Request{Op: OpPrepare, Setup: o.Setup, SetupTimeout: o.SetupTimeout, SetupSandbox: o.SetupSandbox, GitTimeout: o.GitTimeout}
 	ans, err := c.push(ctx, req, true)
 	if err != nil {
 		return workspaces.Prepared{}, err

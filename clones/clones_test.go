@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/procstat"
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
 )
@@ -259,6 +261,28 @@ func TestWorkspaceFailedSetup(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(w.dir, "ok")); err != nil {
 			t.Fatalf("setup did not run in the worktree: %v", err)
+		}
+	})
+}
+
+// The setup runs in Codex's sandbox on a host as it does here: it writes
+// its worktree; a write outside it (the project's checkout, the
+// directory above) fails the preparation and writes nothing.
+func TestWorkspaceSetupInTheSandbox(t *testing.T) {
+	bin := codextest.Sandbox(t)
+	both(t, func(t *testing.T, f *fixture, w impl) {
+		sb := &sandbox.Policy{Bin: bin, Homes: filepath.Join(t.TempDir(), "homes")}
+		escaped := filepath.Join(filepath.Dir(filepath.Dir(w.dir)), "escaped")
+		_, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{Setup: `touch ok; echo pwned > "` + escaped + `"`, SetupTimeout: time.Minute, SetupSandbox: sb})
+		var se *workspaces.SetupError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), sandbox.KeyOff) {
+			t.Fatalf("a setup that writes outside its worktree: %v", err)
+		}
+		if _, err := os.Stat(escaped); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the setup wrote %s: %v", escaped, err)
+		}
+		if _, err := os.Stat(filepath.Join(w.dir, "ok")); err != nil {
+			t.Fatalf("the setup did not run in its worktree: %v", err)
 		}
 	})
 }

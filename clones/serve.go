@@ -7,10 +7,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
 )
@@ -130,7 +133,7 @@ func run(ctx, gctx context.Context, repo *workspaces.Repo, req Request, ans *Ans
 	case OpTips, OpState:
 		return nil
 	case OpPrepare:
-		p, err := ws.Prepare(ctx, workspaces.PrepareOptions{Setup: req.Setup, SetupTimeout: req.SetupTimeout, GitTimeout: req.GitTimeout})
+		p, err := ws.Prepare(ctx, workspaces.PrepareOptions{Setup: req.Setup, SetupTimeout: req.SetupTimeout, SetupSandbox: sandboxHere(req.SetupSandbox), GitTimeout: req.GitTimeout})
 		ans.Prepared = &p
 		if p.Made && mergeHere {
 			res, merr := repo.MergeRef(gctx, req.Agent, workspaces.HereRef(req.Agent), workspaces.Branch(req.Agent)+" of the project")
@@ -216,4 +219,20 @@ func answer(ctx context.Context, repo *workspaces.Repo, req Request, ans Answer,
 		return fmt.Errorf("answer: %w", err)
 	}
 	return nil
+}
+
+// sandboxHere is p, the setup's sandbox as the daemon sent it, on this
+// host: "~" expanded to the home directory here, each run's CODEX_HOME
+// under the user's cache directory (batty/sandbox), out of the agents'
+// worktrees. nil stays nil.
+func sandboxHere(p *sandbox.Policy) *sandbox.Policy {
+	if p == nil {
+		return nil
+	}
+	home, _ := os.UserHomeDir()
+	homes := filepath.Join(home, ".cache", "batty", "sandbox")
+	if c, err := os.UserCacheDir(); err == nil {
+		homes = filepath.Join(c, "batty", "sandbox")
+	}
+	return hosts.SandboxHere(p, home, homes)
 }

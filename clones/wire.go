@@ -20,6 +20,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/workspaces"
 )
 
@@ -62,9 +63,13 @@ type Request struct {
 	Commit       *workspaces.CommitInfo `json:"commit,omitempty"`
 	Setup        string                 `json:"setup,omitempty"`
 	SetupTimeout time.Duration          `json:"setup_timeout,omitempty"`
-	GitTimeout   time.Duration          `json:"git_timeout,omitempty"`
-	MinFree      uint64                 `json:"min_free,omitempty"`
-	Force        bool                   `json:"force,omitempty"`
+	// SetupSandbox is how Setup runs in Codex's sandbox on the host, as
+	// the host sees it (hosts.SandboxThere; its Homes chosen there); nil
+	// runs it without one (workspace.sandbox: off).
+	SetupSandbox *sandbox.Policy `json:"setup_sandbox,omitempty"`
+	GitTimeout   time.Duration   `json:"git_timeout,omitempty"`
+	MinFree      uint64          `json:"min_free,omitempty"`
+	Force        bool            `json:"force,omitempty"`
 }
 
 // Answer is the host's answer, then BundleSize bytes of a git bundle of

@@ -1,8 +1,8 @@
-// Package control is how batty's commands talk to a project's daemon and
-// act on a stopped team: the control socket's protocol (Request, Response,
-// the documented Status of `batty status --json`) with its client (Call)
-// and its listening end, Stop, and the offline paths that read and change
-// the state files under the project's lock while no daemon runs.
+// Package control is how batty's commands talk to a project's daemon: the
+// control socket's protocol (Request, Response, the documented Status of
+// `batty status --json`) with its client (Call, Stop) and its listening
+// end (Serve, the judge of its peers). What the commands do while no
+// daemon runs is package offline's.
 package control
 
 import (

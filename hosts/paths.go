@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/sandbox"
 )
 
 // Bounds of the work done on a host.
@@ -68,4 +69,35 @@ func TargetThere(t preflight.Target, hostDir, root, home string) preflight.Targe
 	t.Home = HomePath(t.Home, home)
 	t.Cwd = ProjectPath(hostDir, root, t.Cwd)
 	return t
+}
+
+// SandboxThere is p, how the team's setup runs in Codex's sandbox here,
+// as a host sees it: the codex binary and the writable directories under
+// the home directory here (home) are the same paths under the home there
+// (HomePath, "~/" which the host expands: SandboxHere); Homes is left for
+// the host to choose. nil (workspace.sandbox: off) stays nil. Pure; p is
+// not changed.
+func SandboxThere(p *sandbox.Policy, home string) *sandbox.Policy {
+	if p == nil {
+		return nil
+	}
+	there := &sandbox.Policy{Bin: HomePath(p.Bin, home), Network: p.Network}
+	for _, w := range p.Writable {
+		there.Writable = append(there.Writable, HomePath(w, home))
+	}
+	return there
+}
+
+// SandboxHere is p, a policy SandboxThere made, on the host that runs it:
+// "~" expanded to home, each run's CODEX_HOME under homes. nil stays nil.
+// Pure; p is not changed.
+func SandboxHere(p *sandbox.Policy, home, homes string) *sandbox.Policy {
+	if p == nil {
+		return nil
+	}
+	here := &sandbox.Policy{Bin: ExpandHome(p.Bin, home), Homes: homes, Network: p.Network}
+	for _, w := range p.Writable {
+		here.Writable = append(here.Writable, ExpandHome(w, home))
+	}
+	return here
 }

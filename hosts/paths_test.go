@@ -1,6 +1,11 @@
 package hosts
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+
+	"github.com/battyhq/batty/sandbox"
+)
 
 func TestHomePath(t *testing.T) {
 	tests := []struct{ local, home, want string }{
@@ -36,5 +41,30 @@ func TestProjectPath(t *testing.T) {
 		if in := InProject(tt.root, tt.local); in != (tt.want != tt.hostDir || tt.local == tt.root) {
 			t.Errorf("InProject(%q, %q) = %v", tt.root, tt.local, in)
 		}
+	}
+}
+
+// The setup's sandbox goes to a host with its paths under the home here
+// as paths under the home there, and comes back whole on the host, its
+// CODEX_HOMEs the host's; off stays off.
+func TestSandboxThereAndHere(t *testing.T) {
+	here := &sandbox.Policy{Bin: "/home/ann/.local/bin/codex", Homes: "/home/ann/.cache/batty/sandbox",
+		Writable: []string{"/home/ann/.cache/go-build", "/opt/cache"}, Network: true}
+	there := SandboxThere(here, "/home/ann")
+	want := &sandbox.Policy{Bin: "~/.local/bin/codex", Writable: []string{"~/.cache/go-build", "/opt/cache"}, Network: true}
+	if !reflect.DeepEqual(there, want) {
+		t.Fatalf("SandboxThere = %+v, want %+v", there, want)
+	}
+	if here.Bin != "/home/ann/.local/bin/codex" || here.Writable[0] != "/home/ann/.cache/go-build" {
+		t.Fatalf("SandboxThere changed its argument: %+v", here)
+	}
+	got := SandboxHere(there, "/home/bob", "/home/bob/.cache/batty/sandbox")
+	want = &sandbox.Policy{Bin: "/home/bob/.local/bin/codex", Homes: "/home/bob/.cache/batty/sandbox",
+		Writable: []string{"/home/bob/.cache/go-build", "/opt/cache"}, Network: true}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("SandboxHere = %+v, want %+v", got, want)
+	}
+	if SandboxThere(nil, "/home/ann") != nil || SandboxHere(nil, "/home/bob", "/x") != nil {
+		t.Fatal("sandbox: off did not stay off")
 	}
 }

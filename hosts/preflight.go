@@ -51,9 +51,9 @@ type preflightProblem struct {
 	Fix    string `json:"fix,omitempty"`
 }
 
-// expandHome expands a leading "~" or "~/" of path to home (nothing when
+// ExpandHome expands a leading "~" or "~/" of path to home (nothing when
 // home is ""). Pure.
-func expandHome(path, home string) string {
+func ExpandHome(path, home string) string {
 	if home == "" {
 		return path
 	}
@@ -89,7 +89,7 @@ func ServePreflight(ctx context.Context, in io.Reader, out io.Writer, c *preflig
 		home = ""
 	}
 	for _, p := range []*string{&req.Bin, &req.Home, &req.Cwd} {
-		*p = expandHome(*p, home)
+		*p = ExpandHome(*p, home)
 	}
 	r := c.Inspect(ctx, preflight.Target(req))
 	ans := preflightAnswer{Bin: r.Binary.Path, Version: r.Version, Home: r.Home, LoggedIn: r.LoggedIn}

@@ -21,8 +21,8 @@ func TestExpandHome(t *testing.T) {
 		{"codex", "/h", "codex"},
 		{"~/x", "", "~/x"},
 	} {
-		if got := expandHome(tt.in, tt.home); got != tt.want {
-			t.Errorf("expandHome(%q, %q) = %q, want %q", tt.in, tt.home, got, tt.want)
+		if got := ExpandHome(tt.in, tt.home); got != tt.want {
+			t.Errorf("ExpandHome(%q, %q) = %q, want %q", tt.in, tt.home, got, tt.want)
 		}
 	}
 }

@@ -22,3 +22,13 @@ func (b *Box) Cancel(id string, o Outcome) (Message, error) {
 	}
 	return b.Complete(id, o)
 }
+
+// CancelledByUser is the error a cancelled message's outcome records.
+const CancelledByUser = "cancelled by the user (batty cancel)"
+
+// CancelledOutcome is the outcome a message withdrawn by `batty cancel` is
+// recorded with; agent is who would have run it (an agent, or the role of
+// a role queue). It is a pure function.
+func CancelledOutcome(agent string) Outcome {
+	return Outcome{Status: StatusCancelled, Error: CancelledByUser, Agent: agent}
+}

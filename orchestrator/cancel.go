@@ -82,7 +82,7 @@ func (d *Daemon) cancelOne(id string) (control.CancelResult, *agent) {
 // cancelQueued records message m of role's queue as cancelled, then
 // sends the note its sender is owed (answerFor) from the role.
 func (d *Daemon) cancelQueued(role string, box *inbox.Box, m inbox.Message) error {
-	o := control.CancelledOutcome(role)
+	o := inbox.CancelledOutcome(role)
 	if _, err := box.Cancel(m.ID, o); err != nil {
 		return fmt.Errorf("not cancelled: %w", err)
 	}
@@ -123,7 +123,7 @@ func (a *agent) cancel(id string, interrupt bool) control.CancelResult {
 		case a.p == nil:
 			return refuse(a.def.Name + "'s worker is restarting; try again")
 		}
-		if err := a.p.Send(protocol.Interrupt{Reason: control.CancelledByUser}); err != nil {
+		if err := a.p.Send(protocol.Interrupt{Reason: inbox.CancelledByUser}); err != nil {
 			return refuse("interrupt the turn: " + err.Error())
 		}
 		a.cancelling = id
@@ -151,7 +151,7 @@ func (a *agent) cancel(id string, interrupt bool) control.CancelResult {
 	case err != nil:
 		return refuse(err.Error())
 	}
-	if !a.record(a.newRecord(m, control.CancelledOutcome(a.def.Name))) {
+	if !a.record(a.newRecord(m, inbox.CancelledOutcome(a.def.Name))) {
 		res.Detail = "recorded once the disk allows (see `batty status`)"
 	}
 	a.updateBacklog()
@@ -167,7 +167,7 @@ func (a *agent) cancelInflight() {
 	a.inflight, a.cancelling = nil, ""
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
 	a.quotaProbeEnded(m.ID, false)
-	a.record(a.newRecord(m, control.CancelledOutcome(a.def.Name)))
+	a.record(a.newRecord(m, inbox.CancelledOutcome(a.def.Name)))
 }
 
 // cancelledTurn is the plan of a turn interrupted to cancel its message:
@@ -175,7 +175,7 @@ func (a *agent) cancelInflight() {
 // turn used), never put back; a usage limit it hit still counts, and its
 // reply file has served. It is a pure function.
 func cancelledTurn(p turnPlan, e protocol.TurnFinished) turnPlan {
-	o := control.CancelledOutcome("")
+	o := inbox.CancelledOutcome("")
 	o.ThreadID, o.InputTokens, o.OutputTokens = e.ThreadID, e.Usage.Input, e.Usage.Output
 	net := p.net
 	if p.end == turnUnstarted {

@@ -7,6 +7,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/offline"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -87,7 +88,7 @@ func TestOfflineCancelWithdrawsQueuedMessagesOfAStoppedTeam(t *testing.T) {
 	p := newProject(t, fourAgents)
 	toManager := p.send("manager", "human", "for the manager")
 	toRole := p.send("@eng", "human", "for any engineer")
-	res, err := control.OfflineCancel(p.cfg, p.layout, []string{toManager, toRole, "nope"})
+	res, err := offline.Cancel(p.cfg, p.layout, []string{toManager, toRole, "nope"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestOfflineCancelWithdrawsQueuedMessagesOfAStoppedTeam(t *testing.T) {
 	if outcomeOf(t, p, "manager", toManager) != inbox.StatusCancelled || outcomeOf(t, p, "@eng", toRole) != inbox.StatusCancelled {
 		t.Fatal("not recorded as cancelled")
 	}
-	if res, _ := control.OfflineCancel(p.cfg, p.layout, []string{toManager}); res[0].Result != control.CancelRefused {
+	if res, _ := offline.Cancel(p.cfg, p.layout, []string{toManager}); res[0].Result != control.CancelRefused {
 		t.Fatalf("second offline cancel: %+v", res)
 	}
 	// The team starts without them.
@@ -126,7 +127,7 @@ func TestCancelledTurnIsRecordedWhateverItsEnd(t *testing.T) {
 
 func TestACancelledMessageOwesANoteToAnAgentOnly(t *testing.T) {
 	isAgent := func(n string) bool { return n == "manager" }
-	o := control.CancelledOutcome("eng")
+	o := inbox.CancelledOutcome("eng")
 	if _, ok := answerFor(inbox.Message{ID: "m1", From: "human"}, o, isAgent); ok {
 		t.Fatal("the human who cancelled is owed a note")
 	}

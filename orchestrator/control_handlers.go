@@ -10,6 +10,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/teamstatus"
 )
 
 // serve answers control request c, every one but stop: at once, or, when
@@ -320,11 +321,11 @@ func (d *Daemon) status() control.Status {
 	}
 	// Held messages are counted on disk: an agent's snapshot of its backlog
 	// is only as fresh as its last look at its inbox.
-	st.Accounts = control.AccountStatuses(views, func(n string) int {
+	st.Accounts = teamstatus.Accounts(views, func(n string) int {
 		pending, inflight, _ := d.byName[n].box.CountOnDisk()
 		return pending + inflight
 	})
-	control.PlaceAgents(&st)
+	teamstatus.Place(&st)
 	st.Schedules = d.scheduleStatus()
 	st.TeamFileChanged = d.teamFileChanged()
 	st.Landings = []control.LandingStatus{}

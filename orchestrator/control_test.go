@@ -10,6 +10,8 @@ import (
 
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/leftovers"
+	"github.com/battyhq/batty/offline"
 	"github.com/battyhq/batty/project"
 )
 
@@ -125,28 +127,28 @@ func TestOfflineCommands(t *testing.T) {
 	if _, err := control.Call(p.layout, control.Request{Op: control.OpStatus}, time.Second); !errors.Is(err, control.ErrNotRunning) {
 		t.Fatalf("call without daemon: %v", err)
 	}
-	if changed, err := control.OfflinePause(p.layout, true, "maintenance"); err != nil || !changed {
+	if changed, err := offline.Pause(p.layout, true, "maintenance"); err != nil || !changed {
 		t.Fatalf("offline pause: changed %v, %v", changed, err)
 	}
-	if changed, err := control.OfflinePause(p.layout, true, "again"); err != nil || changed {
+	if changed, err := offline.Pause(p.layout, true, "again"); err != nil || changed {
 		t.Fatalf("offline pause of a paused team: changed %v, %v", changed, err)
 	}
 	p.send("@eng", "human", "for any engineer")
 	p.send("manager", "human", "for the manager")
-	st, err := control.OfflineStatus(p.cfg, p.layout)
+	st, err := offline.Status(p.cfg, p.layout)
 	if err != nil || !st.Dispatch.Paused || st.Dispatch.Reason != "maintenance" || len(st.Agents) != 4 || st.Agents[0].State != agentStopped {
 		t.Fatalf("offline status %+v %v", st, err)
 	}
 	if st.Queues["eng"] != 1 || st.Agents[1].Name != "manager" || st.Agents[1].Backlog != 1 {
 		t.Fatalf("offline backlog: queues %v, agents %+v", st.Queues, st.Agents)
 	}
-	if changed, err := control.OfflinePause(p.layout, false, ""); err != nil || !changed {
+	if changed, err := offline.Pause(p.layout, false, ""); err != nil || !changed {
 		t.Fatalf("offline resume: changed %v, %v", changed, err)
 	}
-	if changed, err := control.OfflinePause(p.layout, false, ""); err != nil || changed {
+	if changed, err := offline.Pause(p.layout, false, ""); err != nil || changed {
 		t.Fatalf("offline resume of a running gate: changed %v, %v", changed, err)
 	}
-	if err := control.OfflineReset(p.cfg, p.layout, "nobody", ""); err == nil {
+	if err := offline.Reset(p.cfg, p.layout, "nobody", ""); err == nil {
 		t.Fatal("offline reset of an unknown agent succeeded")
 	}
 }
@@ -182,8 +184,8 @@ func TestOfflineCommandsWaitForALockBeingReleased(t *testing.T) {
 		t.Fatalf("WithLock while the lock is being released: %v", err)
 	}
 	releaseSoon()
-	if _, err := control.SweepLeftovers(l); err != nil {
-		t.Fatalf("SweepLeftovers while the lock is being released: %v", err)
+	if _, err := leftovers.Sweep(l); err != nil {
+		t.Fatalf("leftovers.Sweep while the lock is being released: %v", err)
 	}
 	release := hold()
 	defer close(release)

@@ -11,6 +11,7 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/landing"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/teamstatus"
 	"github.com/battyhq/batty/workspaces"
 )
 
@@ -236,7 +237,7 @@ func verifyFailedNote(r landing.Request, base, verify string) string {
 }
 
 // landingStatus is what status shows of the merge queue.
-func (l *lander) status() []control.LandingStatus { return control.LandingsOf(l.q.List()) }
+func (l *lander) status() []control.LandingStatus { return teamstatus.Landings(l.q.List()) }
 
 // wantSync asks the agent to merge the base into its branch at its next
 // idle moment, after landing request req; told says that the agent has

@@ -12,6 +12,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/offline"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -62,7 +63,7 @@ func TestQuotaPausesTheAccountAndSurvivesRestart(t *testing.T) {
 	}
 
 	// A stopped team's status reads the pause from its state file.
-	off, err := control.OfflineStatus(p.cfg, p.layout)
+	off, err := offline.Status(p.cfg, p.layout)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/landing"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/teamstatus"
 )
 
 // The review gate in the daemon (see package landing, review.go): a
@@ -98,7 +99,7 @@ func (d *Daemon) reviewControl(req control.Request) control.Response {
 
 // landingStatus is r as status shows it.
 func landingStatus(r landing.Request) *control.LandingStatus {
-	st := control.LandingsOf([]landing.Request{r})[0]
+	st := teamstatus.Landings([]landing.Request{r})[0]
 	return &st
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/teamstatus"
 )
 
 // scheduleBoxes delivers scheduled runs into the team's inboxes, as
@@ -152,5 +153,5 @@ func (d *Daemon) scheduleStatus() []control.ScheduleStatus {
 	if d.sched == nil {
 		return out
 	}
-	return control.SchedulesStatus(d.cfg, d.sched.Status())
+	return teamstatus.Schedules(d.cfg, d.sched.Status())
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/offline"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/schedule/fakeclock"
@@ -127,7 +128,7 @@ func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
 
 	// A stopped team's status reads the schedules from their state file.
 	r.stop(t)
-	off, err := control.OfflineStatus(p.cfg, p.layout)
+	off, err := offline.Status(p.cfg, p.layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,11 +200,11 @@ func TestScheduleFailedRunStopsIt(t *testing.T) {
 	})
 	r.stop(t)
 	// With the daemon stopped, resume changes the state file.
-	names, err := control.OfflineResumeSchedules(p.cfg, p.layout)
+	names, err := offline.ResumeSchedules(p.cfg, p.layout)
 	if err != nil || len(names) != 1 {
 		t.Fatalf("offline resume: %v, %v", names, err)
 	}
-	off, err := control.OfflineStatus(p.cfg, p.layout)
+	off, err := offline.Status(p.cfg, p.layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestScheduleRunInFlightAcrossARestart(t *testing.T) {
 	id := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted }).Message
 	r.waitEvent(t, "delivered", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == id })
 	r.stop(t)
-	off, err := control.OfflineStatus(p.cfg, p.layout)
+	off, err := offline.Status(p.cfg, p.layout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,11 +332,11 @@ func TestOfflineCommandsIgnoreSchedulesStateWithoutSchedules(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(p.layout.StateDir(), project.SchedulesName), []byte("not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st, err := control.OfflineStatus(p.cfg, p.layout)
+	st, err := offline.Status(p.cfg, p.layout)
 	if err != nil || len(st.Agents) != 1 || st.Schedules == nil || len(st.Schedules) != 0 {
-		t.Fatalf("OfflineStatus = %+v, %v; want the agent and no schedules", st, err)
+		t.Fatalf("offline.Status = %+v, %v; want the agent and no schedules", st, err)
 	}
-	if names, err := control.OfflineResumeSchedules(p.cfg, p.layout); err != nil || names != nil {
-		t.Fatalf("OfflineResumeSchedules = %v, %v", names, err)
+	if names, err := offline.ResumeSchedules(p.cfg, p.layout); err != nil || names != nil {
+		t.Fatalf("offline.ResumeSchedules = %v, %v", names, err)
 	}
 }

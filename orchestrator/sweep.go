@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/leftovers"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/shim"
@@ -46,13 +46,13 @@ func openTeamProcs(l project.Layout, log hclog.Logger, noCgroup bool) (*teamProc
 	if noCgroup {
 		return tp, 0
 	}
-	killed, err := control.RemoveCgroup(control.CgroupName(l))
+	killed, err := leftovers.RemoveCgroup(leftovers.CgroupName(l))
 	if err != nil {
 		// Not a fresh cgroup, and maybe a killed one: no shim goes in.
 		log.Error("Processes left running by the team survived; no cgroup for the team this run", "when", "daemon start", "error", err)
 		return tp, killed
 	}
-	cg, err := reap.OpenCgroup(control.CgroupName(l), true)
+	cg, err := reap.OpenCgroup(leftovers.CgroupName(l), true)
 	if err != nil {
 		log.Debug("No cgroup for the team; leftovers are found by their mark alone", "error", err)
 		return tp, killed
@@ -65,10 +65,10 @@ func openTeamProcs(l project.Layout, log hclog.Logger, noCgroup bool) (*teamProc
 // sweepMarked kills every process carrying the project's mark except this
 // process and its ancestors: what an earlier run left outside the cgroup.
 // Only call it while no shim runs (before the first starts). It blocks
-// until they are gone (bounded by control.KillLeftovers), logs what it
+// until they are gone (bounded by leftovers.Kill), logs what it
 // killed and returns how many.
 func (tp *teamProcs) sweepMarked(when string) int {
-	n, err := control.KillLeftovers(tp.layout, nil)
+	n, err := leftovers.Kill(tp.layout, nil)
 	return tp.report(when, n, err)
 }
 
@@ -81,7 +81,7 @@ func (tp *teamProcs) stop() int {
 	cg := tp.cgroup
 	tp.cgroup = nil
 	tp.mu.Unlock()
-	n, err := control.KillLeftovers(tp.layout, cg)
+	n, err := leftovers.Kill(tp.layout, cg)
 	tp.report("daemon stop", n, err)
 	if cg != nil {
 		if err := cg.Remove(); err != nil {

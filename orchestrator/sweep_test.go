@@ -17,6 +17,7 @@ import (
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/leftovers"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 )
@@ -108,9 +109,9 @@ func TestSweepLeftoversKillsWhatADeadTeamLeft(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	t.Cleanup(func() { assertNoProcesses(t, p.mark) })
 	detached, pin := killTeamTogether(t, p, "detach", "BATTY_TEST_NOCGROUP=1")
-	n, err := control.SweepLeftovers(p.layout)
+	n, err := leftovers.Sweep(p.layout)
 	if err != nil || n < 1 {
-		t.Fatalf("SweepLeftovers = %d, %v; want the detached command killed", n, err)
+		t.Fatalf("leftovers.Sweep = %d, %v; want the detached command killed", n, err)
 	}
 	if !pin.WaitExit(time.Now()) {
 		t.Fatalf("the detached command %d (%s) outlived the sweep", detached, codextest.Cmdline(detached))
@@ -139,7 +140,7 @@ func TestTeamCgroupCatchesWhatDroppedTheMark(t *testing.T) {
 	if !pin.WaitExit(time.Now()) {
 		t.Fatalf("the unmarked detached command %d (%s) outlived the daemon's restart", detached, codextest.Cmdline(detached))
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(probe.Dir()), control.CgroupName(p.layout))); err != nil {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(probe.Dir()), leftovers.CgroupName(p.layout))); err != nil {
 		t.Fatalf("the restarted daemon has no team cgroup: %v", err)
 	}
 }

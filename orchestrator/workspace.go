@@ -11,11 +11,13 @@ import (
 	"github.com/battyhq/batty/clones"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/teamstatus"
 	"github.com/battyhq/batty/workspaces"
 )
 
@@ -102,6 +104,7 @@ func newAgentWorkspace(d *Daemon, a *agent) *agentWorkspace {
 		ws: workspaces.Local{Repo: d.repo, Agent: def.Name, Base: d.base}}
 	if r := a.host; r != nil {
 		w.ws = d.cloneOn(r, def.Name)
+		w.sb = hosts.SandboxThere(w.sb, localHome())
 	}
 	if a.prevHost != nil {
 		w.prev = d.cloneOn(a.prevHost, def.Name)
@@ -450,5 +453,5 @@ func workspaceStatus(base string, st *workspaces.State) *control.WorkspaceStatus
 	if st == nil {
 		return nil
 	}
-	return control.WorkspaceOf(base, *st)
+	return teamstatus.Workspace(base, *st)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/offline"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 )
@@ -50,7 +51,7 @@ refused (each is named).`,
 				client := daemonClient{layout: p.Layout}
 				req := control.Request{Op: control.OpCancel, IDs: ids, Interrupt: interrupt}
 				resp, _, err := client.callOr(req, 60*time.Second, func() (control.Response, error) {
-					res, err := control.OfflineCancel(cfg, p.Layout, ids)
+					res, err := offline.Cancel(cfg, p.Layout, ids)
 					return control.Response{Cancels: res}, err
 				})
 				if err != nil {
@@ -103,7 +104,7 @@ func reportCancels(out, errOut io.Writer, results []control.CancelResult) bool {
 // that names no message or several.
 func resolveCancelIDs(l project.Layout, cfg *team.Config, args []string) ([]string, []control.CancelResult) {
 	var live, done []string
-	for _, box := range control.QueueBoxes(cfg) {
+	for _, box := range offline.QueueBoxes(cfg) {
 		dir := filepath.Join(l.Inboxes(), box)
 		live = append(live, messageIDsIn(filepath.Join(dir, inbox.StateNew))...)
 		live = append(live, messageIDsIn(filepath.Join(dir, inbox.StateCur))...)

@@ -20,7 +20,7 @@ const stopWait = 30 * time.Second
 // control socket. The methods that take an offline function run it instead
 // when no daemon runs: the command's own path for a stopped team, which
 // works on the project's files. The control.Offline* functions and
-// control.SweepLeftovers it calls take the project's lock, waiting up
+// leftovers.Sweep it calls take the project's lock, waiting up
 // to 2 s for the lock of a daemon killed a moment ago, and refuse
 // (project.ErrAlreadyRunning) when a daemon holds it for longer.
 type daemonClient struct {

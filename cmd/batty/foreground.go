@@ -11,6 +11,7 @@ import (
 
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/leftovers"
 	"github.com/battyhq/batty/project"
 )
 
@@ -198,7 +199,7 @@ func stopNow(l project.Layout, ready, done <-chan struct{}) error {
 // Messages in flight stay in flight on disk: the next start delivers them
 // again. It does not return.
 func forceStop(w io.Writer, p project.Project, withCockpit bool) {
-	n, err := control.KillLeftovers(p.Layout, nil)
+	n, err := leftovers.Kill(p.Layout, nil)
 	if err != nil {
 		fmt.Fprintf(w, "batty: %v\n", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/offline"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 )
@@ -84,10 +85,10 @@ saved, so it holds across restarts.`
 
 // pauseOffline is `batty pause` (pause) or `batty resume` with no daemon
 // running: it closes or opens the saved dispatch gate (see
-// control.OfflinePause) and, for resume, puts the failed schedules
+// offline.Pause) and, for resume, puts the failed schedules
 // back to waiting. It answers as the daemon would: Changed, and Schedules.
 func pauseOffline(p project.Project, pause bool, reason string) (control.Response, error) {
-	changed, err := control.OfflinePause(p.Layout, pause, reason)
+	changed, err := offline.Pause(p.Layout, pause, reason)
 	if err != nil || pause {
 		return control.Response{Changed: changed}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/offline"
 )
 
 func newResetCmd() *cobra.Command {
@@ -36,7 +37,7 @@ then (batty status lists it).`,
 			// pending while the agent is in a git or ssh step (applied once the
 			// step ends).
 			resp, _, err := client.callOr(req, 60*time.Second, func() (control.Response, error) {
-				return control.Response{}, control.OfflineReset(cfg, p.Layout, args[0], reason)
+				return control.Response{}, offline.Reset(cfg, p.Layout, args[0], reason)
 			})
 			if err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/landing"
+	"github.com/battyhq/batty/offline"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/workspaces"
@@ -48,7 +49,7 @@ and file names are the agent's: shown cleaned, one line each.`,
 			}
 			client := daemonClient{layout: p.Layout}
 			resp, _, err := client.callOr(control.Request{Op: control.OpStatus}, 10*time.Second, func() (control.Response, error) {
-				st, err := control.OfflineStatus(cfg, p.Layout)
+				st, err := offline.Status(cfg, p.Layout)
 				return control.Response{Status: &st}, err
 			})
 			if err != nil {

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/offline"
 	"github.com/battyhq/batty/project"
 )
 
@@ -16,7 +16,7 @@ func offlineResumeSchedules(p project.Project) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return control.OfflineResumeSchedules(cfg, p.Layout)
+	return offline.ResumeSchedules(cfg, p.Layout)
 }
 
 // announceSchedules says which failed schedules `batty resume` has put

@@ -16,6 +16,7 @@ import (
 
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/offline"
 	"github.com/battyhq/batty/safetext"
 )
 
@@ -86,7 +87,7 @@ shown as waiting_for_slot.`,
 			client := daemonClient{layout: p.Layout}
 			fetch := func() (control.Status, error) {
 				resp, _, err := client.callOr(control.Request{Op: control.OpStatus}, 10*time.Second, func() (control.Response, error) {
-					st, err := control.OfflineStatus(cfg, p.Layout)
+					st, err := offline.Status(cfg, p.Layout)
 					return control.Response{Status: &st}, err
 				})
 				if err != nil {

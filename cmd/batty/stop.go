@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/leftovers"
 	"github.com/battyhq/batty/project"
 )
 
@@ -64,7 +65,7 @@ func runStop(cmd *cobra.Command, teamFile string, timeout time.Duration) error {
 func stopOffline(w io.Writer, p project.Project) error {
 	cerr := stopCockpit(p)
 	fmt.Fprintln(w, "batty: not running")
-	n, err := control.SweepLeftovers(p.Layout)
+	n, err := leftovers.Sweep(p.Layout)
 	if n > 0 {
 		fmt.Fprintf(w, "batty: killed %d process(es) an earlier run left running\n", n)
 	}

@@ -1,47 +1,17 @@
-package control
+package offline
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/battyhq/batty/clones"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/landing"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/teamstatus"
 	"github.com/battyhq/batty/workspaces"
 )
-
-// WorkspaceOf is what status shows of a worktree agent's workspace st
-// against base. It is a pure function.
-func WorkspaceOf(base string, st workspaces.State) *WorkspaceStatus {
-	return &WorkspaceStatus{Path: st.Path, Branch: st.Branch, Base: base, Head: st.Head,
-		Exists: st.Exists, Ahead: st.Ahead, Behind: st.Behind, Dirty: st.Dirty, DirtyAt: st.ReadAt}
-}
-
-// LandingsOf is what status shows of the merge queue's requests. It is a
-// pure function.
-func LandingsOf(reqs []landing.Request) []LandingStatus {
-	out := []LandingStatus{}
-	for _, r := range reqs {
-		detail := r.Error
-		if len(r.Conflicts) > 0 {
-			detail = "conflicts: " + strings.Join(r.Conflicts, ", ")
-		}
-		if r.State == landing.Review {
-			detail = ReviewDetail(r.Agent)
-		}
-		out = append(out, LandingStatus{ID: r.ID, Agent: r.Agent, State: string(r.State), RequestedAt: r.RequestedAt,
-			By: r.RequestedBy, Commit: r.LandedCommit, Detail: detail, Review: r.Review, Tip: r.Tip, Onto: r.BaseBefore, Approved: r.Approved})
-	}
-	return out
-}
-
-// ReviewDetail is what status says of agent's landing waiting for review.
-// It is a pure function.
-func ReviewDetail(agent string) string {
-	return "verified; waits for your review: batty review, then batty approve " + agent + " or batty reject " + agent + ` --reason "..."`
-}
 
 // offlineRepoWait bounds the git commands of a stopped team's status.
 const offlineRepoWait = 30 * time.Second
@@ -50,7 +20,7 @@ const offlineRepoWait = 30 * time.Second
 // worktree agent's workspace and the merge queue as its state file holds
 // it: what one wants to see before a prune. A repository or queue that
 // cannot be read leaves them out: the rest of the status stands.
-func offlineWorkspaces(cfg *team.Config, l project.Layout, st *Status) {
+func offlineWorkspaces(cfg *team.Config, l project.Layout, st *control.Status) {
 	if !cfg.UsesWorktrees() {
 		return
 	}
@@ -78,11 +48,11 @@ func offlineWorkspaces(cfg *team.Config, l project.Layout, st *Status) {
 			// what came back; the clone is not looked at.
 			ws.Path, ws.Exists, ws.Dirty = clones.Where(h.Name, h.ProjectDir(l.Root()), a.Name), false, 0
 		}
-		st.Agents[i].Workspace = WorkspaceOf(base, ws)
+		st.Agents[i].Workspace = teamstatus.Workspace(base, ws)
 	}
 	q, err := landing.Open(landing.Options{Layout: l, TopLevel: repo.TopLevel(), WorktreesDir: l.WorktreesDir(), Base: base})
 	if err != nil {
 		return
 	}
-	st.Landings = LandingsOf(q.List())
+	st.Landings = teamstatus.Landings(q.List())
 }

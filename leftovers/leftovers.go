@@ -1,4 +1,8 @@
-package control
+// Package leftovers finds and kills what a project's runs left running:
+// the processes in the project's cgroup and those carrying its mark. The
+// daemon sweeps at its start and stop; `batty stop` sweeps when no daemon
+// runs.
+package leftovers
 
 import (
 	"crypto/sha256"
@@ -38,10 +42,10 @@ func RemoveCgroup(name string) (int, error) {
 	return n, cg.Remove()
 }
 
-// KillLeftovers kills the processes in cg (nil: none) and the processes
+// Kill kills the processes in cg (nil: none) and the processes
 // marked with l's directory, except this process and its ancestors, and
 // waits for them to exit. It returns how many it killed.
-func KillLeftovers(l project.Layout, cg *reap.Cgroup) (int, error) {
+func Kill(l project.Layout, cg *reap.Cgroup) (int, error) {
 	var errs []error
 	total := 0
 	if cg != nil {
@@ -59,7 +63,7 @@ func KillLeftovers(l project.Layout, cg *reap.Cgroup) (int, error) {
 	return total, errors.Join(errs...)
 }
 
-// SweepLeftovers kills what an earlier run of the project left running
+// Sweep kills what an earlier run of the project left running
 // (its daemon and shims killed together): the processes in the project's
 // cgroup, which it then removes, and the processes carrying the project's
 // mark. It holds the project's lock meanwhile, so no daemon starts under
@@ -68,7 +72,7 @@ func KillLeftovers(l project.Layout, cg *reap.Cgroup) (int, error) {
 // (wrapped). It blocks until the leftovers are gone (a few seconds at
 // most) and returns how many it killed. `batty stop` runs it when no
 // daemon runs.
-func SweepLeftovers(l project.Layout) (int, error) {
+func Sweep(l project.Layout) (int, error) {
 	if _, err := os.Stat(l.Dir); errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -78,6 +82,6 @@ func SweepLeftovers(l project.Layout) (int, error) {
 	}
 	defer project.ReleaseLock(lock)
 	n, err := RemoveCgroup(CgroupName(l))
-	m, err2 := KillLeftovers(l, nil)
+	m, err2 := Kill(l, nil)
 	return n + m, errors.Join(err, err2)
 }

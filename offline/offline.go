@@ -1,4 +1,9 @@
-package control
+// Package offline is what batty's commands do to a team whose daemon is
+// not running: its status read from the files, a reset, a pause, the
+// resumption of schedules, the cancel of queued messages. Each takes the
+// project's lock first, so it refuses to run beside a daemon (then the
+// only writer, reached through package control instead).
+package offline
 
 import (
 	"errors"
@@ -8,32 +13,34 @@ import (
 	"slices"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/teamstatus"
 )
 
 // The functions in this file change or read a project's state while no
 // daemon runs. Each takes the project's lock first, so they refuse to run
 // next to a daemon (which is then the only writer; use Call instead).
 
-// OfflineStatus builds the status of a stopped team from its files: every
+// Status builds the status of a stopped team from its files: every
 // agent is "stopped", with its persisted thread, counters and backlog. A
 // team never started (no state directory) has the status of its team file
 // alone, and the state directory is not created.
-func OfflineStatus(cfg *team.Config, l project.Layout) (Status, error) {
+func Status(cfg *team.Config, l project.Layout) (control.Status, error) {
 	d, err := l.OpenDir("", false)
 	if errors.Is(err, os.ErrNotExist) {
 		return offlineStatus(cfg, l, nil)
 	}
 	if err != nil {
-		return Status{}, err
+		return control.Status{}, err
 	}
 	d.Close()
-	var st Status
+	var st control.Status
 	err = project.WithLock(l, func() error {
 		store, err := l.OpenInboxes()
 		if err != nil {
@@ -48,15 +55,15 @@ func OfflineStatus(cfg *team.Config, l project.Layout) (Status, error) {
 // offlineStatus reads the status of a stopped team, with the project's lock
 // held, or of a team never started: store is the project's message store,
 // nil when there is none (every backlog and queue is then empty).
-func offlineStatus(cfg *team.Config, l project.Layout, store *inbox.Store) (Status, error) {
-	var st Status
+func offlineStatus(cfg *team.Config, l project.Layout, store *inbox.Store) (control.Status, error) {
+	var st control.Status
 	err := func() error {
 		g, err := dispatch.NewGate(l)
 		if err != nil {
 			return err
 		}
 		ds := g.State()
-		st = Status{Team: cfg.Name, Dispatch: DispatchStatus{Paused: ds.Paused, Reason: ds.Reason}, Agents: []AgentStatus{}, Queues: map[string]int{}}
+		st = control.Status{Team: cfg.Name, Dispatch: control.DispatchStatus{Paused: ds.Paused, Reason: ds.Reason}, Agents: []control.AgentStatus{}, Queues: map[string]int{}}
 		if !ds.ResumeAt.IsZero() {
 			t := ds.ResumeAt
 			st.Dispatch.ResumeAt = &t
@@ -90,8 +97,8 @@ func offlineStatus(cfg *team.Config, l project.Layout, store *inbox.Store) (Stat
 				return err
 			}
 			backlogs[a.Name] = pending + inflight
-			st.Agents = append(st.Agents, AgentStatus{
-				Name: a.Name, Role: a.Role, State: AgentStopped, ThreadID: as.ThreadID, Backlog: pending + inflight,
+			st.Agents = append(st.Agents, control.AgentStatus{
+				Name: a.Name, Role: a.Role, State: control.AgentStopped, ThreadID: as.ThreadID, Backlog: pending + inflight,
 				TurnsCompleted: as.TurnsCompleted, InputTokens: as.InputTokens, OutputTokens: as.OutputTokens,
 				ContextPct: as.ContextPct, LastError: as.LastError, NoAnswers: as.NoAnswers,
 			})
@@ -100,11 +107,11 @@ func offlineStatus(cfg *team.Config, l project.Layout, store *inbox.Store) (Stat
 		if err != nil {
 			return err
 		}
-		st.Accounts = AccountStatuses(book.Views(), func(n string) int { return backlogs[n] })
-		PlaceAgents(&st)
-		st.Landings = []LandingStatus{}
+		st.Accounts = teamstatus.Accounts(book.Views(), func(n string) int { return backlogs[n] })
+		teamstatus.Place(&st)
+		st.Landings = []control.LandingStatus{}
 		offlineWorkspaces(cfg, l, &st)
-		st.Schedules = []ScheduleStatus{}
+		st.Schedules = []control.ScheduleStatus{}
 		if len(cfg.Schedules) == 0 {
 			// As the daemon does: without schedules their state file,
 			// if any, is not read.
@@ -114,15 +121,15 @@ func offlineStatus(cfg *team.Config, l project.Layout, store *inbox.Store) (Stat
 		if err != nil {
 			return err
 		}
-		st.Schedules = SchedulesStatus(cfg, slices.Collect(maps.Values(states)))
+		st.Schedules = teamstatus.Schedules(cfg, slices.Collect(maps.Values(states)))
 		return nil
 	}()
 	return st, err
 }
 
-// OfflineReset archives an agent's thread so its next message starts a
+// Reset archives an agent's thread so its next message starts a
 // fresh one.
-func OfflineReset(cfg *team.Config, l project.Layout, agent, reason string) error {
+func Reset(cfg *team.Config, l project.Layout, agent, reason string) error {
 	if _, ok := cfg.Agent(agent); !ok {
 		return fmt.Errorf("no agent %q in team %q", agent, cfg.Name)
 	}
@@ -141,10 +148,10 @@ func OfflineReset(cfg *team.Config, l project.Layout, agent, reason string) erro
 	})
 }
 
-// OfflinePause closes (pause) or opens the dispatch gate of a stopped team;
+// Pause closes (pause) or opens the dispatch gate of a stopped team;
 // opening it also ends every account's usage-limit pause. It returns
 // whether anything changed (false: it was already paused, or not paused).
-func OfflinePause(l project.Layout, pause bool, reason string) (changed bool, err error) {
+func Pause(l project.Layout, pause bool, reason string) (changed bool, err error) {
 	err = project.WithLock(l, func() error {
 		if !pause {
 			// Resume ends the accounts' usage-limit pauses too.
@@ -178,10 +185,10 @@ func OfflinePause(l project.Layout, pause bool, reason string) (changed bool, er
 	return changed, err
 }
 
-// OfflineResumeSchedules puts the failed schedules of a stopped team back
+// ResumeSchedules puts the failed schedules of a stopped team back
 // to waiting in its state file (`batty resume` with no daemon) and returns
 // their names.
-func OfflineResumeSchedules(cfg *team.Config, l project.Layout) ([]string, error) {
+func ResumeSchedules(cfg *team.Config, l project.Layout) ([]string, error) {
 	var names []string
 	if len(cfg.Schedules) == 0 {
 		return nil, nil // the state file, if any, is not read (as by the daemon)

@@ -1,21 +1,26 @@
-package control
+// Package teamstatus builds the parts of control.Status from the state of
+// the team's pieces — accounts, schedules, workspaces, landings — for the
+// daemon's status and for the status of a stopped team alike. Its
+// functions are pure.
+package teamstatus
 
 import (
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/team"
 )
 
-// AccountStatuses returns the accounts of status; backlog gives an agent's
+// Accounts returns the accounts of status; backlog gives an agent's
 // backlog.
-func AccountStatuses(views []dispatch.AccountView, backlog func(agent string) int) []AccountStatus {
-	out := make([]AccountStatus, 0, len(views))
+func Accounts(views []dispatch.AccountView, backlog func(agent string) int) []control.AccountStatus {
+	out := make([]control.AccountStatus, 0, len(views))
 	for _, v := range views {
-		as := AccountStatus{Account: v.Key, Name: v.Name, CodexHome: v.Home, Agents: v.Agents}
+		as := control.AccountStatus{Account: v.Key, Name: v.Name, CodexHome: v.Home, Agents: v.Agents}
 		if u := v.Usage; u != nil {
-			rl := &RateLimitsStatus{SeenAt: u.SeenAt, Windows: []RateLimitWindowStatus{}}
+			rl := &control.RateLimitsStatus{SeenAt: u.SeenAt, Windows: []control.RateLimitWindowStatus{}}
 			for _, w := range u.Windows {
-				ws := RateLimitWindowStatus{Name: w.Name, UsedPct: w.UsedPct, WindowMinutes: w.WindowMinutes}
+				ws := control.RateLimitWindowStatus{Name: w.Name, UsedPct: w.UsedPct, WindowMinutes: w.WindowMinutes}
 				if !w.ResetsAt.IsZero() {
 					at := w.ResetsAt
 					ws.ResetsAt = &at
@@ -41,9 +46,9 @@ func AccountStatuses(views []dispatch.AccountView, backlog func(agent string) in
 	return out
 }
 
-// PlaceAgents sets each agent's Account from the accounts of st: the
+// Place sets each agent's Account from the accounts of st: the
 // account's name, else its CODEX_HOME.
-func PlaceAgents(st *Status) {
+func Place(st *control.Status) {
 	on := map[string]string{}
 	for _, acc := range st.Accounts {
 		name := acc.Name
@@ -59,19 +64,19 @@ func PlaceAgents(st *Status) {
 	}
 }
 
-// SchedulesStatus joins the team file's schedules with their states.
-func SchedulesStatus(cfg *team.Config, states []schedule.State) []ScheduleStatus {
+// Schedules joins the team file's schedules with their states.
+func Schedules(cfg *team.Config, states []schedule.State) []control.ScheduleStatus {
 	by := map[string]schedule.State{}
 	for _, st := range states {
 		by[st.Name] = st
 	}
-	out := []ScheduleStatus{}
+	out := []control.ScheduleStatus{}
 	for _, s := range cfg.Schedules {
 		st, ok := by[s.Name]
 		if !ok {
 			st = schedule.State{State: schedule.Waiting}
 		}
-		out = append(out, ScheduleStatus{Name: s.Name, To: s.To, Every: s.Every.String(), State: st.State,
+		out = append(out, control.ScheduleStatus{Name: s.Name, To: s.To, Every: s.Every.String(), State: st.State,
 			RunsCompleted: st.RunsCompleted, RunsFailed: st.RunsFailed, Running: st.RunID, NextDue: st.NextDue,
 			LastStarted: st.LastStarted, LastFinished: st.LastFinished, LastError: st.LastError})
 	}
