@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/cockpit"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
@@ -23,7 +24,7 @@ import (
 
 // newFeedCmd returns the hidden `batty feed`: the cockpit's orchestrator
 // pane, one readable line per event of .batty/events.jsonl, followed.
-func newFeedCmd() *cobra.Command {
+func newFeedCmd(ios *iostreams.IOStreams) *cobra.Command {
 	var (
 		teamFile string
 		lines    int
@@ -40,8 +41,8 @@ func newFeedCmd() *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fw := &feedWriter{w: out, color: !stripColor(colorAuto, isTerminal(out), os.Getenv("NO_COLOR"))}
-			t := &logtail.Tail{Path: p.Layout.EventsLog(), Label: "event log", Out: fw, Notice: cmd.ErrOrStderr(), DimNotices: fw.color && isTerminal(cmd.ErrOrStderr())}
+			fw := &feedWriter{w: out, color: ios.ColorEnabled()}
+			t := &logtail.Tail{Path: p.Layout.EventsLog(), Label: "event log", Out: fw, Notice: cmd.ErrOrStderr(), DimNotices: fw.color && ios.IsStderrTTY()}
 			if !follow {
 				err := t.PrintLast(lines)
 				if errors.Is(err, logtail.ErrNoFile) {
