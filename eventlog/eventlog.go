@@ -1,6 +1,7 @@
 // Package eventlog is the team's event log, .batty/events.jsonl: the Event
-// a line holds, the event types, the writer that appends and rotates it,
-// and which events are alerts (AlertFor).
+// a line holds, the event types and the payload each carries (Payload),
+// the writer that appends and rotates it, and which events are alerts
+// (AlertFor).
 package eventlog
 
 import (
