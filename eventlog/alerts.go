@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -46,6 +47,22 @@ type Alert struct {
 	Time      time.Time `json:"time"`
 	Team      string    `json:"team"`
 	Data      Payload   `json:"data,omitempty"`
+}
+
+// UnmarshalJSON reads an alert's JSON, its data as the payload of its
+// event's type (as Decode reads an event's).
+func (a *Alert) UnmarshalJSON(b []byte) error {
+	type plain Alert
+	var in struct {
+		plain
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*a = Alert(in.plain)
+	a.Data = decodeData(a.Event, in.Data)
+	return nil
 }
 
 // AlertFor says whether event e is an alert and, if so, which. It is a

@@ -1,7 +1,11 @@
 package eventlog
 
 import (
+	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/textclip"
@@ -128,5 +132,28 @@ func TestAlertForRepliesAndRecording(t *testing.T) {
 		if _, ok := AlertFor(Event{Type: typ, Agent: "eng-1"}); ok {
 			t.Errorf("%s is an alert", typ)
 		}
+	}
+}
+
+// The JSON on_alert reads holds the event's data as the log does, and
+// reads back as the alert it was.
+func TestAlertJSONReadsBack(t *testing.T) {
+	e := Event{Time: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC), Type: EvTurnFinished, Agent: "eng", Message: "m1", Detail: "boom",
+		Data: TurnFinished{Status: "failed", Failure: "exit", Attempt: 2}}
+	a, ok := AlertFor(e)
+	if !ok {
+		t.Fatal("no alert")
+	}
+	a.Team = "t"
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"data":{"status":"failed","failure":"exit","attempt":2,"requeued":false}`) {
+		t.Fatalf("alert JSON %s", b)
+	}
+	var back Alert
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, a) {
+		t.Fatalf("read back as %+v, %v; want %+v", back, err, a)
 	}
 }
