@@ -25,6 +25,8 @@ type Backend interface {
 	Send(ctx context.Context, agent, body string) (string, error)
 	// Transcript is the path of agent's transcript (ptylog's file).
 	Transcript(agent string) string
+	// Pages is what the other pages read and do.
+	Pages
 }
 
 // callTimeout bounds one control request of DaemonBackend.
@@ -38,6 +40,9 @@ type DaemonBackend struct {
 	// BacklogLimit is the team's backlog_limit: a message to a full inbox
 	// is refused.
 	BacklogLimit int
+	// Base is the team file's workspace.base ("": as `batty diff`
+	// resolves it).
+	Base string
 }
 
 // Status implements Backend.

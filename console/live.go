@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -112,13 +113,28 @@ func writeEvent(w *bytes.Buffer, name, data string) {
 	w.WriteByte('\n')
 }
 
-// statusEvents streams the live part of the team page (or, with
-// ?agent=NAME, of that agent's page) as "status" events, each the part's
-// HTML rendered by the page's own template.
+// statusEvents streams the live part of the team page (with ?agent=NAME,
+// of that agent's page; with ?page=inbox, landings or alerts, of that
+// page; with ?page=landing&id=ID, of that landing request's) as "status" events, each the part's HTML rendered by the page's
+// own template, each followed by a "badge" event: what waits for the
+// human (see badge).
 func (s *Server) statusEvents(w http.ResponseWriter, r *http.Request) {
-	agent := r.URL.Query().Get("agent")
+	agent, page := r.URL.Query().Get("agent"), r.URL.Query().Get("page")
 	if agent != "" {
 		if _, _, ok := s.agentNamed(w, r, agent); !ok {
+			return
+		}
+		page = "agent"
+	}
+	if page == "" {
+		page = "team"
+	}
+	if _, ok := s.pages[page]; !ok {
+		http.Error(w, "no such page", http.StatusNotFound)
+		return
+	}
+	if page == "landing" {
+		if _, _, ok := s.landingOf(w, r); !ok {
 			return
 		}
 	}
@@ -137,17 +153,13 @@ func (s *Server) statusEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		case st := <-ch:
 			var html bytes.Buffer
-			var err error
-			if agent == "" {
-				err = s.pages["team"].ExecuteTemplate(&html, "live", newTeamView(st, nil, csrf))
-			} else {
-				err = s.agentLive(&html, st, agent)
-			}
-			if err != nil {
+			n := s.navOf(page, st)
+			if err := s.renderLive(&html, r, page, agent, csrf, st); err != nil {
 				s.cfg.Log.Warn("Console cannot render", "error", err)
 				return
 			}
 			writeEvent(&b, "status", html.String())
+			s.writeBadge(&b, n)
 		}
 		if _, err := w.Write(b.Bytes()); err != nil {
 			return
@@ -159,11 +171,42 @@ func (s *Server) statusEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// agentLive renders the live part of agent's page from st.
-func (s *Server) agentLive(w *bytes.Buffer, st *control.Status, agent string) error {
+// renderLive renders the live part of page (of agent, for its page) from
+// st.
+func (s *Server) renderLive(w *bytes.Buffer, r *http.Request, page, agent, csrf string, st *control.Status) error {
+	var data any
+	switch page {
+	case "team":
+		data = newTeamView(st, nil, csrf)
+	case "agent":
+		return s.agentLive(w, st, agent, csrf)
+	case "inbox":
+		data = s.inboxView(r, st)
+	case "landings":
+		v := newLandingsView(st)
+		v.CSRF = csrf
+		data = v
+	case "alerts":
+		data = s.alertsView(r, st)
+	case "landing":
+		id := r.URL.Query().Get("id")
+		i := slices.IndexFunc(st.Landings, func(l control.LandingStatus) bool { return l.ID == id })
+		if i < 0 {
+			return fmt.Errorf("no landing request %q in the status", id)
+		}
+		data = s.landingView(r, st, newLandingRow(st.Landings[i]), csrf)
+	}
+	return s.pages[page].ExecuteTemplate(w, "live", data)
+}
+
+// agentLive renders the live part of agent's page from st: its card and
+// its inbox.
+func (s *Server) agentLive(w *bytes.Buffer, st *control.Status, agent, csrf string) error {
 	for _, a := range st.Agents {
 		if a.Name == agent {
-			return s.pages["agent"].ExecuteTemplate(w, "live", agentView{Team: st.Team, Agent: newAgentRow(a)})
+			v := agentView{Team: st.Team, Agent: newAgentRow(a), CSRF: csrf}
+			v.Messages = s.agentMessages(agent)
+			return s.pages["agent"].ExecuteTemplate(w, "live", v)
 		}
 	}
 	return fmt.Errorf("no agent %q in the status", agent)

@@ -91,6 +91,7 @@ type Server struct {
 	static http.Handler
 	mux    *http.ServeMux
 	hub    *hub
+	pg     *pageState
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -128,6 +129,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, hosts: hosts, cookie: "batty_console_" + port, pages: pages,
 		static: http.StripPrefix("/static/", http.FileServerFS(static)), ctx: ctx, cancel: cancel,
 		sessions: map[string]string{}, hub: newHub(cfg.Backend, cfg.Refresh, cfg.Log)}
+	s.pg = s.newPageState()
 	s.routes()
 	go s.hub.run(ctx)
 	return s, nil
@@ -150,6 +152,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /pause", s.pause)
 	m.HandleFunc("POST /resume", s.resume)
 	m.HandleFunc("POST /agent/{name}/send", s.send)
+	s.pageRoutes(m)
 	m.Handle("GET /static/", s.static)
 	s.mux = m
 }
@@ -257,7 +260,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, page string, dat
 
 func (s *Server) teamPage(w http.ResponseWriter, r *http.Request) {
 	st, err := s.cfg.Backend.Status(r.Context())
-	s.render(w, r, "team", newTeamView(st, err, s.csrfOf(r)))
+	v := newTeamView(st, err, s.csrfOf(r))
+	v.Nav = s.navOf("team", st)
+	s.render(w, r, "team", v)
 }
 
 // agentOf returns the status and the agent named by r's path, or answers
@@ -287,7 +292,8 @@ func (s *Server) agentPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := agentView{Team: st.Team, Agent: newAgentRow(*a), CSRF: s.csrfOf(r), Sent: r.URL.Query().Get("sent")}
+	v := agentView{Team: st.Team, Nav: s.navOf("", st), Agent: newAgentRow(*a), CSRF: s.csrfOf(r), Sent: r.URL.Query().Get("sent"),
+		Messages: s.agentMessages(a.Name), Done: doneText(r.URL.Query().Get("done"))}
 	v.Transcript, v.NoTranscript = s.lastLines(a.Name)
 	s.render(w, r, "agent", v)
 }

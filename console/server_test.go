@@ -15,11 +15,16 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project"
 )
 
-// fakeBackend is a team in memory, its transcripts in a directory.
+// fakeBackend is a team in memory, its transcripts in a directory; its
+// inboxes, marks and event log are a DaemonBackend's, in a state
+// directory of its own (see pages_test.go for the rest).
 type fakeBackend struct {
+	DaemonBackend
 	dir string
+	fakePages
 
 	mu     sync.Mutex
 	st     control.Status
@@ -74,7 +79,8 @@ const hostile = "<script>alert(1)</script><img src=x onerror=alert(2)>\x1b]52;c;
 // newConsole serves a console of a one-agent team on a real socket.
 func newConsole(t *testing.T) (*httptest.Server, *Server, *fakeBackend) {
 	t.Helper()
-	fb := &fakeBackend{dir: t.TempDir(), st: control.Status{Team: "crew", Agents: []control.AgentStatus{
+	dir := t.TempDir()
+	fb := &fakeBackend{DaemonBackend: DaemonBackend{Layout: project.Layout{Dir: filepath.Join(dir, "state")}}, dir: dir, st: control.Status{Team: "crew", Agents: []control.AgentStatus{
 		{Name: "eng", Role: "eng", State: "idle", LastError: hostile, TurnsCompleted: 1},
 	}}}
 	ts := httptest.NewUnstartedServer(nil)

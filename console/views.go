@@ -16,8 +16,8 @@ import (
 func parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{"pct": pct}
 	pages := map[string]*template.Template{}
-	for _, p := range []string{"team", "agent"} {
-		t, err := template.New(p).Funcs(funcs).ParseFS(webFiles, "web/layout.html", "web/"+p+".html")
+	for p, files := range pageFiles {
+		t, err := template.New(p).Funcs(funcs).ParseFS(webFiles, append([]string{"web/layout.html"}, files...)...)
 		if err != nil {
 			return nil, fmt.Errorf("console: parse %s: %w", p, err)
 		}
@@ -26,9 +26,20 @@ func parsePages() (map[string]*template.Template, error) {
 	return pages, nil
 }
 
+// pageFiles are the templates of each page, besides the layout.
+var pageFiles = map[string][]string{
+	"team":     {"web/team.html"},
+	"agent":    {"web/agent.html", "web/messages.html"},
+	"inbox":    {"web/inbox.html"},
+	"landings": {"web/landings.html"},
+	"landing":  {"web/landing.html"},
+	"alerts":   {"web/alerts.html"},
+}
+
 // teamView is the team page's data (and its live part's).
 type teamView struct {
 	Team     string
+	Nav      nav
 	Err      string
 	CSRF     string
 	Paused   bool
@@ -58,11 +69,16 @@ type agentRow struct {
 // agentView is the agent page's data.
 type agentView struct {
 	Team         string
+	Nav          nav
 	Agent        agentRow
 	CSRF         string
 	Sent         string
 	Transcript   string
 	NoTranscript bool
+	// Messages are its inbox, newest first; Done says what the last
+	// action did.
+	Messages []msgRow
+	Done     string
 }
 
 // newTeamView makes the team page's data of st (err when it could not be

@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -583,3 +584,36 @@ func (b *Box) path(sub string) string { return filepath.Join(b.Dir, sub) }
 
 // file is the record of message id in the directory sub of the box.
 func (b *Box) file(sub, id string) string { return filepath.Join(b.Dir, sub, id+".json") }
+
+func TestRecent(t *testing.T) {
+	_, b := newBox(t, "eng")
+	var ids []string
+	for i := range 4 {
+		m, err := b.Deliver(Message{From: "human", To: "eng", Body: fmt.Sprint("m", i), CreatedAt: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	for _, id := range ids[:2] {
+		if _, err := b.Claim(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Complete(ids[0], Outcome{Status: StatusCompleted, Reply: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	got, errs := b.Recent(3)
+	if len(errs) != 0 || len(got) != 3 {
+		t.Fatalf("Recent(3) = %v, %v", got, errs)
+	}
+	want := []struct{ id, state string }{{ids[3], StateNew}, {ids[2], StateNew}, {ids[1], StateCur}}
+	for i, w := range want {
+		if got[i].ID != w.id || got[i].State != w.state {
+			t.Fatalf("Recent(3)[%d] = %s %s, want %s %s", i, got[i].ID, got[i].State, w.id, w.state)
+		}
+	}
+	if all, _ := b.Recent(10); len(all) != 4 || all[3].State != StateDone || all[3].Outcome == nil {
+		t.Fatalf("Recent(10) = %+v", all)
+	}
+}

@@ -456,3 +456,46 @@ func (b *Box) cleanTmp() []error {
 	}
 	return errs
 }
+
+// Listed is a message as Recent lists it: with the name of its state,
+// StateNew, StateCur or StateDone.
+type Listed struct {
+	Message
+	State string
+}
+
+// Recent returns at most limit (at least 1) of the box's messages,
+// newest first (by CreatedAt, then id): pending, in flight and the latest
+// done. The files that cannot be read are in the errors; the rest are
+// listed all the same. It moves only bad files; safe for concurrent use.
+func (b *Box) Recent(limit int) ([]Listed, []error) {
+	limit = max(limit, 1)
+	var out []Listed
+	var errs []error
+	add := func(state string, ms []Message, es []error) {
+		errs = append(errs, es...)
+		for _, m := range ms {
+			out = append(out, Listed{Message: m, State: state})
+		}
+	}
+	pending, es := b.Pending()
+	add(StateNew, pending, es)
+	inflight, es := b.InFlight()
+	add(StateCur, inflight, es)
+	// Done returns the readable messages along with an error naming the
+	// files it could not read.
+	done, err := b.Done(limit)
+	if err != nil {
+		es = []error{err}
+	} else {
+		es = nil
+	}
+	add(StateDone, done, es)
+	slices.SortStableFunc(out, func(x, y Listed) int {
+		return cmp.Or(y.CreatedAt.Compare(x.CreatedAt), cmp.Compare(y.ID, x.ID))
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, errs
+}

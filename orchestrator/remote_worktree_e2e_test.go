@@ -97,7 +97,9 @@ func TestE2EHostWorktreeAgentLands(t *testing.T) {
 // user is left running.
 func TestE2EHostCloneSetupEndsWithTheConnection(t *testing.T) {
 	h := newRemoteHarness(t)
-	p := h.project(t, "workspace:\n  setup: echo started > setup-ran; exec sleep 300\n", "    workspace: worktree\n")
+	// Without the sandbox: the host's user cannot run this machine's
+	// codex (clones' TestWorkspaceSetupInTheSandbox runs a host's setup in it).
+	p := h.project(t, "workspace:\n  setup: echo started > setup-ran; exec sleep 300\n  sandbox: off\n", "    workspace: worktree\n")
 	gitProject(t, p)
 	r := h.start(p, nil)
 	waitFor(t, "the setup running on the host", func() bool {

@@ -126,7 +126,7 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 	// Pause and resume from the page: the daemon's own requests pass its
 	// judge of who asks.
 	if err := chromedp.Run(ctx,
-		chromedp.Click(`#pause`, chromedp.ByID),
+		clickNow(`#pause`),
 		chromedp.WaitVisible(`#resume`, chromedp.ByID),
 	); err != nil {
 		t.Fatalf("pause from the page: %v", err)
@@ -135,7 +135,7 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 		t.Fatalf("after Pause the dispatch is %+v", st.Dispatch)
 	}
 	if err := chromedp.Run(ctx,
-		chromedp.Click(`#resume`, chromedp.ByID),
+		clickNow(`#resume`),
 		chromedp.WaitVisible(`#pause`, chromedp.ByID),
 	); err != nil {
 		t.Fatalf("resume from the page: %v", err)
@@ -144,36 +144,21 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 	const payload = `<img src=x onerror="document.title='pwned'"> scenario:sleepms:1500`
 	var before, after, title string
 	var imgs int
-	steps := []struct {
-		what string
-		do   chromedp.Action
-	}{
-		{"open the agent's page", chromedp.Click(`a[href="/agent/`+agent+`"]`, chromedp.ByQuery)},
-		{"see the message box", chromedp.WaitVisible(`#body`, chromedp.ByID)},
-		{"go live", chromedp.WaitVisible(`body.is-live`, chromedp.ByQuery)},
-		{"type", chromedp.SendKeys(`#body`, payload, chromedp.ByID)},
-		{"send", chromedp.Click(`#send`, chromedp.ByID)},
-		{"see it sent", chromedp.WaitVisible(`p.sent`, chromedp.ByQuery)},
-		{"read the transcript", chromedp.Text(`#transcript`, &before, chromedp.ByID)},
+	runSteps(t, ctx,
+		step{"open the agent's page", clickNow(`a[href="/agent/` + agent + `"]`)},
+		step{"see the message box", chromedp.WaitVisible(`#body`, chromedp.ByID)},
+		step{"go live", chromedp.WaitVisible(`body.is-live`, chromedp.ByQuery)},
+		step{"type", chromedp.SendKeys(`#body`, payload, chromedp.ByID)},
+		step{"send", chromedp.Click(`#send`, chromedp.ByID)},
+		step{"see it sent", chromedp.WaitVisible(`p.sent`, chromedp.ByQuery)},
+		step{"read the transcript", chromedp.Evaluate(`document.getElementById("transcript").textContent`, &before)},
 		// The turn sleeps 1.5 s: its end arrives over the live streams.
-		{"see the turn finish", chromedp.Poll(`document.getElementById("transcript").textContent.includes("SLEPT") &&
+		step{"see the turn finish", chromedp.Poll(`document.getElementById("transcript").textContent.includes("SLEPT") &&
 			document.querySelector("dd.turns").textContent === "1"`, nil, chromedp.WithPollingTimeout(20*time.Second))},
-		{"read the transcript again", chromedp.Text(`#transcript`, &after, chromedp.ByID)},
-		{"count images", chromedp.Evaluate(`document.querySelectorAll("main img").length`, &imgs)},
-		{"read the title", chromedp.Title(&title)},
-	}
-	for _, s := range steps {
-		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		err := chromedp.Run(sctx, s.do)
-		cancel()
-		if err != nil {
-			var page string
-			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			chromedp.Run(dctx, chromedp.OuterHTML("html", &page, chromedp.ByQuery))
-			cancel()
-			t.Fatalf("%s: %v\npage:\n%s", s.what, err, page)
-		}
-	}
+		step{"read the transcript again", chromedp.Evaluate(`document.getElementById("transcript").textContent`, &after)},
+		step{"count images", chromedp.Evaluate(`document.querySelectorAll("main img").length`, &imgs)},
+		step{"read the title", chromedp.Title(&title)},
+	)
 	if strings.Contains(before, "SLEPT") {
 		t.Fatalf("the reply was on the page as it loaded: this proves nothing live\n%s", before)
 	}

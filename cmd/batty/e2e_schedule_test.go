@@ -51,8 +51,18 @@ schedules:
 		codextest.AssertNoMarked(t, r.mark)
 	})
 	r.must("start")
+	// In flight at ops: delivered, so its state was saved before (a
+	// schedule shows "running" a moment before its state is saved).
 	st := r.waitStatus("slow's run to be in flight", func(st control.Status) bool {
-		return scheduleStatus(st, "slow").State == "running"
+		if scheduleStatus(st, "slow").State != "running" {
+			return false
+		}
+		for _, a := range st.Agents {
+			if a.Name == "ops" && a.InFlight != nil && strings.HasSuffix(*a.InFlight, "-schedule.slow.1") {
+				return true
+			}
+		}
+		return false
 	})
 
 	// SIGKILL with slow's run in flight; the next daemon finds it in the

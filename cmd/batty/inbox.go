@@ -1,13 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +23,12 @@ const (
 	msgStateInFlight = "in_flight"
 	msgStateDone     = "done"
 )
+
+// listedState is the name `batty inbox` gives a message's state in its
+// box (inbox.StateNew, StateCur, StateDone). It is a pure function.
+func listedState(state string) string {
+	return map[string]string{inbox.StateNew: msgStateNew, inbox.StateCur: msgStateInFlight, inbox.StateDone: msgStateDone}[state]
+}
 
 // listedMessage is one message of `batty inbox --json`: the stored message
 // plus the box it is in and its state there.
@@ -196,8 +200,7 @@ func printFull(w io.Writer, l project.Layout, box, name, id string, asJSON bool)
 			o.Reply, o.ReplyFile = reply, ""
 			m.Outcome = &o
 		}
-		st := map[string]string{inbox.StateNew: msgStateNew, inbox.StateCur: msgStateInFlight, inbox.StateDone: msgStateDone}[state]
-		return printInboxJSON(w, listedMessage{Message: m, Box: box, State: st})
+		return printInboxJSON(w, listedMessage{Message: m, Box: box, State: listedState(state)})
 	}
 	text := body
 	if box != team.Human && reply != "" {
@@ -229,32 +232,13 @@ func listBox(l project.Layout, box string, limit int, warn io.Writer) ([]listedM
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", box, err)
 	}
+	recent, errs := b.Recent(limit)
+	for _, err := range errs {
+		fmt.Fprintf(warn, "batty: warning: %s: %v\n", box, err)
+	}
 	var out []listedMessage
-	add := func(state string, ms []inbox.Message, errs []error) {
-		for _, err := range errs {
-			fmt.Fprintf(warn, "batty: warning: %s: %v\n", box, err)
-		}
-		for _, m := range ms {
-			out = append(out, listedMessage{Message: m, Box: box, State: state})
-		}
-	}
-	pending, errs := b.Pending()
-	add(msgStateNew, pending, errs)
-	inflight, errs := b.InFlight()
-	add(msgStateInFlight, inflight, errs)
-	// Done returns the readable messages along with an error naming the
-	// files it could not read; both are shown.
-	done, err := b.Done(limit)
-	var doneErrs []error
-	if err != nil {
-		doneErrs = []error{err}
-	}
-	add(msgStateDone, done, doneErrs)
-	slices.SortStableFunc(out, func(a, b listedMessage) int {
-		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
-	})
-	if len(out) > limit {
-		out = out[:limit]
+	for _, m := range recent {
+		out = append(out, listedMessage{Message: m.Message, Box: box, State: listedState(m.State)})
 	}
 	if out == nil {
 		out = []listedMessage{}

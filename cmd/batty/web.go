@@ -119,7 +119,7 @@ func startConsole(cfg *team.Config, l project.Layout, log hclog.Logger) (*consol
 	}
 	bound := ln.Addr().String()
 	srv, err := console.New(console.Config{Addr: bound, Token: token, Log: log,
-		Backend: console.DaemonBackend{Layout: l, BacklogLimit: cfg.BacklogLimit}})
+		Backend: console.DaemonBackend{Layout: l, BacklogLimit: cfg.BacklogLimit, Base: cfg.Workspace.Base}})
 	if err != nil {
 		ln.Close()
 		return nil, nil, err

@@ -9,11 +9,21 @@
   if (live && window.EventSource) {
     var target = document.getElementById("live");
     var es = new EventSource(live);
+    // notify.js listens to the same stream.
+    window.battyLive = es;
     es.onopen = function () { body.classList.add("is-live"); };
     es.onerror = function () { body.classList.remove("is-live"); };
     es.addEventListener("status", function (e) {
-      // Keep a form being typed into as it is.
-      if (target.contains(document.activeElement) && document.activeElement.tagName === "TEXTAREA") { return; }
+      // Keep a form being typed into as it is, and one holding an
+      // unsent text.
+      if (target.contains(document.activeElement) && /^(TEXTAREA|INPUT)$/.test(document.activeElement.tagName)) { return; }
+      var fields = target.querySelectorAll("textarea, input[type=text]");
+      for (var i = 0; i < fields.length; i++) { if (fields[i].value !== "") { return; } }
+      // The same as shown (the first event repeats what the page was
+      // rendered with): left alone, so a button about to be clicked stays.
+      var next = document.createElement("template");
+      next.innerHTML = e.data;
+      if (next.innerHTML === target.innerHTML) { return; }
       target.innerHTML = e.data;
     });
   }
