@@ -42,6 +42,8 @@ type Facts struct {
 	Session bool
 	// CSRFOK says the form's CSRF token is the session's.
 	CSRFOK bool
+	// TLS says the request came over HTTPS: its own origin is https://.
+	TLS bool
 }
 
 // Decision is Decide's answer: a Verdict, and for Refuse the HTTP status
@@ -87,7 +89,11 @@ func Decide(f Facts, hosts []string) Decision {
 	}
 	switch {
 	case f.Origin != "":
-		if f.Origin != "http://"+f.Host {
+		scheme := "http://"
+		if f.TLS {
+			scheme = "https://"
+		}
+		if f.Origin != scheme+f.Host {
 			return Decision{Verdict: Refuse, Status: http.StatusForbidden, Reason: fmt.Sprintf("refused: a request from another origin (%.80q)", f.Origin)}
 		}
 	case f.FetchSite != "same-origin":
@@ -100,16 +106,23 @@ func Decide(f Facts, hosts []string) Decision {
 }
 
 // AllowedHosts returns the Host headers a console listening on addr
-// (host:port, as bound) answers to: the address itself, and
-// localhost:port for a loopback one. It is a pure function.
-func AllowedHosts(addr string) ([]string, error) {
+// (host:port, as bound) answers to: the address itself, localhost:port
+// for a loopback one, and each of names (host names or IPs the console is
+// reached by: its certificate's, this machine's for a wildcard address)
+// with the port. It is a pure function.
+func AllowedHosts(addr string, names ...string) ([]string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("console address %q: %w", addr, err)
 	}
 	hosts := []string{net.JoinHostPort(host, port)}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if ip := net.ParseIP(host); ip != nil && (ip.IsLoopback() || ip.IsUnspecified()) {
 		hosts = append(hosts, net.JoinHostPort("localhost", port))
+	}
+	for _, n := range names {
+		if h := net.JoinHostPort(n, port); n != "" && !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
 	}
 	return hosts, nil
 }

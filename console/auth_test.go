@@ -35,6 +35,9 @@ func TestDecide(t *testing.T) {
 		{"post, cross-site fetch", Facts{Method: "POST", Host: host, FetchSite: "cross-site", Session: true, CSRFOK: true}, Refuse, http.StatusForbidden},
 		{"post, no origin at all", Facts{Method: "POST", Host: host, Session: true, CSRFOK: true}, Refuse, http.StatusForbidden},
 		{"post without CSRF", Facts{Method: "POST", Host: host, Origin: "http://" + host, Session: true}, Refuse, http.StatusForbidden},
+		{"post over TLS", Facts{Method: "POST", Host: host, Origin: "https://" + host, Session: true, CSRFOK: true, TLS: true}, Allow, 0},
+		{"post over TLS from http", Facts{Method: "POST", Host: host, Origin: "http://" + host, Session: true, CSRFOK: true, TLS: true}, Refuse, http.StatusForbidden},
+		{"post over http from https", Facts{Method: "POST", Host: host, Origin: "https://" + host, Session: true, CSRFOK: true}, Refuse, http.StatusForbidden},
 		{"put", Facts{Method: "PUT", Host: host, Origin: "http://" + host, Session: true, CSRFOK: true}, Refuse, http.StatusMethodNotAllowed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,14 +54,17 @@ func TestDecide(t *testing.T) {
 
 func TestAllowedHosts(t *testing.T) {
 	for _, tc := range []struct {
-		addr string
-		want []string
+		addr  string
+		names []string
+		want  []string
 	}{
-		{"127.0.0.1:8420", []string{"127.0.0.1:8420", "localhost:8420"}},
-		{"[::1]:9", []string{"[::1]:9", "localhost:9"}},
-		{"192.0.2.1:80", []string{"192.0.2.1:80"}},
+		{"127.0.0.1:8420", nil, []string{"127.0.0.1:8420", "localhost:8420"}},
+		{"[::1]:9", nil, []string{"[::1]:9", "localhost:9"}},
+		{"192.0.2.1:80", nil, []string{"192.0.2.1:80"}},
+		{"192.0.2.1:443", []string{"box.example", "192.0.2.1", "2001:db8::1"}, []string{"192.0.2.1:443", "box.example:443", "[2001:db8::1]:443"}},
+		{"0.0.0.0:8420", []string{"192.0.2.7", "box"}, []string{"0.0.0.0:8420", "localhost:8420", "192.0.2.7:8420", "box:8420"}},
 	} {
-		got, err := AllowedHosts(tc.addr)
+		got, err := AllowedHosts(tc.addr, tc.names...)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("AllowedHosts(%q) = %v, %v; want %v", tc.addr, got, err, tc.want)
 		}
@@ -71,5 +77,26 @@ func TestAllowedHosts(t *testing.T) {
 func TestSame(t *testing.T) {
 	if same("", "") || same("a", "") || same("a", "b") || !same("abc", "abc") {
 		t.Fatal("same compares wrongly")
+	}
+}
+
+func TestPublicURL(t *testing.T) {
+	for _, tc := range []struct {
+		addr  string
+		tls   bool
+		names []string
+		want  string
+	}{
+		{"127.0.0.1:8420", false, nil, "http://127.0.0.1:8420/"},
+		{"[::1]:9", false, nil, "http://[::1]:9/"},
+		{"0.0.0.0:8420", false, []string{"192.0.2.7", "box"}, "http://192.0.2.7:8420/"},
+		{"192.0.2.7:8420", false, []string{"box"}, "http://192.0.2.7:8420/"},
+		{"0.0.0.0:443", true, []string{"box.example", "192.0.2.7"}, "https://box.example:443/"},
+		{"127.0.0.1:8420", true, []string{"2001:db8::1"}, "https://[2001:db8::1]:8420/"},
+		{"127.0.0.1:8420", true, nil, "https://127.0.0.1:8420/"},
+	} {
+		if got := PublicURL(tc.addr, tc.tls, tc.names); got != tc.want {
+			t.Errorf("PublicURL(%q, %v, %v) = %q, want %q", tc.addr, tc.tls, tc.names, got, tc.want)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/usage"
 )
 
 // Backend is what the console reads and does: the team's status, its
@@ -25,6 +26,9 @@ type Backend interface {
 	Send(ctx context.Context, agent, body string) (string, error)
 	// Transcript is the path of agent's transcript (ptylog's file).
 	Transcript(agent string) string
+	// Usage is the usage ledger's entries since since (zero: all), as
+	// `batty usage` reads them.
+	Usage(ctx context.Context, since time.Time) (usage.Data, error)
 	// Pages is what the other pages read and do.
 	Pages
 }
@@ -89,6 +93,15 @@ func (b DaemonBackend) Send(_ context.Context, agent, body string) (string, erro
 		return "", fmt.Errorf("send to %s: %w", agent, err)
 	}
 	return m.ID, nil
+}
+
+// Usage implements Backend.
+func (b DaemonBackend) Usage(_ context.Context, since time.Time) (usage.Data, error) {
+	d, err := usage.Read(b.Layout, since, time.Time{})
+	if err != nil {
+		return usage.Data{}, fmt.Errorf("read the usage ledger: %w", err)
+	}
+	return d, nil
 }
 
 // Transcript implements Backend.

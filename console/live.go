@@ -57,8 +57,10 @@ func (h *hub) subscribe() (<-chan *control.Status, func()) {
 }
 
 // run serves the subscribers until ctx ends. With none, it asks nothing.
+// Between events it asks every refresh: a turn's age moves on, and a
+// message to the human comes with no event of the daemon.
 func (h *hub) run(ctx context.Context) {
-	t := time.NewTicker(h.refresh)
+	t := time.NewTimer(h.refresh)
 	defer t.Stop()
 	for {
 		select {
@@ -71,13 +73,16 @@ func (h *hub) run(ctx context.Context) {
 		n := len(h.subs)
 		h.mu.Unlock()
 		if n == 0 {
+			t.Reset(h.refresh)
 			continue
 		}
 		st, err := h.backend.Status(ctx)
 		if err != nil {
 			h.log.Debug("Console cannot get the status", "error", err)
+			t.Reset(h.refresh)
 			continue
 		}
+		t.Reset(h.refresh)
 		h.mu.Lock()
 		for ch := range h.subs {
 			select {
@@ -88,6 +93,32 @@ func (h *hub) run(ctx context.Context) {
 		}
 		h.mu.Unlock()
 	}
+}
+
+// renderCache keeps the live part rendered for the latest status, by
+// page and CSRF token: the open pages of one session share one rendering.
+type renderCache struct {
+	mu   sync.Mutex
+	st   *control.Status
+	html map[string]string
+}
+
+// get returns the rendering of key for st, made by render when st is not
+// the status rendered last or key was not rendered for it.
+func (c *renderCache) get(st *control.Status, key string, render func() (string, error)) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st != st {
+		c.st, c.html = st, map[string]string{}
+	}
+	if h, ok := c.html[key]; ok {
+		return h, nil
+	}
+	h, err := render()
+	if err == nil {
+		c.html[key] = h
+	}
+	return h, err
 }
 
 // stream starts a server-sent events answer; flush sends what was
@@ -152,13 +183,17 @@ func (s *Server) statusEvents(w http.ResponseWriter, r *http.Request) {
 		case <-s.ctx.Done():
 			return
 		case st := <-ch:
-			var html bytes.Buffer
 			n := s.navOf(page, st)
-			if err := s.renderLive(&html, r, page, agent, csrf, st); err != nil {
+			html, err := s.live.get(st, page+"\x00"+agent+"\x00"+csrf+"\x00"+r.URL.RawQuery, func() (string, error) {
+				var html bytes.Buffer
+				err := s.renderLive(&html, r, page, agent, csrf, st)
+				return html.String(), err
+			})
+			if err != nil {
 				s.cfg.Log.Warn("Console cannot render", "error", err)
 				return
 			}
-			writeEvent(&b, "status", html.String())
+			writeEvent(&b, "status", html)
 			s.writeBadge(&b, n)
 		}
 		if _, err := w.Write(b.Bytes()); err != nil {

@@ -35,6 +35,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/logtail"
 	"github.com/battyhq/batty/ptylog"
+	"github.com/battyhq/batty/usage"
 )
 
 //go:embed web
@@ -66,8 +67,15 @@ var securityHeaders = map[string]string{
 // Config configures a Server.
 type Config struct {
 	// Addr is the address the console is bound to (host:port, as the
-	// listener reports it): the Host headers it answers to follow from it.
+	// listener reports it): the Host headers it answers to follow from it
+	// and from Names.
 	Addr string
+	// Names are further host names or IPs the console is reached by (see
+	// AllowedHosts).
+	Names []string
+	// TLS says the console is served over HTTPS: the session cookie is
+	// Secure and the console's origin https://.
+	TLS bool
 	// Token is the login token (NewToken).
 	Token string
 	// Backend is the team the console shows.
@@ -79,6 +87,21 @@ type Config struct {
 	Refresh time.Duration
 	// Rescan is the transcripts' safety-net rescan (logtail.DefaultRescan).
 	Rescan time.Duration
+	// Prices are the team file's prices (nil: the usage page shows no
+	// cost).
+	Prices usage.Prices
+	// Now is the clock of the usage page (default time.Now); Loc the time
+	// zone its times are shown in (default time.Local).
+	Now func() time.Time
+	Loc *time.Location
+	// Judge decides whether a process runs inside one of the daemon's
+	// agents (the control socket's judge): a request from such a process
+	// on this machine is refused (see ConnContext, which the http.Server
+	// must use). Nil: no process is looked at.
+	Judge control.Judge
+	// Proc is the /proc mount the peers are looked up in (default
+	// "/proc").
+	Proc string
 }
 
 // Server is the console: an http.Handler. Notify tells it the team
@@ -91,6 +114,7 @@ type Server struct {
 	static http.Handler
 	mux    *http.ServeMux
 	hub    *hub
+	live   renderCache
 	pg     *pageState
 
 	ctx    context.Context
@@ -106,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Token == "" || cfg.Backend == nil {
 		return nil, errors.New("console: a token and a backend are required")
 	}
-	hosts, err := AllowedHosts(cfg.Addr)
+	hosts, err := AllowedHosts(cfg.Addr, cfg.Names...)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +140,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = 5 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Loc == nil {
+		cfg.Loc = time.Local
+	}
+	if cfg.Proc == "" {
+		cfg.Proc = "/proc"
 	}
 	pages, err := parsePages()
 	if err != nil {
@@ -152,20 +185,30 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /pause", s.pause)
 	m.HandleFunc("POST /resume", s.resume)
 	m.HandleFunc("POST /agent/{name}/send", s.send)
+	m.HandleFunc("GET /usage", s.usagePage)
+	m.HandleFunc("GET /usage.csv", s.usageCSV)
+	m.HandleFunc("GET /usage.json", s.usageJSONFile)
 	s.pageRoutes(m)
 	m.Handle("GET /static/", s.static)
 	s.mux = m
 }
 
-// ServeHTTP implements http.Handler: every request is judged by Decide
-// first.
+// ServeHTTP implements http.Handler: a request on a connection from a
+// process inside an agent is refused (Config.Judge); every other request
+// is judged by Decide first.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	for k, v := range securityHeaders {
 		h.Set(k, v)
 	}
+	if err := s.peerRefusal(r); err != nil {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintln(w, err)
+		return
+	}
 	f := Facts{Method: r.Method, Login: r.URL.Path == "/login", Host: r.Host,
-		Origin: r.Header.Get("Origin"), FetchSite: r.Header.Get("Sec-Fetch-Site")}
+		Origin: r.Header.Get("Origin"), FetchSite: r.Header.Get("Sec-Fetch-Site"), TLS: s.cfg.TLS}
 	if f.Login {
 		q := r.URL.Query()
 		f.TokenGiven = q.Has("token")
@@ -235,7 +278,7 @@ func (s *Server) logIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: id, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionAge / time.Second)})
+		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionAge / time.Second), Secure: s.cfg.TLS})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 

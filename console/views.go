@@ -34,6 +34,7 @@ var pageFiles = map[string][]string{
 	"landings": {"web/landings.html"},
 	"landing":  {"web/landing.html"},
 	"alerts":   {"web/alerts.html"},
+	"usage":    {"web/usage.html"},
 }
 
 // teamView is the team page's data (and its live part's).
@@ -53,6 +54,44 @@ type teamView struct {
 type totals struct {
 	Agents, Busy, Backlog, Turns int
 	Input, Output                string
+	// Limit is the highest usage-limit percent of the team's accounts,
+	// Budget the highest use of its budgets ("" when none).
+	Limit, Budget gauge
+}
+
+// gauge is a percentage shown with its level: "" (none), ok, warn or
+// over.
+type gauge struct {
+	Text, Level string
+}
+
+// newGauge shows p, nil for none, warning from warn percent, over from
+// 100. It is a pure function.
+func newGauge(p *float64, warn float64) gauge {
+	switch {
+	case p == nil:
+		return gauge{}
+	case *p >= 100:
+		return gauge{Text: pct(*p), Level: "over"}
+	case *p >= warn:
+		return gauge{Text: pct(*p), Level: "warn"}
+	}
+	return gauge{Text: pct(*p), Level: "ok"}
+}
+
+// gaugeWarn is where a usage-limit or budget gauge turns to a warning.
+const gaugeWarn = 80
+
+// highest is the highest of ps, nil when none is set. It is a pure
+// function.
+func highest(ps ...*float64) *float64 {
+	var h *float64
+	for _, p := range ps {
+		if p != nil && (h == nil || *p > *h) {
+			h = p
+		}
+	}
+	return h
 }
 
 // agentRow is one agent as the pages show it, every field text.
@@ -64,6 +103,7 @@ type agentRow struct {
 	Input, Output                         string
 	Workspace                             string
 	Busy                                  bool
+	Limit, Budget                         gauge
 }
 
 // agentView is the agent page's data.
@@ -91,7 +131,9 @@ func newTeamView(st *control.Status, err error, csrf string) teamView {
 	}
 	v.Team, v.Paused, v.Reason = st.Team, st.Dispatch.Paused, st.Dispatch.Reason
 	var in, out int64
+	var limit, spent *float64
 	for _, a := range st.Agents {
+		limit = highest(limit, a.LimitPct)
 		row := newAgentRow(a)
 		v.Agents = append(v.Agents, row)
 		v.Totals.Agents++
@@ -107,6 +149,10 @@ func newTeamView(st *control.Status, err error, csrf string) teamView {
 		v.Totals.Backlog += n
 	}
 	v.Totals.Input, v.Totals.Output = tokens(in), tokens(out)
+	for _, b := range st.Budgets {
+		spent = highest(spent, &b.UsedPct)
+	}
+	v.Totals.Limit, v.Totals.Budget = newGauge(limit, gaugeWarn), newGauge(spent, gaugeWarn)
 	for _, l := range st.Landings {
 		if l.State != "landed" && l.State != "failed" && l.State != "nothing" {
 			v.Landings++
@@ -122,7 +168,8 @@ const maxWhy = 400
 func newAgentRow(a control.AgentStatus) agentRow {
 	r := agentRow{Name: a.Name, Role: a.Role, State: a.State, Why: a.LastError, Host: a.Host, Account: a.Account,
 		Backlog: a.Backlog, Turns: a.TurnsCompleted, ContextPct: a.ContextPct,
-		Input: tokens(a.InputTokens), Output: tokens(a.OutputTokens)}
+		Input: tokens(a.InputTokens), Output: tokens(a.OutputTokens),
+		Limit: newGauge(a.LimitPct, gaugeWarn), Budget: newGauge(a.BudgetPct, gaugeWarn)}
 	if r.Host == "" {
 		r.Host = "local"
 	}

@@ -42,6 +42,25 @@ type Status struct {
 	// unfinished one and the latest finished ones, oldest first; empty
 	// when the team has no worktree agents.
 	Landings []LandingStatus `json:"landings"`
+	// Budgets are the team file's token budgets and their use in their
+	// current windows, in the file's order; empty without budgets and for
+	// a stopped team.
+	Budgets []BudgetStatus `json:"budgets"`
+}
+
+// BudgetStatus is one token budget (team.yaml budgets) in its current
+// window: its key ("<for>/<per>"), whom it covers, the tokens used and
+// the budget, the use in percent, the percent it warns at and the window.
+type BudgetStatus struct {
+	Budget      string    `json:"budget"`
+	For         string    `json:"for"`
+	Per         string    `json:"per"`
+	Used        int64     `json:"used_tokens"`
+	Tokens      int64     `json:"budget_tokens"`
+	UsedPct     float64   `json:"used_pct"`
+	WarnAt      int       `json:"warn_at"`
+	WindowStart time.Time `json:"window_start"`
+	WindowEnd   time.Time `json:"window_end"`
 }
 
 // DaemonStatus describes the daemon process.
@@ -112,6 +131,13 @@ type AgentStatus struct {
 	// while its next turn waits for one (its State is then
 	// AgentWaitingForSlot); "" otherwise, and when the team caps nothing.
 	Slot string `json:"slot,omitempty"`
+	// LimitPct is the highest used percent of the rate-limit windows of
+	// the agent's account, as Codex last reported them (runtime
+	// app-server); null before a report.
+	LimitPct *float64 `json:"limit_pct"`
+	// BudgetPct is the highest use, in percent, of the token budgets that
+	// cover the agent, in their current windows; null when none does.
+	BudgetPct *float64 `json:"budget_pct"`
 }
 
 // The values of AgentStatus.Slot.

@@ -110,6 +110,7 @@ func offlineStatus(cfg *team.Config, l project.Layout, store *inbox.Store) (cont
 		st.Accounts = teamstatus.Accounts(book.Views(), func(n string) int { return backlogs[n] })
 		teamstatus.Place(&st)
 		st.Landings = []control.LandingStatus{}
+		st.Budgets = []control.BudgetStatus{}
 		offlineWorkspaces(cfg, l, &st)
 		st.Schedules = []control.ScheduleStatus{}
 		if len(cfg.Schedules) == 0 {

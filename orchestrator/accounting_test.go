@@ -76,7 +76,7 @@ func TestTurnsCompletedFollowsTheRecordedOutcomes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := p.start(nil)
+	r := p.start(inProcess)
 	id := p.send("solo", "human", "after the restart")
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)

@@ -22,7 +22,6 @@ import (
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
-	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
@@ -58,70 +57,14 @@ type agent struct {
 	snap agentSnap
 
 	// owned by run
-	st        project.AgentState
-	p         *shim.Client
-	events    <-chan protocol.Message // p's events, nil once they ended
-	ready     bool                    // shim is up and has no turn of ours in flight
-	inflight  *inbox.Message
-	flightAt  time.Time
-	stopping  bool
-	switching bool // the shim is being stopped to start again on another account (accountSwitch)
-	crashes   []time.Time
-	backoff   time.Duration
-	failures  int  // crash loops in a row (see crashed)
-	failed    bool // in a crash loop: respawn is its cool-down
-	probation bool // spawned by a retry of a failed agent: a crash fails it again
-	spawnedAt time.Time
-	nonce     uint64
-	pongDue   <-chan time.Time
-	respawn   <-chan time.Time
-	replyDir  string      // the shim's reply directory, "" when it is not usable
-	retry     *time.Timer // looks at the inbox again when a file's grace or a back-off ends
-	retryAt   time.Time
-	// health is the health of the target the agent runs on: of the
-	// account it is placed on (followHealth). snap.health mirrors it for
-	// other goroutines.
-	health *health
-	host   *remoteHost // the host the agent runs on, nil for this machine
-	// prevHost is the host whose clone held the agent's worktree before
-	// (the team file moved it), to be retired at its next preparation;
-	// nil when none.
-	prevHost *remoteHost
-	// tlog is the transcript file of an agent on a host, where the lines
-	// its shim sends are appended (opened on the first, closed when run
-	// returns); nil otherwise.
-	tlog *ptylog.Writer
-	// pieces gathers the reply of a shim on a host, sent in pieces.
-	pieces    protocol.ReplyPieces
-	parked    *preflight.Problem // why the agent takes no message, nil when it does
-	account   string             // its account key (dispatch.AgentHome: the CODEX_HOME, host-qualified on another host), the key of its network hold; snap.account mirrors it
-	carried   bool               // the message in flight opens a fresh thread with a handoff
-	freshTurn bool               // the message in flight was sent without a thread to resume
-	// cancelling is the id of the message in flight whose turn is being
-	// interrupted to cancel it (`batty cancel --interrupt`), "" when none.
-	cancelling string
-	// pending is an outcome that could not be written yet (see record):
-	// nothing else is dispatched until it is; recordRetry tries again.
-	pending     *outcomeRecord
-	recordRetry *time.Timer
-	// ws is the agent's git worktree (workspace: worktree), nil for the
-	// shared checkout. prepDone answers a preparation in flight (see
-	// startShim), prepCancel ends it; wsProblem parks the agent when the
-	// worktree could not be prepared.
-	ws         *agentWorkspace
-	prepDone   chan prepared
-	prepCancel context.CancelFunc
-	wsProblem  *preflight.Problem
-	wsMade     bool // the worktree was made (or found) by a preparation
-	// syncReq, under mu, is the landing after which the base is to be
-	// merged into the worktree's branch at the next idle moment ("" when
-	// none); syncTold whether the agent was told of its conflict already
-	// (see wantSync).
-	syncReq  string
-	syncTold bool
-	// nestedTold are the nested repositories of the worktree the agent
-	// was told its commits leave out (see tellNested).
-	nestedTold map[string]bool
+	supervision
+	flight
+	placement
+	worktree
+	st       project.AgentState
+	p        Worker
+	events   <-chan protocol.Message // p's events, nil once they ended
+	stopping bool
 	// step is the end of the git (or, for a clone on a host, ssh) step
 	// running off run's goroutine, nil when none runs (see startStep);
 	// deferred are the control requests that came meanwhile, applied in
@@ -211,8 +154,8 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 	a := &agent{
 		d: d, def: def, box: box, log: d.log.Named(def.Name),
 		kick: make(chan struct{}, 1), ctl: newMailbox[agentCtl](), done: make(chan struct{}),
-		backoff: d.opts.RespawnMin,
-		account: dispatch.AgentHome(def, d.shimEnviron()),
+		supervision: supervision{backoff: d.opts.RespawnMin},
+		placement:   placement{account: dispatch.AgentHome(def, d.shimEnviron())},
 	}
 	a.st.Name = def.Name
 	if err := project.LoadJSON(d.layout, project.AgentStateName(def.Name), &a.st); err != nil {
@@ -259,8 +202,6 @@ func (a *agent) run(ctx context.Context) {
 	defer close(a.done)
 	defer a.refuseLeft()
 	defer a.d.slots.Leave(a.def.Name) // a slot held or asked for goes to the next
-
-	defer func() { a.tlog.Close() }() // the writer opened meanwhile, if any
 	a.recover()
 	a.startShim()
 	ping := time.NewTicker(a.d.opts.PingInterval)
@@ -476,7 +417,7 @@ func (a *agent) spawnOptions() (shim.SpawnOptions, error) {
 // startStep); here it starts at once.
 func (a *agent) spawn() {
 	state := agentSpawning
-	if a.host != nil && a.host.isDown() {
+	if a.onDownHost() {
 		// A try at a host known to be down: it stays unreachable until a
 		// shim starts there.
 		state = agentUnreachable
@@ -484,25 +425,30 @@ func (a *agent) spawn() {
 	a.setSnap(func(s *agentSnap) { s.state = state })
 	a.followAccount()
 	a.prepareReplies()
-	a.pieces.Reset() // pieces of a reply of an earlier shim are void
 	o, err := a.spawnOptions()
 	if err != nil {
 		a.spawned(nil, err)
 		return
 	}
-	procs := a.d.procs
-	if a.host == nil {
-		a.spawned(procs.spawn(context.Background(), o))
+	d := a.d
+	if !a.remote() {
+		a.spawned(d.startWorker(context.Background(), o))
 		return
 	}
+	// The shim there sends what a local one writes here: remoteWorker
+	// makes its events a local one's.
+	transcript, root, log := d.layout.Transcript(a.def.Name), d.layout.StateRoot(), a.log
 	a.startStep(func() func() {
-		p, err := procs.spawn(context.Background(), o)
-		return func() { a.spawned(p, err) }
+		w, err := d.startWorker(context.Background(), o)
+		if err == nil {
+			w = newRemoteWorker(w, transcript, root, log)
+		}
+		return func() { a.spawned(w, err) }
 	})
 }
 
 // spawned applies the start of the shim: p, or the error it failed with.
-func (a *agent) spawned(p *shim.Client, err error) {
+func (a *agent) spawned(p Worker, err error) {
 	if err != nil {
 		a.log.Error("Shim did not start", "error", err)
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: "spawn failed: " + err.Error()})
@@ -515,9 +461,7 @@ func (a *agent) spawned(p *shim.Client, err error) {
 	// (shimExited).
 	a.p, a.events, a.spawnedAt, a.ready = p, p.Events(), time.Now(), true
 	a.log.Info("Shim started", "pid", p.Pid(), "thread", a.st.ThreadID)
-	if a.host != nil {
-		a.host.reached()
-	}
+	a.reachedHost()
 	a.setSnap(func(s *agentSnap) { s.shimPID = p.Pid(); s.state = string(protocol.StateStarting) })
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimStarted, Agent: a.def.Name, Data: eventlog.ShimStarted{PID: p.Pid(), ThreadID: a.st.ThreadID}})
 	a.poke()
@@ -591,87 +535,9 @@ func (a *agent) shimGone(code int, broken string) {
 	}
 	a.log.Error("Shim exited unexpectedly", "exit", code)
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: broken, Data: eventlog.ShimExited{ExitCode: code}})
-	if time.Since(a.spawnedAt) > a.d.opts.CrashWindow {
-		// It ran for a while: whatever failed before is over.
-		a.backoff, a.failures, a.probation = a.d.opts.RespawnMin, 0, false
-	}
+	// It ran for a while: whatever failed before is over.
+	a.ranLong(a.d.opts.CrashWindow, a.d.opts.RespawnMin)
 	a.crashedOrUnreachable()
-}
-
-// crashed schedules a respawn with backoff. After MaxCrashes crashes within
-// the crash window, or any crash of a shim started by the retry of a failed
-// agent, the agent is failed: one agent_failed alert, and the next try
-// after the cool-down of failedCooldown (or at once on `batty resume`).
-func (a *agent) crashed() {
-	now := time.Now()
-	a.crashes = append(a.crashes, now)
-	for len(a.crashes) > 0 && now.Sub(a.crashes[0]) > a.d.opts.CrashWindow {
-		a.crashes = a.crashes[1:]
-	}
-	if len(a.crashes) >= a.d.opts.MaxCrashes || a.probation {
-		why := fmt.Sprintf("%d crashes within %s", len(a.crashes), a.d.opts.CrashWindow)
-		if a.probation {
-			why = "crashed again after its retry"
-		}
-		a.failures++
-		wait := failedCooldown(a.failures, a.d.opts.FailedRetryMin, a.d.opts.FailedRetryMax)
-		at := now.Add(wait)
-		msg := fmt.Sprintf("%s: retrying in %s (at %s); see %s; `batty resume %s` retries now",
-			why, wait, at.Local().Format("15:04:05"), a.d.layout.DaemonLog(), a.def.Name)
-		a.log.Error("Agent failed", "detail", msg)
-		a.crashes, a.probation, a.failed = nil, false, true
-		a.respawn = time.After(wait)
-		a.st.SetError(msg, "", now.UTC())
-		a.saveState()
-		a.setSnap(func(s *agentSnap) { s.state = agentFailed })
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: a.def.Name, Detail: msg,
-			Data: eventlog.AgentFailed{Failures: a.failures, RetryAt: at.UTC()}})
-		return
-	}
-	a.log.Info("Respawning shim", "in", a.backoff)
-	a.respawn = time.After(a.backoff)
-	a.setSnap(func(s *agentSnap) { s.state = agentRestarting; s.restarts++ })
-	a.backoff = min(a.backoff*2, a.d.opts.RespawnMax)
-}
-
-// errNotFailed answers a retry of an agent that is not failed.
-var errNotFailed = errors.New("the agent is not failed")
-
-// retryNow ends a failed agent's cool-down: its shim is started again at
-// once. It reports whether the agent was failed. Only run's goroutine calls
-// it.
-func (a *agent) retryNow() bool {
-	if a.wsProblem != nil && a.prepDone == nil && a.p == nil {
-		// Parked by its worktree: prepare it again now.
-		a.startShim()
-		return true
-	}
-	if !a.failed {
-		return false
-	}
-	a.respawn = time.After(0)
-	return true
-}
-
-// failedCooldown is how long a failed agent waits before it is tried again
-// after its n-th crash loop in a row (n ≥ 1): lo, doubled for each earlier
-// one, at most hi. It is a pure function.
-func failedCooldown(n int, lo, hi time.Duration) time.Duration {
-	d := lo
-	for i := 1; i < n && d < hi; i++ {
-		d *= 2
-	}
-	return min(d, hi)
-}
-
-func (a *agent) ping() {
-	if a.p == nil || a.pongDue != nil {
-		return
-	}
-	a.nonce++
-	if err := a.p.Send(protocol.Ping{Nonce: a.nonce}); err == nil {
-		a.pongDue = time.After(a.d.opts.PongTimeout)
-	}
 }
 
 // reset archives the current thread so the next message starts a fresh

@@ -163,7 +163,7 @@ func (a *agent) handle(m protocol.Message) {
 		a.threadChanged(e)
 	case protocol.Rejected:
 		a.log.Warn("Shim rejected a message", "message", e.ID, "reason", e.Reason, "detail", e.Detail)
-		if a.inflight != nil && a.inflight.ID == e.ID {
+		if a.inFlight(e.ID) {
 			a.releaseSlot()
 			a.requeueInflight("rejected by the shim: " + string(e.Reason))
 			a.ready = true
@@ -189,17 +189,11 @@ func (a *agent) handle(m protocol.Message) {
 			a.st.ContextPct = e.Pct
 		}
 	case protocol.Pong:
-		if e.Nonce == a.nonce {
-			a.pongDue = nil
-		}
+		a.ponged(e)
 	case protocol.Warning:
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
-	case protocol.TranscriptLines:
-		a.transcriptLines(e.Lines)
 	case protocol.Outgoing:
 		a.relayed(e)
-	case protocol.ReplyChunk:
-		a.replyChunk(e)
 	case protocol.NetworkWait:
 		a.netWaitChanged(e)
 	case protocol.RateLimits:
@@ -234,7 +228,7 @@ func (a *agent) threadChanged(e protocol.ThreadChanged) {
 // happens — or the message put back in the queue when it must run again
 // (quota, auth, interrupted, context window, a failure that may pass).
 func (a *agent) turnFinished(e protocol.TurnFinished) {
-	if a.inflight == nil || a.inflight.ID != e.MessageID {
+	if !a.inFlight(e.MessageID) {
 		a.log.Warn("Turn finished for a message not in flight", "message", e.MessageID)
 		return
 	}
@@ -410,19 +404,6 @@ func (a *agent) turnEvent(m inbox.Message, e protocol.TurnFinished, requeued, al
 		Status: string(e.Status), Failure: string(e.Failure), InputTokens: e.Usage.Input, OutputTokens: e.Usage.Output,
 		DurationMS: e.Duration.Milliseconds(), ThreadID: e.ThreadID, Attempt: m.Attempt, Requeued: requeued,
 		Alerted: alerted, Cancelled: cancelled}})
-}
-
-// retryIn makes the agent look at its inbox again after delay (or sooner).
-// Only run's goroutine calls it.
-func (a *agent) retryIn(delay time.Duration) {
-	at := time.Now().Add(delay)
-	if a.retry != nil && !a.retryAt.After(at) {
-		return
-	}
-	if a.retry != nil {
-		a.retry.Stop()
-	}
-	a.retry, a.retryAt = time.NewTimer(delay), at
 }
 
 // requeueInflight puts the message in flight back in the queue: it was cut

@@ -11,7 +11,7 @@ import (
 // plus the one in flight, as the inbox counts them for backlog_limit.
 func TestBacklogIsWaitingPlusInFlight(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
-	r := p.start(nil)
+	r := p.start(inProcess)
 	busy := p.send("solo", "human", "scenario:slow:3 busy")
 	r.waitEvent(t, "delivery", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == busy })
 	p.send("solo", "human", "second")

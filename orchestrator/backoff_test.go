@@ -50,7 +50,7 @@ func TestFarNotBeforeDoesNotStallTheQueue(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	far := p.deliverRetry("solo", "held a year", time.Now().AddDate(1, 0, 0))
 	behind := p.send("solo", "human", "queued behind it")
-	r := p.start(fastRetries)
+	r := p.start(inProcessWith(fastRetries))
 	// Far less than the year, and than waitLimit; RetryMax is 80 ms.
 	const within = 20 * time.Second
 	for _, id := range []string{far, behind} {
@@ -67,7 +67,7 @@ func TestBackoffKeepsTheOrder(t *testing.T) {
 	notBefore := time.Now().Add(time.Second)
 	first := p.deliverRetry("solo", "backing off", notBefore)
 	second := p.send("solo", "human", "queued behind it")
-	r := p.start(func(o *Options) { o.RetryMax = 5 * time.Second })
+	r := p.start(inProcessWith(func(o *Options) { o.RetryMax = 5 * time.Second }))
 	r.finished(t, second)
 	r.finished(t, first)
 	var order []string

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/budget"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/schedule"
@@ -299,4 +300,40 @@ func budgetC(t schedule.Timer) <-chan time.Time {
 // on (the daemon pokes it then).
 func (a *agent) budgetHold() bool {
 	return len(a.d.budgets.holds(a.def.Name, a.def.Role)) > 0
+}
+
+// status is each budget in its current window (by the clock), in the team
+// file's order; an empty list without budgets.
+func (bk *budgetBook) status() []control.BudgetStatus {
+	out := []control.BudgetStatus{}
+	if bk == nil {
+		return out
+	}
+	now := bk.clock.Now()
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	for i, b := range bk.budgets {
+		start, end := bk.roll(i, now)
+		used := bk.used[i]
+		if start.Before(bk.starts[i]) {
+			used = 0 // a clock gone back: not the window counted
+		}
+		out = append(out, control.BudgetStatus{Budget: b.Key(), For: b.For, Per: b.Per, Used: used, Tokens: b.Tokens,
+			UsedPct: float64(used) / float64(b.Tokens) * 100, WarnAt: b.WarnAt, WindowStart: start, WindowEnd: end})
+	}
+	return out
+}
+
+// budgetPct is the highest use in percent of the budgets that cover the
+// agent named agent, of role role; nil when none does. It is a pure
+// function.
+func budgetPct(budgets []control.BudgetStatus, agent, role string) *float64 {
+	var pct *float64
+	for _, b := range budgets {
+		if budget.Covers(team.Budget{For: b.For}, agent, role) && (pct == nil || b.UsedPct > *pct) {
+			p := b.UsedPct
+			pct = &p
+		}
+	}
+	return pct
 }

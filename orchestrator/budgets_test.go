@@ -40,12 +40,22 @@ func TestBudgetHoldsTheTeamUntilTheWindowRollsOver(t *testing.T) {
 		"  - name: a\n  - name: b\n")
 	t0 := time.Date(2030, 3, 6, 10, 20, 0, 0, time.UTC)
 	clock := fakeclock.New(t0)
-	r := p.start(withBudgetClock(clock))
+	r := p.start(inProcessWith(withBudgetClock(clock)))
 	p.sendAndWait(r, "a", "scenario:usage:300", "completed") // 400 tokens
 	if n := r.count(eventlog.EvBudgetWarning, ""); n != 0 {
 		t.Fatalf("%d warnings at 40%%", n)
 	}
 	p.sendAndWait(r, "b", "scenario:usage:100", "completed") // 600: past 50%
+	st := call(t, p, control.Request{Op: control.OpStatus}).Status
+	if len(st.Budgets) != 1 || st.Budgets[0] != (control.BudgetStatus{Budget: "team/hour", For: "team", Per: "hour", Used: 600, Tokens: 1000,
+		UsedPct: 60, WarnAt: 50, WindowStart: t0.Add(-20 * time.Minute), WindowEnd: t0.Add(40 * time.Minute)}) {
+		t.Fatalf("budgets in the status: %+v", st.Budgets)
+	}
+	for _, a := range st.Agents {
+		if a.BudgetPct == nil || *a.BudgetPct != 60 {
+			t.Fatalf("budget %% of %s: %v", a.Name, a.BudgetPct)
+		}
+	}
 	w := r.waitEvent(t, "budget warning", isType(eventlog.EvBudgetWarning))
 	if b := payloadOf[eventlog.Budget](w); b.Budget != "team/hour" || b.Until.Format(time.RFC3339) != "2030-03-06T11:00:00Z" {
 		t.Fatalf("warning %+v", w)
@@ -95,7 +105,7 @@ func TestBudgetResumeOfAnAgentSurvivesARestart(t *testing.T) {
 	p := newProjectWith(t, "timeouts:\n  shutdown: 5s\nbudgets:\n  - {for: a, tokens: 1000, per: day}\n", "  - name: a\n  - name: b\n")
 	t0 := time.Date(2030, 3, 6, 10, 20, 0, 0, time.UTC)
 	clock := fakeclock.New(t0)
-	r := p.start(withBudgetClock(clock))
+	r := p.start(inProcessWith(withBudgetClock(clock)))
 	p.sendAndWait(r, "a", "scenario:usage:2000", "completed") // past the budget at once
 	r.waitEvent(t, "budget reached", isType(eventlog.EvBudgetReached))
 	if n := r.count(eventlog.EvBudgetWarning, ""); n != 0 {
@@ -110,7 +120,7 @@ func TestBudgetResumeOfAnAgentSurvivesARestart(t *testing.T) {
 	// A restart counts the day's use from the ledger: still held, no
 	// second alert.
 	r.stop(t)
-	r = p.start(withBudgetClock(clock))
+	r = p.start(inProcessWith(withBudgetClock(clock)))
 	st := agentStatus(t, p, "a")
 	if st.Budget == nil || st.Budget.Used != 2100 || !st.Budget.Until.Equal(time.Date(2030, 3, 7, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("status of a after a restart: %+v, budget %+v", st, st.Budget)
@@ -139,13 +149,33 @@ func TestBudgetResumeOfAnAgentSurvivesARestart(t *testing.T) {
 
 	// The resume holds for the rest of the day, across a restart.
 	r.stop(t)
-	r = p.start(withBudgetClock(clock))
+	r = p.start(inProcessWith(withBudgetClock(clock)))
 	p.sendAndWait(r, "a", "after the restart", "completed")
 	if n := r.count(eventlog.EvBudgetReached, ""); n != 0 {
 		t.Fatalf("%d reached alerts after the restart", n)
 	}
 	if st := agentStatus(t, p, "a"); st.Budget != nil || st.State == control.AgentBudgetHeld {
 		t.Fatalf("a held after its resume: %+v", st)
+	}
+}
+
+func TestBudgetPct(t *testing.T) {
+	bs := []control.BudgetStatus{{For: "team", UsedPct: 10}, {For: "eng", UsedPct: 70}, {For: "eng-2", UsedPct: 40}}
+	for _, c := range []struct {
+		agent, role string
+		want        float64
+	}{
+		{"eng-1", "eng", 70},
+		{"eng-2", "eng", 70},
+		{"mgr", "mgr", 10},
+	} {
+		got := budgetPct(bs, c.agent, c.role)
+		if got == nil || *got != c.want {
+			t.Errorf("budgetPct(%s) = %v, want %v", c.agent, got, c.want)
+		}
+	}
+	if got := budgetPct(bs[1:], "mgr", "mgr"); got != nil {
+		t.Errorf("budgetPct of an agent no budget covers = %v, want nil", *got)
 	}
 }
 

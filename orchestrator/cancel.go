@@ -113,7 +113,7 @@ func (a *agent) cancel(id string, interrupt bool) control.CancelResult {
 		res.Result, res.Detail = control.CancelRefused, why
 		return res
 	}
-	if a.inflight != nil && a.inflight.ID == id {
+	if a.inFlight(id) {
 		switch {
 		case a.cancelling == id:
 			res.Result, res.Detail = control.CancelInterrupting, "its turn is being interrupted already"

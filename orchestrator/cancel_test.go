@@ -33,7 +33,7 @@ func outcomeOf(t *testing.T, p *testProject, box, id string) string {
 
 func TestCancelWithdrawsAQueuedMessageAndInterruptsOnlyWhenAsked(t *testing.T) {
 	p := newProject(t, fourAgents)
-	r := p.start(nil)
+	r := p.start(inProcess)
 	busy := p.send("manager", "human", "scenario:slow:60 long job")
 	r.waitEvent(t, "delivery of the long job", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == busy })
 	queued := p.send("manager", "architect", "never mind this one")

@@ -269,6 +269,7 @@ func (d *Daemon) status() control.Status {
 		t := gs.ResumeAt
 		st.Dispatch.ResumeAt = &t
 	}
+	st.Budgets = d.budgets.status()
 	views := d.quota.Views()
 	quotaHeld := map[string]bool{}
 	for _, v := range views {
@@ -310,6 +311,7 @@ func (d *Daemon) status() control.Status {
 		}
 		as.State = heldState(as.State, s.inflight != "", quotaHeld[a.def.Name])
 		as.Budget = budgetHoldStatus(d.budgets.holds(a.def.Name, a.def.Role))
+		as.BudgetPct = budgetPct(st.Budgets, a.def.Name, a.def.Role)
 		as.State = budgetHeldState(as.State, s.inflight != "", as.Budget != nil)
 		as.State, as.Slot = slotState(as.State, s.inflight != "", d.slots.Holds(a.def.Name), d.slots.Waiting(a.def.Name))
 		if s.inflight != "" {

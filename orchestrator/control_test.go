@@ -26,7 +26,7 @@ func call(t *testing.T, p *testProject, req control.Request) control.Response {
 
 func TestPauseHoldsDispatchAndResumeReleasesIt(t *testing.T) {
 	p := newProject(t, fourAgents)
-	r := p.start(nil)
+	r := p.start(inProcess)
 	if call(t, p, control.Request{Op: control.OpResume}).Changed {
 		t.Fatal("resume of a running gate reported a change")
 	}
@@ -58,7 +58,7 @@ func TestPauseHoldsDispatchAndResumeReleasesIt(t *testing.T) {
 
 func TestResetStartsAFreshThread(t *testing.T) {
 	p := newProject(t, fourAgents)
-	r := p.start(nil)
+	r := p.start(inProcess)
 	r.finished(t, p.send("manager", "human", "first"))
 	var before project.AgentState
 	project.LoadJSON(p.layout, project.AgentStateName("manager"), &before)

@@ -25,7 +25,7 @@ const fourAgents = `  - name: architect
 
 func TestFourAgentTeamRoutesMessagesAndReplies(t *testing.T) {
 	p := newProject(t, fourAgents)
-	r := p.start(nil)
+	r := p.start(inProcess)
 
 	id := p.send("architect", "human", "design it")
 	if st := r.finished(t, id); st != "completed" {
@@ -47,13 +47,20 @@ func TestFourAgentTeamRoutesMessagesAndReplies(t *testing.T) {
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)
 	}
+	// The manager's reply is a message to the architect, which takes a
+	// turn on it: counted once that turn is over.
+	e = r.waitEvent(t, "manager's reply", func(e eventlog.Event) bool { return e.Type == eventlog.EvReply && e.Agent == "manager" })
+	if st := r.finished(t, e.Message); st != "completed" {
+		t.Fatalf("the architect's turn on the reply: %s", st)
+	}
 	st := r.d.status()
 	if len(st.Agents) != 4 || st.Team != "test" {
 		t.Fatalf("status %+v", st)
 	}
+	turns := map[string]int{"architect": 2, "manager": 1}
 	for _, a := range st.Agents {
-		if (a.Name == "architect" || a.Name == "manager") && (a.TurnsCompleted != 1 || a.ThreadID == "" || a.InputTokens != 1000) {
-			t.Fatalf("agent status %+v", a)
+		if n, ok := turns[a.Name]; ok && (a.TurnsCompleted != n || a.ThreadID == "" || a.InputTokens != int64(n)*1000) {
+			t.Fatalf("agent status %+v, want %d turns", a, n)
 		}
 	}
 }
@@ -76,7 +83,7 @@ func TestTalksToIsEnforcedByTheDaemon(t *testing.T) {
 
 func TestRoleWithTwoInstancesSpreadsLoad(t *testing.T) {
 	p := newProject(t, fourAgents)
-	r := p.start(nil)
+	r := p.start(inProcess)
 	a := p.send("@eng", "manager", "scenario:slow:2 first")
 	b := p.send("@eng", "manager", "scenario:slow:2 second")
 	ra := r.waitEvent(t, "routing of a", func(e eventlog.Event) bool { return e.Type == eventlog.EvRouted && e.Message == a })
@@ -91,7 +98,7 @@ func TestRoleWithTwoInstancesSpreadsLoad(t *testing.T) {
 func TestSendWhileTheDaemonIsDown(t *testing.T) {
 	p := newProject(t, fourAgents)
 	id := p.send("manager", "human", "queued while down")
-	r := p.start(nil)
+	r := p.start(inProcess)
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("status %s", st)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/project/projecttest"
 	"github.com/battyhq/batty/shim"
+	"github.com/battyhq/batty/shim/shimtest"
 	"github.com/battyhq/batty/team"
 )
 
@@ -399,4 +400,23 @@ func layoutOf(t testing.TB, dir string) project.Layout {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// inProcess runs the agents' workers in this process (shimtest.Fake, held
+// to a real shim by its conformance suite) instead of shim processes: for
+// tests of the turn logic, which need no process of a shim or of codex.
+// The fake stands for the fake codex's text, empty, usage, slow, sleepms
+// and gate scenarios.
+func inProcess(o *Options) {
+	o.StartWorker = func(ctx context.Context, so shim.SpawnOptions) (Worker, error) {
+		return shimtest.StartFake(ctx, so)
+	}
+}
+
+// inProcessWith is inProcess, then mod.
+func inProcessWith(mod func(*Options)) func(*Options) {
+	return func(o *Options) {
+		inProcess(o)
+		mod(o)
+	}
 }

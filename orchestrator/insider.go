@@ -38,3 +38,9 @@ func (d *Daemon) insider(pid int) (control.Insider, error) {
 	}
 	return control.InsiderOf(chain, own, shims, managed), nil
 }
+
+// Insider is the judge of the control socket (insider) for others that
+// must tell the human from an agent: the console, of a process at the
+// other end of its connection. Safe from any goroutine once Run has set
+// the reaper up.
+func (d *Daemon) Insider(pid int) (control.Insider, error) { return d.insider(pid) }

@@ -23,6 +23,11 @@ type Options struct {
 	// ShimCommand runs a shim: the executable and the arguments before the
 	// shim flags (default: this executable, "shim").
 	ShimCommand []string
+	// StartWorker starts an agent's worker (default: a shim process run
+	// as ShimCommand, in the team's cgroup when there is one); tests give
+	// an in-process one. A worker on a host is started through it too,
+	// with SpawnOptions.Remote set, and its events adapted (remoteWorker).
+	StartWorker StartWorker
 	// ShimEnv is the shims' environment (nil: the daemon's). The daemon
 	// adds the project's mark (reap.MarkEnv) to it.
 	ShimEnv []string

@@ -13,7 +13,6 @@ import (
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
-	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/team"
 )
@@ -237,30 +236,6 @@ func (h *health) checkHost(ctx context.Context) preflight.Report {
 	return rep
 }
 
-// transcriptLines appends lines that the agent's shim on its host sent
-// to the agent's transcript here, through the writer a local shim uses,
-// opened on the first lines (a file it cannot open is logged once per
-// try, and the lines are dropped). Run's goroutine only.
-func (a *agent) transcriptLines(lines []string) {
-	if a.host == nil {
-		a.log.Warn("Transcript lines from a local shim ignored: it writes its own file")
-		return
-	}
-	if a.tlog == nil {
-		path := a.d.layout.Transcript(a.def.Name)
-		w, err := ptylog.Open(path, ptylog.Options{
-			Color: true, Root: a.d.layout.StateRoot(),
-			OnError: func(err error) { a.log.Warn("Transcript write failed", "path", path, "error", err) },
-		})
-		if err != nil {
-			a.log.Warn("Transcript not opened; lines from the host dropped", "path", path, "error", err)
-			return
-		}
-		a.tlog = w
-	}
-	a.tlog.Raw(lines...)
-}
-
 // probe runs `true` on the host (at most hostProbeTimeout) and records
 // the answer: the first failure of an outage appends one host_unreachable
 // event (an alert), naming agent, the first success after it one
@@ -306,45 +281,4 @@ func (r *remoteHost) upLocked() {
 	r.d.log.Info("Host reachable again", "host", r.host.Name, "after", d)
 	r.d.events.Append(eventlog.Event{Type: eventlog.EvHostReachable, Detail: "after " + d.String(),
 		Data: eventlog.Host{Host: r.host.Name}})
-}
-
-// crashedOrUnreachable handles a shim that could not start or ended
-// unexpectedly: for an agent on a host that does not answer (probe), a
-// respawn with the back-off that counts no crash, the agent shown as
-// unreachable; the same, with a check of the host now, for a host where
-// batty is not installed yet; otherwise a crash (crashed). Run's goroutine
-// only; the probe runs off it (a step), probed goes on.
-func (a *agent) crashedOrUnreachable() {
-	if a.host == nil {
-		a.crashed()
-		return
-	}
-	// The probe (ssh) runs off run's goroutine: a step, see startStep.
-	r, name := a.host, a.def.Name
-	a.startStep(func() func() {
-		up := r.probe(name)
-		return func() { a.probed(up) }
-	})
-}
-
-// probed goes on with crashedOrUnreachable once the host's probe has
-// answered (up) or not.
-func (a *agent) probed(up bool) {
-	state := agentUnreachable
-	switch {
-	case !up:
-		a.log.Info("Host unreachable, starting the shim again later", "host", a.host.host.Name, "in", a.backoff)
-	case a.host.installed() == "":
-		// The host answers, but batty is not installed there yet: the
-		// check of its Codex installs it (now), which no crash counts.
-		a.log.Info("Batty not installed on the host yet, starting the shim again later", "host", a.host.host.Name, "in", a.backoff)
-		a.health.recheck()
-		state = agentRestarting
-	default:
-		a.crashed()
-		return
-	}
-	a.respawn = time.After(a.backoff)
-	a.setSnap(func(s *agentSnap) { s.state = state })
-	a.backoff = min(a.backoff*2, a.d.opts.RespawnMax)
 }

@@ -45,9 +45,8 @@ func (a *agent) wholeReply(e protocol.TurnFinished) string {
 		return e.Reply + fmt.Sprintf("\n\n[batty: reply cut after %d of %d bytes: %s]", len(e.Reply), e.ReplySize, why)
 	}
 	if e.ReplyFile == "" {
-		if whole, ok := a.takeChunks(e.MessageID, e.ReplySize); ok {
-			return whole
-		}
+		// A shim on a host sent its pieces, which remoteWorker assembled
+		// into Reply when they were whole.
 		return cut("the shim could not store the whole reply (see its warning)")
 	}
 	if a.replyDir == "" {
@@ -83,11 +82,3 @@ func (a *agent) removeReply(name string) {
 		a.warn("remove reply file", err)
 	}
 }
-
-// replyChunk gathers a piece of a reply sent over the protocol (a shim
-// on a host, which has no reply directory). Run's goroutine only.
-func (a *agent) replyChunk(e protocol.ReplyChunk) { a.pieces.Add(e) }
-
-// takeChunks returns the reply to id gathered from its pieces when they
-// make size bytes, and forgets them either way.
-func (a *agent) takeChunks(id string, size int64) (string, bool) { return a.pieces.Take(id, size) }

@@ -103,7 +103,7 @@ func TestAnAgentsQuestionIsAnsweredOnceAndNothingLoops(t *testing.T) {
 // sender does not wait for an answer that never comes.
 func TestARefusedMessageIsToldToItsSender(t *testing.T) {
 	p := newProject(t, askerTeam)
-	r := p.start(nil)
+	r := p.start(inProcess)
 
 	q := p.send("a", "b", "b may not ask a") // b talks only to c
 	r.waitEvent(t, "the message refused", func(e eventlog.Event) bool { return e.Type == eventlog.EvRejected && e.Message == q })
@@ -125,7 +125,7 @@ func TestARefusedMessageIsToldToItsSender(t *testing.T) {
 // counted.
 func TestAnEmptyAnswerIsDeliveredAsNoAnswer(t *testing.T) {
 	p := newProject(t, askerTeam)
-	r := p.start(nil)
+	r := p.start(inProcess)
 	q := p.sendAndWait(r, "a", "scenario:empty", "completed")
 	got, _, err := p.box("human").Get(inbox.ReplyID(q))
 	if err != nil || got.Body != NoAnswer || got.InReplyTo != q {

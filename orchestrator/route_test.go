@@ -101,7 +101,7 @@ func TestRoutingKeepsInstancesWithinTheBacklogLimit(t *testing.T) {
 	boxes := map[string]*inbox.Box{"eng-1": p.box("eng-1"), "eng-2": p.box("eng-2")}
 	var mu sync.Mutex
 	var over []string
-	r := p.start(func(o *Options) {
+	r := p.start(inProcessWith(func(o *Options) {
 		o.Rescan = time.Hour
 		seen := o.OnEvent
 		o.OnEvent = func(e eventlog.Event) {
@@ -116,7 +116,7 @@ func TestRoutingKeepsInstancesWithinTheBacklogLimit(t *testing.T) {
 			}
 			seen(e)
 		}
-	})
+	}))
 	for _, id := range ids {
 		if st := r.finished(t, id); st != "completed" {
 			t.Fatalf("%s: status %s", id, st)
@@ -134,7 +134,7 @@ func TestRoutingKeepsInstancesWithinTheBacklogLimit(t *testing.T) {
 // the half-written file; once complete it is delivered.
 func TestFileWrittenInTwoChunksIsDelivered(t *testing.T) {
 	p := newProject(t, fourAgents)
-	r := p.start(func(o *Options) { o.InboxGrace = time.Hour })
+	r := p.start(inProcessWith(func(o *Options) { o.InboxGrace = time.Hour }))
 	data, err := inbox.Encode(inbox.Message{ID: "chunked", From: "human", To: "manager", Body: "in two parts", CreatedAt: time.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestFileWrittenInTwoChunksIsDelivered(t *testing.T) {
 // moved to bad/ with a warning.
 func TestUnfinishedFileGoesToBadWhenItsGraceEnds(t *testing.T) {
 	p := newProject(t, fourAgents)
-	r := p.start(func(o *Options) { o.InboxGrace = 100 * time.Millisecond; o.Rescan = time.Hour })
+	r := p.start(inProcessWith(func(o *Options) { o.InboxGrace = 100 * time.Millisecond; o.Rescan = time.Hour }))
 	for _, box := range []string{"manager", "@eng"} {
 		if err := os.WriteFile(filepath.Join(p.layout.Inboxes(), box, "new", "stuck.json"), []byte(`{"id":"stu`), 0o600); err != nil {
 			t.Fatal(err)

@@ -270,7 +270,7 @@ func TestScheduleStateFileRefused(t *testing.T) {
 func TestScheduleToARoleGoesThroughItsQueue(t *testing.T) {
 	p := newProjectWith(t, "timeouts:\n  shutdown: 5s\nschedules:\n  - {name: r, to: eng, prompt: \"to the role\", every: 1h}\n",
 		"  - name: eng\n    instances: 2\n")
-	r := p.start(withClock(fakeclock.New(time.Now())))
+	r := p.start(inProcessWith(withClock(fakeclock.New(time.Now()))))
 	id := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted }).Message
 	routed := r.waitEvent(t, "routed", func(e eventlog.Event) bool { return e.Type == eventlog.EvRouted && e.Message == id })
 	if !strings.HasPrefix(routed.Agent, "eng-") {

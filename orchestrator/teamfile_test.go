@@ -16,7 +16,7 @@ func TestStatusSaysWhenTheTeamFilesChangedSinceTheStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := newProject(t, "  - name: manager\n    prompt: "+prompt+"\n")
-	p.start(nil)
+	p.start(inProcess)
 	changed := func() bool {
 		t.Helper()
 		return call(t, p, control.Request{Op: control.OpStatus}).Status.TeamFileChanged

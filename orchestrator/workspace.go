@@ -306,21 +306,6 @@ func hostDown(err error) bool {
 	return errors.Is(err, clones.ErrHost) && !errors.As(err, &re)
 }
 
-// stopPreparing cancels a preparation in flight and waits for it.
-func (a *agent) stopPreparing() {
-	if a.prepDone == nil {
-		return
-	}
-	a.prepCancel()
-	p := <-a.prepDone
-	a.prepDone, a.prepCancel = nil, nil
-	a.wsMade = a.wsMade || p.Made
-}
-
-// commits reports whether commitWorkspace would commit (and so wait for
-// git): the agent has a worktree, made and not being prepared.
-func (a *agent) commits() bool { return a.ws != nil && a.prepDone == nil && a.wsMade }
-
 // commitWorkspace commits the worktree's changes (see agentWorkspace.commit)
 // off run's goroutine (a step, see startStep), announces the commit, and
 // then calls then on run's goroutine; with nothing to commit (see commits)

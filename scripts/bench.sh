@@ -9,7 +9,7 @@
 #   scripts/bench.sh shim chaos     # only these groups
 #   scripts/bench.sh render         # no benchmark: the page from the recorded results
 #
-# Groups: orchestrator drain slots shim protocol idle fanout codexcli chaos codex
+# Groups: orchestrator drain slots shim protocol idle console fanout codexcli chaos codex
 # ptylog logtail cockpit workspaces hosts. `hosts` (a message to an agent
 # over ssh against a local one, and 50 agents on one host) needs root, to
 # run an sshd for a user of its own; elsewhere it is recorded as skipped.
@@ -28,7 +28,7 @@ export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
 CODEX_VERSION=0.171.0
 
-all=(orchestrator drain slots shim protocol idle fanout codexcli chaos codex ptylog logtail cockpit workspaces hosts)
+all=(orchestrator drain slots shim protocol idle console fanout codexcli chaos codex ptylog logtail cockpit workspaces hosts)
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=("${all[@]}")
 [ "${groups[*]}" != render ] || groups=()
@@ -96,6 +96,7 @@ for g in "${groups[@]+"${groups[@]}"}"; do
     shim) bench "$g" -run '^$' -bench '^Benchmark(TurnViaShim|WorkerDirect)$' -benchtime 200x -count 3 ./shim/ ;;
     protocol) bench "$g" -run '^$' -bench . -benchmem -benchtime 2s -count 3 ./protocol/ ;;
     idle) bench "$g" -run '^$' -bench '^BenchmarkIdleTeam100$' -benchtime 1x -timeout 10m ./cmd/batty/ ;;
+    console) bench "$g" -run '^$' -bench '^BenchmarkConsole100$' -benchtime 1x -count 3 -timeout 15m ./cmd/batty/ ;;
     fanout) bench "$g" -run '^$' -bench '^BenchmarkFanout100Rows64$' -benchtime 1x -count 3 ./fanout/ ;;
     codexcli)
       args=(-run '^$' -bench '^BenchmarkCodexMessage$' -benchtime 20x -timeout 10m ./cmd/batty/)

@@ -1,7 +1,10 @@
 package team
 
 import (
+	"crypto/tls"
+	"fmt"
 	"net"
+	"os"
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
@@ -12,7 +15,7 @@ import (
 const DefaultConsoleListen = "127.0.0.1:0"
 
 // consoleKeys are the keys of the console mapping.
-var consoleKeys = []string{"listen"}
+var consoleKeys = []string{"listen", "tls_cert", "tls_key", "insecure"}
 
 // Console is the team file's console: the web view the daemon serves
 // (see the console package).
@@ -20,13 +23,44 @@ type Console struct {
 	// Off is set by `console: off` (or false): the daemon serves no
 	// console.
 	Off bool
-	// Listen is the TCP address, host:port, a loopback IP and a port (0:
-	// one the kernel picks). Default DefaultConsoleListen.
+	// Listen is the TCP address, host:port, an IP and a port (0: one the
+	// kernel picks). Default DefaultConsoleListen.
 	Listen string
+	// TLSCert and TLSKey are the PEM files of the console's certificate
+	// (its chain) and private key, absolute; both or neither. With them
+	// the console serves HTTPS.
+	TLSCert, TLSKey string
+	// Insecure lets a console on an address that is not loopback serve
+	// plain HTTP (the login token and the session cookie cross the
+	// network in the clear): `batty validate` and `batty start` warn.
+	Insecure bool
+}
+
+// TLS reports whether the console serves HTTPS.
+func (c Console) TLS() bool { return c.TLSCert != "" }
+
+// Warning is what `batty validate` and `batty start` say of c, "" when
+// nothing: a console on an address that is not loopback served in the
+// clear (insecure: true). It is a pure function.
+func (c Console) Warning() string {
+	if c.Off || c.TLS() || !c.Insecure || loopbackListen(c.Listen) {
+		return ""
+	}
+	return fmt.Sprintf("console.listen %q is not a loopback address and insecure: true serves it without TLS: "+
+		"the login token and the session cookie cross the network in the clear (give tls_cert and tls_key instead)", c.Listen)
+}
+
+// loopbackListen reports whether addr (host:port) is on a loopback IP.
+func loopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
 }
 
 // console decodes the top-level console key of f into cfg: absent or
-// null, the default; off or false, no console; a mapping {listen: ...}.
+// null, the default; off or false, no console; a mapping {listen,
+// tls_cert, tls_key, insecure}. A listen address that is not loopback
+// needs the TLS files or insecure: true.
 func (p *parser) console(f map[string]entry, cfg *Config) {
 	cfg.Console = Console{Listen: DefaultConsoleListen}
 	e, ok := f["console"]
@@ -49,7 +83,9 @@ func (p *parser) console(f map[string]entry, cfg *Config) {
 	if !ok {
 		return
 	}
+	listenNode := e.val
 	if le, ok := m["listen"]; ok {
+		listenNode = le.val
 		s, ok := p.str(le.val, "console.listen")
 		if !ok {
 			return
@@ -60,13 +96,70 @@ func (p *parser) console(f map[string]entry, cfg *Config) {
 		}
 		cfg.Console.Listen = s
 	}
+	if ie, ok := m["insecure"]; ok {
+		if cfg.Console.Insecure, ok = p.boolean(ie.val, "console.insecure"); !ok {
+			return
+		}
+	}
+	files := map[string]string{}
+	for _, k := range []string{"tls_cert", "tls_key"} {
+		fe, ok := m[k]
+		if !ok {
+			continue
+		}
+		s, ok := p.str(fe.val, "console."+k)
+		if !ok {
+			return
+		}
+		abs, ok := p.path(fe.val, s)
+		if !ok || !p.checkFile(fe.val, "console."+k, s, abs, false) {
+			return
+		}
+		files[k] = abs
+	}
+	cert, key := files["tls_cert"], files["tls_key"]
+	switch {
+	case (cert == "") != (key == ""):
+		missing, given := "tls_key", m["tls_cert"]
+		if cert == "" {
+			missing, given = "tls_cert", m["tls_key"]
+		}
+		p.add(given.val, "give both tls_cert (the certificate, PEM) and tls_key (its private key, PEM)", "console.%s is missing", missing)
+		return
+	case cert != "":
+		if problem := ConsoleKeyProblem(key); problem != "" {
+			p.add(m["tls_key"].val, "chmod 600 "+key, "console.tls_key %.80q: %s", key, problem)
+			return
+		}
+		if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+			p.add(m["tls_key"].val, "tls_cert is the certificate (chain) and tls_key its private key, both PEM",
+				"console.tls_cert %.80q and tls_key %.80q cannot be used: %v", cert, key, err)
+			return
+		}
+		cfg.Console.TLSCert, cfg.Console.TLSKey = cert, key
+	case !loopbackListen(cfg.Console.Listen) && !cfg.Console.Insecure:
+		p.add(listenNode, "give tls_cert and tls_key (a certificate and its key, PEM) to serve HTTPS, or set insecure: true to serve it in the clear",
+			"console.listen %.60q is not a loopback address: it needs TLS", cfg.Console.Listen)
+		return
+	}
+}
+
+// ConsoleKeyProblem says what is wrong with the console's private key
+// file at path, "" when nothing: others than its owner may read it.
+func ConsoleKeyProblem(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err.Error()
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return fmt.Sprintf("others than its owner may read it (mode %04o)", st.Mode().Perm())
+	}
+	return ""
 }
 
 // ConsoleListenProblem says what is wrong with addr as console.listen, ""
-// when nothing is: it must be host:port with a loopback IP literal (a
-// name could resolve elsewhere; a non-loopback address would need TLS,
-// which this console does not serve yet) and a port in 0–65535. It is a
-// pure function.
+// when nothing is: it must be host:port with an IP literal (a name could
+// resolve elsewhere) and a port in 0–65535. It is a pure function.
 func ConsoleListenProblem(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -76,12 +169,8 @@ func ConsoleListenProblem(addr string) string {
 	if err != nil || n < 0 || n > 65535 {
 		return "the port must be a number from 0 to 65535"
 	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return "the host must be an IP address, such as 127.0.0.1 or ::1"
-	}
-	if !ip.IsLoopback() {
-		return "the console listens only on a loopback address (127.0.0.1, ::1): a wider one would need TLS"
+	if net.ParseIP(host) == nil {
+		return "the host must be an IP address, such as 127.0.0.1, ::1 or 0.0.0.0"
 	}
 	return ""
 }

@@ -46,10 +46,12 @@ func Accounts(views []dispatch.AccountView, backlog func(agent string) int) []co
 	return out
 }
 
-// Place sets each agent's Account from the accounts of st: the
-// account's name, else its CODEX_HOME.
+// Place sets each agent's Account from the accounts of st: the account's
+// name, else its CODEX_HOME; and its LimitPct, the highest used percent of
+// that account's last rate-limit windows (left nil without any).
 func Place(st *control.Status) {
 	on := map[string]string{}
+	limit := map[string]float64{}
 	for _, acc := range st.Accounts {
 		name := acc.Name
 		if name == "" {
@@ -57,10 +59,19 @@ func Place(st *control.Status) {
 		}
 		for _, n := range acc.Agents {
 			on[n] = name
+			if acc.RateLimits != nil && len(acc.RateLimits.Windows) > 0 {
+				for _, w := range acc.RateLimits.Windows {
+					limit[n] = max(limit[n], w.UsedPct)
+				}
+			}
 		}
 	}
 	for i := range st.Agents {
-		st.Agents[i].Account = on[st.Agents[i].Name]
+		a := &st.Agents[i]
+		a.Account = on[a.Name]
+		if pct, ok := limit[a.Name]; ok {
+			a.LimitPct = &pct
+		}
 	}
 }
 

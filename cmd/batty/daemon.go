@@ -148,6 +148,7 @@ func runDaemon(ctx context.Context, ios *iostreams.IOStreams, p project.Project,
 		return fail(err)
 	}
 	if web != nil {
+		web.SetJudge(consoleJudge(d))
 		defer serveConsole(web, webLn)()
 	}
 	// A background daemon stops on SIGINT as on SIGTERM (turns in flight

@@ -19,7 +19,7 @@ import (
 
 // chromium returns Debian's chromium, skipping the test (failing it under
 // CI=true) where there is none.
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -34,7 +34,7 @@ func chromium(t *testing.T) string {
 }
 
 // browser starts a headless chromium of its own for the test.
-func browser(t *testing.T) context.Context {
+func browser(t testing.TB) context.Context {
 	t.Helper()
 	// Not t.TempDir: removed only once the browser's processes are gone.
 	data, err := os.MkdirTemp("", "batty-chromium-")

@@ -114,6 +114,7 @@ func runStart(cmd *cobra.Command, ios *iostreams.IOStreams, teamFile string, for
 		return project.AlreadyRunningError(pid, p.Layout.Socket())
 	}
 	warnLegacyState(cmd.ErrOrStderr(), p.Layout)
+	warnConsole(cmd.ErrOrStderr(), p.TeamFile, cfg)
 	withCockpit := !noTmux
 	if withCockpit {
 		// Before the daemon: its tmux server must not be a child

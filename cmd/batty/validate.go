@@ -65,6 +65,7 @@ changed since it started, it adds that ` + "`batty restart`" + ` applies them.`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid — team %q, %d %s: %s\n",
 				path, cfg.Name, len(names), noun, strings.Join(names, ", "))
+			warnConsole(cmd.ErrOrStderr(), path, cfg)
 			noteRunningTeamChanged(cmd.OutOrStdout(), path)
 			return nil
 		},

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"time"
@@ -108,6 +110,14 @@ func startConsole(cfg *team.Config, l project.Layout, log hclog.Logger) (*consol
 	if addr == "" {
 		addr = team.DefaultConsoleListen
 	}
+	var tlsCfg *tls.Config
+	var names []string
+	if cfg.Console.TLS() {
+		var err error
+		if tlsCfg, names, err = console.TLSConfig(cfg.Console.TLSCert, cfg.Console.TLSKey); err != nil {
+			return nil, nil, err
+		}
+	}
 	ln, err := listenConsole(addr)
 	if err != nil {
 		return nil, nil, err
@@ -118,11 +128,25 @@ func startConsole(cfg *team.Config, l project.Layout, log hclog.Logger) (*consol
 		return nil, nil, err
 	}
 	bound := ln.Addr().String()
-	srv, err := console.New(console.Config{Addr: bound, Token: token, Log: log,
+	if host, _, _ := net.SplitHostPort(bound); net.ParseIP(host).IsUnspecified() {
+		names = append(names, console.LocalNames()...)
+	}
+	srv, err := console.New(console.Config{Addr: bound, Names: names, TLS: tlsCfg != nil, Token: token, Log: log, Prices: prices(cfg),
 		Backend: console.DaemonBackend{Layout: l, BacklogLimit: cfg.BacklogLimit, Base: cfg.Workspace.Base}})
 	if err != nil {
 		ln.Close()
 		return nil, nil, err
 	}
-	return srv, &consoleListener{Listener: ln, info: control.ConsoleInfo{URL: "http://" + bound + "/", Token: token}}, nil
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	return srv, &consoleListener{Listener: ln, info: control.ConsoleInfo{URL: console.PublicURL(bound, tlsCfg != nil, names), Token: token}}, nil
+}
+
+// warnConsole says on w what is unsafe in the console of cfg (read from
+// path): served in the clear on a wide address.
+func warnConsole(w io.Writer, path string, cfg *team.Config) {
+	if msg := cfg.Console.Warning(); msg != "" {
+		fmt.Fprintf(w, "batty: warning: %s: %s\n", path, msg)
+	}
 }

@@ -111,6 +111,17 @@ var groups = map[string]group{
 		},
 		rows: []row{{"IdleTeam100", "the real `batty` binary, 100 agents on a fake codex, sampled once every agent is idle"}},
 	},
+	"console": {
+		cols: []column{
+			{"team page p50 (target < 200 ms)", []string{"team-page-p50-ms"}},
+			{"team page max", []string{"team-page-max-ms"}},
+			{"daemon CPU, idle (% of one core)", []string{"idle-cpu-%"}},
+			{"with 20 consoles open (target < 1 %)", []string{"sse20-cpu-%"}},
+			{"event to screen p50 (target < 1 s)", []string{"screen-p50-ms"}},
+			{"event to screen max", []string{"screen-max-ms"}},
+		},
+		rows: []row{{"Console100", "the real `batty` binary, 100 agents on a fake codex: the team page fetched 50 times by a logged-in client; the daemon's CPU over 30 s, idle, without and with 20 live streams of the team page; in chromium, a turn's turn_finished event to the page showing it, 5 turns"}},
+	},
 	"slots": {
 		cols: []column{
 			{"most workers at once (cap 4)", []string{"most-running"}},

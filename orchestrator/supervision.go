@@ -1,0 +1,170 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/protocol"
+)
+
+// supervision is the agent's room for keeping its worker alive: the
+// crashes of the crash window, the respawn back-off and its timer, the
+// crash loops in a row, and the ping whose pong is due. Run's goroutine
+// owns it.
+type supervision struct {
+	crashes   []time.Time
+	backoff   time.Duration
+	failures  int  // crash loops in a row (see crashed)
+	failed    bool // in a crash loop: respawn is its cool-down
+	probation bool // spawned by a retry of a failed agent: a crash fails it again
+	spawnedAt time.Time
+	nonce     uint64
+	pongDue   <-chan time.Time
+	respawn   <-chan time.Time
+}
+
+// crash counts a crash at now among those of the last window, and
+// reports whether it ends in a crash loop: max of them, or any crash on
+// probation.
+func (s *supervision) crash(now time.Time, window time.Duration, max int) bool {
+	s.crashes = append(s.crashes, now)
+	for len(s.crashes) > 0 && now.Sub(s.crashes[0]) > window {
+		s.crashes = s.crashes[1:]
+	}
+	return len(s.crashes) >= max || s.probation
+}
+
+// respawnLater sets the respawn timer to the back-off and doubles the
+// back-off for the next time, up to most.
+func (s *supervision) respawnLater(most time.Duration) {
+	s.respawn = time.After(s.backoff)
+	s.backoff = min(s.backoff*2, most)
+}
+
+// ranLong forgets what failed before when the worker ran for longer than
+// window: the back-off starts again from least, and no crash loop counts.
+func (s *supervision) ranLong(window, least time.Duration) {
+	if time.Since(s.spawnedAt) > window {
+		s.backoff, s.failures, s.probation = least, 0, false
+	}
+}
+
+// ponged ends the wait for the pong of the last ping when e answers it.
+func (s *supervision) ponged(e protocol.Pong) {
+	if e.Nonce == s.nonce {
+		s.pongDue = nil
+	}
+}
+
+// crashed schedules a respawn with backoff. After MaxCrashes crashes within
+// the crash window, or any crash of a shim started by the retry of a failed
+// agent, the agent is failed: one agent_failed alert, and the next try
+// after the cool-down of failedCooldown (or at once on `batty resume`).
+func (a *agent) crashed() {
+	now := time.Now()
+	if a.crash(now, a.d.opts.CrashWindow, a.d.opts.MaxCrashes) {
+		why := fmt.Sprintf("%d crashes within %s", len(a.crashes), a.d.opts.CrashWindow)
+		if a.probation {
+			why = "crashed again after its retry"
+		}
+		a.failures++
+		wait := failedCooldown(a.failures, a.d.opts.FailedRetryMin, a.d.opts.FailedRetryMax)
+		at := now.Add(wait)
+		msg := fmt.Sprintf("%s: retrying in %s (at %s); see %s; `batty resume %s` retries now",
+			why, wait, at.Local().Format("15:04:05"), a.d.layout.DaemonLog(), a.def.Name)
+		a.log.Error("Agent failed", "detail", msg)
+		a.crashes, a.probation, a.failed = nil, false, true
+		a.respawn = time.After(wait)
+		a.st.SetError(msg, "", now.UTC())
+		a.saveState()
+		a.setSnap(func(s *agentSnap) { s.state = agentFailed })
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: a.def.Name, Detail: msg,
+			Data: eventlog.AgentFailed{Failures: a.failures, RetryAt: at.UTC()}})
+		return
+	}
+	a.log.Info("Respawning shim", "in", a.backoff)
+	a.setSnap(func(s *agentSnap) { s.state = agentRestarting; s.restarts++ })
+	a.respawnLater(a.d.opts.RespawnMax)
+}
+
+// errNotFailed answers a retry of an agent that is not failed.
+var errNotFailed = errors.New("the agent is not failed")
+
+// retryNow ends a failed agent's cool-down: its shim is started again at
+// once. It reports whether the agent was failed. Only run's goroutine calls
+// it.
+func (a *agent) retryNow() bool {
+	if a.wsProblem != nil && a.prepDone == nil && a.p == nil {
+		// Parked by its worktree: prepare it again now.
+		a.startShim()
+		return true
+	}
+	if !a.failed {
+		return false
+	}
+	a.respawn = time.After(0)
+	return true
+}
+
+// failedCooldown is how long a failed agent waits before it is tried again
+// after its n-th crash loop in a row (n ≥ 1): lo, doubled for each earlier
+// one, at most hi. It is a pure function.
+func failedCooldown(n int, lo, hi time.Duration) time.Duration {
+	d := lo
+	for i := 1; i < n && d < hi; i++ {
+		d *= 2
+	}
+	return min(d, hi)
+}
+
+func (a *agent) ping() {
+	if a.p == nil || a.pongDue != nil {
+		return
+	}
+	a.nonce++
+	if err := a.p.Send(protocol.Ping{Nonce: a.nonce}); err == nil {
+		a.pongDue = time.After(a.d.opts.PongTimeout)
+	}
+}
+
+// crashedOrUnreachable handles a shim that could not start or ended
+// unexpectedly: for an agent on a host that does not answer (probe), a
+// respawn with the back-off that counts no crash, the agent shown as
+// unreachable; the same, with a check of the host now, for a host where
+// batty is not installed yet; otherwise a crash (crashed). Run's goroutine
+// only; the probe runs off it (a step), probed goes on.
+func (a *agent) crashedOrUnreachable() {
+	if !a.remote() {
+		a.crashed()
+		return
+	}
+	// The probe (ssh) runs off run's goroutine: a step, see startStep.
+	r, name := a.host, a.def.Name
+	a.startStep(func() func() {
+		up := r.probe(name)
+		return func() { a.probed(up) }
+	})
+}
+
+// probed goes on with crashedOrUnreachable once the host's probe has
+// answered (up) or not.
+func (a *agent) probed(up bool) {
+	state := agentUnreachable
+	switch {
+	case !up:
+		a.log.Info("Host unreachable, starting the shim again later", "host", a.host.host.Name, "in", a.backoff)
+	case a.host.installed() == "":
+		// The host answers, but batty is not installed there yet: the
+		// check of its Codex installs it (now), which no crash counts.
+		a.log.Info("Batty not installed on the host yet, starting the shim again later", "host", a.host.host.Name, "in", a.backoff)
+		a.health.recheck()
+		state = agentRestarting
+	default:
+		a.crashed()
+		return
+	}
+	a.setSnap(func(s *agentSnap) { s.state = state })
+	a.respawnLater(a.d.opts.RespawnMax)
+}

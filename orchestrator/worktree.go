@@ -1,0 +1,48 @@
+package orchestrator
+
+import (
+	"context"
+
+	"github.com/battyhq/batty/preflight"
+)
+
+// worktree is the agent's room for its git worktree (workspace:
+// worktree): the worktree, its preparation in flight, what parks the
+// agent when it could not be prepared, the merge of a new base it waits
+// for, and what the agent was told. Run's goroutine owns it, except
+// syncReq (under the agent's mu).
+type worktree struct {
+	// ws is the agent's git worktree, nil for the shared checkout.
+	// prepDone answers a preparation in flight (see startShim),
+	// prepCancel ends it; wsProblem parks the agent when the worktree
+	// could not be prepared.
+	ws         *agentWorkspace
+	prepDone   chan prepared
+	prepCancel context.CancelFunc
+	wsProblem  *preflight.Problem
+	wsMade     bool // the worktree was made (or found) by a preparation
+	// syncReq, under mu, is the landing after which the base is to be
+	// merged into the worktree's branch at the next idle moment ("" when
+	// none); syncTold whether the agent was told of its conflict already
+	// (see wantSync).
+	syncReq  string
+	syncTold bool
+	// nestedTold are the nested repositories of the worktree the agent
+	// was told its commits leave out (see tellNested).
+	nestedTold map[string]bool
+}
+
+// stopPreparing cancels a preparation in flight and waits for it.
+func (w *worktree) stopPreparing() {
+	if w.prepDone == nil {
+		return
+	}
+	w.prepCancel()
+	p := <-w.prepDone
+	w.prepDone, w.prepCancel = nil, nil
+	w.wsMade = w.wsMade || p.Made
+}
+
+// commits reports whether commitWorkspace would commit (and so wait for
+// git): the agent has a worktree, made and not being prepared.
+func (w *worktree) commits() bool { return w.ws != nil && w.prepDone == nil && w.wsMade }
