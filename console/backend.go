@@ -11,6 +11,7 @@ import (
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/usage"
+	"github.com/battyhq/batty/workspaces"
 )
 
 // Backend is what the console reads and does: the team's status, its
@@ -47,6 +48,11 @@ type DaemonBackend struct {
 	// Base is the team file's workspace.base ("": as `batty diff`
 	// resolves it).
 	Base string
+	// Starter starts the git processes of the pages (a diff, the base):
+	// in the daemon's process, a child subreaper, the daemon's starter
+	// of its children, so that its reaper leaves them to their Wait; nil
+	// starts them plainly.
+	Starter workspaces.Starter
 }
 
 // Status implements Backend.

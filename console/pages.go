@@ -161,7 +161,8 @@ const gitWait = 30 * time.Second
 // repo opens the project's repository and resolves the team's base
 // branch, as `batty diff` does.
 func (b DaemonBackend) repo(ctx context.Context) (*workspaces.Repo, string, error) {
-	repo, err := workspaces.Open(ctx, workspaces.Options{ProjectDir: b.Layout.Root(), WorktreesDir: b.Layout.WorktreesDir(), LockFile: b.Layout.GitLock()})
+	repo, err := workspaces.Open(ctx, workspaces.Options{ProjectDir: b.Layout.Root(), WorktreesDir: b.Layout.WorktreesDir(), LockFile: b.Layout.GitLock(),
+		Starter: b.Starter})
 	if err != nil {
 		return nil, "", err
 	}

@@ -139,7 +139,7 @@ func (s *Server) badgeOf(n nav) badge {
 	b := badge{Unread: n.Unread(), Inbox: n.Inbox, Alerts: n.Alerts, Review: n.Review, Notes: []note{}}
 	for _, a := range s.pg.alerts.latest(maxNotes) {
 		b.Notes = append(b.Notes, note{Key: "a:" + a.Time.UTC().Format(time.RFC3339Nano) + ":" + a.Kind + ":" + a.Agent,
-			Title: "batty: " + safetext.Line(a.Kind, 40), Body: safetext.Line(a.Message, 300), URL: cmp.Or(alertLink(a), "/alerts")})
+			Title: "batty: " + strings.ReplaceAll(safetext.Line(a.Kind, 40), "_", " "), Body: safetext.Line(a.Message, 300), URL: cmp.Or(alertLink(a), "/alerts")})
 	}
 	if n.Inbox > 0 {
 		ms, err := s.cfg.Backend.Messages(team.Human, maxNotes)

@@ -104,6 +104,9 @@ type agentRow struct {
 	Workspace                             string
 	Busy                                  bool
 	Limit, Budget                         gauge
+	// Waiting says why an idle agent with a backlog starts no turn
+	// (control.WaitingStatus's detail), "" when it does not wait.
+	Waiting string
 }
 
 // agentView is the agent page's data.
@@ -181,6 +184,10 @@ func newAgentRow(a control.AgentStatus) agentRow {
 	}
 	// The reason may quote codex or a model: one clean line.
 	r.Why = safetext.Line(r.Why, maxWhy)
+	if w := a.Waiting; w != nil {
+		// It may quote a pause reason or codex too.
+		r.Waiting = safetext.Line(w.Detail, maxWhy)
+	}
 	if a.InFlight != nil {
 		r.Busy = true
 		r.InFlight = inbox.ShortID(*a.InFlight)

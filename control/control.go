@@ -138,7 +138,44 @@ type AgentStatus struct {
 	// BudgetPct is the highest use, in percent, of the token budgets that
 	// cover the agent, in their current windows; null when none does.
 	BudgetPct *float64 `json:"budget_pct"`
+	// Waiting says why an agent with no turn in flight and messages in
+	// its backlog starts none now (see WaitingStatus); null when it has
+	// a turn in flight, no backlog, or for a stopped team.
+	Waiting *WaitingStatus `json:"waiting"`
 }
+
+// WaitingStatus is why an idle agent with a backlog starts no turn, as its
+// last look at its inbox found: Reason is one of the Wait* codes (stable,
+// for scripts), Detail says it for a human (it may quote a pause reason or
+// codex: untrusted text).
+type WaitingStatus struct {
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+}
+
+// The values of WaitingStatus.Reason, by precedence: when several hold an
+// agent, the first of these that does is shown.
+const (
+	WaitRecording      = "recording"        // its last outcome is not written yet (a full disk)
+	WaitNoShim         = "no_shim"          // its shim is not running (spawning, restarting, failed)
+	WaitShimNotReady   = "shim_not_ready"   // its shim has not said it is ready
+	WaitTurnInFlight   = "turn_in_flight"   // its turn runs (never shown: it is not idle)
+	WaitStopping       = "stopping"         // it is being stopped
+	WaitGitStep        = "git_step"         // a git or ssh step of its workspace runs
+	WaitRequests       = "requests_pending" // control requests wait to be applied (see Pending)
+	WaitAccountSwitch  = "account_switch"   // its shim moves to another account
+	WaitParked         = "parked"           // its Codex cannot run (see Parked)
+	WaitCodexCheck     = "codex_check"      // the first check of its Codex has not answered
+	WaitWorkspaceSync  = "workspace_sync"   // the base is merged into its worktree
+	WaitDispatchPaused = "dispatch_paused"  // the team is paused (batty pause, a login)
+	WaitNetworkHeld    = "network_held"     // its account cannot reach the API (see Network)
+	WaitQuotaPaused    = "quota_paused"     // its account's usage-limit pause holds it
+	WaitBudgetHeld     = "budget_held"      // a reached token budget holds it (see Budget)
+	WaitNothingReady   = "nothing_ready"    // its messages are still being written
+	WaitRetryBackoff   = "retry_backoff"    // its oldest message waits for its retry back-off
+	WaitSlot           = "slot"             // no slot under the team's limits (see Slot)
+	WaitQuotaProbe     = "quota_probe"      // its paused account's probe turn is another message
+)
 
 // The values of AgentStatus.Slot.
 const (

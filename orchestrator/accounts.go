@@ -23,23 +23,15 @@ import (
 // again with the new CODEX_HOME, and the thread's rollout is carried there
 // first, so the conversation goes on (followAccount).
 
-// accountSwitch begins the move of an idle agent whose shim runs on
-// another account than the book places it on: the shim is shut down, and
-// shimExited starts it again at once, without counting a crash. It
-// reports whether a switch is under way (nothing is dispatched meanwhile).
-// Only run's goroutine calls it.
-func (a *agent) accountSwitch() bool {
-	if a.switching {
-		return true
-	}
-	home, ok := a.d.quota.HomeOf(a.def.Name)
-	if !ok || home == a.account || a.p == nil || a.inflight != nil {
-		return false
-	}
+// beginAccountSwitch begins the move of an idle agent whose shim runs on
+// another account than home, the one the book places it on (dispatch
+// decides it: gateFacts.moveTo): the shim is shut down, and shimExited
+// starts it again at once, without counting a crash; nothing is
+// dispatched meanwhile. Only run's goroutine calls it.
+func (a *agent) beginAccountSwitch(home string) {
 	a.switching = true
 	a.log.Info("Moving to another account", "from", a.account, "to", home)
 	a.p.BeginStop(a.d.cfg.Timeouts.Shutdown, "account switch")
-	return true
 }
 
 // followAccount, before the agent's shim starts: the account the book

@@ -100,6 +100,9 @@ type agentSnap struct {
 	// yet, in order (pendingWord): they wait for a git or ssh step of the agent.
 	// Never changed in place: a snapshot keeps its own.
 	pending []string
+	// waiting is why the agent's last look at its inbox started no turn
+	// (see dispatch), nil when nothing held it.
+	waiting *control.WaitingStatus
 }
 
 // agentOp names what an agentCtl asks of the agent's goroutine.

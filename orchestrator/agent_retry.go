@@ -58,20 +58,6 @@ func (a *agent) retryInflight(m inbox.Message, e protocol.TurnFinished, v retryV
 	a.retryIn(v.delay)
 }
 
-// backingOff reports whether m waits for its retry back-off, and arms the
-// agent's timer to look again when it ends (see backoffWait).
-func (a *agent) backingOff(m inbox.Message) bool {
-	if m.Transient == nil {
-		return false
-	}
-	wait := backoffWait(m.Transient.NotBefore, time.Now(), a.d.opts.RetryMax)
-	if wait <= 0 {
-		return false
-	}
-	a.retryIn(wait)
-	return true
-}
-
 // backoffWait returns how long a message whose retry record says
 // notBefore still waits at now, when no back-off is longer than limit (the
 // RetryMax option): until notBefore, or not at all when notBefore is zero,

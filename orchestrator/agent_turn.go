@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
@@ -14,10 +15,12 @@ import (
 )
 
 // dispatch hands the oldest pending message to the shim when the agent is
-// free and the gate is open. One message is in flight at a time: the
-// durable inbox is the queue, so a crash loses nothing that waits. Nothing
-// is dispatched while a step runs or requests wait for one (see run):
-// the agent looks again once they are done.
+// free and nothing holds it: it gathers the facts (gateFacts), decides
+// (decideGate) and acts, and shows why it started no turn in status. One
+// message is in flight at a time: the durable inbox is the queue, so a
+// crash loses nothing that waits. Nothing is dispatched while a step runs
+// or requests wait for one (see run): the agent looks again once they are
+// done. Only run's goroutine calls it.
 func (a *agent) dispatch() {
 	defer a.updateBacklog()
 	// A slot is held only by a turn in flight: one granted and not used
@@ -31,102 +34,179 @@ func (a *agent) dispatch() {
 		}
 	}()
 	a.syncParked()
-	if a.pending != nil || a.p == nil || !a.ready || a.inflight != nil || a.stopping || a.step != nil || len(a.deferred) > 0 {
-		return
-	}
-	// A parked agent moves too: the account the book places it on may run
-	// codex. One on a health not checked yet waits for the check.
-	if a.accountSwitch() || a.parked != nil {
-		return
-	}
-	if _, checked := a.health.state(); !checked {
-		return
-	}
-	// An idle moment: a new base is merged into the worktree before the
-	// next message (which may be the note of a conflict it left); the
-	// agent looks again once the merge has ended.
-	if a.syncWorkspace() {
-		return
-	}
-	if !a.d.gate.Open() || !a.netAllows() || !a.d.quota.MayTry(a.def.Name) {
-		return
-	}
-	// A reached token budget: the messages wait in the inbox until its
-	// window rolls over or `batty resume` (the daemon pokes the agent).
-	if a.budgetHold() {
-		return
-	}
+	f := a.gateFacts()
+	why := waitNone
+	defer func() { a.showWaiting(why, f) }()
+	var m inbox.Message
+	probe := false
 	for {
-		// The oldest message only: the cost of a dispatch does not grow
-		// with the backlog.
-		m, ok, errs := a.box.Next("")
-		for _, err := range errs {
-			var nr *inbox.NotReadyError
-			if errors.As(err, &nr) {
-				// Maybe still being written: look again when its grace ends.
-				a.log.Debug("Inbox file not ready yet", "error", err)
-				a.retryIn(nr.Retry)
-				continue
+		d := decideGate(f)
+		why = d.why
+		switch d.step {
+		case stepWait:
+			a.held(d.why, f)
+			return
+		case stepSwitchAccount:
+			a.beginAccountSwitch(f.moveTo)
+			return
+		case stepSyncWorkspace:
+			// The agent looks again once the merge has ended.
+			a.syncWorkspace()
+			return
+		case stepTakeNetProbe:
+			f.netTake = a.takeNetProbe(f.netProber)
+		case stepReadHead:
+			// The oldest message only: the cost of a dispatch does not
+			// grow with the backlog.
+			var ok bool
+			m, ok = a.oldest()
+			f.gateHead = gateHead{headRead: true}
+			if ok {
+				f.head, f.refusal = m.ID, a.refuse(m)
+				if m.Transient != nil {
+					f.backoff = backoffWait(m.Transient.NotBefore, time.Now(), a.d.opts.RetryMax)
+				}
 			}
-			a.warn("pending message", err)
-		}
-		if !ok {
-			// Nothing to probe with: another agent of the account may.
-			a.quotaRelease("")
-			// Nothing to run: no place in the slots' queue either.
-			a.d.slots.Leave(a.def.Name)
-			return
-		}
-		if a.backingOff(m) {
-			// Messages keep their order: the ones behind wait too.
-			return
-		}
-		if refusal := a.refuse(m); refusal != "" {
+		case stepReject:
 			if _, err := a.box.Claim(m.ID); err != nil {
 				a.warn("claim "+m.ID, err)
+				why = waitNone
 				return
 			}
-			if !a.record(a.newRecord(m, inbox.Outcome{Status: inbox.StatusRejected, Error: refusal})) {
+			if !a.record(a.newRecord(m, inbox.Outcome{Status: inbox.StatusRejected, Error: f.refusal})) {
 				// Held until it can be written (retryRecord goes on).
+				why = waitRecording
 				return
 			}
-			continue
-		}
-		// The team's cap on turns at once: the agent waits its turn for a
-		// slot, first asked first served (see takeSlot).
-		if !a.takeSlot() {
-			waitsForSlot = true
+			f.headRead = false
+		case stepTakeSlot:
+			// The team's cap on turns at once: the agent waits its turn
+			// for a slot, first asked first served (see takeSlot).
+			f.slot = granted
+			if !a.takeSlot() {
+				f.slot, waitsForSlot = refused, true
+			}
+		case stepAdmit:
+			// A paused account sends one probe turn once its pause ran out.
+			var ok bool
+			ok, probe = a.d.quota.Admit(a.def.Name, m.ID)
+			f.admit = granted
+			if !ok {
+				f.admit = refused
+			}
+		case stepSend:
+			if a.send(m, probe) {
+				// Claimed meanwhile (cancelled): the next message.
+				f.headRead = false
+				continue
+			}
 			return
 		}
-		// A paused account sends one probe turn once its pause ran out.
-		ok, probe := a.d.quota.Admit(a.def.Name, m.ID)
-		if !ok {
-			return
-		}
-		cm, err := a.box.Claim(m.ID)
-		if err != nil && probe {
-			a.quotaRelease(m.ID)
-		}
-		if errors.Is(err, inbox.ErrNotPending) {
-			continue
-		}
-		if err != nil {
-			a.warn("claim "+m.ID, err)
-			return
-		}
-		if err := a.p.Send(a.outgoing(cm)); err != nil {
-			// The shim is going away; its exit puts the message back.
-			a.log.Warn("Sending to the shim failed", "message", cm.ID, "error", err)
-		}
-		a.inflight, a.flightAt, a.ready = &cm, time.Now(), false
-		data := eventlog.Delivered{From: cm.From, Attempt: cm.Attempt, InReplyTo: cm.InReplyTo}
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvDelivered, Agent: a.def.Name, Message: cm.ID, Data: data})
-		if probe {
-			a.d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: a.def.Name, Message: cm.ID, Detail: "probe turn sent", Data: eventlog.QuotaProbe{Result: eventlog.ProbeSent}})
-		}
-		a.setSnap(func(s *agentSnap) { s.inflight, s.flightAt = cm.ID, a.flightAt })
-		return
 	}
+}
+
+// gateFacts gathers what decideGate decides on, but the oldest message and
+// what the actions learn (dispatch reads and takes those). Only run's
+// goroutine calls it.
+func (a *agent) gateFacts() gateFacts {
+	var f gateFacts
+	f.gateSelf = gateSelf{
+		recordHeld: a.pending != nil, shimDown: a.p == nil, shimBusy: !a.ready, inflight: a.inflight != nil,
+		stopping: a.stopping, stepRuns: a.step != nil, ctlDeferred: len(a.deferred) > 0,
+		switching: a.switching, parked: a.parked,
+	}
+	if home, ok := a.d.quota.HomeOf(a.def.Name); ok && home != a.account {
+		f.moveTo = home
+	}
+	_, checked := a.health.state()
+	f.healthUnknown = !checked
+	a.mu.Lock()
+	wantSync := a.syncReq != ""
+	a.mu.Unlock()
+	if wantSync && a.ws != nil {
+		f.syncBase = a.ws.base
+	}
+	gs := a.d.gate.State()
+	f.paused, f.pauseReason = gs.Paused, gs.Reason
+	f.net, f.netProber, f.netMine = a.netStep()
+	f.quotaHeld = !a.d.quota.MayTry(a.def.Name)
+	f.budget = a.d.budgets.holds(a.def.Name, a.def.Role)
+	return f
+}
+
+// oldest reads the oldest pending message of the agent's inbox: false when
+// there is none ready. A file still being written makes the agent look
+// again when its grace ends.
+func (a *agent) oldest() (inbox.Message, bool) {
+	m, ok, errs := a.box.Next("")
+	for _, err := range errs {
+		var nr *inbox.NotReadyError
+		if errors.As(err, &nr) {
+			// Maybe still being written: look again when its grace ends.
+			a.log.Debug("Inbox file not ready yet", "error", err)
+			a.retryIn(nr.Retry)
+			continue
+		}
+		a.warn("pending message", err)
+	}
+	return m, ok
+}
+
+// held acts on a decision to start no turn for reason why: the agent looks
+// again when what holds it may have ended, and gives up what it may not
+// use meanwhile.
+func (a *agent) held(why waitReason, f gateFacts) {
+	switch why {
+	case waitNetwork:
+		a.netWait(f.net, f.netMine)
+	case waitNothing:
+		// Nothing to probe with: another agent of the account may.
+		a.quotaRelease("")
+		// Nothing to run: no place in the slots' queue either.
+		a.d.slots.Leave(a.def.Name)
+	case waitBackoff:
+		// Look again when its back-off ends.
+		a.retryIn(f.backoff)
+	}
+}
+
+// send claims m and sends it to the shim (probe: as its account's probe
+// turn). It reports whether m was claimed meanwhile: the agent looks at
+// the next message then.
+func (a *agent) send(m inbox.Message, probe bool) (again bool) {
+	cm, err := a.box.Claim(m.ID)
+	if err != nil && probe {
+		a.quotaRelease(m.ID)
+	}
+	if errors.Is(err, inbox.ErrNotPending) {
+		return true
+	}
+	if err != nil {
+		a.warn("claim "+m.ID, err)
+		return false
+	}
+	if err := a.p.Send(a.outgoing(cm)); err != nil {
+		// The shim is going away; its exit puts the message back.
+		a.log.Warn("Sending to the shim failed", "message", cm.ID, "error", err)
+	}
+	a.inflight, a.flightAt, a.ready = &cm, time.Now(), false
+	data := eventlog.Delivered{From: cm.From, Attempt: cm.Attempt, InReplyTo: cm.InReplyTo}
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvDelivered, Agent: a.def.Name, Message: cm.ID, Data: data})
+	if probe {
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: a.def.Name, Message: cm.ID, Detail: "probe turn sent", Data: eventlog.QuotaProbe{Result: eventlog.ProbeSent}})
+	}
+	a.setSnap(func(s *agentSnap) { s.inflight, s.flightAt = cm.ID, a.flightAt })
+	return false
+}
+
+// showWaiting shows in status why the agent's last look started no turn
+// (nothing for waitNone).
+func (a *agent) showWaiting(why waitReason, f gateFacts) {
+	var w *control.WaitingStatus
+	if why != waitNone {
+		w = &control.WaitingStatus{Reason: string(why), Detail: waitDetail(why, f)}
+	}
+	a.setSnap(func(s *agentSnap) { s.waiting = w })
 }
 
 // refuse says why a message may not be delivered ("" = it may): talks_to

@@ -295,13 +295,6 @@ func budgetC(t schedule.Timer) <-chan time.Time {
 	return t.C()
 }
 
-// budgetHold reports whether a budget holds the agent: it takes no new
-// turn until the budget's window rolls over or `batty resume` lets it go
-// on (the daemon pokes it then).
-func (a *agent) budgetHold() bool {
-	return len(a.d.budgets.holds(a.def.Name, a.def.Role)) > 0
-}
-
 // status is each budget in its current window (by the clock), in the team
 // file's order; an empty list without budgets.
 func (bk *budgetBook) status() []control.BudgetStatus {

@@ -1,6 +1,10 @@
 package orchestrator
 
-import "os/exec"
+import (
+	"os/exec"
+
+	"github.com/battyhq/batty/reap"
+)
 
 // RunChild runs cmd to completion as a child of the daemon process that is
 // not one of its shims (the cockpit's tmux calls). With Options.Subreaper
@@ -11,16 +15,40 @@ import "os/exec"
 // that it runs cmd as a plain child. It is startChild, Wait and
 // releaseChild: the one way the daemon runs a child that is not a shim.
 func (d *Daemon) RunChild(cmd *exec.Cmd) error {
-	select {
-	case <-d.ready:
-	default:
-		return cmd.Run()
-	}
-	if err := d.startChild(cmd); err != nil {
+	c := d.Children()
+	if err := c.Start(cmd); err != nil {
 		return err
 	}
-	defer d.releaseChild(cmd.Process.Pid)
+	defer c.Release(cmd.Process.Pid)
 	return cmd.Wait()
+}
+
+// Children returns the starter of the daemon's children that are not
+// shims, for a workspaces.Git or reap.RunGroup the daemon's process runs
+// outside the daemon's own code (the console's git commands): a child it
+// starts is registered with the reaper until it is released, as
+// RunChild's. Safe from any goroutine; before Ready is closed it starts
+// children plainly.
+func (d *Daemon) Children() reap.Starter { return children{d} }
+
+// children is Children's starter.
+type children struct{ d *Daemon }
+
+func (c children) Start(cmd *exec.Cmd) error {
+	select {
+	case <-c.d.ready:
+		return c.d.startChild(cmd)
+	default:
+		return cmd.Start()
+	}
+}
+
+func (c children) Release(pid int) {
+	select {
+	case <-c.d.ready:
+		c.d.releaseChild(pid)
+	default:
+	}
 }
 
 // startChild starts cmd as a child of the daemon that is not a shim: with

@@ -169,23 +169,33 @@ type asking struct {
 	finish func() control.Response
 }
 
+// pendingAsks are the control requests that wait for their agents' answers.
+// Run's goroutine owns it; the agents' goroutines only put answers.
+type pendingAsks struct {
+	// answers are the agents' answers to control requests (see
+	// askAgents), applied on Run's goroutine; asking are the requests
+	// waiting for them.
+	answers *mailbox[func()]
+	asking  map[*asking]struct{}
+}
+
 // askAgents puts each ask's request in its agent's mailbox and answers
 // conn with finish() once every agent has answered (each answer given to
 // its ask's got first, on the daemon's goroutine, as it comes: see
-// Daemon.answers). An agent that has stopped answers errAgentStopped
+// pendingAsks.answers). An agent that has stopped answers errAgentStopped
 // at once. It never blocks. Run's goroutine only.
-func (d *Daemon) askAgents(conn control.Conn, asks []agentAsk, finish func() control.Response) {
+func (q *pendingAsks) askAgents(conn control.Conn, asks []agentAsk, finish func() control.Response) {
 	w := &asking{conn: conn, finish: finish}
-	d.asking[w] = struct{}{}
+	q.asking[w] = struct{}{}
 	for _, ask := range asks {
 		c := ask.c
 		got := ask.got
 		c.answer = func(ans agentAnswer) {
 			// On the agent's goroutine: the answer goes to the daemon's.
-			d.answers.put(func() {
+			q.answers.put(func() {
 				got(ans)
 				w.left--
-				d.askAnswered(w)
+				q.askAnswered(w)
 			})
 		}
 		w.left++
@@ -194,25 +204,25 @@ func (d *Daemon) askAgents(conn control.Conn, asks []agentAsk, finish func() con
 			got(stoppedAnswer(c, ask.a.def.Name))
 		}
 	}
-	d.askAnswered(w)
+	q.askAnswered(w)
 }
 
 // askAnswered replies to w once no answer is due.
-func (d *Daemon) askAnswered(w *asking) {
+func (q *pendingAsks) askAnswered(w *asking) {
 	if w.left > 0 {
 		return
 	}
-	if _, waiting := d.asking[w]; !waiting {
+	if _, waiting := q.asking[w]; !waiting {
 		return
 	}
-	delete(d.asking, w)
+	delete(q.asking, w)
 	w.conn.Reply(w.finish())
 }
 
 // takeAnswers applies the agents' answers waiting in the daemon's mailbox.
 // Run's goroutine only.
-func (d *Daemon) takeAnswers() {
-	for _, f := range d.answers.take() {
+func (q *pendingAsks) takeAnswers() {
+	for _, f := range q.answers.take() {
 		f()
 	}
 }
@@ -220,10 +230,10 @@ func (d *Daemon) takeAnswers() {
 // endAsking answers, as Run returns (every agent stopped), what the agents
 // answered last, then every request still waiting, as refused by a
 // stopping daemon.
-func (d *Daemon) endAsking() {
-	d.takeAnswers()
-	for w := range d.asking {
-		delete(d.asking, w)
+func (q *pendingAsks) endAsking() {
+	q.takeAnswers()
+	for w := range q.asking {
+		delete(q.asking, w)
 		w.conn.Reply(control.Response{Error: "daemon is shutting down"})
 	}
 }
@@ -292,6 +302,11 @@ func (d *Daemon) status() control.Status {
 		as.NoAnswers = s.st.NoAnswers
 		as.Workspace = workspaceStatus(d.base, s.workspace)
 		as.Pending = s.pending
+		if s.waiting != nil && s.inflight == "" && s.backlog > 0 {
+			// Why its last look at its inbox started no turn.
+			w := *s.waiting
+			as.Waiting = &w
+		}
 		if s.recording != nil {
 			rs := *s.recording
 			as.Recording = &rs

@@ -27,7 +27,6 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
-	"github.com/battyhq/batty/retry"
 	"github.com/battyhq/batty/schedule"
 	"github.com/battyhq/batty/slots"
 	"github.com/battyhq/batty/team"
@@ -37,50 +36,71 @@ import (
 
 // Daemon runs one team. Create it with New, then call Run once.
 type Daemon struct {
-	cfg      *team.Config
-	layout   project.Layout
-	opts     Options
-	log      hclog.Logger
+	cfg    *team.Config
+	layout project.Layout
+	opts   Options
+	log    hclog.Logger
+	startStamp
+
 	store    *inbox.Store
 	humanBox *inbox.Box
 	events   *eventlog.Log
-	ledger   *usage.Ledger // every finished turn's usage, the accounts' rate-limit windows
-	gate     *dispatch.Gate
-	net      dispatch.NetHolds // network holds per account (see dispatch.NetHolds)
-	alerts   *alerthook.Hook   // nil without on_alert
-	quota    *dispatch.QuotaBook
-	budgets  *budgetBook      // the token budgets (team.yaml budgets)
+	ledger   *usage.Ledger    // every finished turn's usage, the accounts' rate-limit windows
+	alerts   *alerthook.Hook  // nil without on_alert
 	sched    *schedule.Runner // nil without schedules
+
+	roster
+	roleQueues
+	turnHolds
+	worktreeRepo
+
+	pendingAsks
+	ready chan struct{} // closed once the control socket accepts requests
+	daemonProcs
+}
+
+// startStamp is what the daemon knew of its run as it started: when, and
+// of its team's files, for status and `batty restart`.
+type startStamp struct {
 	started  time.Time
 	teamHash string         // teamFingerprint of the team's files when the daemon started
 	trusted  []team.Setting // team.TrustedSettings of cfg, for `batty restart`
+}
 
-	agents  []*agent
+// roster is the team's agents and where they run.
+type roster struct {
+	agents  []*agent // in the team file's order
 	byName  map[string]*agent
-	healths healthSet             // one per distinct way the agents run Codex
-	hosts   []*remoteHost         // the hosts agents run on, in file order
-	roles   map[string]*inbox.Box // "@role" queues of roles with several instances
+	healths healthSet     // one per distinct way the agents run Codex
+	hosts   []*remoteHost // the hosts agents run on, in file order
+}
 
-	// answers are the agents' answers to control requests (see
-	// askAgents), applied on Run's goroutine; asking are the requests
-	// waiting for them. Run's goroutine owns asking.
-	answers *mailbox[func()]
-	asking  map[*asking]struct{}
-
-	routeKick  chan struct{} // buffered(1): route the role queues again
-	routeTimer *time.Timer   // routes again at routeAt; Run's goroutine owns both
-	routeAt    time.Time
-
-	ready  chan struct{} // closed once the control socket accepts requests
-	lock   *os.File
+// daemonProcs are the daemon's hold on its project and on the processes
+// of its team: nothing outlives the team.
+type daemonProcs struct {
+	lock   *os.File     // the project's lock (project.AcquireLock)
 	reaper *reap.Reaper // nil unless Options.Subreaper
 	procs  *teamProcs   // set by Run before the first shim starts
+}
+
+// worktreeRepo is the repository of the team's worktree agents and its
+// merge queue.
+type worktreeRepo struct {
 	// repo is the project's repository when the team has worktree agents
 	// (nil otherwise), base the branch their worktrees start from; both
 	// set by Run before the first agent runs.
 	repo   *workspaces.Repo
 	base   string
 	lander *lander // the merge queue; nil without worktree agents
+}
+
+// turnHolds are what may hold the team's agents back from a new turn,
+// each shared by the agents (decideGate reads them all).
+type turnHolds struct {
+	gate    *dispatch.Gate      // the team's dispatch gate (batty pause, a login)
+	net     dispatch.NetHolds   // network holds per account (see dispatch.NetHolds)
+	quota   *dispatch.QuotaBook // the accounts' usage-limit pauses and probes
+	budgets *budgetBook         // the token budgets (team.yaml budgets)
 	// slots caps the turns running at once (limits, a host's
 	// concurrent_turns); nil when the team caps nothing.
 	slots *slots.Pool
@@ -110,12 +130,12 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, byName: map[string]*agent{},
-		roles: map[string]*inbox.Box{}, ready: make(chan struct{}), lock: lock, started: time.Now(),
-		teamHash: teamFingerprint(cfg),
-		trusted:  team.TrustedSettings(cfg),
-		answers:  newMailbox[func()](), asking: map[*asking]struct{}{},
-		routeKick: make(chan struct{}, 1)}
+	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, ready: make(chan struct{}),
+		startStamp:  startStamp{started: time.Now(), teamHash: teamFingerprint(cfg), trusted: team.TrustedSettings(cfg)},
+		roster:      roster{byName: map[string]*agent{}},
+		roleQueues:  roleQueues{roles: map[string]*inbox.Box{}, routeKick: make(chan struct{}, 1)},
+		pendingAsks: pendingAsks{answers: newMailbox[func()](), asking: map[*asking]struct{}{}},
+		daemonProcs: daemonProcs{lock: lock}}
 	if err := d.init(); err != nil {
 		if d.events != nil {
 			d.events.Close()
@@ -142,10 +162,7 @@ func (d *Daemon) init() error {
 		return err
 	}
 	env := d.shimEnviron()
-	q := d.cfg.Quota
-	policy := retry.QuotaPolicy{BackoffMin: d.opts.QuotaBackoffMin, BackoffMax: max(q.BackoffMax, d.opts.QuotaBackoffMin),
-		Cooldown: q.Cooldown, CooldownMax: max(q.CooldownMax, q.Cooldown), Jitter: max(d.opts.QuotaJitter, 0)}
-	if d.quota, err = dispatch.NewQuotaBook(d.cfg, d.layout, env, policy, d.quotaJitter, false); err != nil {
+	if d.quota, err = dispatch.NewQuotaBook(d.cfg, d.layout, env, d.opts.quotaPolicy(d.cfg.Quota), d.opts.quotaJitter, false); err != nil {
 		return err
 	}
 	if err := d.migrateQuotaGate(); err != nil {

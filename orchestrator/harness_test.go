@@ -200,7 +200,7 @@ func (p *testProject) start(mod func(*Options)) *running {
 	opts := Options{
 		ShimCommand: []string{self}, ShimEnv: p.shimEnv(),
 		Logger:  hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: r.log}),
-		ShimLog: r.log, RespawnMin: 50 * time.Millisecond, RespawnMax: 200 * time.Millisecond,
+		ShimLog: r.log, Supervision: Supervision{RespawnMin: 50 * time.Millisecond, RespawnMax: 200 * time.Millisecond},
 		OnEvent: func(e eventlog.Event) {
 			r.mu.Lock()
 			r.seen = append(r.seen, e)

@@ -260,19 +260,19 @@ func (a *agent) tell(req, body string) {
 	}
 }
 
-// syncWorkspace merges the new base into the agent's branch, if asked to:
-// cleanly, or leaving the conflict in the worktree for the agent, told in
-// a message. The merge (and the commit before it) is a step off run's
-// goroutine (see startStep); it reports whether one started, and then
-// the agent looks at its inbox again once it has ended. Run's goroutine
-// only, while no turn is in flight.
-func (a *agent) syncWorkspace() bool {
+// syncWorkspace merges the new base into the agent's branch, as asked
+// (wantSync; dispatch decides when: gateFacts.syncBase): cleanly, or
+// leaving the conflict in the worktree for the agent, told in a message.
+// The merge (and the commit before it) is a step off run's goroutine (see
+// startStep); the agent looks at its inbox again once it has ended. Run's
+// goroutine only, while no turn is in flight.
+func (a *agent) syncWorkspace() {
 	a.mu.Lock()
 	req, told := a.syncReq, a.syncTold
 	a.syncReq, a.syncTold = "", false
 	a.mu.Unlock()
 	if req == "" || a.ws == nil {
-		return false
+		return
 	}
 	// Whatever is uncommitted is committed first: the merge needs a clean
 	// worktree, and nothing may be lost.
@@ -299,7 +299,6 @@ func (a *agent) syncWorkspace() bool {
 			a.dispatch()
 		}
 	})
-	return true
 }
 
 // merged applies the end of a merge of the base into the agent's branch

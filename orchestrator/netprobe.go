@@ -88,30 +88,45 @@ func (a *agent) leaveNetHold() {
 	}
 }
 
-// netAllows reports whether the agent may start a turn under its account's
-// network hold (any turn when there is none). Of a held account's agents
-// only the probe may; the agent takes the probe over when nobody else can
-// send one, and gives it up when it has nothing to send (decideNetStep).
-// Only run's goroutine calls it (dispatch).
-func (a *agent) netAllows() bool {
+// netStep is the agent's step under its account's network hold
+// (dispatch.NetGo when there is none), the agent that probes, and whether
+// this one could (canProbe). Of a held account's agents only the probe
+// may start a turn; the agent takes the probe over when nobody else can
+// send one (takeNetProbe), and gives it up when it has nothing to send
+// (netWait). Only run's goroutine calls it (dispatch).
+func (a *agent) netStep() (step dispatch.NetStep, prober string, mine bool) {
 	prober, _, held := a.d.net.Probe(a.account)
 	if !held {
-		return true
+		return dispatch.NetGo, prober, false
 	}
 	mine, theirs := a.canProbe(), false
 	if b := a.d.byName[prober]; b != nil && b != a {
 		theirs = b.canProbe()
 	}
-	switch dispatch.DecideNetStep(held, a.def.Name, prober, mine, theirs) {
-	case dispatch.NetGo:
-		return true
-	case dispatch.NetTake:
-		if a.d.net.HandOver(a.account, prober, a.def.Name) {
-			a.log.Info("Network hold: this agent probes now", "account", a.account, "previous_probe", prober)
-			return true
-		}
-		// Another agent took it first, or the API answered meanwhile.
-		a.poke()
+	return dispatch.DecideNetStep(held, a.def.Name, prober, mine, theirs), prober, mine
+}
+
+// takeNetProbe takes the probe of the account's network hold over from
+// prober, who cannot send one (dispatch.NetTake): granted when the agent
+// probes now, refused when another agent took it first or the API
+// answered meanwhile (the agent looks again). Only run's goroutine calls
+// it.
+func (a *agent) takeNetProbe(prober string) tried {
+	if a.d.net.HandOver(a.account, prober, a.def.Name) {
+		a.log.Info("Network hold: this agent probes now", "account", a.account, "previous_probe", prober)
+		return granted
+	}
+	a.poke()
+	return refused
+}
+
+// netWait acts on a network hold that lets the agent start no turn, its
+// step: the probe passes on when the agent has nothing to send with it
+// (dispatch.NetRelease); an agent that could probe looks again after a
+// while when another probes (dispatch.NetWait). Only run's goroutine calls
+// it.
+func (a *agent) netWait(step dispatch.NetStep, mine bool) {
+	switch step {
 	case dispatch.NetRelease:
 		if a.d.net.HandOver(a.account, a.def.Name, "") {
 			a.log.Info("Network hold: nothing to probe with, the probe passes on", "account", a.account)
@@ -122,7 +137,6 @@ func (a *agent) netAllows() bool {
 			a.retryIn(netRecheck)
 		}
 	}
-	return false
 }
 
 // canProbe reports whether the agent could send a probe turn now or once

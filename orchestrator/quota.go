@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/battyhq/batty/eventlog"
@@ -10,14 +9,6 @@ import (
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 )
-
-// quotaJitter draws the jitter of a planned probe.
-func (d *Daemon) quotaJitter() time.Duration {
-	if d.opts.QuotaJitter <= 0 {
-		return 0
-	}
-	return rand.N(d.opts.QuotaJitter + 1)
-}
 
 // quotaHit handles a usage limit that agent a's message id hit: the first
 // for an open account pauses all its agents, with one alert; the account's

@@ -149,24 +149,33 @@ func (d *Daemon) dropDuplicate(role string, queue *inbox.Box, m inbox.Message, i
 	return true
 }
 
+// roleQueues are the "@role" queues of the roles with several instances
+// and what makes the daemon route them again.
+type roleQueues struct {
+	roles      map[string]*inbox.Box // by role
+	routeKick  chan struct{}         // buffered(1): route the role queues again
+	routeTimer *time.Timer           // routes again at routeAt; Run's goroutine owns both
+	routeAt    time.Time
+}
+
 // routeIn makes the daemon route again after delay (or sooner). It runs on
 // the daemon's goroutine only.
-func (d *Daemon) routeIn(delay time.Duration) {
+func (q *roleQueues) routeIn(delay time.Duration) {
 	at := time.Now().Add(delay)
-	if d.routeTimer != nil && !d.routeAt.After(at) {
+	if q.routeTimer != nil && !q.routeAt.After(at) {
 		return
 	}
-	if d.routeTimer != nil {
-		d.routeTimer.Stop()
+	if q.routeTimer != nil {
+		q.routeTimer.Stop()
 	}
-	d.routeTimer, d.routeAt = time.NewTimer(delay), at
+	q.routeTimer, q.routeAt = time.NewTimer(delay), at
 }
 
 // kickRoute asks the daemon's goroutine to route the role queues again (an
 // instance's backlog went down); it never blocks. Safe from any goroutine.
-func (d *Daemon) kickRoute() {
+func (q *roleQueues) kickRoute() {
 	select {
-	case d.routeKick <- struct{}{}:
+	case q.routeKick <- struct{}{}:
 	default:
 	}
 }

@@ -111,11 +111,7 @@ func (d *Daemon) newScheduler() {
 	if len(d.cfg.Schedules) == 0 {
 		return
 	}
-	clock := d.opts.ScheduleClock
-	if clock == nil {
-		clock = schedule.SystemClock()
-	}
-	d.sched = schedule.New(d.cfg.Schedules, clock, scheduleBoxes{d}, project.ScheduleStore{Layout: d.layout}, d.log.Named("schedule"), d.scheduleEvent)
+	d.sched = schedule.New(d.cfg.Schedules, d.opts.ScheduleClock, scheduleBoxes{d}, project.ScheduleStore{Layout: d.layout}, d.log.Named("schedule"), d.scheduleEvent)
 }
 
 // scheduleEvent writes a schedule's event to the event log.

@@ -126,7 +126,8 @@ func runDaemon(ctx context.Context, ios *iostreams.IOStreams, p project.Project,
 		opts.OnEvent = cockpitEvents
 	}
 	// The console is a view too: a port taken leaves the team without it.
-	web, webLn, err := startConsole(cfg, p.Layout, log.Named("console"))
+	children := &daemonChildren{}
+	web, webLn, err := startConsole(cfg, p.Layout, children, log.Named("console"))
 	if err != nil {
 		log.Error("No console", "error", err)
 	}
@@ -147,6 +148,7 @@ func runDaemon(ctx context.Context, ios *iostreams.IOStreams, p project.Project,
 		}
 		return fail(err)
 	}
+	children.d.Store(d)
 	if web != nil {
 		web.SetJudge(consoleJudge(d))
 		defer serveConsole(web, webLn)()

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/battyhq/batty/agentenv"
@@ -70,10 +73,13 @@ func humanMessage(t *testing.T, dir, text string) string {
 var unreadTitleRE = regexp.MustCompile(`^\((\d+)\) `)
 
 // TestE2EConsolePagesInABrowser runs a team of worktree agents whose
-// landings wait for the human's review: in a real browser, the tab's title
+// landings wait for the human's review: in a real browser, opted in to
+// notifications, the page notifies of a landing waiting for review and of
+// a message to the human, the agent's text as it wrote it; the tab's title
 // counts what is unread and follows a new message live; a message to the
 // human answered on the Inbox page reaches its agent with in_reply_to; a
-// landing approved on its page, after its diff is seen, lands.
+// landing approved on its page, after its diff is seen, lands; one
+// rejected there with a reason tells its agent the reason.
 func TestE2EConsolePagesInABrowser(t *testing.T) {
 	ctx := browser(t)
 	dir, _ := newGitProject(t)
@@ -84,37 +90,84 @@ func TestE2EConsolePagesInABrowser(t *testing.T) {
 	if out, errOut, code := runBattyIn(t, dir, env, "", "start", "--no-tmux"); code != 0 {
 		t.Fatalf("start: exit %d\n%s%s", code, out, errOut)
 	}
-	mustSend(t, dir, nil, "", "engineer-1", "scenario:write:notes.txt=from-engineer-1")
-	waitJSONStatus(t, dir, "engineer-1's turn committed", func(st control.Status) bool {
-		a := agentStatus(st, "engineer-1")
-		return a.Workspace != nil && a.Workspace.Ahead == 1
-	})
-	tip := gitIn(t, dir, "rev-parse", "batty/engineer-1")
-	inAgent := append([]string{agentenv.Agent + "=engineer-1"}, env...)
-	if out, errOut, code := runBattyIn(t, dir, inAgent, "", "merge", "engineer-1"); code != 0 {
-		t.Fatalf("the agent's merge: exit %d\n%s%s", code, out, errOut)
-	}
-	st := waitJSONStatus(t, dir, "the landing waiting for review", func(st control.Status) bool {
-		return len(st.Landings) == 1 && st.Landings[0].State == "review"
-	})
-	req := st.Landings[0].ID
-	mustSend(t, dir, inAgent, "", "human", `may I delete <img src=x onerror="document.title='pwned'"> the old flag?`)
-	var question string
-	waitJSONStatus(t, dir, "engineer-1's question in the human's inbox", func(control.Status) bool {
-		question = humanMessage(t, dir, "may I delete")
-		return question != ""
-	})
-
 	m := loginRE.FindStringSubmatch(mustBatty(t, dir, "web", "--no-open"))
 	if m == nil {
 		t.Fatal("batty web prints no login address")
 	}
 	home := m[1]
-	answerBox := `form[action="/inbox/` + question + `/answer"] textarea`
-	var read []string
+
+	// Opt in to notifications before anything waits for the human: the
+	// browser is granted the permission a person would click, and every
+	// notification the page makes is recorded.
 	runSteps(t, ctx,
+		step{"allow notifications", grantNotifications(strings.TrimSuffix(home, "/"))},
+		step{"record notifications", recordNotifications()},
 		step{"log in", chromedp.Navigate(m[0][len("batty: console: "):])},
 		step{"see the team", chromedp.WaitVisible(`tr.agent`, chromedp.ByQuery)},
+		step{"see the button", chromedp.WaitVisible(`#notify`, chromedp.ByID)},
+		step{"opt in", clickNow(`#notify`)},
+		step{"see it on", chromedp.Poll(`document.getElementById("notify").getAttribute("aria-pressed") === "true"`, nil)},
+		// The first badge is what was there before: no notification.
+		step{"take the first look", chromedp.Poll(`localStorage.getItem("batty-seen:" + location.host) !== null`, nil)},
+	)
+
+	// Both engineers' branches wait for review: one is approved, the other
+	// rejected.
+	for _, a := range []string{"engineer-1", "engineer-2"} {
+		mustSend(t, dir, nil, "", a, "scenario:write:notes-"+a+".txt=from-"+a)
+	}
+	waitJSONStatus(t, dir, "both turns committed", func(st control.Status) bool {
+		for _, a := range []string{"engineer-1", "engineer-2"} {
+			if w := agentStatus(st, a).Workspace; w == nil || w.Ahead != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	tip := gitIn(t, dir, "rev-parse", "batty/engineer-1")
+	inAgent := append([]string{agentenv.Agent + "=engineer-1"}, env...)
+	for _, a := range []string{"engineer-1", "engineer-2"} {
+		if out, errOut, code := runBattyIn(t, dir, append([]string{agentenv.Agent + "=" + a}, env...), "", "merge", a); code != 0 {
+			t.Fatalf("%s's merge: exit %d\n%s%s", a, code, out, errOut)
+		}
+	}
+	var req, req2 string
+	waitJSONStatus(t, dir, "the landings waiting for review", func(st control.Status) bool {
+		req, req2 = landingOf(st, "engineer-1", "review"), landingOf(st, "engineer-2", "review")
+		return req != "" && req2 != ""
+	})
+	const question = `may I delete <img src=x onerror="document.title='pwned'"> the old flag &lt;b&gt;?`
+	mustSend(t, dir, inAgent, "", "human", question)
+	var questionID string
+	waitJSONStatus(t, dir, "engineer-1's question in the human's inbox", func(control.Status) bool {
+		questionID = humanMessage(t, dir, "may I delete")
+		return questionID != ""
+	})
+
+	// The open page notified of both, the agent's text as it wrote it:
+	// neither markup nor decoded twice.
+	var notes []shownNote
+	runSteps(t, ctx,
+		step{"see the notifications", chromedp.Poll(`(window.battyShown || []).some(n => n.title === "batty: engineer-1 writes to you") &&
+			(window.battyShown || []).some(n => n.body.startsWith("engineer-2's branch passed verify"))`, nil, chromedp.WithPollingTimeout(15*time.Second))},
+		step{"read them", chromedp.Evaluate(`window.battyShown`, &notes)},
+	)
+	var asked, review bool
+	for _, n := range notes {
+		switch {
+		case n.Title == "batty: engineer-1 writes to you":
+			asked = n.Body == question && n.Tag == "m:"+questionID
+		case n.Title == "batty: review waiting" && strings.HasPrefix(n.Body, "engineer-1's branch passed verify and waits for your review"):
+			review = true
+		}
+	}
+	if !asked || !review {
+		t.Fatalf("notifications (the question shown as written: %v, engineer-1's review: %v):\n%+v", asked, review, notes)
+	}
+
+	answerBox := `form[action="/inbox/` + questionID + `/answer"] textarea`
+	var read []string
+	runSteps(t, ctx,
 		step{"open the inbox", chromedp.Click(`nav.pages a[href="/inbox"]`, chromedp.ByQuery)},
 		step{"see the question", chromedp.WaitVisible(answerBox, chromedp.ByQuery)},
 		step{"go live", chromedp.WaitVisible(`body.is-live`, chromedp.ByQuery)},
@@ -122,12 +175,13 @@ func TestE2EConsolePagesInABrowser(t *testing.T) {
 			document.getElementById("n-alerts").textContent]`, &read)},
 	)
 	title, inboxN, alertsN := read[0], read[1], read[2]
-	// Unread: engineer-1's answer to the scenario, its question; unseen:
-	// the alerts of the reply and of the landing waiting for review.
+	// Unread: the engineers' answers to the scenarios, engineer-1's
+	// question; unseen: the alerts of the replies and of the landings
+	// waiting for review.
 	var inboxCount, alertsCount int
 	fmt.Sscan(inboxN, &inboxCount)
 	fmt.Sscan(alertsN, &alertsCount)
-	if mt := unreadTitleRE.FindStringSubmatch(title); mt == nil || mt[1] != fmt.Sprint(inboxCount+alertsCount) || inboxCount != 2 || alertsCount < 1 {
+	if mt := unreadTitleRE.FindStringSubmatch(title); mt == nil || mt[1] != fmt.Sprint(inboxCount+alertsCount) || inboxCount != 3 || alertsCount < 1 {
 		t.Fatalf("title %q with %q unread and %q alerts", title, inboxN, alertsN)
 	}
 
@@ -139,7 +193,7 @@ func TestE2EConsolePagesInABrowser(t *testing.T) {
 	// Answer the question in place.
 	runSteps(t, ctx,
 		step{"type the answer", chromedp.SendKeys(answerBox, "yes, keep an alias", chromedp.ByQuery)},
-		step{"answer", clickNow(`form[action="/inbox/` + question + `/answer"] button`)},
+		step{"answer", clickNow(`form[action="/inbox/` + questionID + `/answer"] button`)},
 		step{"see it answered", chromedp.WaitVisible(`#done`, chromedp.ByID)},
 		step{"read the title", chromedp.Title(&title)},
 	)
@@ -152,7 +206,7 @@ func TestE2EConsolePagesInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range ms {
-			if m.From == "human" && m.InReplyTo == question && m.Body == "yes, keep an alias" {
+			if m.From == "human" && m.InReplyTo == questionID && m.Body == "yes, keep an alias" {
 				return true
 			}
 		}
@@ -183,15 +237,43 @@ func TestE2EConsolePagesInABrowser(t *testing.T) {
 		step{"approve", clickNow(`#approve`)},
 		step{"see it approved", chromedp.WaitVisible(`#done`, chromedp.ByID)},
 	)
-	st = waitJSONStatus(t, dir, "the landing", func(st control.Status) bool {
-		return len(st.Landings) == 1 && st.Landings[0].State == "landed"
-	})
-	if got := gitIn(t, dir, "rev-parse", "main^2"); got != tip || st.Landings[0].Approved != tip {
-		t.Fatalf("main's merge holds %s, want %s (landing %+v)", got, tip, st.Landings[0])
+	st := waitJSONStatus(t, dir, "the landing", func(st control.Status) bool { return landingOf(st, "engineer-1", "landed") == req })
+	if got := gitIn(t, dir, "rev-parse", "main^2"); got != tip {
+		t.Fatalf("main's merge holds %s, want %s (landings %+v)", got, tip, st.Landings)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "from-engineer-1\n" {
+	if b, err := os.ReadFile(filepath.Join(dir, "notes-engineer-1.txt")); err != nil || string(b) != "from-engineer-1\n" {
 		t.Fatalf("the project's checkout: %q, %v", b, err)
 	}
+
+	// Reject engineer-2's landing with a reason: engineer-2 is told it, and
+	// the page shows it as text.
+	const reason = "split it: <b>one</b> change per branch"
+	var rejection string
+	runSteps(t, ctx,
+		step{"open the other request", chromedp.Navigate(home + "landing/" + req2)},
+		step{"see the review", chromedp.WaitVisible(`#reject-reason`, chromedp.ByID)},
+		step{"type the reason", chromedp.SendKeys(`#reject-reason`, reason, chromedp.ByID)},
+		step{"reject", clickNow(`#reject`)},
+		step{"see it rejected", chromedp.WaitVisible(`#done`, chromedp.ByID)},
+		step{"read the rejection", chromedp.Poll(`[...document.querySelectorAll("pre.output")].map(p => p.textContent).join("\n")`, &rejection)},
+	)
+	if !strings.Contains(rejection, reason) {
+		t.Fatalf("the rejected landing's page does not show the reason as text:\n%s", rejection)
+	}
+	waitJSONStatus(t, dir, "the reason in engineer-2's inbox", func(st control.Status) bool {
+		if landingOf(st, "engineer-2", "failed") != req2 {
+			return false
+		}
+		if err := json.Unmarshal([]byte(mustBatty(t, dir, "inbox", "engineer-2", "--json")), &ms); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			if m.From == "human" && m.InReplyTo == req2 && strings.Contains(m.Body, "rejected it:\n\n"+reason+"\n") {
+				return true
+			}
+		}
+		return false
+	})
 
 	// The pages at a phone's size and a laptop's.
 	runSteps(t, ctx,
@@ -211,6 +293,57 @@ func TestE2EConsolePagesInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// landingOf returns the id of agent's landing in state, "" when it has
+// none.
+func landingOf(st control.Status, agent, state string) string {
+	for _, l := range st.Landings {
+		if l.Agent == agent && l.State == state {
+			return l.ID
+		}
+	}
+	return ""
+}
+
+// grantNotifications grants origin the notifications permission, as a
+// person would in the prompt that headless chromium cannot show.
+func grantNotifications(origin string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		c := chromedp.FromContext(ctx)
+		return cdpbrowser.GrantPermissions([]cdpbrowser.PermissionType{cdpbrowser.PermissionTypeNotifications}).
+			WithOrigin(origin).Do(cdp.WithExecutor(ctx, c.Browser))
+	})
+}
+
+// shownNote is a notification a page made (recordNotifications).
+type shownNote struct {
+	Title string `json:"title"`
+	Body  string `json:"body"`
+	Tag   string `json:"tag"`
+}
+
+// recordNotifications wraps every page's Notification, before the page's
+// own scripts run, to record what each notification shows in
+// window.battyShown; it still shows them.
+func recordNotifications() chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		_, err := page.AddScriptToEvaluateOnNewDocument(`(function () {
+  var Real = window.Notification;
+  if (!Real) { return; }
+  window.battyShown = [];
+  function Recorded(title, opts) {
+    opts = opts || {};
+    window.battyShown.push({title: String(title), body: String(opts.body || ""), tag: String(opts.tag || "")});
+    return new Real(title, opts);
+  }
+  Object.defineProperty(Recorded, "permission", {get: function () { return Real.permission; }});
+  Recorded.requestPermission = function () { return Real.requestPermission.apply(Real, arguments); };
+  Recorded.prototype = Real.prototype;
+  window.Notification = Recorded;
+})();`).Do(ctx)
+		return err
+	})
 }
 
 // jsString quotes s for a script.

@@ -90,7 +90,8 @@ var loginRE = regexp.MustCompile(`batty: console: (http://127\.0\.0\.1:\d+/)logi
 // TestE2EConsoleInABrowser runs a team (the fake codex), logs a real
 // browser in to its console with `batty web`'s address, sees the team,
 // sends a message from the agent's page and sees its finished turn appear
-// there live; an <img onerror> in the message stays text.
+// there live; an <img onerror> in the message stays text; a reset from
+// that page leaves the agent without a thread.
 func TestE2EConsoleInABrowser(t *testing.T) {
 	ctx := browser(t)
 	dir := fakeTeam(t, "web", 1)
@@ -191,6 +192,22 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+
+	// Reset the agent's thread from its page: status shows it threadless.
+	if th := agentStatus(jsonStatus(t, dir), agent).ThreadID; th == "" {
+		t.Fatal("the agent has no thread to reset")
+	}
+	runSteps(t, ctx,
+		step{"open the reset", clickNow(`section.reset summary`)},
+		step{"see the reason box", chromedp.WaitVisible(`#reset-reason`, chromedp.ByID)},
+		step{"type why", chromedp.SendKeys(`#reset-reason`, "start over", chromedp.ByID)},
+		step{"reset", clickNow(`#reset`)},
+		step{"see it reset", chromedp.WaitVisible(`#done`, chromedp.ByID)},
+	)
+	waitJSONStatus(t, dir, "the agent's thread reset", func(st control.Status) bool {
+		a := agentStatus(st, agent)
+		return a.ThreadID == "" && a.State == "idle"
+	})
 }
 
 // TestConsoleOff: with console: off the daemon serves none, batty start

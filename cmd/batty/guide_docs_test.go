@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,8 +52,8 @@ func TestRelativeLinks(t *testing.T) {
 }
 
 // TestREADMEAndGuideLinks: README.md stays at most readmeMaxLines lines,
-// and every relative link in it and in the guide (docs/guide/*.md) leads
-// to a file that exists.
+// and every relative link in it, in the reference (docs/*.md) and in the
+// guide (docs/guide/*.md) leads to a file that exists.
 func TestREADMEAndGuideLinks(t *testing.T) {
 	repo := filepath.Join("..", "..")
 	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
@@ -69,6 +70,14 @@ func TestREADMEAndGuideLinks(t *testing.T) {
 	if len(pages) == 0 {
 		t.Fatal("no guide pages in docs/guide/")
 	}
+	reference, err := filepath.Glob(filepath.Join(repo, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(reference, filepath.Join(repo, "docs", "console.md")) {
+		t.Fatal("no docs/console.md")
+	}
+	pages = append(pages, reference...)
 	for _, page := range append([]string{filepath.Join(repo, "README.md")}, pages...) {
 		text, err := os.ReadFile(page)
 		if err != nil {

@@ -42,7 +42,7 @@ and exits.
 {paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
 in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
 context_pct, last_error, shim_pid, restarts, parked, network, workspace,
-account, pending, budget, slot}], queues
+account, pending, budget, slot, waiting}], queues
 {role: waiting}, accounts [{account, name, codex_home, agents, paused, reason,
 since, resume_at, probing, failed_probes, held, rate_limits}] (usage-limit
 pauses per account; rate_limits is null, or {windows [{name, used_pct,
@@ -71,7 +71,11 @@ slot is left out when the
 team has no limits; under them it is "held" while the agent's turn runs and
 "waiting" while its next turn waits for a slot (limits.concurrent_turns, a
 host's concurrent_turns, limits.min_free_memory): an idle agent is then
-shown as waiting_for_slot.`,
+shown as waiting_for_slot. waiting is null, or {reason, detail} for an agent
+with no turn in flight and a backlog: why it starts no turn (reason a stable
+code: dispatch_paused, budget_held, quota_paused, network_held, parked,
+retry_backoff, slot, …; detail the same in words); the table shows the code
+after the state, as in idle (dispatch_paused).`,
 		Example: `  batty status
   batty status -w
   batty status --json | jq '.agents[] | {name, state}'`,
@@ -141,7 +145,7 @@ func printStatus(w io.Writer, st control.Status) {
 		if a.InFlight != nil {
 			inflight = fmt.Sprintf("%s (%s)", safetext.Line(inbox.ShortID(*a.InFlight), 20), time.Duration(a.InFlightAgeS)*time.Second)
 		}
-		state := a.State
+		state := a.State + waitingSuffix(a)
 		if a.Host != "" {
 			state += " @" + safetext.Line(a.Host, 40) // where it runs
 		}
@@ -166,6 +170,19 @@ func printStatus(w io.Writer, st control.Status) {
 	printAccounts(w, st.Accounts)
 	printSchedules(w, st.Schedules)
 	printWorkspaces(w, st.Agents, st.Landings)
+}
+
+// waitingSuffix is what the table adds to the state of an agent that waits
+// with a backlog: its reason's code in parentheses (" (dispatch_paused)"),
+// or nothing when there is none or the state says it already
+// (budget_held, quota_paused, parked, waiting_for_slot). It is a pure
+// function.
+func waitingSuffix(a control.AgentStatus) string {
+	w := a.Waiting
+	if w == nil || w.Reason == a.State || (w.Reason == control.WaitSlot && a.State == control.AgentWaitingForSlot) {
+		return ""
+	}
+	return " (" + safetext.Line(w.Reason, 40) + ")"
 }
 
 // printBudgetHolds says, one line per agent a reached token budget holds,

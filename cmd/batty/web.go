@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -14,7 +15,9 @@ import (
 
 	"github.com/battyhq/batty/console"
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
 )
 
@@ -100,9 +103,10 @@ func openBrowser(out, errOut io.Writer, url string) {
 
 // startConsole listens for the console of cfg (unless console: off) and
 // returns its server, the listener and what the daemon tells the human;
+// children starts the git processes of its pages;
 // nil, nil, nil when the team has none. Failing to listen is an error
 // the caller logs: the team runs all the same.
-func startConsole(cfg *team.Config, l project.Layout, log hclog.Logger) (*console.Server, *consoleListener, error) {
+func startConsole(cfg *team.Config, l project.Layout, children reap.Starter, log hclog.Logger) (*console.Server, *consoleListener, error) {
 	if cfg.Console.Off {
 		return nil, nil, nil
 	}
@@ -132,7 +136,7 @@ func startConsole(cfg *team.Config, l project.Layout, log hclog.Logger) (*consol
 		names = append(names, console.LocalNames()...)
 	}
 	srv, err := console.New(console.Config{Addr: bound, Names: names, TLS: tlsCfg != nil, Token: token, Log: log, Prices: prices(cfg),
-		Backend: console.DaemonBackend{Layout: l, BacklogLimit: cfg.BacklogLimit, Base: cfg.Workspace.Base}})
+		Backend: console.DaemonBackend{Layout: l, BacklogLimit: cfg.BacklogLimit, Base: cfg.Workspace.Base, Starter: children}})
 	if err != nil {
 		ln.Close()
 		return nil, nil, err
@@ -148,5 +152,25 @@ func startConsole(cfg *team.Config, l project.Layout, log hclog.Logger) (*consol
 func warnConsole(w io.Writer, path string, cfg *team.Config) {
 	if msg := cfg.Console.Warning(); msg != "" {
 		fmt.Fprintf(w, "batty: warning: %s: %s\n", path, msg)
+	}
+}
+
+// daemonChildren starts processes as the daemon's children
+// (orchestrator.Daemon.Children) once set, plainly before: the console
+// is made before the daemon. Safe for concurrent use.
+type daemonChildren struct {
+	d atomic.Pointer[orchestrator.Daemon]
+}
+
+func (c *daemonChildren) Start(cmd *exec.Cmd) error {
+	if d := c.d.Load(); d != nil {
+		return d.Children().Start(cmd)
+	}
+	return cmd.Start()
+}
+
+func (c *daemonChildren) Release(pid int) {
+	if d := c.d.Load(); d != nil {
+		d.Children().Release(pid)
 	}
 }
