@@ -360,7 +360,16 @@ type Schedule struct {
 	To            string    `json:"to,omitempty"`
 }
 
+// AppServerDied is the data of EvAppServerDied: the shared app-server's
+// pid, its account (CODEX_HOME) and the agents it served.
+type AppServerDied struct {
+	PID     int      `json:"pid"`
+	Account string   `json:"account"`
+	Agents  []string `json:"agents"`
+}
+
 func (Raw) payload()                {}
+func (AppServerDied) payload()      {}
 func (DaemonStarted) payload()      {}
 func (ShimStarted) payload()        {}
 func (ShimExited) payload()         {}
@@ -487,6 +496,8 @@ func payloadFor(kind string, data []byte) (p Payload, ok bool) {
 		return as[LandingRejected](data)
 	case EvScheduleRunStarted, EvScheduleRunFinished, EvScheduleStopped, EvScheduleFailed:
 		return as[Schedule](data)
+	case EvAppServerDied:
+		return as[AppServerDied](data)
 	}
 	return nil, false
 }

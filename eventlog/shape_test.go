@@ -95,6 +95,7 @@ func TestPayloadShapes(t *testing.T) {
 	}{
 		{EvDaemonStarted, DaemonStarted{PID: 7, Team: "t"}, `{"pid":7,"team":"t"}`},
 		{EvShimStarted, ShimStarted{PID: 8}, `{"pid":8,"thread_id":""}`},
+		{EvAppServerDied, AppServerDied{PID: 9, Account: "/h/.codex", Agents: []string{"a", "b"}}, `{"pid":9,"account":"/h/.codex","agents":["a","b"]}`},
 		{EvShimExited, ShimExited{ExitCode: 3}, `{"exit_code":3}`},
 		{EvAgentFailed, AgentFailed{Failures: 2, RetryAt: at}, `{"failures":2,"retry_at":` + atJSON + `}`},
 		{EvThreadChanged, ThreadChanged{ThreadID: "t2", Previous: "t1"}, `{"thread_id":"t2","previous":"t1"}`},
