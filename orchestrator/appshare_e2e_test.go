@@ -53,6 +53,15 @@ func TestE2ESharedAppServer(t *testing.T) {
 		}
 	}
 
+	// Status names the process and its broker for each agent on it.
+	st := r.d.status()
+	for _, as := range st.Agents {
+		if s := as.AppServer; s == nil || s.PID != server || s.Key == "" || s.Key != st.Agents[0].AppServer.Key ||
+			s.Socket == "" || s.CodexHome != home || s.Starts != 1 {
+			t.Fatalf("status of %s: app_server %+v, want pid %d, one key, the socket, CODEX_HOME %s, 1 start", as.Name, s, server, home)
+		}
+	}
+
 	// A command below the shared process, then the process killed.
 	fifo := filepath.Join(t.TempDir(), "pid")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -100,6 +109,9 @@ func TestE2ESharedAppServer(t *testing.T) {
 	}
 	if pids := r.d.sharedPids(); len(pids) != 1 || pids[server] != "" {
 		t.Fatalf("shared app-servers after the kill %v, want one new", pids)
+	}
+	if s := r.d.status().Agents[1].AppServer; s == nil || s.PID == server || s.Starts != 2 {
+		t.Fatalf("b's app_server after the restart %+v, want a new pid and 2 starts", s)
 	}
 	// b goes on on the new process.
 	id = p.send("b", "human", "[[mock:reply B-AFTER]]")
