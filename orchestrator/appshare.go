@@ -152,11 +152,10 @@ func (s *sharedServers) socketFor(def team.Agent, c shim.Config) (string, error)
 				Data:   map[string]any{"pid": pid, "account": home, "agents": sv.names()}})
 		},
 	}
-	if d.reaper != nil {
-		// A managed child: the reaper's orphan scans leave it to its
-		// client, which reaps it.
-		o.Server.Starter = d.reaper
-	}
+	// Placed as a shim is (the team's cgroup), killed with the daemon
+	// (Pdeathsig) and, under a subreaper, a managed child: the reaper's
+	// orphan scans leave it to its client, which reaps it.
+	o.Server.Starter = childStarter{tp: d.procs, reaper: d.reaper}
 	b, err := appshare.Listen(context.Background(), o)
 	if err != nil {
 		return "", err
