@@ -39,8 +39,8 @@ func (t *Team) Event(e eventlog.Event) {
 	t.mu.Lock()
 	switch e.Type {
 	case eventlog.EvPaused:
-		if k, ok := e.Data["kind"].(string); ok {
-			t.pause = k
+		if p, ok := e.Data.(eventlog.Paused); ok {
+			t.pause = p.Kind
 		}
 	case eventlog.EvResumed:
 		t.pause = ""
@@ -156,9 +156,12 @@ func AlertText(e eventlog.Event) string {
 	switch a.Kind {
 	case eventlog.AlertQuota:
 		s := fmt.Sprintf("batty: quota exhausted (%s): its account's agents are paused", e.Agent)
-		if at, ok := e.At("resume_at"); ok {
-			s += " until " + at.Local().Format("15:04")
-		} else if at, ok := e.At("retry_at"); ok {
+		q, _ := e.Data.(eventlog.QuotaBlocked)
+		at := q.ResumeAt
+		if at.IsZero() {
+			at = q.RetryAt
+		}
+		if !at.IsZero() {
 			s += " until " + at.Local().Format("15:04")
 		}
 		return s
@@ -168,8 +171,8 @@ func AlertText(e eventlog.Event) string {
 		return fmt.Sprintf("batty: %s failed: %s", e.Agent, e.Detail)
 	case eventlog.AlertAgentParked:
 		s := fmt.Sprintf("batty: %s parked: %s", e.Agent, e.Detail)
-		if fix, ok := e.Data["fix"].(string); ok && fix != "" && !strings.Contains(e.Detail, fix) {
-			s += " — " + fix
+		if p, _ := e.Data.(eventlog.AgentParked); p.Fix != "" && !strings.Contains(e.Detail, p.Fix) {
+			s += " — " + p.Fix
 		}
 		return s
 	case eventlog.AlertNetwork:

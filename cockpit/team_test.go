@@ -35,7 +35,7 @@ func TestTeamSnapshot(t *testing.T) {
 
 	// A pause the events named.
 	st.Dispatch = control.DispatchStatus{Paused: true, Reason: "codex needs a login (reported by a): 401"}
-	team.Event(eventlog.Event{Type: eventlog.EvPaused, Data: map[string]any{"kind": PauseAuth}})
+	team.Event(eventlog.Event{Type: eventlog.EvPaused, Data: eventlog.Paused{Kind: PauseAuth}})
 	if got := titles()[1]; got != "b · login needed · 2 waiting" {
 		t.Fatalf("auth pause: %q", got)
 	}
@@ -85,12 +85,12 @@ func TestAlertText(t *testing.T) {
 		e    eventlog.Event
 		want string
 	}{
-		{eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: "a", Data: map[string]any{"retry_at": at.UTC().Format(time.RFC3339Nano)}}, "batty: quota exhausted (a): its account's agents are paused until 14:05"},
+		{eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: "a", Data: eventlog.QuotaBlocked{RetryAt: at.UTC()}}, "batty: quota exhausted (a): its account's agents are paused until 14:05"},
 		{eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: "a"}, "batty: quota exhausted (a): its account's agents are paused"},
 		{eventlog.Event{Type: eventlog.EvAuthRequired, Agent: "a"}, "batty: codex needs a login (a): run `codex login`, then `batty resume`"},
 		{eventlog.Event{Type: eventlog.EvAgentFailed, Agent: "a", Detail: "d"}, "batty: a failed: d"},
 		{eventlog.Event{Type: eventlog.EvWedged, Agent: "a", Detail: "no pong within 10s"}, "batty: a did not answer (no pong within 10s); restarting it"},
-		{eventlog.Event{Type: eventlog.EvAgentParked, Agent: "a", Detail: "codex not found", Data: map[string]any{"fix": "install it"}}, "batty: a parked: codex not found — install it"},
+		{eventlog.Event{Type: eventlog.EvAgentParked, Agent: "a", Detail: "codex not found", Data: eventlog.AgentParked{Fix: "install it"}}, "batty: a parked: codex not found — install it"},
 		{eventlog.Event{Type: eventlog.EvNetworkWaiting, Agent: "a"}, "batty: a's codex waits for the network; its account's agents start nothing new until the API answers"},
 		{eventlog.Event{Type: eventlog.EvMessageFailed, Agent: "a", Detail: "boom"}, "batty: a message to a failed on its last try: boom"},
 		{eventlog.Event{Type: eventlog.EvDelivered, Agent: "a"}, ""},
@@ -132,10 +132,10 @@ func TestShownAlert(t *testing.T) {
 		{eventlog.Event{Type: eventlog.EvMemoryRecovered}, ""},
 		// Alerts for on_alert that the cockpit leaves to the feed's own lines.
 		{eventlog.Event{Type: eventlog.EvReply, Agent: "a"}, ""},
-		{eventlog.Event{Type: eventlog.EvReply, Agent: "a", Data: map[string]any{"to": "b"}}, ""},
+		{eventlog.Event{Type: eventlog.EvReply, Agent: "a", Data: eventlog.Reply{To: "b"}}, ""},
 		{eventlog.Event{Type: eventlog.EvContextExhaust, Agent: "a"}, ""},
 		{eventlog.Event{Type: eventlog.EvRejected, Agent: "a"}, ""},
-		{eventlog.Event{Type: eventlog.EvTurnFinished, Agent: "a", Data: map[string]any{"status": "failed"}}, ""},
+		{eventlog.Event{Type: eventlog.EvTurnFinished, Agent: "a", Data: eventlog.TurnFinished{Status: "failed"}}, ""},
 		// Not alerts at all.
 		{eventlog.Event{Type: eventlog.EvDelivered, Agent: "a"}, ""},
 	} {

@@ -248,11 +248,11 @@ func TestFollowerReportsTheTeam(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendEvent(t, l, eventlog.Event{Type: eventlog.EvDelivered, Agent: "engineer-1", Data: map[string]any{"from": "architect"}})
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvDelivered, Agent: "engineer-1", Data: eventlog.Delivered{From: "architect"}})
 	f.scan()
-	appendEvent(t, l, eventlog.Event{Type: eventlog.EvTurnFinished, Agent: "engineer-1", Data: map[string]any{"status": "completed", "duration_ms": 1500}})
-	appendEvent(t, l, eventlog.Event{Type: eventlog.EvDelivered, Agent: "architect", Data: map[string]any{"from": "engineer-1", "in_reply_to": "m1"}})
-	appendEvent(t, l, eventlog.Event{Type: eventlog.EvTurnFinished, Agent: "architect", Data: map[string]any{"status": "completed", "duration_ms": 500}})
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvTurnFinished, Agent: "engineer-1", Data: eventlog.TurnFinished{Status: "completed", DurationMS: 1500}})
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvDelivered, Agent: "architect", Data: eventlog.Delivered{From: "engineer-1", InReplyTo: "m1"}})
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvTurnFinished, Agent: "architect", Data: eventlog.TurnFinished{Status: "completed", DurationMS: 500}})
 	if _, err := f.human.Deliver(inbox.Message{From: "architect", To: "human", Body: "not yet the answer"}); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestFollowerReportsTheTeam(t *testing.T) {
 
 	// A failed turn is reported at once.
 	appendEvent(t, l, eventlog.Event{Type: eventlog.EvTurnFinished, Agent: "architect", Detail: "boom",
-		Data: map[string]any{"status": "failed", "failure": "exit"}})
+		Data: eventlog.TurnFinished{Status: "failed", Failure: "exit"}})
 	f.scan()
 	select {
 	case why := <-f.failed:
@@ -426,17 +426,17 @@ func TestFollowerCountsLandings(t *testing.T) {
 		t.Fatalf("progress %q", got)
 	}
 	landed := func(agent, commit string, nothing bool) eventlog.Event {
-		data := map[string]any{"request": "r-" + agent, "commit": commit, "base": "main", "branch": "batty/" + agent}
+		data := eventlog.Landed{Request: "r-" + agent, Commit: commit, Base: "main", Branch: "batty/" + agent}
 		if nothing {
-			data = map[string]any{"request": "r-" + agent, "nothing": true, "base": "main", "branch": "batty/" + agent}
+			data = eventlog.Landed{Request: "r-" + agent, Nothing: true, Base: "main", Branch: "batty/" + agent}
 		}
 		return eventlog.Event{Type: eventlog.EvLanded, Agent: agent, Detail: "batty/" + agent + " landed on main", Data: data}
 	}
 	appendEvent(t, l, eventlog.Event{Type: eventlog.EvWorkspaceCreated, Agent: "engineer-1", Detail: filepath.Join(dir, ".batty", "worktrees", "engineer-1"),
-		Data: map[string]any{"branch": "batty/engineer-1", "base": "main"}})
+		Data: eventlog.WorkspaceCreated{Branch: "batty/engineer-1", Base: "main"}})
 	appendEvent(t, l, eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: "engineer-1", Detail: "turn completed",
-		Data: map[string]any{"commit": "abc1234def5678", "wip": false, "branch": "batty/engineer-1"}})
-	appendEvent(t, l, eventlog.Event{Type: eventlog.EvLandingQueued, Agent: "engineer-1", Data: map[string]any{"request": "r1", "by": "architect", "branch": "batty/engineer-1"}})
+		Data: eventlog.WorkspaceCommitted{Commit: "abc1234def5678", Branch: "batty/engineer-1"}})
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvLandingQueued, Agent: "engineer-1", Data: eventlog.LandingQueued{Request: "r1", By: "architect", Branch: "batty/engineer-1"}})
 	appendEvent(t, l, landed("engineer-1", "def5678abc1234", false))
 	appendEvent(t, l, landed("engineer-1", "0123456789abc", false)) // landed again: still one branch
 	appendEvent(t, l, landed("engineer-2", "", true))
@@ -492,7 +492,7 @@ func TestFollowerCountsLandings(t *testing.T) {
 
 	// A landing that failed ends the demo, with verify's output.
 	appendEvent(t, l, eventlog.Event{Type: eventlog.EvLandingFailed, Agent: "engineer-1", Detail: "verify exited with status 1",
-		Data: map[string]any{"base": "main", "branch": "batty/engineer-1", "output": "work/greeting.txt is missing or empty\n"}})
+		Data: eventlog.LandingFailed{Base: "main", Branch: "batty/engineer-1", Output: "work/greeting.txt is missing or empty\n"}})
 	f.scan()
 	select {
 	case why := <-f.failed:

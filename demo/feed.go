@@ -284,30 +284,29 @@ func (f *follower) readEvents() {
 
 // event prints one event of the daemon worth seeing.
 func (f *follower) event(ev eventlog.Event) {
-	str := func(k string) string { s, _ := ev.Data[k].(string); return s }
 	switch ev.Type {
 	case eventlog.EvDelivered:
+		d, _ := ev.Data.(eventlog.Delivered)
 		f.busy[ev.Agent]++
 		what := "message"
-		if str("in_reply_to") != "" {
+		if d.InReplyTo != "" {
 			what = "reply"
 		}
-		f.print.linef("batty delivers %s's %s to %s", str("from"), what, ev.Agent)
+		f.print.linef("batty delivers %s's %s to %s", d.From, what, ev.Agent)
 	case eventlog.EvTurnFinished:
 		if f.busy[ev.Agent] > 0 {
 			f.busy[ev.Agent]--
 		}
-		status := str("status")
-		ms, _ := ev.Data["duration_ms"].(float64)
-		if status == "completed" {
-			f.print.linef("%s finished its turn (%.1fs)", ev.Agent, ms/1000)
+		d, _ := ev.Data.(eventlog.TurnFinished)
+		if d.Status == "completed" {
+			f.print.linef("%s finished its turn (%.1fs)", ev.Agent, float64(d.DurationMS)/1000)
 			return
 		}
-		if req, _ := ev.Data["requeued"].(bool); req {
-			f.print.linef("%s: turn %s, the message waits for a retry: %s", ev.Agent, status, ev.Detail)
+		if d.Requeued {
+			f.print.linef("%s: turn %s, the message waits for a retry: %s", ev.Agent, d.Status, ev.Detail)
 			return
 		}
-		f.fail(fmt.Sprintf("%s's turn %s (%s): %s", ev.Agent, status, str("failure"), ev.Detail))
+		f.fail(fmt.Sprintf("%s's turn %s (%s): %s", ev.Agent, d.Status, d.Failure, ev.Detail))
 	case eventlog.EvWorkspaceCreated, eventlog.EvWorkspaceCommitted, eventlog.EvLandingQueued, eventlog.EvLanded,
 		eventlog.EvLandingWaiting, eventlog.EvLandingFailed, eventlog.EvWorkspaceSynced, eventlog.EvWorkspaceConflict:
 		f.workspaceEvent(ev)
@@ -344,38 +343,45 @@ func (f *follower) humanMessage(m inbox.Message) {
 // counts the landings the demo waits for, and fails the demo when a
 // landing failed.
 func (f *follower) workspaceEvent(ev eventlog.Event) {
-	str := func(k string) string { s, _ := ev.Data[k].(string); return s }
-	branch := str("branch")
-	if branch == "" {
-		branch = workspaces.Branch(ev.Agent)
+	// branch is the branch an event names, the agent's when it names none.
+	branch := func(b string) string {
+		if b == "" {
+			return workspaces.Branch(ev.Agent)
+		}
+		return b
 	}
 	switch ev.Type {
 	case eventlog.EvWorkspaceCreated:
+		d, _ := ev.Data.(eventlog.WorkspaceCreated)
 		where := ev.Detail
 		if rel, err := filepath.Rel(f.layout.Root(), where); err == nil && !strings.HasPrefix(rel, "..") {
 			where = rel
 		}
-		f.print.linef("batty makes %s's worktree %s, on branch %s from %s", ev.Agent, where, branch, str("base"))
+		f.print.linef("batty makes %s's worktree %s, on branch %s from %s", ev.Agent, where, branch(d.Branch), d.Base)
 	case eventlog.EvWorkspaceCommitted:
-		if wip, _ := ev.Data["wip"].(bool); wip {
-			f.print.linef("batty commits %s's unfinished work on %s (%s): %s", ev.Agent, branch, shortCommit(str("commit")), ev.Detail)
+		d, _ := ev.Data.(eventlog.WorkspaceCommitted)
+		if d.WIP {
+			f.print.linef("batty commits %s's unfinished work on %s (%s): %s", ev.Agent, branch(d.Branch), shortCommit(d.Commit), ev.Detail)
 			return
 		}
-		f.print.linef("batty commits %s's turn on %s (%s)", ev.Agent, branch, shortCommit(str("commit")))
+		f.print.linef("batty commits %s's turn on %s (%s)", ev.Agent, branch(d.Branch), shortCommit(d.Commit))
 	case eventlog.EvLandingQueued:
-		f.print.linef("batty queues %s for landing (asked by %s)", branch, str("by"))
+		d, _ := ev.Data.(eventlog.LandingQueued)
+		f.print.linef("batty queues %s for landing (asked by %s)", branch(d.Branch), d.By)
 	case eventlog.EvLanded:
-		if nothing, _ := ev.Data["nothing"].(bool); nothing {
+		d, _ := ev.Data.(eventlog.Landed)
+		if d.Nothing {
 			f.print.linef("batty has nothing to land: %s", ev.Detail)
 			return
 		}
+		b := branch(d.Branch)
 		f.mu.Lock()
-		if _, ok := f.landed[branch]; ok {
-			f.landed[branch] = true
+		if _, ok := f.landed[b]; ok {
+			f.landed[b] = true
 		}
 		done, want := f.landings()
 		f.mu.Unlock()
-		f.print.linef("batty lands %s on %s (%s): the merge passed verify", branch, str("base"), shortCommit(str("commit")))
+		f.print.linef("batty lands %s on %s (%s): the merge passed verify", b, d.Base, shortCommit(d.Commit))
 		if want > 0 && done == want {
 			select {
 			case <-f.landedAll:
@@ -384,10 +390,11 @@ func (f *follower) workspaceEvent(ev eventlog.Event) {
 			}
 		}
 	case eventlog.EvLandingWaiting:
-		f.print.linef("the landing of %s waits: %s", branch, ev.Detail)
+		f.print.linef("the landing of %s waits: %s", branch(""), ev.Detail)
 	case eventlog.EvLandingFailed:
-		why := fmt.Sprintf("batty could not land %s on %s: %s", branch, str("base"), ev.Detail)
-		if out := strings.TrimSpace(str("output")); out != "" {
+		d, _ := ev.Data.(eventlog.LandingFailed)
+		why := fmt.Sprintf("batty could not land %s on %s: %s", branch(d.Branch), d.Base, ev.Detail)
+		if out := strings.TrimSpace(d.Output); out != "" {
 			why += "\n" + textclip.Bytes(out, 600, textclip.Ellipsis)
 		}
 		f.fail(why)

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -39,14 +40,30 @@ const maxAlertText = 2000
 
 // Alert is what on_alert receives as JSON on its stdin.
 type Alert struct {
-	Kind      string         `json:"kind"`
-	Agent     string         `json:"agent,omitempty"`
-	Message   string         `json:"message"`
-	MessageID string         `json:"message_id,omitempty"`
-	Event     string         `json:"event"`
-	Time      time.Time      `json:"time"`
-	Team      string         `json:"team"`
-	Data      map[string]any `json:"data,omitempty"`
+	Kind      string    `json:"kind"`
+	Agent     string    `json:"agent,omitempty"`
+	Message   string    `json:"message"`
+	MessageID string    `json:"message_id,omitempty"`
+	Event     string    `json:"event"`
+	Time      time.Time `json:"time"`
+	Team      string    `json:"team"`
+	Data      Payload   `json:"data,omitempty"`
+}
+
+// UnmarshalJSON reads an alert's JSON, its data as the payload of its
+// event's type (as Decode reads an event's).
+func (a *Alert) UnmarshalJSON(b []byte) error {
+	type plain Alert
+	var in struct {
+		plain
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*a = Alert(in.plain)
+	a.Data = decodeData(a.Event, in.Data)
+	return nil
 }
 
 // AlertFor says whether event e is an alert and, if so, which. It is a
@@ -62,7 +79,7 @@ func AlertFor(e Event) (Alert, bool) {
 	}
 	switch e.Type {
 	case EvQuotaBlocked:
-		if e.Data["switched"] == true {
+		if q, _ := e.Data.(QuotaBlocked); q.Switched {
 			// Every agent of the account went on on another: the
 			// account_switched alert says so.
 			return Alert{}, false
@@ -89,16 +106,16 @@ func AlertFor(e Event) (Alert, bool) {
 	case EvMessageFailed:
 		a.Kind, a.Message = AlertMessageFailed, fmt.Sprintf("message %s to %s failed: %s", e.Message, who, e.Detail)
 	case EvTurnFinished:
-		status := fmt.Sprint(e.Data["status"])
-		if e.Data["requeued"] == true || status == "completed" || e.Data["alerted"] == true || e.Data["cancelled"] == true {
+		t, _ := e.Data.(TurnFinished)
+		if t.Requeued || t.Status == "completed" || t.Alerted || t.Cancelled {
 			// Not final, no failure, told by its own alert event
 			// (message_failed, context_exhausted), or ended by the user
 			// (batty cancel --interrupt: the cancelled event says so).
 			return Alert{}, false
 		}
-		what := status
-		if f := fmt.Sprint(e.Data["failure"]); f != "" && f != "<nil>" {
-			what += " (" + f + ")"
+		what := t.Status
+		if t.Failure != "" {
+			what += " (" + t.Failure + ")"
 		}
 		a.Kind, a.Message = AlertMessageFailed, fmt.Sprintf("message %s to %s %s: %s", e.Message, who, what, e.Detail)
 	case EvRejected:
@@ -110,9 +127,9 @@ func AlertFor(e Event) (Alert, bool) {
 	case EvAgentParked:
 		a.Kind, a.Message = AlertAgentParked, who+" is parked: "+e.Detail
 	case EvHostUnreachable:
-		a.Kind, a.Message = AlertHost, fmt.Sprintf("host %v is unreachable; its agents wait: %s", e.Data["host"], e.Detail)
+		a.Kind, a.Message = AlertHost, fmt.Sprintf("host %s is unreachable; its agents wait: %s", hostOf(e), e.Detail)
 	case EvScheduleFailed:
-		a.Kind, a.Message = AlertSchedule, fmt.Sprintf("schedule %v failed: %s", e.Data["schedule"], e.Detail)
+		a.Kind, a.Message = AlertSchedule, fmt.Sprintf("schedule %s failed: %s", scheduleOf(e), e.Detail)
 	case EvRecordFailed:
 		a.Kind, a.Message = AlertRecordFailed, who+" cannot record an outcome: "+e.Detail
 	case EvLandingFailed:
@@ -120,18 +137,19 @@ func AlertFor(e Event) (Alert, bool) {
 	case EvReviewWaiting:
 		a.Kind, a.Message = AlertReviewWaiting, fmt.Sprintf("%s's branch passed verify and waits for your review: batty review, then batty approve %s or batty reject %s --reason ...", who, e.Agent, e.Agent)
 	case EvReply:
-		if to, ok := e.Data["to"].(string); ok && to != team.Human {
+		r, _ := e.Data.(Reply)
+		if r.To != "" && r.To != team.Human {
 			// A reply between agents: the feed shows it.
 			return Alert{}, false
 		}
-		if o, ok := e.Data["outcome"].(string); ok && o != "" && o != "completed" {
+		if r.Outcome != "" && r.Outcome != "completed" {
 			// Word of a message that ended without an answer: the
 			// failure's own alert (message_failed) tells it.
 			return Alert{}, false
 		}
 		a.Kind, a.Message = AlertReply, who+" replied to you"
-		if p, ok := e.Data["preview"].(string); ok && p != "" {
-			a.Message += ": " + p
+		if r.Preview != "" {
+			a.Message += ": " + r.Preview
 		}
 	default:
 		return Alert{}, false
@@ -144,4 +162,17 @@ func AlertFor(e Event) (Alert, bool) {
 // (EvReply's "preview").
 func ReplyPreview(reply string) string {
 	return textclip.Bytes(strings.Join(strings.Fields(reply), " "), 200, textclip.Ellipsis)
+}
+
+// hostOf is the host an event of a host names ("" when it names none).
+func hostOf(e Event) string {
+	h, _ := e.Data.(Host)
+	return h.Host
+}
+
+// scheduleOf is the schedule an event of a schedule names ("" when it
+// names none).
+func scheduleOf(e Event) string {
+	s, _ := e.Data.(Schedule)
+	return s.Schedule
 }

@@ -1,16 +1,27 @@
 package eventlog
 
 import (
-	"github.com/battyhq/batty/textclip"
+	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/textclip"
 )
 
 func TestAlertFor(t *testing.T) {
 	turn := func(status protocol.TurnStatus, failure protocol.FailureKind, requeued bool) Event {
 		return Event{Type: EvTurnFinished, Agent: "eng", Message: "m1", Detail: "codex exited 3",
-			Data: map[string]any{"status": status, "failure": failure, "requeued": requeued}}
+			Data: TurnFinished{Status: string(status), Failure: string(failure), Requeued: requeued}}
+	}
+	fromJSON := func(line string) Event {
+		e, err := Decode([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
 	}
 	for _, tc := range []struct {
 		name    string
@@ -27,30 +38,30 @@ func TestAlertFor(t *testing.T) {
 		{"context", Event{Type: EvContextExhaust, Agent: "eng", Detail: "window full"}, AlertContext, "eng's context window is full: window full"},
 		{"message failed event", Event{Type: "message_failed", Agent: "eng", Message: "m1", Detail: "500 after 3 attempts"}, AlertMessageFailed, "message m1 to eng failed: 500 after 3 attempts"},
 		{"turn failed", turn(protocol.TurnFailed, protocol.FailExit, false), AlertMessageFailed, "message m1 to eng failed (exit): codex exited 3"},
-		{"turn failed, decoded from JSON", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1", Data: map[string]any{"status": "timed_out", "requeued": false}}, AlertMessageFailed, "message m1 to eng timed_out"},
+		{"turn failed, decoded from JSON", fromJSON(`{"type":"turn_finished","agent":"eng","message_id":"m1","data":{"status":"timed_out","requeued":false}}`), AlertMessageFailed, "message m1 to eng timed_out"},
 		{"turn failed but requeued", turn(protocol.TurnFailed, protocol.FailQuota, true), "", ""},
 		{"turn failed, told by message_failed", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1",
-			Data: map[string]any{"status": protocol.TurnFailed, "failure": protocol.FailStream, "requeued": false, "alerted": true}}, "", ""},
+			Data: TurnFinished{Status: string(protocol.TurnFailed), Failure: string(protocol.FailStream), Alerted: true}}, "", ""},
 		{"turn failed, told by context_exhausted", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1",
-			Data: map[string]any{"status": protocol.TurnFailed, "failure": protocol.FailContextWindow, "requeued": false, "alerted": true}}, "", ""},
+			Data: TurnFinished{Status: string(protocol.TurnFailed), Failure: string(protocol.FailContextWindow), Alerted: true}}, "", ""},
 		{"turn interrupted to cancel its message", Event{Type: EvTurnFinished, Agent: "eng", Message: "m1",
-			Data: map[string]any{"status": protocol.TurnInterrupted, "requeued": false, "cancelled": true}}, "", ""},
+			Data: TurnFinished{Status: string(protocol.TurnInterrupted), Cancelled: true}}, "", ""},
 		{"cancelled", Event{Type: EvCancelled, Agent: "eng", Message: "m1", Detail: "cancelled by the user"}, "", ""},
 		{"turn completed", turn(protocol.TurnCompleted, protocol.FailNone, false), "", ""},
 		{"rejected", Event{Type: EvRejected, Agent: "eng", Message: "m2", Detail: "qa may not message eng (talks_to)"}, AlertMessageFailed, "message m2 to eng rejected: qa may not message eng (talks_to)"},
 		{"agent failed", Event{Type: EvAgentFailed, Agent: "eng", Detail: "5 crashes within 1m0s"}, AlertAgentFailed, "eng failed: 5 crashes within 1m0s"},
 		{"wedged", Event{Type: EvWedged, Agent: "eng", Detail: "no pong within 10s"}, AlertAgentWedged, "eng's shim stopped answering and was killed: no pong within 10s"},
-		{"host unreachable", Event{Type: EvHostUnreachable, Agent: "eng-2", Detail: "ssh: connect to host b1 port 22: Connection refused", Data: map[string]any{"host": "b1"}},
+		{"host unreachable", Event{Type: EvHostUnreachable, Agent: "eng-2", Detail: "ssh: connect to host b1 port 22: Connection refused", Data: Host{Host: "b1"}},
 			AlertHost, "host b1 is unreachable; its agents wait: ssh: connect to host b1 port 22: Connection refused"},
-		{"host reachable", Event{Type: EvHostReachable, Data: map[string]any{"host": "b1"}}, "", ""},
+		{"host reachable", Event{Type: EvHostReachable, Data: Host{Host: "b1"}}, "", ""},
 		{"parked", Event{Type: EvAgentParked, Agent: "eng", Detail: "codex not found"}, AlertAgentParked, "eng is parked: codex not found"},
-		{"reply", Event{Type: EvReply, Agent: "eng", Message: "r1", Data: map[string]any{"preview": "done, tests pass"}}, AlertReply, "eng replied to you: done, tests pass"},
-		{"schedule failed", Event{Type: EvScheduleFailed, Message: "s-1", Detail: "failed exit: codex exited 3", Data: map[string]any{"schedule": "nightly"}},
+		{"reply", Event{Type: EvReply, Agent: "eng", Message: "r1", Data: Reply{Preview: "done, tests pass"}}, AlertReply, "eng replied to you: done, tests pass"},
+		{"schedule failed", Event{Type: EvScheduleFailed, Message: "s-1", Detail: "failed exit: codex exited 3", Data: Schedule{Schedule: "nightly"}},
 			AlertSchedule, "schedule nightly failed: failed exit: codex exited 3"},
-		{"schedule stopped", Event{Type: EvScheduleStopped, Data: map[string]any{"schedule": "nightly"}}, "", ""},
+		{"schedule stopped", Event{Type: EvScheduleStopped, Data: Schedule{Schedule: "nightly"}}, "", ""},
 		{"reply without preview", Event{Type: EvReply, Agent: "eng"}, AlertReply, "eng replied to you"},
 		{"no agent", Event{Type: EvQuotaBlocked}, AlertQuota, "quota exhausted (reported by the team)"},
-		{"quota, every agent switched", Event{Type: EvQuotaBlocked, Agent: "eng", Data: map[string]any{"switched": true}}, "", ""},
+		{"quota, every agent switched", Event{Type: EvQuotaBlocked, Agent: "eng", Data: QuotaBlocked{Switched: true}}, "", ""},
 		{"account switched", Event{Type: EvAccountSwitched, Agent: "eng", Detail: "account work hit its usage limit: eng continues on spare"}, AlertAccount, "account work hit its usage limit: eng continues on spare"},
 		{"quota warning", Event{Type: EvQuotaWarning, Detail: "account work used 92% of its 5h window"}, AlertQuotaWarning, "account work used 92% of its 5h window"},
 		{"delivered", Event{Type: EvDelivered, Agent: "eng"}, "", ""},
@@ -91,17 +102,17 @@ func TestClip(t *testing.T) {
 // human is (alert_on_reply decides whether on_alert hears of it); a failed
 // outcome write is.
 func TestAlertForRepliesAndRecording(t *testing.T) {
-	if _, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: map[string]any{"to": "arch"}}); ok {
+	if _, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: Reply{To: "arch"}}); ok {
 		t.Error("a reply to an agent is an alert")
 	}
-	if a, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: map[string]any{"to": "human"}}); !ok || a.Kind != AlertReply {
+	if a, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: Reply{To: "human"}}); !ok || a.Kind != AlertReply {
 		t.Errorf("a reply to the human: %+v %v", a, ok)
 	}
-	if a, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: map[string]any{"to": "human", "outcome": "completed"}}); !ok || a.Kind != AlertReply {
+	if a, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: Reply{To: "human", Outcome: "completed"}}); !ok || a.Kind != AlertReply {
 		t.Errorf("an answer to the human: %+v %v", a, ok)
 	}
 	// Word of a failure: its message_failed alert tells it, not a second one.
-	if a, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: map[string]any{"to": "human", "outcome": "failed"}}); ok {
+	if a, ok := AlertFor(Event{Type: EvReply, Agent: "eng", Data: Reply{To: "human", Outcome: "failed"}}); ok {
 		t.Errorf("word of a failure to the human is a reply alert: %+v", a)
 	}
 	if a, ok := AlertFor(Event{Type: EvRecordFailed, Agent: "eng", Detail: "no space"}); !ok || a.Kind != AlertRecordFailed || a.Message != "eng cannot record an outcome: no space" {
@@ -113,8 +124,8 @@ func TestAlertForRepliesAndRecording(t *testing.T) {
 	if a, ok := AlertFor(Event{Type: EvLandingFailed, Agent: "eng-1", Detail: "conflict in a.go"}); !ok || a.Kind != AlertLandingFailed || a.Message != "eng-1's branch did not land: conflict in a.go" {
 		t.Errorf("landing_failed: %+v %v", a, ok)
 	}
-	if a, ok := AlertFor(Event{Type: EvReviewWaiting, Agent: "eng-1", Data: map[string]any{"request": "r1"}}); !ok || a.Kind != AlertReviewWaiting ||
-		a.Message != "eng-1's branch passed verify and waits for your review: batty review, then batty approve eng-1 or batty reject eng-1 --reason ..." || a.Data["request"] != "r1" {
+	if a, ok := AlertFor(Event{Type: EvReviewWaiting, Agent: "eng-1", Data: ReviewWaiting{Request: "r1"}}); !ok || a.Kind != AlertReviewWaiting ||
+		a.Message != "eng-1's branch passed verify and waits for your review: batty review, then batty approve eng-1 or batty reject eng-1 --reason ..." || a.Data != (ReviewWaiting{Request: "r1"}) {
 		t.Errorf("review_waiting: %+v %v", a, ok)
 	}
 	for _, typ := range []string{EvLanded, EvLandingQueued, EvLandingWaiting, EvWorkspaceCommitted, EvWorkspaceCreated, EvWorkspaceSynced,
@@ -122,5 +133,28 @@ func TestAlertForRepliesAndRecording(t *testing.T) {
 		if _, ok := AlertFor(Event{Type: typ, Agent: "eng-1"}); ok {
 			t.Errorf("%s is an alert", typ)
 		}
+	}
+}
+
+// The JSON on_alert reads holds the event's data as the log does, and
+// reads back as the alert it was.
+func TestAlertJSONReadsBack(t *testing.T) {
+	e := Event{Time: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC), Type: EvTurnFinished, Agent: "eng", Message: "m1", Detail: "boom",
+		Data: TurnFinished{Status: "failed", Failure: "exit", Attempt: 2}}
+	a, ok := AlertFor(e)
+	if !ok {
+		t.Fatal("no alert")
+	}
+	a.Team = "t"
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"data":{"status":"failed","failure":"exit","attempt":2,"requeued":false}`) {
+		t.Fatalf("alert JSON %s", b)
+	}
+	var back Alert
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, a) {
+		t.Fatalf("read back as %+v, %v; want %+v", back, err, a)
 	}
 }

@@ -1,14 +1,15 @@
 // Package eventlog is the team's event log, .batty/events.jsonl: the Event
-// a line holds, the event types, the writer that appends and rotates it,
-// and which events are alerts (AlertFor).
+// a line holds, the event types and the payload each carries (Payload),
+// the writer that appends and rotates it, and which events are alerts
+// (AlertFor).
 package eventlog
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -24,19 +25,23 @@ const (
 	defaultEventLogKeep = 3
 )
 
-// Event is one line of .batty/events.jsonl.
+// Event is one line of .batty/events.jsonl. Data is the payload of its
+// kind (Payload: one type per kind, e.g. Delivered for EvDelivered), nil
+// for a kind that carries none.
 type Event struct {
-	Time    time.Time      `json:"time"`
-	Type    string         `json:"type"`
-	Agent   string         `json:"agent,omitempty"`
-	Message string         `json:"message_id,omitempty"`
-	Detail  string         `json:"detail,omitempty"`
-	Data    map[string]any `json:"data,omitempty"`
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"`
+	Agent   string    `json:"agent,omitempty"`
+	Message string    `json:"message_id,omitempty"`
+	Detail  string    `json:"detail,omitempty"`
+	Data    Payload   `json:"data,omitempty"`
 }
 
 // Decode reads one line of the event log (without its line break). It is
 // the one reader of event lines: the feed, the demo and the daemon's own
-// observers see the same shapes. It never panics.
+// observers see the same shapes. It fails only on a line that is not an
+// event's JSON object; data that does not fit its kind's payload is kept
+// as Raw. It never panics.
 func Decode(line []byte) (Event, error) {
 	var e Event
 	if err := json.Unmarshal(line, &e); err != nil {
@@ -45,21 +50,20 @@ func Decode(line []byte) (Event, error) {
 	return e, nil
 }
 
-// At returns the instant Data[key] holds (an RFC 3339 string, as every
-// time is once written), false when it holds none.
-func (e Event) At(key string) (time.Time, bool) {
-	s, ok := e.Data[key].(string)
-	if !ok {
-		return time.Time{}, false
+// UnmarshalJSON decodes an event's line, its data as the payload of its
+// type (see Decode).
+func (e *Event) UnmarshalJSON(b []byte) error {
+	type envelope Event
+	var line struct {
+		envelope
+		Data json.RawMessage `json:"data"`
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	return t, err == nil && !t.IsZero()
-}
-
-// Num returns the number Data[key] holds, false when it holds none.
-func (e Event) Num(key string) (float64, bool) {
-	n, ok := e.Data[key].(float64)
-	return n, ok
+	if err := json.Unmarshal(b, &line); err != nil {
+		return err
+	}
+	*e = Event(line.envelope)
+	e.Data = decodeData(e.Type, line.Data)
+	return nil
 }
 
 // Event types written by the daemon.
@@ -159,7 +163,7 @@ const (
 	// commit, branch, wip: whether as work in progress).
 	EvWorkspaceCommitted = "workspace_committed"
 	// EvWorkspaceSynced: the new base was merged into an agent's branch
-	// after a landing (Data: commit).
+	// after a landing (Detail: what was merged into what).
 	EvWorkspaceSynced = "workspace_synced"
 	// EvWorkspaceConflict: the new base does not merge cleanly into an
 	// agent's branch; the agent was told (Data: files).
@@ -281,19 +285,21 @@ func (l *Log) Append(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
-	e.Data = withoutZeroTimes(e.Data)
 	b, err := json.Marshal(e)
 	if err != nil {
 		l.onError(fmt.Errorf("encode event %s: %w", e.Type, err))
 		return
 	}
 	// Observers get the event as every reader of the log gets it: decoded
-	// from its line. A field then has one shape in process and on disk (a
-	// time is an RFC 3339 string, a number a float64; see Event.At, Num).
+	// from its line, so its payload is the one its kind decodes to.
 	seen, err := Decode(b)
 	if err != nil {
 		l.onError(fmt.Errorf("decode event %s: %w", e.Type, err))
 		return
+	}
+	if e.Data != nil && reflect.TypeOf(seen.Data) != reflect.TypeOf(e.Data) {
+		// Written all the same; its readers get it as its kind's or Raw.
+		l.onError(fmt.Errorf("event %s carries data of type %T, which reads back as %T", e.Type, e.Data, seen.Data))
 	}
 	b = append(b, '\n')
 	l.mu.Lock()
@@ -355,27 +361,4 @@ func (l *Log) Close() error {
 	err = errors.Join(err, l.dir.Close())
 	l.dir = nil
 	return err
-}
-
-// withoutZeroTimes returns data without its zero time.Time values: an
-// instant that is not known ("resume_at" of a pause that has no end) is left
-// out rather than written as 0001-01-01T00:00:00Z. data itself is not
-// modified.
-func withoutZeroTimes(data map[string]any) map[string]any {
-	var out map[string]any
-	for k, v := range data {
-		if t, ok := v.(time.Time); ok && t.IsZero() {
-			if out == nil {
-				out = maps.Clone(data)
-			}
-			delete(out, k)
-		}
-	}
-	if out == nil {
-		return data
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
 }

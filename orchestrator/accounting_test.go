@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,7 @@ func TestThreadUsageBaselineSurvivesARestart(t *testing.T) {
 	r = p.start(nil)
 	second := p.send("solo", "human", "scenario:usage:2000")
 	e := r.waitEvent(t, "turn_finished for "+second, func(e eventlog.Event) bool { return e.Type == eventlog.EvTurnFinished && e.Message == second })
-	if e.Data["input_tokens"] != float64(2000) || e.Data["thread_id"] != st.ThreadID {
+	if d := payloadOf[eventlog.TurnFinished](e); d.InputTokens != 2000 || d.ThreadID != st.ThreadID {
 		t.Fatalf("first turn after the restart: %+v, want 2000 input tokens on %s", e.Data, st.ThreadID)
 	}
 	r.stop(t)
@@ -93,7 +94,7 @@ func TestAuthPauseEventHasNoZeroResumeAt(t *testing.T) {
 	r := p.start(nil)
 	p.send("solo", "human", "scenario:auth")
 	e := r.waitEvent(t, "dispatch_paused", func(e eventlog.Event) bool { return e.Type == eventlog.EvPaused })
-	if _, ok := e.Data["resume_at"]; ok || e.Data["kind"] != project.PauseAuth {
+	if b, _ := json.Marshal(e.Data); strings.Contains(string(b), "resume_at") || payloadOf[eventlog.Paused](e).Kind != project.PauseAuth {
 		t.Fatalf("pause event data = %v, want kind auth and no resume_at", e.Data)
 	}
 	r.stop(t)

@@ -143,10 +143,7 @@ func (d *Daemon) switched(moves []dispatch.Move, why string, resetBy time.Time) 
 		if why == "return" {
 			detail = fmt.Sprintf("account %s may be used again: %s %s back to it from account %s", to, who, verb("goes", "go"), from)
 		}
-		data := map[string]any{"from": from, "to": to, "agents": g.agents, "reason": why}
-		if !resetBy.IsZero() {
-			data["retry_at"] = resetBy.UTC()
-		}
+		data := eventlog.AccountSwitched{From: from, To: to, Agents: g.agents, Reason: why, RetryAt: resetBy.UTC()}
 		d.log.Warn("Agents switch accounts", "from", from, "to", to, "agents", g.agents, "reason", why)
 		d.events.Append(eventlog.Event{Type: eventlog.EvAccountSwitched, Detail: detail, Data: data})
 		d.pokeNames(g.agents, "")
@@ -178,10 +175,7 @@ func (a *agent) rateLimits(e protocol.RateLimits) {
 	if !w.Window.ResetsAt.IsZero() {
 		detail += ", which resets at " + w.Window.ResetsAt.Local().Format("2006-01-02 15:04 MST")
 	}
-	data := map[string]any{"account": name, "window": w.Window.Name, "used_pct": w.Window.UsedPct, "warn_pct": w.Pct, "agents": w.Agents}
-	if !w.Window.ResetsAt.IsZero() {
-		data["resets_at"] = w.Window.ResetsAt
-	}
+	data := eventlog.QuotaWarning{Account: name, Window: w.Window.Name, UsedPct: w.Window.UsedPct, WarnPct: w.Pct, Agents: w.Agents, ResetsAt: w.Window.ResetsAt}
 	d.log.Warn("Account near its rate limit", "account", name, "used_pct", w.Window.UsedPct)
 	d.events.Append(eventlog.Event{Type: eventlog.EvQuotaWarning, Agent: a.def.Name, Detail: detail, Data: data})
 }
@@ -221,7 +215,7 @@ func (d *Daemon) checkSpareAccounts(ctx context.Context) {
 			if p := c.Check(ctx, t); p != nil && ctx.Err() == nil {
 				detail := fmt.Sprintf("account %s (%s), which %s may move to on a usage limit, cannot run codex: %s", acc.Name, acc.CodexHome, a.def.Role, p.String())
 				d.log.Warn("An account agents may move to cannot run codex", "account", acc.Name, "problem", p.String())
-				d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Detail: detail, Data: map[string]any{"account": acc.Name, "kind": string(p.Kind)}})
+				d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Detail: detail, Data: eventlog.Warning{Account: acc.Name, Kind: string(p.Kind)}})
 			}
 		}
 	}

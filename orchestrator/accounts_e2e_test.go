@@ -48,7 +48,7 @@ func testRotation(t *testing.T, runtime string) {
 	limitAt := time.Now()
 	m2 := p.send("eng", "human", "which word? [[mock:reply PELICAN]]")
 	sw := r.waitEvent(t, "the switch", func(e eventlog.Event) bool { return e.Type == eventlog.EvAccountSwitched })
-	if sw.Data["from"] != "work" || sw.Data["to"] != "spare" || !strings.Contains(sw.Detail, "eng continues on account spare") {
+	if d := payloadOf[eventlog.AccountSwitched](sw); d.From != "work" || d.To != "spare" || !strings.Contains(sw.Detail, "eng continues on account spare") {
 		t.Fatalf("switch event %+v", sw)
 	}
 	if st := r.finished(t, m2); st != "completed" {
@@ -134,9 +134,9 @@ func testRotation(t *testing.T, runtime string) {
 	lift()
 	call(t, p, control.Request{Op: control.OpResume})
 	back := r.waitEvent(t, "the return", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvAccountSwitched && e.Data["reason"] == "return"
+		return e.Type == eventlog.EvAccountSwitched && payloadOf[eventlog.AccountSwitched](e).Reason == "return"
 	})
-	if back.Data["from"] != "spare" || back.Data["to"] != "work" {
+	if d := payloadOf[eventlog.AccountSwitched](back); d.From != "spare" || d.To != "work" {
 		t.Fatalf("return event %+v", back)
 	}
 	m4 := p.send("eng", "human", "back home? [[mock:reply HOME]]")
@@ -232,7 +232,7 @@ func TestE2EAccountWithBrokenLoginParksTheAgentMovedThere(t *testing.T) {
 		t.Fatalf("eng parked with %+v; want spare's login problem and fix", eng.Parked)
 	}
 	parked := r.waitEvent(t, "agent_parked", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentParked && e.Agent == "eng" })
-	if f, _ := parked.Data["fix"].(string); !strings.Contains(f, fix) {
+	if f := payloadOf[eventlog.AgentParked](parked).Fix; !strings.Contains(f, fix) {
 		t.Fatalf("agent_parked %+v; want spare's fix", parked)
 	}
 	if m, where, err := p.box("eng").Get(m2); err != nil || where != "new" || m.Outcome != nil {

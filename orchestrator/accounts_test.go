@@ -22,7 +22,9 @@ import (
 func TestASpareAccountThatCannotRunIsNamedAtStart(t *testing.T) {
 	p, _, spare := projectWithMissingSpare(t)
 	r := p.start(nil)
-	w := r.waitEvent(t, "the warning", func(e eventlog.Event) bool { return e.Type == eventlog.EvWarning && e.Data["account"] == "spare" })
+	w := r.waitEvent(t, "the warning", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvWarning && payloadOf[eventlog.Warning](e).Account == "spare"
+	})
 	if !strings.Contains(w.Detail, spare) || !strings.Contains(w.Detail, "codex_home") {
 		t.Fatalf("warning %+v", w)
 	}

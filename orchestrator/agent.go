@@ -467,7 +467,7 @@ func (a *agent) spawned(p Worker, err error) {
 	a.log.Info("Shim started", "pid", p.Pid(), "thread", a.st.ThreadID)
 	a.reachedHost()
 	a.setSnap(func(s *agentSnap) { s.shimPID = p.Pid(); s.state = string(protocol.StateStarting) })
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimStarted, Agent: a.def.Name, Data: map[string]any{"pid": p.Pid(), "thread_id": a.st.ThreadID}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimStarted, Agent: a.def.Name, Data: eventlog.ShimStarted{PID: p.Pid(), ThreadID: a.st.ThreadID}})
 	a.poke()
 }
 
@@ -538,7 +538,7 @@ func (a *agent) shimGone(code int, broken string) {
 		return
 	}
 	a.log.Error("Shim exited unexpectedly", "exit", code)
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: broken, Data: map[string]any{"exit_code": code}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: broken, Data: eventlog.ShimExited{ExitCode: code}})
 	// It ran for a while: whatever failed before is over.
 	a.ranLong(a.d.opts.CrashWindow, a.d.opts.RespawnMin)
 	a.crashedOrUnreachable()
@@ -583,7 +583,7 @@ func (a *agent) resetThread(reason string) error {
 	if a.p != nil {
 		a.p.Send(protocol.ResetThread{Reason: reason})
 	}
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvThreadReset, Agent: a.def.Name, Detail: reason, Data: map[string]any{"archived": old}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvThreadReset, Agent: a.def.Name, Detail: reason, Data: eventlog.ThreadReset{Archived: old}})
 	return nil
 }
 

@@ -52,9 +52,9 @@ func (a *agent) retryInflight(m inbox.Message, e protocol.TurnFinished, v retryV
 	}
 	a.log.Warn("Attempt failed, retrying", "message", m.ID, "failures", v.failures, "max_attempts", a.d.cfg.MaxAttempts,
 		"in", v.delay.Round(time.Millisecond), "error", e.Error)
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvRetryScheduled, Agent: a.def.Name, Message: m.ID, Detail: e.Error, Data: map[string]any{
-		"attempt": v.failures + 1, "max_attempts": a.d.cfg.MaxAttempts, "status": e.Status, "failure": e.Failure,
-		"delay_ms": v.delay.Milliseconds(), "not_before": v.record.NotBefore, "note": v.record.Note}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvRetryScheduled, Agent: a.def.Name, Message: m.ID, Detail: e.Error, Data: eventlog.RetryScheduled{
+		Attempt: v.failures + 1, MaxAttempts: a.d.cfg.MaxAttempts, Status: string(e.Status), Failure: string(e.Failure),
+		DelayMS: v.delay.Milliseconds(), NotBefore: v.record.NotBefore, Note: v.record.Note}})
 	a.retryIn(v.delay)
 }
 

@@ -190,13 +190,10 @@ func (a *agent) send(m inbox.Message, probe bool) (again bool) {
 		a.log.Warn("Sending to the shim failed", "message", cm.ID, "error", err)
 	}
 	a.inflight, a.flightAt, a.ready = &cm, time.Now(), false
-	data := map[string]any{"from": cm.From, "attempt": cm.Attempt}
-	if cm.InReplyTo != "" {
-		data["in_reply_to"] = cm.InReplyTo
-	}
+	data := eventlog.Delivered{From: cm.From, Attempt: cm.Attempt, InReplyTo: cm.InReplyTo}
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvDelivered, Agent: a.def.Name, Message: cm.ID, Data: data})
 	if probe {
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: a.def.Name, Message: cm.ID, Detail: "probe turn sent", Data: map[string]any{"result": "sent"}})
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: a.def.Name, Message: cm.ID, Detail: "probe turn sent", Data: eventlog.QuotaProbe{Result: eventlog.ProbeSent}})
 	}
 	a.setSnap(func(s *agentSnap) { s.inflight, s.flightAt = cm.ID, a.flightAt })
 	return false
@@ -260,7 +257,7 @@ func (a *agent) handle(m protocol.Message) {
 	case protocol.AuthRequired:
 		fix := a.loginFix()
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvAuthRequired, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message + " — " + fix,
-			Data: map[string]any{"fix": fix}})
+			Data: eventlog.AuthRequired{Fix: fix}})
 		a.d.pause(project.PauseAuth, fmt.Sprintf("codex needs a login (reported by %s): %s — %s", a.def.Name, e.Message, fix))
 	case protocol.ContextExhausted:
 		// Acted on with the turn's end (turnFinished): retried, handed off
@@ -303,7 +300,7 @@ func (a *agent) threadChanged(e protocol.ThreadChanged) {
 	}
 	a.saveState()
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvThreadChanged, Agent: a.def.Name, Detail: string(e.Reason),
-		Data: map[string]any{"thread_id": e.ThreadID, "previous": e.Previous}})
+		Data: eventlog.ThreadChanged{ThreadID: e.ThreadID, Previous: e.Previous}})
 }
 
 // turnFinished applies the end of the message in flight's turn as
@@ -388,8 +385,8 @@ func (a *agent) turnUnstarted(m inbox.Message, e protocol.TurnFinished, p turnPl
 	a.spawnFailed(m, e)
 	a.ready = true
 	a.updateBacklog()
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
-		"status": e.Status, "failure": e.Failure, "attempt": m.Attempt, "requeued": true}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: eventlog.TurnFinished{
+		Status: string(e.Status), Failure: string(e.Failure), Attempt: m.Attempt, Requeued: true}})
 	a.dispatch()
 }
 
@@ -483,10 +480,10 @@ func (a *agent) turnRecorded(r *outcomeRecord) {
 // (message_failed, context_exhausted), cancelled whether the turn was
 // interrupted to cancel m (the cancelled event tells it).
 func (a *agent) turnEvent(m inbox.Message, e protocol.TurnFinished, requeued, alerted, cancelled bool) {
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: map[string]any{
-		"status": e.Status, "failure": e.Failure, "input_tokens": e.Usage.Input, "output_tokens": e.Usage.Output,
-		"duration_ms": e.Duration.Milliseconds(), "thread_id": e.ThreadID, "attempt": m.Attempt, "requeued": requeued,
-		"alerted": alerted, "cancelled": cancelled}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: eventlog.TurnFinished{
+		Status: string(e.Status), Failure: string(e.Failure), InputTokens: e.Usage.Input, OutputTokens: e.Usage.Output,
+		DurationMS: e.Duration.Milliseconds(), ThreadID: e.ThreadID, Attempt: m.Attempt, Requeued: requeued,
+		Alerted: alerted, Cancelled: cancelled}})
 }
 
 // requeueInflight puts the message in flight back in the queue: it was cut

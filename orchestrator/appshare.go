@@ -149,7 +149,7 @@ func (s *sharedServers) socketFor(def team.Agent, c shim.Config) (string, error)
 		OnDeath: func(pid int, how string) {
 			d.events.Append(eventlog.Event{Type: eventlog.EvAppServerDied,
 				Detail: fmt.Sprintf("pid %d (CODEX_HOME %s, agents %s): %s", pid, home, strings.Join(sv.names(), ", "), how),
-				Data:   map[string]any{"pid": pid, "account": home, "agents": sv.names()}})
+				Data:   eventlog.AppServerDied{PID: pid, Account: home, Agents: sv.names()}})
 		},
 	}
 	// Placed as a shim is (the team's cgroup), killed with the daemon

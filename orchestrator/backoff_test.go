@@ -55,7 +55,7 @@ func TestFarNotBeforeDoesNotStallTheQueue(t *testing.T) {
 	const within = 20 * time.Second
 	for _, id := range []string{far, behind} {
 		r.waitEventWithin(t, within, "outcome of "+id, func(e eventlog.Event) bool {
-			return e.Type == eventlog.EvTurnFinished && e.Message == id && e.Data["requeued"] != true
+			return e.Type == eventlog.EvTurnFinished && e.Message == id && !payloadOf[eventlog.TurnFinished](e).Requeued
 		})
 	}
 }

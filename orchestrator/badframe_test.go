@@ -59,7 +59,7 @@ func TestUndecodableFrameClosesOneChannelAndTheShimIsRespawned(t *testing.T) {
 		t.Fatalf("status %s after the respawn", st)
 	}
 	r.waitEvent(t, "redelivery", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvDelivered && e.Message == id && e.Data["attempt"] == float64(2)
+		return e.Type == eventlog.EvDelivered && e.Message == id && payloadOf[eventlog.Delivered](e).Attempt == 2
 	})
 	if n := r.count(eventlog.EvTurnFinished, id); n != 1 {
 		t.Fatalf("%d outcomes recorded, want 1", n)
@@ -79,8 +79,8 @@ func TestUndecodableFrameClosesOneChannelAndTheShimIsRespawned(t *testing.T) {
 	if n := r.count(eventlog.EvShimStarted, "") - r.count(eventlog.EvShimExited, ""); n != 2 {
 		t.Errorf("%d shims running, want 2", n)
 	}
-	if pid := r.d.byName["eng"].snapshot().shimPID; float64(pid) != started.Data["pid"] {
-		t.Errorf("eng's shim is pid %d, was %v", pid, started.Data["pid"])
+	if pid, was := r.d.byName["eng"].snapshot().shimPID, payloadOf[eventlog.ShimStarted](started).PID; pid != was {
+		t.Errorf("eng's shim is pid %d, was %v", pid, was)
 	}
 	if r.count(eventlog.EvShimExited, "") != 1 {
 		t.Errorf("%d shim exits, want 1 (manager's)", r.count(eventlog.EvShimExited, ""))

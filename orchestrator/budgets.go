@@ -226,8 +226,8 @@ func (d *Daemon) budgetTurn(t usage.Turn) {
 	}
 	for _, a := range alerts {
 		pct := float64(a.used) * 100 / float64(a.b.Tokens)
-		data := map[string]any{"budget": a.b.Key(), "for": a.b.For, "per": a.b.Per, "used_tokens": a.used, "budget_tokens": a.b.Tokens,
-			"warn_at_pct": a.b.WarnAt, "window_start": a.start.UTC().Format(time.RFC3339), "until": a.end.UTC().Format(time.RFC3339)}
+		data := eventlog.Budget{Budget: a.b.Key(), For: a.b.For, Per: a.b.Per, UsedTokens: a.used, BudgetTokens: a.b.Tokens,
+			WarnAtPct: a.b.WarnAt, WindowStart: a.start.UTC(), Until: a.end.UTC()}
 		e := eventlog.Event{Type: eventlog.EvBudgetWarning, Data: data,
 			Detail: fmt.Sprintf("budget %s: %d of %d tokens used (%.0f%%, warn_at %d%%) this %s, until %s", a.b.Key(), a.used, a.b.Tokens, pct, a.b.WarnAt, a.b.Per, a.end.Format(time.RFC3339))}
 		if a.alert == budget.AlertReached {
@@ -261,7 +261,7 @@ func (d *Daemon) resumeBudgets(a *agent) []string {
 		}
 		detail := fmt.Sprintf("budget %s: %s until %s (resumed by user)", r.key, who, r.until.Format(time.RFC3339))
 		d.events.Append(eventlog.Event{Type: eventlog.EvBudgetResumed, Agent: r.agent, Detail: detail,
-			Data: map[string]any{"budget": r.key, "until": r.until.UTC().Format(time.RFC3339)}})
+			Data: eventlog.BudgetResumed{Budget: r.key, Until: r.until.UTC()}})
 		words = append(words, fmt.Sprintf("budget hold %s (%s until %s)", r.key, who, r.until.Format(time.RFC3339)))
 	}
 	if len(res) > 0 {

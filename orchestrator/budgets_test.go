@@ -57,7 +57,7 @@ func TestBudgetHoldsTheTeamUntilTheWindowRollsOver(t *testing.T) {
 		}
 	}
 	w := r.waitEvent(t, "budget warning", isType(eventlog.EvBudgetWarning))
-	if w.Data["budget"] != "team/hour" || w.Data["until"] != "2030-03-06T11:00:00Z" {
+	if b := payloadOf[eventlog.Budget](w); b.Budget != "team/hour" || b.Until.Format(time.RFC3339) != "2030-03-06T11:00:00Z" {
 		t.Fatalf("warning %+v", w)
 	}
 	if a, ok := eventlog.AlertFor(w); !ok || a.Kind != eventlog.AlertBudgetWarning {
@@ -137,7 +137,7 @@ func TestBudgetResumeOfAnAgentSurvivesARestart(t *testing.T) {
 		t.Fatalf("resume: %+v", resp)
 	}
 	ev := r.waitEvent(t, "budget resumed", isType(eventlog.EvBudgetResumed))
-	if ev.Agent != "a" || ev.Data["budget"] != "a/day" || !strings.Contains(ev.Detail, "resumed by user") {
+	if ev.Agent != "a" || payloadOf[eventlog.BudgetResumed](ev).Budget != "a/day" || !strings.Contains(ev.Detail, "resumed by user") {
 		t.Fatalf("resumed event %+v", ev)
 	}
 	if st := r.finished(t, held); st != "completed" {

@@ -86,7 +86,7 @@ func (d *Daemon) cancelQueued(role string, box *inbox.Box, m inbox.Message) erro
 	if _, err := box.Cancel(m.ID, o); err != nil {
 		return fmt.Errorf("not cancelled: %w", err)
 	}
-	d.events.Append(eventlog.Event{Type: eventlog.EvCancelled, Message: m.ID, Detail: o.Error, Data: map[string]any{"from": m.From, "queue": "@" + role}})
+	d.events.Append(eventlog.Event{Type: eventlog.EvCancelled, Message: m.ID, Detail: o.Error, Data: eventlog.Cancelled{From: m.From, Queue: "@" + role}})
 	reply, owed := answerFor(m, o, d.isAgent)
 	if !owed {
 		return nil

@@ -54,7 +54,7 @@ func TestCancelWithdrawsAQueuedMessageAndInterruptsOnlyWhenAsked(t *testing.T) {
 	r.waitEvent(t, "cancelled event", func(e eventlog.Event) bool { return e.Type == eventlog.EvCancelled && e.Message == queued })
 	// Its sender, an agent, hears that no answer comes.
 	r.waitEvent(t, "note to the architect", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvReply && e.Data["in_reply_to"] == queued && e.Data["to"] == "architect"
+		return e.Type == eventlog.EvReply && payloadOf[eventlog.Reply](e).InReplyTo == queued && payloadOf[eventlog.Reply](e).To == "architect"
 	})
 	if _, where, _ := p.box("manager").Get(busy); where != inbox.StateCur {
 		t.Fatalf("the refused message is %s, want still in flight", where)

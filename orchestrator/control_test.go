@@ -83,14 +83,15 @@ func TestWedgedShimIsKilledAndRespawned(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
 	r := p.start(func(o *Options) { o.PingInterval = 100 * time.Millisecond; o.PongTimeout = 300 * time.Millisecond })
 	e := r.waitEvent(t, "shim start", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimStarted })
-	n, _ := e.Num("pid")
-	pid := int(n)
+	pid := payloadOf[eventlog.ShimStarted](e).PID
 	if pid <= 0 {
-		t.Fatalf("shim pid %v", e.Data["pid"])
+		t.Fatalf("shim pid %v", pid)
 	}
 	syscall.Kill(pid, syscall.SIGSTOP) // alive but deaf
 	r.waitEvent(t, "wedge alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvWedged })
-	r.waitEvent(t, "respawn", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimStarted && e.Data["pid"] != float64(pid) })
+	r.waitEvent(t, "respawn", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvShimStarted && payloadOf[eventlog.ShimStarted](e).PID != pid
+	})
 	if st := r.finished(t, p.send("solo", "human", "still alive?")); st != "completed" {
 		t.Fatalf("status %s", st)
 	}

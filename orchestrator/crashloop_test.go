@@ -35,7 +35,7 @@ func TestFailedAgentIsRetriedAfterItsCooldown(t *testing.T) {
 	id := p.send("solo", "human", "waits for a working shim")
 	first := r.waitEvent(t, "agent failed", func(e eventlog.Event) bool { return e.Type == eventlog.EvAgentFailed })
 	if !strings.Contains(first.Detail, "5 crashes within") || !strings.Contains(first.Detail, "retrying in 300ms") ||
-		!strings.Contains(first.Detail, "batty resume solo") || first.Data["failures"] != float64(1) {
+		!strings.Contains(first.Detail, "batty resume solo") || payloadOf[eventlog.AgentFailed](first).Failures != 1 {
 		t.Fatalf("first failure %q %v", first.Detail, first.Data)
 	}
 	if st := call(t, p, control.Request{Op: control.OpStatus}).Status.Agents[0]; st.State != agentFailed || !strings.Contains(st.LastError, "retrying in") {
@@ -44,7 +44,7 @@ func TestFailedAgentIsRetriedAfterItsCooldown(t *testing.T) {
 	// The retry after the cool-down is one try: its crash fails the agent
 	// again at once, with the next alert and a doubled cool-down.
 	second := r.waitEvent(t, "second failure", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvAgentFailed && e.Data["failures"] == float64(2)
+		return e.Type == eventlog.EvAgentFailed && payloadOf[eventlog.AgentFailed](e).Failures == 2
 	})
 	if !strings.Contains(second.Detail, "crashed again after its retry") || !strings.Contains(second.Detail, "retrying in 600ms") {
 		t.Fatalf("second failure %q", second.Detail)
@@ -53,7 +53,7 @@ func TestFailedAgentIsRetriedAfterItsCooldown(t *testing.T) {
 		t.Fatalf("%d shim exits by the second failure, want 5 + 1 retry", n)
 	}
 	third := r.waitEvent(t, "third failure", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvAgentFailed && e.Data["failures"] == float64(3)
+		return e.Type == eventlog.EvAgentFailed && payloadOf[eventlog.AgentFailed](e).Failures == 3
 	})
 	if !strings.Contains(third.Detail, "retrying in 600ms") {
 		t.Fatalf("cool-down not capped: %q", third.Detail)

@@ -357,7 +357,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go func(a *agent) { defer wg.Done(); a.run(agentCtx) }(a)
 	}
 	d.log.Info("Daemon started", "team", d.cfg.Name, "agents", len(d.agents), "pid", os.Getpid())
-	d.events.Append(eventlog.Event{Type: eventlog.EvDaemonStarted, Data: map[string]any{"pid": os.Getpid(), "team": d.cfg.Name}})
+	d.events.Append(eventlog.Event{Type: eventlog.EvDaemonStarted, Data: eventlog.DaemonStarted{PID: os.Getpid(), Team: d.cfg.Name}})
 	close(d.ready)
 	d.routeAll()
 	if d.lander != nil {
@@ -511,7 +511,7 @@ func (d *Daemon) pause(kind, reason string) bool {
 	}
 	if changed {
 		d.log.Warn("Dispatch paused", "kind", kind, "reason", reason)
-		d.events.Append(eventlog.Event{Type: eventlog.EvPaused, Detail: reason, Data: map[string]any{"kind": kind}})
+		d.events.Append(eventlog.Event{Type: eventlog.EvPaused, Detail: reason, Data: eventlog.Paused{Kind: kind}})
 	}
 	return changed
 }

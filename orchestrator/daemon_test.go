@@ -119,7 +119,7 @@ func TestShimKilledMidTurnIsRespawnedAndTheMessageRedelivered(t *testing.T) {
 		t.Fatalf("status %s", st)
 	}
 	e := r.waitEvent(t, "second delivery", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvDelivered && e.Message == id && e.Data["attempt"] == float64(2)
+		return e.Type == eventlog.EvDelivered && e.Message == id && payloadOf[eventlog.Delivered](e).Attempt == 2
 	})
 	_ = e
 	if r.count(eventlog.EvTurnFinished, id) != 1 {

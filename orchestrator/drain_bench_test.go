@@ -61,7 +61,7 @@ func drainRate(b *testing.B, n int) float64 {
 	var last eventlog.Event
 	done := 0
 	r.waitEventWithin(b, 10*time.Minute, fmt.Sprintf("%d outcomes", drained), func(e eventlog.Event) bool {
-		if e.Type == eventlog.EvTurnFinished && e.Data["requeued"] != true {
+		if e.Type == eventlog.EvTurnFinished && !payloadOf[eventlog.TurnFinished](e).Requeued {
 			done++
 			last = e
 		}

@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -62,7 +61,7 @@ func TestE2EUnreachableAPIComesBack(t *testing.T) {
 	if o := p.recorded("a", ida); o.Reply != "BACK-A" {
 		t.Fatalf("a's outcome %+v", o)
 	}
-	t.Logf("held for %v ms; %d model requests", restored.Data["held_ms"], len(srv.Requests()))
+	t.Logf("held for %v ms; %d model requests", payloadOf[eventlog.Network](restored).HeldMS, len(srv.Requests()))
 }
 
 // The real CLI against a stream cut twice. With codex's own stream retries
@@ -84,7 +83,7 @@ func TestE2EStreamDropsTwice(t *testing.T) {
 			t.Fatalf("%d retries scheduled, want 2", n)
 		}
 		e := r.waitEvent(t, "the first failure", func(e eventlog.Event) bool { return e.Type == eventlog.EvTurnFinished && e.Message == id })
-		if fmt.Sprint(e.Data["failure"]) != "stream" || !strings.Contains(e.Detail, "stream disconnected before completion") {
+		if payloadOf[eventlog.TurnFinished](e).Failure != "stream" || !strings.Contains(e.Detail, "stream disconnected before completion") {
 			t.Fatalf("first attempt %+v", e)
 		}
 		reqs := srv.Requests()

@@ -141,13 +141,13 @@ func (a *agent) contextRetry(m inbox.Message, e protocol.TurnFinished, act conte
 	case contextRetrySame:
 		a.st.ContextRetry = &project.ContextRetry{Message: m.ID, Step: int(contextRetrySame)}
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
-			Data: map[string]any{"step": "same_thread", "thread_id": thread}})
+			Data: eventlog.ContextRetry{Step: "same_thread", ThreadID: thread}})
 	case contextHandoff:
 		a.st.ContextRetry = &project.ContextRetry{Message: m.ID, Step: int(contextHandoff)}
 		a.handOff("the context window ran out twice on message "+m.ID+", even after codex compacted the thread",
 			fmt.Sprintf("message %s from %s did not fit your previous thread; it follows this handoff in full.", m.ID, m.From))
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
-			Data: map[string]any{"step": "fresh_thread", "thread_id": thread}})
+			Data: eventlog.ContextRetry{Step: "fresh_thread", ThreadID: thread}})
 	}
 }
 
@@ -164,7 +164,7 @@ func (a *agent) contextGaveUp(m inbox.Message, e protocol.TurnFinished) {
 		"split it or write the material to a file and send its path: %s", m.ID, m.From, a.def.Name, w, m.Attempt, e.Error)
 	a.log.Error("Message does not fit the context window", "message", m.ID, "window", w, "attempts", m.Attempt)
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvContextExhaust, Agent: a.def.Name, Message: m.ID, Detail: detail,
-		Data: map[string]any{"attempts": m.Attempt, "window_tokens": w}})
+		Data: eventlog.ContextExhausted{Attempts: m.Attempt, WindowTokens: int64(w)}})
 	a.handOff("message "+m.ID+" did not fit the context window even on a fresh thread",
 		fmt.Sprintf("message %s from %s was too large for the context window and was recorded as failed; it began: %s", m.ID, m.From,
 			oneLine(textclip.Bytes(m.Body, doingClip, textclip.Truncated))))
@@ -181,7 +181,7 @@ func (a *agent) handOff(reason, doing string) {
 	if a.p != nil {
 		a.p.Send(protocol.ResetThread{Reason: reason})
 	}
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvHandoff, Agent: a.def.Name, Detail: reason, Data: map[string]any{"archived": prev}})
+	a.d.events.Append(eventlog.Event{Type: eventlog.EvHandoff, Agent: a.def.Name, Detail: reason, Data: eventlog.Handoff{Archived: prev}})
 }
 
 // afterTurn keeps what a handoff needs once a turn's outcome is settled:

@@ -202,7 +202,7 @@ func TestContextPressureHandsOffAtIdle(t *testing.T) {
 	p, r, thread := warmUp(t)
 	full := p.sendAndWait(r, "solo", "read everything scenario:usage:250000", "completed")
 	e := r.waitEvent(t, "handoff", func(e eventlog.Event) bool { return e.Type == eventlog.EvHandoff })
-	if e.Data["archived"] != thread || !strings.Contains(e.Detail, "92% of the 272000-token context window (handoff from 85%)") {
+	if payloadOf[eventlog.Handoff](e).Archived != thread || !strings.Contains(e.Detail, "92% of the 272000-token context window (handoff from 85%)") {
 		t.Fatalf("handoff event %+v", e)
 	}
 	next := p.send("solo", "human", "carry on")

@@ -284,9 +284,16 @@ func (r *running) waitEventWithin(t testing.TB, limit time.Duration, what string
 func (r *running) finished(t testing.TB, id string) string {
 	t.Helper()
 	e := r.waitEvent(t, "turn_finished for "+id, func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvTurnFinished && e.Message == id && e.Data["requeued"] != true
+		return e.Type == eventlog.EvTurnFinished && e.Message == id && !payloadOf[eventlog.TurnFinished](e).Requeued
 	})
-	return fmt.Sprint(e.Data["status"])
+	return payloadOf[eventlog.TurnFinished](e).Status
+}
+
+// payloadOf is e's payload as a T, the zero T when it carries none or
+// another kind's.
+func payloadOf[T eventlog.Payload](e eventlog.Event) T {
+	p, _ := e.Data.(T)
+	return p
 }
 
 func (r *running) count(typ, id string) int {

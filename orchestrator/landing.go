@@ -162,7 +162,7 @@ func (l *lander) take(m inbox.Message) inbox.Outcome {
 	}
 	if fresh {
 		l.d.events.Append(eventlog.Event{Type: eventlog.EvLandingQueued, Agent: agent, Message: m.ID,
-			Data: map[string]any{"request": r.ID, "by": m.From, "branch": r.Branch, "review": r.Review}})
+			Data: eventlog.LandingQueued{Request: r.ID, By: m.From, Branch: r.Branch, Review: r.Review}})
 	}
 	reply := "queued as landing request " + r.ID
 	if r.Review {
@@ -179,7 +179,7 @@ func (l *lander) report(r landing.Request) {
 	case landing.Landed:
 		l.d.events.Append(eventlog.Event{Type: eventlog.EvLanded, Agent: r.Agent,
 			Detail: fmt.Sprintf("%s landed on %s", r.Branch, l.d.base),
-			Data:   map[string]any{"request": r.ID, "commit": r.LandedCommit, "base": l.d.base, "branch": r.Branch}})
+			Data:   eventlog.Landed{Request: r.ID, Commit: r.LandedCommit, Base: l.d.base, Branch: r.Branch}})
 		for _, o := range l.d.agents {
 			if o.ws != nil {
 				// Each merges the new base at its next idle moment (its own
@@ -190,26 +190,20 @@ func (l *lander) report(r landing.Request) {
 	case landing.Nothing:
 		l.d.events.Append(eventlog.Event{Type: eventlog.EvLanded, Agent: r.Agent,
 			Detail: fmt.Sprintf("nothing to land: %s has no commit that %s lacks", r.Branch, l.d.base),
-			Data:   map[string]any{"request": r.ID, "nothing": true, "base": l.d.base, "branch": r.Branch}})
+			Data:   eventlog.Landed{Request: r.ID, Nothing: true, Base: l.d.base, Branch: r.Branch}})
 	case landing.Review:
 		l.reviewWaiting(r)
 	case landing.Waiting:
 		if l.told[r.ID] != landing.Waiting {
 			l.d.events.Append(eventlog.Event{Type: eventlog.EvLandingWaiting, Agent: r.Agent, Detail: r.Error,
-				Data: map[string]any{"request": r.ID}})
+				Data: eventlog.LandingWaiting{Request: r.ID}})
 		}
 	case landing.Failed:
 		detail := r.Error
 		if len(r.Conflicts) > 0 {
 			detail = fmt.Sprintf("%s conflicts with %s in %s", r.Branch, l.d.base, strings.Join(r.Conflicts, ", "))
 		}
-		data := map[string]any{"request": r.ID, "base": l.d.base, "branch": r.Branch}
-		if len(r.Conflicts) > 0 {
-			data["conflicts"] = r.Conflicts
-		}
-		if r.OutputTail != "" {
-			data["output"] = r.OutputTail
-		}
+		data := eventlog.LandingFailed{Request: r.ID, Base: l.d.base, Branch: r.Branch, Conflicts: r.Conflicts, Output: r.OutputTail}
 		l.d.events.Append(eventlog.Event{Type: eventlog.EvLandingFailed, Agent: r.Agent, Detail: detail, Data: data})
 		if a != nil {
 			if len(r.Conflicts) > 0 {
@@ -320,7 +314,7 @@ func (a *agent) merged(req string, told bool, res workspaces.SyncResult, err err
 	case len(res.Conflicts) > 0:
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceConflict, Agent: a.def.Name,
 			Detail: a.ws.base + " conflicts with " + workspaces.Branch(a.def.Name) + " in " + strings.Join(res.Conflicts, ", "),
-			Data:   map[string]any{"files": res.Conflicts}})
+			Data:   eventlog.WorkspaceConflict{Files: res.Conflicts}})
 		if !told {
 			a.tell(req, conflictNote(a.def.Name, a.ws.base, "", res.Conflicts))
 		}

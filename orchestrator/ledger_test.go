@@ -13,6 +13,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/usage"
 )
 
@@ -52,14 +53,12 @@ func TestLedgerHasEveryTurnOnce(t *testing.T) {
 	turns := map[key]int64{}
 	r.mu.Lock()
 	for _, e := range r.seen {
-		in, ok := e.Num("input_tokens")
-		if e.Type != eventlog.EvTurnFinished || !ok {
-			continue
+		tf, ok := e.Data.(eventlog.TurnFinished)
+		if e.Type != eventlog.EvTurnFinished || !ok || tf.Failure == string(protocol.FailSpawn) {
+			continue // codex never ran: no usage
 		}
-		out, _ := e.Num("output_tokens")
-		attempt, _ := e.Num("attempt")
-		turns[key{e.Message, int(attempt)}] = int64(in)
-		want = want.Add(usage.Tokens{Input: int64(in), Output: int64(out)})
+		turns[key{e.Message, tf.Attempt}] = tf.InputTokens
+		want = want.Add(usage.Tokens{Input: tf.InputTokens, Output: tf.OutputTokens})
 	}
 	r.mu.Unlock()
 	if len(d.Turns) != len(turns) || len(turns) != 5 {

@@ -26,7 +26,7 @@ func (a *agent) netWaitChanged(e protocol.NetworkWait) {
 		if a.d.net.Wait(a.account, a.def.Name, e.Since, e.Message) {
 			// One alert per hold, not per agent, notice or failed message.
 			a.d.events.Append(eventlog.Event{Type: eventlog.EvNetworkWaiting, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message,
-				Data: map[string]any{"account": a.account, "since": e.Since}})
+				Data: eventlog.Network{Account: a.account, Since: e.Since}})
 		}
 		return
 	}
@@ -41,7 +41,7 @@ func (a *agent) apiAnswered(msgID string) {
 	if since, ok := a.d.net.Restored(a.account); ok {
 		a.log.Info("The API answered again", "account", a.account, "held_for", time.Since(since).Round(time.Second))
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvNetworkRestored, Agent: a.def.Name, Message: msgID,
-			Data: map[string]any{"account": a.account, "since": since, "held_ms": time.Since(since).Milliseconds()}})
+			Data: eventlog.Network{Account: a.account, Since: since, HeldMS: time.Since(since).Milliseconds()}})
 		a.d.pokeAll()
 	}
 }

@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -135,12 +134,12 @@ func TestKilledCodexIsRetriedAndAFinalFailureIsAnswered(t *testing.T) {
 		t.Fatalf("outcome %+v", o)
 	}
 	r.waitEvent(t, "the failure's word to the human", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvReply && e.Data["in_reply_to"] == failed && e.Data["to"] == "human"
+		return e.Type == eventlog.EvReply && payloadOf[eventlog.Reply](e).InReplyTo == failed && payloadOf[eventlog.Reply](e).To == "human"
 	})
 	ev := r.waitEvent(t, "turn_finished", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvTurnFinished && e.Message == failed && e.Data["requeued"] == false
+		return e.Type == eventlog.EvTurnFinished && e.Message == failed && !payloadOf[eventlog.TurnFinished](e).Requeued
 	})
-	if ev.Data["alerted"] != true {
+	if !payloadOf[eventlog.TurnFinished](ev).Alerted {
 		t.Fatalf("turn_finished %+v: not alerted", ev.Data)
 	}
 	replies, errs := p.box("human").Pending()
@@ -215,7 +214,7 @@ func TestNetworkFailureIsRetried(t *testing.T) {
 		t.Fatalf("headers %q", h)
 	}
 	e := r.waitEvent(t, "the failed attempt", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvTurnFinished && e.Message == id && e.Data["requeued"] == true
+		return e.Type == eventlog.EvTurnFinished && e.Message == id && payloadOf[eventlog.TurnFinished](e).Requeued
 	})
 	if w, b := r.count(eventlog.EvNetworkWaiting, ""), r.count(eventlog.EvNetworkRestored, ""); w != 1 || b != 1 {
 		t.Fatalf("%d network alerts, %d restored; want 1, 1 (the retry probes the same hold)", w, b)
@@ -223,7 +222,7 @@ func TestNetworkFailureIsRetried(t *testing.T) {
 	if sa := agentStatusOf(r.d.status(), "solo"); sa.Network != nil || sa.State == control.AgentWaitingForNetwork {
 		t.Fatalf("still shown waiting: %+v %+v", sa, sa.Network)
 	}
-	if fmt.Sprint(e.Data["failure"]) != "network" || !strings.Contains(e.Detail, "network_wait") {
+	if payloadOf[eventlog.TurnFinished](e).Failure != "network" || !strings.Contains(e.Detail, "network_wait") {
 		t.Fatalf("first attempt %+v", e)
 	}
 }

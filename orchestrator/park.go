@@ -40,7 +40,7 @@ func (a *agent) syncParked() {
 			// One alert per parking; a more precise reason found by the
 			// check meanwhile shows in status and the log.
 			a.d.events.Append(eventlog.Event{Type: eventlog.EvAgentParked, Agent: a.def.Name, Detail: p.String(),
-				Data: map[string]any{"kind": string(p.Kind), "fix": p.Fix}})
+				Data: eventlog.AgentParked{Kind: string(p.Kind), Fix: p.Fix}})
 		}
 	case p == nil && (a.parked != nil || strings.HasPrefix(a.st.LastError, parkedPrefix)):
 		// Released, or parked by an earlier daemon and fine now.

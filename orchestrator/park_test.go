@@ -187,7 +187,7 @@ func TestAuthFailureSaysToLogIn(t *testing.T) {
 	p.send("solo", "human", "scenario:auth")
 	e := r.waitEvent(t, "auth_required", func(e eventlog.Event) bool { return e.Type == eventlog.EvAuthRequired })
 	fix := "run: CODEX_HOME=" + home + " codex login (or set a valid OPENAI_API_KEY in codex.env), then `batty resume`"
-	if !strings.Contains(e.Detail, fix) || e.Data["fix"] != fix {
+	if !strings.Contains(e.Detail, fix) || payloadOf[eventlog.AuthRequired](e).Fix != fix {
 		t.Fatalf("auth_required event %+v; want the fix %q", e, fix)
 	}
 	r.waitEvent(t, "dispatch_paused", func(e eventlog.Event) bool { return e.Type == eventlog.EvPaused })

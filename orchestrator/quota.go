@@ -23,21 +23,16 @@ func (a *agent) quotaHit(id, reason string, resetBy time.Time) {
 	switch {
 	case h.Alert:
 		d.log.Warn("Usage limit: account paused", "account", h.Pause.Account, "agents", h.Agents, "probe_at", h.Pause.ProbeAt)
-		data := map[string]any{"account": h.Pause.Account, "agents": h.Agents, "resume_at": h.Pause.ProbeAt}
-		if !resetBy.IsZero() {
-			data["retry_at"] = resetBy.UTC()
-		}
-		if len(h.Agents) == 0 && len(h.Moves) > 0 {
-			// Every agent went on on another account: the switch is the
-			// alert.
-			data["switched"] = true
-		}
+		// Switched: every agent went on on another account, the switch is
+		// the alert.
+		data := eventlog.QuotaBlocked{Account: h.Pause.Account, Agents: h.Agents, ResumeAt: h.Pause.ProbeAt, RetryAt: resetBy.UTC(),
+			Switched: len(h.Agents) == 0 && len(h.Moves) > 0}
 		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: a.def.Name, Message: id, Detail: reason, Data: data})
 	case h.ProbeFailed:
 		d.log.Info("Probe hit the usage limit again", "account", h.Pause.Account, "probe_at", h.Pause.ProbeAt, "failed_probes", h.Pause.Probes)
 		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: a.def.Name, Message: id,
 			Detail: fmt.Sprintf("the limit holds: next probe at %s", h.Pause.ProbeAt.Format(time.RFC3339)),
-			Data:   map[string]any{"account": h.Pause.Account, "result": "limit", "resume_at": h.Pause.ProbeAt, "failed_probes": h.Pause.Probes}})
+			Data:   eventlog.QuotaProbe{Account: h.Pause.Account, Result: eventlog.ProbeLimit, ResumeAt: h.Pause.ProbeAt, FailedProbes: h.Pause.Probes}})
 	default:
 		d.log.Debug("Usage limit while the account is paused", "agent", a.def.Name, "message", id)
 	}
@@ -57,7 +52,7 @@ func (a *agent) quotaProbeEnded(id string, completed bool) {
 	if resumed {
 		d.log.Info("Probe completed: account resumed", "agents", wake)
 		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaResumed, Agent: a.def.Name, Message: id, Detail: "probe turn completed",
-			Data: map[string]any{"agents": wake}})
+			Data: eventlog.QuotaResumed{Agents: wake}})
 		d.kickRoute()
 	}
 	d.pokeNames(wake, a.def.Name)
@@ -94,7 +89,7 @@ func (d *Daemon) startProbes(now time.Time) {
 		}
 		d.log.Info("Usage limit pause ran out: probing", "account", key, "agent", prober, "message", msg)
 		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: prober, Message: msg, Detail: "pause ran out: one probe turn",
-			Data: map[string]any{"account": key, "result": "start", "failed_probes": p.Probes}})
+			Data: eventlog.QuotaProbe{Account: key, Result: eventlog.ProbeStart, FailedProbes: p.Probes}})
 		if prober != "" {
 			d.byName[prober].poke()
 		} else {
@@ -151,7 +146,7 @@ func (d *Daemon) resumeAccounts(why string) []string {
 	}
 	d.switched(moves, "return", time.Time{})
 	for _, k := range keys {
-		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaResumed, Detail: why, Data: map[string]any{"account": k}})
+		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaResumed, Detail: why, Data: eventlog.QuotaResumed{Account: k}})
 	}
 	if len(keys) > 0 {
 		d.pokeAll()

@@ -111,7 +111,7 @@ func TestE2EQuotaPausesTheAccountAndProbes(t *testing.T) {
 			pausedAt = e.Time
 		case e.Type == eventlog.EvQuotaResumed:
 			resumedAt = e.Time
-		case e.Type == eventlog.EvQuotaProbe && e.Data["result"] == "sent":
+		case e.Type == eventlog.EvQuotaProbe && payloadOf[eventlog.QuotaProbe](e).Result == eventlog.ProbeSent:
 			probes[e.Message] = true
 			sent++
 		}

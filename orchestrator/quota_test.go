@@ -177,9 +177,9 @@ func TestQuotaProbeBacksOffThenReleasesTheAccount(t *testing.T) {
 		switch {
 		case e.Type == eventlog.EvDelivered:
 			delivered = append(delivered, e.Message)
-		case e.Type == eventlog.EvQuotaProbe && e.Data["result"] == "sent":
+		case e.Type == eventlog.EvQuotaProbe && payloadOf[eventlog.QuotaProbe](e).Result == eventlog.ProbeSent:
 			probes = append(probes, e.Message)
-		case e.Type == eventlog.EvQuotaProbe && e.Data["result"] == "limit":
+		case e.Type == eventlog.EvQuotaProbe && payloadOf[eventlog.QuotaProbe](e).Result == eventlog.ProbeLimit:
 			limits++
 		}
 	}
@@ -208,7 +208,7 @@ func TestQuotaWithoutResetTimeProbesAfterTheCooldown(t *testing.T) {
 	r := p.start(noJitter)
 	id := p.send("solo", "human", "scenario:quotaonce")
 	e := r.waitEvent(t, "quota alert", func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaBlocked })
-	if _, ok := e.Data["retry_at"]; ok {
+	if !payloadOf[eventlog.QuotaBlocked](e).RetryAt.IsZero() {
 		t.Fatalf("alert names a reset time codex did not give: %+v", e)
 	}
 	r.waitEvent(t, "resume", func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaResumed })

@@ -64,8 +64,8 @@ func (a *agent) write(r *outcomeRecord) (bool, error) {
 		}
 		r.replied = true
 		if fresh {
-			a.d.events.Append(eventlog.Event{Type: eventlog.EvReply, Agent: a.def.Name, Message: got.ID, Data: map[string]any{
-				"to": got.To, "in_reply_to": r.m.ID, "preview": eventlog.ReplyPreview(r.reply.Body), "outcome": r.o.Status}})
+			a.d.events.Append(eventlog.Event{Type: eventlog.EvReply, Agent: a.def.Name, Message: got.ID, Data: eventlog.Reply{
+				To: got.To, InReplyTo: r.m.ID, Preview: eventlog.ReplyPreview(r.reply.Body), Outcome: string(r.o.Status)}})
 		}
 	}
 	_, err := a.box.Complete(r.m.ID, r.o)
@@ -153,7 +153,7 @@ func (a *agent) recorded(r *outcomeRecord, wrote bool) {
 	}
 	if wrote && r.o.Status == inbox.StatusCancelled {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvCancelled, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error,
-			Data: map[string]any{"from": r.m.From, "interrupted": r.turn}})
+			Data: eventlog.Cancelled{From: r.m.From, Interrupted: r.turn}})
 	}
 	if !wrote || !r.turn {
 		return
@@ -168,8 +168,8 @@ func (a *agent) recorded(r *outcomeRecord, wrote bool) {
 	if r.retryable != "" {
 		// Every try spent: an alert, with the last error.
 		a.log.Error("Message failed", "message", r.m.ID, "attempts", r.failures, "error", e.Error)
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvMessageFailed, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error, Data: map[string]any{
-			"attempts": r.failures, "max_attempts": a.d.cfg.MaxAttempts, "status": e.Status, "failure": e.Failure}})
+		a.d.events.Append(eventlog.Event{Type: eventlog.EvMessageFailed, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error, Data: eventlog.MessageFailed{
+			Attempts: r.failures, MaxAttempts: a.d.cfg.MaxAttempts, Status: string(e.Status), Failure: string(e.Failure)}})
 		r.announced = true
 	}
 	if e.Failure == protocol.FailContextWindow && r.o.Status != inbox.StatusCancelled {

@@ -256,7 +256,7 @@ func (r *remoteHost) probe(agent string) bool {
 		r.downSince = time.Now()
 		r.d.log.Error("Host unreachable: its agents wait", "host", r.host.Name, "error", err)
 		r.d.events.Append(eventlog.Event{Type: eventlog.EvHostUnreachable, Agent: agent, Detail: err.Error(),
-			Data: map[string]any{"host": r.host.Name}})
+			Data: eventlog.Host{Host: r.host.Name}})
 	}
 	return false
 }
@@ -280,5 +280,5 @@ func (r *remoteHost) upLocked() {
 	d := time.Since(r.downSince).Round(time.Second)
 	r.d.log.Info("Host reachable again", "host", r.host.Name, "after", d)
 	r.d.events.Append(eventlog.Event{Type: eventlog.EvHostReachable, Detail: "after " + d.String(),
-		Data: map[string]any{"host": r.host.Name}})
+		Data: eventlog.Host{Host: r.host.Name}})
 }

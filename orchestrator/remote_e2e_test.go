@@ -288,7 +288,7 @@ func TestE2EHostSSHKilledMidTurn(t *testing.T) {
 	finished := 0
 	r.mu.Lock()
 	for _, e := range r.seen {
-		if e.Type == eventlog.EvTurnFinished && e.Message == id && e.Data["requeued"] != true {
+		if e.Type == eventlog.EvTurnFinished && e.Message == id && !payloadOf[eventlog.TurnFinished](e).Requeued {
 			finished++
 		}
 	}

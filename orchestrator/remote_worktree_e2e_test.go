@@ -43,7 +43,7 @@ func TestE2EHostWorktreeAgentLands(t *testing.T) {
 		t.Fatalf("status %s", st)
 	}
 	r.waitEvent(t, "the turn's commit", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvWorkspaceCommitted && e.Message == id && e.Data["wip"] == false
+		return e.Type == eventlog.EvWorkspaceCommitted && e.Message == id && !payloadOf[eventlog.WorkspaceCommitted](e).WIP
 	})
 	if got := git(t, p.dir, "show", "batty/eng:made-there.txt"); got != "made there" {
 		t.Fatalf("batty/eng here holds %q", got)
@@ -79,8 +79,8 @@ func TestE2EHostWorktreeAgentLands(t *testing.T) {
 
 	p.send(team.LandingBox, "human", "eng")
 	landed := r.waitEvent(t, "the landing", func(e eventlog.Event) bool { return e.Type == eventlog.EvLanded && e.Agent == "eng" })
-	if main := git(t, p.dir, "rev-parse", "main"); landed.Data["commit"] != main {
-		t.Fatalf("landed %v, main is %s", landed.Data["commit"], main)
+	if main := git(t, p.dir, "rev-parse", "main"); payloadOf[eventlog.Landed](landed).Commit != main {
+		t.Fatalf("landed %v, main is %s", payloadOf[eventlog.Landed](landed).Commit, main)
 	}
 	if b, _ := os.ReadFile(filepath.Join(p.dir, "made-there.txt")); string(b) != "made there\n" {
 		t.Fatalf("the project's checkout after the landing: %q", b)

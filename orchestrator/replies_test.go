@@ -22,7 +22,9 @@ func TestLongRepliesReachTheHumanWhole(t *testing.T) {
 		if st := r.finished(t, id); st != "completed" {
 			t.Fatalf("%d bytes: status %s", n, st)
 		}
-		e := r.waitEvent(t, "reply to "+id, func(e eventlog.Event) bool { return e.Type == eventlog.EvReply && e.Data["in_reply_to"] == id })
+		e := r.waitEvent(t, "reply to "+id, func(e eventlog.Event) bool {
+			return e.Type == eventlog.EvReply && payloadOf[eventlog.Reply](e).InReplyTo == id
+		})
 		human := p.box("human")
 		m, where, err := human.Get(e.Message)
 		if err != nil || where != "new" || m.InReplyTo != id || m.BodySize != int64(n) {

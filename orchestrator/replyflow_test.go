@@ -60,7 +60,7 @@ func TestAnAgentsQuestionIsAnsweredOnceAndNothingLoops(t *testing.T) {
 	}
 	rid := inbox.ReplyID(q)
 	e := r.waitEvent(t, "reply to a", func(e eventlog.Event) bool { return e.Type == eventlog.EvReply && e.Message == rid })
-	if e.Agent != "b" || e.Data["to"] != "a" || e.Data["in_reply_to"] != q {
+	if e.Agent != "b" || payloadOf[eventlog.Reply](e).To != "a" || payloadOf[eventlog.Reply](e).InReplyTo != q {
 		t.Fatalf("reply event %+v", e)
 	}
 	if st := r.finished(t, rid); st != "completed" {
@@ -288,7 +288,7 @@ func TestACrashBetweenTheReplyAndTheOutcomeLeavesOneReply(t *testing.T) {
 	r := p.start(nil)
 	for _, from := range []string{"human", "a"} {
 		e := r.waitEvent(t, "outcome of the message from "+from, func(e eventlog.Event) bool {
-			return e.Type == eventlog.EvTurnFinished && e.Agent == "b" && e.Data["requeued"] != true && p.deliveries(e.Message) > 0 &&
+			return e.Type == eventlog.EvTurnFinished && e.Agent == "b" && !payloadOf[eventlog.TurnFinished](e).Requeued && p.deliveries(e.Message) > 0 &&
 				func() bool { m, _, _ := p.box("b").Get(e.Message); return m.From == from }()
 		})
 		id := e.Message

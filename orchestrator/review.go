@@ -35,7 +35,7 @@ func reviewOf(ws team.WorkspaceSettings, from string, asked bool) bool {
 func (l *lander) reviewWaiting(r landing.Request) {
 	l.d.events.Append(eventlog.Event{Type: eventlog.EvReviewWaiting, Agent: r.Agent,
 		Detail: fmt.Sprintf("%s passed verify merged onto %s at %s and waits for your review", r.Branch, l.d.base, shortCommit(r.BaseBefore)),
-		Data:   map[string]any{"request": r.ID, "branch": r.Branch, "base": l.d.base, "tip": r.Tip, "merged": r.Merged}})
+		Data:   eventlog.ReviewWaiting{Request: r.ID, Branch: r.Branch, Base: l.d.base, Tip: r.Tip, Merged: r.Merged}})
 }
 
 // reviewControl answers OpApprove and OpReject: the landing request that
@@ -68,11 +68,11 @@ func (d *Daemon) reviewControl(req control.Request) control.Response {
 		if dec.Action == landing.ActRequeue {
 			resp.Requeued = dec.Reason
 			d.events.Append(eventlog.Event{Type: eventlog.EvLandingQueued, Agent: got.Agent, Detail: dec.Reason,
-				Data: map[string]any{"request": got.ID, "by": team.Human, "branch": got.Branch}})
+				Data: eventlog.LandingQueued{Request: got.ID, By: team.Human, Branch: got.Branch}})
 		} else {
 			d.events.Append(eventlog.Event{Type: eventlog.EvLandingApproved, Agent: got.Agent,
 				Detail: fmt.Sprintf("%s approved at %s; it lands once verified on the latest %s", got.Branch, shortCommit(got.Approved), d.base),
-				Data:   map[string]any{"request": got.ID, "tip": got.Approved, "branch": got.Branch}})
+				Data:   eventlog.LandingApproved{Request: got.ID, Tip: got.Approved, Branch: got.Branch}})
 		}
 		d.lander.poke()
 		return resp
@@ -91,7 +91,7 @@ func (d *Daemon) reviewControl(req control.Request) control.Response {
 			return control.Response{Error: dec.Reason}
 		}
 		d.events.Append(eventlog.Event{Type: eventlog.EvLandingRejected, Agent: got.Agent, Detail: got.Rejection,
-			Data: map[string]any{"request": got.ID, "tip": got.Tip, "branch": got.Branch}})
+			Data: eventlog.LandingRejected{Request: got.ID, Tip: got.Tip, Branch: got.Branch}})
 		return control.Response{OK: true, Landing: landingStatus(got)}
 	}
 	return control.Response{Error: fmt.Sprintf("unknown operation %q", req.Op)}

@@ -72,7 +72,7 @@ func TestReviewHoldsAnAgentsLandingUntilApproved(t *testing.T) {
 	e := r.waitEvent(t, "eng-1 waiting for review", func(e eventlog.Event) bool {
 		return e.Type == eventlog.EvReviewWaiting && e.Agent == "eng-1"
 	})
-	if a, ok := eventlog.AlertFor(e); !ok || a.Kind != eventlog.AlertReviewWaiting || e.Data["tip"] != tip {
+	if a, ok := eventlog.AlertFor(e); !ok || a.Kind != eventlog.AlertReviewWaiting || payloadOf[eventlog.ReviewWaiting](e).Tip != tip {
 		t.Fatalf("review_waiting %+v: alert %+v %v", e, a, ok)
 	}
 	if now := git(t, p.dir, "rev-parse", "main"); now != before {
@@ -94,7 +94,7 @@ func TestReviewHoldsAnAgentsLandingUntilApproved(t *testing.T) {
 		t.Fatalf("approve answered %+v (landing %+v)", resp, resp.Landing)
 	}
 	landed := r.waitEvent(t, "eng-1 landed", func(e eventlog.Event) bool { return e.Type == eventlog.EvLanded && e.Agent == "eng-1" })
-	if got := git(t, p.dir, "rev-parse", landed.Data["commit"].(string)+"^2"); got != tip {
+	if got := git(t, p.dir, "rev-parse", payloadOf[eventlog.Landed](landed).Commit+"^2"); got != tip {
 		t.Fatalf("landed %s, want the tip reviewed %s", got, tip)
 	}
 	if b, _ := os.ReadFile(p.dir + "/one.txt"); string(b) != "one\n" {
@@ -187,17 +187,17 @@ func TestAReviewSurvivesARestartAndAMovedTipIsReviewedAgain(t *testing.T) {
 		t.Fatalf("approve of a moved tip answered %+v (landing %+v)", resp, resp.Landing)
 	}
 	again := r.waitEvent(t, "review_waiting at the new tip", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvReviewWaiting && e.Data["tip"] == second
+		return e.Type == eventlog.EvReviewWaiting && payloadOf[eventlog.ReviewWaiting](e).Tip == second
 	})
-	if again.Data["request"] != resp.Landing.ID {
-		t.Fatalf("a new request %v, want %s again", again.Data["request"], resp.Landing.ID)
+	if req := payloadOf[eventlog.ReviewWaiting](again).Request; req != resp.Landing.ID {
+		t.Fatalf("a new request %v, want %s again", req, resp.Landing.ID)
 	}
 	if n := len(p.loggedEvents(eventlog.EvReviewWaiting)); n != 2 {
 		t.Fatalf("%d review_waiting events, want 2 (one per tip, none for the restart)", n)
 	}
 	call(t, p, control.Request{Op: control.OpApprove, Landing: "eng"})
 	landed := r.waitEvent(t, "eng landed", func(e eventlog.Event) bool { return e.Type == eventlog.EvLanded && e.Agent == "eng" })
-	if got := git(t, p.dir, "rev-parse", landed.Data["commit"].(string)+"^2"); got != second {
+	if got := git(t, p.dir, "rev-parse", payloadOf[eventlog.Landed](landed).Commit+"^2"); got != second {
 		t.Fatalf("landed %s, want %s", got, second)
 	}
 }

@@ -116,14 +116,11 @@ func (d *Daemon) newScheduler() {
 
 // scheduleEvent writes a schedule's event to the event log.
 func (d *Daemon) scheduleEvent(e schedule.Event) {
-	data := map[string]any{"schedule": e.Schedule, "state": e.State.State, "runs_completed": e.State.RunsCompleted,
-		"next_due": e.State.NextDue}
-	if e.Run > 0 {
-		data["run"] = e.Run
-	}
+	data := eventlog.Schedule{Schedule: e.Schedule, State: e.State.State, RunsCompleted: e.State.RunsCompleted,
+		NextDue: e.State.NextDue, Run: e.Run}
 	if e.Kind == schedule.EvRunStarted {
 		if s, ok := d.scheduleSpec(e.Schedule); ok {
-			data["to"] = s.To
+			data.To = s.To
 		}
 	}
 	d.events.Append(eventlog.Event{Type: e.Kind, Message: e.ID, Detail: e.Detail, Data: data})

@@ -70,7 +70,7 @@ func TestScheduleRunsAndARestartKeepsItsCount(t *testing.T) {
 	// The first run is due when the daemon first sees the schedule.
 	started := r.waitEvent(t, "run started", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunStarted })
 	id := started.Message
-	if id != schedule.RunID("hourly", 1, t0) || started.Data["to"] != "worker" {
+	if id != schedule.RunID("hourly", 1, t0) || payloadOf[eventlog.Schedule](started).To != "worker" {
 		t.Fatalf("run started %+v", started)
 	}
 	if st := r.finished(t, id); st != inbox.StatusCompleted {
@@ -190,13 +190,13 @@ func TestScheduleFailedRunStopsIt(t *testing.T) {
 		t.Fatalf("resume answered %+v", resp)
 	}
 	e = r.waitEvent(t, "second run", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvScheduleRunStarted && e.Data["run"] == float64(2)
+		return e.Type == eventlog.EvScheduleRunStarted && payloadOf[eventlog.Schedule](e).Run == 2
 	})
 	if e.Message != schedule.RunID("f", 2, clock.Now()) {
 		t.Fatalf("second run %s", e.Message)
 	}
 	r.waitEvent(t, "failed again", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvScheduleFailed && e.Data["runs_completed"] == float64(2)
+		return e.Type == eventlog.EvScheduleFailed && payloadOf[eventlog.Schedule](e).RunsCompleted == 2
 	})
 	r.stop(t)
 	// With the daemon stopped, resume changes the state file.
@@ -277,7 +277,7 @@ func TestScheduleToARoleGoesThroughItsQueue(t *testing.T) {
 		t.Fatalf("routed to %q", routed.Agent)
 	}
 	e := r.waitEvent(t, "run finished", func(e eventlog.Event) bool { return e.Type == eventlog.EvScheduleRunFinished && e.Message == id })
-	if e.Detail != "" || e.Data["runs_completed"] != float64(1) {
+	if e.Detail != "" || payloadOf[eventlog.Schedule](e).RunsCompleted != 1 {
 		t.Fatalf("run finished %+v", e)
 	}
 }

@@ -30,8 +30,7 @@ func TestCodexEnvSecretIsOnNoCommandLine(t *testing.T) {
 `, prompt, secret, argvLog))
 	r := p.start(nil)
 	e := r.waitEvent(t, "shim start", func(e eventlog.Event) bool { return e.Type == eventlog.EvShimStarted && e.Agent == "solo" })
-	n, _ := e.Num("pid")
-	pid := int(n)
+	pid := payloadOf[eventlog.ShimStarted](e).PID
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil || len(b) == 0 {
 		t.Fatalf("command line of shim %d: %q, %v", pid, b, err)

@@ -35,7 +35,7 @@ func (d *Daemon) slotGranted(who string) {
 // memoryEpisode records the start (an alert, once per episode) or the end
 // of a time when free memory here is below limits.min_free_memory.
 func (d *Daemon) memoryEpisode(ep slots.Episode) {
-	data := map[string]any{"free": ep.Free, "min": ep.Min}
+	data := eventlog.Memory{Free: ep.Free, Min: ep.Min}
 	if ep.Low {
 		d.log.Warn("Free memory is low: no new turn starts here", "free", ep.Free, "min", ep.Min)
 		d.events.Append(eventlog.Event{Type: eventlog.EvMemoryLow, Detail: fmt.Sprintf("%s available, below limits.min_free_memory %s",

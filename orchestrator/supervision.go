@@ -81,7 +81,7 @@ func (a *agent) crashed() {
 		a.saveState()
 		a.setSnap(func(s *agentSnap) { s.state = agentFailed })
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: a.def.Name, Detail: msg,
-			Data: map[string]any{"failures": a.failures, "retry_at": at.UTC()}})
+			Data: eventlog.AgentFailed{Failures: a.failures, RetryAt: at.UTC()}})
 		return
 	}
 	a.log.Info("Respawning shim", "in", a.backoff)

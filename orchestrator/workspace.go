@@ -256,15 +256,15 @@ func (a *agent) workspacePrepared(p prepared) {
 	a.wsMade = a.wsMade || p.Made
 	if p.released != "" {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
-			Detail: "work left in the worktree here, before the agent works on its host", Data: map[string]any{"commit": p.released, "wip": true}})
+			Detail: "work left in the worktree here, before the agent works on its host", Data: eventlog.WorkspaceCommitted{Commit: p.released, WIP: true}})
 	}
 	if p.Created {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCreated, Agent: a.def.Name,
-			Detail: a.ws.ws.Where(), Data: map[string]any{"branch": workspaces.Branch(a.def.Name), "base": a.ws.base}})
+			Detail: a.ws.ws.Where(), Data: eventlog.WorkspaceCreated{Branch: workspaces.Branch(a.def.Name), Base: a.ws.base}})
 	}
 	if p.Leftover != "" {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
-			Detail: "work an earlier run left uncommitted", Data: map[string]any{"commit": p.Leftover, "wip": true}})
+			Detail: "work an earlier run left uncommitted", Data: eventlog.WorkspaceCommitted{Commit: p.Leftover, WIP: true}})
 	}
 	if hostDown(p.err) {
 		// Its clone's host did not answer: tried again as a shim that
@@ -284,7 +284,7 @@ func (a *agent) workspacePrepared(p prepared) {
 	}
 	if p.retired != "" {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
-			Detail: "the work of its clone on the host it left, brought here", Data: map[string]any{"commit": p.retired, "branch": workspaces.Branch(a.def.Name)}})
+			Detail: "the work of its clone on the host it left, brought here", Data: eventlog.WorkspaceCommitted{Commit: p.retired, Branch: workspaces.Branch(a.def.Name)}})
 	}
 	if a.st.WorkspaceHost != a.def.Host {
 		a.st.WorkspaceHost = a.def.Host
@@ -351,7 +351,7 @@ func (a *agent) committed(m *inbox.Message, wip bool, why string, c workspaces.C
 	}
 	if c.Made {
 		ev := eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name, Detail: why,
-			Data: map[string]any{"commit": c.Head, "wip": wip, "branch": workspaces.Branch(a.def.Name)}}
+			Data: eventlog.WorkspaceCommitted{Commit: c.Head, WIP: wip, Branch: workspaces.Branch(a.def.Name)}}
 		if m != nil {
 			ev.Message = m.ID
 		}
@@ -376,7 +376,7 @@ func (a *agent) tellNested(req string, nested []string) {
 		a.nestedTold[p] = true
 	}
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: req,
-		Detail: "nested git repositories not committed: " + strings.Join(fresh, ", "), Data: map[string]any{"paths": fresh}})
+		Detail: "nested git repositories not committed: " + strings.Join(fresh, ", "), Data: eventlog.Warning{Paths: fresh}})
 	a.tell(req, nestedNote(fresh))
 }
 

@@ -106,7 +106,7 @@ func TestWorktreeAgentCommitsEachTurn(t *testing.T) {
 		t.Fatalf("the worktree is left dirty:\n%s", s)
 	}
 	r.waitEvent(t, "the commit event", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvWorkspaceCommitted && e.Message == id && e.Data["wip"] == false
+		return e.Type == eventlog.EvWorkspaceCommitted && e.Message == id && !payloadOf[eventlog.WorkspaceCommitted](e).WIP
 	})
 	ws := r.agentStatus(t, "eng-1").Workspace
 	if ws == nil || !ws.Exists || ws.Branch != "batty/eng-1" || ws.Base != "main" || ws.Ahead != 1 || ws.Behind != 0 || ws.Dirty != 0 {
@@ -163,9 +163,9 @@ func TestAKilledTurnsEditIsCommittedAsWorkInProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := r.waitEvent(t, "the work-in-progress commit", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvWorkspaceCommitted && e.Message == id && e.Data["wip"] == true
+		return e.Type == eventlog.EvWorkspaceCommitted && e.Message == id && payloadOf[eventlog.WorkspaceCommitted](e).WIP
 	})
-	commit, _ := e.Data["commit"].(string)
+	commit := payloadOf[eventlog.WorkspaceCommitted](e).Commit
 	if got := git(t, p.dir, "show", commit+":half.txt"); got != "half-done" {
 		t.Fatalf("the WIP commit holds %q", got)
 	}
@@ -189,8 +189,8 @@ func TestLandingTheFirstAndTellingTheSecondOfItsConflict(t *testing.T) {
 	p.send(team.LandingBox, "human", "eng-1")
 	landed := r.waitEvent(t, "eng-1 landed", func(e eventlog.Event) bool { return e.Type == eventlog.EvLanded && e.Agent == "eng-1" })
 	main := git(t, p.dir, "rev-parse", "main")
-	if landed.Data["commit"] != main {
-		t.Fatalf("landed %v, main is %s", landed.Data["commit"], main)
+	if payloadOf[eventlog.Landed](landed).Commit != main {
+		t.Fatalf("landed %v, main is %s", payloadOf[eventlog.Landed](landed).Commit, main)
 	}
 	if b, _ := os.ReadFile(filepath.Join(p.dir, "shared.txt")); string(b) != "one\n" {
 		t.Fatalf("the user's checkout was not brought along: shared.txt %q", b)
@@ -258,7 +258,7 @@ func TestARedVerifyLeavesBaseUnchanged(t *testing.T) {
 	before := git(t, p.dir, "rev-parse", "main")
 	p.send(team.LandingBox, "human", "eng")
 	failed := r.waitEvent(t, "the landing failed", func(e eventlog.Event) bool { return e.Type == eventlog.EvLandingFailed })
-	if out, _ := failed.Data["output"].(string); !strings.Contains(out, "VERIFY-SAID-NO") {
+	if out := payloadOf[eventlog.LandingFailed](failed).Output; !strings.Contains(out, "VERIFY-SAID-NO") {
 		t.Fatalf("landing_failed without the output: %+v", failed)
 	}
 	if after := git(t, p.dir, "rev-parse", "main"); after != before {
@@ -317,9 +317,9 @@ func TestADaemonKilledMidTurnLosesNoEdit(t *testing.T) {
 
 	r := p.start(nil)
 	e := r.waitEvent(t, "the leftover's commit", func(e eventlog.Event) bool {
-		return e.Type == eventlog.EvWorkspaceCommitted && e.Agent == "eng" && e.Data["wip"] == true
+		return e.Type == eventlog.EvWorkspaceCommitted && e.Agent == "eng" && payloadOf[eventlog.WorkspaceCommitted](e).WIP
 	})
-	commit, _ := e.Data["commit"].(string)
+	commit := payloadOf[eventlog.WorkspaceCommitted](e).Commit
 	if got := git(t, p.dir, "show", commit+":half.txt"); got != "half-done" {
 		t.Fatalf("the leftover commit holds %q", got)
 	}
@@ -353,7 +353,7 @@ func TestADaemonKilledMidLandingLandsOnceAfterRestart(t *testing.T) {
 
 	r = p.start(nil)
 	landed := r.waitEvent(t, "the landing", func(e eventlog.Event) bool { return e.Type == eventlog.EvLanded && e.Agent == "eng" })
-	if before == landed.Data["commit"] {
+	if before == payloadOf[eventlog.Landed](landed).Commit {
 		t.Fatal("main did not move")
 	}
 	if n := git(t, p.dir, "log", "--merges", "--format=%s", "main"); strings.Count(n, "Land batty/eng") != 1 {

@@ -144,11 +144,11 @@ func TestCancelAndRestartOfARunningTeam(t *testing.T) {
 }
 
 func TestFeedTellsACancelOnce(t *testing.T) {
-	turn := eventlog.Event{Type: eventlog.EvTurnFinished, Agent: "eng", Message: "m-1f2e3d4c", Data: map[string]any{"status": "interrupted", "cancelled": true}}
+	turn := eventlog.Event{Type: eventlog.EvTurnFinished, Agent: "eng", Message: "m-1f2e3d4c", Data: eventlog.TurnFinished{Status: "interrupted", Cancelled: true}}
 	if _, text := feedText(turn); text != "" {
 		t.Fatalf("the turn interrupted to cancel its message shows %q", text)
 	}
-	cancelled := eventlog.Event{Type: eventlog.EvCancelled, Message: "m-1f2e3d4c", Data: map[string]any{"from": "manager", "queue": "@eng"}}
+	cancelled := eventlog.Event{Type: eventlog.EvCancelled, Message: "m-1f2e3d4c", Data: eventlog.Cancelled{From: "manager", Queue: "@eng"}}
 	if _, text := feedText(cancelled); text != "✘ @eng: message 1f2e3d4c from manager cancelled" {
 		t.Fatalf("cancelled in a role queue: %q", text)
 	}

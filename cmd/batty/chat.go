@@ -54,7 +54,7 @@ readable by every local user).`,
 				}
 				cfg.Instructions = text
 			}
-			code, err := runChat(cmd.Context(), cfg, cmd.InOrStdin(), cmd.OutOrStdout(), asJSON, shutdownTimeout)
+			code, err := runChat(cmd.Context(), cfg, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), asJSON, shutdownTimeout)
 			if err != nil {
 				return err
 			}
@@ -78,8 +78,11 @@ readable by every local user).`,
 	return cmd
 }
 
-// runChat drives one shim; it returns the exit code.
-func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Writer, asJSON bool, shutdownTimeout time.Duration) (int, error) {
+// runChat drives one shim: the lines of stdin are its messages, its
+// events go to stdout, and chat's own notes and the shim's stderr to
+// stderr. It returns the exit code once every message is finished (or it
+// was interrupted).
+func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout, stderr io.Writer, asJSON bool, shutdownTimeout time.Duration) (int, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -96,7 +99,7 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 		return 1, err
 	}
 	defer cleanup()
-	c, err := shim.Start(ctx, shim.SpawnOptions{Path: exe, Args: []string{"shim"}, Env: env, Config: cfg, Stderr: os.Stderr})
+	c, err := shim.Start(ctx, shim.SpawnOptions{Path: exe, Args: []string{"shim"}, Env: env, Config: cfg, Stderr: stderr})
 	if err != nil {
 		return 1, err
 	}
@@ -116,7 +119,7 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 			lines <- sc.Text()
 		}
 		if err := sc.Err(); err != nil {
-			fmt.Fprintln(os.Stderr, "batty chat: reading stdin:", err)
+			fmt.Fprintln(stderr, "batty chat: reading stdin:", err)
 		}
 	}()
 	sigs := make(chan os.Signal, 2)
@@ -139,7 +142,7 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 			}()
 			for m := range events {
 				if e, ok := m.(protocol.TurnFinished); ok {
-					m = wholeChatReply(replies, e)
+					m = wholeChatReply(replies, e, stderr)
 				}
 				out.print(m)
 			}
@@ -165,7 +168,7 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 			id := "chat-" + strconv.Itoa(sent)
 			if err := codex.CheckBodyLen(line); err != nil {
 				// Codex would refuse it: not sent, counted as failed.
-				fmt.Fprintf(os.Stderr, "batty chat: %s not sent: %v\n", id, err)
+				fmt.Fprintf(stderr, "batty chat: %s not sent: %v\n", id, err)
 				failed++
 				continue
 			}
@@ -180,13 +183,13 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 					return 1, err
 				}
 				if len(outstanding) > 0 || interrupted {
-					fmt.Fprintf(os.Stderr, "batty chat: shim exited (status %d) with %d message(s) unfinished\n", c.ExitCode(), len(outstanding))
+					fmt.Fprintf(stderr, "batty chat: shim exited (status %d) with %d message(s) unfinished\n", c.ExitCode(), len(outstanding))
 					return 1, nil
 				}
 				return 0, nil
 			}
 			if e, ok := m.(protocol.TurnFinished); ok {
-				m = wholeChatReply(replies, e)
+				m = wholeChatReply(replies, e, stderr)
 			}
 			out.print(m)
 			switch e := m.(type) {
@@ -207,7 +210,7 @@ func runChat(ctx context.Context, cfg shim.Config, stdin io.Reader, stdout io.Wr
 				continue
 			}
 			interrupted = true
-			fmt.Fprintf(os.Stderr, "batty chat: %s: stopping (again to kill)\n", s)
+			fmt.Fprintf(stderr, "batty chat: %s: stopping (again to kill)\n", s)
 			c.BeginStop(shutdownTimeout, "interrupted")
 		case <-ctx.Done():
 			c.Close()
@@ -256,16 +259,16 @@ func chatReplyDir(cfg *shim.Config) (*replyfile.Dir, func(), error) {
 // wholeChatReply puts the whole reply into e when it came in a reply file
 // (then removed); a reply file that cannot be read leaves the preview and
 // says so on stderr.
-func wholeChatReply(d *replyfile.Dir, e protocol.TurnFinished) protocol.TurnFinished {
+func wholeChatReply(d *replyfile.Dir, e protocol.TurnFinished, stderr io.Writer) protocol.TurnFinished {
 	if e.ReplyFile == "" {
 		return e
 	}
 	whole, err := d.Take(e.ReplyFile, e.MessageID, e.ReplySize)
 	switch {
 	case errors.Is(err, replyfile.ErrNotRemoved):
-		fmt.Fprintf(os.Stderr, "batty chat: %v\n", err)
+		fmt.Fprintf(stderr, "batty chat: %v\n", err)
 	case err != nil:
-		fmt.Fprintf(os.Stderr, "batty chat: %s: %v; showing the first %d of %d bytes\n", e.MessageID, err, len(e.Reply), e.ReplySize)
+		fmt.Fprintf(stderr, "batty chat: %s: %v; showing the first %d of %d bytes\n", e.MessageID, err, len(e.Reply), e.ReplySize)
 		return e
 	}
 	e.Reply, e.ReplyFile = whole, ""

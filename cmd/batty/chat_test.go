@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/cockpit/tmuxtest"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/project/projecttest"
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 		if os.Getenv("BATTY_TEST_BAD_FRAME") == "1" && len(os.Args) > 1 && os.Args[1] == "shim" {
 			os.Exit(shimtest.BadFrameMain(os.Args[2:], shimtest.NilRetryAt))
 		}
-		os.Exit(execute(os.Args[1:]))
+		os.Exit(execute(iostreams.System(), os.Args[1:]))
 	case "fakecodex":
 		os.Exit(codextest.FakeMain(os.Args[1:]))
 	case "shimlike":

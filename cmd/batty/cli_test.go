@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/agentenv"
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
@@ -104,7 +105,7 @@ func TestVersionFlag(t *testing.T) {
 
 // Every visible command is in a help group and shows examples.
 func TestEveryCommandHasAGroupAndExamples(t *testing.T) {
-	root := newRoot()
+	root := testRoot()
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, sub := range c.Commands() {
@@ -278,18 +279,17 @@ func TestStripColorDecision(t *testing.T) {
 	for _, tc := range []struct {
 		mode     colorMode
 		terminal bool
-		noColor  string
+		noColor  bool
 		strip    bool
 	}{
-		{colorAuto, true, "", false},
-		{colorAuto, true, "1", true},
-		{colorAuto, true, "false", true}, // any non-empty value
-		{colorAuto, false, "", true},
-		{colorAlways, false, "1", false},
-		{colorNever, true, "", true},
+		{colorAuto, true, false, false},
+		{colorAuto, true, true, true},
+		{colorAuto, false, false, true},
+		{colorAlways, false, true, false},
+		{colorNever, true, false, true},
 	} {
 		if got := stripColor(tc.mode, tc.terminal, tc.noColor); got != tc.strip {
-			t.Errorf("stripColor(%s, terminal %v, NO_COLOR=%q) = %v", tc.mode, tc.terminal, tc.noColor, got)
+			t.Errorf("stripColor(%s, terminal %v, NO_COLOR set %v) = %v", tc.mode, tc.terminal, tc.noColor, got)
 		}
 	}
 }
@@ -442,4 +442,10 @@ func outputOnTerminal(t *testing.T, cmd *exec.Cmd) []byte {
 		t.Fatalf("%s: %v; stderr %s", cmd.Args, err, errb.String())
 	}
 	return out
+}
+
+// testRoot is the command tree on a test's streams (buffers, no terminal).
+func testRoot() *cobra.Command {
+	ios, _, _, _ := iostreams.Test()
+	return newRoot(ios)
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/cockpit"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
@@ -137,7 +137,7 @@ func (dc *daemonCockpit) close() error {
 	return dc.srv.Kill(ctx)
 }
 
-func newAttachCmd() *cobra.Command {
+func newAttachCmd(ios *iostreams.IOStreams) *cobra.Command {
 	var teamFile string
 	var relayout bool
 	cmd := &cobra.Command{
@@ -175,7 +175,7 @@ small one) and again whenever it is resized.`,
 				}
 				return relayoutCockpit(cmd.Context(), p, cfg, cockpit.Size{Width: w, Height: h})
 			}
-			return attachCockpit(cmd.Context(), p, cfg, cmd.ErrOrStderr())
+			return attachCockpit(cmd.Context(), ios, p, cfg)
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
@@ -202,7 +202,7 @@ func relayoutCockpit(ctx context.Context, p project.Project, cfg *team.Config, t
 // without one it says so. Inside another tmux session ($TMUX set) the
 // cockpit opens nested with a prefix key of its own, and a line on out
 // says how to get back.
-func attachCockpit(ctx context.Context, p project.Project, cfg *team.Config, out io.Writer) error {
+func attachCockpit(ctx context.Context, ios *iostreams.IOStreams, p project.Project, cfg *team.Config) error {
 	bin, err := cockpit.LookTmux()
 	if err != nil {
 		return err
@@ -216,7 +216,7 @@ func attachCockpit(ctx context.Context, p project.Project, cfg *team.Config, out
 	if !ok {
 		return noCockpitError(p, cfg)
 	}
-	if _, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS); err != nil {
+	if !ios.IsStdinTTY() {
 		return fmt.Errorf("batty attach needs a terminal (stdin is not one); the session is %q on `tmux -L %s`",
 			session, cockpit.SocketName(projectDir(p)))
 	}
@@ -233,7 +233,7 @@ func attachCockpit(ctx context.Context, p project.Project, cfg *team.Config, out
 				return fmt.Errorf("prepare the nested cockpit (tmux %s): %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 			}
 		}
-		fmt.Fprintf(out, "batty: cockpit prefix %s (yours: %s): detach with %s d to come back here\n", prefix, yours, prefix)
+		fmt.Fprintf(ios.ErrOut, "batty: cockpit prefix %s (yours: %s): detach with %s d to come back here\n", prefix, yours, prefix)
 	}
 	argv := append([]string{"tmux", "-L", socket}, cockpit.AttachArgs(session, nested)...)
 	if nested == "" {
@@ -245,7 +245,7 @@ func attachCockpit(ctx context.Context, p project.Project, cfg *team.Config, out
 	// Nested: tmux runs as a child, so that its session goes once the
 	// client detaches.
 	c := exec.Command(bin, argv[1:]...)
-	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	c.Stdin, c.Stdout, c.Stderr = ios.In, ios.Out, ios.ErrOut
 	c.Env = withoutEnv(os.Environ(), "TMUX")
 	err = c.Run()
 	kill := exec.Command(bin, "-L", socket, "kill-session", "-t", "="+nested)

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/orchestrator"
@@ -27,7 +28,7 @@ func openDaemonLog(l project.Layout) (*os.File, error) {
 	return l.OpenDaemonLog()
 }
 
-func newDaemonCmd() *cobra.Command {
+func newDaemonCmd(ios *iostreams.IOStreams) *cobra.Command {
 	var teamFile string
 	var readyFD int
 	var withCockpit bool
@@ -52,7 +53,7 @@ func newDaemonCmd() *cobra.Command {
 				}
 				return err
 			}
-			return runDaemon(cmd.Context(), p, cfg, ready, false, withCockpit)
+			return runDaemon(cmd.Context(), ios, p, cfg, ready, false, withCockpit)
 		},
 	}
 	cmd.Flags().BoolVar(&withCockpit, "cockpit", false, "keep the cockpit's pane titles up to date (the session exists already)")
@@ -64,8 +65,9 @@ func newDaemonCmd() *cobra.Command {
 
 // runDaemon runs the daemon in this process until a signal or `batty stop`.
 // With withCockpit it keeps the cockpit's titles up to date and kills its
-// tmux server when the daemon stops.
-func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *os.File, foreground, withCockpit bool) error {
+// tmux server when the daemon stops. In the foreground the team's feed goes
+// to ios.Out and the log and notes to ios.ErrOut.
+func runDaemon(ctx context.Context, ios *iostreams.IOStreams, p project.Project, cfg *team.Config, ready *os.File, foreground, withCockpit bool) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -76,7 +78,7 @@ func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *
 	defer logf.Close()
 	var term io.Writer
 	if foreground {
-		term = os.Stderr
+		term = ios.ErrOut
 	}
 	level := hclog.LevelFromString(os.Getenv("BATTY_LOG_LEVEL"))
 	levelChosen := level != hclog.NoLevel
@@ -117,7 +119,7 @@ func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *
 		signal.Notify(pipe, syscall.SIGPIPE)
 		defer signal.Stop(pipe)
 		// The team's feed, as `batty feed` shows it, on stdout.
-		feed = startFeedPrinter(os.Stdout, !stripColor(colorAuto, isTerminal(os.Stdout), os.Getenv("NO_COLOR")))
+		feed = startFeedPrinter(ios.Out, ios.ColorEnabled())
 		defer feed.close()
 		opts.OnEvent = chainEvents(cockpitEvents, feed.observe)
 	} else {
@@ -164,9 +166,9 @@ func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *
 		handled := make(chan struct{})
 		go func() {
 			defer close(handled)
-			foregroundInterrupts(sigs, runDone, os.Stderr,
+			foregroundInterrupts(sigs, runDone, ios.ErrOut,
 				func() error { return stopNow(p.Layout, d.Ready(), runDone) },
-				func() { forceStop(os.Stderr, p, withCockpit) })
+				func() { forceStop(ios.ErrOut, p, withCockpit) })
 		}()
 		// Runs before the feed's close (deferred after it): the feed prints the team's
 		// last events before the command returns.
@@ -196,11 +198,11 @@ func runDaemon(ctx context.Context, p project.Project, cfg *team.Config, ready *
 				ready.Close()
 			}
 			if foreground {
-				fmt.Fprintf(os.Stderr, "batty: team %q running in the foreground (pid %d); Ctrl-C stops it\n", cfg.Name, os.Getpid())
+				fmt.Fprintf(ios.ErrOut, "batty: team %q running in the foreground (pid %d); Ctrl-C stops it\n", cfg.Name, os.Getpid())
 				if web != nil {
-					fmt.Fprintf(os.Stderr, "batty: console at %s (`batty web` logs you in)\n", webLn.info.URL)
+					fmt.Fprintf(ios.ErrOut, "batty: console at %s (`batty web` logs you in)\n", webLn.info.URL)
 				}
-				warnParked(os.Stderr, p.Layout)
+				warnParked(ios.ErrOut, p.Layout)
 			}
 		case <-ctx.Done():
 		}

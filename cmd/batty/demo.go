@@ -13,12 +13,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/demo"
 )
 
 // newDemoCmd returns `batty demo`: a small team working offline against a
 // scripted stand-in for the model.
-func newDemoCmd() *cobra.Command {
+func newDemoCmd(ios *iostreams.IOStreams) *cobra.Command {
 	var noTmux, keep bool
 	var timeout, pace time.Duration
 	var codexBin string
@@ -66,12 +67,12 @@ It needs git and the Codex CLI: the pinned install of scripts/demo.sh
 			defer signal.Stop(pipe)
 			out := cmd.OutOrStdout()
 			cockpit := false
-			if !noTmux && isTerminal(os.Stdin) && isTerminal(os.Stdout) {
+			if !noTmux && ios.IsStdinTTY() && ios.IsStdoutTTY() {
 				cockpit = cockpitNote(cmd.Root(), out)
 			}
 			_, err = demo.Run(ctx, demo.Options{
 				Batty: exe, CodexBin: codexBin, Cockpit: cockpit, Keep: keep, Timeout: timeout, Pace: pace,
-				Out: out, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+				Out: out, Stdin: fileOf(ios.In), Stdout: fileOf(ios.Out), Stderr: fileOf(ios.ErrOut),
 			})
 			if errors.Is(err, demo.ErrInterrupted) {
 				fmt.Fprintln(cmd.ErrOrStderr(), "batty demo: interrupted; everything it started is stopped")
@@ -99,4 +100,11 @@ func cockpitNote(root *cobra.Command, out io.Writer) bool {
 		return false
 	}
 	return true
+}
+
+// fileOf is the file behind a stream, nil when it is none (a test's
+// buffer).
+func fileOf(stream any) *os.File {
+	f, _ := stream.(*os.File)
+	return f
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -16,8 +17,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/fanout"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/protocol"
@@ -44,7 +45,7 @@ type fanoutArgs struct {
 var fanoutCodexFlags = []string{"cwd", "codex-bin", "model", "reasoning-effort", "sandbox", "approval-policy",
 	"add-dir", "codex-config", "codex-arg", "env", "instructions-file"}
 
-func newFanoutCmd() *cobra.Command {
+func newFanoutCmd(ios *iostreams.IOStreams) *cobra.Command {
 	var a fanoutArgs
 	cmd := &cobra.Command{
 		Use:   "fanout --csv IN --instruction TEXT --output OUT [flags]",
@@ -101,7 +102,7 @@ of this input).`,
   batty fanout --csv big.csv --instruction "..." --output out.csv --hosts build1,pod1,local -c 12`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runFanoutCmd(cmd, a)
+			return runFanoutCmd(cmd, ios, a)
 		},
 	}
 	f := cmd.Flags()
@@ -128,7 +129,7 @@ of this input).`,
 }
 
 // runFanoutCmd checks the command line and the files, then runs the job.
-func runFanoutCmd(cmd *cobra.Command, a fanoutArgs) error {
+func runFanoutCmd(cmd *cobra.Command, ios *iostreams.IOStreams, a fanoutArgs) error {
 	for _, req := range []struct{ name, v string }{{"--csv", a.csv}, {"--instruction", a.instruction}, {"--output", a.output}} {
 		if req.v == "" {
 			return usageError(cmd, "%s is required", req.name)
@@ -219,7 +220,7 @@ func runFanoutCmd(cmd *cobra.Command, a fanoutArgs) error {
 	if err != nil {
 		return usageError(cmd, "--output: %v", err)
 	}
-	code, err := runFanout(cmd.Context(), a, table, tmpl, store, pol, on)
+	code, err := runFanout(cmd.Context(), ios, a, table, tmpl, store, pol, on)
 	if err != nil {
 		return err
 	}
@@ -348,9 +349,10 @@ func checkSchema(path string) (string, error) {
 
 // runFanout runs the job with signals wired up: the first SIGINT, SIGTERM
 // or SIGHUP (a closed terminal, which would otherwise end batty at once)
-// stops starting rows, the second kills the running ones. It returns the
-// exit code.
-func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *fanout.Template, store *fanout.Store, pol fanoutPolicy, on fanoutHosts) (int, error) {
+// stops starting rows, the second kills the running ones. Its progress,
+// notes and log, and the workers' stderr, go to ios.ErrOut (a live line
+// when that is a terminal). It returns the exit code.
+func runFanout(parent context.Context, ios *iostreams.IOStreams, a fanoutArgs, table *fanout.Table, tmpl *fanout.Template, store *fanout.Store, pol fanoutPolicy, on fanoutHosts) (int, error) {
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -367,7 +369,7 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 	if level == hclog.NoLevel {
 		level = hclog.Warn
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "fanout", Level: level, Output: os.Stderr})
+	log := hclog.New(&hclog.LoggerOptions{Name: "fanout", Level: level, Output: ios.ErrOut})
 
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
@@ -384,10 +386,10 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 			case s := <-sigs:
 				n++
 				if n == 1 {
-					fmt.Fprintf(os.Stderr, "\nbatty fanout: %s: no more rows start; running rows get %s to finish (again to stop them now)\n", s, a.grace)
+					fmt.Fprintf(ios.ErrOut, "\nbatty fanout: %s: no more rows start; running rows get %s to finish (again to stop them now)\n", s, a.grace)
 					cancel()
 				} else if n == 2 {
-					fmt.Fprintf(os.Stderr, "\nbatty fanout: %s: stopping the running rows now\n", s)
+					fmt.Fprintf(ios.ErrOut, "\nbatty fanout: %s: stopping the running rows now\n", s)
 					close(kill)
 				}
 			case <-sigDone:
@@ -396,9 +398,9 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 		}
 	}()
 
-	workers := fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: os.Stderr, Homes: pol.homes}
+	workers := fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: ios.ErrOut, Homes: pol.homes}
 	if len(on.list) > 0 {
-		setup, ready, err := prepareHosts(ctx, a.cfg, on)
+		setup, ready, err := prepareHosts(ctx, ios.ErrOut, a.cfg, on)
 		defer func() {
 			if err := setup.Close(on.list); err != nil {
 				log.Warn("Closing the connection to a host", "error", err)
@@ -411,14 +413,8 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 		workers.Hosts = ready
 	}
 
-	prog := fanout.NewProgress(os.Stderr, isTerminal(os.Stderr))
-	prog.Width = func() int {
-		ws, err := unix.IoctlGetWinsize(int(os.Stderr.Fd()), unix.TIOCGWINSZ)
-		if err != nil {
-			return 0
-		}
-		return int(ws.Col)
-	}
+	prog := fanout.NewProgress(ios.ErrOut, ios.IsStderrTTY())
+	prog.Width = ios.ErrWidth
 	progCtx, progStop := context.WithCancel(context.Background())
 	progDone := make(chan struct{})
 	go func() { defer close(progDone); prog.Run(progCtx) }()
@@ -454,7 +450,7 @@ func runFanout(parent context.Context, a fanoutArgs, table *fanout.Table, tmpl *
 // out, with one line on stderr saying why and where the rows go instead;
 // when none is ready, the error names each host's problem and its fix. It
 // blocks for the hosts; ctx cuts it short.
-func prepareHosts(ctx context.Context, cfg shim.Config, on fanoutHosts) (fanout.HostSetup, []fanout.WorkerHost, error) {
+func prepareHosts(ctx context.Context, stderr io.Writer, cfg shim.Config, on fanoutHosts) (fanout.HostSetup, []fanout.WorkerHost, error) {
 	setup := fanout.HostSetup{Transport: &hosts.Transport{}, Root: on.root, Home: localHomeDir(), Config: cfg}
 	var err error
 	if setup.Cwd, err = os.Getwd(); err != nil {
@@ -479,7 +475,7 @@ func prepareHosts(ctx context.Context, cfg shim.Config, on fanoutHosts) (fanout.
 		names[i] = cmp.Or(h.Name, team.LocalHost)
 	}
 	for _, p := range probs {
-		fmt.Fprintf(os.Stderr, "batty fanout: host %s: %s (fix: %s); its workers are not used: rows go to %s\n", p.Host, p.Problem.Detail, p.Problem.Fix, strings.Join(names, ", "))
+		fmt.Fprintf(stderr, "batty fanout: host %s: %s (fix: %s); its workers are not used: rows go to %s\n", p.Host, p.Problem.Detail, p.Problem.Fix, strings.Join(names, ", "))
 	}
 	return setup, ready, nil
 }

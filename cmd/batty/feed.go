@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/cockpit"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
@@ -23,7 +24,7 @@ import (
 
 // newFeedCmd returns the hidden `batty feed`: the cockpit's orchestrator
 // pane, one readable line per event of .batty/events.jsonl, followed.
-func newFeedCmd() *cobra.Command {
+func newFeedCmd(ios *iostreams.IOStreams) *cobra.Command {
 	var (
 		teamFile string
 		lines    int
@@ -40,8 +41,8 @@ func newFeedCmd() *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fw := &feedWriter{w: out, color: !stripColor(colorAuto, isTerminal(out), os.Getenv("NO_COLOR"))}
-			t := &logtail.Tail{Path: p.Layout.EventsLog(), Label: "event log", Out: fw, Notice: cmd.ErrOrStderr(), DimNotices: fw.color && isTerminal(cmd.ErrOrStderr())}
+			fw := &feedWriter{w: out, color: ios.ColorEnabled()}
+			t := &logtail.Tail{Path: p.Layout.EventsLog(), Label: "event log", Out: fw, Notice: cmd.ErrOrStderr(), DimNotices: fw.color && ios.IsStderrTTY()}
 			if !follow {
 				err := t.PrintLast(lines)
 				if errors.Is(err, logtail.ErrNoFile) {
@@ -149,17 +150,6 @@ func feedLine(s string) string { return safetext.Line(s, 400) }
 
 // feedText returns the style and text of one event ("" to leave it out).
 func feedText(e eventlog.Event) (style, text string) {
-	d := func(k string) any { return e.Data[k] }
-	num := func(k string) int64 {
-		if v, ok := d(k).(float64); ok {
-			return int64(v)
-		}
-		return 0
-	}
-	str := func(k string) string {
-		s, _ := d(k).(string)
-		return s
-	}
 	id := inbox.ShortID(e.Message)
 	tag := "" // "ALERT " on the events the cockpit shows as alerts
 	if _, ok := cockpit.ShownAlert(e); ok {
@@ -167,46 +157,51 @@ func feedText(e eventlog.Event) (style, text string) {
 	}
 	switch e.Type {
 	case eventlog.EvDaemonStarted:
-		return feedGreen, fmt.Sprintf("▶ team %s started (daemon pid %d)", str("team"), num("pid"))
+		d, _ := e.Data.(eventlog.DaemonStarted)
+		return feedGreen, fmt.Sprintf("▶ team %s started (daemon pid %d)", d.Team, d.PID)
 	case eventlog.EvDaemonStopped:
 		return feedDim, "■ team stopped"
 	case eventlog.EvShimStarted:
-		return feedDim, fmt.Sprintf("  %s: worker started (pid %d)", e.Agent, num("pid"))
+		d, _ := e.Data.(eventlog.ShimStarted)
+		return feedDim, fmt.Sprintf("  %s: worker started (pid %d)", e.Agent, d.PID)
 	case eventlog.EvShimExited:
 		if e.Detail != "" {
 			return feedYellow, fmt.Sprintf("  %s: worker exited: %s", e.Agent, e.Detail)
 		}
-		return feedDim, fmt.Sprintf("  %s: worker exited (status %d)", e.Agent, num("exit_code"))
+		d, _ := e.Data.(eventlog.ShimExited)
+		return feedDim, fmt.Sprintf("  %s: worker exited (status %d)", e.Agent, d.ExitCode)
 	case eventlog.EvAgentFailed:
 		return feedRed, fmt.Sprintf("✘ %s%s failed: %s", tag, e.Agent, e.Detail)
 	case eventlog.EvStateChanged, eventlog.EvThreadChanged:
 		return "", "" // the pane titles show states
 	case eventlog.EvDelivered:
-		s := fmt.Sprintf("→ %s ← %s: message %s", e.Agent, str("from"), id)
-		if r := str("in_reply_to"); r != "" {
-			s = fmt.Sprintf("→ %s ← %s: reply to message %s", e.Agent, str("from"), inbox.ShortID(r))
+		d, _ := e.Data.(eventlog.Delivered)
+		s := fmt.Sprintf("→ %s ← %s: message %s", e.Agent, d.From, id)
+		if d.InReplyTo != "" {
+			s = fmt.Sprintf("→ %s ← %s: reply to message %s", e.Agent, d.From, inbox.ShortID(d.InReplyTo))
 		}
-		if a := num("attempt"); a > 1 {
-			s += fmt.Sprintf(" (attempt %d)", a)
+		if d.Attempt > 1 {
+			s += fmt.Sprintf(" (attempt %d)", d.Attempt)
 		}
 		return "", s
 	case eventlog.EvRouted:
 		return feedDim, fmt.Sprintf("  %s → %s: message %s", e.Detail, e.Agent, id)
 	case eventlog.EvTurnFinished:
-		return turnText(e, id, str, num)
+		return turnText(e, id)
 	case eventlog.EvRequeued:
 		return feedYellow, fmt.Sprintf("↺ %s: message %s back in the queue (%s)", e.Agent, id, e.Detail)
 	case eventlog.EvRejected:
 		return feedYellow, fmt.Sprintf("✘ %s: message %s refused: %s", e.Agent, id, e.Detail)
 	case eventlog.EvCancelled:
-		s := fmt.Sprintf("✘ %s: message %s from %s cancelled", orDash(e.Agent+str("queue")), id, orDash(str("from")))
-		if e.Data["interrupted"] == true {
+		d, _ := e.Data.(eventlog.Cancelled)
+		s := fmt.Sprintf("✘ %s: message %s from %s cancelled", orDash(e.Agent+d.Queue), id, orDash(d.From))
+		if d.Interrupted {
 			s += " (its turn interrupted)"
 		}
 		return feedYellow, s
 	case eventlog.EvReply:
-		if to := str("to"); to != "" && to != team.Human {
-			return "", fmt.Sprintf("✉ %s answered %s: reply %s to message %s", e.Agent, to, id, inbox.ShortID(str("in_reply_to")))
+		if d, _ := e.Data.(eventlog.Reply); d.To != "" && d.To != team.Human {
+			return "", fmt.Sprintf("✉ %s answered %s: reply %s to message %s", e.Agent, d.To, id, inbox.ShortID(d.InReplyTo))
 		}
 		return feedGreen, fmt.Sprintf("✉ %s answered you: batty inbox", e.Agent)
 	case eventlog.EvRecordFailed:
@@ -223,8 +218,8 @@ func feedText(e eventlog.Event) (style, text string) {
 		return feedGreen, "▶ dispatch resumed: " + e.Detail
 	case eventlog.EvQuotaBlocked:
 		s := fmt.Sprintf("⚠ %squota exhausted (%s): %s", tag, e.Agent, e.Detail)
-		if t, ok := e.At("retry_at"); ok {
-			s += "; the team waits until " + t.Local().Format("15:04")
+		if d, _ := e.Data.(eventlog.QuotaBlocked); !d.RetryAt.IsZero() {
+			s += "; the team waits until " + d.RetryAt.Local().Format("15:04")
 		}
 		return feedRed, s
 	case eventlog.EvAuthRequired:
@@ -235,8 +230,8 @@ func feedText(e eventlog.Event) (style, text string) {
 		return feedYellow, fmt.Sprintf("  %s: thread reset (%s)", e.Agent, e.Detail)
 	case eventlog.EvAgentParked:
 		s := fmt.Sprintf("⏸ %s%s parked, its messages wait: %s", tag, e.Agent, e.Detail)
-		if fix := str("fix"); fix != "" && !strings.Contains(e.Detail, fix) {
-			s += " — " + fix
+		if d, _ := e.Data.(eventlog.AgentParked); d.Fix != "" && !strings.Contains(e.Detail, d.Fix) {
+			s += " — " + d.Fix
 		}
 		return feedRed, s
 	case eventlog.EvAgentUnparked:
@@ -246,10 +241,12 @@ func feedText(e eventlog.Event) (style, text string) {
 	case eventlog.EvNetworkRestored:
 		return feedGreen, fmt.Sprintf("▶ the API answers again (%s); held work goes on", e.Agent)
 	case eventlog.EvRetryScheduled:
+		d, _ := e.Data.(eventlog.RetryScheduled)
 		return feedYellow, fmt.Sprintf("↺ %s: message %s failed (%s), retried in %s (attempt %d of %d)", e.Agent, id, orDash(e.Detail),
-			(time.Duration(num("delay_ms")) * time.Millisecond).Round(100*time.Millisecond), num("attempt"), num("max_attempts"))
+			(time.Duration(d.DelayMS) * time.Millisecond).Round(100*time.Millisecond), d.Attempt, d.MaxAttempts)
 	case eventlog.EvMessageFailed:
-		return feedRed, fmt.Sprintf("✘ %s%s: message %s failed on its last try (%d of %d): %s", tag, e.Agent, id, num("attempts"), num("max_attempts"), e.Detail)
+		d, _ := e.Data.(eventlog.MessageFailed)
+		return feedRed, fmt.Sprintf("✘ %s%s: message %s failed on its last try (%d of %d): %s", tag, e.Agent, id, d.Attempts, d.MaxAttempts, e.Detail)
 	case eventlog.EvWedged:
 		return feedRed, fmt.Sprintf("⚠ %s%s did not answer a ping (%s); restarting it", tag, e.Agent, e.Detail)
 	case eventlog.EvWarning:
@@ -259,28 +256,30 @@ func feedText(e eventlog.Event) (style, text string) {
 	case eventlog.EvLandingApproved:
 		return feedGreen, fmt.Sprintf("✔ %s: %s", e.Agent, e.Detail)
 	case eventlog.EvLandingRejected:
-		return feedYellow, fmt.Sprintf("✘ %s: landing rejected in review (request %s): %s", e.Agent, inbox.ShortID(str("request")), e.Detail)
+		d, _ := e.Data.(eventlog.LandingRejected)
+		return feedYellow, fmt.Sprintf("✘ %s: landing rejected in review (request %s): %s", e.Agent, inbox.ShortID(d.Request), e.Detail)
 	case eventlog.EvScheduleRunStarted, eventlog.EvScheduleRunFinished, eventlog.EvScheduleStopped, eventlog.EvScheduleFailed:
-		return scheduleText(e, str, num)
+		return scheduleText(e)
 	}
 	return "", strings.TrimSpace(fmt.Sprintf("  %s %s %s", e.Type, e.Agent, e.Detail))
 }
 
 // turnText renders a turn_finished event.
-func turnText(e eventlog.Event, id string, str func(string) string, num func(string) int64) (string, string) {
-	dur := time.Duration(num("duration_ms")) * time.Millisecond
-	if e.Data["cancelled"] == true {
+func turnText(e eventlog.Event, id string) (string, string) {
+	d, _ := e.Data.(eventlog.TurnFinished)
+	dur := time.Duration(d.DurationMS) * time.Millisecond
+	if d.Cancelled {
 		return "", "" // the cancelled event says it
 	}
-	if req, _ := e.Data["requeued"].(bool); req {
-		return feedYellow, fmt.Sprintf("↺ %s: message %s %s after %s; it goes back to the queue", e.Agent, id, str("status"), dur.Round(100*time.Millisecond))
+	if d.Requeued {
+		return feedYellow, fmt.Sprintf("↺ %s: message %s %s after %s; it goes back to the queue", e.Agent, id, d.Status, dur.Round(100*time.Millisecond))
 	}
-	if str("status") == "completed" {
-		return feedGreen, fmt.Sprintf("✔ %s: message %s done in %s · tokens in %d out %d", e.Agent, id, dur.Round(100*time.Millisecond), num("input_tokens"), num("output_tokens"))
+	if d.Status == "completed" {
+		return feedGreen, fmt.Sprintf("✔ %s: message %s done in %s · tokens in %d out %d", e.Agent, id, dur.Round(100*time.Millisecond), d.InputTokens, d.OutputTokens)
 	}
-	s := fmt.Sprintf("✘ %s: message %s %s", e.Agent, id, orDash(str("status")))
-	if f := str("failure"); f != "" {
-		s += " (" + f + ")"
+	s := fmt.Sprintf("✘ %s: message %s %s", e.Agent, id, orDash(d.Status))
+	if d.Failure != "" {
+		s += " (" + d.Failure + ")"
 	}
 	if e.Detail != "" {
 		s += ": " + e.Detail
@@ -296,21 +295,22 @@ func orDash(s string) string {
 }
 
 // scheduleText renders a schedule's event.
-func scheduleText(e eventlog.Event, str func(string) string, num func(string) int64) (string, string) {
-	name := str("schedule")
+func scheduleText(e eventlog.Event) (string, string) {
+	d, _ := e.Data.(eventlog.Schedule)
+	name := d.Schedule
 	next := ""
-	if t, ok := e.At("next_due"); ok {
+	if !d.NextDue.IsZero() {
 		// A zero time (stopped, failed, running) is no next run.
-		next = "; next run " + t.Local().Format("2006-01-02 15:04:05")
+		next = "; next run " + d.NextDue.Local().Format("2006-01-02 15:04:05")
 	}
 	switch e.Type {
 	case eventlog.EvScheduleRunStarted:
-		return "", fmt.Sprintf("⏲ schedule %s: run %d sent to %s (message %s)", name, num("run"), orDash(str("to")), inbox.ShortID(e.Message))
+		return "", fmt.Sprintf("⏲ schedule %s: run %d sent to %s (message %s)", name, d.Run, orDash(d.To), inbox.ShortID(e.Message))
 	case eventlog.EvScheduleRunFinished:
 		if e.Detail != "" {
-			return feedYellow, fmt.Sprintf("⏲ schedule %s: run %d failed: %s%s", name, num("run"), e.Detail, next)
+			return feedYellow, fmt.Sprintf("⏲ schedule %s: run %d failed: %s%s", name, d.Run, e.Detail, next)
 		}
-		return feedGreen, fmt.Sprintf("⏲ schedule %s: run %d done (%d completed)%s", name, num("run"), num("runs_completed"), next)
+		return feedGreen, fmt.Sprintf("⏲ schedule %s: run %d done (%d completed)%s", name, d.Run, d.RunsCompleted, next)
 	case eventlog.EvScheduleStopped:
 		return feedDim, fmt.Sprintf("■ schedule %s stopped: %s", name, e.Detail)
 	}

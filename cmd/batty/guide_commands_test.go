@@ -64,7 +64,7 @@ func teamFileFlags(cmd *cobra.Command) string {
 // `batty --help` lists, and no other, each in the help group it is shown
 // in and with the team file flags it takes.
 func TestGuideCommandTable(t *testing.T) {
-	root := newRoot()
+	root := testRoot()
 	titles := map[string]string{}
 	for _, g := range root.Groups() {
 		titles[g.ID] = strings.TrimSuffix(g.Title, ":")

@@ -18,7 +18,7 @@ var guideRef = regexp.MustCompile(`See (docs/guide/[A-Za-z-]+\.md) for the whole
 // subcommands included, ends by naming a page of the user guide, and that
 // page exists.
 func TestEveryCommandNamesAGuidePage(t *testing.T) {
-	root := newRoot()
+	root := testRoot()
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c != root && !c.IsAvailableCommand() && c.Name() != "help" {
@@ -40,7 +40,7 @@ func TestEveryCommandNamesAGuidePage(t *testing.T) {
 // TestHelpShowsTheGuidePage: what `batty send --help` prints ends with its
 // guide page.
 func TestHelpShowsTheGuidePage(t *testing.T) {
-	root := newRoot()
+	root := testRoot()
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetArgs([]string{"send", "--help"})

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -11,14 +10,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/logtail"
 	"github.com/battyhq/batty/ptylog"
 )
 
 // newLogsCmd returns `batty logs`: print or follow an agent's transcript.
-func newLogsCmd() *cobra.Command {
+func newLogsCmd(ios *iostreams.IOStreams) *cobra.Command {
 	var (
 		teamFile string
 		lines    int
@@ -85,8 +84,8 @@ Note: as in kubectl, -f means --follow here; name the team file with --team.`,
 			if err != nil {
 				return err
 			}
-			keepColour := !stripColor(color, isTerminal(cmd.OutOrStdout()), os.Getenv("NO_COLOR"))
-			dim := isTerminal(cmd.ErrOrStderr()) && !stripColor(color, true, os.Getenv("NO_COLOR"))
+			keepColour := !stripColor(color, ios.IsStdoutTTY(), ios.NoColor())
+			dim := ios.IsStderrTTY() && !stripColor(color, true, ios.NoColor())
 			if all {
 				names := teamAgentNames(cfg)
 				a := &allLogs{
@@ -213,24 +212,14 @@ func (c *colorMode) Set(s string) error {
 
 // stripColor decides whether `batty logs` strips the transcript's colours:
 // never with --color=always, always with --color=never, and with
-// --color=auto when stdout is not a terminal or NO_COLOR is set to anything
-// but "" (https://no-color.org). It is a pure function.
-func stripColor(mode colorMode, terminal bool, noColor string) bool {
+// --color=auto when stdout is not a terminal or NO_COLOR is set
+// (IOStreams.NoColor). It is a pure function.
+func stripColor(mode colorMode, terminal, noColor bool) bool {
 	switch mode {
 	case colorAlways:
 		return false
 	case colorNever:
 		return true
 	}
-	return !terminal || noColor != ""
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return !terminal || noColor
 }

@@ -3,8 +3,10 @@ package main
 
 import (
 	"os"
+
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 )
 
 func main() {
-	os.Exit(execute(os.Args[1:]))
+	os.Exit(execute(iostreams.System(), os.Args[1:]))
 }

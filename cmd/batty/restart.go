@@ -5,19 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
 )
 
-func newRestartCmd() *cobra.Command {
+func newRestartCmd(ios *iostreams.IOStreams) *cobra.Command {
 	var teamFile string
 	var timeout time.Duration
 	var noTmux, yes bool
@@ -53,14 +53,14 @@ new daemon refuses to start.`,
 			if err != nil {
 				return err
 			}
-			accepted, err := confirmTrusted(cmd, p, cfg, yes)
+			accepted, err := confirmTrusted(cmd, ios, p, cfg, yes)
 			if err != nil {
 				return err
 			}
 			if err := runStop(cmd, teamFile, timeout); err != nil {
 				return err
 			}
-			return runStart(cmd, teamFile, false, noTmux, accepted)
+			return runStart(cmd, ios, teamFile, false, noTmux, accepted)
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
@@ -78,7 +78,7 @@ new daemon refuses to start.`,
 // team.TrustedFingerprint of cfg's settings for runStart to hold the new
 // daemon to, "" when no daemon runs (restart is a start: there is nothing
 // to compare with); an error when the change is not accepted.
-func confirmTrusted(cmd *cobra.Command, p project.Project, cfg *team.Config, yes bool) (string, error) {
+func confirmTrusted(cmd *cobra.Command, ios *iostreams.IOStreams, p project.Project, cfg *team.Config, yes bool) (string, error) {
 	now := team.TrustedSettings(cfg)
 	fp := team.TrustedFingerprint(now)
 	if running, _ := project.Running(p.Layout); !running {
@@ -105,8 +105,8 @@ func confirmTrusted(cmd *cobra.Command, p project.Project, cfg *team.Config, yes
 		fmt.Fprintln(errw, "batty: applying them (--yes)")
 		return fp, nil
 	}
-	in, ok := cmd.InOrStdin().(*os.File)
-	if !ok || !isTerminal(in) {
+	in := cmd.InOrStdin()
+	if !ios.IsStdinTTY() {
 		return "", errors.New("not restarted, the team runs on as it was: no terminal to ask on; check the changes and run `batty restart --yes` to apply them")
 	}
 	fmt.Fprint(errw, "Apply them and restart? [y/N] ")

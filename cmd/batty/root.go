@@ -3,13 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/agentenv"
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/shim"
@@ -77,11 +77,13 @@ func withGuide(long, short, page string) string {
 	return strings.TrimRight(long, "\n") + "\n\nSee " + guideDir + page + " for the whole story."
 }
 
-// newRoot builds the whole command tree. Every command of it exits with
-// exitUsage (2) for a command line that cannot be run — an unknown command
-// or flag, a bad flag value, a wrong number of arguments — and with 1 for a
-// runtime error (see execute).
-func newRoot() *cobra.Command {
+// newRoot builds the whole command tree on the streams ios: cobra's
+// InOrStdin, OutOrStdout and ErrOrStderr of every command are ios's, and
+// a command that asks whether a stream is a terminal asks ios. Every
+// command of it exits with exitUsage (2) for a command line that cannot be
+// run — an unknown command or flag, a bad flag value, a wrong number of
+// arguments — and with 1 for a runtime error (see execute).
+func newRoot(ios *iostreams.IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "batty",
 		Short: "Run a team of Codex agents as one crew",
@@ -113,6 +115,9 @@ wrong arguments).`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
+	root.SetIn(ios.In)
+	root.SetOut(ios.Out)
+	root.SetErr(ios.ErrOut)
 	root.SetVersionTemplate(fmt.Sprintf("batty {{.Version}} (protocol %d)\n", protocol.Version))
 	// --version only: -v stays free, as in gh.
 	root.Flags().Bool("version", false, "print batty's version and protocol version")
@@ -124,13 +129,13 @@ wrong arguments).`,
 		&cobra.Group{ID: groupAgent, Title: "Without the daemon:"},
 		&cobra.Group{ID: groupSetup, Title: "Setup:"},
 	)
-	root.AddCommand(newVersionCmd(), newShimCmd(), newPreflightCmd(), newCloneHostCmd(), newChatCmd(), newFanoutCmd(),
-		newStartCmd(), newDaemonCmd(), newStopCmd(), newStatusCmd(), newPauseCmd(true), newPauseCmd(false), newResetCmd())
-	root.AddCommand(newSendCmd(), newInboxCmd(), newLogsCmd(), newUsageCmd(), newInitCmd(), newValidateCmd())
-	root.AddCommand(newDemoCmd(), newDoctorCmd())
-	root.AddCommand(newCancelCmd(), newRestartCmd())
-	root.AddCommand(newAttachCmd(), newFeedCmd())
-	root.AddCommand(newMergeCmd(), newDiffCmd(), newWorkspaceCmd())
+	root.AddCommand(newVersionCmd(), newShimCmd(), newPreflightCmd(), newCloneHostCmd(), newChatCmd(), newFanoutCmd(ios),
+		newStartCmd(ios), newDaemonCmd(ios), newStopCmd(), newStatusCmd(ios), newPauseCmd(true), newPauseCmd(false), newResetCmd())
+	root.AddCommand(newSendCmd(), newInboxCmd(), newLogsCmd(ios), newUsageCmd(ios), newInitCmd(), newValidateCmd())
+	root.AddCommand(newDemoCmd(ios), newDoctorCmd())
+	root.AddCommand(newCancelCmd(), newRestartCmd(ios))
+	root.AddCommand(newAttachCmd(ios), newFeedCmd(ios))
+	root.AddCommand(newMergeCmd(), newDiffCmd(ios), newWorkspaceCmd())
 	root.AddCommand(newReviewCmd(), newApproveCmd(), newRejectCmd())
 	root.AddCommand(newWebCmd())
 	root.SetHelpCommand(newHelpCmd())
@@ -259,9 +264,10 @@ func newHelpCmd() *cobra.Command {
 	}
 }
 
-// execute runs the CLI and returns the exit code: 0 ok, 1 error, 2 usage.
-func execute(args []string) int {
-	root := newRoot()
+// execute runs the CLI with args on the streams ios and returns the exit
+// code: 0 ok, 1 error, 2 usage. It blocks until the command ends.
+func execute(ios *iostreams.IOStreams, args []string) int {
+	root := newRoot(ios)
 	root.SetArgs(args)
 	err := root.Execute()
 	var ee exitError
@@ -273,7 +279,7 @@ func execute(args []string) int {
 	default:
 		// An error may quote what batty read (codex's output, a file, the
 		// daemon's answer): made safe for the terminal, lines kept.
-		fmt.Fprintln(os.Stderr, "batty:", safetext.Text(err.Error()))
+		fmt.Fprintln(ios.ErrOut, "batty:", safetext.Text(err.Error()))
 		return 1
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/shellword"
 	"github.com/battyhq/batty/team"
@@ -24,7 +25,7 @@ import (
 // messages.
 const startWait = 60 * time.Second
 
-func newStartCmd() *cobra.Command {
+func newStartCmd(ios *iostreams.IOStreams) *cobra.Command {
 	var teamFile string
 	var foreground, noTmux bool
 	cmd := &cobra.Command{
@@ -51,7 +52,7 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
   batty start --no-tmux`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runStart(cmd, teamFile, foreground, noTmux, "")
+			return runStart(cmd, ios, teamFile, foreground, noTmux, "")
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
@@ -101,7 +102,7 @@ func quoteAll(paths []string) []string {
 // accepted: a team whose settings are not those (the file changed again
 // meanwhile) is refused, here and by the daemon, which reads the file
 // again. "" accepts any.
-func runStart(cmd *cobra.Command, teamFile string, foreground, noTmux bool, accepted string) error {
+func runStart(cmd *cobra.Command, ios *iostreams.IOStreams, teamFile string, foreground, noTmux bool, accepted string) error {
 	p, cfg, err := loadStartableTeam(cmd.Context(), teamFile)
 	if err != nil {
 		return err
@@ -130,7 +131,7 @@ func runStart(cmd *cobra.Command, teamFile string, foreground, noTmux bool, acce
 		if withCockpit {
 			announceCockpit(cmd.ErrOrStderr(), p, cfg)
 		}
-		return runDaemon(cmd.Context(), p, cfg, nil, true, withCockpit)
+		return runDaemon(cmd.Context(), ios, p, cfg, nil, true, withCockpit)
 	}
 	if err := startBackground(cmd.OutOrStdout(), p, cfg, withCockpit, accepted); err != nil {
 		// The cockpit goes with the failed daemon, unless another

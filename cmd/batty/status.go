@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,13 +13,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/offline"
 	"github.com/battyhq/batty/safetext"
 )
 
-func newStatusCmd() *cobra.Command {
+func newStatusCmd(ios *iostreams.IOStreams) *cobra.Command {
 	var teamFile string
 	var asJSON, watch bool
 	cmd := &cobra.Command{
@@ -106,8 +106,13 @@ to its state and lists each shared process below.`,
 				}
 				return *resp.Status, nil
 			}
-			if out, ok := cmd.OutOrStdout().(*os.File); watch && ok && isTerminal(out) {
-				return watchStatus(cmd.Context(), os.Stdin, out, p.Layout.EventsLog(), fetch)
+			if out := fileOf(ios.Out); watch && out != nil && ios.IsStdoutTTY() {
+				// In raw mode for keys when it is a terminal.
+				in := fileOf(ios.In)
+				if !ios.IsStdinTTY() {
+					in = nil
+				}
+				return watchStatus(cmd.Context(), in, out, p.Layout.EventsLog(), fetch)
 			}
 			st, err := fetch()
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/usage"
@@ -21,7 +22,7 @@ const usageChartBuckets = 48
 // usageSkipsShown bounds the ledger's unreadable lines named on stderr.
 const usageSkipsShown = 5
 
-func newUsageCmd() *cobra.Command {
+func newUsageCmd(ios *iostreams.IOStreams) *cobra.Command {
 	var (
 		teamFile, since, until, by string
 		asJSON, limits             bool
@@ -128,7 +129,7 @@ and named on stderr (and in "skipped").`,
 				return writeJSON(out, usageJSON{Summary: s, Series: nonNil(series), StepS: int64(step / time.Second), Skipped: nonNil(d.Skips)})
 			}
 			printUsage(out, s, cfg.Pricing != nil)
-			if isTerminal(out) && len(series) > 1 {
+			if ios.IsStdoutTTY() && len(series) > 1 {
 				printChart(out, series, step)
 			}
 			return nil

@@ -39,11 +39,12 @@ const (
 // when the terminal is resized (SIGWINCH), and once a second for the ages
 // it shows, which it advances itself from the last status. It returns nil
 // on Ctrl-C or SIGTERM, with the terminal restored; an error when the
-// event log cannot be followed. fetch asks for the status.
+// event log cannot be followed. in is the terminal its keys come from (nil
+// when stdin is none); fetch asks for the status.
 func watchStatus(ctx context.Context, in, out *os.File, eventsLog string, fetch func() (control.Status, error)) (err error) {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if isTerminal(in) {
+	if in != nil {
 		// Ctrl-C as a key, not a signal: a signal would have the terminal
 		// flush the output not yet shown, the restoring sequence with it.
 		quit, restore, err := watchKeys(in)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/clones"
+	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
@@ -231,7 +232,7 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 	return withUsageExit(cmd)
 }
 
-func newDiffCmd() *cobra.Command {
+func newDiffCmd(ios *iostreams.IOStreams) *cobra.Command {
 	var teamFile string
 	var stat bool
 	cmd := &cobra.Command{
@@ -263,7 +264,7 @@ control characters visibly.`,
 			if err != nil {
 				return err
 			}
-			return writeDiff(cmd.OutOrStdout(), isTerminal(cmd.OutOrStdout()), func(w io.Writer) error {
+			return writeDiff(cmd.OutOrStdout(), ios.IsStdoutTTY(), func(w io.Writer) error {
 				return repo.Diff(ctx, args[0], base, w, stat)
 			})
 		},
