@@ -162,4 +162,3 @@ func countAgents(st control.Status, state string, turns int) int {
 	}
 	return n
 }
-
