@@ -142,6 +142,27 @@ type AgentStatus struct {
 	// its backlog starts none now (see WaitingStatus); null when it has
 	// a turn in flight, no backlog, or for a stopped team.
 	Waiting *WaitingStatus `json:"waiting"`
+	// AppServer is the shared app-server the agent's turns run on
+	// (codex.app_server: per-account); null for an agent with a Codex
+	// process of its own, and for a stopped team.
+	AppServer *AppServerStatus `json:"app_server"`
+}
+
+// AppServerStatus is one shared `codex app-server` of the daemon and its
+// broker, as an agent on it sees them.
+type AppServerStatus struct {
+	// PID is the process's pid; 0 while the broker starts it (again).
+	PID int `json:"pid"`
+	// Key names the process: one per codex binary, account, role's
+	// codex.env and -c settings; the agents with the same key share it.
+	Key string `json:"key"`
+	// CodexHome is the account it runs on.
+	CodexHome string `json:"codex_home"`
+	// Socket is the broker's unix socket, which the agents' shims use.
+	Socket string `json:"socket"`
+	// Starts counts the times the broker started the process (1 until
+	// it died once).
+	Starts int `json:"starts"`
 }
 
 // WaitingStatus is why an idle agent with a backlog starts no turn, as its

@@ -41,7 +41,7 @@ const (
 // Check is one line of the report.
 type Check struct {
 	// Name says what was checked: "batty", "codex", "login", "sandbox",
-	// "git", "tmux", "disk", "memory", "host".
+	// "appserver", "git", "tmux", "disk", "memory", "host".
 	Name string `json:"name"`
 	// Subject says for whom or where: the agents, the account, the host
 	// ("" for the machine).
@@ -85,6 +85,9 @@ type Facts struct {
 	Memory Space
 	// Hosts are the team's hosts its agents run on.
 	Hosts []HostFacts
+	// Shared are the running team's shared app-servers (none when the
+	// team does not run or has no per-account agent).
+	Shared []SharedFacts
 }
 
 // CodexFacts is one preflight target and what its check found.
@@ -161,6 +164,9 @@ func Decide(f Facts) []Check {
 	}
 	for _, s := range f.Sandbox {
 		checks = append(checks, sandboxCheck(s))
+	}
+	for _, s := range f.Shared {
+		checks = append(checks, sharedCheck(s))
 	}
 	checks = append(checks, gitCheck(f.Git, f.NeedGit), tmuxCheck(f.Tmux),
 		spaceCheck("disk", f.Disk, Fail), spaceCheck("memory", f.Memory, Warn))

@@ -2,10 +2,12 @@ package doctor
 
 import (
 	"bufio"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/team"
 )
@@ -126,6 +128,21 @@ func TestDecide(t *testing.T) {
 		{"memory short", func(f *Facts) { f.Memory.Free = 100 << 20 }, []want{
 			{"memory", "", Warn, "100.0 MiB free", "run fewer agents here"},
 		}, false},
+		{"shared app-server running", func(f *Facts) {
+			f.Shared = []SharedFacts{{Key: "3f2a", PID: 41250, CodexHome: "/h/.codex", Socket: "/s/3f2a.sock", Agents: []string{"eng-1", "eng-2"}}}
+		}, []want{
+			{"appserver", "shared by eng-1, eng-2 (key 3f2a, CODEX_HOME /h/.codex)", OK, "process 41250 runs; its broker answers on /s/3f2a.sock", ""},
+		}, false},
+		{"shared app-server dead", func(f *Facts) {
+			f.Shared = []SharedFacts{{Key: "3f2a", PID: 41250, Agents: []string{"eng-1"}, Dead: "process 41250 is gone", Silent: "cannot connect"}}
+		}, []want{
+			{"appserver", "", Fail, "process 41250 is gone", "starts a dead shared app-server again"},
+		}, true},
+		{"shared app-server's broker silent", func(f *Facts) {
+			f.Shared = []SharedFacts{{Key: "3f2a", PID: 41250, Agents: []string{"eng-1"}, Silent: "cannot connect to /s/3f2a.sock: connection refused"}}
+		}, []want{
+			{"appserver", "", Fail, "process 41250 runs, but its broker does not answer: cannot connect", "batty restart"},
+		}, true},
 		{"memory unknown", func(f *Facts) { f.Memory.Err = "/proc/meminfo has no MemAvailable" }, []want{
 			{"memory", "", Warn, "could not read", ""},
 		}, false},
@@ -229,5 +246,23 @@ func TestBytes(t *testing.T) {
 		if got := Bytes(n); got != want {
 			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// The shared app-servers of a status: one per key, with its agents in
+// order; agents on a process of their own are on none.
+func TestSharedFromStatus(t *testing.T) {
+	a := &control.AppServerStatus{PID: 10, Key: "a", CodexHome: "/h/a", Socket: "/s/a.sock"}
+	b := &control.AppServerStatus{PID: 0, Key: "b", CodexHome: "/h/b", Socket: "/s/b.sock"}
+	got := SharedFromStatus([]control.AgentStatus{{Name: "x", AppServer: a}, {Name: "solo"}, {Name: "y", AppServer: b}, {Name: "z", AppServer: a}})
+	want := []SharedFacts{
+		{Key: "a", PID: 10, CodexHome: "/h/a", Socket: "/s/a.sock", Agents: []string{"x", "z"}},
+		{Key: "b", PID: 0, CodexHome: "/h/b", Socket: "/s/b.sock", Agents: []string{"y"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("SharedFromStatus = %+v, want %+v", got, want)
+	}
+	if got := SharedFromStatus([]control.AgentStatus{{Name: "solo"}}); got != nil {
+		t.Errorf("no shared agent: %+v", got)
 	}
 }

@@ -60,6 +60,9 @@ type Options struct {
 	// Reaper, when this process is a subreaper, starts the checks'
 	// processes.
 	Reaper *reap.Reaper
+	// Shared are the shared app-servers the running team's status names
+	// (SharedFromStatus); nil when the team does not run.
+	Shared []SharedFacts
 }
 
 // target is one preflight target to check and who runs it.
@@ -246,6 +249,10 @@ func Gather(ctx context.Context, cfg *team.Config, o Options) Facts {
 				s.Err = err.Error()
 			}
 		})
+	}
+	f.Shared = slices.Clone(o.Shared)
+	for i := range f.Shared {
+		run(func() { f.Shared[i] = gatherShared(f.Shared[i]) })
 	}
 	run(func() { f.Git = tool(ctx, "git", "--version") })
 	run(func() { f.Tmux = tool(ctx, "tmux", "-V") })

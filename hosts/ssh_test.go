@@ -1,6 +1,7 @@
 package hosts
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -315,6 +316,52 @@ func TestSSHKillClient(t *testing.T) {
 	}
 	if left := s.WaitNoUserProcesses(t, true, 15*time.Second); left != nil {
 		t.Fatalf("left running on the host after the shared connection closed: %q", left)
+	}
+}
+
+// Two batty processes with sessions on one host (the daemon, a `batty
+// fanout`) each have connections of their own: the one that ends closes
+// its connections, and a session of the other goes on.
+func TestSSHCloseLeavesAnotherOwnersSessions(t *testing.T) {
+	s, tr := sshTransport(t)
+	other := &Transport{ConfigFile: s.ConfigFile, ControlDir: tr.ControlDir, Owner: "other"}
+	cmd, err := tr.Cmd(s.Host, "echo started; exec cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	out := bufio.NewReader(outPipe)
+	if line, err := out.ReadString('\n'); err != nil || line != "started\n" {
+		t.Fatalf("the session: %q, %v", line, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := other.Run(ctx, s.Host, "true", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Close(ctx, s.Host); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(in, "still here\n"); err != nil {
+		t.Fatalf("the session ended with the other's connections: %v", err)
+	}
+	if line, err := out.ReadString('\n'); err != nil || line != "still here\n" {
+		t.Fatalf("the session ended with the other's connections: %q, %v", line, err)
 	}
 }
 

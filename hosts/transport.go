@@ -31,11 +31,11 @@ import (
 )
 
 // maxControlDir bounds the length of the control socket directory: a
-// control path is the directory, "/", ssh's %C (40 hex digits) and a
-// connection's suffix ("-" and up to 5 digits), and must fit the 104
-// bytes (108 on Linux, 104 on the BSDs and macOS) of a unix socket
-// address, with its terminating NUL.
-const maxControlDir = 104 - 1 - 40 - 6 - 1
+// control path is the directory, "/", ssh's %C (40 hex digits), the
+// owner's suffix ("-" and up to 7 bytes: a pid) and a connection's ("-"
+// and up to 5 digits), and must fit the 104 bytes (108 on Linux, 104 on
+// the BSDs and macOS) of a unix socket address, with its terminating NUL.
+const maxControlDir = 104 - 1 - 40 - 8 - 6 - 1
 
 // SessionsPerConnection bounds the sessions batty opens at once on one
 // shared ssh connection: OpenSSH's sshd refuses more than MaxSessions (10
@@ -77,6 +77,13 @@ type Transport struct {
 	// Env is the environment of ssh or of a host's command (nil: this
 	// process's, where ssh finds SSH_AUTH_SOCK and HOME).
 	Env []string
+	// Owner names the shared connections of this Transport: their control
+	// sockets are ControlDir/%C-<Owner>[-n] ("": this process's pid). Two
+	// Transports of one Owner share connections, and the Close of one
+	// ends the other's sessions: the daemon's would end when a `batty
+	// fanout` over the same host closes its own. Letters, digits, '.',
+	// '_' and '-' only, at most 7 bytes (a socket path is at most 104).
+	Owner string
 
 	mu    sync.Mutex
 	conns map[string]*hostConns // by ssh destination
@@ -182,6 +189,14 @@ func (t *Transport) controlDir() string {
 	return DefaultControlDir()
 }
 
+// owner is the name of this Transport's connections (see Owner).
+func (t *Transport) owner() string {
+	if t.Owner != "" {
+		return t.Owner
+	}
+	return strconv.Itoa(os.Getpid())
+}
+
 func (t *Transport) ssh() string {
 	if t.SSH != "" {
 		return t.SSH
@@ -190,7 +205,7 @@ func (t *Transport) ssh() string {
 }
 
 // sshOptions is ssh with first, then the options of every ssh run on
-// shared connection conn (0: "%C", n: "%C-n") in master mode master
+// shared connection conn (0: "%C-<owner>", n: "%C-<owner>-n") in master mode master
 // ("auto" for a session, "yes" to open the master), up to (without) the
 // "--" that ends them. ssh takes the first value of an option: nothing
 // after may change these.
@@ -199,7 +214,7 @@ func (t *Transport) sshOptions(conn int, master string, first ...string) []strin
 	if t.ConfigFile != "" {
 		args = append(args, "-F", t.ConfigFile)
 	}
-	path := "%C"
+	path := "%C-" + t.owner()
 	if conn > 0 {
 		path += "-" + strconv.Itoa(conn)
 	}
@@ -212,7 +227,7 @@ func (t *Transport) sshOptions(conn int, master string, first ...string) []strin
 
 // Argv returns the command line that runs script with sh on h, stdin and
 // stdout connected: for an ssh host `ssh -T -o BatchMode=yes -o
-// ControlMaster=auto -o ControlPath=DIR/%C -o ControlPersist=60s -- DEST
+// ControlMaster=auto -o ControlPath=DIR/%C-PID -o ControlPersist=60s -- DEST
 // sh -c SCRIPT` (the remote command is one shell-quoted string: ssh hands
 // it to the user's login shell), for a command host the command followed
 // by sh, -c and script as words of their own. Host keys are checked as

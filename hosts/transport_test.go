@@ -15,12 +15,12 @@ import (
 )
 
 func TestArgv(t *testing.T) {
-	tr := &Transport{ControlDir: "/tmp/batty-ssh-7"}
+	tr := &Transport{ControlDir: "/tmp/batty-ssh-7", Owner: "42"}
 	got, err := tr.Argv(team.Host{Name: "b", SSH: "dev@b.example.com"}, "echo 'hi'")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"ssh", "-T", "-o", "BatchMode=yes", "-o", "ControlMaster=auto", "-o", "ControlPath=/tmp/batty-ssh-7/%C",
+	want := []string{"ssh", "-T", "-o", "BatchMode=yes", "-o", "ControlMaster=auto", "-o", "ControlPath=/tmp/batty-ssh-7/%C-42",
 		"-o", "ControlPersist=60s", "--", "dev@b.example.com", `sh -c 'echo '\''hi'\'''`}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ssh argv = %q\nwant %q", got, want)

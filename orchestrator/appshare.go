@@ -17,6 +17,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/appserver"
 	"github.com/battyhq/batty/codex/appshare"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/shim"
@@ -43,6 +44,7 @@ type sharedServers struct {
 // sharedServer is one shared process's broker and who uses it.
 type sharedServer struct {
 	b       *appshare.Broker
+	key     string // sharedKey
 	account string // CODEX_HOME
 
 	mu     sync.Mutex
@@ -139,7 +141,7 @@ func (s *sharedServers) socketFor(def team.Agent, c shimconfig.Config) (string, 
 	}
 	env = append(bin.Environ(d.shimEnviron()), env...)
 	env = append(env, reap.MarkEnv+"="+d.layout.Dir)
-	sv := &sharedServer{account: home}
+	sv := &sharedServer{key: key, account: home}
 	o := appshare.Options{
 		Server: appserver.Options{Bin: bin.Path, Args: args, Env: env, Cwd: dir},
 		Socket: filepath.Join(dir, key+".sock"),
@@ -151,11 +153,10 @@ func (s *sharedServers) socketFor(def team.Agent, c shimconfig.Config) (string, 
 				Data:   eventlog.AppServerDied{PID: pid, Account: home, Agents: sv.names()}})
 		},
 	}
-	if d.reaper != nil {
-		// A managed child: the reaper's orphan scans leave it to its
-		// client, which reaps it.
-		o.Server.Starter = d.reaper
-	}
+	// Placed as a shim is (the team's cgroup), killed with the daemon
+	// (Pdeathsig) and, under a subreaper, a managed child: the reaper's
+	// orphan scans leave it to its client, which reaps it.
+	o.Server.Starter = childStarter{tp: d.procs, reaper: d.reaper}
 	b, err := appshare.Listen(context.Background(), o)
 	if err != nil {
 		return "", err
@@ -228,7 +229,9 @@ func (d *Daemon) sharedPids() map[int]string {
 // sharedInfo says which shared app-server serves an agent.
 type sharedInfo struct {
 	PID     int
-	Account string
+	Key     string // sharedKey
+	Account string // CODEX_HOME
+	Socket  string // the broker's
 	Starts  int
 }
 
@@ -242,10 +245,20 @@ func (d *Daemon) sharedOf(agent string) (sharedInfo, bool) {
 	defer s.mu.Unlock()
 	for _, sv := range s.servers {
 		if slices.Contains(sv.names(), agent) {
-			return sharedInfo{PID: sv.b.Pid(), Account: sv.account, Starts: sv.b.Starts()}, true
+			return sharedInfo{PID: sv.b.Pid(), Key: sv.key, Account: sv.account, Socket: sv.b.Socket(), Starts: sv.b.Starts()}, true
 		}
 	}
 	return sharedInfo{}, false
+}
+
+// appServerStatus is the status of the shared app-server agent runs on,
+// nil when it runs on none. Safe from any goroutine.
+func (d *Daemon) appServerStatus(agent string) *control.AppServerStatus {
+	s, ok := d.sharedOf(agent)
+	if !ok {
+		return nil
+	}
+	return &control.AppServerStatus{PID: s.PID, Key: s.Key, CodexHome: s.Account, Socket: s.Socket, Starts: s.Starts}
 }
 
 // closeShared ends every shared app-server (their process groups killed

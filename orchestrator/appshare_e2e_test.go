@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 )
 
@@ -50,6 +51,15 @@ func TestE2ESharedAppServer(t *testing.T) {
 	for _, ag := range []string{"a", "b"} {
 		if s, ok := r.d.sharedOf(ag); !ok || s.PID != server {
 			t.Fatalf("%s runs on %+v, %v; want pid %d", ag, s, ok, server)
+		}
+	}
+
+	// Status names the process and its broker for each agent on it.
+	st := r.d.status()
+	for _, as := range st.Agents {
+		if s := as.AppServer; s == nil || s.PID != server || s.Key == "" || s.Key != st.Agents[0].AppServer.Key ||
+			s.Socket == "" || s.CodexHome != home || s.Starts != 1 {
+			t.Fatalf("status of %s: app_server %+v, want pid %d, one key, the socket, CODEX_HOME %s, 1 start", as.Name, s, server, home)
 		}
 	}
 
@@ -101,9 +111,74 @@ func TestE2ESharedAppServer(t *testing.T) {
 	if pids := r.d.sharedPids(); len(pids) != 1 || pids[server] != "" {
 		t.Fatalf("shared app-servers after the kill %v, want one new", pids)
 	}
+	if s := r.d.status().Agents[1].AppServer; s == nil || s.PID == server || s.Starts != 2 {
+		t.Fatalf("b's app_server after the restart %+v, want a new pid and 2 starts", s)
+	}
 	// b goes on on the new process.
 	id = p.send("b", "human", "[[mock:reply B-AFTER]]")
 	if st := r.finished(t, id); st != "completed" {
 		t.Fatalf("b after the restart: %s", st)
 	}
+}
+
+// A daemon killed with SIGKILL leaves no shared app-server running, nor
+// anything else of its team: the process, started in the team's cgroup
+// as the shims are, ends with its parent (Pdeathsig, and its stdin
+// closing), and the shims with their socket.
+func TestDaemonSIGKILLedLeavesNoSharedAppServer(t *testing.T) {
+	srv := codextest.NewServer(t)
+	home := srv.WriteHome(t)
+	role := "  - name: a\n    codex:\n      runtime: app-server\n      app_server: per-account\n"
+	p := newRealProject(t, home, "timeouts:\n  shutdown: 5s\n", role)
+	child := p.startChildDaemon()
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			_ = child.Process.Kill()
+			_ = child.Wait()
+		}
+	})
+	id := p.send("a", "human", "[[mock:reply HELLO]]")
+	waitOutcome(t, p, "a", id)
+	resp, err := control.Call(p.layout, control.Request{Op: control.OpStatus}, waitLimit)
+	if err != nil || len(resp.Status.Agents) != 1 {
+		t.Fatalf("status %+v, %v", resp.Status, err)
+	}
+	ag := resp.Status.Agents[0]
+	if ag.AppServer == nil || ag.AppServer.PID <= 0 || ag.ShimPID <= 0 {
+		t.Fatalf("agent a: app_server %+v, shim %d; want a running shared process", ag.AppServer, ag.ShimPID)
+	}
+	server := ag.AppServer.PID
+	t.Cleanup(func() { _ = syscall.Kill(server, syscall.SIGKILL) })
+	if !strings.Contains(codextest.Cmdline(server), "app-server") {
+		t.Fatalf("status names pid %d (%s) as the shared app-server", server, codextest.Cmdline(server))
+	}
+	if got, want := procCgroup(t, server), procCgroup(t, ag.ShimPID); got != want {
+		t.Errorf("the shared app-server is in cgroup %q, its shim in %q: want the team's, the same", got, want)
+	}
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	killed = true
+	if !codextest.WaitExit(server, codextest.ExitGrace) {
+		t.Fatalf("the shared app-server %d (%s) outlived its daemon's SIGKILL", server, codextest.Cmdline(server))
+	}
+	assertNoProcesses(t, p.mark)
+}
+
+// procCgroup is process pid's cgroup v2 path (the "0::" line of
+// /proc/<pid>/cgroup).
+func procCgroup(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok {
+			return rest
+		}
+	}
+	return ""
 }

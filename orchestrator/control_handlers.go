@@ -300,6 +300,7 @@ func (d *Daemon) status() control.Status {
 			as.LastError = s.saveErr
 		}
 		as.NoAnswers = s.st.NoAnswers
+		as.AppServer = d.appServerStatus(a.def.Name)
 		as.Workspace = workspaceStatus(d.base, s.workspace)
 		as.Pending = s.pending
 		if s.waiting != nil && s.inflight == "" && s.backlog > 0 {

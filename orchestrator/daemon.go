@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -239,16 +240,25 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer project.ReleaseLock(d.lock)
 	defer d.events.Close()
 	defer d.ledger.Close()
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("watch inboxes: %w", err)
-	}
-	defer w.Close()
 	owners := d.watchedInboxes()
-	for dir := range owners {
-		if err := w.Add(dir); err != nil {
-			return fmt.Errorf("watch inbox %s: %w", dir, err)
+	w, err := fsnotify.NewWatcher()
+	if err == nil {
+		defer w.Close()
+		for dir := range owners {
+			if err = w.Add(dir); err != nil {
+				err = fmt.Errorf("watch inbox %s: %w", dir, err)
+				break
+			}
 		}
+	}
+	var fileEvents <-chan fsnotify.Event
+	var fileErrs <-chan error
+	rescanEvery, warning := inboxWatch(err, d.opts.Rescan)
+	if warning != "" {
+		d.log.Warn("No file events for the inboxes", "error", err, "rescan", rescanEvery)
+		d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Detail: warning})
+	} else {
+		fileEvents, fileErrs = w.Events, w.Errors
 	}
 	d.trackInboxes()
 	ln, err := control.Listen(d.layout)
@@ -378,7 +388,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer func() { stopSched(); <-schedDone }()
 	}
 
-	rescan := time.NewTicker(d.opts.Rescan)
+	rescan := time.NewTicker(rescanEvery)
 	defer rescan.Stop()
 	quotaTimer := d.armQuota(nil)
 	budgetTimer := d.armBudget(nil)
@@ -389,7 +399,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}()
 	for {
 		select {
-		case ev, ok := <-w.Events:
+		case ev, ok := <-fileEvents:
 			if !ok {
 				d.stopAgents(d.cfg.Timeouts.Shutdown, &wg)
 				return errors.New("inbox watcher closed unexpectedly; all agents were stopped")
@@ -397,7 +407,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if f, ok := owners[filepath.Dir(ev.Name)]; ok {
 				f(filepath.Base(ev.Name))
 			}
-		case err := <-w.Errors:
+		case err := <-fileErrs:
 			d.log.Warn("Inbox watcher error, rescanning", "error", err)
 			d.rescan()
 		case <-rescan.C:
@@ -469,6 +479,23 @@ func (d *Daemon) pokeAll() {
 	for _, a := range d.agents {
 		a.poke()
 	}
+}
+
+// inboxWatch decides how the daemon learns of new messages given err,
+// what making the inboxes' file watcher gave: from its events, with the
+// safety-net rescan every rescan; or, without it (inotify's limits of
+// the user: fs.inotify.max_user_instances, max_user_watches), by looking
+// at every inbox each second, with the warning that says so and how to
+// lift the limit. It is a pure function.
+func inboxWatch(err error, rescan time.Duration) (every time.Duration, warning string) {
+	if err == nil {
+		return rescan, ""
+	}
+	limit := "fs.inotify.max_user_instances"
+	if errors.Is(err, syscall.ENOSPC) {
+		limit = "fs.inotify.max_user_watches"
+	}
+	return min(rescan, time.Second), "no file events for the inboxes (" + err.Error() + "): they are looked at every second; raise " + limit + " (sysctl) and restart the team to have them"
 }
 
 func (d *Daemon) rescan() {

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,5 +218,30 @@ func TestShimSIGKILLedLeavesNoDetachedCommand(t *testing.T) {
 	}
 	if !codextest.WaitExit(detached, codextest.ExitGrace) {
 		t.Fatalf("the detached command %d (%s) outlived its SIGKILLed shim", detached, codextest.Cmdline(detached))
+	}
+}
+
+// Without file events (inotify's limits reached) the daemon looks at the
+// inboxes every second and says which limit to raise; with them it
+// keeps the safety-net rescan.
+func TestInboxWatchWithoutFileEvents(t *testing.T) {
+	tests := []struct {
+		name  string
+		err   error
+		every time.Duration
+		want  string
+	}{
+		{"events", nil, 30 * time.Second, ""},
+		{"no instance left", fmt.Errorf("couldn't initialize inotify: %w", syscall.EMFILE), time.Second, "fs.inotify.max_user_instances"},
+		{"no watch left", fmt.Errorf("watch inbox /x: %w", syscall.ENOSPC), time.Second, "fs.inotify.max_user_watches"},
+	}
+	for _, tt := range tests {
+		every, warning := inboxWatch(tt.err, 30*time.Second)
+		if every != tt.every || !strings.Contains(warning, tt.want) || (tt.want == "") != (warning == "") {
+			t.Errorf("%s: inboxWatch = %s, %q; want %s and a warning naming %q", tt.name, every, warning, tt.every, tt.want)
+		}
+	}
+	if every, _ := inboxWatch(syscall.EMFILE, 200*time.Millisecond); every != 200*time.Millisecond {
+		t.Errorf("a rescan shorter than a second became %s", every)
 	}
 }

@@ -42,6 +42,8 @@ func TestMain(m *testing.M) {
 		os.Exit(daemonMain(os.Args[1]))
 	case "runchild":
 		os.Exit(runChildMain(os.Args[1]))
+	case "childstarter":
+		os.Exit(childStarterMain(os.Args[1]))
 	case "ctlclient":
 		os.Exit(ctlClientMain(os.Args[1], os.Args[2]))
 	}

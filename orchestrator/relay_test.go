@@ -60,13 +60,7 @@ func TestRequestBox(t *testing.T) {
 func TestRequestsAreDeliveredOnce(t *testing.T) {
 	p := newProject(t, "  - name: eng\n    talks_to: [lead]\n  - name: lead\n")
 	r := p.start(nil)
-	id, err := outbox.Write(p.layout.Dir, "eng", outbox.Request{To: "lead", Body: "hello"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := r.finished(t, id); st != "completed" {
-		t.Fatalf("the request's message: %s", st)
-	}
+	id := requestAnswered(t, p, r, "eng", outbox.Request{To: "lead", Body: "hello"})
 	m, _, err := p.box("lead").Get(id)
 	if err != nil || m.From != "eng" || m.Body != "hello" {
 		t.Fatalf("delivered %+v, %v", m, err)
@@ -98,13 +92,7 @@ func TestRequestsAreDeliveredOnce(t *testing.T) {
 func TestARequestToARoleIsDeliveredOnceAfterItWasRouted(t *testing.T) {
 	p := newProject(t, "  - name: eng\n    talks_to: [lead]\n  - name: lead\n    instances: 2\n")
 	r := p.start(nil)
-	id, err := outbox.Write(p.layout.Dir, "eng", outbox.Request{To: "lead", Body: "hello"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := r.finished(t, id); st != "completed" {
-		t.Fatalf("the request's message: %s", st)
-	}
+	id := requestAnswered(t, p, r, "eng", outbox.Request{To: "lead", Body: "hello"})
 	waitGone(t, requestAgain(t, p, "eng", id, outbox.Request{To: "lead", Body: "hello"}))
 	if n := p.deliveries(id); n != 1 {
 		t.Fatalf("the message ran %d times, want once", n)
@@ -115,6 +103,20 @@ func TestARequestToARoleIsDeliveredOnceAfterItWasRouted(t *testing.T) {
 	if pending, _, err := p.box("@lead").Count(); err != nil || pending != 0 {
 		t.Fatalf("the role's queue holds %d messages (%v), want none", pending, err)
 	}
+}
+
+// requestAnswered writes request req into agent's outbox and waits until
+// its message completed; it returns the message's id.
+func requestAnswered(t *testing.T, p *testProject, r *running, agent string, req outbox.Request) string {
+	t.Helper()
+	id, err := outbox.Write(p.layout.Dir, agent, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("the request's message: %s", st)
+	}
+	return id
 }
 
 // requestAgain writes request r into agent's outbox under the id of a

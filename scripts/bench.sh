@@ -9,13 +9,15 @@
 #   scripts/bench.sh shim chaos     # only these groups
 #   scripts/bench.sh render         # no benchmark: the page from the recorded results
 #
-# Groups: orchestrator drain slots shim protocol idle console fanout codexcli chaos codex
+# Groups: orchestrator drain slots shim protocol idle console fanout codexcli appshare chaos codex
 # ptylog logtail cockpit workspaces hosts. `hosts` (a message to an agent
 # over ssh against a local one, and 50 agents on one host) needs root, to
 # run an sshd for a user of its own; elsewhere it is recorded as skipped.
 # `codexcli` (a message bare and through
 # batty on `runtime: exec` and `app-server`, and an idle app-server agent's
-# RSS and CPU, in one run) needs the pinned Codex CLI in
+# RSS and CPU, in one run) and `appshare` (100 app-server agents on one
+# shared process against 40 with a process each: memory, and 20 answering
+# at once) need the pinned Codex CLI in
 # $BATTY_CODEX_CACHE (default ~/.cache/batty-codex; scripts/test.sh installs
 # it): without it the group is recorded as skipped, with the reason (a group
 # that has figures keeps them). A group that fails keeps its previous rows, except a chaos
@@ -28,7 +30,7 @@ export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
 CODEX_VERSION=0.171.0
 
-all=(orchestrator drain slots shim protocol idle console fanout codexcli chaos codex ptylog logtail cockpit workspaces hosts)
+all=(orchestrator drain slots shim protocol idle console fanout codexcli appshare chaos codex ptylog logtail cockpit workspaces hosts)
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=("${all[@]}")
 [ "${groups[*]}" != render ] || groups=()
@@ -100,6 +102,13 @@ for g in "${groups[@]+"${groups[@]}"}"; do
     fanout) bench "$g" -run '^$' -bench '^BenchmarkFanout100Rows64$' -benchtime 1x -count 3 ./fanout/ ;;
     codexcli)
       args=(-run '^$' -bench '^BenchmarkCodexMessage$' -benchtime 20x -timeout 10m ./cmd/batty/)
+      if [ -x "$BATTY_CODEX_CACHE/$CODEX_VERSION/node_modules/.bin/codex" ]; then
+        BATTY_CODEX_BIN='' bench "$g" "${args[@]}"
+      else
+        skip "$g" "the Codex CLI $CODEX_VERSION is not installed in $BATTY_CODEX_CACHE (scripts/test.sh installs it)" "${args[@]}"
+      fi ;;
+    appshare)
+      args=(-run '^$' -bench '^BenchmarkAppServerCrew$' -benchtime 1x -timeout 30m ./cmd/batty/)
       if [ -x "$BATTY_CODEX_CACHE/$CODEX_VERSION/node_modules/.bin/codex" ]; then
         BATTY_CODEX_BIN='' bench "$g" "${args[@]}"
       else

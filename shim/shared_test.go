@@ -198,6 +198,36 @@ func TestSharedLeftoversKilledPerAgent(t *testing.T) {
 	}
 }
 
+// TestSharedStuckTurnStallsNoOther: one agent's turn stuck on the shared
+// process (its command never ends) holds back no other agent: another's
+// messages are answered meanwhile, and the stuck turn is interrupted
+// alone, the other's thread going on after it.
+func TestSharedStuckTurnStallsNoOther(t *testing.T) {
+	ss := startSharedServer(t, nil)
+	stuck := ss.shim(t, "alpha", t.TempDir(), newTestMark(), nil)
+	other := ss.shim(t, "beta", t.TempDir(), newTestMark(), nil)
+	t.Cleanup(ss.close(t))
+	stuck.send("stuck", "[[mock:shell sleep 600]]")
+	waitForProcess(t, ss.mark, "sleep 600")
+	for _, id := range []string{"b1", "b2"} {
+		other.send(id, "meanwhile [[mock:reply BETA-"+id+"]]")
+		if _, tf := turnEvents(other, id); tf.Status != protocol.TurnCompleted || !strings.Contains(tf.Reply, "BETA-"+id) {
+			t.Fatalf("beta's turn %s beside alpha's stuck one = %+v", id, tf)
+		}
+	}
+	stuck.command(protocol.Interrupt{Reason: "test"})
+	if _, tf := turnEvents(stuck, "stuck"); tf.Status != protocol.TurnInterrupted {
+		t.Fatalf("alpha's stuck turn after the interrupt = %+v", tf)
+	}
+	other.send("b3", "after [[mock:reply BETA-b3]]")
+	if _, tf := turnEvents(other, "b3"); tf.Status != protocol.TurnCompleted || !strings.Contains(tf.Reply, "BETA-b3") {
+		t.Fatalf("beta's turn after alpha's interrupt = %+v", tf)
+	}
+	if ss.b.Starts() != 1 {
+		t.Errorf("%d shared processes started, want 1", ss.b.Starts())
+	}
+}
+
 // TestSharedServerKilledMidTurn: the shared process killed with SIGKILL
 // under a running turn ends that turn once, as killed (the daemon retries
 // it); the broker starts another process and the agent's next message

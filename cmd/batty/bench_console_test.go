@@ -15,7 +15,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/procstat"
 )
@@ -41,33 +40,9 @@ func BenchmarkConsole100(b *testing.B) {
 		b.Fatal(err)
 	}
 	for range b.N {
-		p := newBenchProject(b, fmt.Sprintf(`name: console
-codex:
-  bin: %s
-  env:
-    BATTY_TEST_ROLE: fakecodex
-    CODEX_API_KEY: fake-key-no-login-needed
-    FAKE_CODEX_STATE: %s
-timeouts:
-  shutdown: 5s
-roles:
-  - name: eng
-    instances: %d
-`, self, b.TempDir(), agents))
+		p := newBenchProject(b, fakeTeamYAML("console", self, b.TempDir(), agents))
 		p.batty("start", "--no-tmux")
-		st := p.waitStatus("idle agents", 5*time.Minute, func(st control.Status) bool {
-			idle := 0
-			for _, a := range st.Agents {
-				if a.State == "idle" && a.ShimPID > 0 {
-					idle++
-				}
-			}
-			return idle == agents
-		})
-		pids := []int{st.Daemon.PID}
-		for _, a := range st.Agents {
-			pids = append(pids, a.ShimPID)
-		}
+		st, pids := p.idleTeam(agents)
 		m := loginRE.FindStringSubmatch(p.batty("web", "--no-open"))
 		if m == nil {
 			b.Fatal("batty web prints no login address")

@@ -86,6 +86,27 @@ func (p *benchProject) waitStatus(what string, limit time.Duration, ok func(cont
 	}
 }
 
+// idleTeam waits until the team's agents, all of them, are idle with a
+// shim, and returns the status then and the pids of the daemon and the
+// shims.
+func (p *benchProject) idleTeam(agents int) (control.Status, []int) {
+	p.b.Helper()
+	st := p.waitStatus("idle agents", 5*time.Minute, func(st control.Status) bool {
+		idle := 0
+		for _, a := range st.Agents {
+			if a.State == "idle" && a.ShimPID > 0 {
+				idle++
+			}
+		}
+		return idle == agents
+	})
+	pids := []int{st.Daemon.PID}
+	for _, a := range st.Agents {
+		pids = append(pids, a.ShimPID)
+	}
+	return st, pids
+}
+
 // stop runs `batty stop` and checks that the given processes and every
 // process carrying the mark are gone.
 func (p *benchProject) stop(pids []int) {
@@ -136,19 +157,7 @@ roles:
     instances: %d
 `, self, home, b.TempDir(), agents))
 		p.batty("start", "--no-tmux")
-		st := p.waitStatus("idle agents", 5*time.Minute, func(st control.Status) bool {
-			idle := 0
-			for _, a := range st.Agents {
-				if a.State == "idle" && a.ShimPID > 0 {
-					idle++
-				}
-			}
-			return idle == agents
-		})
-		pids := []int{st.Daemon.PID}
-		for _, a := range st.Agents {
-			pids = append(pids, a.ShimPID)
-		}
+		_, pids := p.idleTeam(agents)
 
 		t0, c0 := time.Now(), cpuTicks(b, pids)
 		time.Sleep(window) // the measurement window itself

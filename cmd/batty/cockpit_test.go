@@ -22,7 +22,17 @@ func fakeTeam(t *testing.T, name string, agents int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	yaml := fmt.Sprintf(`name: %s
+	yaml := fakeTeamYAML(name, self, t.TempDir(), agents)
+	if err := os.WriteFile(filepath.Join(dir, "team.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// fakeTeamYAML is a team file: agents instances of one role whose codex
+// is bin (the test binary as the fake codex), its state under state.
+func fakeTeamYAML(name, bin, state string, agents int) string {
+	return fmt.Sprintf(`name: %s
 codex:
   bin: %s
   env:
@@ -34,11 +44,7 @@ timeouts:
 roles:
   - name: eng
     instances: %d
-`, name, self, t.TempDir(), agents)
-	if err := os.WriteFile(filepath.Join(dir, "team.yaml"), []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+`, name, bin, state, agents)
 }
 
 // mustBatty runs batty in dir and fails the test unless it exits 0.

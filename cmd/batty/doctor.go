@@ -8,11 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/doctor"
 	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
@@ -29,8 +32,10 @@ batty start finds it; without one, the default codex here): batty's version; for
 each way the agents run Codex (each account of a role too), the binary, its
 version (one of those batty is tested with, or a warning) and the login of its
 CODEX_HOME; that Codex's sandbox runs a command here; git and tmux; free disk and
-memory against the team's needs; and each host its agents run on, reachable with
-batty and codex there (batty is installed there as batty start would).
+memory against the team's needs; each host its agents run on, reachable with
+batty and codex there (batty is installed there as batty start would); and,
+while the team runs, each shared app-server (codex.app_server: per-account):
+its process alive and its broker's socket answering.
 
 It prints one line per check with its result, and for a failure the fix. It
 exits 1 when a check fails, 0 otherwise (warnings included).`,
@@ -76,6 +81,9 @@ func runDoctor(cmd *cobra.Command, teamFile string, asJSON bool) error {
 		o.Batty = hosts.Binary{Version: fmt.Sprintf("batty %s (protocol %d)", versionString(), protocol.Version)}
 	}
 	o.SandboxHomes = sandboxHomes()
+	if cfg != nil {
+		o.Shared = runningShared(cfg)
+	}
 	checks := doctor.Decide(doctor.Gather(cmd.Context(), cfg, o))
 	rep := doctorReport{OK: !doctor.Failed(checks), Checks: checks}
 	if cfg != nil {
@@ -95,6 +103,21 @@ func runDoctor(cmd *cobra.Command, teamFile string, asJSON bool) error {
 		return exitError{1}
 	}
 	return nil
+}
+
+// runningShared are the shared app-servers of cfg's team as its running
+// daemon's status names them; none when the daemon does not run or does
+// not answer (doctor checks the machine either way).
+func runningShared(cfg *team.Config) []doctor.SharedFacts {
+	l, err := project.LayoutFor(cfg.Path)
+	if err != nil {
+		return nil
+	}
+	resp, err := control.Call(l, control.Request{Op: control.OpStatus}, 10*time.Second)
+	if err != nil || resp.Status == nil {
+		return nil
+	}
+	return doctor.SharedFromStatus(resp.Status.Agents)
 }
 
 // doctorTeam is the team doctor checks: the explicit team file's, else

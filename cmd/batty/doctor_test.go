@@ -7,9 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/doctor"
 )
 
 // doctorEnv is the environment of a doctor run: no API key (so a login is
@@ -132,5 +135,63 @@ func TestDoctorPassesWithTheRealCodex(t *testing.T) {
 	}
 	if rep, code := doctorJSON(t, dir, env); code != 0 || !rep.OK {
 		t.Errorf("doctor --json: exit %d, %+v", code, rep)
+	}
+}
+
+// While a team with a per-account agent runs, `batty doctor` checks its
+// shared app-server: the pid `batty status` names runs and its broker
+// answers; a stopped team gets no such line.
+func TestDoctorChecksTheRunningSharedAppServer(t *testing.T) {
+	codexBin := codextest.Codex(t)
+	srv := codextest.NewServer(t)
+	home := srv.WriteHome(t)
+	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-doc-%d", time.Now().UnixNano())}
+	team := fmt.Sprintf(`name: docshared
+codex:
+  bin: %s
+  codex_home: %s
+  sandbox: danger-full-access
+roles:
+  - name: eng
+    codex: {runtime: app-server, app_server: per-account}
+`, codexBin, home)
+	if err := os.WriteFile(filepath.Join(r.dir, "team.yaml"), []byte(team), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			r.batty("stop", "--timeout", "2s")
+		}
+		codextest.AssertNoMarked(t, r.mark)
+	})
+	r.must("start", "--no-tmux")
+	st := r.waitStatus("eng on a running shared app-server", func(st control.Status) bool {
+		s := agentStatus(st, "eng").AppServer
+		return s != nil && s.PID > 0
+	})
+	shared := agentStatus(st, "eng").AppServer
+	doctor := func() *doctor.Check {
+		out, errOut, _ := r.batty("doctor", "--json")
+		var rep doctorReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("doctor --json: %v\n%s%s", err, out, errOut)
+		}
+		for _, c := range rep.Checks {
+			if c.Name == "appserver" {
+				return &c
+			}
+		}
+		return nil
+	}
+	c := doctor()
+	if c == nil || c.Status != "ok" || !strings.Contains(c.Detail, fmt.Sprintf("process %d runs; its broker answers on %s", shared.PID, shared.Socket)) ||
+		!strings.Contains(c.Subject, "shared by eng (key "+shared.Key) {
+		t.Fatalf("the appserver check %+v; want ok for pid %d, key %s", c, shared.PID, shared.Key)
+	}
+	r.must("stop", "--timeout", "5s")
+	stopped = true
+	if c := doctor(); c != nil {
+		t.Errorf("a stopped team's doctor checks a shared app-server: %+v", c)
 	}
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -97,10 +95,7 @@ roles:
 		var team, usage []byte
 		var teamWide, usageWide bool
 		overflow := `document.scrollingElement.scrollWidth > window.innerWidth`
-		steps := []struct {
-			what string
-			do   chromedp.Action
-		}{
+		steps := []step{
 			{"size the window", chromedp.EmulateViewport(w, h)},
 			{"log in", chromedp.Navigate(login)},
 			{"see the team", chromedp.WaitVisible(`body.is-live`, chromedp.ByQuery)},
@@ -115,18 +110,10 @@ roles:
 			{"measure the usage page", chromedp.Evaluate(overflow, &usageWide)},
 			{"shoot the usage page", shoot(w, &usage)},
 		}
-		for _, s := range steps {
-			sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			err := chromedp.Run(sctx, s.do)
-			cancel()
-			if err != nil {
-				var page string
-				dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				chromedp.Run(dctx, chromedp.OuterHTML("html", &page, chromedp.ByQuery))
-				cancel()
-				t.Fatalf("%dx%d: %s: %v\npage:\n%s", w, h, s.what, err, page)
-			}
+		for i := range steps {
+			steps[i].what = fmt.Sprintf("%dx%d: %s", w, h, steps[i].what)
 		}
+		runSteps(t, ctx, steps...)
 		if w == 390 && (teamWide || usageWide) {
 			t.Errorf("at 390 px a page is wider than the screen: team %v, usage %v", teamWide, usageWide)
 		}

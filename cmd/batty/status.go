@@ -42,7 +42,7 @@ and exits.
 {paused, reason, resume_at}, agents [{name, role, state, thread_id, backlog,
 in_flight, in_flight_age_s, turns_completed, input_tokens, output_tokens,
 context_pct, last_error, shim_pid, restarts, parked, network, workspace,
-account, pending, budget, slot, waiting}], queues
+account, pending, budget, slot, waiting, app_server}], queues
 {role: waiting}, accounts [{account, name, codex_home, agents, paused, reason,
 since, resume_at, probing, failed_probes, held, rate_limits}] (usage-limit
 pauses per account; rate_limits is null, or {windows [{name, used_pct,
@@ -75,7 +75,11 @@ shown as waiting_for_slot. waiting is null, or {reason, detail} for an agent
 with no turn in flight and a backlog: why it starts no turn (reason a stable
 code: dispatch_paused, budget_held, quota_paused, network_held, parked,
 retry_backoff, slot, …; detail the same in words); the table shows the code
-after the state, as in idle (dispatch_paused).`,
+after the state, as in idle (dispatch_paused). app_server is null, or {pid,
+key, codex_home, socket, starts} for an agent on a shared app-server
+(codex.app_server: per-account): the process its turns run on (pid 0 while
+it is started again) and its broker's socket; the table adds [app <pid>]
+to its state and lists each shared process below.`,
 		Example: `  batty status
   batty status -w
   batty status --json | jq '.agents[] | {name, state}'`,
@@ -149,12 +153,14 @@ func printStatus(w io.Writer, st control.Status) {
 		if a.Host != "" {
 			state += " @" + safetext.Line(a.Host, 40) // where it runs
 		}
+		state += appServerSuffix(a.AppServer)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s/%s\t%.0f%%\t%s\n", a.Name, a.Role, state, or(safetext.Line(a.ThreadID, 13), "-"),
 			a.Backlog, inflight, a.TurnsCompleted, count(a.InputTokens), count(a.OutputTokens), a.ContextPct, or(safetext.Line(a.LastError, 60), "-"))
 	}
 	t := teamTotals(st.Agents)
 	fmt.Fprintf(tw, "TOTAL\t\t%s\t\t%d\t%d in flight\t%d\t%s/%s\t\t\n", t.summary(), t.backlog, t.inFlight, t.turns, count(t.input), count(t.output))
 	tw.Flush()
+	printAppServers(w, st.Agents)
 	if st.Daemon.PID != 0 && hasParked(st) {
 		fmt.Fprintln(w)
 		printParked(w, "", st)
@@ -183,6 +189,54 @@ func waitingSuffix(a control.AgentStatus) string {
 		return ""
 	}
 	return " (" + safetext.Line(w.Reason, 40) + ")"
+}
+
+// appServerSuffix is what the table adds to the state of an agent on a
+// shared app-server: " [app 41250]", " [app starting]" while the broker
+// starts it again; nothing for an agent on a process of its own. It is a
+// pure function.
+func appServerSuffix(s *control.AppServerStatus) string {
+	switch {
+	case s == nil:
+		return ""
+	case s.PID == 0:
+		return " [app starting]"
+	}
+	return fmt.Sprintf(" [app %d]", s.PID)
+}
+
+// printAppServers lists the shared app-servers, one line each with its
+// agents ("shared app-server 41250 (key 3f2a9c1e0b7d, CODEX_HOME
+// /home/u/.codex, started 1 time): eng-1, eng-2"); nothing when no agent
+// runs on one.
+func printAppServers(w io.Writer, agents []control.AgentStatus) {
+	var keys []string
+	byKey := map[string]*control.AppServerStatus{}
+	names := map[string][]string{}
+	for _, a := range agents {
+		s := a.AppServer
+		if s == nil {
+			continue
+		}
+		if _, ok := byKey[s.Key]; !ok {
+			keys = append(keys, s.Key)
+			byKey[s.Key] = s
+		}
+		names[s.Key] = append(names[s.Key], a.Name)
+	}
+	if len(keys) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	for _, k := range keys {
+		s := byKey[k]
+		pid := "starting"
+		if s.PID > 0 {
+			pid = fmt.Sprint(s.PID)
+		}
+		fmt.Fprintf(w, "shared app-server %s (key %s, CODEX_HOME %s, started %d time(s)): %s\n", pid, safetext.Line(k, 20),
+			safetext.Line(s.CodexHome, 0), s.Starts, strings.Join(names[k], ", "))
+	}
 }
 
 // printBudgetHolds says, one line per agent a reached token budget holds,

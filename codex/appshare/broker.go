@@ -5,7 +5,8 @@
 //
 // A [Broker], owned by the daemon, runs the process, listens on a unix
 // socket in the team's state directory, lets in only the peers
-// [Options.Allow] accepts (the daemon's own shims, by their pid) and gives
+// [Options.Allow] accepts (the daemon's own shims, by their pid; any other
+// peer gets one JSON-RPC error line and is closed) and gives
 // each connection a session of its own over the process's one JSON-RPC
 // channel: request ids are the connection's (the broker's client numbers
 // its own upstream), a thread belongs to the connection that started or
@@ -314,7 +315,7 @@ func (b *Broker) accept() {
 		agent, err := b.admit(nc)
 		if err != nil {
 			b.log.Warn("Refused a connection to the shared app-server", "error", err)
-			_ = nc.Close()
+			refuse(nc)
 			continue
 		}
 		b.wg.Add(1)
@@ -323,6 +324,20 @@ func (b *Broker) accept() {
 			b.serve(nc, agent)
 		}()
 	}
+}
+
+// refusal is the one line a refused connection gets before it is closed:
+// a JSON-RPC error without an id. It says the broker runs (batty doctor
+// looks for it) and nothing of the team.
+const refusal = `{"id":null,"error":{"code":-32001,"message":"batty's shared app-server serves the team's shims only"}}` + "\n"
+
+// refuse writes refusal to nc (bounded: the peer may not read) and closes
+// it.
+func refuse(nc *net.UnixConn) {
+	if nc.SetWriteDeadline(time.Now().Add(time.Second)) == nil {
+		_, _ = nc.Write([]byte(refusal))
+	}
+	_ = nc.Close()
 }
 
 // admit reads the peer's pid (SO_PEERCRED) and asks Options.Allow.

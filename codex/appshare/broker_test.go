@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -203,6 +204,18 @@ func TestBrokerRefusesStrangers(t *testing.T) {
 	}
 	if _, ok := seen.Load(os.Getpid()); !ok {
 		t.Error("Allow was not asked about this process's pid")
+	}
+	// A refused peer reads one JSON-RPC error line, then the end.
+	raw, err := net.Dial("unix", b.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if err := raw.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(raw); err != nil || string(got) != refusal {
+		t.Errorf("a refused peer read %q, %v; want %q then the end", got, err, refusal)
 	}
 	if fi, err := os.Stat(b.Socket()); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("socket mode: %v, %v; want 0600", fi, err)

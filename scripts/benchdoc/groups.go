@@ -185,21 +185,56 @@ var groups = map[string]group{
 			{"CodexMessage/native", "the native binary bare, the argv batty uses"},
 			{"CodexMessage/batty-exec", "through a running team of one agent with `runtime: exec`: `batty send` → outcome recorded in `done/`"},
 			{"CodexMessage/batty-app-server", "the same with `runtime: app-server`; then the agent idle for 10 s: its shim and app-server's RSS and CPU"},
+			{"CodexMessage/batty-app-server-shared", "the same with `app_server: per-account`: the agent's turns on the daemon's shared app-server, through its broker; idle: its shim and the shared process"},
 		},
 		derive: func(med map[string]map[string]float64) []derivedRow {
-			app, exec := med["CodexMessage/batty-app-server"], med["CodexMessage/batty-exec"]
-			m := map[string]float64{}
-			for _, q := range []string{"p50", "p90"} {
-				a, ok1 := app[q+"-ms"]
-				e, ok2 := exec[q+"-ms"]
-				if ok1 && ok2 && e > 0 {
-					m[q+"-ratio-%"] = a / e * 100
+			var rows []derivedRow
+			for _, r := range []struct{ num, den, label, note string }{
+				{"batty-app-server", "batty-exec", "app-server ÷ exec", "`batty-app-server` over `batty-exec`, per message through batty (target ≤ 50 %)"},
+				{"batty-app-server-shared", "batty-app-server", "shared ÷ per-agent", "`batty-app-server-shared` over `batty-app-server`, per message through batty (target ≤ 110 %)"},
+			} {
+				num, den := med["CodexMessage/"+r.num], med["CodexMessage/"+r.den]
+				m := map[string]float64{}
+				for _, q := range []string{"p50", "p90"} {
+					a, ok1 := num[q+"-ms"]
+					e, ok2 := den[q+"-ms"]
+					if ok1 && ok2 && e > 0 {
+						m[q+"-ratio-%"] = a / e * 100
+					}
 				}
+				if len(m) > 0 {
+					rows = append(rows, derivedRow{r.label, m, r.note})
+				}
+			}
+			return rows
+		},
+	},
+	"appshare": {
+		cols: []column{
+			{"agents", []string{"agents"}},
+			{"total RSS (target ≤ 2.5 GB shared)", []string{"total-rss-MB"}},
+			{"RSS per agent", []string{"rss-per-agent-MB", "rss-ratio-%"}},
+			{"total PSS", []string{"total-pss-MB"}},
+			{"idle CPU (% of one core, 10 s)", []string{"idle-cpu-%"}},
+			{"20 at once, wall", []string{"burst-wall-s", "burst-ratio-%"}},
+		},
+		rows: []row{
+			{"AppServerCrew/per-account", "100 agents on one shared app-server (`app_server: per-account`), each after one message; daemon + shims + the app-server"},
+			{"AppServerCrew/per-agent", "40 agents with an app-server each (`per-agent`; 100 use up `fs.inotify.max_user_instances`, 128, at two each), each after one message; daemon + shims + app-servers"},
+		},
+		derive: func(med map[string]map[string]float64) []derivedRow {
+			sh, pa := med["AppServerCrew/per-account"], med["AppServerCrew/per-agent"]
+			m := map[string]float64{}
+			if a, b := sh["rss-per-agent-MB"], pa["rss-per-agent-MB"]; a > 0 && b > 0 {
+				m["rss-ratio-%"] = a / b * 100
+			}
+			if a, b := sh["burst-wall-s"], pa["burst-wall-s"]; a > 0 && b > 0 {
+				m["burst-ratio-%"] = a / b * 100
 			}
 			if len(m) == 0 {
 				return nil
 			}
-			return []derivedRow{{"app-server ÷ exec", m, "`batty-app-server` over `batty-exec`, per message through batty (target ≤ 50 %)"}}
+			return []derivedRow{{"per-account ÷ per-agent", m, "memory per agent and the wall of 20 agents answering at once, shared over a process each, in %"}}
 		},
 	},
 	"workspaces": {
