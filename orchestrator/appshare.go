@@ -20,7 +20,6 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/reap"
-	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
@@ -53,7 +52,7 @@ type sharedServer struct {
 
 // sharedKey names the shared process for a binary, an account, the role's
 // codex.env (env, KEY=VALUE, sorted) and the process's -c settings
-// (shim.SharedServerArgs): agents whose four agree share one process. Pure.
+// (shimconfig.SharedServerArgs): agents whose four agree share one process. Pure.
 func sharedKey(bin, home string, env, args []string) string {
 	h := sha256.New()
 	for _, part := range [][]string{{bin, home}, env, args} {
@@ -105,7 +104,7 @@ func (s *sharedServers) socketFor(def team.Agent, c shimconfig.Config) (string, 
 	}
 	sort.Strings(roleEnv)
 	home := codex.Home(c.Env, c.Cwd)
-	args := shim.SharedServerArgs(c.Exec)
+	args := shimconfig.SharedServerArgs(c.Exec)
 	key := sharedKey(bin.Path, home, roleEnv, args)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/textclip"
 )
 
@@ -442,41 +443,7 @@ func appServerArgs(o codex.ExecOptions) []string {
 		}
 		a = append(a, "-c", "sandbox_workspace_write.writable_roots=["+strings.Join(roots, ",")+"]")
 	}
-	return append(a, SharedServerArgs(o)...)
-}
-
-// SharedServerArgs are the app-server's arguments that belong to the
-// process, not to a thread: the shimconfig.Config overrides and the config overrides
-// among ExtraArgs, as -c pairs. A shared app-server (codex.app_server:
-// per-account) runs with them; agents whose arguments differ need
-// processes of their own. Pure.
-func SharedServerArgs(o codex.ExecOptions) []string {
-	var a []string
-	for _, kv := range o.Config {
-		a = append(a, "-c", kv)
-	}
-	for _, kv := range configOverrides(o.ExtraArgs) {
-		a = append(a, "-c", kv)
-	}
-	return a
-}
-
-// configOverrides returns the key=value of every config override in args,
-// in order: `-c kv`, `--config kv`, `-c=kv` and `--config=kv`. Pure.
-func configOverrides(args []string) []string {
-	var kvs []string
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case (a == "-c" || a == "--config") && i+1 < len(args):
-			kvs = append(kvs, args[i+1])
-			i++
-		case strings.HasPrefix(a, "-c="):
-			kvs = append(kvs, strings.TrimPrefix(a, "-c="))
-		case strings.HasPrefix(a, "--config="):
-			kvs = append(kvs, strings.TrimPrefix(a, "--config="))
-		}
-	}
-	return kvs
+	return append(a, shimconfig.SharedServerArgs(o)...)
 }
 
 // threadOptions are the thread settings of the codex options.

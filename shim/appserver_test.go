@@ -74,22 +74,6 @@ func TestAppServerArgs(t *testing.T) {
 	}
 }
 
-func TestConfigOverrides(t *testing.T) {
-	cases := []struct {
-		args, want []string
-	}{
-		{nil, nil},
-		{[]string{"--oss", "-m", "x"}, nil},
-		{[]string{"-c", "a=1", "--config", "b=2", "-c=d=4", "--config=e=5"}, []string{"a=1", "b=2", "d=4", "e=5"}},
-		{[]string{"--oss", "-c"}, nil}, // a trailing -c has no value
-	}
-	for _, c := range cases {
-		if got := configOverrides(c.args); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("configOverrides(%q) = %q, want %q", c.args, got, c.want)
-		}
-	}
-}
-
 func TestDecodeAppNote(t *testing.T) {
 	p := decodeAppNote(json.RawMessage(`{"threadId":"t","item":{"type":"commandExecution","id":"c1","command":"ls","exitCode":2,"status":"failed","aggregatedOutput":"x"}}`))
 	if p.Item == nil || p.Item.Command != "ls" || p.Item.ExitCode == nil || *p.Item.ExitCode != 2 || p.Item.Status != "failed" {

@@ -29,7 +29,7 @@ type sharedServer struct {
 }
 
 // startSharedServer starts a broker on the real CLI against a new mock,
-// its process carrying a new test mark and args (SharedServerArgs of the
+// its process carrying a new test mark and args (shimconfig.SharedServerArgs of the
 // shims' settings). It admits every peer. Close is the caller's.
 func startSharedServer(t *testing.T, args []string) *sharedServer {
 	t.Helper()
@@ -69,7 +69,7 @@ func startSharedShim(t *testing.T, mod func(*shimconfig.Config)) (*harness, *cod
 	if mod != nil {
 		mod(&probe)
 	}
-	ss := startSharedServer(t, SharedServerArgs(probe.Exec))
+	ss := startSharedServer(t, shimconfig.SharedServerArgs(probe.Exec))
 	h := ss.shim(t, "tester", t.TempDir(), ss.mark, mod)
 	t.Cleanup(func() { _ = ss.b.Close() })
 	return h, ss.srv

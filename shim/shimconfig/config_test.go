@@ -153,3 +153,19 @@ func TestParseArgsRuntimeIdle(t *testing.T) {
 		t.Fatalf("negative: %v", err)
 	}
 }
+
+func TestConfigOverrides(t *testing.T) {
+	cases := []struct {
+		args, want []string
+	}{
+		{nil, nil},
+		{[]string{"--oss", "-m", "x"}, nil},
+		{[]string{"-c", "a=1", "--config", "b=2", "-c=d=4", "--config=e=5"}, []string{"a=1", "b=2", "d=4", "e=5"}},
+		{[]string{"--oss", "-c"}, nil}, // a trailing -c has no value
+	}
+	for _, c := range cases {
+		if got := configOverrides(c.args); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("configOverrides(%q) = %q, want %q", c.args, got, c.want)
+		}
+	}
+}
