@@ -48,7 +48,13 @@ func runChildMain(teamFile string) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- d.Run(ctx) }()
-	<-d.Ready()
+	select {
+	case <-d.Ready():
+	case err := <-ran:
+		fmt.Println("the daemon ended before it was ready:", err)
+		cancel()
+		return 1
+	}
 	defer func() { cancel(); <-ran }()
 
 	inR, inW, _ := os.Pipe()
