@@ -2,7 +2,7 @@ package console
 
 import (
 	"bytes"
-	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -26,8 +26,8 @@ const (
 
 // alertFeed is the team's alerts (eventlog.AlertFor of every event),
 // oldest first: the history read from the event log's end when the
-// console starts, then each one as it is appended. follow feeds it; the
-// pages read it.
+// console starts (load), then each event the daemon appends, given to
+// the console in its process (add). The pages read it.
 type alertFeed struct {
 	path    string
 	log     hclog.Logger
@@ -38,21 +38,47 @@ type alertFeed struct {
 	part   []byte
 }
 
-// follow reads the event log until ctx ends: its last lines, then every
-// line appended, through rotations. It blocks.
-func (f *alertFeed) follow(ctx context.Context, rescan time.Duration) {
+// load reads the alerts of the event log's last lines, once; a log not
+// written yet has none. It blocks for the read.
+func (f *alertFeed) load() {
 	t := &logtail.Tail{Path: f.path, Label: "event log", Out: f}
-	if err := t.Follow(ctx, alertHistoryLines, rescan); err != nil && ctx.Err() == nil {
-		f.log.Warn("Console cannot follow the event log", "error", err)
+	if err := t.PrintLast(alertHistoryLines); err != nil && !errors.Is(err, logtail.ErrNoFile) {
+		f.log.Warn("Console cannot read the event log's alerts", "error", err)
+	}
+	f.mu.Lock()
+	f.part = nil
+	f.mu.Unlock()
+}
+
+// add keeps e if it is an alert and says the pages changed. Safe from any
+// goroutine; it never blocks on I/O.
+func (f *alertFeed) add(e eventlog.Event) {
+	a, ok := eventlog.AlertFor(e)
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	f.keep(a)
+	f.mu.Unlock()
+	if f.changed != nil {
+		f.changed()
 	}
 }
 
-// Write implements io.Writer for the tail: every whole line that is an
-// alert is kept. Lines that are not events are skipped.
+// keep appends a, the newest maxAlerts kept. f.mu is held.
+func (f *alertFeed) keep(a eventlog.Alert) {
+	f.alerts = append(f.alerts, a)
+	if n := len(f.alerts); n > maxAlerts {
+		f.alerts = slices.Clone(f.alerts[n-maxAlerts:])
+	}
+}
+
+// Write implements io.Writer for load's tail: every whole line that is
+// an alert is kept. Lines that are not events are skipped.
 func (f *alertFeed) Write(p []byte) (int, error) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.part = append(f.part, p...)
-	added := false
 	for {
 		i := bytes.IndexByte(f.part, '\n')
 		if i < 0 {
@@ -65,19 +91,11 @@ func (f *alertFeed) Write(p []byte) (int, error) {
 			continue
 		}
 		if a, ok := eventlog.AlertFor(e); ok {
-			f.alerts = append(f.alerts, a)
-			added = true
+			f.keep(a)
 		}
 	}
 	if len(f.part) > maxEventLine {
 		f.part = nil
-	}
-	if n := len(f.alerts); n > maxAlerts {
-		f.alerts = slices.Clone(f.alerts[n-maxAlerts:])
-	}
-	f.mu.Unlock()
-	if added && f.changed != nil {
-		f.changed()
 	}
 	return len(p), nil
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,8 +18,10 @@ import (
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/landing"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/teamstatus"
+	"github.com/hashicorp/go-hclog"
 )
 
 // fakePages records what the daemon's control requests of the pages were
@@ -337,14 +341,16 @@ func TestLandingsReviewAndDiff(t *testing.T) {
 	}
 }
 
-// appendEvents writes events to the fake's event log.
-func appendEvents(t *testing.T, fb *fakeBackend, es ...eventlog.Event) {
+// appendEvents writes events to the fake's event log and gives each to
+// the console as it is read back, as the daemon's log does (SetObserver).
+func appendEvents(t *testing.T, s *Server, fb *fakeBackend, es ...eventlog.Event) {
 	t.Helper()
 	l, err := eventlog.Open(fb.Layout, func(err error) { t.Error(err) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	l.SetObserver(s.Observe)
 	for _, e := range es {
 		l.Append(e)
 	}
@@ -360,7 +366,7 @@ func TestAlertsAndTheBadge(t *testing.T) {
 	if name, data := ev.next(t); name != "badge" || !strings.Contains(data, `"unread":0`) {
 		t.Fatalf("first badge %s: %s", name, data)
 	}
-	appendEvents(t, fb,
+	appendEvents(t, s, fb,
 		eventlog.Event{Type: eventlog.EvDelivered, Agent: "eng"},
 		eventlog.Event{Type: eventlog.EvLandingFailed, Agent: "eng", Detail: "verify failed: " + hostile},
 		eventlog.Event{Type: eventlog.EvReviewWaiting, Agent: "eng"})
@@ -448,4 +454,32 @@ func FuzzDecodeMarks(f *testing.F) {
 			t.Fatalf("%d ids kept", len(m.Read))
 		}
 	})
+}
+
+// The alert history a console starts with is read from the event log's
+// end: alerts only, oldest first; a log not written yet has none.
+func TestAlertFeedLoadsTheHistory(t *testing.T) {
+	l := project.Layout{Dir: filepath.Join(t.TempDir(), "state")}
+	empty := &alertFeed{path: DaemonBackend{Layout: l}.EventsLog(), log: hclog.NewNullLogger()}
+	empty.load()
+	if got := empty.latest(10); len(got) != 0 {
+		t.Fatalf("alerts of no log: %+v", got)
+	}
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	log, err := eventlog.Open(l, func(err error) { t.Error(err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Append(eventlog.Event{Type: eventlog.EvDelivered, Agent: "eng"})
+	log.Append(eventlog.Event{Type: eventlog.EvLandingFailed, Agent: "eng", Detail: "verify failed"})
+	log.Append(eventlog.Event{Type: eventlog.EvReviewWaiting, Agent: "ops"})
+	log.Close()
+	f := &alertFeed{path: empty.path, log: hclog.NewNullLogger()}
+	f.load()
+	got := f.latest(10)
+	if len(got) != 2 || got[0].Agent != "ops" || got[1].Agent != "eng" {
+		t.Fatalf("alerts read back: %+v", got)
+	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/logtail"
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/usage"
@@ -168,9 +169,17 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Notify tells the console the team changed (an event of the daemon): the
-// open pages get the status again. It never blocks.
+// Notify tells the console the team changed: the open pages get the
+// status again. It never blocks.
 func (s *Server) Notify() { s.hub.notify() }
+
+// Observe is the daemon's event e (orchestrator.Options.OnEvent): an
+// alert joins the history, and the open pages get the status again. It
+// never blocks.
+func (s *Server) Observe(e eventlog.Event) {
+	s.pg.alerts.add(e)
+	s.Notify()
+}
 
 // Close ends the live streams and the live updates; requests still being
 // served end soon after.

@@ -44,12 +44,12 @@ type pageState struct {
 	marksMu sync.Mutex
 }
 
-// newPageState makes the pages' state of s and starts following the
-// event log until s closes.
+// newPageState makes the pages' state of s, the alert history read
+// from the event log (the events after it come through Observe).
 func (s *Server) newPageState() *pageState {
 	ps := &pageState{alerts: &alertFeed{path: s.cfg.Backend.EventsLog(), log: s.cfg.Log, changed: s.Notify}}
 	if ps.alerts.path != "" {
-		go ps.alerts.follow(s.ctx, s.cfg.Rescan)
+		ps.alerts.load()
 	}
 	return ps
 }

@@ -134,7 +134,7 @@ func runDaemon(ctx context.Context, ios *iostreams.IOStreams, p project.Project,
 	if web != nil {
 		info := webLn.info
 		opts.Console = &info
-		opts.OnEvent = chainEvents(opts.OnEvent, func(eventlog.Event) { web.Notify() })
+		opts.OnEvent = chainEvents(opts.OnEvent, web.Observe)
 		log.Info("Console listening", "address", webLn.Addr().String())
 	}
 	d, err := orchestrator.New(cfg, p.Layout, opts)
