@@ -97,29 +97,24 @@ func (a *agent) deliverRequest(e protocol.Outgoing, now time.Time) error {
 
 // routedBefore returns the instance's box that holds the message id when
 // box is a role's queue ("@role") and the message was routed out of it
-// already; nil when box is no role's queue or no instance has the id.
+// already (inbox.Find over the role's instances, in done/ too); nil when
+// box is no role's queue or no instance has the id.
 func (a *agent) routedBefore(box, id string) (*inbox.Box, error) {
 	role, ok := strings.CutPrefix(box, "@")
 	if !ok {
 		return nil, nil
 	}
-	instances, err := a.d.cfg.ResolveRecipient(role)
-	if err != nil {
+	var boxes []*inbox.Box
+	for _, o := range a.d.agents {
+		if o.def.Role == role {
+			boxes = append(boxes, o.box)
+		}
+	}
+	copies, err := inbox.Find(id, boxes)
+	if err != nil || len(copies) == 0 {
 		return nil, err
 	}
-	for _, in := range instances {
-		b, err := a.d.store.Box(in.Name)
-		if err != nil {
-			return nil, err
-		}
-		switch _, _, err := b.Get(id); {
-		case err == nil:
-			return b, nil
-		case !errors.Is(err, inbox.ErrNotFound):
-			return nil, fmt.Errorf("look for message %s in %s: %w", id, in.Name, err)
-		}
-	}
-	return nil, nil
+	return copies[0].Box, nil
 }
 
 // sameRequest returns nil when the message already stored under m's id in
