@@ -230,9 +230,5 @@ func sandboxHere(p *sandbox.Policy) *sandbox.Policy {
 		return nil
 	}
 	home, _ := os.UserHomeDir()
-	homes := filepath.Join(home, ".cache", "batty", "sandbox")
-	if c, err := os.UserCacheDir(); err == nil {
-		homes = filepath.Join(c, "batty", "sandbox")
-	}
-	return hosts.SandboxHere(p, home, homes)
+	return hosts.SandboxHere(p, home, sandbox.HomesIn(filepath.Join(home, ".cache", "batty", "sandbox")))
 }

@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"os"
 	"path/filepath"
 
 	"github.com/battyhq/batty/sandbox"
@@ -14,11 +13,7 @@ import (
 // directory (batty/sandbox), out of the agents' reach, else under the
 // project's state directory.
 func (d *Daemon) sandbox(command string) *sandbox.Policy {
-	homes := filepath.Join(d.layout.StateDir(), "sandbox")
-	if c, err := os.UserCacheDir(); err == nil {
-		homes = filepath.Join(c, "batty", "sandbox")
-	}
-	return sandboxPolicy(d.cfg.Workspace.Sandbox, d.cfg.Codex.Bin, homes, command)
+	return sandboxPolicy(d.cfg.Workspace.Sandbox, d.cfg.Codex.Bin, sandbox.HomesIn(filepath.Join(d.layout.StateDir(), "sandbox")), command)
 }
 
 // sandboxPolicy is how command ("verify" or "setup") runs under the team's

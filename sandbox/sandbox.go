@@ -306,3 +306,15 @@ func or(s, def string) string {
 	}
 	return s
 }
+
+// HomesIn is where the fresh CODEX_HOMEs of a user's sandboxed runs go
+// (Policy.Homes): batty/sandbox under the user's cache directory, out of
+// the agents' worktrees and writable roots; fallback when the cache
+// directory is not known. The daemon, `batty doctor` and a host's setup
+// choose it alike.
+func HomesIn(fallback string) string {
+	if c, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(c, "batty", "sandbox")
+	}
+	return fallback
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/safetext"
+	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/team"
 )
 
@@ -137,10 +138,7 @@ func doctorTeam(teamFile string) (*team.Config, error) {
 // sandboxHomes is where the sandbox trials' fresh CODEX_HOMEs go: the
 // user's cache directory, where the daemon makes its own.
 func sandboxHomes() string {
-	if c, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(c, "batty", "sandbox")
-	}
-	return filepath.Join(os.TempDir(), "batty-sandbox-homes")
+	return sandbox.HomesIn(filepath.Join(os.TempDir(), "batty-sandbox-homes"))
 }
 
 // printDoctor prints one line per check — "ok    codex    eng: codex
