@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/codextest"
@@ -145,7 +144,7 @@ func TestDoctorChecksTheRunningSharedAppServer(t *testing.T) {
 	codexBin := codextest.Codex(t)
 	srv := codextest.NewServer(t)
 	home := srv.WriteHome(t)
-	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-doc-%d", time.Now().UnixNano())}
+	r := newTeamRun(t, "e2e-doc")
 	team := fmt.Sprintf(`name: docshared
 codex:
   bin: %s
@@ -155,16 +154,7 @@ roles:
   - name: eng
     codex: {runtime: app-server, app_server: per-account}
 `, codexBin, home)
-	if err := os.WriteFile(filepath.Join(r.dir, "team.yaml"), []byte(team), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			r.batty("stop", "--timeout", "2s")
-		}
-		codextest.AssertNoMarked(t, r.mark)
-	})
+	r.writeTeam(team)
 	r.must("start", "--no-tmux")
 	st := r.waitStatus("eng on a running shared app-server", func(st control.Status) bool {
 		s := agentStatus(st, "eng").AppServer
@@ -190,7 +180,6 @@ roles:
 		t.Fatalf("the appserver check %+v; want ok for pid %d, key %s", c, shared.PID, shared.Key)
 	}
 	r.must("stop", "--timeout", "5s")
-	stopped = true
 	if c := doctor(); c != nil {
 		t.Errorf("a stopped team's doctor checks a shared app-server: %+v", c)
 	}

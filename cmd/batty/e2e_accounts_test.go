@@ -43,7 +43,7 @@ func TestE2EAccountsAsAUserSeesThem(t *testing.T) {
 		r.Header.Set("x-codex-primary-reset-at", strconv.FormatInt(reset.Unix(), 10))
 		return r
 	})
-	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-acc-%d", time.Now().UnixNano())}
+	r := newTeamRun(t, "e2e-acc")
 	alerts := filepath.Join(r.dir, "alerts.log")
 	script := filepath.Join(r.dir, "alert.sh")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$BATTY_ALERT_KIND\" >> "+alerts+"\n"), 0o755); err != nil {
@@ -66,13 +66,7 @@ roles:
   - name: eng
     accounts: [work, spare]
 `, codexBin, script, homeWork, homeSpare)
-	if err := os.WriteFile(filepath.Join(r.dir, "team.yaml"), []byte(team), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		r.batty("stop", "--timeout", "2s")
-		codextest.AssertNoMarked(t, r.mark)
-	})
+	r.writeTeam(team)
 	r.must("validate")
 	r.must("start")
 	r.must("send", "eng", "remember OSPREY [[mock:reply NOTED]]")

@@ -2,12 +2,9 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
@@ -42,7 +39,7 @@ func TestE2ETeamAppServerRuntime(t *testing.T) {
 	codexBin := codextest.Codex(t)
 	srv := codextest.NewServer(t)
 	home := srv.WriteHome(t)
-	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-as-%d", time.Now().UnixNano())}
+	r := newTeamRun(t, "e2e-as")
 	team := fmt.Sprintf(`name: warm
 codex:
   bin: %s
@@ -52,13 +49,7 @@ roles:
   - name: eng
     codex: {runtime: app-server}
 `, codexBin, home)
-	if err := os.WriteFile(filepath.Join(r.dir, "team.yaml"), []byte(team), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		r.batty("stop", "--timeout", "2s")
-		codextest.AssertNoMarked(t, r.mark)
-	})
+	r.writeTeam(team)
 	r.must("start")
 
 	r.must("send", "eng", "FIRST-ASK [[mock:reply FIRST-ANSWER]]")

@@ -53,6 +53,27 @@ type teamRun struct {
 	env  []string // added to the test's environment
 }
 
+// newTeamRun is a teamRun of the built batty in a new project directory,
+// its processes marked with tag and a number; the team is stopped when the
+// test ends and nothing carrying the mark may be left.
+func newTeamRun(t *testing.T, tag string) *teamRun {
+	t.Helper()
+	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("%s-%d", tag, time.Now().UnixNano())}
+	t.Cleanup(func() {
+		r.batty("stop", "--timeout", "2s")
+		codextest.AssertNoMarked(t, r.mark)
+	})
+	return r
+}
+
+// writeTeam writes the project's team.yaml.
+func (r *teamRun) writeTeam(team string) {
+	r.t.Helper()
+	if err := os.WriteFile(filepath.Join(r.dir, "team.yaml"), []byte(team), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
 func (r *teamRun) batty(args ...string) (string, string, int) {
 	r.t.Helper()
 	cmd := exec.Command(r.bin, args...)

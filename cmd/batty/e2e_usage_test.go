@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -46,7 +44,7 @@ func TestE2EUsageLedgerWithRealCodex(t *testing.T) {
 		r.Header.Set("x-codex-primary-reset-at", strconv.FormatInt(reset.Unix(), 10))
 		return r
 	})
-	r := &teamRun{t: t, bin: buildBatty(t), dir: t.TempDir(), mark: fmt.Sprintf("e2e-usage-%d", time.Now().UnixNano())}
+	r := newTeamRun(t, "e2e-usage")
 	team := fmt.Sprintf(`name: e2e-usage
 codex:
   bin: %s
@@ -60,13 +58,7 @@ roles:
     codex:
       runtime: app-server
 `, codexBin, home)
-	if err := os.WriteFile(filepath.Join(r.dir, "team.yaml"), []byte(team), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		r.batty("stop", "--timeout", "2s")
-		codextest.AssertNoMarked(t, r.mark)
-	})
+	r.writeTeam(team)
 	r.must("start")
 	const turns = 3
 	for i := range turns {
