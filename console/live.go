@@ -183,7 +183,6 @@ func (s *Server) statusEvents(w http.ResponseWriter, r *http.Request) {
 		case <-s.ctx.Done():
 			return
 		case st := <-ch:
-			n := s.navOf(page, st)
 			html, err := s.live.get(st, page+"\x00"+agent+"\x00"+csrf+"\x00"+r.URL.RawQuery, func() (string, error) {
 				var html bytes.Buffer
 				err := s.renderLive(&html, r, page, agent, csrf, st)
@@ -194,7 +193,11 @@ func (s *Server) statusEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			writeEvent(&b, "status", html)
-			s.writeBadge(&b, n)
+			if badge, err := s.badgeJSON(st); err != nil {
+				s.cfg.Log.Warn("Console cannot encode the badge", "error", err)
+			} else {
+				writeEvent(&b, "badge", badge)
+			}
 		}
 		if _, err := w.Write(b.Bytes()); err != nil {
 			return

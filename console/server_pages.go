@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -92,6 +91,12 @@ func doneText(code string) string {
 // navOf says what waits for the human, st being the team's status (nil
 // when unknown).
 func (s *Server) navOf(page string, st *control.Status) nav {
+	n, _ := s.navAndMarks(page, st)
+	return n
+}
+
+// navAndMarks is navOf and the marks it read.
+func (s *Server) navAndMarks(page string, st *control.Status) (nav, Marks) {
 	n := nav{Page: page}
 	marks, err := s.cfg.Backend.LoadMarks()
 	if err != nil {
@@ -110,7 +115,7 @@ func (s *Server) navOf(page string, st *control.Status) nav {
 			}
 		}
 	}
-	return n
+	return n, marks
 }
 
 // note is a notification the browser may show (when the human asked for
@@ -133,9 +138,10 @@ type badge struct {
 	Notes  []note `json:"notes"`
 }
 
-// badgeOf is the badge of n: the latest alerts, and the unread messages
+// badgeOf is the badge of n (marks, the marks it was read with): the
+// latest alerts, and the unread messages
 // to the human that are no reply (a reply has its alert).
-func (s *Server) badgeOf(n nav) badge {
+func (s *Server) badgeOf(n nav, marks Marks) badge {
 	b := badge{Unread: n.Unread(), Inbox: n.Inbox, Alerts: n.Alerts, Review: n.Review, Notes: []note{}}
 	for _, a := range s.pg.alerts.latest(maxNotes) {
 		b.Notes = append(b.Notes, note{Key: "a:" + a.Time.UTC().Format(time.RFC3339Nano) + ":" + a.Kind + ":" + a.Agent,
@@ -146,7 +152,6 @@ func (s *Server) badgeOf(n nav) badge {
 		if err != nil {
 			s.cfg.Log.Debug("Console cannot read the human's inbox", "error", err)
 		}
-		marks, _ := s.cfg.Backend.LoadMarks()
 		for _, m := range ms {
 			if m.InReplyTo == "" && !marks.IsRead(m.ID) {
 				b.Notes = append(b.Notes, note{Key: "m:" + m.ID, Title: "batty: " + safetext.Line(m.From, 80) + " writes to you",
@@ -157,14 +162,14 @@ func (s *Server) badgeOf(n nav) badge {
 	return b
 }
 
-// writeBadge writes the badge event of n.
-func (s *Server) writeBadge(b *bytes.Buffer, n nav) {
-	data, err := json.Marshal(s.badgeOf(n))
-	if err != nil {
-		s.cfg.Log.Warn("Console cannot encode the badge", "error", err)
-		return
-	}
-	writeEvent(b, "badge", string(data))
+// badgeJSON is the badge of the team whose status is st, as the badge
+// event carries it: the same for every open page, made once per status
+// (renderCache) however many pages are open.
+func (s *Server) badgeJSON(st *control.Status) (string, error) {
+	return s.live.get(st, "\x00badge", func() (string, error) {
+		data, err := json.Marshal(s.badgeOf(s.navAndMarks("", st)))
+		return string(data), err
+	})
 }
 
 // back sends the browser to path with the done code.
