@@ -139,8 +139,8 @@ type badge struct {
 }
 
 // badgeOf is the badge of n (marks, the marks it was read with): the
-// latest alerts, and the unread messages
-// to the human that are no reply (a reply has its alert).
+// latest alerts, and the unread messages to the human that are no reply
+// (a reply has its alert).
 func (s *Server) badgeOf(n nav, marks Marks) badge {
 	b := badge{Unread: n.Unread(), Inbox: n.Inbox, Alerts: n.Alerts, Review: n.Review, Notes: []note{}}
 	for _, a := range s.pg.alerts.latest(maxNotes) {
