@@ -7,6 +7,7 @@ package control
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/unixsock"
 	"golang.org/x/sys/unix"
 )
 
@@ -510,7 +512,7 @@ var ErrNotRunning = errors.New("daemon not running")
 // (at most timeout; 0 = no limit, for stop). It returns ErrNotRunning
 // (wrapped) when nothing listens.
 func Call(l project.Layout, req Request, timeout time.Duration) (Response, error) {
-	c, err := net.Dial("unix", l.Socket())
+	c, err := dial(l, timeout)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
 			return Response{}, fmt.Errorf("%w (no daemon listens on %s; start it with `batty start`)", ErrNotRunning, l.Socket())
@@ -534,36 +536,39 @@ func Call(l project.Layout, req Request, timeout time.Duration) (Response, error
 	return resp, nil
 }
 
-// Listen listens on the project's control socket with mode 0600. A
-// stale socket file (nothing listening) is removed first; the caller holds
-// the daemon lock, so no live daemon owns it. The socket is removed, bound
-// and chmodded through the state directory's descriptor (see
-// Layout.OpenDir), never through a symbolic link.
-func Listen(l project.Layout) (*net.UnixListener, error) {
-	path := l.Socket()
-	if len(path) >= len(unix.RawSockaddrUnix{}.Path) {
-		return nil, fmt.Errorf("control socket path %s is %d bytes, longer than the system allows (%d): move the project to a shorter path", path, len(path), len(unix.RawSockaddrUnix{}.Path)-1)
-	}
+// dial connects to the control socket of l, through the state
+// directory's descriptor (see Layout.OpenDir and package unixsock),
+// whatever the length of its path, within timeout (0: no limit).
+func dial(l project.Layout, timeout time.Duration) (*net.UnixConn, error) {
 	dir, err := l.OpenDir("", false)
 	if err != nil {
-		return nil, fmt.Errorf("listen on control socket %s: %w", path, err)
+		return nil, err
 	}
 	defer dir.Close()
-	if err := dir.Remove(project.SocketName); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("remove stale control socket %s: %w", path, err)
+	ctx := context.Background()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
-	old := unix.Umask(0o177)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: dir.ProcPath(project.SocketName), Net: "unix"})
-	unix.Umask(old)
+	return unixsock.DialIn(ctx, dir, project.SocketName)
+}
+
+// Listen listens on the project's control socket with mode 0600, bound
+// through the state directory's descriptor (see Layout.OpenDir and package
+// unixsock), never through a symbolic link, whatever the length of its
+// path. A stale socket file (nothing listening) is replaced; the caller
+// holds the daemon lock, so no live daemon owns it. Closing the listener
+// removes the socket.
+func Listen(l project.Layout) (*unixsock.Listener, error) {
+	dir, err := l.OpenDir("", false)
 	if err != nil {
-		return nil, fmt.Errorf("listen on control socket %s: %w", path, err)
+		return nil, fmt.Errorf("listen on control socket %s: %w", l.Socket(), err)
 	}
-	// The bound name goes through dir's descriptor, which is closed on
-	// return: RemoveSocket removes the socket instead.
-	ln.SetUnlinkOnClose(false)
-	if err := dir.Chmod(project.SocketName, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("chmod control socket %s: %w", path, err)
+	defer dir.Close()
+	ln, err := unixsock.Listen(dir, project.SocketName)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	return ln, nil
 }
@@ -661,7 +666,7 @@ func (c Conn) Reply(r Response) {
 // pid, from SO_PEERCRED) and must still be the process that connected
 // when judge is done (a pidfd), so a pid reused meanwhile cannot pass for
 // it. A nil judge checks the uid only.
-func Serve(ln *net.UnixListener, out chan<- Conn, done <-chan struct{}, judge Judge) {
+func Serve(ln *unixsock.Listener, out chan<- Conn, done <-chan struct{}, judge Judge) {
 	uid := os.Getuid()
 	for {
 		c, err := ln.AcceptUnix()

@@ -2,9 +2,9 @@ package doctor
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/unixsock"
 )
 
 // SharedFacts is one shared app-server of the running team
@@ -92,7 +93,9 @@ func brokerSilent(socket string) string {
 	if socket == "" {
 		return "the status names no socket"
 	}
-	c, err := net.DialTimeout("unix", socket, brokerTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), brokerTimeout)
+	c, err := unixsock.Dial(ctx, socket)
+	cancel()
 	if err != nil {
 		return "cannot connect to " + socket + ": " + err.Error()
 	}

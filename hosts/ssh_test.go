@@ -470,3 +470,59 @@ func TestSSHManyShimSessions(t *testing.T) {
 		t.Errorf("%d control sockets for %d sessions", len(ents), n)
 	}
 }
+
+// TestSSHLongHome reaches a host through the real ssh with a home of
+// over 200 bytes and no XDG_RUNTIME_DIR: the control sockets live in
+// ~/.ssh/batty (ControlDirFor), whose path is far longer than a socket
+// address holds, and the shared connection still works: opened, reused by
+// a second run, closed.
+func TestSSHLongHome(t *testing.T) {
+	s := hoststest.StartSSHD(t)
+	// Not under /tmp or $TMPDIR, which ControlDirFor refuses.
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Skip("no cache directory outside /tmp for a home:", err)
+	}
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	home, err := os.MkdirTemp(cache, "batty-long-home-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	for len(home) < 200 {
+		home = filepath.Join(home, strings.Repeat("h", 40))
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	dir := filepath.Join(home, ".ssh", "batty")
+	if got := DefaultControlDir(); got != dir {
+		t.Fatalf("control directory %q, want %q", got, dir)
+	}
+	tr := &Transport{ConfigFile: s.ConfigFile}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 2 { // the second run goes over the shared connection
+		out, err := tr.Run(ctx, s.Host, "echo run "+strconv.Itoa(i), nil)
+		if err != nil {
+			t.Fatalf("run %d with the control directory %s (%d bytes): %v", i, dir, len(dir), err)
+		}
+		if want := "run " + strconv.Itoa(i) + "\n"; string(out) != want {
+			t.Fatalf("run %d: out = %q, want %q", i, out, want)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 || entries[0].Type()&os.ModeSocket == 0 {
+		t.Fatalf("control directory holds %v (%v), want one shared connection's socket", entries, err)
+	}
+	if err := tr.Close(ctx, s.Host); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Fatalf("after Close the control directory holds %v (%v)", entries, err)
+	}
+}

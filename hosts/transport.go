@@ -30,13 +30,6 @@ import (
 	"github.com/battyhq/batty/textclip"
 )
 
-// maxControlDir bounds the length of the control socket directory: a
-// control path is the directory, "/", ssh's %C (40 hex digits), the
-// owner's suffix ("-" and up to 7 bytes: a pid) and a connection's ("-"
-// and up to 5 digits), and must fit the 104 bytes (108 on Linux, 104 on
-// the BSDs and macOS) of a unix socket address, with its terminating NUL.
-const maxControlDir = 104 - 1 - 40 - 8 - 6 - 1
-
 // SessionsPerConnection bounds the sessions batty opens at once on one
 // shared ssh connection: OpenSSH's sshd refuses more than MaxSessions (10
 // by default) on one connection, so the shims of many agents on a host
@@ -66,12 +59,14 @@ type Transport struct {
 	// SSH is the ssh program ("" is "ssh", looked up on PATH).
 	SSH string
 	// ConfigFile, when set, is given to ssh with -F instead of the user's
-	// ~/.ssh/config.
+	// ~/.ssh/config. An absolute path: ssh runs in ControlDir.
 	ConfigFile string
 	// ControlDir holds ssh's control sockets, one per connection (""
 	// is DefaultControlDir(); a directory an agent's sandbox may write
-	// lets the agent play a host). It must be short (a socket path is at most
-	// 104 bytes); Cmd creates it 0700 and refuses one that is a symbolic
+	// lets the agent play a host). Its path may be of any length: ssh
+	// runs in it and names its control sockets relative to it (a socket
+	// address holds at most 104 bytes of path on some systems, 107 on
+	// Linux). Cmd creates it 0700 and refuses one that is a symbolic
 	// link, not a directory, or not owned by this user.
 	ControlDir string
 	// Env is the environment of ssh or of a host's command (nil: this
@@ -82,7 +77,9 @@ type Transport struct {
 	// Transports of one Owner share connections, and the Close of one
 	// ends the other's sessions: the daemon's would end when a `batty
 	// fanout` over the same host closes its own. Letters, digits, '.',
-	// '_' and '-' only, at most 7 bytes (a socket path is at most 104).
+	// '_' and '-' only, at most 7 bytes (a control socket's name, with
+	// ssh's %C and the temporary suffix ssh binds it under, stays far
+	// below the 104 bytes a socket address holds).
 	Owner string
 
 	mu    sync.Mutex
@@ -208,7 +205,12 @@ func (t *Transport) ssh() string {
 // shared connection conn (0: "%C-<owner>", n: "%C-<owner>-n") in master mode master
 // ("auto" for a session, "yes" to open the master), up to (without) the
 // "--" that ends them. ssh takes the first value of an option: nothing
-// after may change these.
+// after may change these. The ControlPath is relative: every ssh runs in
+// the control directory (Transport.ControlDir), so the control socket's address is
+// short whatever the directory's path (ssh binds the socket itself, and
+// closes every descriptor it inherits: a socket named through a
+// descriptor of the directory, as package unixsock names batty's own,
+// cannot reach it).
 func (t *Transport) sshOptions(conn int, master string, first ...string) []string {
 	args := append([]string{t.ssh()}, first...)
 	if t.ConfigFile != "" {
@@ -221,15 +223,16 @@ func (t *Transport) sshOptions(conn int, master string, first ...string) []strin
 	return append(args,
 		"-o", "BatchMode=yes",
 		"-o", "ControlMaster="+master,
-		"-o", "ControlPath="+filepath.Join(t.controlDir(), path),
+		"-o", "ControlPath="+path,
 		"-o", "ControlPersist="+ControlPersist)
 }
 
 // Argv returns the command line that runs script with sh on h, stdin and
 // stdout connected: for an ssh host `ssh -T -o BatchMode=yes -o
-// ControlMaster=auto -o ControlPath=DIR/%C-PID -o ControlPersist=60s -- DEST
+// ControlMaster=auto -o ControlPath=%C-PID -o ControlPersist=60s -- DEST
 // sh -c SCRIPT` (the remote command is one shell-quoted string: ssh hands
-// it to the user's login shell), for a command host the command followed
+// it to the user's login shell; the ControlPath is relative to the control
+// directory, where Cmd runs ssh), for a command host the command followed
 // by sh, -c and script as words of their own. Host keys are checked as
 // the user's ssh config says. script must hold no secret: it is on argv
 // here and on the host. It is a pure function; it errs only for a host
@@ -281,6 +284,9 @@ func (t *Transport) cmdOn(h team.Host, conn int, script string) (*exec.Cmd, erro
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = t.Env
+	if h.SSH != "" {
+		cmd.Dir = t.controlDir()
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd, nil
 }
@@ -300,13 +306,13 @@ func (t *Transport) openMaster(h team.Host, conn int) error {
 	defer cancel()
 	check := append(t.sshOptions(conn, "auto", "-O", "check"), "--", h.SSH)
 	c := exec.CommandContext(ctx, check[0], check[1:]...)
-	c.Env = t.Env
+	c.Env, c.Dir = t.Env, t.controlDir()
 	if c.Run() == nil {
 		return nil
 	}
 	open := append(t.sshOptions(conn, "yes", "-f", "-N"), "--", h.SSH)
 	c = exec.CommandContext(ctx, open[0], open[1:]...)
-	c.Env = t.Env
+	c.Env, c.Dir = t.Env, t.controlDir()
 	// Its own process group: the master it leaves running is no part of
 	// a session's group, which is killed when the session is cut.
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -327,11 +333,15 @@ func (t *Transport) Close(ctx context.Context, h team.Host) error {
 	if h.SSH == "" {
 		return nil
 	}
+	dir := t.controlDir()
+	if _, err := os.Lstat(dir); dir == "" || errors.Is(err, fs.ErrNotExist) {
+		return nil // no master was ever opened
+	}
 	var errs []error
 	for _, conn := range t.host(h.SSH).used() {
 		args := append(t.sshOptions(conn, "auto", "-O", "exit"), "--", h.SSH)
 		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-		cmd.Env = t.Env
+		cmd.Env, cmd.Dir = t.Env, dir
 		cmd.WaitDelay = waitDelay
 		out, err := cmd.CombinedOutput()
 		if err != nil && !strings.Contains(string(out), "No such file") && !strings.Contains(string(out), "Control socket connect") {
@@ -343,16 +353,13 @@ func (t *Transport) Close(ctx context.Context, h team.Host) error {
 
 // EnsureControlDir makes sure dir can hold ssh's control sockets safely:
 // it creates it 0700 when missing (and its parent, 0700), and refuses ""
-// (no directory fit, see ControlDirFor), a path that is a symbolic
-// link, not a directory, not owned by this user, or too long for a
-// socket path under it. It tightens the mode of a directory of ours to
-// 0700. Idempotent.
+// (no directory fit, see ControlDirFor) and a path that is a symbolic
+// link, not a directory, or not owned by this user. Its length does not
+// matter (ssh runs in it: see sshOptions). It tightens the mode of a
+// directory of ours to 0700. Idempotent.
 func EnsureControlDir(dir string) error {
 	if dir == "" {
 		return errors.New("no directory for ssh's control sockets outside /tmp and $TMPDIR (where an agent's sandbox may write): set XDG_RUNTIME_DIR or HOME to a directory of yours")
-	}
-	if len(dir) > maxControlDir {
-		return fmt.Errorf("ssh control directory %s is %d bytes long; a socket path in it would pass the 104-byte limit: use a directory of at most %d bytes (set XDG_RUNTIME_DIR to a short directory of yours, outside /tmp)", dir, len(dir), maxControlDir)
 	}
 	// Its parent too (~/.ssh), as ssh makes it: 0700.
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {

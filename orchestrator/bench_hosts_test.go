@@ -107,19 +107,24 @@ func reportQuantiles(b *testing.B, took []time.Duration) {
 }
 
 // sshProcesses returns the ssh processes here that use the control
-// directory dir: the clients of the shims and the shared connection.
+// directory dir, where every ssh of the transport runs (its ControlPath
+// is relative): the clients of the shims and the shared connection.
 func sshProcesses(t testing.TB, dir string) []int {
 	t.Helper()
 	ps, err := procstat.List()
 	if err != nil {
 		t.Fatal(err)
 	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // as the kernel names a working directory
+	}
 	var pids []int
 	for _, p := range ps {
 		// A master may have renamed itself "ssh: <socket> [mux]".
-		if len(p.Args) > 0 && (filepath.Base(p.Args[0]) == "ssh" || strings.HasPrefix(p.Args[0], "ssh: ")) &&
-			strings.Contains(strings.Join(p.Args, " "), dir) {
-			pids = append(pids, p.PID)
+		if len(p.Args) > 0 && (filepath.Base(p.Args[0]) == "ssh" || strings.HasPrefix(p.Args[0], "ssh: ")) {
+			if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", p.PID)); err == nil && cwd == dir {
+				pids = append(pids, p.PID)
+			}
 		}
 	}
 	return pids

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/textclip"
+	"github.com/battyhq/batty/unixsock"
 )
 
 // appServerRuntime is the app-server runtime: one `codex app-server`
@@ -261,8 +261,9 @@ func (r *appServerRuntime) shared() bool { return r.s.cfg.AppServerSocket != "" 
 // restarting).
 func (r *appServerRuntime) dial() (*appserver.Client, error) {
 	s := r.s
-	d := net.Dialer{Timeout: s.cfg.IdleTimeout}
-	nc, err := d.Dial("unix", s.cfg.AppServerSocket)
+	dctx, dcancel := context.WithTimeout(context.Background(), s.cfg.IdleTimeout)
+	nc, err := unixsock.Dial(dctx, s.cfg.AppServerSocket)
+	dcancel()
 	if err != nil {
 		return nil, fmt.Errorf("connect to the shared app-server: %w", err)
 	}

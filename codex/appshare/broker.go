@@ -33,7 +33,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -41,6 +40,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/codex/appserver"
+	"github.com/battyhq/batty/unixsock"
 )
 
 // Options says how to run the shared process and whom to let in.
@@ -48,8 +48,10 @@ type Options struct {
 	// Server is how to run `codex app-server` (Bin, Args, Env, Cwd,
 	// Starter); the broker sets its OnNotification and ClientName.
 	Server appserver.Options
-	// Socket is the unix socket's path; its directory must exist and be
-	// the daemon's alone (0700). A file already there is replaced.
+	// Socket is the unix socket's path, of any length (it is bound
+	// through its directory's descriptor: package unixsock); its
+	// directory must exist, not be a symbolic link, and be the daemon's
+	// alone (0700). A file already there is replaced.
 	Socket string
 	// Allow decides whether the process pid at the other end of a new
 	// connection may use the server, returning the agent it runs for
@@ -96,7 +98,7 @@ var ownThread = map[string]bool{
 type Broker struct {
 	opts Options
 	log  hclog.Logger
-	ln   *net.UnixListener
+	ln   *unixsock.Listener
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -128,16 +130,8 @@ func Listen(ctx context.Context, o Options) (*Broker, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	if err := os.Remove(o.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("appshare: remove the old socket %s: %w", o.Socket, err)
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: o.Socket, Net: "unix"})
+	ln, err := unixsock.ListenPath(o.Socket)
 	if err != nil {
-		return nil, fmt.Errorf("appshare: listen on %s: %w", o.Socket, err)
-	}
-	ln.SetUnlinkOnClose(true)
-	if err := os.Chmod(o.Socket, 0o600); err != nil {
-		_ = ln.Close()
 		return nil, fmt.Errorf("appshare: %w", err)
 	}
 	b := &Broker{opts: o, log: log, ln: ln, ready: make(chan struct{}), conns: map[*conn]struct{}{}, owner: map[string]*conn{}}
