@@ -13,6 +13,7 @@ import (
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/project"
 )
 
 // With codex.app_server: per-account, two agents on one account run on
@@ -21,8 +22,11 @@ import (
 // control socket refuses it what it refuses agents); the process killed
 // with SIGKILL under a turn raises one app_server_died alert, the turn is
 // retried on a new process and completes; and once the team stops, no
-// process of it is left (the harness checks the mark).
+// process of it is left (the harness checks the mark). The state home's
+// path is over 200 bytes: the control socket and the broker's socket are
+// far longer than a socket address holds.
 func TestE2ESharedAppServer(t *testing.T) {
+	state := longStateHome(t)
 	srv := codextest.NewServer(t)
 	home := srv.WriteHome(t)
 	role := func(name string) string {
@@ -58,8 +62,8 @@ func TestE2ESharedAppServer(t *testing.T) {
 	st := r.d.status()
 	for _, as := range st.Agents {
 		if s := as.AppServer; s == nil || s.PID != server || s.Key == "" || s.Key != st.Agents[0].AppServer.Key ||
-			s.Socket == "" || s.CodexHome != home || s.Starts != 1 {
-			t.Fatalf("status of %s: app_server %+v, want pid %d, one key, the socket, CODEX_HOME %s, 1 start", as.Name, s, server, home)
+			!strings.HasPrefix(s.Socket, state+"/") || s.CodexHome != home || s.Starts != 1 {
+			t.Fatalf("status of %s: app_server %+v, want pid %d, one key, the socket under %s, CODEX_HOME %s, 1 start", as.Name, s, server, state, home)
 		}
 	}
 
@@ -181,4 +185,19 @@ func procCgroup(t *testing.T, pid int) string {
 		}
 	}
 	return ""
+}
+
+// longStateHome points BATTY_STATE_HOME, for the rest of the test, at a
+// new directory whose path is over 200 bytes long, and returns it.
+func longStateHome(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for len(dir) < 200 {
+		dir = filepath.Join(dir, strings.Repeat("l", 50))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(project.EnvStateHome, dir)
+	return dir
 }

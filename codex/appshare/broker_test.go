@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/battyhq/batty/codex/appserver"
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/unixsock"
 )
 
 // env is the shared process's environment: this process's, with
@@ -59,7 +59,8 @@ func (d *deaths) note(_ int, how string) {
 
 // startBroker runs a broker on a real app-server against a mock; allow
 // decides admissions (nil: everyone, each connection as an agent of its
-// own).
+// own). Its socket's directory has a path of over 200 bytes, longer than
+// a socket address holds (as a state directory under a long home has).
 func startBroker(t *testing.T, ctx context.Context, allow func(int) (string, error)) (*Broker, *codextest.Server, string, *deaths) {
 	t.Helper()
 	bin := codextest.CodexNative(t)
@@ -76,6 +77,12 @@ func startBroker(t *testing.T, ctx context.Context, allow func(int) (string, err
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	for len(dir) < 200 {
+		dir = filepath.Join(dir, strings.Repeat("s", 50))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	b, err := Listen(ctx, Options{
 		Server: appserver.Options{Bin: bin, Env: env(home, mark), Cwd: t.TempDir()},
 		Socket: filepath.Join(dir, "s"), Allow: allow, OnDeath: d.note, Restart: 10 * time.Millisecond,
@@ -93,7 +100,7 @@ func startBroker(t *testing.T, ctx context.Context, allow func(int) (string, err
 // dial connects a client to the broker and opens its session.
 func dial(t *testing.T, ctx context.Context, b *Broker) *appserver.Client {
 	t.Helper()
-	nc, err := net.Dial("unix", b.Socket())
+	nc, err := unixsock.Dial(ctx, b.Socket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +192,7 @@ func TestBrokerRefusesStrangers(t *testing.T) {
 		seen.Store(pid, true)
 		return "", errors.New("not a shim")
 	})
-	nc, err := net.Dial("unix", b.Socket())
+	nc, err := unixsock.Dial(ctx, b.Socket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +213,7 @@ func TestBrokerRefusesStrangers(t *testing.T) {
 		t.Error("Allow was not asked about this process's pid")
 	}
 	// A refused peer reads one JSON-RPC error line, then the end.
-	raw, err := net.Dial("unix", b.Socket())
+	raw, err := unixsock.Dial(ctx, b.Socket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,8 +224,8 @@ func TestBrokerRefusesStrangers(t *testing.T) {
 	if got, err := io.ReadAll(raw); err != nil || string(got) != refusal {
 		t.Errorf("a refused peer read %q, %v; want %q then the end", got, err, refusal)
 	}
-	if fi, err := os.Stat(b.Socket()); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("socket mode: %v, %v; want 0600", fi, err)
+	if fi, err := os.Lstat(b.Socket()); err != nil || fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket %s: %v, %v; want a socket, 0600", b.Socket(), fi, err)
 	}
 }
 
