@@ -115,6 +115,10 @@ func ListenPath(path string) (*Listener, error) {
 // connect to but with Dial).
 func (l *Listener) Path() string { return filepath.Join(l.dir.Path(), l.name) }
 
+// Addr returns the socket's address by its real path (the bound one
+// names a descriptor of this process's).
+func (l *Listener) Addr() net.Addr { return &net.UnixAddr{Name: l.Path(), Net: "unix"} }
+
 // Close stops listening, removes the socket's name when it is still this
 // socket (a later listener's socket renamed over it stays) and closes the
 // directory. It is idempotent.

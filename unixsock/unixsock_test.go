@@ -72,8 +72,8 @@ func TestLongDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if ln.Path() != path {
-		t.Errorf("Path() = %q, want %q", ln.Path(), path)
+	if ln.Path() != path || ln.Addr().String() != path {
+		t.Errorf("Path() = %q, Addr() = %q, want %q", ln.Path(), ln.Addr(), path)
 	}
 	fi, err := os.Lstat(path)
 	if err != nil {
