@@ -185,3 +185,39 @@ func TestCheckName(t *testing.T) {
 		}
 	}
 }
+
+// TestDescriptorPinsTheDirectory swaps a symbolic link in for the
+// directory after it was opened: the socket is still made in the
+// directory that was opened, never where the link points.
+func TestDescriptorPinsTheDirectory(t *testing.T) {
+	base := longDir(t, 200)
+	dir, moved, elsewhere := filepath.Join(base, "d"), filepath.Join(base, "moved"), filepath.Join(base, "elsewhere")
+	for _, d := range []string{dir, elsewhere} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := atomicfile.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, dir); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen(d, "s.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if fi, err := os.Lstat(filepath.Join(moved, "s.sock")); err != nil || fi.Mode().Type() != os.ModeSocket {
+		t.Fatalf("the socket in the opened directory: %v, %v", fi, err)
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Fatalf("the link's target holds %v", ents)
+	}
+	roundTrip(t, ln, filepath.Join(moved, "s.sock"))
+}
