@@ -486,11 +486,12 @@ func TestSSHLongHome(t *testing.T) {
 	if err := os.MkdirAll(cache, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	home, err := os.MkdirTemp(cache, "batty-long-home-")
+	top, err := os.MkdirTemp(cache, "batty-long-home-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(home) })
+	t.Cleanup(func() { os.RemoveAll(top) })
+	home := top
 	for len(home) < 200 {
 		home = filepath.Join(home, strings.Repeat("h", 40))
 	}
