@@ -72,11 +72,12 @@ func startBroker(t *testing.T, ctx context.Context, allow func(int) (string, err
 		allow = func(int) (string, error) { return fmt.Sprintf("agent-%d", n.Add(1)), nil }
 	}
 	d := &deaths{ch: make(chan struct{}, 4)}
-	dir, err := os.MkdirTemp("", "appshare-")
+	top, err := os.MkdirTemp("", "appshare-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(top) })
+	dir := top
 	for len(dir) < 200 {
 		dir = filepath.Join(dir, strings.Repeat("s", 50))
 	}
