@@ -51,7 +51,7 @@ func (d *Daemon) newLander() (*lander, error) {
 		RetryWait: landingRetry,
 		// Added to the default protected paths: a change of one waits for
 		// the human's review.
-		Protected: d.cfg.Workspace.Protected,
+		Protected: protectedPaths(d.cfg, d.repo.TopLevel()),
 		// Its git commands and the worktrees' never run side by side.
 		Lock: d.repo.Locker(),
 	}
