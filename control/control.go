@@ -238,6 +238,12 @@ type LandingStatus struct {
 	Onto string `json:"onto"`
 	// Approved is the branch's commit the human approved, "" when none.
 	Approved string `json:"approved"`
+	// Protected are protected paths the last attempt's merge changes (at
+	// most landing.MaxProtected, as git names them: the agent's, to be
+	// cleaned), which make it wait for review whatever Review says;
+	// ProtectedTotal counts them all.
+	Protected      []string `json:"protected,omitempty"`
+	ProtectedTotal int      `json:"protected_total,omitempty"`
 }
 
 // WorkspaceStatus is an agent's git worktree as last seen by the daemon

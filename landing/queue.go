@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/protect"
 	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/textclip"
@@ -74,6 +75,10 @@ type Options struct {
 	// MaxAttempts bounds the attempts of one Land when base keeps moving
 	// (0: DefaultMaxAttempts); then the request waits.
 	MaxAttempts int
+	// Protected are path patterns (package protect) added to
+	// protect.Defaults, which always apply: a landing whose merge changes
+	// a path they match waits for the human's review (see protected.go).
+	Protected []string
 }
 
 // Queue is the merge queue of one project: the requests (kept durably in
@@ -85,6 +90,7 @@ type Queue struct {
 	env         []string
 	name, email string
 	integ       string
+	protected   protect.Set
 
 	landing chan struct{} // holds one token while a Land runs
 
@@ -128,11 +134,15 @@ func Open(o Options) (*Queue, error) {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = DefaultMaxAttempts
 	}
+	protected, err := protect.Compile(append(protect.Defaults(), o.Protected...))
+	if err != nil {
+		return nil, fmt.Errorf("landing: %w", err)
+	}
 	env := o.Env
 	if env == nil {
 		env = os.Environ()
 	}
-	q := &Queue{opt: o, env: workspaces.CleanEnv(env), name: name, email: email,
+	q := &Queue{opt: o, env: workspaces.CleanEnv(env), name: name, email: email, protected: protected,
 		integ: filepath.Join(filepath.Clean(o.WorktreesDir), IntegrationName), landing: make(chan struct{}, 1)}
 	if q.reqs, err = load(o.Layout); err != nil {
 		return nil, err
@@ -307,6 +317,7 @@ func (q *Queue) Get(id string) (Request, bool) {
 
 func clone(r Request) Request {
 	r.Conflicts = slices.Clone(r.Conflicts)
+	r.Protected = slices.Clone(r.Protected)
 	return r
 }
 
@@ -378,7 +389,7 @@ func (q *Queue) attempt(ctx context.Context, r Request, attempt int) (_ Request,
 		return q.finish(r, d, nil, "")
 	}
 	r.State, r.BaseBefore, r.Merged, r.Tip, r.RetryAt = Landing, f.BaseTip, "", f.BranchTip, time.Time{}
-	r.Error, r.Conflicts, r.OutputTail = "", nil, ""
+	r.Error, r.Conflicts, r.OutputTail, r.Protected, r.ProtectedTotal = "", nil, "", nil, 0
 	r.Attempts++
 	if err := q.record(r); err != nil {
 		return r, true, err
@@ -399,6 +410,9 @@ func (q *Queue) attempt(ctx context.Context, r Request, attempt int) (_ Request,
 		return q.finish(r, Decision{ActFail, reason}, conflicts, "")
 	}
 	r.Merged = merged
+	if r.Protected, r.ProtectedTotal, err = q.protectedChanges(ctx, f.BaseTip, merged); err != nil {
+		return q.stop(ctx, r, err)
+	}
 	if err := q.record(r); err != nil {
 		return r, true, err
 	}

@@ -82,6 +82,13 @@ type Request struct {
 	// Rejection is the human's reason for rejecting the request in
 	// review (state Failed).
 	Rejection string `json:"rejection,omitempty"`
+	// Protected are the protected paths (package protect) that the last
+	// attempt's merge changes against base, at most MaxProtected, as git
+	// names them (the agent's: clean them to show them); ProtectedTotal
+	// counts them all. A request with any waits for the human's review
+	// once verified, as if Review were set.
+	Protected      []string `json:"protected,omitempty"`
+	ProtectedTotal int      `json:"protected_total,omitempty"`
 	// LandedCommit is the commit base was advanced to (Landed).
 	LandedCommit string `json:"landed_commit,omitempty"`
 	// Error says why the request failed or waits ("nothing to land" for
@@ -132,6 +139,10 @@ type fileState struct {
 	Requests []Request `json:"requests"`
 }
 
+// Reviewed reports whether r lands only once the human approved the tip
+// it merged: it asked for review, or its merge changes protected paths.
+func (r Request) Reviewed() bool { return r.Review || len(r.Protected) > 0 }
+
 // BranchOf returns the branch of agent's workspace, batty/<agent>.
 func BranchOf(agent string) string { return branchPrefix + agent }
 
@@ -163,8 +174,16 @@ func (r Request) Validate() error {
 	if r.State == Landed && r.LandedCommit == "" {
 		return fmt.Errorf("request %s: landed without landed_commit", r.ID)
 	}
-	if r.State == Review && (!r.Review || r.Tip == "" || r.Merged == "" || r.BaseBefore == "") {
-		return fmt.Errorf("request %s: waiting for review without review, tip, merged and base_before", r.ID)
+	if r.State == Review && (!r.Reviewed() || r.Tip == "" || r.Merged == "" || r.BaseBefore == "") {
+		return fmt.Errorf("request %s: waiting for review without review or protected paths, tip, merged and base_before", r.ID)
+	}
+	if len(r.Protected) > MaxProtected || r.ProtectedTotal < len(r.Protected) || (r.ProtectedTotal > 0) != (len(r.Protected) > 0) {
+		return fmt.Errorf("request %s: %d protected paths of %d: at most %d, none left out", r.ID, len(r.Protected), r.ProtectedTotal, MaxProtected)
+	}
+	for _, p := range r.Protected {
+		if p == "" || len(p) > maxPathLen || !utf8.ValidString(p) {
+			return fmt.Errorf("request %s: a protected path empty, longer than %d bytes or not UTF-8", r.ID, maxPathLen)
+		}
 	}
 	if len(r.Error) > maxErrorLen {
 		return fmt.Errorf("request %s: error longer than %d bytes", r.ID, maxErrorLen)

@@ -27,6 +27,8 @@ func sampleRequests() []Request {
 		{ID: "r9", Agent: "eng-9", Branch: "batty/eng-9", RequestedAt: epoch, State: Failed, Review: true, Tip: tipB,
 			Rejection: "split it in two", Error: "rejected in review: split it in two", FinishedAt: epoch},
 		{ID: "r10", Agent: "eng-10", Branch: "batty/eng-10", RequestedAt: epoch, State: Queued, Review: true, Tip: tipB, Approved: tipB},
+		{ID: "r11", Agent: "eng-11", Branch: "batty/eng-11", RequestedAt: epoch, RequestedBy: "human", State: Review,
+			BaseBefore: tipA, Merged: tipM, Tip: tipB, Protected: []string{".github/workflows/x.yml", "sub/.envrc"}, ProtectedTotal: 3},
 	}
 }
 
@@ -75,6 +77,10 @@ func TestDecodeRefuses(t *testing.T) {
 		"duplicate id":           good + "," + good,
 		"review without a tip":   `{"id":"r1","agent":"a","branch":"batty/a","state":"review","review":true,"merged":"` + tipM + `","base_before":"` + tipA + `"}`,
 		"review not asked":       `{"id":"r1","agent":"a","branch":"batty/a","state":"review","tip":"` + tipB + `","merged":"` + tipM + `","base_before":"` + tipA + `"}`,
+		"protected, none listed": `{"id":"r1","agent":"a","branch":"batty/a","state":"queued","protected_total":2}`,
+		"protected, miscounted":  `{"id":"r1","agent":"a","branch":"batty/a","state":"queued","protected":[".envrc",".env"],"protected_total":1}`,
+		"protected path empty":   `{"id":"r1","agent":"a","branch":"batty/a","state":"queued","protected":[""],"protected_total":1}`,
+		"protected, too many":    `{"id":"r1","agent":"a","branch":"batty/a","state":"queued","protected":["` + strings.Repeat(`a","`, MaxProtected) + `a"],"protected_total":50}`,
 		"approved an option":     `{"id":"r1","agent":"a","branch":"batty/a","state":"queued","approved":"--exec=x"}`,
 		"tip an option":          `{"id":"r1","agent":"a","branch":"batty/a","state":"queued","tip":"--exec=x"}`,
 		"rejection too long":     `{"id":"r1","agent":"a","branch":"batty/a","state":"failed","rejection":"` + strings.Repeat("x", MaxReasonLen+1) + `"}`,

@@ -31,9 +31,10 @@ import (
 
 // NeedsReview reports whether r, whose last attempt merged r.Tip and passed
 // verify, waits for the human's review before base advances: it asks for
-// review and the human has not approved that tip. It is a pure function.
+// review or its merge changes protected paths (r.Protected), and the human
+// has not approved that tip. It is a pure function.
 func NeedsReview(r Request) bool {
-	return r.Review && (r.Tip == "" || r.Approved != r.Tip)
+	return r.Reviewed() && (r.Tip == "" || r.Approved != r.Tip)
 }
 
 // DecideApproval decides what the human's approval of r does, the branch's

@@ -20,6 +20,10 @@ func TestNeedsReview(t *testing.T) {
 		{"approved this tip", Request{Review: true, Tip: tipA, Approved: tipA}, false},
 		{"approved another tip", Request{Review: true, Tip: tipB, Approved: tipA}, true},
 		{"asked, no tip", Request{Review: true}, true},
+		{"protected paths, not asked", Request{Tip: tipA, Protected: []string{".envrc"}, ProtectedTotal: 1}, true},
+		{"protected paths, this tip approved", Request{Tip: tipA, Approved: tipA, Protected: []string{".envrc"}, ProtectedTotal: 1}, false},
+		{"protected paths, another tip approved", Request{Tip: tipB, Approved: tipA, Protected: []string{".envrc"}, ProtectedTotal: 1}, true},
+		{"asked and protected", Request{Review: true, Tip: tipA, Protected: []string{".envrc"}, ProtectedTotal: 1}, true},
 	}
 	for _, tt := range tests {
 		if got := NeedsReview(tt.r); got != tt.want {

@@ -49,6 +49,9 @@ func (d *Daemon) newLander() (*lander, error) {
 		Verify: d.cfg.Workspace.Verify, VerifyTimeout: d.cfg.Workspace.VerifyTimeout, Env: d.markedEnv(),
 		Sandbox:   d.sandbox("verify"),
 		RetryWait: landingRetry,
+		// Added to the default protected paths: a change of one waits for
+		// the human's review.
+		Protected: protectedPaths(d.cfg, d.repo.TopLevel()),
 		// Its git commands and the worktrees' never run side by side.
 		Lock: d.repo.Locker(),
 	}

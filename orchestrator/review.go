@@ -14,7 +14,8 @@ import (
 
 // The review gate in the daemon (see package landing, review.go): a
 // landing an agent asks for under workspace.review: human, or the human
-// with `batty merge --review`, waits after a green verify for the human.
+// with `batty merge --review`, or anyone's whose merge changes a protected
+// path (package protect), waits after a green verify for the human.
 // The lander reports it once (a review_waiting alert) and goes on with the
 // other requests; `batty approve` and `batty reject` reach the daemon
 // through the control socket (OpApprove, OpReject: never an agent's) and
@@ -33,8 +34,13 @@ func reviewOf(ws team.WorkspaceSettings, from string, asked bool) bool {
 // human's review: one review_waiting event (an alert) each time a request
 // enters review, which is once per tip it verified. Run's goroutine only.
 func (l *lander) reviewWaiting(r landing.Request) {
+	detail := fmt.Sprintf("%s passed verify merged onto %s at %s and waits for your review", r.Branch, l.d.base, shortCommit(r.BaseBefore))
+	if why := teamstatus.ProtectedDetail(r.Protected, r.ProtectedTotal); why != "" {
+		// Held whatever workspace.review says: say why.
+		detail += ": it " + strings.TrimSuffix(why, "; ")
+	}
 	l.d.events.Append(eventlog.Event{Type: eventlog.EvReviewWaiting, Agent: r.Agent,
-		Detail: fmt.Sprintf("%s passed verify merged onto %s at %s and waits for your review", r.Branch, l.d.base, shortCommit(r.BaseBefore)),
+		Detail: detail,
 		Data:   eventlog.ReviewWaiting{Request: r.ID, Branch: r.Branch, Base: l.d.base, Tip: r.Tip, Merged: r.Merged}})
 }
 

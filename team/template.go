@@ -28,14 +28,17 @@ var templateFiles = []string{
 
 // WriteTemplate writes the example team into dir: dir/team.yaml (a commented
 // team file with the roles architect, manager and engineer, the latter with
-// two instances) and dir/prompts/{architect,manager,engineer}.md.
+// two instances) and dir/prompts/{architect,manager,engineer}.md. With
+// worktrees (dir is in a git repository with a commit) the engineers get a
+// git worktree each (workspace: worktree); else they work in the project
+// checkout, the key commented out.
 //
 // Unless force is set, nothing is written when any of those files already
 // exists; the error then names every existing file. Missing directories are
 // created with mode 0755 and files are written with mode 0644 (each file is
 // written to a temporary file and renamed into place). The returned paths
 // are the written files, joined onto dir, in the order listed above.
-func WriteTemplate(dir string, force bool) ([]string, error) {
+func WriteTemplate(dir string, force, worktrees bool) ([]string, error) {
 	if !force {
 		var existing []string
 		for _, name := range templateFiles {
@@ -58,6 +61,11 @@ func WriteTemplate(dir string, force bool) ([]string, error) {
 		if err != nil {
 			return written, fmt.Errorf("reading embedded template %s: %w", name, err)
 		}
+		if name == "team.yaml" && worktrees {
+			if data, err = withWorktrees(data); err != nil {
+				return written, err
+			}
+		}
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := mkdirAll(filepath.Dir(p)); err != nil {
 			return written, err
@@ -68,6 +76,22 @@ func WriteTemplate(dir string, force bool) ([]string, error) {
 		written = append(written, p)
 	}
 	return written, nil
+}
+
+// engineerWorkspace is the template's line of the engineer's workspace,
+// commented out, and what withWorktrees makes of it.
+const (
+	engineerWorkspace = "    # workspace: worktree          # worktree (a git worktree each) | shared (the project checkout)\n"
+	engineerWorktree  = "    workspace: worktree            # worktree (a git worktree each) | shared (the project checkout)\n"
+)
+
+// withWorktrees is the template team.yaml with the engineer's workspace
+// key set to worktree. It is a pure function.
+func withWorktrees(data []byte) ([]byte, error) {
+	if strings.Count(string(data), engineerWorkspace) != 1 {
+		return nil, errors.New("the embedded template lacks the engineer's workspace line")
+	}
+	return []byte(strings.Replace(string(data), engineerWorkspace, engineerWorktree, 1)), nil
 }
 
 // mkdirAll creates dir and its missing parents with mode 0755, regardless

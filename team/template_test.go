@@ -13,7 +13,7 @@ import (
 
 func TestWriteTemplate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "new")
-	paths, err := WriteTemplate(dir, false)
+	paths, err := WriteTemplate(dir, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestWriteTemplate(t *testing.T) {
 	if err := os.WriteFile(paths[1], []byte("mine\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = WriteTemplate(dir, false)
+	_, err = WriteTemplate(dir, false, false)
 	if err == nil || !strings.Contains(err.Error(), paths[0]) || !strings.Contains(err.Error(), paths[1]) {
 		t.Fatalf("WriteTemplate over existing files: err = %v", err)
 	}
@@ -76,7 +76,7 @@ func TestWriteTemplate(t *testing.T) {
 	}
 
 	// With force everything is rewritten.
-	if _, err := WriteTemplate(dir, true); err != nil {
+	if _, err := WriteTemplate(dir, true, false); err != nil {
 		t.Fatal(err)
 	}
 	want0, _ := templates.ReadFile("templates/prompts/architect.md")
@@ -93,7 +93,7 @@ func TestWriteTemplatePartialConflict(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "team.yaml"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WriteTemplate(dir, false); err == nil {
+	if _, err := WriteTemplate(dir, false, false); err == nil {
 		t.Fatal("WriteTemplate overwrote team.yaml")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "prompts")); !os.IsNotExist(err) {
@@ -146,7 +146,7 @@ func TestRepositoryExampleLoads(t *testing.T) {
 // workspace block and engineer's workspace key, uncommented, load.
 func TestTemplateWorkspaceExample(t *testing.T) {
 	dir := t.TempDir()
-	paths, err := WriteTemplate(dir, false)
+	paths, err := WriteTemplate(dir, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,5 +185,31 @@ func TestTemplateWorkspaceExample(t *testing.T) {
 	}
 	if w := []string{"architect=shared", "manager=shared", "engineer-1=worktree", "engineer-2=worktree"}; !reflect.DeepEqual(got, w) {
 		t.Errorf("agent workspaces = %q, want %q", got, w)
+	}
+}
+
+// With worktrees, the example gives the engineers (and only them) a git
+// worktree each; nothing else in it changes.
+func TestWriteTemplateWithWorktrees(t *testing.T) {
+	dir := t.TempDir()
+	paths, err := WriteTemplate(dir, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range cfg.Agents() {
+		got = append(got, a.Name+"="+a.Workspace)
+	}
+	if w := []string{"architect=shared", "manager=shared", "engineer-1=worktree", "engineer-2=worktree"}; !reflect.DeepEqual(got, w) {
+		t.Errorf("agent workspaces = %q, want %q", got, w)
+	}
+	with, _ := os.ReadFile(paths[0])
+	plain, _ := templates.ReadFile("templates/team.yaml")
+	if d := len(with) - len(plain); d != 0 || strings.Count(string(with), "workspace: worktree ") != 1 {
+		t.Errorf("the file differs by more than the engineer's key (%d bytes)", d)
 	}
 }

@@ -15,8 +15,8 @@ import (
 // as the user (on_alert, workspace.setup and verify, codex.bin, a host's
 // command) or how tightly an agent is held (its sandbox, approval policy,
 // Codex arguments, configuration, environment and home, its working
-// directory, whether its landings wait for the human's review, its token
-// budgets). In a
+// directory, whether its landings wait for the human's review and for
+// which paths, its token budgets). In a
 // shared workspace an agent can edit the team file, so
 // `batty restart` shows a change of these and asks before applying it.
 type Setting struct {
@@ -51,7 +51,8 @@ var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CRED
 
 // TrustedSettings returns the trusted settings of c (see Setting), sorted
 // by key: the team's on_alert, workspace.setup, workspace.verify and
-// workspace.review (the merge queue's review gate), each token budget
+// workspace.review (the merge queue's review gate), workspace.protected
+// (the paths whose change waits for review), each token budget
 // (budgets.<for>/<per>), each
 // host's ssh destination and command, and for each role its effective
 // codex.bin, sandbox, approval_policy, args, codex_home, each
@@ -69,6 +70,7 @@ func TrustedSettings(c *Config) []Setting {
 		review = ReviewNone
 	}
 	add("workspace.review", review)
+	add("workspace.protected", words(c.Workspace.Protected))
 	for _, b := range c.Budgets {
 		// An agent that may edit the team file must not raise its own
 		// budget unseen.

@@ -66,6 +66,8 @@ func TestTrustedChanges(t *testing.T) {
 			[]SettingChange{{"workspace.setup", "", "./y"}, {"workspace.verify", "make test", "./x"}}},
 		{"the review gate", replace(t, trustedBase, "  verify: make test\n", "  verify: make test\n  review: human\n"),
 			[]SettingChange{{"workspace.review", "none", "human"}}},
+		{"protected paths", replace(t, trustedBase, "  verify: make test\n", "  verify: make test\n  protected: [deploy/, \"my file\"]\n"),
+			[]SettingChange{{"workspace.protected", "", "deploy/ 'my file'"}}},
 		{"codex.bin", replace(t, trustedBase, "  model: gpt-5\n", "  model: gpt-5\n  bin: ./evil\n"),
 			[]SettingChange{{"roles.eng.codex.bin", "codex", filepath.Join(dir, "evil")}}},
 		{"sandbox and approval", replace(t, trustedBase, "  model: gpt-5\n", "  model: gpt-5\n  sandbox: danger-full-access\n  approval_policy: on-request\n"),

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/battyhq/batty/protect"
 )
 
 // Workspace kinds: where a role's agents work (a role's workspace key).
@@ -45,7 +47,7 @@ var (
 )
 
 var (
-	workspaceKeys  = []string{"base", "verify", "setup", "verify_timeout", "setup_timeout", "sandbox", "review"}
+	workspaceKeys  = []string{"base", "verify", "setup", "verify_timeout", "setup_timeout", "sandbox", "review", "protected"}
 	workspaceKinds = []string{WorkspaceShared, WorkspaceWorktree}
 	reviewKinds    = []string{ReviewNone, ReviewHuman}
 	sandboxKeys    = []string{"writable", "verify_network", "setup_network"}
@@ -109,6 +111,11 @@ type WorkspaceSettings struct {
 	// landing waits for the human's approval once verify passed), or ""
 	// for none (the default; `review: none` in the file).
 	Review string
+	// Protected are the team's protected path patterns (workspace.protected,
+	// each valid by protect.Check), added to protect.Defaults: a landing
+	// whose merge changes a path they match waits for the human's review,
+	// whatever Review says. Nil when the file adds none.
+	Protected []string
 	// Line is the line of the team file's workspace key, 0 when the file
 	// has no workspace mapping (absent or null).
 	Line int
@@ -233,7 +240,7 @@ func (p *parser) workspace(e entry, ws *WorkspaceSettings) {
 	}
 	ws.Line = e.key.Line
 	if d := deref(e.val); d == nil || d.Kind != yaml.MappingNode {
-		p.add(e.val, "the team's workspace is a mapping of base, verify, setup, verify_timeout, setup_timeout, sandbox and review; `workspace: worktree` goes on a role",
+		p.add(e.val, "the team's workspace is a mapping of base, verify, setup, verify_timeout, setup_timeout, sandbox, review and protected; `workspace: worktree` goes on a role",
 			"workspace must be a mapping, not %s", kindName(e.val))
 		return
 	}
@@ -286,6 +293,36 @@ func (p *parser) workspace(e entry, ws *WorkspaceSettings) {
 	}
 	if re, ok := f["review"]; ok && !isNull(re.val) {
 		p.review(re.val, ws)
+	}
+	if pe, ok := f["protected"]; ok {
+		p.protected(pe.val, ws)
+	}
+}
+
+// maxProtected bounds the patterns of workspace.protected.
+const maxProtected = 256
+
+// protected decodes workspace.protected (node n), a list of path patterns
+// (protect.Check), into ws. A null value adds none.
+func (p *parser) protected(n *yaml.Node, ws *WorkspaceSettings) {
+	const what = "workspace.protected"
+	items, ok := p.strList(n, what)
+	if !ok {
+		return
+	}
+	if len(items) > maxProtected {
+		p.add(n, "", "%s has %d patterns, at most %d", what, len(items), maxProtected)
+		return
+	}
+	for _, it := range items {
+		if err := protect.Check(it.val); err != nil {
+			p.add(it.node, `write a path from the repository's top level as in .gitignore, e.g. "deploy/" or "/scripts/release.sh"`,
+				"invalid %s element %.60q: %v", what, it.val, err)
+			continue
+		}
+		if !slices.Contains(ws.Protected, it.val) {
+			ws.Protected = append(ws.Protected, it.val)
+		}
 	}
 }
 

@@ -105,13 +105,13 @@ func TestParseWorkspaceErrors(t *testing.T) {
 		want string // one full line of the error
 	}{
 		{"team workspace not a mapping", "name: t\nworkspace: worktree\n" + roles,
-			"team.yaml:2:12: workspace must be a mapping, not a string (the team's workspace is a mapping of base, verify, setup, verify_timeout, setup_timeout, sandbox and review; `workspace: worktree` goes on a role)"},
+			"team.yaml:2:12: workspace must be a mapping, not a string (the team's workspace is a mapping of base, verify, setup, verify_timeout, setup_timeout, sandbox, review and protected; `workspace: worktree` goes on a role)"},
 		{"team workspace a list", "name: t\nworkspace: [main]\n" + roles,
 			"team.yaml:2:12: workspace must be a mapping, not a list ("},
 		{"unknown workspace key", "name: t\nworkspace:\n  bse: main\n" + roles,
 			`team.yaml:3:3: unknown key "bse" in workspace (did you mean "base"?)`},
 		{"unknown workspace key without suggestion", "name: t\nworkspace:\n  zzz: 1\n" + roles,
-			`team.yaml:3:3: unknown key "zzz" in workspace (valid keys: base, verify, setup, verify_timeout, setup_timeout, sandbox, review)`},
+			`team.yaml:3:3: unknown key "zzz" in workspace (valid keys: base, verify, setup, verify_timeout, setup_timeout, sandbox, review, protected)`},
 		{"duplicate workspace key", "name: t\nworkspace:\n  base: main\n  base: dev\n" + roles,
 			`team.yaml:4:3: duplicate key "base" in workspace (first defined at line 3)`},
 		{"base with ..", "name: t\nworkspace:\n  base: main..dev\n" + roles,
@@ -174,6 +174,16 @@ func TestParseWorkspaceErrors(t *testing.T) {
 			`team.yaml:2:21: workspace.review must be a string, not a boolean (quote it: "true")`},
 		{"review a list", "name: t\nworkspace: {review: [human]}\n" + roles,
 			`team.yaml:2:21: workspace.review must be a string, not a list`},
+		{"protected not a list", "name: t\nworkspace: {protected: deploy/}\n" + roles,
+			`team.yaml:2:24: workspace.protected must be a list, not a string (write a list: [deploy/])`},
+		{"protected with **", "name: t\nworkspace:\n  protected: [deploy/, \"ci/**/run\"]\n" + roles,
+			`team.yaml:3:24: invalid workspace.protected element "ci/**/run": "**" is not supported: a pattern without "/" (but a trailing one) matches at any depth (write a path from the repository's top level as in .gitignore, e.g. "deploy/" or "/scripts/release.sh")`},
+		{"protected with ..", "name: t\nworkspace:\n  protected:\n    - ../x\n" + roles,
+			`team.yaml:4:7: invalid workspace.protected element "../x": it contains ".." (`},
+		{"protected empty", "name: t\nworkspace:\n  protected: [\"\"]\n" + roles,
+			`team.yaml:3:15: invalid workspace.protected element "": it is empty (`},
+		{"protected bad class", "name: t\nworkspace:\n  protected: [\"[x\"]\n" + roles,
+			`team.yaml:3:15: invalid workspace.protected element "[x": component "[x": syntax error in pattern (`},
 		{"role key misspelt", "name: t\nroles:\n  - name: a\n    worktree: true\n",
 			`team.yaml:4:5: unknown key "worktree" in role (valid keys: name, instances, prompt, talks_to, cwd, workspace, hosts, codex, accounts)`},
 	}
@@ -205,6 +215,7 @@ workspace:
   verify_timeout: 1h
   setup_timeout: 24h
   review: human
+  protected: [deploy/, /scripts/release.sh, deploy/]
 roles:
   - name: lead
   - name: eng
@@ -221,6 +232,7 @@ roles:
 		Base: "release/2.0", Verify: "go vet ./...\ngo test ./...\n", Setup: "npm ci",
 		VerifyTimeout: time.Hour, SetupTimeout: 24 * time.Hour, Line: 2,
 		Sandbox: WorkspaceSandbox{SetupNetwork: true}, Review: ReviewHuman,
+		Protected: []string{"deploy/", "/scripts/release.sh"},
 	}
 	if !reflect.DeepEqual(cfg.Workspace, want) {
 		t.Errorf("Workspace = %+v, want %+v", cfg.Workspace, want)

@@ -1,10 +1,13 @@
 package teamstatus
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/landing"
+	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/workspaces"
 )
 
@@ -25,12 +28,37 @@ func Landings(reqs []landing.Request) []control.LandingStatus {
 			detail = "conflicts: " + strings.Join(r.Conflicts, ", ")
 		}
 		if r.State == landing.Review {
-			detail = ReviewDetail(r.Agent)
+			detail = ProtectedDetail(r.Protected, r.ProtectedTotal) + ReviewDetail(r.Agent)
 		}
 		out = append(out, control.LandingStatus{ID: r.ID, Agent: r.Agent, State: string(r.State), RequestedAt: r.RequestedAt,
-			By: r.RequestedBy, Commit: r.LandedCommit, Detail: detail, Review: r.Review, Tip: r.Tip, Onto: r.BaseBefore, Approved: r.Approved})
+			By: r.RequestedBy, Commit: r.LandedCommit, Detail: detail, Review: r.Review, Tip: r.Tip, Onto: r.BaseBefore, Approved: r.Approved,
+			Protected: slices.Clone(r.Protected), ProtectedTotal: r.ProtectedTotal})
 	}
 	return out
+}
+
+// maxDetailPaths bounds the protected paths ProtectedDetail names.
+const maxDetailPaths = 5
+
+// ProtectedDetail says which protected paths a landing's merge changes
+// (paths, total of them), the reason it waits for review: "changes
+// protected paths a, b (and 3 more); ", each name cleaned to one line and
+// clipped, at most maxDetailPaths of them; "" when none. It is a pure
+// function.
+func ProtectedDetail(paths []string, total int) string {
+	if len(paths) == 0 {
+		return ""
+	}
+	shown := paths[:min(len(paths), maxDetailPaths)]
+	names := make([]string, len(shown))
+	for i, p := range shown {
+		names[i] = safetext.Line(p, 120)
+	}
+	s := "changes protected paths " + strings.Join(names, ", ")
+	if more := max(total, len(paths)) - len(shown); more > 0 {
+		s += fmt.Sprintf(" (and %d more)", more)
+	}
+	return s + "; "
 }
 
 // ReviewDetail is what status says of agent's landing waiting for review.

@@ -2,17 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/workspaces"
 )
 
 // newInitCmd returns `batty init`: write the example team.
@@ -24,7 +27,10 @@ func newInitCmd() *cobra.Command {
 		Long: `init writes a commented example team into DIR (default: the current
 directory): team.yaml with the roles architect, manager and engineer (two
 instances), and prompts/architect.md, prompts/manager.md and
-prompts/engineer.md with their standing instructions. It adds .batty/ (the
+prompts/engineer.md with their standing instructions. In a git repository
+whose checked-out branch has a commit, the engineers work in git worktrees
+of their own (workspace: worktree), landing their work through the merge
+queue; elsewhere in the project checkout. It adds .batty/ (the
 worktrees of the agents that work in worktrees) to DIR's .gitignore,
 creating the file if needed.
 
@@ -45,7 +51,8 @@ uses that team) unless --force is given.`,
 					return err
 				}
 			}
-			written, err := team.WriteTemplate(dir, force)
+			worktrees := gitReady(cmd.Context(), dir)
+			written, err := team.WriteTemplate(dir, force, worktrees)
 			if err != nil {
 				return fmt.Errorf("init %s: %w", dir, err)
 			}
@@ -55,6 +62,9 @@ uses that team) unless --force is given.`,
 			}
 			if err := ignoreStateDir(out, dir); err != nil {
 				return fmt.Errorf("init %s: %w", dir, err)
+			}
+			if worktrees {
+				fmt.Fprintln(out, "the engineers work in git worktrees of their own (workspace: worktree) and land with batty merge")
 			}
 			fmt.Fprintln(out, "\nNext steps:")
 			if filepath.Clean(dir) != "." {
@@ -68,6 +78,27 @@ uses that team) unless --force is given.`,
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite existing files; create a team inside another project")
 	return withUsageExit(cmd)
+}
+
+// gitReady reports whether dir is in a git work tree whose checked-out
+// branch has a commit, so that agents' worktrees can start from it. It
+// only reads; any failure is false.
+func gitReady(ctx context.Context, dir string) bool {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	// Open only reads: the worktrees directory and the lock file are not
+	// made.
+	repo, err := workspaces.Open(ctx, workspaces.Options{ProjectDir: abs,
+		WorktreesDir: filepath.Join(abs, project.DirName, "worktrees"), LockFile: filepath.Join(abs, project.DirName, "git.lock")})
+	if err != nil {
+		return false
+	}
+	base, err := repo.DefaultBase(ctx)
+	return err == nil && repo.CheckBase(ctx, base) == nil
 }
 
 // refuseNestedTeam returns an error naming the project dir already belongs

@@ -161,3 +161,34 @@ func TestStatusOfANeverStartedProjectCreatesNothing(t *testing.T) {
 		t.Fatalf("status --json created %s: %v", l.Dir, err)
 	}
 }
+
+// In a git repository whose branch has a commit, init gives the engineers
+// worktrees of their own, and the team is valid there; in one without a
+// commit yet (no branch for a worktree to start from) they stay in the
+// checkout.
+func TestInitInAGitRepositoryGivesEngineersWorktrees(t *testing.T) {
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	out, errOut, code := runBattyIn(t, dir, nil, "", "init")
+	if code != 0 || strings.Contains(out, "worktree") {
+		t.Fatalf("init in a repository without a commit: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "team.yaml")); !strings.Contains(string(b), "    # workspace: worktree ") {
+		t.Fatalf("without a commit the engineers got worktrees:\n%s", b)
+	}
+
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "initial")
+	out, errOut, code = runBattyIn(t, dir, nil, "", "init", "--force")
+	if code != 0 || !strings.Contains(out, "the engineers work in git worktrees of their own (workspace: worktree)") {
+		t.Fatalf("init: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "team.yaml"))
+	if !strings.Contains(string(b), "\n    workspace: worktree ") {
+		t.Fatalf("team.yaml gives the engineers no worktrees:\n%s", b)
+	}
+	out, errOut, code = runBattyIn(t, dir, nil, "", "validate")
+	if code != 0 || !strings.HasPrefix(out, "team.yaml: valid") {
+		t.Fatalf("validate: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}

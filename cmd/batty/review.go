@@ -29,7 +29,9 @@ func newReviewCmd() *cobra.Command {
 		Short: "List the landings that wait for your review",
 		Long: `review lists the landings that passed verify and wait for the human's
 approval before they land: those an agent asked for when the team file sets
-workspace.review: human, and those asked with batty merge --review. For each:
+workspace.review: human, those asked with batty merge --review, and anyone's
+whose merge changes a protected path (.codex/, .github/, .envrc, hook
+directories …: docs/config.md, workspace.protected). For each:
 the agent, its branch and the commit verified (the one an approval is of),
 the commits and files it brings to the base branch, and verify's result.
 Then batty approve lands it (merged again onto the latest base and verified
@@ -108,6 +110,16 @@ func printReview(w io.Writer, l control.LandingStatus, base, verify, tipNow stri
 		fmt.Fprintf(w, "  verify: none set (workspace.verify): merged onto %s at %s, nothing checked\n", base, shortCommit(l.Onto))
 	} else {
 		fmt.Fprintf(w, "  verify: passed on it merged onto %s at %s: %s\n", base, shortCommit(l.Onto), safetext.Line(verify, 200))
+	}
+	if len(l.Protected) > 0 {
+		// Held whatever workspace.review says: the human sees why.
+		fmt.Fprintf(w, "  changes protected paths (%d), which land only once you approve:\n", max(l.ProtectedTotal, len(l.Protected)))
+		for _, p := range l.Protected {
+			fmt.Fprintf(w, "    %s\n", safetext.Line(p, 300))
+		}
+		if more := l.ProtectedTotal - len(l.Protected); more > 0 {
+			fmt.Fprintf(w, "    … and %d more\n", more)
+		}
 	}
 	if tipNow != "" && tipNow != l.Tip {
 		fmt.Fprintf(w, "  %s moved since, to %s: an approval has the new commits verified and reviewed again\n", branch, shortCommit(tipNow))
