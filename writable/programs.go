@@ -112,8 +112,8 @@ func Resolve(roots []Root) []Root {
 //     as exec.LookPath does (relative PATH entries skipped, as Go refuses
 //     them): every PATH directory searched up to the one that holds it
 //     must lie outside, then the program found is walked as a path.
-//   - each further argument that names an existing file (made absolute
-//     against Dir) is walked the same way.
+//   - each further argument that names an existing file, not a
+//     directory (made absolute against Dir), is walked the same way.
 //
 // A Remote program (a codex.bin resolved on another host) is checked as
 // written only. The file system is read, never written.
@@ -154,8 +154,8 @@ func CheckPrograms(progs []team.Program, roots []Root, pathEnv string) []Finding
 				continue
 			}
 			path := absIn(p.Dir, a)
-			if _, err := os.Lstat(path); err != nil {
-				continue
+			if st, err := os.Stat(path); err != nil || st.IsDir() {
+				continue // names no file
 			}
 			if via, r, ok := reach(path, roots); ok {
 				out = append(out, Finding{Program: p, Path: path, Via: via, Arg: i + 1, Root: r})
@@ -215,7 +215,13 @@ func reach(p string, roots []Root) (via string, root Root, ok bool) {
 			continue
 		}
 		next := filepath.Join(cur, c)
-		if r, ok := Within(next, roots); ok {
+		if _, ok := Within(next, roots); ok {
+			// Name the first root listed that holds the whole path
+			// (the project before /tmp, which holds it).
+			r, _ := Within(filepath.Join(append([]string{next}, rest...)...), roots)
+			if r.Dir == "" {
+				r, _ = Within(next, roots)
+			}
 			return via, r, true
 		}
 		st, err := os.Lstat(next)

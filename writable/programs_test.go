@@ -137,7 +137,8 @@ func TestProgramsErrorSaysTheFix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	roots := []Root{{Dir: dir, Why: "the project checkout"}}
+	// The project is named, not /tmp, which holds it too.
+	roots := []Root{{Dir: dir, Why: "the project checkout"}, {Dir: filepath.Dir(dir), Why: "writable in role a's workspace-write sandbox"}}
 	err = ProgramsError(cfg, CheckPrograms(cfg.Programs(), roots, ""))
 	if !errors.Is(err, ErrProgramWritable) {
 		t.Fatalf("err = %v, want ErrProgramWritable", err)
