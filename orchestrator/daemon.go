@@ -147,7 +147,7 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 }
 
 // checkBoundary refuses a team whose state directory (layout.Dir, as
-// written or with its links resolved) lies where an agent may write
+// written or with the links of the directory holding it resolved) lies where an agent may write
 // (writable.Roots: the project, the roles' cwds, the worktrees, verify's
 // and setup's caches, the workspace-write agents' writable roots, /tmp and
 // $TMPDIR), or whose named programs an agent could replace
@@ -157,7 +157,10 @@ func checkBoundary(cfg *team.Config, layout project.Layout) error {
 	if err := project.CheckStateDir(layout.Dir, roots); err != nil {
 		return err
 	}
-	if real, err := realPath(layout.Dir); err == nil && real != layout.Dir {
+	// The directory that holds it may be reached through links; a link at
+	// the state directory itself is refused where it is opened.
+	if real, err := realPath(layout.StateRoot()); err == nil && real != layout.StateRoot() {
+		real = filepath.Join(real, filepath.Base(layout.Dir))
 		if err := project.CheckStateDir(real, roots); err != nil {
 			return err
 		}

@@ -42,7 +42,12 @@ func TestDaemonRefusesAStateDirectoryWhereAnySandboxWrites(t *testing.T) {
 	t.Setenv("TMPDIR", tmpdir)
 	cache := filepath.Join(projecttest.TempProgramDir(t), "cache")
 	p := newProject(t, "  - name: solo\n    codex:\n      args: [--add-dir, "+cache+"]\n")
-	for _, home := range []string{filepath.Join(os.TempDir(), "batty-state-"+t.Name()), "/tmp/batty-state", filepath.Join(tmpdir, "state"), filepath.Join(cache, "state")} {
+	// A state home outside, reached through a link into /tmp.
+	linked := filepath.Join(projecttest.TempProgramDir(t), "home")
+	if err := os.Symlink(t.TempDir(), linked); err != nil {
+		t.Fatal(err)
+	}
+	for _, home := range []string{filepath.Join(os.TempDir(), "batty-state-"+t.Name()), "/tmp/batty-state", filepath.Join(tmpdir, "state"), filepath.Join(cache, "state"), linked} {
 		l := project.LayoutIn(home, p.dir)
 		d, err := New(p.cfg, l, Options{})
 		if err == nil {
@@ -52,7 +57,7 @@ func TestDaemonRefusesAStateDirectoryWhereAnySandboxWrites(t *testing.T) {
 		if !errors.Is(err, project.ErrStateExposed) {
 			t.Fatalf("New with the state in %s: %v; want ErrStateExposed", home, err)
 		}
-		if _, err := os.Stat(home); !os.IsNotExist(err) {
+		if _, err := os.Stat(l.Dir); !os.IsNotExist(err) {
 			t.Fatalf("the refused state directory was made: %v", err)
 		}
 	}
