@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/project/projecttest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,7 +55,7 @@ func TestOnAlertGetsMessageFailed(t *testing.T) {
 	p := newProjectWith(t, "max_attempts: 2\n", "  - name: solo\n")
 	rec := filepath.Join(p.dir, "alerts")
 	os.Mkdir(rec, 0o700)
-	hook := hookScript(t, p.dir, "record.sh", `f="$1/$(date +%s%N)-$$"
+	hook := hookScript(t, projecttest.TempProgramDir(t), "record.sh", `f="$1/$(date +%s%N)-$$"
 env > "$f.env"
 cat > "$f.json"
 mv "$f.env" "$f.envdone"
@@ -127,7 +128,7 @@ mv "$f.env" "$f.envdone"
 
 func TestHangingAlertHookIsKilledAndDispatchGoesOn(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
-	hook := hookScript(t, p.dir, "hang.sh", `sleep 1000 &
+	hook := hookScript(t, projecttest.TempProgramDir(t), "hang.sh", `sleep 1000 &
 echo $! > "$1/child"
 echo $$ > "$1/pid.tmp" && mv "$1/pid.tmp" "$1/pid"
 wait
@@ -173,7 +174,7 @@ wait
 
 func TestFailingAlertHookIsLogged(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
-	hook := hookScript(t, p.dir, "fail.sh", "echo boom-on-stderr >&2\nexit 7\n")
+	hook := hookScript(t, projecttest.TempProgramDir(t), "fail.sh", "echo boom-on-stderr >&2\nexit 7\n")
 	p.cfg.OnAlert = []string{hook}
 	r := p.start(nil)
 	r.finished(t, p.send("solo", "human", "scenario:crash"))
@@ -183,7 +184,7 @@ func TestFailingAlertHookIsLogged(t *testing.T) {
 	})
 	// A hook that cannot start is logged too, and the daemon goes on.
 	p2 := newProject(t, "  - name: solo\n")
-	p2.cfg.OnAlert = []string{filepath.Join(p2.dir, "no-such-hook")}
+	p2.cfg.OnAlert = []string{filepath.Join(projecttest.TempProgramDir(t), "no-such-hook")}
 	r2 := p2.start(nil)
 	r2.finished(t, p2.send("solo", "human", "scenario:crash"))
 	waitFor(t, "the start failure in the log", func() bool {
@@ -206,7 +207,7 @@ func (r *running) logString() string {
 // shims left, leaves it running, and its exit status reaches the daemon.
 func TestAlertHookInASubreaperDaemon(t *testing.T) {
 	p := newProject(t, "  - name: solo\n")
-	hook := hookScript(t, p.dir, "wait.sh", `echo $$ > "$1/pid.tmp" && mv "$1/pid.tmp" "$1/pid"
+	hook := hookScript(t, projecttest.TempProgramDir(t), "wait.sh", `echo $$ > "$1/pid.tmp" && mv "$1/pid.tmp" "$1/pid"
 i=0
 while [ ! -e "$1/go" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
 echo hook-finished

@@ -33,6 +33,7 @@ import (
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/usage"
 	"github.com/battyhq/batty/workspaces"
+	"github.com/battyhq/batty/writable"
 )
 
 // Daemon runs one team. Create it with New, then call Run once.
@@ -116,13 +117,7 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 	if err != nil {
 		return nil, err
 	}
-	workspaces := []string{layout.Root()}
-	for _, a := range cfg.Agents() {
-		workspaces = append(workspaces, a.Cwd)
-	}
-	// What verify and setup may write, besides their worktree.
-	workspaces = append(workspaces, cfg.Workspace.Sandbox.Writable...)
-	if err := project.CheckStateDir(layout.Dir, workspaces); err != nil {
+	if err := checkBoundary(cfg, layout); err != nil {
 		return nil, err
 	}
 	if err := layout.MkdirAll(); err != nil {
@@ -149,6 +144,43 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 		return nil, err
 	}
 	return d, nil
+}
+
+// checkBoundary refuses a team whose state directory (layout.Dir, as
+// written or with the links of the directory holding it resolved) lies where an agent may write
+// (writable.Roots: the project, the roles' cwds, the worktrees, verify's
+// and setup's caches, the workspace-write agents' writable roots, /tmp and
+// $TMPDIR), or whose named programs an agent could replace
+// (writable.CheckTeam).
+func checkBoundary(cfg *team.Config, layout project.Layout) error {
+	roots := writable.Dirs(writable.Resolve(writable.Roots(cfg, layout, writable.Env{TmpDir: os.Getenv("TMPDIR")})))
+	if err := project.CheckStateDir(layout.Dir, roots); err != nil {
+		return err
+	}
+	// The directory that holds it may be reached through links; a link at
+	// the state directory itself is refused where it is opened.
+	if real, err := realPath(layout.StateRoot()); err == nil && real != layout.StateRoot() {
+		real = filepath.Join(real, filepath.Base(layout.Dir))
+		if err := project.CheckStateDir(real, roots); err != nil {
+			return err
+		}
+	}
+	return writable.CheckTeam(cfg, layout, os.Getenv)
+}
+
+// realPath is path with the symbolic links of its longest existing
+// ancestor resolved (the state directory may not exist yet).
+func realPath(path string) (string, error) {
+	var rest []string
+	for p := path; ; p = filepath.Dir(p) {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...), nil
+		}
+		if filepath.Dir(p) == p {
+			return "", fmt.Errorf("resolve %s: nothing of it exists", path)
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+	}
 }
 
 func (d *Daemon) init() error {

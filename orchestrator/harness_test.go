@@ -76,10 +76,9 @@ func newProject(t testing.TB, roles string) *testProject {
 func newProjectWith(t testing.TB, top, roles string) *testProject {
 	t.Helper()
 	dir := t.TempDir()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The fake codex: a copy of the test binary outside /tmp, which its
+	// agents (workspace-write) may write.
+	self := projecttest.Executable(t)
 	p := &testProject{t: t, dir: dir, fakeLog: filepath.Join(dir, "fake.log"), prompts: filepath.Join(dir, "prompts.log"), mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
 	state := filepath.Join(dir, "fakestate")
 	os.MkdirAll(state, 0o700)

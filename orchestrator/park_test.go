@@ -12,6 +12,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/project/projecttest"
 )
 
 // waitAgent waits until the status of agent name satisfies ok. Status has
@@ -69,8 +70,8 @@ func assertCompletedFirstTry(t *testing.T, p *testProject, r *running, id string
 // is written, and once the binary appears the messages run without a
 // restart.
 func TestMissingCodexParksTheAgentUntilItAppears(t *testing.T) {
-	self, _ := os.Executable()
-	bin := filepath.Join(t.TempDir(), "codex")
+	self := projecttest.Executable(t)
+	bin := filepath.Join(projecttest.TempProgramDir(t), "codex")
 	p := newProject(t, engWithCodex(bin))
 	// No back-off check during the test: the binary's directory is watched.
 	r := p.start(func(o *Options) { o.RecheckMin, o.RecheckMax = time.Hour, time.Hour })
@@ -107,9 +108,9 @@ func TestMissingCodexParksTheAgentUntilItAppears(t *testing.T) {
 // agent too, and `batty resume` checks it again at once: no back-off, no
 // watched file involved.
 func TestBrokenCodexIsReleasedByResume(t *testing.T) {
-	self, _ := os.Executable()
+	self := projecttest.Executable(t)
 	fixed := filepath.Join(t.TempDir(), "fixed")
-	bin := filepath.Join(t.TempDir(), "codex")
+	bin := filepath.Join(projecttest.TempProgramDir(t), "codex")
 	script := fmt.Sprintf("#!/bin/sh\n[ -f %s ] || { echo 'codex: cannot open shared object' >&2; exit 3; }\nexec %s \"$@\"\n", fixed, self)
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -138,8 +139,8 @@ func TestBrokenCodexIsReleasedByResume(t *testing.T) {
 // so the message goes back to the queue as it was and the agent is parked
 // until the binary is back.
 func TestCodexGoneWhileRunningDoesNotConsumeTheMessage(t *testing.T) {
-	self, _ := os.Executable()
-	bin := filepath.Join(t.TempDir(), "codex")
+	self := projecttest.Executable(t)
+	bin := filepath.Join(projecttest.TempProgramDir(t), "codex")
 	if err := os.Symlink(self, bin); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestUntestedCodexVersionWarnsOnce(t *testing.T) {
 		warns   bool
 	}{{"0.1.0", true}, {codex.Version, false}} {
 		t.Run(c.version, func(t *testing.T) {
-			bin := filepath.Join(t.TempDir(), "codex")
+			bin := filepath.Join(projecttest.TempProgramDir(t), "codex")
 			script := "#!/bin/sh\ncase \"$1\" in\n--version) echo codex-cli " + c.version + ";;\nlogin) echo 'Logged in using ChatGPT' >&2;;\nesac\n"
 			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 				t.Fatal(err)

@@ -40,6 +40,7 @@ func (p *parser) alerts(f map[string]entry, cfg *Config) {
 				argv[0] = abs
 			}
 			cfg.OnAlert = argv
+			p.setLine("on_alert", e.val.Line)
 		}
 	}
 	if e, ok := f["alert_on_reply"]; ok {

@@ -19,6 +19,7 @@ type codexOverlay struct {
 	contextWindow int
 	handoffPct    int
 	runtimeIdle   *time.Duration // nil: not set here
+	binLine       int            // the line of bin, 0 when not set here
 }
 
 // codex validates a codex section.
@@ -50,6 +51,9 @@ func (p *parser) codex(n *yaml.Node, what string) codexOverlay {
 			set(key, s, ok)
 		default:
 			set(key, s, true)
+		}
+		if key == "bin" {
+			o.binLine = e.val.Line
 		}
 	}
 	enums := []struct {

@@ -31,6 +31,16 @@ type parser struct {
 	hostNames map[string]bool
 	work      int
 	aborted   bool
+	// lines records where settings are (Config.lines).
+	lines map[string]int
+}
+
+// setLine records that the setting key is on line.
+func (p *parser) setLine(key string, line int) {
+	if p.lines == nil {
+		p.lines = map[string]int{}
+	}
+	p.lines[key] = line
 }
 
 // add records a problem at node n (or for the whole file when n is nil).

@@ -119,6 +119,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	if len(p.problems) > 0 {
 		return nil, &ValidationError{Problems: sortProblems(p.problems)}
 	}
+	cfg.lines = p.lines
 	return cfg, nil
 }
 
@@ -226,7 +227,11 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 	}
 
 	if e, ok := f["codex"]; ok {
-		cfg.Codex = p.codex(e.val, "codex").apply(cfg.Codex)
+		o := p.codex(e.val, "codex")
+		cfg.Codex = o.apply(cfg.Codex)
+		if o.binLine > 0 {
+			p.setLine("codex.bin", o.binLine)
+		}
 	}
 
 	if e, ok := f["timeouts"]; ok {
@@ -423,6 +428,9 @@ func (p *parser) role(n *yaml.Node, cfg *Config) *roleDraft {
 	if e, ok := f["codex"]; ok {
 		o := p.codex(e.val, "codex")
 		r.Codex = o.apply(cfg.Codex)
+		if o.binLine > 0 && r.Name != "" {
+			p.setLine("roles."+r.Name+".codex.bin", o.binLine)
+		}
 		if _, ok := o.strs["codex_home"]; ok {
 			ownHome = e.val
 		}

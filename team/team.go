@@ -134,6 +134,10 @@ type Config struct {
 	// problems WorkspaceProblems reports ("" in a Config built by hand:
 	// then Path is used).
 	file string
+	// lines are the lines of the team file that set on_alert ("on_alert"),
+	// the team's codex.bin ("codex.bin") and a role's
+	// ("roles.<role>.codex.bin"); nil when none is set.
+	lines map[string]int
 }
 
 // CodexSettings describes how to run the Codex worker of an agent.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/procstat"
+	"github.com/battyhq/batty/project/projecttest"
 )
 
 // BenchmarkConsole100 measures the console of a 100-agent team run by the
@@ -35,10 +36,7 @@ func BenchmarkConsole100(b *testing.B) {
 	const agents, pageLoads, consoles, turns = 100, 50, 20, 5
 	const window = 30 * time.Second
 	ctx := browser(b)
-	self, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
+	self := projecttest.Executable(b) // outside /tmp, where the agents may write
 	for range b.N {
 		p := newBenchProject(b, fakeTeamYAML("console", self, b.TempDir(), agents))
 		p.batty("start", "--no-tmux")

@@ -15,6 +15,7 @@ import (
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/procstat"
+	"github.com/battyhq/batty/project/projecttest"
 )
 
 // benchProject drives the real batty binary in a project directory for a
@@ -134,10 +135,7 @@ func (p *benchProject) stop(pids []int) {
 func BenchmarkIdleTeam100(b *testing.B) {
 	const agents = 100
 	const window = 15 * time.Second
-	self, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
+	self := projecttest.Executable(b) // outside /tmp, where the agents may write
 	for range b.N {
 		home := b.TempDir()
 		if err := os.WriteFile(filepath.Join(home, "auth.json"), []byte("{}"), 0o600); err != nil {

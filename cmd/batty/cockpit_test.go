@@ -12,16 +12,14 @@ import (
 
 	"github.com/battyhq/batty/cockpit"
 	"github.com/battyhq/batty/cockpit/tmuxtest"
+	"github.com/battyhq/batty/project/projecttest"
 )
 
 // fakeTeam writes a team whose agents run the fake codex.
 func fakeTeam(t *testing.T, name string, agents int) string {
 	t.Helper()
 	dir := t.TempDir()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := projecttest.Executable(t) // outside /tmp, where the agents may write
 	yaml := fakeTeamYAML(name, self, t.TempDir(), agents)
 	if err := os.WriteFile(filepath.Join(dir, "team.yaml"), []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

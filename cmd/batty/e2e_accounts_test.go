@@ -13,6 +13,7 @@ import (
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project/projecttest"
 )
 
 // TestE2EAccountsAsAUserSeesThem walks accounts the way a user meets them,
@@ -45,7 +46,7 @@ func TestE2EAccountsAsAUserSeesThem(t *testing.T) {
 	})
 	r := newTeamRun(t, "e2e-acc")
 	alerts := filepath.Join(r.dir, "alerts.log")
-	script := filepath.Join(r.dir, "alert.sh")
+	script := filepath.Join(projecttest.TempProgramDir(t), "alert.sh") // outside the project the agents may write
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$BATTY_ALERT_KIND\" >> "+alerts+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}

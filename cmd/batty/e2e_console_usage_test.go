@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project/projecttest"
 )
 
 // TestE2EConsoleUsageInABrowser runs a priced team with budgets, has its
@@ -21,10 +22,7 @@ import (
 // (docs/guide/img).
 func TestE2EConsoleUsageInABrowser(t *testing.T) {
 	ctx := browser(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := projecttest.Executable(t) // outside /tmp, where the agents may write
 	dir := t.TempDir()
 	yaml := fmt.Sprintf(`name: crew
 codex:

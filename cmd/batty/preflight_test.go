@@ -12,6 +12,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project/projecttest"
 )
 
 // preflightProject is a project in a temp dir whose one agent, eng, runs
@@ -89,8 +90,8 @@ func (p *preflightProject) waitStatus(what string, ok func(control.AgentStatus) 
 // message waits (not consumed), status says why, and once the binary is
 // there the message runs without a restart.
 func TestStartWithoutCodexSaysHowToFixIt(t *testing.T) {
-	self, _ := os.Executable()
-	bin := filepath.Join(t.TempDir(), "codex")
+	self := projecttest.Executable(t)
+	bin := filepath.Join(projecttest.TempProgramDir(t), "codex")
 	p := newPreflightProject(t, bin, "", "CODEX_API_KEY=fake")
 	out, errOut, code := p.batty("start")
 	want := "batty: warning: eng parked: codex not found at " + bin + " — install it: npm install -g @openai/codex@" + codex.Version
@@ -136,7 +137,7 @@ func TestStartWithoutCodexSaysHowToFixIt(t *testing.T) {
 // start says to run `codex login` with the agent's CODEX_HOME; logging in
 // releases the agent.
 func TestStartNotLoggedInSaysToLogIn(t *testing.T) {
-	self, _ := os.Executable()
+	self := projecttest.Executable(t)
 	home := t.TempDir()
 	p := newPreflightProject(t, self, home)
 	_, errOut, code := p.batty("start")

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/writable"
 )
 
 // newValidateCmd returns `batty validate`: check a team file.
@@ -44,6 +46,9 @@ changed since it started, it adds that ` + "`batty restart`" + ` applies them.`,
 				if l, err = project.LayoutFor(path); err == nil {
 					if verr := repoProblems(cmd.Context(), project.Project{TeamFile: path, Layout: l}, cfg); verr != nil {
 						err = verr
+					} else {
+						// A named program an agent could replace.
+						err = writable.CheckTeam(cfg, l, os.Getenv)
 					}
 				}
 			}

@@ -25,6 +25,7 @@ import (
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
+	"github.com/battyhq/batty/writable"
 )
 
 // repoOptions are the options of the project's repository as the daemon
@@ -59,6 +60,11 @@ func loadStartableTeam(ctx context.Context, teamFile string) (project.Project, *
 	}
 	if verr := repoProblems(ctx, p, cfg); verr != nil {
 		return p, nil, fmt.Errorf("team file %s is invalid:\n%w", p.TeamFile, verr)
+	}
+	// Before anything stops or starts: a named program an agent could
+	// replace is refused, with the fix.
+	if err := writable.CheckTeam(cfg, p.Layout, os.Getenv); err != nil {
+		return p, nil, fmt.Errorf("team file %s: %w", p.TeamFile, err)
 	}
 	return p, cfg, nil
 }

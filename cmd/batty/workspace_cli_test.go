@@ -20,6 +20,7 @@ import (
 	"github.com/battyhq/batty/landing"
 	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/project/projecttest"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
 )
@@ -70,10 +71,7 @@ timeouts:
 // and returns its text.
 func writeWorktreeTeam(t *testing.T, dir, workspace string) string {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := projecttest.Executable(t) // outside /tmp, where the agents may write
 	text := fmt.Sprintf(worktreeTeam, self, t.TempDir(), workspace)
 	if err := os.WriteFile(filepath.Join(dir, "team.yaml"), []byte(text), 0o600); err != nil {
 		t.Fatal(err)

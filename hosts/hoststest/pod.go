@@ -23,10 +23,18 @@ type Pod struct {
 }
 
 // NewPod makes a Pod in a temporary directory, with a copy of the Codex
-// CLI codex (the native binary) in its image. Its home is empty.
+// CLI codex (the native binary) in its image. Its home is empty. The
+// directory is in /var/tmp, removed when the test ends: not in /tmp, where
+// agents in Codex's workspace-write sandbox may write (batty refuses a
+// host's command or a codex.bin there), nor under the home directory,
+// whose paths batty maps onto the host's home.
 func NewPod(t testing.TB, codex string) *Pod {
 	t.Helper()
-	root := t.TempDir()
+	root, err := os.MkdirTemp("/var/tmp", "batty-pod-")
+	if err != nil {
+		t.Fatalf("hoststest: no directory for the pod outside /tmp and the home directory: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
 	p := &Pod{Root: root, Home: filepath.Join(root, "home"), Codex: filepath.Join(root, "image", "codex"),
 		Command: filepath.Join(root, "pod-exec"), Calls: filepath.Join(root, "calls")}
 	for _, dir := range []string{p.Home, filepath.Dir(p.Codex)} {
