@@ -34,10 +34,15 @@ func repoOptions(p project.Project) workspaces.Options {
 }
 
 // openTeamRepo opens the project's repository for the worktree agents of
-// cfg and resolves the team's base branch.
+// cfg, moves the worktrees an earlier batty kept in the project into the
+// state directory (workspaces.Repo.MoveWorktrees, as the daemon does at
+// start) and resolves the team's base branch.
 func openTeamRepo(ctx context.Context, p project.Project, cfg *team.Config) (*workspaces.Repo, string, error) {
 	repo, err := workspaces.Open(ctx, repoOptions(p))
 	if err != nil {
+		return nil, "", err
+	}
+	if _, err := repo.MoveWorktrees(ctx, p.Layout.LegacyWorktreesDir()); err != nil {
 		return nil, "", err
 	}
 	base, err := repo.ResolveBase(ctx, cfg.Workspace.Base)
@@ -292,7 +297,8 @@ func newWorkspaceCmd() *cobra.Command {
 		Use:   "workspace",
 		Short: "Manage the worktree agents' workspaces",
 		Long: `workspace manages the git worktrees of the agents whose role says
-workspace: worktree (.batty/worktrees/<agent>, branch batty/<agent>).`,
+workspace: worktree (worktrees/<agent> in the project's state directory,
+branch batty/<agent>).`,
 		Example: `  batty workspace prune engineer-1`,
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
