@@ -179,7 +179,7 @@ func newMergeCmd() *cobra.Command {
 		Short: "Queue an agent's branch for landing on the team's base branch",
 		Long: `merge queues the branch of a worktree agent (batty/<agent>) in the team's
 merge queue. The daemon lands one branch at a time, in a worktree of its own
-(.batty/worktrees/.landing): it merges the branch into the latest base, runs
+(worktrees/.landing in the state directory): it merges the branch into the latest base, runs
 workspace.verify there, and only when verify passes advances base. A conflict
 or a red verify leaves base unchanged; the agent gets a message saying what
 to fix, the human a landing_failed event (and on_alert).
