@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/hosts"
-	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
 )
@@ -64,7 +63,7 @@ func (c *Client) Where() string { return Where(c.Host.Name, c.Dir, c.Agent) }
 // Where is where agent's clone is on host hostName whose project
 // directory is dir: "host:path". It is a pure function.
 func Where(hostName, dir, agent string) string {
-	return hostName + ":" + path.Join(dir, project.DirName, "worktrees", agent)
+	return hostName + ":" + path.Join(hosts.WorktreesThere(dir), agent)
 }
 
 // Prepare implements workspaces.Workspace (o.SetupSandbox as the host

@@ -249,7 +249,7 @@ type LandingStatus struct {
 // WorkspaceStatus is an agent's git worktree as last seen by the daemon
 // (after its preparation and after each of its commits).
 type WorkspaceStatus struct {
-	Path   string `json:"path"`   // the worktree, .batty/worktrees/<agent>
+	Path   string `json:"path"`   // the worktree, <state>/worktrees/<agent>
 	Branch string `json:"branch"` // batty/<agent>
 	Base   string `json:"base"`   // the team's base branch
 	Head   string `json:"head"`   // the branch's commit, "" before the worktree exists

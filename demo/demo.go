@@ -292,7 +292,7 @@ func banner(ctx context.Context, dir, codexBin, url, sandbox string) string {
 	fmt.Fprintf(&b, "  Sandbox:   %s\n", sandbox)
 	fmt.Fprintf(&b, "  Project:   %s (removed at the end unless --keep):\n", dir)
 	fmt.Fprintf(&b, "             a git repository whose %s branch holds team.yaml, prompts/ and work/.\n", baseBranch)
-	b.WriteString("  The work:  each engineer works in a git worktree of its own (.batty/worktrees/engineer-N,\n")
+	b.WriteString("  The work:  each engineer works in a git worktree of its own (worktrees/engineer-N in batty's state directory,\n")
 	b.WriteString("             on branch batty/engineer-N), and batty commits each of its turns there.\n")
 	fmt.Fprintf(&b, "             The architect then lands both branches on %s with batty merge: batty's\n", baseBranch)
 	fmt.Fprintf(&b, "             merge queue merges each into %s and lands it only if the team's check passes:\n", baseBranch)
@@ -380,7 +380,7 @@ timeouts:
   turn: 2m
   idle: 1m
   shutdown: 5s
-# The engineers work in git worktrees of their own (.batty/worktrees/) and
+# The engineers work in git worktrees of their own (in batty's state directory) and
 # their branches land on main through batty's merge queue, each only once
 # verify passes on it merged with main (inside Codex's sandbox, where
 # it can write only the merge's worktree).

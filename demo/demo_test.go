@@ -432,7 +432,7 @@ func TestFollowerCountsLandings(t *testing.T) {
 		}
 		return eventlog.Event{Type: eventlog.EvLanded, Agent: agent, Detail: "batty/" + agent + " landed on main", Data: data}
 	}
-	appendEvent(t, l, eventlog.Event{Type: eventlog.EvWorkspaceCreated, Agent: "engineer-1", Detail: filepath.Join(dir, ".batty", "worktrees", "engineer-1"),
+	appendEvent(t, l, eventlog.Event{Type: eventlog.EvWorkspaceCreated, Agent: "engineer-1", Detail: filepath.Join(l.WorktreesDir(), "engineer-1"),
 		Data: eventlog.WorkspaceCreated{Branch: "batty/engineer-1", Base: "main"}})
 	appendEvent(t, l, eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: "engineer-1", Detail: "turn completed",
 		Data: eventlog.WorkspaceCommitted{Commit: "abc1234def5678", Branch: "batty/engineer-1"}})
@@ -476,7 +476,7 @@ func TestFollowerCountsLandings(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"batty makes engineer-1's worktree .batty/worktrees/engineer-1, on branch batty/engineer-1 from main\n",
+		"batty makes engineer-1's worktree in the state directory (worktrees/engineer-1), on branch batty/engineer-1 from main\n",
 		"batty commits engineer-1's turn on batty/engineer-1 (abc1234)\n",
 		"batty queues batty/engineer-1 for landing (asked by architect)\n",
 		"batty lands batty/engineer-1 on main (def5678): the merge passed verify\n",

@@ -354,7 +354,9 @@ func (f *follower) workspaceEvent(ev eventlog.Event) {
 	case eventlog.EvWorkspaceCreated:
 		d, _ := ev.Data.(eventlog.WorkspaceCreated)
 		where := ev.Detail
-		if rel, err := filepath.Rel(f.layout.Root(), where); err == nil && !strings.HasPrefix(rel, "..") {
+		if rel, err := filepath.Rel(f.layout.Dir, where); err == nil && !strings.HasPrefix(rel, "..") {
+			where = "in the state directory (" + rel + ")"
+		} else if rel, err := filepath.Rel(f.layout.Root(), where); err == nil && !strings.HasPrefix(rel, "..") {
 			where = rel
 		}
 		f.print.linef("batty makes %s's worktree %s, on branch %s from %s", ev.Agent, where, branch(d.Branch), d.Base)

@@ -13,8 +13,9 @@ import (
 // ShimConfig is c, the configuration of a shim here, for a shim on a host
 // whose project is hostDir (root is the project here, home the home
 // directory here): every path as the host sees it — the working
-// directory, sandbox directories, output schema and BATTY_PROJECT in the
-// project there (ProjectPath), the codex binary and CODEX_HOME under the
+// directory (a worktree agent's, in its worktree in the state directory
+// here, in its clone there: WorktreesThere), sandbox directories, output
+// schema and BATTY_PROJECT in the project there (ProjectPath), the codex binary and CODEX_HOME under the
 // home there (HomePath, "~/" which the shim expands), BATTY_DIR the
 // project's state directory there (StateDir), with the agent's outbox — no transcript file
 // and no reply directory (neither is on the host), the long replies sent
@@ -22,7 +23,14 @@ import (
 // do (the daemon's stream their transcript and relay `batty send`). It is
 // a pure function; c is not changed.
 func ShimConfig(c shimconfig.Config, hostDir, root, home string) shimconfig.Config {
-	c.Cwd = ProjectPath(hostDir, root, c.Cwd)
+	if here := agentenv.Lookup(c.Env, agentenv.Dir); here != "" && InProject(project.Layout{Dir: here}.WorktreesDir(), c.Cwd) {
+		// A worktree agent's directory in its worktree here (in the
+		// state directory): the same in its clone there.
+		rel, _ := filepath.Rel(project.Layout{Dir: here}.WorktreesDir(), c.Cwd)
+		c.Cwd = path.Join(WorktreesThere(hostDir), filepath.ToSlash(rel))
+	} else {
+		c.Cwd = ProjectPath(hostDir, root, c.Cwd)
+	}
 	c.CodexBin = HomePath(c.CodexBin, home)
 	if c.Exec.AddDirs != nil {
 		here := agentenv.Lookup(c.Env, agentenv.Dir)
@@ -59,6 +67,14 @@ func ShimConfig(c shimconfig.Config, hostDir, root, home string) shimconfig.Conf
 	c.Transcript, c.TranscriptRoot, c.ReplyDir = "", "", ""
 	c.ReplyStream = true
 	return c
+}
+
+// WorktreesThere is, on a host, the directory of the clones' worktrees of
+// the project there (hostDir): <hostDir>/.batty/worktrees, where `batty
+// clone-host` makes them (see docs/security.md, "Worktrees on another
+// host"). Pure.
+func WorktreesThere(hostDir string) string {
+	return path.Join(hostDir, project.DirName, "worktrees")
 }
 
 // StateDir is, on a host, the state directory of the project there

@@ -83,18 +83,18 @@ func TestDecideAdvance(t *testing.T) {
 
 func TestParseWorktrees(t *testing.T) {
 	out := "worktree /top\nHEAD " + tipA + "\nbranch refs/heads/main\n\n" +
-		"worktree /top/.batty/worktrees/.landing\nHEAD " + tipA + "\ndetached\n\n" +
+		"worktree /state/worktrees/.landing\nHEAD " + tipA + "\ndetached\n\n" +
 		"worktree /gone\nHEAD " + tipB + "\nbranch refs/heads/old\nprunable gitdir file points to non-existent location\n\n" +
-		"worktree /top/.batty/worktrees/a\nHEAD " + tipB + "\nbranch refs/heads/batty/a\nlocked\n\n"
+		"worktree /state/worktrees/a\nHEAD " + tipB + "\nbranch refs/heads/batty/a\nlocked\n\n"
 	wts := parseWorktrees(out)
 	if len(wts) != 4 || wts[0].Path != "/top" || wts[0].Branch != "refs/heads/main" || !wts[1].Detached ||
 		!wts[2].Prunable || wts[3].Branch != "refs/heads/batty/a" || wts[3].Head != tipB {
 		t.Fatalf("parseWorktrees = %+v", wts)
 	}
-	integ := "/top/.batty/worktrees/.landing"
+	integ := "/state/worktrees/.landing"
 	for _, tt := range []struct{ ref, want string }{
 		{"refs/heads/main", "/top"},
-		{"refs/heads/batty/a", "/top/.batty/worktrees/a"},
+		{"refs/heads/batty/a", "/state/worktrees/a"},
 		{"refs/heads/old", ""}, // prunable: its directory is gone
 		{"refs/heads/dev", ""},
 	} {

@@ -2,6 +2,8 @@ package landing
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +15,8 @@ import (
 	"github.com/battyhq/batty/workspaces"
 )
 
-// gitIn returns the git runner for dir.
+// gitIn returns the git runner for dir: the project's top level (the
+// user's checkout), never a worktree of batty's or an agent's (gitOn).
 func (q *Queue) gitIn(dir string) workspaces.Git {
 	return workspaces.Git{Dir: dir, Env: q.env, Starter: q.opt.Starter}
 }
@@ -21,9 +24,51 @@ func (q *Queue) gitIn(dir string) workspaces.Git {
 // gitWrite returns the git runner for commands in dir that write commits
 // or reflogs: batty is their author and committer.
 func (q *Queue) gitWrite(dir string) workspaces.Git {
-	return workspaces.Git{Dir: dir, Env: q.env, Starter: q.opt.Starter, Vars: []string{
+	g := q.gitIn(dir)
+	g.Vars = []string{
 		"GIT_AUTHOR_NAME=" + q.name, "GIT_AUTHOR_EMAIL=" + q.email,
-		"GIT_COMMITTER_NAME=" + q.name, "GIT_COMMITTER_EMAIL=" + q.email}}
+		"GIT_COMMITTER_NAME=" + q.name, "GIT_COMMITTER_EMAIL=" + q.email}
+	return g
+}
+
+// gitOn returns the git runner (gitWrite's) for the work tree dir, one
+// of the repository's worktrees. The top level is run in as it is; any
+// other worktree (the integration worktree, an agent's, one of the
+// user's) has its git dir and work tree named from the repository's own
+// records (workspaces.WorktreeGitDir, --git-dir and --work-tree), so that
+// no git batty runs there reads a .git file found in it, which whoever
+// can write the worktree could have pointed at a repository of theirs
+// (with a filter or an fsmonitor that git would run). ok is false when
+// dir is not a worktree registered in the repository whose .git file
+// points back at its registration.
+func (q *Queue) gitOn(ctx context.Context, dir string) (g workspaces.Git, ok bool, err error) {
+	if filepath.Clean(dir) == filepath.Clean(q.opt.TopLevel) {
+		return q.gitWrite(dir), true, nil
+	}
+	common, err := q.commonDir(ctx)
+	if err != nil {
+		return workspaces.Git{}, false, err
+	}
+	admin, err := workspaces.WorktreeGitDir(common, dir)
+	if err != nil || admin == "" {
+		return workspaces.Git{}, false, err
+	}
+	g = q.gitWrite(dir)
+	g.GitDir, g.WorkTree = admin, dir
+	return g, true, nil
+}
+
+// gitOnChecked is gitOn for a worktree that must be one: its absence is
+// an error naming it and the fix.
+func (q *Queue) gitOnChecked(ctx context.Context, dir string) (workspaces.Git, error) {
+	g, ok, err := q.gitOn(ctx, dir)
+	if err != nil {
+		return g, err
+	}
+	if !ok {
+		return g, fmt.Errorf("%s is not a worktree of the repository whose .git file points back at its registration: batty runs no git there; repair it (git worktree repair %s)", dir, dir)
+	}
+	return g, nil
 }
 
 func (q *Queue) baseRef() string { return "refs/heads/" + q.opt.Base }
@@ -92,7 +137,11 @@ func (q *Queue) observe(ctx context.Context, r Request) (Facts, error) {
 		f.Rebasing = f.Checkout != ""
 	}
 	if f.Checkout != "" && !f.Rebasing {
-		st, err := q.gitIn(f.Checkout).Run(ctx, "status", "--porcelain", "-z", "--untracked-files=no")
+		g, err := q.gitOnChecked(ctx, f.Checkout)
+		if err != nil {
+			return f, err
+		}
+		st, err := g.Run(ctx, "status", "--porcelain", "-z", "--untracked-files=no")
 		if err != nil {
 			return f, err
 		}
@@ -109,7 +158,14 @@ func (q *Queue) rebasing(ctx context.Context, wts []worktree) (string, error) {
 		if !w.Detached || w.Prunable || filepath.Clean(w.Path) == filepath.Clean(q.integ) {
 			continue
 		}
-		out, err := q.gitIn(w.Path).Run(ctx, "rev-parse", "--path-format=absolute",
+		g, ok, err := q.gitOn(ctx, w.Path)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			continue // not a worktree git would rebase in (its .git file points elsewhere)
+		}
+		out, err := g.Run(ctx, "rev-parse", "--path-format=absolute",
 			"--git-path", "rebase-merge/head-name", "--git-path", "rebase-apply/head-name")
 		if err != nil {
 			return "", err
@@ -196,36 +252,44 @@ func checkoutOf(wts []worktree, ref, integ string) string {
 }
 
 // prepare makes the integration worktree a clean checkout of tip,
-// creating it when missing and replacing whatever else is at its path.
-func (q *Queue) prepare(ctx context.Context, tip string) error {
+// creating it when missing and replacing whatever else is at its path,
+// and returns the git runner for it (gitOn: its git dir named from the
+// repository's records).
+func (q *Queue) prepare(ctx context.Context, tip string) (workspaces.Git, error) {
 	if fi, err := os.Lstat(q.opt.WorktreesDir); err == nil && !fi.IsDir() {
-		return fmt.Errorf("integration worktree: %s is not a directory (a link?): remove it", q.opt.WorktreesDir)
+		return workspaces.Git{}, fmt.Errorf("integration worktree: %s is not a directory (a link?): remove it", q.opt.WorktreesDir)
 	} else if errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(q.opt.WorktreesDir, 0o700); err != nil {
-			return fmt.Errorf("integration worktree: %w", err)
+			return workspaces.Git{}, fmt.Errorf("integration worktree: %w", err)
 		}
 	} else if err != nil {
-		return fmt.Errorf("integration worktree: %w", err)
+		return workspaces.Git{}, fmt.Errorf("integration worktree: %w", err)
 	}
-	ok, err := q.integHealthy(ctx)
+	q.sweepCleared()
+	g, ok, err := q.gitOn(ctx, q.integ)
 	if err != nil {
-		return err
+		return workspaces.Git{}, err
 	}
-	top := q.gitWrite(q.opt.TopLevel)
 	if !ok {
 		// Scratch by definition: whatever is there (a link, a stale
-		// directory) goes. RemoveAll removes a link, not what it points to.
-		if err := os.RemoveAll(q.integ); err != nil {
-			return fmt.Errorf("integration worktree: %w", err)
+		// directory, a worktree whose .git file was replaced) goes.
+		if err := q.clearInteg(); err != nil {
+			return workspaces.Git{}, err
 		}
+		top := q.gitWrite(q.opt.TopLevel)
 		if _, err := top.Run(ctx, "worktree", "prune"); err != nil {
-			return err
+			return workspaces.Git{}, err
 		}
 		if _, err := top.Run(ctx, "worktree", "add", "-q", "--detach", q.integ, tip); err != nil {
-			return err
+			return workspaces.Git{}, err
+		}
+		if g, err = q.gitOnChecked(ctx, q.integ); err != nil {
+			return workspaces.Git{}, fmt.Errorf("integration worktree: %w", err)
 		}
 	}
-	g := q.gitWrite(q.integ)
+	if q.afterCheck != nil {
+		q.afterCheck()
+	}
 	// Detach first: a reset on a branch someone checked out there would
 	// move that branch. reset --hard ends a merge left half done.
 	for _, args := range [][]string{
@@ -234,47 +298,50 @@ func (q *Queue) prepare(ctx context.Context, tip string) error {
 		{"clean", "-q", "-ffdx"},
 	} {
 		if _, err := g.Run(ctx, args...); err != nil {
-			return err
+			return workspaces.Git{}, err
 		}
 	}
+	return g, nil
+}
+
+// clearedPrefix starts the names of integration worktrees set aside by
+// clearInteg, in the worktrees directory (no agent's name starts with a
+// dot).
+const clearedPrefix = IntegrationName + "-cleared-"
+
+// clearInteg frees the integration worktree's path: whatever is there is
+// first renamed aside (which succeeds whatever it holds, however fast
+// something writes in it), then removed; a removal that fails leaves the
+// set-aside directory for the next sweepCleared, never the landing
+// waiting.
+func (q *Queue) clearInteg() error {
+	if _, err := os.Lstat(q.integ); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Errorf("integration worktree: %w", err)
+	}
+	aside := filepath.Join(filepath.Dir(q.integ), clearedPrefix+hex.EncodeToString(b[:]))
+	if err := os.Rename(q.integ, aside); err != nil {
+		return fmt.Errorf("integration worktree: set %s aside: %w", q.integ, err)
+	}
+	_ = q.removeAll(aside) // what is left goes at the next sweepCleared
 	return nil
 }
 
-// integHealthy reports whether the integration worktree exists as a work
-// tree of the project's repository, rooted at its own path (not a link,
-// not a plain directory inside another work tree).
-func (q *Queue) integHealthy(ctx context.Context) (bool, error) {
-	fi, err := os.Lstat(q.integ)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
+// sweepCleared removes what clearInteg set aside and could not remove.
+// Best effort: what still cannot be removed waits for the next time.
+func (q *Queue) sweepCleared() {
+	entries, err := os.ReadDir(filepath.Dir(q.integ))
 	if err != nil {
-		return false, fmt.Errorf("integration worktree: %w", err)
+		return
 	}
-	if !fi.IsDir() {
-		return false, nil
-	}
-	want, err := filepath.EvalSymlinks(q.integ)
-	if err != nil {
-		return false, fmt.Errorf("integration worktree: %w", err)
-	}
-	out, err := q.gitIn(q.integ).Run(ctx, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir")
-	if err != nil {
-		if ctx.Err() != nil {
-			return false, err
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), clearedPrefix) {
+			_ = q.removeAll(filepath.Join(filepath.Dir(q.integ), e.Name()))
 		}
-		return false, nil // not a work tree (any more)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 || lines[0] != want {
-		return false, nil
-	}
-	common, err := q.commonDir(ctx)
-	if err != nil {
-		return false, err
-	}
-	got, err := filepath.EvalSymlinks(lines[1])
-	return err == nil && got == common, nil
 }
 
 // commonDir returns the repository's common git directory, links resolved.
@@ -300,8 +367,7 @@ func mergeMessage(branch string, n int) string {
 
 // merge merges f.BranchTip onto f.BaseTip in the prepared integration
 // worktree and returns the merge commit, or the conflicting files.
-func (q *Queue) merge(ctx context.Context, r Request, f Facts) (merged string, conflicts []string, err error) {
-	g := q.gitWrite(q.integ)
+func (q *Queue) merge(ctx context.Context, g workspaces.Git, r Request, f Facts) (merged string, conflicts []string, err error) {
 	out, err := g.Run(ctx, "rev-list", "--count", f.BaseTip+".."+f.BranchTip)
 	if err != nil {
 		return "", nil, err
@@ -343,7 +409,11 @@ func (q *Queue) merge(ctx context.Context, r Request, f Facts) (merged string, c
 // that has base checked out (which moves its index and files too).
 func (q *Queue) advance(ctx context.Context, r Request, d Decision, f Facts) error {
 	if d.Action == ActAdvanceCheckout {
-		_, err := q.gitWrite(f.Checkout).Run(ctx,
+		g, err := q.gitOnChecked(ctx, f.Checkout)
+		if err != nil {
+			return err
+		}
+		_, err = g.Run(ctx,
 			"merge", "-q", "--ff-only", "--no-verify-signatures", "--no-autostash", r.Merged)
 		return err
 	}

@@ -14,7 +14,8 @@ import (
 )
 
 // repo is a scratch project: a git repository on main whose top level is
-// also the project directory (.batty inside it, excluded from git), with
+// also the project directory, its state directory (with the worktrees)
+// outside it, with
 // a git configuration of its own (HOME in the test's temp dir, no system
 // or global file).
 type repo struct {
@@ -36,7 +37,7 @@ func newRepo(t *testing.T) *repo {
 			t.Fatal(err)
 		}
 	}
-	r := &repo{t: t, top: top, layout: project.Layout{Dir: filepath.Join(top, ".batty")}, now: epoch,
+	r := &repo{t: t, top: top, layout: project.Layout{Dir: filepath.Join(root, "state"), Project: top}, now: epoch,
 		env: []string{"HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "PATH=" + os.Getenv("PATH")}}
 	r.git(top, "init", "-q", "-b", "main")
 	r.write(top, ".git/info/exclude", ".batty/\n")
@@ -95,7 +96,7 @@ func (r *repo) agent(name string) string {
 	return dir
 }
 
-func (r *repo) worktrees() string { return filepath.Join(r.top, ".batty", "worktrees") }
+func (r *repo) worktrees() string { return r.layout.WorktreesDir() }
 
 func (r *repo) tip(ref string) string {
 	r.t.Helper()

@@ -100,6 +100,13 @@ type Queue struct {
 	// beforeAdvance, when set (tests), is called just before base is
 	// advanced, with the git lock held.
 	beforeAdvance func(Decision)
+	// afterCheck, when set (tests), is called in prepare once the
+	// integration worktree was checked and before git runs in it: when
+	// a writer of the worktree would swap its .git file.
+	afterCheck func()
+	// removeAll removes a directory tree (os.RemoveAll; tests make it
+	// fail, as a directory written to while it is removed does).
+	removeAll func(string) error
 }
 
 // Open validates o and loads the queue from the state file. A file that is
@@ -143,7 +150,7 @@ func Open(o Options) (*Queue, error) {
 		env = os.Environ()
 	}
 	q := &Queue{opt: o, env: workspaces.CleanEnv(env), name: name, email: email, protected: protected,
-		integ: filepath.Join(filepath.Clean(o.WorktreesDir), IntegrationName), landing: make(chan struct{}, 1)}
+		integ: filepath.Join(filepath.Clean(o.WorktreesDir), IntegrationName), landing: make(chan struct{}, 1), removeAll: os.RemoveAll}
 	if q.reqs, err = load(o.Layout); err != nil {
 		return nil, err
 	}
@@ -396,10 +403,11 @@ func (q *Queue) attempt(ctx context.Context, r Request, attempt int) (_ Request,
 	}
 	q.lockGit()
 	merged, conflicts, err := func() (string, []string, error) {
-		if err := q.prepare(ctx, f.BaseTip); err != nil {
+		g, err := q.prepare(ctx, f.BaseTip)
+		if err != nil {
 			return "", nil, err
 		}
-		return q.merge(ctx, r, f)
+		return q.merge(ctx, g, r, f)
 	}()
 	q.unlockGit()
 	if err != nil {

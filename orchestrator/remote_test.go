@@ -35,6 +35,12 @@ func TestRemoteConfigs(t *testing.T) {
 	if c.Env[1] != "CODEX_HOME=/home/me/.codex-w" || c.Exec.AddDirs[0] != l.Dir+"/outboxes/eng" {
 		t.Fatalf("remoteShimConfig changed its argument: %+v", c)
 	}
+	// A worktree agent's directory in its worktree here, in the state
+	// directory: the same in its clone there.
+	c.Cwd = l.WorktreesDir() + "/eng/svc"
+	if got := remoteShimConfig(c, r, l, "/home/me"); got.Cwd != "~/src/p/.batty/worktrees/eng/svc" {
+		t.Fatalf("remoteShimConfig of a worktree agent: Cwd %q", got.Cwd)
+	}
 	pt := remoteTarget(preflight.Target{Bin: "/home/me/bin/codex", Home: "/home/me/.codex-w", Cwd: "/work/p/svc", Env: []string{"A=1"}}, r, "/work/p", "/home/me")
 	if pt.Bin != "~/bin/codex" || pt.Home != "~/.codex-w" || pt.Cwd != "~/src/p/svc" || !slices.Equal(pt.Env, []string{"A=1"}) {
 		t.Fatalf("remoteTarget = %+v", pt)

@@ -58,6 +58,19 @@ func (d *Daemon) openRepo(ctx context.Context) (*workspaces.Repo, string, error)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: roles with `workspace: worktree` need the project in a git repository: %w", d.cfg.Path, err)
 	}
+	// The worktrees an earlier batty kept in the project, where agents
+	// sharing the checkout could write them, move to the state directory.
+	moved, err := repo.MoveWorktrees(ctx, d.layout.LegacyWorktreesDir())
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", d.cfg.Path, err)
+	}
+	if len(moved.Agents)+len(moved.Recheckout)+len(moved.Removed) > 0 {
+		d.log.Info("Moved the worktrees into the state directory", "from", d.layout.LegacyWorktreesDir(), "to", d.layout.WorktreesDir(),
+			"moved", moved.Agents, "checked_out_again", moved.Recheckout, "removed", moved.Removed)
+	}
+	if len(moved.Left) > 0 {
+		d.log.Warn("Left alone in the old worktrees directory (not worktrees of the repository)", "dir", d.layout.LegacyWorktreesDir(), "entries", moved.Left)
+	}
 	// What a daemon killed mid-way through a clone's step left in the
 	// git directory (only the daemon makes such files).
 	if n := repo.SweepTemp(0, time.Now()); n > 0 {

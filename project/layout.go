@@ -7,8 +7,9 @@
 // every agent's writable roots, so that no agent — not even one whose
 // working directory is the project's checkout — can write what the daemon
 // trusts. Agents write only their own outbox in it (package outbox), a
-// writable root of their sandbox. The worktree agents' worktrees stay in the
-// project, under .batty/worktrees.
+// writable root of their sandbox, and a worktree agent its own worktree
+// (worktrees/<agent>, its working directory). The merge queue's worktree
+// (worktrees/.landing) is written by no agent.
 package project
 
 import (
@@ -29,8 +30,9 @@ import (
 )
 
 // DirName is the name of a project's own directory of batty's, next to its
-// team file: it holds the worktree agents' worktrees (and, on another host,
-// the clones there), never state the daemon trusts.
+// team file: it may hold the team file, and held the worktree agents'
+// worktrees before they moved into the state directory (see
+// LegacyWorktreesDir); never state the daemon trusts.
 const DirName = ".batty"
 
 // EnvStateHome names the variable that overrides where the state
@@ -115,14 +117,22 @@ func (l Layout) AgentState(agent string) string {
 }
 
 // WorktreesDir is where the worktree agents' git worktrees live, one
-// directory per agent (and the merge queue's own, .landing).
-//
-// They are in the project (<project>/.batty/worktrees), not in the state
-// directory: an agent's worktree is its workspace, and holds nothing the
-// daemon trusts.
-func (l Layout) WorktreesDir() string {
+// directory per agent (and the merge queue's own, .landing): the state
+// directory's worktrees/. Being in the state directory, out of every
+// agent's writable roots, a worktree is written by its own agent alone (it
+// is that agent's working directory and writable root) and the queue's by
+// no agent: an agent that shares the project's checkout cannot write
+// another's worktree, as it could when they lived in the checkout
+// (LegacyWorktreesDir).
+func (l Layout) WorktreesDir() string { return filepath.Join(l.Dir, "worktrees") }
+
+// LegacyWorktreesDir is where an earlier batty kept the worktree agents'
+// worktrees, in the project (<project>/.batty/worktrees), "" for a layout
+// without a project (a host's). Migration moves them to WorktreesDir
+// (workspaces.Repo.MoveWorktrees).
+func (l Layout) LegacyWorktreesDir() string {
 	if l.Project == "" {
-		return filepath.Join(l.Dir, "worktrees")
+		return ""
 	}
 	return filepath.Join(l.Project, DirName, "worktrees")
 }

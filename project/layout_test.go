@@ -68,12 +68,25 @@ func TestLayoutForIsOutsideTheProject(t *testing.T) {
 			t.Fatal(err)
 		}
 		if l.Project != "/src/app" || l.Root() != "/src/app" || l.Dir != filepath.Join("/state/projects", StateKey("/src/app")) ||
-			l.StateRoot() != "/state/projects" || l.WorktreesDir() != "/src/app/.batty/worktrees" {
+			l.StateRoot() != "/state/projects" || l.WorktreesDir() != filepath.Join(l.Dir, "worktrees") ||
+			l.LegacyWorktreesDir() != "/src/app/.batty/worktrees" {
 			t.Errorf("LayoutFor(%s) = %+v (worktrees %s)", f, l, l.WorktreesDir())
 		}
 		if err := CheckStateDir(l.Dir, []string{l.Root()}); err != nil {
 			t.Errorf("the state directory of %s is inside the project: %v", f, err)
 		}
+		// The worktrees are out of the project: no agent sharing the
+		// checkout can write them.
+		if rel, err := filepath.Rel(l.Root(), l.WorktreesDir()); err != nil || !strings.HasPrefix(rel, "..") {
+			t.Errorf("the worktrees %s are inside the project %s", l.WorktreesDir(), l.Root())
+		}
+	}
+}
+
+func TestLayoutWithoutProject(t *testing.T) {
+	l := Layout{Dir: "/h/p/.batty"}
+	if l.WorktreesDir() != "/h/p/.batty/worktrees" || l.LegacyWorktreesDir() != "" {
+		t.Errorf("WorktreesDir = %s, LegacyWorktreesDir = %q", l.WorktreesDir(), l.LegacyWorktreesDir())
 	}
 }
 
@@ -89,6 +102,11 @@ func TestCheckStateDir(t *testing.T) {
 		{"/home/u/.local/state/batty/projects/app-1", []string{"/home/u/.local/state/batty/projects/app-1"}, true},
 		{"/home/u/.local/state/batty/projects/app-1", []string{"/home/u/.local/state/batty/projects/app-10"}, false},
 		{"/home/u/.local/state/batty/projects/app-1", []string{"/home/u/.cache/go-build"}, false},
+		// An agent's worktree, its writable root, is inside the state
+		// directory, not the other way round.
+		{"/home/u/.local/state/batty/projects/app-1", []string{"/src/app", "/home/u/.local/state/batty/projects/app-1/worktrees/eng"}, false},
+		{"/home/u/.local/state/batty/projects/app-1", []string{"/home/u/.local/state/batty/projects/app-1/worktrees"}, false},
+		{"/home/u/.local/state/batty/projects/app-1", []string{"/home/u/.local/state/batty"}, true},
 	}
 	for _, tt := range tests {
 		err := CheckStateDir(tt.state, tt.workspaces)

@@ -25,3 +25,22 @@ func TestStateDirOf(t *testing.T) {
 		}
 	}
 }
+
+func TestStateDirIn(t *testing.T) {
+	homes := []string{"/s/batty", "", "rel", "/home/u/.local/state/batty"}
+	for _, tc := range []struct{ path, want string }{
+		{"/s/batty/projects/app-1/worktrees/eng/team.yaml", "/s/batty/projects/app-1"},
+		{"/s/batty/projects/app-1/worktrees/eng/sub/.batty/team.yaml", "/s/batty/projects/app-1"},
+		{"/s/batty/projects/team.yaml", "/s/batty"},
+		{"/s/batty/team.yaml", "/s/batty"},
+		{"/home/u/.local/state/batty/projects/p-2/worktrees/a/team.yaml", "/home/u/.local/state/batty/projects/p-2"},
+		{"/s/batty/projects/app-1/worktrees/../../../../p/team.yaml", ""},
+		{"/s/batty-old/team.yaml", ""},
+		{"/src/app/team.yaml", ""},
+		{"/rel/team.yaml", ""},
+	} {
+		if got := StateDirIn(tc.path, homes); got != tc.want {
+			t.Errorf("StateDirIn(%q) = %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}

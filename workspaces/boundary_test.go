@@ -211,8 +211,8 @@ func TestInheritedGitVariablesIgnored(t *testing.T) {
 			f := newFixture(t, Options{})
 			marker := filepath.Join(f.root, "marker")
 			env := append(append([]string(nil), f.env...), vars(marker)...)
-			r, err := Open(context.Background(), Options{ProjectDir: f.top, WorktreesDir: filepath.Join(f.top, ".batty", "worktrees"),
-				LockFile: filepath.Join(f.top, ".batty", "state", "git.lock"), Env: env})
+			r, err := Open(context.Background(), Options{ProjectDir: f.top, WorktreesDir: filepath.Join(f.root, "state", "worktrees"),
+				LockFile: filepath.Join(f.root, "state", "state", "git.lock"), Env: env})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -50,10 +50,10 @@ func newFixture(t testing.TB, opts Options) *fixture {
 		opts.ProjectDir = f.top
 	}
 	if opts.WorktreesDir == "" {
-		opts.WorktreesDir = filepath.Join(f.top, ".batty", "worktrees")
+		opts.WorktreesDir = filepath.Join(f.root, "state", "worktrees")
 	}
 	if opts.LockFile == "" {
-		opts.LockFile = filepath.Join(f.top, ".batty", "state", "git.lock")
+		opts.LockFile = filepath.Join(f.root, "state", "state", "git.lock")
 	}
 	if opts.Env == nil {
 		opts.Env = f.env

@@ -25,8 +25,8 @@ func TestLockerHoldsOffCommits(t *testing.T) {
 	}
 	// A second Repo on the same lock file (another process, say) waits
 	// for it too.
-	other, err := Open(context.Background(), Options{ProjectDir: f.top, WorktreesDir: filepath.Join(f.top, ".batty", "worktrees"),
-		LockFile: filepath.Join(f.top, ".batty", "state", "git.lock"), Env: f.env})
+	other, err := Open(context.Background(), Options{ProjectDir: f.top, WorktreesDir: filepath.Join(f.root, "state", "worktrees"),
+		LockFile: filepath.Join(f.root, "state", "state", "git.lock"), Env: f.env})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ type Options struct {
 	// ProjectDir is where team.yaml lives: the top-level of the repository
 	// or a directory below it.
 	ProjectDir string
-	// WorktreesDir holds one worktree per agent, <project>/.batty/worktrees
+	// WorktreesDir holds one worktree per agent, <state>/worktrees
 	// (created 0700 when the first worktree is).
 	WorktreesDir string
 	// LockFile is the file whose flock serialises batty's mutating git

@@ -119,7 +119,7 @@ func TestCheckBranchName(t *testing.T) {
 
 func TestPathsAndBranch(t *testing.T) {
 	f := newFixture(t, Options{})
-	if got, want := f.repo.Path("eng-1"), filepath.Join(f.top, ".batty", "worktrees", "eng-1"); got != want {
+	if got, want := f.repo.Path("eng-1"), filepath.Join(f.root, "state", "worktrees", "eng-1"); got != want {
 		t.Errorf("Path = %q, want %q", got, want)
 	}
 	if got := Branch("eng-1"); got != "batty/eng-1" {
@@ -134,7 +134,7 @@ func TestPathsAndBranch(t *testing.T) {
 
 func TestAgentDir(t *testing.T) {
 	tops := []string{"/real/proj", "/link/proj"}
-	wt := "/real/proj/.batty/worktrees/a"
+	wt := "/state/worktrees/a"
 	for _, tc := range []struct{ cwd, want string }{
 		{"/real/proj", wt},
 		{"/real/proj/", wt},

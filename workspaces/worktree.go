@@ -81,7 +81,14 @@ func (r *Repo) lookup(agent string) (wt worktree, exists bool, err error) {
 // records, never the worktree's .git file. git names the private dir after
 // the worktree's base name, so that one is tried first.
 func (r *Repo) findAdmin(agent string, dir fs.FileInfo) (string, error) {
-	root := filepath.Join(r.common, "worktrees")
+	return findAdmin(r.common, agent, dir)
+}
+
+// findAdmin is Repo.findAdmin in the repository whose common git dir is
+// common, trying the private git dir called name first.
+func findAdmin(common, name string, dir fs.FileInfo) (string, error) {
+	agent := name
+	root := filepath.Join(common, "worktrees")
 	points := func(id string) bool {
 		admin := filepath.Join(root, id)
 		b, err := readSmall(filepath.Join(admin, "gitdir"))
@@ -116,7 +123,12 @@ func (r *Repo) findAdmin(agent string, dir fs.FileInfo) (string, error) {
 // checkGitFile checks that the .git file at the root of wt points at wt's
 // private git dir: whoever writes in the worktree could have replaced it
 // to steer git elsewhere.
-func (r *Repo) checkGitFile(wt worktree) error {
+func (r *Repo) checkGitFile(wt worktree) error { return checkGitFile(wt.path, wt.admin) }
+
+// checkGitFile is Repo.checkGitFile for the worktree at path whose private
+// git dir is admin.
+func checkGitFile(path, admin string) error {
+	wt := worktree{path: path, admin: admin}
 	name := filepath.Join(wt.path, ".git")
 	fix := fmt.Sprintf("refusing to use the worktree; repair it: make %s a file holding the one line \"gitdir: %s\"", name, wt.admin)
 	f, err := atomicfile.OpenFile(name, os.O_RDONLY, 0)
@@ -141,6 +153,35 @@ func (r *Repo) checkGitFile(wt worktree) error {
 		return fmt.Errorf("%s points to %s, not to the worktree's git dir %s in this repository: %s", name, target, wt.admin, fix)
 	}
 	return nil
+}
+
+// WorktreeGitDir returns the private git dir (<common>/worktrees/<id>) of
+// the linked worktree at dir, found from the records of the repository
+// whose common git dir is common, never from dir's .git file; "" when dir
+// is not a real directory (a link is not followed) registered there whose
+// .git file points back at that git dir (a worktree someone tampered with
+// is not one). An error is a failure to read the records. Whoever runs git
+// on the worktree names the git dir and the work tree with it (Git.GitDir,
+// Git.WorkTree), so that a .git file written since is never read.
+func WorktreeGitDir(common, dir string) (string, error) {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("worktree %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return "", nil
+	}
+	admin, err := findAdmin(common, filepath.Base(dir), fi)
+	if err != nil || admin == "" {
+		return "", err
+	}
+	if checkGitFile(dir, admin) != nil {
+		return "", nil
+	}
+	return admin, nil
 }
 
 // maxSmall bounds the files of a few lines batty reads from git dirs.

@@ -16,7 +16,7 @@ func TestRoots(t *testing.T) {
 		}
 		return c
 	}
-	base := []string{"/src/p", "/src/p/.batty/worktrees"}
+	base := []string{"/src/p", "/state/projects/p-1/worktrees"}
 	for _, tc := range []struct {
 		name  string
 		roles []team.Role

@@ -120,7 +120,7 @@ func TestE2EDemo(t *testing.T) {
 		worktrees[path] = block
 	}
 	for _, agent := range []string{"engineer-1", "engineer-2"} {
-		wt := filepath.Join(dir, ".batty", "worktrees", agent)
+		wt := filepath.Join(layoutOf(t, dir).WorktreesDir(), agent)
 		if fi, err := os.Stat(filepath.Join(wt, "work")); err != nil || !fi.IsDir() {
 			t.Errorf("%s's worktree: %v", agent, err)
 		}

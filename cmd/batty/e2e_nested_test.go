@@ -43,7 +43,7 @@ func TestE2ENestedRepositoryRunsNothingOutsideTheSandbox(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the agent's fsmonitor hook ran outside the sandbox (after the turn's commit)")
 	}
-	worktree := filepath.Join(r.dir, ".batty", "worktrees", "eng")
+	worktree := filepath.Join(layoutOf(t, r.dir).WorktreesDir(), "eng")
 	if _, err := os.Stat(filepath.Join(worktree, "sub", ".git", "config")); err != nil {
 		t.Fatalf("the agent's shell did not make its repository in the sandbox: %v", err)
 	}

@@ -98,8 +98,8 @@ var teamFileNames = []string{"team.yaml", filepath.Join(project.DirName, "team.y
 // as a path relative to the current directory ("team.yaml",
 // "../../.batty/team.yaml"). When there is none the error wraps
 // team.ErrNoTeamFile (see noTeamFileError). A file found inside batty's
-// state directory (an agent's worktree, .batty/worktrees/<agent>, as
-// written or once its links are resolved) is never taken: the agent may
+// state (an agent's worktree, <state>/worktrees/<agent>, as written or
+// once its links are resolved; see checkNotInStateDir) is never taken: the agent may
 // have written it, and the team file names the commands batty runs as the
 // user; the error names the project's team file (see stateDirError).
 func findTeamFile(explicit string) (string, error) {
@@ -127,31 +127,56 @@ func findTeamFile(explicit string) (string, error) {
 }
 
 // checkNotInStateDir returns an error when found, the absolute path of a
-// team file discovery found, lies inside batty's state directory
-// (project.StateDirOf) as written or once its symbolic links are resolved
-// (a working directory reached through a link to a worktree; the error
-// names the file where it really is); nil otherwise.
+// team file discovery found, lies inside batty's state (as written or once
+// its symbolic links are resolved: a working directory reached through a
+// link to a worktree; the error names the file where it really is): a
+// project's state directory under the state home (project.StateDirIn:
+// the agents' worktrees are <state>/worktrees/<agent>) or a project's own
+// .batty (project.StateDirOf: where an earlier batty kept them, and a
+// host its clones); nil otherwise.
 func checkNotInStateDir(found string) error {
-	state := project.StateDirOf(found)
-	if state == "" {
-		real, err := filepath.EvalSymlinks(found)
-		if err != nil {
-			return fmt.Errorf("resolve the team file %s: %w", found, err)
+	homes := project.StateHomes()
+	paths := []string{found}
+	if real, err := filepath.EvalSymlinks(found); err != nil {
+		return fmt.Errorf("resolve the team file %s: %w", found, err)
+	} else if real != found {
+		paths = append(paths, real)
+	}
+	for _, p := range paths {
+		if state := project.StateDirIn(p, homes); state != "" {
+			return stateHomeError(p, state)
 		}
-		state, found = project.StateDirOf(real), real
+		if state := project.StateDirOf(p); state != "" {
+			projectDir := filepath.Dir(state)
+			own, err := teamFileIn(projectDir)
+			if err != nil {
+				return err
+			}
+			if own == "" {
+				own = filepath.Join(projectDir, teamFileNames[0])
+			}
+			return stateDirError(p, state, own, projectDir)
+		}
 	}
-	if state == "" {
-		return nil
+	return nil
+}
+
+// stateHomeError is the error for the team file found inside the state
+// directory state under a state home: it names the project's team file
+// when the state directory records it (a daemon started there), which
+// only the daemon writes.
+func stateHomeError(found, state string) error {
+	own := ""
+	if d, err := (project.Layout{Dir: state}).OpenDir("", false); err == nil {
+		if b, err := d.ReadFile(project.TeamRefName); err == nil {
+			own = strings.TrimSpace(string(b))
+		}
+		d.Close()
 	}
-	projectDir := filepath.Dir(state)
-	own, err := teamFileIn(projectDir)
-	if err != nil {
-		return err
+	if own == "" || strings.ContainsAny(own, "\x00\n") || !filepath.IsAbs(own) {
+		return fmt.Errorf("%s is inside batty's state directory %s (an agent's worktree), whose team file batty never takes: run batty from the project's directory or pass --team", found, state)
 	}
-	if own == "" {
-		own = filepath.Join(projectDir, teamFileNames[0])
-	}
-	return stateDirError(found, state, own, projectDir)
+	return stateDirError(found, state, own, project.ProjectDirOf(own))
 }
 
 // stateDirError is the error for the team file found inside the state

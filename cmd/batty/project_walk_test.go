@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/battyhq/batty/project"
 )
 
 // Every command finds the project from a subdirectory, walking up as git
@@ -112,49 +114,78 @@ func TestNoTeamFileSaysWhereItLooked(t *testing.T) {
 	}
 }
 
-// A team file found from inside batty's state directory — an agent's
-// worktree, .batty/worktrees/<agent>, whose team.yaml the agent may have
-// written — is never adopted, also when reached through a symbolic link:
-// the error names the project's team file. An agent there, with
-// $BATTY_DIR, still reaches its project.
+// A team file found from inside batty's state — an agent's worktree,
+// <state>/worktrees/<agent>, whose team.yaml the agent may have written —
+// is never adopted, also when reached through a symbolic link, and
+// `batty start` run there does not start the agent's team: the error
+// names the project's team file (the one the state directory records).
+// The same holds for a worktree where an earlier batty kept it, in the
+// project's .batty. An agent there, with $BATTY_DIR, still reaches its
+// project.
 func TestATeamFileInsideTheStateDirectoryIsNotAdopted(t *testing.T) {
-	dir, _ := writeTeam(t)
-	wt := filepath.Join(dir, ".batty", "worktrees", "engineer-1")
-	if err := os.MkdirAll(filepath.Join(wt, "sub"), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	dir, l := writeTeam(t)
 	evil := "name: evil\non_alert: [touch, " + filepath.Join(dir, "pwned") + "]\nroles:\n  - name: solo\n"
-	if err := os.WriteFile(filepath.Join(wt, "team.yaml"), []byte(evil), 0o600); err != nil {
-		t.Fatal(err)
+	plant := func(wt string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(wt, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(wt, "team.yaml"), []byte(evil), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
+	wt := filepath.Join(l.WorktreesDir(), "engineer-1")
+	plant(wt)
+	legacy := filepath.Join(dir, ".batty", "worktrees", "engineer-1")
+	plant(legacy)
 	link := filepath.Join(t.TempDir(), "wt")
 	if err := os.Symlink(wt, link); err != nil {
 		t.Fatal(err)
 	}
-	want := wt + "/team.yaml is inside batty's state directory " + filepath.Join(dir, ".batty") +
-		" (an agent's worktree); the project's team file is " + filepath.Join(dir, "team.yaml") +
-		": run batty from " + dir + " or pass --team"
+	// Before the team ever started, the state directory names no team file.
+	unnamed := wt + "/team.yaml is inside batty's state directory " + l.Dir + " (an agent's worktree), whose team file batty never takes"
+	if _, errOut, code := runBattyIn(t, wt, nil, "", "validate"); code != 1 || !strings.Contains(errOut, unnamed) {
+		t.Fatalf("exit %d, want 1 and %q\nstderr: %s", code, unnamed, errOut)
+	}
+	if err := os.WriteFile(l.TeamFileRef(), []byte(filepath.Join(dir, "team.yaml")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	named := func(found, state string) string {
+		return found + " is inside batty's state directory " + state +
+			" (an agent's worktree); the project's team file is " + filepath.Join(dir, "team.yaml") +
+			": run batty from " + dir + " or pass --team"
+	}
 	for _, tc := range []struct {
 		name, cwd string
 		env       []string
 		args      []string
+		want      string
 	}{
-		{"worktree", wt, nil, []string{"validate"}},
-		{"below the worktree", filepath.Join(wt, "sub"), nil, []string{"status"}},
-		{"through a link", link, []string{"PWD=" + link}, []string{"validate"}},
-		{"start", wt, nil, []string{"start", "--no-tmux"}},
+		{"worktree", wt, nil, []string{"validate"}, named(wt+"/team.yaml", l.Dir)},
+		{"below the worktree", filepath.Join(wt, "sub"), nil, []string{"status"}, named(wt+"/team.yaml", l.Dir)},
+		{"through a link", link, []string{"PWD=" + link}, []string{"validate"}, named(wt+"/team.yaml", l.Dir)},
+		{"start", wt, nil, []string{"start", "--no-tmux"}, named(wt+"/team.yaml", l.Dir)},
+		{"legacy worktree", legacy, nil, []string{"validate"}, named(legacy+"/team.yaml", filepath.Join(dir, ".batty"))},
+		{"legacy start", filepath.Join(legacy, "sub"), nil, []string{"start", "--no-tmux"}, named(legacy+"/team.yaml", filepath.Join(dir, ".batty"))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := runBattyIn(t, tc.cwd, tc.env, "", tc.args...)
-			if code != 1 || !strings.Contains(errOut, want) || strings.Contains(out, "evil") {
-				t.Fatalf("exit %d, want 1 and %q\nstdout: %s\nstderr: %s", code, want, out, errOut)
+			if code != 1 || !strings.Contains(errOut, tc.want) || strings.Contains(out, "evil") {
+				t.Fatalf("exit %d, want 1 and %q\nstdout: %s\nstderr: %s", code, tc.want, out, errOut)
 			}
 		})
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".batty", "worktrees", "engineer-1", ".batty")); !os.IsNotExist(err) {
-		t.Fatalf("a state directory was made in the worktree: %v", err)
+	evilState, err := project.LayoutFor(filepath.Join(wt, "team.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	out, errOut, code := runBattyIn(t, wt, []string{"BATTY_DIR=" + filepath.Join(dir, ".batty")}, "", "send", "architect", "from the worktree")
+	if _, err := os.Stat(evilState.Dir); !os.IsNotExist(err) {
+		t.Fatalf("a state directory was made for the worktree's team: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); !os.IsNotExist(err) {
+		t.Fatal("the worktree's team file ran its program")
+	}
+	out, errOut, code := runBattyIn(t, wt, []string{"BATTY_DIR=" + l.Dir}, "", "send", "architect", "from the worktree")
 	if code != 0 || !strings.HasPrefix(out, "queued ") {
 		t.Fatalf("send with BATTY_DIR: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}

@@ -94,8 +94,8 @@ transcripts show what every agent does.
 
 The team file is the team of $` + agentenv.Dir + ` when it is set, else team.yaml
 (or .batty/team.yaml) in this directory or the nearest parent that has one,
-as git finds its repository; never one found inside a state directory
-(.batty/worktrees/<agent>, an agent's worktree). The commands that work on
+as git finds its repository; never one found inside batty's state (an
+agent's worktree, worktrees/<agent> in the state directory). The commands that work on
 a team take another with --team FILE, and all of them but logs (where -f
 is --follow) with -f FILE too; init, demo and chat take none.
 

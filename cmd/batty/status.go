@@ -123,7 +123,11 @@ to its state and lists each shared process below.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(st)
 			}
-			printStatus(cmd.OutOrStdout(), withProjectPaths(st, p.Layout.Root()))
+			shown, stateRel := withProjectPaths(st, p.Layout.Root(), p.Layout.Dir)
+			printStatus(cmd.OutOrStdout(), shown)
+			if stateRel {
+				fmt.Fprintf(cmd.OutOrStdout(), "\n(worktrees/ is in the state directory %s)\n", p.Layout.Dir)
+			}
 			return nil
 		},
 	}
@@ -331,24 +335,32 @@ func printWorkspaces(w io.Writer, agents []control.AgentStatus, landings []contr
 	tw.Flush()
 }
 
-// withProjectPaths returns st with every worktree's path made relative to
-// the project directory root when it is inside it
-// (".batty/worktrees/engineer-1"), for the table; other paths are kept.
-// st is not changed. It is a pure function.
-func withProjectPaths(st control.Status, root string) control.Status {
+// withProjectPaths returns st with every worktree's path made relative,
+// for the table: to the project directory root when it is inside it (a
+// worktree of the user's), else to the state directory state
+// ("worktrees/engineer-1", where batty keeps the worktree agents'; stateRel
+// then says so); other paths are kept. st is not changed. It is a pure
+// function.
+func withProjectPaths(st control.Status, root, state string) (_ control.Status, stateRel bool) {
+	inside := func(dir, path string) (string, bool) {
+		rel, err := filepath.Rel(dir, path)
+		return rel, dir != "" && err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	}
 	agents := make([]control.AgentStatus, len(st.Agents))
 	for i, a := range st.Agents {
 		if a.Workspace != nil && filepath.IsAbs(a.Workspace.Path) {
 			ws := *a.Workspace
-			if rel, err := filepath.Rel(root, ws.Path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			if rel, ok := inside(root, ws.Path); ok {
 				ws.Path = rel
+			} else if rel, ok := inside(state, ws.Path); ok {
+				ws.Path, stateRel = rel, true
 			}
 			a.Workspace = &ws
 		}
 		agents[i] = a
 	}
 	st.Agents = agents
-	return st
+	return st, stateRel
 }
 
 // printSchedules lists the team file's schedules: state, runs, when the

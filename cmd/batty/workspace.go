@@ -35,10 +35,15 @@ func repoOptions(p project.Project) workspaces.Options {
 }
 
 // openTeamRepo opens the project's repository for the worktree agents of
-// cfg and resolves the team's base branch.
+// cfg, moves the worktrees an earlier batty kept in the project into the
+// state directory (workspaces.Repo.MoveWorktrees, as the daemon does at
+// start) and resolves the team's base branch.
 func openTeamRepo(ctx context.Context, p project.Project, cfg *team.Config) (*workspaces.Repo, string, error) {
 	repo, err := workspaces.Open(ctx, repoOptions(p))
 	if err != nil {
+		return nil, "", err
+	}
+	if _, err := repo.MoveWorktrees(ctx, p.Layout.LegacyWorktreesDir()); err != nil {
 		return nil, "", err
 	}
 	base, err := repo.ResolveBase(ctx, cfg.Workspace.Base)
@@ -180,7 +185,7 @@ func newMergeCmd() *cobra.Command {
 		Short: "Queue an agent's branch for landing on the team's base branch",
 		Long: `merge queues the branch of a worktree agent (batty/<agent>) in the team's
 merge queue. The daemon lands one branch at a time, in a worktree of its own
-(.batty/worktrees/.landing): it merges the branch into the latest base, runs
+(worktrees/.landing in the state directory): it merges the branch into the latest base, runs
 workspace.verify there, and only when verify passes advances base. A conflict
 or a red verify leaves base unchanged; the agent gets a message saying what
 to fix, the human a landing_failed event (and on_alert).
@@ -298,7 +303,8 @@ func newWorkspaceCmd() *cobra.Command {
 		Use:   "workspace",
 		Short: "Manage the worktree agents' workspaces",
 		Long: `workspace manages the git worktrees of the agents whose role says
-workspace: worktree (.batty/worktrees/<agent>, branch batty/<agent>).`,
+workspace: worktree (worktrees/<agent> in the project's state directory,
+branch batty/<agent>).`,
 		Example: `  batty workspace prune engineer-1`,
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },

@@ -463,12 +463,13 @@ func TestCompletionOfWorktreeAgents(t *testing.T) {
 // detail (free text, which may be longer) has a line of its own.
 func TestStatusWorkspaceTables(t *testing.T) {
 	root := "/home/someone/src/a-project-with-a-long-name"
+	state := "/home/someone/.local/state/batty/projects/a-project-with-a-long-na-0123456789ab"
 	landed := "0123456789abcdef0123456789abcdef01234567"
 	st := control.Status{Team: "t", Agents: []control.AgentStatus{
 		{Name: "architect", Role: "architect", State: "idle"},
-		{Name: "engineer-1", Role: "engineer", State: "idle", Workspace: &control.WorkspaceStatus{Path: root + "/.batty/worktrees/engineer-1",
+		{Name: "engineer-1", Role: "engineer", State: "idle", Workspace: &control.WorkspaceStatus{Path: state + "/worktrees/engineer-1",
 			Branch: "batty/engineer-1", Base: "main", Exists: true, Ahead: 3, Behind: 1, Dirty: 2}},
-		{Name: "engineer-2", Role: "engineer", State: "idle", Workspace: &control.WorkspaceStatus{Path: root + "/.batty/worktrees/engineer-2",
+		{Name: "engineer-2", Role: "engineer", State: "idle", Workspace: &control.WorkspaceStatus{Path: root + "/wt/engineer-2",
 			Branch: "batty/engineer-2", Base: "main"}},
 		{Name: "engineer-3", Role: "engineer", State: "idle", Workspace: &control.WorkspaceStatus{Path: "/elsewhere/engineer-3",
 			Branch: "batty/engineer-3", Base: "main", Exists: true}},
@@ -477,8 +478,11 @@ func TestStatusWorkspaceTables(t *testing.T) {
 		{ID: "20261121T125200.123456789Z-5a6b7c8d", Agent: "engineer-10", State: "failed", By: "engineer-10",
 			Detail: "conflicts: internal/parser/parser.go, internal/parser/parser_test.go, README.md\x1b[31m"},
 	}}
-	shown := withProjectPaths(st, root)
-	if st.Agents[1].Workspace.Path != root+"/.batty/worktrees/engineer-1" {
+	shown, stateRel := withProjectPaths(st, root, state)
+	if !stateRel || shown.Agents[2].Workspace.Path != "wt/engineer-2" {
+		t.Errorf("withProjectPaths: %v, %+v", stateRel, shown.Agents[2].Workspace)
+	}
+	if st.Agents[1].Workspace.Path != state+"/worktrees/engineer-1" {
 		t.Fatal("withProjectPaths changed its argument")
 	}
 	var b strings.Builder
@@ -492,7 +496,7 @@ func TestStatusWorkspaceTables(t *testing.T) {
 	}
 	for _, want := range []string{
 		`(?m)^BRANCH +BASE +AHEAD +BEHIND +DIRTY +PATH$`,
-		`(?m)^batty/engineer-1 +main +3 +1 +2 +\.batty/worktrees/engineer-1$`,
+		`(?m)^batty/engineer-1 +main +3 +1 +2 +worktrees/engineer-1$`,
 		`(?m)^batty/engineer-2 +main +- +- +- +\(not made yet\)$`,
 		`(?m)^batty/engineer-3 +main +0 +0 +0 +/elsewhere/engineer-3$`,
 		`(?m)^LANDING +AGENT +STATE +BY +REQUESTED +COMMIT$`,
@@ -565,7 +569,7 @@ func TestWorktreeTeamThroughTheCLI(t *testing.T) {
 		a := agentStatus(st, "engineer-1")
 		return a.TurnsCompleted == 1 && a.Workspace != nil && a.Workspace.Ahead == 1
 	})
-	wt := filepath.Join(dir, ".batty", "worktrees", "engineer-1")
+	wt := filepath.Join(layoutOf(t, dir).WorktreesDir(), "engineer-1")
 	if ws := agentStatus(st, "engineer-1").Workspace; ws.Path != wt || ws.Branch != "batty/engineer-1" || ws.Base != "main" || !ws.Exists || ws.Dirty != 0 || ws.Behind != 0 ||
 		ws.Head != gitIn(t, dir, "rev-parse", "batty/engineer-1") {
 		t.Fatalf("engineer-1's workspace: %+v", ws)
@@ -574,7 +578,7 @@ func TestWorktreeTeamThroughTheCLI(t *testing.T) {
 		t.Fatalf("the architect, in the project's checkout, has a workspace: %+v", ws)
 	}
 	table := mustBatty(t, dir, "status")
-	if !regexp.MustCompile(`(?m)^batty/engineer-1 +main +1 +0 +0 +\.batty/worktrees/engineer-1$`).MatchString(table) {
+	if !regexp.MustCompile(`(?m)^batty/engineer-1 +main +1 +0 +0 +worktrees/engineer-1$`).MatchString(table) || !strings.Contains(table, "(worktrees/ is in the state directory "+layoutOf(t, dir).Dir+")") {
 		t.Fatalf("status has no worktree row of engineer-1:\n%s", table)
 	}
 	if out := mustBatty(t, dir, "diff", "engineer-1"); !strings.Contains(out, "\n+from-engineer-1\n") {
