@@ -45,13 +45,18 @@ type Binary struct {
 // keyRE matches a version that can name a directory as it is.
 var keyRE = regexp.MustCompile(`^v?[0-9][A-Za-z0-9._+-]{0,100}$`)
 
-// Self describes this running batty for EnsureBatty: os.Executable(),
+// Self describes this running batty for EnsureBatty: its program,
 // runtime.GOOS and GOARCH, version (what `batty version` prints after
 // "batty ", e.g. "v1.2.3" or "dev") and protocol, the protocol version it
 // prints. It reads the executable to hash it when version is not a
 // release version.
+//
+// The program is read through RunningProgram (/proc/self/exe), the file
+// this process was started from, never by its path again: batty built
+// inside a project may be replaced there by an agent after the daemon
+// started, and what is hashed and uploaded to a host must be what runs.
 func Self(version string, protocol int) (Binary, error) {
-	exe, err := os.Executable()
+	exe, err := RunningProgram()
 	if err != nil {
 		return Binary{}, fmt.Errorf("finding this batty's executable: %w", err)
 	}
@@ -64,6 +69,19 @@ func Self(version string, protocol int) (Binary, error) {
 		b.Key = "dev-" + sum[:16]
 	}
 	return b, nil
+}
+
+// RunningProgram is the path by which this process reaches the very file
+// it was started from: /proc/self/exe, which the kernel resolves to the
+// running program's inode even when the path it was started by now names
+// another file (replaced by a rename; a running program cannot be written
+// in place). Where /proc is not mounted it is os.Executable(), the path.
+func RunningProgram() (string, error) {
+	const self = "/proc/self/exe"
+	if _, err := os.Stat(self); err == nil {
+		return self, nil
+	}
+	return os.Executable()
 }
 
 // fileHash is the hex SHA-256 of the file at path.

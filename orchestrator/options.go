@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -243,7 +242,10 @@ func orDefault(d *time.Duration, v time.Duration) {
 
 func (o Options) withDefaults() (Options, error) {
 	if len(o.ShimCommand) == 0 {
-		exe, err := os.Executable()
+		// The daemon's own program, by its inode: a batty binary the
+		// user built inside the project stays the program shims run
+		// even if an agent replaces the file at that path.
+		exe, err := hosts.RunningProgram()
 		if err != nil {
 			return o, fmt.Errorf("find the batty binary for shims: %w", err)
 		}
