@@ -87,6 +87,9 @@ func (l *lander) run(ctx context.Context) {
 	for {
 		l.intake()
 		for ctx.Err() == nil {
+			// A landing of an agent whose turn may still commit waits for
+			// that commit (see publishWork).
+			l.turns()
 			r, ok := l.q.Next()
 			if !ok {
 				break
@@ -165,6 +168,9 @@ func (l *lander) take(m inbox.Message) inbox.Outcome {
 			Data: eventlog.LandingQueued{Request: r.ID, By: m.From, Branch: r.Branch, Review: r.Review}})
 	}
 	reply := "queued as landing request " + r.ID
+	if a.workPending() {
+		reply += "; it waits for " + agent + "'s turn to end, then lands what that turn commits"
+	}
 	if r.Review {
 		reply += "; once verified it waits for the human's review"
 	}

@@ -10,7 +10,7 @@ import (
 // worktree): the worktree, its preparation in flight, what parks the
 // agent when it could not be prepared, the merge of a new base it waits
 // for, and what the agent was told. Run's goroutine owns it, except
-// syncReq (under the agent's mu).
+// syncReq and workOpen (under the agent's mu).
 type worktree struct {
 	// ws is the agent's git worktree, nil for the shared checkout.
 	// prepDone answers a preparation in flight (see startShim),
@@ -27,6 +27,9 @@ type worktree struct {
 	// (see wantSync).
 	syncReq  string
 	syncTold bool
+	// workOpen, under mu, says that work of a turn may still come into
+	// the worktree (see publishWork): landings of the agent wait for it.
+	workOpen bool
 	// nestedTold are the nested repositories of the worktree the agent
 	// was told its commits leave out (see tellNested).
 	nestedTold map[string]bool

@@ -1,0 +1,64 @@
+package orchestrator
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/landing"
+	"github.com/battyhq/batty/team"
+)
+
+// An agent that asks for its own landing in the turn that wrote the work
+// (`batty merge eng` in its shell, relayed into the landing inbox) gets
+// that work landed: the request waits for the turn's commit, status
+// saying so, and main then holds the file. Without the wait the queue
+// finds nothing on the branch and records "nothing to land".
+func TestALandingAskedMidTurnWaitsForTheTurnsCommit(t *testing.T) {
+	p := newGitProject(t, "", "  - name: eng\n    workspace: worktree\n")
+	r := p.start(inProcess)
+	gate := filepath.Join(t.TempDir(), "gate")
+	id := p.send("eng", "human", "scenario:gate:"+gate)
+	r.waitEvent(t, "the turn", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == id })
+	before := git(t, p.dir, "rev-parse", "main")
+
+	// The model's edit, then its `batty merge eng`, in the same turn.
+	wt := filepath.Join(p.layout.WorktreesDir(), "eng")
+	if err := os.WriteFile(filepath.Join(wt, "feature.txt"), []byte("from the turn\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.send(team.LandingBox, "eng", "eng")
+	e := r.waitEvent(t, "the landing waiting for the turn", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvLandingWaiting && e.Agent == "eng"
+	})
+	if !strings.Contains(e.Detail, "waits for eng's turn to end") {
+		t.Fatalf("landing_waiting %q", e.Detail)
+	}
+	var held control.LandingStatus
+	for _, l := range r.d.status().Landings {
+		if l.Agent == "eng" {
+			held = l
+		}
+	}
+	if held.State != string(landing.WaitingTurn) || !strings.Contains(held.Detail, "waits for eng's turn to end") {
+		t.Fatalf("status landing %+v, want waiting_turn", held)
+	}
+	if r.count(eventlog.EvLanded, "") != 0 || git(t, p.dir, "rev-parse", "main") != before {
+		t.Fatal("the landing ran before the turn's commit")
+	}
+
+	// The turn ends: its commit, then the landing.
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	landed := r.waitEvent(t, "the landing", func(e eventlog.Event) bool { return e.Type == eventlog.EvLanded && e.Agent == "eng" })
+	if payloadOf[eventlog.Landed](landed).Nothing {
+		t.Fatalf("landed nothing: %s", landed.Detail)
+	}
+	if got := git(t, p.dir, "show", "main:feature.txt"); got != "from the turn" {
+		t.Fatalf("main's feature.txt %q", got)
+	}
+}
