@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/battyhq/batty/control"
@@ -61,4 +62,43 @@ func TestALandingAskedMidTurnWaitsForTheTurnsCommit(t *testing.T) {
 	if got := git(t, p.dir, "show", "main:feature.txt"); got != "from the turn" {
 		t.Fatalf("main's feature.txt %q", got)
 	}
+}
+
+// A daemon killed while a landing waits for its agent's turn lands it
+// after the restart: the request is in the queue's state file, and the
+// work the killed turn left is committed before it lands.
+func TestALandingWaitingForATurnLandsAfterACrash(t *testing.T) {
+	p := newGitProject(t, "", "  - name: eng\n    workspace: worktree\n")
+	child := p.startChildDaemon()
+	gate := filepath.Join(t.TempDir(), "gate")
+	p.send("eng", "human", "scenario:gate:"+gate)
+	wt := filepath.Join(p.layout.WorktreesDir(), "eng")
+	waitFor(t, "the worktree", func() bool { _, err := os.Stat(filepath.Join(wt, "shared.txt")); return err == nil })
+	waitFor(t, "the turn", func() bool { return fileHas(p.fakeLog, "batty message") })
+	if err := os.WriteFile(filepath.Join(wt, "feature.txt"), []byte("from the turn\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.send(team.LandingBox, "eng", "eng")
+	waitFor(t, "the request held for the turn", func() bool { return fileHas(landing.StatePath(p.layout), `"waiting_turn"`) })
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	before := git(t, p.dir, "rev-parse", "main")
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	r := p.start(nil)
+	landed := r.waitEvent(t, "the landing", func(e eventlog.Event) bool { return e.Type == eventlog.EvLanded && e.Agent == "eng" })
+	if payloadOf[eventlog.Landed](landed).Nothing || git(t, p.dir, "rev-parse", "main") == before {
+		t.Fatalf("landed nothing: %s", landed.Detail)
+	}
+	if got := git(t, p.dir, "show", "main:feature.txt"); got != "from the turn" {
+		t.Fatalf("main's feature.txt %q", got)
+	}
+}
+
+// fileHas reports whether the file at path holds s.
+func fileHas(path, s string) bool {
+	b, _ := os.ReadFile(path)
+	return strings.Contains(string(b), s)
 }
