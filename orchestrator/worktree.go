@@ -33,6 +33,10 @@ type worktree struct {
 	// nestedTold are the nested repositories of the worktree the agent
 	// was told its commits leave out (see tellNested).
 	nestedTold map[string]bool
+	// unresolved are the files of a merge left in the worktree that still
+	// held conflict markers when the last commit was tried (nil: none):
+	// each message sent reminds the agent of them (see mergeLeft).
+	unresolved []string
 }
 
 // stopPreparing cancels a preparation in flight and waits for it.

@@ -30,7 +30,7 @@ const (
 // and the next line says where the turn's final answer goes: to the sender
 // (it is the reply), or, for a reply, to no one. A notice (batty's
 // reminder of the agent's workspace) follows on a line of its own,
-// "[batty] <notice>", one line of at most maxNotice characters; the retry
+// "[batty] <notice>", one line of at most MaxNotice characters; the retry
 // note gives way to it.
 func FormatPrompt(m protocol.SendMessage) string {
 	var b strings.Builder
@@ -60,7 +60,7 @@ func FormatPrompt(m protocol.SendMessage) string {
 	notice := ""
 	retryNote := maxRetryNote
 	if m.Notice != "" {
-		notice = noticePrefix + textclip.Runes(oneLine(m.Notice), maxNotice, textclip.Ellipsis) + "\n"
+		notice = noticePrefix + textclip.Runes(oneLine(m.Notice), MaxNotice, textclip.Ellipsis) + "\n"
 		// The header stays within codex.PromptHeaderMax.
 		retryNote -= utf8.RuneCountInString(notice)
 	}
@@ -88,15 +88,18 @@ func FormatPrompt(m protocol.SendMessage) string {
 	return b.String()
 }
 
-// maxRetryNote, maxReplyToID and maxNotice bound, in characters, the
-// retry note, the replied-to id and the notice a header shows, so that the
-// header stays within codex.PromptHeaderMax (with a notice, the retry note
-// is shorter by the notice's line).
+// maxRetryNote and maxReplyToID bound, in characters, the retry note and
+// the replied-to id a header shows, so that the header stays within
+// codex.PromptHeaderMax (with a notice, the retry note is shorter by the
+// notice's line).
 const (
 	maxRetryNote = 460
 	maxReplyToID = 128
-	maxNotice    = 300
 )
+
+// MaxNotice bounds, in characters, the notice a prompt shows (a longer one
+// is clipped).
+const MaxNotice = 300
 
 // noticePrefix opens the line of a notice.
 const noticePrefix = "[batty] "

@@ -67,9 +67,9 @@ func TestFormatPromptNotice(t *testing.T) {
 	if got := FormatPrompt(m); got != want {
 		t.Fatalf("prompt:\n%s\nwant:\n%s", got, want)
 	}
-	m.Notice = strings.Repeat("é", 10*maxNotice)
+	m.Notice = strings.Repeat("é", 10*MaxNotice)
 	line := strings.Split(FormatPrompt(m), "\n")[2]
-	if !strings.HasPrefix(line, "[batty] ") || utf8.RuneCountInString(line) != len("[batty] ")+maxNotice {
+	if !strings.HasPrefix(line, "[batty] ") || utf8.RuneCountInString(line) != len("[batty] ")+MaxNotice {
 		t.Fatalf("a long notice's line has %d characters", utf8.RuneCountInString(line))
 	}
 	m.Notice = ""
