@@ -215,8 +215,13 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 				return fmt.Errorf("queue the landing of %s: %w", workspaces.Branch(agent), err)
 			}
 			then := ""
+			if inAgent && sender == agent {
+				// What the turn wrote is on the branch once batty has
+				// committed it, after the turn.
+				then = "; it lands once this turn has ended and batty has committed its work"
+			}
 			if review || (inAgent && cfg.Workspace.ReviewsAgents()) {
-				then = "; once verified it waits for the human's review (batty review)"
+				then += "; once verified it waits for the human's review (batty review)"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "queued the landing of %s (request %s)%s; `batty status` shows the merge queue\n",
 				workspaces.Branch(agent), inbox.ShortID(m.ID), then)
