@@ -36,6 +36,9 @@ type lander struct {
 	box  *inbox.Box
 	kick chan struct{} // buffered(1): look at the inbox and the queue
 	told map[string]landing.State
+	// heldAt is, for each request held for its agent's turn, the turns
+	// the agent had been sent then (see turns).
+	heldAt map[string]uint64
 }
 
 // newLander opens the merge queue of a team with worktree agents.
@@ -59,7 +62,7 @@ func (d *Daemon) newLander() (*lander, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lander{d: d, q: q, box: box, kick: make(chan struct{}, 1), told: map[string]landing.State{}}, nil
+	return &lander{d: d, q: q, box: box, kick: make(chan struct{}, 1), told: map[string]landing.State{}, heldAt: map[string]uint64{}}, nil
 }
 
 // poke asks the lander to look at its inbox and queue; it never blocks.
@@ -168,7 +171,7 @@ func (l *lander) take(m inbox.Message) inbox.Outcome {
 			Data: eventlog.LandingQueued{Request: r.ID, By: m.From, Branch: r.Branch, Review: r.Review}})
 	}
 	reply := "queued as landing request " + r.ID
-	if a.workPending() {
+	if open, _ := a.workPending(); open {
 		reply += "; it waits for " + agent + "'s turn to end, then lands what that turn commits"
 	}
 	if r.Review {

@@ -102,3 +102,58 @@ func fileHas(path, s string) bool {
 	b, _ := os.ReadFile(path)
 	return strings.Contains(string(b), s)
 }
+
+func TestWaitsForTurn(t *testing.T) {
+	tests := []struct {
+		name         string
+		open         bool
+		sent, heldAt uint64
+		seen         bool
+		want         bool
+	}{
+		{"idle", false, 3, 0, false, false},
+		{"mid-turn, not held yet", true, 3, 0, false, true},
+		{"held, the same turn goes on", true, 3, 3, true, true},
+		{"held, a later turn runs: the one it waited for is committed", true, 4, 3, true, false},
+		{"held, idle", false, 3, 3, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := waitsForTurn(tt.open, tt.sent, tt.heldAt, tt.seen); got != tt.want {
+				t.Fatalf("waitsForTurn = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// An agent whose inbox keeps it busy does not hold its landing for ever:
+// the request waits for the turn in flight when it came, and lands that
+// turn's work while the next turn runs.
+func TestALandingWaitsForOneTurnNotForABusyAgentsBacklog(t *testing.T) {
+	p := newGitProject(t, "", "  - name: eng\n    workspace: worktree\n")
+	r := p.start(inProcess)
+	gate1, gate2 := filepath.Join(t.TempDir(), "gate1"), filepath.Join(t.TempDir(), "gate2")
+	first := p.send("eng", "human", "scenario:gate:"+gate1)
+	r.waitEvent(t, "the first turn", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == first })
+	second := p.send("eng", "human", "scenario:gate:"+gate2)
+	wt := filepath.Join(p.layout.WorktreesDir(), "eng")
+	if err := os.WriteFile(filepath.Join(wt, "feature.txt"), []byte("from the first turn\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.send(team.LandingBox, "human", "eng")
+	r.waitEvent(t, "the landing waiting for the turn", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvLandingWaiting && e.Agent == "eng"
+	})
+	if err := os.WriteFile(gate1, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.waitEvent(t, "the second turn", func(e eventlog.Event) bool { return e.Type == eventlog.EvDelivered && e.Message == second })
+	r.waitEvent(t, "the landing", func(e eventlog.Event) bool { return e.Type == eventlog.EvLanded && e.Agent == "eng" })
+	if got := git(t, p.dir, "show", "main:feature.txt"); got != "from the first turn" {
+		t.Fatalf("main's feature.txt %q", got)
+	}
+	if r.count(eventlog.EvTurnFinished, second) != 0 {
+		t.Fatal("the second turn ended before the landing: the test shows nothing")
+	}
+	os.WriteFile(gate2, nil, 0o600)
+}
