@@ -26,6 +26,8 @@ import (
 // none, or succeeded), for the reminder (mergeNotice); a new set is logged
 // and recorded as a warning event. Run's goroutine only.
 func (a *agent) mergeLeft(files []string) {
+	// A host's answer names them too: as many as a commit here would.
+	files = files[:min(len(files), workspaces.MaxUnresolved)]
 	if slices.Equal(files, a.unresolved) {
 		return
 	}
@@ -35,7 +37,8 @@ func (a *agent) mergeLeft(files []string) {
 	}
 	a.log.Warn("The worktree's merge still has conflict markers; it waits for the agent", "files", len(files))
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name,
-		Detail: "merge of " + a.ws.base + " into " + workspaces.Branch(a.def.Name) + " not committed yet: conflict markers left in " + strings.Join(files, ", ")})
+		Detail: "merge of " + a.ws.base + " into " + workspaces.Branch(a.def.Name) + " not committed yet: conflict markers left in " +
+			nameList(files, maxEventName, maxEventNames)})
 }
 
 // mergeReminder is the notice of the messages sent to the agent while
@@ -52,6 +55,8 @@ func (a *agent) mergeReminder() string {
 const (
 	maxNoticeName  = 40
 	maxNoticeNames = 60
+	maxEventName   = 200
+	maxEventNames  = 2000
 )
 
 // mergeNotice reminds an agent that the merge of base in its worktree
@@ -62,11 +67,21 @@ func mergeNotice(base string, files []string) string {
 	if len(files) == 0 {
 		return ""
 	}
+	list := nameList(files, maxNoticeName, maxNoticeNames)
+	return fmt.Sprintf("Your worktree is still merging %s; conflict markers are left in: %s. "+
+		"Resolve them and remove the marker lines; batty commits the merge, with your other edits, when your turn ends.", safetext.Line(base, maxNoticeName), list)
+}
+
+// nameList lists files (named by an agent) for a message: each cleaned to
+// one line with safetext and clipped to maxName characters, as many as fit
+// in maxNames characters (one at least), the rest counted ("and N more").
+// It is a pure function.
+func nameList(files []string, maxName, maxNames int) string {
 	var names []string
 	used := 0
 	for _, f := range files {
-		n := safetext.Line(f, maxNoticeName)
-		if used+utf8.RuneCountInString(n) > maxNoticeNames && len(names) > 0 {
+		n := safetext.Line(f, maxName)
+		if used+utf8.RuneCountInString(n) > maxNames && len(names) > 0 {
 			break
 		}
 		names = append(names, n)
@@ -76,6 +91,5 @@ func mergeNotice(base string, files []string) string {
 	if more := len(files) - len(names); more > 0 {
 		list += fmt.Sprintf(" and %d more", more)
 	}
-	return fmt.Sprintf("Your worktree is still merging %s; conflict markers are left in: %s. "+
-		"Resolve them and remove the marker lines; batty commits the merge, with your other edits, when your turn ends.", safetext.Line(base, maxNoticeName), list)
+	return list
 }
