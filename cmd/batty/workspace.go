@@ -177,7 +177,10 @@ merge queue. The daemon lands one branch at a time, in a worktree of its own
 (.batty/worktrees/.landing): it merges the branch into the latest base, runs
 workspace.verify there, and only when verify passes advances base. A conflict
 or a red verify leaves base unchanged; the agent gets a message saying what
-to fix, the human a landing_failed event (and on_alert).
+to fix, the human a landing_failed event (and on_alert). A landing asked
+for while the agent's turn is in flight (its own batty merge in that turn,
+or yours) waits for the turn to end and batty to commit its work
+(waiting_turn in batty status), then lands it.
 
 The request is written into the team's landing inbox (inside an agent, into
 its outbox, which its shim relays) and does not need the
