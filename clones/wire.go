@@ -100,9 +100,12 @@ type Answer struct {
 
 // Failure is an operation that failed on the host.
 type Failure struct {
-	Kind    string `json:"kind"` // "setup", "low_disk", "unlanded", "no_git" or "" for another
+	Kind    string `json:"kind"` // "setup", "low_disk", "unlanded", "no_git", "unresolved" or "" for another
 	Message string `json:"message"`
 	Output  string `json:"output,omitempty"` // a setup's output
+	// Files are an unresolved merge's files (workspaces.UnresolvedError).
+	Files []string `json:"files,omitempty"`
+	Total int      `json:"total,omitempty"`
 }
 
 // Failure kinds.
@@ -111,6 +114,9 @@ const (
 	FailLowDisk  = "low_disk"
 	FailUnlanded = "unlanded"
 	FailNoGit    = "no_git"
+	// FailUnresolved: a commit refused for a merge left with conflict
+	// markers (workspaces.Unresolved).
+	FailUnresolved = "unresolved"
 )
 
 // failureOf is err as an Answer carries it. Pure.
@@ -123,15 +129,26 @@ func failureOf(err error) *Failure {
 		return &Failure{Kind: FailLowDisk, Message: err.Error()}
 	case errors.Is(err, workspaces.ErrUnlanded):
 		return &Failure{Kind: FailUnlanded, Message: err.Error()}
+	case workspaces.Unresolved(err) != nil:
+		var ue *workspaces.UnresolvedError
+		errors.As(err, &ue)
+		return &Failure{Kind: FailUnresolved, Message: err.Error(), Files: ue.Files, Total: ue.Total}
 	}
 	return &Failure{Message: err.Error()}
 }
 
 // Err is the failure as the error the host's workspace returned: a
-// *workspaces.SetupError, ErrLowDisk, ErrUnlanded, ErrNoGit, or another
-// error; hostName names the host.
+// *workspaces.SetupError, ErrLowDisk, ErrUnlanded, ErrNoGit, a
+// *workspaces.UnresolvedError (its files at most
+// workspaces.MaxUnresolved), or another error; hostName names the host.
 func (f *Failure) Err(hostName string) error {
 	switch f.Kind {
+	case FailUnresolved:
+		files := f.Files
+		if len(files) > workspaces.MaxUnresolved {
+			files = files[:workspaces.MaxUnresolved]
+		}
+		return fmt.Errorf("on host %s: %w", hostName, &workspaces.UnresolvedError{Files: files, Total: max(f.Total, len(files))})
 	case FailSetup:
 		return &workspaces.SetupError{Err: fmt.Errorf("on host %s: %s", hostName, f.Message), Output: f.Output}
 	case FailLowDisk:

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,6 +53,19 @@ func TestFailureRoundTrip(t *testing.T) {
 	}
 	if err := failureOf(errors.New("boom")).Err("b1"); err.Error() != "on host b1: boom" {
 		t.Fatalf("other: %v", err)
+	}
+	// A merge left with markers on the host is one here too, its files
+	// named (and bounded: the host's answer is not trusted).
+	f = failureOf(fmt.Errorf("commit the work of eng: %w", &workspaces.UnresolvedError{Files: []string{"shared.txt"}, Total: 1}))
+	if got := workspaces.Unresolved(f.Err("b1")); !slices.Equal(got, []string{"shared.txt"}) {
+		t.Fatalf("unresolved: %q", got)
+	}
+	f.Files = make([]string, 10*workspaces.MaxUnresolved)
+	for i := range f.Files {
+		f.Files[i] = "f"
+	}
+	if got := workspaces.Unresolved(f.Err("b1")); len(got) != workspaces.MaxUnresolved {
+		t.Fatalf("unresolved from a host naming %d files: %d kept", len(f.Files), len(got))
 	}
 }
 

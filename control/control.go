@@ -223,7 +223,7 @@ const (
 type LandingStatus struct {
 	ID          string    `json:"id"`
 	Agent       string    `json:"agent"`
-	State       string    `json:"state"` // queued | landing | waiting | review | landed | failed | nothing
+	State       string    `json:"state"` // queued | landing | waiting | waiting_turn | review | landed | failed | nothing
 	RequestedAt time.Time `json:"requested_at"`
 	By          string    `json:"by"`     // who asked: "human" or the agent
 	Commit      string    `json:"commit"` // the commit base was advanced to, "" until landed

@@ -125,6 +125,56 @@ func DecideStart(base string, r Request, f Facts) Decision {
 	return Decision{Action: ActMerge}
 }
 
+// TurnStep is what DecideTurn decides for a request and its agent's turn.
+type TurnStep int
+
+// Steps DecideTurn takes.
+const (
+	// TurnNone: the request stays as it is.
+	TurnNone TurnStep = iota
+	// TurnHold: the request waits for its agent's turn (WaitingTurn).
+	TurnHold
+	// TurnRelease: the turn it waited for has ended and its work is
+	// committed: the request is queued again and lands next.
+	TurnRelease
+)
+
+var turnStepNames = map[TurnStep]string{TurnNone: "none", TurnHold: "hold", TurnRelease: "release"}
+
+func (s TurnStep) String() string {
+	if n, ok := turnStepNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("TurnStep(%d)", int(s))
+}
+
+// DecideTurn decides whether request r waits for its agent's turn: busy
+// says that the agent has a turn in flight, or the commit of its worktree
+// after a turn (or of what an earlier run left there) pending, so that
+// its branch does not hold that work yet. An unfinished request (queued,
+// landing, waiting) of a busy agent is held; one held is released once
+// the agent is not busy, whether or not the turn committed anything. A
+// request in review, and one the human approved at a tip (Approved), is
+// never held: the approval is of that tip, and what a turn commits after
+// it needs another review anyway. It is a pure function.
+func DecideTurn(r Request, busy bool) TurnStep {
+	switch {
+	case r.State == WaitingTurn && busy:
+		return TurnNone
+	case r.State == WaitingTurn:
+		return TurnRelease
+	case !busy, r.State.Finished(), r.State == Review, r.Approved != "":
+		return TurnNone
+	}
+	return TurnHold
+}
+
+// TurnReason is what a request held for agent's turn says (its Error).
+// It is a pure function.
+func TurnReason(agent string) string {
+	return fmt.Sprintf("waits for %s's turn to end: it lands what that turn commits", agent)
+}
+
 // DecideAdvance decides how r, merged onto r.BaseBefore as r.Merged and
 // verified, advances base, from the facts observed just before (and again
 // after an advance that failed, f.AdvanceError). attempt counts this

@@ -149,3 +149,34 @@ func TestMergeMessage(t *testing.T) {
 		t.Errorf("three commits: %q", got)
 	}
 }
+
+func TestDecideTurn(t *testing.T) {
+	req := func(s State) Request { return Request{ID: "r1", Agent: "a", Branch: "batty/a", State: s} }
+	approved := req(Queued)
+	approved.Approved = tipA
+	tests := []struct {
+		name string
+		r    Request
+		busy bool
+		want TurnStep
+	}{
+		{"queued, agent mid-turn", req(Queued), true, TurnHold},
+		{"queued, agent idle", req(Queued), false, TurnNone},
+		{"waiting, agent mid-turn", req(Waiting), true, TurnHold},
+		{"found landing after a restart, agent preparing", req(Landing), true, TurnHold},
+		{"held, turn goes on", req(WaitingTurn), true, TurnNone},
+		{"held, turn committed", req(WaitingTurn), false, TurnRelease},
+		{"in review", req(Review), true, TurnNone},
+		{"approved at a tip", approved, true, TurnNone},
+		{"landed", req(Landed), true, TurnNone},
+		{"failed", req(Failed), true, TurnNone},
+		{"nothing", req(Nothing), true, TurnNone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := DecideTurn(tt.r, tt.busy); got != tt.want {
+				t.Fatalf("DecideTurn(%s, busy %v) = %v, want %v", tt.r.State, tt.busy, got, tt.want)
+			}
+		})
+	}
+}

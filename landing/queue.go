@@ -203,9 +203,10 @@ func (q *Queue) saveLocked() error {
 // Enqueue queues the landing of agent's branch, asked by by ("human" or an
 // agent's name); review says it waits, once verified, for the human's
 // approval of the tip it merged (see Approve). An unfinished request for
-// agent that has not started (queued or waiting) is returned instead of a
-// new one (new is false), asking for review too when review is set; a
-// waiting one becomes due at once. One waiting for review is returned as
+// agent that has not started (queued, waiting, or waiting for the agent's
+// turn) is returned instead of a new one (new is false), asking for
+// review too when review is set; a waiting one becomes due at once (one
+// waiting for the agent's turn still waits for it). One waiting for review is returned as
 // it is: its approval finds a branch moved since and has it verified and
 // reviewed again. The request is in the state file before Enqueue
 // returns.
@@ -224,7 +225,7 @@ func (q *Queue) Enqueue(agent, by string, review bool) (Request, bool, error) {
 			continue
 		}
 		unfinished++
-		if r.Agent != agent || (r.State != Queued && r.State != Waiting && r.State != Review) {
+		if r.Agent != agent || (r.State != Queued && r.State != Waiting && r.State != WaitingTurn && r.State != Review) {
 			continue
 		}
 		if r.State == Review {
@@ -257,6 +258,49 @@ func (q *Queue) Enqueue(agent, by string, review bool) (Request, bool, error) {
 	return clone(r), true, nil
 }
 
+// HoldForTurn makes request id wait for its agent's turn (WaitingTurn,
+// Error saying so: TurnReason), as DecideTurn decides with the agent
+// busy; a request it would not hold is returned as it is. The request is
+// in the state file before HoldForTurn returns.
+func (q *Queue) HoldForTurn(id string) (Request, error) {
+	return q.turnStep(id, true)
+}
+
+// ReleaseTurn queues again request id, held for its agent's turn
+// (WaitingTurn): it is due at once and lands the branch as that turn left
+// it. A request in another state is returned as it is. The request is in
+// the state file before ReleaseTurn returns.
+func (q *Queue) ReleaseTurn(id string) (Request, error) {
+	return q.turnStep(id, false)
+}
+
+// turnStep applies DecideTurn to request id with the agent busy or not,
+// holding or releasing it.
+func (q *Queue) turnStep(id string, busy bool) (Request, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i := slices.IndexFunc(q.reqs, func(x Request) bool { return x.ID == id })
+	if i < 0 {
+		return Request{}, fmt.Errorf("landing %s: no such request", id)
+	}
+	r := q.reqs[i]
+	switch DecideTurn(r, busy) {
+	case TurnHold:
+		r.State, r.Error, r.RetryAt = WaitingTurn, TurnReason(r.Agent), time.Time{}
+	case TurnRelease:
+		r.State, r.Error = Queued, ""
+	default:
+		return clone(r), nil
+	}
+	old := q.reqs[i]
+	q.reqs[i] = r
+	if err := q.saveLocked(); err != nil {
+		q.reqs[i] = old
+		return Request{}, fmt.Errorf("landing %s: %w", id, err)
+	}
+	return clone(r), nil
+}
+
 // newIDLocked returns an id no request has: the time and random hex.
 func (q *Queue) newIDLocked() (string, error) {
 	for {
@@ -273,8 +317,8 @@ func (q *Queue) newIDLocked() (string, error) {
 
 // Next returns the oldest unfinished request that may land now: queued, or
 // found landing (after a restart), or waiting with its retry due; one
-// waiting for review is never due (it holds no one up). ok is false when
-// there is none.
+// waiting for review or for its agent's turn is never due (it holds no
+// one up). ok is false when there is none.
 func (q *Queue) Next() (Request, bool) {
 	now := q.opt.Now()
 	q.mu.Lock()

@@ -673,3 +673,48 @@ func TestRebaseOfBaseWaits(t *testing.T) {
 		t.Fatalf("after the rebase: %s %q", got.State, got.Error)
 	}
 }
+
+// A request held for its agent's turn is not due, holds no one up, is
+// the one a second request for the agent returns, survives a restart
+// (the state file), and once released lands what the turn committed.
+func TestHeldForTheTurnLandsWhatTheTurnCommitted(t *testing.T) {
+	r := newRepo(t)
+	wa := r.agent("a")
+	r.commit(r.agent("b"), "b.txt", "b\n", "b")
+	q := r.open(r.options())
+	held, err := q.HoldForTurn(r.enqueue(q, "a").ID)
+	if err != nil || held.State != WaitingTurn || held.Error != "waits for a's turn to end: it lands what that turn commits" {
+		t.Fatalf("HoldForTurn = %+v, %v", held, err)
+	}
+	other := r.enqueue(q, "b")
+	if next, ok := q.Next(); !ok || next.ID != other.ID {
+		t.Fatalf("Next = %+v %v, want b's request (a's waits for its turn)", next, ok)
+	}
+	r.drain(q)
+	if again, isNew, err := q.Enqueue("a", "a", false); err != nil || isNew || again.ID != held.ID || again.State != WaitingTurn {
+		t.Fatalf("a second request for a: %+v %v %v, want the held one", again, isNew, err)
+	}
+	// The daemon dies; the turn's commit comes; the next one releases it.
+	r.commit(wa, "a.txt", "from the turn\n", "the turn")
+	q = r.open(r.options())
+	if got, ok := q.Get(held.ID); !ok || got.State != WaitingTurn {
+		t.Fatalf("after a restart: %+v %v", got, ok)
+	}
+	if _, ok := q.Next(); ok {
+		t.Fatal("a request held for the turn is due")
+	}
+	if same, err := q.HoldForTurn(held.ID); err != nil || same.State != WaitingTurn {
+		t.Fatalf("HoldForTurn of a held request = %+v, %v", same, err)
+	}
+	rel, err := q.ReleaseTurn(held.ID)
+	if err != nil || rel.State != Queued || rel.Error != "" {
+		t.Fatalf("ReleaseTurn = %+v, %v", rel, err)
+	}
+	r.drain(q)
+	if got, _ := q.Get(held.ID); got.State != Landed || r.read(r.top, "a.txt") != "from the turn\n" {
+		t.Fatalf("released request %s %q; a.txt on main missing", got.State, got.Error)
+	}
+	if _, err := q.HoldForTurn("nope"); err == nil {
+		t.Fatal("HoldForTurn of no request succeeded")
+	}
+}

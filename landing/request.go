@@ -13,10 +13,10 @@ import (
 // State is where a landing request stands.
 type State string
 
-// States of a request. Queued, Landing, Waiting and Review are
-// unfinished; Landed, Failed and Nothing are final.
+// States of a request. Queued, Landing, Waiting, WaitingTurn and Review
+// are unfinished; Landed, Failed and Nothing are final.
 const (
-	// Queued: waiting for its turn.
+	// Queued: waiting for the landings before it.
 	Queued State = "queued"
 	// Landing: being landed now, or found so after a restart (then it is
 	// tried again from scratch).
@@ -25,6 +25,13 @@ const (
 	// checkout of base has uncommitted changes, git failed); tried again
 	// at RetryAt. Error says why.
 	Waiting State = "waiting"
+	// WaitingTurn: the agent whose branch lands has a turn in flight, or
+	// the commit of its worktree after one pending: the request waits for
+	// that commit (the daemon holds and releases it as DecideTurn says,
+	// Queue.HoldForTurn and Queue.ReleaseTurn), then lands what the turn
+	// committed. It is not due: the queue goes on with the others. Error
+	// says whose turn it waits for.
+	WaitingTurn State = "waiting_turn"
 	// Review: merged (Merged, of Tip onto BaseBefore) and verified, the
 	// request waits for the human's approval (Queue.Approve) or
 	// rejection (Queue.Reject). It is not due: the queue goes on with
@@ -44,7 +51,7 @@ func (s State) Finished() bool { return s == Landed || s == Failed || s == Nothi
 
 func (s State) valid() bool {
 	switch s {
-	case Queued, Landing, Waiting, Review, Landed, Failed, Nothing:
+	case Queued, Landing, Waiting, WaitingTurn, Review, Landed, Failed, Nothing:
 		return true
 	}
 	return false

@@ -204,6 +204,7 @@ func (a *agent) setSnap(f func(*agentSnap)) {
 // the order it would have without the step.
 func (a *agent) run(ctx context.Context) {
 	defer close(a.done)
+	defer a.publishWork()
 	defer a.refuseLeft()
 	defer a.d.slots.Leave(a.def.Name) // a slot held or asked for goes to the next
 	a.recover()
@@ -212,6 +213,7 @@ func (a *agent) run(ctx context.Context) {
 	defer ping.Stop()
 	ended := ctx.Done()
 	for !a.finished || a.step != nil {
+		a.publishWork()
 		if a.step != nil {
 			select {
 			case apply := <-a.step:

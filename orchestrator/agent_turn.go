@@ -190,6 +190,7 @@ func (a *agent) send(m inbox.Message, probe bool) (again bool) {
 		a.log.Warn("Sending to the shim failed", "message", cm.ID, "error", err)
 	}
 	a.inflight, a.flightAt, a.ready = &cm, time.Now(), false
+	a.turnsSent++
 	data := eventlog.Delivered{From: cm.From, Attempt: cm.Attempt, InReplyTo: cm.InReplyTo}
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvDelivered, Agent: a.def.Name, Message: cm.ID, Data: data})
 	if probe {

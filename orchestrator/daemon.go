@@ -357,6 +357,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	for _, a := range d.agents {
 		a.ws = newAgentWorkspace(d, a)
+		// What an earlier run left may still come, until the agent's
+		// goroutine says otherwise (publishWork).
+		a.workOpen = a.ws != nil
 	}
 	if d.repo != nil {
 		if d.lander, err = d.newLander(); err != nil {

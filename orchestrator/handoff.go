@@ -104,7 +104,7 @@ func oneLine(s string) string {
 // record, else a context-window failure), and it opens a fresh thread with
 // the handoff owed, if any. It records whether the handoff went out.
 func (a *agent) outgoing(m inbox.Message) protocol.SendMessage {
-	s := protocol.SendMessage{ID: m.ID, From: m.From, Body: m.Body, Attempt: m.Attempt, InReplyTo: m.InReplyTo}
+	s := protocol.SendMessage{ID: m.ID, From: m.From, Body: m.Body, Attempt: m.Attempt, InReplyTo: m.InReplyTo, Notice: a.mergeReminder()}
 	cr := a.st.ContextRetry
 	switch {
 	case m.Transient != nil && m.Transient.Note != "":

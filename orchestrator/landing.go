@@ -36,6 +36,9 @@ type lander struct {
 	box  *inbox.Box
 	kick chan struct{} // buffered(1): look at the inbox and the queue
 	told map[string]landing.State
+	// heldAt is, for each request held for its agent's turn, the turns
+	// the agent had been sent then (see turns).
+	heldAt map[string]uint64
 }
 
 // newLander opens the merge queue of a team with worktree agents.
@@ -62,7 +65,7 @@ func (d *Daemon) newLander() (*lander, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lander{d: d, q: q, box: box, kick: make(chan struct{}, 1), told: map[string]landing.State{}}, nil
+	return &lander{d: d, q: q, box: box, kick: make(chan struct{}, 1), told: map[string]landing.State{}, heldAt: map[string]uint64{}}, nil
 }
 
 // poke asks the lander to look at its inbox and queue; it never blocks.
@@ -90,6 +93,9 @@ func (l *lander) run(ctx context.Context) {
 	for {
 		l.intake()
 		for ctx.Err() == nil {
+			// A landing of an agent whose turn may still commit waits for
+			// that commit (see publishWork).
+			l.turns()
 			r, ok := l.q.Next()
 			if !ok {
 				break
@@ -168,6 +174,9 @@ func (l *lander) take(m inbox.Message) inbox.Outcome {
 			Data: eventlog.LandingQueued{Request: r.ID, By: m.From, Branch: r.Branch, Review: r.Review}})
 	}
 	reply := "queued as landing request " + r.ID
+	if open, _ := a.workPending(); open {
+		reply += "; it waits for " + agent + "'s turn to end, then lands what that turn commits"
+	}
 	if r.Review {
 		reply += "; once verified it waits for the human's review"
 	}

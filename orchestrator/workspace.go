@@ -279,6 +279,9 @@ func (a *agent) workspacePrepared(p prepared) {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
 			Detail: "work an earlier run left uncommitted", Data: eventlog.WorkspaceCommitted{Commit: p.Leftover, WIP: true}})
 	}
+	// A merge an earlier run left with conflict markers goes on, as after
+	// a turn: the agent is reminded of it, never parked for it.
+	a.mergeLeft(p.Unresolved)
 	if hostDown(p.err) {
 		// Its clone's host did not answer: tried again as a shim that
 		// could not start there would be (unreachable with the
@@ -354,6 +357,12 @@ func (a *agent) commitWorkspace(m *inbox.Message, wip bool, why string, then fun
 // committed applies the end of a commit of the worktree: its event, and
 // the state read after it (none when it failed or made no commit).
 func (a *agent) committed(m *inbox.Message, wip bool, why string, c workspaces.Committed, err error, st workspaceRead) {
+	files := workspaces.Unresolved(err)
+	a.mergeLeft(files)
+	if files != nil {
+		// No failure: the merge waits for the agent.
+		return
+	}
 	if err != nil {
 		a.log.Warn("Committing the worktree failed", "error", err)
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "worktree not committed: " + err.Error()})

@@ -10,7 +10,7 @@ import (
 // worktree): the worktree, its preparation in flight, what parks the
 // agent when it could not be prepared, the merge of a new base it waits
 // for, and what the agent was told. Run's goroutine owns it, except
-// syncReq (under the agent's mu).
+// syncReq, workOpen and workTurns (under the agent's mu).
 type worktree struct {
 	// ws is the agent's git worktree, nil for the shared checkout.
 	// prepDone answers a preparation in flight (see startShim),
@@ -27,9 +27,20 @@ type worktree struct {
 	// (see wantSync).
 	syncReq  string
 	syncTold bool
+	// workOpen, under mu, says that work of a turn may still come into
+	// the worktree, workTurns how many turns the agent had been sent then
+	// (see publishWork): landings of the agent wait for that work.
+	// turnsSent counts the turns sent (run's goroutine).
+	workOpen  bool
+	workTurns uint64
+	turnsSent uint64
 	// nestedTold are the nested repositories of the worktree the agent
 	// was told its commits leave out (see tellNested).
 	nestedTold map[string]bool
+	// unresolved are the files of a merge left in the worktree that still
+	// held conflict markers when the last commit was tried (nil: none):
+	// each message sent reminds the agent of them (see mergeLeft).
+	unresolved []string
 }
 
 // stopPreparing cancels a preparation in flight and waits for it.

@@ -93,6 +93,11 @@ type SendMessage struct {
 	// agent's previous one was archived (its context window was full): the
 	// prompt carries it, marked as a handoff, before the message.
 	Handoff string `json:"handoff,omitempty"`
+	// Notice, when set, is batty's reminder of the state of the agent's
+	// workspace (a merge it left with conflict markers, naming the files):
+	// the prompt carries it on a line of its own after the header, one
+	// line, clipped.
+	Notice string `json:"notice,omitempty"`
 	// InReplyTo, when set, is the id of the agent's message this one
 	// answers (the sender's final answer to it, delivered by batty): the
 	// prompt header says so, and that the final answer of this turn goes

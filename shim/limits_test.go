@@ -22,6 +22,10 @@ func TestLongestPromptFitsCodexLimit(t *testing.T) {
 			RetryNote: strings.Repeat("é", 1<<20)},
 		{ID: strings.Repeat("i", inbox.MaxIDLen), From: strings.Repeat("a", inbox.MaxNameLen), Body: body, Attempt: inbox.MaxAttempt,
 			RetryNote: strings.Repeat("é", 1<<20), InReplyTo: strings.Repeat("r", 1<<20)},
+		{ID: strings.Repeat("i", inbox.MaxIDLen), From: strings.Repeat("a", inbox.MaxNameLen), Body: body, Attempt: inbox.MaxAttempt,
+			RetryNote: strings.Repeat("é", 1<<20), InReplyTo: strings.Repeat("r", 1<<20), Notice: strings.Repeat("é", 1<<20)},
+		{ID: strings.Repeat("i", inbox.MaxIDLen), From: strings.Repeat("a", inbox.MaxNameLen), Body: body, Attempt: inbox.MaxAttempt,
+			InReplyTo: strings.Repeat("r", 1<<20), Notice: strings.Repeat("é", 1<<20)},
 	} {
 		if n := utf8.RuneCountInString(FormatPrompt(m)); n > codex.MaxInputChars {
 			t.Errorf("prompt of %d characters, codex takes %d", n, codex.MaxInputChars)

@@ -28,7 +28,10 @@ const (
 //	--- batty message <id> from <sender>[, reply to <id>][ (<note>)] ---
 //
 // and the next line says where the turn's final answer goes: to the sender
-// (it is the reply), or, for a reply, to no one.
+// (it is the reply), or, for a reply, to no one. A notice (batty's
+// reminder of the agent's workspace) follows on a line of its own,
+// "[batty] <notice>", one line of at most MaxNotice characters; the retry
+// note gives way to it.
 func FormatPrompt(m protocol.SendMessage) string {
 	var b strings.Builder
 	if m.Handoff != "" {
@@ -54,11 +57,18 @@ func FormatPrompt(m protocol.SendMessage) string {
 	if replyTo != "" {
 		fmt.Fprintf(&b, ", reply to %s", replyTo)
 	}
+	notice := ""
+	retryNote := maxRetryNote
+	if m.Notice != "" {
+		notice = noticePrefix + textclip.Runes(oneLine(m.Notice), MaxNotice, textclip.Ellipsis) + "\n"
+		// The header stays within codex.PromptHeaderMax.
+		retryNote -= utf8.RuneCountInString(notice)
+	}
 	switch {
 	case m.RetryNote != "":
 		// The orchestrator knows why the earlier attempt ended: say that,
 		// not that it was cut off.
-		fmt.Fprintf(&b, " (%s)", textclip.Runes(oneLine(m.RetryNote), maxRetryNote, textclip.Ellipsis))
+		fmt.Fprintf(&b, " (%s)", textclip.Runes(oneLine(m.RetryNote), retryNote, textclip.Ellipsis))
 	case m.Attempt > 1:
 		fmt.Fprintf(&b, " (redelivered, attempt %d: an earlier delivery was cut off; check what is already done before repeating work)", m.Attempt)
 	}
@@ -69,6 +79,7 @@ func FormatPrompt(m protocol.SendMessage) string {
 	default:
 		fmt.Fprintf(&b, "Your final answer of this turn is your reply: batty delivers it to %s. Do not batty send it.\n", from)
 	}
+	b.WriteString(notice)
 	b.WriteString("\n")
 	b.WriteString(m.Body)
 	if !strings.HasSuffix(m.Body, "\n") {
@@ -79,11 +90,19 @@ func FormatPrompt(m protocol.SendMessage) string {
 
 // maxRetryNote and maxReplyToID bound, in characters, the retry note and
 // the replied-to id a header shows, so that the header stays within
-// codex.PromptHeaderMax.
+// codex.PromptHeaderMax (with a notice, the retry note is shorter by the
+// notice's line).
 const (
 	maxRetryNote = 460
 	maxReplyToID = 128
 )
+
+// MaxNotice bounds, in characters, the notice a prompt shows (a longer one
+// is clipped).
+const MaxNotice = 300
+
+// noticePrefix opens the line of a notice.
+const noticePrefix = "[batty] "
 
 // oneLine folds every run of white space in s, line breaks included, into
 // one space: a header stays one line.

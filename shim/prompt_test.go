@@ -55,3 +55,25 @@ func TestHandoffNeverPushesPromptOverLimit(t *testing.T) {
 		t.Fatal("a handoff that fits was clipped")
 	}
 }
+
+// A notice is a line of its own after the header, before the body: one
+// line, clipped; without one the prompt is as it was.
+func TestFormatPromptNotice(t *testing.T) {
+	m := protocol.SendMessage{ID: "m1", From: "human", Body: "go on", Attempt: 2,
+		Notice: "your worktree is still merging main:\nconflict markers are left in shared.txt"}
+	want := "--- batty message m1 from human (redelivered, attempt 2: an earlier delivery was cut off; check what is already done before repeating work) ---\n" +
+		"Your final answer of this turn is your reply: batty delivers it to human. Do not batty send it.\n" +
+		"[batty] your worktree is still merging main: conflict markers are left in shared.txt\n\ngo on\n"
+	if got := FormatPrompt(m); got != want {
+		t.Fatalf("prompt:\n%s\nwant:\n%s", got, want)
+	}
+	m.Notice = strings.Repeat("é", 10*MaxNotice)
+	line := strings.Split(FormatPrompt(m), "\n")[2]
+	if !strings.HasPrefix(line, "[batty] ") || utf8.RuneCountInString(line) != len("[batty] ")+MaxNotice {
+		t.Fatalf("a long notice's line has %d characters", utf8.RuneCountInString(line))
+	}
+	m.Notice = ""
+	if got := FormatPrompt(m); strings.Contains(got, "[batty]") {
+		t.Fatalf("a prompt without a notice:\n%s", got)
+	}
+}

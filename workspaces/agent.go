@@ -18,7 +18,10 @@ import (
 type Workspace interface {
 	// Prepare makes the worktree when it is missing (never resetting one
 	// that exists), commits what an earlier run left uncommitted in it,
-	// and runs the setup command once. A failed setup is a *SetupError;
+	// and runs the setup command once. A merge left in the worktree with
+	// conflict markers (see Unresolved) is no failure: it stays in
+	// progress, nothing is committed, and Prepared.Unresolved names its
+	// files. A failed setup is a *SetupError;
 	// too little disk for a new worktree is ErrLowDisk. Ending ctx cuts
 	// the setup short, never a git command (a git killed half way leaves
 	// its index.lock), which o.GitTimeout bounds instead.
@@ -52,6 +55,10 @@ type Prepared struct {
 	Made     bool   // the worktree exists (its setup may still have failed)
 	Created  bool   // it was checked out now
 	Leftover string // the commit of work an earlier run left uncommitted, "" when none
+	// Unresolved are the files of a merge in progress that still hold
+	// conflict markers (UnresolvedError.Files): what an earlier run left
+	// stays uncommitted until the agent has resolved them.
+	Unresolved []string `json:",omitempty"`
 }
 
 // SetupError is a setup command that failed, with the end of its output.
@@ -99,10 +106,14 @@ func (l Local) Prepare(ctx context.Context, o PrepareOptions) (Prepared, error) 
 	}
 	p.Made = true
 	c, err := l.Repo.Commit(gctx, CommitInfo{Agent: l.Agent, Subject: "work left uncommitted when the team last stopped", WIP: true})
-	if err != nil {
+	switch files := Unresolved(err); {
+	case files != nil:
+		// The agent's merge goes on: its files and what else it left
+		// wait in the worktree, committed with the merge once resolved.
+		p.Unresolved = files
+	case err != nil:
 		return p, err
-	}
-	if c.Made {
+	case c.Made:
 		p.Leftover = c.Head
 	}
 	if o.Setup != "" {

@@ -80,9 +80,12 @@ type Committed struct {
 // It refuses, with an error saying what to do: a worktree that is missing,
 // a symbolic link or whose .git file points elsewhere than its
 // registration in this repository; a worktree whose HEAD is not the
-// agent's branch; a worktree in the middle of a merge, cherry-pick, revert
-// or rebase; a worktree whose git dir holds an index.lock (which it never
-// removes: it cannot tell a running git from a killed one).
+// agent's branch; a worktree in the middle of a cherry-pick, revert or
+// rebase; a worktree in the middle of a merge whose conflicted files
+// still hold conflict markers (an *UnresolvedError, the merge and the
+// files left as they are); a worktree whose git dir holds an index.lock
+// (which it never removes: it cannot tell a running git from a killed
+// one).
 func (r *Repo) Commit(ctx context.Context, ci CommitInfo) (Committed, error) {
 	if err := checkAgent(ci.Agent); err != nil {
 		return Committed{}, err
@@ -143,7 +146,7 @@ func (r *Repo) commitLocked(ctx context.Context, ci CommitInfo) (Committed, erro
 		case len(left) > 0 && ci.Archive:
 			ci.Subject += ", conflict markers in " + strings.Join(clipList(left, maxNested), ", ")
 		case len(left) > 0:
-			return Committed{}, fmt.Errorf("commit the work of %s: %w: conflict markers left in %s", ci.Agent, ErrUnresolved, strings.Join(left, ", "))
+			return Committed{}, fmt.Errorf("commit the work of %s: %w", ci.Agent, &UnresolvedError{Files: clipList(left, MaxUnresolved), Total: len(left)})
 		}
 	}
 	nested, gitlinks, err := nestedRepos(ctx, g)

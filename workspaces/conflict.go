@@ -14,8 +14,47 @@ import (
 
 // ErrUnresolved is wrapped by Commit's error while a merge MergeBase left
 // in the worktree still has conflict markers: nothing is committed (the
-// files stay as they are) until the agent has resolved them.
+// files stay as they are, the merge in progress) until the agent has
+// resolved them. The error is an *UnresolvedError (see Unresolved).
 var ErrUnresolved = errors.New("unresolved merge conflicts")
+
+// MaxUnresolved bounds the files an UnresolvedError names.
+const MaxUnresolved = 100
+
+// UnresolvedError is Commit's refusal of a worktree whose merge in
+// progress still has conflict markers. It wraps ErrUnresolved.
+type UnresolvedError struct {
+	// Files are the conflicted paths that still hold a marker line, in
+	// the worktree, at most MaxUnresolved of them (Total counts them all).
+	// They are named by the agent's files: hostile text.
+	Files []string
+	Total int
+}
+
+func (e *UnresolvedError) Error() string {
+	s := ErrUnresolved.Error() + ": conflict markers left in " + strings.Join(e.Files, ", ")
+	if more := e.Total - len(e.Files); more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
+}
+
+func (e *UnresolvedError) Unwrap() error { return ErrUnresolved }
+
+// Unresolved returns the files of err when it is a commit refused for a
+// merge left with conflict markers (an *UnresolvedError in its chain),
+// nil for any other error or none. It decides, for every commit batty
+// makes of a worktree (after a turn, of what an earlier run left), that
+// such a refusal is no failure: the merge stays in progress for the agent
+// to finish, and the agent is reminded of these files. It is a pure
+// function.
+func Unresolved(err error) []string {
+	var ue *UnresolvedError
+	if errors.As(err, &ue) && len(ue.Files) > 0 {
+		return ue.Files
+	}
+	return nil
+}
 
 // maxMarkerScan bounds how much of a conflicted file is searched for
 // markers.

@@ -52,7 +52,8 @@ running, next_due, last_started, last_finished, last_error}] (the team
 file's scheduled prompts; unknown times are left out), landings [{id, agent,
 state, requested_at, by, commit, detail, review, tip, onto, approved}] (the
 merge queue of batty merge; state review: verified, waiting for batty
-approve or reject).
+approve or reject; state waiting_turn: waiting for the agent's turn to end
+and its work to be committed).
 An agent's workspace is null, or {path, branch, base, head, exists, ahead,
 behind, dirty} for a role with workspace: worktree. An agent whose Codex cannot run is "parked": its "parked"
 {kind, detail, fix} says why and how to fix it (null for the others), and

@@ -188,7 +188,10 @@ merge queue. The daemon lands one branch at a time, in a worktree of its own
 (worktrees/.landing in the state directory): it merges the branch into the latest base, runs
 workspace.verify there, and only when verify passes advances base. A conflict
 or a red verify leaves base unchanged; the agent gets a message saying what
-to fix, the human a landing_failed event (and on_alert).
+to fix, the human a landing_failed event (and on_alert). A landing asked
+for while the agent's turn is in flight (its own batty merge in that turn,
+or yours) waits for the turn to end and batty to commit its work
+(waiting_turn in batty status), then lands it.
 
 The request is written into the team's landing inbox (inside an agent, into
 its outbox, which its shim relays) and does not need the
@@ -226,8 +229,13 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 				return fmt.Errorf("queue the landing of %s: %w", workspaces.Branch(agent), err)
 			}
 			then := ""
+			if inAgent && sender == agent {
+				// What the turn wrote is on the branch once batty has
+				// committed it, after the turn.
+				then = "; it lands once this turn has ended and batty has committed its work"
+			}
 			if review || (inAgent && cfg.Workspace.ReviewsAgents()) {
-				then = "; once verified it waits for the human's review (batty review)"
+				then += "; once verified it waits for the human's review (batty review)"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "queued the landing of %s (request %s)%s; `batty status` shows the merge queue\n",
 				workspaces.Branch(agent), inbox.ShortID(m.ID), then)

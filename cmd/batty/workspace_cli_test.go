@@ -318,7 +318,7 @@ func TestMergeQueuesALandingRequest(t *testing.T) {
 	dir := t.TempDir()
 	writeWorktreeTeam(t, dir, "")
 	l := layoutOf(t, dir)
-	queuedRE := regexp.MustCompile(`^queued the landing of batty/(\S+) \(request ([0-9a-f]+)\); ` + "`batty status` shows the merge queue\n$")
+	queuedRE := regexp.MustCompile(`^queued the landing of batty/(\S+) \(request ([0-9a-f]+)\)(; it lands once this turn has ended and batty has committed its work)?; ` + "`batty status` shows the merge queue\n$")
 	pending := func() []inbox.Message {
 		t.Helper()
 		msgs, errs := openBox(t, l, team.LandingBox).Pending()
@@ -348,7 +348,9 @@ func TestMergeQueuesALandingRequest(t *testing.T) {
 		}
 		out, errOut, code := runBattyIn(t, dir, env, "", "merge", tc.agent)
 		m := queuedRE.FindStringSubmatch(out)
-		if code != 0 || m == nil || m[1] != tc.agent || errOut != "batty: the team is not running; the landing waits until `batty start`\n" {
+		// An agent that lands its own branch learns that what its turn
+		// wrote lands once batty has committed it.
+		if code != 0 || m == nil || m[1] != tc.agent || (m[3] != "") != (tc.from == tc.agent) || errOut != "batty: the team is not running; the landing waits until `batty start`\n" {
 			t.Fatalf("merge %s from %s: exit %d\nstdout: %s\nstderr: %s", tc.agent, from, code, out, errOut)
 		}
 		want = append(want, inbox.Message{From: from, To: team.LandingBox, Body: tc.agent})
