@@ -36,9 +36,10 @@ func TestRemoteConfigs(t *testing.T) {
 		t.Fatalf("remoteShimConfig changed its argument: %+v", c)
 	}
 	// A worktree agent's directory in its worktree here, in the state
-	// directory: the same in its clone there.
+	// directory: the same in its clone there, in the state directory
+	// there, out of the project there.
 	c.Cwd = l.WorktreesDir() + "/eng/svc"
-	if got := remoteShimConfig(c, r, l, "/home/me"); got.Cwd != "~/src/p/.batty/worktrees/eng/svc" {
+	if got := remoteShimConfig(c, r, l, "/home/me"); got.Cwd != there+"/worktrees/eng/svc" {
 		t.Fatalf("remoteShimConfig of a worktree agent: Cwd %q", got.Cwd)
 	}
 	pt := remoteTarget(preflight.Target{Bin: "/home/me/bin/codex", Home: "/home/me/.codex-w", Cwd: "/work/p/svc", Env: []string{"A=1"}}, r, "/work/p", "/home/me")

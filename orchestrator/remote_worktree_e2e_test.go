@@ -2,13 +2,16 @@ package orchestrator
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/clones"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/team"
 )
@@ -25,6 +28,13 @@ func gitProject(t *testing.T, p *testProject) {
 	}
 	git(t, p.dir, "add", "-A")
 	git(t, p.dir, "commit", "-q", "-m", "initial")
+}
+
+// cloneThere is agent's clone on a host whose project directory is
+// hostDir and home directory home, as this machine reaches it: in the
+// project's state directory there (hosts.WorktreesThere).
+func cloneThere(hostDir, home, agent string) string {
+	return hosts.ExpandHome(path.Join(hosts.WorktreesThere(hostDir), agent), home)
 }
 
 // TestE2EHostWorktreeAgentLands: a worktree engineer on a host works in a
@@ -52,9 +62,9 @@ func TestE2EHostWorktreeAgentLands(t *testing.T) {
 	if !strings.HasPrefix(msg, "eng\nwrite the file") || !strings.Contains(msg, "Batty-Message: "+id) {
 		t.Fatalf("the turn's commit:\n%s", msg)
 	}
-	// The work happened on the host, as its user, in the clone there;
-	// there is no worktree here.
-	clone := filepath.Join(h.dir, ".batty", "worktrees", "eng")
+	// The work happened on the host, as its user, in the clone there, in
+	// the project's state directory there; there is no worktree here.
+	clone := cloneThere(h.dir, h.s.Home, "eng")
 	fi, err := os.Stat(filepath.Join(clone, "made-there.txt"))
 	if err != nil {
 		t.Fatalf("the file is not in the clone on the host: %v", err)
@@ -66,7 +76,7 @@ func TestE2EHostWorktreeAgentLands(t *testing.T) {
 		t.Fatal("a worktree here for the agent on the host")
 	}
 	ws := r.agentStatus(t, "eng").Workspace
-	if ws == nil || !ws.Exists || ws.Ahead != 1 || ws.Dirty != 0 || ws.Path != "h1:"+clone {
+	if ws == nil || !ws.Exists || ws.Ahead != 1 || ws.Dirty != 0 || ws.Path != clones.Where("h1", h.dir, "eng") {
 		t.Fatalf("status workspace %+v", ws)
 	}
 
@@ -103,7 +113,7 @@ func TestE2EHostCloneSetupEndsWithTheConnection(t *testing.T) {
 	gitProject(t, p)
 	r := h.start(p, nil)
 	waitFor(t, "the setup running on the host", func() bool {
-		_, err := os.Stat(filepath.Join(h.dir, ".batty", "worktrees", "eng", "setup-ran"))
+		_, err := os.Stat(filepath.Join(cloneThere(h.dir, h.s.Home, "eng"), "setup-ran"))
 		return err == nil && r.agentStatus(t, "eng").State == agentPreparing
 	})
 	r.stop(t)
