@@ -11,7 +11,7 @@ import (
 // named DirName) that path lies inside, "" when none: the outermost one,
 // so that its parent is the project whose agents may have written what is
 // there (an earlier batty kept an agent's worktree in
-// .batty/worktrees/<agent>, a host keeps its clones under .batty). The project's own team file kept
+// .batty/worktrees/<agent>, a host kept its clones under .batty). The project's own team file kept
 // in its state directory, <project>/.batty/team.yaml (a file directly in
 // the outermost .batty), is not inside. path is made absolute by the
 // caller; it is cleaned here, so ".." is taken as written (resolve
