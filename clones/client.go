@@ -27,7 +27,7 @@ type Client struct {
 	Transport *hosts.Transport
 	Host      team.Host
 	// Dir is the project directory on the host ("~/" is its home): the
-	// clone is under its .batty/.
+	// clone is in its state directory there (hosts.StateDir of Dir).
 	Dir string
 	// Batty returns the path of batty on the host, installing it when
 	// needed (it blocks for that).
@@ -45,7 +45,13 @@ type Client struct {
 	// times as long, plus its setup's limit. A host that does not
 	// answer within it is ErrHost.
 	Timeout time.Duration
+	// OldClone, when set, is called once, with the path there, the first
+	// time the host answers that the agent still has a clone an earlier
+	// batty kept in the project directory there (Answer.OldClone), which
+	// batty no longer uses: for the caller to tell the user.
+	OldClone func(path string)
 
+	told   bool      // OldClone was called
 	last   *Answer   // the last answer, for State
 	lastAt time.Time // when it came
 }
@@ -61,7 +67,8 @@ var ErrHost = errors.New("the host did not answer")
 func (c *Client) Where() string { return Where(c.Host.Name, c.Dir, c.Agent) }
 
 // Where is where agent's clone is on host hostName whose project
-// directory is dir: "host:path". It is a pure function.
+// directory is dir: "host:path", in the project's state directory there
+// (hosts.WorktreesThere). It is a pure function.
 func Where(hostName, dir, agent string) string {
 	return hostName + ":" + path.Join(hosts.WorktreesThere(dir), agent)
 }
@@ -313,7 +320,7 @@ func (c *Client) call(ctx context.Context, req Request, b *bundle) (Answer, erro
 	if err != nil {
 		return Answer{}, fmt.Errorf("%w: %w", ErrHost, err)
 	}
-	script := "umask 077 && mkdir -p " + hosts.RemotePath(c.Dir) + " && cd " + hosts.RemotePath(c.Dir) + " && exec " + hosts.ShellCommand(batty, "clone-host")
+	script := cloneHostScript(batty, c.Dir)
 	cw := &capped{w: out, left: limit}
 	if err := c.Transport.Stream(ctx, c.Host, script, in, cw); err != nil {
 		if cw.over {
@@ -334,7 +341,20 @@ func (c *Client) call(ctx context.Context, req Request, b *bundle) (Answer, erro
 		return Answer{}, err
 	}
 	c.last, c.lastAt = &ans, time.Now().UTC()
+	if ans.OldClone != "" && c.OldClone != nil && !c.told {
+		c.told = true
+		c.OldClone(ans.OldClone)
+	}
 	return ans, nil
+}
+
+// cloneHostScript is the host's command for one request: `batty
+// clone-host` (batty the path of batty there) in the project directory
+// there (dir, made when missing), its clones in the project's state
+// directory there (hosts.StateDir of dir, "~/" the home there). Pure.
+func cloneHostScript(batty, dir string) string {
+	return "umask 077 && mkdir -p " + hosts.RemotePath(dir) + " && cd " + hosts.RemotePath(dir) +
+		" && exec " + hosts.ShellCommand(batty, "clone-host", "--state-dir") + " " + hosts.RemotePath(hosts.StateDir(dir))
 }
 
 // MaxAnswer bounds what a host's answer may hold (its line and the

@@ -22,13 +22,13 @@ import (
 )
 
 // TestMain makes the test binary the host's batty: run as `<binary>
-// clone-host` in a project directory, it serves one request as `batty
-// clone-host` does.
+// clone-host --state-dir <dir>` in a project directory, it serves one
+// request as `batty clone-host` does.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "clone-host" {
+	if len(os.Args) == 4 && os.Args[1] == "clone-host" && os.Args[2] == "--state-dir" {
 		dir, err := os.Getwd()
 		if err == nil {
-			err = Serve(context.Background(), os.Stdin, os.Stdout, project.Layout{Dir: filepath.Join(dir, project.DirName)})
+			err = Serve(context.Background(), os.Stdin, os.Stdout, project.Layout{Dir: os.Args[3], Project: dir})
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "clone-host:", err)
@@ -114,20 +114,32 @@ func local(f *fixture, agent string) impl {
 }
 
 // remote is agent's workspace in a clone on a host: a command host whose
-// project directory is hostDir, with the test binary as its batty.
+// project directory is hostDir and whose home directory is hostDir's
+// parent, with the test binary as its batty.
 func remote(t testing.TB, f *fixture, agent, hostDir string) impl {
+	return remoteIn(t, f, agent, hostDir, filepath.Dir(hostDir))
+}
+
+// remoteIn is remote with the host's home directory home.
+func remoteIn(t testing.TB, f *fixture, agent, hostDir, home string) impl {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &Client{
-		Transport: &hosts.Transport{Env: append(gitEnv(filepath.Dir(hostDir)), "CLONES_TEST=1")},
+		Transport: &hosts.Transport{Env: append(gitEnv(home), "CLONES_TEST=1")},
 		Host:      team.Host{Name: "box", Command: []string{"env"}},
 		Dir:       hostDir,
 		Batty:     func(context.Context) (string, error) { return self, nil },
 		Repo:      f.repo, Agent: agent, Base: "main", MinFree: 1,
 	}
-	return impl{ws: c, dir: filepath.Join(hostDir, ".batty", "worktrees", agent)}
+	return impl{ws: c, dir: filepath.Join(stateThere(hostDir, home), "worktrees", agent)}
+}
+
+// stateThere is the project's state directory on a host whose project
+// directory is hostDir and home directory home, where its clones are.
+func stateThere(hostDir, home string) string {
+	return hosts.ExpandHome(hosts.StateDir(hostDir), home)
 }
 
 // both runs test on the local workspace and on the clone on a host.
@@ -324,7 +336,7 @@ func TestCloneMadeAgainFromTheBranchHere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(filepath.Join(hostDir, ".batty")); err != nil {
+	if err := os.RemoveAll(stateThere(hostDir, filepath.Dir(hostDir))); err != nil {
 		t.Fatal(err)
 	}
 	w = remote(t, f, "eng-1", hostDir)
@@ -533,5 +545,110 @@ func TestCloneHostWithoutGit(t *testing.T) {
 	_, err = c.Prepare(ctx(t), workspaces.PrepareOptions{})
 	if !errors.Is(err, ErrNoGit) || errors.Is(err, ErrHost) || !strings.Contains(err.Error(), "on host box") {
 		t.Fatalf("prepare on a host without git: %v", err)
+	}
+}
+
+// The clones on a host live in the project's state directory there,
+// never in the project directory there, which an agent working in the
+// project there may write; Where names that place.
+func TestCloneInTheStateDirectoryThere(t *testing.T) {
+	f := newProject(t)
+	hostDir := filepath.Join(t.TempDir(), "proj")
+	w := remote(t, f, "eng-1", hostDir)
+	if _, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	state := stateThere(hostDir, filepath.Dir(hostDir))
+	if _, err := os.Stat(filepath.Join(w.dir, "README")); err != nil {
+		t.Fatalf("the clone is not in the state directory there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(project.Layout{Dir: state}.CloneRepo(), ".git", "HEAD")); err != nil {
+		t.Fatalf("the clone repository is not in the state directory there: %v", err)
+	}
+	for _, p := range []string{w.dir, state} {
+		if hosts.InProject(hostDir, p) {
+			t.Errorf("%s is inside the project directory there %s", p, hostDir)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(hostDir, project.DirName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("clone-host made %s: %v", filepath.Join(hostDir, project.DirName), err)
+	}
+	if got, want := w.ws.Where(), "box:"+hosts.WorktreesThere(hostDir)+"/eng-1"; got != want {
+		t.Fatalf("Where = %q, want %q", got, want)
+	}
+}
+
+// A state directory there inside the project there (the project is the
+// home directory) would put the clones where the agents working in the
+// project write: refused, nothing made, no git run.
+func TestCloneStateDirectoryInTheProjectRefused(t *testing.T) {
+	f := newProject(t)
+	home := filepath.Join(t.TempDir(), "home")
+	w := remoteIn(t, f, "eng-1", home, home)
+	_, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{})
+	if err == nil || errors.Is(err, ErrHost) || !strings.Contains(err.Error(), "which the agents working there may write") {
+		t.Fatalf("prepare with the state directory in the project there: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(home, ".local")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("something was made in the project there: %v", err)
+	}
+}
+
+// A clone an earlier batty kept in the project directory there
+// (.batty/repo, .batty/worktrees/<agent>), where a shared-checkout agent
+// could have planted a filter in its configuration: batty never runs git
+// there again. The clone starts afresh in the state directory from the
+// branch here, the old one is left as it is (its uncommitted work
+// included) and named once to the caller.
+func TestCloneEarlierOneInTheProjectLeftAlone(t *testing.T) {
+	f := newProject(t)
+	hostDir := filepath.Join(t.TempDir(), "proj")
+	// The branch here: what the old clone brought at its last step.
+	git(t, f.env, f.top, "checkout", "-q", "-b", "batty/eng-1")
+	write(t, filepath.Join(f.top, "done.txt"), "done\n")
+	sha := userCommit(t, f.env, f.top, "done there")
+	git(t, f.env, f.top, "checkout", "-q", "main")
+	// The old clone, as an earlier batty made it, with a filter an agent
+	// planted and work left uncommitted.
+	oldRepo := filepath.Join(hostDir, project.DirName, "repo")
+	old := filepath.Join(hostDir, project.DirName, "worktrees", "eng-1")
+	git(t, f.env, filepath.Dir(hostDir), "clone", "-q", f.top, oldRepo)
+	git(t, f.env, oldRepo, "worktree", "add", "-q", old, "origin/batty/eng-1")
+	marker := filepath.Join(t.TempDir(), "filter-ran")
+	git(t, f.env, oldRepo, "config", "filter.evil.clean", "touch "+marker+"; cat")
+	git(t, f.env, oldRepo, "config", "filter.evil.smudge", "touch "+marker+"; cat")
+	git(t, f.env, oldRepo, "config", "filter.evil.required", "true")
+	write(t, filepath.Join(oldRepo, ".git", "info", "attributes"), "* filter=evil\n")
+	write(t, filepath.Join(old, "uncommitted.txt"), "left\n")
+	if err := os.Remove(marker); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+
+	w := remote(t, f, "eng-1", hostDir)
+	var told []string
+	w.ws.(*Client).OldClone = func(p string) { told = append(told, p) }
+	p, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{})
+	if err != nil || !p.Created {
+		t.Fatalf("prepare with an old clone in the project there: %+v, %v", p, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.dir, "done.txt")); string(b) != "done\n" {
+		t.Fatalf("the new clone does not hold the branch here: %q", b)
+	}
+	write(t, filepath.Join(w.dir, "next.txt"), "next\n")
+	c, err := w.ws.Commit(ctx(t), workspaces.CommitInfo{Subject: "next"})
+	if err != nil || !c.Made {
+		t.Fatalf("commit in the new clone: %+v, %v", c, err)
+	}
+	if parent := git(t, f.env, f.top, "rev-parse", "batty/eng-1^"); parent != sha {
+		t.Fatalf("the branch here does not follow on from %s: parent %s", sha, parent)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the old clone's filter ran: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(old, "uncommitted.txt")); string(b) != "left\n" {
+		t.Fatalf("the old clone's uncommitted work: %q", b)
+	}
+	if !slices.Equal(told, []string{old}) {
+		t.Fatalf("OldClone was told %q, want %q once", told, old)
 	}
 }

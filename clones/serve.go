@@ -19,15 +19,24 @@ import (
 )
 
 // Serve is the host's end (`batty clone-host`, run in the project
-// directory there; l is its .batty): it reads one Request and its bundle
+// directory there): l is the project's state directory there (hosts.StateDir;
+// l.Project the project directory). It reads one Request and its bundle
 // from in, applies the commits it carries, runs the operation on the
 // agent's clone (l.CloneRepo() and its worktree l.WorktreesDir()/<agent>,
 // the repository made on first use) and writes the Answer and a bundle of
 // the agent's branch to out. The end of in after the request — the
 // connection cut, the daemon gone — cancels the operation (a setup is
 // killed; a git step is left to finish). A request it cannot read is an
-// error; a failed operation is an Answer with its Failure. It blocks
-// until done.
+// error; a failed operation is an Answer with its Failure.
+//
+// The clones are kept out of the project directory, which an agent
+// working in the project there may write: a state directory inside it is
+// refused (an Answer with its Failure, no git run). A clone an earlier
+// batty kept in the project (<project>/.batty/worktrees/<agent>, of the
+// repository <project>/.batty/repo) is never used or read, git never run
+// there (its configuration may be an agent's): the clone starts afresh in
+// the state directory from the branch the daemon sends, and the answer
+// names the old one (Answer.OldClone) for the user. It blocks until done.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, l project.Layout) error {
 	br := bufio.NewReader(in)
 	req, err := readRequest(br)
@@ -36,6 +45,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, l project.Layout) e
 	}
 	if !team.ValidName(req.Agent) {
 		return fmt.Errorf("read the request: %q is not an agent's name", req.Agent)
+	}
+	if err := checkStateDir(l); err != nil {
+		return writeLine(out, answerMark, Answer{Failure: failureOf(err)})
 	}
 	if _, err := exec.LookPath("git"); err != nil {
 		// Said in an answer, so that the daemon parks the agent with
@@ -80,7 +92,44 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, l project.Layout) e
 			ans.Failure = failureOf(err)
 		}
 	}
+	ans.OldClone = oldClone(l, req.Agent)
 	return answer(gctx, repo, req, ans, out)
+}
+
+// checkStateDir refuses a state directory l.Dir inside the project
+// directory l.Project (compared as given and with links resolved), where
+// an agent working in the project may write the clones.
+func checkStateDir(l project.Layout) error {
+	if l.Project == "" {
+		return nil
+	}
+	err := project.CheckStateDir(l.Dir, []string{l.Project})
+	if err == nil {
+		root, rerr := filepath.EvalSymlinks(l.Project)
+		state, serr := project.RealPath(l.Dir)
+		if rerr == nil && serr == nil {
+			err = project.CheckStateDir(state, []string{root})
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("the clones cannot live here: %w; on this host, give the project a directory (the host's dir: in the team file) that does not hold %s", err, project.HomeStateDir)
+	}
+	return nil
+}
+
+// oldClone is the agent's clone an earlier batty kept in the project
+// directory (l.LegacyWorktreesDir()/<agent>) when something is there, ""
+// otherwise. It only looks (lstat).
+func oldClone(l project.Layout, agent string) string {
+	old := l.LegacyWorktreesDir()
+	if old == "" {
+		return ""
+	}
+	p := filepath.Join(old, agent)
+	if _, err := os.Lstat(p); err != nil {
+		return ""
+	}
+	return p
 }
 
 // defaultGitLimit bounds the git steps of a request that names no limit.

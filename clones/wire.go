@@ -1,8 +1,11 @@
 // Package clones keeps a worktree agent's workspace on another host: a
 // clone of the project's repository there (a worktree of one repository
-// per host, under the project directory's .batty/), whose commits come
+// per host and project), whose commits come
 // back into the agent's branch here, so that the merge queue lands them as
-// it lands local work. Nothing relies on a shared filesystem: each
+// it lands local work. The repository and its worktrees live in the
+// project's state directory there (hosts.StateDir), out of the project
+// directory there, which an agent working in the project there may
+// write. Nothing relies on a shared filesystem: each
 // operation is one run of `batty clone-host` on the host over the host's
 // transport (the same connection as the agent's shim), a request and an
 // answer, each a JSON line followed by a git bundle when there are commits
@@ -94,6 +97,10 @@ type Answer struct {
 	Merged *workspaces.SyncResult `json:"merged,omitempty"`
 	// Pruned: the clone's worktree or branch was removed (prune).
 	Pruned bool `json:"pruned,omitempty"`
+	// OldClone is the agent's clone an earlier batty kept in the project
+	// directory there (<project>/.batty/worktrees/<agent>), when it is
+	// still there: no longer used or read (see Serve).
+	OldClone string `json:"old_clone,omitempty"`
 
 	Failure *Failure `json:"failure,omitempty"`
 }

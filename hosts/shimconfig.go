@@ -70,11 +70,13 @@ func ShimConfig(c shimconfig.Config, hostDir, root, home string) shimconfig.Conf
 }
 
 // WorktreesThere is, on a host, the directory of the clones' worktrees of
-// the project there (hostDir): <hostDir>/.batty/worktrees, where `batty
-// clone-host` makes them (see docs/security.md, "Worktrees on another
-// host"). Pure.
+// the project there (hostDir): the worktrees/ of the project's state
+// directory there (StateDir), where `batty clone-host` makes them beside
+// the clone repository (project.Layout.CloneRepo) — out of the project
+// directory there, which an agent that works in the project there may
+// write (see docs/security.md, "Worktrees on another host"). Pure.
 func WorktreesThere(hostDir string) string {
-	return path.Join(hostDir, project.DirName, "worktrees")
+	return project.Layout{Dir: StateDir(hostDir)}.WorktreesDir()
 }
 
 // StateDir is, on a host, the state directory of the project there

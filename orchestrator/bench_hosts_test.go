@@ -195,7 +195,7 @@ func BenchmarkHostCommitPerTurn(b *testing.B) {
 		"ssh": &clones.Client{Transport: h.tr, Host: h.s.Host, Dir: h.dir, Repo: repo, Agent: "there", Base: "main", MinFree: 1,
 			Batty: func(context.Context) (string, error) { return batty, nil }},
 	}
-	dirs := map[string]string{"local": repo.Path("here"), "ssh": filepath.Join(h.dir, ".batty", "worktrees", "there")}
+	dirs := map[string]string{"local": repo.Path("here"), "ssh": cloneThere(h.dir, h.s.Home, "there")}
 	t0 := time.Now()
 	if _, err := impls["ssh"].Prepare(ctx, workspaces.PrepareOptions{}); err != nil {
 		b.Fatal(err)

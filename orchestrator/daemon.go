@@ -159,28 +159,13 @@ func checkBoundary(cfg *team.Config, layout project.Layout) error {
 	}
 	// The directory that holds it may be reached through links; a link at
 	// the state directory itself is refused where it is opened.
-	if real, err := realPath(layout.StateRoot()); err == nil && real != layout.StateRoot() {
+	if real, err := project.RealPath(layout.StateRoot()); err == nil && real != layout.StateRoot() {
 		real = filepath.Join(real, filepath.Base(layout.Dir))
 		if err := project.CheckStateDir(real, roots); err != nil {
 			return err
 		}
 	}
 	return writable.CheckTeam(cfg, layout, os.Getenv)
-}
-
-// realPath is path with the symbolic links of its longest existing
-// ancestor resolved (the state directory may not exist yet).
-func realPath(path string) (string, error) {
-	var rest []string
-	for p := path; ; p = filepath.Dir(p) {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(append([]string{real}, rest...)...), nil
-		}
-		if filepath.Dir(p) == p {
-			return "", fmt.Errorf("resolve %s: nothing of it exists", path)
-		}
-		rest = append([]string{filepath.Base(p)}, rest...)
-	}
 }
 
 func (d *Daemon) init() error {

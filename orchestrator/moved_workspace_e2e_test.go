@@ -57,7 +57,7 @@ roles:
 	}
 	r.stop(t)
 	// What a killed turn left in the clone, never committed.
-	clone := filepath.Join(podDir, ".batty", "worktrees", "eng")
+	clone := cloneThere(podDir, pod.Home, "eng")
 	if err := os.WriteFile(filepath.Join(clone, "pending.txt"), []byte("pending\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

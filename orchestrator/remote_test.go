@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/battyhq/batty/agentenv"
@@ -36,13 +37,27 @@ func TestRemoteConfigs(t *testing.T) {
 		t.Fatalf("remoteShimConfig changed its argument: %+v", c)
 	}
 	// A worktree agent's directory in its worktree here, in the state
-	// directory: the same in its clone there.
+	// directory: the same in its clone there, in the state directory
+	// there, out of the project there.
 	c.Cwd = l.WorktreesDir() + "/eng/svc"
-	if got := remoteShimConfig(c, r, l, "/home/me"); got.Cwd != "~/src/p/.batty/worktrees/eng/svc" {
+	if got := remoteShimConfig(c, r, l, "/home/me"); got.Cwd != there+"/worktrees/eng/svc" {
 		t.Fatalf("remoteShimConfig of a worktree agent: Cwd %q", got.Cwd)
 	}
 	pt := remoteTarget(preflight.Target{Bin: "/home/me/bin/codex", Home: "/home/me/.codex-w", Cwd: "/work/p/svc", Env: []string{"A=1"}}, r, "/work/p", "/home/me")
 	if pt.Bin != "~/bin/codex" || pt.Home != "~/.codex-w" || pt.Cwd != "~/src/p/svc" || !slices.Equal(pt.Env, []string{"A=1"}) {
 		t.Fatalf("remoteTarget = %+v", pt)
+	}
+}
+
+// The log line about a host's clone left where an earlier batty kept it
+// names both places, the branch the new one starts from, and what the
+// user may remove.
+func TestOldCloneNotice(t *testing.T) {
+	got := oldCloneNotice("eng", "b", "/home/u/p/.batty/worktrees/eng", "b:~/.local/state/batty/projects/p-1/worktrees/eng")
+	for _, want := range []string{"b:~/.local/state/batty/projects/p-1/worktrees/eng", "/home/u/p/.batty/worktrees/eng", "batty/eng here",
+		"uncommitted", "remove it", "/home/u/p/.batty/repo once no old clone is left"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the notice lacks %q:\n%s", want, got)
+		}
 	}
 }

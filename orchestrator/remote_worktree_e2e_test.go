@@ -1,14 +1,20 @@
 package orchestrator
 
 import (
+	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/clones"
+	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/hosts/hoststest"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/team"
 )
@@ -25,6 +31,13 @@ func gitProject(t *testing.T, p *testProject) {
 	}
 	git(t, p.dir, "add", "-A")
 	git(t, p.dir, "commit", "-q", "-m", "initial")
+}
+
+// cloneThere is agent's clone on a host whose project directory is
+// hostDir and home directory home, as this machine reaches it: in the
+// project's state directory there (hosts.WorktreesThere).
+func cloneThere(hostDir, home, agent string) string {
+	return hosts.ExpandHome(path.Join(hosts.WorktreesThere(hostDir), agent), home)
 }
 
 // TestE2EHostWorktreeAgentLands: a worktree engineer on a host works in a
@@ -52,9 +65,9 @@ func TestE2EHostWorktreeAgentLands(t *testing.T) {
 	if !strings.HasPrefix(msg, "eng\nwrite the file") || !strings.Contains(msg, "Batty-Message: "+id) {
 		t.Fatalf("the turn's commit:\n%s", msg)
 	}
-	// The work happened on the host, as its user, in the clone there;
-	// there is no worktree here.
-	clone := filepath.Join(h.dir, ".batty", "worktrees", "eng")
+	// The work happened on the host, as its user, in the clone there, in
+	// the project's state directory there; there is no worktree here.
+	clone := cloneThere(h.dir, h.s.Home, "eng")
 	fi, err := os.Stat(filepath.Join(clone, "made-there.txt"))
 	if err != nil {
 		t.Fatalf("the file is not in the clone on the host: %v", err)
@@ -66,7 +79,7 @@ func TestE2EHostWorktreeAgentLands(t *testing.T) {
 		t.Fatal("a worktree here for the agent on the host")
 	}
 	ws := r.agentStatus(t, "eng").Workspace
-	if ws == nil || !ws.Exists || ws.Ahead != 1 || ws.Dirty != 0 || ws.Path != "h1:"+clone {
+	if ws == nil || !ws.Exists || ws.Ahead != 1 || ws.Dirty != 0 || ws.Path != clones.Where("h1", h.dir, "eng") {
 		t.Fatalf("status workspace %+v", ws)
 	}
 
@@ -103,7 +116,7 @@ func TestE2EHostCloneSetupEndsWithTheConnection(t *testing.T) {
 	gitProject(t, p)
 	r := h.start(p, nil)
 	waitFor(t, "the setup running on the host", func() bool {
-		_, err := os.Stat(filepath.Join(h.dir, ".batty", "worktrees", "eng", "setup-ran"))
+		_, err := os.Stat(filepath.Join(cloneThere(h.dir, h.s.Home, "eng"), "setup-ran"))
 		return err == nil && r.agentStatus(t, "eng").State == agentPreparing
 	})
 	r.stop(t)
@@ -152,4 +165,90 @@ func TestE2EHostWorktreeAgentRidesOutAnOutage(t *testing.T) {
 	if n, parked, failed := r.count(eventlog.EvHostUnreachable, ""), r.count(eventlog.EvAgentParked, ""), r.count(eventlog.EvAgentFailed, ""); n != 1 || parked != 0 || failed != 0 {
 		t.Fatalf("%d host_unreachable, %d agent_parked, %d agent_failed; want 1, 0, 0", n, parked, failed)
 	}
+}
+
+// TestE2EHostSharedAgentCannotReachTheClones: on a host that runs a
+// worktree engineer, an agent that works in the project directory there
+// (no worktree; the real Codex CLI in its workspace-write sandbox, its
+// writable root the project directory there, /tmp left out as the
+// host's home lies there) tries through its shell to
+// write the engineer's clone (a file, a .codex/config.toml) and the
+// clone repository's .git/config (a filter `batty clone-host` would run
+// as the user). The clones are in the project's state directory there,
+// out of its writable root: every write fails, and the engineer's next
+// commit carries none of it.
+func TestE2EHostSharedAgentCannotReachTheClones(t *testing.T) {
+	h := newRemoteHarness(t)
+	p := h.project(t, "", fmt.Sprintf(`    workspace: worktree
+  - name: arch
+    hosts: [h1]
+    codex:
+      bin: %s
+      codex_home: %s
+      sandbox: workspace-write
+      config:
+        sandbox_workspace_write.exclude_slash_tmp: true
+        sandbox_workspace_write.exclude_tmpdir_env_var: true
+`, h.codex, h.home))
+	gitProject(t, p)
+	// Codex's Linux sandbox runs the bubblewrap shipped beside it.
+	bwrap := filepath.Join(filepath.Dir(filepath.Dir(codextest.CodexNative(t))), "codex-resources", "bwrap")
+	if _, err := os.Stat(bwrap); err != nil {
+		t.Skipf("no bubblewrap beside the Codex CLI: %v", err)
+	}
+	hoststest.CopyFile(t, bwrap, filepath.Join(filepath.Dir(filepath.Dir(h.codex)), "codex-resources", "bwrap"), 0o755)
+	chownAll(t, h.s, filepath.Join(filepath.Dir(filepath.Dir(h.codex)), "codex-resources"))
+	r := h.start(p, nil)
+	if st := r.finished(t, p.send("eng", "human", "one [[mock:shell printf '1\\n' > one.txt]]")); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	clone := cloneThere(h.dir, h.s.Home, "eng")
+	config := filepath.Join(hosts.ExpandHome(hosts.StateDir(h.dir), h.s.Home), "repo", ".git", "config")
+	for _, p := range []string{filepath.Join(clone, "one.txt"), config} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("the clone on the host: %v", err)
+		}
+	}
+	before, _ := os.ReadFile(config)
+	script := strings.Join([]string{
+		`{ echo planted > ` + clone + `/planted.txt; } 2>/dev/null && echo WROTE-CLONE`,
+		`{ mkdir -p ` + clone + `/.codex && printf '[mcp_servers.x]\ncommand = "/bin/sh"\n' > ` + clone + `/.codex/config.toml; } 2>/dev/null && echo WROTE-CODEX`,
+		`{ printf '[filter "x"]\n\tsmudge = touch /tmp/pwned\n' >> ` + config + `; } 2>/dev/null && echo WROTE-CONFIG`,
+		`echo own > arch.txt && echo WROTE-OWN`,
+	}, "; ")
+	id := p.send("arch", "human", "[[mock:shell "+script+"]]")
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	reply := p.recorded("arch", id).Reply
+	if !strings.Contains(reply, "WROTE-OWN") {
+		t.Fatalf("the shared agent's shell did not run or could not write the project there:\n%s", reply)
+	}
+	for _, bad := range []string{"WROTE-CLONE", "WROTE-CODEX", "WROTE-CONFIG"} {
+		if strings.Contains(reply, bad) {
+			t.Fatalf("the shared agent's sandbox let it write the clones there (%s):\n%s", bad, reply)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "arch.txt")); err != nil {
+		t.Fatalf("the shared agent did not work in the project there: %v", err)
+	}
+	for _, p := range []string{filepath.Join(clone, "planted.txt"), filepath.Join(clone, ".codex")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Fatalf("%s was written", p)
+		}
+	}
+	if after, _ := os.ReadFile(config); string(after) != string(before) {
+		t.Fatalf("the clone repository's config changed:\n%s", after)
+	}
+	id2 := p.send("eng", "human", "two [[mock:shell printf '2\\n' > two.txt]]")
+	if st := r.finished(t, id2); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	r.waitEvent(t, "the second commit", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvWorkspaceCommitted && e.Message == id2
+	})
+	if tree := git(t, p.dir, "ls-tree", "-r", "--name-only", "batty/eng"); strings.Contains(tree, "planted") || strings.Contains(tree, ".codex") || !strings.Contains(tree, "two.txt") {
+		t.Fatalf("batty/eng holds:\n%s", tree)
+	}
+	r.stop(t)
 }

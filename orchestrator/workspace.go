@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -125,10 +126,27 @@ func newAgentWorkspace(d *Daemon, a *agent) *agentWorkspace {
 	return w
 }
 
-// cloneOn is agent's clone on host r.
+// cloneOn is agent's clone on host r. A clone an earlier batty kept in
+// the project directory there is named in the daemon's log, once per
+// run: batty no longer uses it (clones.Serve).
 func (d *Daemon) cloneOn(r *remoteHost, agent string) *clones.Client {
-	return &clones.Client{Transport: d.opts.Transport, Host: r.host, Dir: r.dir, Batty: r.ensure,
+	c := &clones.Client{Transport: d.opts.Transport, Host: r.host, Dir: r.dir, Batty: r.ensure,
 		Repo: d.repo, Agent: agent, Base: d.base, MinFree: d.opts.WorktreeMinFree, Timeout: gitTimeout}
+	c.OldClone = func(old string) {
+		d.log.Warn(oldCloneNotice(agent, r.host.Name, old, c.Where()), "agent", agent, "host", r.host.Name, "old_clone", old)
+	}
+	return c
+}
+
+// oldCloneNotice tells the user that agent's clone on host, which an
+// earlier batty kept at old in the project directory there, is no longer
+// used: the clone is now where (host:path). Pure.
+func oldCloneNotice(agent, host, old, where string) string {
+	return "The clone of " + agent + " on host " + host + " is now " + where + ", in the project's state directory there. " +
+		"The one an earlier batty kept in the project directory there, " + old + ", is no longer used or read " +
+		"(an agent working in the project there could write it): " + workspaces.Branch(agent) + " here, which had its commits after every step, " +
+		"is what the new clone starts from; anything left uncommitted in the old one was not brought. " +
+		"Copy what you want from it, then remove it, and " + path.Join(path.Dir(path.Dir(old)), "repo") + " once no old clone is left."
 }
 
 // prepared is what preparing a worktree did: whether it was made now,

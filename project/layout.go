@@ -128,8 +128,10 @@ func (l Layout) WorktreesDir() string { return filepath.Join(l.Dir, "worktrees")
 
 // LegacyWorktreesDir is where an earlier batty kept the worktree agents'
 // worktrees, in the project (<project>/.batty/worktrees), "" for a layout
-// without a project (a host's). Migration moves them to WorktreesDir
-// (workspaces.Repo.MoveWorktrees).
+// without a project. Migration moves them to WorktreesDir
+// (workspaces.Repo.MoveWorktrees); on another host, where the clones were
+// kept there too, they are left alone and never read again
+// (clones.Serve).
 func (l Layout) LegacyWorktreesDir() string {
 	if l.Project == "" {
 		return ""
@@ -138,7 +140,8 @@ func (l Layout) LegacyWorktreesDir() string {
 }
 
 // CloneRepo is, on another host, the repository whose worktrees are the
-// clones of that host's worktree agents (package clones).
+// clones of that host's worktree agents (package clones), in the
+// project's state directory there beside their worktrees (WorktreesDir).
 func (l Layout) CloneRepo() string { return filepath.Join(l.Dir, "repo") }
 
 // GitLock is the file whose lock serialises batty's git commands on the

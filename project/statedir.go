@@ -1,6 +1,7 @@
 package project
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,7 @@ import (
 // named DirName) that path lies inside, "" when none: the outermost one,
 // so that its parent is the project whose agents may have written what is
 // there (an earlier batty kept an agent's worktree in
-// .batty/worktrees/<agent>, a host keeps its clones under .batty). The project's own team file kept
+// .batty/worktrees/<agent>, a host kept its clones under .batty). The project's own team file kept
 // in its state directory, <project>/.batty/team.yaml (a file directly in
 // the outermost .batty), is not inside. path is made absolute by the
 // caller; it is cleaned here, so ".." is taken as written (resolve
@@ -78,4 +79,21 @@ func StateHomes() []string {
 		}
 	}
 	return homes
+}
+
+// RealPath is path with the symbolic links of its longest existing
+// ancestor resolved and the rest joined as written (a state directory
+// may not exist yet), to judge where it really is; an error when nothing
+// of it exists.
+func RealPath(path string) (string, error) {
+	var rest []string
+	for p := path; ; p = filepath.Dir(p) {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...), nil
+		}
+		if filepath.Dir(p) == p {
+			return "", fmt.Errorf("resolve %s: nothing of it exists", path)
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+	}
 }

@@ -3,13 +3,16 @@ package main
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/clones"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/hosts/hoststest"
 	"github.com/battyhq/batty/procstat"
 )
@@ -79,8 +82,11 @@ roles:
 		a := agentStatus(st, "eng")
 		return a.TurnsCompleted >= 1 && a.Workspace != nil && a.Workspace.Ahead == 1 && a.Workspace.Dirty == 0
 	})
-	clone := filepath.Join(hostDir, ".batty", "worktrees", "eng")
-	if ws := agentStatus(st, "eng").Workspace; ws.Path != "pod0:"+clone || !ws.Exists || ws.Branch != "batty/eng" {
+	// The clone is in the project's state directory in the pod, out of
+	// the project directory there.
+	clone := hosts.ExpandHome(path.Join(hosts.WorktreesThere(hostDir), "eng"), home)
+	where := clones.Where("pod0", hostDir, "eng")
+	if ws := agentStatus(st, "eng").Workspace; ws.Path != where || !ws.Exists || ws.Branch != "batty/eng" {
 		t.Fatalf("status workspace %+v", ws)
 	}
 	if text := r.must("status"); !strings.Contains(text, "pod0:") {
@@ -91,6 +97,9 @@ roles:
 	}
 	if _, err := os.Stat(filepath.Join(clone, "made.txt")); err != nil {
 		t.Fatalf("not made in the clone in the pod: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(hostDir, ".batty")); !os.IsNotExist(err) {
+		t.Fatalf("batty wrote in the project directory in the pod: %v", err)
 	}
 	if diff := r.must("diff", "eng", "--stat"); !strings.Contains(diff, "made.txt") {
 		t.Fatalf("batty diff eng --stat:\n%s", diff)
@@ -115,7 +124,7 @@ roles:
 	}
 	r.must("stop")
 	// A stopped team's status still says where eng works.
-	if ws := agentStatus(r.status(), "eng").Workspace; ws == nil || ws.Path != "pod0:"+clone || ws.Branch != "batty/eng" {
+	if ws := agentStatus(r.status(), "eng").Workspace; ws == nil || ws.Path != where || ws.Branch != "batty/eng" {
 		t.Fatalf("the stopped team's status workspace %+v", ws)
 	}
 	// The work landed: the workspace may go, the clone in the pod with it.
