@@ -70,6 +70,10 @@ func agentState(v AgentView) string {
 			return "parked"
 		}
 		return "parked (" + strings.ReplaceAll(v.Parked, "_", " ") + ")"
+	case v.State == "finishing":
+		// Its turn has ended (it waits for no network any more); its
+		// outcome is being recorded.
+		return "finishing"
 	case v.Network || v.State == "waiting_for_network":
 		return "waiting for network"
 	case v.Busy:

@@ -20,6 +20,7 @@ func TestTitle(t *testing.T) {
 		{AgentView{Name: "e-1", State: "idle", Pause: PauseManual}, "e-1 · paused"},
 		{AgentView{Name: "e-1", State: "working", Busy: true, Network: true}, "e-1 · waiting for network"},
 		{AgentView{Name: "e-1", State: "waiting_for_network", Busy: true, Waiting: 1}, "e-1 · waiting for network · 1 waiting"},
+		{AgentView{Name: "e-1", State: "finishing", Busy: true, Network: true, Working: 3 * time.Minute}, "e-1 · finishing"},
 		{AgentView{Name: "e-1", State: "idle", Held: true}, "e-1 · held: no network"},
 		{AgentView{Name: "e-1", State: "failed", Pause: PauseQuota}, "e-1 · failed"},
 		{AgentView{Name: "e-1", State: "restarting"}, "e-1 · restarting"},

@@ -80,6 +80,10 @@ type agentSnap struct {
 	state    string
 	inflight string
 	flightAt time.Time
+	// ended: the turn of the message in flight has ended and its outcome
+	// is being recorded (see endTurn); meaningless with no message in
+	// flight.
+	ended    bool
 	backlog  int
 	shimPID  int
 	restarts int
@@ -484,7 +488,7 @@ func (a *agent) shimExited() {
 	p := a.p
 	a.p, a.ready, a.pongDue = nil, false, nil
 	// Its turn, if any, ended with it.
-	a.releaseSlot()
+	a.endTurn()
 	// The channel is closed already (the client closes it when its events
 	// end); Close releases the client once the shim has exited.
 	defer p.Close()

@@ -196,7 +196,7 @@ func (a *agent) send(m inbox.Message, probe bool) (again bool) {
 	if probe {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: a.def.Name, Message: cm.ID, Detail: "probe turn sent", Data: eventlog.QuotaProbe{Result: eventlog.ProbeSent}})
 	}
-	a.setSnap(func(s *agentSnap) { s.inflight, s.flightAt = cm.ID, a.flightAt })
+	a.setSnap(func(s *agentSnap) { s.inflight, s.flightAt, s.ended = cm.ID, a.flightAt, false })
 	return false
 }
 
@@ -315,7 +315,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 	}
 	// The slot is given back at the turn's end, before the commit of its
 	// edits: git holds no slot.
-	a.releaseSlot()
+	a.endTurn()
 	m := *a.inflight
 	p := planTurn(m, e, a.turnFacts(m))
 	if a.cancelling == m.ID {

@@ -330,6 +330,7 @@ func (d *Daemon) status() control.Status {
 		as.BudgetPct = budgetPct(st.Budgets, a.def.Name, a.def.Role)
 		as.State = budgetHeldState(as.State, s.inflight != "", as.Budget != nil)
 		as.State, as.Slot = slotState(as.State, s.inflight != "", d.slots.Holds(a.def.Name), d.slots.Waiting(a.def.Name))
+		as.State = flightState(as.State, s.inflight != "", s.ended)
 		if s.inflight != "" {
 			id := s.inflight
 			as.InFlight = &id

@@ -80,6 +80,37 @@ func (a *agent) takeSlot() bool {
 	return false
 }
 
+// endTurn marks the end of the turn of the message in flight, if any: its
+// slot is given back (releaseSlot), and until the message leaves flight
+// (its outcome recorded, or it is back in the queue) status shows the
+// agent finishing, not running (flightState). Only run's goroutine calls
+// it.
+func (a *agent) endTurn() {
+	a.releaseSlot()
+	ended := a.inflight != nil
+	a.setSnap(func(s *agentSnap) { s.ended = ended })
+}
+
+// flightState is the state status shows for an agent in state, with a
+// message in flight or not, whose turn has ended or not: once the turn of
+// the message in flight has ended, while its edits are committed and its
+// reply and outcome written, the agent shows control.AgentFinishing in
+// place of the shim's states (starting, idle, working) and of
+// control.AgentWaitingForNetwork — it runs nothing and holds no slot, so
+// it is not counted among the turns that run (control.AgentStatus.TurnRuns);
+// every other state (parked, restarting, stopping, failed …) is kept. It
+// is a pure function.
+func flightState(state string, inflight, ended bool) string {
+	if !inflight || !ended {
+		return state
+	}
+	switch state {
+	case string(protocol.StateStarting), string(protocol.StateIdle), string(protocol.StateWorking), control.AgentWaitingForNetwork:
+		return control.AgentFinishing
+	}
+	return state
+}
+
 // releaseSlot gives back the agent's slot, if it holds one: its turn has
 // ended (completed, failed, interrupted, refused by the shim, cut off by
 // the shim's exit), or it was granted one it will not use now. Its place

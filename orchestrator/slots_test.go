@@ -203,3 +203,97 @@ func TestSlotGivenBackBeforeTheCommit(t *testing.T) {
 		t.Fatalf("slow's message: %s", s)
 	}
 }
+
+func TestFlightState(t *testing.T) {
+	for _, c := range []struct {
+		state           string
+		inflight, ended bool
+		want            string
+	}{
+		{"working", true, false, "working"},
+		{"idle", true, false, "idle"}, // sent, the shim not working yet
+		{"working", true, true, control.AgentFinishing},
+		{"idle", true, true, control.AgentFinishing},
+		{control.AgentWaitingForNetwork, true, true, control.AgentFinishing},
+		{"idle", false, true, "idle"}, // recorded: nothing in flight
+		{control.AgentWaitingForSlot, false, true, control.AgentWaitingForSlot},
+		{agentParked, true, true, agentParked},
+		{agentRestarting, true, true, agentRestarting},
+		{"stopping", true, true, "stopping"},
+		{agentFailed, true, true, agentFailed},
+	} {
+		if got := flightState(c.state, c.inflight, c.ended); got != c.want {
+			t.Errorf("flightState(%q, %v, %v) = %q, want %q", c.state, c.inflight, c.ended, got, c.want)
+		}
+	}
+}
+
+// TestStatusShowsWhatRuns: with one slot, a worktree agent whose turn has
+// ended and whose commit is held shows finishing — its message still in
+// flight, no slot, not among the turns that run — while another agent's
+// turn takes the slot; status never shows more turns running than the
+// cap, and the finishing agent's message completes once its commit ends.
+func TestStatusShowsWhatRuns(t *testing.T) {
+	const limit = 1
+	p := newGitProject(t, fmt.Sprintf("limits:\n  concurrent_turns: %d\n", limit), "  - name: slow\n    workspace: worktree\n  - name: fast\n")
+	r := p.start(inProcess)
+	gate := blockCommitTree(t, "slow")
+	allIdle(t, r)
+	runs := func() (n int, st control.Status) {
+		st = r.d.status()
+		for _, a := range st.Agents {
+			if a.TurnRuns() {
+				n++
+			}
+		}
+		if n > limit {
+			t.Fatalf("status shows %d turns running, the cap is %d: %+v", n, limit, st.Agents)
+		}
+		return n, st
+	}
+	agent := func(st control.Status, name string) control.AgentStatus {
+		for _, a := range st.Agents {
+			if a.Name == name {
+				return a
+			}
+		}
+		t.Fatalf("no agent %s in status", name)
+		return control.AgentStatus{}
+	}
+	// A first turn makes slow's worktree (and commits nothing: the fake
+	// shim writes nothing); then something for the next turn to commit.
+	p.sendAndWait(r, "slow", "hello", "completed")
+	if err := os.WriteFile(filepath.Join(p.layout.WorktreesDir(), "slow", "notes.txt"), []byte("slow work\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := p.send("slow", "human", "hello")
+	gate.waitBlocked(t)
+	n, st := runs()
+	if a := agent(st, "slow"); a.State != control.AgentFinishing || a.InFlight == nil || *a.InFlight != first || a.Slot != "" || n != 0 {
+		t.Fatalf("slow with its commit held: state %q, in flight %v, slot %q; %d running", a.State, a.InFlight, a.Slot, n)
+	}
+	open := filepath.Join(t.TempDir(), "open")
+	second := p.send("fast", "human", "scenario:gate:"+open)
+	waitFor(t, "fast's turn running", func() bool {
+		n, st := runs()
+		a := agent(st, "fast")
+		return n == 1 && a.TurnRuns() && a.Slot == control.SlotHeld
+	})
+	if _, st := runs(); agent(st, "slow").State != control.AgentFinishing {
+		t.Fatalf("slow while fast runs: %q", agent(st, "slow").State)
+	}
+	if err := os.WriteFile(open, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.finished(t, second); s != "completed" {
+		t.Fatalf("fast's message: %s", s)
+	}
+	runs()
+	gate.open()
+	if s := r.finished(t, first); s != "completed" {
+		t.Fatalf("slow's message: %s", s)
+	}
+	r.waitAgent(t, "slow", "idle with nothing in flight", func(a control.AgentStatus) bool {
+		return a.State == string(protocol.StateIdle) && a.InFlight == nil
+	})
+}

@@ -371,30 +371,26 @@ func (r *appServerRuntime) watch(c *appserver.Client) {
 	r.dropLocked()
 }
 
-// noteDeath records in res that server c died by itself, when it did:
-// killed by a signal (res.killed: the turn was cut off) or its exit
-// status.
-func noteDeath(c *appserver.Client, res *turnResult) {
-	if c.Pid() == 0 {
-		// A connection to the shared app-server that ended without the
-		// shim closing it: its process died (the broker ends every
-		// connection then) or the daemon is going. The turn was cut off.
-		select {
-		case <-c.Done():
-			res.killed = true
-		default:
-		}
+// noteDeath records in res how the server died under the call or turn
+// that failed with err, when err says it did (an *appserver.ClosedError
+// whose server's end ended the connection), from that error alone, never
+// from asking the client afterwards: the turn was cut off (res.killed,
+// FailKilled, which the daemon retries) when the process was killed by a
+// signal, when a connection to the shared app-server ended without the
+// shim closing it (its process died, the broker then ends every
+// connection, or the daemon is going), or when the process's end is not
+// known; else res.exitCode is the process's exit status. Any other error
+// (a refusal, a timeout, the shim's own close) leaves res alone. Pure.
+func noteDeath(err error, res *turnResult) {
+	var end *appserver.ClosedError
+	if !errors.As(err, &end) || !end.ByPeer {
 		return
 	}
-	ps := c.Died()
-	if ps == nil {
-		return
-	}
-	if signaled(ps) {
+	if end.Died == nil || signaled(end.Died) {
 		res.killed = true
 		return
 	}
-	res.exitCode = ps.ExitCode()
+	res.exitCode = end.Died.ExitCode()
 }
 
 // drop closes the client, if any, and forgets it and its loaded thread.
@@ -602,7 +598,7 @@ wait:
 	if d.err != nil {
 		res.stderrTail = c.Stderr()
 		if res.stop == stopNone {
-			noteDeath(c, &res)
+			noteDeath(d.err, &res)
 		}
 		select {
 		case <-c.Done():
@@ -703,7 +699,7 @@ func (r *appServerRuntime) thread(ctx context.Context, c *appserver.Client, t *t
 			res.failedMsg, res.stderrTail = msg, msg
 		} else {
 			res.stderrTail = msg + stderrSuffix(c.Stderr())
-			noteDeath(c, res)
+			noteDeath(err, res)
 			r.drop()
 		}
 		return "", false, err

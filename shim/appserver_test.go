@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"reflect"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/appserver"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/retry"
 )
 
 func TestApplyAppTurn(t *testing.T) {
@@ -251,5 +254,64 @@ func TestAppServerUnusable(t *testing.T) {
 		if got := appServerUnusable(c.stage, c.err, c.started); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// processState runs sh -c script and returns how it ended.
+func processState(t *testing.T, script string) *os.ProcessState {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	_ = cmd.Run()
+	if cmd.ProcessState == nil {
+		t.Fatalf("sh -c %q did not run", script)
+	}
+	return cmd.ProcessState
+}
+
+// A call or turn cut short by the app-server connection's end is
+// classified by the error that woke it alone: cut off (FailKilled, which
+// the daemon retries) when the server's end ended the connection — a
+// shared server's broker closing it, a process killed by a signal or whose
+// end is unknown —, an exit when the process exited by itself, and
+// nothing for an error that says no such end (a refusal, a timeout, the
+// shim's own close).
+func TestNoteDeath(t *testing.T) {
+	killed := processState(t, "kill -KILL $$")
+	exited := processState(t, "exit 3")
+	closed := func(end *appserver.ClosedError) error {
+		// As RunTurn and Call wrap it.
+		return fmt.Errorf("appserver: turn U1: %w", fmt.Errorf("appserver: turn/start: %w", end))
+	}
+	reason := fmt.Errorf("%w: the server closed its output", appserver.ErrClosed)
+	for _, c := range []struct {
+		name   string
+		err    error
+		killed bool
+		code   int
+		kind   protocol.FailureKind
+	}{
+		{"shared connection ended by the broker", closed(&appserver.ClosedError{Reason: reason, ByPeer: true}), true, -1, protocol.FailKilled},
+		{"own process killed", closed(&appserver.ClosedError{Reason: reason, ByPeer: true, Died: killed}), true, -1, protocol.FailKilled},
+		{"own process exited", closed(&appserver.ClosedError{Reason: reason, ByPeer: true, Died: exited}), false, 3, protocol.FailExit},
+		{"closed by the shim", closed(&appserver.ClosedError{Reason: reason}), false, -1, protocol.FailExit},
+		{"refused", &appserver.RPCError{Code: -32600, Message: "no such thread"}, false, -1, protocol.FailExit},
+		{"timed out", fmt.Errorf("appserver: thread/resume: %w", context.DeadlineExceeded), false, -1, protocol.FailExit},
+		{"bare ErrClosed", appserver.ErrClosed, false, -1, protocol.FailExit},
+		{"none", nil, false, -1, protocol.FailExit},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := turnResult{exitCode: -1}
+			noteDeath(c.err, &res)
+			if res.killed != c.killed || res.exitCode != c.code {
+				t.Fatalf("killed %v exit %d, want %v %d", res.killed, res.exitCode, c.killed, c.code)
+			}
+			status, kind, msg := outcome(res)
+			if status != protocol.TurnFailed || kind != c.kind {
+				t.Fatalf("outcome %s %s, want failed %s", status, kind, c.kind)
+			}
+			if again := retry.Cause(protocol.TurnFinished{Status: status, Failure: kind, Error: msg}) != ""; again != c.killed {
+				t.Fatalf("retried %v, want %v", again, c.killed)
+			}
+		})
 	}
 }

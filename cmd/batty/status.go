@@ -159,11 +159,11 @@ func printStatus(w io.Writer, st control.Status) {
 			state += " @" + safetext.Line(a.Host, 40) // where it runs
 		}
 		state += appServerSuffix(a.AppServer)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s/%s\t%.0f%%\t%s\n", a.Name, a.Role, state, or(safetext.Line(a.ThreadID, 13), "-"),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s/%s\t%.0f%%\t%s\n", a.Name, a.Role, state, threadCell(a.ThreadID),
 			a.Backlog, inflight, a.TurnsCompleted, count(a.InputTokens), count(a.OutputTokens), a.ContextPct, or(safetext.Line(a.LastError, 60), "-"))
 	}
 	t := teamTotals(st.Agents)
-	fmt.Fprintf(tw, "TOTAL\t\t%s\t\t%d\t%d in flight\t%d\t%s/%s\t\t\n", t.summary(), t.backlog, t.inFlight, t.turns, count(t.input), count(t.output))
+	fmt.Fprintf(tw, "TOTAL\t\t%s\t\t%d\t%s\t%d\t%s/%s\t\t\n", t.summary(), t.backlog, t.flightCell(), t.turns, count(t.input), count(t.output))
 	tw.Flush()
 	printAppServers(w, st.Agents)
 	if st.Daemon.PID != 0 && hasParked(st) {

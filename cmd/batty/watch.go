@@ -360,7 +360,7 @@ func watchTable(all, shown []control.AgentStatus, more, cols, padding int, ahead
 	}
 	row("AGENT", "ROLE", "STATE", "THREAD", "DOING", "BACKLOG", "TURNS", tokens, "CTX", "AHEAD", "LAST ERROR")
 	for _, a := range shown {
-		row(safetext.Line(a.Name, 0), safetext.Line(a.Role, 0), a.State, or(safetext.Line(a.ThreadID, 13), "-"), doingCell(a),
+		row(safetext.Line(a.Name, 0), safetext.Line(a.Role, 0), a.State, threadCell(a.ThreadID), doingCell(a),
 			fmt.Sprint(a.Backlog), fmt.Sprint(a.TurnsCompleted), count(a.InputTokens)+"/"+count(a.OutputTokens),
 			fmt.Sprintf("%.0f%%", a.ContextPct), aheadCell(a), or(safetext.Line(a.LastError, 0), "-"))
 	}
@@ -368,7 +368,7 @@ func watchTable(all, shown []control.AgentStatus, more, cols, padding int, ahead
 		fmt.Fprintf(tw, "… %d more agent(s): a taller terminal shows them\n", more)
 	}
 	t := teamTotals(all)
-	row("TOTAL", "", t.summary(), "", fmt.Sprintf("%d in flight", t.inFlight), fmt.Sprint(t.backlog), fmt.Sprint(t.turns),
+	row("TOTAL", "", t.summary(), "", t.flightCell(), fmt.Sprint(t.backlog), fmt.Sprint(t.turns),
 		count(t.input)+"/"+count(t.output), "", "", "")
 	tw.Flush()
 	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
@@ -425,12 +425,17 @@ func doingCell(a control.AgentStatus) string {
 
 // totals are the team's sums over its agents, the TOTAL row of status.
 type totals struct {
-	agents, working, inFlight int
-	backlog, turns            int
-	input, output             int64
+	agents, working, inFlight, finishing int
+	backlog, turns                       int
+	input, output                        int64
 }
 
-// teamTotals sums agents. It is a pure function.
+// teamTotals sums agents. Working counts the turns that run
+// (control.AgentStatus.TurnRuns), never one that has ended and whose
+// outcome is being recorded (finishing): it is never more than the team's
+// cap on turns at once lets run. inFlight counts the messages of the
+// turns that run, finishing those of the turns that have ended. It is a
+// pure function.
 func teamTotals(agents []control.AgentStatus) totals {
 	var t totals
 	for _, a := range agents {
@@ -439,11 +444,14 @@ func teamTotals(agents []control.AgentStatus) totals {
 		t.turns += a.TurnsCompleted
 		t.input += a.InputTokens
 		t.output += a.OutputTokens
-		if a.InFlight != nil {
-			t.inFlight++
-		}
-		if a.State == "working" || a.InFlight != nil {
+		switch {
+		case a.TurnRuns():
 			t.working++
+			if a.InFlight != nil {
+				t.inFlight++
+			}
+		case a.InFlight != nil:
+			t.finishing++
 		}
 	}
 	return t
@@ -453,4 +461,33 @@ func teamTotals(agents []control.AgentStatus) totals {
 // working of the team's.
 func (t totals) summary() string {
 	return fmt.Sprintf("%d/%d working", t.working, t.agents)
+}
+
+// flightCell is the IN FLIGHT (or DOING) cell of the TOTAL row: "2 in
+// flight", and ", 1 finishing" when turns have ended whose outcomes are
+// being recorded.
+func (t totals) flightCell() string {
+	s := fmt.Sprintf("%d in flight", t.inFlight)
+	if t.finishing > 0 {
+		s += fmt.Sprintf(", %d finishing", t.finishing)
+	}
+	return s
+}
+
+// threadCell is the THREAD cell of an agent on thread id: "-" for none,
+// else the id made safe and, when longer than 13 characters, "…" and its
+// last 12. The app-server's thread ids are time-ordered UUIDs (v7) whose
+// first characters are the time they were made, alike for threads made
+// the same minute; their last 12 are random and tell them apart. It is a
+// pure function.
+func threadCell(id string) string {
+	s := safetext.Line(id, 0)
+	r := []rune(s)
+	switch {
+	case len(r) == 0:
+		return "-"
+	case len(r) <= 13:
+		return s
+	}
+	return "…" + string(r[len(r)-12:])
 }

@@ -52,6 +52,33 @@ var ErrClosed = errors.New("app-server connection closed")
 // line longer than [Options.MaxLine]: the client refuses it and ends.
 var ErrLineTooLong = errors.New("app-server line too long")
 
+// ClosedError says why a client's connection ended. [Client.Err] returns
+// it, and the error of every call made on, or cut short by, the ended
+// connection wraps it, so that a caller learns the cause from the error
+// that woke it, never from asking the client afterwards.
+type ClosedError struct {
+	// Reason is what ended the connection, for the message; it wraps
+	// [ErrClosed] or [ErrLineTooLong].
+	Reason error
+	// ByPeer is true when the server's end ended the connection: its
+	// output closed or failed, or a write to it failed, while the client
+	// had not ended it (not Close, not the context, not a refused line).
+	// For a client over a shared app-server's broker ([Dial]) that means
+	// the shared process died (the broker then ends every connection) or
+	// the broker is going.
+	ByPeer bool
+	// Died is how the server's process ended when ByPeer and the client
+	// runs the process ([Start]): its exit status or the signal that
+	// killed it. Nil otherwise.
+	Died *os.ProcessState
+}
+
+// Error returns the reason's message.
+func (e *ClosedError) Error() string { return e.Reason.Error() }
+
+// Unwrap returns the reason.
+func (e *ClosedError) Unwrap() error { return e.Reason }
+
 // Options says how to run the app-server.
 type Options struct {
 	// Bin is the codex executable (required).
@@ -104,8 +131,7 @@ type Client struct {
 	pending  map[string]chan Message // by idKey
 	subs     map[*subscription]struct{}
 	active   map[string]string // thread id -> turn id of the running RunTurn
-	closeErr error             // why the connection ended (nil while open)
-	died     *os.ProcessState  // how the server ended when it ended by itself (see Died)
+	closeErr *ClosedError      // why the connection ended (nil while open)
 	stderr   tailBuffer
 
 	done       chan struct{} // closed when the connection has ended
@@ -156,7 +182,9 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("appserver: start %s: %w", opts.Bin, err)
 	}
-	stop := context.AfterFunc(ctx, func() { c.shutdown(fmt.Errorf("%w: %w", ErrClosed, context.Cause(ctx))) })
+	stop := context.AfterFunc(ctx, func() {
+		c.shutdown(&ClosedError{Reason: fmt.Errorf("%w: %w", ErrClosed, context.Cause(ctx))})
+	})
 	c.mu.Lock()
 	c.stopCtx = stop
 	c.mu.Unlock()
@@ -176,7 +204,9 @@ func Dial(ctx context.Context, conn io.ReadWriteCloser, opts Options) (*Client, 
 		return nil, fmt.Errorf("appserver: dial: %w", err)
 	}
 	c := newClient(conn, conn, opts)
-	stop := context.AfterFunc(ctx, func() { c.shutdown(fmt.Errorf("%w: %w", ErrClosed, context.Cause(ctx))) })
+	stop := context.AfterFunc(ctx, func() {
+		c.shutdown(&ClosedError{Reason: fmt.Errorf("%w: %w", ErrClosed, context.Cause(ctx))})
+	})
 	c.mu.Lock()
 	c.stopCtx = stop
 	c.mu.Unlock()
@@ -220,15 +250,20 @@ func (c *Client) Pid() int {
 	return c.cmd.Process.Pid
 }
 
-// Done returns a channel closed once the connection has ended.
+// Done returns a channel closed once the connection has ended. It is
+// closed before any call cut short by the end returns.
 func (c *Client) Done() <-chan struct{} { return c.done }
 
-// Err returns why the connection ended (wrapping [ErrClosed] or
-// [ErrLineTooLong]), or nil while it is open. When the server ended by
-// itself the error ends with its exit status and the end of its stderr.
+// Err returns why the connection ended, a *[ClosedError] (wrapping
+// [ErrClosed] or [ErrLineTooLong]), or nil while it is open. When the
+// server ended by itself the message ends with its exit status and the
+// end of its stderr.
 func (c *Client) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closeErr == nil {
+		return nil
+	}
 	return c.closeErr
 }
 
@@ -240,7 +275,10 @@ func (c *Client) Err() error {
 func (c *Client) Died() *os.ProcessState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.died
+	if c.closeErr == nil {
+		return nil
+	}
+	return c.closeErr.Died
 }
 
 // Close ends the connection: it kills the server's whole process group,
@@ -248,15 +286,16 @@ func (c *Client) Died() *os.ProcessState {
 // and fails calls still waiting with [ErrClosed]. It is idempotent and
 // returns nil.
 func (c *Client) Close() error {
-	c.shutdown(fmt.Errorf("%w: closed by the client", ErrClosed))
+	c.shutdown(&ClosedError{Reason: fmt.Errorf("%w: closed by the client", ErrClosed)})
 	<-c.exited
 	<-c.readerDone
 	return nil
 }
 
-// shutdown records why the connection ends (the first reason wins), kills
-// the process group and wakes every waiter. It does not wait.
-func (c *Client) shutdown(reason error) {
+// shutdown records why the connection ends (the first reason wins),
+// closes Done, wakes every waiting call (each then returns an error
+// wrapping reason) and kills the process group. It does not wait.
+func (c *Client) shutdown(reason *ClosedError) {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closeErr = reason
@@ -268,11 +307,12 @@ func (c *Client) shutdown(reason error) {
 			// nil only when the watcher itself fired before Start set it.
 			stop()
 		}
+		// Done first: whoever a woken call tells sees the end already.
+		close(c.done)
 		for _, ch := range pending {
 			close(ch)
 		}
 		c.kill()
-		close(c.done)
 	})
 }
 
@@ -330,27 +370,24 @@ func (c *Client) read(r io.Reader) {
 		c.dispatch(msg)
 	}
 	// Kill and reap first, so the reason can tell how the server ended
-	// and what it last wrote to stderr.
-	c.mu.Lock()
-	byItself := c.closeErr == nil && !errors.Is(err, ErrLineTooLong)
-	c.mu.Unlock()
+	// and what it last wrote to stderr. A reason recorded meanwhile
+	// (Close, the context) wins in shutdown.
 	c.kill()
 	<-c.exited
-	if byItself && c.cmd != nil {
-		c.mu.Lock()
-		if c.closeErr == nil {
-			c.died = c.cmd.ProcessState
-		}
-		c.mu.Unlock()
+	if errors.Is(err, ErrLineTooLong) {
+		c.shutdown(&ClosedError{Reason: fmt.Errorf("appserver: %w", err)})
+		return
 	}
-	switch {
-	case errors.Is(err, ErrLineTooLong):
-		c.shutdown(fmt.Errorf("appserver: %w", err))
-	case errors.Is(err, io.EOF):
-		c.shutdown(fmt.Errorf("%w: the server closed its output%s%s", ErrClosed, c.exitNote(), c.stderrNote()))
-	default:
-		c.shutdown(fmt.Errorf("%w: read: %w%s%s", ErrClosed, err, c.exitNote(), c.stderrNote()))
+	end := &ClosedError{ByPeer: true}
+	if c.cmd != nil {
+		end.Died = c.cmd.ProcessState
 	}
+	if errors.Is(err, io.EOF) {
+		end.Reason = fmt.Errorf("%w: the server closed its output%s%s", ErrClosed, c.exitNote(), c.stderrNote())
+	} else {
+		end.Reason = fmt.Errorf("%w: read: %w%s%s", ErrClosed, err, c.exitNote(), c.stderrNote())
+	}
+	c.shutdown(end)
 }
 
 // readLine returns the next line without its newline. A line longer than
@@ -421,7 +458,12 @@ func (c *Client) dispatch(msg Message) {
 	}
 }
 
-// write sends one message as a line.
+// errWrite marks the error of a write to the connection that failed (as
+// opposed to a message that could not be encoded).
+var errWrite = errors.New("appserver: write")
+
+// write sends one message as a line. A failed write's error wraps
+// errWrite.
 func (c *Client) write(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -430,9 +472,26 @@ func (c *Client) write(v any) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("appserver: write: %w", err)
+		return fmt.Errorf("%w: %w", errWrite, err)
 	}
 	return nil
+}
+
+// endedUnder returns why the connection ended under a write that failed
+// with werr. A write fails when the server's end is gone (it died, or its
+// broker ended the connection) or the client is closing: the reader is
+// then about to see the output end and record the cause, and endedUnder
+// waits for that, at most cancelGrace. A connection still open after
+// that is ended by the write's failure, the server's end taken as gone.
+func (c *Client) endedUnder(werr error) error {
+	t := time.NewTimer(cancelGrace)
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+		c.shutdown(&ClosedError{Reason: fmt.Errorf("%w: %w", ErrClosed, werr), ByPeer: true})
+	}
+	return c.Err()
 }
 
 // Call sends a request and waits for its answer, decoding the result into
@@ -458,9 +517,9 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	}
 	if err := c.write(req); err != nil {
 		c.forget(id)
-		if cerr := c.Err(); cerr != nil {
+		if errors.Is(err, errWrite) {
 			// The connection ended under the write: say why it did.
-			return fmt.Errorf("appserver: %s: %w", method, cerr)
+			return fmt.Errorf("appserver: %s: %w", method, c.endedUnder(err))
 		}
 		return fmt.Errorf("appserver: %s: %w", method, err)
 	}
