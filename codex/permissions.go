@@ -93,11 +93,16 @@ func (p Permissions) Validate() error {
 
 // Filesystem returns the profile's filesystem rules, path → access. A
 // path named in several lists takes the widest access: Write over Read
-// over Deny. Pure.
+// over Deny. A Deny path that lies inside another with no Write or Read
+// path between them is left out: it is denied already, and Codex fails
+// to start a command when one denied path lies inside another ("Can't
+// mkdir …: Read-only file system"). Pure.
 func (p Permissions) Filesystem() map[string]string {
 	fs := map[string]string{}
 	for _, d := range p.Deny {
-		fs[d] = AccessNone
+		if !deniedAbove(d, p) {
+			fs[d] = AccessNone
+		}
 	}
 	for _, d := range p.Read {
 		if fs[d] != AccessWrite {
@@ -114,6 +119,23 @@ func (p Permissions) Filesystem() map[string]string {
 		fs[Tmpdir] = AccessRead
 	}
 	return fs
+}
+
+// deniedAbove reports whether path d lies strictly inside a Deny path of
+// p with no Write or Read path of p between that one and d (d itself
+// included).
+func deniedAbove(d string, p Permissions) bool {
+	for dir := filepath.Dir(d); ; dir = filepath.Dir(dir) {
+		if slices.Contains(p.Write, dir) || slices.Contains(p.Read, dir) {
+			return false
+		}
+		if slices.Contains(p.Deny, dir) {
+			return !slices.Contains(p.Write, d) && !slices.Contains(p.Read, d)
+		}
+		if dir == filepath.Dir(dir) {
+			return false
+		}
+	}
 }
 
 // ConfigOverrides returns the profile as config overrides (key=value, the

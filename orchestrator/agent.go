@@ -343,6 +343,9 @@ func (a *agent) shimConfig() (shimconfig.Config, error) {
 	// agent's.
 	c.RelayInboxes = true
 	c.Env = append(c.Env, agentenv.Dir+"="+a.d.layout.Dir, agentenv.Project+"="+a.d.layout.Root())
+	if a.host == nil {
+		c.Env = append(c.Env, agentenv.TeamFile+"="+a.d.cfg.Path)
+	}
 	if _, ok := a.d.quota.HomeOf(a.def.Name); ok {
 		// The account the agent is placed on (followAccount), not the
 		// role's first.

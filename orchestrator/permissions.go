@@ -255,7 +255,9 @@ func clean(p string) string {
 // agent's permission profile (agentPermissions): its workspace (c.Cwd)
 // and outbox writable; the state directory, the worktrees, and the
 // directories of batty's control socket and of tmux's sockets denied
-// (the shared app-server's socket is added once the agent is placed). The role's config and extra
+// (the shared app-server's socket is added once the agent is placed).
+// The agent's batty commands find the team file through
+// agentenv.TeamFile, not the state directory. The role's config and extra
 // arguments lose the sandbox settings the profile took over.
 func (d *Daemon) withPermissions(def team.Agent, c *shimconfig.Config) error {
 	deny := []string{d.layout.Dir, filepath.Dir(d.layout.Socket()), d.layout.WorktreesDir()}

@@ -311,7 +311,7 @@ func agentMark(env []string, agent string) string {
 // process's environment, which only agents with the same one share. Pure.
 func sharedThreadConfig(o codex.ExecOptions, env []string, mark string) map[string]any {
 	set := map[string]string{agentenv.AgentMark: mark}
-	for _, k := range []string{agentenv.Agent, agentenv.Dir, agentenv.Project, EnvBatty, "PATH"} {
+	for _, k := range []string{agentenv.Agent, agentenv.Dir, agentenv.Project, agentenv.TeamFile, EnvBatty, "PATH"} {
 		if v := agentenv.Lookup(env, k); v != "" {
 			set[k] = v
 		}
