@@ -210,24 +210,36 @@ func hideUserSockets(p *codex.Permissions, env, allow []string) {
 			p.Read = append(p.Read, clean(d))
 		}
 	}
-	switch {
-	case runtime == "":
-	case allowed(team.SocketRuntimeDir):
-	default:
-		deny(runtime)
-		if allowed(team.SocketGPGAgent) {
-			read(filepath.Join(runtime, "gnupg"))
-		}
-		if allowed(team.SocketSessionBus) {
-			read(filepath.Join(runtime, "bus"))
+	sshDir := ""
+	if sock := agentenv.Lookup(env, "SSH_AUTH_SOCK"); sock != "" {
+		sshDir = filepath.Dir(sock)
+	}
+	// A path denied inside another cannot be read again (Codex's rule
+	// for a denied directory hides all below it but a writable path), so
+	// the runtime directory is denied whole only when nothing given back
+	// lies inside it; else its sockets are denied one by one.
+	var kept []string
+	if allowed(team.SocketSSHAgent) && sshDir != "" {
+		kept = append(kept, sshDir)
+	}
+	if runtime != "" && !allowed(team.SocketRuntimeDir) {
+		inside := func(d string) bool { return d != "" && strings.HasPrefix(clean(d)+"/", clean(runtime)+"/") }
+		if !slices.ContainsFunc(kept, inside) && !allowed(team.SocketGPGAgent) && !allowed(team.SocketSessionBus) {
+			deny(runtime)
+		} else {
+			for name, socket := range map[string]string{"bus": team.SocketSessionBus, "gnupg": team.SocketGPGAgent, "docker.sock": team.SocketDocker} {
+				if !allowed(socket) {
+					deny(filepath.Join(runtime, name))
+				}
+			}
 		}
 	}
-	if sock := agentenv.Lookup(env, "SSH_AUTH_SOCK"); sock != "" {
-		if allowed(team.SocketSSHAgent) {
-			read(filepath.Dir(sock))
-		} else {
-			deny(filepath.Dir(sock))
-		}
+	switch {
+	case sshDir == "":
+	case allowed(team.SocketSSHAgent):
+		read(sshDir)
+	default:
+		deny(sshDir)
 	}
 	if home != "" && !allowed(team.SocketGPGAgent) {
 		deny(filepath.Join(home, ".gnupg"))
