@@ -20,8 +20,19 @@ import (
 // `batty pause`), list another agent's worktree, read the state
 // directory's inboxes or reach a fake ssh-agent under $XDG_RUNTIME_DIR,
 // and SSH_AUTH_SOCK is not in its environment; it still writes its
-// workspace and sends with `batty send`. The team is not paused.
+// workspace and sends with `batty send`. The team is not paused. So on
+// each runtime: a `codex exec` per turn, its own app-server, a shared one.
 func TestE2ENetworkAgentKeepsToItsRooms(t *testing.T) {
+	for _, rt := range []struct{ name, keys string }{
+		{"exec", ""},
+		{"app-server", "runtime: app-server"},
+		{"shared-app-server", "runtime: app-server\n  app_server: per-account"},
+	} {
+		t.Run(rt.name, func(t *testing.T) { networkAgentKeepsToItsRooms(t, rt.keys) })
+	}
+}
+
+func networkAgentKeepsToItsRooms(t *testing.T, runtimeKeys string) {
 	runtime := t.TempDir()
 	sockDir := filepath.Join(runtime, "ssh")
 	if err := os.Mkdir(sockDir, 0o700); err != nil {
@@ -51,6 +62,7 @@ codex:
   bin: %s
   codex_home: %s
   sandbox: workspace-write
+  %s
   config:
     sandbox_workspace_write.network_access: true
 roles:
@@ -58,7 +70,7 @@ roles:
     talks_to: [eng]
   - name: eng
     workspace: worktree
-`, codexBin, home))
+`, codexBin, home, runtimeKeys))
 	r.must("start")
 	l := layoutOf(t, r.dir)
 	tmuxSock := filepath.Join(os.Getenv("TMUX_TMPDIR"), fmt.Sprintf("tmux-%d", os.Getuid()), cockpit.SocketName(r.dir))
