@@ -12,6 +12,7 @@ import (
 	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/cockpit"
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
@@ -266,13 +267,14 @@ func clean(p string) string {
 // withPermissions gives c, agent def's shim configuration here, the
 // agent's permission profile (agentPermissions): its workspace (c.Cwd)
 // and outbox writable; the state directory, the worktrees, and the
-// directories of batty's control socket and of tmux's sockets denied
+// directories of batty's control socket, of ssh's shared connections to
+// the hosts and of tmux's sockets denied
 // (the shared app-server's socket is added once the agent is placed).
 // The agent's batty commands find the team file through
 // agentenv.TeamFile, not the state directory. The role's config and extra
 // arguments lose the sandbox settings the profile took over.
 func (d *Daemon) withPermissions(def team.Agent, c *shimconfig.Config) error {
-	deny := []string{d.layout.Dir, filepath.Dir(d.layout.Socket()), d.layout.WorktreesDir()}
+	deny := []string{d.layout.Dir, filepath.Dir(d.layout.Socket()), d.layout.WorktreesDir(), hosts.DefaultControlDir()}
 	deny = append(deny, cockpit.SocketDirs(os.Getenv("TMUX_TMPDIR"), os.Getuid())...)
 	cs := def.Codex
 	p, config, args, err := agentPermissions(rooms{Cwd: c.Cwd, Outbox: outbox.Path(d.layout.Dir, def.Name), Deny: deny,
