@@ -19,6 +19,11 @@ const (
 	// Project is the variable the daemon gives every agent of a team: the
 	// project directory (the team file's), as the agent's host sees it.
 	Project = "BATTY_PROJECT"
+	// TeamFile is the variable the daemon gives every agent of a team
+	// here: the absolute path of the team file, which the agent's batty
+	// commands load without reading the state directory (Dir), which an
+	// agent's permission profile keeps it from reading.
+	TeamFile = "BATTY_TEAM_FILE"
 	// Agent is the variable the shim sets for Codex: the name of the agent
 	// running a batty command.
 	Agent = "BATTY_AGENT"

@@ -69,6 +69,11 @@ type ExecOptions struct {
 	// SkipGitRepoCheck adds --skip-git-repo-check, needed outside a git
 	// repository.
 	SkipGitRepoCheck bool
+	// Permissions, when set, is the permission profile model commands run
+	// under, in place of the workspace-write sandbox: ExecArgs passes it
+	// as -c overrides before Config, and passes neither `-s` nor
+	// --add-dir (Codex would take them over the profile).
+	Permissions *Permissions
 }
 
 // Validate checks the values ExecArgs cannot vouch for: Sandbox and
@@ -96,6 +101,11 @@ func (o ExecOptions) Validate() error {
 			return errors.New("codex: empty --add-dir directory")
 		}
 	}
+	if o.Permissions != nil {
+		if err := o.Permissions.Validate(); err != nil {
+			return err
+		}
+	}
 	if o.OutputSchema != "" && strings.HasPrefix(o.OutputSchema, "-") {
 		return fmt.Errorf("codex: output schema %q: a file name must not start with '-' (write ./%s)", o.OutputSchema, o.OutputSchema)
 	}
@@ -117,6 +127,9 @@ func (o ExecOptions) Validate() error {
 //
 //	exec --json [--skip-git-repo-check] [-m M] [-c model_reasoning_effort="E"] [-s S] [-c approval_policy="A"] [--add-dir D]... [-c kv]... [-c developer_instructions="I"] [--output-schema F] [extra]... -
 //
+// With Permissions, `-s S` and the --add-dir flags give way to the
+// profile's overrides (Permissions.ConfigOverrides), placed before Config.
+//
 // Resume: the same flags, then `resume <resumeThreadID> -`. The flags must
 // come before `resume`: they belong to `codex exec`, and `resume` itself
 // rejects some of them (e.g. -s). resumeThreadID should be a thread id
@@ -133,14 +146,20 @@ func ExecArgs(o ExecOptions, resumeThreadID string) []string {
 	if o.ReasoningEffort != "" {
 		args = append(args, "-c", "model_reasoning_effort="+TOMLString(o.ReasoningEffort))
 	}
-	if o.Sandbox != "" {
+	if o.Sandbox != "" && o.Permissions == nil {
 		args = append(args, "-s", o.Sandbox)
 	}
 	if o.ApprovalPolicy != "" {
 		args = append(args, "-c", "approval_policy="+TOMLString(o.ApprovalPolicy))
 	}
-	for _, d := range o.AddDirs {
-		args = append(args, "--add-dir", d)
+	if o.Permissions != nil {
+		for _, kv := range o.Permissions.ConfigOverrides() {
+			args = append(args, "-c", kv)
+		}
+	} else {
+		for _, d := range o.AddDirs {
+			args = append(args, "--add-dir", d)
+		}
 	}
 	for _, kv := range o.Config {
 		args = append(args, "-c", kv)

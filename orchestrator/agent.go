@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -334,7 +335,9 @@ func (a *agent) reconcileTurns() {
 	a.setSnap(func(*agentSnap) {})
 }
 
-func (a *agent) shimConfig() shimconfig.Config {
+// shimConfig is the agent's shim configuration. It errs when the agent's
+// permission profile cannot be made (withPermissions).
+func (a *agent) shimConfig() (shimconfig.Config, error) {
 	c := CodexConfig(a.def)
 	if a.def.Codex.Sandbox == codex.SandboxWorkspaceWrite {
 		// `batty send` and `batty merge` from the agent's shell write
@@ -346,6 +349,9 @@ func (a *agent) shimConfig() shimconfig.Config {
 	// agent's.
 	c.RelayInboxes = true
 	c.Env = append(c.Env, agentenv.Dir+"="+a.d.layout.Dir, agentenv.Project+"="+a.d.layout.Root())
+	if a.host == nil {
+		c.Env = append(c.Env, agentenv.TeamFile+"="+a.d.cfg.Path)
+	}
 	if _, ok := a.d.quota.HomeOf(a.def.Name); ok {
 		// The account the agent is placed on (followAccount), not the
 		// role's first.
@@ -362,11 +368,21 @@ func (a *agent) shimConfig() shimconfig.Config {
 		c.ThreadID = a.st.ThreadID
 		c.ThreadUsage = codex.Usage{InputTokens: u.Input, CachedInputTokens: u.CachedInput, OutputTokens: u.Output, ReasoningOutputTokens: u.ReasoningOutput}
 	}
+	if a.host == nil {
+		// Here, a workspace-write agent runs under a permission profile
+		// of its own; on a host, under the workspace-write sandbox.
+		if err := a.d.withPermissions(a.def, &c); err != nil {
+			return c, err
+		}
+	}
 	a.d.placeShared(a.def, &c)
+	if p := c.Exec.Permissions; p != nil && c.AppServerSocket != "" {
+		p.Deny = append(p.Deny, filepath.Dir(c.AppServerSocket))
+	}
 	t := a.d.cfg.Timeouts
 	c.Transcript, c.TranscriptRoot, c.ReplyDir = a.d.layout.Transcript(a.def.Name), a.d.layout.StateRoot(), a.replyDir
 	c.TurnTimeout, c.IdleTimeout, c.NetworkWait = t.Turn, t.Idle, t.NetworkWait
-	return c
+	return c, nil
 }
 
 // CodexConfig is how agent def runs codex, as the daemon gives it to the
@@ -406,7 +422,11 @@ func CodexConfig(def team.Agent) shimconfig.Config {
 func (a *agent) spawnOptions() (shimclient.SpawnOptions, error) {
 	o := shimclient.SpawnOptions{
 		Path: a.d.opts.ShimCommand[0], Args: a.d.opts.ShimCommand[1:], Env: a.d.opts.ShimEnv,
-		Stderr: a.d.opts.ShimLog, Config: a.shimConfig(), Reaper: a.d.reaper,
+		Stderr: a.d.opts.ShimLog, Reaper: a.d.reaper,
+	}
+	var err error
+	if o.Config, err = a.shimConfig(); err != nil {
+		return o, err
 	}
 	r := a.host
 	if r == nil {

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"time"
@@ -172,11 +173,23 @@ func open(stateDir, agent string) (outboxDirs, error) {
 		return outboxDirs{}, fmt.Errorf("outbox of %q: not an agent name", agent)
 	}
 	dir := filepath.Join(DirName, agent)
-	tmp, err := atomicfile.OpenDirBeneath(stateDir, filepath.Join(dir, SubTmp), true)
+	openSub := func(sub string) (*atomicfile.Dir, error) {
+		d, err := atomicfile.OpenDirBeneath(stateDir, filepath.Join(dir, sub), true)
+		if errors.Is(err, fs.ErrPermission) {
+			// Inside the agent's permission profile the state directory
+			// can be passed through, not opened: the outbox, made by the
+			// shim, is reached by its path, its last component not
+			// followed if a link. The directories above it are not the
+			// agent's to replace.
+			return atomicfile.OpenDir(filepath.Join(Path(stateDir, agent), sub))
+		}
+		return d, err
+	}
+	tmp, err := openSub(SubTmp)
 	if err != nil {
 		return outboxDirs{}, fmt.Errorf("open the outbox of %s: %w", agent, err)
 	}
-	nd, err := atomicfile.OpenDirBeneath(stateDir, filepath.Join(dir, SubNew), true)
+	nd, err := openSub(SubNew)
 	if err != nil {
 		tmp.Close()
 		return outboxDirs{}, fmt.Errorf("open the outbox of %s: %w", agent, err)

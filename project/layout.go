@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -327,12 +328,16 @@ func StateKey(dir string) string {
 }
 
 // ResolveProject finds the project a command works on: the explicit team
-// file (-f) if given; else $BATTY_DIR and the team file recorded there by
-// `batty start`; else ./team.yaml or ./.batty/team.yaml. The error says what
+// file (-f) if given; else $BATTY_DIR with $BATTY_TEAM_FILE, or the team
+// file recorded in $BATTY_DIR by `batty start`; else ./team.yaml or ./.batty/team.yaml. The error says what
 // was tried.
 func ResolveProject(explicit string) (Project, error) {
 	if explicit == "" {
 		if dir := os.Getenv(agentenv.Dir); dir != "" {
+			if f := os.Getenv(agentenv.TeamFile); filepath.IsAbs(f) {
+				// An agent's: its state directory is not to be read.
+				return Project{TeamFile: f, Layout: Layout{Dir: filepath.Clean(dir), Project: ProjectDirOf(f)}}, nil
+			}
 			return projectFromDir(dir)
 		}
 	}
@@ -422,10 +427,15 @@ func (l Layout) OpenDaemonLog() (*os.File, error) {
 // writable, and the agent's shim has made it.
 func (l Layout) WriteRequest(agent string, r outbox.Request) (string, error) {
 	d, err := l.OpenDir("", true)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		// Inside the agent's permission profile: the state directory
+		// can only be passed through to the outbox (outbox.Write).
+	case err != nil:
 		return "", err
+	default:
+		d.Close()
 	}
-	d.Close()
 	return outbox.Write(l.Dir, agent, r)
 }
 

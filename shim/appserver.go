@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -311,7 +312,7 @@ func agentMark(env []string, agent string) string {
 // process's environment, which only agents with the same one share. Pure.
 func sharedThreadConfig(o codex.ExecOptions, env []string, mark string) map[string]any {
 	set := map[string]string{agentenv.AgentMark: mark}
-	for _, k := range []string{agentenv.Agent, agentenv.Dir, agentenv.Project, EnvBatty, "PATH"} {
+	for _, k := range []string{agentenv.Agent, agentenv.Dir, agentenv.Project, agentenv.TeamFile, EnvBatty, "PATH"} {
 		if v := agentenv.Lookup(env, k); v != "" {
 			set[k] = v
 		}
@@ -320,7 +321,7 @@ func sharedThreadConfig(o codex.ExecOptions, env []string, mark string) map[stri
 	if o.ReasoningEffort != "" {
 		cfg["model_reasoning_effort"] = o.ReasoningEffort
 	}
-	if len(o.AddDirs) > 0 {
+	if len(o.AddDirs) > 0 && o.Permissions == nil {
 		cfg["sandbox_workspace_write.writable_roots"] = append([]string(nil), o.AddDirs...)
 	}
 	return cfg
@@ -433,7 +434,7 @@ func appServerArgs(o codex.ExecOptions) []string {
 	if o.ReasoningEffort != "" {
 		a = append(a, "-c", "model_reasoning_effort="+codex.TOMLString(o.ReasoningEffort))
 	}
-	if len(o.AddDirs) > 0 {
+	if len(o.AddDirs) > 0 && o.Permissions == nil {
 		roots := make([]string, len(o.AddDirs))
 		for i, d := range o.AddDirs {
 			roots[i] = codex.TOMLString(d)
@@ -443,9 +444,15 @@ func appServerArgs(o codex.ExecOptions) []string {
 	return append(a, shimconfig.SharedServerArgs(o)...)
 }
 
-// threadOptions are the thread settings of the codex options.
+// threadOptions are the thread settings of the codex options. With a
+// permission profile the thread names no sandbox mode: Codex would take
+// it over the profile (which the thread's config carries, see thread).
 func threadOptions(o codex.ExecOptions, cwd string) appserver.ThreadOptions {
-	return appserver.ThreadOptions{Cwd: cwd, Model: o.Model, Sandbox: o.Sandbox, ApprovalPolicy: o.ApprovalPolicy,
+	sandbox := o.Sandbox
+	if o.Permissions != nil {
+		sandbox = ""
+	}
+	return appserver.ThreadOptions{Cwd: cwd, Model: o.Model, Sandbox: sandbox, ApprovalPolicy: o.ApprovalPolicy,
 		DeveloperInstructions: o.DeveloperInstructions}
 }
 
@@ -678,6 +685,14 @@ func (r *appServerRuntime) thread(ctx context.Context, c *appserver.Client, t *t
 	opts := threadOptions(s.execOpts, s.cfg.Cwd)
 	if r.shared() {
 		opts.Config = sharedThreadConfig(s.execOpts, s.env, agentMark(s.env, s.cfg.Agent))
+	}
+	if p := s.execOpts.Permissions; p != nil {
+		// The agent's permission profile goes with its thread, on its own
+		// app-server or a shared one alike.
+		if opts.Config == nil {
+			opts.Config = map[string]any{}
+		}
+		maps.Copy(opts.Config, p.ThreadConfig())
 	}
 	var th appserver.Thread
 	var err error

@@ -20,6 +20,7 @@ type codexOverlay struct {
 	handoffPct    int
 	runtimeIdle   *time.Duration // nil: not set here
 	binLine       int            // the line of bin, 0 when not set here
+	allowSockets  []string       // nil: not set here
 }
 
 // codex validates a codex section.
@@ -78,8 +79,31 @@ func (p *parser) codex(n *yaml.Node, what string) codexOverlay {
 		if ok {
 			o.argsSet = true
 			o.args = []string{}
-			for _, it := range items {
+			for i, it := range items {
+				kv, isOverride := strings.CutPrefix(it.val, "-c=")
+				if !isOverride {
+					kv, isOverride = strings.CutPrefix(it.val, "--config=")
+				}
+				if !isOverride && (it.val == "-c" || it.val == "--config") && i+1 < len(items) {
+					kv, isOverride = items[i+1].val, true
+				}
+				if k, _, _ := strings.Cut(kv, "="); isOverride && ownPermissionsKey(strings.TrimSpace(k)) {
+					p.add(it.node, "batty gives each workspace-write agent a permission profile of its own; widen it with sandbox_workspace_write keys or allow_sockets, or set sandbox: danger-full-access",
+						"%s.args: a permission profile of your own (%.40s) would replace batty's and is refused", what, strings.TrimSpace(k))
+				}
 				o.args = append(o.args, it.val)
+			}
+		}
+	}
+	if e, ok := f["allow_sockets"]; ok {
+		if items, ok := p.strList(e.val, what+".allow_sockets"); ok {
+			o.allowSockets = []string{}
+			for _, it := range items {
+				if !slices.Contains(UserSockets, it.val) {
+					p.add(it.node, "one of "+strings.Join(UserSockets, ", "), "invalid %s.allow_sockets element %.60q", what, it.val)
+					continue
+				}
+				o.allowSockets = append(o.allowSockets, it.val)
 			}
 		}
 	}
@@ -89,6 +113,11 @@ func (p *parser) codex(n *yaml.Node, what string) codexOverlay {
 		for k, kv := range m {
 			if !configKeyRE.MatchString(k) {
 				p.add(kv.key, "use a dotted key such as model_providers.local.base_url", "invalid %s.config key %.60q", what, k)
+				continue
+			}
+			if ownPermissionsKey(k) {
+				p.add(kv.key, "batty gives each workspace-write agent a permission profile of its own (its workspace and outbox writable, the state directory and other agents' worktrees denied); widen it with sandbox_workspace_write keys or allow_sockets, or set sandbox: danger-full-access",
+					"%s.config.%s: a permission profile of your own would replace batty's and is refused", what, k)
 				continue
 			}
 			if v, ok := p.tomlValue(kv.val, what+".config."+k); ok {
@@ -195,7 +224,16 @@ func (o codexOverlay) apply(base CodexSettings) CodexSettings {
 	if o.runtimeIdle != nil {
 		s.RuntimeIdle = *o.runtimeIdle
 	}
+	if o.allowSockets != nil {
+		s.AllowSockets = slices.Clone(o.allowSockets)
+	}
 	return s
+}
+
+// ownPermissionsKey reports whether config key k selects or defines a
+// Codex permission profile (default_permissions, permissions.*). Pure.
+func ownPermissionsKey(k string) bool {
+	return k == "default_permissions" || k == "permissions" || strings.HasPrefix(k, "permissions.")
 }
 
 // mergeMaps sets every key of over in dst (allocating it when needed).

@@ -24,7 +24,7 @@ var (
 	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "accounts", "hosts", "limits", "roles", "schedules", "pricing", "budgets", "console"}
 	quotaKeys   = []string{"scope", "backoff_max", "cooldown", "cooldown_max", "warn_pct"}
 	quotaScopes = []string{QuotaScopeAccount, QuotaScopeAgent, QuotaScopeTeam}
-	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "runtime", "runtime_idle", "app_server", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct"}
+	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "runtime", "runtime_idle", "app_server", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct", "allow_sockets"}
 	timeoutKeys = []string{"turn", "idle", "network_wait", "shutdown", "alert"}
 	roleKeys    = []string{"name", "instances", "prompt", "talks_to", "cwd", "workspace", "hosts", "codex", "accounts"}
 )

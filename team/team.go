@@ -191,7 +191,34 @@ type CodexSettings struct {
 	// Handoff gives DefaultHandoffPct): a turn that used this share of the
 	// window makes the agent hand off to a fresh thread when it is next idle.
 	HandoffPct int
+	// AllowSockets is allow_sockets: the user's sockets (UserSockets) a
+	// workspace-write agent with the network on may reach again. By
+	// default its permission profile denies them all and its commands'
+	// environment names none. May be nil.
+	AllowSockets []string
 }
+
+// The user's sockets an agent with the network on is kept from, by the
+// names allow_sockets gives one back with.
+const (
+	// SocketSSHAgent is the ssh-agent: the directory of $SSH_AUTH_SOCK,
+	// and the variable.
+	SocketSSHAgent = "ssh-agent"
+	// SocketGPGAgent is gpg-agent: ~/.gnupg and $XDG_RUNTIME_DIR/gnupg,
+	// and GPG_AGENT_INFO.
+	SocketGPGAgent = "gpg-agent"
+	// SocketSessionBus is the D-Bus session bus: $XDG_RUNTIME_DIR/bus,
+	// and DBUS_SESSION_BUS_ADDRESS.
+	SocketSessionBus = "session-bus"
+	// SocketDocker is the Docker daemon: /var/run/docker.sock and
+	// /run/docker.sock.
+	SocketDocker = "docker"
+	// SocketRuntimeDir is the whole of $XDG_RUNTIME_DIR.
+	SocketRuntimeDir = "runtime-dir"
+)
+
+// UserSockets are the values allow_sockets takes.
+var UserSockets = []string{SocketSSHAgent, SocketGPGAgent, SocketSessionBus, SocketDocker, SocketRuntimeDir}
 
 // Runtimes: the values of CodexSettings.Runtime (the shim's --runtime).
 const (
@@ -531,6 +558,7 @@ func (c *Config) MayTalk(fromAgent, toAgent string) bool {
 // clone returns a deep copy of s.
 func (s CodexSettings) clone() CodexSettings {
 	s.Args = slices.Clone(s.Args)
+	s.AllowSockets = slices.Clone(s.AllowSockets)
 	s.Config = cloneMap(s.Config)
 	s.Env = cloneMap(s.Env)
 	return s

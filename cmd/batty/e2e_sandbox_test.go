@@ -70,10 +70,11 @@ roles:
 	}
 }
 
-// An agent whose sandbox has network access reaches the daemon's control
-// socket, and runs `"$BATTY_BIN" pause` and `"$BATTY_BIN" stop` there: both
-// are refused with the reason, the team keeps running unpaused and takes
-// the next message, and the agent may still read the status.
+// An agent whose sandbox has network access runs `"$BATTY_BIN" pause` and
+// `"$BATTY_BIN" stop`: its permission profile denies the state directory,
+// the control socket with it, so neither reaches the daemon (which would
+// refuse them besides, see control's peer checks); the team keeps running
+// unpaused and takes the next message.
 func TestE2ESandboxedAgentCannotPauseOrStopTheTeam(t *testing.T) {
 	codexBin := codextest.Codex(t)
 	if out, err := exec.Command(codexBin, "sandbox", "--", "/bin/true").CombinedOutput(); err != nil {
@@ -100,19 +101,14 @@ roles:
 	r.must("start", "--no-tmux")
 	before := r.status().Daemon.PID
 
-	// The reply quotes an excerpt of the output: each refusal is cut to
-	// its point.
-	r.must("send", "eng", `[[mock:shell "$BATTY_BIN" pause 2>&1 | grep -o "refused: this command runs inside agent .eng.'s sandbox"; `+
-		`"$BATTY_BIN" pause 2>&1 | grep -o "only the human may pause the team"; `+
-		`"$BATTY_BIN" stop 2>&1 | grep -o "only the human may stop the team"; `+
-		`"$BATTY_BIN" status --json >/dev/null && echo status-answered]]`)
+	r.must("send", "eng", `[[mock:shell "$BATTY_BIN" pause >/dev/null 2>&1 || echo pause-failed; `+
+		`"$BATTY_BIN" stop >/dev/null 2>&1 || echo stop-failed]]`)
 	r.waitStatus("eng's turn", func(st control.Status) bool {
 		a := agentStatus(st, "eng")
 		return a.TurnsCompleted == 1 || a.LastError != ""
 	})
 	inbox := r.must("inbox", "--json")
-	for _, want := range []string{`refused: this command runs inside agent \"eng\"'s sandbox`, "only the human may pause the team",
-		"only the human may stop the team", "status-answered"} {
+	for _, want := range []string{"pause-failed", "stop-failed"} {
 		if !strings.Contains(inbox, want) {
 			t.Fatalf("the agent's reply lacks %q:\n%s", want, inbox)
 		}

@@ -228,6 +228,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Exec.ApprovalPolicy, "approval-policy", "", "codex approval_policy")
 	fs.StringArrayVar(&c.Exec.AddDirs, "add-dir", nil, "extra directory the workspace-write sandbox lets codex write (repeatable)")
 	fs.StringArrayVar(&c.Exec.Config, "codex-config", nil, "extra codex -c key=value override (repeatable)")
+	fs.Var(permissionsValue{&c.Exec.Permissions}, "permissions", "the permission profile codex runs model commands under, in place of the workspace-write sandbox (JSON)")
 	fs.StringVar(&c.Exec.OutputSchema, "output-schema", "", "JSON Schema file the final answer must match (codex --output-schema)")
 	fs.StringArrayVar(&c.Exec.ExtraArgs, "codex-arg", nil, "extra codex exec argument (repeatable)")
 	fs.BoolVar(&c.Exec.SkipGitRepoCheck, "skip-git-repo-check", true, "pass --skip-git-repo-check to codex")
@@ -296,6 +297,7 @@ func (c Config) Args() []string {
 	for _, v := range c.Exec.Config {
 		add("codex-config", v)
 	}
+	add("permissions", codex.EncodePermissions(c.Exec.Permissions))
 	add("output-schema", c.Exec.OutputSchema)
 	for _, v := range c.Exec.ExtraArgs {
 		a = append(a, "--codex-arg="+v)
@@ -331,3 +333,24 @@ func (c Config) Args() []string {
 	)
 	return a
 }
+
+// permissionsValue is the --permissions flag: a codex.Permissions as JSON.
+type permissionsValue struct{ p **codex.Permissions }
+
+func (v permissionsValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return codex.EncodePermissions(*v.p)
+}
+
+func (v permissionsValue) Set(s string) error {
+	p, err := codex.DecodePermissions(s)
+	if err != nil {
+		return err
+	}
+	*v.p = p
+	return nil
+}
+
+func (v permissionsValue) Type() string { return "json" }

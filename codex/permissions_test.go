@@ -1,0 +1,58 @@
+package codex
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestPermissionsFilesystem(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    Permissions
+		want map[string]string
+	}{
+		{"write inside a denial stays", Permissions{Write: []string{"/s/outboxes/a"}, Deny: []string{"/s"}},
+			map[string]string{"/s/outboxes/a": AccessWrite, "/s": AccessNone}},
+		{"a denial inside a denial is left out", Permissions{Deny: []string{"/s", "/s/appserver", "/run/user/1/gnupg", "/run/user/1"}},
+			map[string]string{"/s": AccessNone, "/run/user/1": AccessNone}},
+		{"a denial inside a write inside a denial stays", Permissions{Write: []string{"/s/w"}, Deny: []string{"/s", "/s/w/x"}},
+			map[string]string{"/s": AccessNone, "/s/w": AccessWrite, "/s/w/x": AccessNone}},
+		{"write beats a denial of the same path", Permissions{Write: []string{"/p"}, Deny: []string{"/p"}},
+			map[string]string{"/p": AccessWrite}},
+		{"read-only temporary directories", Permissions{ReadOnlySlashTmp: true, ReadOnlyTmpdir: true},
+			map[string]string{SlashTmp: AccessRead, Tmpdir: AccessRead}},
+	} {
+		if got := tc.p.Filesystem(); !maps.Equal(got, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestPermissionsOnTheCommandLine(t *testing.T) {
+	p := &Permissions{Write: []string{"/w"}, Deny: []string{"/s"}, Network: true, HideEnv: []string{"SSH_AUTH_SOCK"}}
+	args := ExecArgs(ExecOptions{Sandbox: SandboxWorkspaceWrite, AddDirs: []string{"/out"}, Config: []string{"k=1"}, Permissions: p}, "")
+	line := strings.Join(args, " ")
+	for _, want := range []string{`default_permissions="batty"`,
+		`permissions.batty={extends=":workspace",filesystem={"/s"="none","/w"="write"},network={enabled=true}}`,
+		`shell_environment_policy.exclude=["SSH_AUTH_SOCK"]`} {
+		if !slices.Contains(args, want) {
+			t.Errorf("no -c %s in %s", want, line)
+		}
+	}
+	// Codex takes -s and --add-dir over a profile.
+	if slices.Contains(args, "-s") || slices.Contains(args, "--add-dir") {
+		t.Errorf("a sandbox mode or added directory beside the profile: %s", line)
+	}
+	if i, j := slices.Index(args, `default_permissions="batty"`), slices.Index(args, "k=1"); i > j {
+		t.Errorf("the profile comes after the role's config: %s", line)
+	}
+	back, err := DecodePermissions(EncodePermissions(p))
+	if err != nil || !maps.Equal(back.Filesystem(), p.Filesystem()) || !back.Network || !slices.Equal(back.HideEnv, p.HideEnv) {
+		t.Errorf("round trip: %+v, %v", back, err)
+	}
+	if err := (Permissions{Deny: []string{"relative"}}).Validate(); err == nil {
+		t.Error("a relative path passed")
+	}
+}

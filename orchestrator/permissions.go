@@ -1,0 +1,292 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/battyhq/batty/agentenv"
+	"github.com/battyhq/batty/cockpit"
+	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/outbox"
+	"github.com/battyhq/batty/shim/shimconfig"
+	"github.com/battyhq/batty/team"
+)
+
+// rooms is what an agent's permission profile is made of: where it
+// works, what of batty's it may write, what it must not see, and the
+// environment its commands would inherit.
+type rooms struct {
+	// Cwd is its workspace: the project's checkout, its worktree, or
+	// the role's cwd. Writable.
+	Cwd string
+	// Outbox is its outbox (package outbox). Writable.
+	Outbox string
+	// Deny are the directories it may not read, list nor connect to a
+	// socket in: the state directory, the worktrees, the sockets'
+	// directories (batty's, the shared app-server's, tmux's). Cwd and
+	// Outbox stay writable inside them.
+	Deny []string
+	// Codex is the role's codex settings.
+	Codex team.CodexSettings
+	// Env is the environment its Codex starts with (XDG_RUNTIME_DIR,
+	// SSH_AUTH_SOCK, HOME are read from it).
+	Env []string
+}
+
+// The sandbox_workspace_write keys the profile takes over.
+const (
+	keySWW           = "sandbox_workspace_write."
+	keyNetworkAccess = keySWW + "network_access"
+	keyWritableRoots = keySWW + "writable_roots"
+	keyExcludeTmp    = keySWW + "exclude_slash_tmp"
+	keyExcludeTmpdir = keySWW + "exclude_tmpdir_env_var"
+)
+
+// agentPermissions is the permission profile of an agent in r, with the
+// role's codex config and extra arguments left once the profile has taken
+// over their sandbox_workspace_write settings (network_access → the
+// network, writable_roots and --add-dir → writable paths,
+// exclude_slash_tmp and exclude_tmpdir_env_var → /tmp and $TMPDIR
+// read-only). It is nil (config and args as they are) unless the role's
+// sandbox is workspace-write: read-only and danger-full-access keep
+// their meaning.
+//
+// With the network on, the user's sockets are denied too — the
+// directories of $XDG_RUNTIME_DIR and $SSH_AUTH_SOCK, ~/.gnupg, the
+// Docker sockets — and SSH_AUTH_SOCK, GPG_AGENT_INFO and
+// DBUS_SESSION_BUS_ADDRESS hidden from its commands, but those the role's
+// allow_sockets gives back. It errs for a setting it cannot map (a
+// sandbox mode or writable roots it cannot read in codex.args). Pure.
+func agentPermissions(r rooms) (p *codex.Permissions, config map[string]string, args []string, err error) {
+	c := r.Codex
+	if c.Sandbox != codex.SandboxWorkspaceWrite {
+		return nil, c.Config, c.Args, nil
+	}
+	p = &codex.Permissions{}
+	for _, w := range []string{r.Cwd, r.Outbox} {
+		if w != "" {
+			p.Write = append(p.Write, w)
+		}
+	}
+	for _, d := range r.Deny {
+		if d != "" {
+			p.Deny = append(p.Deny, clean(d))
+		}
+	}
+	config = map[string]string{}
+	for k, v := range c.Config {
+		switch k {
+		case keyNetworkAccess:
+			p.Network = v == "true"
+		case keyExcludeTmp:
+			p.ReadOnlySlashTmp = v == "true"
+		case keyExcludeTmpdir:
+			p.ReadOnlyTmpdir = v == "true"
+		case keyWritableRoots:
+			roots, err := tomlStrings(v)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("codex.config %s: %w", k, err)
+			}
+			p.Write = append(p.Write, roots...)
+		default:
+			config[k] = v
+		}
+	}
+	args, err = takeSandboxArgs(c.Args, p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if p.Network {
+		hideUserSockets(p, r.Env, c.AllowSockets)
+	}
+	for i, w := range p.Write {
+		p.Write[i] = clean(w)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, nil, nil, err
+	}
+	return p, config, args, nil
+}
+
+// takeSandboxArgs returns args without the sandbox_workspace_write
+// overrides and --add-dir flags among them, applied to p instead; a
+// sandbox mode (-s, --sandbox, sandbox_mode) is an error: codex.sandbox
+// says it.
+func takeSandboxArgs(args []string, p *codex.Permissions) ([]string, error) {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		var kv string
+		switch {
+		case (a == "-c" || a == "--config") && i+1 < len(args):
+			kv = args[i+1]
+		case strings.HasPrefix(a, "-c=") || strings.HasPrefix(a, "--config="):
+			_, kv, _ = strings.Cut(a, "=")
+		case a == "--add-dir" && i+1 < len(args):
+			p.Write = append(p.Write, args[i+1])
+			i++
+			continue
+		case strings.HasPrefix(a, "--add-dir="):
+			p.Write = append(p.Write, strings.TrimPrefix(a, "--add-dir="))
+			continue
+		case a == "-s" || a == "--sandbox" || strings.HasPrefix(a, "--sandbox=") || strings.HasPrefix(a, "-s="):
+			return nil, fmt.Errorf("codex.args %q: set the sandbox with codex.sandbox", a)
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		switch {
+		case kv == "" || (!strings.HasPrefix(k, keySWW) && k != "sandbox_mode"):
+			out = append(out, a)
+			continue
+		case k == "sandbox_mode":
+			return nil, fmt.Errorf("codex.args %q: set the sandbox with codex.sandbox", kv)
+		case k == keyWritableRoots:
+			roots, err := tomlStrings(strings.TrimSpace(v))
+			if err != nil {
+				return nil, fmt.Errorf("codex.args %s: %w", k, err)
+			}
+			p.Write = append(p.Write, roots...)
+		case k == keyNetworkAccess:
+			p.Network = strings.TrimSpace(v) == "true"
+		case k == keyExcludeTmp:
+			p.ReadOnlySlashTmp = strings.TrimSpace(v) == "true"
+		case k == keyExcludeTmpdir:
+			p.ReadOnlyTmpdir = strings.TrimSpace(v) == "true"
+		default:
+			return nil, fmt.Errorf("codex.args %q: not a setting of the workspace-write sandbox batty can carry over", kv)
+		}
+		if a == "-c" || a == "--config" {
+			i++
+		}
+	}
+	return out, nil
+}
+
+// tomlStrings reads v, a TOML string or array of basic strings
+// (`"/a"`, `["/a", "/b"]`), as absolute paths.
+func tomlStrings(v string) ([]string, error) {
+	var list []string
+	if err := json.Unmarshal([]byte(v), &list); err != nil {
+		var one string
+		if err := json.Unmarshal([]byte(v), &one); err != nil {
+			return nil, fmt.Errorf("%.80s: want an array of double-quoted absolute paths", v)
+		}
+		list = []string{one}
+	}
+	for _, d := range list {
+		if !filepath.IsAbs(d) {
+			return nil, fmt.Errorf("%q is not an absolute path", d)
+		}
+	}
+	return list, nil
+}
+
+// Variables that point a command at one of the user's agents.
+var userSocketVars = map[string]string{
+	"SSH_AUTH_SOCK":            team.SocketSSHAgent,
+	"GPG_AGENT_INFO":           team.SocketGPGAgent,
+	"DBUS_SESSION_BUS_ADDRESS": team.SocketSessionBus,
+}
+
+// hideUserSockets adds to p, an agent's profile with the network on, the
+// denial of the user's sockets found in env and the hiding of the
+// variables that name them, but those allow gives back.
+func hideUserSockets(p *codex.Permissions, env, allow []string) {
+	allowed := func(s string) bool { return slices.Contains(allow, s) }
+	runtime := agentenv.Lookup(env, "XDG_RUNTIME_DIR")
+	home := agentenv.Lookup(env, "HOME")
+	deny := func(d string) {
+		if filepath.IsAbs(d) {
+			p.Deny = append(p.Deny, clean(d))
+		}
+	}
+	read := func(d string) {
+		if filepath.IsAbs(d) {
+			p.Read = append(p.Read, clean(d))
+		}
+	}
+	sshDir := ""
+	if sock := agentenv.Lookup(env, "SSH_AUTH_SOCK"); sock != "" {
+		sshDir = filepath.Dir(sock)
+	}
+	// A path denied inside another cannot be read again (Codex's rule
+	// for a denied directory hides all below it but a writable path), so
+	// the runtime directory is denied whole only when nothing given back
+	// lies inside it; else its sockets are denied one by one.
+	var kept []string
+	if allowed(team.SocketSSHAgent) && sshDir != "" {
+		kept = append(kept, sshDir)
+	}
+	if runtime != "" && !allowed(team.SocketRuntimeDir) {
+		inside := func(d string) bool { return d != "" && strings.HasPrefix(clean(d)+"/", clean(runtime)+"/") }
+		if !slices.ContainsFunc(kept, inside) && !allowed(team.SocketGPGAgent) && !allowed(team.SocketSessionBus) {
+			deny(runtime)
+		} else {
+			for name, socket := range map[string]string{"bus": team.SocketSessionBus, "gnupg": team.SocketGPGAgent, "docker.sock": team.SocketDocker} {
+				if !allowed(socket) {
+					deny(filepath.Join(runtime, name))
+				}
+			}
+		}
+	}
+	switch {
+	case sshDir == "":
+	case allowed(team.SocketSSHAgent):
+		read(sshDir)
+	default:
+		deny(sshDir)
+	}
+	if home != "" && !allowed(team.SocketGPGAgent) {
+		deny(filepath.Join(home, ".gnupg"))
+	}
+	if !allowed(team.SocketDocker) {
+		deny("/var/run/docker.sock")
+		deny("/run/docker.sock")
+	}
+	for _, v := range slices.Sorted(maps.Keys(userSocketVars)) {
+		if !allowed(userSocketVars[v]) {
+			p.HideEnv = append(p.HideEnv, v)
+		}
+	}
+}
+
+// clean is filepath.Clean but for "".
+func clean(p string) string {
+	if p == "" {
+		return ""
+	}
+	return filepath.Clean(p)
+}
+
+// withPermissions gives c, agent def's shim configuration here, the
+// agent's permission profile (agentPermissions): its workspace (c.Cwd)
+// and outbox writable; the state directory, the worktrees, and the
+// directories of batty's control socket, of ssh's shared connections to
+// the hosts and of tmux's sockets denied
+// (the shared app-server's socket is added once the agent is placed).
+// The agent's batty commands find the team file through
+// agentenv.TeamFile, not the state directory. The role's config and extra
+// arguments lose the sandbox settings the profile took over.
+func (d *Daemon) withPermissions(def team.Agent, c *shimconfig.Config) error {
+	deny := []string{d.layout.Dir, filepath.Dir(d.layout.Socket()), d.layout.WorktreesDir(), hosts.DefaultControlDir()}
+	deny = append(deny, cockpit.SocketDirs(os.Getenv("TMUX_TMPDIR"), os.Getuid())...)
+	cs := def.Codex
+	p, config, args, err := agentPermissions(rooms{Cwd: c.Cwd, Outbox: outbox.Path(d.layout.Dir, def.Name), Deny: deny,
+		Codex: cs, Env: append(slices.Clone(d.shimEnviron()), c.Env...)})
+	if err != nil {
+		return fmt.Errorf("agent %s's permission profile: %w", def.Name, err)
+	}
+	if p == nil {
+		return nil
+	}
+	cs.Config, cs.Args = config, args
+	base := CodexConfig(team.Agent{Name: def.Name, Codex: cs})
+	c.Exec.Config, c.Exec.ExtraArgs, c.Exec.Permissions = base.Exec.Config, base.Exec.ExtraArgs, p
+	return nil
+}
