@@ -74,7 +74,10 @@ func TestE2ESharedCheckoutAgentCannotWriteOtherWorktrees(t *testing.T) {
 			t.Fatalf("the architect's sandbox let it write another agent's or the queue's worktree (%s):\n%s", bad, reply)
 		}
 	}
-	for _, p := range []string{filepath.Join(engWT, "planted.txt"), filepath.Join(engWT, ".codex"), filepath.Join(landingWT, "planted.txt")} {
+	// (Not .codex itself: Codex's own sandbox of eng makes an empty,
+	// read-only .codex, .agents and .aws at the top of eng's writable
+	// root while a command runs, and removes them after.)
+	for _, p := range []string{filepath.Join(engWT, "planted.txt"), filepath.Join(engWT, ".codex", "config.toml"), filepath.Join(landingWT, "planted.txt")} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Fatalf("%s was written", p)
 		}
