@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/battyhq/batty/sandbox"
@@ -66,5 +67,33 @@ func TestSandboxThereAndHere(t *testing.T) {
 	}
 	if SandboxThere(nil, "/home/ann") != nil || SandboxHere(nil, "/home/bob", "/x") != nil {
 		t.Fatal("sandbox: off did not stay off")
+	}
+}
+
+// A host's project directory that holds the state directory there is
+// refused: the agents working in the project there could write it.
+func TestCheckProjectDir(t *testing.T) {
+	for _, tc := range []struct {
+		dir string
+		ok  bool
+	}{
+		{"~", false},
+		{"~/", false},
+		{"~/.local", false},
+		{"~/.local/state", false},
+		{"~/.local/state/batty", false},
+		{"~/src/p", true},
+		{"~/.localx", true},
+		{"~/.local/share", true},
+		{"/home/u", true}, // the home there is not known here
+		{"/srv/p", true},
+	} {
+		err := CheckProjectDir("gpu", tc.dir)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckProjectDir(%q) = %v, want ok %v", tc.dir, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "host gpu") {
+			t.Errorf("CheckProjectDir(%q): %v does not name the host", tc.dir, err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package hosts
 
 import (
+	"fmt"
 	"path"
 	"path/filepath"
 	"strings"
@@ -77,6 +78,25 @@ func ShimConfig(c shimconfig.Config, hostDir, root, home string) shimconfig.Conf
 // write (see docs/security.md, "Worktrees on another host"). Pure.
 func WorktreesThere(hostDir string) string {
 	return project.Layout{Dir: StateDir(hostDir)}.WorktreesDir()
+}
+
+// CheckProjectDir refuses a host's project directory (hostDir, as the team
+// file gives it) that holds the project's state directory there
+// (StateDir): "~", "~/.local" and the like. The agents there that work in
+// the project's checkout could then write their outboxes' neighbours, the
+// clones and the state there, as they could here without
+// project.CheckStateDir. An absolute directory is not judged: the home
+// directory there is not known here. Pure.
+func CheckProjectDir(hostName, hostDir string) error {
+	if hostDir != "~" && !strings.HasPrefix(hostDir, "~/") {
+		return nil
+	}
+	dir := path.Clean(hostDir)
+	state := StateDir(hostDir)
+	if state != dir && !strings.HasPrefix(state, dir+"/") {
+		return nil
+	}
+	return fmt.Errorf("host %s: its project directory %s holds batty's state directory there (%s), which the agents working in the project there could then write: give the host a dir of the project itself (say ~/src/<project>)", hostName, hostDir, state)
 }
 
 // StateDir is, on a host, the state directory of the project there

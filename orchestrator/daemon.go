@@ -25,6 +25,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
@@ -163,6 +164,11 @@ func checkBoundary(cfg *team.Config, layout project.Layout) error {
 		real = filepath.Join(real, filepath.Base(layout.Dir))
 		if err := project.CheckStateDir(real, roots); err != nil {
 			return err
+		}
+	}
+	for _, h := range cfg.Hosts {
+		if err := hosts.CheckProjectDir(h.Name, h.ProjectDir(layout.Root())); err != nil {
+			return fmt.Errorf("%s:%d: %w", cfg.Path, h.Line, err)
 		}
 	}
 	return writable.CheckTeam(cfg, layout, os.Getenv)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/project/projecttest"
+	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/writable"
 )
 
@@ -90,5 +91,21 @@ func TestDaemonRefusesAnAlertCommandAnAgentMayWrite(t *testing.T) {
 	}
 	if _, err := os.Stat(home); !os.IsNotExist(err) {
 		t.Fatalf("the refused team's state directory was made: %v", err)
+	}
+}
+
+// A host whose project directory there holds batty's state directory
+// there ("~") is refused at start, naming the team file's line and the fix.
+func TestDaemonRefusesAHostDirHoldingItsState(t *testing.T) {
+	p := newProject(t, "  - name: solo\n")
+	p.cfg.Hosts = []team.Host{{Name: "gpu", SSH: "gpu.example", Dir: "~", Line: 7}}
+	home := filepath.Join(projecttest.TempProgramDir(t), "state")
+	d, err := New(p.cfg, project.LayoutIn(home, p.dir), Options{})
+	if err == nil {
+		d.events.Close()
+		project.ReleaseLock(d.lock)
+	}
+	if err == nil || !strings.Contains(err.Error(), ":7: host gpu") || !strings.Contains(err.Error(), "~/src/") {
+		t.Fatalf("New with a host dir of ~: %v; want a refusal naming the line and the fix", err)
 	}
 }
