@@ -523,7 +523,17 @@ func TestSSHLongHome(t *testing.T) {
 	if err := tr.Close(ctx, s.Host); err != nil {
 		t.Fatal(err)
 	}
-	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
-		t.Fatalf("after Close the control directory holds %v (%v)", entries, err)
+	// The master removes its socket as it exits, after it has answered
+	// -O exit: wait for that, up to a bound.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		entries, err := os.ReadDir(dir)
+		if err == nil && len(entries) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after Close the control directory holds %v (%v)", entries, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project/projecttest"
 	"github.com/battyhq/batty/scriptedmodel"
 	"github.com/battyhq/batty/workspaces"
 )
@@ -304,7 +305,7 @@ func TestE2EDemoOutlivesItsReader(t *testing.T) {
 // daemon.log, with nothing left running and the project kept to look at.
 func TestDemoFailsFastWhenATurnFails(t *testing.T) {
 	tmp, mark := t.TempDir(), fmt.Sprintf("demo-fail-%d", time.Now().UnixNano())
-	fake := filepath.Join(t.TempDir(), "codex")
+	fake := filepath.Join(projecttest.TempProgramDir(t), "codex") // not under /tmp: batty refuses a codex an agent could rewrite
 	script := "#!/bin/sh\ncase \"$1\" in\n--version) echo codex-cli 0.169.0 ;;\nsandbox) exit 0 ;;\n*) echo 'boom: no model here' >&2; exit 1 ;;\nesac\n"
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
