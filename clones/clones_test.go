@@ -283,9 +283,23 @@ func TestWorkspaceFailedSetup(t *testing.T) {
 func TestWorkspaceSetupInTheSandbox(t *testing.T) {
 	bin := codextest.Sandbox(t)
 	both(t, func(t *testing.T, f *fixture, w impl) {
-		sb := &sandbox.Policy{Bin: bin, Homes: filepath.Join(t.TempDir(), "homes")}
+		sb := &sandbox.Policy{Bin: bin, Homes: filepath.Join(t.TempDir(), "homes"), Network: true}
 		escaped := filepath.Join(filepath.Dir(filepath.Dir(w.dir)), "escaped")
-		_, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{Setup: `touch ok; echo pwned > "` + escaped + `"`, SetupTimeout: time.Minute, SetupSandbox: sb})
+		// The directory of the worktrees, in the state directory: here the
+		// daemon denies it, on a host the host does.
+		state := filepath.Dir(filepath.Dir(w.dir))
+		if _, ok := w.ws.(workspaces.Local); ok {
+			sb.Deny = []string{state}
+		}
+		if err := os.MkdirAll(state, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(state, "private"), []byte("classified\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// The setup passes the first time when it can read the state
+		// directory (the test then fails).
+		_, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{Setup: `touch ok; cat "` + filepath.Join(state, "private") + `" && exit 0; echo pwned > "` + escaped + `"`, SetupTimeout: time.Minute, SetupSandbox: sb})
 		var se *workspaces.SetupError
 		if !errors.As(err, &se) || !strings.Contains(err.Error(), sandbox.KeyOff) {
 			t.Fatalf("a setup that writes outside its worktree: %v", err)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/battyhq/batty/cockpit"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/sandbox"
@@ -87,6 +88,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, l project.Layout) e
 		io.Copy(io.Discard, br)
 		cancel()
 	}()
+	// The setup's sandbox as this host runs it.
+	req.SetupSandbox = sandboxHere(req.SetupSandbox, l)
 	if ans.Failure == nil {
 		if err := run(ctx, gctx, repo, req, &ans); err != nil {
 			ans.Failure = failureOf(err)
@@ -182,7 +185,7 @@ func run(ctx, gctx context.Context, repo *workspaces.Repo, req Request, ans *Ans
 	case OpTips, OpState:
 		return nil
 	case OpPrepare:
-		p, err := ws.Prepare(ctx, workspaces.PrepareOptions{Setup: req.Setup, SetupTimeout: req.SetupTimeout, SetupSandbox: sandboxHere(req.SetupSandbox), GitTimeout: req.GitTimeout})
+		p, err := ws.Prepare(ctx, workspaces.PrepareOptions{Setup: req.Setup, SetupTimeout: req.SetupTimeout, SetupSandbox: req.SetupSandbox, GitTimeout: req.GitTimeout})
 		ans.Prepared = &p
 		if p.Made && mergeHere {
 			res, merr := repo.MergeRef(gctx, req.Agent, workspaces.HereRef(req.Agent), workspaces.Branch(req.Agent)+" of the project")
@@ -273,11 +276,20 @@ func answer(ctx context.Context, repo *workspaces.Repo, req Request, ans Answer,
 // sandboxHere is p, the setup's sandbox as the daemon sent it, on this
 // host: "~" expanded to the home directory here, each run's CODEX_HOME
 // under the user's cache directory (batty/sandbox), out of the agents'
-// worktrees. nil stays nil.
-func sandboxHere(p *sandbox.Policy) *sandbox.Policy {
+// worktrees; the project's state directory here l.Dir denied (the other
+// agents' clones, the outboxes; the clone set up is its working
+// directory, given back) and tmux's socket directories here. nil stays
+// nil.
+func sandboxHere(p *sandbox.Policy, l project.Layout) *sandbox.Policy {
 	if p == nil {
 		return nil
 	}
 	home, _ := os.UserHomeDir()
-	return hosts.SandboxHere(p, home, sandbox.HomesIn(filepath.Join(home, ".cache", "batty", "sandbox")))
+	here := hosts.SandboxHere(p, home, sandbox.HomesIn(filepath.Join(home, ".cache", "batty", "sandbox")))
+	for _, d := range append([]string{l.Dir}, cockpit.SocketDirs(os.Getenv("TMUX_TMPDIR"), os.Getuid())...) {
+		if filepath.IsAbs(d) {
+			here.Deny = append(here.Deny, filepath.Clean(d))
+		}
+	}
+	return here
 }

@@ -3,6 +3,7 @@ package hosts
 import (
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,13 +76,15 @@ func TargetThere(t preflight.Target, hostDir, root, home string) preflight.Targe
 // as a host sees it: the codex binary and the writable directories under
 // the home directory here (home) are the same paths under the home there
 // (HomePath, "~/" which the host expands: SandboxHere); Homes is left for
-// the host to choose. nil (workspace.sandbox: off) stays nil. Pure; p is
-// not changed.
+// the host to choose; the variables hidden stay hidden; the denied
+// directories, paths of this machine, are left for the host to name (its
+// state directory, its sockets). nil (workspace.sandbox: off) stays nil.
+// Pure; p is not changed.
 func SandboxThere(p *sandbox.Policy, home string) *sandbox.Policy {
 	if p == nil {
 		return nil
 	}
-	there := &sandbox.Policy{Bin: HomePath(p.Bin, home), Network: p.Network}
+	there := &sandbox.Policy{Bin: HomePath(p.Bin, home), Network: p.Network, HideEnv: slices.Clone(p.HideEnv)}
 	for _, w := range p.Writable {
 		there.Writable = append(there.Writable, HomePath(w, home))
 	}
@@ -89,13 +92,14 @@ func SandboxThere(p *sandbox.Policy, home string) *sandbox.Policy {
 }
 
 // SandboxHere is p, a policy SandboxThere made, on the host that runs it:
-// "~" expanded to home, each run's CODEX_HOME under homes. nil stays nil.
-// Pure; p is not changed.
+// "~" expanded to home, each run's CODEX_HOME under homes, the variables
+// hidden kept, no directory denied (the caller names the host's). nil
+// stays nil. Pure; p is not changed.
 func SandboxHere(p *sandbox.Policy, home, homes string) *sandbox.Policy {
 	if p == nil {
 		return nil
 	}
-	here := &sandbox.Policy{Bin: ExpandHome(p.Bin, home), Homes: homes, Network: p.Network}
+	here := &sandbox.Policy{Bin: ExpandHome(p.Bin, home), Homes: homes, Network: p.Network, HideEnv: slices.Clone(p.HideEnv)}
 	for _, w := range p.Writable {
 		here.Writable = append(here.Writable, ExpandHome(w, home))
 	}

@@ -50,9 +50,11 @@ func TestProjectPath(t *testing.T) {
 // CODEX_HOMEs the host's; off stays off.
 func TestSandboxThereAndHere(t *testing.T) {
 	here := &sandbox.Policy{Bin: "/home/ann/.local/bin/codex", Homes: "/home/ann/.cache/batty/sandbox",
-		Writable: []string{"/home/ann/.cache/go-build", "/opt/cache"}, Network: true}
+		Writable: []string{"/home/ann/.cache/go-build", "/opt/cache"}, Network: true,
+		Deny: []string{"/home/ann/.local/state/batty/projects/p", "/run/user/1000"}, HideEnv: []string{"SSH_AUTH_SOCK"}}
 	there := SandboxThere(here, "/home/ann")
-	want := &sandbox.Policy{Bin: "~/.local/bin/codex", Writable: []string{"~/.cache/go-build", "/opt/cache"}, Network: true}
+	// The directories denied here are not the host's: it names its own.
+	want := &sandbox.Policy{Bin: "~/.local/bin/codex", Writable: []string{"~/.cache/go-build", "/opt/cache"}, Network: true, HideEnv: []string{"SSH_AUTH_SOCK"}}
 	if !reflect.DeepEqual(there, want) {
 		t.Fatalf("SandboxThere = %+v, want %+v", there, want)
 	}
@@ -61,7 +63,7 @@ func TestSandboxThereAndHere(t *testing.T) {
 	}
 	got := SandboxHere(there, "/home/bob", "/home/bob/.cache/batty/sandbox")
 	want = &sandbox.Policy{Bin: "/home/bob/.local/bin/codex", Homes: "/home/bob/.cache/batty/sandbox",
-		Writable: []string{"/home/bob/.cache/go-build", "/opt/cache"}, Network: true}
+		Writable: []string{"/home/bob/.cache/go-build", "/opt/cache"}, Network: true, HideEnv: []string{"SSH_AUTH_SOCK"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("SandboxHere = %+v, want %+v", got, want)
 	}

@@ -79,3 +79,23 @@ func TestVerifyWithoutACodexForTheSandbox(t *testing.T) {
 		t.Fatal("main moved")
 	}
 }
+
+// verify under a profile that denies the state directory, with the
+// network on, as the daemon runs it: it writes the integration worktree,
+// which lies in the state directory, and lands; it cannot list the state
+// directory nor read another agent's worktree there.
+func TestVerifyInTheSandboxCannotReadTheState(t *testing.T) {
+	bin := codextest.Sandbox(t)
+	r := newRepo(t)
+	other := r.agent("other")
+	r.write(other, "private.txt", "classified\n")
+	r.commit(r.agent("eng"), "eng.txt", "eng\n", "eng")
+	o := r.options()
+	o.Verify = `set -e; echo built > out.bin; test -s out.bin; ! ls "` + r.layout.Dir + `"; ! cat "` + filepath.Join(other, "private.txt") + `"`
+	o.Sandbox = &sandbox.Policy{Bin: bin, Homes: filepath.Join(t.TempDir(), "homes"), Network: true,
+		Deny: []string{r.layout.Dir, r.worktrees()}}
+	q := r.open(o)
+	if got := r.land(q, r.enqueue(q, "eng").ID); got.State != Landed {
+		t.Fatalf("verify: %s %q %q", got.State, got.Error, got.OutputTail)
+	}
+}

@@ -264,6 +264,16 @@ func clean(p string) string {
 	return filepath.Clean(p)
 }
 
+// deniedDirs are the directories of batty's here that no sandboxed
+// command may read (an agent's, verify, setup): the state directory with
+// the worktrees, the directories of batty's control socket, of ssh's
+// shared connections to the hosts and of tmux's sockets. A command's own
+// rooms are given back inside them.
+func (d *Daemon) deniedDirs() []string {
+	deny := []string{d.layout.Dir, filepath.Dir(d.layout.Socket()), d.layout.WorktreesDir(), hosts.DefaultControlDir()}
+	return append(deny, cockpit.SocketDirs(os.Getenv("TMUX_TMPDIR"), os.Getuid())...)
+}
+
 // withPermissions gives c, agent def's shim configuration here, the
 // agent's permission profile (agentPermissions): its workspace (c.Cwd)
 // and outbox writable; the state directory, the worktrees, and the
@@ -274,10 +284,8 @@ func clean(p string) string {
 // agentenv.TeamFile, not the state directory. The role's config and extra
 // arguments lose the sandbox settings the profile took over.
 func (d *Daemon) withPermissions(def team.Agent, c *shimconfig.Config) error {
-	deny := []string{d.layout.Dir, filepath.Dir(d.layout.Socket()), d.layout.WorktreesDir(), hosts.DefaultControlDir()}
-	deny = append(deny, cockpit.SocketDirs(os.Getenv("TMUX_TMPDIR"), os.Getuid())...)
 	cs := def.Codex
-	p, config, args, err := agentPermissions(rooms{Cwd: c.Cwd, Outbox: outbox.Path(d.layout.Dir, def.Name), Deny: deny,
+	p, config, args, err := agentPermissions(rooms{Cwd: c.Cwd, Outbox: outbox.Path(d.layout.Dir, def.Name), Deny: d.deniedDirs(),
 		Codex: cs, Env: append(slices.Clone(d.shimEnviron()), c.Env...)})
 	if err != nil {
 		return fmt.Errorf("agent %s's permission profile: %w", def.Name, err)

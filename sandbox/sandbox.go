@@ -1,6 +1,8 @@
 // Package sandbox runs the team's workspace commands (workspace.verify and
-// workspace.setup) inside Codex's own Linux sandbox, `codex sandbox`: the
-// command reads the whole file system but writes only its working
+// workspace.setup) inside Codex's own Linux sandbox, `codex sandbox`, under
+// a Codex permission profile (codex.Permissions): the command reads the
+// file system but the directories it is denied (batty's state directory,
+// the other worktrees, the sockets' directories), writes only its working
 // directory (the worktree), a private temporary directory and the
 // directories the team file declares (workspace.sandbox.writable), and
 // reaches the network only when allowed. It also says when a failed
@@ -15,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -54,59 +57,54 @@ type Policy struct {
 	// missing is made (0700) before the command runs.
 	Writable []string `json:"writable,omitempty"`
 	// Network lets the command reach the network (loopback included);
-	// without it every socket but a Unix one is refused.
+	// without it every socket is refused, Unix ones included.
 	Network bool `json:"network,omitempty"`
+	// Deny are absolute directories the command may not read, list, nor
+	// connect to a socket in (codex.Permissions.Deny); its working
+	// directory, its temporary directory and Writable stay writable
+	// inside them.
+	Deny []string `json:"deny,omitempty"`
+	// HideEnv are environment variables the command does not get (those
+	// that name the user's agents: SSH_AUTH_SOCK and the like).
+	HideEnv []string `json:"hide_env,omitempty"`
 }
 
 // Args returns codex's arguments (after the executable) that run argv
-// under the sandbox: workspace-write, its writable roots exactly
-// writable (besides the working directory, which codex always adds),
-// /tmp and $TMPDIR not writable unless listed, and the network as
-// network says. Every setting it relies on is set on the command line, so
-// no configuration file changes it. It is pure; writable must be absolute
-// paths of valid UTF-8.
-func Args(writable []string, network bool, argv []string) []string {
-	roots := make([]string, len(writable))
-	for i, w := range writable {
-		roots[i] = tomlString(w)
+// under the sandbox with permission profile p (codex.Permissions,
+// its ConfigOverrides): no sandbox mode, which would override the
+// profile. Every setting it relies on is set on the command line, so no
+// configuration file changes it. Pure.
+func Args(p codex.Permissions, argv []string) []string {
+	args := []string{"sandbox"}
+	for _, kv := range p.ConfigOverrides() {
+		args = append(args, "-c", kv)
 	}
-	args := []string{"sandbox",
-		"-c", `sandbox_mode="workspace-write"`,
-		"-c", "sandbox_workspace_write.writable_roots=[" + strings.Join(roots, ",") + "]",
-		"-c", fmt.Sprintf("sandbox_workspace_write.network_access=%t", network),
-		"-c", "sandbox_workspace_write.exclude_slash_tmp=true",
-		"-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true",
-		"--"}
-	return append(args, argv...)
+	return append(append(args, "--"), argv...)
 }
 
-// tomlString quotes s as a TOML basic string.
-func tomlString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		default:
-			b.WriteRune(r)
-		}
+// Permissions is the permission profile of a command run in dir (an
+// absolute path) under p with its private temporary directory tmp: dir,
+// tmp and p.Writable writable, /tmp read-only, p.Deny denied, the network
+// as p.Network says. Pure.
+func (p *Policy) Permissions(dir, tmp string) codex.Permissions {
+	perm := codex.Permissions{Network: p.Network, ReadOnlySlashTmp: true}
+	for _, w := range append([]string{dir, tmp}, p.Writable...) {
+		perm.Write = append(perm.Write, filepath.Clean(w))
 	}
-	b.WriteByte('"')
-	return b.String()
+	for _, d := range p.Deny {
+		perm.Deny = append(perm.Deny, filepath.Clean(d))
+	}
+	return perm
 }
 
 // Command returns the command that runs `/bin/sh -c script` in dir. With
 // p nil it runs as it is (no sandbox, env unchanged, done a no-op).
-// Otherwise it runs under `codex sandbox` with p's settings, its
-// environment env with TMPDIR set to a private temporary directory and
-// CODEX_HOME to a fresh one under p.Homes (both made now, removed by
-// done, which must be called once the command is over); the missing
-// Writable directories are made. The caller starts the command (and owns
-// its process group).
+// Otherwise it runs under `codex sandbox` with p's permission profile
+// (Permissions), its environment env without p.HideEnv, with TMPDIR set
+// to a private temporary directory and CODEX_HOME to a fresh one under
+// p.Homes (both made now, removed by done, which must be called once the
+// command is over); the missing Writable directories are made. The
+// caller starts the command (and owns its process group).
 func (p *Policy) Command(dir, script string, env []string) (cmd *exec.Cmd, done func(), err error) {
 	sh := []string{"/bin/sh", "-c", script}
 	if p == nil {
@@ -116,6 +114,10 @@ func (p *Policy) Command(dir, script string, env []string) (cmd *exec.Cmd, done 
 	}
 	if err := p.check(); err != nil {
 		return nil, nil, err
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
 	}
 	bin, err := codex.ResolveBinary(p.Bin)
 	if err != nil {
@@ -139,10 +141,14 @@ func (p *Policy) Command(dir, script string, env []string) (cmd *exec.Cmd, done 
 		os.RemoveAll(tmp)
 		os.RemoveAll(home)
 	}
-	writable := append(append([]string(nil), p.Writable...), tmp)
-	cmd = exec.Command(bin.Path, Args(writable, p.Network, sh)...)
+	perm := p.Permissions(dir, tmp)
+	if err := perm.Validate(); err != nil {
+		done()
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
+	}
+	cmd = exec.Command(bin.Path, Args(perm, sh)...)
 	cmd.Dir = dir
-	cmd.Env = bin.Environ(codex.WithHome(setEnv(env, "TMPDIR", tmp), home))
+	cmd.Env = bin.Environ(codex.WithHome(setEnv(withoutEnv(env, p.HideEnv...), "TMPDIR", tmp), home))
 	return cmd, done, nil
 }
 
@@ -159,19 +165,30 @@ func (p *Policy) check() error {
 			return fmt.Errorf("sandbox: writable directory %q is not an absolute path of valid UTF-8", w)
 		}
 	}
+	for _, d := range p.Deny {
+		if !filepath.IsAbs(d) || !utf8.ValidString(d) {
+			return fmt.Errorf("sandbox: denied directory %q is not an absolute path of valid UTF-8", d)
+		}
+	}
 	return nil
 }
 
 // setEnv returns env with key set to value (every earlier entry of key
 // dropped).
 func setEnv(env []string, key, value string) []string {
+	return append(withoutEnv(env, key), key+"="+value)
+}
+
+// withoutEnv returns env without the entries of keys.
+func withoutEnv(env []string, keys ...string) []string {
 	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, key+"=") {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(keys, k) {
 			out = append(out, kv)
 		}
 	}
-	return append(out, key+"="+value)
+	return out
 }
 
 // Refusal is what a failed sandboxed command's output says the sandbox

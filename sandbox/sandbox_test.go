@@ -16,32 +16,34 @@ import (
 )
 
 func TestArgs(t *testing.T) {
-	head := func(roots, network string) []string {
-		return []string{"sandbox",
-			"-c", `sandbox_mode="workspace-write"`,
-			"-c", "sandbox_workspace_write.writable_roots=[" + roots + "]",
-			"-c", "sandbox_workspace_write.network_access=" + network,
-			"-c", "sandbox_workspace_write.exclude_slash_tmp=true",
-			"-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true",
-			"--"}
-	}
 	sh := []string{"/bin/sh", "-c", "go test ./..."}
+	profile := func(fs, network string) []string {
+		return []string{"sandbox",
+			"-c", `default_permissions="batty"`,
+			"-c", `permissions.batty={extends=":workspace",filesystem={` + fs + `},network={enabled=` + network + `}}`,
+			"--", "/bin/sh", "-c", "go test ./..."}
+	}
 	tests := []struct {
 		name     string
-		writable []string
-		network  bool
+		policy   Policy
+		dir, tmp string
 		want     []string
 	}{
-		{"nothing besides the worktree", nil, false, append(head("", "false"), sh...)},
-		{"caches and the network", []string{"/root/.cache/go-build", "/root/go/pkg/mod"}, true,
-			append(head(`"/root/.cache/go-build","/root/go/pkg/mod"`, "true"), sh...)},
-		{"quotes, backslashes and control characters", []string{`/a"b`, `/c\d`, "/e\tf\x7f"}, false,
-			append(head(`"/a\"b","/c\\d","/e\u0009f\u007F"`, "false"), sh...)},
-		{"not ASCII", []string{"/srv/café"}, false, append(head(`"/srv/café"`, "false"), sh...)},
+		{"nothing besides the worktree", Policy{}, "/w/eng", "/tmp/t",
+			profile(`"/tmp/t"="write","/w/eng"="write",":slash_tmp"="read"`, "false")},
+		{"caches and the network", Policy{Writable: []string{"/root/.cache/go-build", "/root/go/pkg/mod/"}, Network: true}, "/w/eng", "/tmp/t",
+			profile(`"/root/.cache/go-build"="write","/root/go/pkg/mod"="write","/tmp/t"="write","/w/eng"="write",":slash_tmp"="read"`, "true")},
+		{"the state directory denied, the worktree in it writable, a denial inside another left out",
+			Policy{Deny: []string{"/s/p", "/s/p/worktrees", "/run/user/1"}, Network: true}, "/s/p/worktrees/eng", "/tmp/t",
+			profile(`"/run/user/1"="none","/s/p"="none","/s/p/worktrees/eng"="write","/tmp/t"="write",":slash_tmp"="read"`, "true")},
+		{"quotes, backslashes and control characters", Policy{Writable: []string{`/a"b`, `/c\d`, "/e\tf\x7f"}}, "/w", "/t",
+			profile(`"/a\"b"="write","/c\\d"="write","/e\tf\u007f"="write","/t"="write","/w"="write",":slash_tmp"="read"`, "false")},
+		{"not ASCII", Policy{Writable: []string{"/srv/café"}}, "/w", "/t",
+			profile(`"/srv/café"="write","/t"="write","/w"="write",":slash_tmp"="read"`, "false")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Args(tt.writable, tt.network, sh); !reflect.DeepEqual(got, tt.want) {
+			if got := Args(tt.policy.Permissions(tt.dir, tt.tmp), sh); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Args =\n%q\nwant\n%q", got, tt.want)
 			}
 		})
@@ -227,14 +229,95 @@ func TestCommandNetwork(t *testing.T) {
 	}
 }
 
-// TestHelperConnect is the client of TestCommandNetwork: with
-// BATTY_SANDBOX_CONNECT set it connects there and prints what it reads.
+// A command with the network on, in a worktree inside a denied state
+// directory: it writes its worktree, but reads nothing of the state
+// directory nor of another worktree, cannot connect to a unix socket in a
+// denied directory (one outside is reached: the network is on), and does
+// not get the hidden variables.
+func TestCommandDenied(t *testing.T) {
+	bin := codextest.Sandbox(t)
+	state, sockets, open := t.TempDir(), t.TempDir(), t.TempDir()
+	wt, other := filepath.Join(state, "worktrees", "eng"), filepath.Join(state, "worktrees", "other")
+	for _, d := range []string{wt, other} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(state, "secret"), filepath.Join(other, "secret")} {
+		if err := os.WriteFile(f, []byte("classified\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	denied, allowed := serveUnix(t, filepath.Join(sockets, "s")), serveUnix(t, filepath.Join(open, "s"))
+	p := &Policy{Bin: bin, Homes: filepath.Join(t.TempDir(), "homes"), Network: true,
+		Deny: []string{state, filepath.Join(state, "worktrees"), sockets}, HideEnv: []string{"SSH_AUTH_SOCK"}}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect := func(addr string) string {
+		return "BATTY_SANDBOX_CONNECT=unix:" + addr + " " + self + " -test.run=^TestHelperConnect$"
+	}
+	t.Setenv("SSH_AUTH_SOCK", denied)
+
+	if out, err := run(t, p, wt, `set -e; echo w > built; echo "agent=${SSH_AUTH_SOCK:-none}"; `+connect(allowed)); err != nil ||
+		!strings.Contains(out, "agent=none") || !strings.Contains(out, "hello") {
+		t.Fatalf("in its worktree, the socket outside: %v: %s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(wt, "built")); err != nil {
+		t.Fatalf("the worktree was not written: %v", err)
+	}
+	for _, script := range []string{
+		"cat " + filepath.Join(state, "secret"),
+		"ls " + state,
+		"cat " + filepath.Join(other, "secret"),
+		"echo x > " + filepath.Join(other, "planted"),
+		connect(denied),
+	} {
+		if out, err := run(t, p, wt, script); err == nil || strings.Contains(out, "classified") || strings.Contains(out, "hello") {
+			t.Errorf("%s: %v: %s", script, err, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(other, "planted")); err == nil {
+		t.Error("another worktree was written")
+	}
+}
+
+// serveUnix listens on the unix socket path, greeting each connection
+// with "hello", and returns path.
+func serveUnix(t *testing.T, path string) string {
+	t.Helper()
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("hello\n"))
+			c.Close()
+		}
+	}()
+	return path
+}
+
+// TestHelperConnect is the client of TestCommandNetwork and
+// TestCommandDenied: with BATTY_SANDBOX_CONNECT set (host:port, or
+// unix:path) it connects there and prints what it reads.
 func TestHelperConnect(t *testing.T) {
 	addr := os.Getenv("BATTY_SANDBOX_CONNECT")
 	if addr == "" {
 		t.Skip("the client of TestCommandNetwork")
 	}
-	c, err := net.Dial("tcp", addr)
+	network := "tcp"
+	if a, ok := strings.CutPrefix(addr, "unix:"); ok {
+		network, addr = "unix", a
+	}
+	c, err := net.Dial(network, addr)
 	if err != nil {
 		fmt.Println(err)
 		os.Exit(1)

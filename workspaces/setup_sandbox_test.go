@@ -17,7 +17,8 @@ import (
 // the declared cache, and is recorded; a write into the project's checkout
 // or the home directory fails it, naming the setting to change, writes
 // nothing and records nothing; without the sandbox (workspace.sandbox:
-// off) the same write works.
+// off) the same write works. Under denied directories it still writes its
+// worktree, but reads nothing of them.
 func TestSetupInTheSandbox(t *testing.T) {
 	bin := codextest.Sandbox(t)
 	f := newFixture(t, Options{})
@@ -39,6 +40,19 @@ func TestSetupInTheSandbox(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(f.repo.Path("in"), "node_modules")); err != nil || !marked("in") {
 		t.Fatalf("the setup's file: %v; recorded %v", err, marked("in"))
+	}
+
+	// Under a profile that denies the state directory the worktrees lie
+	// in, as the daemon runs it: the setup writes its own worktree, but
+	// cannot list the state directory nor read another worktree.
+	state := filepath.Join(f.root, "state")
+	denied := *sb
+	denied.Deny = []string{state, filepath.Dir(f.repo.Path("in"))}
+	if err := prepare("denied", `set -e; echo deps > node_modules; ! ls "`+state+`"; ! cat "`+filepath.Join(f.repo.Path("in"), "node_modules")+`"`, &denied); err != nil {
+		t.Fatalf("a setup in a denied state directory: %v", err)
+	}
+	if !marked("denied") {
+		t.Fatal("the setup in a denied state directory was not recorded")
 	}
 
 	for _, target := range []string{filepath.Join(f.top, "escaped"), filepath.Join(f.root, "escaped")} {
