@@ -11,8 +11,19 @@ import (
 )
 
 // ProfileName is the name of the permission profile batty gives a
-// workspace-write agent (default_permissions = "batty").
+// sandboxed agent (default_permissions = "batty").
 const ProfileName = "batty"
+
+// The built-in profiles of Codex a permission profile extends.
+const (
+	// ExtendsWorkspace is :workspace: the working directory, /tmp and
+	// $TMPDIR writable (with .git, .codex and .agents kept read-only),
+	// everything else readable.
+	ExtendsWorkspace = ":workspace"
+	// ExtendsReadOnly is :read-only: everything readable, nothing
+	// writable, /tmp and $TMPDIR included.
+	ExtendsReadOnly = ":read-only"
+)
 
 // Special paths of a permission profile's filesystem rules.
 const (
@@ -30,18 +41,20 @@ const (
 )
 
 // Permissions is a Codex permission profile (`default_permissions`,
-// `[permissions.<name>]`, Codex ≥ 0.169) over Codex's :workspace profile:
-// the working directory, /tmp and $TMPDIR writable (with .git, .codex and
-// .agents kept read-only), everything else readable, plus these rules. A
-// rule on a path holds for everything below it but where a rule on a
-// longer path says otherwise: a Write path inside a Deny path is
-// writable, its siblings unreadable.
+// `[permissions.<name>]`, Codex ≥ 0.169) over one of Codex's built-in
+// profiles (Extends: :workspace or :read-only), plus these rules. A rule
+// on a path holds for everything below it but where a rule on a longer
+// path says otherwise: a Write path inside a Deny path is writable, its
+// siblings unreadable.
 //
 // A profile replaces the sandbox_mode and sandbox_workspace_write settings
 // (`-s`, --add-dir): Codex uses one or the other, never both, and the
 // older settings win when they are given, so a command line or thread
 // that carries a profile must carry none of them.
 type Permissions struct {
+	// Extends is the built-in profile the rules are laid over:
+	// ExtendsWorkspace (also when empty) or ExtendsReadOnly.
+	Extends string `json:"extends,omitempty"`
 	// Write are absolute paths the agent's commands may write.
 	Write []string `json:"write,omitempty"`
 	// Read are absolute paths they may read, though inside a Deny path.
@@ -53,7 +66,8 @@ type Permissions struct {
 	Deny []string `json:"deny,omitempty"`
 	// ReadOnlySlashTmp and ReadOnlyTmpdir keep /tmp and $TMPDIR from
 	// being writable (sandbox_workspace_write.exclude_slash_tmp and
-	// exclude_tmpdir_env_var).
+	// exclude_tmpdir_env_var). Over :read-only they are so already and
+	// the switches add no rule.
 	ReadOnlySlashTmp, ReadOnlyTmpdir bool `json:"-"`
 	// Network lets the commands reach the network. With it on, unix
 	// sockets may be connected to wherever the filesystem rules let them
@@ -72,10 +86,16 @@ type permissionsWire struct {
 	ReadOnlyTmpdir   bool `json:"read_only_tmpdir,omitempty"`
 }
 
-// Validate reports a rule Codex would not take: every path must be
-// absolute, clean and valid UTF-8, and no variable name may be empty or
-// hold '=' or a quote.
+// Validate reports a rule Codex would not take: the base must be one of
+// the Extends constants (or empty), every path must be absolute, clean
+// and valid UTF-8, and no variable name may be empty or hold '=' or a
+// quote.
 func (p Permissions) Validate() error {
+	switch p.Extends {
+	case "", ExtendsWorkspace, ExtendsReadOnly:
+	default:
+		return fmt.Errorf("codex: permission profile extends %q: want %s or %s", p.Extends, ExtendsWorkspace, ExtendsReadOnly)
+	}
 	for _, l := range [][]string{p.Write, p.Read, p.Deny} {
 		for _, d := range l {
 			if !filepath.IsAbs(d) || filepath.Clean(d) != d || !utf8.ValidString(d) || strings.ContainsAny(d, "\x00\n\r") {
@@ -112,14 +132,26 @@ func (p Permissions) Filesystem() map[string]string {
 	for _, d := range p.Write {
 		fs[d] = AccessWrite
 	}
-	if p.ReadOnlySlashTmp {
+	if p.ReadOnlySlashTmp && !p.readOnly() {
 		fs[SlashTmp] = AccessRead
 	}
-	if p.ReadOnlyTmpdir {
+	if p.ReadOnlyTmpdir && !p.readOnly() {
 		fs[Tmpdir] = AccessRead
 	}
 	return fs
 }
+
+// Base returns the built-in profile p extends: Extends, ExtendsWorkspace
+// when that is empty.
+func (p Permissions) Base() string {
+	if p.Extends == "" {
+		return ExtendsWorkspace
+	}
+	return p.Extends
+}
+
+// readOnly reports whether p extends :read-only.
+func (p Permissions) readOnly() bool { return p.Base() == ExtendsReadOnly }
 
 // deniedAbove reports whether path d lies strictly inside a Deny path of
 // p with no Write or Read path of p between that one and d (d itself
@@ -140,7 +172,8 @@ func deniedAbove(d string, p Permissions) bool {
 
 // ConfigOverrides returns the profile as config overrides (key=value, the
 // value TOML), for `-c` on codex's command line: the profile selected
-// (default_permissions), its table, and the hidden variables. Pure.
+// (default_permissions), its table (the base it extends, the filesystem
+// rules, the network), and the hidden variables. Pure.
 func (p Permissions) ConfigOverrides() []string {
 	fs := p.Filesystem()
 	keys := slices.Sorted(maps.Keys(fs))
@@ -151,7 +184,7 @@ func (p Permissions) ConfigOverrides() []string {
 	kv := []string{
 		"default_permissions=" + TOMLString(ProfileName),
 		fmt.Sprintf("permissions.%s={extends=%s,filesystem={%s},network={enabled=%t}}",
-			ProfileName, TOMLString(":workspace"), strings.Join(rules, ","), p.Network),
+			ProfileName, TOMLString(p.Base()), strings.Join(rules, ","), p.Network),
 	}
 	if len(p.HideEnv) > 0 {
 		names := make([]string, len(p.HideEnv))
@@ -174,7 +207,7 @@ func (p Permissions) ThreadConfig() map[string]any {
 	cfg := map[string]any{
 		"default_permissions": ProfileName,
 		"permissions." + ProfileName: map[string]any{
-			"extends": ":workspace", "filesystem": fs, "network": map[string]any{"enabled": p.Network},
+			"extends": p.Base(), "filesystem": fs, "network": map[string]any{"enabled": p.Network},
 		},
 	}
 	if len(p.HideEnv) > 0 {

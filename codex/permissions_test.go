@@ -23,6 +23,8 @@ func TestPermissionsFilesystem(t *testing.T) {
 			map[string]string{"/p": AccessWrite}},
 		{"read-only temporary directories", Permissions{ReadOnlySlashTmp: true, ReadOnlyTmpdir: true},
 			map[string]string{SlashTmp: AccessRead, Tmpdir: AccessRead}},
+		{"over :read-only the temporary directories need no rule", Permissions{Extends: ExtendsReadOnly, Write: []string{"/s/o"}, Deny: []string{"/s"}, ReadOnlySlashTmp: true, ReadOnlyTmpdir: true},
+			map[string]string{"/s/o": AccessWrite, "/s": AccessNone}},
 	} {
 		if got := tc.p.Filesystem(); !maps.Equal(got, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
@@ -54,5 +56,42 @@ func TestPermissionsOnTheCommandLine(t *testing.T) {
 	}
 	if err := (Permissions{Deny: []string{"relative"}}).Validate(); err == nil {
 		t.Error("a relative path passed")
+	}
+}
+
+func TestPermissionsBase(t *testing.T) {
+	for _, tc := range []struct {
+		extends, base, line string
+		wantErr             bool
+	}{
+		{"", ExtendsWorkspace, `permissions.batty={extends=":workspace",filesystem={"/o"="write"},network={enabled=false}}`, false},
+		{ExtendsWorkspace, ExtendsWorkspace, `permissions.batty={extends=":workspace",filesystem={"/o"="write"},network={enabled=false}}`, false},
+		{ExtendsReadOnly, ExtendsReadOnly, `permissions.batty={extends=":read-only",filesystem={"/o"="write"},network={enabled=false}}`, false},
+		{":danger-no-sandbox", "", "", true},
+	} {
+		p := Permissions{Extends: tc.extends, Write: []string{"/o"}}
+		if err := p.Validate(); (err != nil) != tc.wantErr {
+			t.Errorf("extends %q: Validate() = %v", tc.extends, err)
+			continue
+		}
+		if tc.wantErr {
+			if _, err := DecodePermissions(EncodePermissions(&p)); err == nil {
+				t.Errorf("extends %q: decoded", tc.extends)
+			}
+			continue
+		}
+		if got := p.Base(); got != tc.base {
+			t.Errorf("extends %q: base %q, want %q", tc.extends, got, tc.base)
+		}
+		if kv := p.ConfigOverrides(); !slices.Contains(kv, tc.line) {
+			t.Errorf("extends %q: overrides %q lack %s", tc.extends, kv, tc.line)
+		}
+		if got := p.ThreadConfig()["permissions."+ProfileName].(map[string]any)["extends"]; got != tc.base {
+			t.Errorf("extends %q: thread config extends %v", tc.extends, got)
+		}
+		back, err := DecodePermissions(EncodePermissions(&p))
+		if err != nil || back.Base() != tc.base {
+			t.Errorf("extends %q: round trip %+v, %v", tc.extends, back, err)
+		}
 	}
 }

@@ -345,7 +345,8 @@ func summary(ctx context.Context, dir string, script scriptedmodel.Script) strin
 // work/.gitkeep), the engineers' working directory. Everything but
 // codex-home/ and .batty/ (.gitignore) is the repository's first commit,
 // on main. It returns a description of the sandbox the commands run in:
-// Codex's workspace-write sandbox where it runs on this machine, else none.
+// Codex's sandbox where it runs on this machine (the engineers'
+// workspace-write, the architect's read-only), else none.
 func writeProject(ctx context.Context, dir, codexBin, url string, script scriptedmodel.Script) (string, error) {
 	home := filepath.Join(dir, "codex-home")
 	if err := scriptedmodel.WriteCodexHome(home, url); err != nil {
@@ -361,11 +362,14 @@ func writeProject(ctx context.Context, dir, codexBin, url string, script scripte
 		"prompts/engineer.md":  script.EngineerPrompt + "\n",
 		"work/.gitkeep":        "",
 	}
-	sandbox, note := "workspace-write", "Codex's workspace-write sandbox (each agent writes only its working directory and the inboxes; verify only the merge's worktree)"
+	sandbox, note := "workspace-write", "Codex's sandbox (each engineer writes only its worktree, the read-only architect only its outbox; verify only the merge's worktree)"
 	wsSandbox := ""
+	// The architect only sends and lands: it plans read-only.
+	architectCodex := "    codex:\n      sandbox: read-only # it sends and lands with batty; it writes no file\n"
 	if !sandboxWorks(ctx, codexBin, home) {
 		sandbox, note = "danger-full-access", "none: Codex's sandbox cannot run on this machine, so the scripted commands and verify run unsandboxed"
 		wsSandbox = "  sandbox: off # Codex's sandbox cannot run on this machine\n"
+		architectCodex = ""
 	}
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	files["team.yaml"] = fmt.Sprintf(`# The team of batty demo. The model behind it is a scripted stand-in
@@ -391,13 +395,13 @@ workspace:
   - name: architect
     prompt: prompts/architect.md
     talks_to: [engineer]
-  - name: engineer
+%s  - name: engineer
     instances: %d
     prompt: prompts/engineer.md
     talks_to: [architect]
     cwd: work
     workspace: worktree
-`, q(codexBin), sandbox, baseBranch, strings.ReplaceAll(verifyCommand, "'", "''"), wsSandbox, len(script.Tasks))
+`, q(codexBin), sandbox, baseBranch, strings.ReplaceAll(verifyCommand, "'", "''"), wsSandbox, architectCodex, len(script.Tasks))
 	for name, text := range files {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {

@@ -101,11 +101,12 @@ func TestWriteProject(t *testing.T) {
 			if a.Instructions != script.ArchitectPrompt || a.Cwd != dir {
 				t.Errorf("architect %+v", a)
 			}
-			if a.Workspace != team.WorkspaceShared {
-				t.Errorf("the architect works in %q", a.Workspace)
+			if a.Workspace != team.WorkspaceShared || a.Codex.Sandbox != codex.SandboxReadOnly {
+				t.Errorf("the architect works in %q, its sandbox %q", a.Workspace, a.Codex.Sandbox)
 			}
 		case "engineer":
-			if a.Instructions != script.EngineerPrompt || a.Cwd != filepath.Join(dir, "work") || a.Workspace != team.WorkspaceWorktree {
+			if a.Instructions != script.EngineerPrompt || a.Cwd != filepath.Join(dir, "work") || a.Workspace != team.WorkspaceWorktree ||
+				a.Codex.Sandbox != codex.SandboxWorkspaceWrite {
 				t.Errorf("%s %+v", a.Name, a)
 			}
 		}

@@ -54,8 +54,16 @@ const (
 // network, writable_roots and --add-dir → writable paths,
 // exclude_slash_tmp and exclude_tmpdir_env_var → /tmp and $TMPDIR
 // read-only). It is nil (config and args as they are) unless the role's
-// sandbox is workspace-write: read-only and danger-full-access keep
-// their meaning.
+// sandbox is workspace-write or read-only: danger-full-access keeps its
+// meaning.
+//
+// A read-only agent's profile extends Codex's :read-only: it writes its
+// outbox and nothing else (so `batty send` and `batty merge` work), reads
+// all else, its workspace included, but the same denials as a
+// workspace-write agent's.
+// The writable roots and temporary-directory settings are the
+// workspace-write sandbox's and give it nothing (as under Codex's own
+// read-only sandbox); network_access still turns its network on.
 //
 // With the network on, the user's sockets are denied too — the
 // directories of $XDG_RUNTIME_DIR and $SSH_AUTH_SOCK, ~/.gnupg, the
@@ -65,7 +73,8 @@ const (
 // sandbox mode or writable roots it cannot read in codex.args). Pure.
 func agentPermissions(r rooms) (p *codex.Permissions, config map[string]string, args []string, err error) {
 	c := r.Codex
-	if c.Sandbox != codex.SandboxWorkspaceWrite {
+	readOnly := c.Sandbox == codex.SandboxReadOnly
+	if c.Sandbox != codex.SandboxWorkspaceWrite && !readOnly {
 		return nil, c.Config, c.Args, nil
 	}
 	p = &codex.Permissions{}
@@ -101,6 +110,15 @@ func agentPermissions(r rooms) (p *codex.Permissions, config map[string]string, 
 	args, err = takeSandboxArgs(c.Args, p)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if readOnly {
+		// Its outbox its one writable path. Its workspace is readable
+		// as all is but the denials (a read-only role has no worktree:
+		// a path denied cannot be read again below, team.Load).
+		p.Extends, p.Write, p.ReadOnlySlashTmp, p.ReadOnlyTmpdir = codex.ExtendsReadOnly, nil, false, false
+		if r.Outbox != "" {
+			p.Write = append(p.Write, r.Outbox)
+		}
 	}
 	if p.Network {
 		hideUserSockets(p, r.Env, c.AllowSockets)
@@ -276,7 +294,8 @@ func (d *Daemon) deniedDirs() []string {
 
 // withPermissions gives c, agent def's shim configuration here, the
 // agent's permission profile (agentPermissions): its workspace (c.Cwd)
-// and outbox writable; the state directory, the worktrees, and the
+// writable but for a read-only agent, and its outbox writable;
+// the state directory, the worktrees, and the
 // directories of batty's control socket, of ssh's shared connections to
 // the hosts and of tmux's sockets denied
 // (the shared app-server's socket is added once the agent is placed).

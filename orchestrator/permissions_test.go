@@ -15,7 +15,12 @@ func TestAgentPermissions(t *testing.T) {
 	ww := func(config map[string]string, args []string, allow ...string) team.CodexSettings {
 		return team.CodexSettings{Sandbox: codex.SandboxWorkspaceWrite, Config: config, Args: args, AllowSockets: allow}
 	}
+	ro := func(config map[string]string, args []string) team.CodexSettings {
+		return team.CodexSettings{Sandbox: codex.SandboxReadOnly, Config: config, Args: args}
+	}
 	closed := map[string]string{"/p": "write", "/s/outboxes/a": "write", "/s": "none", "/p/.batty/worktrees": "none", "/tmp/tmux-7": "none"}
+	roClosed := maps.Clone(closed)
+	delete(roClosed, "/p")
 	withNet := func(extra map[string]string) map[string]string {
 		m := maps.Clone(closed)
 		maps.Copy(m, map[string]string{"/run/user/7": "none", "/tmp/ssh-x": "none", "/home/u/.gnupg": "none",
@@ -40,9 +45,22 @@ func TestAgentPermissions(t *testing.T) {
 		config    map[string]string
 		args      []string
 		noProfile bool
+		readOnly  bool
 		wantErr   bool
 	}{
-		{name: "read-only keeps its sandbox", codex: team.CodexSettings{Sandbox: codex.SandboxReadOnly}, noProfile: true},
+		{name: "read-only writes its outbox alone", codex: ro(map[string]string{"model_verbosity": `"low"`}, nil),
+			fs: roClosed, config: map[string]string{"model_verbosity": `"low"`}, readOnly: true},
+		{name: "read-only takes no writable roots nor temporary directories",
+			codex: ro(map[string]string{"sandbox_workspace_write.writable_roots": `["/cache"]`, "sandbox_workspace_write.exclude_slash_tmp": "false"},
+				[]string{"--add-dir", "/more", "-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true", "--json"}),
+			fs: roClosed, config: map[string]string{}, args: []string{"--json"}, readOnly: true},
+		{name: "read-only with the network asked for denies the user's sockets", codex: ro(map[string]string{"sandbox_workspace_write.network_access": "true"}, nil),
+			fs: func() map[string]string {
+				m := withNet(nil)
+				delete(m, "/p")
+				return m
+			}(), network: true, hidden: allHidden, config: map[string]string{}, readOnly: true},
+		{name: "read-only with a sandbox mode in args is refused", codex: ro(nil, []string{"-s", "workspace-write"}), wantErr: true},
 		{name: "full access keeps its meaning", codex: team.CodexSettings{Sandbox: codex.SandboxDangerFullAccess}, noProfile: true},
 		{name: "workspace-write without network", codex: ww(map[string]string{"model_verbosity": `"low"`}, nil), fs: closed,
 			config: map[string]string{"model_verbosity": `"low"`}},
@@ -88,6 +106,9 @@ func TestAgentPermissions(t *testing.T) {
 				t.Errorf("%s: a profile %+v", tc.name, p)
 			}
 			continue
+		}
+		if want := map[bool]string{true: codex.ExtendsReadOnly, false: codex.ExtendsWorkspace}[tc.readOnly]; p.Base() != want {
+			t.Errorf("%s: extends %s, want %s", tc.name, p.Base(), want)
 		}
 		if got := p.Filesystem(); !maps.Equal(got, tc.fs) {
 			t.Errorf("%s: filesystem\n got %v\nwant %v", tc.name, got, tc.fs)

@@ -88,7 +88,7 @@ func (p *parser) codex(n *yaml.Node, what string) codexOverlay {
 					kv, isOverride = items[i+1].val, true
 				}
 				if k, _, _ := strings.Cut(kv, "="); isOverride && ownPermissionsKey(strings.TrimSpace(k)) {
-					p.add(it.node, "batty gives each workspace-write agent a permission profile of its own; widen it with sandbox_workspace_write keys or allow_sockets, or set sandbox: danger-full-access",
+					p.add(it.node, "batty gives each workspace-write or read-only agent a permission profile of its own; widen it with sandbox_workspace_write keys or allow_sockets, or set sandbox: danger-full-access",
 						"%s.args: a permission profile of your own (%.40s) would replace batty's and is refused", what, strings.TrimSpace(k))
 				}
 				o.args = append(o.args, it.val)
@@ -116,7 +116,7 @@ func (p *parser) codex(n *yaml.Node, what string) codexOverlay {
 				continue
 			}
 			if ownPermissionsKey(k) {
-				p.add(kv.key, "batty gives each workspace-write agent a permission profile of its own (its workspace and outbox writable, the state directory and other agents' worktrees denied); widen it with sandbox_workspace_write keys or allow_sockets, or set sandbox: danger-full-access",
+				p.add(kv.key, "batty gives each workspace-write or read-only agent a permission profile of its own (its workspace and outbox writable, or its outbox alone, the state directory and other agents' worktrees denied); widen it with sandbox_workspace_write keys or allow_sockets, or set sandbox: danger-full-access",
 					"%s.config.%s: a permission profile of your own would replace batty's and is refused", what, k)
 				continue
 			}

@@ -447,6 +447,12 @@ func (p *parser) role(n *yaml.Node, cfg *Config) *roleDraft {
 			r.Codex.CodexHome = r.Accounts[0].CodexHome
 		}
 	}
+	if e, ok := f["workspace"]; ok && r.Workspace == WorkspaceWorktree && r.Codex.Sandbox == codex.SandboxReadOnly {
+		// Its worktree is in the state directory, which its permission
+		// profile denies and a read-only agent cannot be given back.
+		p.add(e.val, "set workspace: shared on a role that plans, or sandbox: workspace-write on one that writes code",
+			"a read-only role cannot have a worktree: it would have nothing to commit, and cannot read one in batty's state directory")
+	}
 	p.remoteRole(hostsNode, f, r)
 	return r
 }

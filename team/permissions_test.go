@@ -34,3 +34,19 @@ func TestParseOwnPermissionProfileRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestParseReadOnlyWorktreeRefused(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"roles:\n  - name: a\n    workspace: worktree\n    codex: {sandbox: read-only}\n", "team.yaml:4:16: a read-only role cannot have a worktree"},
+		{"codex: {sandbox: read-only}\nroles:\n  - name: a\n    workspace: worktree\n", "team.yaml:5:16: a read-only role cannot have a worktree"},
+		{"roles:\n  - name: a\n    codex: {sandbox: read-only}\n  - name: b\n    workspace: worktree\n", ""},
+	} {
+		cfg, msg, _ := loadString(t, "name: t\n"+tc.src)
+		switch {
+		case tc.want == "" && cfg == nil:
+			t.Errorf("%s: refused: %s", tc.src, msg)
+		case tc.want != "" && !strings.Contains(msg, tc.want):
+			t.Errorf("%s:\n got %q\nwant it to contain %q", tc.src, msg, tc.want)
+		}
+	}
+}

@@ -189,7 +189,8 @@ func TestTemplateWorkspaceExample(t *testing.T) {
 }
 
 // With worktrees, the example gives the engineers (and only them) a git
-// worktree each; nothing else in it changes.
+// worktree each; nothing else in it changes. The roles that plan are
+// read-only, the engineers write.
 func TestWriteTemplateWithWorktrees(t *testing.T) {
 	dir := t.TempDir()
 	paths, err := WriteTemplate(dir, false, true)
@@ -202,10 +203,10 @@ func TestWriteTemplateWithWorktrees(t *testing.T) {
 	}
 	var got []string
 	for _, a := range cfg.Agents() {
-		got = append(got, a.Name+"="+a.Workspace)
+		got = append(got, a.Name+"="+a.Workspace+","+a.Codex.Sandbox)
 	}
-	if w := []string{"architect=shared", "manager=shared", "engineer-1=worktree", "engineer-2=worktree"}; !reflect.DeepEqual(got, w) {
-		t.Errorf("agent workspaces = %q, want %q", got, w)
+	if w := []string{"architect=shared,read-only", "manager=shared,read-only", "engineer-1=worktree,workspace-write", "engineer-2=worktree,workspace-write"}; !reflect.DeepEqual(got, w) {
+		t.Errorf("agent workspaces and sandboxes = %q, want %q", got, w)
 	}
 	with, _ := os.ReadFile(paths[0])
 	plain, _ := templates.ReadFile("templates/team.yaml")

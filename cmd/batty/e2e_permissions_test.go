@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -119,5 +120,96 @@ roles:
 	}
 	if st := r.status(); st.Dispatch.Paused {
 		t.Fatalf("the agent paused the team through tmux: %+v", st.Dispatch)
+	}
+}
+
+// A planning role with sandbox: read-only runs under a permission profile
+// over Codex's :read-only: through its shell it reads the project's
+// checkout but cannot write it, cannot list the state directory's inboxes
+// nor an engineer's worktree, and still sends with `batty send` (its
+// outbox its one writable path); the engineer gets the message and its
+// answer comes back to the architect. So on each runtime: a `codex exec`
+// per turn, its own app-server, a shared one.
+func TestE2EReadOnlyArchitectSends(t *testing.T) {
+	for _, rt := range []struct{ name, keys string }{
+		{"exec", ""},
+		{"app-server", "runtime: app-server"},
+		{"shared-app-server", "runtime: app-server\n  app_server: per-account"},
+	} {
+		t.Run(rt.name, func(t *testing.T) { readOnlyArchitectSends(t, rt.keys) })
+	}
+}
+
+func readOnlyArchitectSends(t *testing.T, runtimeKeys string) {
+	r, _, codexBin, home := sandboxedRun(t, "readonly")
+	initRepo(t, r.dir, map[string]string{"README.md": "project\n"})
+	r.writeTeam(fmt.Sprintf(`name: planner
+codex:
+  bin: %s
+  codex_home: %s
+  sandbox: workspace-write
+  %s
+roles:
+  - name: architect
+    talks_to: [eng]
+    codex:
+      sandbox: read-only
+  - name: eng
+    talks_to: [architect]
+    workspace: worktree
+`, codexBin, home, runtimeKeys))
+	r.must("start", "--no-tmux")
+	l := layoutOf(t, r.dir)
+	engTree := filepath.Join(l.WorktreesDir(), "eng")
+	r.waitStatus("eng's worktree", func(control.Status) bool { _, err := os.Stat(engTree); return err == nil })
+
+	const body = "plan-from-the-read-only-architect"
+	script := strings.Join([]string{
+		"echo written > read-only-proof 2>/dev/null && echo WROTE || echo R1",
+		"grep -q project README.md && echo C1",
+		fmt.Sprintf("ls %s >/dev/null 2>&1 || echo W1", engTree),
+		fmt.Sprintf("ls %s >/dev/null 2>&1 || echo I1", l.Inboxes()),
+		`"$BATTY_BIN" send eng ` + body + ` >/dev/null 2>&1; echo S=$?`,
+	}, "; ")
+	r.must("send", "architect", "[[mock:shell "+script+"]]")
+	r.waitStatus("the architect's turn", func(st control.Status) bool {
+		a := agentStatus(st, "architect")
+		return a.TurnsCompleted == 1 || a.LastError != ""
+	})
+	inbox := r.must("inbox", "--json")
+	// R1 the checkout not written, C1 it read, W1 the worktree and I1 the
+	// inboxes unlisted, S=0 sent.
+	for _, want := range []string{"R1", "C1", "W1", "I1", "S=0"} {
+		if !strings.Contains(inbox, want) {
+			t.Errorf("the architect's reply lacks %q:\n%s", want, inbox)
+		}
+	}
+	if strings.Contains(inbox, "WROTE") {
+		t.Errorf("the read-only architect wrote the project's checkout:\n%s", inbox)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "read-only-proof")); err == nil {
+		t.Error("the read-only architect's file is in the project's checkout")
+	}
+
+	// eng runs a turn on the message; its answer reaches the architect.
+	r.waitStatus("the architect's turn on eng's answer", func(st control.Status) bool {
+		return agentStatus(st, "eng").TurnsCompleted == 1 && agentStatus(st, "architect").TurnsCompleted == 2
+	})
+	var engBox, archBox []listedMessage
+	if err := json.Unmarshal([]byte(r.must("inbox", "eng", "--json")), &engBox); err != nil {
+		t.Fatal(err)
+	}
+	if len(engBox) != 1 || engBox[0].From != "architect" || engBox[0].Body != body {
+		t.Fatalf("eng's inbox: %+v", engBox)
+	}
+	if err := json.Unmarshal([]byte(r.must("inbox", "architect", "--json")), &archBox); err != nil {
+		t.Fatal(err)
+	}
+	answered := false
+	for _, m := range archBox {
+		answered = answered || m.From == "eng" && m.InReplyTo == engBox[0].ID
+	}
+	if !answered {
+		t.Errorf("eng's answer is not in the architect's inbox: %+v", archBox)
 	}
 }
