@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -168,6 +169,26 @@ func deniedAbove(d string, p Permissions) bool {
 			return false
 		}
 	}
+}
+
+// WithoutMissing returns p with the Deny paths that do not exist (lstat
+// says so) left out. Codex makes a placeholder at a denied path that is
+// missing, in the real filesystem when its parent is writable, and
+// removes it only when the command ends: a missing /tmp/tmux-<uid> then
+// turns into a file that breaks tmux for as long as a command runs, or
+// for good if Codex is killed. What is missing holds no socket and
+// nothing to read; the directories that must be denied before they exist
+// (tmux's, ssh's) are made first by whoever builds the profile. It reads
+// the filesystem; p is not changed.
+func (p Permissions) WithoutMissing() Permissions {
+	kept := make([]string, 0, len(p.Deny))
+	for _, d := range p.Deny {
+		if _, err := os.Lstat(d); err == nil {
+			kept = append(kept, d)
+		}
+	}
+	p.Deny = kept
+	return p
 }
 
 // ConfigOverrides returns the profile as config overrides (key=value, the

@@ -2,6 +2,8 @@ package codex
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -93,5 +95,29 @@ func TestPermissionsBase(t *testing.T) {
 		if err != nil || back.Base() != tc.base {
 			t.Errorf("extends %q: round trip %+v, %v", tc.extends, back, err)
 		}
+	}
+}
+
+// A denied path that does not exist is left out of the profile (Codex
+// would make a placeholder there); one that exists stays, and the profile
+// given is not changed.
+func TestPermissionsWithoutMissing(t *testing.T) {
+	dir := t.TempDir()
+	there := filepath.Join(dir, "there")
+	if err := os.Mkdir(there, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "tmux-1000")
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(missing, link); err != nil { // dangling: the link itself is there
+		t.Fatal(err)
+	}
+	p := Permissions{Write: []string{dir}, Deny: []string{there, missing, link}}
+	got := p.WithoutMissing()
+	if want := []string{there, link}; !slices.Equal(got.Deny, want) {
+		t.Fatalf("WithoutMissing().Deny = %q, want %q", got.Deny, want)
+	}
+	if len(p.Deny) != 3 || !slices.Equal(got.Write, p.Write) {
+		t.Fatalf("the profile given changed (%q) or lost its other rules (%q)", p.Deny, got.Write)
 	}
 }

@@ -287,9 +287,21 @@ func clean(p string) string {
 // the worktrees, the directories of batty's control socket, of ssh's
 // shared connections to the hosts and of tmux's sockets. A command's own
 // rooms are given back inside them.
+//
+// tmux's socket directories are made (0700, as tmux makes them) when
+// missing: they lie where agents may write, and a directory an agent made
+// first would not be denied (a missing path is left out of a profile,
+// codex.Permissions.WithoutMissing). One that cannot be made is logged
+// and left to that rule.
 func (d *Daemon) deniedDirs() []string {
 	deny := []string{d.layout.Dir, filepath.Dir(d.layout.Socket()), d.layout.WorktreesDir(), hosts.DefaultControlDir()}
-	return append(deny, cockpit.SocketDirs(os.Getenv("TMUX_TMPDIR"), os.Getuid())...)
+	for _, dir := range cockpit.SocketDirs(os.Getenv("TMUX_TMPDIR"), os.Getuid()) {
+		if err := cockpit.EnsureSocketDir(dir); err != nil {
+			d.log.Warn("tmux's socket directory could not be made before the agents start", "dir", dir, "error", err)
+		}
+		deny = append(deny, dir)
+	}
+	return deny
 }
 
 // withPermissions gives c, agent def's shim configuration here, the
@@ -314,6 +326,7 @@ func (d *Daemon) withPermissions(def team.Agent, c *shimconfig.Config) error {
 	}
 	cs.Config, cs.Args = config, args
 	base := CodexConfig(team.Agent{Name: def.Name, Codex: cs})
-	c.Exec.Config, c.Exec.ExtraArgs, c.Exec.Permissions = base.Exec.Config, base.Exec.ExtraArgs, p
+	present := p.WithoutMissing()
+	c.Exec.Config, c.Exec.ExtraArgs, c.Exec.Permissions = base.Exec.Config, base.Exec.ExtraArgs, &present
 	return nil
 }

@@ -141,7 +141,7 @@ func (p *Policy) Command(dir, script string, env []string) (cmd *exec.Cmd, done 
 		os.RemoveAll(tmp)
 		os.RemoveAll(home)
 	}
-	perm := p.Permissions(dir, tmp)
+	perm := p.Permissions(dir, tmp).WithoutMissing()
 	if err := perm.Validate(); err != nil {
 		done()
 		return nil, nil, fmt.Errorf("sandbox: %w", err)
