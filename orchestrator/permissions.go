@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -39,15 +38,6 @@ type rooms struct {
 	Env []string
 }
 
-// The sandbox_workspace_write keys the profile takes over.
-const (
-	keySWW           = "sandbox_workspace_write."
-	keyNetworkAccess = keySWW + "network_access"
-	keyWritableRoots = keySWW + "writable_roots"
-	keyExcludeTmp    = keySWW + "exclude_slash_tmp"
-	keyExcludeTmpdir = keySWW + "exclude_tmpdir_env_var"
-)
-
 // agentPermissions is the permission profile of an agent in r, with the
 // role's codex config and extra arguments left once the profile has taken
 // over their sandbox_workspace_write settings (network_access → the
@@ -69,8 +59,12 @@ const (
 // directories of $XDG_RUNTIME_DIR and $SSH_AUTH_SOCK, ~/.gnupg, the
 // Docker sockets — and SSH_AUTH_SOCK, GPG_AGENT_INFO and
 // DBUS_SESSION_BUS_ADDRESS hidden from its commands, but those the role's
-// allow_sockets gives back. It errs for a setting it cannot map (a
-// sandbox mode or writable roots it cannot read in codex.args). Pure.
+// allow_sockets gives back. The settings are read by
+// codex.ReadSandboxSettings; it errs for one it cannot map: a sandbox
+// mode in codex.config or codex.args (-s, sandbox_mode, --full-auto,
+// --yolo: Codex would take it over the profile), a value that does not
+// read (a boolean that is not one, writable roots that are not absolute
+// paths), a key of sandbox_workspace_write Codex does not have. Pure.
 func agentPermissions(r rooms) (p *codex.Permissions, config map[string]string, args []string, err error) {
 	c := r.Codex
 	readOnly := c.Sandbox == codex.SandboxReadOnly
@@ -88,29 +82,22 @@ func agentPermissions(r rooms) (p *codex.Permissions, config map[string]string, 
 			p.Deny = append(p.Deny, clean(d))
 		}
 	}
-	config = map[string]string{}
-	for k, v := range c.Config {
-		switch k {
-		case keyNetworkAccess:
-			p.Network = v == "true"
-		case keyExcludeTmp:
-			p.ReadOnlySlashTmp = v == "true"
-		case keyExcludeTmpdir:
-			p.ReadOnlyTmpdir = v == "true"
-		case keyWritableRoots:
-			roots, err := tomlStrings(v)
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("codex.config %s: %w", k, err)
-			}
-			p.Write = append(p.Write, roots...)
-		default:
-			config[k] = v
+	ss, err := codex.ReadSandboxSettings(c.Sandbox, c.Config, c.Args)
+	switch {
+	case err != nil:
+		return nil, nil, nil, err
+	case ss.ModeSetBy != "":
+		return nil, nil, nil, fmt.Errorf("%s: set the sandbox with codex.sandbox", ss.ModeSetBy)
+	}
+	for _, d := range ss.WritableRoots {
+		if !filepath.IsAbs(d) {
+			return nil, nil, nil, fmt.Errorf("sandbox_workspace_write.writable_roots: %q is not an absolute path", d)
 		}
 	}
-	args, err = takeSandboxArgs(c.Args, p)
-	if err != nil {
-		return nil, nil, nil, err
-	}
+	p.Network, p.ReadOnlySlashTmp, p.ReadOnlyTmpdir = ss.Network, ss.ExcludeSlashTmp, ss.ExcludeTmpdirEnvVar
+	p.Write = append(p.Write, ss.WritableRoots...)
+	p.Write = append(p.Write, ss.AddDirs...)
+	config, args = ss.Config, ss.Args
 	if readOnly {
 		// Its outbox its one writable path. Its workspace is readable
 		// as all is but the denials (a read-only role has no worktree:
@@ -130,79 +117,6 @@ func agentPermissions(r rooms) (p *codex.Permissions, config map[string]string, 
 		return nil, nil, nil, err
 	}
 	return p, config, args, nil
-}
-
-// takeSandboxArgs returns args without the sandbox_workspace_write
-// overrides and --add-dir flags among them, applied to p instead; a
-// sandbox mode (-s, --sandbox, sandbox_mode) is an error: codex.sandbox
-// says it.
-func takeSandboxArgs(args []string, p *codex.Permissions) ([]string, error) {
-	var out []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		var kv string
-		switch {
-		case (a == "-c" || a == "--config") && i+1 < len(args):
-			kv = args[i+1]
-		case strings.HasPrefix(a, "-c=") || strings.HasPrefix(a, "--config="):
-			_, kv, _ = strings.Cut(a, "=")
-		case a == "--add-dir" && i+1 < len(args):
-			p.Write = append(p.Write, args[i+1])
-			i++
-			continue
-		case strings.HasPrefix(a, "--add-dir="):
-			p.Write = append(p.Write, strings.TrimPrefix(a, "--add-dir="))
-			continue
-		case a == "-s" || a == "--sandbox" || strings.HasPrefix(a, "--sandbox=") || strings.HasPrefix(a, "-s="):
-			return nil, fmt.Errorf("codex.args %q: set the sandbox with codex.sandbox", a)
-		}
-		k, v, _ := strings.Cut(kv, "=")
-		k = strings.TrimSpace(k)
-		switch {
-		case kv == "" || (!strings.HasPrefix(k, keySWW) && k != "sandbox_mode"):
-			out = append(out, a)
-			continue
-		case k == "sandbox_mode":
-			return nil, fmt.Errorf("codex.args %q: set the sandbox with codex.sandbox", kv)
-		case k == keyWritableRoots:
-			roots, err := tomlStrings(strings.TrimSpace(v))
-			if err != nil {
-				return nil, fmt.Errorf("codex.args %s: %w", k, err)
-			}
-			p.Write = append(p.Write, roots...)
-		case k == keyNetworkAccess:
-			p.Network = strings.TrimSpace(v) == "true"
-		case k == keyExcludeTmp:
-			p.ReadOnlySlashTmp = strings.TrimSpace(v) == "true"
-		case k == keyExcludeTmpdir:
-			p.ReadOnlyTmpdir = strings.TrimSpace(v) == "true"
-		default:
-			return nil, fmt.Errorf("codex.args %q: not a setting of the workspace-write sandbox batty can carry over", kv)
-		}
-		if a == "-c" || a == "--config" {
-			i++
-		}
-	}
-	return out, nil
-}
-
-// tomlStrings reads v, a TOML string or array of basic strings
-// (`"/a"`, `["/a", "/b"]`), as absolute paths.
-func tomlStrings(v string) ([]string, error) {
-	var list []string
-	if err := json.Unmarshal([]byte(v), &list); err != nil {
-		var one string
-		if err := json.Unmarshal([]byte(v), &one); err != nil {
-			return nil, fmt.Errorf("%.80s: want an array of double-quoted absolute paths", v)
-		}
-		list = []string{one}
-	}
-	for _, d := range list {
-		if !filepath.IsAbs(d) {
-			return nil, fmt.Errorf("%q is not an absolute path", d)
-		}
-	}
-	return list, nil
 }
 
 // Variables that point a command at one of the user's agents.

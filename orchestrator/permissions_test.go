@@ -84,7 +84,28 @@ func TestAgentPermissions(t *testing.T) {
 				"/run/user/7/gnupg": "none", "/run/user/7/docker.sock": "none"}),
 			network: true, hidden: []string{"DBUS_SESSION_BUS_ADDRESS", "GPG_AGENT_INFO"}, config: map[string]string{}},
 		{name: "a sandbox mode in args is refused", codex: ww(nil, []string{"-c", `sandbox_mode="read-only"`}), wantErr: true},
-		{name: "unreadable writable roots are refused", codex: ww(nil, []string{"-c", "sandbox_workspace_write.writable_roots=['/x']"}), wantErr: true},
+		{name: "unreadable writable roots are refused", codex: ww(nil, []string{"-c", "sandbox_workspace_write.writable_roots=[1]"}), wantErr: true},
+		{name: "relative writable roots are refused", codex: ww(map[string]string{"sandbox_workspace_write.writable_roots": `["rel"]`}, nil), wantErr: true},
+		{name: "a boolean that is not one is refused", codex: ww(map[string]string{"sandbox_workspace_write.network_access": `"true"`}, nil), wantErr: true},
+		{name: "a key of the workspace-write sandbox Codex does not have is refused, in config too",
+			codex: ww(map[string]string{"sandbox_workspace_write.network": "true"}, nil), wantErr: true},
+		{name: "a sandbox mode in config is refused", codex: ww(map[string]string{"sandbox_mode": `"workspace-write"`}, nil), wantErr: true},
+		{name: "--yolo is refused", codex: ww(nil, []string{"--yolo"}), wantErr: true},
+		{name: "--full-auto is refused", codex: ro(nil, []string{"--full-auto"}), wantErr: true},
+		{name: "single-quoted roots, a comment and an inline table, as TOML reads them",
+			codex: ww(map[string]string{"sandbox_workspace_write.exclude_slash_tmp": "true # no /tmp"},
+				[]string{"-c", "sandbox_workspace_write.writable_roots=['/x'] # cache", "-c", `sandbox_workspace_write={network_access=false, exclude_tmpdir_env_var=true}`, "--json"}),
+			fs: func() map[string]string {
+				m := maps.Clone(closed)
+				maps.Copy(m, map[string]string{"/x": "write", codex.SlashTmp: "read", codex.Tmpdir: "read"})
+				return m
+			}(), config: map[string]string{}, args: []string{"--json"}},
+		{name: "one string in config is one root", codex: ww(map[string]string{"sandbox_workspace_write.writable_roots": `"/one"`}, nil),
+			fs: func() map[string]string {
+				m := maps.Clone(closed)
+				m["/one"] = "write"
+				return m
+			}(), config: map[string]string{}},
 	} {
 		r := base
 		r.Codex = tc.codex

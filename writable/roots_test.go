@@ -40,6 +40,16 @@ func TestRoots(t *testing.T) {
 		{"writable roots and --add-dir", []team.Role{{Name: "a", Cwd: "/src/p", Codex: ww(team.CodexSettings{Args: []string{
 			"-c", `sandbox_workspace_write.writable_roots=["/home/u/.cache", "/home/u/bin",]`, "--add-dir", "/opt/x", "--add-dir=../sib"}})}},
 			team.WorkspaceSettings{}, Env{}, append(base, "/home/u/.cache", "/home/u/bin", "/opt/x", "/src/sib", "/tmp")},
+		{"single-quoted roots and a comment, as TOML reads them", []team.Role{{Name: "a", Cwd: "/src/p", Codex: ww(team.CodexSettings{
+			Config: map[string]string{"sandbox_workspace_write.exclude_slash_tmp": "true # no /tmp"},
+			Args:   []string{"-c", `sandbox_workspace_write.writable_roots=['/lit\x'] # cache`}})}},
+			team.WorkspaceSettings{}, Env{}, append(base, `/lit\x`)},
+		{"one string in codex.config is one root", []team.Role{{Name: "a", Cwd: "/src/p", Codex: ww(team.CodexSettings{
+			Config: map[string]string{"sandbox_workspace_write.writable_roots": `"/one"`, "sandbox_workspace_write.exclude_slash_tmp": "true"}})}},
+			team.WorkspaceSettings{}, Env{}, append(base, "/one")},
+		{"an unreadable exclusion leaves /tmp writable", []team.Role{{Name: "a", Cwd: "/src/p", Codex: ww(team.CodexSettings{
+			Config: map[string]string{"sandbox_workspace_write.exclude_slash_tmp": `"true"`}})}},
+			team.WorkspaceSettings{}, Env{}, append(base, "/tmp")},
 		{"codex.env's TMPDIR is codex's", []team.Role{{Name: "a", Cwd: "/src/p", Codex: ww(team.CodexSettings{Env: map[string]string{"TMPDIR": "/home/u/tmp"}})}},
 			team.WorkspaceSettings{}, Env{TmpDir: "/var/tmp/u"}, append(base, "/tmp", "/home/u/tmp")},
 		{"read-only and full access add no sandbox roots", []team.Role{
@@ -89,25 +99,6 @@ func TestWithin(t *testing.T) {
 	} {
 		if _, got := Within(tc.path, roots); got != tc.want {
 			t.Errorf("Within(%q) = %v, want %v", tc.path, got, tc.want)
-		}
-	}
-}
-
-func TestTOMLStrings(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []string
-		ok   bool
-	}{
-		{`["/a", '/b']`, []string{"/a", "/b"}, true},
-		{`[ "/a,b" , "x\"y" ,]`, []string{"/a,b", `x"y`}, true},
-		{`[]`, nil, true},
-		{`"/a"`, nil, false},
-		{`[1, 2]`, nil, false},
-	} {
-		got, ok := tomlStrings(tc.in)
-		if ok != tc.ok || !slices.Equal(got, tc.want) {
-			t.Errorf("tomlStrings(%s) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }
