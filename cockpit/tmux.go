@@ -145,23 +145,6 @@ func SocketName(projectDir string) string {
 	return "batty-" + name + "-" + hex.EncodeToString(sum[:4])
 }
 
-// SocketDirs are the directories where tmux servers of user uid keep
-// their sockets: $TMUX_TMPDIR/tmux-<uid> (tmuxTmpdir, "" when unset), where
-// batty's private server (SocketName) and the user's own live, and
-// /tmp/tmux-<uid>, tmux's default. Whoever may connect to a socket there
-// runs commands as the user. Pure.
-func SocketDirs(tmuxTmpdir string, uid int) []string {
-	def := filepath.Join("/tmp", fmt.Sprintf("tmux-%d", uid))
-	if tmuxTmpdir == "" || !filepath.IsAbs(tmuxTmpdir) {
-		return []string{def}
-	}
-	dir := filepath.Join(tmuxTmpdir, fmt.Sprintf("tmux-%d", uid))
-	if dir == def {
-		return []string{def}
-	}
-	return []string{dir, def}
-}
-
 // SessionName returns the tmux session name for a team: its name with the
 // characters tmux does not take in a session name (".", ":") and anything
 // outside [A-Za-z0-9_-] replaced by "-".
