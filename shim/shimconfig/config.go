@@ -222,6 +222,25 @@ func (c Config) Validate() error {
 	return CheckRuntime(c.Runtime)
 }
 
+// ValidateThere is Validate for the configuration of a shim on another
+// host as the daemon writes it (shimclient.SpawnOptions.Remote,
+// ParseArgsThere): its permission profile may name paths under "~/" and
+// is checked as such (codex.Permissions.ValidateThere); the shim there
+// checks the whole once it has made it its host's (Validate).
+func (c Config) ValidateThere() error {
+	p := c.Exec.Permissions
+	c.Exec.Permissions = nil
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if p != nil {
+		if err := p.ValidateThere(); err != nil {
+			return fmt.Errorf("shim: %w", err)
+		}
+	}
+	return nil
+}
+
 func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Agent, "agent", "", "agent name")
 	fs.StringVar(&c.Cwd, "cwd", "", "working directory for codex")
@@ -268,7 +287,7 @@ func (c *Config) FlagSet() *pflag.FlagSet {
 
 // ParseArgs parses shim flags (as produced by Config.Args) into a Config.
 func ParseArgs(args []string) (Config, error) {
-	c, err := ParseArgsThere(args)
+	c, err := parseArgs(args)
 	if err != nil {
 		return Config{}, err
 	}
@@ -276,11 +295,20 @@ func ParseArgs(args []string) (Config, error) {
 }
 
 // ParseArgsThere is ParseArgs for a shim on another host (StdioFlag),
-// without the check: its paths are still as the daemon wrote them, "~/"
-// for the home directory there, and its permission profile is not
-// complete yet. The shim checks it (Validate) once it has made it its
+// checked with ValidateThere: its paths are still as the daemon wrote
+// them, "~/" for the home directory there, and its permission profile is
+// not complete yet. The shim checks it (Validate) once it has made it its
 // host's.
 func ParseArgsThere(args []string) (Config, error) {
+	c, err := parseArgs(args)
+	if err != nil {
+		return Config{}, err
+	}
+	return c, c.ValidateThere()
+}
+
+// parseArgs parses shim flags into a Config with its defaults, unchecked.
+func parseArgs(args []string) (Config, error) {
 	var c Config
 	fs := c.FlagSet()
 	if err := fs.Parse(args); err != nil {
