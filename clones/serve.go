@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/battyhq/batty/cockpit"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/sandbox"
@@ -278,15 +277,15 @@ func answer(ctx context.Context, repo *workspaces.Repo, req Request, ans Answer,
 // under the user's cache directory (batty/sandbox), out of the agents'
 // worktrees; the project's state directory here l.Dir denied (the other
 // agents' clones, the outboxes; the clone set up is its working
-// directory, given back) and tmux's socket directories here. nil stays
-// nil.
+// directory, given back) and the directories of tmux's and ssh's sockets
+// here (hosts.SocketDirs). nil stays nil.
 func sandboxHere(p *sandbox.Policy, l project.Layout) *sandbox.Policy {
 	if p == nil {
 		return nil
 	}
 	home, _ := os.UserHomeDir()
 	here := hosts.SandboxHere(p, home, sandbox.HomesIn(filepath.Join(home, ".cache", "batty", "sandbox")))
-	for _, d := range append([]string{l.Dir}, cockpit.SocketDirs(os.Getenv("TMUX_TMPDIR"), os.Getuid())...) {
+	for _, d := range append([]string{l.Dir}, hosts.SocketDirs(os.Environ(), os.Getuid())...) {
 		if filepath.IsAbs(d) {
 			here.Deny = append(here.Deny, filepath.Clean(d))
 		}

@@ -16,8 +16,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -145,51 +143,6 @@ func SocketName(projectDir string) string {
 		name = "project"
 	}
 	return "batty-" + name + "-" + hex.EncodeToString(sum[:4])
-}
-
-// SocketDirs are the directories where tmux servers of user uid keep
-// their sockets: $TMUX_TMPDIR/tmux-<uid> (tmuxTmpdir, "" when unset), where
-// batty's private server (SocketName) and the user's own live, and
-// /tmp/tmux-<uid>, tmux's default. Whoever may connect to a socket there
-// runs commands as the user. Pure.
-func SocketDirs(tmuxTmpdir string, uid int) []string {
-	def := filepath.Join("/tmp", fmt.Sprintf("tmux-%d", uid))
-	if tmuxTmpdir == "" || !filepath.IsAbs(tmuxTmpdir) {
-		return []string{def}
-	}
-	dir := filepath.Join(tmuxTmpdir, fmt.Sprintf("tmux-%d", uid))
-	if dir == def {
-		return []string{def}
-	}
-	return []string{dir, def}
-}
-
-// EnsureSocketDir makes dir, one of SocketDirs, as tmux would make it
-// (0700, its parent too) when it is missing, so that an agent's profile
-// can deny it before tmux runs. It removes an empty regular file there
-// first: the placeholder a sandboxed command killed mid-run leaves where
-// a denied path was missing, which tmux would refuse ("not a directory")
-// for good. Anything else already there is left for tmux to judge.
-// Idempotent.
-func EnsureSocketDir(dir string) error {
-	fi, err := os.Lstat(dir)
-	switch {
-	case err == nil && fi.Mode().IsRegular() && fi.Size() == 0:
-		if err := os.Remove(dir); err != nil {
-			return fmt.Errorf("remove the placeholder file at %s: %w", dir, err)
-		}
-	case err == nil:
-		return nil
-	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("look at %s: %w", dir, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return fmt.Errorf("make %s: %w", filepath.Dir(dir), err)
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("make %s: %w", dir, err)
-	}
-	return nil
 }
 
 // SessionName returns the tmux session name for a team: its name with the

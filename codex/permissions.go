@@ -91,7 +91,15 @@ type permissionsWire struct {
 // the Extends constants (or empty), every path must be absolute, clean
 // and valid UTF-8, and no variable name may be empty or hold '=' or a
 // quote.
-func (p Permissions) Validate() error {
+func (p Permissions) Validate() error { return p.validate(false) }
+
+// ValidateThere is Validate for a profile on its way to another host,
+// which completes it there (hosts.PermissionsHere): a path may also be
+// "~" or begin with "~/", the home directory of the user there, expanded
+// there before the profile is used — and then Validate must hold.
+func (p Permissions) ValidateThere() error { return p.validate(true) }
+
+func (p Permissions) validate(there bool) error {
 	switch p.Extends {
 	case "", ExtendsWorkspace, ExtendsReadOnly:
 	default:
@@ -99,7 +107,14 @@ func (p Permissions) Validate() error {
 	}
 	for _, l := range [][]string{p.Write, p.Read, p.Deny} {
 		for _, d := range l {
-			if !filepath.IsAbs(d) || filepath.Clean(d) != d || !utf8.ValidString(d) || strings.ContainsAny(d, "\x00\n\r") {
+			abs := d
+			if rest, ok := strings.CutPrefix(d, "~/"); there && (ok || d == "~") {
+				abs = "/" + rest
+			}
+			if !filepath.IsAbs(abs) || filepath.Clean(abs) != abs || !utf8.ValidString(d) || strings.ContainsAny(d, "\x00\n\r") {
+				if there {
+					return fmt.Errorf("codex: permission path %q is neither a clean absolute path of valid UTF-8 nor one under ~/", d)
+				}
 				return fmt.Errorf("codex: permission path %q is not a clean absolute path of valid UTF-8", d)
 			}
 		}
@@ -250,6 +265,9 @@ func EncodePermissions(p *Permissions) string {
 }
 
 // DecodePermissions reads back what EncodePermissions wrote; nil for "".
+// Its paths may be under "~/" (ValidateThere): the profile of a shim on
+// another host, which expands them there; whoever runs Codex with the
+// profile validates it (Validate, in codex.ExecOptions.Validate).
 func DecodePermissions(s string) (*Permissions, error) {
 	if s == "" {
 		return nil, nil
@@ -260,7 +278,7 @@ func DecodePermissions(s string) (*Permissions, error) {
 	}
 	p := w.Permissions
 	p.ReadOnlySlashTmp, p.ReadOnlyTmpdir = w.ReadOnlySlashTmp, w.ReadOnlyTmpdir
-	if err := p.Validate(); err != nil {
+	if err := p.ValidateThere(); err != nil {
 		return nil, err
 	}
 	return &p, nil

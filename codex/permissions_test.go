@@ -59,6 +59,20 @@ func TestPermissionsOnTheCommandLine(t *testing.T) {
 	if err := (Permissions{Deny: []string{"relative"}}).Validate(); err == nil {
 		t.Error("a relative path passed")
 	}
+	// A profile on its way to a host keeps "~/" for the host; no other
+	// relative path.
+	there := &Permissions{Write: []string{"~/src/p"}, Deny: []string{"~"}}
+	if back, err := DecodePermissions(EncodePermissions(there)); err != nil || back.Write[0] != "~/src/p" {
+		t.Errorf("a profile for a host: %+v, %v", back, err)
+	}
+	if there.Validate() == nil {
+		t.Error("Validate took a path under ~/")
+	}
+	for _, bad := range []string{"rel", "~bob", "~/a/./b", "./x"} {
+		if (Permissions{Write: []string{bad}}).ValidateThere() == nil {
+			t.Errorf("ValidateThere took %q", bad)
+		}
+	}
 }
 
 func TestPermissionsBase(t *testing.T) {

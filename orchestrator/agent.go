@@ -370,7 +370,8 @@ func (a *agent) shimConfig() (shimconfig.Config, error) {
 	}
 	if a.host == nil {
 		// Here, a workspace-write agent runs under a permission profile
-		// of its own; on a host, under the workspace-write sandbox.
+		// of its own; on a host, under one the host completes
+		// (remoteShimConfig).
 		if err := a.d.withPermissions(a.def, &c); err != nil {
 			return c, err
 		}
@@ -436,7 +437,9 @@ func (a *agent) spawnOptions() (shimclient.SpawnOptions, error) {
 	if batty == "" {
 		return o, fmt.Errorf("batty is not installed on host %s", r.host.Name)
 	}
-	o.Config = remoteShimConfig(o.Config, r, a.d.layout, localHome())
+	if o.Config, err = remoteShimConfig(a.def, o.Config, r, a.d.layout, localHome()); err != nil {
+		return o, err
+	}
 	o.Path, o.Args = batty, []string{"shim"}
 	o.Remote = a.d.opts.Transport.ShimCommand(r.host, o.Config.Cwd)
 	o.HandshakeTimeout = hosts.ShimHandshakeTimeout

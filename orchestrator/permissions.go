@@ -2,14 +2,10 @@ package orchestrator
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
-	"github.com/battyhq/batty/agentenv"
-	"github.com/battyhq/batty/cockpit"
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/outbox"
@@ -36,6 +32,10 @@ type rooms struct {
 	// Env is the environment its Codex starts with (XDG_RUNTIME_DIR,
 	// SSH_AUTH_SOCK, HOME are read from it).
 	Env []string
+	// There says the agent runs on another host: its paths may be under
+	// "~/", the home directory there, and the host completes the profile
+	// (hosts.PermissionsHere: codex.Permissions.ValidateThere).
+	There bool
 }
 
 // agentPermissions is the permission profile of an agent in r, with the
@@ -108,84 +108,19 @@ func agentPermissions(r rooms) (p *codex.Permissions, config map[string]string, 
 		}
 	}
 	if p.Network {
-		hideUserSockets(p, r.Env, c.AllowSockets)
+		p.HideUserSockets(r.Env, c.AllowSockets)
 	}
 	for i, w := range p.Write {
 		p.Write[i] = clean(w)
 	}
-	if err := p.Validate(); err != nil {
+	check := p.Validate
+	if r.There {
+		check = p.ValidateThere
+	}
+	if err := check(); err != nil {
 		return nil, nil, nil, err
 	}
 	return p, config, args, nil
-}
-
-// Variables that point a command at one of the user's agents.
-var userSocketVars = map[string]string{
-	"SSH_AUTH_SOCK":            team.SocketSSHAgent,
-	"GPG_AGENT_INFO":           team.SocketGPGAgent,
-	"DBUS_SESSION_BUS_ADDRESS": team.SocketSessionBus,
-}
-
-// hideUserSockets adds to p, an agent's profile with the network on, the
-// denial of the user's sockets found in env and the hiding of the
-// variables that name them, but those allow gives back.
-func hideUserSockets(p *codex.Permissions, env, allow []string) {
-	allowed := func(s string) bool { return slices.Contains(allow, s) }
-	runtime := agentenv.Lookup(env, "XDG_RUNTIME_DIR")
-	home := agentenv.Lookup(env, "HOME")
-	deny := func(d string) {
-		if filepath.IsAbs(d) {
-			p.Deny = append(p.Deny, clean(d))
-		}
-	}
-	read := func(d string) {
-		if filepath.IsAbs(d) {
-			p.Read = append(p.Read, clean(d))
-		}
-	}
-	sshDir := ""
-	if sock := agentenv.Lookup(env, "SSH_AUTH_SOCK"); sock != "" {
-		sshDir = filepath.Dir(sock)
-	}
-	// A path denied inside another cannot be read again (Codex's rule
-	// for a denied directory hides all below it but a writable path), so
-	// the runtime directory is denied whole only when nothing given back
-	// lies inside it; else its sockets are denied one by one.
-	var kept []string
-	if allowed(team.SocketSSHAgent) && sshDir != "" {
-		kept = append(kept, sshDir)
-	}
-	if runtime != "" && !allowed(team.SocketRuntimeDir) {
-		inside := func(d string) bool { return d != "" && strings.HasPrefix(clean(d)+"/", clean(runtime)+"/") }
-		if !slices.ContainsFunc(kept, inside) && !allowed(team.SocketGPGAgent) && !allowed(team.SocketSessionBus) {
-			deny(runtime)
-		} else {
-			for name, socket := range map[string]string{"bus": team.SocketSessionBus, "gnupg": team.SocketGPGAgent, "docker.sock": team.SocketDocker} {
-				if !allowed(socket) {
-					deny(filepath.Join(runtime, name))
-				}
-			}
-		}
-	}
-	switch {
-	case sshDir == "":
-	case allowed(team.SocketSSHAgent):
-		read(sshDir)
-	default:
-		deny(sshDir)
-	}
-	if home != "" && !allowed(team.SocketGPGAgent) {
-		deny(filepath.Join(home, ".gnupg"))
-	}
-	if !allowed(team.SocketDocker) {
-		deny("/var/run/docker.sock")
-		deny("/run/docker.sock")
-	}
-	for _, v := range slices.Sorted(maps.Keys(userSocketVars)) {
-		if !allowed(userSocketVars[v]) {
-			p.HideEnv = append(p.HideEnv, v)
-		}
-	}
 }
 
 // clean is filepath.Clean but for "".
@@ -208,14 +143,13 @@ func clean(p string) string {
 // codex.Permissions.WithoutMissing). One that cannot be made is logged
 // and left to that rule.
 func (d *Daemon) deniedDirs() []string {
-	deny := []string{d.layout.Dir, filepath.Dir(d.layout.Socket()), d.layout.WorktreesDir(), hosts.DefaultControlDir()}
-	for _, dir := range cockpit.SocketDirs(os.Getenv("TMUX_TMPDIR"), os.Getuid()) {
-		if err := cockpit.EnsureSocketDir(dir); err != nil {
+	deny := []string{d.layout.Dir, filepath.Dir(d.layout.Socket()), d.layout.WorktreesDir()}
+	for _, dir := range hosts.TmuxSocketDirs(os.Getenv("TMUX_TMPDIR"), os.Getuid()) {
+		if err := hosts.EnsureSocketDir(dir); err != nil {
 			d.log.Warn("tmux's socket directory could not be made before the agents start", "dir", dir, "error", err)
 		}
-		deny = append(deny, dir)
 	}
-	return deny
+	return append(deny, hosts.SocketDirs(os.Environ(), os.Getuid())...)
 }
 
 // withPermissions gives c, agent def's shim configuration here, the

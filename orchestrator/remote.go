@@ -4,13 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/shim/shimconfig"
@@ -149,16 +151,18 @@ func (r *remoteHost) ensure(ctx context.Context) (string, error) {
 	return p, nil
 }
 
-// putRoster writes the team's roster (team.Roster) as the team file of
-// the project's state directory on the host (hosts.StateDir, out of the
-// agents' writable roots there), where `batty send` run by the agents
-// there finds it through $BATTY_DIR. It blocks for the write.
+// putRoster writes the team's roster (team.Roster) on the host, beside
+// the project's state directory there (hosts.RosterThere: out of the
+// agents' writable paths there, and readable where their permission
+// profiles deny the state directory), where `batty send` run by the
+// agents there finds it through agentenv.TeamFile. It blocks for the
+// write.
 func (r *remoteHost) putRoster(ctx context.Context) error {
 	b, err := team.Roster(r.d.cfg)
 	if err != nil {
 		return err
 	}
-	return hosts.Put(ctx, r.d.opts.Transport, r.host, path.Join(hosts.StateDir(r.dir), "team.yaml"), b)
+	return hosts.Put(ctx, r.d.opts.Transport, r.host, hosts.RosterThere(r.dir), b)
 }
 
 // installed is the path of batty on the host, "" while it is not
@@ -207,14 +211,36 @@ func remoteTarget(t preflight.Target, r *remoteHost, root, home string) prefligh
 	return hosts.TargetThere(t, r.dir, root, home)
 }
 
-// remoteShimConfig is c, the configuration of a local shim of the agent,
+// remoteShimConfig is c, the configuration of a local shim of agent def,
 // for its shim on host r: paths as the host sees them (the project there,
 // "~/" for the home directory there, which the shim expands), no
-// transcript file and no reply directory (neither is on the host).
-func remoteShimConfig(c shimconfig.Config, r *remoteHost, l project.Layout, home string) shimconfig.Config {
+// transcript file and no reply directory (neither is on the host), the
+// agent's batty commands pointed at the roster there (hosts.RosterThere).
+// A workspace-write agent gets its permission profile there
+// (agentPermissions): its workspace there and its outbox in the project's
+// state directory there writable, that state directory denied (the
+// clones, hosts.WorktreesThere, are in it); the host completes it with
+// its own sockets and, the network on, the user's there (c.AllowSockets,
+// hosts.PermissionsHere). It errs when the profile cannot be made. Pure.
+func remoteShimConfig(def team.Agent, c shimconfig.Config, r *remoteHost, l project.Layout, home string) (shimconfig.Config, error) {
 	c = hosts.ShimConfig(c, r.dir, l.Root(), home)
 	c.TranscriptStream, c.RelayInboxes = true, true
-	return c
+	c.Env = append(slices.Clip(c.Env), agentenv.TeamFile+"="+hosts.RosterThere(r.dir))
+	state := hosts.StateDir(r.dir)
+	p, config, args, err := agentPermissions(rooms{Cwd: c.Cwd, Outbox: outbox.Path(state, def.Name), Deny: []string{state},
+		Codex: def.Codex, There: true})
+	if err != nil {
+		return c, fmt.Errorf("agent %s's permission profile on host %s: %w", def.Name, r.host.Name, err)
+	}
+	if p == nil {
+		return c, nil
+	}
+	cs := def.Codex
+	cs.Config, cs.Args = config, args
+	base := CodexConfig(team.Agent{Name: def.Name, Codex: cs})
+	c.Exec.Config, c.Exec.ExtraArgs, c.Exec.Permissions, c.Exec.AddDirs = base.Exec.Config, base.Exec.ExtraArgs, p, nil
+	c.AllowSockets = slices.Clone(def.Codex.AllowSockets)
+	return c, nil
 }
 
 // checkHost is the check of a host's target: batty installed there (again

@@ -86,6 +86,13 @@ func chownAll(t testing.TB, s *hoststest.SSHD, paths ...string) {
 // real Codex CLI there (top: more top-level YAML; roles: more roles).
 func (h *remoteHarness) project(t testing.TB, top, roles string) *testProject {
 	t.Helper()
+	return h.projectSandbox(t, top, "danger-full-access", roles)
+}
+
+// projectSandbox is project with eng's codex.sandbox (and what YAML
+// follows it in eng's codex settings) sandbox.
+func (h *remoteHarness) projectSandbox(t testing.TB, top, sandbox, roles string) *testProject {
+	t.Helper()
 	dir := t.TempDir()
 	p := &testProject{t: t, dir: dir, fakeLog: filepath.Join(dir, "fake.log"), mark: fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano())}
 	p.writeTeam(fmt.Sprintf(`name: e2e
@@ -101,9 +108,21 @@ hosts:
     codex:
       bin: %s
       codex_home: %s
-      sandbox: danger-full-access
-%s`, h.s.Host.SSH, h.dir, top, h.codex, h.home, roles))
+      sandbox: %s
+%s`, h.s.Host.SSH, h.dir, top, h.codex, h.home, sandbox, roles))
 	return p
+}
+
+// sandboxThere gives the host's Codex CLI the bubblewrap shipped beside
+// this one, which its Linux sandbox runs; it skips where there is none.
+func (h *remoteHarness) sandboxThere(t testing.TB) {
+	t.Helper()
+	bwrap := filepath.Join(filepath.Dir(filepath.Dir(codextest.CodexNative(t))), "codex-resources", "bwrap")
+	if _, err := os.Stat(bwrap); err != nil {
+		t.Skipf("no bubblewrap beside the Codex CLI: %v", err)
+	}
+	hoststest.CopyFile(t, bwrap, filepath.Join(filepath.Dir(filepath.Dir(h.codex)), "codex-resources", "bwrap"), 0o755)
+	chownAll(t, h.s, filepath.Join(filepath.Dir(filepath.Dir(h.codex)), "codex-resources"))
 }
 
 // start runs the daemon of p with the harness's transport and batty.

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -25,11 +26,17 @@ func TestRemoteConfigs(t *testing.T) {
 		Transcript: l.Dir + "/logs/eng.log", TranscriptRoot: l.StateRoot(), ReplyDir: l.Dir + "/replies/eng",
 	}
 	there := hosts.StateDir("~/src/p")
-	got := remoteShimConfig(c, r, l, "/home/me")
+	def := team.Agent{Name: "eng", Codex: team.CodexSettings{Sandbox: codex.SandboxDangerFullAccess}}
+	got, err := remoteShimConfig(def, c, r, l, "/home/me")
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The state directory there is under the home there, the agent's
-	// outbox in it; the project's paths are the project's there.
+	// outbox in it, the roster beside it; the project's paths are the
+	// project's there. An agent outside workspace-write has no profile.
 	if got.Cwd != "~/src/p/svc" || got.CodexBin != "~/bin/codex" || !slices.Equal(got.Exec.AddDirs, []string{there + "/outboxes/eng"}) ||
-		!slices.Equal(got.Env, []string{"K=/home/me/k", "CODEX_HOME=~/.codex-w", agentenv.Dir + "=" + there, agentenv.Project + "=~/src/p"}) ||
+		!slices.Equal(got.Env, []string{"K=/home/me/k", "CODEX_HOME=~/.codex-w", agentenv.Dir + "=" + there, agentenv.Project + "=~/src/p",
+			agentenv.TeamFile + "=" + there + ".team.yaml"}) || got.Exec.Permissions != nil ||
 		got.Transcript != "" || got.TranscriptRoot != "" || got.ReplyDir != "" || !got.TranscriptStream || !got.RelayInboxes || !got.ReplyStream {
 		t.Fatalf("remoteShimConfig = %+v", got)
 	}
@@ -40,7 +47,7 @@ func TestRemoteConfigs(t *testing.T) {
 	// directory: the same in its clone there, in the state directory
 	// there, out of the project there.
 	c.Cwd = l.WorktreesDir() + "/eng/svc"
-	if got := remoteShimConfig(c, r, l, "/home/me"); got.Cwd != there+"/worktrees/eng/svc" {
+	if got, _ := remoteShimConfig(def, c, r, l, "/home/me"); got.Cwd != there+"/worktrees/eng/svc" {
 		t.Fatalf("remoteShimConfig of a worktree agent: Cwd %q", got.Cwd)
 	}
 	pt := remoteTarget(preflight.Target{Bin: "/home/me/bin/codex", Home: "/home/me/.codex-w", Cwd: "/work/p/svc", Env: []string{"A=1"}}, r, "/work/p", "/home/me")
@@ -59,5 +66,74 @@ func TestOldCloneNotice(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("the notice lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// A workspace-write agent on a host gets its permission profile there:
+// its workspace and outbox there writable, the state directory there
+// denied (a worktree agent's clone is in it, given back), the sandbox
+// settings it took over out of the config and arguments, no --add-dir,
+// "~/" left for the host to expand and the user's sockets there for the
+// host to name: the allowed ones travel with the configuration. The host
+// then completes it (hosts.PermissionsHere) into one Codex takes.
+func TestRemoteShimConfigPermissions(t *testing.T) {
+	l := project.LayoutIn("/home/me/.local/state/batty", "/work/p")
+	r := &remoteHost{host: team.Host{Name: "b", SSH: "b"}, dir: "~/src/p"}
+	there := hosts.StateDir("~/src/p")
+	def := team.Agent{Name: "eng", Codex: team.CodexSettings{Sandbox: codex.SandboxWorkspaceWrite,
+		Config:       map[string]string{"sandbox_workspace_write.network_access": "true", "model_verbosity": `"low"`},
+		Args:         []string{"--add-dir", "/opt/cache", "--json"},
+		AllowSockets: []string{team.SocketSSHAgent}}}
+	for _, tc := range []struct {
+		name, cwd, wantCwd string
+	}{
+		{"in the project there", "/work/p/svc", "~/src/p/svc"},
+		{"in its clone there", l.WorktreesDir() + "/eng", there + "/worktrees/eng"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := CodexConfig(def)
+			c.Cwd = tc.cwd
+			c.Exec.AddDirs = []string{l.Dir + "/outboxes/eng"}
+			c.Env = append(c.Env, agentenv.Dir+"="+l.Dir, agentenv.Project+"=/work/p")
+			got, err := remoteShimConfig(def, c, r, l, "/home/me")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := got.Exec.Permissions
+			if p == nil || got.Cwd != tc.wantCwd {
+				t.Fatalf("remoteShimConfig: cwd %q, profile %+v", got.Cwd, p)
+			}
+			fs := p.Filesystem()
+			want := map[string]string{tc.wantCwd: "write", there + "/outboxes/eng": "write", "/opt/cache": "write", there: "none",
+				"/var/run/docker.sock": "none", "/run/docker.sock": "none"}
+			if !maps.Equal(fs, want) || !p.Network || !slices.Equal(p.HideEnv, []string{"DBUS_SESSION_BUS_ADDRESS", "GPG_AGENT_INFO"}) {
+				t.Fatalf("the profile there: %v network %t hidden %v", fs, p.Network, p.HideEnv)
+			}
+			if got.Exec.AddDirs != nil || !slices.Equal(got.Exec.Config, []string{`model_verbosity="low"`}) || !slices.Equal(got.Exec.ExtraArgs, []string{"--json"}) ||
+				!slices.Equal(got.AllowSockets, []string{team.SocketSSHAgent}) {
+				t.Fatalf("remoteShimConfig: add-dirs %v config %v args %v allow %v", got.Exec.AddDirs, got.Exec.Config, got.Exec.ExtraArgs, got.AllowSockets)
+			}
+			if err := p.Validate(); err == nil {
+				t.Fatal("a profile with the home there unexpanded passes as complete")
+			}
+			// On the host: "~" expanded, its sockets denied, the user's
+			// there found in its environment.
+			env := []string{"HOME=/home/bob", "XDG_RUNTIME_DIR=/run/user/1001", "SSH_AUTH_SOCK=/tmp/ssh-y/agent.9"}
+			hp, err := hosts.PermissionsHere(p, got.AllowSockets, "/home/bob", env, 1001)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(hp.HideEnv, []string{"DBUS_SESSION_BUS_ADDRESS", "GPG_AGENT_INFO"}) || hp.Validate() != nil {
+				t.Fatalf("on the host: hidden %v, %v", hp.HideEnv, hp.Validate())
+			}
+			hfs := hp.Filesystem()
+			state := hosts.ExpandHome(there, "/home/bob")
+			for path, access := range map[string]string{hosts.ExpandHome(tc.wantCwd, "/home/bob"): "write", state + "/outboxes/eng": "write", state: "none",
+				"/run/user/1001": "none", "/tmp/tmux-1001": "none", "/home/bob/.gnupg": "none", "/tmp/ssh-y": "read"} {
+				if hfs[path] != access {
+					t.Errorf("on the host %s is %q, want %q (%v)", path, hfs[path], access, hfs)
+				}
+			}
+		})
 	}
 }

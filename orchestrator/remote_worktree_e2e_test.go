@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/clones"
-	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/hosts"
-	"github.com/battyhq/batty/hosts/hoststest"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/team"
 )
@@ -104,6 +102,71 @@ func TestE2EHostWorktreeAgentLands(t *testing.T) {
 	}
 }
 
+// hostProfileSandbox is eng's codex settings for a workspace-write agent
+// on the harness's host (projectSandbox): /tmp and $TMPDIR left out of
+// its writable paths, as the host's home lies under /tmp.
+const hostProfileSandbox = `workspace-write
+      config:
+        sandbox_workspace_write.exclude_slash_tmp: true
+        sandbox_workspace_write.exclude_tmpdir_env_var: true`
+
+// TestE2EHostWorktreeAgentUnderItsProfile: a workspace-write worktree
+// engineer on a host runs under its permission profile there, the real
+// Codex CLI running its commands in its Linux sandbox: in its clone
+// there (in the project's state directory there, which the profile
+// denies) it writes its file, `batty send` there reaches the human
+// here (the roster beside the state directory, the outbox in it), it
+// cannot list that state directory (the other clones, the repository,
+// the outboxes), and its commit comes back and lands; with the network
+// on as without (the user's sockets there then denied as well).
+func TestE2EHostWorktreeAgentUnderItsProfile(t *testing.T) {
+	for _, network := range []bool{false, true} {
+		t.Run(fmt.Sprintf("network %t", network), func(t *testing.T) { hostWorktreeAgentUnderItsProfile(t, network) })
+	}
+}
+
+func hostWorktreeAgentUnderItsProfile(t *testing.T, network bool) {
+	h := newRemoteHarness(t)
+	sb := hostProfileSandbox + fmt.Sprintf("\n        sandbox_workspace_write.network_access: %t", network)
+	p := h.projectSandbox(t, "workspace:\n  verify: test -s made-there.txt\n", sb, "    workspace: worktree\n")
+	gitProject(t, p)
+	h.sandboxThere(t)
+	r := h.start(p, nil)
+	state := hosts.ExpandHome(hosts.StateDir(h.dir), h.s.Home)
+	script := strings.Join([]string{
+		`printf 'made there\n' > made-there.txt && echo WROTE-OWN`,
+		`batty send human sent-under-its-profile && echo SENT`,
+		`ls ` + state + ` >/dev/null 2>&1 && echo READ-STATE`,
+		`ls ` + state + `/repo >/dev/null 2>&1 && echo READ-REPO`,
+	}, "; ")
+	id := p.send("eng", "human", "write the file [[mock:shell "+script+"]]")
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	reply := p.recorded("eng", id).Reply
+	if !strings.Contains(reply, "WROTE-OWN") || !strings.Contains(reply, "SENT") {
+		t.Fatalf("the agent could not work in its clone there or send:\n%s", reply)
+	}
+	for _, bad := range []string{"READ-STATE", "READ-REPO"} {
+		if strings.Contains(reply, bad) {
+			t.Fatalf("the agent's profile let it read the state directory there (%s):\n%s", bad, reply)
+		}
+	}
+	waitMessage(t, p.box("human"), func(m inbox.Message) bool { return m.From == "eng" && m.Body == "sent-under-its-profile" })
+	r.waitEvent(t, "the turn's commit", func(e eventlog.Event) bool {
+		return e.Type == eventlog.EvWorkspaceCommitted && e.Message == id && !payloadOf[eventlog.WorkspaceCommitted](e).WIP
+	})
+	if got := git(t, p.dir, "show", "batty/eng:made-there.txt"); got != "made there" {
+		t.Fatalf("batty/eng here holds %q", got)
+	}
+	p.send(team.LandingBox, "human", "eng")
+	r.waitEvent(t, "the landing", func(e eventlog.Event) bool { return e.Type == eventlog.EvLanded && e.Agent == "eng" })
+	if b, _ := os.ReadFile(filepath.Join(p.dir, "made-there.txt")); string(b) != "made there\n" {
+		t.Fatalf("the project's checkout after the landing: %q", b)
+	}
+	r.stop(t)
+}
+
 // TestE2EHostCloneSetupEndsWithTheConnection: the team stops while the
 // setup of a host agent's clone runs there: the ssh session ends, and
 // with it the host's end and the setup command; nothing of the host's
@@ -169,13 +232,14 @@ func TestE2EHostWorktreeAgentRidesOutAnOutage(t *testing.T) {
 
 // TestE2EHostSharedAgentCannotReachTheClones: on a host that runs a
 // worktree engineer, an agent that works in the project directory there
-// (no worktree; the real Codex CLI in its workspace-write sandbox, its
-// writable root the project directory there, /tmp left out as the
-// host's home lies there) tries through its shell to
+// (no worktree; the real Codex CLI under its permission profile there,
+// its workspace the project directory there, /tmp left out as the host's
+// home lies there) tries through its shell to
 // write the engineer's clone (a file, a .codex/config.toml) and the
 // clone repository's .git/config (a filter `batty clone-host` would run
-// as the user). The clones are in the project's state directory there,
-// out of its writable root: every write fails, and the engineer's next
+// as the user), and to list the project's state directory there. The
+// clones are in that state directory, which its profile denies: every
+// write fails, nothing there can be read, and the engineer's next
 // commit carries none of it.
 func TestE2EHostSharedAgentCannotReachTheClones(t *testing.T) {
 	h := newRemoteHarness(t)
@@ -191,19 +255,14 @@ func TestE2EHostSharedAgentCannotReachTheClones(t *testing.T) {
         sandbox_workspace_write.exclude_tmpdir_env_var: true
 `, h.codex, h.home))
 	gitProject(t, p)
-	// Codex's Linux sandbox runs the bubblewrap shipped beside it.
-	bwrap := filepath.Join(filepath.Dir(filepath.Dir(codextest.CodexNative(t))), "codex-resources", "bwrap")
-	if _, err := os.Stat(bwrap); err != nil {
-		t.Skipf("no bubblewrap beside the Codex CLI: %v", err)
-	}
-	hoststest.CopyFile(t, bwrap, filepath.Join(filepath.Dir(filepath.Dir(h.codex)), "codex-resources", "bwrap"), 0o755)
-	chownAll(t, h.s, filepath.Join(filepath.Dir(filepath.Dir(h.codex)), "codex-resources"))
+	h.sandboxThere(t)
 	r := h.start(p, nil)
 	if st := r.finished(t, p.send("eng", "human", "one [[mock:shell printf '1\\n' > one.txt]]")); st != "completed" {
 		t.Fatalf("status %s", st)
 	}
 	clone := cloneThere(h.dir, h.s.Home, "eng")
-	config := filepath.Join(hosts.ExpandHome(hosts.StateDir(h.dir), h.s.Home), "repo", ".git", "config")
+	state := hosts.ExpandHome(hosts.StateDir(h.dir), h.s.Home)
+	config := filepath.Join(state, "repo", ".git", "config")
 	for _, p := range []string{filepath.Join(clone, "one.txt"), config} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("the clone on the host: %v", err)
@@ -214,6 +273,7 @@ func TestE2EHostSharedAgentCannotReachTheClones(t *testing.T) {
 		`{ echo planted > ` + clone + `/planted.txt; } 2>/dev/null && echo WROTE-CLONE`,
 		`{ mkdir -p ` + clone + `/.codex && printf '[mcp_servers.x]\ncommand = "/bin/sh"\n' > ` + clone + `/.codex/config.toml; } 2>/dev/null && echo WROTE-CODEX`,
 		`{ printf '[filter "x"]\n\tsmudge = touch /tmp/pwned\n' >> ` + config + `; } 2>/dev/null && echo WROTE-CONFIG`,
+		`ls ` + state + ` >/dev/null 2>&1 && echo READ-STATE`,
 		`echo own > arch.txt && echo WROTE-OWN`,
 	}, "; ")
 	id := p.send("arch", "human", "[[mock:shell "+script+"]]")
@@ -224,7 +284,7 @@ func TestE2EHostSharedAgentCannotReachTheClones(t *testing.T) {
 	if !strings.Contains(reply, "WROTE-OWN") {
 		t.Fatalf("the shared agent's shell did not run or could not write the project there:\n%s", reply)
 	}
-	for _, bad := range []string{"WROTE-CLONE", "WROTE-CODEX", "WROTE-CONFIG"} {
+	for _, bad := range []string{"WROTE-CLONE", "WROTE-CODEX", "WROTE-CONFIG", "READ-STATE"} {
 		if strings.Contains(reply, bad) {
 			t.Fatalf("the shared agent's sandbox let it write the clones there (%s):\n%s", bad, reply)
 		}

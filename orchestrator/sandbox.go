@@ -26,7 +26,7 @@ func (d *Daemon) sandbox(command string) *sandbox.Policy {
 // CODEX_HOME under homes, the directories deny denied; nil with sandbox:
 // off. With the network on, the user's sockets env names are denied and
 // their variables hidden as for an agent with the network on and no
-// allow_sockets (hideUserSockets). It is pure.
+// allow_sockets (codex.Permissions.HideUserSockets). It is pure.
 func sandboxPolicy(ws team.WorkspaceSandbox, bin, homes, command string, deny, env []string) *sandbox.Policy {
 	if ws.Off {
 		return nil
@@ -42,7 +42,7 @@ func sandboxPolicy(ws team.WorkspaceSandbox, bin, homes, command string, deny, e
 		}
 	}
 	if network {
-		hideUserSockets(&perm, env, nil)
+		perm.HideUserSockets(env, nil)
 	}
 	return &sandbox.Policy{Bin: bin, Homes: homes, Writable: ws.Writable, Network: network, Deny: perm.Deny, HideEnv: perm.HideEnv}
 }

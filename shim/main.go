@@ -27,6 +27,7 @@ import (
 	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/atomicfile"
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
@@ -53,7 +54,13 @@ func NewLogger(name string) hclog.Logger {
 func Main(args []string) int {
 	log := NewLogger("shim")
 	args, stdio := takeStdio(args)
-	cfg, err := shimconfig.ParseArgs(args)
+	parse := shimconfig.ParseArgs
+	if stdio {
+		// Its paths and its permission profile are made this host's
+		// after the handshake (OnHost), then checked.
+		parse = shimconfig.ParseArgsThere
+	}
+	cfg, err := parse(args)
 	if err != nil {
 		log.Error("Invalid shim settings", "error", err)
 		return 2
@@ -85,9 +92,26 @@ func Main(args []string) int {
 	// What must not be on the command line came with the Welcome.
 	cfg.Env, cfg.Instructions = w.Env, w.Instructions
 	if stdio {
-		// Its paths came as the daemon on another machine wrote them.
-		if home, err := os.UserHomeDir(); err == nil {
-			cfg = WithHome(cfg, home)
+		// Its paths came as the daemon on another machine wrote them, its
+		// permission profile to be completed here. Without a home
+		// directory "~/" stays, and the check below refuses it.
+		home, _ := os.UserHomeDir()
+		if cfg, err = OnHost(cfg, home, os.Environ(), os.Getuid()); err != nil {
+			conn.Close()
+			log.Error("Invalid shim settings in the welcome", "error", err)
+			return 2
+		}
+		// tmux's socket directories here exist before they are denied,
+		// and what is still missing is left out (Codex would make a
+		// placeholder there).
+		for _, dir := range hosts.TmuxSocketDirs(os.Getenv("TMUX_TMPDIR"), os.Getuid()) {
+			if err := hosts.EnsureSocketDir(dir); err != nil {
+				log.Warn("tmux's socket directory could not be made", "dir", dir, "error", err)
+			}
+		}
+		if p := cfg.Exec.Permissions; p != nil {
+			present := p.WithoutMissing()
+			cfg.Exec.Permissions = &present
 		}
 	}
 	if err := cfg.Validate(); err != nil {

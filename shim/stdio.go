@@ -3,12 +3,12 @@ package shim
 import (
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/battyhq/batty/agentenv"
+	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim/shimconfig"
 )
@@ -35,12 +35,13 @@ func stdioChannel() (*protocol.Conn, error) {
 
 // homeVars are the variables of shimconfig.Config.Env whose value is a path that a
 // remote shim expands (see WithHome).
-var homeVars = []string{"CODEX_HOME", agentenv.Dir, agentenv.Project}
+var homeVars = []string{"CODEX_HOME", agentenv.Dir, agentenv.Project, agentenv.TeamFile}
 
 // WithHome returns c with a leading "~" or "~/" of its paths replaced by
 // home, the home directory of the shim's user: Cwd, CodexBin, Transcript,
-// ReplyDir, Exec.AddDirs, Exec.OutputSchema, and the values of CODEX_HOME
-// agentenv.Dir and agentenv.Project in Env. A shim on another host gets its paths as the daemon
+// ReplyDir, Exec.AddDirs, Exec.OutputSchema, and the values of CODEX_HOME,
+// agentenv.Dir, agentenv.Project and agentenv.TeamFile in Env (the
+// permission profile's paths: OnHost). A shim on another host gets its paths as the daemon
 // writes them, "~/" meaning the home directory there, which no shell
 // expands on the way (see Main). It is a pure function; home "" returns
 // c unchanged.
@@ -48,15 +49,7 @@ func WithHome(c shimconfig.Config, home string) shimconfig.Config {
 	if home == "" {
 		return c
 	}
-	exp := func(p string) string {
-		if p == "~" {
-			return home
-		}
-		if rest, ok := strings.CutPrefix(p, "~/"); ok {
-			return filepath.Join(home, rest)
-		}
-		return p
-	}
+	exp := func(p string) string { return hosts.ExpandHome(p, home) }
 	c.Cwd, c.CodexBin, c.Transcript, c.ReplyDir, c.Exec.OutputSchema = exp(c.Cwd), exp(c.CodexBin), exp(c.Transcript), exp(c.ReplyDir), exp(c.Exec.OutputSchema)
 	if c.Exec.AddDirs != nil {
 		dirs := make([]string, len(c.Exec.AddDirs))
@@ -77,4 +70,21 @@ func WithHome(c shimconfig.Config, home string) shimconfig.Config {
 		c.Env = env
 	}
 	return c
+}
+
+// OnHost is c, the configuration of a shim on another host as the daemon
+// wrote it (ParseArgsThere and the Welcome), made this host's: its paths'
+// "~" expanded to home (WithHome) and its permission profile completed
+// here (hosts.PermissionsHere: the user's sockets here denied, with the
+// network on the variables naming them hidden, but c.AllowSockets), env
+// being the shim's environment and uid its user. It errs for a profile
+// Codex would not take once completed. Pure.
+func OnHost(c shimconfig.Config, home string, env []string, uid int) (shimconfig.Config, error) {
+	c = WithHome(c, home)
+	p, err := hosts.PermissionsHere(c.Exec.Permissions, c.AllowSockets, home, append(slices.Clip(env), c.Env...), uid)
+	if err != nil {
+		return c, err
+	}
+	c.Exec.Permissions = p
+	return c, nil
 }

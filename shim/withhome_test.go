@@ -32,3 +32,41 @@ func TestWithHome(t *testing.T) {
 		t.Fatalf("WithHome without a home changed the config: %+v", u)
 	}
 }
+
+// A shim on another host makes its configuration the host's: paths and
+// the roster under "~/" expanded, the permission profile completed with
+// the host's sockets and, the network on, the user's there but those
+// allowed; a profile that cannot be completed (no home) is refused.
+func TestOnHost(t *testing.T) {
+	c := shimconfig.Config{
+		Agent: "eng", Cwd: "~/src/p",
+		Exec: codex.ExecOptions{Permissions: &codex.Permissions{Write: []string{"~/src/p", "~/.local/state/batty/projects/p-1/outboxes/eng"},
+			Deny: []string{"~/.local/state/batty/projects/p-1"}, Network: true}},
+		Env:          []string{agentenv.TeamFile + "=~/.local/state/batty/projects/p-1.team.yaml", "SSH_AUTH_SOCK=/tmp/ssh-z/agent.2"},
+		AllowSockets: []string{codex.SocketDocker},
+	}
+	got, err := OnHost(c, "/home/u", []string{"HOME=/home/u", "XDG_RUNTIME_DIR=/run/user/9"}, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := got.Exec.Validate(); err != nil {
+		t.Fatalf("the completed profile: %v", err)
+	}
+	fs := got.Exec.Permissions.Filesystem()
+	for path, access := range map[string]string{"/home/u/src/p": "write", "/home/u/.local/state/batty/projects/p-1": "none",
+		"/run/user/9": "none", "/tmp/tmux-9": "none", "/tmp/ssh-z": "none", "/home/u/.gnupg": "none", "/run/docker.sock": ""} {
+		if fs[path] != access {
+			t.Errorf("%s: %q, want %q (%v)", path, fs[path], access, fs)
+		}
+	}
+	if got.Cwd != "/home/u/src/p" || got.Env[0] != agentenv.TeamFile+"=/home/u/.local/state/batty/projects/p-1.team.yaml" ||
+		!slices.Contains(got.Exec.Permissions.HideEnv, "SSH_AUTH_SOCK") {
+		t.Fatalf("OnHost = %+v", got)
+	}
+	if c.Exec.Permissions.Write[0] != "~/src/p" {
+		t.Fatalf("OnHost changed its argument's profile: %+v", c.Exec.Permissions)
+	}
+	if _, err := OnHost(c, "", nil, 9); err == nil {
+		t.Fatal("a profile under ~/ was completed without a home")
+	}
+}

@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/battyhq/batty/codex"
 )
 
 // Human is the reserved recipient name that stands for the person running
@@ -199,22 +201,14 @@ type CodexSettings struct {
 }
 
 // The user's sockets an agent with the network on is kept from, by the
-// names allow_sockets gives one back with.
+// names allow_sockets gives one back with (the codex.Socket* names: see
+// codex.Permissions.HideUserSockets).
 const (
-	// SocketSSHAgent is the ssh-agent: the directory of $SSH_AUTH_SOCK,
-	// and the variable.
-	SocketSSHAgent = "ssh-agent"
-	// SocketGPGAgent is gpg-agent: ~/.gnupg and $XDG_RUNTIME_DIR/gnupg,
-	// and GPG_AGENT_INFO.
-	SocketGPGAgent = "gpg-agent"
-	// SocketSessionBus is the D-Bus session bus: $XDG_RUNTIME_DIR/bus,
-	// and DBUS_SESSION_BUS_ADDRESS.
-	SocketSessionBus = "session-bus"
-	// SocketDocker is the Docker daemon: /var/run/docker.sock and
-	// /run/docker.sock.
-	SocketDocker = "docker"
-	// SocketRuntimeDir is the whole of $XDG_RUNTIME_DIR.
-	SocketRuntimeDir = "runtime-dir"
+	SocketSSHAgent   = codex.SocketSSHAgent
+	SocketGPGAgent   = codex.SocketGPGAgent
+	SocketSessionBus = codex.SocketSessionBus
+	SocketDocker     = codex.SocketDocker
+	SocketRuntimeDir = codex.SocketRuntimeDir
 )
 
 // UserSockets are the values allow_sockets takes.

@@ -69,7 +69,7 @@ type Process struct {
 	once    sync.Once
 }
 
-// Spawn checks o.Config, starts a shim in its own process group with the
+// Spawn checks o.Config (as its host sees it with Remote), starts a shim in its own process group with the
 // control socket on fd 3 and waits for its handshake, in which it hands the
 // shim Config.Env and Config.Instructions. On failure nothing is left
 // running.
@@ -83,7 +83,12 @@ func spawn(ctx context.Context, o SpawnOptions) (*Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("shim %q: %w", o.Config.Agent, err)
 	}
-	if err := o.Config.WithDefaults().Validate(); err != nil {
+	check := o.Config.WithDefaults().Validate
+	if o.Remote != nil {
+		// Its paths are the host's, the home there "~/" (shimconfig.Config.ValidateThere).
+		check = o.Config.WithDefaults().ValidateThere
+	}
+	if err := check(); err != nil {
 		return nil, fmt.Errorf("shim %q: %w", o.Config.Agent, err)
 	}
 	conn, remote, err := protocol.Socketpair(protocol.Options{})

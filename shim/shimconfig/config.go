@@ -124,6 +124,12 @@ type Config struct {
 	// = nowhere: such a reply reaches the parent cut to its preview, with
 	// a warning.
 	ReplyDir string
+	// AllowSockets are, for a shim on another host, the user's sockets
+	// there (codex.Socket* names: the role's codex.allow_sockets) that a
+	// permission profile with the network on leaves reachable when the
+	// host completes it (hosts.PermissionsHere). A shim here gets its
+	// profile complete and ignores them.
+	AllowSockets []string
 	// QueueDepth is how many messages may wait behind the turn in flight.
 	QueueDepth int
 	// TurnTimeout is the hard limit of one turn.
@@ -216,6 +222,25 @@ func (c Config) Validate() error {
 	return CheckRuntime(c.Runtime)
 }
 
+// ValidateThere is Validate for the configuration of a shim on another
+// host as the daemon writes it (shimclient.SpawnOptions.Remote,
+// ParseArgsThere): its permission profile may name paths under "~/" and
+// is checked as such (codex.Permissions.ValidateThere); the shim there
+// checks the whole once it has made it its host's (Validate).
+func (c Config) ValidateThere() error {
+	p := c.Exec.Permissions
+	c.Exec.Permissions = nil
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if p != nil {
+		if err := p.ValidateThere(); err != nil {
+			return fmt.Errorf("shim: %w", err)
+		}
+	}
+	return nil
+}
+
 func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Agent, "agent", "", "agent name")
 	fs.StringVar(&c.Cwd, "cwd", "", "working directory for codex")
@@ -237,6 +262,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.AppServerSocket, "app-server-socket", "", "with --runtime="+RuntimeAppServer+", run turns on the shared app-server behind this broker socket instead of an own one")
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
+	fs.StringArrayVar(&c.AllowSockets, "allow-socket", nil, "on another host: a user's socket there the permission profile leaves reachable with the network on (repeatable)")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
 	fs.BoolVar(&c.ReplyStream, "reply-stream", false, "send a reply too long for one frame in pieces over the protocol when there is no --reply-dir")
 	fs.BoolVar(&c.RelayInboxes, "relay-inboxes", false, "make the agent's outbox under BATTY_DIR and hand its requests (batty send, batty merge) to the parent")
@@ -261,6 +287,28 @@ func (c *Config) FlagSet() *pflag.FlagSet {
 
 // ParseArgs parses shim flags (as produced by Config.Args) into a Config.
 func ParseArgs(args []string) (Config, error) {
+	c, err := parseArgs(args)
+	if err != nil {
+		return Config{}, err
+	}
+	return c, c.Validate()
+}
+
+// ParseArgsThere is ParseArgs for a shim on another host (StdioFlag),
+// checked with ValidateThere: its paths are still as the daemon wrote
+// them, "~/" for the home directory there, and its permission profile is
+// not complete yet. The shim checks it (Validate) once it has made it its
+// host's.
+func ParseArgsThere(args []string) (Config, error) {
+	c, err := parseArgs(args)
+	if err != nil {
+		return Config{}, err
+	}
+	return c, c.ValidateThere()
+}
+
+// parseArgs parses shim flags into a Config with its defaults, unchecked.
+func parseArgs(args []string) (Config, error) {
 	var c Config
 	fs := c.FlagSet()
 	if err := fs.Parse(args); err != nil {
@@ -269,8 +317,7 @@ func ParseArgs(args []string) (Config, error) {
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("shim flags: unexpected argument %q", fs.Arg(0))
 	}
-	c = c.WithDefaults()
-	return c, c.Validate()
+	return c.WithDefaults(), nil
 }
 
 // Args renders c as shim flags; ParseArgs(c.Args()) yields c with
@@ -298,6 +345,9 @@ func (c Config) Args() []string {
 		add("codex-config", v)
 	}
 	add("permissions", codex.EncodePermissions(c.Exec.Permissions))
+	for _, v := range c.AllowSockets {
+		add("allow-socket", v)
+	}
 	add("output-schema", c.Exec.OutputSchema)
 	for _, v := range c.Exec.ExtraArgs {
 		a = append(a, "--codex-arg="+v)

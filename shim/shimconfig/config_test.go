@@ -27,6 +27,7 @@ func TestConfigArgsRoundTrip(t *testing.T) {
 		Transcript:  "/srv/p/.batty/logs/eng-1.log", TranscriptRoot: "/srv/p", QueueDepth: 3,
 		TurnTimeout: time.Hour, IdleTimeout: 5 * time.Minute, StopGrace: 2 * time.Second,
 		ContextWindow: 400000, PressurePct: 75, RuntimeIdle: 3 * time.Minute,
+		AllowSockets: []string{codex.SocketSSHAgent, codex.SocketDocker},
 	}
 	for _, c := range []Config{full, {Agent: "solo"}} {
 		got, err := ParseArgs(c.Args())
@@ -166,6 +167,30 @@ func TestConfigOverrides(t *testing.T) {
 	for _, c := range cases {
 		if got := configOverrides(c.args); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("configOverrides(%q) = %q, want %q", c.args, got, c.want)
+		}
+	}
+}
+
+// A permission profile with paths under "~/" (a shim on another host's,
+// which completes it there) is read by ParseArgsThere and refused by
+// ParseArgs, as by Validate: Codex would get a relative path.
+func TestParseArgsThereKeepsTheHomeForTheHost(t *testing.T) {
+	c := Config{Agent: "eng", Exec: codex.ExecOptions{Permissions: &codex.Permissions{Write: []string{"~/src/p"}, Deny: []string{"~/.local/state/batty/projects/p-1"}}},
+		AllowSockets: []string{codex.SocketSSHAgent}}
+	got, err := ParseArgsThere(c.Args())
+	if err != nil || got.Exec.Permissions == nil || got.Exec.Permissions.Write[0] != "~/src/p" || !reflect.DeepEqual(got.AllowSockets, c.AllowSockets) {
+		t.Fatalf("ParseArgsThere = %+v, %v", got, err)
+	}
+	if _, err := ParseArgs(c.Args()); err == nil {
+		t.Fatal("ParseArgs took a profile with paths under ~/")
+	}
+	if err := got.Validate(); err == nil {
+		t.Fatal("Validate took a profile with paths under ~/")
+	}
+	for _, bad := range []string{"relative", "~bob/x", "~/a/../b"} {
+		c.Exec.Permissions.Write = []string{bad}
+		if _, err := ParseArgsThere(c.Args()); err == nil {
+			t.Errorf("ParseArgsThere took the path %q", bad)
 		}
 	}
 }
