@@ -453,8 +453,38 @@ func (p *parser) role(n *yaml.Node, cfg *Config) *roleDraft {
 		p.add(e.val, "set workspace: shared on a role that plans, or sandbox: workspace-write on one that writes code",
 			"a read-only role cannot have a worktree: it would have nothing to commit, and cannot read one in batty's state directory")
 	}
+	p.sandboxSettings(n, f, r)
 	p.remoteRole(hostsNode, f, r)
 	return r
+}
+
+// sandboxSettings refuses, at the role's codex section (or the role), the
+// sandbox settings its agents' permission profile could not be made of
+// (they would otherwise stop each agent at its start): a value Codex
+// would not read, a sandbox mode set besides codex.sandbox (Codex would
+// take it over the profile), a writable root that is not absolute. Only
+// for the sandboxes that get a profile (workspace-write, read-only).
+func (p *parser) sandboxSettings(n *yaml.Node, f map[string]entry, r *roleDraft) {
+	if r.Codex.Sandbox != codex.SandboxWorkspaceWrite && r.Codex.Sandbox != codex.SandboxReadOnly {
+		return
+	}
+	at := n
+	if e, ok := f["codex"]; ok {
+		at = e.key
+	}
+	ss, err := codex.ReadSandboxSettings(r.Codex.Sandbox, r.Codex.Config, r.Codex.Args)
+	switch {
+	case err != nil:
+		p.add(at, "write sandbox_workspace_write settings as Codex's config.toml takes them", "role %s's codex settings: %v", r.Name, err)
+	case ss.ModeSetBy != "":
+		p.add(at, "set the sandbox with codex.sandbox (read-only, workspace-write or danger-full-access) and drop the other",
+			"role %s: %s sets a sandbox mode, which Codex would take over the permission profile batty gives its agents", r.Name, ss.ModeSetBy)
+	}
+	for _, d := range ss.WritableRoots {
+		if !filepath.IsAbs(d) {
+			p.add(at, "write the directory as an absolute path", "role %s: sandbox_workspace_write.writable_roots %.60q is not an absolute path", r.Name, d)
+		}
+	}
 }
 
 // path expands a leading "~/" and makes s absolute relative to the team

@@ -50,3 +50,26 @@ func TestParseReadOnlyWorktreeRefused(t *testing.T) {
 		}
 	}
 }
+
+// The sandbox settings a role's permission profile could not be made of
+// are refused at load, at the role's codex section or the role, not when
+// each agent starts; danger-full-access gets no profile and keeps them.
+func TestParseSandboxSettingsRefused(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"roles:\n  - name: a\n    codex: {config: {sandbox_mode: danger-full-access}}\n", "team.yaml:4:5: role a: codex.config sandbox_mode sets a sandbox mode"},
+		{"codex: {args: [--yolo]}\nroles:\n  - name: a\n", "team.yaml:4:5: role a: codex.args \"--yolo\" sets a sandbox mode"},
+		{"roles:\n  - name: a\n    codex: {args: [-c, 'sandbox_workspace_write.writable_roots=[\"rel/dir\"]']}\n", `team.yaml:4:5: role a: sandbox_workspace_write.writable_roots "rel/dir" is not an absolute path`},
+		{"roles:\n  - name: a\n    codex: {config: {sandbox_workspace_write.network_access: \"yes\"}}\n", "team.yaml:4:5: role a's codex settings:"},
+		{"roles:\n  - name: a\n    codex: {sandbox: read-only, args: [-s, workspace-write]}\n", "team.yaml:4:5: role a: codex.args"},
+		{"roles:\n  - name: a\n    codex: {sandbox: danger-full-access, args: [--yolo]}\n", ""},
+		{"roles:\n  - name: a\n    codex: {config: {sandbox_workspace_write.network_access: true}, args: [-c, 'sandbox_workspace_write.writable_roots=[\"/data\"]']}\n", ""},
+	} {
+		cfg, msg, _ := loadString(t, "name: t\n"+tc.src)
+		switch {
+		case tc.want == "" && cfg == nil:
+			t.Errorf("%s: refused: %s", tc.src, msg)
+		case tc.want != "" && !strings.Contains(msg, tc.want):
+			t.Errorf("%s:\n got %q\nwant it to contain %q", tc.src, msg, tc.want)
+		}
+	}
+}

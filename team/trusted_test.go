@@ -76,8 +76,8 @@ func TestTrustedChanges(t *testing.T) {
 			[]SettingChange{{"roles.eng.codex.config.sandbox_workspace_write.network_access", "false", "true"}}},
 		{"a new config key", replace(t, trustedBase, "    model_reasoning_summary: auto\n", "    model_reasoning_summary: auto\n    notify: '[\"sh\"]'\n"),
 			[]SettingChange{{"roles.eng.codex.config.notify", "", `"[\"sh\"]"`}}},
-		{"args", replace(t, trustedBase, "  model: gpt-5\n", "  model: gpt-5\n  args: [--dangerously-bypass-approvals-and-sandbox]\n"),
-			[]SettingChange{{"roles.eng.codex.args", "", "--dangerously-bypass-approvals-and-sandbox"}}},
+		{"args", replace(t, trustedBase, "  model: gpt-5\n", "  model: gpt-5\n  args: [--skip-git-repo-check]\n"),
+			[]SettingChange{{"roles.eng.codex.args", "", "--skip-git-repo-check"}}},
 		{"env, the secret hidden", replace(t, trustedBase, "http://proxy:3128", "http://evil:1", "sk-old", "sk-new"),
 			[]SettingChange{
 				{"roles.eng.codex.env.HTTPS_PROXY", "http://proxy:3128", "http://evil:1"},
