@@ -590,6 +590,21 @@ func TestCloneInTheStateDirectoryThere(t *testing.T) {
 	if got, want := w.ws.Where(), "box:"+hosts.WorktreesThere(hostDir)+"/eng-1"; got != want {
 		t.Fatalf("Where = %q, want %q", got, want)
 	}
+	// Every directory clone-host keeps there is one the agents' profiles
+	// there deny (hosts.DeniedThere), or the clone repository.
+	kept := map[string]bool{filepath.Base(project.Layout{Dir: state}.CloneRepo()): true}
+	for _, d := range hosts.DeniedThere(hostDir) {
+		kept[filepath.Base(d)] = true
+	}
+	ents, err := os.ReadDir(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !kept[e.Name()] {
+			t.Errorf("clone-host keeps %s in the state directory there, which no agent's profile there denies", e.Name())
+		}
+	}
 }
 
 // A state directory there inside the project there (the project is the

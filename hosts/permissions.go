@@ -8,9 +8,11 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/project"
 )
 
 // TmuxSocketDirs are the directories where tmux servers of user uid keep
@@ -55,6 +57,34 @@ func EnsureSocketDir(dir string) error {
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("make %s: %w", dir, err)
+	}
+	return nil
+}
+
+// MakeDeniedState makes the paths of deny that lie inside stateDir, the
+// project's state directory on this host (absolute, as the shim there
+// has it: DeniedThere expanded), as directories (0700, stateDir too)
+// where missing, never through a symbolic link (project.Layout.OpenDir),
+// so that a permission profile denies them before they exist (a missing
+// path is left out of a profile, codex.Permissions.WithoutMissing, and
+// one made later by `batty clone-host` or another agent's shim would be
+// readable). Other paths are left alone. It errs naming a directory it
+// could not make. Idempotent.
+func MakeDeniedState(stateDir string, deny []string) error {
+	if !filepath.IsAbs(stateDir) {
+		return fmt.Errorf("the state directory %q is not an absolute path", stateDir)
+	}
+	l := project.Layout{Dir: filepath.Clean(stateDir)}
+	for _, d := range deny {
+		rel, err := filepath.Rel(l.Dir, d)
+		if err != nil || !filepath.IsAbs(d) || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+			continue
+		}
+		dir, err := l.OpenDir(rel, true)
+		if err != nil {
+			return fmt.Errorf("make %s before it is denied: %w", d, err)
+		}
+		dir.Close()
 	}
 	return nil
 }

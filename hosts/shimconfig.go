@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/battyhq/batty/agentenv"
+	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/shim/shimconfig"
 )
@@ -78,6 +79,22 @@ func ShimConfig(c shimconfig.Config, hostDir, root, home string) shimconfig.Conf
 // write (see docs/security.md, "Worktrees on another host"). Pure.
 func WorktreesThere(hostDir string) string {
 	return project.Layout{Dir: StateDir(hostDir)}.WorktreesDir()
+}
+
+// DeniedThere are the directories of the project's state directory on a
+// host (StateDir of hostDir) that no agent there may read, list nor
+// write, each a child of it: the clones' worktrees (WorktreesThere: the
+// other agents' uncommitted work), the outboxes (outbox.DirName) and
+// state/ (the git lock, project.Layout.GitLock) — every directory
+// batty keeps there but the clone repository (project.Layout.CloneRepo),
+// left readable so that an agent's git works in its clone, whose
+// repository it is. They are denied child by child, not the state
+// directory whole: Codex cannot give a path inside a denied one back to
+// read, only to write. A directory batty comes to keep there must be
+// added here. Pure.
+func DeniedThere(hostDir string) []string {
+	l := project.Layout{Dir: StateDir(hostDir)}
+	return []string{l.WorktreesDir(), path.Join(l.Dir, outbox.DirName), l.StateDir()}
 }
 
 // CheckProjectDir refuses a host's project directory (hostDir, as the team

@@ -218,16 +218,17 @@ func remoteTarget(t preflight.Target, r *remoteHost, root, home string) prefligh
 // agent's batty commands pointed at the roster there (hosts.RosterThere).
 // A workspace-write agent gets its permission profile there
 // (agentPermissions): its workspace there and its outbox in the project's
-// state directory there writable, that state directory denied (the
-// clones, hosts.WorktreesThere, are in it); the host completes it with
+// state directory there writable, that state directory's children denied
+// but the clone repository, which its git reads (hosts.DeniedThere: the
+// clones, the outboxes, state/; the shim there makes them first,
+// hosts.MakeDeniedState); the host completes it with
 // its own sockets and, the network on, the user's there (c.AllowSockets,
 // hosts.PermissionsHere). It errs when the profile cannot be made. Pure.
 func remoteShimConfig(def team.Agent, c shimconfig.Config, r *remoteHost, l project.Layout, home string) (shimconfig.Config, error) {
 	c = hosts.ShimConfig(c, r.dir, l.Root(), home)
 	c.TranscriptStream, c.RelayInboxes = true, true
 	c.Env = append(slices.Clip(c.Env), agentenv.TeamFile+"="+hosts.RosterThere(r.dir))
-	state := hosts.StateDir(r.dir)
-	p, config, args, err := agentPermissions(rooms{Cwd: c.Cwd, Outbox: outbox.Path(state, def.Name), Deny: []string{state},
+	p, config, args, err := agentPermissions(rooms{Cwd: c.Cwd, Outbox: outbox.Path(hosts.StateDir(r.dir), def.Name), Deny: hosts.DeniedThere(r.dir),
 		Codex: def.Codex, There: true})
 	if err != nil {
 		return c, fmt.Errorf("agent %s's permission profile on host %s: %w", def.Name, r.host.Name, err)

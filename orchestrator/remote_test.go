@@ -71,26 +71,42 @@ func TestOldCloneNotice(t *testing.T) {
 
 // A workspace-write agent on a host gets its permission profile there:
 // its workspace and outbox there writable, the state directory there
-// denied (a worktree agent's clone is in it, given back), the sandbox
-// settings it took over out of the config and arguments, no --add-dir,
-// "~/" left for the host to expand and the user's sockets there for the
-// host to name: the allowed ones travel with the configuration. The host
-// then completes it (hosts.PermissionsHere) into one Codex takes.
+// denied child by child — the clones, the outboxes, state/ — but the
+// clone repository, which its git reads, left readable and not writable
+// (a worktree agent's clone, in the denied worktrees, is given back), the
+// sandbox settings it took over out of the config and arguments, no
+// --add-dir, "~/" left for the host to expand and the user's sockets
+// there for the host to name: the allowed ones travel with the
+// configuration. The host then completes it (hosts.PermissionsHere) into
+// one Codex takes. A read-only agent there writes its outbox alone,
+// under the same denials.
 func TestRemoteShimConfigPermissions(t *testing.T) {
 	l := project.LayoutIn("/home/me/.local/state/batty", "/work/p")
 	r := &remoteHost{host: team.Host{Name: "b", SSH: "b"}, dir: "~/src/p"}
 	there := hosts.StateDir("~/src/p")
-	def := team.Agent{Name: "eng", Codex: team.CodexSettings{Sandbox: codex.SandboxWorkspaceWrite,
-		Config:       map[string]string{"sandbox_workspace_write.network_access": "true", "model_verbosity": `"low"`},
-		Args:         []string{"--add-dir", "/opt/cache", "--json"},
-		AllowSockets: []string{team.SocketSSHAgent}}}
+	denied := map[string]string{there + "/worktrees": "none", there + "/outboxes": "none", there + "/state": "none",
+		"/var/run/docker.sock": "none", "/run/docker.sock": "none"}
+	with := func(rules map[string]string) map[string]string {
+		m := maps.Clone(denied)
+		maps.Copy(m, rules)
+		return m
+	}
 	for _, tc := range []struct {
-		name, cwd, wantCwd string
+		name, sandbox, cwd, wantCwd string
+		want                        map[string]string
 	}{
-		{"in the project there", "/work/p/svc", "~/src/p/svc"},
-		{"in its clone there", l.WorktreesDir() + "/eng", there + "/worktrees/eng"},
+		{"in the project there", codex.SandboxWorkspaceWrite, "/work/p/svc", "~/src/p/svc",
+			with(map[string]string{"~/src/p/svc": "write", there + "/outboxes/eng": "write", "/opt/cache": "write"})},
+		{"in its clone there", codex.SandboxWorkspaceWrite, l.WorktreesDir() + "/eng", there + "/worktrees/eng",
+			with(map[string]string{there + "/worktrees/eng": "write", there + "/outboxes/eng": "write", "/opt/cache": "write"})},
+		{"read-only in the project there", codex.SandboxReadOnly, "/work/p", "~/src/p",
+			with(map[string]string{there + "/outboxes/eng": "write"})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			def := team.Agent{Name: "eng", Codex: team.CodexSettings{Sandbox: tc.sandbox,
+				Config:       map[string]string{"sandbox_workspace_write.network_access": "true", "model_verbosity": `"low"`},
+				Args:         []string{"--add-dir", "/opt/cache", "--json"},
+				AllowSockets: []string{team.SocketSSHAgent}}}
 			c := CodexConfig(def)
 			c.Cwd = tc.cwd
 			c.Exec.AddDirs = []string{l.Dir + "/outboxes/eng"}
@@ -104,9 +120,7 @@ func TestRemoteShimConfigPermissions(t *testing.T) {
 				t.Fatalf("remoteShimConfig: cwd %q, profile %+v", got.Cwd, p)
 			}
 			fs := p.Filesystem()
-			want := map[string]string{tc.wantCwd: "write", there + "/outboxes/eng": "write", "/opt/cache": "write", there: "none",
-				"/var/run/docker.sock": "none", "/run/docker.sock": "none"}
-			if !maps.Equal(fs, want) || !p.Network || !slices.Equal(p.HideEnv, []string{"DBUS_SESSION_BUS_ADDRESS", "GPG_AGENT_INFO"}) {
+			if !maps.Equal(fs, tc.want) || !p.Network || !slices.Equal(p.HideEnv, []string{"DBUS_SESSION_BUS_ADDRESS", "GPG_AGENT_INFO"}) {
 				t.Fatalf("the profile there: %v network %t hidden %v", fs, p.Network, p.HideEnv)
 			}
 			if got.Exec.AddDirs != nil || !slices.Equal(got.Exec.Config, []string{`model_verbosity="low"`}) || !slices.Equal(got.Exec.ExtraArgs, []string{"--json"}) ||
@@ -128,7 +142,10 @@ func TestRemoteShimConfigPermissions(t *testing.T) {
 			}
 			hfs := hp.Filesystem()
 			state := hosts.ExpandHome(there, "/home/bob")
-			for path, access := range map[string]string{hosts.ExpandHome(tc.wantCwd, "/home/bob"): "write", state + "/outboxes/eng": "write", state: "none",
+			// The state directory and its clone repository have no rule:
+			// readable, as the rest of the disk, not writable.
+			for path, access := range map[string]string{hosts.ExpandHome(tc.wantCwd, "/home/bob"): tc.want[tc.wantCwd], state + "/outboxes/eng": "write",
+				state + "/worktrees": "none", state + "/outboxes": "none", state + "/state": "none", state: "", state + "/repo": "",
 				"/run/user/1001": "none", "/tmp/tmux-1001": "none", "/home/bob/.gnupg": "none", "/tmp/ssh-y": "read"} {
 				if hfs[path] != access {
 					t.Errorf("on the host %s is %q, want %q (%v)", path, hfs[path], access, hfs)

@@ -113,12 +113,14 @@ const hostProfileSandbox = `workspace-write
 // TestE2EHostWorktreeAgentUnderItsProfile: a workspace-write worktree
 // engineer on a host runs under its permission profile there, the real
 // Codex CLI running its commands in its Linux sandbox: in its clone
-// there (in the project's state directory there, which the profile
-// denies) it writes its file, `batty send` there reaches the human
-// here (the roster beside the state directory, the outbox in it), it
-// cannot list that state directory (the other clones, the repository,
-// the outboxes), and its commit comes back and lands; with the network
-// on as without (the user's sockets there then denied as well).
+// there (in the project's state directory there, whose clones,
+// outboxes and state/ the profile denies) it writes its file, runs git
+// there (`git status`, `git log`: the clone repository is readable),
+// `batty send` there reaches the human here (the roster beside the state
+// directory, the outbox in it); it cannot list the clones, the outboxes
+// nor state/, write the clone repository, nor make a directory of its
+// own in the state directory; its commit comes back and lands; with the
+// network on as without (the user's sockets there then denied as well).
 func TestE2EHostWorktreeAgentUnderItsProfile(t *testing.T) {
 	for _, network := range []bool{false, true} {
 		t.Run(fmt.Sprintf("network %t", network), func(t *testing.T) { hostWorktreeAgentUnderItsProfile(t, network) })
@@ -133,11 +135,16 @@ func hostWorktreeAgentUnderItsProfile(t *testing.T, network bool) {
 	h.sandboxThere(t)
 	r := h.start(p, nil)
 	state := hosts.ExpandHome(hosts.StateDir(h.dir), h.s.Home)
+	config := filepath.Join(state, "repo", ".git", "config")
 	script := strings.Join([]string{
 		`printf 'made there\n' > made-there.txt && echo WROTE-OWN`,
+		`{ git status --short && git log --oneline -1; } 2>&1 && echo GIT-WORKS`,
 		`batty send human sent-under-its-profile && echo SENT`,
-		`ls ` + state + ` >/dev/null 2>&1 && echo READ-STATE`,
-		`ls ` + state + `/repo >/dev/null 2>&1 && echo READ-REPO`,
+		`ls ` + state + `/outboxes >/dev/null 2>&1 && echo READ-OUTBOXES`,
+		`ls ` + state + `/worktrees >/dev/null 2>&1 && echo READ-CLONES`,
+		`ls ` + state + `/state >/dev/null 2>&1 && echo READ-STATE`,
+		`{ echo '# planted' >> ` + config + `; } 2>/dev/null && echo WROTE-REPO`,
+		`mkdir ` + state + `/mine 2>/dev/null && echo MADE-CHILD`,
 	}, "; ")
 	id := p.send("eng", "human", "write the file [[mock:shell "+script+"]]")
 	if st := r.finished(t, id); st != "completed" {
@@ -147,7 +154,16 @@ func hostWorktreeAgentUnderItsProfile(t *testing.T, network bool) {
 	if !strings.Contains(reply, "WROTE-OWN") || !strings.Contains(reply, "SENT") {
 		t.Fatalf("the agent could not work in its clone there or send:\n%s", reply)
 	}
-	for _, bad := range []string{"READ-STATE", "READ-REPO"} {
+	if !strings.Contains(reply, "GIT-WORKS") || !strings.Contains(reply, "?? made-there.txt") || !strings.Contains(reply, "initial") {
+		t.Fatalf("git does not work in the agent's clone there:\n%s", reply)
+	}
+	if after, err := os.ReadFile(config); err != nil || strings.Contains(string(after), "planted") {
+		t.Fatalf("the clone repository's config: %v\n%s", err, after)
+	}
+	if _, err := os.Lstat(filepath.Join(state, "mine")); err == nil {
+		t.Fatal("the agent made a directory in the state directory there")
+	}
+	for _, bad := range []string{"READ-OUTBOXES", "READ-CLONES", "READ-STATE", "WROTE-REPO", "MADE-CHILD"} {
 		if strings.Contains(reply, bad) {
 			t.Fatalf("the agent's profile let it read the state directory there (%s):\n%s", bad, reply)
 		}
@@ -237,10 +253,10 @@ func TestE2EHostWorktreeAgentRidesOutAnOutage(t *testing.T) {
 // home lies there) tries through its shell to
 // write the engineer's clone (a file, a .codex/config.toml) and the
 // clone repository's .git/config (a filter `batty clone-host` would run
-// as the user), and to list the project's state directory there. The
-// clones are in that state directory, which its profile denies: every
-// write fails, nothing there can be read, and the engineer's next
-// commit carries none of it.
+// as the user), and to list the clones and the outboxes in the
+// project's state directory there, which its profile denies (the clone
+// repository there it may read, not write): every write fails, nothing
+// denied can be read, and the engineer's next commit carries none of it.
 func TestE2EHostSharedAgentCannotReachTheClones(t *testing.T) {
 	h := newRemoteHarness(t)
 	p := h.project(t, "", fmt.Sprintf(`    workspace: worktree
@@ -273,7 +289,8 @@ func TestE2EHostSharedAgentCannotReachTheClones(t *testing.T) {
 		`{ echo planted > ` + clone + `/planted.txt; } 2>/dev/null && echo WROTE-CLONE`,
 		`{ mkdir -p ` + clone + `/.codex && printf '[mcp_servers.x]\ncommand = "/bin/sh"\n' > ` + clone + `/.codex/config.toml; } 2>/dev/null && echo WROTE-CODEX`,
 		`{ printf '[filter "x"]\n\tsmudge = touch /tmp/pwned\n' >> ` + config + `; } 2>/dev/null && echo WROTE-CONFIG`,
-		`ls ` + state + ` >/dev/null 2>&1 && echo READ-STATE`,
+		`ls ` + state + `/worktrees >/dev/null 2>&1 && echo READ-CLONES`,
+		`ls ` + state + `/outboxes >/dev/null 2>&1 && echo READ-OUTBOXES`,
 		`echo own > arch.txt && echo WROTE-OWN`,
 	}, "; ")
 	id := p.send("arch", "human", "[[mock:shell "+script+"]]")
@@ -284,7 +301,7 @@ func TestE2EHostSharedAgentCannotReachTheClones(t *testing.T) {
 	if !strings.Contains(reply, "WROTE-OWN") {
 		t.Fatalf("the shared agent's shell did not run or could not write the project there:\n%s", reply)
 	}
-	for _, bad := range []string{"WROTE-CLONE", "WROTE-CODEX", "WROTE-CONFIG", "READ-STATE"} {
+	for _, bad := range []string{"WROTE-CLONE", "WROTE-CODEX", "WROTE-CONFIG", "READ-CLONES", "READ-OUTBOXES"} {
 		if strings.Contains(reply, bad) {
 			t.Fatalf("the shared agent's sandbox let it write the clones there (%s):\n%s", bad, reply)
 		}

@@ -110,6 +110,16 @@ func Main(args []string) int {
 			}
 		}
 		if p := cfg.Exec.Permissions; p != nil {
+			// The state directory's denied children exist before the
+			// agent's first command: one made later (a clone, another
+			// agent's outbox) would not be denied.
+			if dir := stateDirOf(cfg.Env); dir != "" {
+				if err := hosts.MakeDeniedState(dir, p.Deny); err != nil {
+					conn.Close()
+					log.Error("The permission profile cannot be completed on this host", "error", err)
+					return 2
+				}
+			}
 			present := p.WithoutMissing()
 			cfg.Exec.Permissions = &present
 		}

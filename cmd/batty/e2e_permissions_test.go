@@ -21,7 +21,9 @@ import (
 // `batty pause`), list another agent's worktree, read the state
 // directory's inboxes or reach a fake ssh-agent under $XDG_RUNTIME_DIR,
 // and SSH_AUTH_SOCK is not in its environment; it still writes its
-// workspace and sends with `batty send`. The team is not paused. So on
+// workspace and sends with `batty send`. The team is not paused. The
+// engineer, under the same profile in its worktree in the state
+// directory, runs `git status` and `git log` there. So on
 // each runtime: a `codex exec` per turn, its own app-server, a shared one.
 func TestE2ENetworkAgentKeepsToItsRooms(t *testing.T) {
 	for _, rt := range []struct{ name, keys string }{
@@ -109,6 +111,16 @@ roles:
 	r.waitStatus("eng's turn on the architect's message", func(st control.Status) bool {
 		return agentStatus(st, "eng").TurnsCompleted == 1
 	})
+	// The engineer, in its worktree in the denied state directory, runs
+	// git there: its worktree's repository is the project's, readable.
+	r.must("send", "eng", "[[mock:shell echo x > eng-proof && { git status --short && git log --oneline -1; } 2>&1 && echo GIT-WORKS]]")
+	r.waitStatus("eng's turn with git", func(st control.Status) bool {
+		a := agentStatus(st, "eng")
+		return a.TurnsCompleted == 2 || a.LastError != ""
+	})
+	if inbox := r.must("inbox", "--json"); !strings.Contains(inbox, "GIT-WORKS") || !strings.Contains(inbox, "?? eng-proof") || !strings.Contains(inbox, "initial") {
+		t.Errorf("git does not work in the engineer's worktree under its profile:\n%s", inbox)
+	}
 	if _, err := os.Stat(proof); err == nil {
 		t.Error("a command the agent gave batty's tmux server ran outside the sandbox")
 	}
