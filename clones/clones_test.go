@@ -291,15 +291,19 @@ func TestWorkspaceSetupInTheSandbox(t *testing.T) {
 		if _, ok := w.ws.(workspaces.Local); ok {
 			sb.Deny = []string{state}
 		}
-		if err := os.MkdirAll(state, 0o700); err != nil {
+		// Another agent's outbox there: what no setup may read (on a host
+		// the state directory is denied child by child, its clone
+		// repository left readable).
+		private := filepath.Join(state, "outboxes", "other", "private")
+		if err := os.MkdirAll(filepath.Dir(private), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(state, "private"), []byte("classified\n"), 0o600); err != nil {
+		if err := os.WriteFile(private, []byte("classified\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		// The setup passes the first time when it can read the state
 		// directory (the test then fails).
-		_, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{Setup: `touch ok; cat "` + filepath.Join(state, "private") + `" && exit 0; echo pwned > "` + escaped + `"`, SetupTimeout: time.Minute, SetupSandbox: sb})
+		_, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{Setup: `touch ok; cat "` + private + `" && exit 0; echo pwned > "` + escaped + `"`, SetupTimeout: time.Minute, SetupSandbox: sb})
 		var se *workspaces.SetupError
 		if !errors.As(err, &se) || !strings.Contains(err.Error(), sandbox.KeyOff) {
 			t.Fatalf("a setup that writes outside its worktree: %v", err)
@@ -680,4 +684,20 @@ func TestCloneEarlierOneInTheProjectLeftAlone(t *testing.T) {
 	if !slices.Equal(told, []string{old}) {
 		t.Fatalf("OldClone was told %q, want %q once", told, old)
 	}
+}
+
+// A setup in the sandbox can run git in its worktree, here and on a host
+// (where the clone's repository lies in the state directory there, whose
+// other children the sandbox denies).
+func TestWorkspaceSetupRunsGitInTheSandbox(t *testing.T) {
+	bin := codextest.Sandbox(t)
+	both(t, func(t *testing.T, f *fixture, w impl) {
+		sb := &sandbox.Policy{Bin: bin, Homes: filepath.Join(t.TempDir(), "homes")}
+		if _, err := w.ws.Prepare(ctx(t), workspaces.PrepareOptions{Setup: `git log --oneline -1 >/dev/null && git status --short > git-ok`, SetupTimeout: time.Minute, SetupSandbox: sb}); err != nil {
+			t.Fatalf("a setup running git: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(w.dir, "git-ok")); err != nil {
+			t.Fatalf("the setup's git did not run: %v", err)
+		}
+	})
 }

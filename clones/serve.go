@@ -88,7 +88,10 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, l project.Layout) e
 		cancel()
 	}()
 	// The setup's sandbox as this host runs it.
-	req.SetupSandbox = sandboxHere(req.SetupSandbox, l)
+	var serr error
+	if req.SetupSandbox, serr = sandboxHere(req.SetupSandbox, l); serr != nil && ans.Failure == nil {
+		ans.Failure = failureOf(serr)
+	}
 	if ans.Failure == nil {
 		if err := run(ctx, gctx, repo, req, &ans); err != nil {
 			ans.Failure = failureOf(err)
@@ -275,20 +278,26 @@ func answer(ctx context.Context, repo *workspaces.Repo, req Request, ans Answer,
 // sandboxHere is p, the setup's sandbox as the daemon sent it, on this
 // host: "~" expanded to the home directory here, each run's CODEX_HOME
 // under the user's cache directory (batty/sandbox), out of the agents'
-// worktrees; the project's state directory here l.Dir denied (the other
-// agents' clones, the outboxes; the clone set up is its working
-// directory, given back) and the directories of tmux's and ssh's sockets
+// worktrees; the children of the project's state directory here l.Dir
+// that agents may not read denied (hosts.DeniedIn: the other agents'
+// clones, the outboxes, state/; the clone set up is its working
+// directory, given back; the clone repository left readable, so that git
+// works in the setup) and the directories of tmux's and ssh's sockets
 // here (hosts.SocketDirs). nil stays nil.
-func sandboxHere(p *sandbox.Policy, l project.Layout) *sandbox.Policy {
+func sandboxHere(p *sandbox.Policy, l project.Layout) (*sandbox.Policy, error) {
 	if p == nil {
-		return nil
+		return nil, nil
 	}
 	home, _ := os.UserHomeDir()
 	here := hosts.SandboxHere(p, home, sandbox.HomesIn(filepath.Join(home, ".cache", "batty", "sandbox")))
-	for _, d := range append([]string{l.Dir}, hosts.SocketDirs(os.Environ(), os.Getuid())...) {
+	deny := hosts.DeniedIn(l)
+	if err := hosts.MakeDeniedState(l.Dir, deny); err != nil {
+		return nil, fmt.Errorf("the setup's sandbox: %w", err)
+	}
+	for _, d := range append(deny, hosts.SocketDirs(os.Environ(), os.Getuid())...) {
 		if filepath.IsAbs(d) {
 			here.Deny = append(here.Deny, filepath.Clean(d))
 		}
 	}
-	return here
+	return here, nil
 }

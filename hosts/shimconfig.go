@@ -93,7 +93,13 @@ func WorktreesThere(hostDir string) string {
 // read, only to write. A directory batty comes to keep there must be
 // added here. Pure.
 func DeniedThere(hostDir string) []string {
-	l := project.Layout{Dir: StateDir(hostDir)}
+	return DeniedIn(project.Layout{Dir: StateDir(hostDir)})
+}
+
+// DeniedIn is DeniedThere of a host's state directory as l lays it out
+// (with "~/" paths, or absolute on the host itself: the sandbox of a
+// worktree's setup there). Pure.
+func DeniedIn(l project.Layout) []string {
 	return []string{l.WorktreesDir(), path.Join(l.Dir, outbox.DirName), l.StateDir()}
 }
 
