@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/statusview"
 )
 
 // Team turns a running daemon's status and events into what the cockpit
@@ -84,7 +84,9 @@ func (t *Team) Snapshot() Snapshot {
 		}
 	}
 	for _, a := range st.Agents {
-		v := AgentView{Name: a.Name, State: a.State, Pause: kind, Waiting: a.Backlog}
+		r := statusview.NewAgent(a)
+		v := AgentView{Name: r.Name, State: r.State, Pause: kind, Waiting: r.Behind, Busy: r.Busy, Working: r.InFlightAge,
+			Branch: r.Branch, Ahead: r.AheadBy}
 		if kind == "" && quota[a.Name] {
 			v.Pause = PauseQuota
 		}
@@ -94,14 +96,6 @@ func (t *Team) Snapshot() Snapshot {
 		}
 		if a.Parked != nil {
 			v.Parked = a.Parked.Kind
-		}
-		if a.Workspace != nil {
-			v.Branch, v.Ahead = a.Workspace.Branch, a.Workspace.Ahead
-		}
-		if a.InFlight != nil {
-			v.Busy = true
-			v.Working = time.Duration(a.InFlightAgeS) * time.Second
-			v.Waiting = max(a.Backlog-1, 0)
 		}
 		snap.Agents = append(snap.Agents, v)
 	}

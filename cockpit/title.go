@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/safetext"
+	"github.com/battyhq/batty/statusview"
 )
 
 // Dispatch pause kinds, as the orchestrator names them.
@@ -77,7 +78,7 @@ func agentState(v AgentView) string {
 	case v.Network || v.State == "waiting_for_network":
 		return "waiting for network"
 	case v.Busy:
-		return "working " + minutes(v.Working)
+		return "working " + statusview.Duration(v.Working, time.Minute)
 	case v.State == "restarting":
 		return "restarting"
 	case v.Held:
@@ -96,18 +97,6 @@ func agentState(v AgentView) string {
 		return "working"
 	}
 	return "idle"
-}
-
-// minutes renders d as "<1m", "2m" or "1h05m".
-func minutes(d time.Duration) string {
-	m := int(d / time.Minute)
-	switch {
-	case m < 1:
-		return "<1m"
-	case m < 60:
-		return fmt.Sprintf("%dm", m)
-	}
-	return fmt.Sprintf("%dh%02dm", m/60, m%60)
 }
 
 // FeedView is what the orchestrator pane's title shows.

@@ -15,6 +15,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/logtail"
 	"github.com/battyhq/batty/ptylog"
+	"github.com/battyhq/batty/statusview"
 )
 
 // hub gets the status once for every open page when the team changes
@@ -242,7 +243,7 @@ func (s *Server) renderLive(w *bytes.Buffer, r *http.Request, page, agent, csrf 
 func (s *Server) agentLive(w *bytes.Buffer, st *control.Status, agent, csrf string) error {
 	for _, a := range st.Agents {
 		if a.Name == agent {
-			v := agentView{Team: st.Team, Agent: newAgentRow(a), CSRF: csrf}
+			v := agentView{Team: st.Team, Agent: statusview.NewAgent(a), CSRF: csrf}
 			v.Messages = s.agentMessages(agent)
 			return s.pages["agent"].ExecuteTemplate(w, "live", v)
 		}

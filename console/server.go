@@ -36,6 +36,7 @@ import (
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/logtail"
 	"github.com/battyhq/batty/ptylog"
+	"github.com/battyhq/batty/statusview"
 	"github.com/battyhq/batty/usage"
 )
 
@@ -344,7 +345,7 @@ func (s *Server) agentPage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := agentView{Team: st.Team, Nav: s.navOf("", st), Agent: newAgentRow(*a), CSRF: s.csrfOf(r), Sent: r.URL.Query().Get("sent"),
+	v := agentView{Team: st.Team, Nav: s.navOf("", st), Agent: statusview.NewAgent(*a), CSRF: s.csrfOf(r), Sent: r.URL.Query().Get("sent"),
 		Messages: s.agentMessages(a.Name), Done: doneText(r.URL.Query().Get("done"))}
 	v.Transcript, v.NoTranscript = s.lastLines(a.Name)
 	s.render(w, r, "agent", v)

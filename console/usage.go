@@ -14,6 +14,7 @@ import (
 
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/safetext"
+	"github.com/battyhq/batty/statusview"
 	"github.com/battyhq/batty/usage"
 )
 
@@ -249,8 +250,8 @@ func newUsageView(team string, d usageData, loc *time.Location) usageView {
 		v.Charts = append(v.Charts, newChart(d, by, loc))
 	}
 	for _, b := range d.Budgets {
-		r := budgetRow{Budget: b.Budget, For: b.For, Per: b.Per, Used: tokens(b.Used), Tokens: tokens(b.Tokens),
-			Pct: pct(b.UsedPct), Bar: math.Min(b.UsedPct, 100), Warn: float64(b.WarnAt), Class: "ok",
+		r := budgetRow{Budget: b.Budget, For: b.For, Per: b.Per, Used: statusview.Tokens(b.Used), Tokens: statusview.Tokens(b.Tokens),
+			Pct: statusview.Pct(b.UsedPct), Bar: math.Min(b.UsedPct, 100), Warn: float64(b.WarnAt), Class: "ok",
 			Until: b.WindowEnd.In(loc).Format("Mon 15:04")}
 		switch {
 		case b.UsedPct >= 100:
@@ -261,7 +262,7 @@ func newUsageView(team string, d usageData, loc *time.Location) usageView {
 		v.Budgets = append(v.Budgets, r)
 	}
 	for _, l := range d.Limits {
-		r := limitRow{Account: safetext.Line(l.Account, 120), Window: safetext.Line(l.Window, 40), Pct: pct(l.UsedPct),
+		r := limitRow{Account: safetext.Line(l.Account, 120), Window: safetext.Line(l.Window, 40), Pct: statusview.Pct(l.UsedPct),
 			Bar: math.Min(l.UsedPct, 100), Class: "ok", Seen: l.SeenAt.In(loc).Format("2006-01-02 15:04")}
 		if l.WindowMinutes > 0 {
 			r.Window += " (" + stepText(time.Duration(l.WindowMinutes)*time.Minute) + ")"
@@ -284,8 +285,8 @@ func newUsageView(team string, d usageData, loc *time.Location) usageView {
 
 // cellsOf is the cells of row r named key.
 func cellsOf(key string, r usage.Row, priced bool) usageCells {
-	c := usageCells{Key: key, Turns: r.Turns, Input: tokens(r.Tokens.Input), Cached: tokens(r.Tokens.CachedInput),
-		Output: tokens(r.Tokens.Output), Reasoning: tokens(r.Tokens.ReasoningOutput), Total: tokens(r.Total),
+	c := usageCells{Key: key, Turns: r.Turns, Input: statusview.Tokens(r.Tokens.Input), Cached: statusview.Tokens(r.Tokens.CachedInput),
+		Output: statusview.Tokens(r.Tokens.Output), Reasoning: statusview.Tokens(r.Tokens.ReasoningOutput), Total: statusview.Tokens(r.Total),
 		Time: (time.Duration(r.DurationMS) * time.Millisecond).Round(time.Second).String()}
 	if priced && r.Cost != nil {
 		c.Cost = fmt.Sprintf("$%.2f", *r.Cost)
@@ -307,7 +308,7 @@ func newChart(d usageData, by usage.Dimension, loc *time.Location) chartView {
 		c.Table = append(c.Table, cellsOf(r.Key, r, d.Priced))
 		if i < usageTopKeys {
 			class[r.Key] = "c" + strconv.Itoa(i)
-			c.Legend = append(c.Legend, legendItem{Class: class[r.Key], Key: r.Key, Total: tokens(r.Total)})
+			c.Legend = append(c.Legend, legendItem{Class: class[r.Key], Key: r.Key, Total: statusview.Tokens(r.Total)})
 		}
 	}
 	if len(sum.Rows) > usageTopKeys {
@@ -315,7 +316,7 @@ func newChart(d usageData, by usage.Dimension, loc *time.Location) chartView {
 		for _, r := range sum.Rows[usageTopKeys:] {
 			other += r.Total
 		}
-		c.Legend = append(c.Legend, legendItem{Class: "cx", Key: fmt.Sprintf("%d others", len(sum.Rows)-usageTopKeys), Total: tokens(other)})
+		c.Legend = append(c.Legend, legendItem{Class: "cx", Key: fmt.Sprintf("%d others", len(sum.Rows)-usageTopKeys), Total: statusview.Tokens(other)})
 	}
 	n := len(d.Buckets)
 	if n == 0 || sum.Total.Total == 0 {
@@ -358,11 +359,11 @@ func newChart(d usageData, by usage.Dimension, loc *time.Location) chartView {
 			h := float64(v) / float64(top) * plotH
 			y -= h
 			c.Bars = append(c.Bars, svgBar{X: x, Y: round1(y), W: barW, H: round1(math.Max(h, 0.5)), Class: l.Class,
-				Title: fmt.Sprintf("%s, %s: %s tokens", l.Key, d.Buckets[i].In(loc).Format("Jan 2 15:04"), tokens(v))})
+				Title: fmt.Sprintf("%s, %s: %s tokens", l.Key, d.Buckets[i].In(loc).Format("Jan 2 15:04"), statusview.Tokens(v))})
 		}
 	}
 	for _, f := range []float64{0, 0.5, 1} {
-		c.YTicks = append(c.YTicks, svgTick{At: round1(c.PlotY - f*plotH), Label: tokens(int64(f * float64(top)))})
+		c.YTicks = append(c.YTicks, svgTick{At: round1(c.PlotY - f*plotH), Label: statusview.Tokens(int64(f * float64(top)))})
 	}
 	for _, i := range []int{0, n / 2, n - 1} {
 		if i == n/2 && (i == 0 || i == n-1) {

@@ -204,13 +204,13 @@ func TestTeamViewUsageGauges(t *testing.T) {
 		Agents:  []control.AgentStatus{{Name: "a", LimitPct: f(42), BudgetPct: f(85)}, {Name: "b", LimitPct: f(100)}, {Name: "c"}},
 		Budgets: []control.BudgetStatus{{UsedPct: 85}, {UsedPct: 12}}}
 	v := newTeamView(st, nil, "")
-	want := [][2]gauge{{{"42%", "ok"}, {"85%", "warn"}}, {{"100%", "over"}, {}}, {{}, {}}}
+	want := [][2]gauge{{{Text: "42%", Level: "ok"}, {Text: "85%", Level: "warn"}}, {{Text: "100%", Level: "over"}, {}}, {{}, {}}}
 	for i, a := range v.Agents {
 		if a.Limit != want[i][0] || a.Budget != want[i][1] {
 			t.Errorf("agent %s: limit %+v, budget %+v; want %+v", a.Name, a.Limit, a.Budget, want[i])
 		}
 	}
-	if v.Totals.Limit != (gauge{"100%", "over"}) || v.Totals.Budget != (gauge{"85%", "warn"}) {
+	if v.Totals.Limit != (gauge{Text: "100%", Level: "over"}) || v.Totals.Budget != (gauge{Text: "85%", Level: "warn"}) {
 		t.Errorf("totals: limit %+v, budget %+v", v.Totals.Limit, v.Totals.Budget)
 	}
 	if v := newTeamView(&control.Status{Agents: []control.AgentStatus{{Name: "a"}}}, nil, ""); v.Totals.Limit.Text != "" || v.Totals.Budget.Text != "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/landing"
 	"github.com/battyhq/batty/safetext"
+	"github.com/battyhq/batty/statusview"
 	"github.com/battyhq/batty/textclip"
 )
 
@@ -47,18 +48,6 @@ func when(t time.Time) string {
 		return "—"
 	}
 	return t.Local().Format("Jan 2 15:04:05")
-}
-
-// shortCommit abbreviates a commit id, "—" for none. It is a pure
-// function.
-func shortCommit(c string) string {
-	switch {
-	case c == "":
-		return "—"
-	case len(c) > 12:
-		return c[:12]
-	}
-	return c
 }
 
 // msgRow is one message of an agent's inbox, every field text.
@@ -100,7 +89,7 @@ func newMsgRow(m inbox.Listed) msgRow {
 			r.State += " (" + safetext.Line(o.Failure, 80) + ")"
 		}
 		r.Reply, r.Error = shown(o.Reply, maxShownReply), shown(o.Error, maxShownReply)
-		r.Tokens = tokens(o.InputTokens) + " in / " + tokens(o.OutputTokens) + " out"
+		r.Tokens = statusview.Tokens(o.InputTokens) + " in / " + statusview.Tokens(o.OutputTokens) + " out"
 	default:
 		r.State, r.Class = "done", "done"
 	}
@@ -166,12 +155,21 @@ type landingRow struct {
 	Finished bool
 }
 
-// newLandingRow makes the row of l. It is a pure function.
+// newLandingRow makes the row of l (statusview.NewLanding). It is a pure
+// function.
 func newLandingRow(l control.LandingStatus) landingRow {
-	return landingRow{ID: l.ID, Short: inbox.ShortID(l.ID), Agent: safetext.Line(l.Agent, 80), State: safetext.Line(l.State, 20),
-		By: safetext.Line(l.By, 80), When: when(l.RequestedAt), Detail: safetext.Line(l.Detail, maxShownLine),
-		Tip: shortCommit(l.Tip), Onto: shortCommit(l.Onto), Commit: shortCommit(l.Commit),
-		Review: l.State == string(landing.Review), Finished: landing.State(l.State).Finished()}
+	r := statusview.NewLanding(l)
+	return landingRow{ID: r.ID, Short: r.Short, Agent: safetext.Line(r.Agent, 80), State: safetext.Line(r.State, 20),
+		By: safetext.Line(r.By, 80), When: when(r.RequestedAt), Detail: safetext.Line(r.Detail, maxShownLine),
+		Tip: orDash(r.Tip), Onto: orDash(r.Onto), Commit: orDash(r.Commit), Review: r.Review, Finished: r.Finished}
+}
+
+// orDash is s, "—" when it is empty. It is a pure function.
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
 }
 
 // landingsView is the Landings page's data: the queue (unfinished) and

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/battyhq/batty/statusview"
 	"github.com/battyhq/batty/textclip"
 )
 
@@ -119,7 +120,7 @@ func Line(s Snapshot, now time.Time) string {
 			fmt.Fprintf(&b, " · ETA %s", eta.Round(time.Second))
 		}
 	}
-	fmt.Fprintf(&b, " · %s tokens", count(s.Tokens))
+	fmt.Fprintf(&b, " · %s tokens", statusview.Tokens(s.Tokens))
 	if s.Account != "" {
 		fmt.Fprintf(&b, " · account %s", s.Account)
 	}
@@ -153,7 +154,7 @@ func Bar(s Snapshot, width int) string {
 // SummaryLine is the final line of a run.
 func SummaryLine(s Summary, out string) string {
 	line := fmt.Sprintf("fanout: %d of %d rows done, %d failed, %d pending (this run: %d done, %d failed, %s tokens); output %s",
-		s.AllDone, s.Total, s.AllFailed, s.Pending, s.Done, s.Failed, count(s.Tokens), out)
+		s.AllDone, s.Total, s.AllFailed, s.Pending, s.Done, s.Failed, statusview.Tokens(s.Tokens), out)
 	if s.AllFailed > 0 && s.SameError == "" {
 		line += fmt.Sprintf("\nfanout: most common error (%d of %d failed rows): %s", s.CommonErrorRows, s.AllFailed, oneLine(s.CommonError, 300))
 	}
@@ -178,15 +179,4 @@ func fit(s string, n int) string {
 		return s
 	}
 	return textclip.Runes(s, n, textclip.Ellipsis)
-}
-
-// count writes n tokens briefly: 950, 12.3k, 4.56M.
-func count(n int64) string {
-	switch {
-	case n < 1000:
-		return fmt.Sprint(n)
-	case n < 1_000_000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%.2fM", float64(n)/1e6)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/battyhq/batty/offline"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/safetext"
+	"github.com/battyhq/batty/statusview"
 	"github.com/battyhq/batty/workspaces"
 )
 
@@ -146,17 +147,9 @@ func printReview(w io.Writer, l control.LandingStatus, base, verify, tipNow stri
 		agent, agent, agent, agent)
 }
 
-// shortCommit abbreviates a commit id for the terminal, "-" for none. It
-// is a pure function.
-func shortCommit(c string) string {
-	switch {
-	case c == "":
-		return "-"
-	case len(c) > 12:
-		return c[:12]
-	}
-	return c
-}
+// shortCommit abbreviates a commit id for the terminal
+// (statusview.ShortCommit), "-" for none. It is a pure function.
+func shortCommit(c string) string { return or(statusview.ShortCommit(c), "-") }
 
 // notRunningReview is the error of approve and reject for a stopped team:
 // they go through the daemon, which lands the request or tells the agent.

@@ -18,6 +18,7 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/offline"
 	"github.com/battyhq/batty/safetext"
+	"github.com/battyhq/batty/statusview"
 )
 
 func newStatusCmd(ios *iostreams.IOStreams) *cobra.Command {
@@ -150,20 +151,16 @@ func printStatus(w io.Writer, st control.Status) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tROLE\tSTATE\tTHREAD\tBACKLOG\tIN FLIGHT\tTURNS\tTOKENS IN/OUT\tCTX\tLAST ERROR")
 	for _, a := range st.Agents {
+		r := statusview.NewAgent(a)
 		inflight := "-"
-		if a.InFlight != nil {
-			inflight = fmt.Sprintf("%s (%s)", safetext.Line(inbox.ShortID(*a.InFlight), 20), time.Duration(a.InFlightAgeS)*time.Second)
+		if r.Busy {
+			inflight = fmt.Sprintf("%s (%s)", r.InFlight, r.InFlightFor)
 		}
-		state := a.State + waitingSuffix(a)
-		if a.Host != "" {
-			state += " @" + safetext.Line(a.Host, 40) // where it runs
-		}
-		state += appServerSuffix(a.AppServer)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s/%s\t%.0f%%\t%s\n", a.Name, a.Role, state, threadCell(a.ThreadID),
-			a.Backlog, inflight, a.TurnsCompleted, count(a.InputTokens), count(a.OutputTokens), a.ContextPct, or(safetext.Line(a.LastError, 60), "-"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s/%s\t%s\t%s\n", a.Name, a.Role, r.StateCell, r.Thread,
+			r.Backlog, inflight, r.Turns, r.Input, r.Output, r.Context, or(safetext.Line(a.LastError, 60), "-"))
 	}
-	t := teamTotals(st.Agents)
-	fmt.Fprintf(tw, "TOTAL\t\t%s\t\t%d\t%s\t%d\t%s/%s\t\t\n", t.summary(), t.backlog, t.flightCell(), t.turns, count(t.input), count(t.output))
+	t := statusview.TeamTotals(st.Agents)
+	fmt.Fprintf(tw, "TOTAL\t\t%s\t\t%d\t%s\t%d\t%s/%s\t\t\n", t.Summary(), t.Backlog, t.FlightCell(), t.Turns, t.Input, t.Output)
 	tw.Flush()
 	printAppServers(w, st.Agents)
 	if st.Daemon.PID != 0 && hasParked(st) {
@@ -181,33 +178,6 @@ func printStatus(w io.Writer, st control.Status) {
 	printAccounts(w, st.Accounts)
 	printSchedules(w, st.Schedules)
 	printWorkspaces(w, st.Agents, st.Landings)
-}
-
-// waitingSuffix is what the table adds to the state of an agent that waits
-// with a backlog: its reason's code in parentheses (" (dispatch_paused)"),
-// or nothing when there is none or the state says it already
-// (budget_held, quota_paused, parked, waiting_for_slot). It is a pure
-// function.
-func waitingSuffix(a control.AgentStatus) string {
-	w := a.Waiting
-	if w == nil || w.Reason == a.State || (w.Reason == control.WaitSlot && a.State == control.AgentWaitingForSlot) {
-		return ""
-	}
-	return " (" + safetext.Line(w.Reason, 40) + ")"
-}
-
-// appServerSuffix is what the table adds to the state of an agent on a
-// shared app-server: " [app 41250]", " [app starting]" while the broker
-// starts it again; nothing for an agent on a process of its own. It is a
-// pure function.
-func appServerSuffix(s *control.AppServerStatus) string {
-	switch {
-	case s == nil:
-		return ""
-	case s.PID == 0:
-		return " [app starting]"
-	}
-	return fmt.Sprintf(" [app %d]", s.PID)
 }
 
 // printAppServers lists the shared app-servers, one line each with its
@@ -260,7 +230,7 @@ func printBudgetHolds(w io.Writer, agents []control.AgentStatus) {
 			first = false
 		}
 		fmt.Fprintf(w, "%s: held by budget %s: %s of %s tokens used; no new turn until %s (`batty resume %s` lets it go on)\n",
-			a.Name, safetext.Line(b.Budget, 80), count(b.Used), count(b.Tokens), b.Until.Local().Format("2006-01-02 15:04 MST"), a.Name)
+			a.Name, safetext.Line(b.Budget, 80), statusview.Tokens(b.Used), statusview.Tokens(b.Tokens), b.Until.Local().Format("2006-01-02 15:04 MST"), a.Name)
 	}
 }
 
@@ -322,13 +292,9 @@ func printWorkspaces(w io.Writer, agents []control.AgentStatus, landings []contr
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LANDING\tAGENT\tSTATE\tBY\tREQUESTED\tCOMMIT")
 	for _, l := range landings {
-		commit := l.Commit
-		if len(commit) > 12 {
-			commit = commit[:12]
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", safetext.Line(inbox.ShortID(l.ID), 20), safetext.Line(l.Agent, 0), safetext.Line(l.State, 0),
-			or(safetext.Line(l.By, 0), "-"), l.RequestedAt.Local().Format("15:04:05"), or(safetext.Line(commit, 0), "-"))
-		if d := safetext.Line(l.Detail, 200); d != "" {
+		r := statusview.NewLanding(l)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Short, r.Agent, r.State, or(r.By, "-"), r.RequestedAt.Local().Format("15:04:05"), or(r.Commit, "-"))
+		if d := safetext.Line(r.Detail, 200); d != "" {
 			// No tab: a trailing cell, which widens no column.
 			fmt.Fprintf(tw, "  %s\n", d)
 		}
@@ -478,7 +444,7 @@ func statusHeadline(st control.Status) string {
 		dispatch = pause
 	}
 	s := fmt.Sprintf("team %s · daemon pid %d, up %s · dispatch %s", st.Team, st.Daemon.PID,
-		time.Duration(st.Daemon.UptimeS)*time.Second, dispatch)
+		statusview.Duration(time.Duration(st.Daemon.UptimeS)*time.Second, time.Second), dispatch)
 	for _, a := range st.Accounts {
 		if a.Paused {
 			s += " · " + accountPauseLine(a)
@@ -513,16 +479,6 @@ func or(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func count(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	case n >= 1000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
 }
 
 // printNetwork says, per account, which turn waits for the network since

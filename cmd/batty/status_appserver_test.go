@@ -7,21 +7,6 @@ import (
 	"github.com/battyhq/batty/control"
 )
 
-func TestAppServerSuffix(t *testing.T) {
-	for _, c := range []struct {
-		in   *control.AppServerStatus
-		want string
-	}{
-		{nil, ""},
-		{&control.AppServerStatus{PID: 0, Key: "k"}, " [app starting]"},
-		{&control.AppServerStatus{PID: 41250, Key: "k"}, " [app 41250]"},
-	} {
-		if got := appServerSuffix(c.in); got != c.want {
-			t.Errorf("appServerSuffix(%+v) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
 // The table marks each agent on a shared app-server with its pid and
 // lists each shared process once, with its key and its agents; an agent
 // on a process of its own gets neither, and text from the status file

@@ -12,6 +12,7 @@ import (
 
 	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/safetext"
+	"github.com/battyhq/batty/statusview"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/usage"
 )
@@ -216,8 +217,8 @@ func printUsage(w io.Writer, s usage.Summary, priced bool) {
 	fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	unpriced := false
 	row := func(r usage.Row, key string) {
-		cells := []string{key, fmt.Sprint(r.Turns), count(r.Tokens.Input), count(r.Tokens.CachedInput), count(r.Tokens.Output),
-			count(r.Tokens.ReasoningOutput), count(r.Total), (time.Duration(r.DurationMS) * time.Millisecond).Round(time.Second).String()}
+		cells := []string{key, fmt.Sprint(r.Turns), statusview.Tokens(r.Tokens.Input), statusview.Tokens(r.Tokens.CachedInput), statusview.Tokens(r.Tokens.Output),
+			statusview.Tokens(r.Tokens.ReasoningOutput), statusview.Tokens(r.Total), (time.Duration(r.DurationMS) * time.Millisecond).Round(time.Second).String()}
 		if priced {
 			cells = append(cells, cost(r))
 			unpriced = unpriced || r.Unpriced > 0
@@ -243,7 +244,7 @@ func usageHeadline(s usage.Summary) string {
 	if s.Until != nil {
 		to = s.Until.Local().Format("2006-01-02 15:04")
 	}
-	return fmt.Sprintf("Usage from %s to %s: %d turn(s), %s tokens", from, to, s.Total.Turns, count(s.Total.Total))
+	return fmt.Sprintf("Usage from %s to %s: %d turn(s), %s tokens", from, to, s.Total.Turns, statusview.Tokens(s.Total.Total))
 }
 
 // rowKey is how a row's key shows: hours and days as local times, other
@@ -285,7 +286,7 @@ func printChart(w io.Writer, series []usage.Point, step time.Duration) {
 		top = max(top, p.Tokens)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "tokens per %s, highest %s\n", stepLabel(step), count(top))
+	fmt.Fprintf(w, "tokens per %s, highest %s\n", stepLabel(step), statusview.Tokens(top))
 	fmt.Fprintf(w, "%s\n", usage.Sparkline(values, 0))
 	first, last := series[0].At.Local(), series[len(series)-1].At.Add(step).Local()
 	fmt.Fprintf(w, "%s → %s\n", first.Format("2006-01-02 15:04"), last.Format("2006-01-02 15:04"))

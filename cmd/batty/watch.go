@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/battyhq/batty/inbox"
 	"os"
 	"os/signal"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/logtail"
 	"github.com/battyhq/batty/safetext"
+	"github.com/battyhq/batty/statusview"
 	"github.com/battyhq/batty/textclip"
 )
 
@@ -360,16 +360,19 @@ func watchTable(all, shown []control.AgentStatus, more, cols, padding int, ahead
 	}
 	row("AGENT", "ROLE", "STATE", "THREAD", "DOING", "BACKLOG", "TURNS", tokens, "CTX", "AHEAD", "LAST ERROR")
 	for _, a := range shown {
-		row(safetext.Line(a.Name, 0), safetext.Line(a.Role, 0), a.State, threadCell(a.ThreadID), doingCell(a),
-			fmt.Sprint(a.Backlog), fmt.Sprint(a.TurnsCompleted), count(a.InputTokens)+"/"+count(a.OutputTokens),
-			fmt.Sprintf("%.0f%%", a.ContextPct), aheadCell(a), or(safetext.Line(a.LastError, 0), "-"))
+		r := statusview.NewAgent(a)
+		doing := "-"
+		if r.Busy {
+			doing = r.InFlight + " " + r.InFlightFor
+		}
+		row(r.Name, r.Role, r.State, r.Thread, doing, fmt.Sprint(r.Backlog), fmt.Sprint(r.Turns), r.Input+"/"+r.Output,
+			r.Context, r.Ahead, or(r.LastError, "-"))
 	}
 	if more > 0 {
 		fmt.Fprintf(tw, "… %d more agent(s): a taller terminal shows them\n", more)
 	}
-	t := teamTotals(all)
-	row("TOTAL", "", t.summary(), "", t.flightCell(), fmt.Sprint(t.backlog), fmt.Sprint(t.turns),
-		count(t.input)+"/"+count(t.output), "", "", "")
+	t := statusview.TeamTotals(all)
+	row("TOTAL", "", t.Summary(), "", t.FlightCell(), fmt.Sprint(t.Backlog), fmt.Sprint(t.Turns), t.Input+"/"+t.Output, "", "", "")
 	tw.Flush()
 	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 }
@@ -394,16 +397,6 @@ func withoutLastError(agents []control.AgentStatus) []control.AgentStatus {
 	return out
 }
 
-// aheadCell is the AHEAD cell of agent a: "+3", its branch's commits not
-// on the base branch, "+0" before its worktree is made, "-" for an agent
-// working in the project's checkout. It is a pure function.
-func aheadCell(a control.AgentStatus) string {
-	if a.Workspace == nil {
-		return "-"
-	}
-	return fmt.Sprintf("+%d", a.Workspace.Ahead)
-}
-
 // widest returns the runes of the longest of lines.
 func widest(lines []string) int {
 	n := 0
@@ -411,83 +404,4 @@ func widest(lines []string) int {
 		n = max(n, utf8.RuneCountInString(strings.TrimRight(l, " ")))
 	}
 	return n
-}
-
-// doingCell says what agent a is doing and for how long: the message in
-// flight (the feed's short form) and its age, or "-". It is a pure
-// function.
-func doingCell(a control.AgentStatus) string {
-	if a.InFlight == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%s %s", safetext.Line(inbox.ShortID(*a.InFlight), 20), time.Duration(a.InFlightAgeS)*time.Second)
-}
-
-// totals are the team's sums over its agents, the TOTAL row of status.
-type totals struct {
-	agents, working, inFlight, finishing int
-	backlog, turns                       int
-	input, output                        int64
-}
-
-// teamTotals sums agents. Working counts the turns that run
-// (control.AgentStatus.TurnRuns), never one that has ended and whose
-// outcome is being recorded (finishing): it is never more than the team's
-// cap on turns at once lets run. inFlight counts the messages of the
-// turns that run, finishing those of the turns that have ended. It is a
-// pure function.
-func teamTotals(agents []control.AgentStatus) totals {
-	var t totals
-	for _, a := range agents {
-		t.agents++
-		t.backlog += a.Backlog
-		t.turns += a.TurnsCompleted
-		t.input += a.InputTokens
-		t.output += a.OutputTokens
-		switch {
-		case a.TurnRuns():
-			t.working++
-			if a.InFlight != nil {
-				t.inFlight++
-			}
-		case a.InFlight != nil:
-			t.finishing++
-		}
-	}
-	return t
-}
-
-// summary is the STATE cell of the TOTAL row: "1/4 working", agents
-// working of the team's.
-func (t totals) summary() string {
-	return fmt.Sprintf("%d/%d working", t.working, t.agents)
-}
-
-// flightCell is the IN FLIGHT (or DOING) cell of the TOTAL row: "2 in
-// flight", and ", 1 finishing" when turns have ended whose outcomes are
-// being recorded.
-func (t totals) flightCell() string {
-	s := fmt.Sprintf("%d in flight", t.inFlight)
-	if t.finishing > 0 {
-		s += fmt.Sprintf(", %d finishing", t.finishing)
-	}
-	return s
-}
-
-// threadCell is the THREAD cell of an agent on thread id: "-" for none,
-// else the id made safe and, when longer than 13 characters, "…" and its
-// last 12. The app-server's thread ids are time-ordered UUIDs (v7) whose
-// first characters are the time they were made, alike for threads made
-// the same minute; their last 12 are random and tell them apart. It is a
-// pure function.
-func threadCell(id string) string {
-	s := safetext.Line(id, 0)
-	r := []rune(s)
-	switch {
-	case len(r) == 0:
-		return "-"
-	case len(r) <= 13:
-		return s
-	}
-	return "…" + string(r[len(r)-12:])
 }

@@ -195,7 +195,7 @@ func TestRenderWatch(t *testing.T) {
 			t.Errorf("line of %d runes at 80 columns: %q", utf8.RuneCountInString(l), l)
 		}
 	}
-	for _, want := range []string{"1f2e3d4c 2m5s", "1/4 working", "QUOTA usage limit: account /home/u/.codex paused until", "Ctrl-C quits"} {
+	for _, want := range []string{"1f2e3d4c 2m05s", "1/4 working", "QUOTA usage limit: account /home/u/.codex paused until", "Ctrl-C quits"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("80×24 view lacks %q:\n%s", want, text)
 		}
@@ -203,7 +203,7 @@ func TestRenderWatch(t *testing.T) {
 	if !regexp.MustCompile(`TOTAL +1/4 working +1 in flight +6 +12 +76\.4k/1\.6k`).MatchString(text) {
 		t.Errorf("totals row wrong:\n%s", text)
 	}
-	if !regexp.MustCompile(`engineer-1 +working +1f2e3d4c 2m5s +3 +3 +19\.1k/412 +4%`).MatchString(text) {
+	if !regexp.MustCompile(`engineer-1 +working +1f2e3d4c 2m05s +3 +3 +19\.1k/412 +4%`).MatchString(text) {
 		t.Errorf("an agent's row at 80 columns is cut:\n%s", text)
 	}
 	if strings.Contains(text, "LAST ERROR") {
