@@ -117,7 +117,7 @@ func Line(s Snapshot, now time.Time) string {
 		fmt.Fprintf(&b, " · %.1f rows/min", rate)
 		if left := todo - finished; left > 0 && s.Stopping == "" {
 			eta := time.Duration(float64(left) / rate * float64(time.Minute))
-			fmt.Fprintf(&b, " · ETA %s", eta.Round(time.Second))
+			fmt.Fprintf(&b, " · ETA %s", statusview.Duration(eta.Round(time.Second), time.Second))
 		}
 	}
 	fmt.Fprintf(&b, " · %s tokens", statusview.Tokens(s.Tokens))

@@ -18,7 +18,8 @@ func TestLine(t *testing.T) {
 	}{
 		{"starting", Snapshot{Total: 10, Started: start, Running: 3}, []string{"fanout: 0/10 done, 0 failed, 3 running", "0 tokens"}},
 		{"rate and eta", Snapshot{Total: 10, Done: 3, Failed: 1, Running: 2, Tokens: 12345, Started: start},
-			[]string{"3/10 done, 1 failed, 2 running", "2.0 rows/min", "ETA 3m0s", "12.3k tokens"}},
+			[]string{"3/10 done, 1 failed, 2 running", "2.0 rows/min", "ETA 3m00s", "12.3k tokens"}},
+		{"millions", Snapshot{Total: 10, Started: start, Tokens: 4_560_000}, []string{"· 4.6M tokens"}},
 		{"skipped", Snapshot{Total: 10, Skipped: 4, Done: 1, Started: start}, []string{"1/6 done", "(4 done before)"}},
 		{"paused", Snapshot{Total: 10, Started: start, PausedUntil: now.Add(time.Minute)}, []string{"paused by a usage limit until " + now.Add(time.Minute).Local().Format("15:04:05")}},
 		{"probing", Snapshot{Total: 10, Started: start, PausedUntil: now, Probing: true}, []string{"one row tries whether it has lifted"}},
