@@ -181,5 +181,5 @@ func cancelledTurn(p turnPlan, e protocol.TurnFinished) turnPlan {
 	if p.end == turnUnstarted {
 		net = netLeave
 	}
-	return turnPlan{end: turnRecord, net: net, quotaHit: p.quotaHit, outcome: o, removeReply: p.removeReply}
+	return turnPlan{end: turnRecord, net: net, quotaHit: p.quotaHit, outcome: o}
 }

@@ -103,7 +103,6 @@ func startRealClient(t *testing.T) (*Client, string) {
 		CodexBin:   self,
 		Env:        []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + t.TempDir()},
 		Transcript: filepath.Join(t.TempDir(), "tester.log"),
-		ReplyDir:   t.TempDir(),
 		StopGrace:  300 * time.Millisecond,
 	}
 	log := &syncBuffer{}
