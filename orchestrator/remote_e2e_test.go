@@ -171,8 +171,12 @@ func TestE2EHostAgentAnswers(t *testing.T) {
 	if st := r.finished(t, id2); st != "completed" {
 		t.Fatalf("status %s", st)
 	}
-	if o := p.recorded("eng", id2); o.Reply != long {
-		t.Fatalf("long reply: %d bytes, want %d", len(o.Reply), len(long))
+	done, _, err := p.box("eng").Get(id2)
+	if err != nil || done.Outcome == nil {
+		t.Fatalf("long reply: %+v (%v)", done, err)
+	}
+	if whole, err := p.box("eng").FullReply(done); err != nil || whole != long {
+		t.Fatalf("long reply: %d bytes (%v), want %d", len(whole), err, len(long))
 	}
 	// The transcript, written there, is here: what `batty logs` shows.
 	waitFor(t, "the transcript of the host's agent", func() bool {
