@@ -16,42 +16,56 @@ func IsNetworkWait(message string) bool {
 	return IsRetryNotice(message) && strings.Contains(normalize(message), "waiting for network")
 }
 
-// transientCauses names the kind of a transient failure, tried in order on
+// Transient is the kind of a failure that may pass by itself (a message
+// Classify calls FailureTransient).
+type Transient int
+
+// Transient kinds.
+const (
+	TransientNone        Transient = iota // not transient
+	TransientUnreachable                  // the API could not be reached
+	TransientRateLimit                    // a rate limit
+	TransientOverloaded                   // the model is at capacity
+	TransientServer                       // a server error
+	TransientStalled                      // the answer stopped coming
+	TransientDropped                      // the answer was cut off
+	TransientOther                        // any other transient failure
+)
+
+// transientKinds names the kind of a transient failure, tried in order on
 // the normalised message: the first match wins.
-var transientCauses = []struct {
-	cause    string
+var transientKinds = []struct {
+	kind     Transient
 	contains []string
 	re       *regexp.Regexp
 }{
-	{cause: "an unreachable API", contains: []string{"waiting for network", "connection failed", "error sending request"}},
-	{cause: "a rate limit", contains: []string{"too many requests", "rate limit", "rate_limit"}, re: regexp.MustCompile(`\bstatus:? 429\b`)},
-	{cause: "an overloaded model", contains: []string{"at capacity", "server_is_overloaded", "overloaded"}},
-	{cause: "a server error", contains: []string{"experiencing high demand", "internal server error", "bad gateway",
+	{kind: TransientUnreachable, contains: []string{"waiting for network", "connection failed", "error sending request"}},
+	{kind: TransientRateLimit, contains: []string{"too many requests", "rate limit", "rate_limit"}, re: regexp.MustCompile(`\bstatus:? 429\b`)},
+	{kind: TransientOverloaded, contains: []string{"at capacity", "server_is_overloaded", "overloaded"}},
+	{kind: TransientServer, contains: []string{"experiencing high demand", "internal server error", "bad gateway",
 		"service unavailable", "gateway timeout"}, re: regexp.MustCompile(`\bstatus:? 5\d\d\b`)},
-	{cause: "a stalled stream", contains: []string{"idle timeout", "request timed out"}},
-	{cause: "a dropped stream", contains: []string{"stream disconnected before completion", "error while reading the server response"}},
+	{kind: TransientStalled, contains: []string{"idle timeout", "request timed out"}},
+	{kind: TransientDropped, contains: []string{"stream disconnected before completion", "error while reading the server response"}},
 }
 
-// TransientCause names, for a person and in a few words, what kind of
-// transient failure message is: "an unreachable API", "a rate limit", "an
-// overloaded model", "a server error", "a stalled stream", "a dropped
-// stream", or "a transient failure" for any other message Classify calls
-// FailureTransient. It returns "" for a message that is not transient. It
+// TransientKind says what kind of transient failure message is:
+// TransientOther for a message Classify calls FailureTransient that names
+// no known cause, TransientNone for a message that is not transient. It
 // is a pure function.
-func TransientCause(message string) string {
+func TransientKind(message string) Transient {
 	if Classify(message) != FailureTransient {
-		return ""
+		return TransientNone
 	}
 	m := normalize(message)
-	for _, c := range transientCauses {
+	for _, c := range transientKinds {
 		for _, s := range c.contains {
 			if strings.Contains(m, s) {
-				return c.cause
+				return c.kind
 			}
 		}
 		if c.re != nil && c.re.MatchString(m) {
-			return c.cause
+			return c.kind
 		}
 	}
-	return "a transient failure"
+	return TransientOther
 }

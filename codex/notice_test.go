@@ -47,26 +47,29 @@ func TestNetworkWaitRecording(t *testing.T) {
 	}
 }
 
-func TestTransientCause(t *testing.T) {
-	cases := []struct{ msg, want string }{
-		{"We’re currently experiencing high demand, which may cause temporary errors.", "a server error"},
-		{"unexpected status 502 Bad Gateway", "a server error"},
-		{"Selected model is at capacity. Please try a different model.", "an overloaded model"},
-		{"exceeded retry limit, last status: 429 Too Many Requests, request id: req_mock_1", "a rate limit"},
-		{"stream disconnected before completion: Transport error: network error: error decoding response body", "a dropped stream"},
-		{"stream disconnected before completion: stream closed before response.completed", "a dropped stream"},
-		{"stream disconnected before completion: idle timeout waiting for SSE", "a stalled stream"},
-		{"Reconnecting... waiting for network (Connection failed: error sending request)", "an unreachable API"},
-		{"stream disconnected before completion: error sending request", "an unreachable API"},
-		{"You’ve hit your usage limit. Try again later.", ""},
-		{"Codex ran out of room in the model's context window.", ""},
-		{"unexpected status 401 Unauthorized: bad key", ""},
-		{"something odd", ""},
-		{"", ""},
+func TestTransientKind(t *testing.T) {
+	cases := []struct {
+		msg  string
+		want Transient
+	}{
+		{"We’re currently experiencing high demand, which may cause temporary errors.", TransientServer},
+		{"unexpected status 502 Bad Gateway", TransientServer},
+		{"Selected model is at capacity. Please try a different model.", TransientOverloaded},
+		{"exceeded retry limit, last status: 429 Too Many Requests, request id: req_mock_1", TransientRateLimit},
+		{"stream disconnected before completion: Transport error: network error: error decoding response body", TransientDropped},
+		{"stream disconnected before completion: stream closed before response.completed", TransientDropped},
+		{"stream disconnected before completion: idle timeout waiting for SSE", TransientStalled},
+		{"Reconnecting... waiting for network (Connection failed: error sending request)", TransientUnreachable},
+		{"stream disconnected before completion: error sending request", TransientUnreachable},
+		{"You’ve hit your usage limit. Try again later.", TransientNone},
+		{"Codex ran out of room in the model's context window.", TransientNone},
+		{"unexpected status 401 Unauthorized: bad key", TransientNone},
+		{"something odd", TransientNone},
+		{"", TransientNone},
 	}
 	for _, c := range cases {
-		if got := TransientCause(c.msg); got != c.want {
-			t.Errorf("TransientCause(%q) = %q, want %q", c.msg, got, c.want)
+		if got := TransientKind(c.msg); got != c.want {
+			t.Errorf("TransientKind(%q) = %v, want %v", c.msg, got, c.want)
 		}
 	}
 	// Every transient message of the recordings has a named cause.
@@ -77,21 +80,21 @@ func TestTransientCause(t *testing.T) {
 		}
 		for _, ev := range readAll(t, b) {
 			if ev.Type == TypeTurnFailed {
-				if got := TransientCause(ev.Message); got == "" || got == "a transient failure" {
-					t.Errorf("%s: TransientCause(%q) = %q", name, ev.Message, got)
+				if got := TransientKind(ev.Message); got == TransientNone || got == TransientOther {
+					t.Errorf("%s: TransientKind(%q) = %v", name, ev.Message, got)
 				}
 			}
 		}
 	}
 }
 
-func FuzzTransientCause(f *testing.F) {
+func FuzzTransientKind(f *testing.F) {
 	f.Add("Reconnecting... waiting for network (x)")
 	f.Add("status 503")
 	f.Fuzz(func(t *testing.T, s string) {
-		c := TransientCause(s)
-		if (c != "") != (Classify(s) == FailureTransient) {
-			t.Fatalf("TransientCause(%q) = %q, Classify = %v", s, c, Classify(s))
+		c := TransientKind(s)
+		if (c != TransientNone) != (Classify(s) == FailureTransient) {
+			t.Fatalf("TransientKind(%q) = %v, Classify = %v", s, c, Classify(s))
 		}
 		_ = IsNetworkWait(s)
 	})

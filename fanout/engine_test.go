@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -338,51 +336,5 @@ func TestQuotaPauseAtConcurrency64ProbesWithOneRow(t *testing.T) {
 	runs := r.codexRuns()
 	if len(runs) > 100+64+8 {
 		t.Errorf("%d codex runs for 100 rows: a retry storm", len(runs))
-	}
-}
-
-// TestRemoveStaleReplyDirs: the reply directories a killed job left are
-// removed by the next one; those of running jobs stay, and so does
-// anything else in the temporary directory.
-func TestRemoveStaleReplyDirs(t *testing.T) {
-	tmp := t.TempDir()
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
-	mk := func(name string) string {
-		p := filepath.Join(tmp, name)
-		if err := os.MkdirAll(p, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	stale := mk(fmt.Sprintf("%s%d-123", replyDirPrefix, dead.Process.Pid))
-	os.WriteFile(filepath.Join(stale, "row-1.reply"), []byte("a reply in flight"), 0o600)
-	live := mk(fmt.Sprintf("%s%d-456", replyDirPrefix, os.Getpid()))
-	other := mk("batty-other-1")
-	unnamed := mk(replyDirPrefix + "99999999") // no pid in its name: not known to be stale
-	w := ShimWorkers{TempDir: tmp}
-	if n, err := w.RemoveStale(); n != 1 || err != nil {
-		t.Errorf("RemoveStale: %d, %v; want 1 removed", n, err)
-	}
-	for p, want := range map[string]bool{stale: false, live: true, other: true, unnamed: true} {
-		if _, err := os.Stat(p); (err == nil) != want {
-			t.Errorf("%s: exists %v, want %v", filepath.Base(p), err == nil, want)
-		}
-	}
-	// The workers' own directories carry this job's pid.
-	r := newRig(t, "id\n1\n", "{id} replyjson")
-	r.shims.TempDir = tmp
-	wk, err := r.shims.New(1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wk.Close(nil)
-	if n, err := r.shims.RemoveStale(); n != 0 || err != nil {
-		t.Errorf("RemoveStale beside a running worker: %d, %v; want nothing removed", n, err)
-	}
-	if m, _ := filepath.Glob(filepath.Join(tmp, fmt.Sprintf("%s%d-*", replyDirPrefix, os.Getpid()))); len(m) != 2 {
-		t.Errorf("reply directories of this job: %v, want the test's and the worker's", m)
 	}
 }

@@ -43,9 +43,7 @@ func HostFor(n, count int) int {
 // directories at the same place under the project there, the output
 // schema too (it must lie inside the project: see hosts.InProject);
 // codex's binary and CODEX_HOME under the home directory there when they
-// lie under home here; no reply directory, a whole reply coming back in
-// pieces over the protocol instead. root is the project here. It is a
-// pure function.
+// lie under home here. root is the project here. It is a pure function.
 func RemoteConfig(c shimconfig.Config, root, hostDir, cwd, home string) shimconfig.Config {
 	if c.Cwd == "" {
 		c.Cwd = cwd

@@ -127,7 +127,7 @@ func TestFanoutCommandHost(t *testing.T) {
 		if !strings.Contains(l, "cd "+hosts.RemotePath(hostDir)+" && exec "+hosts.RemotePath("~/.cache/batty/dev-test/batty")+" shim ") {
 			t.Errorf("shim not started in the project directory there with the installed batty: %q", l)
 		}
-		for _, flag := range []string{"--stdio", "--reply-stream"} {
+		for _, flag := range []string{"--stdio"} {
 			if !strings.Contains(l, flag) {
 				t.Errorf("shim started without %s: %q", flag, l)
 			}
@@ -157,7 +157,7 @@ func TestPrepareHostProblems(t *testing.T) {
 	if len(ready) != 2 || ready[0].Name != "good" || ready[0].Remote == nil || ready[1].Name != "" || ready[1].Remote != nil {
 		t.Fatalf("ready = %+v", ready)
 	}
-	if ready[0].Config.Cwd != "~" || !ready[0].Config.ReplyStream {
+	if ready[0].Config.Cwd != "~" {
 		t.Errorf("the good host's config: %+v", ready[0].Config)
 	}
 	if len(probs) != 1 || probs[0].Host != "down" || probs[0].Problem.Kind != preflight.KindHost || !strings.Contains(probs[0].Problem.Fix, "absent true) works from here") {

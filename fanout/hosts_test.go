@@ -31,11 +31,11 @@ func TestHostFor(t *testing.T) {
 }
 
 func TestRemoteConfig(t *testing.T) {
-	c := shimconfig.Config{Agent: "fanout", CodexBin: "/home/ann/.local/bin/codex", ReplyDir: "/tmp/r", Transcript: "/tmp/t",
+	c := shimconfig.Config{Agent: "fanout", CodexBin: "/home/ann/.local/bin/codex", Transcript: "/tmp/t",
 		Exec: codex.ExecOptions{AddDirs: []string{"/work/p/data", "/etc"}, OutputSchema: "/work/p/schema.json"},
 		Env:  []string{"CODEX_HOME=/home/ann/.codex", "OPENAI_API_KEY=sk-x", "BATTY_DIR=/work/p/.batty"}}
 	got := RemoteConfig(c, "/work/p", "~/src/p", "/work/p/sub", "/home/ann")
-	want := shimconfig.Config{Agent: "fanout", Cwd: "~/src/p/sub", CodexBin: "~/.local/bin/codex", ReplyStream: true,
+	want := shimconfig.Config{Agent: "fanout", Cwd: "~/src/p/sub", CodexBin: "~/.local/bin/codex",
 		Exec: codex.ExecOptions{AddDirs: []string{"~/src/p/data", "~/src/p"}, OutputSchema: "~/src/p/schema.json"},
 		Env:  []string{"CODEX_HOME=~/.codex", "OPENAI_API_KEY=sk-x", "BATTY_DIR=" + hosts.StateDir("~/src/p")}}
 	if !reflect.DeepEqual(got, want) {

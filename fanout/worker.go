@@ -5,19 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/protocol"
-	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
@@ -64,7 +56,7 @@ type ShimWorkers struct {
 	// Env is the shims' environment (nil: this process's).
 	Env []string
 	// Config is every shim's configuration; Agent is suffixed with the
-	// worker's number, ReplyDir is set per worker.
+	// worker's number.
 	Config shimconfig.Config
 	// Homes are the CODEX_HOME of each account (Options.Accounts' order):
 	// a worker on account i gets Homes[i] in its shim's Config.Env,
@@ -73,67 +65,16 @@ type ShimWorkers struct {
 	Homes []string
 	// Stderr receives the shims' logs.
 	Stderr io.Writer
-	// TempDir holds the workers' reply directories ("": os.TempDir()).
-	TempDir string
 	// Hosts, when set, are where the workers run, taken round robin by
 	// worker number (HostFor): a worker on a host gets the host's Config
 	// (Agent suffixed as here), its shim started there through the host's
-	// transport with a longer handshake, and its long replies sent whole
-	// over the protocol. Homes must then be empty. Empty: every worker
+	// transport with a longer handshake. Homes must then be empty. Empty: every worker
 	// here.
 	Hosts []WorkerHost
 }
 
-// replyDirPrefix starts the name of a worker's reply directory, followed by
-// the pid of the job that made it.
-const replyDirPrefix = "batty-fanout-replies-"
-
-// RemoveStale removes the reply directories that jobs no longer running
-// left behind (killed before they could remove them; a reply in flight may
-// be in one), and returns how many. Directories of running jobs and of
-// other users stay. Idempotent.
-func (s ShimWorkers) RemoveStale() (int, error) {
-	tmp := s.tempDir()
-	entries, err := os.ReadDir(tmp)
-	if err != nil {
-		return 0, fmt.Errorf("look for stale reply directories in %s: %w", tmp, err)
-	}
-	n := 0
-	var errs []error
-	for _, e := range entries {
-		pidText, ok := strings.CutPrefix(e.Name(), replyDirPrefix)
-		pidText, _, withPid := strings.Cut(pidText, "-")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || !withPid || err != nil || pid <= 0 || !e.IsDir() || unix.Kill(pid, 0) != unix.ESRCH {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue // gone meanwhile
-		}
-		if st, isUnix := info.Sys().(*syscall.Stat_t); !isUnix || int(st.Uid) != os.Getuid() {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(tmp, e.Name())); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		n++
-	}
-	return n, errors.Join(errs...)
-}
-
-func (s ShimWorkers) tempDir() string {
-	if s.TempDir != "" {
-		return s.TempDir
-	}
-	return os.TempDir()
-}
-
 // New starts worker n (1-based) on account (an index of Homes; ignored
-// when Homes is empty). The shim's reply directory is a private temporary
-// directory, removed by Close (or, when the job is killed, by the
-// RemoveStale of a later one).
+// when Homes is empty).
 func (s ShimWorkers) New(n, account int) (Worker, error) {
 	cfg := s.Config
 	if len(s.Hosts) > 0 {
@@ -151,23 +92,11 @@ func (s ShimWorkers) New(n, account int) (Worker, error) {
 		}
 		cfg.Env = codex.WithHome(cfg.Env, s.Homes[account])
 	}
-	dir, err := os.MkdirTemp(s.tempDir(), replyDirPrefix+strconv.Itoa(os.Getpid())+"-")
-	if err != nil {
-		return nil, fmt.Errorf("create a directory for long replies: %w", err)
-	}
-	replies, err := replyfile.Open(dir)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	cfg.ReplyDir = dir
 	c, err := shimclient.Start(context.Background(), shimclient.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Config: cfg, Stderr: s.Stderr})
 	if err != nil {
-		replies.Close()
-		os.RemoveAll(dir)
 		return nil, err
 	}
-	return &shimWorker{c: c, replies: replies, dir: dir}, nil
+	return &shimWorker{c: c}, nil
 }
 
 // newRemote starts worker n on host h: the shim there, through the
@@ -183,14 +112,12 @@ func (s ShimWorkers) newRemote(n int, h WorkerHost) (Worker, error) {
 	return &shimWorker{c: c}, nil
 }
 
+// shimWorker is a worker as its shim's client gives it: a turn's
+// TurnFinished carries the whole reply, here or on a host alike.
 type shimWorker struct {
-	c       *shimclient.Client
-	replies *replyfile.Dir // nil for a shim on a host
-	dir     string
-	used    bool
-	closed  bool
-	// pieces gathers a reply sent in pieces (a shim on a host).
-	pieces protocol.ReplyPieces
+	c      *shimclient.Client
+	used   bool
+	closed bool
 }
 
 func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration) (Outcome, error) {
@@ -223,11 +150,9 @@ func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration
 				if e.MessageID == t.ID {
 					out.RetryAt = e.RetryAt
 				}
-			case protocol.ReplyChunk:
-				w.replyChunk(e)
 			case protocol.TurnFinished:
 				if e.MessageID == t.ID {
-					out.TurnFinished = w.whole(e)
+					out.TurnFinished = e
 					return out, nil
 				}
 			}
@@ -243,39 +168,6 @@ func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration
 			}
 		}
 	}
-}
-
-// replyChunk gathers a piece of a reply sent over the protocol.
-func (w *shimWorker) replyChunk(e protocol.ReplyChunk) { w.pieces.Add(e) }
-
-// whole puts the whole reply into e when it came in a reply file, or in
-// pieces over the protocol (a shim on a host); a reply that did not come
-// whole fails the turn.
-func (w *shimWorker) whole(e protocol.TurnFinished) protocol.TurnFinished {
-	if w.replies == nil {
-		came := w.pieces.Len(e.MessageID)
-		got, ok := w.pieces.Take(e.MessageID, e.ReplySize)
-		if e.ReplySize <= int64(len(e.Reply)) || e.ReplyFile != "" {
-			return e
-		}
-		if !ok {
-			e.Status, e.Failure, e.Error = protocol.TurnFailed, "", fmt.Sprintf("the whole reply (%d bytes) did not arrive from the host: %d bytes came", e.ReplySize, came)
-			return e
-		}
-		e.Reply = got
-		return e
-	}
-	if e.ReplyFile == "" {
-		return e
-	}
-	// A file read but not removed is left for the directory's removal.
-	whole, err := w.replies.Take(e.ReplyFile, e.MessageID, e.ReplySize)
-	if err != nil && !errors.Is(err, replyfile.ErrNotRemoved) {
-		e.Status, e.Failure, e.Error = protocol.TurnFailed, "", fmt.Sprintf("read the whole reply: %v", err)
-		return e
-	}
-	e.Reply, e.ReplyFile = whole, ""
-	return e
 }
 
 func (w *shimWorker) Close(kill <-chan struct{}) {
@@ -300,10 +192,6 @@ func (w *shimWorker) Close(kill <-chan struct{}) {
 	}()
 	w.c.Stop(ctx, closeGrace, "requested")
 	w.c.Close()
-	if w.replies != nil {
-		w.replies.Close()
-		os.RemoveAll(w.dir)
-	}
 }
 
 // closeGrace is how long a shim that has nothing to do gets to stop.

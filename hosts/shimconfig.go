@@ -20,8 +20,7 @@ import (
 // schema and BATTY_PROJECT in the project there (ProjectPath), the codex binary and CODEX_HOME under the
 // home there (HomePath, "~/" which the shim expands), BATTY_DIR the
 // project's state directory there (StateDir), with the agent's outbox — no transcript file
-// and no reply directory (neither is on the host), the long replies sent
-// in pieces over the stream. The caller adds what else its shims there
+// (it is not on the host). The caller adds what else its shims there
 // do (the daemon's stream their transcript and relay `batty send`). It is
 // a pure function; c is not changed.
 func ShimConfig(c shimconfig.Config, hostDir, root, home string) shimconfig.Config {
@@ -66,8 +65,7 @@ func ShimConfig(c shimconfig.Config, hostDir, root, home string) shimconfig.Conf
 		}
 		c.Env = env
 	}
-	c.Transcript, c.TranscriptRoot, c.ReplyDir = "", "", ""
-	c.ReplyStream = true
+	c.Transcript, c.TranscriptRoot = "", ""
 	return c
 }
 

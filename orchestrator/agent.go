@@ -381,7 +381,7 @@ func (a *agent) shimConfig() (shimconfig.Config, error) {
 		p.Deny = append(p.Deny, filepath.Dir(c.AppServerSocket))
 	}
 	t := a.d.cfg.Timeouts
-	c.Transcript, c.TranscriptRoot, c.ReplyDir = a.d.layout.Transcript(a.def.Name), a.d.layout.StateRoot(), a.replyDir
+	c.Transcript, c.TranscriptRoot = a.d.layout.Transcript(a.def.Name), a.d.layout.StateRoot()
 	c.TurnTimeout, c.IdleTimeout, c.NetworkWait = t.Turn, t.Idle, t.NetworkWait
 	return c, nil
 }
@@ -458,7 +458,6 @@ func (a *agent) spawn() {
 	}
 	a.setSnap(func(s *agentSnap) { s.state = state })
 	a.followAccount()
-	a.prepareReplies()
 	o, err := a.spawnOptions()
 	if err != nil {
 		a.spawned(nil, err)

@@ -10,7 +10,6 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
-	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/team"
 )
 
@@ -374,7 +373,6 @@ func (a *agent) turnFacts(m inbox.Message) turnFacts {
 		contextStep: contextStep(a.st.ContextRetry, m.ID, a.freshTurn || a.carried),
 		maxAttempts: a.d.cfg.MaxAttempts, now: time.Now(),
 		retryBase: a.d.opts.RetryBase, retryMax: a.d.opts.RetryMax, jitter: a.d.opts.Rand(),
-		replies: a.replyDir != "",
 	}
 }
 
@@ -422,9 +420,9 @@ func (a *agent) turnNet(effect netEffect, e protocol.TurnFinished) {
 // turn e, and ends the turn (turnRecorded) once it is on disk; when it
 // cannot be written yet, the agent holds it and retryRecord ends the turn.
 func (a *agent) recordTurn(m inbox.Message, e protocol.TurnFinished, p turnPlan) {
-	// The whole reply, however long: held once, written whole into the
-	// record and the asker's inbox.
-	reply := a.wholeReply(e)
+	// The whole reply, however long (the worker's client joined it):
+	// held once, written whole into the record and the asker's inbox.
+	reply := e.Reply
 	o := p.outcome
 	o.Reply, o.Agent = reply, a.def.Name
 	r := a.newRecord(m, o)
@@ -437,10 +435,6 @@ func (a *agent) recordTurn(m inbox.Message, e protocol.TurnFinished, p turnPlan)
 		a.st.Completed(m.ID)
 	}
 	a.quotaProbeEnded(m.ID, p.probeCompleted)
-	if p.removeReply {
-		// Held in memory until recorded: the file has served.
-		a.removeReply(replyfile.Name(e.MessageID))
-	}
 	a.ready = true
 	if !a.record(r) {
 		// Held until it can be written (retryRecord ends the turn).
@@ -454,10 +448,6 @@ func (a *agent) recordTurn(m inbox.Message, e protocol.TurnFinished, p turnPlan)
 // waits for its back-off there): the state saved, the turn announced once
 // the requeue is on disk, and the next message taken.
 func (a *agent) turnRequeued(m inbox.Message, e protocol.TurnFinished, p turnPlan) {
-	if p.removeReply {
-		// Back in the queue: the file has served.
-		a.removeReply(replyfile.Name(e.MessageID))
-	}
 	a.saveState()
 	a.ready = true
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })

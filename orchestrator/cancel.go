@@ -172,8 +172,8 @@ func (a *agent) cancelInflight() {
 
 // cancelledTurn is the plan of a turn interrupted to cancel its message:
 // whatever its end e, the message is recorded as cancelled (with what the
-// turn used), never put back; a usage limit it hit still counts, and its
-// reply file has served. It is a pure function.
+// turn used), never put back; a usage limit it hit still counts. It is a
+// pure function.
 func cancelledTurn(p turnPlan, e protocol.TurnFinished) turnPlan {
 	o := inbox.CancelledOutcome("")
 	o.ThreadID, o.InputTokens, o.OutputTokens = e.ThreadID, e.Usage.Input, e.Usage.Output
@@ -181,5 +181,5 @@ func cancelledTurn(p turnPlan, e protocol.TurnFinished) turnPlan {
 	if p.end == turnUnstarted {
 		net = netLeave
 	}
-	return turnPlan{end: turnRecord, net: net, quotaHit: p.quotaHit, outcome: o, removeReply: p.removeReply}
+	return turnPlan{end: turnRecord, net: net, quotaHit: p.quotaHit, outcome: o}
 }

@@ -7,14 +7,12 @@ import (
 )
 
 // flight is the agent's room for its turn: the message in flight and how
-// it was sent, the outcome waiting to be written, the reply directory of
-// the worker, and the timers that look at the inbox again. Run's goroutine
+// it was sent, the outcome waiting to be written, and the timers that look at the inbox again. Run's goroutine
 // owns it.
 type flight struct {
 	ready    bool // the worker is up and has no turn of ours in flight
 	inflight *inbox.Message
 	flightAt time.Time
-	replyDir string // the worker's reply directory, "" when it is not usable
 	// carried: the message in flight opens a fresh thread with a handoff;
 	// freshTurn: it was sent without a thread to resume.
 	carried, freshTurn bool

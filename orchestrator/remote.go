@@ -214,7 +214,7 @@ func remoteTarget(t preflight.Target, r *remoteHost, root, home string) prefligh
 // remoteShimConfig is c, the configuration of a local shim of agent def,
 // for its shim on host r: paths as the host sees them (the project there,
 // "~/" for the home directory there, which the shim expands), no
-// transcript file and no reply directory (neither is on the host), the
+// transcript file (it is not on the host), the
 // agent's batty commands pointed at the roster there (hosts.RosterThere).
 // A workspace-write agent gets its permission profile there
 // (agentPermissions): its workspace there and its outbox in the project's

@@ -137,8 +137,8 @@ func (h *remoteHarness) start(p *testProject, mod func(*Options)) *running {
 }
 
 // TestE2EHostAgentAnswers runs an agent on a host over ssh: batty is
-// installed there, the real Codex CLI there answers a message sent here,
-// and `batty stop` (the daemon's end) leaves nothing of the host's user
+// installed there, the real Codex CLI there answers a message sent here
+// (a reply of 1 MiB too, whole), and `batty stop` (the daemon's end) leaves nothing of the host's user
 // running.
 func TestE2EHostAgentAnswers(t *testing.T) {
 	h := newRemoteHarness(t)
@@ -158,14 +158,25 @@ func TestE2EHostAgentAnswers(t *testing.T) {
 		t.Fatal("no request reached the mock API")
 	}
 	h.ranThere(t)
-	// A reply longer than a frame's preview arrives whole, in pieces.
-	long := strings.Repeat("y", 100<<10)
-	id2 := p.send("eng", "human", "a long one [[mock:reply "+long+"]]")
+	// A reply of 1 MiB and more (several pieces) arrives whole, joined by
+	// the shim's client here.
+	long := strings.Repeat("y", 1<<20) + "END"
+	h.srv.Handle(func(req codextest.Request) codextest.Reply {
+		if strings.Contains(req.LastUserText(), "a long one") && !req.FollowUp {
+			return codextest.Reply{Text: long}
+		}
+		return h.srv.Scripted(req)
+	})
+	id2 := p.send("eng", "human", "a long one")
 	if st := r.finished(t, id2); st != "completed" {
 		t.Fatalf("status %s", st)
 	}
-	if o := p.recorded("eng", id2); o.Reply != long {
-		t.Fatalf("long reply: %d bytes, want %d", len(o.Reply), len(long))
+	done, _, err := p.box("eng").Get(id2)
+	if err != nil || done.Outcome == nil {
+		t.Fatalf("long reply: %+v (%v)", done, err)
+	}
+	if whole, err := p.box("eng").FullReply(done); err != nil || whole != long {
+		t.Fatalf("long reply: %d bytes (%v), want %d", len(whole), err, len(long))
 	}
 	// The transcript, written there, is here: what `batty logs` shows.
 	waitFor(t, "the transcript of the host's agent", func() bool {

@@ -23,7 +23,7 @@ func TestRemoteConfigs(t *testing.T) {
 		Exec: codex.ExecOptions{AddDirs: []string{l.Dir + "/outboxes/eng"}},
 		Env: []string{"K=/home/me/k", "CODEX_HOME=/home/me/.codex-w", agentenv.Dir + "=" + l.Dir,
 			agentenv.Project + "=/work/p"},
-		Transcript: l.Dir + "/logs/eng.log", TranscriptRoot: l.StateRoot(), ReplyDir: l.Dir + "/replies/eng",
+		Transcript: l.Dir + "/logs/eng.log", TranscriptRoot: l.StateRoot(),
 	}
 	there := hosts.StateDir("~/src/p")
 	def := team.Agent{Name: "eng", Codex: team.CodexSettings{Sandbox: codex.SandboxDangerFullAccess}}
@@ -37,7 +37,7 @@ func TestRemoteConfigs(t *testing.T) {
 	if got.Cwd != "~/src/p/svc" || got.CodexBin != "~/bin/codex" || !slices.Equal(got.Exec.AddDirs, []string{there + "/outboxes/eng"}) ||
 		!slices.Equal(got.Env, []string{"K=/home/me/k", "CODEX_HOME=~/.codex-w", agentenv.Dir + "=" + there, agentenv.Project + "=~/src/p",
 			agentenv.TeamFile + "=" + there + ".team.yaml"}) || got.Exec.Permissions != nil ||
-		got.Transcript != "" || got.TranscriptRoot != "" || got.ReplyDir != "" || !got.TranscriptStream || !got.RelayInboxes || !got.ReplyStream {
+		got.Transcript != "" || got.TranscriptRoot != "" || !got.TranscriptStream || !got.RelayInboxes {
 		t.Fatalf("remoteShimConfig = %+v", got)
 	}
 	if c.Env[1] != "CODEX_HOME=/home/me/.codex-w" || c.Exec.AddDirs[0] != l.Dir+"/outboxes/eng" {

@@ -10,12 +10,11 @@ import (
 )
 
 // remoteWorker is the worker of an agent on a host as the actor sees it:
-// the events a local shim gives. The shim there has neither the
-// transcript file nor the reply directory, so it sends its transcript as
-// TranscriptLines, which remoteWorker appends to the transcript here, and
-// a reply longer than a frame as ReplyChunk pieces, which it assembles
-// into the TurnFinished they belong to (the whole reply in Reply); neither
-// reaches Events. Everything else passes through in order.
+// the events a local shim gives. The shim there has no transcript file,
+// so it sends its transcript as TranscriptLines, which remoteWorker
+// appends to the transcript here; they never reach Events. Everything
+// else passes through in order (the replies whole: the shim's client
+// joined them, as it does for a shim here).
 //
 // It owns one goroutine (forward), which ends when the inner worker's
 // events end or Close is called; the transcript is closed by it.
@@ -31,7 +30,6 @@ type remoteWorker struct {
 	transcript, root string // the transcript here and the root it must stay under
 	log              hclog.Logger
 	tlog             *ptylog.Writer // opened on the first lines
-	pieces           protocol.ReplyPieces
 }
 
 // newRemoteWorker adapts w, the worker of an agent on a host, whose
@@ -72,11 +70,6 @@ func (r *remoteWorker) forward() {
 		case protocol.TranscriptLines:
 			r.transcriptLines(e.Lines)
 			continue
-		case protocol.ReplyChunk:
-			r.pieces.Add(e)
-			continue
-		case protocol.TurnFinished:
-			m = r.wholeReply(e)
 		}
 		select {
 		case r.events <- m:
@@ -102,17 +95,4 @@ func (r *remoteWorker) transcriptLines(lines []string) {
 		r.tlog = w
 	}
 	r.tlog.Raw(lines...)
-}
-
-// wholeReply is e with the reply its pieces make, whole, in Reply, when
-// they make ReplySize bytes; otherwise e as it came (its preview: the
-// actor says the reply arrived cut). The pieces are forgotten either way.
-func (r *remoteWorker) wholeReply(e protocol.TurnFinished) protocol.TurnFinished {
-	if e.ReplyFile != "" || e.ReplySize <= int64(len(e.Reply)) {
-		return e
-	}
-	if whole, ok := r.pieces.Take(e.MessageID, e.ReplySize); ok {
-		e.Reply = whole
-	}
-	return e
 }

@@ -31,10 +31,10 @@ func (w *streamWorker) Done() <-chan struct{}           { return w.done }
 func (w *streamWorker) ExitCode() int                   { return 0 }
 func (w *streamWorker) Close()                          {}
 
-// A shim on a host sends its transcript and a long reply's pieces; the
-// actor gets what a local shim gives: no transcript_lines nor
-// reply_chunk, the lines in the transcript here, and the turn_finished
-// with the whole reply — or its preview when the pieces fall short.
+// A shim on a host sends its transcript; the actor gets what a local shim
+// gives: no transcript_lines, the lines in the transcript here, and every
+// other event as the shim's client gave it (the turn_finished with its
+// whole reply, which the client joined).
 func TestRemoteWorkerGivesWhatALocalShimGives(t *testing.T) {
 	dir := t.TempDir()
 	transcript := filepath.Join(dir, "logs", "eng.log")
@@ -46,11 +46,8 @@ func TestRemoteWorkerGivesWhatALocalShimGives(t *testing.T) {
 	defer r.Close()
 	whole := strings.Repeat("a", 70<<10) + strings.Repeat("b", 10)
 	inner.ev <- protocol.TranscriptLines{Lines: []string{"line from the host"}}
-	inner.ev <- protocol.ReplyChunk{MessageID: "m-1", Data: whole[:40<<10]}
-	inner.ev <- protocol.ReplyChunk{MessageID: "m-1", Data: whole[40<<10:]}
-	inner.ev <- protocol.TurnFinished{MessageID: "m-1", Status: protocol.TurnCompleted, Reply: whole[:64<<10], ReplySize: int64(len(whole))}
-	inner.ev <- protocol.ReplyChunk{MessageID: "m-2", Data: "short"}
-	inner.ev <- protocol.TurnFinished{MessageID: "m-2", Status: protocol.TurnCompleted, Reply: "pre", ReplySize: 100}
+	inner.ev <- protocol.TurnFinished{MessageID: "m-1", Status: protocol.TurnCompleted, Reply: whole, ReplySize: int64(len(whole))}
+	inner.ev <- protocol.TurnFinished{MessageID: "m-2", Status: protocol.TurnCompleted, Reply: "short", ReplySize: 5}
 	inner.ev <- protocol.Pong{Nonce: 3}
 	close(inner.ev)
 	var got []protocol.Message
@@ -63,8 +60,8 @@ func TestRemoteWorkerGivesWhatALocalShimGives(t *testing.T) {
 	if e := got[0].(protocol.TurnFinished); e.Reply != whole || e.ReplySize != int64(len(whole)) {
 		t.Errorf("m-1's reply is %d bytes, want the whole %d", len(e.Reply), len(whole))
 	}
-	if e := got[1].(protocol.TurnFinished); e.Reply != "pre" || e.ReplySize != 100 {
-		t.Errorf("m-2, whose pieces fall short: %+v; want its preview as sent", e)
+	if e := got[1].(protocol.TurnFinished); e.Reply != "short" {
+		t.Errorf("m-2: %+v", e)
 	}
 	if _, ok := got[2].(protocol.Pong); !ok {
 		t.Errorf("last event %T, want the pong", got[2])

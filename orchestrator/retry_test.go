@@ -27,7 +27,7 @@ func TestRetryNote(t *testing.T) {
 
 func TestDecideRetry(t *testing.T) {
 	now := time.Now()
-	e := protocol.TurnFinished{Status: protocol.TurnFailed, Failure: protocol.FailStream, Error: "We’re currently experiencing high demand"}
+	e := protocol.TurnFinished{Status: protocol.TurnFailed, Failure: protocol.FailStream, Transient: protocol.TransientServer, Error: "We’re currently experiencing high demand"}
 	msg := func(failures int) inbox.Message {
 		if failures == 0 {
 			return inbox.Message{ID: "m"}

@@ -63,9 +63,6 @@ type turnFacts struct {
 	// it (see retry.Backoff).
 	retryBase, retryMax time.Duration
 	jitter              float64
-	// replies says that the agent reads its shim's reply files (it has a
-	// reply directory).
-	replies bool
 }
 
 // turnPlan is what follows the end of a turn of the message in flight,
@@ -105,9 +102,6 @@ type turnPlan struct {
 	// probe, if it is one (turnRecord; a message put back never completes
 	// a probe).
 	probeCompleted bool
-	// removeReply: the turn's reply file has served (held in memory or
-	// not needed), and is removed.
-	removeReply bool
 }
 
 // planTurn decides what follows the end e of message m's turn, m being the
@@ -156,7 +150,6 @@ func planTurn(m inbox.Message, e protocol.TurnFinished, f turnFacts) turnPlan {
 	default:
 		p.net = netTurnEnded
 	}
-	p.removeReply = e.ReplyFile != "" && f.replies
 	switch {
 	case p.requeue != "":
 		p.end = turnRequeue

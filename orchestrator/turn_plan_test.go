@@ -12,7 +12,7 @@ import (
 
 func TestPlanTurn(t *testing.T) {
 	now := time.Now()
-	facts := turnFacts{contextStep: contextRetrySame, maxAttempts: 3, now: now, retryBase: 10 * time.Second, retryMax: 300 * time.Second, jitter: 0.5, replies: true}
+	facts := turnFacts{contextStep: contextRetrySame, maxAttempts: 3, now: now, retryBase: 10 * time.Second, retryMax: 300 * time.Second, jitter: 0.5}
 	fresh := inbox.Message{ID: "m", From: "human", Attempt: 1}
 	spent := inbox.Message{ID: "m", From: "human", Attempt: 3, Transient: &inbox.TransientRetry{Failures: 2}}
 	turn := func(status protocol.TurnStatus, failure protocol.FailureKind, err string) protocol.TurnFinished {
@@ -20,8 +20,6 @@ func TestPlanTurn(t *testing.T) {
 			Reply: "done", Usage: protocol.Usage{Input: 10, Output: 2}, ContextPct: 40}
 	}
 	completed := turn(protocol.TurnCompleted, "", "")
-	withFile := completed
-	withFile.ReplyFile, withFile.ReplySize = "/r/m", 1<<20
 	network := turn(protocol.TurnFailed, protocol.FailNetwork, "stream disconnected")
 	timedOut := turn(protocol.TurnTimedOut, "", "codex printed nothing for 10m0s")
 	outcome := func(e protocol.TurnFinished, errText string) inbox.Outcome {
@@ -47,18 +45,8 @@ func TestPlanTurn(t *testing.T) {
 			want: turnPlan{end: turnUnstarted, net: netLeave}},
 		{name: "completed", m: fresh, e: completed, f: facts,
 			want: turnPlan{end: turnRecord, net: netAnswered, outcome: outcome(completed, ""), probeCompleted: true}},
-		{name: "completed with its reply in a file", m: fresh, e: withFile, f: facts,
-			want: turnPlan{end: turnRecord, net: netAnswered, outcome: outcome(withFile, ""), probeCompleted: true, removeReply: true}},
-		{name: "a reply file the agent does not read", m: fresh, e: withFile, f: with(func(f *turnFacts) { f.replies = false }),
-			want: turnPlan{end: turnRecord, net: netAnswered, outcome: outcome(withFile, ""), probeCompleted: true}},
 		{name: "interrupted", m: fresh, e: turn(protocol.TurnInterrupted, "", "turn interrupted"), f: facts,
 			want: turnPlan{end: turnRequeue, net: netTurnEnded, requeue: "interrupted: turn interrupted", lastError: "interrupted: turn interrupted"}},
-		{name: "interrupted, its reply file served", m: fresh, e: func() protocol.TurnFinished {
-			e := turn(protocol.TurnInterrupted, "", "")
-			e.ReplyFile = "/r/m"
-			return e
-		}(), f: facts,
-			want: turnPlan{end: turnRequeue, net: netTurnEnded, requeue: "interrupted: ", removeReply: true}},
 		{name: "usage limit", m: fresh, e: turn(protocol.TurnFailed, protocol.FailQuota, "usage limit reached"), f: facts,
 			want: turnPlan{end: turnRequeue, net: netTurnEnded, quotaHit: true, requeue: "quota: waits for the pause to end", retryKind: retryQuota,
 				lastError: "failed quota: usage limit reached"}},

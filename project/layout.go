@@ -160,14 +160,6 @@ func (l Layout) Transcript(agent string) string {
 	return filepath.Join(l.LogsDir(), agent+".log")
 }
 
-// RepliesDir holds, per agent, replies too long for one frame on their way
-// from the shim to the daemon (see replyfile).
-func (l Layout) RepliesDir() string { return filepath.Join(l.Dir, "replies") }
-
-// ReplyDir is where an agent's shim stores its replies too long for one
-// frame: RepliesDir()/<agent>.
-func (l Layout) ReplyDir(agent string) string { return filepath.Join(l.RepliesDir(), agent) }
-
 // EventsLog is the append-only event log.
 func (l Layout) EventsLog() string { return filepath.Join(l.Dir, EventsName) }
 

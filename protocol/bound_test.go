@@ -16,7 +16,8 @@ func TestBoundKeepsEveryEventWithinAFrame(t *testing.T) {
 		TurnStarted{MessageID: "m", ThreadID: huge},
 		ThreadChanged{ThreadID: huge, Previous: huge, Detail: huge},
 		StateChanged{From: StateIdle, To: StateWorking, Reason: huge},
-		TurnFinished{MessageID: "m", ThreadID: huge, Error: huge, Reply: huge, ReplyFile: huge},
+		TurnFinished{MessageID: "m", ThreadID: huge, Error: huge, Reply: huge, ReplySize: 3},
+		ReplyChunk{MessageID: huge, Data: huge},
 		QuotaBlocked{MessageID: "m", Message: huge},
 		AuthRequired{MessageID: "m", Message: huge},
 		ContextExhausted{MessageID: "m", ThreadID: huge, Message: huge},
@@ -40,43 +41,21 @@ func TestBoundKeepsEveryEventWithinAFrame(t *testing.T) {
 		}
 		switch e := back.(type) {
 		case TurnFinished:
-			if e.ReplySize != int64(len(huge)) || !strings.HasPrefix(huge, e.Reply) || len(e.Reply) > MaxReplyPreview {
+			// The reply travels in pieces only.
+			if e.Reply != "" || e.ReplySize != 3 {
 				t.Errorf("turn_finished: reply of %d bytes, reply_size %d", len(e.Reply), e.ReplySize)
+			}
+		case ReplyChunk:
+			if len(e.Data) > MaxReplyChunk || !strings.HasPrefix(huge, e.Data) {
+				t.Errorf("reply_chunk: %d bytes", len(e.Data))
 			}
 		}
 	}
 }
 
 func TestBoundLeavesSmallEventsAlone(t *testing.T) {
-	tf := TurnFinished{MessageID: "m", ThreadID: "t", Error: "e", Reply: "r", ReplySize: 0}
+	tf := TurnFinished{MessageID: "m", ThreadID: "t", Error: "e", Failure: FailStream, Transient: TransientServer, ReplySize: 7}
 	if got := Bound(tf); got != Message(tf) {
 		t.Errorf("Bound changed %+v into %+v", tf, got)
-	}
-}
-
-func TestReplyPieces(t *testing.T) {
-	var p ReplyPieces
-	p.Add(ReplyChunk{MessageID: "a", Data: "stale"})
-	p.Add(ReplyChunk{MessageID: "m", Data: "hello "})
-	p.Add(ReplyChunk{MessageID: "m", Data: "world"})
-	if p.Len("m") != 11 || p.Len("a") != 0 {
-		t.Fatalf("Len = %d, %d", p.Len("m"), p.Len("a"))
-	}
-	if got, ok := p.Take("m", 11); !ok || got != "hello world" {
-		t.Fatalf("Take = %q, %v", got, ok)
-	}
-	if _, ok := p.Take("m", 11); ok {
-		t.Fatal("the pieces were not forgotten")
-	}
-	p.Add(ReplyChunk{MessageID: "m", Data: "short"})
-	if _, ok := p.Take("m", 6); ok {
-		t.Fatal("a reply short of its size is whole")
-	}
-	big := strings.Repeat("x", MaxReplyChunk)
-	for range MaxPiecedReply/MaxReplyChunk + 1 {
-		p.Add(ReplyChunk{MessageID: "b", Data: big})
-	}
-	if p.Len("b") != MaxPiecedReply {
-		t.Fatalf("kept %d bytes, want at most %d", p.Len("b"), MaxPiecedReply)
 	}
 }

@@ -12,7 +12,7 @@ import "time"
 
 // Version is the protocol version both sides must speak. It changes whenever
 // a message changes incompatibly.
-const Version = 6
+const Version = 7
 
 // Kind names a message type on the wire.
 type Kind string
@@ -257,6 +257,24 @@ const (
 	FailKilled FailureKind = "killed"
 )
 
+// Transient is the kind of a failure that may pass by itself (a
+// TurnFinished with Failure FailStream that the shim classified as
+// transient). The retry policy (package retry) decides on it and names it
+// for people.
+type Transient string
+
+// Transient kinds.
+const (
+	TransientNone        Transient = ""                // not transient: the failure is final
+	TransientUnreachable Transient = "unreachable_api" // the API could not be reached
+	TransientRateLimit   Transient = "rate_limit"      // the API refused the request for a rate limit
+	TransientOverloaded  Transient = "overloaded"      // the model was at capacity
+	TransientServer      Transient = "server_error"    // the API answered with a server error
+	TransientStalled     Transient = "stalled_stream"  // the answer stopped coming
+	TransientDropped     Transient = "dropped_stream"  // the answer was cut off
+	TransientOther       Transient = "transient"       // another failure codex calls transient
+)
+
 // Usage counts tokens.
 type Usage struct {
 	Input           int64 `json:"input"`
@@ -272,18 +290,18 @@ type TurnFinished struct {
 	Status    TurnStatus  `json:"status"`
 	Failure   FailureKind `json:"failure,omitempty"`
 	Error     string      `json:"error,omitempty"` // the failure's message
-	// Reply is the last agent message of the turn, whole when it is at
-	// most MaxReplyPreview bytes. A longer reply is cut there (at a UTF-8
-	// boundary) and ReplySize says how long it is; the whole reply is then
-	// in ReplyFile, when the shim could store it ("" when it could not: a
-	// Warning said why).
+	// Transient, for a failure that may pass by itself when tried again
+	// (Failure FailStream), names its kind as the shim classified it; it
+	// is TransientNone for every other turn.
+	Transient Transient `json:"transient,omitempty"`
+	// Reply is the last agent message of the turn. On the wire it is
+	// always empty: the shim sends the reply as ReplyChunk pieces before
+	// its TurnFinished, and ReplySize is their total. The parent's client
+	// (shim/shimclient.Client) joins them and hands every driver one
+	// TurnFinished with the whole reply in Reply and ReplySize its size.
 	Reply string `json:"reply"`
-	// ReplyFile is the file holding the whole reply (in the shim's reply
-	// directory, see shimconfig.Config.ReplyDir) when Reply is only its preview.
-	// The receiver reads it and removes it once the outcome is recorded.
-	ReplyFile string `json:"reply_file,omitempty"`
-	// ReplySize is the size of the whole reply in bytes when Reply is only
-	// its preview (then ReplySize > len(Reply)); 0 when Reply is whole.
+	// ReplySize is the size of the whole reply in bytes (at most
+	// MaxReply).
 	ReplySize int64 `json:"reply_size,omitempty"`
 	Usage     Usage `json:"usage"`        // this turn
 	Thread    Usage `json:"thread_usage"` // thread total after this turn
@@ -387,11 +405,12 @@ type TranscriptLines struct {
 	Lines []string `json:"lines"`
 }
 
-// ReplyChunk carries a piece of the whole reply of the turn of message
-// MessageID, when the reply is longer than MaxReplyPreview and the shim
-// has no reply directory but streams replies (a shim on another host):
-// the pieces, each at most MaxReplyChunk bytes, are sent in order before
-// the turn's TurnFinished, whose ReplySize is their total.
+// ReplyChunk carries a piece of the reply of the turn of message
+// MessageID: the shim sends every reply this way, in pieces of at most
+// MaxReplyChunk bytes cut at UTF-8 boundaries, in order, right before the
+// turn's TurnFinished, whose ReplySize is their total (an empty reply has
+// no piece). The parent's client joins them and never hands a piece to a
+// driver.
 type ReplyChunk struct {
 	MessageID string `json:"message_id"`
 	Data      string `json:"data"`

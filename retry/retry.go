@@ -8,7 +8,6 @@ package retry
 import (
 	"time"
 
-	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
 )
 
@@ -39,9 +38,10 @@ func DefaultQuotaPolicy() QuotaPolicy {
 // ("a timeout"), one that waited for the network too long ("an unreachable
 // API"), one cut off by the death of its codex, which batty did not cause
 // ("a cut-off attempt (codex killed from outside)": the OOM killer, a kill from
-// outside; the thread is kept), and a stream failure whose message codex.Classify calls transient
-// (codex.TransientCause: "a server error", "a rate limit", "an overloaded
-// model", "a dropped stream", …). Quota, auth and context failures are
+// outside; the thread is kept), and a stream failure the shim classified
+// as transient (TurnFinished.Transient, named by TransientCause: "a server
+// error", "a rate limit", "an overloaded model", "a dropped stream", …);
+// the failure's text is not read again. Quota, auth and context failures are
 // handled by their own mechanisms, interrupted turns are requeued, and
 // everything else is final. It is a pure function.
 func Cause(e protocol.TurnFinished) string {
@@ -55,7 +55,33 @@ func Cause(e protocol.TurnFinished) string {
 	case e.Failure == protocol.FailKilled:
 		return KilledCause
 	case e.Failure == protocol.FailStream:
-		return codex.TransientCause(e.Error)
+		return TransientCause(e.Transient)
+	}
+	return ""
+}
+
+// TransientCause names a transient failure's kind for a person, in a few
+// words (the retried prompt's note says it): "an unreachable API", "a
+// rate limit", "an overloaded model", "a server error", "a stalled
+// stream", "a dropped stream", "a transient failure" for any other; "" for
+// TransientNone or an unknown kind (not transient: final). It is a pure
+// function.
+func TransientCause(k protocol.Transient) string {
+	switch k {
+	case protocol.TransientUnreachable:
+		return "an unreachable API"
+	case protocol.TransientRateLimit:
+		return "a rate limit"
+	case protocol.TransientOverloaded:
+		return "an overloaded model"
+	case protocol.TransientServer:
+		return "a server error"
+	case protocol.TransientStalled:
+		return "a stalled stream"
+	case protocol.TransientDropped:
+		return "a dropped stream"
+	case protocol.TransientOther:
+		return "a transient failure"
 	}
 	return ""
 }

@@ -7,19 +7,33 @@ import (
 	"github.com/battyhq/batty/protocol"
 )
 
+// TestRetryCause: the decision reads the failure's typed kinds
+// (Failure, Transient), never its text: a message that reads transient
+// with no transient kind is final, and the other way round.
 func TestRetryCause(t *testing.T) {
 	failed := func(k protocol.FailureKind, msg string) protocol.TurnFinished {
 		return protocol.TurnFinished{Status: protocol.TurnFailed, Failure: k, Error: msg}
+	}
+	stream := func(tr protocol.Transient, msg string) protocol.TurnFinished {
+		e := failed(protocol.FailStream, msg)
+		e.Transient = tr
+		return e
 	}
 	cases := []struct {
 		e    protocol.TurnFinished
 		want string
 	}{
-		{failed(protocol.FailStream, "We’re currently experiencing high demand, which may cause temporary errors."), "a server error"},
-		{failed(protocol.FailStream, "Selected model is at capacity. Please try a different model."), "an overloaded model"},
-		{failed(protocol.FailStream, "exceeded retry limit, last status: 429 Too Many Requests, request id: x"), "a rate limit"},
-		{failed(protocol.FailStream, "stream disconnected before completion: Transport error: network error: error decoding response body"), "a dropped stream"},
-		{failed(protocol.FailStream, "the model said no"), ""},
+		{stream(protocol.TransientServer, "We’re currently experiencing high demand, which may cause temporary errors."), "a server error"},
+		{stream(protocol.TransientOverloaded, "anything"), "an overloaded model"},
+		{stream(protocol.TransientRateLimit, "anything"), "a rate limit"},
+		{stream(protocol.TransientDropped, "anything"), "a dropped stream"},
+		{stream(protocol.TransientStalled, "anything"), "a stalled stream"},
+		{stream(protocol.TransientUnreachable, "anything"), "an unreachable API"},
+		{stream(protocol.TransientOther, "anything"), "a transient failure"},
+		{stream(protocol.TransientNone, "the model said no"), ""},
+		{stream(protocol.TransientNone, "unexpected status 502 Bad Gateway"), ""},
+		{stream(protocol.Transient("unknown"), "unexpected status 502 Bad Gateway"), ""},
+		{failed(protocol.FailQuota, "unexpected status 502 Bad Gateway"), ""},
 		{failed(protocol.FailNetwork, "codex could not reach the API for 30m0s"), "an unreachable API"},
 		{protocol.TurnFinished{Status: protocol.TurnTimedOut, Error: "codex printed nothing for 10m0s (idle timeout)"}, "a timeout"},
 		{failed(protocol.FailQuota, "You’ve hit your usage limit."), ""},

@@ -315,3 +315,28 @@ func TestNoteDeath(t *testing.T) {
 		})
 	}
 }
+
+// TestTransientKind: a stream failure carries its kind of transient
+// failure as the shim classified it; any other failure none, whatever its
+// message says.
+func TestTransientKind(t *testing.T) {
+	for _, c := range []struct {
+		kind protocol.FailureKind
+		msg  string
+		want protocol.Transient
+	}{
+		{protocol.FailStream, "unexpected status 502 Bad Gateway", protocol.TransientServer},
+		{protocol.FailStream, "exceeded retry limit, last status: 429 Too Many Requests", protocol.TransientRateLimit},
+		{protocol.FailStream, "Selected model is at capacity. Please try a different model.", protocol.TransientOverloaded},
+		{protocol.FailStream, "stream disconnected before completion: idle timeout waiting for SSE", protocol.TransientStalled},
+		{protocol.FailStream, "stream disconnected before completion: stream closed before response.completed", protocol.TransientDropped},
+		{protocol.FailStream, "stream disconnected before completion: error sending request", protocol.TransientUnreachable},
+		{protocol.FailStream, "the model said no", protocol.TransientNone},
+		{protocol.FailQuota, "unexpected status 502 Bad Gateway", protocol.TransientNone},
+		{protocol.FailNone, "", protocol.TransientNone},
+	} {
+		if got := transientKind(c.kind, c.msg); got != c.want {
+			t.Errorf("transientKind(%s, %q) = %q, want %q", c.kind, c.msg, got, c.want)
+		}
+	}
+}

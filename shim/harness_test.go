@@ -108,6 +108,13 @@ func newTestMark() string {
 // startShimMarked is startShim with the test's mark given.
 func startShimMarked(t *testing.T, mark string, mod func(*shimconfig.Config)) *harness {
 	t.Helper()
+	return startShimWith(t, mark, mod, true)
+}
+
+// startShimWith is startShimMarked; with join false the events are the
+// frames as the shim sent them, the replies in their pieces.
+func startShimWith(t *testing.T, mark string, mod func(*shimconfig.Config), join bool) *harness {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +124,6 @@ func startShimMarked(t *testing.T, mark string, mod func(*shimconfig.Config)) *h
 		CodexBin:   self,
 		Env:        []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + t.TempDir()},
 		Transcript: filepath.Join(t.TempDir(), "tester.log"),
-		ReplyDir:   t.TempDir(),
 		StopGrace:  300 * time.Millisecond,
 	}
 	if mod != nil {
@@ -131,10 +137,18 @@ func startShimMarked(t *testing.T, mark string, mod func(*shimconfig.Config)) *h
 	}
 	go func() {
 		defer close(h.events)
+		// The replies are joined as a driver's Client joins them.
+		var replies shimclient.ReplyJoin
 		for {
 			m, err := h.p.Conn.Recv()
+			if err == nil && join {
+				m, err = replies.Take(m)
+			}
 			if err != nil {
 				return
+			}
+			if m == nil {
+				continue
 			}
 			if tl, ok := m.(protocol.TranscriptLines); ok {
 				for _, l := range tl.Lines {

@@ -268,8 +268,8 @@ func TestHugeLine(t *testing.T) {
 	h.send("big", "scenario:huge:"+strconv.Itoa(n))
 	h.expect(kAccepted, kState, kStarted, kThread)
 	tf := h.finished("big", protocol.TurnCompleted)
-	if got := wholeReply(t, tf); len(got) != n {
-		t.Fatalf("reply has %d bytes, want %d", len(got), n)
+	if len(tf.Reply) != n {
+		t.Fatalf("reply has %d bytes, want %d", len(tf.Reply), n)
 	}
 }
 
@@ -316,7 +316,8 @@ func TestFailuresAreClassifiedAndReported(t *testing.T) {
 
 	h.send("s", "scenario:servererror")
 	h.expect(kAccepted, kState, kStarted)
-	if tf := h.finished("s", protocol.TurnFailed); tf.Failure != protocol.FailStream {
+	// The kind of transient failure travels typed.
+	if tf := h.finished("s", protocol.TurnFailed); tf.Failure != protocol.FailStream || tf.Transient != protocol.TransientServer {
 		t.Fatalf("server error turn = %+v", tf)
 	}
 }

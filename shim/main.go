@@ -32,7 +32,6 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/reap"
-	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/shim/shimconfig"
 )
 
@@ -188,16 +187,6 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg shimconfig.Config, log hc
 		return err
 	}
 	defer s.tlog.Close()
-	if cfg.ReplyDir != "" {
-		if s.replies, err = replyfile.Open(cfg.ReplyDir); err != nil {
-			// Not fatal: a long reply then arrives cut to its preview, with
-			// a warning naming this error.
-			log.Warn("Reply directory not usable: replies longer than a frame will be cut", "error", err)
-			s.repliesErr = err
-		} else {
-			defer s.replies.Close()
-		}
-	}
 	// The pane shows the binary's name; its whole path (often long enough
 	// to wrap) goes to the daemon's log.
 	s.tlog.Notice(fmt.Sprintf("shim started for %s (pid %d, codex %s)", cfg.Agent, os.Getpid(), filepath.Base(s.bin.Path)))

@@ -137,3 +137,31 @@ func contextUse(turn protocol.Usage, extraRequests int, window int64) (used int6
 	used = turn.Input/int64(1+extraRequests) + turn.Output
 	return used, float64(used) * 100 / float64(window)
 }
+
+// transientKind is the kind of a failed turn's failure when trying it
+// again may pass by itself: for a FailStream failure, what
+// codex.TransientKind makes of its message; TransientNone for every other
+// kind. The daemon decides on it (retry.Cause) and never reads the message
+// again. It is a pure function.
+func transientKind(kind protocol.FailureKind, msg string) protocol.Transient {
+	if kind != protocol.FailStream {
+		return protocol.TransientNone
+	}
+	switch codex.TransientKind(msg) {
+	case codex.TransientUnreachable:
+		return protocol.TransientUnreachable
+	case codex.TransientRateLimit:
+		return protocol.TransientRateLimit
+	case codex.TransientOverloaded:
+		return protocol.TransientOverloaded
+	case codex.TransientServer:
+		return protocol.TransientServer
+	case codex.TransientStalled:
+		return protocol.TransientStalled
+	case codex.TransientDropped:
+		return protocol.TransientDropped
+	case codex.TransientOther:
+		return protocol.TransientOther
+	}
+	return protocol.TransientNone
+}

@@ -2,7 +2,6 @@ package shim
 
 import (
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -10,53 +9,12 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/protocol"
-	"github.com/battyhq/batty/replyfile"
-	"github.com/battyhq/batty/shim/shimconfig"
 )
 
-// wholeReply returns the whole reply a TurnFinished stands for: Reply
-// itself, or the content of its reply file (checked against reply_size and
-// the preview, then removed as a parent does).
-func wholeReply(t *testing.T, tf protocol.TurnFinished) string {
-	t.Helper()
-	if tf.ReplyFile == "" {
-		if tf.ReplySize != 0 {
-			t.Fatalf("reply_size %d without a reply file", tf.ReplySize)
-		}
-		return tf.Reply
-	}
-	if len(tf.Reply) > protocol.MaxReplyPreview || tf.ReplySize <= int64(len(tf.Reply)) {
-		t.Fatalf("preview of %d bytes for a reply of %d", len(tf.Reply), tf.ReplySize)
-	}
-	d, err := replyfile.Open(filepath.Dir(tf.ReplyFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	name := filepath.Base(tf.ReplyFile)
-	if name != replyfile.Name(tf.MessageID) {
-		t.Fatalf("reply file %s, want %s", name, replyfile.Name(tf.MessageID))
-	}
-	fi, err := os.Lstat(tf.ReplyFile)
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("reply file: %v %v", fi, err)
-	}
-	whole, err := d.Read(name, tf.ReplySize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(whole, tf.Reply) {
-		t.Fatal("the preview is not the start of the reply")
-	}
-	if err := d.Remove(name); err != nil {
-		t.Fatal(err)
-	}
-	return whole
-}
-
 // TestReplyLargerThanAFrame: a reply larger than the 16 MiB frame limit
-// still ends its message in exactly one TurnFinished, with the whole reply
-// in the reply file, and the shim goes on with the next message.
+// still ends its message in exactly one TurnFinished, the whole reply
+// joined from its pieces as a driver's client joins them, and the shim
+// goes on with the next message.
 func TestReplyLargerThanAFrame(t *testing.T) {
 	const n = 20 << 20
 	h := startShim(t, nil)
@@ -66,32 +24,14 @@ func TestReplyLargerThanAFrame(t *testing.T) {
 	if tf.ReplySize != n {
 		t.Fatalf("reply_size = %d, want %d", tf.ReplySize, n)
 	}
-	if whole := wholeReply(t, tf); len(whole) != n || strings.Trim(whole, "x") != "" {
-		t.Fatalf("whole reply: %d bytes", len(whole))
+	if len(tf.Reply) != n || strings.Trim(tf.Reply, "x") != "" {
+		t.Fatalf("whole reply: %d bytes", len(tf.Reply))
 	}
 	h.expect(kPressure, kState) // the fake counts n/4 output tokens
 	h.send("next", "after the big one")
 	h.expect(kAccepted, kState, kStarted)
-	if tf := h.finished("next", protocol.TurnCompleted); tf.Reply != "ECHO:after the big one" || tf.ReplyFile != "" {
+	if tf := h.finished("next", protocol.TurnCompleted); tf.Reply != "ECHO:after the big one" || tf.ReplySize != int64(len(tf.Reply)) {
 		t.Fatalf("next reply = %+v", tf)
-	}
-}
-
-// TestLongReplyWithoutAReplyDir: with nowhere to store it, a long reply
-// still finishes its message, as a preview with its whole size and a
-// warning saying what was lost.
-func TestLongReplyWithoutAReplyDir(t *testing.T) {
-	const n = 200 << 10
-	h := startShim(t, func(c *shimconfig.Config) { c.ReplyDir = "" })
-	h.send("big", "scenario:huge:"+strconv.Itoa(n))
-	h.expect(kAccepted, kState, kStarted, kThread)
-	w := h.expect(kWarning)[0].(protocol.Warning)
-	if w.MessageID != "big" || !strings.Contains(w.Message, "reply-dir") {
-		t.Fatalf("warning = %+v", w)
-	}
-	tf := h.finished("big", protocol.TurnCompleted)
-	if tf.ReplyFile != "" || tf.ReplySize != n || len(tf.Reply) != protocol.MaxReplyPreview {
-		t.Fatalf("turn finished: reply %d bytes, file %q, size %d", len(tf.Reply), tf.ReplyFile, tf.ReplySize)
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/reap"
-	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/textclip"
 )
@@ -35,10 +34,6 @@ type server struct {
 	batty    string // the batty binary the agent runs (battyBinary, resolved at start)
 	reaper   *reap.Reaper
 	rt       turnRuntime // runs the turns (shimconfig.Config.Runtime)
-	// replies stores replies longer than a frame (nil: nowhere, because
-	// of repliesErr or no shimconfig.Config.ReplyDir).
-	replies    *replyfile.Dir
-	repliesErr error
 
 	turnDone chan turnResult
 	progress chan threadSeen
@@ -347,7 +342,7 @@ func (s *server) finishTurn(r turnResult) {
 	delete(s.known, t.msg.ID)
 	s.emit(protocol.TurnFinished{
 		MessageID: t.msg.ID, ThreadID: s.threadID, Status: status, Failure: kind, Error: errMsg,
-		Reply: r.reply, ReplyFile: r.replyFile, ReplySize: r.replySize, Usage: turnUse, Thread: threadUse, ContextPct: pct, ExitCode: r.exitCode, Duration: r.duration,
+		Transient: transientKind(kind, errMsg), ReplySize: r.replySize, Usage: turnUse, Thread: threadUse, ContextPct: pct, ExitCode: r.exitCode, Duration: r.duration,
 		Items: r.items,
 	})
 	s.log.Info("Turn finished", "message", t.msg.ID, "status", status, "failure", kind, "duration", r.duration,

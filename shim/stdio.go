@@ -39,7 +39,7 @@ var homeVars = []string{"CODEX_HOME", agentenv.Dir, agentenv.Project, agentenv.T
 
 // WithHome returns c with a leading "~" or "~/" of its paths replaced by
 // home, the home directory of the shim's user: Cwd, CodexBin, Transcript,
-// ReplyDir, Exec.AddDirs, Exec.OutputSchema, and the values of CODEX_HOME,
+// Exec.AddDirs, Exec.OutputSchema, and the values of CODEX_HOME,
 // agentenv.Dir, agentenv.Project and agentenv.TeamFile in Env (the
 // permission profile's paths: OnHost). A shim on another host gets its paths as the daemon
 // writes them, "~/" meaning the home directory there, which no shell
@@ -50,7 +50,7 @@ func WithHome(c shimconfig.Config, home string) shimconfig.Config {
 		return c
 	}
 	exp := func(p string) string { return hosts.ExpandHome(p, home) }
-	c.Cwd, c.CodexBin, c.Transcript, c.ReplyDir, c.Exec.OutputSchema = exp(c.Cwd), exp(c.CodexBin), exp(c.Transcript), exp(c.ReplyDir), exp(c.Exec.OutputSchema)
+	c.Cwd, c.CodexBin, c.Transcript, c.Exec.OutputSchema = exp(c.Cwd), exp(c.CodexBin), exp(c.Transcript), exp(c.Exec.OutputSchema)
 	if c.Exec.AddDirs != nil {
 		dirs := make([]string, len(c.Exec.AddDirs))
 		for i, d := range c.Exec.AddDirs {

@@ -1,7 +1,6 @@
 package shim
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +14,6 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/reap"
-	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/textclip"
 )
 
@@ -68,9 +66,8 @@ type turnResult struct {
 	failKind   protocol.FailureKind // the failure's class from a typed error code (FailNone: classify failedMsg)
 	limitReset time.Time            // a usage limit's reset from the last rate-limit snapshot (zero: unknown)
 	errors     []string             // codex error events other than retry notices, in order
-	reply      string               // whole, or its preview when replyFile/replySize are set
-	replyFile  string               // the whole reply, when longer than a frame may carry
-	replySize  int64                // the whole reply's size when reply is its preview
+	reply      string               // the turn's last agent message ("" once streamed: see streamReply)
+	replySize  int64                // the reply's size in bytes, set by streamReply
 	requests   int                  // model requests of the turn beyond the first (see contextUse)
 	items      int                  // items completed: commands, patches, messages, searches
 	exitCode   int                  // -1: killed by a signal or never ran
@@ -95,40 +92,28 @@ func (s *server) runTurn(t *turn) {
 	res := s.rt.run(t)
 	res.turn = t
 	res.duration = time.Since(t.started)
-	s.storeReply(&res)
+	s.streamReply(&res)
 	s.turnDone <- res
 }
 
-// storeReply keeps a reply longer than protocol.MaxReplyPreview whole in
-// the reply directory and leaves its preview in res: the TurnFinished that
-// carries it then always fits in a frame. It runs on the turn's goroutine
-// (a large reply takes a while to write), before the loop sees the result.
-func (s *server) storeReply(res *turnResult) {
-	if len(res.reply) <= protocol.MaxReplyPreview {
-		return
+// streamReply sends the turn's reply as ReplyChunk pieces (the one way a
+// reply travels, see sendReplyChunks) and leaves its size in res: the
+// TurnFinished the loop sends next carries the size, never the text. A
+// reply longer than protocol.MaxReply (more than codex can print on one
+// line) is cut there, with a warning. It runs on the turn's goroutine (a
+// large reply takes a while to send), before the loop sees the result.
+func (s *server) streamReply(res *turnResult) {
+	id := res.turn.msg.ID
+	if len(res.reply) > protocol.MaxReply {
+		s.warn(id, fmt.Sprintf("the reply is %d bytes, more than a reply may be (%d); only its first %d bytes are kept", len(res.reply), protocol.MaxReply, protocol.MaxReply))
+		res.reply = textclip.Bytes(res.reply, protocol.MaxReply, "")
 	}
-	whole := res.reply
-	res.reply = textclip.Bytes(whole, protocol.MaxReplyPreview, "")
-	res.replySize = int64(len(whole))
-	err := s.repliesErr
-	if s.replies == nil && s.cfg.ReplyStream {
-		if err = s.sendReplyChunks(res.turn.msg.ID, whole); err == nil {
-			return
-		}
+	res.replySize = int64(len(res.reply))
+	if err := s.sendReplyChunks(id, res.reply); err != nil {
+		// The channel is gone: the TurnFinished will not arrive either.
+		s.log.Error("Reply not sent", "message", id, "bytes", len(res.reply), "error", err)
 	}
-	if s.replies == nil && err == nil {
-		err = errors.New("the shim has no reply directory (--reply-dir)")
-	}
-	if s.replies != nil {
-		name := replyfile.Name(res.turn.msg.ID)
-		if err = s.replies.Write(name, whole); err == nil {
-			res.replyFile = s.replies.File(name)
-			return
-		}
-	}
-	s.log.Error("Reply not stored: only its preview is sent", "message", res.turn.msg.ID, "bytes", len(whole), "error", err)
-	s.warn(res.turn.msg.ID, fmt.Sprintf("the reply is %d bytes, more than one frame carries (%d), and could not be stored whole: %v; only its first %d bytes are kept",
-		len(whole), protocol.MaxReplyPreview, err, len(res.reply)))
+	res.reply = ""
 }
 
 // execTurn runs codex for t and returns what the turn saw. However the
@@ -445,7 +430,8 @@ func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems
 }
 
 // sendReplyChunks sends reply as ReplyChunk events of at most
-// protocol.MaxReplyChunk bytes, cut at UTF-8 boundaries, in order.
+// protocol.MaxReplyChunk bytes, cut at UTF-8 boundaries, in order (none for
+// an empty reply).
 func (s *server) sendReplyChunks(id, reply string) error {
 	for len(reply) > 0 {
 		n := min(len(reply), protocol.MaxReplyChunk)

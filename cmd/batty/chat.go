@@ -17,7 +17,6 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/protocol"
-	"github.com/battyhq/batty/replyfile"
 	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
@@ -72,7 +71,6 @@ readable by every local user).`,
 	// line.
 	cmd.Flags().StringArrayVar(&cfg.Env, "env", nil, "extra KEY=VALUE environment for codex (repeatable; visible on this command line, so export secrets instead: the environment passes through)")
 	cmd.Flags().StringVar(&instructionsFile, "instructions-file", "", "file with standing instructions, given to codex on every turn")
-	cmd.Flags().MarkHidden("reply-dir")     // chat uses a private directory of its own
 	cmd.Flags().MarkHidden("output-schema") // batty fanout's --schema
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per event")
 	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on Ctrl-C, how long the turn in flight may finish")
@@ -95,11 +93,6 @@ func runChat(ctx context.Context, cfg shimconfig.Config, stdin io.Reader, stdout
 	if os.Getenv("BATTY_LOG_LEVEL") == "" {
 		env = append(env, "BATTY_LOG_LEVEL=warn") // keep the terminal for events
 	}
-	replies, cleanup, err := chatReplyDir(&cfg)
-	if err != nil {
-		return 1, err
-	}
-	defer cleanup()
 	c, err := shimclient.Start(ctx, shimclient.SpawnOptions{Path: exe, Args: []string{"shim"}, Env: env, Config: cfg, Stderr: stderr})
 	if err != nil {
 		return 1, err
@@ -142,9 +135,6 @@ func runChat(ctx context.Context, cfg shimconfig.Config, stdin io.Reader, stdout
 				c.Stop(ctx, shutdownTimeout, "requested")
 			}()
 			for m := range events {
-				if e, ok := m.(protocol.TurnFinished); ok {
-					m = wholeChatReply(replies, e, stderr)
-				}
 				out.print(m)
 			}
 			<-stopped
@@ -189,9 +179,6 @@ func runChat(ctx context.Context, cfg shimconfig.Config, stdin io.Reader, stdout
 				}
 				return 0, nil
 			}
-			if e, ok := m.(protocol.TurnFinished); ok {
-				m = wholeChatReply(replies, e, stderr)
-			}
 			out.print(m)
 			switch e := m.(type) {
 			case protocol.TurnFinished:
@@ -228,52 +215,6 @@ func readInstructions(path string) (string, error) {
 		return "", fmt.Errorf("--instructions-file %s: %w", path, err)
 	}
 	return text, nil
-}
-
-// chatReplyDir gives the shim a private directory (0700) for replies too
-// long for one frame, unless cfg names one, and opens it. cleanup closes it
-// and removes a directory chat made.
-func chatReplyDir(cfg *shimconfig.Config) (*replyfile.Dir, func(), error) {
-	made := ""
-	if cfg.ReplyDir == "" {
-		dir, err := os.MkdirTemp("", "batty-chat-replies-")
-		if err != nil {
-			return nil, nil, fmt.Errorf("create a directory for long replies: %w", err)
-		}
-		cfg.ReplyDir, made = dir, dir
-	}
-	d, err := replyfile.Open(cfg.ReplyDir)
-	if err != nil {
-		if made != "" {
-			os.RemoveAll(made)
-		}
-		return nil, nil, err
-	}
-	return d, func() {
-		d.Close()
-		if made != "" {
-			os.RemoveAll(made)
-		}
-	}, nil
-}
-
-// wholeChatReply puts the whole reply into e when it came in a reply file
-// (then removed); a reply file that cannot be read leaves the preview and
-// says so on stderr.
-func wholeChatReply(d *replyfile.Dir, e protocol.TurnFinished, stderr io.Writer) protocol.TurnFinished {
-	if e.ReplyFile == "" {
-		return e
-	}
-	whole, err := d.Take(e.ReplyFile, e.MessageID, e.ReplySize)
-	switch {
-	case errors.Is(err, replyfile.ErrNotRemoved):
-		fmt.Fprintf(stderr, "batty chat: %v\n", err)
-	case err != nil:
-		fmt.Fprintf(stderr, "batty chat: %s: %v; showing the first %d of %d bytes\n", e.MessageID, err, len(e.Reply), e.ReplySize)
-		return e
-	}
-	e.Reply, e.ReplyFile = whole, ""
-	return e
 }
 
 // channelBroken turns the error that ended the shim's event stream into

@@ -119,7 +119,7 @@ of this input).`,
 	f.StringSliceVar(&a.accounts, "accounts", nil, "run rows on these accounts of the team file, in order of preference, moving on when one hits its usage limit (default: the --role's accounts)")
 	f.DurationVar(&a.grace, "shutdown-timeout", fanout.DefaultGrace, "on Ctrl-C, how long running rows may finish")
 	fs := a.cfg.FlagSet()
-	for _, name := range []string{"agent", "thread-id", "thread-usage", "reply-dir", "queue-depth", "transcript", "transcript-root", "output-schema", "pressure-pct"} {
+	for _, name := range []string{"agent", "thread-id", "thread-usage", "queue-depth", "transcript", "transcript-root", "output-schema", "pressure-pct"} {
 		fs.Lookup(name).Hidden = true
 	}
 	f.AddFlagSet(fs)
@@ -318,7 +318,6 @@ func orNone(names []string) string {
 // checkShimConfig validates the workers' settings as a shim would.
 func checkShimConfig(c shimconfig.Config) error {
 	probe := c
-	probe.ReplyDir = ""
 	if _, err := shimconfig.ParseArgs(probe.Args()); err != nil {
 		return err
 	}
@@ -418,11 +417,6 @@ func runFanout(parent context.Context, ios *iostreams.IOStreams, a fanoutArgs, t
 	progCtx, progStop := context.WithCancel(context.Background())
 	progDone := make(chan struct{})
 	go func() { defer close(progDone); prog.Run(progCtx) }()
-	if n, err := workers.RemoveStale(); err != nil {
-		log.Warn("Could not remove every reply directory of a killed job", "removed", n, "error", err)
-	} else if n > 0 {
-		log.Debug("Removed the reply directories of killed jobs", "count", n)
-	}
 	sum, runErr := fanout.Run(ctx, kill, fanout.Options{
 		Table: table, Template: tmpl, Schema: a.schema != "", Store: store,
 		Concurrency: a.concurrency, MaxTokens: a.maxTokens, MaxAttempts: pol.attempts, Quota: pol.quota, Accounts: pol.accounts,

@@ -130,8 +130,5 @@ func humanFinished(e protocol.TurnFinished) string {
 			b.WriteString("\n  " + line)
 		}
 	}
-	if e.ReplySize > int64(len(e.Reply)) {
-		fmt.Fprintf(&b, "\n  … [reply cut: the first %d of %d bytes]", len(e.Reply), e.ReplySize)
-	}
 	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,7 +40,11 @@ const clientEventBuffer = 64
 //
 // The Client owns one reader goroutine, which forwards the shim's events to
 // Events in the order the shim sent them and closes Events after the last
-// one; Err then says why. The driver owns the Client: it reads Events until
+// one; Err then says why. It is where a reply is assembled, for every
+// driver alike: the shim sends each reply as protocol.ReplyChunk pieces
+// before the turn's TurnFinished; the reader keeps them (never forwarding
+// one) and delivers the TurnFinished with the whole reply in Reply (see
+// ReplyJoin). The driver owns the Client: it reads Events until
 // it is closed, or calls Close, which gives up the unread events. Either
 // way the reader ends, and every goroutine the Client started ends once the
 // shim has exited. All methods are safe for concurrent use.
@@ -83,16 +88,24 @@ func Start(ctx context.Context, o SpawnOptions) (*Client, error) {
 
 // readEvents forwards the shim's events until the first error of the
 // channel: io.EOF once the shim closed it (it exits), a broken channel (an
-// undecodable or cut frame, which closes it), or protocol.ErrClosed after
+// undecodable or cut frame, which closes it; a reply that breaks its
+// bound or does not add up, see ReplyJoin), or protocol.ErrClosed after
 // Close. The channel is closed when it returns.
 func (c *Client) readEvents() {
 	defer close(c.read)
 	defer close(c.events)
+	var reply ReplyJoin
 	for {
 		m, err := c.p.Conn.Recv()
+		if err == nil {
+			m, err = reply.Take(m)
+		}
 		if err != nil {
 			c.end(err)
 			return
+		}
+		if m == nil {
+			continue
 		}
 		select {
 		case c.events <- m:
@@ -101,6 +114,64 @@ func (c *Client) readEvents() {
 			return
 		}
 	}
+}
+
+// ErrReply is matched (errors.Is) by Err when the shim's reply pieces
+// broke the protocol: more than protocol.MaxReply bytes (a flood), pieces
+// of another message than the TurnFinished that follows them, a total
+// other than its ReplySize, or a reply outside its pieces.
+var ErrReply = errors.New("reply pieces out of protocol")
+
+// ReplyJoin assembles the replies of one shim, the one place a reply is
+// put together: the Client's reader uses it for every driver (a reader of
+// a bare Process's channel, as the shim's own tests are, uses it the
+// same). It holds the ReplyChunk pieces of the turn in flight, at
+// most protocol.MaxReply bytes, and hands them over in the TurnFinished
+// that follows them. Owned by the reader; not safe for concurrent use.
+type ReplyJoin struct {
+	id  string          // the message the pieces held belong to
+	buf strings.Builder // the pieces, joined (String does not copy)
+}
+
+// Take applies event m to the reply being assembled: a piece is kept (nil
+// is returned: it reaches no driver), a TurnFinished gets the whole reply
+// in Reply (ReplySize its size) and the pieces are forgotten, any other
+// event passes unchanged. An error wrapping ErrReply says the pieces
+// broke the protocol (a flood past MaxReply is refused as soon as it
+// passes it, before it is held).
+func (j *ReplyJoin) Take(m protocol.Message) (protocol.Message, error) {
+	switch e := m.(type) {
+	case protocol.ReplyChunk:
+		if j.id != "" && e.MessageID != j.id {
+			return nil, fmt.Errorf("%w: a piece of the reply to %q while the reply to %q is incomplete", ErrReply, e.MessageID, j.id)
+		}
+		if j.buf.Len()+len(e.Data) > protocol.MaxReply {
+			return nil, fmt.Errorf("%w: the reply to %q passes %d bytes", ErrReply, e.MessageID, protocol.MaxReply)
+		}
+		j.id = e.MessageID
+		j.buf.WriteString(e.Data)
+		return nil, nil
+	case protocol.TurnFinished:
+		defer j.reset()
+		switch {
+		case e.Reply != "":
+			return nil, fmt.Errorf("%w: the turn of %q finished with a reply outside its pieces", ErrReply, e.MessageID)
+		case j.id != "" && j.id != e.MessageID:
+			return nil, fmt.Errorf("%w: the turn of %q finished after pieces of the reply to %q", ErrReply, e.MessageID, j.id)
+		case e.ReplySize != int64(j.buf.Len()):
+			return nil, fmt.Errorf("%w: the reply to %q is %d bytes, its pieces %d", ErrReply, e.MessageID, e.ReplySize, j.buf.Len())
+		}
+		e.Reply = j.buf.String()
+		return e, nil
+	}
+	return m, nil
+}
+
+// reset forgets the pieces held (their memory too: a large reply is not
+// kept past its turn).
+func (j *ReplyJoin) reset() {
+	j.id = ""
+	j.buf = strings.Builder{}
 }
 
 func (c *Client) end(err error) {

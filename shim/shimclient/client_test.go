@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -30,7 +31,9 @@ const fakeShimExitOnKill = 7
 //     ignores Shutdown, exits fakeShimExitOnKill on a Kill command;
 //   - stone: says hello, then ignores everything (a signal ends it);
 //   - mute: never says hello;
-//   - garbage: says hello, then sends a frame that is not msgpack.
+//   - garbage: says hello, then sends a frame that is not msgpack;
+//   - flood: says hello, then sends reply pieces past protocol.MaxReply
+//     (a piece more than the bound allows), then a Warning.
 func fakeShimMain() int {
 	conn, err := protocol.FileConn(os.NewFile(shimconfig.ControlFD, "control"), protocol.Options{})
 	if err != nil {
@@ -55,6 +58,16 @@ func fakeShimMain() int {
 			fmt.Fprintln(os.Stderr, "fake shim:", err)
 			return 2
 		}
+		time.Sleep(time.Hour)
+		return 0
+	case "flood":
+		piece := strings.Repeat("f", protocol.MaxReplyChunk)
+		for range protocol.MaxReply/protocol.MaxReplyChunk + 1 {
+			if err := conn.Send(protocol.ReplyChunk{MessageID: "m", Data: piece}); err != nil {
+				return 3 // the parent refused the flood and closed the channel
+			}
+		}
+		conn.Send(protocol.Warning{Message: "after the flood"})
 		time.Sleep(time.Hour)
 		return 0
 	}
@@ -103,7 +116,6 @@ func startRealClient(t *testing.T) (*Client, string) {
 		CodexBin:   self,
 		Env:        []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + t.TempDir()},
 		Transcript: filepath.Join(t.TempDir(), "tester.log"),
-		ReplyDir:   t.TempDir(),
 		StopGrace:  300 * time.Millisecond,
 	}
 	log := &syncBuffer{}

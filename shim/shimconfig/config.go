@@ -110,20 +110,10 @@ type Config struct {
 	// events (see relay), for the parent to deliver as from this agent:
 	// every shim of a team's agent, here or on another host.
 	RelayInboxes bool
-	// ReplyStream sends a reply longer than protocol.MaxReplyPreview whole
-	// as protocol.ReplyChunk events before its TurnFinished, when there
-	// is no ReplyDir (a shim on another host).
-	ReplyStream bool
 	// TranscriptRoot, if set, is the trusted directory the transcript lies
 	// beneath (the project directory): no directory between it and the
 	// transcript, nor the transcript, may be a symbolic link.
 	TranscriptRoot string
-	// ReplyDir is an existing directory, not a symbolic link, where a reply
-	// longer than protocol.MaxReplyPreview is stored whole (see
-	// TurnFinished.ReplyFile); the parent reads and removes the files. ""
-	// = nowhere: such a reply reaches the parent cut to its preview, with
-	// a warning.
-	ReplyDir string
 	// AllowSockets are, for a shim on another host, the user's sockets
 	// there (codex.Socket* names: the role's codex.allow_sockets) that a
 	// permission profile with the network on leaves reachable when the
@@ -264,11 +254,9 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringArrayVar(&c.AllowSockets, "allow-socket", nil, "on another host: a user's socket there the permission profile leaves reachable with the network on (repeatable)")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
-	fs.BoolVar(&c.ReplyStream, "reply-stream", false, "send a reply too long for one frame in pieces over the protocol when there is no --reply-dir")
 	fs.BoolVar(&c.RelayInboxes, "relay-inboxes", false, "make the agent's outbox under BATTY_DIR and hand its requests (batty send, batty merge) to the parent")
 	fs.BoolVar(&c.TranscriptStream, "transcript-stream", false, "send the transcript's lines to the parent over the protocol instead of writing a file")
 	fs.StringVar(&c.TranscriptRoot, "transcript-root", "", "directory beneath which no component of the transcript path may be a symbolic link")
-	fs.StringVar(&c.ReplyDir, "reply-dir", "", "directory for replies too long for one frame")
 	fs.IntVar(&c.QueueDepth, "queue-depth", DefaultQueueDepth, "messages that may wait behind the turn in flight")
 	fs.DurationVar(&c.TurnTimeout, "turn-timeout", DefaultTurnTimeout, "hard limit of one turn")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", DefaultIdleTimeout, "end a turn after this long without codex output")
@@ -367,11 +355,7 @@ func (c Config) Args() []string {
 	if c.RelayInboxes {
 		a = append(a, "--relay-inboxes")
 	}
-	if c.ReplyStream {
-		a = append(a, "--reply-stream")
-	}
 	add("transcript-root", c.TranscriptRoot)
-	add("reply-dir", c.ReplyDir)
 	a = append(a,
 		"--queue-depth="+strconv.Itoa(c.QueueDepth),
 		"--turn-timeout="+c.TurnTimeout.String(),

@@ -141,7 +141,6 @@ func startReal(t *testing.T, o shimclient.SpawnOptions) worker {
 	o.Env = append(os.Environ(), "BATTY_TEST_ROLE=shim", "TZ=UTC")
 	o.Config.CodexBin = self
 	o.Config.Transcript = filepath.Join(t.TempDir(), "agent.log")
-	o.Config.ReplyDir = t.TempDir()
 	o.Config.StopGrace = 300 * time.Millisecond
 	c, err := shimclient.Start(context.Background(), o)
 	if err != nil {

@@ -279,7 +279,8 @@ func (f *Fake) loop() {
 			turnUse = protocol.Usage{Input: r.in, Output: r.out}
 			threadUse.Input += r.in
 			threadUse.Output += r.out
-			e.Status, e.Reply = protocol.TurnCompleted, r.reply
+			// As the shim's client gives it: the reply whole, its size.
+			e.Status, e.Reply, e.ReplySize = protocol.TurnCompleted, r.reply, int64(len(r.reply))
 			if r.reply != "" {
 				e.Items = 1
 			}
