@@ -142,6 +142,9 @@ type ReplyJoin struct {
 func (j *ReplyJoin) Take(m protocol.Message) (protocol.Message, error) {
 	switch e := m.(type) {
 	case protocol.ReplyChunk:
+		if e.MessageID == "" {
+			return nil, fmt.Errorf("%w: a piece of a reply that names no message", ErrReply)
+		}
 		if j.id != "" && e.MessageID != j.id {
 			return nil, fmt.Errorf("%w: a piece of the reply to %q while the reply to %q is incomplete", ErrReply, e.MessageID, j.id)
 		}
