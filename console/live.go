@@ -21,7 +21,7 @@ import (
 // hub gets the status once for every open page when the team changes
 // (notify) or every refresh, and hands each page's stream the latest.
 type hub struct {
-	backend Backend
+	team    Team
 	refresh time.Duration
 	log     hclog.Logger
 	kick    chan struct{}
@@ -30,8 +30,8 @@ type hub struct {
 	subs map[chan *control.Status]struct{}
 }
 
-func newHub(b Backend, refresh time.Duration, log hclog.Logger) *hub {
-	return &hub{backend: b, refresh: refresh, log: log, kick: make(chan struct{}, 1), subs: map[chan *control.Status]struct{}{}}
+func newHub(t Team, refresh time.Duration, log hclog.Logger) *hub {
+	return &hub{team: t, refresh: refresh, log: log, kick: make(chan struct{}, 1), subs: map[chan *control.Status]struct{}{}}
 }
 
 // notify asks for a fresh status; it never blocks (kicks coalesce).
@@ -77,7 +77,7 @@ func (h *hub) run(ctx context.Context) {
 			t.Reset(h.refresh)
 			continue
 		}
-		st, err := h.backend.Status(ctx)
+		st, err := h.team.Status(ctx)
 		if err != nil {
 			h.log.Debug("Console cannot get the status", "error", err)
 			t.Reset(h.refresh)
@@ -272,7 +272,7 @@ func (s *Server) transcriptEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	clean := ptylog.NewCleanWriter(lines, false)
-	t := &logtail.Tail{Path: s.cfg.Backend.Transcript(a.Name), Label: "transcript of " + a.Name, Out: clean}
+	t := &logtail.Tail{Path: s.cfg.Team.Transcript(a.Name), Label: "transcript of " + a.Name, Out: clean}
 	if err := t.Follow(ctx, transcriptLines, s.cfg.Rescan); err != nil && ctx.Err() == nil {
 		s.cfg.Log.Warn("Console cannot follow a transcript", "agent", a.Name, "error", err)
 	}

@@ -3,11 +3,15 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"slices"
 	"time"
 
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/project"
 )
 
 // Limits of the marks.
@@ -21,7 +25,7 @@ const (
 
 // Marks are what the human has read: the messages of their inbox marked
 // read, and the time up to which they have seen the alerts. The state
-// directory keeps them (DaemonBackend); a file an agent wrote there can
+// directory keeps them (ReadMarks, WriteMarks); a file an agent wrote there can
 // only mark things read or unread.
 type Marks struct {
 	// Read are the ids of the human's messages marked read, sorted.
@@ -97,4 +101,55 @@ func (m Marks) Unread(ids []string) int {
 		}
 	}
 	return n
+}
+
+// marksSub and marksName are where the marks are kept: the state
+// directory's console.json.
+const (
+	marksSub  = "state"
+	marksName = "console.json"
+)
+
+// ReadMarks reads the marks kept in the state directory of l: no file is
+// no marks.
+func ReadMarks(l project.Layout) (Marks, error) {
+	d, err := l.OpenDir(marksSub, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Marks{}, nil
+	}
+	if err != nil {
+		return Marks{}, fmt.Errorf("read the console's marks: %w", err)
+	}
+	defer d.Close()
+	f, err := d.OpenFile(marksName, 0, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Marks{}, nil
+	}
+	if err != nil {
+		return Marks{}, fmt.Errorf("read the console's marks: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxMarksFile+1))
+	if err != nil {
+		return Marks{}, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
+	m, err := DecodeMarks(data)
+	if err != nil {
+		return Marks{}, fmt.Errorf("%s: %w (remove it: the marks start afresh)", f.Name(), err)
+	}
+	return m, nil
+}
+
+// WriteMarks keeps m in the state directory of l: an atomic write, mode
+// 0600.
+func WriteMarks(l project.Layout, m Marks) error {
+	d, err := l.OpenDir(marksSub, true)
+	if err != nil {
+		return fmt.Errorf("write the console's marks: %w", err)
+	}
+	defer d.Close()
+	if err := d.WriteJSON(marksName, m, 0o600); err != nil {
+		return fmt.Errorf("write the console's marks: %w", err)
+	}
+	return nil
 }

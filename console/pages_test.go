@@ -35,7 +35,7 @@ type fakePages struct {
 	diff     string
 }
 
-func (f *fakeBackend) Cancel(_ context.Context, id string, interrupt bool) (control.CancelResult, error) {
+func (f *fakeTeam) Cancel(_ context.Context, id string, interrupt bool) (control.CancelResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if interrupt {
@@ -46,34 +46,34 @@ func (f *fakeBackend) Cancel(_ context.Context, id string, interrupt bool) (cont
 	return control.CancelResult{ID: id, Box: "eng", Result: control.CancelDone}, nil
 }
 
-func (f *fakeBackend) Reset(_ context.Context, agent, reason string) (bool, error) {
+func (f *fakeTeam) Reset(_ context.Context, agent, reason string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.resets = append(f.resets, agent+": "+reason)
 	return false, nil
 }
 
-func (f *fakeBackend) Approve(_ context.Context, id string) (control.Response, error) {
+func (f *fakeTeam) Approve(_ context.Context, id string) (control.Response, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.approved = append(f.approved, id)
 	return control.Response{OK: true, Landing: &control.LandingStatus{ID: id}}, nil
 }
 
-func (f *fakeBackend) Reject(_ context.Context, id, reason string) (control.Response, error) {
+func (f *fakeTeam) Reject(_ context.Context, id, reason string) (control.Response, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rejected = append(f.rejected, id+": "+reason)
 	return control.Response{OK: true, Landing: &control.LandingStatus{ID: id}}, nil
 }
 
-func (f *fakeBackend) Landings(context.Context) ([]landing.Request, error) {
+func (f *fakeTeam) Landings(context.Context) ([]landing.Request, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]landing.Request(nil), f.requests...), nil
 }
 
-func (f *fakeBackend) Diff(_ context.Context, agent string, w io.Writer) error {
+func (f *fakeTeam) Diff(_ context.Context, agent string, w io.Writer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.diff == "" {
@@ -84,7 +84,7 @@ func (f *fakeBackend) Diff(_ context.Context, agent string, w io.Writer) error {
 }
 
 // deliver puts a message into box of the fake's inboxes.
-func deliver(t *testing.T, fb *fakeBackend, box string, m inbox.Message) inbox.Message {
+func deliver(t *testing.T, fb *fakeTeam, box string, m inbox.Message) inbox.Message {
 	t.Helper()
 	bx, err := fb.box(box)
 	if err != nil {
@@ -271,7 +271,7 @@ func TestInboxAnswersAndMarksRead(t *testing.T) {
 }
 
 // review is a landing waiting for review in the fake's status.
-func withLandings(fb *fakeBackend) {
+func withLandings(fb *fakeTeam) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	fb.set(func(st *control.Status) {
 		st.Landings = []control.LandingStatus{
@@ -343,7 +343,7 @@ func TestLandingsReviewAndDiff(t *testing.T) {
 
 // appendEvents writes events to the fake's event log and gives each to
 // the console as it is read back, as the daemon's log does (SetObserver).
-func appendEvents(t *testing.T, s *Server, fb *fakeBackend, es ...eventlog.Event) {
+func appendEvents(t *testing.T, s *Server, fb *fakeTeam, es ...eventlog.Event) {
 	t.Helper()
 	l, err := eventlog.Open(fb.Layout, func(err error) { t.Error(err) })
 	if err != nil {
@@ -460,7 +460,7 @@ func FuzzDecodeMarks(f *testing.F) {
 // end: alerts only, oldest first; a log not written yet has none.
 func TestAlertFeedLoadsTheHistory(t *testing.T) {
 	l := project.Layout{Dir: filepath.Join(t.TempDir(), "state")}
-	empty := &alertFeed{path: DaemonBackend{Layout: l}.EventsLog(), log: hclog.NewNullLogger()}
+	empty := &alertFeed{path: l.EventsLog(), log: hclog.NewNullLogger()}
 	empty.load()
 	if got := empty.latest(10); len(got) != 0 {
 		t.Fatalf("alerts of no log: %+v", got)

@@ -23,10 +23,6 @@ type connPeer struct {
 
 type connPeerKey struct{}
 
-// SetJudge sets Config.Judge: the daemon's judge exists once the console
-// does. Call it before the console serves.
-func (s *Server) SetJudge(j control.Judge) { s.cfg.Judge = j }
-
 // ConnContext is the http.Server's ConnContext of the console: it keeps
 // the connection for the judge of its peer (see Config.Judge). It does no
 // work itself: the accept loop is not held up.

@@ -15,15 +15,11 @@ import (
 // for processes of agent eng and counts its calls.
 func newJudgedConsole(t *testing.T, inside ...int) (*httptest.Server, *int) {
 	t.Helper()
-	fb := &fakeBackend{dir: t.TempDir(), st: control.Status{Team: "crew", Agents: []control.AgentStatus{{Name: "eng", Role: "eng", State: "idle"}}}}
+	fb := &fakeTeam{dir: t.TempDir(), st: control.Status{Team: "crew", Agents: []control.AgentStatus{{Name: "eng", Role: "eng", State: "idle"}}}}
 	ts := httptest.NewUnstartedServer(nil)
-	s, err := New(Config{Addr: ts.Listener.Addr().String(), Token: "secret-token", Backend: fb})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	calls := new(int)
-	s.SetJudge(func(pid int) (control.Insider, error) {
+	judge := func(pid int) (control.Insider, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		*calls++
@@ -33,7 +29,11 @@ func newJudgedConsole(t *testing.T, inside ...int) (*httptest.Server, *int) {
 			}
 		}
 		return control.Insider{}, nil
-	})
+	}
+	s, err := New(Config{Addr: ts.Listener.Addr().String(), Token: "secret-token", Team: fb, Judge: judge})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ts.Config.Handler, ts.Config.ConnContext = s, s.ConnContext
 	ts.Start()
 	t.Cleanup(func() { s.Close(); ts.Close() })

@@ -80,8 +80,9 @@ type Config struct {
 	TLS bool
 	// Token is the login token (NewToken).
 	Token string
-	// Backend is the team the console shows.
-	Backend Backend
+	// Team is the team the console shows and changes: the one way it
+	// reaches the daemon.
+	Team Team
 	// Log receives the console's errors (default: discarded).
 	Log hclog.Logger
 	// Refresh is how often open pages get the status again with no event
@@ -99,7 +100,8 @@ type Config struct {
 	// Judge decides whether a process runs inside one of the daemon's
 	// agents (the control socket's judge): a request from such a process
 	// on this machine is refused (see ConnContext, which the http.Server
-	// must use). Nil: no process is looked at.
+	// must use). It judges the browser's connection, never the daemon.
+	// Nil: no process is looked at.
 	Judge control.Judge
 	// Proc is the /proc mount the peers are looked up in (default
 	// "/proc").
@@ -129,8 +131,8 @@ type Server struct {
 
 // New returns the console of cfg, its live updates running until Close.
 func New(cfg Config) (*Server, error) {
-	if cfg.Token == "" || cfg.Backend == nil {
-		return nil, errors.New("console: a token and a backend are required")
+	if cfg.Token == "" || cfg.Team == nil {
+		return nil, errors.New("console: a token and a team are required")
 	}
 	hosts, err := AllowedHosts(cfg.Addr, cfg.Names...)
 	if err != nil {
@@ -163,7 +165,7 @@ func New(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, hosts: hosts, cookie: "batty_console_" + port, pages: pages,
 		static: http.StripPrefix("/static/", http.FileServerFS(static)), ctx: ctx, cancel: cancel,
-		sessions: map[string]string{}, hub: newHub(cfg.Backend, cfg.Refresh, cfg.Log)}
+		sessions: map[string]string{}, hub: newHub(cfg.Team, cfg.Refresh, cfg.Log)}
 	s.pg = s.newPageState()
 	s.routes()
 	go s.hub.run(ctx)
@@ -312,7 +314,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, page string, dat
 }
 
 func (s *Server) teamPage(w http.ResponseWriter, r *http.Request) {
-	st, err := s.cfg.Backend.Status(r.Context())
+	st, err := s.cfg.Team.Status(r.Context())
 	v := newTeamView(st, err, s.csrfOf(r))
 	v.Nav = s.navOf("team", st)
 	s.render(w, r, "team", v)
@@ -326,7 +328,7 @@ func (s *Server) agentOf(w http.ResponseWriter, r *http.Request) (*control.Statu
 
 // agentNamed is agentOf of the agent name.
 func (s *Server) agentNamed(w http.ResponseWriter, r *http.Request, name string) (*control.Status, *control.AgentStatus, bool) {
-	st, err := s.cfg.Backend.Status(r.Context())
+	st, err := s.cfg.Team.Status(r.Context())
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return nil, nil, false
@@ -356,7 +358,7 @@ func (s *Server) agentPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) lastLines(agent string) (string, bool) {
 	var b bytes.Buffer
 	clean := ptylog.NewCleanWriter(&b, false)
-	t := &logtail.Tail{Path: s.cfg.Backend.Transcript(agent), Label: "transcript of " + agent, Out: clean}
+	t := &logtail.Tail{Path: s.cfg.Team.Transcript(agent), Label: "transcript of " + agent, Out: clean}
 	err := t.PrintLast(transcriptLines)
 	clean.Flush()
 	if errors.Is(err, logtail.ErrNoFile) {
@@ -369,7 +371,7 @@ func (s *Server) lastLines(agent string) (string, bool) {
 }
 
 func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
-	if err := s.cfg.Backend.Pause(r.Context()); err != nil {
+	if err := s.cfg.Team.Pause(r.Context()); err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
@@ -378,7 +380,7 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
-	if err := s.cfg.Backend.Resume(r.Context()); err != nil {
+	if err := s.cfg.Team.Resume(r.Context()); err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
@@ -396,7 +398,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "an empty message: write something to send", http.StatusBadRequest)
 		return
 	}
-	id, err := s.cfg.Backend.Send(r.Context(), a.Name, body)
+	id, err := s.cfg.Team.Send(r.Context(), a.Name, body)
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return

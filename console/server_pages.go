@@ -46,7 +46,7 @@ type pageState struct {
 // newPageState makes the pages' state of s, the alert history read
 // from the event log (the events after it come through Observe).
 func (s *Server) newPageState() *pageState {
-	ps := &pageState{alerts: &alertFeed{path: s.cfg.Backend.EventsLog(), log: s.cfg.Log, changed: s.Notify}}
+	ps := &pageState{alerts: &alertFeed{path: s.cfg.Team.EventsLog(), log: s.cfg.Log, changed: s.Notify}}
 	if ps.alerts.path != "" {
 		ps.alerts.load()
 	}
@@ -98,11 +98,11 @@ func (s *Server) navOf(page string, st *control.Status) nav {
 // navAndMarks is navOf and the marks it read.
 func (s *Server) navAndMarks(page string, st *control.Status) (nav, Marks) {
 	n := nav{Page: page}
-	marks, err := s.cfg.Backend.LoadMarks()
+	marks, err := s.cfg.Team.LoadMarks()
 	if err != nil {
 		s.cfg.Log.Warn("Console cannot read its marks", "error", err)
 	}
-	ids, err := s.cfg.Backend.MessageIDs(team.Human)
+	ids, err := s.cfg.Team.MessageIDs(team.Human)
 	if err != nil {
 		s.cfg.Log.Warn("Console cannot list the human's inbox", "error", err)
 	}
@@ -148,7 +148,7 @@ func (s *Server) badgeOf(n nav, marks Marks) badge {
 			Title: "batty: " + strings.ReplaceAll(safetext.Line(a.Kind, 40), "_", " "), Body: safetext.Line(a.Message, 300), URL: cmp.Or(alertLink(a), "/alerts")})
 	}
 	if n.Inbox > 0 {
-		ms, err := s.cfg.Backend.Messages(team.Human, maxNotes)
+		ms, err := s.cfg.Team.Messages(team.Human, maxNotes)
 		if err != nil {
 			s.cfg.Log.Debug("Console cannot read the human's inbox", "error", err)
 		}
@@ -199,7 +199,7 @@ func (s *Server) cancelMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	interrupt := r.PostFormValue("interrupt") != ""
-	res, err := s.cfg.Backend.Cancel(r.Context(), id, interrupt)
+	res, err := s.cfg.Team.Cancel(r.Context(), id, interrupt)
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
@@ -226,7 +226,7 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
 	if reason == "" {
 		reason = "reset from the console"
 	}
-	pending, err := s.cfg.Backend.Reset(r.Context(), a.Name, reason)
+	pending, err := s.cfg.Team.Reset(r.Context(), a.Name, reason)
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
@@ -241,7 +241,7 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
 
 // agentMessages returns the rows of agent's latest messages.
 func (s *Server) agentMessages(agent string) []msgRow {
-	ms, err := s.cfg.Backend.Messages(agent, agentMessages)
+	ms, err := s.cfg.Team.Messages(agent, agentMessages)
 	if err != nil {
 		s.cfg.Log.Warn("Console cannot read an inbox", "agent", agent, "error", err)
 	}
@@ -262,19 +262,19 @@ func isAgentOf(st *control.Status) func(string) bool {
 // inboxView makes the Inbox page's data.
 func (s *Server) inboxView(r *http.Request, st *control.Status) inboxView {
 	v := inboxView{Team: st.Team, Nav: s.navOf("inbox", st), CSRF: s.csrfOf(r), Done: doneText(r.URL.Query().Get("done"))}
-	ms, err := s.cfg.Backend.Messages(team.Human, humanMessages)
+	ms, err := s.cfg.Team.Messages(team.Human, humanMessages)
 	if err != nil {
 		s.cfg.Log.Warn("Console cannot read the human's inbox", "error", err)
 		if ms == nil {
 			v.Err = err.Error()
 		}
 	}
-	marks, err := s.cfg.Backend.LoadMarks()
+	marks, err := s.cfg.Team.LoadMarks()
 	if err != nil {
 		s.cfg.Log.Warn("Console cannot read its marks", "error", err)
 	}
 	asked := func(agent, id string) string {
-		m, err := s.cfg.Backend.Message(agent, id)
+		m, err := s.cfg.Team.Message(agent, id)
 		if err != nil || m.From != team.Human {
 			return ""
 		}
@@ -285,7 +285,7 @@ func (s *Server) inboxView(r *http.Request, st *control.Status) inboxView {
 }
 
 func (s *Server) inboxPage(w http.ResponseWriter, r *http.Request) {
-	st, err := s.cfg.Backend.Status(r.Context())
+	st, err := s.cfg.Team.Status(r.Context())
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
@@ -297,19 +297,19 @@ func (s *Server) inboxPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) markAsRead(ids ...string) error {
 	s.pg.marksMu.Lock()
 	defer s.pg.marksMu.Unlock()
-	exist, err := s.cfg.Backend.MessageIDs(team.Human)
+	exist, err := s.cfg.Team.MessageIDs(team.Human)
 	if err != nil {
 		return err
 	}
 	if len(ids) == 0 {
 		ids = exist
 	}
-	marks, err := s.cfg.Backend.LoadMarks()
+	marks, err := s.cfg.Team.LoadMarks()
 	if err != nil {
 		// A bad file is replaced: the marks start afresh.
 		s.cfg.Log.Warn("Console cannot read its marks; writing them afresh", "error", err)
 	}
-	return s.cfg.Backend.SaveMarks(marks.WithRead(exist, ids...))
+	return s.cfg.Team.SaveMarks(marks.WithRead(exist, ids...))
 }
 
 func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
@@ -331,7 +331,7 @@ func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	m, err := s.cfg.Backend.Message(team.Human, id)
+	m, err := s.cfg.Team.Message(team.Human, id)
 	if errors.Is(err, inbox.ErrNotFound) {
 		http.Error(w, "no such message in your inbox", http.StatusNotFound)
 		return
@@ -349,7 +349,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "an empty answer: write something to send", http.StatusBadRequest)
 		return
 	}
-	if _, err := s.cfg.Backend.Reply(r.Context(), agent.Name, m.ID, body); err != nil {
+	if _, err := s.cfg.Team.Reply(r.Context(), agent.Name, m.ID, body); err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
 	}
@@ -361,7 +361,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) landingsPage(w http.ResponseWriter, r *http.Request) {
-	st, err := s.cfg.Backend.Status(r.Context())
+	st, err := s.cfg.Team.Status(r.Context())
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
@@ -374,7 +374,7 @@ func (s *Server) landingsPage(w http.ResponseWriter, r *http.Request) {
 // landingOf returns the status and the row of the request named by r's
 // path (or its id parameter), or answers 404.
 func (s *Server) landingOf(w http.ResponseWriter, r *http.Request) (*control.Status, landingRow, bool) {
-	st, err := s.cfg.Backend.Status(r.Context())
+	st, err := s.cfg.Team.Status(r.Context())
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return nil, landingRow{}, false
@@ -405,7 +405,7 @@ func (s *Server) landingPage(w http.ResponseWriter, r *http.Request) {
 // (verify's output, conflicts, the rejection).
 func (s *Server) landingView(r *http.Request, st *control.Status, row landingRow, csrf string) landingView {
 	var req landing.Request
-	reqs, err := s.cfg.Backend.Landings(r.Context())
+	reqs, err := s.cfg.Team.Landings(r.Context())
 	if err != nil {
 		s.cfg.Log.Warn("Console cannot read the merge queue", "error", err)
 	}
@@ -427,7 +427,7 @@ func (s *Server) landingView(r *http.Request, st *control.Status, row landingRow
 // lines.
 func (s *Server) diffOf(ctx context.Context, agent string) ([]diffLine, bool, string) {
 	head := &textclip.HeadWriter{Max: maxDiff + 1}
-	if err := s.cfg.Backend.Diff(ctx, agent, head); err != nil {
+	if err := s.cfg.Team.Diff(ctx, agent, head); err != nil {
 		return nil, false, safetext.Line(err.Error(), maxShownLine)
 	}
 	text := head.String()
@@ -446,7 +446,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	resp, err := s.cfg.Backend.Approve(r.Context(), row.ID)
+	resp, err := s.cfg.Team.Approve(r.Context(), row.ID)
 	if err != nil {
 		s.fail(w, r, http.StatusConflict, err)
 		return
@@ -469,7 +469,7 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a rejection needs a reason: its agent is told why, to act on it", http.StatusBadRequest)
 		return
 	}
-	if _, err := s.cfg.Backend.Reject(r.Context(), row.ID, textclip.Bytes(reason, maxReason, textclip.Truncated)); err != nil {
+	if _, err := s.cfg.Team.Reject(r.Context(), row.ID, textclip.Bytes(reason, maxReason, textclip.Truncated)); err != nil {
 		s.fail(w, r, http.StatusConflict, err)
 		return
 	}
@@ -479,7 +479,7 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
 
 // alertsView makes the Alerts page's data.
 func (s *Server) alertsView(r *http.Request, st *control.Status) alertsView {
-	marks, err := s.cfg.Backend.LoadMarks()
+	marks, err := s.cfg.Team.LoadMarks()
 	if err != nil {
 		s.cfg.Log.Warn("Console cannot read its marks", "error", err)
 	}
@@ -488,7 +488,7 @@ func (s *Server) alertsView(r *http.Request, st *control.Status) alertsView {
 }
 
 func (s *Server) alertsPage(w http.ResponseWriter, r *http.Request) {
-	st, err := s.cfg.Backend.Status(r.Context())
+	st, err := s.cfg.Team.Status(r.Context())
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, err)
 		return
@@ -498,7 +498,7 @@ func (s *Server) alertsPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) alertsSeen(w http.ResponseWriter, r *http.Request) {
 	s.pg.marksMu.Lock()
-	marks, err := s.cfg.Backend.LoadMarks()
+	marks, err := s.cfg.Team.LoadMarks()
 	if err != nil {
 		s.cfg.Log.Warn("Console cannot read its marks; writing them afresh", "error", err)
 	}
@@ -506,7 +506,7 @@ func (s *Server) alertsSeen(w http.ResponseWriter, r *http.Request) {
 	if latest := s.pg.alerts.latest(1); len(latest) == 1 && latest[0].Time.After(marks.AlertsSeen) {
 		marks.AlertsSeen = latest[0].Time
 	}
-	err = s.cfg.Backend.SaveMarks(marks)
+	err = s.cfg.Team.SaveMarks(marks)
 	s.pg.marksMu.Unlock()
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)

@@ -18,11 +18,11 @@ import (
 	"github.com/battyhq/batty/project"
 )
 
-// fakeBackend is a team in memory, its transcripts in a directory; its
-// inboxes, marks and event log are a DaemonBackend's, in a state
-// directory of its own (see pages_test.go for the rest).
-type fakeBackend struct {
-	DaemonBackend
+// fakeTeam is a team in memory, its transcripts in a directory; its
+// inboxes, marks and event log are in a state directory of its own
+// (stateFiles; see pages_test.go for the rest).
+type fakeTeam struct {
+	stateFiles
 	dir string
 	fakePages
 
@@ -32,7 +32,7 @@ type fakeBackend struct {
 	sent   []string
 }
 
-func (f *fakeBackend) Status(context.Context) (*control.Status, error) {
+func (f *fakeTeam) Status(context.Context) (*control.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.st
@@ -40,7 +40,7 @@ func (f *fakeBackend) Status(context.Context) (*control.Status, error) {
 	return &st, nil
 }
 
-func (f *fakeBackend) Pause(context.Context) error {
+func (f *fakeTeam) Pause(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.paused++
@@ -48,14 +48,14 @@ func (f *fakeBackend) Pause(context.Context) error {
 	return nil
 }
 
-func (f *fakeBackend) Resume(context.Context) error {
+func (f *fakeTeam) Resume(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.st.Dispatch.Paused = false
 	return nil
 }
 
-func (f *fakeBackend) Send(_ context.Context, agent, body string) (string, error) {
+func (f *fakeTeam) Send(_ context.Context, agent, body string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if agent != "eng" {
@@ -65,9 +65,9 @@ func (f *fakeBackend) Send(_ context.Context, agent, body string) (string, error
 	return "20260101T000000.000000000Z-00000001", nil
 }
 
-func (f *fakeBackend) Transcript(agent string) string { return filepath.Join(f.dir, agent+".log") }
+func (f *fakeTeam) Transcript(agent string) string { return filepath.Join(f.dir, agent+".log") }
 
-func (f *fakeBackend) set(change func(*control.Status)) {
+func (f *fakeTeam) set(change func(*control.Status)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	change(&f.st)
@@ -77,14 +77,14 @@ func (f *fakeBackend) set(change func(*control.Status)) {
 const hostile = "<script>alert(1)</script><img src=x onerror=alert(2)>\x1b]52;c;ZXZpbA==\x07\x1b[31mred\x1b[0m"
 
 // newConsole serves a console of a one-agent team on a real socket.
-func newConsole(t *testing.T) (*httptest.Server, *Server, *fakeBackend) {
+func newConsole(t *testing.T) (*httptest.Server, *Server, *fakeTeam) {
 	t.Helper()
 	dir := t.TempDir()
-	fb := &fakeBackend{DaemonBackend: DaemonBackend{Layout: project.Layout{Dir: filepath.Join(dir, "state")}}, dir: dir, st: control.Status{Team: "crew", Agents: []control.AgentStatus{
+	fb := &fakeTeam{stateFiles: stateFiles{Layout: project.Layout{Dir: filepath.Join(dir, "state")}}, dir: dir, st: control.Status{Team: "crew", Agents: []control.AgentStatus{
 		{Name: "eng", Role: "eng", State: "idle", LastError: hostile, TurnsCompleted: 1},
 	}}}
 	ts := httptest.NewUnstartedServer(nil)
-	s, err := New(Config{Addr: ts.Listener.Addr().String(), Token: "secret-token", Backend: fb})
+	s, err := New(Config{Addr: ts.Listener.Addr().String(), Token: "secret-token", Team: fb})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -504,11 +504,11 @@ func (s *Server) usageOf(r *http.Request) (*control.Status, usageData, error) {
 	if rg.Span > 0 {
 		since = now.Add(-rg.Span)
 	}
-	data, err := s.cfg.Backend.Usage(r.Context(), since)
+	data, err := s.cfg.Team.Usage(r.Context(), since)
 	if err != nil {
 		return nil, usageData{}, err
 	}
-	st, err := s.cfg.Backend.Status(r.Context())
+	st, err := s.cfg.Team.Status(r.Context())
 	if err != nil {
 		s.cfg.Log.Debug("Console usage without the status", "error", err)
 		st = nil

@@ -16,9 +16,9 @@ import (
 	"github.com/battyhq/batty/usage"
 )
 
-// Usage implements Backend: the ledger the test wrote with writeLedger
+// Usage implements Team: the ledger the test wrote with writeLedger
 // (none: empty), entries since since, as usage.Read selects them.
-func (f *fakeBackend) Usage(_ context.Context, since time.Time) (usage.Data, error) {
+func (f *fakeTeam) Usage(_ context.Context, since time.Time) (usage.Data, error) {
 	b, err := os.ReadFile(filepath.Join(f.dir, "ledger.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return usage.Data{}, nil
@@ -45,7 +45,7 @@ func (f *fakeBackend) Usage(_ context.Context, since time.Time) (usage.Data, err
 }
 
 // writeLedger gives the fake backend a ledger.
-func writeLedger(t *testing.T, f *fakeBackend, d usage.Data) {
+func writeLedger(t *testing.T, f *fakeTeam, d usage.Data) {
 	t.Helper()
 	b, err := json.Marshal(d)
 	if err != nil {

@@ -652,14 +652,30 @@ func (p peer) close() {
 // InsiderOf); the daemon gives one to Serve.
 type Judge func(pid int) (Insider, error)
 
-// Conn is one accepted control connection with its request.
+// Conn is one control request and where its response goes: an accepted
+// control connection (Serve), or a caller in the daemon's own process
+// (InProcess).
 type Conn struct {
-	Req  Request
-	conn *net.UnixConn
+	Req   Request
+	conn  *net.UnixConn
+	reply func(Response)
 }
 
-// Reply writes the response and closes the connection.
+// InProcess is request req of a caller in the daemon's own process (the
+// console, serving the human): its response is given to reply, once, on
+// the goroutine that answers it. No socket and no judge are involved: the
+// caller vouches for who asks.
+func InProcess(req Request, reply func(Response)) Conn {
+	return Conn{Req: req, reply: reply}
+}
+
+// Reply writes the response and closes the connection (InProcess: gives
+// it to its reply).
 func (c Conn) Reply(r Response) {
+	if c.reply != nil {
+		c.reply(r)
+		return
+	}
 	c.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	json.NewEncoder(c.conn).Encode(r)
 	c.conn.Close()

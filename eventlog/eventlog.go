@@ -271,6 +271,28 @@ func (l *Log) open() error {
 	return nil
 }
 
+// Chain returns an observer calling each non-nil observer of fs in turn
+// (nil when there is none).
+func Chain(fs ...func(Event)) func(Event) {
+	var set []func(Event)
+	for _, f := range fs {
+		if f != nil {
+			set = append(set, f)
+		}
+	}
+	switch len(set) {
+	case 0:
+		return nil
+	case 1:
+		return set[0]
+	}
+	return func(e Event) {
+		for _, f := range set {
+			f(e)
+		}
+	}
+}
+
 // SetObserver has every appended event passed to f as well (after it is
 // written, or dropped), from the appending goroutine; nil: none.
 func (l *Log) SetObserver(f func(Event)) {

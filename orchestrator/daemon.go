@@ -48,9 +48,10 @@ type Daemon struct {
 	store    *inbox.Store
 	humanBox *inbox.Box
 	events   *eventlog.Log
-	ledger   *usage.Ledger    // every finished turn's usage, the accounts' rate-limit windows
-	alerts   *alerthook.Hook  // nil without on_alert
-	sched    *schedule.Runner // nil without schedules
+	observe  func(eventlog.Event) // sees every event: the alert hook's, Options.OnEvent, AddObserver's
+	ledger   *usage.Ledger        // every finished turn's usage, the accounts' rate-limit windows
+	alerts   *alerthook.Hook      // nil without on_alert
+	sched    *schedule.Runner     // nil without schedules
 
 	roster
 	roleQueues
@@ -59,6 +60,10 @@ type Daemon struct {
 
 	pendingAsks
 	ready chan struct{} // closed once the control socket accepts requests
+	// local carries the control requests of the daemon's own process (the
+	// console's: ask) to Run's goroutine; stopped is closed as Run returns.
+	local   chan control.Conn
+	stopped chan struct{}
 	daemonProcs
 }
 
@@ -129,6 +134,7 @@ func New(cfg *team.Config, layout project.Layout, opts Options) (*Daemon, error)
 		return nil, err
 	}
 	d := &Daemon{cfg: cfg, layout: layout, opts: opts, log: opts.Logger, ready: make(chan struct{}),
+		local: make(chan control.Conn), stopped: make(chan struct{}),
 		startStamp:  startStamp{started: time.Now(), teamHash: teamFingerprint(cfg), trusted: team.TrustedSettings(cfg)},
 		roster:      roster{byName: map[string]*agent{}},
 		roleQueues:  roleQueues{roles: map[string]*inbox.Box{}, routeKick: make(chan struct{}, 1)},
@@ -196,7 +202,7 @@ func (d *Daemon) init() error {
 	if d.events, err = eventlog.Open(d.layout, func(err error) { d.log.Error("Event log", "error", err) }); err != nil {
 		return err
 	}
-	d.events.SetObserver(d.opts.OnEvent)
+	d.observe = d.opts.OnEvent
 	if d.ledger, err = usage.Open(d.layout); err != nil {
 		return err
 	}
@@ -204,14 +210,9 @@ func (d *Daemon) init() error {
 		return err
 	}
 	if d.alerts = d.newAlertHook(); d.alerts != nil {
-		alerts, observe := d.alerts, d.opts.OnEvent
-		d.events.SetObserver(func(e eventlog.Event) {
-			alerts.Event(e)
-			if observe != nil {
-				observe(e)
-			}
-		})
+		d.observe = eventlog.Chain(d.alerts.Event, d.opts.OnEvent)
 	}
+	d.events.SetObserver(d.observe)
 	root, err := d.layout.OpenDir("", false)
 	if err != nil {
 		return err
@@ -253,6 +254,15 @@ func (d *Daemon) init() error {
 	return nil
 }
 
+// AddObserver has f see every event written to the event log too, after
+// the alert hook and Options.OnEvent, from the appending goroutine (f must
+// not block). Call it before Run: the console, made once the daemon is,
+// follows the team from its first event on.
+func (d *Daemon) AddObserver(f func(eventlog.Event)) {
+	d.observe = eventlog.Chain(d.observe, f)
+	d.events.SetObserver(d.observe)
+}
+
 // Ready is closed once the daemon accepts control requests.
 func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 
@@ -260,6 +270,7 @@ func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 // every shim (letting turns finish for the team's shutdown timeout) and
 // releases the lock. It returns when nothing it started is running.
 func (d *Daemon) Run(ctx context.Context) error {
+	defer close(d.stopped)
 	defer project.ReleaseLock(d.lock)
 	defer d.events.Close()
 	defer d.ledger.Close()
@@ -473,6 +484,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.events.Append(eventlog.Event{Type: eventlog.EvDaemonStopped})
 				return nil
 			}
+			d.serve(c)
+		case c := <-d.local:
 			d.serve(c)
 		case <-ctx.Done():
 			d.stopAgents(d.cfg.Timeouts.Shutdown, &wg)

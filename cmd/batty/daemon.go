@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
+	"github.com/battyhq/batty/console"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/orchestrator"
@@ -121,37 +122,40 @@ func runDaemon(ctx context.Context, ios *iostreams.IOStreams, p project.Project,
 		// The team's feed, as `batty feed` shows it, on stdout.
 		feed = startFeedPrinter(ios.Out, ios.ColorEnabled())
 		defer feed.close()
-		opts.OnEvent = chainEvents(cockpitEvents, feed.observe)
+		opts.OnEvent = eventlog.Chain(cockpitEvents, feed.observe)
 	} else {
 		opts.OnEvent = cockpitEvents
 	}
 	// The console is a view too: a port taken leaves the team without it.
-	children := &daemonChildren{}
-	web, webLn, err := startConsole(cfg, p.Layout, children, log.Named("console"))
+	// It listens before the daemon is made (the daemon tells the human its
+	// address), and is made once the daemon is, seeing the team through it.
+	webLn, err := startConsole(cfg)
 	if err != nil {
 		log.Error("No console", "error", err)
 	}
-	if web != nil {
+	if webLn != nil {
 		info := webLn.info
 		opts.Console = &info
-		opts.OnEvent = chainEvents(opts.OnEvent, web.Observe)
-		log.Info("Console listening", "address", webLn.Addr().String())
 	}
 	d, err := orchestrator.New(cfg, p.Layout, opts)
 	if err != nil {
 		if dc != nil {
 			dc.close()
 		}
-		if web != nil {
-			web.Close()
+		if webLn != nil {
 			webLn.Close()
 		}
 		return fail(err)
 	}
-	children.d.Store(d)
-	if web != nil {
-		web.SetJudge(consoleJudge(d))
-		defer serveConsole(web, webLn)()
+	var web *console.Server
+	if webLn != nil {
+		if web, err = newConsole(cfg, webLn, d, log.Named("console")); err != nil {
+			log.Error("No console", "error", err)
+			webLn.Close()
+		} else {
+			log.Info("Console listening", "address", webLn.Addr().String())
+			defer serveConsole(web, webLn)()
+		}
 	}
 	// A background daemon stops on SIGINT as on SIGTERM (turns in flight
 	// may finish until timeouts.shutdown); in the foreground, Ctrl-C

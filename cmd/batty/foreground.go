@@ -90,28 +90,6 @@ func (f *feedPrinter) close() {
 	<-f.done
 }
 
-// chainEvents returns an observer calling each non-nil observer of fs in
-// turn (nil when there is none).
-func chainEvents(fs ...func(eventlog.Event)) func(eventlog.Event) {
-	var set []func(eventlog.Event)
-	for _, f := range fs {
-		if f != nil {
-			set = append(set, f)
-		}
-	}
-	switch len(set) {
-	case 0:
-		return nil
-	case 1:
-		return set[0]
-	}
-	return func(e eventlog.Event) {
-		for _, f := range set {
-			f(e)
-		}
-	}
-}
-
 // daemonLogger returns the daemon's logger: every line at level goes to
 // file; a foreground daemon also shows, on term, the warnings and errors
 // (every line at level when BATTY_LOG_LEVEL chose it), its feed being

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -17,7 +16,6 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/orchestrator"
 	"github.com/battyhq/batty/project"
-	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
 )
 
@@ -102,13 +100,13 @@ func openBrowser(out, errOut io.Writer, url string) {
 }
 
 // startConsole listens for the console of cfg (unless console: off) and
-// returns its server, the listener and what the daemon tells the human;
-// children starts the git processes of its pages;
-// nil, nil, nil when the team has none. Failing to listen is an error
-// the caller logs: the team runs all the same.
-func startConsole(cfg *team.Config, l project.Layout, children reap.Starter, log hclog.Logger) (*console.Server, *consoleListener, error) {
+// returns the listener, with what the daemon tells the human (its address
+// and login token) and the names it answers to; nil, nil when the team has
+// none. Failing to listen is an error the caller logs: the team runs all
+// the same. The console itself is made once the daemon is (newConsole).
+func startConsole(cfg *team.Config) (*consoleListener, error) {
 	if cfg.Console.Off {
-		return nil, nil, nil
+		return nil, nil
 	}
 	addr := cfg.Console.Listen
 	if addr == "" {
@@ -119,32 +117,40 @@ func startConsole(cfg *team.Config, l project.Layout, children reap.Starter, log
 	if cfg.Console.TLS() {
 		var err error
 		if tlsCfg, names, err = console.TLSConfig(cfg.Console.TLSCert, cfg.Console.TLSKey); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	ln, err := listenConsole(addr)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	token, err := console.NewToken()
 	if err != nil {
 		ln.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	bound := ln.Addr().String()
 	if host, _, _ := net.SplitHostPort(bound); net.ParseIP(host).IsUnspecified() {
 		names = append(names, console.LocalNames()...)
 	}
-	srv, err := console.New(console.Config{Addr: bound, Names: names, TLS: tlsCfg != nil, Token: token, Log: log, Prices: prices(cfg),
-		Backend: console.DaemonBackend{Layout: l, BacklogLimit: cfg.BacklogLimit, Base: cfg.Workspace.Base, Starter: children}})
-	if err != nil {
-		ln.Close()
-		return nil, nil, err
-	}
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
 	}
-	return srv, &consoleListener{Listener: ln, info: control.ConsoleInfo{URL: console.PublicURL(bound, tlsCfg != nil, names), Token: token}}, nil
+	return &consoleListener{Listener: ln, bound: bound, names: names, tls: tlsCfg != nil,
+		info: control.ConsoleInfo{URL: console.PublicURL(bound, tlsCfg != nil, names), Token: token}}, nil
+}
+
+// newConsole makes the console of cfg on ln for the team of d: it sees the
+// team through d's ConsoleTeam, judges each browser's connection by d's
+// Insider, and follows d's events from the first (call it before d.Run).
+func newConsole(cfg *team.Config, ln *consoleListener, d *orchestrator.Daemon, log hclog.Logger) (*console.Server, error) {
+	srv, err := console.New(console.Config{Addr: ln.bound, Names: ln.names, TLS: ln.tls, Token: ln.info.Token, Log: log, Prices: prices(cfg),
+		Team: d.ConsoleTeam(), Judge: consoleJudge(d)})
+	if err != nil {
+		return nil, err
+	}
+	d.AddObserver(srv.Observe)
+	return srv, nil
 }
 
 // warnConsole says on w what is unsafe in the console of cfg (read from
@@ -152,25 +158,5 @@ func startConsole(cfg *team.Config, l project.Layout, children reap.Starter, log
 func warnConsole(w io.Writer, path string, cfg *team.Config) {
 	if msg := cfg.Console.Warning(); msg != "" {
 		fmt.Fprintf(w, "batty: warning: %s: %s\n", path, msg)
-	}
-}
-
-// daemonChildren starts processes as the daemon's children
-// (orchestrator.Daemon.Children) once set, plainly before: the console
-// is made before the daemon. Safe for concurrent use.
-type daemonChildren struct {
-	d atomic.Pointer[orchestrator.Daemon]
-}
-
-func (c *daemonChildren) Start(cmd *exec.Cmd) error {
-	if d := c.d.Load(); d != nil {
-		return d.Children().Start(cmd)
-	}
-	return cmd.Start()
-}
-
-func (c *daemonChildren) Release(pid int) {
-	if d := c.d.Load(); d != nil {
-		d.Children().Release(pid)
 	}
 }

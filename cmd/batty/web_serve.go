@@ -17,10 +17,15 @@ import (
 // daemon to be ready to judge its peer.
 const consoleJudgeWait = 30 * time.Second
 
-// consoleListener is the console's socket and what `batty web` is told.
+// consoleListener is the console's socket (TLS when served over HTTPS),
+// the address it is bound to, the further names it answers to, and what
+// `batty web` is told.
 type consoleListener struct {
 	net.Listener
-	info control.ConsoleInfo
+	bound string
+	names []string
+	tls   bool
+	info  control.ConsoleInfo
 }
 
 // listenConsole listens on addr (TCP).
