@@ -15,7 +15,6 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/logtail"
 	"github.com/battyhq/batty/ptylog"
-	"github.com/battyhq/batty/statusview"
 )
 
 // hub gets the status once for every open page when the team changes
@@ -236,19 +235,6 @@ func (s *Server) renderLive(w *bytes.Buffer, r *http.Request, page, agent, csrf 
 		data = s.landingView(r, st, newLandingRow(st.Landings[i]), csrf)
 	}
 	return s.pages[page].ExecuteTemplate(w, "live", data)
-}
-
-// agentLive renders the live part of agent's page from st: its card and
-// its inbox.
-func (s *Server) agentLive(w *bytes.Buffer, st *control.Status, agent, csrf string) error {
-	for _, a := range st.Agents {
-		if a.Name == agent {
-			v := agentView{Team: st.Team, Agent: statusview.NewAgent(a), CSRF: csrf}
-			v.Messages = s.agentMessages(agent)
-			return s.pages["agent"].ExecuteTemplate(w, "live", v)
-		}
-	}
-	return fmt.Errorf("no agent %q in the status", agent)
 }
 
 // transcriptEvents streams an agent's transcript: a "reset" event, its

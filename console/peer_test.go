@@ -4,18 +4,21 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/project"
 )
 
 // newJudgedConsole serves a console whose judge takes the pids in inside
 // for processes of agent eng and counts its calls.
 func newJudgedConsole(t *testing.T, inside ...int) (*httptest.Server, *int) {
 	t.Helper()
-	fb := &fakeTeam{dir: t.TempDir(), st: control.Status{Team: "crew", Agents: []control.AgentStatus{{Name: "eng", Role: "eng", State: "idle"}}}}
+	dir := t.TempDir()
+	fb := &fakeTeam{stateFiles: stateFiles{Layout: project.Layout{Dir: filepath.Join(dir, "state")}}, dir: dir, st: control.Status{Team: "crew", Agents: []control.AgentStatus{{Name: "eng", Role: "eng", State: "idle"}}}}
 	ts := httptest.NewUnstartedServer(nil)
 	var mu sync.Mutex
 	calls := new(int)

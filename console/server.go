@@ -26,7 +26,6 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,9 +33,6 @@ import (
 
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
-	"github.com/battyhq/batty/logtail"
-	"github.com/battyhq/batty/ptylog"
-	"github.com/battyhq/batty/statusview"
 	"github.com/battyhq/batty/usage"
 )
 
@@ -188,19 +184,32 @@ func (s *Server) Observe(e eventlog.Event) {
 // served end soon after.
 func (s *Server) Close() { s.cancel() }
 
+// routes serves each page (a file each: team_page.go, agent_page.go,
+// inbox_page.go, landings_page.go, alerts_page.go, usage.go), the live
+// streams (live.go) and the embedded files.
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /{$}", s.teamPage)
-	m.HandleFunc("GET /agent/{name}", s.agentPage)
-	m.HandleFunc("GET /events", s.statusEvents)
-	m.HandleFunc("GET /agent/{name}/transcript", s.transcriptEvents)
 	m.HandleFunc("POST /pause", s.pause)
 	m.HandleFunc("POST /resume", s.resume)
+	m.HandleFunc("GET /agent/{name}", s.agentPage)
 	m.HandleFunc("POST /agent/{name}/send", s.send)
+	m.HandleFunc("POST /agent/{name}/cancel", s.cancelMessage)
+	m.HandleFunc("POST /agent/{name}/reset", s.reset)
+	m.HandleFunc("GET /inbox", s.inboxPage)
+	m.HandleFunc("POST /inbox/read", s.markRead)
+	m.HandleFunc("POST /inbox/{id}/answer", s.answer)
+	m.HandleFunc("GET /landings", s.landingsPage)
+	m.HandleFunc("GET /landing/{id}", s.landingPage)
+	m.HandleFunc("POST /landing/{id}/approve", s.approve)
+	m.HandleFunc("POST /landing/{id}/reject", s.reject)
+	m.HandleFunc("GET /alerts", s.alertsPage)
+	m.HandleFunc("POST /alerts/seen", s.alertsSeen)
 	m.HandleFunc("GET /usage", s.usagePage)
 	m.HandleFunc("GET /usage.csv", s.usageCSV)
 	m.HandleFunc("GET /usage.json", s.usageJSONFile)
-	s.pageRoutes(m)
+	m.HandleFunc("GET /events", s.statusEvents)
+	m.HandleFunc("GET /agent/{name}/transcript", s.transcriptEvents)
 	m.Handle("GET /static/", s.static)
 	s.mux = m
 }
@@ -311,97 +320,4 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, page string, dat
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Write(b.Bytes())
-}
-
-func (s *Server) teamPage(w http.ResponseWriter, r *http.Request) {
-	st, err := s.cfg.Team.Status(r.Context())
-	v := newTeamView(st, err, s.csrfOf(r))
-	v.Nav = s.navOf("team", st)
-	s.render(w, r, "team", v)
-}
-
-// agentOf returns the status and the agent named by r's path, or answers
-// 404 (an agent not in the team: its name never reaches a path).
-func (s *Server) agentOf(w http.ResponseWriter, r *http.Request) (*control.Status, *control.AgentStatus, bool) {
-	return s.agentNamed(w, r, r.PathValue("name"))
-}
-
-// agentNamed is agentOf of the agent name.
-func (s *Server) agentNamed(w http.ResponseWriter, r *http.Request, name string) (*control.Status, *control.AgentStatus, bool) {
-	st, err := s.cfg.Team.Status(r.Context())
-	if err != nil {
-		s.fail(w, r, http.StatusBadGateway, err)
-		return nil, nil, false
-	}
-	for i := range st.Agents {
-		if st.Agents[i].Name == name {
-			return st, &st.Agents[i], true
-		}
-	}
-	http.Error(w, "no such agent", http.StatusNotFound)
-	return nil, nil, false
-}
-
-func (s *Server) agentPage(w http.ResponseWriter, r *http.Request) {
-	st, a, ok := s.agentOf(w, r)
-	if !ok {
-		return
-	}
-	v := agentView{Team: st.Team, Nav: s.navOf("", st), Agent: statusview.NewAgent(*a), CSRF: s.csrfOf(r), Sent: r.URL.Query().Get("sent"),
-		Messages: s.agentMessages(a.Name), Done: doneText(r.URL.Query().Get("done"))}
-	v.Transcript, v.NoTranscript = s.lastLines(a.Name)
-	s.render(w, r, "agent", v)
-}
-
-// lastLines returns the last lines of agent's transcript, cleaned as the
-// panes show them, and whether there is none yet.
-func (s *Server) lastLines(agent string) (string, bool) {
-	var b bytes.Buffer
-	clean := ptylog.NewCleanWriter(&b, false)
-	t := &logtail.Tail{Path: s.cfg.Team.Transcript(agent), Label: "transcript of " + agent, Out: clean}
-	err := t.PrintLast(transcriptLines)
-	clean.Flush()
-	if errors.Is(err, logtail.ErrNoFile) {
-		return "", true
-	}
-	if err != nil {
-		s.cfg.Log.Warn("Console cannot read a transcript", "agent", agent, "error", err)
-	}
-	return b.String(), false
-}
-
-func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
-	if err := s.cfg.Team.Pause(r.Context()); err != nil {
-		s.fail(w, r, http.StatusBadGateway, err)
-		return
-	}
-	s.Notify()
-	http.Redirect(w, r, "/", http.StatusSeeOther)
-}
-
-func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
-	if err := s.cfg.Team.Resume(r.Context()); err != nil {
-		s.fail(w, r, http.StatusBadGateway, err)
-		return
-	}
-	s.Notify()
-	http.Redirect(w, r, "/", http.StatusSeeOther)
-}
-
-func (s *Server) send(w http.ResponseWriter, r *http.Request) {
-	_, a, ok := s.agentOf(w, r)
-	if !ok {
-		return
-	}
-	body := r.PostFormValue("body")
-	if strings.TrimSpace(body) == "" {
-		http.Error(w, "an empty message: write something to send", http.StatusBadRequest)
-		return
-	}
-	id, err := s.cfg.Team.Send(r.Context(), a.Name, body)
-	if err != nil {
-		s.fail(w, r, http.StatusBadGateway, err)
-		return
-	}
-	http.Redirect(w, r, "/agent/"+a.Name+"?sent="+id, http.StatusSeeOther)
 }

@@ -3,9 +3,12 @@ package console
 import (
 	"fmt"
 	"html/template"
+	"strings"
+	"time"
 
-	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/statusview"
+	"github.com/battyhq/batty/textclip"
 )
 
 // parsePages parses each page with the layout; every page defines
@@ -34,66 +37,46 @@ var pageFiles = map[string][]string{
 	"usage":    {"web/usage.html"},
 }
 
-// teamView is the team page's data (and its live part's).
-type teamView struct {
-	Team     string
-	Nav      nav
-	Err      string
-	CSRF     string
-	Paused   bool
-	Reason   string
-	Agents   []agentRow
-	Totals   totals
-	Landings int
+// Limits of what the pages show of a text an agent or a model wrote.
+const (
+	maxShownBody  = 4000
+	maxShownReply = 4000
+	maxShownLine  = 300
+)
+
+// nav is the header's part of every page: where it is and what waits for
+// the human.
+type nav struct {
+	// Page names the page ("team", "inbox", "landings", "alerts", "").
+	Page string
+	// Inbox counts the human's unread messages; Alerts the alerts not
+	// seen; Review the landings waiting for review.
+	Inbox, Alerts, Review int
 }
 
-// totals are the team's sums as the team page shows them
-// (statusview.Totals): Busy counts the turns that run, Backlog the
-// agents' backlogs and the messages in role queues.
-type totals struct {
-	Agents, Busy, Backlog, Turns int
-	Input, Output                string
-	// Limit is the highest usage-limit percent of the team's accounts,
-	// Budget the highest use of its budgets ("" when none).
-	Limit, Budget gauge
+// Unread is what the tab's title counts: unread messages and unseen
+// alerts.
+func (n nav) Unread() int { return n.Inbox + n.Alerts }
+
+// shown is an agent's or a model's text for a page: escape sequences and
+// control characters made inert (as the panes show them), at most max
+// runes. html/template escapes the rest. It is a pure function.
+func shown(s string, max int) string {
+	return textclip.Runes(safetext.Text(strings.TrimRight(s, "\n")), max, textclip.Ellipsis)
 }
 
-// gauge is a percentage shown with its level (statusview.Gauge).
-type gauge = statusview.Gauge
-
-// agentRow is one agent as the pages show it (statusview.Agent).
-type agentRow = statusview.Agent
-
-// agentView is the agent page's data.
-type agentView struct {
-	Team         string
-	Nav          nav
-	Agent        agentRow
-	CSRF         string
-	Sent         string
-	Transcript   string
-	NoTranscript bool
-	// Messages are its inbox, newest first; Done says what the last
-	// action did.
-	Messages []msgRow
-	Done     string
-}
-
-// newTeamView makes the team page's data of st (err when it could not be
-// had). It is a pure function.
-func newTeamView(st *control.Status, err error, csrf string) teamView {
-	v := teamView{CSRF: csrf}
-	if err != nil {
-		v.Err = err.Error()
-		return v
+// when shows a time on the pages. It is a pure function.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "—"
 	}
-	v.Team, v.Paused, v.Reason = st.Team, st.Dispatch.Paused, st.Dispatch.Reason
-	for _, a := range st.Agents {
-		v.Agents = append(v.Agents, statusview.NewAgent(a))
+	return t.Local().Format("Jan 2 15:04:05")
+}
+
+// orDash is s, "—" when it is empty. It is a pure function.
+func orDash(s string) string {
+	if s == "" {
+		return "—"
 	}
-	t := statusview.NewTotals(*st)
-	v.Totals = totals{Agents: t.Agents, Busy: t.Working, Backlog: t.Backlog + t.Queued, Turns: t.Turns,
-		Input: t.Input, Output: t.Output, Limit: t.Limit, Budget: t.Budget}
-	v.Landings = statusview.OpenLandings(st.Landings)
-	return v
+	return s
 }
