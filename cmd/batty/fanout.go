@@ -1,11 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -346,11 +344,12 @@ func checkSchema(path string) (string, error) {
 	return abs, nil
 }
 
-// runFanout runs the job with signals wired up: the first SIGINT, SIGTERM
-// or SIGHUP (a closed terminal, which would otherwise end batty at once)
-// stops starting rows, the second kills the running ones. Its progress,
-// notes and log, and the workers' stderr, go to ios.ErrOut (a live line
-// when that is a terminal). It returns the exit code.
+// runFanout runs the job (fanout.Job.Run) with signals wired up: the
+// first SIGINT, SIGTERM or SIGHUP (a closed terminal, which would
+// otherwise end batty at once) stops starting rows, the second kills the
+// running ones (Job.Interrupts). Its progress, notes and log, and the workers' stderr, go
+// to ios.ErrOut (a live line when that is a terminal). It returns the exit
+// code.
 func runFanout(parent context.Context, ios *iostreams.IOStreams, a fanoutArgs, table *fanout.Table, tmpl *fanout.Template, store *fanout.Store, pol fanoutPolicy, on fanoutHosts) (int, error) {
 	if parent == nil {
 		parent = context.Background()
@@ -368,69 +367,34 @@ func runFanout(parent context.Context, ios *iostreams.IOStreams, a fanoutArgs, t
 	if level == hclog.NoLevel {
 		level = hclog.Warn
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "fanout", Level: level, Output: ios.ErrOut})
-
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	kill := make(chan struct{})
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	sigDone := make(chan struct{})
-	defer close(sigDone)
-	go func() {
-		n := 0
-		for {
-			select {
-			case s := <-sigs:
-				n++
-				if n == 1 {
-					fmt.Fprintf(ios.ErrOut, "\nbatty fanout: %s: no more rows start; running rows get %s to finish (again to stop them now)\n", s, a.grace)
-					cancel()
-				} else if n == 2 {
-					fmt.Fprintf(ios.ErrOut, "\nbatty fanout: %s: stopping the running rows now\n", s)
-					close(kill)
-				}
-			case <-sigDone:
-				return
-			}
-		}
-	}()
-
-	workers := fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: ios.ErrOut, Homes: pol.homes}
+	job := fanout.Job{
+		Engine: fanout.Options{
+			Table: table, Template: tmpl, Schema: a.schema != "", Store: store,
+			Concurrency: a.concurrency, MaxTokens: a.maxTokens, MaxAttempts: pol.attempts, Quota: pol.quota, Accounts: pol.accounts,
+			KeepGoing: a.keepGoing, Grace: a.grace,
+		},
+		Output:   a.output,
+		Workers:  fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: ios.ErrOut, Homes: pol.homes},
+		Hosts:    on.list,
+		Progress: fanout.NewProgress(ios.ErrOut, ios.IsStderrTTY()),
+		Notes:    ios.ErrOut,
+		Log:      hclog.New(&hclog.LoggerOptions{Name: "fanout", Level: level, Output: ios.ErrOut}),
+	}
+	job.Progress.Width = ios.ErrWidth
 	if len(on.list) > 0 {
-		setup, ready, err := prepareHosts(ctx, ios.ErrOut, a.cfg, on)
-		defer func() {
-			if err := setup.Close(on.list); err != nil {
-				log.Warn("Closing the connection to a host", "error", err)
-			}
-		}()
-		if err != nil {
+		if job.HostSetup, err = hostSetup(a.cfg, on); err != nil {
 			store.Close()
 			return 1, err
 		}
-		workers.Hosts = ready
 	}
 
-	prog := fanout.NewProgress(ios.ErrOut, ios.IsStderrTTY())
-	prog.Width = ios.ErrWidth
-	progCtx, progStop := context.WithCancel(context.Background())
-	progDone := make(chan struct{})
-	go func() { defer close(progDone); prog.Run(progCtx) }()
-	sum, runErr := fanout.Run(ctx, kill, fanout.Options{
-		Table: table, Template: tmpl, Schema: a.schema != "", Store: store,
-		Concurrency: a.concurrency, MaxTokens: a.maxTokens, MaxAttempts: pol.attempts, Quota: pol.quota, Accounts: pol.accounts,
-		KeepGoing: a.keepGoing, NewWorker: workers.New, Grace: a.grace, Progress: prog.Update, Log: log,
-	})
-	progStop()
-	<-progDone
-	closeErr := store.Close()
-	prog.Final(sum, a.output)
-	if runErr != nil {
-		return 1, runErr
-	}
-	if closeErr != nil {
-		return 1, closeErr
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	job.Interrupts = sigs
+	sum, err := job.Run(parent)
+	if err != nil {
+		return 1, err
 	}
 	if !sum.Complete() {
 		return 1, nil
@@ -438,40 +402,18 @@ func runFanout(parent context.Context, ios *iostreams.IOStreams, a fanoutArgs, t
 	return 0, nil
 }
 
-// prepareHosts installs batty on the hosts of on and checks their Codex
-// (fanout.HostSetup.Prepare), and returns the setup (to close the hosts'
-// connections with) and the hosts ready. A host that is not ready is left
-// out, with one line on stderr saying why and where the rows go instead;
-// when none is ready, the error names each host's problem and its fix. It
-// blocks for the hosts; ctx cuts it short.
-func prepareHosts(ctx context.Context, stderr io.Writer, cfg shimconfig.Config, on fanoutHosts) (fanout.HostSetup, []fanout.WorkerHost, error) {
+// hostSetup is how the job readies the hosts of on: batty's own binary to
+// install there, this machine's project, working and home directories.
+func hostSetup(cfg shimconfig.Config, on fanoutHosts) (fanout.HostSetup, error) {
 	setup := fanout.HostSetup{Transport: &hosts.Transport{}, Root: on.root, Home: localHomeDir(), Config: cfg}
 	var err error
 	if setup.Cwd, err = os.Getwd(); err != nil {
-		return setup, nil, fmt.Errorf("the workers' directory: %w", err)
+		return setup, fmt.Errorf("the workers' directory: %w", err)
 	}
 	if setup.Batty, err = hosts.Self(versionString(), protocol.Version); err != nil {
-		return setup, nil, err
+		return setup, err
 	}
-	ready, probs := setup.Prepare(ctx, on.list)
-	if ctx.Err() != nil {
-		return setup, nil, fmt.Errorf("interrupted while the hosts were made ready; no row started")
-	}
-	if len(ready) == 0 {
-		var lines []string
-		for _, p := range probs {
-			lines = append(lines, fmt.Sprintf("host %s: %s\n  fix: %s", p.Host, p.Problem.Detail, p.Problem.Fix))
-		}
-		return setup, nil, fmt.Errorf("no host can run the rows:\n%s", strings.Join(lines, "\n"))
-	}
-	names := make([]string, len(ready))
-	for i, h := range ready {
-		names[i] = cmp.Or(h.Name, team.LocalHost)
-	}
-	for _, p := range probs {
-		fmt.Fprintf(stderr, "batty fanout: host %s: %s (fix: %s); its workers are not used: rows go to %s\n", p.Host, p.Problem.Detail, p.Problem.Fix, strings.Join(names, ", "))
-	}
-	return setup, ready, nil
+	return setup, nil
 }
 
 // localHomeDir is the home directory here, "" when unknown.
