@@ -17,7 +17,7 @@ import (
 	"github.com/battyhq/batty/shim/shimconfig"
 )
 
-func newChatCmd() *cobra.Command {
+func newChatCmd(f *Factory) *cobra.Command {
 	var (
 		cfg              shimconfig.Config
 		instructionsFile string
@@ -49,7 +49,7 @@ readable by every local user).`,
 				}
 				cfg.Instructions = text
 			}
-			code, err := runChat(cmd.Context(), cfg, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), asJSON, shutdownTimeout)
+			code, err := runChat(cmd.Context(), cfg, f.IOStreams.In, f.IOStreams.Out, f.IOStreams.ErrOut, asJSON, shutdownTimeout)
 			if err != nil {
 				return err
 			}

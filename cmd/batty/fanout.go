@@ -43,7 +43,7 @@ type fanoutArgs struct {
 var fanoutCodexFlags = []string{"cwd", "codex-bin", "model", "reasoning-effort", "sandbox", "approval-policy",
 	"add-dir", "codex-config", "codex-arg", "env", "instructions-file"}
 
-func newFanoutCmd(ios *iostreams.IOStreams) *cobra.Command {
+func newFanoutCmd(f *Factory) *cobra.Command {
 	var a fanoutArgs
 	cmd := &cobra.Command{
 		Use:   "fanout --csv IN --instruction TEXT --output OUT [flags]",
@@ -100,34 +100,35 @@ of this input).`,
   batty fanout --csv big.csv --instruction "..." --output out.csv --hosts build1,pod1,local -c 12`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runFanoutCmd(cmd, ios, a)
+			return runFanoutCmd(cmd, f, a)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&a.csv, "csv", "", "input CSV file with a header line (required)")
-	f.StringVar(&a.instruction, "instruction", "", "the instruction for each row; {column} is the row's value (required)")
-	f.StringVarP(&a.output, "output", "o", "", "output CSV file; rows done in it are skipped (required)")
-	f.IntVarP(&a.concurrency, "concurrency", "c", fanout.DefaultConcurrency, fmt.Sprintf("rows running at once (1 to %d)", fanout.MaxConcurrency))
-	f.StringVar(&a.schema, "schema", "", "JSON Schema file each row's answer must match (codex --output-schema)")
-	f.Int64Var(&a.maxTokens, "max-tokens", 0, "stop starting rows once the job's recorded usage, earlier runs included, reaches this many tokens (0: no limit)")
-	f.BoolVar(&a.keepGoing, "keep-going", false, fmt.Sprintf("run every row even when the first %d rows to finish all fail with the same error", fanout.SameErrorRows))
-	f.StringVar(&a.role, "role", "", "take codex settings from this role of the team file")
+	fl := cmd.Flags()
+	fl.StringVar(&a.csv, "csv", "", "input CSV file with a header line (required)")
+	fl.StringVar(&a.instruction, "instruction", "", "the instruction for each row; {column} is the row's value (required)")
+	fl.StringVarP(&a.output, "output", "o", "", "output CSV file; rows done in it are skipped (required)")
+	fl.IntVarP(&a.concurrency, "concurrency", "c", fanout.DefaultConcurrency, fmt.Sprintf("rows running at once (1 to %d)", fanout.MaxConcurrency))
+	fl.StringVar(&a.schema, "schema", "", "JSON Schema file each row's answer must match (codex --output-schema)")
+	fl.Int64Var(&a.maxTokens, "max-tokens", 0, "stop starting rows once the job's recorded usage, earlier runs included, reaches this many tokens (0: no limit)")
+	fl.BoolVar(&a.keepGoing, "keep-going", false, fmt.Sprintf("run every row even when the first %d rows to finish all fail with the same error", fanout.SameErrorRows))
+	fl.StringVar(&a.role, "role", "", "take codex settings from this role of the team file")
 	addTeamFlags(cmd, &a.teamFile, true) // the team of --role, --accounts and --hosts
-	f.StringSliceVar(&a.hosts, "hosts", nil, "run the workers on these hosts of the team file, taken in turn by worker number (local: this machine)")
-	f.StringSliceVar(&a.accounts, "accounts", nil, "run rows on these accounts of the team file, in order of preference, moving on when one hits its usage limit (default: the --role's accounts)")
-	f.DurationVar(&a.grace, "shutdown-timeout", fanout.DefaultGrace, "on Ctrl-C, how long running rows may finish")
+	fl.StringSliceVar(&a.hosts, "hosts", nil, "run the workers on these hosts of the team file, taken in turn by worker number (local: this machine)")
+	fl.StringSliceVar(&a.accounts, "accounts", nil, "run rows on these accounts of the team file, in order of preference, moving on when one hits its usage limit (default: the --role's accounts)")
+	fl.DurationVar(&a.grace, "shutdown-timeout", fanout.DefaultGrace, "on Ctrl-C, how long running rows may finish")
 	fs := a.cfg.FlagSet()
 	for _, name := range []string{"agent", "thread-id", "thread-usage", "queue-depth", "transcript", "transcript-root", "output-schema", "pressure-pct"} {
 		fs.Lookup(name).Hidden = true
 	}
-	f.AddFlagSet(fs)
-	f.StringArrayVar(&a.cfg.Env, "env", nil, "extra KEY=VALUE environment for codex (repeatable; visible on this command line, so export secrets instead: the environment passes through)")
-	f.StringVar(&a.instructionsFile, "instructions-file", "", "file with standing instructions, given to codex on every row")
+	fl.AddFlagSet(fs)
+	fl.StringArrayVar(&a.cfg.Env, "env", nil, "extra KEY=VALUE environment for codex (repeatable; visible on this command line, so export secrets instead: the environment passes through)")
+	fl.StringVar(&a.instructionsFile, "instructions-file", "", "file with standing instructions, given to codex on every row")
 	return cmd
 }
 
 // runFanoutCmd checks the command line and the files, then runs the job.
-func runFanoutCmd(cmd *cobra.Command, ios *iostreams.IOStreams, a fanoutArgs) error {
+func runFanoutCmd(cmd *cobra.Command, f *Factory, a fanoutArgs) error {
+	ios := f.IOStreams
 	for _, req := range []struct{ name, v string }{{"--csv", a.csv}, {"--instruction", a.instruction}, {"--output", a.output}} {
 		if req.v == "" {
 			return usageError(cmd, "%s is required", req.name)
@@ -156,7 +157,7 @@ func runFanoutCmd(cmd *cobra.Command, ios *iostreams.IOStreams, a fanoutArgs) er
 	var teamCfg *team.Config
 	var accounts []team.Account
 	if a.role != "" {
-		if teamCfg, accounts, err = roleSettings(cmd, &a, &pol); err != nil {
+		if teamCfg, accounts, err = roleSettings(cmd, f, &a, &pol); err != nil {
 			return err
 		}
 	} else {
@@ -171,7 +172,7 @@ func runFanoutCmd(cmd *cobra.Command, ios *iostreams.IOStreams, a fanoutArgs) er
 	}
 	if cmd.Flags().Changed("accounts") {
 		if teamCfg == nil {
-			if _, teamCfg, err = loadTeamProject(a.teamFile); err != nil {
+			if _, teamCfg, err = f.Team(a.teamFile); err != nil {
 				return usageError(cmd, "--accounts: %v", err)
 			}
 		}
@@ -188,9 +189,9 @@ func runFanoutCmd(cmd *cobra.Command, ios *iostreams.IOStreams, a fanoutArgs) er
 		if len(accounts) > 0 {
 			return usageError(cmd, "--hosts: accounts are not supported on hosts yet; drop --accounts (or use a --role without accounts)")
 		}
-		proj, err := resolveProject(a.teamFile)
+		proj, err := f.Project(a.teamFile)
 		if err == nil && teamCfg == nil {
-			_, teamCfg, err = loadTeamProject(a.teamFile)
+			_, teamCfg, err = f.Team(a.teamFile)
 		}
 		if err != nil {
 			return usageError(cmd, "--hosts: %v", err)
@@ -425,7 +426,7 @@ func localHomeDir() string {
 // roleSettings fills the workers' codex settings, timeouts and retry policy
 // from --role's role in the team file, and returns the team and the
 // role's accounts.
-func roleSettings(cmd *cobra.Command, a *fanoutArgs, pol *fanoutPolicy) (*team.Config, []team.Account, error) {
+func roleSettings(cmd *cobra.Command, f *Factory, a *fanoutArgs, pol *fanoutPolicy) (*team.Config, []team.Account, error) {
 	var given []string
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		for _, n := range fanoutCodexFlags {
@@ -437,7 +438,7 @@ func roleSettings(cmd *cobra.Command, a *fanoutArgs, pol *fanoutPolicy) (*team.C
 	if len(given) > 0 {
 		return nil, nil, usageError(cmd, "%s: with --role the codex settings come from the role in the team file; drop %s or --role", strings.Join(given, ", "), map[bool]string{true: "them", false: "it"}[len(given) > 1])
 	}
-	_, cfg, err := loadTeamProject(a.teamFile)
+	_, cfg, err := f.Team(a.teamFile)
 	if err != nil {
 		return nil, nil, usageError(cmd, "--role: %v", err)
 	}
