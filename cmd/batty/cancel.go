@@ -18,7 +18,7 @@ import (
 	"github.com/battyhq/batty/team"
 )
 
-func newCancelCmd() *cobra.Command {
+func newCancelCmd(f *Factory) *cobra.Command {
 	var teamFile string
 	var interrupt bool
 	cmd := &cobra.Command{
@@ -42,13 +42,13 @@ refused (each is named).`,
   batty cancel --interrupt 1f2e3d4c`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, cfg, err := loadTeamProject(teamFile)
+			p, cfg, err := f.Team(teamFile)
 			if err != nil {
 				return err
 			}
 			ids, results := resolveCancelIDs(p.Layout, cfg, args)
 			if len(ids) > 0 {
-				client := daemonClient{layout: p.Layout}
+				client := f.Daemon(p)
 				req := control.Request{Op: control.OpCancel, IDs: ids, Interrupt: interrupt}
 				resp, _, err := client.callOr(req, 60*time.Second, func() (control.Response, error) {
 					res, err := offline.Cancel(cfg, p.Layout, ids)

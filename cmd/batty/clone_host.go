@@ -19,7 +19,7 @@ import (
 // clones live in the project's state directory there (--state-dir, the
 // daemon's hosts.StateDir of the project there), out of the project
 // directory, which an agent working in the project there may write.
-func newCloneHostCmd() *cobra.Command {
+func newCloneHostCmd(f *Factory) *cobra.Command {
 	var stateDir string
 	cmd := &cobra.Command{
 		Use:    "clone-host",

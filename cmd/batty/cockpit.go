@@ -137,7 +137,7 @@ func (dc *daemonCockpit) close() error {
 	return dc.srv.Kill(ctx)
 }
 
-func newAttachCmd(ios *iostreams.IOStreams) *cobra.Command {
+func newAttachCmd(f *Factory) *cobra.Command {
 	var teamFile string
 	var relayout bool
 	cmd := &cobra.Command{
@@ -163,7 +163,7 @@ small one) and again whenever it is resized.`,
 			return cobra.NoArgs(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, cfg, err := loadTeamProject(teamFile)
+			p, cfg, err := f.Team(teamFile)
 			if err != nil {
 				return err
 			}
@@ -175,7 +175,7 @@ small one) and again whenever it is resized.`,
 				}
 				return relayoutCockpit(cmd.Context(), p, cfg, cockpit.Size{Width: w, Height: h})
 			}
-			return attachCockpit(cmd.Context(), ios, p, cfg)
+			return attachCockpit(cmd.Context(), f.IOStreams, p, cfg)
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)

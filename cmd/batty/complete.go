@@ -44,8 +44,8 @@ const (
 // command: the names in set of the team that *teamFile (or the default
 // lookup) names. Later arguments complete nothing. A team file that cannot
 // be loaded completes nothing.
-func completeNames(teamFile *string, set nameSet) cobra.CompletionFunc {
-	return completeFirstArg(teamFile, func(cfg *team.Config, toComplete string) ([]cobra.Completion, bool) {
+func (f *Factory) completeNames(teamFile *string, set nameSet) cobra.CompletionFunc {
+	return f.completeFirstArg(teamFile, func(cfg *team.Config, toComplete string) ([]cobra.Completion, bool) {
 		return teamNames(cfg, set, "", toComplete), true
 	})
 }
@@ -54,12 +54,12 @@ func completeNames(teamFile *string, set nameSet) cobra.CompletionFunc {
 // names returns for the team that *teamFile (or the default lookup)
 // names; later arguments, a team file that cannot be loaded, or names
 // returning false complete nothing.
-func completeFirstArg(teamFile *string, names func(cfg *team.Config, toComplete string) ([]cobra.Completion, bool)) cobra.CompletionFunc {
+func (f *Factory) completeFirstArg(teamFile *string, names func(cfg *team.Config, toComplete string) ([]cobra.Completion, bool)) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		_, cfg, err := loadTeamProject(*teamFile)
+		_, cfg, err := f.Team(*teamFile)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -73,12 +73,12 @@ func completeFirstArg(teamFile *string, names func(cfg *team.Config, toComplete 
 
 // completeRecipients completes the recipient of `batty send`: whom the
 // sender (see currentSender) may message.
-func completeRecipients(teamFile, from *string) cobra.CompletionFunc {
+func (f *Factory) completeRecipients(teamFile, from *string) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		_, cfg, err := loadTeamProject(*teamFile)
+		_, cfg, err := f.Team(*teamFile)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -137,8 +137,8 @@ func teamNames(cfg *team.Config, set nameSet, sender, prefix string) []cobra.Com
 // prune: the agents of the team that work in a worktree of their own. With
 // landing (merge) run inside an agent, only those whose branch it may land
 // (team.MayLand).
-func completeWorktreeAgents(teamFile *string, landing bool) cobra.CompletionFunc {
-	return completeFirstArg(teamFile, func(cfg *team.Config, toComplete string) ([]cobra.Completion, bool) {
+func (f *Factory) completeWorktreeAgents(teamFile *string, landing bool) cobra.CompletionFunc {
+	return f.completeFirstArg(teamFile, func(cfg *team.Config, toComplete string) ([]cobra.Completion, bool) {
 		sender := ""
 		if landing {
 			var err error

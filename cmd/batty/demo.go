@@ -13,13 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/demo"
 )
 
 // newDemoCmd returns `batty demo`: a small team working offline against a
 // scripted stand-in for the model.
-func newDemoCmd(ios *iostreams.IOStreams) *cobra.Command {
+func newDemoCmd(f *Factory) *cobra.Command {
 	var noTmux, keep bool
 	var timeout, pace time.Duration
 	var codexBin string
@@ -67,12 +66,12 @@ It needs git and the Codex CLI: the pinned install of scripts/demo.sh
 			defer signal.Stop(pipe)
 			out := cmd.OutOrStdout()
 			cockpit := false
-			if !noTmux && ios.IsStdinTTY() && ios.IsStdoutTTY() {
+			if !noTmux && f.IOStreams.IsStdinTTY() && f.IOStreams.IsStdoutTTY() {
 				cockpit = cockpitNote(cmd.Root(), out)
 			}
 			_, err = demo.Run(ctx, demo.Options{
 				Batty: exe, CodexBin: codexBin, Cockpit: cockpit, Keep: keep, Timeout: timeout, Pace: pace,
-				Out: out, Stdin: fileOf(ios.In), Stdout: fileOf(ios.Out), Stderr: fileOf(ios.ErrOut),
+				Out: out, Stdin: fileOf(f.IOStreams.In), Stdout: fileOf(f.IOStreams.Out), Stderr: fileOf(f.IOStreams.ErrOut),
 			})
 			if errors.Is(err, demo.ErrInterrupted) {
 				fmt.Fprintln(cmd.ErrOrStderr(), "batty demo: interrupted; everything it started is stopped")

@@ -22,7 +22,7 @@ import (
 	"github.com/battyhq/batty/team"
 )
 
-func newDoctorCmd() *cobra.Command {
+func newDoctorCmd(f *Factory) *cobra.Command {
 	var teamFile string
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -45,7 +43,7 @@ type fanoutArgs struct {
 var fanoutCodexFlags = []string{"cwd", "codex-bin", "model", "reasoning-effort", "sandbox", "approval-policy",
 	"add-dir", "codex-config", "codex-arg", "env", "instructions-file"}
 
-func newFanoutCmd(ios *iostreams.IOStreams) *cobra.Command {
+func newFanoutCmd(f *Factory) *cobra.Command {
 	var a fanoutArgs
 	cmd := &cobra.Command{
 		Use:   "fanout --csv IN --instruction TEXT --output OUT [flags]",
@@ -102,34 +100,35 @@ of this input).`,
   batty fanout --csv big.csv --instruction "..." --output out.csv --hosts build1,pod1,local -c 12`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runFanoutCmd(cmd, ios, a)
+			return runFanoutCmd(cmd, f, a)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&a.csv, "csv", "", "input CSV file with a header line (required)")
-	f.StringVar(&a.instruction, "instruction", "", "the instruction for each row; {column} is the row's value (required)")
-	f.StringVarP(&a.output, "output", "o", "", "output CSV file; rows done in it are skipped (required)")
-	f.IntVarP(&a.concurrency, "concurrency", "c", fanout.DefaultConcurrency, fmt.Sprintf("rows running at once (1 to %d)", fanout.MaxConcurrency))
-	f.StringVar(&a.schema, "schema", "", "JSON Schema file each row's answer must match (codex --output-schema)")
-	f.Int64Var(&a.maxTokens, "max-tokens", 0, "stop starting rows once the job's recorded usage, earlier runs included, reaches this many tokens (0: no limit)")
-	f.BoolVar(&a.keepGoing, "keep-going", false, fmt.Sprintf("run every row even when the first %d rows to finish all fail with the same error", fanout.SameErrorRows))
-	f.StringVar(&a.role, "role", "", "take codex settings from this role of the team file")
+	fl := cmd.Flags()
+	fl.StringVar(&a.csv, "csv", "", "input CSV file with a header line (required)")
+	fl.StringVar(&a.instruction, "instruction", "", "the instruction for each row; {column} is the row's value (required)")
+	fl.StringVarP(&a.output, "output", "o", "", "output CSV file; rows done in it are skipped (required)")
+	fl.IntVarP(&a.concurrency, "concurrency", "c", fanout.DefaultConcurrency, fmt.Sprintf("rows running at once (1 to %d)", fanout.MaxConcurrency))
+	fl.StringVar(&a.schema, "schema", "", "JSON Schema file each row's answer must match (codex --output-schema)")
+	fl.Int64Var(&a.maxTokens, "max-tokens", 0, "stop starting rows once the job's recorded usage, earlier runs included, reaches this many tokens (0: no limit)")
+	fl.BoolVar(&a.keepGoing, "keep-going", false, fmt.Sprintf("run every row even when the first %d rows to finish all fail with the same error", fanout.SameErrorRows))
+	fl.StringVar(&a.role, "role", "", "take codex settings from this role of the team file")
 	addTeamFlags(cmd, &a.teamFile, true) // the team of --role, --accounts and --hosts
-	f.StringSliceVar(&a.hosts, "hosts", nil, "run the workers on these hosts of the team file, taken in turn by worker number (local: this machine)")
-	f.StringSliceVar(&a.accounts, "accounts", nil, "run rows on these accounts of the team file, in order of preference, moving on when one hits its usage limit (default: the --role's accounts)")
-	f.DurationVar(&a.grace, "shutdown-timeout", fanout.DefaultGrace, "on Ctrl-C, how long running rows may finish")
+	fl.StringSliceVar(&a.hosts, "hosts", nil, "run the workers on these hosts of the team file, taken in turn by worker number (local: this machine)")
+	fl.StringSliceVar(&a.accounts, "accounts", nil, "run rows on these accounts of the team file, in order of preference, moving on when one hits its usage limit (default: the --role's accounts)")
+	fl.DurationVar(&a.grace, "shutdown-timeout", fanout.DefaultGrace, "on Ctrl-C, how long running rows may finish")
 	fs := a.cfg.FlagSet()
 	for _, name := range []string{"agent", "thread-id", "thread-usage", "queue-depth", "transcript", "transcript-root", "output-schema", "pressure-pct"} {
 		fs.Lookup(name).Hidden = true
 	}
-	f.AddFlagSet(fs)
-	f.StringArrayVar(&a.cfg.Env, "env", nil, "extra KEY=VALUE environment for codex (repeatable; visible on this command line, so export secrets instead: the environment passes through)")
-	f.StringVar(&a.instructionsFile, "instructions-file", "", "file with standing instructions, given to codex on every row")
+	fl.AddFlagSet(fs)
+	fl.StringArrayVar(&a.cfg.Env, "env", nil, "extra KEY=VALUE environment for codex (repeatable; visible on this command line, so export secrets instead: the environment passes through)")
+	fl.StringVar(&a.instructionsFile, "instructions-file", "", "file with standing instructions, given to codex on every row")
 	return cmd
 }
 
 // runFanoutCmd checks the command line and the files, then runs the job.
-func runFanoutCmd(cmd *cobra.Command, ios *iostreams.IOStreams, a fanoutArgs) error {
+func runFanoutCmd(cmd *cobra.Command, f *Factory, a fanoutArgs) error {
+	ios := f.IOStreams
 	for _, req := range []struct{ name, v string }{{"--csv", a.csv}, {"--instruction", a.instruction}, {"--output", a.output}} {
 		if req.v == "" {
 			return usageError(cmd, "%s is required", req.name)
@@ -158,7 +157,7 @@ func runFanoutCmd(cmd *cobra.Command, ios *iostreams.IOStreams, a fanoutArgs) er
 	var teamCfg *team.Config
 	var accounts []team.Account
 	if a.role != "" {
-		if teamCfg, accounts, err = roleSettings(cmd, &a, &pol); err != nil {
+		if teamCfg, accounts, err = roleSettings(cmd, f, &a, &pol); err != nil {
 			return err
 		}
 	} else {
@@ -173,7 +172,7 @@ func runFanoutCmd(cmd *cobra.Command, ios *iostreams.IOStreams, a fanoutArgs) er
 	}
 	if cmd.Flags().Changed("accounts") {
 		if teamCfg == nil {
-			if _, teamCfg, err = loadTeamProject(a.teamFile); err != nil {
+			if _, teamCfg, err = f.Team(a.teamFile); err != nil {
 				return usageError(cmd, "--accounts: %v", err)
 			}
 		}
@@ -190,9 +189,9 @@ func runFanoutCmd(cmd *cobra.Command, ios *iostreams.IOStreams, a fanoutArgs) er
 		if len(accounts) > 0 {
 			return usageError(cmd, "--hosts: accounts are not supported on hosts yet; drop --accounts (or use a --role without accounts)")
 		}
-		proj, err := resolveProject(a.teamFile)
+		proj, err := f.Project(a.teamFile)
 		if err == nil && teamCfg == nil {
-			_, teamCfg, err = loadTeamProject(a.teamFile)
+			_, teamCfg, err = f.Team(a.teamFile)
 		}
 		if err != nil {
 			return usageError(cmd, "--hosts: %v", err)
@@ -346,11 +345,12 @@ func checkSchema(path string) (string, error) {
 	return abs, nil
 }
 
-// runFanout runs the job with signals wired up: the first SIGINT, SIGTERM
-// or SIGHUP (a closed terminal, which would otherwise end batty at once)
-// stops starting rows, the second kills the running ones. Its progress,
-// notes and log, and the workers' stderr, go to ios.ErrOut (a live line
-// when that is a terminal). It returns the exit code.
+// runFanout runs the job (fanout.Job.Run) with signals wired up: the
+// first SIGINT, SIGTERM or SIGHUP (a closed terminal, which would
+// otherwise end batty at once) stops starting rows, the second kills the
+// running ones (Job.Interrupts). Its progress, notes and log, and the workers' stderr, go
+// to ios.ErrOut (a live line when that is a terminal). It returns the exit
+// code.
 func runFanout(parent context.Context, ios *iostreams.IOStreams, a fanoutArgs, table *fanout.Table, tmpl *fanout.Template, store *fanout.Store, pol fanoutPolicy, on fanoutHosts) (int, error) {
 	if parent == nil {
 		parent = context.Background()
@@ -368,69 +368,34 @@ func runFanout(parent context.Context, ios *iostreams.IOStreams, a fanoutArgs, t
 	if level == hclog.NoLevel {
 		level = hclog.Warn
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "fanout", Level: level, Output: ios.ErrOut})
-
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	kill := make(chan struct{})
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	sigDone := make(chan struct{})
-	defer close(sigDone)
-	go func() {
-		n := 0
-		for {
-			select {
-			case s := <-sigs:
-				n++
-				if n == 1 {
-					fmt.Fprintf(ios.ErrOut, "\nbatty fanout: %s: no more rows start; running rows get %s to finish (again to stop them now)\n", s, a.grace)
-					cancel()
-				} else if n == 2 {
-					fmt.Fprintf(ios.ErrOut, "\nbatty fanout: %s: stopping the running rows now\n", s)
-					close(kill)
-				}
-			case <-sigDone:
-				return
-			}
-		}
-	}()
-
-	workers := fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: ios.ErrOut, Homes: pol.homes}
+	job := fanout.Job{
+		Engine: fanout.Options{
+			Table: table, Template: tmpl, Schema: a.schema != "", Store: store,
+			Concurrency: a.concurrency, MaxTokens: a.maxTokens, MaxAttempts: pol.attempts, Quota: pol.quota, Accounts: pol.accounts,
+			KeepGoing: a.keepGoing, Grace: a.grace,
+		},
+		Output:   a.output,
+		Workers:  fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: ios.ErrOut, Homes: pol.homes},
+		Hosts:    on.list,
+		Progress: fanout.NewProgress(ios.ErrOut, ios.IsStderrTTY()),
+		Notes:    ios.ErrOut,
+		Log:      hclog.New(&hclog.LoggerOptions{Name: "fanout", Level: level, Output: ios.ErrOut}),
+	}
+	job.Progress.Width = ios.ErrWidth
 	if len(on.list) > 0 {
-		setup, ready, err := prepareHosts(ctx, ios.ErrOut, a.cfg, on)
-		defer func() {
-			if err := setup.Close(on.list); err != nil {
-				log.Warn("Closing the connection to a host", "error", err)
-			}
-		}()
-		if err != nil {
+		if job.HostSetup, err = hostSetup(a.cfg, on); err != nil {
 			store.Close()
 			return 1, err
 		}
-		workers.Hosts = ready
 	}
 
-	prog := fanout.NewProgress(ios.ErrOut, ios.IsStderrTTY())
-	prog.Width = ios.ErrWidth
-	progCtx, progStop := context.WithCancel(context.Background())
-	progDone := make(chan struct{})
-	go func() { defer close(progDone); prog.Run(progCtx) }()
-	sum, runErr := fanout.Run(ctx, kill, fanout.Options{
-		Table: table, Template: tmpl, Schema: a.schema != "", Store: store,
-		Concurrency: a.concurrency, MaxTokens: a.maxTokens, MaxAttempts: pol.attempts, Quota: pol.quota, Accounts: pol.accounts,
-		KeepGoing: a.keepGoing, NewWorker: workers.New, Grace: a.grace, Progress: prog.Update, Log: log,
-	})
-	progStop()
-	<-progDone
-	closeErr := store.Close()
-	prog.Final(sum, a.output)
-	if runErr != nil {
-		return 1, runErr
-	}
-	if closeErr != nil {
-		return 1, closeErr
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	job.Interrupts = sigs
+	sum, err := job.Run(parent)
+	if err != nil {
+		return 1, err
 	}
 	if !sum.Complete() {
 		return 1, nil
@@ -438,40 +403,18 @@ func runFanout(parent context.Context, ios *iostreams.IOStreams, a fanoutArgs, t
 	return 0, nil
 }
 
-// prepareHosts installs batty on the hosts of on and checks their Codex
-// (fanout.HostSetup.Prepare), and returns the setup (to close the hosts'
-// connections with) and the hosts ready. A host that is not ready is left
-// out, with one line on stderr saying why and where the rows go instead;
-// when none is ready, the error names each host's problem and its fix. It
-// blocks for the hosts; ctx cuts it short.
-func prepareHosts(ctx context.Context, stderr io.Writer, cfg shimconfig.Config, on fanoutHosts) (fanout.HostSetup, []fanout.WorkerHost, error) {
+// hostSetup is how the job readies the hosts of on: batty's own binary to
+// install there, this machine's project, working and home directories.
+func hostSetup(cfg shimconfig.Config, on fanoutHosts) (fanout.HostSetup, error) {
 	setup := fanout.HostSetup{Transport: &hosts.Transport{}, Root: on.root, Home: localHomeDir(), Config: cfg}
 	var err error
 	if setup.Cwd, err = os.Getwd(); err != nil {
-		return setup, nil, fmt.Errorf("the workers' directory: %w", err)
+		return setup, fmt.Errorf("the workers' directory: %w", err)
 	}
 	if setup.Batty, err = hosts.Self(versionString(), protocol.Version); err != nil {
-		return setup, nil, err
+		return setup, err
 	}
-	ready, probs := setup.Prepare(ctx, on.list)
-	if ctx.Err() != nil {
-		return setup, nil, fmt.Errorf("interrupted while the hosts were made ready; no row started")
-	}
-	if len(ready) == 0 {
-		var lines []string
-		for _, p := range probs {
-			lines = append(lines, fmt.Sprintf("host %s: %s\n  fix: %s", p.Host, p.Problem.Detail, p.Problem.Fix))
-		}
-		return setup, nil, fmt.Errorf("no host can run the rows:\n%s", strings.Join(lines, "\n"))
-	}
-	names := make([]string, len(ready))
-	for i, h := range ready {
-		names[i] = cmp.Or(h.Name, team.LocalHost)
-	}
-	for _, p := range probs {
-		fmt.Fprintf(stderr, "batty fanout: host %s: %s (fix: %s); its workers are not used: rows go to %s\n", p.Host, p.Problem.Detail, p.Problem.Fix, strings.Join(names, ", "))
-	}
-	return setup, ready, nil
+	return setup, nil
 }
 
 // localHomeDir is the home directory here, "" when unknown.
@@ -483,7 +426,7 @@ func localHomeDir() string {
 // roleSettings fills the workers' codex settings, timeouts and retry policy
 // from --role's role in the team file, and returns the team and the
 // role's accounts.
-func roleSettings(cmd *cobra.Command, a *fanoutArgs, pol *fanoutPolicy) (*team.Config, []team.Account, error) {
+func roleSettings(cmd *cobra.Command, f *Factory, a *fanoutArgs, pol *fanoutPolicy) (*team.Config, []team.Account, error) {
 	var given []string
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		for _, n := range fanoutCodexFlags {
@@ -495,7 +438,7 @@ func roleSettings(cmd *cobra.Command, a *fanoutArgs, pol *fanoutPolicy) (*team.C
 	if len(given) > 0 {
 		return nil, nil, usageError(cmd, "%s: with --role the codex settings come from the role in the team file; drop %s or --role", strings.Join(given, ", "), map[bool]string{true: "them", false: "it"}[len(given) > 1])
 	}
-	_, cfg, err := loadTeamProject(a.teamFile)
+	_, cfg, err := f.Team(a.teamFile)
 	if err != nil {
 		return nil, nil, usageError(cmd, "--role: %v", err)
 	}

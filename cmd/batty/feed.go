@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/cockpit"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
@@ -24,7 +23,7 @@ import (
 
 // newFeedCmd returns the hidden `batty feed`: the cockpit's orchestrator
 // pane, one readable line per event of .batty/events.jsonl, followed.
-func newFeedCmd(ios *iostreams.IOStreams) *cobra.Command {
+func newFeedCmd(f *Factory) *cobra.Command {
 	var (
 		teamFile string
 		lines    int
@@ -36,13 +35,13 @@ func newFeedCmd(ios *iostreams.IOStreams) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := resolveProject(teamFile)
+			p, err := f.Project(teamFile)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fw := &feedWriter{w: out, color: ios.ColorEnabled()}
-			t := &logtail.Tail{Path: p.Layout.EventsLog(), Label: "event log", Out: fw, Notice: cmd.ErrOrStderr(), DimNotices: fw.color && ios.IsStderrTTY()}
+			fw := &feedWriter{w: out, color: f.IOStreams.ColorEnabled()}
+			t := &logtail.Tail{Path: p.Layout.EventsLog(), Label: "event log", Out: fw, Notice: cmd.ErrOrStderr(), DimNotices: fw.color && f.IOStreams.IsStderrTTY()}
 			if !follow {
 				err := t.PrintLast(lines)
 				if errors.Is(err, logtail.ErrNoFile) {

@@ -40,7 +40,7 @@ type listedMessage struct {
 
 // newInboxCmd returns `batty inbox`: list the human's or an agent's
 // messages.
-func newInboxCmd() *cobra.Command {
+func newInboxCmd(f *Factory) *cobra.Command {
 	var (
 		teamFile string
 		limit    int
@@ -86,7 +86,7 @@ or any unique beginning of either, as git takes a short hash.`,
 			if len(args) == 1 {
 				name = args[0]
 			}
-			p, cfg, err := loadTeamProject(teamFile)
+			p, cfg, err := f.Team(teamFile)
 			if err != nil {
 				return err
 			}
@@ -120,7 +120,7 @@ or any unique beginning of either, as git takes a short hash.`,
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
-	cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents|namesQueues|namesHuman)
+	cmd.ValidArgsFunction = f.completeNames(&teamFile, namesAgents|namesQueues|namesHuman)
 	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "show at most N messages")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	cmd.Flags().StringVar(&full, "full", "", "print the whole text of message `ID`")

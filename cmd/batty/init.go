@@ -19,7 +19,7 @@ import (
 )
 
 // newInitCmd returns `batty init`: write the example team.
-func newInitCmd() *cobra.Command {
+func newInitCmd(f *Factory) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "init [--force] [DIR]",

@@ -11,13 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/logtail"
 	"github.com/battyhq/batty/ptylog"
 )
 
 // newLogsCmd returns `batty logs`: print or follow an agent's transcript.
-func newLogsCmd(ios *iostreams.IOStreams) *cobra.Command {
+func newLogsCmd(f *Factory) *cobra.Command {
 	var (
 		teamFile string
 		lines    int
@@ -72,7 +71,7 @@ Note: as in kubectl, -f means --follow here; name the team file with --team.`,
 			}
 			return cobra.ExactArgs(1)(cmd, args)
 		},
-		ValidArgsFunction: completeNames(&teamFile, namesAgents),
+		ValidArgsFunction: f.completeNames(&teamFile, namesAgents),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if lines < 0 {
 				return usageError(cmd, "-n must not be negative, got %d", lines)
@@ -80,12 +79,12 @@ Note: as in kubectl, -f means --follow here; name the team file with --team.`,
 			if rescan <= 0 {
 				return usageError(cmd, "--rescan must be positive, got %s", rescan)
 			}
-			p, cfg, err := loadTeamProject(teamFile)
+			p, cfg, err := f.Team(teamFile)
 			if err != nil {
 				return err
 			}
-			keepColour := !stripColor(color, ios.IsStdoutTTY(), ios.NoColor())
-			dim := ios.IsStderrTTY() && !stripColor(color, true, ios.NoColor())
+			keepColour := !stripColor(color, f.IOStreams.IsStdoutTTY(), f.IOStreams.NoColor())
+			dim := f.IOStreams.IsStderrTTY() && !stripColor(color, true, f.IOStreams.NoColor())
 			if all {
 				names := teamAgentNames(cfg)
 				a := &allLogs{

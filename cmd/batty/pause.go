@@ -14,7 +14,7 @@ import (
 	"github.com/battyhq/batty/safetext"
 )
 
-func newPauseCmd(pause bool) *cobra.Command {
+func newPauseCmd(f *Factory, pause bool) *cobra.Command {
 	var teamFile string
 	use, short := "resume [agent]", "Release dispatch team-wide (also ends a quota or auth pause); retry a failed agent"
 	long := `resume releases the team-wide dispatch gate: a manual pause, a quota pause
@@ -46,7 +46,7 @@ saved, so it holds across restarts.`
 		Example: example,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := resolveProject(teamFile)
+			p, err := f.Project(teamFile)
 			if err != nil {
 				return err
 			}
@@ -55,9 +55,9 @@ saved, so it holds across restarts.`
 			if pause {
 				op = control.OpPause
 			} else if len(args) == 1 {
-				return resumeAgent(cmd.OutOrStdout(), p, args[0])
+				return resumeAgent(cmd.OutOrStdout(), f, p, args[0])
 			}
-			client := daemonClient{layout: p.Layout}
+			client := f.Daemon(p)
 			resp, running, err := client.callOr(control.Request{Op: op, Reason: reason}, 10*time.Second, func() (control.Response, error) {
 				return pauseOffline(p, pause, reason)
 			})
@@ -78,7 +78,7 @@ saved, so it holds across restarts.`
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	if !pause {
-		cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
+		cmd.ValidArgsFunction = f.completeNames(&teamFile, namesAgents)
 	}
 	return cmd
 }
@@ -101,7 +101,7 @@ func pauseOffline(p project.Project, pause bool, reason string) (control.Respons
 // goes on for the rest of the budget's window. A name that is not an agent of the team
 // file is an error listing the agents. With no daemon running there is
 // nothing to retry: it says that the next start starts the agent afresh.
-func resumeAgent(w io.Writer, p project.Project, name string) error {
+func resumeAgent(w io.Writer, f *Factory, p project.Project, name string) error {
 	cfg, err := loadTeamFile(p.TeamFile)
 	if err != nil {
 		return err
@@ -109,7 +109,7 @@ func resumeAgent(w io.Writer, p project.Project, name string) error {
 	if _, ok := cfg.Agent(name); !ok {
 		return fmt.Errorf("no agent %q in team %q (%s); agents: %s", name, cfg.Name, cfg.Path, strings.Join(teamAgentNames(cfg), ", "))
 	}
-	client := daemonClient{layout: p.Layout}
+	client := f.Daemon(p)
 	resp, running, err := client.callOr(control.Request{Op: control.OpResume, Agent: name}, 10*time.Second, func() (control.Response, error) {
 		fmt.Fprintf(w, "batty: the daemon is not running; `batty start` starts %s afresh\n", name)
 		return control.Response{}, nil

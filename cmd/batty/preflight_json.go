@@ -14,7 +14,7 @@ import (
 // the target as JSON on stdin — its environment may hold secrets, which
 // never go on a command line — checks it here and prints the answer as
 // one JSON line.
-func newPreflightCmd() *cobra.Command {
+func newPreflightCmd(f *Factory) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:    "preflight --json",

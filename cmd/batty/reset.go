@@ -10,7 +10,7 @@ import (
 	"github.com/battyhq/batty/offline"
 )
 
-func newResetCmd() *cobra.Command {
+func newResetCmd(f *Factory) *cobra.Command {
 	var teamFile, reason string
 	cmd := &cobra.Command{
 		Use:   "reset <agent>",
@@ -24,14 +24,14 @@ then (batty status lists it).`,
   batty reset manager --reason "context full"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, cfg, err := loadTeamProject(teamFile)
+			p, cfg, err := f.Team(teamFile)
 			if err != nil {
 				return err
 			}
 			if _, ok := cfg.Agent(args[0]); !ok {
 				return unknownAgentError(cfg, args[0])
 			}
-			client := daemonClient{layout: p.Layout}
+			client := f.Daemon(p)
 			req := control.Request{Op: control.OpReset, Agent: args[0], Reason: reason}
 			// The daemon answers as soon as the agent gets to it: done, or
 			// pending while the agent is in a git or ssh step (applied once the
@@ -52,6 +52,6 @@ then (batty status lists it).`,
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (kept with the archived thread)")
-	cmd.ValidArgsFunction = completeNames(&teamFile, namesAgents)
+	cmd.ValidArgsFunction = f.completeNames(&teamFile, namesAgents)
 	return cmd
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/battyhq/batty/team"
 )
 
-func newRestartCmd(ios *iostreams.IOStreams) *cobra.Command {
+func newRestartCmd(f *Factory) *cobra.Command {
 	var teamFile string
 	var timeout time.Duration
 	var noTmux, yes bool
@@ -49,18 +49,18 @@ new daemon refuses to start.`,
   batty restart --yes   # accept changed trusted settings without asking`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, cfg, err := loadStartableTeam(cmd.Context(), teamFile)
+			p, cfg, err := f.loadStartableTeam(cmd.Context(), teamFile)
 			if err != nil {
 				return err
 			}
-			accepted, err := confirmTrusted(cmd, ios, p, cfg, yes)
+			accepted, err := confirmTrusted(cmd, f.IOStreams, p, cfg, yes)
 			if err != nil {
 				return err
 			}
-			if err := runStop(cmd, teamFile, timeout); err != nil {
+			if err := runStop(cmd, f, teamFile, timeout); err != nil {
 				return err
 			}
-			return runStart(cmd, ios, teamFile, false, noTmux, accepted)
+			return runStart(cmd, f, teamFile, false, noTmux, accepted)
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)

@@ -23,7 +23,7 @@ import (
 // reviewWait bounds the git commands `batty review` runs.
 const reviewWait = 30 * time.Second
 
-func newReviewCmd() *cobra.Command {
+func newReviewCmd(f *Factory) *cobra.Command {
 	var teamFile string
 	cmd := &cobra.Command{
 		Use:   "review",
@@ -46,11 +46,11 @@ and file names are the agent's: shown cleaned, one line each.`,
   batty reject engineer-1 --reason "keep the old flag as an alias"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, cfg, err := loadTeamProject(teamFile)
+			p, cfg, err := f.Team(teamFile)
 			if err != nil {
 				return err
 			}
-			client := daemonClient{layout: p.Layout}
+			client := f.Daemon(p)
 			resp, _, err := client.callOr(control.Request{Op: control.OpStatus}, 10*time.Second, func() (control.Response, error) {
 				st, err := offline.Status(cfg, p.Layout)
 				return control.Response{Status: &st}, err
@@ -161,7 +161,7 @@ func notRunningReview(verb string, err error) error {
 	return err
 }
 
-func newApproveCmd() *cobra.Command {
+func newApproveCmd(f *Factory) *cobra.Command {
 	var teamFile string
 	cmd := &cobra.Command{
 		Use:   "approve <agent|request>",
@@ -183,11 +183,11 @@ Exit status: 0 approved, 1 not approved (named, moved since, or an error).`,
   batty approve 1f2e3d4c`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, _, err := loadTeamProject(teamFile)
+			p, _, err := f.Team(teamFile)
 			if err != nil {
 				return err
 			}
-			resp, err := callReview(p, control.Request{Op: control.OpApprove, Landing: args[0]})
+			resp, err := callReview(f, p, control.Request{Op: control.OpApprove, Landing: args[0]})
 			if err != nil {
 				return notRunningReview("approve", err)
 			}
@@ -202,11 +202,11 @@ Exit status: 0 approved, 1 not approved (named, moved since, or an error).`,
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
-	cmd.ValidArgsFunction = completeWorktreeAgents(&teamFile, false)
+	cmd.ValidArgsFunction = f.completeWorktreeAgents(&teamFile, false)
 	return withUsageExit(cmd)
 }
 
-func newRejectCmd() *cobra.Command {
+func newRejectCmd(f *Factory) *cobra.Command {
 	var teamFile, reason string
 	cmd := &cobra.Command{
 		Use:   "reject <agent|request> --reason TEXT",
@@ -224,11 +224,11 @@ the human may reject: the command refuses to run inside an agent's Codex.`,
 			if strings.TrimSpace(reason) == "" {
 				return usageError(cmd, "--reason is required: the agent is told why, to act on it")
 			}
-			p, _, err := loadTeamProject(teamFile)
+			p, _, err := f.Team(teamFile)
 			if err != nil {
 				return err
 			}
-			resp, err := callReview(p, control.Request{Op: control.OpReject, Landing: args[0], Reason: reason})
+			resp, err := callReview(f, p, control.Request{Op: control.OpReject, Landing: args[0], Reason: reason})
 			if err != nil {
 				return notRunningReview("reject", err)
 			}
@@ -240,14 +240,14 @@ the human may reject: the command refuses to run inside an agent's Codex.`,
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().StringVar(&reason, "reason", "", "why: the agent is told, to act on it (required)")
-	cmd.ValidArgsFunction = completeWorktreeAgents(&teamFile, false)
+	cmd.ValidArgsFunction = f.completeWorktreeAgents(&teamFile, false)
 	return withUsageExit(cmd)
 }
 
 // callReview sends an approve or reject request to the project's daemon;
 // an answer without the request is an error.
-func callReview(p project.Project, req control.Request) (control.Response, error) {
-	resp, err := daemonClient{layout: p.Layout}.call(req, 60*time.Second)
+func callReview(f *Factory, p project.Project, req control.Request) (control.Response, error) {
+	resp, err := f.Daemon(p).call(req, 60*time.Second)
 	if err != nil {
 		return resp, err
 	}

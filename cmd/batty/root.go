@@ -130,16 +130,17 @@ wrong arguments).`,
 		&cobra.Group{ID: groupAgent, Title: "Without the daemon:"},
 		&cobra.Group{ID: groupSetup, Title: "Setup:"},
 	)
-	root.AddCommand(newVersionCmd(), newShimCmd(), newPreflightCmd(), newCloneHostCmd(), newChatCmd(), newFanoutCmd(ios),
-		newStartCmd(ios), newDaemonCmd(ios), newStopCmd(), newStatusCmd(ios), newPauseCmd(true), newPauseCmd(false), newResetCmd())
-	root.AddCommand(newSendCmd(), newInboxCmd(), newLogsCmd(ios), newUsageCmd(ios), newInitCmd(), newValidateCmd())
-	root.AddCommand(newDemoCmd(ios), newDoctorCmd())
-	root.AddCommand(newCancelCmd(), newRestartCmd(ios))
-	root.AddCommand(newAttachCmd(ios), newFeedCmd(ios))
-	root.AddCommand(newMergeCmd(), newDiffCmd(ios), newWorkspaceCmd())
-	root.AddCommand(newReviewCmd(), newApproveCmd(), newRejectCmd())
-	root.AddCommand(newWebCmd())
-	root.SetHelpCommand(newHelpCmd())
+	f := newFactory(ios)
+	root.AddCommand(newVersionCmd(f), newShimCmd(f), newPreflightCmd(f), newCloneHostCmd(f), newChatCmd(f), newFanoutCmd(f),
+		newStartCmd(f), newDaemonCmd(ios), newStopCmd(f), newStatusCmd(f), newPauseCmd(f, true), newPauseCmd(f, false), newResetCmd(f))
+	root.AddCommand(newSendCmd(f), newInboxCmd(f), newLogsCmd(f), newUsageCmd(f), newInitCmd(f), newValidateCmd(f))
+	root.AddCommand(newDemoCmd(f), newDoctorCmd(f))
+	root.AddCommand(newCancelCmd(f), newRestartCmd(f))
+	root.AddCommand(newAttachCmd(f), newFeedCmd(f))
+	root.AddCommand(newMergeCmd(f), newDiffCmd(f), newWorkspaceCmd(f))
+	root.AddCommand(newReviewCmd(f), newApproveCmd(f), newRejectCmd(f))
+	root.AddCommand(newWebCmd(f))
+	root.SetHelpCommand(newHelpCmd(f))
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	finishTree(root)
@@ -230,7 +231,7 @@ func didYouMean(cmd *cobra.Command, name string) string {
 
 // newHelpCmd returns `batty help [command]`: cobra's help command, except
 // that an unknown topic is a usage error (exit 2).
-func newHelpCmd() *cobra.Command {
+func newHelpCmd(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "help [command]",
 		Short: "Help about any command",
@@ -296,7 +297,7 @@ func versionString() string {
 	return v
 }
 
-func newVersionCmd() *cobra.Command {
+func newVersionCmd(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print batty's version and protocol version",
@@ -311,7 +312,7 @@ func newVersionCmd() *cobra.Command {
 	}
 }
 
-func newShimCmd() *cobra.Command {
+func newShimCmd(f *Factory) *cobra.Command {
 	var cfg shimconfig.Config
 	cmd := &cobra.Command{
 		Use:                "shim",

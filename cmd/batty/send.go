@@ -19,7 +19,7 @@ import (
 )
 
 // newSendCmd returns `batty send`: queue a message in a recipient's inbox.
-func newSendCmd() *cobra.Command {
+func newSendCmd(f *Factory) *cobra.Command {
 	var from, teamFile string
 	cmd := &cobra.Command{
 		Use:   "send [--from NAME] [-f TEAMFILE] <agent|role|human> <message...>",
@@ -84,7 +84,7 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "batty send: warning: the message starts with %q and is sent as text; flags go before the recipient: batty send [flags] %s <message>\n",
 					args[1], args[0])
 			}
-			m, err := deliverMessage(teamFile, sender, args[0], body, inAgent)
+			m, err := deliverMessage(f, teamFile, sender, args[0], body, inAgent)
 			if err != nil {
 				return err
 			}
@@ -101,8 +101,8 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().StringVar(&from, "from", "", `sender: an agent name or "human" (default: the agent this runs inside, else $`+agentenv.Agent+`, else "human"; must equal the agent when there is one)`)
 	addTeamFlags(cmd, &teamFile, true)
-	cmd.ValidArgsFunction = completeRecipients(&teamFile, &from)
-	_ = cmd.RegisterFlagCompletionFunc("from", completeNames(&teamFile, namesAgents|namesHuman))
+	cmd.ValidArgsFunction = f.completeRecipients(&teamFile, &from)
+	_ = cmd.RegisterFlagCompletionFunc("from", f.completeNames(&teamFile, namesAgents|namesHuman))
 	return withUsageExit(cmd)
 }
 
@@ -134,14 +134,14 @@ type sentMessage struct {
 // the recipient's box; inside an agent (inAgent) it writes the request into
 // the agent's outbox instead, for the daemon to deliver as from that agent
 // (the id printed is the message's).
-func deliverMessage(teamFile, from, to, body string, inAgent bool) (sentMessage, error) {
+func deliverMessage(f *Factory, teamFile, from, to, body string, inAgent bool) (sentMessage, error) {
 	if strings.TrimSpace(body) == "" {
 		return sentMessage{}, errors.New("empty message: give the text as arguments, or \"-\" to read it from stdin")
 	}
 	if err := codex.CheckBodyLen(body); err != nil {
 		return sentMessage{}, err
 	}
-	p, cfg, err := loadTeamProject(teamFile)
+	p, cfg, err := f.Team(teamFile)
 	if err != nil {
 		return sentMessage{}, err
 	}

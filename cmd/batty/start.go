@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/shellword"
 	"github.com/battyhq/batty/team"
@@ -25,7 +24,7 @@ import (
 // messages.
 const startWait = 60 * time.Second
 
-func newStartCmd(ios *iostreams.IOStreams) *cobra.Command {
+func newStartCmd(f *Factory) *cobra.Command {
 	var teamFile string
 	var foreground, noTmux bool
 	cmd := &cobra.Command{
@@ -52,7 +51,7 @@ agent; ` + "`batty attach`" + ` shows it. start never attaches by itself.`,
   batty start --no-tmux`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runStart(cmd, ios, teamFile, foreground, noTmux, "")
+			return runStart(cmd, f, teamFile, foreground, noTmux, "")
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
@@ -102,8 +101,9 @@ func quoteAll(paths []string) []string {
 // accepted: a team whose settings are not those (the file changed again
 // meanwhile) is refused, here and by the daemon, which reads the file
 // again. "" accepts any.
-func runStart(cmd *cobra.Command, ios *iostreams.IOStreams, teamFile string, foreground, noTmux bool, accepted string) error {
-	p, cfg, err := loadStartableTeam(cmd.Context(), teamFile)
+func runStart(cmd *cobra.Command, f *Factory, teamFile string, foreground, noTmux bool, accepted string) error {
+	ios := f.IOStreams
+	p, cfg, err := f.loadStartableTeam(cmd.Context(), teamFile)
 	if err != nil {
 		return err
 	}

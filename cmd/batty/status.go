@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/offline"
@@ -21,7 +20,7 @@ import (
 	"github.com/battyhq/batty/statusview"
 )
 
-func newStatusCmd(ios *iostreams.IOStreams) *cobra.Command {
+func newStatusCmd(f *Factory) *cobra.Command {
 	var teamFile string
 	var asJSON, watch bool
 	cmd := &cobra.Command{
@@ -87,14 +86,14 @@ to its state and lists each shared process below.`,
   batty status --json | jq '.agents[] | {name, state}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, cfg, err := loadTeamProject(teamFile)
+			p, cfg, err := f.Team(teamFile)
 			if err != nil {
 				return err
 			}
 			if asJSON && watch {
 				return errors.New("--json and --watch do not go together: --json prints one status for a script")
 			}
-			client := daemonClient{layout: p.Layout}
+			client := f.Daemon(p)
 			fetch := func() (control.Status, error) {
 				resp, _, err := client.callOr(control.Request{Op: control.OpStatus}, 10*time.Second, func() (control.Response, error) {
 					st, err := offline.Status(cfg, p.Layout)
@@ -108,10 +107,10 @@ to its state and lists each shared process below.`,
 				}
 				return *resp.Status, nil
 			}
-			if out := fileOf(ios.Out); watch && out != nil && ios.IsStdoutTTY() {
+			if out := fileOf(f.IOStreams.Out); watch && out != nil && f.IOStreams.IsStdoutTTY() {
 				// In raw mode for keys when it is a terminal.
-				in := fileOf(ios.In)
-				if !ios.IsStdinTTY() {
+				in := fileOf(f.IOStreams.In)
+				if !f.IOStreams.IsStdinTTY() {
 					in = nil
 				}
 				return watchStatus(cmd.Context(), in, out, p.Layout.EventsLog(), fetch)

@@ -13,7 +13,7 @@ import (
 	"github.com/battyhq/batty/project"
 )
 
-func newStopCmd() *cobra.Command {
+func newStopCmd(f *Factory) *cobra.Command {
 	var teamFile string
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -28,7 +28,7 @@ Interrupted messages are delivered again at the next start.`,
   batty stop --timeout 5s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runStop(cmd, teamFile, timeout)
+			return runStop(cmd, f, teamFile, timeout)
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
@@ -39,12 +39,12 @@ Interrupted messages are delivered again at the next start.`,
 // runStop is `batty stop`: the daemon of the project of teamFile stops
 // (turns in flight may finish until timeout), and so does its cockpit.
 // `batty restart` runs it before runStart.
-func runStop(cmd *cobra.Command, teamFile string, timeout time.Duration) error {
-	p, err := resolveProject(teamFile)
+func runStop(cmd *cobra.Command, f *Factory, teamFile string, timeout time.Duration) error {
+	p, err := f.Project(teamFile)
 	if err != nil {
 		return err
 	}
-	client := daemonClient{layout: p.Layout}
+	client := f.Daemon(p)
 	announceStop(cmd.ErrOrStderr(), client, timeout)
 	pid, running, err := client.stop(timeout, func() error { return stopOffline(cmd.OutOrStdout(), p) })
 	if err != nil || !running {

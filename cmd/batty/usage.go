@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/statusview"
 	"github.com/battyhq/batty/team"
@@ -23,7 +22,7 @@ const usageChartBuckets = 48
 // usageSkipsShown bounds the ledger's unreadable lines named on stderr.
 const usageSkipsShown = 5
 
-func newUsageCmd(ios *iostreams.IOStreams) *cobra.Command {
+func newUsageCmd(f *Factory) *cobra.Command {
 	var (
 		teamFile, since, until, by string
 		asJSON, limits             bool
@@ -94,7 +93,7 @@ and named on stderr (and in "skipped").`,
 					return usageError(cmd, "--by: %v", err)
 				}
 			}
-			p, cfg, err := loadTeamProject(teamFile)
+			p, cfg, err := f.Team(teamFile)
 			if err != nil {
 				return err
 			}
@@ -130,7 +129,7 @@ and named on stderr (and in "skipped").`,
 				return writeJSON(out, usageJSON{Summary: s, Series: nonNil(series), StepS: int64(step / time.Second), Skipped: nonNil(d.Skips)})
 			}
 			printUsage(out, s, cfg.Pricing != nil)
-			if ios.IsStdoutTTY() && len(series) > 1 {
+			if f.IOStreams.IsStdoutTTY() && len(series) > 1 {
 				printChart(out, series, step)
 			}
 			return nil

@@ -15,7 +15,7 @@ import (
 )
 
 // newValidateCmd returns `batty validate`: check a team file.
-func newValidateCmd() *cobra.Command {
+func newValidateCmd(f *Factory) *cobra.Command {
 	var teamFile string
 	cmd := &cobra.Command{
 		Use:   "validate [-f TEAMFILE]",

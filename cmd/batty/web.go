@@ -20,7 +20,7 @@ import (
 )
 
 // newWebCmd returns `batty web`: the console's address with a login token.
-func newWebCmd() *cobra.Command {
+func newWebCmd(f *Factory) *cobra.Command {
 	var teamFile string
 	var noOpen bool
 	cmd := &cobra.Command{
@@ -41,7 +41,7 @@ See docs/guide/console.md for the whole story.`,
   batty web --no-open    # print the address only, e.g. to open on a phone through an ssh tunnel`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := resolveProject(teamFile)
+			p, err := f.Project(teamFile)
 			if err != nil {
 				return err
 			}

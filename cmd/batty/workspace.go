@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/clones"
-	"github.com/battyhq/batty/cmd/batty/internal/iostreams"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
@@ -58,8 +57,8 @@ func openTeamRepo(ctx context.Context, p project.Project, cfg *team.Config) (*wo
 // (repoProblems), so that a team whose worktree agents could not work is
 // refused before anything starts, the way an invalid team file is. It only
 // reads.
-func loadStartableTeam(ctx context.Context, teamFile string) (project.Project, *team.Config, error) {
-	p, cfg, err := loadTeamProject(teamFile)
+func (f *Factory) loadStartableTeam(ctx context.Context, teamFile string) (project.Project, *team.Config, error) {
+	p, cfg, err := f.Team(teamFile)
 	if err != nil {
 		return p, nil, err
 	}
@@ -132,8 +131,8 @@ func classifyRepoError(root string, err error) error {
 
 // loadWorktreeAgent loads the team of teamFile and checks that name is an
 // agent of it working in a worktree (the start of merge, diff and prune).
-func loadWorktreeAgent(teamFile, name string) (project.Project, *team.Config, error) {
-	p, cfg, err := loadTeamProject(teamFile)
+func (f *Factory) loadWorktreeAgent(teamFile, name string) (project.Project, *team.Config, error) {
+	p, cfg, err := f.Team(teamFile)
 	if err != nil {
 		return project.Project{}, nil, err
 	}
@@ -177,7 +176,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-func newMergeCmd() *cobra.Command {
+func newMergeCmd(f *Factory) *cobra.Command {
 	var teamFile string
 	var review bool
 	cmd := &cobra.Command{
@@ -214,7 +213,7 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 			if err != nil {
 				return err
 			}
-			p, cfg, err := loadWorktreeAgent(teamFile, agent)
+			p, cfg, err := f.loadWorktreeAgent(teamFile, agent)
 			if err != nil {
 				return err
 			}
@@ -247,11 +246,11 @@ Exit status: 0 queued, 1 error, 2 usage.`,
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().BoolVar(&review, "review", false, "once verified, wait for your review (batty approve) before landing")
-	cmd.ValidArgsFunction = completeWorktreeAgents(&teamFile, true)
+	cmd.ValidArgsFunction = f.completeWorktreeAgents(&teamFile, true)
 	return withUsageExit(cmd)
 }
 
-func newDiffCmd(ios *iostreams.IOStreams) *cobra.Command {
+func newDiffCmd(f *Factory) *cobra.Command {
 	var teamFile string
 	var stat bool
 	cmd := &cobra.Command{
@@ -273,7 +272,7 @@ control characters visibly.`,
   batty diff --stat engineer-2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, cfg, err := loadWorktreeAgent(teamFile, args[0])
+			p, cfg, err := f.loadWorktreeAgent(teamFile, args[0])
 			if err != nil {
 				return err
 			}
@@ -283,14 +282,14 @@ control characters visibly.`,
 			if err != nil {
 				return err
 			}
-			return writeDiff(cmd.OutOrStdout(), ios.IsStdoutTTY(), func(w io.Writer) error {
+			return writeDiff(cmd.OutOrStdout(), f.IOStreams.IsStdoutTTY(), func(w io.Writer) error {
 				return repo.Diff(ctx, args[0], base, w, stat)
 			})
 		},
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().BoolVar(&stat, "stat", false, "list the changed files and their line counts only")
-	cmd.ValidArgsFunction = completeWorktreeAgents(&teamFile, false)
+	cmd.ValidArgsFunction = f.completeWorktreeAgents(&teamFile, false)
 	return withUsageExit(cmd)
 }
 
@@ -306,7 +305,7 @@ func writeDiff(out io.Writer, terminal bool, diff func(io.Writer) error) error {
 	return errors.Join(diff(clean), clean.Flush())
 }
 
-func newWorkspaceCmd() *cobra.Command {
+func newWorkspaceCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workspace",
 		Short: "Manage the worktree agents' workspaces",
@@ -317,11 +316,11 @@ branch batty/<agent>).`,
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newWorkspacePruneCmd())
+	cmd.AddCommand(newWorkspacePruneCmd(f))
 	return cmd
 }
 
-func newWorkspacePruneCmd() *cobra.Command {
+func newWorkspacePruneCmd(f *Factory) *cobra.Command {
 	var teamFile string
 	var force bool
 	cmd := &cobra.Command{
@@ -340,7 +339,7 @@ The team must be stopped: a running agent may be editing its worktree.`,
   batty workspace prune --force engineer-2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, cfg, err := loadWorktreeAgent(teamFile, args[0])
+			p, cfg, err := f.loadWorktreeAgent(teamFile, args[0])
 			if err != nil {
 				return err
 			}
@@ -388,7 +387,7 @@ The team must be stopped: a running agent may be editing its worktree.`,
 	}
 	addTeamFlags(cmd, &teamFile, true)
 	cmd.Flags().BoolVar(&force, "force", false, "prune unlanded or uncommitted work too (kept under refs/batty/archive/ first)")
-	cmd.ValidArgsFunction = completeWorktreeAgents(&teamFile, false)
+	cmd.ValidArgsFunction = f.completeWorktreeAgents(&teamFile, false)
 	return withUsageExit(cmd)
 }
 

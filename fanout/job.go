@@ -1,0 +1,142 @@
+package fanout
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/battyhq/batty/team"
+)
+
+// Job is one run of `batty fanout` once its command line and files have
+// been checked: the rows, where they are recorded, the engine's options,
+// the workers and the hosts they run on, and where its progress goes. The
+// command parses flags and wires signals; Run does the rest.
+type Job struct {
+	// Engine is the run's options. Run sets its NewWorker and Log (from
+	// Workers and Log) and shows its snapshots on Progress (an
+	// Engine.Progress of its own is told them too); it closes Store.
+	Engine Options
+	// Output is the output file's name, for the summary line.
+	Output string
+	// Workers start the job's shims; Run adds the hosts made ready.
+	Workers ShimWorkers
+	// Hosts are the hosts of --hosts, in its order (a zero team.Host is
+	// this machine); none: every worker here. HostSetup readies them.
+	Hosts     []team.Host
+	HostSetup HostSetup
+	// Progress shows the job's progress and, at the end, its summary.
+	Progress *Progress
+	// Interrupts are the signals that stop the job: the first stops
+	// starting rows (running ones get Engine.Grace to finish), the second
+	// stops the running ones at once. Nil: none.
+	Interrupts <-chan os.Signal
+	// Notes gets a line per interrupt and per host left out (the
+	// command's stderr).
+	Notes io.Writer
+	// Log is the job's log (nil: none).
+	Log hclog.Logger
+}
+
+// Run readies the hosts (when Hosts names any), runs the job with the
+// progress display, closes the store and writes the summary. It returns
+// the Summary (meaningful when the engine ran); an error means the job
+// could not run to its end (no host ready, the store or engine failed).
+// Ending ctx, or the first of Interrupts, stops starting rows and
+// readying hosts; the second stops the running rows at once. It blocks
+// until every worker has exited.
+func (j Job) Run(ctx context.Context) (Summary, error) {
+	log := j.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kill := make(chan struct{})
+	sigDone := make(chan struct{})
+	defer close(sigDone)
+	go func() {
+		n := 0
+		for {
+			select {
+			case s := <-j.Interrupts:
+				n++
+				if n == 1 {
+					fmt.Fprintf(j.Notes, "\nbatty fanout: %s: no more rows start; running rows get %s to finish (again to stop them now)\n", s, cmp.Or(j.Engine.Grace, DefaultGrace))
+					cancel()
+				} else if n == 2 {
+					fmt.Fprintf(j.Notes, "\nbatty fanout: %s: stopping the running rows now\n", s)
+					close(kill)
+				}
+			case <-sigDone:
+				return
+			}
+		}
+	}()
+	store := j.Engine.Store
+	workers := j.Workers
+	if len(j.Hosts) > 0 {
+		ready, err := j.prepareHosts(ctx)
+		defer func() {
+			if err := j.HostSetup.Close(j.Hosts); err != nil {
+				log.Warn("Closing the connection to a host", "error", err)
+			}
+		}()
+		if err != nil {
+			store.Close()
+			return Summary{}, err
+		}
+		workers.Hosts = ready
+	}
+	o := j.Engine
+	o.NewWorker, o.Log = workers.New, log
+	if also := o.Progress; also != nil {
+		o.Progress = func(s Snapshot) { j.Progress.Update(s); also(s) }
+	} else {
+		o.Progress = j.Progress.Update
+	}
+	progCtx, progStop := context.WithCancel(context.Background())
+	progDone := make(chan struct{})
+	go func() { defer close(progDone); j.Progress.Run(progCtx) }()
+	sum, runErr := Run(ctx, kill, o)
+	progStop()
+	<-progDone
+	closeErr := store.Close()
+	j.Progress.Final(sum, j.Output)
+	if runErr != nil {
+		return sum, runErr
+	}
+	return sum, closeErr
+}
+
+// prepareHosts installs batty on the job's hosts and checks their Codex
+// (HostSetup.Prepare), and returns the hosts ready. A host that is not
+// ready is left out, with one line on Notes saying why and where the rows
+// go instead; when none is ready, the error names each host's problem and
+// its fix. It blocks for the hosts; ctx cuts it short.
+func (j Job) prepareHosts(ctx context.Context) ([]WorkerHost, error) {
+	ready, probs := j.HostSetup.Prepare(ctx, j.Hosts)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("interrupted while the hosts were made ready; no row started")
+	}
+	if len(ready) == 0 {
+		var lines []string
+		for _, p := range probs {
+			lines = append(lines, fmt.Sprintf("host %s: %s\n  fix: %s", p.Host, p.Problem.Detail, p.Problem.Fix))
+		}
+		return nil, fmt.Errorf("no host can run the rows:\n%s", strings.Join(lines, "\n"))
+	}
+	names := make([]string, len(ready))
+	for i, h := range ready {
+		names[i] = cmp.Or(h.Name, team.LocalHost)
+	}
+	for _, p := range probs {
+		fmt.Fprintf(j.Notes, "batty fanout: host %s: %s (fix: %s); its workers are not used: rows go to %s\n", p.Host, p.Problem.Detail, p.Problem.Fix, strings.Join(names, ", "))
+	}
+	return ready, nil
+}
