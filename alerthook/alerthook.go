@@ -1,6 +1,7 @@
 // Package alerthook runs a team's on_alert command for its alerts: one at
 // a time, from its own goroutine, with a bounded queue, a time limit, its
-// own process group and its output kept (bounded) in the daemon's log.
+// own process group and its output kept (bounded) in the daemon's log. It
+// is one alerts.Sink of the daemon's.
 package alerthook
 
 import (
@@ -17,6 +18,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/alerts"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/team"
@@ -24,115 +26,36 @@ import (
 
 // Alert hook defaults.
 const (
-	DefaultQueue = 64   // alerts waiting for the hook; beyond, the oldest go
-	outputLimit  = 4096 // bytes of a hook's output kept for daemon.log
+	DefaultQueue = alerts.DefaultLimit // alerts waiting for the hook; beyond, the oldest go
+	outputLimit  = 4096                // bytes of a hook's output kept for daemon.log
 )
 
-// Hook runs the team's on_alert command for every alert, one at a
-// time, from its own goroutine (Run): the daemon only queues (Event, which
-// never blocks). The queue holds at most limit alerts; when it is full the
-// oldest is dropped and the number dropped is logged. Each run has a time
-// limit, its own process group (killed whole at the limit, then reaped),
-// the project's mark in its environment, and its output (bounded) in the
-// daemon's log. A hook that cannot start, fails or is killed is logged and
-// never stops the daemon.
+// Hook is the alerts.Sink that runs the team's on_alert command for every
+// alert, one at a time, from its own goroutine (an alerts.Queue held until
+// Start): the daemon only queues (Alert, which never blocks). The queue
+// holds at most limit alerts; when it is full the oldest is dropped and
+// the number dropped is logged. Each run has a time limit, its own process
+// group (killed whole at the limit or when Close's context ends, then
+// reaped), the project's mark in its environment, and its output (bounded)
+// in the daemon's log. A hook that cannot start, fails or is killed is
+// logged and never stops the daemon.
 type Hook struct {
+	*alerts.Queue
 	argv    []string
 	dir     string
-	team    string
 	timeout time.Duration
-	replies bool
 	env     []string // the daemon's environment with the project's mark
 	log     hclog.Logger
-	limit   int
 	// start and release run a command as a managed child of the daemon
 	// (see Daemon.startChild).
 	start   func(*exec.Cmd) error
 	release func(pid int)
-
-	mu      sync.Mutex
-	queue   []eventlog.Alert
-	dropped int
-	closed  bool
-	wake    chan struct{} // buffered(1)
 }
 
-// Event queues the alert for e, if it is one; it never blocks. Safe from
-// any goroutine.
-func (h *Hook) Event(e eventlog.Event) {
-	a, ok := eventlog.AlertFor(e)
-	if !ok || (a.Kind == eventlog.AlertReply && !h.replies) {
-		return
-	}
-	a.Team = h.team
-	if a.Time.IsZero() {
-		a.Time = time.Now().UTC()
-	}
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return
-	}
-	if len(h.queue) >= h.limit {
-		h.queue = h.queue[1:]
-		h.dropped++
-	}
-	h.queue = append(h.queue, a)
-	h.mu.Unlock()
-	select {
-	case h.wake <- struct{}{}:
-	default:
-	}
-}
-
-// next takes the oldest queued alert; ok is false when there is none.
-func (h *Hook) next() (a eventlog.Alert, dropped int, ok bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	dropped, h.dropped = h.dropped, 0
-	if len(h.queue) == 0 {
-		return eventlog.Alert{}, dropped, false
-	}
-	a = h.queue[0]
-	h.queue = h.queue[1:]
-	return a, dropped, true
-}
-
-// Close stops queueing: run returns once the queue is empty. Idempotent.
-func (h *Hook) Close() {
-	h.mu.Lock()
-	h.closed = true
-	h.mu.Unlock()
-	select {
-	case h.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Run runs the hook for each queued alert until ctx ends (a hook running
-// then is killed) or, after close, the queue is empty. It blocks; the
-// daemon owns it.
-func (h *Hook) Run(ctx context.Context) {
-	for {
-		a, dropped, ok := h.next()
-		if dropped > 0 {
-			h.log.Warn("Alert queue full: oldest alerts dropped", "dropped", dropped, "limit", h.limit)
-		}
-		if ok {
-			h.runOne(ctx, a)
-			continue
-		}
-		h.mu.Lock()
-		closed := h.closed
-		h.mu.Unlock()
-		if closed || ctx.Err() != nil {
-			return
-		}
-		select {
-		case <-h.wake:
-		case <-ctx.Done():
-			return
-		}
+// deliver runs the hook for each alert of batch in turn.
+func (h *Hook) deliver(ctx context.Context, batch []eventlog.Alert) {
+	for _, a := range batch {
+		h.runOne(ctx, a)
 	}
 }
 
@@ -241,7 +164,6 @@ func (c *cappedBuffer) String() string {
 type Config struct {
 	Argv    []string      // the command and its arguments (team.yaml on_alert)
 	Dir     string        // its working directory
-	Team    string        // the team's name, in each alert
 	Timeout time.Duration // the limit of one run (0: team.DefaultAlertTimeout)
 	Replies bool          // replies to the human are alerts too (alert_on_reply)
 	Env     []string      // its environment (the daemon's, with the project's mark)
@@ -252,20 +174,19 @@ type Config struct {
 	Release func(pid int)
 }
 
-// New returns a Hook for c; call Run from the goroutine that owns it, Event
-// from any.
+// New returns a Hook for c, held: it queues alerts at once and runs the
+// command for them from Start on (once the daemon reaps its children).
 func New(c Config) *Hook {
-	if c.Limit <= 0 {
-		c.Limit = DefaultQueue
-	}
 	if c.Timeout <= 0 {
 		c.Timeout = team.DefaultAlertTimeout
 	}
 	if c.Log == nil {
 		c.Log = hclog.NewNullLogger()
 	}
-	return &Hook{argv: c.Argv, dir: c.Dir, team: c.Team, timeout: c.Timeout, replies: c.Replies, env: c.Env, log: c.Log,
-		limit: c.Limit, start: c.Start, release: c.Release, wake: make(chan struct{}, 1)}
+	h := &Hook{argv: c.Argv, dir: c.Dir, timeout: c.Timeout, env: c.Env, log: c.Log, start: c.Start, release: c.Release}
+	h.Queue = alerts.NewHeldQueue(alerts.QueueConfig{Name: "on_alert", Limit: c.Limit, Log: c.Log, Deliver: h.deliver,
+		Keep: func(a eventlog.Alert) bool { return a.Kind != eventlog.AlertReply || c.Replies }})
+	return h
 }
 
 // Timeout is the limit of one run of the command.

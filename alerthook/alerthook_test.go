@@ -1,9 +1,21 @@
 package alerthook
 
 import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/battyhq/batty/alerts/alertstest"
 	"github.com/battyhq/batty/eventlog"
 )
 
@@ -29,25 +41,75 @@ func TestAlertEnv(t *testing.T) {
 	}
 }
 
-func TestAlertQueueDropsTheOldest(t *testing.T) {
-	h := New(Config{Limit: 2})
-	for _, id := range []string{"a", "b", "c"} {
-		h.Event(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: id})
-	}
-	h.Event(eventlog.Event{Type: eventlog.EvReply, Agent: "d"}) // replies are off
-	a, dropped, ok := h.next()
-	if !ok || a.Agent != "b" || dropped != 1 {
-		t.Fatalf("next = %+v, dropped %d, %v; want b, 1 dropped", a, dropped, ok)
-	}
-	if a, dropped, ok = h.next(); !ok || a.Agent != "c" || dropped != 0 {
-		t.Fatalf("next = %+v, dropped %d, %v; want c", a, dropped, ok)
-	}
-	if _, _, ok = h.next(); ok {
-		t.Fatal("queue not empty")
-	}
-	h.Close()
-	h.Event(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: "e"})
-	if _, _, ok = h.next(); ok {
-		t.Fatal("an alert queued after close")
+// TestHookConformance: the on_alert sink, running a real script, keeps the
+// alerts.Sink contract. The script records the alert's agent, then, while
+// the test sticks it, waits on a FIFO.
+func TestHookConformance(t *testing.T) {
+	alertstest.Run(t, func(t *testing.T, limit int, log hclog.Logger) alertstest.Harness {
+		dir := t.TempDir()
+		out, gate := filepath.Join(dir, "out"), filepath.Join(dir, "gate")
+		script := filepath.Join(dir, "hook.sh")
+		body := "#!/bin/sh\necho \"$BATTY_ALERT_AGENT\" >> " + out + "\nif [ -p " + gate + " ]; then read x < " + gate + "; fi\n"
+		if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		h := New(Config{Argv: []string{script}, Dir: dir, Timeout: time.Minute, Log: log, Limit: limit,
+			Start: func(c *exec.Cmd) error { return c.Start() }, Release: func(int) {}})
+		h.Start()
+		t.Cleanup(func() { h.Close(context.Background()) })
+		return alertstest.Harness{Sink: h,
+			Stick: func() func() {
+				if err := syscall.Mkfifo(gate, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				// Held open for writing: the script's open never waits,
+				// its read does until release writes a line.
+				f, err := os.OpenFile(gate, os.O_RDWR, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var once sync.Once
+				return func() {
+					once.Do(func() {
+						os.Remove(gate)
+						f.WriteString("\n")
+						f.Close()
+					})
+				}
+			},
+			Delivered: func() []string {
+				b, err := os.ReadFile(out)
+				if err != nil && !errors.Is(err, os.ErrNotExist) {
+					t.Fatal(err)
+				}
+				return strings.Fields(string(b))
+			}}
+	})
+}
+
+// TestHookSkipsRepliesUnlessAsked: replies reach on_alert only with
+// alert_on_reply.
+func TestHookSkipsRepliesUnlessAsked(t *testing.T) {
+	reply, _ := eventlog.AlertFor(eventlog.Event{Type: eventlog.EvReply, Agent: "eng", Data: eventlog.Reply{To: "human"}})
+	failed, _ := eventlog.AlertFor(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: "eng"})
+	for _, replies := range []bool{false, true} {
+		out := filepath.Join(t.TempDir(), "out")
+		h := New(Config{Argv: []string{"sh", "-c", `echo "$BATTY_ALERT_KIND" >> "$0"`, out}, Replies: replies,
+			Start: func(c *exec.Cmd) error { return c.Start() }, Release: func(int) {}})
+		h.Start()
+		h.Alert(reply)
+		h.Alert(failed)
+		h.Close(context.Background())
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "agent_failed\n"
+		if replies {
+			want = "reply\n" + want
+		}
+		if string(b) != want {
+			t.Errorf("alert_on_reply %v: on_alert heard %q, want %q", replies, b, want)
+		}
 	}
 }
