@@ -33,8 +33,9 @@ func NewTeam(srv Server, session string, status func() control.Status, opts Upda
 // Updater returns the updater; its Run must be run by the owner.
 func (t *Team) Updater() *Updater { return t.up }
 
-// Event notes an orchestrator event: the titles are refreshed (batched)
-// and an alert is shown to attached clients. It never blocks.
+// Event notes an orchestrator event: the titles are refreshed (batched).
+// It never blocks. Alerts reach attached clients through the cockpit's
+// alert sink (NewAlertSink).
 func (t *Team) Event(e eventlog.Event) {
 	t.mu.Lock()
 	switch e.Type {
@@ -46,9 +47,6 @@ func (t *Team) Event(e eventlog.Event) {
 		t.pause = ""
 	}
 	t.mu.Unlock()
-	if msg := AlertText(e); msg != "" {
-		t.up.Alert(msg)
-	}
 	t.up.Changed()
 }
 
@@ -125,18 +123,23 @@ func pauseKind(d control.DispatchStatus) string {
 // line for each). Pure.
 func ShownAlert(e eventlog.Event) (eventlog.Alert, bool) {
 	a, ok := eventlog.AlertFor(e)
-	if !ok {
+	if !ok || !Shown(a) {
 		return eventlog.Alert{}, false
 	}
+	return a, true
+}
+
+// Shown reports whether the cockpit shows alert a (see ShownAlert). Pure.
+func Shown(a eventlog.Alert) bool {
 	switch a.Kind {
 	case eventlog.AlertQuota, eventlog.AlertAuth, eventlog.AlertNetwork,
 		eventlog.AlertAgentFailed, eventlog.AlertAgentWedged, eventlog.AlertAgentParked, eventlog.AlertRecordFailed,
 		eventlog.AlertMemory:
-		return a, true
+		return true
 	case eventlog.AlertMessageFailed:
-		return a, e.Type == eventlog.EvMessageFailed
+		return a.Event == eventlog.EvMessageFailed
 	}
-	return eventlog.Alert{}, false
+	return false
 }
 
 // AlertText returns the message shown to attached clients for an alert
@@ -147,10 +150,16 @@ func AlertText(e eventlog.Event) string {
 	if !ok {
 		return ""
 	}
+	return alertText(a)
+}
+
+// alertText words alert a for attached clients ("" for a kind the cockpit
+// does not show). Pure.
+func alertText(a eventlog.Alert) string {
 	switch a.Kind {
 	case eventlog.AlertQuota:
-		s := fmt.Sprintf("batty: quota exhausted (%s): its account's agents are paused", e.Agent)
-		q, _ := e.Data.(eventlog.QuotaBlocked)
+		s := fmt.Sprintf("batty: quota exhausted (%s): its account's agents are paused", a.Agent)
+		q, _ := a.Data.(eventlog.QuotaBlocked)
 		at := q.ResumeAt
 		if at.IsZero() {
 			at = q.RetryAt
@@ -160,23 +169,23 @@ func AlertText(e eventlog.Event) string {
 		}
 		return s
 	case eventlog.AlertAuth:
-		return fmt.Sprintf("batty: codex needs a login (%s): run `codex login`, then `batty resume`", e.Agent)
+		return fmt.Sprintf("batty: codex needs a login (%s): run `codex login`, then `batty resume`", a.Agent)
 	case eventlog.AlertAgentFailed:
-		return fmt.Sprintf("batty: %s failed: %s", e.Agent, e.Detail)
+		return fmt.Sprintf("batty: %s failed: %s", a.Agent, a.Detail)
 	case eventlog.AlertAgentParked:
-		s := fmt.Sprintf("batty: %s parked: %s", e.Agent, e.Detail)
-		if p, _ := e.Data.(eventlog.AgentParked); p.Fix != "" && !strings.Contains(e.Detail, p.Fix) {
+		s := fmt.Sprintf("batty: %s parked: %s", a.Agent, a.Detail)
+		if p, _ := a.Data.(eventlog.AgentParked); p.Fix != "" && !strings.Contains(a.Detail, p.Fix) {
 			s += " — " + p.Fix
 		}
 		return s
 	case eventlog.AlertNetwork:
-		return fmt.Sprintf("batty: %s's codex waits for the network; its account's agents start nothing new until the API answers", e.Agent)
+		return fmt.Sprintf("batty: %s's codex waits for the network; its account's agents start nothing new until the API answers", a.Agent)
 	case eventlog.AlertMessageFailed:
-		return fmt.Sprintf("batty: a message to %s failed on its last try: %s", e.Agent, e.Detail)
+		return fmt.Sprintf("batty: a message to %s failed on its last try: %s", a.Agent, a.Detail)
 	case eventlog.AlertAgentWedged:
-		return fmt.Sprintf("batty: %s did not answer (%s); restarting it", e.Agent, e.Detail)
+		return fmt.Sprintf("batty: %s did not answer (%s); restarting it", a.Agent, a.Detail)
 	case eventlog.AlertMemory:
-		return "batty: free memory is low; no new turn starts here until it is back: " + e.Detail
+		return "batty: free memory is low; no new turn starts here until it is back: " + a.Detail
 	}
 	return ""
 }

@@ -1,7 +1,6 @@
 package cockpit
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -69,14 +68,6 @@ func TestTeamSnapshot(t *testing.T) {
 	}
 	st.Agents[1].Workspace = nil
 
-	// Alerts reach attached clients at the next flush.
-	team.Event(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: "c", Detail: "5 crashes"})
-	team.up.srv = Server{Run: clients{r, "/dev/pts/1\n"}}
-	team.Updater().Flush(context.Background())
-	last := strings.Join(r.calls[len(r.calls)-1], " ")
-	if !strings.Contains(last, "display-message -c /dev/pts/1 -d 10000 batty: c failed: 5 crashes") {
-		t.Fatalf("no alert in %q", last)
-	}
 }
 
 func TestAlertText(t *testing.T) {

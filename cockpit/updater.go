@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -31,10 +30,6 @@ type UpdaterOptions struct {
 	Logger hclog.Logger
 }
 
-// maxAlerts bounds the alerts waiting for the next flush; older ones are
-// dropped (they stay in the event log and the feed).
-const maxAlerts = 8
-
 // Updater keeps the pane titles of a session in step with the team and
 // shows alerts to attached clients. Changed and Alert never block; Run
 // owns the tmux invocations and batches them: however many changes arrive,
@@ -49,9 +44,6 @@ type Updater struct {
 	log     hclog.Logger
 
 	kick chan struct{} // buffered(1)
-
-	mu     sync.Mutex
-	alerts []string
 
 	// owned by Run
 	panes   *Session
@@ -83,18 +75,6 @@ func (u *Updater) Changed() {
 	case u.kick <- struct{}{}:
 	default:
 	}
-}
-
-// Alert queues a message for the attached clients (display-message) at the
-// next flush; it never blocks.
-func (u *Updater) Alert(text string) {
-	u.mu.Lock()
-	u.alerts = append(u.alerts, clean(text))
-	if len(u.alerts) > maxAlerts {
-		u.alerts = u.alerts[len(u.alerts)-maxAlerts:]
-	}
-	u.mu.Unlock()
-	u.Changed()
 }
 
 // Run applies changes until ctx ends: it writes the titles at once, then
@@ -131,8 +111,7 @@ func (u *Updater) Run(ctx context.Context) {
 	}
 }
 
-// Flush writes every title that changed and the queued alerts, in as few
-// invocations as it can (none when nothing changed). Only Run calls it,
+// Flush writes every title that changed, in one invocation (none when nothing changed). Only Run calls it,
 // or a caller that does not run Run.
 func (u *Updater) Flush(ctx context.Context) {
 	if u.panes == nil {
@@ -163,13 +142,6 @@ func (u *Updater) Flush(ctx context.Context) {
 			set(id, titles[id])
 		}
 	}
-	u.mu.Lock()
-	alerts := u.alerts
-	u.alerts = nil
-	u.mu.Unlock()
-	if len(alerts) > 0 {
-		cmds = append(cmds, u.alertCmds(ctx, alerts)...)
-	}
 	if len(cmds) == 0 {
 		return
 	}
@@ -180,6 +152,23 @@ func (u *Updater) Flush(ctx context.Context) {
 	}
 	for id, t := range titles {
 		u.applied[id] = t
+	}
+}
+
+// ShowAlerts shows texts (cleaned, joined) on every client attached to the
+// session, in one invocation after the one that lists them; none when no
+// client is attached. It blocks for tmux; safe alongside Run.
+func (u *Updater) ShowAlerts(ctx context.Context, texts []string) {
+	cleaned := make([]string, len(texts))
+	for i, t := range texts {
+		cleaned[i] = clean(t)
+	}
+	cmds := u.alertCmds(ctx, cleaned)
+	if len(cmds) == 0 {
+		return
+	}
+	if _, err := u.srv.Run.Run(ctx, join(cmds)...); err != nil {
+		u.log.Warn("Showing cockpit alerts failed", "session", u.session, "error", err)
 	}
 }
 

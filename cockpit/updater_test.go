@@ -73,15 +73,26 @@ func TestUpdaterWritesOnlyChanges(t *testing.T) {
 		t.Fatalf("a flush with nothing changed ran tmux: %q", r.calls[n:])
 	}
 	src.set(1, func(v *AgentView) { v.Busy, v.State, v.Working = true, "working", 3*time.Minute })
-	u.Alert("batty: quota #1;")
 	u.Flush(ctx)
 	last := strings.Join(r.calls[len(r.calls)-1], " ")
 	if strings.Count(last, "select-pane") != 1 || !strings.Contains(last, "a2 · working 3m") {
 		t.Fatalf("last invocation %q: want only a2's title", last)
 	}
+}
+
+// TestShowAlertsOnEveryClient: alerts are shown, joined, on every attached
+// client, in one invocation, with tmux's formats escaped.
+func TestShowAlertsOnEveryClient(t *testing.T) {
+	r := newCountingRunner()
+	u := NewUpdater(Server{Run: clients{r, "/dev/pts/7\n/dev/pts/9\n"}}, "s", newFlipSource(1).snapshot, UpdaterOptions{})
+	u.ShowAlerts(context.Background(), []string{"batty: b failed", "batty: quota #1;"})
+	if len(r.calls) != 1 {
+		t.Fatalf("invocations %q, want one", r.calls)
+	}
+	last := strings.Join(r.calls[0], " ")
 	for _, c := range []string{"/dev/pts/7", "/dev/pts/9"} {
-		if !strings.Contains(last, "display-message -c "+c+" -d 10000 batty: quota ##1\\;") {
-			t.Fatalf("last invocation %q: no alert for %s", last, c)
+		if !strings.Contains(last, "display-message -c "+c+" -d 10000 batty: b failed | batty: quota ##1\\;") {
+			t.Fatalf("invocation %q: no alert for %s", last, c)
 		}
 	}
 }
@@ -223,12 +234,11 @@ func (c countCalls) Run(ctx context.Context, args ...string) (string, error) {
 // attached clients is one line without escape sequences or bidirectional
 // controls.
 func TestAlertIsCleaned(t *testing.T) {
-	u := NewUpdater(Server{Run: clients{newCountingRunner(), ""}}, "s", newFlipSource(1).snapshot, UpdaterOptions{})
-	u.Alert("batty: a failed: \x1b]52;c;Y3VybA==\x07boom\r\n\x1b]0;title\x07\u202eevil\x08")
-	u.mu.Lock()
-	got := u.alerts[len(u.alerts)-1]
-	u.mu.Unlock()
-	if want := `batty: a failed: boom \u202eevil\x08`; got != want {
-		t.Fatalf("alert %q, want %q", got, want)
+	r := newCountingRunner()
+	u := NewUpdater(Server{Run: clients{r, "/dev/pts/1\n"}}, "s", newFlipSource(1).snapshot, UpdaterOptions{})
+	u.ShowAlerts(context.Background(), []string{"batty: a failed: \x1b]52;c;Y3VybA==\x07boom\r\n\x1b]0;title\x07\u202eevil\x08"})
+	got := r.calls[len(r.calls)-1]
+	if want := tmuxArg(`batty: a failed: boom \u202eevil\x08`); got[len(got)-1] != want {
+		t.Fatalf("alert %q, want %q", got[len(got)-1], want)
 	}
 }

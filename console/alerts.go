@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/alerts"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/logtail"
 )
@@ -26,12 +28,11 @@ const (
 
 // alertFeed is the team's alerts (eventlog.AlertFor of every event),
 // oldest first: the history read from the event log's end when the
-// console starts (load), then each event the daemon appends, given to
-// the console in its process (add). The pages read it.
+// console starts (load), then each alert the daemon fans out to the
+// console's sink (newAlertSink). The pages read it.
 type alertFeed struct {
 	path    string
 	log     hclog.Logger
-	changed func()
 
 	mu     sync.Mutex
 	alerts []eventlog.Alert
@@ -50,19 +51,20 @@ func (f *alertFeed) load() {
 	f.mu.Unlock()
 }
 
-// add keeps e if it is an alert and says the pages changed. Safe from any
-// goroutine; it never blocks on I/O.
-func (f *alertFeed) add(e eventlog.Event) {
-	a, ok := eventlog.AlertFor(e)
-	if !ok {
-		return
-	}
-	f.mu.Lock()
-	f.keep(a)
-	f.mu.Unlock()
-	if f.changed != nil {
-		f.changed()
-	}
+// newAlertSink returns the console's alerts.Sink: its goroutine keeps
+// each alert in f, then tells the open pages (notify: the live streams'
+// hub, whose SSE clients get the new badge and notes). limit bounds the
+// queue (0: alerts.DefaultLimit).
+func newAlertSink(f *alertFeed, notify func(context.Context), limit int, log hclog.Logger) *alerts.Queue {
+	return alerts.NewQueue(alerts.QueueConfig{Name: "console", Limit: limit, Batch: maxAlerts, Log: log,
+		Deliver: func(ctx context.Context, batch []eventlog.Alert) {
+			f.mu.Lock()
+			for _, a := range batch {
+				f.keep(a)
+			}
+			f.mu.Unlock()
+			notify(ctx)
+		}})
 }
 
 // keep appends a, the newest maxAlerts kept. f.mu is held.

@@ -42,9 +42,9 @@ type pageState struct {
 }
 
 // newPageState makes the pages' state of s, the alert history read
-// from the event log (the events after it come through Observe).
+// from the event log (the alerts after it come through AlertSink).
 func (s *Server) newPageState() *pageState {
-	ps := &pageState{alerts: &alertFeed{path: s.cfg.Team.EventsLog(), log: s.cfg.Log, changed: s.Notify}}
+	ps := &pageState{alerts: &alertFeed{path: s.cfg.Team.EventsLog(), log: s.cfg.Log}}
 	if ps.alerts.path != "" {
 		ps.alerts.load()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/battyhq/batty/alerts"
 	"io"
 	"net/http"
 	"net/url"
@@ -342,7 +343,8 @@ func TestLandingsReviewAndDiff(t *testing.T) {
 }
 
 // appendEvents writes events to the fake's event log and gives each to
-// the console as it is read back, as the daemon's log does (SetObserver).
+// the console as it is read back, as the daemon's log does (SetObserver):
+// its alerts through a fan-out to the console's sink.
 func appendEvents(t *testing.T, s *Server, fb *fakeTeam, es ...eventlog.Event) {
 	t.Helper()
 	l, err := eventlog.Open(fb.Layout, func(err error) { t.Error(err) })
@@ -350,7 +352,7 @@ func appendEvents(t *testing.T, s *Server, fb *fakeTeam, es ...eventlog.Event) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	l.SetObserver(s.Observe)
+	l.SetObserver(eventlog.Chain(alerts.NewFanout("t", nil, s.AlertSink()).Event, s.Observe))
 	for _, e := range es {
 		l.Append(e)
 	}

@@ -22,6 +22,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/battyhq/batty/alerts"
 	"html/template"
 	"io/fs"
 	"net"
@@ -116,6 +117,7 @@ type Server struct {
 	hub    *hub
 	live   renderCache
 	pg     *pageState
+	alerts *alerts.Queue // the alert sink: into pg.alerts, then the live streams
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -163,6 +165,7 @@ func New(cfg Config) (*Server, error) {
 		static: http.StripPrefix("/static/", http.FileServerFS(static)), ctx: ctx, cancel: cancel,
 		sessions: map[string]string{}, hub: newHub(cfg.Team, cfg.Refresh, cfg.Log)}
 	s.pg = s.newPageState()
+	s.alerts = newAlertSink(s.pg.alerts, func(context.Context) { s.Notify() }, 0, cfg.Log)
 	s.routes()
 	go s.hub.run(ctx)
 	return s, nil
@@ -172,17 +175,23 @@ func New(cfg Config) (*Server, error) {
 // status again. It never blocks.
 func (s *Server) Notify() { s.hub.notify() }
 
-// Observe is the daemon's event e (orchestrator.Options.OnEvent): an
-// alert joins the history, and the open pages get the status again. It
-// never blocks.
-func (s *Server) Observe(e eventlog.Event) {
-	s.pg.alerts.add(e)
-	s.Notify()
-}
+// Observe is the daemon's event e (orchestrator.Options.OnEvent): the
+// open pages get the status again. It never blocks.
+func (s *Server) Observe(eventlog.Event) { s.Notify() }
 
-// Close ends the live streams and the live updates; requests still being
-// served end soon after.
-func (s *Server) Close() { s.cancel() }
+// AlertSink is the console's alerts.Sink (Daemon.AddAlertSink): each
+// alert joins the history the Alerts page and the badge show, and the
+// open pages hear of it over their live stream.
+func (s *Server) AlertSink() alerts.Sink { return s.alerts }
+
+// Close ends the live streams, the live updates and the alert sink;
+// requests still being served end soon after.
+func (s *Server) Close() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.alerts.Close(ctx)
+	s.cancel()
+}
 
 // routes serves each page (a file each: team_page.go, agent_page.go,
 // inbox_page.go, landings_page.go, alerts_page.go, usage.go), the live

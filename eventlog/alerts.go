@@ -48,6 +48,9 @@ type Alert struct {
 	Time      time.Time `json:"time"`
 	Team      string    `json:"team"`
 	Data      Payload   `json:"data,omitempty"`
+	// Detail is the event's own detail, for a channel that words the
+	// alert itself (the cockpit); not in the JSON.
+	Detail string `json:"-"`
 }
 
 // UnmarshalJSON reads an alert's JSON, its data as the payload of its
@@ -72,7 +75,7 @@ func (a *Alert) UnmarshalJSON(b []byte) error {
 // (AlertReply) are alerts here; whether on_alert hears of them is up to
 // alert_on_reply. The alert's Team is left empty.
 func AlertFor(e Event) (Alert, bool) {
-	a := Alert{Agent: e.Agent, MessageID: e.Message, Event: e.Type, Time: e.Time, Data: e.Data, Message: e.Detail}
+	a := Alert{Agent: e.Agent, MessageID: e.Message, Event: e.Type, Time: e.Time, Data: e.Data, Message: e.Detail, Detail: e.Detail}
 	who := e.Agent
 	if who == "" {
 		who = "the team"

@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/battyhq/batty/alerthook"
+	"github.com/battyhq/batty/alerts"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
@@ -48,9 +49,10 @@ type Daemon struct {
 	store    *inbox.Store
 	humanBox *inbox.Box
 	events   *eventlog.Log
-	observe  func(eventlog.Event) // sees every event: the alert hook's, Options.OnEvent, AddObserver's
+	observe  func(eventlog.Event) // sees every event: the alerts' fan-out, Options.OnEvent, AddObserver's
 	ledger   *usage.Ledger        // every finished turn's usage, the accounts' rate-limit windows
-	alerts   *alerthook.Hook      // nil without on_alert
+	alerts   *alerts.Fanout       // every alert to every sink: on_alert's, Options.AlertSinks, AddAlertSink's
+	hook     *alerthook.Hook      // the on_alert sink; nil without on_alert
 	sched    *schedule.Runner     // nil without schedules
 
 	roster
@@ -209,9 +211,11 @@ func (d *Daemon) init() error {
 	if d.budgets, err = newBudgetBook(d.cfg, d.layout, d.ledger.TakeOpened(), d.opts.BudgetClock, d.opts.BudgetLocation); err != nil {
 		return err
 	}
-	if d.alerts = d.newAlertHook(); d.alerts != nil {
-		d.observe = eventlog.Chain(d.alerts.Event, d.opts.OnEvent)
+	d.alerts = alerts.NewFanout(d.cfg.Name, nil, d.opts.AlertSinks...)
+	if d.hook = d.newAlertHook(); d.hook != nil {
+		d.alerts.Add(d.hook)
 	}
+	d.observe = eventlog.Chain(d.alerts.Event, d.opts.OnEvent)
 	d.events.SetObserver(d.observe)
 	root, err := d.layout.OpenDir("", false)
 	if err != nil {
@@ -254,8 +258,12 @@ func (d *Daemon) init() error {
 	return nil
 }
 
+// AddAlertSink has s get the team's alerts too, and closes it as Run
+// returns. Call it before Run.
+func (d *Daemon) AddAlertSink(s alerts.Sink) { d.alerts.Add(s) }
+
 // AddObserver has f see every event written to the event log too, after
-// the alert hook and Options.OnEvent, from the appending goroutine (f must
+// the alerts' fan-out and Options.OnEvent, from the appending goroutine (f must
 // not block). Call it before Run: the console, made once the daemon is,
 // follows the team from its first event on.
 func (d *Daemon) AddObserver(f func(eventlog.Event)) {
@@ -335,24 +343,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// Shared app-servers end after the last shim, before the sweep.
 	d.shared = newSharedServers(d)
 	defer d.closeShared()
-	if d.alerts != nil {
-		// After the reaper (it starts the commands); on the way out the
-		// alerts of the stop still run, for at most one time limit, before
-		// the team's leftovers are swept.
-		alertCtx, stopAlerts := context.WithCancel(context.Background())
-		alertsDone := make(chan struct{})
-		go func() { defer close(alertsDone); d.alerts.Run(alertCtx) }()
-		defer func() {
-			d.alerts.Close()
-			select {
-			case <-alertsDone:
-			case <-time.After(d.alerts.Timeout()):
-				stopAlerts()
-				<-alertsDone
-			}
-			stopAlerts()
-		}()
+	if d.hook != nil {
+		// After the reaper: it starts the commands.
+		d.hook.Start()
 	}
+	defer func() {
+		// On the way out the alerts of the stop still go out, for at most
+		// one time limit of on_alert, before the team's leftovers are
+		// swept.
+		ctx, cancel := context.WithTimeout(context.Background(), d.alertGrace())
+		defer cancel()
+		d.alerts.Close(ctx)
+	}()
 	// The worktree agents' repository, before any agent runs.
 	if d.repo, d.base, err = d.openRepo(ctx); err != nil {
 		return err
@@ -609,13 +611,22 @@ func (d *Daemon) shimEnviron() []string {
 	return d.opts.ShimEnv
 }
 
+// alertGrace is how long the sinks may take to deliver the alerts they
+// hold when the daemon stops: one time limit of on_alert.
+func (d *Daemon) alertGrace() time.Duration {
+	if d.hook != nil {
+		return d.hook.Timeout()
+	}
+	return team.DefaultAlertTimeout
+}
+
 // newAlertHook returns the team's alert hook, nil when on_alert is not set.
 func (d *Daemon) newAlertHook() *alerthook.Hook {
 	if len(d.cfg.OnAlert) == 0 {
 		return nil
 	}
 	return alerthook.New(alerthook.Config{
-		Argv: d.cfg.OnAlert, Dir: d.cfg.Dir, Team: d.cfg.Name, Timeout: d.cfg.Timeouts.Alert, Replies: d.cfg.AlertOnReply,
+		Argv: d.cfg.OnAlert, Dir: d.cfg.Dir, Timeout: d.cfg.Timeouts.Alert, Replies: d.cfg.AlertOnReply,
 		Env: append(os.Environ(), reap.MarkEnv+"="+d.layout.Dir), Log: d.log.Named("alerts"), Limit: d.opts.AlertQueue,
 		Start: d.startChild, Release: d.releaseChild,
 	})

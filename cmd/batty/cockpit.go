@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/battyhq/batty/alerts"
 	"io"
 	"os"
 	"os/exec"
@@ -95,9 +96,10 @@ func stopCockpit(p project.Project) error {
 // titles in step with the team and shows alerts. Its goroutine is owned by
 // runDaemon.
 type daemonCockpit struct {
-	team *cockpit.Team
-	srv  cockpit.Server
-	d    *orchestrator.Daemon // set once New returned
+	team   *cockpit.Team
+	alerts *alerts.Queue // the cockpit's alert sink, started once the daemon is ready
+	srv    cockpit.Server
+	d      *orchestrator.Daemon // set once New returned
 }
 
 // newDaemonCockpit prepares the cockpit of a daemon; Event goes into
@@ -112,6 +114,7 @@ func newDaemonCockpit(p project.Project, cfg *team.Config, log hclog.Logger) (*d
 	dc.srv = cockpitServer(p, bin, func(cmd *exec.Cmd) error { return dc.d.RunChild(cmd) })
 	dc.team = cockpit.NewTeam(dc.srv, cockpit.SessionName(cfg.Name), func() control.Status { return dc.d.Status() },
 		cockpit.UpdaterOptions{Logger: log.Named("cockpit")})
+	dc.alerts = cockpit.NewAlertSink(dc.team.Updater(), 0)
 	return dc, nil
 }
 
@@ -119,14 +122,16 @@ func newDaemonCockpit(p project.Project, cfg *team.Config, log hclog.Logger) (*d
 // the daemon is running only mark the titles stale.
 func (dc *daemonCockpit) onEvent(e eventlog.Event) { dc.team.Event(e) }
 
-// run updates the titles from the moment the daemon is ready until ctx
-// ends, then kills the private server (the session goes with the team).
+// run updates the titles and shows the alerts (the daemon fans them out
+// to dc.alerts and closes it) from the moment the daemon is ready until
+// ctx ends.
 func (dc *daemonCockpit) run(ctx context.Context) {
 	select {
 	case <-dc.d.Ready():
 	case <-ctx.Done():
 		return
 	}
+	dc.alerts.Start()
 	dc.team.Updater().Run(ctx)
 }
 

@@ -147,6 +147,9 @@ func runDaemon(ctx context.Context, ios *iostreams.IOStreams, p project.Project,
 		}
 		return fail(err)
 	}
+	if dc != nil {
+		d.AddAlertSink(dc.alerts)
+	}
 	var web *console.Server
 	if webLn != nil {
 		if web, err = newConsole(cfg, webLn, d, log.Named("console")); err != nil {

@@ -142,7 +142,8 @@ func startConsole(cfg *team.Config) (*consoleListener, error) {
 
 // newConsole makes the console of cfg on ln for the team of d: it sees the
 // team through d's ConsoleTeam, judges each browser's connection by d's
-// Insider, and follows d's events from the first (call it before d.Run).
+// Insider, and follows d's events and alerts from the first (call it
+// before d.Run).
 func newConsole(cfg *team.Config, ln *consoleListener, d *orchestrator.Daemon, log hclog.Logger) (*console.Server, error) {
 	srv, err := console.New(console.Config{Addr: ln.bound, Names: ln.names, TLS: ln.tls, Token: ln.info.Token, Log: log, Prices: prices(cfg),
 		Team: d.ConsoleTeam(), Judge: consoleJudge(d)})
@@ -150,6 +151,7 @@ func newConsole(cfg *team.Config, ln *consoleListener, d *orchestrator.Daemon, l
 		return nil, err
 	}
 	d.AddObserver(srv.Observe)
+	d.AddAlertSink(srv.AlertSink())
 	return srv, nil
 }
 
