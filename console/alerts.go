@@ -31,8 +31,8 @@ const (
 // console starts (load), then each alert the daemon fans out to the
 // console's sink (newAlertSink). The pages read it.
 type alertFeed struct {
-	path    string
-	log     hclog.Logger
+	path string
+	log  hclog.Logger
 
 	mu     sync.Mutex
 	alerts []eventlog.Alert
