@@ -51,7 +51,7 @@ type Daemon struct {
 	events   *eventlog.Log
 	observe  func(eventlog.Event) // sees every event: the alerts' fan-out, Options.OnEvent, AddObserver's
 	ledger   *usage.Ledger        // every finished turn's usage, the accounts' rate-limit windows
-	alerts   *alerts.Fanout       // every alert to every sink: on_alert's, Options.AlertSinks, AddAlertSink's
+	alerts   *alerts.Fanout       // every alert to every sink: on_alert's and AddAlertSink's
 	hook     *alerthook.Hook      // the on_alert sink; nil without on_alert
 	sched    *schedule.Runner     // nil without schedules
 
@@ -211,7 +211,7 @@ func (d *Daemon) init() error {
 	if d.budgets, err = newBudgetBook(d.cfg, d.layout, d.ledger.TakeOpened(), d.opts.BudgetClock, d.opts.BudgetLocation); err != nil {
 		return err
 	}
-	d.alerts = alerts.NewFanout(d.cfg.Name, nil, d.opts.AlertSinks...)
+	d.alerts = alerts.NewFanout(d.cfg.Name, nil)
 	if d.hook = d.newAlertHook(); d.hook != nil {
 		d.alerts.Add(d.hook)
 	}
@@ -258,8 +258,9 @@ func (d *Daemon) init() error {
 	return nil
 }
 
-// AddAlertSink has s get the team's alerts too, and closes it as Run
-// returns. Call it before Run.
+// AddAlertSink has s get the team's alerts (eventlog.AlertFor decides,
+// once, which events are), besides on_alert, and closes it as Run returns.
+// Call it before Run.
 func (d *Daemon) AddAlertSink(s alerts.Sink) { d.alerts.Add(s) }
 
 // AddObserver has f see every event written to the event log too, after

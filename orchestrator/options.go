@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"fmt"
-	"github.com/battyhq/batty/alerts"
 	"io"
 	"math/rand/v2"
 	"time"
@@ -45,10 +44,6 @@ type Options struct {
 	AlertQueue int
 	CodexChecks
 	Backoffs
-	// AlertSinks get the team's alerts (eventlog.AlertFor decides, once,
-	// which events are), besides on_alert; the daemon closes them as Run
-	// returns. See also Daemon.AddAlertSink.
-	AlertSinks []alerts.Sink
 	// OnEvent, if set, sees every event written to the event log, after it
 	// was written (tests and benchmarks wait on it). It must not block.
 	OnEvent func(eventlog.Event)
