@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,17 +25,22 @@ const idleRetrim = 5 * time.Minute
 // span is a range of the address space, [start, end).
 type span struct{ start, end uintptr }
 
-// releaseIdleMemory hands back what an idle shim keeps but does not use:
-// the pages of the binary and the shared libraries it mapped while starting
-// and running turns (its whole command-line program is linked in and
-// initialised: the shim uses a small part of it), most of its resident
-// memory. Those are page-cache pages, shared and unchanged: dropped from
-// this process's mapping, the ones a later turn needs come back from the
-// page cache at the cost of a minor fault. (Its heap is small; the
-// runtime's scavenger returns what is free of it: forcing that, with a
-// collection, would cost more CPU than it saves.) It returns what could not
-// be read or released; nothing of the shim depends on it.
-func releaseIdleMemory() error {
+// releaseIdleMemory hands back what an idle shim keeps but does not use.
+// With afterTurn (a turn ran since the last release), the heap the turn
+// left free, returned to the system at the cost of a collection (a few
+// milliseconds once per idle period; the start-up leaves next to nothing,
+// and the runtime would keep a heap goal's worth). Then the pages of the
+// binary and the shared libraries it mapped while starting and running
+// turns (its whole command-line program is linked in and initialised: the
+// shim uses a small part of it), most of its resident memory. Those are
+// page-cache pages, shared and unchanged: dropped from this process's
+// mapping, the ones a later turn needs come back from the page cache at
+// the cost of a minor fault. It returns what could not be read or released; nothing
+// of the shim depends on it.
+func releaseIdleMemory(afterTurn bool) error {
+	if afterTurn {
+		debug.FreeOSMemory()
+	}
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		return fmt.Errorf("read the process's mappings: %w", err)

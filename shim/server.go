@@ -91,8 +91,10 @@ func (s *server) serve(ctx context.Context) error {
 	s.setState(protocol.StateIdle, "ready")
 	var shutdownTimer <-chan time.Time
 	// trim fires once the shim has been idle for idleTrimDelay, then every
-	// idleRetrim while it stays idle; a turn disarms it.
+	// idleRetrim while it stays idle; a turn disarms it. turned: a turn
+	// ran since the last trim.
 	var trim *time.Timer
+	turned := false
 	defer func() {
 		if trim != nil {
 			trim.Stop()
@@ -104,9 +106,12 @@ func (s *server) serve(ctx context.Context) error {
 			return nil
 		}
 		switch {
-		case s.cur != nil && trim != nil:
-			trim.Stop()
-			trim = nil
+		case s.cur != nil:
+			turned = true
+			if trim != nil {
+				trim.Stop()
+				trim = nil
+			}
 		case s.cur == nil && trim == nil:
 			trim = time.NewTimer(idleTrimDelay)
 		}
@@ -116,9 +121,10 @@ func (s *server) serve(ctx context.Context) error {
 		}
 		select {
 		case <-trimC:
-			if err := releaseIdleMemory(); err != nil {
+			if err := releaseIdleMemory(turned); err != nil {
 				s.log.Debug("Idle memory not released", "error", err)
 			}
+			turned = false
 			trim.Reset(idleRetrim)
 		case c := <-cmds:
 			if c.err != nil {
