@@ -85,12 +85,42 @@ func (s *server) serve(ctx context.Context) error {
 
 	s.setState(protocol.StateIdle, "ready")
 	var shutdownTimer <-chan time.Time
+	// trim fires once the shim has been idle for idleTrimDelay, then every
+	// idleRetrim while it stays idle; a turn disarms it. turned: a turn
+	// ran since the last trim.
+	var trim *time.Timer
+	turned := false
+	defer func() {
+		if trim != nil {
+			trim.Stop()
+		}
+	}()
 	for {
 		if s.stopping && s.cur == nil {
 			s.setState(protocol.StateStopped, "shutdown complete")
 			return nil
 		}
+		switch {
+		case s.cur != nil:
+			turned = true
+			if trim != nil {
+				trim.Stop()
+				trim = nil
+			}
+		case s.cur == nil && trim == nil:
+			trim = time.NewTimer(idleTrimDelay)
+		}
+		var trimC <-chan time.Time
+		if trim != nil {
+			trimC = trim.C
+		}
 		select {
+		case <-trimC:
+			if err := releaseIdleMemory(turned); err != nil {
+				s.log.Debug("Idle memory not released", "error", err)
+			}
+			turned = false
+			trim.Reset(idleRetrim)
 		case c := <-cmds:
 			if c.err != nil {
 				if errors.Is(c.err, io.EOF) || errors.Is(c.err, protocol.ErrClosed) {

@@ -212,7 +212,7 @@ var groups = map[string]group{
 	"appshare": {
 		cols: []column{
 			{"agents", []string{"agents"}},
-			{"total RSS (target ≤ 2.5 GB shared)", []string{"total-rss-MB"}},
+			{"total RSS (target ≤ 1.5 GB shared)", []string{"total-rss-MB"}},
 			{"RSS per agent", []string{"rss-per-agent-MB", "rss-ratio-%"}},
 			{"total PSS", []string{"total-pss-MB"}},
 			{"idle CPU (% of one core, 10 s)", []string{"idle-cpu-%"}},
