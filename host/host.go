@@ -1,0 +1,77 @@
+// Package host is where a shim runs, behind one interface: this machine
+// (Local) or another of the team's hosts reached through ssh or a
+// command (Remote). The daemon, `batty fanout` and `batty workspace
+// prune` reach a host only through Host; what differs between the two
+// (paths, how a shim starts, where the workspace is, what a thread can
+// carry) is decided here and nowhere else. Both implementations pass the
+// one conformance suite (host_test.go's both).
+package host
+
+import (
+	"context"
+	"time"
+
+	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/shim/shimclient"
+	"github.com/battyhq/batty/shim/shimconfig"
+	"github.com/battyhq/batty/workspaces"
+)
+
+// Host is where a shim runs: its configuration and codex's target as the
+// host sees them, how a shim starts there, whether it answers, the check
+// of its Codex, an agent's workspace there and what it can carry. Its
+// methods are safe from any goroutine; those taking a context block for
+// the work there, which ctx cuts short.
+type Host interface {
+	// Name is the host's name in the team file; "" for this machine.
+	Name() string
+	// ShimConfig is c, a shim's configuration here, as the host sees it
+	// (paths in the project and the home directory there, no
+	// transcript file when it is not here). Pure.
+	ShimConfig(c shimconfig.Config) shimconfig.Config
+	// Target is t, how codex runs here, as the host sees it. Pure.
+	Target(t preflight.Target) preflight.Target
+	// Spawn is o, the options of a shim whose Config is already the
+	// host's (ShimConfig), made to start it there: the batty installed
+	// there and the stream that reaches it. It errs when the shim cannot
+	// start there yet (batty not installed there).
+	Spawn(ctx context.Context, o shimclient.SpawnOptions) (shimclient.SpawnOptions, error)
+	// Probe reports whether the host answers: nil when it does.
+	Probe(ctx context.Context) error
+	// Check runs the check of codex's target t (already the host's,
+	// Target) there. The error says the host could not be asked (not
+	// reached, batty not installable there); what the check found is the
+	// report's Problem.
+	Check(ctx context.Context, t preflight.Target) (preflight.Report, error)
+	// Workspace is agent's workspace on the host, its branch the one in
+	// repo here, made from base.
+	Workspace(repo *workspaces.Repo, agent, base string) Workspace
+	// ThreadsPortable reports whether a thread's rollouts are in a
+	// CODEX_HOME here, so that a thread can be carried from one account
+	// to another (codex.CarryThread).
+	ThreadsPortable() bool
+	// Close ends what reaching the host keeps open (a shared
+	// connection), after its last shim has stopped.
+	Close(ctx context.Context) error
+}
+
+// Workspace is an agent's workspace on a host: the daemon's
+// workspaces.Workspace, and its removal.
+type Workspace interface {
+	workspaces.Workspace
+	// Prune removes the workspace and the agent's branch here (see
+	// workspaces.Repo.Prune): refused while work is unlanded or
+	// uncommitted, unless force, which keeps it under
+	// refs/batty/archive/ first.
+	Prune(ctx context.Context, force bool, now time.Time) (workspaces.PruneResult, error)
+}
+
+// Start starts a shim of o (its Config already the host's) on h and
+// returns its client. It blocks until the handshake is done.
+func Start(ctx context.Context, h Host, o shimclient.SpawnOptions) (*shimclient.Client, error) {
+	o, err := h.Spawn(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return shimclient.Start(ctx, o)
+}

@@ -1,0 +1,226 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/hosts/hoststest"
+	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/shim/shimclient"
+	"github.com/battyhq/batty/shim/shimconfig"
+	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/workspaces"
+)
+
+// The conformance suite: what the daemon, `batty fanout` and `batty
+// workspace prune` rely on, for every Host. both runs a test against
+// this machine and against a host reached through the real sshd of
+// hoststest (skipped where that harness cannot run).
+
+// fixture is the project here that a test's host works for: its root
+// (a git repository on main) and that repository opened.
+type fixture struct {
+	root string
+	env  []string
+	repo *workspaces.Repo
+	// batty is the batty binary the tests build (a shim is `batty shim`).
+	batty string
+}
+
+func gitEnv(home string) []string {
+	return []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+}
+
+func git(t testing.TB, env []string, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	top := t.TempDir()
+	f := &fixture{root: filepath.Join(top, "proj"), env: gitEnv(top), batty: hoststest.Batty(t)}
+	if err := os.Mkdir(f.root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"README": "hello\n", ".gitignore": ".batty/\n"} {
+		if err := os.WriteFile(filepath.Join(f.root, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, f.env, f.root, "init", "-q", "-b", "main")
+	git(t, f.env, f.root, "add", "-A")
+	git(t, f.env, f.root, "-c", "user.name=u", "-c", "user.email=u@example.com", "commit", "-q", "-m", "initial")
+	r, err := workspaces.Open(context.Background(), workspaces.Options{ProjectDir: f.root,
+		WorktreesDir: filepath.Join(f.root, ".batty", "worktrees"), LockFile: filepath.Join(f.root, ".batty", "state", "git.lock"),
+		Env: f.env, MinFreeBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.repo = r
+	return f
+}
+
+// both runs test on this machine and on a host behind the real sshd.
+func both(t *testing.T, test func(t *testing.T, f *fixture, h Host)) {
+	t.Run("local", func(t *testing.T) {
+		f := newFixture(t)
+		test(t, f, Local{Checker: &preflight.Checker{Timeout: 20 * time.Second}})
+	})
+	t.Run("ssh", func(t *testing.T) {
+		s := hoststest.StartSSHD(t)
+		f := newFixture(t)
+		ctl, err := os.MkdirTemp("/tmp", "bh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(ctl) })
+		tr := &hosts.Transport{ConfigFile: s.ConfigFile, ControlDir: filepath.Join(ctl, "c")}
+		h := s.Host
+		h.Dir = filepath.Join(s.Home, "proj")
+		if err := os.Mkdir(h.Dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(h.Dir, s.UID, s.GID); err != nil {
+			t.Fatal(err)
+		}
+		bin := hosts.Binary{Path: f.batty, Version: hoststest.BattyVersion(t), Key: "dev-test-host", GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
+		r := &Remote{Transport: tr, Host: h, Root: f.root, Home: "/nonexistent-home", MinFree: 1, GitTimeout: time.Minute,
+			CheckTimeout: 20 * time.Second,
+			Batty:        func(ctx context.Context) (string, error) { return hosts.EnsureBatty(ctx, tr, h, bin) }}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), hosts.CloseTimeout)
+			defer cancel()
+			if err := r.Close(ctx); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		})
+		test(t, f, r)
+	})
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+// A host answers its probe.
+func TestHostProbe(t *testing.T) {
+	both(t, func(t *testing.T, _ *fixture, h Host) {
+		if err := h.Probe(ctx(t)); err != nil {
+			t.Fatalf("probe: %v", err)
+		}
+	})
+}
+
+// A shim started on a host (its configuration as the host sees it)
+// completes the handshake, answers a ping and stops when asked.
+func TestHostStartsAShim(t *testing.T) {
+	both(t, func(t *testing.T, f *fixture, h Host) {
+		c := h.ShimConfig(shimconfig.Config{Agent: "eng-1", CodexBin: "codex", Cwd: f.root})
+		cl, err := Start(ctx(t), h, shimclient.SpawnOptions{Path: f.batty, Args: []string{"shim"}, Config: c})
+		if err != nil {
+			t.Fatalf("start: %v", err)
+		}
+		if err := cl.Send(protocol.Ping{Nonce: 7}); err != nil {
+			t.Fatal(err)
+		}
+		for m := range cl.Events() {
+			if p, ok := m.(protocol.Pong); ok {
+				if p.Nonce != 7 {
+					t.Fatalf("pong %d, want 7", p.Nonce)
+				}
+				break
+			}
+		}
+		if err := cl.Send(protocol.Shutdown{}); err != nil {
+			t.Fatal(err)
+		}
+		for range cl.Events() {
+		}
+		if err := cl.Wait(); err != nil {
+			t.Fatalf("the shim ended with %v", err)
+		}
+	})
+}
+
+// A check of a codex that is not installed where the host looks is a
+// problem found, not a host that could not be asked.
+func TestHostCheckFindsAMissingCodex(t *testing.T) {
+	both(t, func(t *testing.T, f *fixture, h Host) {
+		rep, err := h.Check(ctx(t), h.Target(preflight.Target{Bin: "/nonexistent/codex", Cwd: ""}))
+		if err != nil {
+			t.Fatalf("check: %v", err)
+		}
+		if rep.Problem == nil {
+			t.Fatalf("no problem found: %+v", rep)
+		}
+	})
+}
+
+// An agent's workspace on a host is made from the base, its state read,
+// its commits on the agent's branch here, and pruned: the branch here
+// gone, refused first while its work is unlanded.
+func TestHostWorkspace(t *testing.T) {
+	both(t, func(t *testing.T, f *fixture, h Host) {
+		w := h.Workspace(f.repo, "eng-1", "main")
+		p, err := w.Prepare(ctx(t), workspaces.PrepareOptions{GitTimeout: time.Minute})
+		if err != nil || !p.Made {
+			t.Fatalf("prepare: %+v, %v", p, err)
+		}
+		st, err := w.State(ctx(t))
+		if err != nil || !st.Exists || st.Ahead != 0 {
+			t.Fatalf("state: %+v, %v", st, err)
+		}
+		if !strings.Contains(w.Where(), "eng-1") {
+			t.Errorf("where %q names no agent", w.Where())
+		}
+		res, err := w.Prune(ctx(t), false, time.Unix(1_800_000_000, 0))
+		if err != nil || !res.Removed {
+			t.Fatalf("prune: %+v, %v", res, err)
+		}
+		tips, err := f.repo.Tips(ctx(t), workspaces.BranchRef("eng-1"))
+		if err != nil || tips[workspaces.BranchRef("eng-1")] != "" {
+			t.Fatalf("the branch here after the prune: %v, %v", tips, err)
+		}
+	})
+}
+
+// What a host carries and how it names itself: threads move between
+// accounts only where their rollouts are here.
+func TestHostCarries(t *testing.T) {
+	for _, tc := range []struct {
+		h        Host
+		name     string
+		portable bool
+	}{
+		{Local{}, "", true},
+		{&Remote{Host: team.Host{Name: "pod1"}}, "pod1", false},
+	} {
+		if tc.h.Name() != tc.name || tc.h.ThreadsPortable() != tc.portable {
+			t.Errorf("%T: name %q portable %v", tc.h, tc.h.Name(), tc.h.ThreadsPortable())
+		}
+	}
+}
+
+// A shim cannot start on a host where batty is not installed yet.
+func TestRemoteSpawnWaitsForTheInstallation(t *testing.T) {
+	r := &Remote{Host: team.Host{Name: "pod1"}, Installed: func() string { return "" }}
+	if _, err := r.Spawn(context.Background(), shimclient.SpawnOptions{}); !errors.Is(err, ErrNotInstalled) {
+		t.Fatalf("spawn: %v", err)
+	}
+}

@@ -1,0 +1,65 @@
+package host
+
+import (
+	"context"
+	"time"
+
+	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/shim/shimclient"
+	"github.com/battyhq/batty/shim/shimconfig"
+	"github.com/battyhq/batty/workspaces"
+)
+
+// Local is this machine: paths are as they are, a shim starts as o says,
+// the check runs here, the workspace is a worktree of the project's
+// repository and threads can be carried between accounts.
+type Local struct {
+	// Checker runs the check of codex here (nil: a zero Checker).
+	Checker *preflight.Checker
+}
+
+var _ Host = Local{}
+
+// Name is "": this machine.
+func (Local) Name() string { return "" }
+
+// ShimConfig is c.
+func (Local) ShimConfig(c shimconfig.Config) shimconfig.Config { return c }
+
+// Target is t.
+func (Local) Target(t preflight.Target) preflight.Target { return t }
+
+// Spawn is o.
+func (Local) Spawn(_ context.Context, o shimclient.SpawnOptions) (shimclient.SpawnOptions, error) {
+	return o, nil
+}
+
+// Probe is nil: this machine answers.
+func (Local) Probe(context.Context) error { return nil }
+
+// Check runs l's Checker on t here.
+func (l Local) Check(ctx context.Context, t preflight.Target) (preflight.Report, error) {
+	c := l.Checker
+	if c == nil {
+		c = &preflight.Checker{}
+	}
+	return c.Inspect(ctx, t), nil
+}
+
+// Workspace is agent's worktree of repo here.
+func (Local) Workspace(repo *workspaces.Repo, agent, base string) Workspace {
+	return localWorkspace{workspaces.Local{Repo: repo, Agent: agent, Base: base}}
+}
+
+// ThreadsPortable is true: the rollouts are in CODEX_HOME here.
+func (Local) ThreadsPortable() bool { return true }
+
+// Close has nothing to close.
+func (Local) Close(context.Context) error { return nil }
+
+// localWorkspace is a worktree here with its prune.
+type localWorkspace struct{ workspaces.Local }
+
+func (w localWorkspace) Prune(ctx context.Context, force bool, now time.Time) (workspaces.PruneResult, error) {
+	return w.Repo.Prune(ctx, w.Agent, w.Base, force, now)
+}

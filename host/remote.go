@@ -1,0 +1,124 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/battyhq/batty/clones"
+	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/shim/shimclient"
+	"github.com/battyhq/batty/shim/shimconfig"
+	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/workspaces"
+)
+
+// Remote is one of the team's hosts, reached through Transport (ssh, or
+// the host's command): paths are the project's and the home's there, a
+// shim starts there with the batty installed there, over a stream; the
+// workspace is a clone there (package clones); a thread's rollouts stay
+// there, so it is not carried between accounts.
+type Remote struct {
+	Transport *hosts.Transport
+	Host      team.Host
+	// Root is the project directory here; Home the home directory here
+	// ("" when unknown).
+	Root, Home string
+	// Batty is the batty installed there, installing it when needed
+	// (hosts.EnsureBatty); it blocks for the installation.
+	Batty func(ctx context.Context) (string, error)
+	// Installed, when set, is the batty installed there without
+	// installing it ("" while it is not): a shim starts only with it.
+	// nil: Batty.
+	Installed func() string
+	// CheckTimeout bounds each codex run of a check (0:
+	// preflight.DefaultTimeout).
+	CheckTimeout time.Duration
+	// MinFree and GitTimeout are the clones' (see clones.Client).
+	MinFree    uint64
+	GitTimeout time.Duration
+	// OldClone, when set, is told of a clone an earlier batty kept in
+	// the project directory there (clones.Client.OldClone); agent names
+	// whose.
+	OldClone func(agent, old, where string)
+}
+
+var _ Host = (*Remote)(nil)
+
+// Name is the host's name in the team file.
+func (r *Remote) Name() string { return r.Host.Name }
+
+// Dir is the project directory there (team.Host.ProjectDir): "~/" is
+// the home directory there.
+func (r *Remote) Dir() string { return r.Host.ProjectDir(r.Root) }
+
+// ShimConfig is c as the host sees it (hosts.ShimConfig).
+func (r *Remote) ShimConfig(c shimconfig.Config) shimconfig.Config {
+	return hosts.ShimConfig(c, r.Dir(), r.Root, r.Home)
+}
+
+// Target is t as the host sees it (hosts.TargetThere).
+func (r *Remote) Target(t preflight.Target) preflight.Target {
+	return hosts.TargetThere(t, r.Dir(), r.Root, r.Home)
+}
+
+// ErrNotInstalled is Spawn's error while batty is not installed on the
+// host.
+var ErrNotInstalled = errors.New("batty is not installed on the host")
+
+// Spawn is o started there: the batty installed there (`batty shim`),
+// through the transport in the shim's directory there, with a handshake
+// that allows for the connection.
+func (r *Remote) Spawn(ctx context.Context, o shimclient.SpawnOptions) (shimclient.SpawnOptions, error) {
+	var batty string
+	if r.Installed != nil {
+		if batty = r.Installed(); batty == "" {
+			return o, fmt.Errorf("%w: %s", ErrNotInstalled, r.Host.Name)
+		}
+	} else {
+		var err error
+		if batty, err = r.Batty(ctx); err != nil {
+			return o, err
+		}
+	}
+	o.Path, o.Args = batty, []string{"shim"}
+	o.Remote = r.Transport.ShimCommand(r.Host, o.Config.Cwd)
+	o.HandshakeTimeout = hosts.ShimHandshakeTimeout
+	return o, nil
+}
+
+// Probe runs `true` there.
+func (r *Remote) Probe(ctx context.Context) error {
+	_, err := r.Transport.Run(ctx, r.Host, "true", nil)
+	return err
+}
+
+// Check installs batty there when needed, then runs the host's preflight
+// of t (hosts.Inspect), bounded by hosts.PreflightLimit.
+func (r *Remote) Check(ctx context.Context, t preflight.Target) (preflight.Report, error) {
+	batty, err := r.Batty(ctx)
+	if err != nil {
+		return preflight.Report{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, hosts.PreflightLimit(r.CheckTimeout))
+	defer cancel()
+	return hosts.Inspect(ctx, r.Transport, r.Host, batty, t)
+}
+
+// Workspace is agent's clone there (clones.Client).
+func (r *Remote) Workspace(repo *workspaces.Repo, agent, base string) Workspace {
+	c := &clones.Client{Transport: r.Transport, Host: r.Host, Dir: r.Dir(), Batty: r.Batty,
+		Repo: repo, Agent: agent, Base: base, MinFree: r.MinFree, Timeout: r.GitTimeout}
+	if r.OldClone != nil {
+		c.OldClone = func(old string) { r.OldClone(agent, old, c.Where()) }
+	}
+	return c
+}
+
+// ThreadsPortable is false: the rollouts are in CODEX_HOME there.
+func (r *Remote) ThreadsPortable() bool { return false }
+
+// Close ends the shared connection to the host.
+func (r *Remote) Close(ctx context.Context) error { return r.Transport.Close(ctx, r.Host) }
