@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
+	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
 )
 
@@ -31,6 +33,9 @@ type Host interface {
 	ShimConfig(c shimconfig.Config) shimconfig.Config
 	// Target is t, how codex runs here, as the host sees it. Pure.
 	Target(t preflight.Target) preflight.Target
+	// Sandbox is p, how a command runs here in Codex's sandbox (a
+	// worktree's setup), as the host sees it; nil stays nil. Pure.
+	Sandbox(p *sandbox.Policy) *sandbox.Policy
 	// Spawn is o, the options of a shim whose Config is already the
 	// host's (ShimConfig), made to start it there: the batty installed
 	// there and the stream that reaches it. It errs when the shim cannot
@@ -43,12 +48,17 @@ type Host interface {
 	// reached, batty not installable there); what the check found is the
 	// report's Problem.
 	Check(ctx context.Context, t preflight.Target) (preflight.Report, error)
+	// Unreachable is the problem of the host when it could not be
+	// reached or asked (err, from Probe, Check or Spawn), with its fix;
+	// then is appended to the fix ("" for nothing).
+	Unreachable(err error, then string) *preflight.Problem
 	// Workspace is agent's workspace on the host, its branch the one in
 	// repo here, made from base.
 	Workspace(repo *workspaces.Repo, agent, base string) Workspace
-	// ThreadsPortable reports whether a thread's rollouts are in a
-	// CODEX_HOME here, so that a thread can be carried from one account
-	// to another (codex.CarryThread).
+	// ThreadsPortable reports whether codex there runs with the
+	// CODEX_HOMEs here: a thread's rollouts are here, so that a thread
+	// can be carried from one account to another (codex.CarryThread),
+	// and an account (a CODEX_HOME here) can be given to a shim there.
 	ThreadsPortable() bool
 	// Close ends what reaching the host keeps open (a shared
 	// connection), after its last shim has stopped.
@@ -74,4 +84,16 @@ func Start(ctx context.Context, h Host, o shimclient.SpawnOptions) (*shimclient.
 		return nil, err
 	}
 	return shimclient.Start(ctx, o)
+}
+
+// On is the host of the team file h as a caller reaches it: this machine
+// (local) for a zero h (no name, as --hosts' "local" is), else remote with
+// its Host set to h. It is the one place outside the implementations that
+// tells the two apart.
+func On(h team.Host, local Local, remote Remote) Host {
+	if h.Name == "" {
+		return local
+	}
+	remote.Host = h
+	return &remote
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/workspaces"
@@ -29,6 +30,9 @@ func (Local) ShimConfig(c shimconfig.Config) shimconfig.Config { return c }
 // Target is t.
 func (Local) Target(t preflight.Target) preflight.Target { return t }
 
+// Sandbox is p.
+func (Local) Sandbox(p *sandbox.Policy) *sandbox.Policy { return p }
+
 // Spawn is o.
 func (Local) Spawn(_ context.Context, o shimclient.SpawnOptions) (shimclient.SpawnOptions, error) {
 	return o, nil
@@ -44,6 +48,16 @@ func (l Local) Check(ctx context.Context, t preflight.Target) (preflight.Report,
 		c = &preflight.Checker{}
 	}
 	return c.Inspect(ctx, t), nil
+}
+
+// Unreachable is a spawn problem: this machine is always reached, so err
+// is one of starting here.
+func (Local) Unreachable(err error, then string) *preflight.Problem {
+	fix := "fix it"
+	if then != "" {
+		fix += ", " + then
+	}
+	return &preflight.Problem{Kind: preflight.KindSpawn, Detail: err.Error(), Fix: fix}
 }
 
 // Workspace is agent's worktree of repo here.

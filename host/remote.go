@@ -9,6 +9,7 @@ import (
 	"github.com/battyhq/batty/clones"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
@@ -26,9 +27,12 @@ type Remote struct {
 	// Root is the project directory here; Home the home directory here
 	// ("" when unknown).
 	Root, Home string
-	// Batty is the batty installed there, installing it when needed
-	// (hosts.EnsureBatty); it blocks for the installation.
+	// Batty is the batty installed there, installing it when needed; it
+	// blocks for the installation. nil: Binary installed there by
+	// hosts.EnsureBatty (at most hosts.InstallTimeout).
 	Batty func(ctx context.Context) (string, error)
+	// Binary is the batty to install there when Batty is nil (hosts.Self).
+	Binary hosts.Binary
 	// Installed, when set, is the batty installed there without
 	// installing it ("" while it is not): a shim starts only with it.
 	// nil: Batty.
@@ -64,6 +68,9 @@ func (r *Remote) Target(t preflight.Target) preflight.Target {
 	return hosts.TargetThere(t, r.Dir(), r.Root, r.Home)
 }
 
+// Sandbox is p as the host sees it (hosts.SandboxThere).
+func (r *Remote) Sandbox(p *sandbox.Policy) *sandbox.Policy { return hosts.SandboxThere(p, r.Home) }
+
 // ErrNotInstalled is Spawn's error while batty is not installed on the
 // host.
 var ErrNotInstalled = errors.New("batty is not installed on the host")
@@ -79,7 +86,7 @@ func (r *Remote) Spawn(ctx context.Context, o shimclient.SpawnOptions) (shimclie
 		}
 	} else {
 		var err error
-		if batty, err = r.Batty(ctx); err != nil {
+		if batty, err = r.ensure(ctx); err != nil {
 			return o, err
 		}
 	}
@@ -98,7 +105,7 @@ func (r *Remote) Probe(ctx context.Context) error {
 // Check installs batty there when needed, then runs the host's preflight
 // of t (hosts.Inspect), bounded by hosts.PreflightLimit.
 func (r *Remote) Check(ctx context.Context, t preflight.Target) (preflight.Report, error) {
-	batty, err := r.Batty(ctx)
+	batty, err := r.ensure(ctx)
 	if err != nil {
 		return preflight.Report{}, err
 	}
@@ -107,14 +114,36 @@ func (r *Remote) Check(ctx context.Context, t preflight.Target) (preflight.Repor
 	return hosts.Inspect(ctx, r.Transport, r.Host, batty, t)
 }
 
-// Workspace is agent's clone there (clones.Client).
+// Unreachable is hosts.Unreachable: the ssh command, or the host's
+// command, that must work from here.
+func (r *Remote) Unreachable(err error, then string) *preflight.Problem {
+	return hosts.Unreachable(r.Host, err, then)
+}
+
+// Workspace is agent's clone there (Clone).
 func (r *Remote) Workspace(repo *workspaces.Repo, agent, base string) Workspace {
-	c := &clones.Client{Transport: r.Transport, Host: r.Host, Dir: r.Dir(), Batty: r.Batty,
+	return r.Clone(repo, agent, base)
+}
+
+// Clone is agent's clone there, its branch the one in repo here made
+// from base: the client of the clone there (clones.Client).
+func (r *Remote) Clone(repo *workspaces.Repo, agent, base string) *clones.Client {
+	c := &clones.Client{Transport: r.Transport, Host: r.Host, Dir: r.Dir(), Batty: r.ensure,
 		Repo: repo, Agent: agent, Base: base, MinFree: r.MinFree, Timeout: r.GitTimeout}
 	if r.OldClone != nil {
 		c.OldClone = func(old string) { r.OldClone(agent, old, c.Where()) }
 	}
 	return c
+}
+
+// ensure is the batty installed there (Batty, or Binary installed).
+func (r *Remote) ensure(ctx context.Context) (string, error) {
+	if r.Batty != nil {
+		return r.Batty(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, hosts.InstallTimeout)
+	defer cancel()
+	return hosts.EnsureBatty(ctx, r.Transport, r.Host, r.Binary)
 }
 
 // ThreadsPortable is false: the rollouts are in CODEX_HOME there.

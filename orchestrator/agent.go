@@ -17,7 +17,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
-	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/preflight"
@@ -429,22 +429,16 @@ func (a *agent) spawnOptions() (shimclient.SpawnOptions, error) {
 	if o.Config, err = a.shimConfig(); err != nil {
 		return o, err
 	}
-	r := a.host
-	if r == nil {
-		return o, nil
+	if r := a.host; r != nil {
+		if o.Config, err = remoteShimConfig(a.def, o.Config, r, a.d.layout, localHome()); err != nil {
+			return o, err
+		}
 	}
-	batty := r.installed()
-	if batty == "" {
-		return o, fmt.Errorf("batty is not installed on host %s", r.host.Name)
-	}
-	if o.Config, err = remoteShimConfig(a.def, o.Config, r, a.d.layout, localHome()); err != nil {
-		return o, err
-	}
-	o.Path, o.Args = batty, []string{"shim"}
-	o.Remote = a.d.opts.Transport.ShimCommand(r.host, o.Config.Cwd)
-	o.HandshakeTimeout = hosts.ShimHandshakeTimeout
-	return o, nil
+	return a.where().Spawn(context.Background(), o)
 }
+
+// where is the host the agent runs on, as the one Host interface.
+func (a *agent) where() host.Host { return a.d.hostOf(a.host) }
 
 // spawn starts the shim; a failure counts as a crash. A shim on a host
 // starts off run's goroutine (ssh and the handshake: a step, see

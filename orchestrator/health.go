@@ -13,7 +13,6 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/preflight"
-	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
 )
 
@@ -143,15 +142,13 @@ func (h *health) started() {
 // for them (see preflight.Checker.Check). It reports whether the result
 // changed.
 func (h *health) check(ctx context.Context) bool {
-	// Codex runs with the environment a shim gives it: the shims' own with
-	// the agent's over it, marked as the project's (see sweep.go).
-	var r preflight.Report
-	if h.host != nil {
-		r = h.checkHost(ctx)
-	} else {
-		c := &preflight.Checker{Reaper: h.d.reaper, Timeout: h.d.opts.CheckTimeout, BaseEnv: h.d.opts.ShimEnv,
-			FinalEnv: []string{reap.MarkEnv + "=" + h.d.layout.Dir}}
-		r = c.Inspect(ctx, h.target)
+	// On a host, batty is installed there first (again if it was not);
+	// a host that cannot be reached, or where batty cannot be installed
+	// or run, is a KindHost problem.
+	on := h.d.hostOf(h.host)
+	r, err := on.Check(ctx, h.target)
+	if err != nil {
+		r = preflight.Report{Problem: on.Unreachable(err, "then `batty resume`")}
 	}
 	if ctx.Err() != nil {
 		return false
@@ -433,10 +430,9 @@ func (s *healthSet) has(key string) bool {
 // with CODEX_HOME home (see targetFor), as the host sees it, and the key
 // of its health.
 func (d *Daemon) healthTarget(def team.Agent, host *remoteHost, home string) (preflight.Target, string) {
-	t, name := preflight.TargetFor(def, home), ""
-	if host != nil {
-		t = remoteTarget(t, host, d.layout.Root(), localHome())
-		name = host.host.Name
+	on := d.hostOf(host)
+	t, name := on.Target(preflight.TargetFor(def, home)), on.Name()
+	if name != "" {
 		if def.Workspace == team.WorkspaceWorktree {
 			// Its clone there, and the project directory holding it,
 			// are made before its first turn: the check runs codex in

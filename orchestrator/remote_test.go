@@ -8,6 +8,7 @@ import (
 
 	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
@@ -50,7 +51,8 @@ func TestRemoteConfigs(t *testing.T) {
 	if got, _ := remoteShimConfig(def, c, r, l, "/home/me"); got.Cwd != there+"/worktrees/eng/svc" {
 		t.Fatalf("remoteShimConfig of a worktree agent: Cwd %q", got.Cwd)
 	}
-	pt := remoteTarget(preflight.Target{Bin: "/home/me/bin/codex", Home: "/home/me/.codex-w", Cwd: "/work/p/svc", Env: []string{"A=1"}}, r, "/work/p", "/home/me")
+	on := &host.Remote{Host: team.Host{Name: "b", SSH: "b", Dir: "~/src/p"}, Root: "/work/p", Home: "/home/me"}
+	pt := on.Target(preflight.Target{Bin: "/home/me/bin/codex", Home: "/home/me/.codex-w", Cwd: "/work/p/svc", Env: []string{"A=1"}})
 	if pt.Bin != "~/bin/codex" || pt.Home != "~/.codex-w" || pt.Cwd != "~/src/p/svc" || !slices.Equal(pt.Env, []string{"A=1"}) {
 		t.Fatalf("remoteTarget = %+v", pt)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/battyhq/batty/clones"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
-	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/reap"
@@ -115,27 +114,12 @@ func newAgentWorkspace(d *Daemon, a *agent) *agentWorkspace {
 		return nil
 	}
 	w := &agentWorkspace{repo: d.repo, agent: def.Name, base: d.base, setup: d.cfg.Workspace.Setup, limit: d.cfg.Workspace.SetupTimeout, sb: d.sandbox("setup"),
-		ws: workspaces.Local{Repo: d.repo, Agent: def.Name, Base: d.base}}
-	if r := a.host; r != nil {
-		w.ws = d.cloneOn(r, def.Name)
-		w.sb = hosts.SandboxThere(w.sb, localHome())
-	}
+		ws: a.where().Workspace(d.repo, def.Name, d.base)}
+	w.sb = a.where().Sandbox(w.sb)
 	if a.prevHost != nil {
-		w.prev = d.cloneOn(a.prevHost, def.Name)
+		w.prev = a.prevHost.on.Clone(d.repo, def.Name, d.base)
 	}
 	return w
-}
-
-// cloneOn is agent's clone on host r. A clone an earlier batty kept in
-// the project directory there is named in the daemon's log, once per
-// run: batty no longer uses it (clones.Serve).
-func (d *Daemon) cloneOn(r *remoteHost, agent string) *clones.Client {
-	c := &clones.Client{Transport: d.opts.Transport, Host: r.host, Dir: r.dir, Batty: r.ensure,
-		Repo: d.repo, Agent: agent, Base: d.base, MinFree: d.opts.WorktreeMinFree, Timeout: gitTimeout}
-	c.OldClone = func(old string) {
-		d.log.Warn(oldCloneNotice(agent, r.host.Name, old, c.Where()), "agent", agent, "host", r.host.Name, "old_clone", old)
-	}
-	return c
 }
 
 // oldCloneNotice tells the user that agent's clone on host, which an
