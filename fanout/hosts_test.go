@@ -42,7 +42,10 @@ func TestHostConfig(t *testing.T) {
 	got := hostConfig(on("~/src/p"), c, "/work/p/sub")
 	want := shimconfig.Config{Agent: "fanout", Cwd: "~/src/p/sub", CodexBin: "~/.local/bin/codex",
 		Exec: codex.ExecOptions{AddDirs: []string{"~/src/p/data", "~/src/p"}, OutputSchema: "~/src/p/schema.json"},
-		Env:  []string{"CODEX_HOME=~/.codex", "OPENAI_API_KEY=sk-x", "BATTY_DIR=" + hosts.StateDir("~/src/p")}}
+		Env:  []string{"CODEX_HOME=~/.codex", "OPENAI_API_KEY=sk-x", "BATTY_DIR=" + hosts.StateDir("~/src/p")},
+		// No transcript file there: a transcript here comes back as a
+		// stream (which a worker does not read).
+		TranscriptStream: true}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("hostConfig =\n%+v\nwant\n%+v", got, want)
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/shim/shimclient"
@@ -33,6 +34,15 @@ type Host interface {
 	ShimConfig(c shimconfig.Config) shimconfig.Config
 	// Target is t, how codex runs here, as the host sees it. Pure.
 	Target(t preflight.Target) preflight.Target
+	// Rooms is r, what the permission profile of agent's shim is made
+	// of here, as the host sees it (see Rooms).
+	Rooms(agent string, r Rooms) Rooms
+	// Permit gives c, a shim's configuration as the host sees it, the
+	// permission profile p made of its Rooms: here, p without what is
+	// missing here; on a host, p as it is with the sockets the role
+	// gives back (allow), which the shim there completes it with
+	// (hosts.PermissionsHere), and no added directories (p has them).
+	Permit(c *shimconfig.Config, p *codex.Permissions, allow []string)
 	// Sandbox is p, how a command runs here in Codex's sandbox (a
 	// worktree's setup), as the host sees it; nil stays nil. Pure.
 	Sandbox(p *sandbox.Policy) *sandbox.Policy
@@ -63,6 +73,18 @@ type Host interface {
 	// Close ends what reaching the host keeps open (a shared
 	// connection), after its last shim has stopped.
 	Close(ctx context.Context) error
+}
+
+// Rooms are what an agent's permission profile is made of: its outbox
+// (writable), the directories denied to it and the environment its codex
+// starts with, as far as it is known where the profile is made.
+type Rooms struct {
+	Outbox string
+	Deny   []string
+	Env    []string
+	// There says the profile is completed on the host: its paths may be
+	// under "~/", the home directory there (codex.Permissions.ValidateThere).
+	There bool
 }
 
 // Workspace is an agent's workspace on a host: the daemon's

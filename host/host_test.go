@@ -224,3 +224,32 @@ func TestRemoteSpawnWaitsForTheInstallation(t *testing.T) {
 		t.Fatalf("spawn: %v", err)
 	}
 }
+
+// An agent whose role ran here before and now runs on a host gives up its
+// worktree here as its clone there is prepared: what it left uncommitted
+// is committed on its branch, which the clone starts from. The host is
+// reached through a command here (team.Host.Command).
+func TestRemoteWorkspaceReleasesTheWorktreeHere(t *testing.T) {
+	f := newFixture(t)
+	here := Local{}.Workspace(f.repo, "eng-1", "main")
+	if _, err := here.Prepare(ctx(t), workspaces.PrepareOptions{GitTimeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.repo.Path("eng-1"), "left.txt"), []byte("left\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	r := &Remote{Transport: &hosts.Transport{Env: gitEnv(home)}, Host: team.Host{Name: "box", Command: []string{"env"}, Dir: filepath.Join(home, "proj")},
+		Root: f.root, Batty: func(context.Context) (string, error) { return f.batty, nil }, MinFree: 1}
+	p, err := r.Workspace(f.repo, "eng-1", "main").Prepare(ctx(t), workspaces.PrepareOptions{GitTimeout: time.Minute})
+	if err != nil || !p.Made || p.Released == "" {
+		t.Fatalf("prepare there: %+v, %v", p, err)
+	}
+	if _, err := os.Stat(f.repo.Path("eng-1")); !os.IsNotExist(err) {
+		t.Fatalf("the worktree here is still there: %v", err)
+	}
+	tips, err := f.repo.Tips(ctx(t), workspaces.BranchRef("eng-1"))
+	if err != nil || tips[workspaces.BranchRef("eng-1")] != p.Released {
+		t.Fatalf("the branch here %v, released %s: %v", tips, p.Released, err)
+	}
+}

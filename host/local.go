@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/shim/shimclient"
@@ -29,6 +30,15 @@ func (Local) ShimConfig(c shimconfig.Config) shimconfig.Config { return c }
 
 // Target is t.
 func (Local) Target(t preflight.Target) preflight.Target { return t }
+
+// Rooms is r.
+func (Local) Rooms(_ string, r Rooms) Rooms { return r }
+
+// Permit gives c p without what is missing here.
+func (Local) Permit(c *shimconfig.Config, p *codex.Permissions, _ []string) {
+	present := p.WithoutMissing()
+	c.Exec.Permissions = &present
+}
 
 // Sandbox is p.
 func (Local) Sandbox(p *sandbox.Policy) *sandbox.Policy { return p }

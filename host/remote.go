@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/clones"
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/shim/shimclient"
@@ -58,9 +63,40 @@ func (r *Remote) Name() string { return r.Host.Name }
 // the home directory there.
 func (r *Remote) Dir() string { return r.Host.ProjectDir(r.Root) }
 
-// ShimConfig is c as the host sees it (hosts.ShimConfig).
+// ShimConfig is c as the host sees it (hosts.ShimConfig): a transcript
+// here is streamed (the shim there has no file here), the team file the
+// roster beside the state directory there (hosts.RosterThere), which
+// the daemon writes there.
 func (r *Remote) ShimConfig(c shimconfig.Config) shimconfig.Config {
-	return hosts.ShimConfig(c, r.Dir(), r.Root, r.Home)
+	stream := c.Transcript != ""
+	c = hosts.ShimConfig(c, r.Dir(), r.Root, r.Home)
+	c.TranscriptStream = c.TranscriptStream || stream
+	if agentenv.Lookup(c.Env, agentenv.TeamFile) != "" {
+		env := slices.Clone(c.Env)
+		for i, e := range env {
+			if k, _, _ := strings.Cut(e, "="); k == agentenv.TeamFile {
+				env[i] = k + "=" + hosts.RosterThere(r.Dir())
+			}
+		}
+		c.Env = env
+	}
+	return c
+}
+
+// Rooms is r on the host: the agent's outbox in the project's state
+// directory there, that directory's children denied but the clone
+// repository, which its git reads (hosts.DeniedThere: the clones, the
+// outboxes, state/; the shim there makes them first,
+// hosts.MakeDeniedState), no environment known here, completed there.
+func (r *Remote) Rooms(agent string, _ Rooms) Rooms {
+	return Rooms{Outbox: outbox.Path(hosts.StateDir(r.Dir()), agent), Deny: hosts.DeniedThere(r.Dir()), There: true}
+}
+
+// Permit gives c p as it is, the sockets allow to give back, and no
+// added directories.
+func (r *Remote) Permit(c *shimconfig.Config, p *codex.Permissions, allow []string) {
+	c.Exec.Permissions, c.Exec.AddDirs = p, nil
+	c.AllowSockets = slices.Clone(allow)
 }
 
 // Target is t as the host sees it (hosts.TargetThere).
@@ -120,9 +156,30 @@ func (r *Remote) Unreachable(err error, then string) *preflight.Problem {
 	return hosts.Unreachable(r.Host, err, then)
 }
 
-// Workspace is agent's clone there (Clone).
+// Workspace is agent's clone there (Clone), whose Prepare first gives up
+// a worktree the agent has here (its role ran here before): its work
+// committed on its branch (Prepared.Released), which goes to the host.
 func (r *Remote) Workspace(repo *workspaces.Repo, agent, base string) Workspace {
-	return r.Clone(repo, agent, base)
+	return cloneWorkspace{r.Clone(repo, agent, base)}
+}
+
+// cloneWorkspace is a clone on a host as an agent's Workspace.
+type cloneWorkspace struct{ *clones.Client }
+
+func (w cloneWorkspace) Prepare(ctx context.Context, o workspaces.PrepareOptions) (workspaces.Prepared, error) {
+	// A git step is never cut short by ctx (see workspaces.Workspace.Prepare).
+	gctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+	if o.GitTimeout > 0 {
+		gctx, cancel = context.WithTimeout(gctx, o.GitTimeout)
+	}
+	released, err := w.Repo.Release(gctx, w.Agent)
+	cancel()
+	if err != nil {
+		return workspaces.Prepared{}, err
+	}
+	p, err := w.Client.Prepare(ctx, o)
+	p.Released = released
+	return p, err
 }
 
 // Clone is agent's clone there, its branch the one in repo here made

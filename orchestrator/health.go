@@ -46,14 +46,6 @@ type health struct {
 	warned   string             // the untested codex version the log has warned of
 }
 
-// hostName is r's host's name, "" for this machine.
-func hostName(r *remoteHost) string {
-	if r == nil {
-		return ""
-	}
-	return r.host.Name
-}
-
 // healthKey identifies the health of target t on host ("" for this
 // machine; t as the host sees it): agents with equal keys share one. It is
 // a pure function.
@@ -171,7 +163,7 @@ func (h *health) check(ctx context.Context) bool {
 	h.prob, h.checked = p, true
 	h.mu.Unlock()
 	if warn != "" {
-		h.d.log.Warn("Codex of an untested version", "bin", h.target.Bin, "host", hostName(h.host), "version", r.Version, "warning", warn)
+		h.d.log.Warn("Codex of an untested version", "bin", h.target.Bin, "host", h.d.hostOf(h.host).Name(), "version", r.Version, "warning", warn)
 	}
 	changed := (old == nil) != (p == nil) || (old != nil && old.String() != p.String())
 	if changed {

@@ -4,20 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/hosts"
-	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/preflight"
-	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
-	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
@@ -232,39 +227,6 @@ func (d *Daemon) closeHosts() {
 func localHome() string {
 	h, _ := os.UserHomeDir()
 	return h
-}
-
-// remoteShimConfig is c, the configuration of a local shim of agent def,
-// for its shim on host r: paths as the host sees them (the project there,
-// "~/" for the home directory there, which the shim expands), no
-// transcript file (it is not on the host), the
-// agent's batty commands pointed at the roster there (hosts.RosterThere).
-// A workspace-write agent gets its permission profile there
-// (agentPermissions): its workspace there and its outbox in the project's
-// state directory there writable, that state directory's children denied
-// but the clone repository, which its git reads (hosts.DeniedThere: the
-// clones, the outboxes, state/; the shim there makes them first,
-// hosts.MakeDeniedState); the host completes it with
-// its own sockets and, the network on, the user's there (c.AllowSockets,
-// hosts.PermissionsHere). It errs when the profile cannot be made. Pure.
-func remoteShimConfig(def team.Agent, c shimconfig.Config, r *remoteHost, l project.Layout, home string) (shimconfig.Config, error) {
-	c = hosts.ShimConfig(c, r.dir, l.Root(), home)
-	c.TranscriptStream, c.RelayInboxes = true, true
-	c.Env = append(slices.Clip(c.Env), agentenv.TeamFile+"="+hosts.RosterThere(r.dir))
-	p, config, args, err := agentPermissions(rooms{Cwd: c.Cwd, Outbox: outbox.Path(hosts.StateDir(r.dir), def.Name), Deny: hosts.DeniedThere(r.dir),
-		Codex: def.Codex, There: true})
-	if err != nil {
-		return c, fmt.Errorf("agent %s's permission profile on host %s: %w", def.Name, r.host.Name, err)
-	}
-	if p == nil {
-		return c, nil
-	}
-	cs := def.Codex
-	cs.Config, cs.Args = config, args
-	base := CodexConfig(team.Agent{Name: def.Name, Codex: cs})
-	c.Exec.Config, c.Exec.ExtraArgs, c.Exec.Permissions, c.Exec.AddDirs = base.Exec.Config, base.Exec.ExtraArgs, p, nil
-	c.AllowSockets = slices.Clone(def.Codex.AllowSockets)
-	return c, nil
 }
 
 // probe runs `true` on the host (at most hostProbeTimeout) and records

@@ -137,10 +137,9 @@ func oldCloneNotice(agent, host, old, where string) string {
 // the commit of work an earlier run left in it ("" when none).
 type prepared struct {
 	workspaces.Prepared
-	released string // the commit of what a worktree here held when the agent moved to a host
-	retired  string // the branch's commit after the clone on the host it left was retired
-	err      error
-	state    workspaceRead // the worktree's state once prepared (or not)
+	retired string // the branch's commit after the clone on the host it left was retired
+	err     error
+	state   workspaceRead // the worktree's state once prepared (or not)
 }
 
 // retireError is the clone on the host an agent worked on before, which
@@ -171,14 +170,6 @@ func (w *agentWorkspace) prepare(ctx context.Context) prepared {
 			return p
 		}
 		w.prev = nil
-	}
-	if _, remote := w.ws.(*clones.Client); remote {
-		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
-		p.released, p.err = w.repo.Release(gctx, w.agent)
-		cancel()
-		if p.err != nil {
-			return p
-		}
 	}
 	p.Prepared, p.err = w.ws.Prepare(ctx, workspaces.PrepareOptions{Setup: w.setup, SetupTimeout: w.limit, SetupSandbox: w.sb, GitTimeout: gitTimeout})
 	return p
@@ -269,9 +260,9 @@ const agentPreparing = "preparing"
 func (a *agent) workspacePrepared(p prepared) {
 	a.prepDone, a.prepCancel = nil, nil
 	a.wsMade = a.wsMade || p.Made
-	if p.released != "" {
+	if p.Released != "" {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
-			Detail: "work left in the worktree here, before the agent works on its host", Data: eventlog.WorkspaceCommitted{Commit: p.released, WIP: true}})
+			Detail: "work left in the worktree here, before the agent works on its host", Data: eventlog.WorkspaceCommitted{Commit: p.Released, WIP: true}})
 	}
 	if p.Created {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCreated, Agent: a.def.Name,
