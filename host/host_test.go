@@ -6,11 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/agentenv"
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/hosts/hoststest"
 	"github.com/battyhq/batty/preflight"
@@ -251,5 +254,48 @@ func TestRemoteWorkspaceReleasesTheWorktreeHere(t *testing.T) {
 	tips, err := f.repo.Tips(ctx(t), workspaces.BranchRef("eng-1"))
 	if err != nil || tips[workspaces.BranchRef("eng-1")] != p.Released {
 		t.Fatalf("the branch here %v, released %s: %v", tips, p.Released, err)
+	}
+}
+
+// A shim's configuration, its permission profile's rooms and how the
+// profile is finished, as each host sees them: here as they are (what is
+// missing here dropped); on a host under its project and home there, the
+// transcript streamed, the team file the roster there, the outbox and
+// the denials in the state directory there, completed there.
+func TestHostViews(t *testing.T) {
+	c := shimconfig.Config{Agent: "eng", Cwd: "/work/p/svc", CodexBin: "/home/me/bin/codex", Transcript: "/state/logs/eng.log",
+		Env: []string{agentenv.Dir + "=/state", agentenv.TeamFile + "=/work/p/team.yaml"}, Exec: codex.ExecOptions{AddDirs: []string{"/state/outboxes/eng"}}}
+	here := Rooms{Outbox: "/state/outboxes/eng", Deny: []string{"/state"}, Env: []string{"A=1"}}
+	p := &codex.Permissions{Write: []string{"/work/p/svc"}, Deny: []string{"/nonexistent-denied"}}
+
+	var l Local
+	if got := l.ShimConfig(c); !reflect.DeepEqual(got, c) {
+		t.Errorf("here: %+v", got)
+	}
+	if got := l.Rooms("eng", here); !reflect.DeepEqual(got, here) {
+		t.Errorf("rooms here: %+v", got)
+	}
+	lc := c
+	l.Permit(&lc, p, []string{team.SocketSSHAgent})
+	if lc.Exec.Permissions == nil || len(lc.Exec.Permissions.Deny) != 0 || lc.AllowSockets != nil || len(lc.Exec.AddDirs) != 1 {
+		t.Errorf("permitted here: %+v", lc)
+	}
+
+	r := &Remote{Host: team.Host{Name: "b", SSH: "b", Dir: "~/src/p"}, Root: "/work/p", Home: "/home/me"}
+	there := hosts.StateDir("~/src/p")
+	got := r.ShimConfig(c)
+	if got.Cwd != "~/src/p/svc" || got.CodexBin != "~/bin/codex" || got.Transcript != "" || !got.TranscriptStream ||
+		agentenv.Lookup(got.Env, agentenv.TeamFile) != hosts.RosterThere("~/src/p") || agentenv.Lookup(got.Env, agentenv.Dir) != there {
+		t.Errorf("there: %+v", got)
+	}
+	if c.Env[1] != agentenv.TeamFile+"=/work/p/team.yaml" {
+		t.Errorf("ShimConfig changed its argument: %v", c.Env)
+	}
+	if rm := r.Rooms("eng", here); rm.Outbox != there+"/outboxes/eng" || !reflect.DeepEqual(rm.Deny, hosts.DeniedThere("~/src/p")) || rm.Env != nil || !rm.There {
+		t.Errorf("rooms there: %+v", rm)
+	}
+	r.Permit(&got, p, []string{team.SocketSSHAgent})
+	if got.Exec.Permissions != p || got.Exec.AddDirs != nil || !reflect.DeepEqual(got.AllowSockets, []string{team.SocketSSHAgent}) {
+		t.Errorf("permitted there: %+v", got)
 	}
 }
