@@ -58,6 +58,13 @@ type Host interface {
 	// reached, batty not installable there); what the check found is the
 	// report's Problem.
 	Check(ctx context.Context, t preflight.Target) (preflight.Report, error)
+	// WatchDirs are the directories here where a fix of codex's target t
+	// (already the host's) shows up, for a watch that checks it again at
+	// once: the binary's directory (every directory on PATH for a bare
+	// name), CODEX_HOME home and its parent ("" for the default, not
+	// watched). None on a host: nothing here shows its fix, the back-off
+	// checks it.
+	WatchDirs(t preflight.Target, home string) []string
 	// Unreachable is the problem of the host when it could not be
 	// reached or asked (err, from Probe, Check or Spawn), with its fix;
 	// then is appended to the fix ("" for nothing).

@@ -281,7 +281,14 @@ func TestHostViews(t *testing.T) {
 		t.Errorf("permitted here: %+v", lc)
 	}
 
+	if got := l.WatchDirs(preflight.Target{Bin: "/opt/codex/bin/codex"}, "/h/.codex"); !reflect.DeepEqual(got, []string{"/opt/codex/bin", "/h/.codex", "/h"}) {
+		t.Errorf("watched here: %v", got)
+	}
+
 	r := &Remote{Host: team.Host{Name: "b", SSH: "b", Dir: "~/src/p"}, Root: "/work/p", Home: "/home/me"}
+	if got := r.WatchDirs(preflight.Target{Bin: "/opt/codex/bin/codex"}, "/h/.codex"); got != nil {
+		t.Errorf("watched for a host: %v", got)
+	}
 	there := hosts.StateDir("~/src/p")
 	got := r.ShimConfig(c)
 	if got.Cwd != "~/src/p/svc" || got.CodexBin != "~/bin/codex" || got.Transcript != "" || !got.TranscriptStream ||

@@ -2,6 +2,10 @@ package host
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/battyhq/batty/codex"
@@ -58,6 +62,21 @@ func (l Local) Check(ctx context.Context, t preflight.Target) (preflight.Report,
 		c = &preflight.Checker{}
 	}
 	return c.Inspect(ctx, t), nil
+}
+
+// WatchDirs are the binary's directory (PATH's for a bare name), home
+// and its parent; none empty.
+func (Local) WatchDirs(t preflight.Target, home string) []string {
+	var dirs []string
+	if strings.ContainsRune(t.Bin, '/') {
+		dirs = append(dirs, filepath.Dir(t.Bin))
+	} else {
+		dirs = append(dirs, filepath.SplitList(os.Getenv("PATH"))...)
+	}
+	if home != "" {
+		dirs = append(dirs, home, filepath.Dir(home))
+	}
+	return slices.DeleteFunc(dirs, func(d string) bool { return d == "" })
 }
 
 // Unreachable is a spawn problem: this machine is always reached, so err

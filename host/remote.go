@@ -150,6 +150,9 @@ func (r *Remote) Check(ctx context.Context, t preflight.Target) (preflight.Repor
 	return hosts.Inspect(ctx, r.Transport, r.Host, batty, t)
 }
 
+// WatchDirs are none: nothing here shows a fix there.
+func (r *Remote) WatchDirs(preflight.Target, string) []string { return nil }
+
 // Unreachable is hosts.Unreachable: the ssh command, or the host's
 // command, that must work from here.
 func (r *Remote) Unreachable(err error, then string) *preflight.Problem {

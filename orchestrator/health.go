@@ -277,33 +277,22 @@ func (h *health) run(ctx context.Context) {
 	}
 }
 
-// watch watches where a fix shows up: the directory of a binary configured
-// by path, or every directory on PATH for a name, and CODEX_HOME (or its
-// parent while it does not exist). It returns nil when nothing can be
-// watched (the back-off still runs).
+// watch watches where a fix shows up (Host.WatchDirs): here the
+// directory of a binary configured by path, or every directory on PATH
+// for a name, and CODEX_HOME (or its parent while it does not exist). It
+// returns nil when nothing can be watched (the back-off still runs).
 func (h *health) watch() *fsnotify.Watcher {
-	if h.host != nil {
-		return nil // nothing here to watch: the back-off checks the host
+	dirs := h.d.hostOf(h.host).WatchDirs(h.target, h.home())
+	if len(dirs) == 0 {
+		return nil // nothing here to watch (a host's): the back-off checks it
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		h.d.log.Debug("Cannot watch for codex", "error", err)
 		return nil
 	}
-	var dirs []string
-	if strings.ContainsRune(h.target.Bin, '/') {
-		dirs = append(dirs, filepath.Dir(h.target.Bin))
-	} else {
-		dirs = append(dirs, filepath.SplitList(os.Getenv("PATH"))...)
-	}
-	if home := h.home(); home != "" {
-		dirs = append(dirs, home, filepath.Dir(home))
-	}
 	n := 0
 	for _, dir := range dirs {
-		if dir == "" {
-			continue
-		}
 		if err := w.Add(dir); err == nil {
 			n++
 		}
