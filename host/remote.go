@@ -109,7 +109,7 @@ func (r *Remote) Sandbox(p *sandbox.Policy) *sandbox.Policy { return hosts.Sandb
 
 // ErrNotInstalled is Spawn's error while batty is not installed on the
 // host.
-var ErrNotInstalled = errors.New("batty is not installed on the host")
+var ErrNotInstalled = errors.New("batty is not installed")
 
 // Spawn is o started there: the batty installed there (`batty shim`),
 // through the transport in the shim's directory there, with a handshake
@@ -118,7 +118,7 @@ func (r *Remote) Spawn(ctx context.Context, o shimclient.SpawnOptions) (shimclie
 	var batty string
 	if r.Installed != nil {
 		if batty = r.Installed(); batty == "" {
-			return o, fmt.Errorf("%w: %s", ErrNotInstalled, r.Host.Name)
+			return o, fmt.Errorf("%w on host %s", ErrNotInstalled, r.Host.Name)
 		}
 	} else {
 		var err error
