@@ -3,11 +3,11 @@ package fanout
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/shim/shimconfig"
@@ -18,17 +18,15 @@ import (
 // host of the team file with batty installed and its Codex checked
 // (HostSetup.Prepare).
 type WorkerHost struct {
-	// Name is the host's name in the team file; "" is this machine.
-	Name string
-	// Remote starts a shim there (hosts.Transport.ShimCommand in the
-	// workers' directory there); nil on this machine.
-	Remote func(argv []string) (*exec.Cmd, error)
-	// Batty is the batty installed there (hosts.EnsureBatty's path).
-	Batty string
+	// Host is where the workers' shims start (host.Local: this machine).
+	Host host.Host
 	// Config is the workers' configuration as the host sees it
-	// (RemoteConfig).
+	// (Host.ShimConfig).
 	Config shimconfig.Config
 }
+
+// Name is the host's name in the team file; "" is this machine.
+func (w WorkerHost) Name() string { return w.Host.Name() }
 
 // HostFor is the index in a list of count hosts of the host worker n
 // (1-based) runs on: the hosts taken round robin by worker number, as a
@@ -37,18 +35,17 @@ func HostFor(n, count int) int {
 	return (max(n, 1) - 1) % count
 }
 
-// RemoteConfig is c, the workers' configuration here, for their shims on
-// a host whose project directory is hostDir: the working directory
-// (cwd, the workers' directory here when c.Cwd is "") and the added
-// directories at the same place under the project there, the output
-// schema too (it must lie inside the project: see hosts.InProject);
-// codex's binary and CODEX_HOME under the home directory there when they
-// lie under home here. root is the project here. It is a pure function.
-func RemoteConfig(c shimconfig.Config, root, hostDir, cwd, home string) shimconfig.Config {
+// hostConfig is c, the workers' configuration here, for their shims on
+// h: the working directory (cwd, the workers' directory here, when c.Cwd
+// is "") and the rest as the host sees them (Host.ShimConfig: on a host,
+// the project's paths under the project there, which the output schema
+// must lie in, see hosts.InProject; codex's binary and CODEX_HOME under
+// the home there). Pure.
+func hostConfig(h host.Host, c shimconfig.Config, cwd string) shimconfig.Config {
 	if c.Cwd == "" {
 		c.Cwd = cwd
 	}
-	return hosts.ShimConfig(c, hostDir, root, home)
+	return h.ShimConfig(c)
 }
 
 // preflightTarget is how a shim of configuration c runs codex, for the
@@ -96,8 +93,8 @@ type HostSetup struct {
 }
 
 // Prepare readies list for workers, in parallel: on each host (a zero
-// team.Host is this machine, which it leaves as it is) it installs batty
-// (hosts.EnsureBatty) and runs the check of its Codex (hosts.Preflight)
+// team.Host is this machine, whose Codex the job checks as it starts a
+// worker) it installs batty and runs the check of its Codex (Host.Check)
 // with the workers' configuration as the host sees it. It returns the
 // hosts ready, in list's order, and the problems of the others, each with
 // its fix. It blocks for the installations and checks; ctx cuts them
@@ -107,14 +104,10 @@ func (s HostSetup) Prepare(ctx context.Context, list []team.Host) ([]WorkerHost,
 	probs := make([]*preflight.Problem, len(list))
 	var wg sync.WaitGroup
 	for i, h := range list {
-		if h.Name == "" {
-			ready[i] = &WorkerHost{Config: s.Config}
-			continue
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ready[i], probs[i] = s.prepare(ctx, h)
+			ready[i], probs[i] = s.prepare(ctx, s.on(h))
 		}()
 	}
 	wg.Wait()
@@ -130,25 +123,28 @@ func (s HostSetup) Prepare(ctx context.Context, list []team.Host) ([]WorkerHost,
 	return out, bad
 }
 
-// prepare installs batty on h and checks its Codex.
-func (s HostSetup) prepare(ctx context.Context, h team.Host) (*WorkerHost, *preflight.Problem) {
-	cfg := RemoteConfig(s.Config, s.Root, h.ProjectDir(s.Root), s.Cwd, s.Home)
-	ictx, cancel := context.WithTimeout(ctx, hosts.InstallTimeout)
-	batty, err := hosts.EnsureBatty(ictx, s.Transport, h, s.Batty)
-	cancel()
+// on is h as the job reaches it (host.On): this machine as it is, a
+// host through s's transport with s's batty.
+func (s HostSetup) on(h team.Host) host.Host {
+	return host.On(h, host.Local{}, host.Remote{Transport: s.Transport, Root: s.Root, Home: s.Home, Binary: s.Batty, CheckTimeout: s.CheckTimeout})
+}
+
+// prepare checks the Codex of h, batty installed there first. This
+// machine is left as it is (a worker that cannot start here fails as
+// without --hosts).
+func (s HostSetup) prepare(ctx context.Context, h host.Host) (*WorkerHost, *preflight.Problem) {
+	if h.Name() == "" {
+		return &WorkerHost{Host: h, Config: s.Config}, nil
+	}
+	w := &WorkerHost{Host: h, Config: hostConfig(h, s.Config, s.Cwd)}
+	rep, err := h.Check(ctx, preflightTarget(w.Config))
 	if err != nil {
-		return nil, hosts.Unreachable(h, err, "")
+		return nil, h.Unreachable(err, "")
 	}
-	cctx, cancel := context.WithTimeout(ctx, hosts.PreflightLimit(s.CheckTimeout))
-	defer cancel()
-	p, err := hosts.Preflight(cctx, s.Transport, h, batty, preflightTarget(cfg))
-	if err != nil {
-		return nil, hosts.Unreachable(h, err, "")
+	if rep.Problem != nil {
+		return nil, rep.Problem
 	}
-	if p != nil {
-		return nil, p
-	}
-	return &WorkerHost{Name: h.Name, Remote: s.Transport.ShimCommand(h, cfg.Cwd), Batty: batty, Config: cfg}, nil
+	return w, nil
 }
 
 // Close ends the shared connection to each host of list (after its
@@ -159,15 +155,12 @@ func (s HostSetup) Close(list []team.Host) error {
 	errs := make([]error, len(list))
 	var wg sync.WaitGroup
 	for i, h := range list {
-		if h.Name == "" {
-			continue
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), hosts.CloseTimeout)
 			defer cancel()
-			errs[i] = s.Transport.Close(ctx, h)
+			errs[i] = s.on(h).Close(ctx)
 		}()
 	}
 	wg.Wait()

@@ -154,7 +154,7 @@ func TestPrepareHostProblems(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ready, probs := setup.Prepare(ctx, []team.Host{good, down, {}})
-	if len(ready) != 2 || ready[0].Name != "good" || ready[0].Remote == nil || ready[1].Name != "" || ready[1].Remote != nil {
+	if len(ready) != 2 || ready[0].Name() != "good" || ready[0].Host.ThreadsPortable() || ready[1].Name() != "" || !ready[1].Host.ThreadsPortable() {
 		t.Fatalf("ready = %+v", ready)
 	}
 	if ready[0].Config.Cwd != "~" {

@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/shim/shimconfig"
+	"github.com/battyhq/batty/team"
 )
 
 // TestHostFor checks how workers are spread over hosts: round robin by
@@ -30,23 +32,29 @@ func TestHostFor(t *testing.T) {
 	}
 }
 
-func TestRemoteConfig(t *testing.T) {
+func TestHostConfig(t *testing.T) {
 	c := shimconfig.Config{Agent: "fanout", CodexBin: "/home/ann/.local/bin/codex", Transcript: "/tmp/t",
 		Exec: codex.ExecOptions{AddDirs: []string{"/work/p/data", "/etc"}, OutputSchema: "/work/p/schema.json"},
 		Env:  []string{"CODEX_HOME=/home/ann/.codex", "OPENAI_API_KEY=sk-x", "BATTY_DIR=/work/p/.batty"}}
-	got := RemoteConfig(c, "/work/p", "~/src/p", "/work/p/sub", "/home/ann")
+	on := func(dir string) host.Host {
+		return &host.Remote{Host: team.Host{Name: "pod1", SSH: "pod1", Dir: dir}, Root: "/work/p", Home: "/home/ann"}
+	}
+	got := hostConfig(on("~/src/p"), c, "/work/p/sub")
 	want := shimconfig.Config{Agent: "fanout", Cwd: "~/src/p/sub", CodexBin: "~/.local/bin/codex",
 		Exec: codex.ExecOptions{AddDirs: []string{"~/src/p/data", "~/src/p"}, OutputSchema: "~/src/p/schema.json"},
-		Env:  []string{"CODEX_HOME=~/.codex", "OPENAI_API_KEY=sk-x", "BATTY_DIR=" + hosts.StateDir("~/src/p")}}
+		Env:  []string{"CODEX_HOME=~/.codex", "OPENAI_API_KEY=sk-x", "BATTY_DIR=" + hosts.StateDir("~/src/p")},
+		// No transcript file there: a transcript here comes back as a
+		// stream (which a worker does not read).
+		TranscriptStream: true}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("RemoteConfig =\n%+v\nwant\n%+v", got, want)
+		t.Errorf("hostConfig =\n%+v\nwant\n%+v", got, want)
 	}
 	if c.Env[0] != "CODEX_HOME=/home/ann/.codex" || c.Exec.AddDirs[0] != "/work/p/data" {
-		t.Error("RemoteConfig changed its argument")
+		t.Error("hostConfig changed its argument")
 	}
 	// A cwd set in the configuration wins over the job's directory.
 	c.Cwd = "/work/p/a"
-	if got := RemoteConfig(c, "/work/p", "/srv/p", "/work/p/sub", "/home/ann").Cwd; got != "/srv/p/a" {
+	if got := hostConfig(on("/srv/p"), c, "/work/p/sub").Cwd; got != "/srv/p/a" {
 		t.Errorf("Cwd = %q", got)
 	}
 }

@@ -133,7 +133,7 @@ func (j Job) prepareHosts(ctx context.Context) ([]WorkerHost, error) {
 	}
 	names := make([]string, len(ready))
 	for i, h := range ready {
-		names[i] = cmp.Or(h.Name, team.LocalHost)
+		names[i] = cmp.Or(h.Name(), team.LocalHost)
 	}
 	for _, p := range probs {
 		fmt.Fprintf(j.Notes, "batty fanout: host %s: %s (fix: %s); its workers are not used: rows go to %s\n", p.Host, p.Problem.Detail, p.Problem.Fix, strings.Join(names, ", "))

@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +9,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/codex"
-	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
@@ -74,40 +75,30 @@ type ShimWorkers struct {
 }
 
 // New starts worker n (1-based) on account (an index of Homes; ignored
-// when Homes is empty).
+// when Homes is empty), on its host (HostFor; none: here).
 func (s ShimWorkers) New(n, account int) (Worker, error) {
+	var on host.Host = host.Local{}
 	cfg := s.Config
 	if len(s.Hosts) > 0 {
-		if h := s.Hosts[HostFor(n, len(s.Hosts))]; h.Remote != nil {
-			if len(s.Homes) > 0 {
-				return nil, fmt.Errorf("worker %d: accounts are not supported on hosts yet", n)
-			}
-			return s.newRemote(n, h)
-		}
+		h := s.Hosts[HostFor(n, len(s.Hosts))]
+		on, cfg = h.Host, h.Config
 	}
 	cfg.Agent = fmt.Sprintf("%s-%d", s.Config.Agent, n)
 	if len(s.Homes) > 0 {
+		if !on.ThreadsPortable() {
+			// An account is a CODEX_HOME here, which codex on a host that
+			// keeps its threads there does not read.
+			return nil, fmt.Errorf("worker %d: accounts are not supported on hosts yet", n)
+		}
 		if account < 0 || account >= len(s.Homes) {
 			return nil, fmt.Errorf("worker %d: account %d of %d", n, account, len(s.Homes))
 		}
 		cfg.Env = codex.WithHome(cfg.Env, s.Homes[account])
 	}
-	c, err := shimclient.Start(context.Background(), shimclient.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Config: cfg, Stderr: s.Stderr})
+	// On a host, its secrets go in the handshake only, as here.
+	c, err := host.Start(context.Background(), on, shimclient.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Config: cfg, Stderr: s.Stderr})
 	if err != nil {
-		return nil, err
-	}
-	return &shimWorker{c: c}, nil
-}
-
-// newRemote starts worker n on host h: the shim there, through the
-// host's transport, its secrets in the handshake only.
-func (s ShimWorkers) newRemote(n int, h WorkerHost) (Worker, error) {
-	cfg := h.Config
-	cfg.Agent = fmt.Sprintf("%s-%d", s.Config.Agent, n)
-	c, err := shimclient.Start(context.Background(), shimclient.SpawnOptions{Path: h.Batty, Args: []string{"shim"}, Config: cfg, Stderr: s.Stderr,
-		Remote: h.Remote, HandshakeTimeout: hosts.ShimHandshakeTimeout})
-	if err != nil {
-		return nil, fmt.Errorf("worker %d on host %s: %w", n, h.Name, err)
+		return nil, fmt.Errorf("worker %d on host %s: %w", n, cmp.Or(on.Name(), team.LocalHost), err)
 	}
 	return &shimWorker{c: c}, nil
 }

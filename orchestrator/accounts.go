@@ -56,7 +56,7 @@ func (a *agent) followAccount() {
 		// next save.
 		return
 	}
-	if a.st.ThreadID != "" && a.def.Host == "" {
+	if a.st.ThreadID != "" && a.where().ThreadsPortable() {
 		// (An agent on another host keeps its rollouts there, and does
 		// not rotate: its home here names nothing to carry.)
 		if _, err := codex.CarryThread(prev, a.account, a.st.ThreadID); err != nil {

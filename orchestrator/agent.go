@@ -1,11 +1,13 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -17,7 +19,7 @@ import (
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/dispatch"
 	"github.com/battyhq/batty/eventlog"
-	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/preflight"
@@ -348,10 +350,9 @@ func (a *agent) shimConfig() (shimconfig.Config, error) {
 	// The shim makes the outbox and relays its requests, stamped as this
 	// agent's.
 	c.RelayInboxes = true
-	c.Env = append(c.Env, agentenv.Dir+"="+a.d.layout.Dir, agentenv.Project+"="+a.d.layout.Root())
-	if a.host == nil {
-		c.Env = append(c.Env, agentenv.TeamFile+"="+a.d.cfg.Path)
-	}
+	// Its batty commands find the team file through agentenv.TeamFile,
+	// not the state directory (on a host: the roster there).
+	c.Env = append(c.Env, agentenv.Dir+"="+a.d.layout.Dir, agentenv.Project+"="+a.d.layout.Root(), agentenv.TeamFile+"="+a.d.cfg.Path)
 	if _, ok := a.d.quota.HomeOf(a.def.Name); ok {
 		// The account the agent is placed on (followAccount), not the
 		// role's first.
@@ -368,21 +369,46 @@ func (a *agent) shimConfig() (shimconfig.Config, error) {
 		c.ThreadID = a.st.ThreadID
 		c.ThreadUsage = codex.Usage{InputTokens: u.Input, CachedInputTokens: u.CachedInput, OutputTokens: u.Output, ReasoningOutputTokens: u.ReasoningOutput}
 	}
-	if a.host == nil {
-		// Here, a workspace-write agent runs under a permission profile
-		// of its own; on a host, under one the host completes
-		// (remoteShimConfig).
-		if err := a.d.withPermissions(a.def, &c); err != nil {
-			return c, err
-		}
+	t := a.d.cfg.Timeouts
+	c.Transcript, c.TranscriptRoot = a.d.layout.Transcript(a.def.Name), a.d.layout.StateRoot()
+	c.TurnTimeout, c.IdleTimeout, c.NetworkWait = t.Turn, t.Idle, t.NetworkWait
+	here := host.Rooms{Outbox: outbox.Path(a.d.layout.Dir, a.def.Name), Deny: a.d.deniedDirs(),
+		Env: append(slices.Clone(a.d.shimEnviron()), c.Env...)}
+	c, err := shimConfigOn(a.def, c, a.where(), here)
+	if err != nil {
+		return c, err
 	}
 	a.d.placeShared(a.def, &c)
 	if p := c.Exec.Permissions; p != nil && c.AppServerSocket != "" {
 		p.Deny = append(p.Deny, filepath.Dir(c.AppServerSocket))
 	}
-	t := a.d.cfg.Timeouts
-	c.Transcript, c.TranscriptRoot = a.d.layout.Transcript(a.def.Name), a.d.layout.StateRoot()
-	c.TurnTimeout, c.IdleTimeout, c.NetworkWait = t.Turn, t.Idle, t.NetworkWait
+	return c, nil
+}
+
+// shimConfigOn is c, agent def's shim configuration here, for its shim on
+// host on: as the host sees it (Host.ShimConfig), under the agent's
+// permission profile (agentPermissions) made of its rooms there
+// (Host.Rooms of here, its rooms here: its outbox, the directories of
+// batty's, ssh's and tmux's denied, the environment its codex starts
+// with) and finished as the host finishes it (Host.Permit). A
+// workspace-write agent's workspace (c.Cwd) is writable; the role's config
+// and extra arguments lose the sandbox settings the profile took over.
+// It errs when the profile cannot be made. Pure.
+func shimConfigOn(def team.Agent, c shimconfig.Config, on host.Host, here host.Rooms) (shimconfig.Config, error) {
+	c = on.ShimConfig(c)
+	r := on.Rooms(def.Name, here)
+	cs := def.Codex
+	p, config, args, err := agentPermissions(rooms{Cwd: c.Cwd, Outbox: r.Outbox, Deny: r.Deny, Codex: cs, Env: r.Env, There: r.There})
+	if err != nil {
+		return c, fmt.Errorf("agent %s's permission profile on host %s: %w", def.Name, cmp.Or(on.Name(), team.LocalHost), err)
+	}
+	if p == nil {
+		return c, nil
+	}
+	cs.Config, cs.Args = config, args
+	base := CodexConfig(team.Agent{Name: def.Name, Codex: cs})
+	c.Exec.Config, c.Exec.ExtraArgs = base.Exec.Config, base.Exec.ExtraArgs
+	on.Permit(&c, p, def.Codex.AllowSockets)
 	return c, nil
 }
 
@@ -429,22 +455,11 @@ func (a *agent) spawnOptions() (shimclient.SpawnOptions, error) {
 	if o.Config, err = a.shimConfig(); err != nil {
 		return o, err
 	}
-	r := a.host
-	if r == nil {
-		return o, nil
-	}
-	batty := r.installed()
-	if batty == "" {
-		return o, fmt.Errorf("batty is not installed on host %s", r.host.Name)
-	}
-	if o.Config, err = remoteShimConfig(a.def, o.Config, r, a.d.layout, localHome()); err != nil {
-		return o, err
-	}
-	o.Path, o.Args = batty, []string{"shim"}
-	o.Remote = a.d.opts.Transport.ShimCommand(r.host, o.Config.Cwd)
-	o.HandshakeTimeout = hosts.ShimHandshakeTimeout
-	return o, nil
+	return a.where().Spawn(context.Background(), o)
 }
+
+// where is the host the agent runs on, as the one Host interface.
+func (a *agent) where() host.Host { return a.d.hostOf(a.host) }
 
 // spawn starts the shim; a failure counts as a crash. A shim on a host
 // starts off run's goroutine (ssh and the handshake: a step, see

@@ -13,7 +13,6 @@ import (
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/preflight"
-	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
 )
 
@@ -45,14 +44,6 @@ type health struct {
 	reported *preflight.Problem // a spawn failure not yet checked
 	worked   bool               // a turn started since the last back-off step
 	warned   string             // the untested codex version the log has warned of
-}
-
-// hostName is r's host's name, "" for this machine.
-func hostName(r *remoteHost) string {
-	if r == nil {
-		return ""
-	}
-	return r.host.Name
 }
 
 // healthKey identifies the health of target t on host ("" for this
@@ -143,15 +134,13 @@ func (h *health) started() {
 // for them (see preflight.Checker.Check). It reports whether the result
 // changed.
 func (h *health) check(ctx context.Context) bool {
-	// Codex runs with the environment a shim gives it: the shims' own with
-	// the agent's over it, marked as the project's (see sweep.go).
-	var r preflight.Report
-	if h.host != nil {
-		r = h.checkHost(ctx)
-	} else {
-		c := &preflight.Checker{Reaper: h.d.reaper, Timeout: h.d.opts.CheckTimeout, BaseEnv: h.d.opts.ShimEnv,
-			FinalEnv: []string{reap.MarkEnv + "=" + h.d.layout.Dir}}
-		r = c.Inspect(ctx, h.target)
+	// On a host, batty is installed there first (again if it was not);
+	// a host that cannot be reached, or where batty cannot be installed
+	// or run, is a KindHost problem.
+	on := h.d.hostOf(h.host)
+	r, err := on.Check(ctx, h.target)
+	if err != nil {
+		r = preflight.Report{Problem: on.Unreachable(err, "then `batty resume`")}
 	}
 	if ctx.Err() != nil {
 		return false
@@ -174,7 +163,7 @@ func (h *health) check(ctx context.Context) bool {
 	h.prob, h.checked = p, true
 	h.mu.Unlock()
 	if warn != "" {
-		h.d.log.Warn("Codex of an untested version", "bin", h.target.Bin, "host", hostName(h.host), "version", r.Version, "warning", warn)
+		h.d.log.Warn("Codex of an untested version", "bin", h.target.Bin, "host", h.d.hostOf(h.host).Name(), "version", r.Version, "warning", warn)
 	}
 	changed := (old == nil) != (p == nil) || (old != nil && old.String() != p.String())
 	if changed {
@@ -288,33 +277,22 @@ func (h *health) run(ctx context.Context) {
 	}
 }
 
-// watch watches where a fix shows up: the directory of a binary configured
-// by path, or every directory on PATH for a name, and CODEX_HOME (or its
-// parent while it does not exist). It returns nil when nothing can be
-// watched (the back-off still runs).
+// watch watches where a fix shows up (Host.WatchDirs): here the
+// directory of a binary configured by path, or every directory on PATH
+// for a name, and CODEX_HOME (or its parent while it does not exist). It
+// returns nil when nothing can be watched (the back-off still runs).
 func (h *health) watch() *fsnotify.Watcher {
-	if h.host != nil {
-		return nil // nothing here to watch: the back-off checks the host
+	dirs := h.d.hostOf(h.host).WatchDirs(h.target, h.home())
+	if len(dirs) == 0 {
+		return nil // nothing here to watch (a host's): the back-off checks it
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		h.d.log.Debug("Cannot watch for codex", "error", err)
 		return nil
 	}
-	var dirs []string
-	if strings.ContainsRune(h.target.Bin, '/') {
-		dirs = append(dirs, filepath.Dir(h.target.Bin))
-	} else {
-		dirs = append(dirs, filepath.SplitList(os.Getenv("PATH"))...)
-	}
-	if home := h.home(); home != "" {
-		dirs = append(dirs, home, filepath.Dir(home))
-	}
 	n := 0
 	for _, dir := range dirs {
-		if dir == "" {
-			continue
-		}
 		if err := w.Add(dir); err == nil {
 			n++
 		}
@@ -433,10 +411,9 @@ func (s *healthSet) has(key string) bool {
 // with CODEX_HOME home (see targetFor), as the host sees it, and the key
 // of its health.
 func (d *Daemon) healthTarget(def team.Agent, host *remoteHost, home string) (preflight.Target, string) {
-	t, name := preflight.TargetFor(def, home), ""
-	if host != nil {
-		t = remoteTarget(t, host, d.layout.Root(), localHome())
-		name = host.host.Name
+	on := d.hostOf(host)
+	t, name := on.Target(preflight.TargetFor(def, home)), on.Name()
+	if name != "" {
 		if def.Workspace == team.WorkspaceWorktree {
 			// Its clone there, and the project directory holding it,
 			// are made before its first turn: the check runs codex in

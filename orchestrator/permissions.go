@@ -4,12 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/hosts"
-	"github.com/battyhq/batty/outbox"
-	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
@@ -150,31 +147,4 @@ func (d *Daemon) deniedDirs() []string {
 		}
 	}
 	return append(deny, hosts.SocketDirs(os.Environ(), os.Getuid())...)
-}
-
-// withPermissions gives c, agent def's shim configuration here, the
-// agent's permission profile (agentPermissions): its workspace (c.Cwd)
-// writable but for a read-only agent, and its outbox writable;
-// the state directory, the worktrees, and the
-// directories of batty's control socket, of ssh's shared connections to
-// the hosts and of tmux's sockets denied
-// (the shared app-server's socket is added once the agent is placed).
-// The agent's batty commands find the team file through
-// agentenv.TeamFile, not the state directory. The role's config and extra
-// arguments lose the sandbox settings the profile took over.
-func (d *Daemon) withPermissions(def team.Agent, c *shimconfig.Config) error {
-	cs := def.Codex
-	p, config, args, err := agentPermissions(rooms{Cwd: c.Cwd, Outbox: outbox.Path(d.layout.Dir, def.Name), Deny: d.deniedDirs(),
-		Codex: cs, Env: append(slices.Clone(d.shimEnviron()), c.Env...)})
-	if err != nil {
-		return fmt.Errorf("agent %s's permission profile: %w", def.Name, err)
-	}
-	if p == nil {
-		return nil
-	}
-	cs.Config, cs.Args = config, args
-	base := CodexConfig(team.Agent{Name: def.Name, Codex: cs})
-	present := p.WithoutMissing()
-	c.Exec.Config, c.Exec.ExtraArgs, c.Exec.Permissions = base.Exec.Config, base.Exec.ExtraArgs, &present
-	return nil
 }

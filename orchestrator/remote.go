@@ -4,18 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/hosts"
-	"github.com/battyhq/batty/outbox"
 	"github.com/battyhq/batty/preflight"
-	"github.com/battyhq/batty/project"
-	"github.com/battyhq/batty/shim/shimconfig"
+	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/team"
 )
 
@@ -28,6 +25,9 @@ type remoteHost struct {
 	// dir is the project directory there (Host.ProjectDir): "~/" is the
 	// home directory of the user there.
 	dir string
+	// on is the host behind the one Host interface: its installation of
+	// batty is ensure, its clones the agents' workspaces there.
+	on *host.Remote
 
 	mu         sync.Mutex // serializes installations; guards batty and installErr
 	batty      string     // the installed batty (EnsureBatty's path), "" while not installed
@@ -58,12 +58,44 @@ func (d *Daemon) initHosts() {
 				d.log.Error("Agent names an unknown host; running it here", "agent", a.def.Name, "host", a.def.Host)
 				continue
 			}
-			r = &remoteHost{d: d, host: h, dir: h.ProjectDir(d.layout.Root())}
+			r = d.newRemoteHost(h)
 			byName[h.Name] = r
 			d.hosts = append(d.hosts, r)
 		}
 		a.host = r
 	}
+}
+
+// newRemoteHost is host h as the daemon reaches it: through its
+// transport, batty installed there by ensure (with the roster), a clone
+// kept where an earlier batty kept it named in the log.
+func (d *Daemon) newRemoteHost(h team.Host) *remoteHost {
+	r := &remoteHost{d: d, host: h, dir: h.ProjectDir(d.layout.Root())}
+	r.on = &host.Remote{Transport: d.opts.Transport, Host: h, Root: d.layout.Root(), Home: localHome(),
+		Batty: r.ensure, Installed: r.installed, CheckTimeout: d.opts.CheckTimeout,
+		MinFree: d.opts.WorktreeMinFree, GitTimeout: gitTimeout,
+		OldClone: func(agent, old, where string) {
+			d.log.Warn(oldCloneNotice(agent, h.Name, old, where), "agent", agent, "host", h.Name, "old_clone", old)
+		}}
+	return r
+}
+
+// hostOf is where an agent whose host is r (nil: this machine) runs, as
+// the one Host interface: r's, or this machine's (localHost). It is the
+// one place that tells the two apart.
+func (d *Daemon) hostOf(r *remoteHost) host.Host {
+	if r == nil {
+		return d.localHost()
+	}
+	return r.on
+}
+
+// localHost is this machine: Codex's check runs with the environment a
+// shim gives it, the shims' own with the agent's over it, marked as the
+// project's (see sweep.go).
+func (d *Daemon) localHost() host.Local {
+	return host.Local{Checker: &preflight.Checker{Reaper: d.reaper, Timeout: d.opts.CheckTimeout, BaseEnv: d.opts.ShimEnv,
+		FinalEnv: []string{reap.MarkEnv + "=" + d.layout.Dir}}}
 }
 
 // initMovedWorkspaces gives every worktree agent whose clone was on
@@ -91,7 +123,7 @@ func (d *Daemon) initMovedWorkspaces() {
 		}
 		r, ok := byName[prev]
 		if !ok {
-			r = &remoteHost{d: d, host: h, dir: h.ProjectDir(d.layout.Root())}
+			r = d.newRemoteHost(h)
 			byName[prev] = r
 			d.hosts = append(d.hosts, r)
 		}
@@ -173,12 +205,6 @@ func (r *remoteHost) installed() string {
 	return r.batty
 }
 
-// problem is the problem that parks the host's agents when err (from
-// ensure or hosts.Preflight) kept the host from answering.
-func (r *remoteHost) problem(err error) *preflight.Problem {
-	return hosts.Unreachable(r.host, err, "then `batty resume`")
-}
-
 // closeHosts ends the shared connection of every host (after the last
 // shim there has stopped), in parallel.
 func (d *Daemon) closeHosts() {
@@ -189,7 +215,7 @@ func (d *Daemon) closeHosts() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), hosts.CloseTimeout)
 			defer cancel()
-			if err := d.opts.Transport.Close(ctx, r.host); err != nil {
+			if err := r.on.Close(ctx); err != nil {
 				d.log.Warn("Closing the connection to a host", "host", r.host.Name, "error", err)
 			}
 		}(r)
@@ -203,66 +229,6 @@ func localHome() string {
 	return h
 }
 
-// remoteTarget is t, how an agent runs codex here, as its host sees it:
-// the binary and CODEX_HOME under the home directory here are the same
-// paths under the home there (hostPath), the directory is the agent's on
-// the host (hostAgentDir). Pure, given home and the roots.
-func remoteTarget(t preflight.Target, r *remoteHost, root, home string) preflight.Target {
-	return hosts.TargetThere(t, r.dir, root, home)
-}
-
-// remoteShimConfig is c, the configuration of a local shim of agent def,
-// for its shim on host r: paths as the host sees them (the project there,
-// "~/" for the home directory there, which the shim expands), no
-// transcript file (it is not on the host), the
-// agent's batty commands pointed at the roster there (hosts.RosterThere).
-// A workspace-write agent gets its permission profile there
-// (agentPermissions): its workspace there and its outbox in the project's
-// state directory there writable, that state directory's children denied
-// but the clone repository, which its git reads (hosts.DeniedThere: the
-// clones, the outboxes, state/; the shim there makes them first,
-// hosts.MakeDeniedState); the host completes it with
-// its own sockets and, the network on, the user's there (c.AllowSockets,
-// hosts.PermissionsHere). It errs when the profile cannot be made. Pure.
-func remoteShimConfig(def team.Agent, c shimconfig.Config, r *remoteHost, l project.Layout, home string) (shimconfig.Config, error) {
-	c = hosts.ShimConfig(c, r.dir, l.Root(), home)
-	c.TranscriptStream, c.RelayInboxes = true, true
-	c.Env = append(slices.Clip(c.Env), agentenv.TeamFile+"="+hosts.RosterThere(r.dir))
-	p, config, args, err := agentPermissions(rooms{Cwd: c.Cwd, Outbox: outbox.Path(hosts.StateDir(r.dir), def.Name), Deny: hosts.DeniedThere(r.dir),
-		Codex: def.Codex, There: true})
-	if err != nil {
-		return c, fmt.Errorf("agent %s's permission profile on host %s: %w", def.Name, r.host.Name, err)
-	}
-	if p == nil {
-		return c, nil
-	}
-	cs := def.Codex
-	cs.Config, cs.Args = config, args
-	base := CodexConfig(team.Agent{Name: def.Name, Codex: cs})
-	c.Exec.Config, c.Exec.ExtraArgs, c.Exec.Permissions, c.Exec.AddDirs = base.Exec.Config, base.Exec.ExtraArgs, p, nil
-	c.AllowSockets = slices.Clone(def.Codex.AllowSockets)
-	return c, nil
-}
-
-// checkHost is the check of a host's target: batty installed there (again
-// if it was not), then the host's preflight, and what it found. A host
-// that cannot be reached, or where batty cannot be installed or run, is a
-// KindHost problem. It blocks for the check.
-func (h *health) checkHost(ctx context.Context) preflight.Report {
-	r := h.host
-	batty, err := r.ensure(ctx)
-	if err != nil {
-		return preflight.Report{Problem: r.problem(err)}
-	}
-	ctx, cancel := context.WithTimeout(ctx, hosts.PreflightLimit(h.d.opts.CheckTimeout))
-	defer cancel()
-	rep, err := hosts.Inspect(ctx, h.d.opts.Transport, r.host, batty, h.target)
-	if err != nil {
-		return preflight.Report{Problem: r.problem(err)}
-	}
-	return rep
-}
-
 // probe runs `true` on the host (at most hostProbeTimeout) and records
 // the answer: the first failure of an outage appends one host_unreachable
 // event (an alert), naming agent, the first success after it one
@@ -273,7 +239,7 @@ func (r *remoteHost) probe(agent string) bool {
 	defer r.reach.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), hostProbeTimeout)
 	defer cancel()
-	_, err := r.d.opts.Transport.Run(ctx, r.host, "true", nil)
+	err := r.on.Probe(ctx)
 	if err == nil {
 		r.upLocked()
 		return true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/battyhq/batty/agentenv"
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
@@ -17,17 +18,17 @@ import (
 
 func TestRemoteConfigs(t *testing.T) {
 	l := project.LayoutIn("/home/me/.local/state/batty", "/work/p")
-	r := &remoteHost{host: team.Host{Name: "b", SSH: "b"}, dir: "~/src/p"}
+	r := &host.Remote{Host: team.Host{Name: "b", SSH: "b", Dir: "~/src/p"}, Root: "/work/p", Home: "/home/me"}
 	c := shimconfig.Config{
 		Agent: "eng", Cwd: "/work/p/svc", CodexBin: "/home/me/bin/codex",
 		Exec: codex.ExecOptions{AddDirs: []string{l.Dir + "/outboxes/eng"}},
 		Env: []string{"K=/home/me/k", "CODEX_HOME=/home/me/.codex-w", agentenv.Dir + "=" + l.Dir,
-			agentenv.Project + "=/work/p"},
-		Transcript: l.Dir + "/logs/eng.log", TranscriptRoot: l.StateRoot(),
+			agentenv.Project + "=/work/p", agentenv.TeamFile + "=/work/p/team.yaml"},
+		Transcript: l.Dir + "/logs/eng.log", TranscriptRoot: l.StateRoot(), RelayInboxes: true,
 	}
 	there := hosts.StateDir("~/src/p")
 	def := team.Agent{Name: "eng", Codex: team.CodexSettings{Sandbox: codex.SandboxDangerFullAccess}}
-	got, err := remoteShimConfig(def, c, r, l, "/home/me")
+	got, err := shimConfigOn(def, c, r, host.Rooms{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,21 +39,21 @@ func TestRemoteConfigs(t *testing.T) {
 		!slices.Equal(got.Env, []string{"K=/home/me/k", "CODEX_HOME=~/.codex-w", agentenv.Dir + "=" + there, agentenv.Project + "=~/src/p",
 			agentenv.TeamFile + "=" + there + ".team.yaml"}) || got.Exec.Permissions != nil ||
 		got.Transcript != "" || got.TranscriptRoot != "" || !got.TranscriptStream || !got.RelayInboxes {
-		t.Fatalf("remoteShimConfig = %+v", got)
+		t.Fatalf("shimConfigOn = %+v", got)
 	}
 	if c.Env[1] != "CODEX_HOME=/home/me/.codex-w" || c.Exec.AddDirs[0] != l.Dir+"/outboxes/eng" {
-		t.Fatalf("remoteShimConfig changed its argument: %+v", c)
+		t.Fatalf("shimConfigOn changed its argument: %+v", c)
 	}
 	// A worktree agent's directory in its worktree here, in the state
 	// directory: the same in its clone there, in the state directory
 	// there, out of the project there.
 	c.Cwd = l.WorktreesDir() + "/eng/svc"
-	if got, _ := remoteShimConfig(def, c, r, l, "/home/me"); got.Cwd != there+"/worktrees/eng/svc" {
-		t.Fatalf("remoteShimConfig of a worktree agent: Cwd %q", got.Cwd)
+	if got, _ := shimConfigOn(def, c, r, host.Rooms{}); got.Cwd != there+"/worktrees/eng/svc" {
+		t.Fatalf("shimConfigOn of a worktree agent: Cwd %q", got.Cwd)
 	}
-	pt := remoteTarget(preflight.Target{Bin: "/home/me/bin/codex", Home: "/home/me/.codex-w", Cwd: "/work/p/svc", Env: []string{"A=1"}}, r, "/work/p", "/home/me")
+	pt := r.Target(preflight.Target{Bin: "/home/me/bin/codex", Home: "/home/me/.codex-w", Cwd: "/work/p/svc", Env: []string{"A=1"}})
 	if pt.Bin != "~/bin/codex" || pt.Home != "~/.codex-w" || pt.Cwd != "~/src/p/svc" || !slices.Equal(pt.Env, []string{"A=1"}) {
-		t.Fatalf("remoteTarget = %+v", pt)
+		t.Fatalf("Target = %+v", pt)
 	}
 }
 
@@ -82,7 +83,7 @@ func TestOldCloneNotice(t *testing.T) {
 // under the same denials.
 func TestRemoteShimConfigPermissions(t *testing.T) {
 	l := project.LayoutIn("/home/me/.local/state/batty", "/work/p")
-	r := &remoteHost{host: team.Host{Name: "b", SSH: "b"}, dir: "~/src/p"}
+	r := &host.Remote{Host: team.Host{Name: "b", SSH: "b", Dir: "~/src/p"}, Root: "/work/p", Home: "/home/me"}
 	there := hosts.StateDir("~/src/p")
 	denied := map[string]string{there + "/worktrees": "none", there + "/outboxes": "none", there + "/state": "none",
 		"/var/run/docker.sock": "none", "/run/docker.sock": "none"}
@@ -110,14 +111,14 @@ func TestRemoteShimConfigPermissions(t *testing.T) {
 			c := CodexConfig(def)
 			c.Cwd = tc.cwd
 			c.Exec.AddDirs = []string{l.Dir + "/outboxes/eng"}
-			c.Env = append(c.Env, agentenv.Dir+"="+l.Dir, agentenv.Project+"=/work/p")
-			got, err := remoteShimConfig(def, c, r, l, "/home/me")
+			c.Env = append(c.Env, agentenv.Dir+"="+l.Dir, agentenv.Project+"=/work/p", agentenv.TeamFile+"=/work/p/team.yaml")
+			got, err := shimConfigOn(def, c, r, host.Rooms{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			p := got.Exec.Permissions
 			if p == nil || got.Cwd != tc.wantCwd {
-				t.Fatalf("remoteShimConfig: cwd %q, profile %+v", got.Cwd, p)
+				t.Fatalf("shimConfigOn: cwd %q, profile %+v", got.Cwd, p)
 			}
 			fs := p.Filesystem()
 			if !maps.Equal(fs, tc.want) || !p.Network || !slices.Equal(p.HideEnv, []string{"DBUS_SESSION_BUS_ADDRESS", "GPG_AGENT_INFO"}) {
@@ -125,7 +126,7 @@ func TestRemoteShimConfigPermissions(t *testing.T) {
 			}
 			if got.Exec.AddDirs != nil || !slices.Equal(got.Exec.Config, []string{`model_verbosity="low"`}) || !slices.Equal(got.Exec.ExtraArgs, []string{"--json"}) ||
 				!slices.Equal(got.AllowSockets, []string{team.SocketSSHAgent}) {
-				t.Fatalf("remoteShimConfig: add-dirs %v config %v args %v allow %v", got.Exec.AddDirs, got.Exec.Config, got.Exec.ExtraArgs, got.AllowSockets)
+				t.Fatalf("shimConfigOn: add-dirs %v config %v args %v allow %v", got.Exec.AddDirs, got.Exec.Config, got.Exec.ExtraArgs, got.AllowSockets)
 			}
 			if err := p.Validate(); err == nil {
 				t.Fatal("a profile with the home there unexpanded passes as complete")

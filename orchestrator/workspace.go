@@ -12,7 +12,6 @@ import (
 	"github.com/battyhq/batty/clones"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
-	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/reap"
@@ -115,27 +114,12 @@ func newAgentWorkspace(d *Daemon, a *agent) *agentWorkspace {
 		return nil
 	}
 	w := &agentWorkspace{repo: d.repo, agent: def.Name, base: d.base, setup: d.cfg.Workspace.Setup, limit: d.cfg.Workspace.SetupTimeout, sb: d.sandbox("setup"),
-		ws: workspaces.Local{Repo: d.repo, Agent: def.Name, Base: d.base}}
-	if r := a.host; r != nil {
-		w.ws = d.cloneOn(r, def.Name)
-		w.sb = hosts.SandboxThere(w.sb, localHome())
-	}
+		ws: a.where().Workspace(d.repo, def.Name, d.base)}
+	w.sb = a.where().Sandbox(w.sb)
 	if a.prevHost != nil {
-		w.prev = d.cloneOn(a.prevHost, def.Name)
+		w.prev = a.prevHost.on.Clone(d.repo, def.Name, d.base)
 	}
 	return w
-}
-
-// cloneOn is agent's clone on host r. A clone an earlier batty kept in
-// the project directory there is named in the daemon's log, once per
-// run: batty no longer uses it (clones.Serve).
-func (d *Daemon) cloneOn(r *remoteHost, agent string) *clones.Client {
-	c := &clones.Client{Transport: d.opts.Transport, Host: r.host, Dir: r.dir, Batty: r.ensure,
-		Repo: d.repo, Agent: agent, Base: d.base, MinFree: d.opts.WorktreeMinFree, Timeout: gitTimeout}
-	c.OldClone = func(old string) {
-		d.log.Warn(oldCloneNotice(agent, r.host.Name, old, c.Where()), "agent", agent, "host", r.host.Name, "old_clone", old)
-	}
-	return c
 }
 
 // oldCloneNotice tells the user that agent's clone on host, which an
@@ -153,10 +137,9 @@ func oldCloneNotice(agent, host, old, where string) string {
 // the commit of work an earlier run left in it ("" when none).
 type prepared struct {
 	workspaces.Prepared
-	released string // the commit of what a worktree here held when the agent moved to a host
-	retired  string // the branch's commit after the clone on the host it left was retired
-	err      error
-	state    workspaceRead // the worktree's state once prepared (or not)
+	retired string // the branch's commit after the clone on the host it left was retired
+	err     error
+	state   workspaceRead // the worktree's state once prepared (or not)
 }
 
 // retireError is the clone on the host an agent worked on before, which
@@ -187,14 +170,6 @@ func (w *agentWorkspace) prepare(ctx context.Context) prepared {
 			return p
 		}
 		w.prev = nil
-	}
-	if _, remote := w.ws.(*clones.Client); remote {
-		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
-		p.released, p.err = w.repo.Release(gctx, w.agent)
-		cancel()
-		if p.err != nil {
-			return p
-		}
 	}
 	p.Prepared, p.err = w.ws.Prepare(ctx, workspaces.PrepareOptions{Setup: w.setup, SetupTimeout: w.limit, SetupSandbox: w.sb, GitTimeout: gitTimeout})
 	return p
@@ -285,9 +260,9 @@ const agentPreparing = "preparing"
 func (a *agent) workspacePrepared(p prepared) {
 	a.prepDone, a.prepCancel = nil, nil
 	a.wsMade = a.wsMade || p.Made
-	if p.released != "" {
+	if p.Released != "" {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
-			Detail: "work left in the worktree here, before the agent works on its host", Data: eventlog.WorkspaceCommitted{Commit: p.released, WIP: true}})
+			Detail: "work left in the worktree here, before the agent works on its host", Data: eventlog.WorkspaceCommitted{Commit: p.Released, WIP: true}})
 	}
 	if p.Created {
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCreated, Agent: a.def.Name,

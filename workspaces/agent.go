@@ -55,6 +55,10 @@ type Prepared struct {
 	Made     bool   // the worktree exists (its setup may still have failed)
 	Created  bool   // it was checked out now
 	Leftover string // the commit of work an earlier run left uncommitted, "" when none
+	// Released is the commit of what a worktree here held when the
+	// workspace is elsewhere (a clone on a host): given up first, its
+	// work committed on the branch (Repo.Release); "" when none.
+	Released string `json:",omitempty"`
 	// Unresolved are the files of a merge in progress that still hold
 	// conflict markers (UnresolvedError.Files): what an earlier run left
 	// stays uncommitted until the agent has resolved them.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/clones"
 	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/landing"
@@ -355,11 +355,7 @@ The team must be stopped: a running agent may be editing its worktree.`,
 					return err
 				}
 				def, _ := cfg.Agent(args[0])
-				if def.Host == "" {
-					res, err = repo.Prune(ctx, args[0], base, force, time.Now())
-					return err
-				}
-				res, err = pruneOnHost(ctx, p, cfg, repo, def, base, force)
+				res, err = pruneOn(ctx, p, cfg, repo, def, base, force)
 				return err
 			})
 			if errors.Is(err, project.ErrAlreadyRunning) {
@@ -391,33 +387,39 @@ The team must be stopped: a running agent may be editing its worktree.`,
 	return withUsageExit(cmd)
 }
 
-// pruneTimeout bounds the prune of an agent's clone on another host:
-// installing batty there, and three steps over the connection.
+// pruneTimeout bounds the prune of an agent's workspace: on another
+// host, installing batty there, and three steps over the connection.
 const pruneTimeout = 10 * time.Minute
 
-// pruneOnHost prunes the workspace of def, an agent on another host (see
-// clones.Client.Prune), with batty installed there first when needed,
-// and closes the connection to the host after. It blocks until done.
-func pruneOnHost(ctx context.Context, p project.Project, cfg *team.Config, repo *workspaces.Repo, def team.Agent, base string, force bool) (workspaces.PruneResult, error) {
-	h, ok := cfg.Host(def.Host)
-	if !ok {
-		return workspaces.PruneResult{}, fmt.Errorf("agent %s names the unknown host %q", def.Name, def.Host)
+// pruneOn prunes the workspace of agent def where it runs (its worktree
+// here, or its clone on its host: host.Workspace.Prune), batty installed
+// there first when needed, and closes the connection to its host after.
+// It blocks until done.
+func pruneOn(ctx context.Context, p project.Project, cfg *team.Config, repo *workspaces.Repo, def team.Agent, base string, force bool) (workspaces.PruneResult, error) {
+	var h team.Host
+	if def.Host != "" {
+		var ok bool
+		if h, ok = cfg.Host(def.Host); !ok {
+			return workspaces.PruneResult{}, fmt.Errorf("agent %s names the unknown host %q", def.Name, def.Host)
+		}
 	}
-	self, err := hosts.Self(versionString(), protocol.Version)
-	if err != nil {
-		return workspaces.PruneResult{}, err
-	}
+	tr := &hosts.Transport{}
+	on := host.On(h, host.Local{}, host.Remote{Transport: tr, Root: p.Layout.Root(),
+		Batty: func(ctx context.Context) (string, error) {
+			self, err := hosts.Self(versionString(), protocol.Version)
+			if err != nil {
+				return "", err
+			}
+			return hosts.EnsureBatty(ctx, tr, h, self)
+		}})
 	ctx, cancel := context.WithTimeout(ctx, pruneTimeout)
 	defer cancel()
-	tr := &hosts.Transport{}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hosts.CloseTimeout)
 		defer cancel()
 		// A connection that cannot be closed ends by itself after
 		// ControlPersist.
-		_ = tr.Close(cctx, h)
+		_ = on.Close(cctx)
 	}()
-	c := &clones.Client{Transport: tr, Host: h, Dir: h.ProjectDir(p.Layout.Root()), Repo: repo, Agent: def.Name, Base: base,
-		Batty: func(ctx context.Context) (string, error) { return hosts.EnsureBatty(ctx, tr, h, self) }}
-	return c.Prune(ctx, force, time.Now())
+	return on.Workspace(repo, def.Name, base).Prune(ctx, force, time.Now())
 }
