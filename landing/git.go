@@ -344,8 +344,14 @@ func (q *Queue) sweepCleared() {
 	}
 }
 
-// commonDir returns the repository's common git directory, links resolved.
+// commonDir returns the repository's common git directory, links
+// resolved: asked of git once, then kept (a failure is asked again).
 func (q *Queue) commonDir(ctx context.Context) (string, error) {
+	q.commonMu.Lock()
+	defer q.commonMu.Unlock()
+	if q.common != "" {
+		return q.common, nil
+	}
 	out, err := q.gitIn(q.opt.TopLevel).Run(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		return "", err
@@ -354,6 +360,7 @@ func (q *Queue) commonDir(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("git common dir: %w", err)
 	}
+	q.common = dir
 	return dir, nil
 }
 

@@ -97,6 +97,11 @@ type Queue struct {
 	mu   sync.Mutex
 	reqs []Request
 
+	// common is the repository's common git directory once commonDir
+	// has found it (it does not change while the queue is open).
+	commonMu sync.Mutex
+	common   string
+
 	// beforeAdvance, when set (tests), is called just before base is
 	// advanced, with the git lock held.
 	beforeAdvance func(Decision)
