@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/battyhq/batty/control"
@@ -54,11 +55,12 @@ func newLandingsView(st *control.Status) landingsView {
 	for _, l := range st.Landings {
 		r := newLandingRow(l)
 		if r.Finished {
-			v.History = append([]landingRow{r}, v.History...)
+			v.History = append(v.History, r)
 		} else {
 			v.Queue = append(v.Queue, r)
 		}
 	}
+	slices.Reverse(v.History) // newest first
 	return v
 }
 
