@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/battyhq/batty/agentenv"
 )
 
 // Home is the CODEX_HOME a codex process started with env (KEY=VALUE
@@ -14,9 +16,9 @@ import (
 // cwd, as codex would. It is a pure function but for that last fallback
 // (os.UserHomeDir).
 func Home(env []string, cwd string) string {
-	home := lookupEnv(env, "CODEX_HOME")
+	home := agentenv.Lookup(env, "CODEX_HOME")
 	if home == "" {
-		h := lookupEnv(env, "HOME")
+		h := agentenv.Lookup(env, "HOME")
 		if h == "" {
 			h, _ = os.UserHomeDir()
 		}
@@ -26,17 +28,6 @@ func Home(env []string, cwd string) string {
 		home = filepath.Join(cwd, home)
 	}
 	return filepath.Clean(home)
-}
-
-// lookupEnv returns the last value of key in env ("" when absent).
-func lookupEnv(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
 }
 
 // WithHome returns a copy of env (KEY=VALUE entries) with CODEX_HOME set to

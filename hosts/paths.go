@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/battyhq/batty/preflight"
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/sandbox"
 )
 
@@ -56,8 +57,7 @@ func ProjectPath(hostDir, root, local string) string {
 // InProject reports whether local, a path here, lies inside root, the
 // project here (ProjectPath maps it to the same place there). Pure.
 func InProject(root, local string) bool {
-	rel, err := filepath.Rel(root, local)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	return project.Inside(root, local)
 }
 
 // TargetThere is t, how an agent runs codex here, as a host whose project

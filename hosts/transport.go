@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/shellword"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/textclip"
@@ -161,7 +162,7 @@ func DefaultControlDir() string {
 // outside them. It is a pure function.
 func ControlDirFor(runtime, home, tmp string) string {
 	fit := func(dir string) bool {
-		return filepath.IsAbs(dir) && !within(dir, "/tmp") && (tmp == "" || !within(dir, tmp))
+		return filepath.IsAbs(dir) && !project.Inside("/tmp", dir) && (tmp == "" || !project.Inside(tmp, dir))
 	}
 	switch {
 	case fit(runtime):
@@ -170,13 +171,6 @@ func ControlDirFor(runtime, home, tmp string) string {
 		return filepath.Join(home, ".ssh", "batty")
 	}
 	return ""
-}
-
-// within reports whether path is root or lies below it, by their clean
-// names. It is a pure function.
-func within(path, root string) bool {
-	path, root = filepath.Clean(path), filepath.Clean(root)
-	return path == root || strings.HasPrefix(path, strings.TrimSuffix(root, "/")+"/")
 }
 
 func (t *Transport) controlDir() string {

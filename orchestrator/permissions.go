@@ -76,7 +76,7 @@ func agentPermissions(r rooms) (p *codex.Permissions, config map[string]string, 
 	}
 	for _, d := range r.Deny {
 		if d != "" {
-			p.Deny = append(p.Deny, clean(d))
+			p.Deny = append(p.Deny, filepath.Clean(d))
 		}
 	}
 	ss, err := codex.ReadSandboxSettings(c.Sandbox, c.Config, c.Args)
@@ -108,7 +108,9 @@ func agentPermissions(r rooms) (p *codex.Permissions, config map[string]string, 
 		p.HideUserSockets(r.Env, c.AllowSockets)
 	}
 	for i, w := range p.Write {
-		p.Write[i] = clean(w)
+		if w != "" {
+			p.Write[i] = filepath.Clean(w)
+		}
 	}
 	check := p.Validate
 	if r.There {
@@ -118,14 +120,6 @@ func agentPermissions(r rooms) (p *codex.Permissions, config map[string]string, 
 		return nil, nil, nil, err
 	}
 	return p, config, args, nil
-}
-
-// clean is filepath.Clean but for "".
-func clean(p string) string {
-	if p == "" {
-		return ""
-	}
-	return filepath.Clean(p)
 }
 
 // deniedDirs are the directories of batty's here that no sandboxed

@@ -38,7 +38,7 @@ func sandboxPolicy(ws team.WorkspaceSandbox, bin, homes, command string, deny, e
 	perm := codex.Permissions{Network: network}
 	for _, d := range deny {
 		if filepath.IsAbs(d) {
-			perm.Deny = append(perm.Deny, clean(d))
+			perm.Deny = append(perm.Deny, filepath.Clean(d))
 		}
 	}
 	if network {

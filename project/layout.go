@@ -218,13 +218,19 @@ func CheckStateDir(stateDir string, workspaces []string) error {
 		if w == "" {
 			continue
 		}
-		rel, err := filepath.Rel(filepath.Clean(w), filepath.Clean(stateDir))
-		if err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		if Inside(w, stateDir) {
 			return fmt.Errorf("%w: %s is inside %s, which the agents working there may write; set $%s to a directory outside every agent's workspace",
 				ErrStateExposed, stateDir, w, EnvStateHome)
 		}
 	}
 	return nil
+}
+
+// Inside reports whether path is dir or lies below it, compared cleaned,
+// as written (both absolute, or both relative). Pure.
+func Inside(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // legacyNames are what an earlier batty kept in the project's .batty.

@@ -11,7 +11,6 @@ package writable
 import (
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/project"
@@ -109,10 +108,8 @@ func Roots(cfg *team.Config, l project.Layout, env Env) []Root {
 // Within returns the first of roots that holds path (path itself or
 // below it), compared cleaned, as written. It is a pure function.
 func Within(path string, roots []Root) (Root, bool) {
-	path = filepath.Clean(path)
 	for _, r := range roots {
-		rel, err := filepath.Rel(r.Dir, path)
-		if err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		if project.Inside(r.Dir, path) {
 			return r, true
 		}
 	}
