@@ -17,6 +17,7 @@ import (
 	"github.com/battyhq/batty/shim"
 	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
+	"github.com/battyhq/batty/syncbuf"
 )
 
 // TestMain lets this test binary also be a shim and a fake codex, selected
@@ -29,24 +30,6 @@ func TestMain(m *testing.M) {
 		os.Exit(codextest.FakeMain(os.Args[1:]))
 	}
 	os.Exit(m.Run())
-}
-
-// lockedBuffer is a strings.Builder safe for the session's writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // recorder keeps the events a session hands out; hit closes on the first
@@ -106,7 +89,7 @@ func newSession(t *testing.T, rec *recorder, notes io.Writer) Session {
 // Codex would refuse is not sent and counts as failed, and Run returns
 // once every turn has finished and the shim has exited.
 func TestRunSendsEveryLine(t *testing.T) {
-	var notes lockedBuffer
+	var notes syncbuf.Buffer
 	rec := &recorder{}
 	s := newSession(t, rec, &notes)
 	in := "first scenario:text\n\n  \nsecond scenario:text\n"
@@ -129,7 +112,7 @@ func TestRunSendsEveryLine(t *testing.T) {
 // (the turn in flight gets ShutdownTimeout), the second kills it at once;
 // Run then reports the message unfinished.
 func TestRunStopsOnItsInterrupts(t *testing.T) {
-	var notes lockedBuffer
+	var notes syncbuf.Buffer
 	rec := &recorder{hit: make(chan struct{}), cond: func(m protocol.Message) bool {
 		_, started := m.(protocol.TurnStarted)
 		return started

@@ -1,37 +1,18 @@
 package fanout
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/battyhq/batty/hosts"
+	"github.com/battyhq/batty/syncbuf"
 	"github.com/battyhq/batty/team"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the job's writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestJobRunStopsOnItsInterrupts: the first interrupt stops starting rows
 // and says how long the running ones get, the second stops them at once
@@ -48,7 +29,7 @@ func TestJobRunStopsOnItsInterrupts(t *testing.T) {
 	w := watch(func(s Snapshot) bool { return s.Done == 1 && s.Running == 2 })
 	o.Progress = w.update
 	sigs := make(chan os.Signal, 2)
-	var notes, progress lockedBuffer
+	var notes, progress syncbuf.Buffer
 	job := Job{Engine: o, Output: r.out, Workers: r.shims, Progress: NewProgress(&progress, false),
 		Interrupts: sigs, Notes: &notes}
 	go func() {
@@ -96,7 +77,7 @@ func TestJobRunWithNoHostReadyRunsNoRow(t *testing.T) {
 	o := r.opts
 	o.Table, o.Store = r.table, st
 	down := team.Host{Name: "down", Command: []string{filepath.Join(t.TempDir(), "absent")}}
-	var notes, progress lockedBuffer
+	var notes, progress syncbuf.Buffer
 	job := Job{Engine: o, Output: r.out, Workers: r.shims, Progress: NewProgress(&progress, false), Notes: &notes,
 		Hosts:     []team.Host{down},
 		HostSetup: HostSetup{Transport: &hosts.Transport{}, Root: r.dir, Cwd: r.dir, Home: "/nonexistent-home", Config: r.shims.Config}}

@@ -1,12 +1,10 @@
 package shim
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
+	"github.com/battyhq/batty/syncbuf"
 )
 
 // TestMain lets this test binary also be a shim and a fake codex, selected
@@ -39,10 +38,10 @@ type harness struct {
 	cfg    shimconfig.Config
 	mark   string
 	events chan protocol.Message
-	log    *syncBuffer
+	log    *syncbuf.Buffer
 	// tlines holds the lines of the TranscriptLines events, which are
 	// kept out of events.
-	tlines syncBuffer
+	tlines syncbuf.Buffer
 	// spare, when set, returns processes that carry the mark and are not
 	// the shim's: a shared app-server the test runs (startSharedShim).
 	spare func() []int
@@ -74,23 +73,6 @@ func (h *harness) noProcesses() {
 		}
 		time.Sleep(20 * time.Millisecond) // a killed process may take a moment to exit
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startShim spawns a shim whose codex is the fake; mod adjusts the config.
@@ -129,7 +111,7 @@ func startShimWith(t *testing.T, mark string, mod func(*shimconfig.Config), join
 	if mod != nil {
 		mod(&cfg)
 	}
-	h := &harness{t: t, cfg: cfg, mark: mark, events: make(chan protocol.Message, 1024), log: &syncBuffer{}}
+	h := &harness{t: t, cfg: cfg, mark: mark, events: make(chan protocol.Message, 1024), log: &syncbuf.Buffer{}}
 	env := append(os.Environ(), "BATTY_TEST_ROLE=shim", "BATTY_TEST_MARK="+mark, "BATTY_LOG_LEVEL=debug", "TZ=UTC")
 	h.p, err = shimclient.Spawn(shimclient.SpawnOptions{Path: self, Env: env, Config: cfg, Stderr: h.log})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
+	"github.com/battyhq/batty/syncbuf"
 	"github.com/battyhq/batty/team"
 )
 
@@ -50,7 +51,7 @@ func startStdioClient(t *testing.T, wrap string) (*shimclient.Client, string) {
 		Agent: "far", CodexBin: self, StopGrace: 300 * time.Millisecond,
 		Env: []string{"BATTY_TEST_ROLE=fakecodex", "FAKE_CODEX_STATE=" + t.TempDir()},
 	}
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	var argv []string
 	remote := func(a []string) (*exec.Cmd, error) {
 		argv = a

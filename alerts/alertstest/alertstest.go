@@ -3,12 +3,10 @@
 package alertstest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 
 	"github.com/battyhq/batty/alerts"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/syncbuf"
 )
 
 // Harness is one sink under test and its consumer.
@@ -61,26 +60,8 @@ func bounded(t *testing.T, what string, f func()) {
 	}
 }
 
-// syncBuffer is a log a sink writes from its goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func newLog() (*syncBuffer, hclog.Logger) {
-	b := &syncBuffer{}
+func newLog() (*syncbuf.Buffer, hclog.Logger) {
+	b := &syncbuf.Buffer{}
 	return b, hclog.New(&hclog.LoggerOptions{Output: b, Level: hclog.Debug})
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/syncbuf"
 )
 
 // lineWatcher collects the lines a process writes to a pipe and lets a
@@ -199,7 +200,7 @@ func TestForegroundInterrupts(t *testing.T) {
 	t.Run("one Ctrl-C", func(t *testing.T) {
 		sigs, done := make(chan os.Signal, 2), make(chan struct{})
 		asked := make(chan struct{})
-		var out syncBuilder
+		var out syncbuf.Buffer
 		returned := make(chan struct{})
 		go func() {
 			defer close(returned)
@@ -218,7 +219,7 @@ func TestForegroundInterrupts(t *testing.T) {
 	t.Run("two Ctrl-C", func(t *testing.T) {
 		sigs, done := make(chan os.Signal, 2), make(chan struct{})
 		release, forced := make(chan struct{}), make(chan struct{})
-		var out syncBuilder
+		var out syncbuf.Buffer
 		returned := make(chan struct{})
 		go func() {
 			defer close(returned)
@@ -243,28 +244,10 @@ func TestForegroundInterrupts(t *testing.T) {
 	})
 }
 
-// syncBuilder is a strings.Builder safe for concurrent use.
-type syncBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuilder) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuilder) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // blockingWriter blocks every write until open closes.
 type blockingWriter struct {
 	open <-chan struct{}
-	out  syncBuilder
+	out  syncbuf.Buffer
 }
 
 func (w *blockingWriter) Write(p []byte) (int, error) {

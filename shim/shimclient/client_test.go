@@ -15,6 +15,7 @@ import (
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/shim/shimconfig"
+	"github.com/battyhq/batty/syncbuf"
 	"github.com/battyhq/batty/team"
 )
 
@@ -118,7 +119,7 @@ func startRealClient(t *testing.T) (*Client, string) {
 		Transcript: filepath.Join(t.TempDir(), "tester.log"),
 		StopGrace:  300 * time.Millisecond,
 	}
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	env := append(os.Environ(), "BATTY_TEST_ROLE=shim", "BATTY_TEST_MARK="+mark, "TZ=UTC")
 	c, err := Start(context.Background(), SpawnOptions{Path: self, Env: env, Config: cfg, Stderr: log})
 	if err != nil {

@@ -1,10 +1,8 @@
 package shimclient
 
 import (
-	"bytes"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,25 +29,6 @@ func TestMain(m *testing.M) {
 
 // eventWait bounds every wait for an event; generous for a loaded CI box.
 const eventWait = 30 * time.Second
-
-// syncBuffer is a shim's log, written by the process's stderr copier
-// while a test may read it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // describe names the kinds of ms, in order.
 func describe(ms []protocol.Message) string {
