@@ -129,20 +129,14 @@ func (s HostSetup) on(h team.Host) host.Host {
 	return host.On(h, host.Local{}, host.Remote{Transport: s.Transport, Root: s.Root, Home: s.Home, Binary: s.Batty, CheckTimeout: s.CheckTimeout})
 }
 
-// prepare checks the Codex of h, batty installed there first. This
-// machine is left as it is (a worker that cannot start here fails as
-// without --hosts).
+// prepare is h ready for the job's workers: their configuration as h
+// sees it, and h's precheck (on a host, batty installed there and its
+// Codex checked; this machine as it is: a worker that cannot start here
+// fails as without --hosts).
 func (s HostSetup) prepare(ctx context.Context, h host.Host) (*WorkerHost, *preflight.Problem) {
-	if h.Name() == "" {
-		return &WorkerHost{Host: h, Config: s.Config}, nil
-	}
 	w := &WorkerHost{Host: h, Config: hostConfig(h, s.Config, s.Cwd)}
-	rep, err := h.Check(ctx, preflightTarget(w.Config))
-	if err != nil {
-		return nil, h.Unreachable(err, "")
-	}
-	if rep.Problem != nil {
-		return nil, rep.Problem
+	if p := h.Precheck(ctx, preflightTarget(w.Config)); p != nil {
+		return nil, p
 	}
 	return w, nil
 }

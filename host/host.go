@@ -9,6 +9,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/battyhq/batty/codex"
@@ -32,8 +33,20 @@ type Host interface {
 	// (paths in the project and the home directory there, no
 	// transcript file when it is not here). Pure.
 	ShimConfig(c shimconfig.Config) shimconfig.Config
-	// Target is t, how codex runs here, as the host sees it. Pure.
-	Target(t preflight.Target) preflight.Target
+	// Target is how agent def runs codex with CODEX_HOME home (the
+	// role's when ""), as the host sees it, for the check of its Codex
+	// (Check): on a host, a worktree agent's is checked in the home
+	// directory there, its clone being made before its first turn. Pure.
+	Target(def team.Agent, home string) preflight.Target
+	// Precheck is what must hold before a shim of configuration c (the
+	// host's, ShimConfig) is started there by a job that starts many
+	// (`batty fanout --hosts`): on a host, batty installed and its Codex
+	// checked (Check of t); here nothing, a shim that cannot start
+	// failing as itself. Nil when it holds.
+	Precheck(ctx context.Context, t preflight.Target) *preflight.Problem
+	// SharesAppServer reports whether agents there may run on a shared
+	// app-server of the daemon's: its broker's socket is on this machine.
+	SharesAppServer() bool
 	// Rooms is r, what the permission profile of agent's shim is made
 	// of here, as the host sees it (see Rooms).
 	Rooms(agent string, r Rooms) Rooms
@@ -98,6 +111,9 @@ type Rooms struct {
 // workspaces.Workspace, and its removal.
 type Workspace interface {
 	workspaces.Workspace
+	// Removal names what Prune removes, for the person who asked
+	// ("the worktree and branch batty/eng-1").
+	Removal() string
 	// Prune removes the workspace and the agent's branch here (see
 	// workspaces.Repo.Prune): refused while work is unlanded or
 	// uncommitted, unless force, which keeps it under
@@ -113,6 +129,20 @@ func Start(ctx context.Context, h Host, o shimclient.SpawnOptions) (*shimclient.
 		return nil, err
 	}
 	return shimclient.Start(ctx, o)
+}
+
+// For is the host agent def runs on as the team file cfg names it: the
+// zero Host (this machine) when def names none. It errs when def names a
+// host cfg does not have.
+func For(cfg *team.Config, def team.Agent) (team.Host, error) {
+	if def.Host == "" {
+		return team.Host{}, nil
+	}
+	h, ok := cfg.Host(def.Host)
+	if !ok {
+		return team.Host{}, fmt.Errorf("agent %s names the unknown host %q", def.Name, def.Host)
+	}
+	return h, nil
 }
 
 // On is the host of the team file h as a caller reaches it: this machine

@@ -165,12 +165,33 @@ func TestHostStartsAShim(t *testing.T) {
 // problem found, not a host that could not be asked.
 func TestHostCheckFindsAMissingCodex(t *testing.T) {
 	both(t, func(t *testing.T, f *fixture, h Host) {
-		rep, err := h.Check(ctx(t), h.Target(preflight.Target{Bin: "/nonexistent/codex", Cwd: ""}))
+		rep, err := h.Check(ctx(t), h.Target(team.Agent{Name: "eng-1", Codex: team.CodexSettings{Bin: "/nonexistent/codex"}}, ""))
 		if err != nil {
 			t.Fatalf("check: %v", err)
 		}
 		if rep.Problem == nil {
 			t.Fatalf("no problem found: %+v", rep)
+		}
+	})
+}
+
+// A job that starts many shims may start them where the precheck holds:
+// a host whose Codex cannot run is refused before its first shim, with
+// what to fix; this machine's shims fail as themselves. Whatever the host
+// says, a working target passes.
+func TestHostPrecheck(t *testing.T) {
+	both(t, func(t *testing.T, f *fixture, h Host) {
+		ok := h.Target(team.Agent{Name: "eng-1", Codex: team.CodexSettings{Bin: "true"}}, "")
+		if p := h.Precheck(ctx(t), ok); p != nil && p.Kind == preflight.KindHost {
+			t.Fatalf("a reachable host refused: %+v", p)
+		}
+		bad := h.Target(team.Agent{Name: "eng-1", Codex: team.CodexSettings{Bin: "/nonexistent/codex"}}, "")
+		p := h.Precheck(ctx(t), bad)
+		if h.Name() != "" && p == nil {
+			t.Fatalf("a host whose Codex is missing passed its precheck")
+		}
+		if p != nil && p.Fix == "" {
+			t.Fatalf("a refusal with no fix: %+v", p)
 		}
 	})
 }
@@ -192,6 +213,9 @@ func TestHostWorkspace(t *testing.T) {
 		if !strings.Contains(w.Where(), "eng-1") {
 			t.Errorf("where %q names no agent", w.Where())
 		}
+		if !strings.Contains(w.Removal(), workspaces.Branch("eng-1")) {
+			t.Errorf("removal %q names no branch", w.Removal())
+		}
 		res, err := w.Prune(ctx(t), false, time.Unix(1_800_000_000, 0))
 		if err != nil || !res.Removed {
 			t.Fatalf("prune: %+v, %v", res, err)
@@ -207,16 +231,49 @@ func TestHostWorkspace(t *testing.T) {
 // accounts only where their rollouts are here.
 func TestHostCarries(t *testing.T) {
 	for _, tc := range []struct {
-		h        Host
-		name     string
-		portable bool
+		h               Host
+		name            string
+		portable, share bool
 	}{
-		{Local{}, "", true},
-		{&Remote{Host: team.Host{Name: "pod1"}}, "pod1", false},
+		{Local{}, "", true, true},
+		{&Remote{Host: team.Host{Name: "pod1"}}, "pod1", false, false},
 	} {
-		if tc.h.Name() != tc.name || tc.h.ThreadsPortable() != tc.portable {
-			t.Errorf("%T: name %q portable %v", tc.h, tc.h.Name(), tc.h.ThreadsPortable())
+		if tc.h.Name() != tc.name || tc.h.ThreadsPortable() != tc.portable || tc.h.SharesAppServer() != tc.share {
+			t.Errorf("%T: name %q portable %v shares %v", tc.h, tc.h.Name(), tc.h.ThreadsPortable(), tc.h.SharesAppServer())
 		}
+	}
+}
+
+// A worktree agent's Codex is checked where its clone will be: on a host
+// in the home directory there (the clone is made before its first turn),
+// here in its directory.
+func TestHostTargetOfAWorktreeAgent(t *testing.T) {
+	def := team.Agent{Name: "eng-1", Cwd: "/p/sub", Workspace: team.WorkspaceWorktree, Codex: team.CodexSettings{Bin: "codex"}}
+	if got := (Local{}).Target(def, "/h").Cwd; got != "/p/sub" {
+		t.Errorf("here: cwd %q", got)
+	}
+	r := &Remote{Host: team.Host{Name: "pod1", Dir: "~/p"}, Root: "/p"}
+	if got := r.Target(def, "").Cwd; got != "" {
+		t.Errorf("there: cwd %q, want the home directory", got)
+	}
+	def.Workspace = team.WorkspaceShared
+	if got := r.Target(def, "").Cwd; got == "" {
+		t.Errorf("there, shared: no cwd")
+	}
+}
+
+// For is the zero host for an agent that names none and refuses a host
+// the team file does not have.
+func TestFor(t *testing.T) {
+	cfg := &team.Config{Hosts: []team.Host{{Name: "pod1"}}}
+	if h, err := For(cfg, team.Agent{Name: "a"}); err != nil || h.Name != "" {
+		t.Errorf("no host: %+v, %v", h, err)
+	}
+	if h, err := For(cfg, team.Agent{Name: "a", Host: "pod1"}); err != nil || h.Name != "pod1" {
+		t.Errorf("pod1: %+v, %v", h, err)
+	}
+	if _, err := For(cfg, team.Agent{Name: "a", Host: "pod9"}); err == nil || !strings.Contains(err.Error(), "pod9") {
+		t.Errorf("unknown host: %v", err)
 	}
 }
 

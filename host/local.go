@@ -13,6 +13,7 @@ import (
 	"github.com/battyhq/batty/sandbox"
 	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
+	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
 )
 
@@ -32,8 +33,16 @@ func (Local) Name() string { return "" }
 // ShimConfig is c.
 func (Local) ShimConfig(c shimconfig.Config) shimconfig.Config { return c }
 
-// Target is t.
-func (Local) Target(t preflight.Target) preflight.Target { return t }
+// Target is preflight.TargetFor(def, home).
+func (Local) Target(def team.Agent, home string) preflight.Target {
+	return preflight.TargetFor(def, home)
+}
+
+// Precheck is nil: a shim that cannot start here fails as itself.
+func (Local) Precheck(context.Context, preflight.Target) *preflight.Problem { return nil }
+
+// SharesAppServer is true: the broker is here.
+func (Local) SharesAppServer() bool { return true }
 
 // Rooms is r.
 func (Local) Rooms(_ string, r Rooms) Rooms { return r }
@@ -102,6 +111,11 @@ func (Local) Close(context.Context) error { return nil }
 
 // localWorkspace is a worktree here with its prune.
 type localWorkspace struct{ workspaces.Local }
+
+// Removal is "the worktree and branch batty/<agent>".
+func (w localWorkspace) Removal() string {
+	return "the worktree and branch " + workspaces.Branch(w.Agent)
+}
 
 func (w localWorkspace) Prune(ctx context.Context, force bool, now time.Time) (workspaces.PruneResult, error) {
 	return w.Repo.Prune(ctx, w.Agent, w.Base, force, now)

@@ -99,10 +99,31 @@ func (r *Remote) Permit(c *shimconfig.Config, p *codex.Permissions, allow []stri
 	c.AllowSockets = slices.Clone(allow)
 }
 
-// Target is t as the host sees it (hosts.TargetThere).
-func (r *Remote) Target(t preflight.Target) preflight.Target {
-	return hosts.TargetThere(t, r.Dir(), r.Root, r.Home)
+// Target is def's as the host sees it (hosts.TargetThere); a worktree
+// agent's runs in the home directory there (its clone, and the project
+// directory holding it, are made before its first turn).
+func (r *Remote) Target(def team.Agent, home string) preflight.Target {
+	t := hosts.TargetThere(preflight.TargetFor(def, home), r.Dir(), r.Root, r.Home)
+	if def.Workspace == team.WorkspaceWorktree {
+		t.Cwd = ""
+	}
+	return t
 }
+
+// Precheck installs batty there when needed and checks its Codex (t):
+// the host's problem when it cannot be reached or asked, the check's
+// when it found one.
+func (r *Remote) Precheck(ctx context.Context, t preflight.Target) *preflight.Problem {
+	rep, err := r.Check(ctx, t)
+	if err != nil {
+		return r.Unreachable(err, "")
+	}
+	return rep.Problem
+}
+
+// SharesAppServer is false: the daemon's broker is on this machine, so
+// agents there run an app-server of their own there.
+func (r *Remote) SharesAppServer() bool { return false }
 
 // Sandbox is p as the host sees it (hosts.SandboxThere).
 func (r *Remote) Sandbox(p *sandbox.Policy) *sandbox.Policy { return hosts.SandboxThere(p, r.Home) }
@@ -168,6 +189,11 @@ func (r *Remote) Workspace(repo *workspaces.Repo, agent, base string) Workspace 
 
 // cloneWorkspace is a clone on a host as an agent's Workspace.
 type cloneWorkspace struct{ *clones.Client }
+
+// Removal is "the branch batty/<agent> and the clone on host <name>".
+func (w cloneWorkspace) Removal() string {
+	return "the branch " + workspaces.Branch(w.Agent) + " and the clone on host " + w.Host.Name
+}
 
 func (w cloneWorkspace) Prepare(ctx context.Context, o workspaces.PrepareOptions) (workspaces.Prepared, error) {
 	// A git step is never cut short by ctx (see workspaces.Workspace.Prepare).

@@ -12,7 +12,6 @@ import (
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
-	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/reap"
 )
 
@@ -29,8 +28,8 @@ import (
 // starts it again at once, without counting a crash; nothing is
 // dispatched meanwhile. Only run's goroutine calls it.
 func (a *agent) beginAccountSwitch(home string) {
-	a.switching = true
-	a.log.Info("Moving to another account", "from", a.account, "to", home)
+	a.acct.switching = true
+	a.log.Info("Moving to another account", "from", a.acct.account, "to", home)
 	a.p.BeginStop(a.d.cfg.Timeouts.Shutdown, "account switch")
 }
 
@@ -41,16 +40,15 @@ func (a *agent) beginAccountSwitch(home string) {
 // next message opens a fresh thread on the new account with the handoff
 // brief, as after a context overflow. Only run's goroutine calls it.
 func (a *agent) followAccount() {
-	if home, ok := a.d.quota.HomeOf(a.def.Name); ok {
-		a.account = home
+	if home, ok := a.acct.follow(); ok {
 		a.setSnap(func(s *agentSnap) { s.account = home })
 		a.followHealth(home)
 	}
 	prev := a.st.CodexHome
-	if prev == a.account {
+	if prev == a.acct.account {
 		return
 	}
-	a.st.CodexHome = a.account
+	a.st.CodexHome = a.acct.account
 	if prev == "" {
 		// The first start: nothing to carry; recorded with the state's
 		// next save.
@@ -59,11 +57,11 @@ func (a *agent) followAccount() {
 	if a.st.ThreadID != "" && a.where().ThreadsPortable() {
 		// (An agent on another host keeps its rollouts there, and does
 		// not rotate: its home here names nothing to carry.)
-		if _, err := codex.CarryThread(prev, a.account, a.st.ThreadID); err != nil {
+		if _, err := codex.CarryThread(prev, a.acct.account, a.st.ThreadID); err != nil {
 			a.log.Warn("The thread could not move to the new account: handing off", "thread", a.st.ThreadID, "error", err)
-			a.handOff(fmt.Sprintf("the agent moved to account %s, where its thread could not be carried (%v)", a.accountName(), err), "")
+			a.handOff(fmt.Sprintf("the agent moved to account %s, where its thread could not be carried (%v)", a.acct.name(), err), "")
 		} else {
-			a.log.Info("Thread carried to the new account", "thread", a.st.ThreadID, "from", prev, "to", a.account)
+			a.log.Info("Thread carried to the new account", "thread", a.st.ThreadID, "from", prev, "to", a.acct.account)
 		}
 	}
 	a.saveState()
@@ -75,7 +73,7 @@ func (a *agent) followAccount() {
 // what is watched for a fix, is the account it runs on. Its parking follows
 // at once (syncParked). Only run's goroutine calls it.
 func (a *agent) followHealth(home string) {
-	h := a.d.healthFor(a.def, a.host, home)
+	h := a.d.healthFor(a.def, a.where(), home)
 	if h == a.health {
 		return
 	}
@@ -85,14 +83,6 @@ func (a *agent) followHealth(home string) {
 	a.setSnap(func(s *agentSnap) { s.health = h })
 	a.log.Debug("Health follows the account", "home", home)
 	a.syncParked()
-}
-
-// accountName is the name (or CODEX_HOME) of the account the agent runs on.
-func (a *agent) accountName() string {
-	if n := a.d.quota.NameOf(a.def.Name); n != "" {
-		return n
-	}
-	return a.account
 }
 
 // switchGroup is the agents of one move from one account to another.
@@ -150,36 +140,6 @@ func (d *Daemon) switched(moves []dispatch.Move, why string, resetBy time.Time) 
 	}
 }
 
-// rateLimits records a rate-limit snapshot a's codex reported for the
-// account it runs on; the first crossing of quota.warn_pct raises one
-// quota_warning alert.
-func (a *agent) rateLimits(e protocol.RateLimits) {
-	d := a.d
-	windows := make([]project.RateLimitWindow, 0, len(e.Windows))
-	for _, w := range e.Windows {
-		windows = append(windows, project.RateLimitWindow{Name: w.Name, UsedPct: w.UsedPct, WindowMinutes: w.WindowMinutes, ResetsAt: w.ResetsAt.UTC()})
-	}
-	seen := e.SeenAt
-	if seen.IsZero() {
-		seen = time.Now()
-	}
-	w, err := d.quota.Usage(a.def.Name, a.account, windows, seen)
-	if err != nil {
-		d.log.Error("Saving the quota state failed", "error", err)
-	}
-	if w == nil {
-		return
-	}
-	name := orHome(w.Name, w.Account)
-	detail := fmt.Sprintf("account %s has used %.0f%% of its %s rate-limit window", name, w.Window.UsedPct, windowLabel(w.Window))
-	if !w.Window.ResetsAt.IsZero() {
-		detail += ", which resets at " + w.Window.ResetsAt.Local().Format("2006-01-02 15:04 MST")
-	}
-	data := eventlog.QuotaWarning{Account: name, Window: w.Window.Name, UsedPct: w.Window.UsedPct, WarnPct: w.Pct, Agents: w.Agents, ResetsAt: w.Window.ResetsAt}
-	d.log.Warn("Account near its rate limit", "account", name, "used_pct", w.Window.UsedPct)
-	d.events.Append(eventlog.Event{Type: eventlog.EvQuotaWarning, Agent: a.def.Name, Detail: detail, Data: data})
-}
-
 // windowLabel names a rate-limit window by its length ("5h", "7d"), or
 // by its name when the length is unknown. It is a pure function.
 func windowLabel(w project.RateLimitWindow) string {
@@ -206,7 +166,7 @@ func (d *Daemon) checkSpareAccounts(ctx context.Context) {
 		for _, acc := range a.def.Accounts {
 			// An account an agent starts on has its health, checked already.
 			t := preflight.TargetFor(a.def, acc.CodexHome)
-			if _, key := d.healthTarget(a.def, a.host, acc.CodexHome); d.healths.has(key) || checked[t.Key()] {
+			if _, key := healthTarget(a.def, a.where(), acc.CodexHome); d.healths.has(key) || checked[t.Key()] {
 				continue
 			}
 			checked[t.Key()] = true

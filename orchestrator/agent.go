@@ -61,6 +61,7 @@ type agent struct {
 	snap agentSnap
 
 	// owned by run
+	acct accountRoom
 	supervision
 	flight
 	placement
@@ -166,14 +167,16 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 		d: d, def: def, box: box, log: d.log.Named(def.Name),
 		kick: make(chan struct{}, 1), ctl: newMailbox[agentCtl](), done: make(chan struct{}),
 		supervision: supervision{backoff: d.opts.RespawnMin},
-		placement:   placement{account: dispatch.AgentHome(def, d.shimEnviron())},
+		placement:   placement{host: here{local: d.localHost()}},
+		acct: accountRoom{agent: def.Name, log: d.log.Named(def.Name), account: dispatch.AgentHome(def, d.shimEnviron()),
+			env: accountEnv{quota: d.quota, net: &d.net, crew: d, emit: d.events.Append, log: d.log}},
 	}
 	a.st.Name = def.Name
 	if err := project.LoadJSON(d.layout, project.AgentStateName(def.Name), &a.st); err != nil {
 		return nil, err
 	}
 	a.st.Name = def.Name
-	a.snap = agentSnap{state: agentSpawning, st: a.st, account: a.account}
+	a.snap = agentSnap{state: agentSpawning, st: a.st, account: a.acct.account}
 	return a, nil
 }
 
@@ -190,6 +193,11 @@ func (a *agent) snapshot() agentSnap {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.snap
+}
+
+// showNet has status show n, the agent's wait for the network.
+func (a *agent) showNet(n netShown) {
+	a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = n.since, n.message })
 }
 
 func (a *agent) setSnap(f func(*agentSnap)) {
@@ -353,10 +361,10 @@ func (a *agent) shimConfig() (shimconfig.Config, error) {
 	// Its batty commands find the team file through agentenv.TeamFile,
 	// not the state directory (on a host: the roster there).
 	c.Env = append(c.Env, agentenv.Dir+"="+a.d.layout.Dir, agentenv.Project+"="+a.d.layout.Root(), agentenv.TeamFile+"="+a.d.cfg.Path)
-	if _, ok := a.d.quota.HomeOf(a.def.Name); ok {
+	if a.acct.placed() {
 		// The account the agent is placed on (followAccount), not the
 		// role's first.
-		c.Env = codex.WithHome(c.Env, a.account)
+		c.Env = codex.WithHome(c.Env, a.acct.account)
 	}
 	if a.ws != nil {
 		// Codex works in the agent's worktree: its working directory and
@@ -378,7 +386,7 @@ func (a *agent) shimConfig() (shimconfig.Config, error) {
 	if err != nil {
 		return c, err
 	}
-	a.d.placeShared(a.def, &c)
+	a.d.placeShared(a.def, a.where(), &c)
 	if p := c.Exec.Permissions; p != nil && c.AppServerSocket != "" {
 		p.Deny = append(p.Deny, filepath.Dir(c.AppServerSocket))
 	}
@@ -459,14 +467,14 @@ func (a *agent) spawnOptions() (shimclient.SpawnOptions, error) {
 }
 
 // where is the host the agent runs on, as the one Host interface.
-func (a *agent) where() host.Host { return a.d.hostOf(a.host) }
+func (a *agent) where() host.Host { return a.host.on() }
 
-// spawn starts the shim; a failure counts as a crash. A shim on a host
-// starts off run's goroutine (ssh and the handshake: a step, see
-// startStep); here it starts at once.
+// spawn starts the shim; a failure counts as a crash. It starts off
+// run's goroutine (a step, see startStep: here the handshake, on a host
+// ssh too), attached as every worker is (reach.attach).
 func (a *agent) spawn() {
 	state := agentSpawning
-	if a.onDownHost() {
+	if a.host.isDown() {
 		// A try at a host known to be down: it stays unreachable until a
 		// shim starts there.
 		state = agentUnreachable
@@ -478,18 +486,12 @@ func (a *agent) spawn() {
 		a.spawned(nil, err)
 		return
 	}
-	d := a.d
-	if !a.remote() {
-		a.spawned(d.startWorker(context.Background(), o))
-		return
-	}
-	// The shim there sends what a local one writes here: remoteWorker
-	// makes its events a local one's.
+	d, at := a.d, a.host
 	transcript, root, log := d.layout.Transcript(a.def.Name), d.layout.StateRoot(), a.log
 	a.startStep(func() func() {
 		w, err := d.startWorker(context.Background(), o)
 		if err == nil {
-			w = newRemoteWorker(w, transcript, root, log)
+			w = at.attach(w, transcript, root, log)
 		}
 		return func() { a.spawned(w, err) }
 	})
@@ -509,7 +511,7 @@ func (a *agent) spawned(p Worker, err error) {
 	// (shimExited).
 	a.p, a.events, a.spawnedAt, a.ready = p, p.Events(), time.Now(), true
 	a.log.Info("Shim started", "pid", p.Pid(), "thread", a.st.ThreadID)
-	a.reachedHost()
+	a.host.reached()
 	a.setSnap(func(s *agentSnap) { s.shimPID = p.Pid(); s.state = string(protocol.StateStarting) })
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimStarted, Agent: a.def.Name, Data: eventlog.ShimStarted{PID: p.Pid(), ThreadID: a.st.ThreadID}})
 	a.poke()
@@ -565,16 +567,16 @@ func (a *agent) shimGone(code int, broken string) {
 		// redelivered (marked as such) to the next shim.
 		a.requeueInflight("shim exited mid-turn")
 	}
-	a.leaveNetHold()
+	a.showNet(a.acct.leaveNetHold())
 	a.setSnap(func(s *agentSnap) { s.shimPID = 0 })
-	if a.switching && !a.stopping {
+	if a.acct.switching && !a.stopping {
 		// Stopped to move to another account: started again at once.
-		a.switching = false
+		a.acct.switching = false
 		a.log.Info("Shim stopped for an account switch", "exit", code)
 		a.startShim()
 		return
 	}
-	a.switching = false
+	a.acct.switching = false
 	if a.stopping {
 		a.log.Info("Shim stopped", "exit", code)
 		a.setSnap(func(s *agentSnap) { s.state = agentStopped })

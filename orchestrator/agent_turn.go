@@ -53,7 +53,10 @@ func (a *agent) dispatch() {
 			a.syncWorkspace()
 			return
 		case stepTakeNetProbe:
-			f.netTake = a.takeNetProbe(f.netProber)
+			f.netTake = a.acct.takeNetProbe(f.netProber)
+			if f.netTake == refused {
+				a.poke()
+			}
 		case stepReadHead:
 			// The oldest message only: the cost of a dispatch does not
 			// grow with the backlog.
@@ -112,11 +115,9 @@ func (a *agent) gateFacts() gateFacts {
 	f.gateSelf = gateSelf{
 		recordHeld: a.pending != nil, shimDown: a.p == nil, shimBusy: !a.ready, inflight: a.inflight != nil,
 		stopping: a.stopping, stepRuns: a.step != nil, ctlDeferred: len(a.deferred) > 0,
-		switching: a.switching, parked: a.parked,
+		switching: a.acct.switching, parked: a.parked,
 	}
-	if home, ok := a.d.quota.HomeOf(a.def.Name); ok && home != a.account {
-		f.moveTo = home
-	}
+	f.moveTo = a.acct.moveTo()
 	_, checked := a.health.state()
 	f.healthUnknown = !checked
 	a.mu.Lock()
@@ -127,7 +128,7 @@ func (a *agent) gateFacts() gateFacts {
 	}
 	gs := a.d.gate.State()
 	f.paused, f.pauseReason = gs.Paused, gs.Reason
-	f.net, f.netProber, f.netMine = a.netStep()
+	f.net, f.netProber, f.netMine = a.acct.netStep(a.canProbe)
 	f.quotaHeld = !a.d.quota.MayTry(a.def.Name)
 	f.budget = a.d.budgets.holds(a.def.Name, a.def.Role)
 	return f
@@ -157,10 +158,12 @@ func (a *agent) oldest() (inbox.Message, bool) {
 func (a *agent) held(why waitReason, f gateFacts) {
 	switch why {
 	case waitNetwork:
-		a.netWait(f.net, f.netMine)
+		if a.acct.netWait(f.net, f.netMine) {
+			a.retryIn(netRecheck)
+		}
 	case waitNothing:
 		// Nothing to probe with: another agent of the account may.
-		a.quotaRelease("")
+		a.acct.quotaRelease("")
 		// Nothing to run: no place in the slots' queue either.
 		a.d.slots.Leave(a.def.Name)
 	case waitBackoff:
@@ -175,7 +178,7 @@ func (a *agent) held(why waitReason, f gateFacts) {
 func (a *agent) send(m inbox.Message, probe bool) (again bool) {
 	cm, err := a.box.Claim(m.ID)
 	if err != nil && probe {
-		a.quotaRelease(m.ID)
+		a.acct.quotaRelease(m.ID)
 	}
 	if errors.Is(err, inbox.ErrNotPending) {
 		return true
@@ -253,7 +256,7 @@ func (a *agent) handle(m protocol.Message) {
 	case protocol.TurnFinished:
 		a.turnFinished(e)
 	case protocol.QuotaBlocked:
-		a.quotaHit(e.MessageID, e.Message, e.RetryAt)
+		a.acct.quotaHit(e.MessageID, e.Message, e.RetryAt)
 	case protocol.AuthRequired:
 		fix := a.loginFix()
 		a.d.events.Append(eventlog.Event{Type: eventlog.EvAuthRequired, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message + " — " + fix,
@@ -275,10 +278,10 @@ func (a *agent) handle(m protocol.Message) {
 	case protocol.Outgoing:
 		a.relayed(e)
 	case protocol.NetworkWait:
-		a.netWaitChanged(e)
+		a.showNet(a.acct.netWaitChanged(e))
 	case protocol.RateLimits:
 		a.ledgerLimits(e)
-		a.rateLimits(e)
+		a.acct.rateLimits(e)
 	case protocol.Error:
 		a.log.Warn("Shim reported an error", "command", e.Command, "error", e.Message)
 	}
@@ -340,7 +343,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 func (a *agent) turnCommitted(m inbox.Message, e protocol.TurnFinished, p turnPlan) {
 	a.countTurn(e)
 	if p.quotaHit {
-		a.quotaHit(m.ID, e.Error, time.Time{})
+		a.acct.quotaHit(m.ID, e.Error, time.Time{})
 	}
 	if p.context != 0 {
 		a.contextRetry(m, e, p.context)
@@ -358,7 +361,7 @@ func (a *agent) turnCommitted(m inbox.Message, e protocol.TurnFinished, p turnPl
 		a.retryInflight(m, e, p.verdict)
 		a.afterTurn(m, e, "", true)
 		// A probe that failed this way tells nothing of the usage limit.
-		a.quotaProbeEnded(m.ID, false)
+		a.acct.quotaProbeEnded(m.ID, false)
 	default:
 		a.recordTurn(m, e, p)
 		return
@@ -406,13 +409,13 @@ func (a *agent) countTurn(e protocol.TurnFinished) {
 func (a *agent) turnNet(effect netEffect, e protocol.TurnFinished) {
 	switch effect {
 	case netLeave:
-		a.leaveNetHold()
+		a.showNet(a.acct.leaveNetHold())
 	case netStillProbing:
-		a.setSnap(func(s *agentSnap) { s.netSince, s.netMessage = time.Time{}, "" })
+		a.showNet(netShown{})
 	case netAnswered:
-		a.apiAnswered(e.MessageID)
+		a.showNet(a.acct.apiAnswered(e.MessageID))
 	case netTurnEnded:
-		a.netTurnEnded(e)
+		a.showNet(a.acct.netTurnEnded(e, a.flightAt))
 	}
 }
 
@@ -434,7 +437,7 @@ func (a *agent) recordTurn(m inbox.Message, e protocol.TurnFinished, p turnPlan)
 		// outcome below).
 		a.st.Completed(m.ID)
 	}
-	a.quotaProbeEnded(m.ID, p.probeCompleted)
+	a.acct.quotaProbeEnded(m.ID, p.probeCompleted)
 	a.ready = true
 	if !a.record(r) {
 		// Held until it can be written (retryRecord ends the turn).
@@ -501,5 +504,21 @@ func (a *agent) requeueInflightFor(why, retry string) {
 	}
 	a.d.events.Append(eventlog.Event{Type: eventlog.EvRequeued, Agent: a.def.Name, Message: id, Detail: why})
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
-	a.quotaProbeEnded(id, false)
+	a.acct.quotaProbeEnded(id, false)
+}
+
+// canProbe reports whether the agent could send a probe turn now or once
+// its retry back-off ends: it is not failed, stopped or parked, its
+// account's usage limit lets it try, and it has a message in flight or
+// waiting. Safe from any goroutine.
+func (a *agent) canProbe() bool {
+	s := a.snapshot()
+	if s.state == agentFailed || s.state == agentStopped || a.parkedNow(s) != nil || !a.d.quota.MayTry(a.def.Name) {
+		return false
+	}
+	if s.inflight != "" {
+		return true
+	}
+	pending, inflight, err := a.box.Count()
+	return err == nil && pending+inflight > 0
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/battyhq/batty/codex/appshare"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
@@ -64,19 +65,19 @@ func sharedKey(bin, home string, env, args []string) string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// sharedWanted reports whether agent def runs on a shared app-server. A
-// host's agents do not (the daemon's broker is on this machine); they run
-// per-agent there. Pure.
-func sharedWanted(def team.Agent) bool {
-	return def.Host == "" && def.Codex.Runtime == team.RuntimeAppServer && def.Codex.AppServer == team.AppServerPerAccount
+// sharedWanted reports whether agent def, on host on, runs on a shared
+// app-server: where the host shares the daemon's (host.Host.SharesAppServer;
+// a host's agents run per-agent there). Pure.
+func sharedWanted(def team.Agent, on host.Host) bool {
+	return on.SharesAppServer() && def.Codex.Runtime == team.RuntimeAppServer && def.Codex.AppServer == team.AppServerPerAccount
 }
 
 // place points c, agent def's shim configuration here, at the shared
 // app-server of its binary, account, env and settings, starting its broker
 // the first time. On an error (the binary cannot be found, the socket
 // cannot be made) c stays per-agent and the log says why.
-func (d *Daemon) placeShared(def team.Agent, c *shimconfig.Config) {
-	if !sharedWanted(def) {
+func (d *Daemon) placeShared(def team.Agent, on host.Host, c *shimconfig.Config) {
+	if !sharedWanted(def, on) {
 		return
 	}
 	if d.shared == nil {

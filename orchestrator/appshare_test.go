@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"testing"
 
+	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/team"
 )
 
@@ -38,7 +39,8 @@ func TestSharedWanted(t *testing.T) {
 		{agent(team.RuntimeExec, team.AppServerPerAccount, ""), false},
 		{agent(team.RuntimeAppServer, team.AppServerPerAccount, "build1"), false},
 	} {
-		if got := sharedWanted(c.def); got != c.want {
+		on := host.On(team.Host{Name: c.def.Host}, host.Local{}, host.Remote{})
+		if got := sharedWanted(c.def, on); got != c.want {
 			t.Errorf("sharedWanted(%+v) = %v, want %v", c.def.Codex, got, c.want)
 		}
 	}

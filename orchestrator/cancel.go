@@ -166,7 +166,7 @@ func (a *agent) cancelInflight() {
 	m := *a.inflight
 	a.inflight, a.cancelling = nil, ""
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
-	a.quotaProbeEnded(m.ID, false)
+	a.acct.quotaProbeEnded(m.ID, false)
 	a.record(a.newRecord(m, inbox.CancelledOutcome(a.def.Name)))
 }
 

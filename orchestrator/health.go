@@ -12,6 +12,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/team"
 )
@@ -33,7 +34,7 @@ const settle = 250 * time.Millisecond
 type health struct {
 	d      *Daemon
 	target preflight.Target // paths as the host sees them for a host's target
-	host   *remoteHost      // the host the target's agents run on, nil for this machine
+	host   host.Host        // the host the target's agents run on
 	kick   chan struct{}    // buffered(1): check now
 	fail   chan struct{}    // buffered(1): a spawn failed; check, keep the failure if the check passes
 
@@ -137,7 +138,7 @@ func (h *health) check(ctx context.Context) bool {
 	// On a host, batty is installed there first (again if it was not);
 	// a host that cannot be reached, or where batty cannot be installed
 	// or run, is a KindHost problem.
-	on := h.d.hostOf(h.host)
+	on := h.host
 	r, err := on.Check(ctx, h.target)
 	if err != nil {
 		r = preflight.Report{Problem: on.Unreachable(err, "then `batty resume`")}
@@ -163,7 +164,7 @@ func (h *health) check(ctx context.Context) bool {
 	h.prob, h.checked = p, true
 	h.mu.Unlock()
 	if warn != "" {
-		h.d.log.Warn("Codex of an untested version", "bin", h.target.Bin, "host", h.d.hostOf(h.host).Name(), "version", r.Version, "warning", warn)
+		h.d.log.Warn("Codex of an untested version", "bin", h.target.Bin, "host", h.host.Name(), "version", r.Version, "warning", warn)
 	}
 	changed := (old == nil) != (p == nil) || (old != nil && old.String() != p.String())
 	if changed {
@@ -282,7 +283,7 @@ func (h *health) run(ctx context.Context) {
 // for a name, and CODEX_HOME (or its parent while it does not exist). It
 // returns nil when nothing can be watched (the back-off still runs).
 func (h *health) watch() *fsnotify.Watcher {
-	dirs := h.d.hostOf(h.host).WatchDirs(h.target, h.home())
+	dirs := h.host.WatchDirs(h.target, h.home())
 	if len(dirs) == 0 {
 		return nil // nothing here to watch (a host's): the back-off checks it
 	}
@@ -407,30 +408,21 @@ func (s *healthSet) has(key string) bool {
 	return ok
 }
 
-// healthTarget is how agent def runs Codex on host (nil for this machine)
-// with CODEX_HOME home (see targetFor), as the host sees it, and the key
-// of its health.
-func (d *Daemon) healthTarget(def team.Agent, host *remoteHost, home string) (preflight.Target, string) {
-	on := d.hostOf(host)
-	t, name := on.Target(preflight.TargetFor(def, home)), on.Name()
-	if name != "" {
-		if def.Workspace == team.WorkspaceWorktree {
-			// Its clone there, and the project directory holding it,
-			// are made before its first turn: the check runs codex in
-			// the home directory.
-			t.Cwd = ""
-		}
-	}
-	return t, healthKey(t, name)
+// healthTarget is how agent def runs Codex on host on with CODEX_HOME
+// home, as the host sees it (host.Host.Target), and the key of its
+// health. Pure.
+func healthTarget(def team.Agent, on host.Host, home string) (preflight.Target, string) {
+	t := on.Target(def, home)
+	return t, healthKey(t, on.Name())
 }
 
-// healthFor is the health of agent def on host (nil for this machine) with
-// CODEX_HOME home (see targetFor), made when there is none.
-func (d *Daemon) healthFor(def team.Agent, host *remoteHost, home string) *health {
-	t, key := d.healthTarget(def, host, home)
+// healthFor is the health of agent def on host on with CODEX_HOME home,
+// made when there is none.
+func (d *Daemon) healthFor(def team.Agent, on host.Host, home string) *health {
+	t, key := healthTarget(def, on, home)
 	return d.healths.get(key, func() *health {
 		h := newHealth(d, t)
-		h.host = host
+		h.host = on
 		return h
 	})
 }
@@ -440,7 +432,7 @@ func (d *Daemon) healthFor(def team.Agent, host *remoteHost, home string) *healt
 func (d *Daemon) initHealth() {
 	for _, a := range d.agents {
 		home, _ := d.quota.HomeOf(a.def.Name)
-		h := d.healthFor(a.def, a.host, home)
+		h := d.healthFor(a.def, a.where(), home)
 		h.join(a)
 		a.health = h
 		a.snap.health = h

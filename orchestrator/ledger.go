@@ -14,7 +14,7 @@ import (
 // outcome is recorded; a failure is logged and told once per turn as a
 // warning, and the turn is held by the ledger to be written with the next.
 func (a *agent) ledgerTurn(m inbox.Message, e protocol.TurnFinished, again bool) {
-	t := usage.Turn{At: a.d.opts.BudgetClock.Now().UTC(), Agent: a.def.Name, Role: a.def.Role, Account: a.accountName(), Host: a.def.Host,
+	t := usage.Turn{At: a.d.opts.BudgetClock.Now().UTC(), Agent: a.def.Name, Role: a.def.Role, Account: a.acct.name(), Host: a.def.Host,
 		Model: a.def.Codex.Model, Runtime: a.def.Codex.Runtime, Message: m.ID, Attempt: m.Attempt,
 		Tokens: usage.Tokens{Input: e.Usage.Input, CachedInput: e.Usage.CachedInput, Output: e.Usage.Output, ReasoningOutput: e.Usage.ReasoningOutput},
 		Thread: e.ThreadID, ThreadTokens: usage.Tokens{Input: e.Thread.Input, CachedInput: e.Thread.CachedInput, Output: e.Thread.Output, ReasoningOutput: e.Thread.ReasoningOutput},
@@ -37,7 +37,7 @@ func (a *agent) ledgerLimits(e protocol.RateLimits) {
 	at := time.Now().UTC() // the daemon's clock, as the turns' (a shim may run on another host)
 	samples := make([]usage.LimitSample, 0, len(e.Windows))
 	for _, w := range e.Windows {
-		samples = append(samples, usage.LimitSample{At: at, Account: a.accountName(), Agent: a.def.Name, Window: w.Name,
+		samples = append(samples, usage.LimitSample{At: at, Account: a.acct.name(), Agent: a.def.Name, Window: w.Name,
 			UsedPct: w.UsedPct, WindowMinutes: w.WindowMinutes, ResetsAt: w.ResetsAt})
 	}
 	if _, err := a.d.ledger.AppendLimits(samples); err != nil {

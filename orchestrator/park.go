@@ -69,7 +69,7 @@ func (a *agent) spawnFailed(m inbox.Message, e protocol.TurnFinished) {
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
 	a.health.report(e.Error)
 	// A probe that never ran tells nothing of the usage limit.
-	a.quotaProbeEnded(m.ID, false)
+	a.acct.quotaProbeEnded(m.ID, false)
 }
 
 // problem is why the agent may take no message: its worktree could not be
@@ -108,7 +108,7 @@ func (a *agent) loginFix() string {
 	login := preflight.LoginCommand(a.health.target.Bin, bin)
 	home := a.health.home()
 	if _, ok := a.d.quota.HomeOf(a.def.Name); ok {
-		home = a.account // the account it was moved to
+		home = a.acct.account // the account it was moved to
 	}
 	if home != "" {
 		login = "CODEX_HOME=" + home + " " + login

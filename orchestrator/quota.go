@@ -10,60 +10,6 @@ import (
 	"github.com/battyhq/batty/protocol"
 )
 
-// quotaHit handles a usage limit that agent a's message id hit: the first
-// for an open account pauses all its agents, with one alert; the account's
-// probe backs off; any other is held quietly. Called from a's goroutine.
-func (a *agent) quotaHit(id, reason string, resetBy time.Time) {
-	d := a.d
-	h, err := d.quota.Hit(a.def.Name, a.account, id, reason, resetBy, time.Now())
-	if err != nil {
-		d.log.Error("Saving the quota state failed", "error", err)
-		d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "quota state not saved: " + err.Error()})
-	}
-	switch {
-	case h.Alert:
-		d.log.Warn("Usage limit: account paused", "account", h.Pause.Account, "agents", h.Agents, "probe_at", h.Pause.ProbeAt)
-		// Switched: every agent went on on another account, the switch is
-		// the alert.
-		data := eventlog.QuotaBlocked{Account: h.Pause.Account, Agents: h.Agents, ResumeAt: h.Pause.ProbeAt, RetryAt: resetBy.UTC(),
-			Switched: len(h.Agents) == 0 && len(h.Moves) > 0}
-		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaBlocked, Agent: a.def.Name, Message: id, Detail: reason, Data: data})
-	case h.ProbeFailed:
-		d.log.Info("Probe hit the usage limit again", "account", h.Pause.Account, "probe_at", h.Pause.ProbeAt, "failed_probes", h.Pause.Probes)
-		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: a.def.Name, Message: id,
-			Detail: fmt.Sprintf("the limit holds: next probe at %s", h.Pause.ProbeAt.Format(time.RFC3339)),
-			Data:   eventlog.QuotaProbe{Account: h.Pause.Account, Result: eventlog.ProbeLimit, ResumeAt: h.Pause.ProbeAt, FailedProbes: h.Pause.Probes}})
-	default:
-		d.log.Debug("Usage limit while the account is paused", "agent", a.def.Name, "message", id)
-	}
-	d.switched(h.Moves, "limit", resetBy)
-}
-
-// quotaProbeEnded tells the book how a's message id ended; when it was the
-// account's probe, a completed probe releases the account's agents and
-// anything else (but a limit) lets another probe go.
-func (a *agent) quotaProbeEnded(id string, completed bool) {
-	d := a.d
-	wake, resumed, moves, err := d.quota.ProbeEnded(a.def.Name, id, completed)
-	if err != nil {
-		d.log.Error("Saving the quota state failed", "error", err)
-	}
-	d.switched(moves, "return", time.Time{})
-	if resumed {
-		d.log.Info("Probe completed: account resumed", "agents", wake)
-		d.events.Append(eventlog.Event{Type: eventlog.EvQuotaResumed, Agent: a.def.Name, Message: id, Detail: "probe turn completed",
-			Data: eventlog.QuotaResumed{Agents: wake}})
-		d.kickRoute()
-	}
-	d.pokeNames(wake, a.def.Name)
-}
-
-// quotaRelease gives back a probe a did not send (id "" when a has nothing
-// to send) and wakes the account's other agents to send it.
-func (a *agent) quotaRelease(id string) {
-	a.d.pokeNames(a.d.quota.Release(a.def.Name, id), a.def.Name)
-}
-
 // pokeNames pokes the named agents but skip.
 func (d *Daemon) pokeNames(names []string, skip string) {
 	for _, n := range names {
@@ -71,6 +17,22 @@ func (d *Daemon) pokeNames(names []string, skip string) {
 			a.poke()
 		}
 	}
+}
+
+// pokeAccount pokes the agents on account but skip.
+func (d *Daemon) pokeAccount(account, skip string) {
+	for _, b := range d.agents {
+		if b.def.Name != skip && b.snapshot().account == account {
+			b.poke()
+		}
+	}
+}
+
+// canProbe reports whether agent could send a probe turn now
+// (agent.canProbe); false for no such agent.
+func (d *Daemon) canProbe(agent string) bool {
+	a := d.byName[agent]
+	return a != nil && a.canProbe()
 }
 
 // startProbes lets each account whose pause has run out send one probe:

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/hosts"
@@ -25,9 +27,9 @@ type remoteHost struct {
 	// dir is the project directory there (Host.ProjectDir): "~/" is the
 	// home directory of the user there.
 	dir string
-	// on is the host behind the one Host interface: its installation of
-	// batty is ensure, its clones the agents' workspaces there.
-	on *host.Remote
+	// remote is the host behind the one Host interface: its installation
+	// of batty is ensure, its clones the agents' workspaces there.
+	remote *host.Remote
 
 	mu         sync.Mutex // serializes installations; guards batty and installErr
 	batty      string     // the installed batty (EnsureBatty's path), "" while not installed
@@ -42,25 +44,23 @@ type remoteHost struct {
 const hostProbeTimeout = 15 * time.Second
 
 // initHosts gives every agent on another host its remoteHost, one per
-// host, in d.hosts (file order).
+// host, in d.hosts (file order); the others stay here.
 func (d *Daemon) initHosts() {
-	byName := map[string]*remoteHost{}
+	byName := map[string]reach{"": here{local: d.localHost()}}
 	for _, a := range d.agents {
-		if a.def.Host == "" {
+		h, err := host.For(d.cfg, a.def)
+		if err != nil {
+			// The parser allows no such agent; keep it here rather
+			// than crash.
+			d.log.Error("Agent names an unknown host; running it here", "agent", a.def.Name, "error", err)
 			continue
 		}
-		r, ok := byName[a.def.Host]
+		r, ok := byName[h.Name]
 		if !ok {
-			h, found := d.cfg.Host(a.def.Host)
-			if !found {
-				// The parser allows no such agent; keep it local rather
-				// than crash.
-				d.log.Error("Agent names an unknown host; running it here", "agent", a.def.Name, "host", a.def.Host)
-				continue
-			}
-			r = d.newRemoteHost(h)
+			rh := d.newRemoteHost(h)
+			d.hosts = append(d.hosts, rh)
+			r = rh
 			byName[h.Name] = r
-			d.hosts = append(d.hosts, r)
 		}
 		a.host = r
 	}
@@ -71,23 +71,13 @@ func (d *Daemon) initHosts() {
 // kept where an earlier batty kept it named in the log.
 func (d *Daemon) newRemoteHost(h team.Host) *remoteHost {
 	r := &remoteHost{d: d, host: h, dir: h.ProjectDir(d.layout.Root())}
-	r.on = &host.Remote{Transport: d.opts.Transport, Host: h, Root: d.layout.Root(), Home: localHome(),
+	r.remote = &host.Remote{Transport: d.opts.Transport, Host: h, Root: d.layout.Root(), Home: localHome(),
 		Batty: r.ensure, Installed: r.installed, CheckTimeout: d.opts.CheckTimeout,
 		MinFree: d.opts.WorktreeMinFree, GitTimeout: gitTimeout,
 		OldClone: func(agent, old, where string) {
 			d.log.Warn(oldCloneNotice(agent, h.Name, old, where), "agent", agent, "host", h.Name, "old_clone", old)
 		}}
 	return r
-}
-
-// hostOf is where an agent whose host is r (nil: this machine) runs, as
-// the one Host interface: r's, or this machine's (localHost). It is the
-// one place that tells the two apart.
-func (d *Daemon) hostOf(r *remoteHost) host.Host {
-	if r == nil {
-		return d.localHost()
-	}
-	return r.on
 }
 
 // localHost is this machine: Codex's check runs with the environment a
@@ -197,6 +187,18 @@ func (r *remoteHost) putRoster(ctx context.Context) error {
 	return hosts.Put(ctx, r.d.opts.Transport, r.host, hosts.RosterThere(r.dir), b)
 }
 
+// on is the host as the one Host interface.
+func (r *remoteHost) on() host.Host { return r.remote }
+
+// ready reports whether batty is installed on the host.
+func (r *remoteHost) ready() bool { return r.installed() != "" }
+
+// attach is w, a shim on the host, as a local one: its streamed
+// transcript written here (remoteWorker).
+func (r *remoteHost) attach(w Worker, transcript, root string, log hclog.Logger) Worker {
+	return newRemoteWorker(w, transcript, root, log)
+}
+
 // installed is the path of batty on the host, "" while it is not
 // installed.
 func (r *remoteHost) installed() string {
@@ -215,7 +217,7 @@ func (d *Daemon) closeHosts() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), hosts.CloseTimeout)
 			defer cancel()
-			if err := r.on.Close(ctx); err != nil {
+			if err := r.remote.Close(ctx); err != nil {
 				d.log.Warn("Closing the connection to a host", "host", r.host.Name, "error", err)
 			}
 		}(r)
@@ -239,7 +241,7 @@ func (r *remoteHost) probe(agent string) bool {
 	defer r.reach.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), hostProbeTimeout)
 	defer cancel()
-	err := r.on.Probe(ctx)
+	err := r.remote.Probe(ctx)
 	if err == nil {
 		r.upLocked()
 		return true

@@ -10,7 +10,6 @@ import (
 	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/hosts"
-	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
@@ -51,7 +50,7 @@ func TestRemoteConfigs(t *testing.T) {
 	if got, _ := shimConfigOn(def, c, r, host.Rooms{}); got.Cwd != there+"/worktrees/eng/svc" {
 		t.Fatalf("shimConfigOn of a worktree agent: Cwd %q", got.Cwd)
 	}
-	pt := r.Target(preflight.Target{Bin: "/home/me/bin/codex", Home: "/home/me/.codex-w", Cwd: "/work/p/svc", Env: []string{"A=1"}})
+	pt := r.Target(team.Agent{Name: "eng", Cwd: "/work/p/svc", Codex: team.CodexSettings{Bin: "/home/me/bin/codex", Env: map[string]string{"A": "1"}}}, "/home/me/.codex-w")
 	if pt.Bin != "~/bin/codex" || pt.Home != "~/.codex-w" || pt.Cwd != "~/src/p/svc" || !slices.Equal(pt.Env, []string{"A=1"}) {
 		t.Fatalf("Target = %+v", pt)
 	}

@@ -134,16 +134,12 @@ func (a *agent) ping() {
 // respawn with the back-off that counts no crash, the agent shown as
 // unreachable; the same, with a check of the host now, for a host where
 // batty is not installed yet; otherwise a crash (crashed). Run's goroutine
-// only; the probe runs off it (a step), probed goes on.
+// only; the probe runs off it (a step: on a host it is ssh), probed goes
+// on.
 func (a *agent) crashedOrUnreachable() {
-	if !a.remote() {
-		a.crashed()
-		return
-	}
-	// The probe (ssh) runs off run's goroutine: a step, see startStep.
-	r, name := a.host, a.def.Name
+	at, name := a.host, a.def.Name
 	a.startStep(func() func() {
-		up := r.probe(name)
+		up := at.probe(name)
 		return func() { a.probed(up) }
 	})
 }
@@ -154,11 +150,11 @@ func (a *agent) probed(up bool) {
 	state := agentUnreachable
 	switch {
 	case !up:
-		a.log.Info("Host unreachable, starting the shim again later", "host", a.host.host.Name, "in", a.backoff)
-	case a.host.installed() == "":
+		a.log.Info("Host unreachable, starting the shim again later", "host", a.where().Name(), "in", a.backoff)
+	case !a.host.ready():
 		// The host answers, but batty is not installed there yet: the
 		// check of its Codex installs it (now), which no crash counts.
-		a.log.Info("Batty not installed on the host yet, starting the shim again later", "host", a.host.host.Name, "in", a.backoff)
+		a.log.Info("Batty not installed on the host yet, starting the shim again later", "host", a.where().Name(), "in", a.backoff)
 		a.health.recheck()
 		state = agentRestarting
 	default:

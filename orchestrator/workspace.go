@@ -117,7 +117,7 @@ func newAgentWorkspace(d *Daemon, a *agent) *agentWorkspace {
 		ws: a.where().Workspace(d.repo, def.Name, d.base)}
 	w.sb = a.where().Sandbox(w.sb)
 	if a.prevHost != nil {
-		w.prev = a.prevHost.on.Clone(d.repo, def.Name, d.base)
+		w.prev = a.prevHost.remote.Clone(d.repo, def.Name, d.base)
 	}
 	return w
 }

@@ -349,13 +349,14 @@ The team must be stopped: a running agent may be editing its worktree.`,
 			ctx, stop := signalContext()
 			defer stop()
 			var res workspaces.PruneResult
+			var removal string
 			err = project.WithLock(p.Layout, func() error {
 				repo, base, err := openTeamRepo(ctx, p, cfg)
 				if err != nil {
 					return err
 				}
 				def, _ := cfg.Agent(args[0])
-				res, err = pruneOn(ctx, p, cfg, repo, def, base, force)
+				res, removal, err = pruneOn(ctx, p, cfg, repo, def, base, force)
 				return err
 			})
 			if errors.Is(err, project.ErrAlreadyRunning) {
@@ -367,10 +368,7 @@ The team must be stopped: a running agent may be editing its worktree.`,
 			if err != nil {
 				return err
 			}
-			msg := "removed the worktree and branch " + workspaces.Branch(args[0])
-			if def, _ := cfg.Agent(args[0]); def.Host != "" {
-				msg = "removed the branch " + workspaces.Branch(args[0]) + " and the clone on host " + def.Host
-			}
+			msg := "removed " + removal
 			if !res.Removed {
 				msg = args[0] + " has no worktree or branch: nothing to prune"
 			}
@@ -394,14 +392,12 @@ const pruneTimeout = 10 * time.Minute
 // pruneOn prunes the workspace of agent def where it runs (its worktree
 // here, or its clone on its host: host.Workspace.Prune), batty installed
 // there first when needed, and closes the connection to its host after.
-// It blocks until done.
-func pruneOn(ctx context.Context, p project.Project, cfg *team.Config, repo *workspaces.Repo, def team.Agent, base string, force bool) (workspaces.PruneResult, error) {
-	var h team.Host
-	if def.Host != "" {
-		var ok bool
-		if h, ok = cfg.Host(def.Host); !ok {
-			return workspaces.PruneResult{}, fmt.Errorf("agent %s names the unknown host %q", def.Name, def.Host)
-		}
+// It returns what the prune did and what it removes (host.Workspace's
+// Removal). It blocks until done.
+func pruneOn(ctx context.Context, p project.Project, cfg *team.Config, repo *workspaces.Repo, def team.Agent, base string, force bool) (workspaces.PruneResult, string, error) {
+	h, err := host.For(cfg, def)
+	if err != nil {
+		return workspaces.PruneResult{}, "", err
 	}
 	tr := &hosts.Transport{}
 	on := host.On(h, host.Local{}, host.Remote{Transport: tr, Root: p.Layout.Root(),
@@ -421,5 +417,7 @@ func pruneOn(ctx context.Context, p project.Project, cfg *team.Config, repo *wor
 		// ControlPersist.
 		_ = on.Close(cctx)
 	}()
-	return on.Workspace(repo, def.Name, base).Prune(ctx, force, time.Now())
+	w := on.Workspace(repo, def.Name, base)
+	res, err := w.Prune(ctx, force, time.Now())
+	return res, w.Removal(), err
 }
