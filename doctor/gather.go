@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/battyhq/batty/codex"
+	"github.com/battyhq/batty/host"
 	"github.com/battyhq/batty/hosts"
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/reap"
@@ -83,14 +84,8 @@ func Targets(cfg *team.Config, home string) []CodexFacts {
 	var out []*target
 	byKey := map[string]*target{}
 	add := func(def team.Agent, account, codexHome string) {
-		t := preflight.TargetFor(def, codexHome)
-		if def.Host != "" {
-			h, _ := cfg.Host(def.Host)
-			t = hosts.TargetThere(t, h.ProjectDir(cfg.Dir), cfg.Dir, home)
-			if def.Workspace == team.WorkspaceWorktree {
-				t.Cwd = "" // its clone there is made before its first turn
-			}
-		}
+		h, _ := host.For(cfg, def)
+		t := host.On(h, host.Local{}, host.Remote{Root: cfg.Dir, Home: home}).Target(def, codexHome)
 		key := def.Host + "\x00" + t.Key()
 		if tg, ok := byKey[key]; ok {
 			if !slices.Contains(tg.facts.Agents, def.Name) {
@@ -216,21 +211,22 @@ func Gather(ctx context.Context, cfg *team.Config, o Options) Facts {
 	wg.Wait()
 	for i := range f.Codex {
 		c := &f.Codex[i]
-		if c.Host == "" {
-			run(func() { c.Report = checker.Inspect(ctx, c.Target) })
-			continue
+		var h HostFacts
+		if i, ok := hostIdx[c.Host]; ok {
+			h = f.Hosts[i]
 		}
-		h := f.Hosts[hostIdx[c.Host]]
-		if h.Batty == "" {
+		// The host's batty was installed above (its line says why not):
+		// the check uses it, never installs.
+		on := host.On(h.Host, host.Local{Checker: checker}, host.Remote{Transport: tr, CheckTimeout: o.Timeout,
+			Batty: func(context.Context) (string, error) { return h.Batty, nil }, Installed: func() string { return h.Batty }})
+		if !on.Ready() {
 			c.Skipped = "not checked: host " + c.Host + " is not ready (see its line)"
 			continue
 		}
 		run(func() {
-			hctx, cancel := context.WithTimeout(ctx, hosts.PreflightLimit(o.Timeout))
-			defer cancel()
-			r, err := hosts.Inspect(hctx, tr, h.Host, h.Batty, c.Target)
+			r, err := on.Check(ctx, c.Target)
 			if err != nil {
-				r.Problem = hosts.Unreachable(h.Host, err, "")
+				r.Problem = on.Unreachable(err, "")
 			}
 			c.Report = r
 		})

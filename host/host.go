@@ -64,6 +64,10 @@ type Host interface {
 	// there and the stream that reaches it. It errs when the shim cannot
 	// start there yet (batty not installed there).
 	Spawn(ctx context.Context, o shimclient.SpawnOptions) (shimclient.SpawnOptions, error)
+	// Ready reports whether a shim can start there now: here always; on
+	// a host once batty is installed there (when the installation is
+	// someone else's: Remote.Installed).
+	Ready() bool
 	// Probe reports whether the host answers: nil when it does.
 	Probe(ctx context.Context) error
 	// Check runs the check of codex's target t (already the host's,

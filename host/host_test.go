@@ -280,6 +280,9 @@ func TestFor(t *testing.T) {
 // A shim cannot start on a host where batty is not installed yet.
 func TestRemoteSpawnWaitsForTheInstallation(t *testing.T) {
 	r := &Remote{Host: team.Host{Name: "pod1"}, Installed: func() string { return "" }}
+	if r.Ready() || !(Local{}).Ready() {
+		t.Fatalf("ready: there %v, here %v", r.Ready(), Local{}.Ready())
+	}
 	if _, err := r.Spawn(context.Background(), shimclient.SpawnOptions{}); !errors.Is(err, ErrNotInstalled) {
 		t.Fatalf("spawn: %v", err)
 	}

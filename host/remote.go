@@ -128,6 +128,10 @@ func (r *Remote) SharesAppServer() bool { return false }
 // Sandbox is p as the host sees it (hosts.SandboxThere).
 func (r *Remote) Sandbox(p *sandbox.Policy) *sandbox.Policy { return hosts.SandboxThere(p, r.Home) }
 
+// Ready reports whether batty is installed there (Installed), true when
+// Spawn installs it itself (no Installed).
+func (r *Remote) Ready() bool { return r.Installed == nil || r.Installed() != "" }
+
 // ErrNotInstalled is Spawn's error while batty is not installed on the
 // host.
 var ErrNotInstalled = errors.New("batty is not installed")

@@ -102,6 +102,15 @@ func (r *accountRoom) placed() bool {
 	return ok
 }
 
+// mayTry reports whether the agent's account lets it try a turn now
+// (dispatch.QuotaBook.MayTry).
+func (r *accountRoom) mayTry() bool { return r.env.quota.MayTry(r.agent) }
+
+// admit asks the book to let message id start a turn on the agent's
+// account: ok when it may, probe when it goes as the account's probe
+// (dispatch.QuotaBook.Admit).
+func (r *accountRoom) admit(id string) (ok, probe bool) { return r.env.quota.Admit(r.agent, id) }
+
 // name is the name (or CODEX_HOME) of the account the agent runs on.
 func (r *accountRoom) name() string {
 	if n := r.env.quota.NameOf(r.agent); n != "" {

@@ -30,7 +30,7 @@ import (
 func (a *agent) beginAccountSwitch(home string) {
 	a.acct.switching = true
 	a.log.Info("Moving to another account", "from", a.acct.account, "to", home)
-	a.p.BeginStop(a.d.cfg.Timeouts.Shutdown, "account switch")
+	a.p.BeginStop(a.cfg.Timeouts.Shutdown, "account switch")
 }
 
 // followAccount, before the agent's shim starts: the account the book
@@ -73,7 +73,7 @@ func (a *agent) followAccount() {
 // what is watched for a fix, is the account it runs on. Its parking follows
 // at once (syncParked). Only run's goroutine calls it.
 func (a *agent) followHealth(home string) {
-	h := a.d.healthFor(a.def, a.where(), home)
+	h := a.crew.healthFor(a.def, a.where(), home)
 	if h == a.health {
 		return
 	}

@@ -45,7 +45,7 @@ const (
 // agent supervises one shim and delivers its inbox one message at a time.
 // run's goroutine owns everything but snap, which status reads under mu.
 type agent struct {
-	d   *Daemon
+	agentEnv
 	def team.Agent
 	box *inbox.Box
 	log hclog.Logger
@@ -164,13 +164,16 @@ var errAgentStopped = errors.New("the agent is stopped")
 
 func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 	a := &agent{
-		d: d, def: def, box: box, log: d.log.Named(def.Name),
+		agentEnv: agentEnv{emit: d.events.Append, opts: &d.opts, cfg: d.cfg, layout: d.layout,
+			gate: d.gate, budgets: d.budgets, ledger: d.ledger, store: d.store, crew: d},
+		def: def, box: box, log: d.log.Named(def.Name),
 		kick: make(chan struct{}, 1), ctl: newMailbox[agentCtl](), done: make(chan struct{}),
 		supervision: supervision{backoff: d.opts.RespawnMin},
 		placement:   placement{host: here{local: d.localHost()}},
 		acct: accountRoom{agent: def.Name, log: d.log.Named(def.Name), account: dispatch.AgentHome(def, d.shimEnviron()),
 			env: accountEnv{quota: d.quota, net: &d.net, crew: d, emit: d.events.Append, log: d.log}},
 	}
+	a.worktree = worktree{agent: def.Name, log: a.log, events: d.events.Append, tell: a.tell}
 	a.st.Name = def.Name
 	if err := project.LoadJSON(d.layout, project.AgentStateName(def.Name), &a.st); err != nil {
 		return nil, err
@@ -221,10 +224,10 @@ func (a *agent) run(ctx context.Context) {
 	defer close(a.done)
 	defer a.publishWork()
 	defer a.refuseLeft()
-	defer a.d.slots.Leave(a.def.Name) // a slot held or asked for goes to the next
+	defer a.crew.turnSlots().Leave(a.def.Name) // a slot held or asked for goes to the next
 	a.recover()
 	a.startShim()
-	ping := time.NewTicker(a.d.opts.PingInterval)
+	ping := time.NewTicker(a.opts.PingInterval)
 	defer ping.Stop()
 	ended := ctx.Done()
 	for !a.finished || a.step != nil {
@@ -262,7 +265,7 @@ func (a *agent) run(ctx context.Context) {
 		case <-a.respawn:
 			a.respawn = nil
 			if a.failed {
-				a.failed, a.probation, a.backoff = false, true, a.d.opts.RespawnMin
+				a.failed, a.probation, a.backoff = false, true, a.opts.RespawnMin
 				a.log.Info("Retrying the failed agent", "failures", a.failures)
 			}
 			if !a.stopping {
@@ -276,11 +279,11 @@ func (a *agent) run(ctx context.Context) {
 		case p := <-a.prepDone:
 			a.workspacePrepared(p)
 		case <-ping.C:
-			a.ping()
+			a.supervision.ping(a.p, a.opts.PongTimeout)
 		case <-a.pongDue:
 			a.pongDue = nil
-			a.log.Error("Shim did not answer a ping, killing it", "timeout", a.d.opts.PongTimeout)
-			a.d.events.Append(eventlog.Event{Type: eventlog.EvWedged, Agent: a.def.Name, Detail: fmt.Sprintf("no pong within %s", a.d.opts.PongTimeout)})
+			a.log.Error("Shim did not answer a ping, killing it", "timeout", a.opts.PongTimeout)
+			a.emit(eventlog.Event{Type: eventlog.EvWedged, Agent: a.def.Name, Detail: fmt.Sprintf("no pong within %s", a.opts.PongTimeout)})
 			if a.p != nil {
 				go a.p.Kill()
 			}
@@ -318,7 +321,7 @@ func (a *agent) recover() {
 			a.warn("requeue "+m.ID, err)
 			continue
 		}
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvRequeued, Agent: a.def.Name, Message: m.ID, Detail: "in flight when the daemon stopped"})
+		a.emit(eventlog.Event{Type: eventlog.EvRequeued, Agent: a.def.Name, Message: m.ID, Detail: "in flight when the daemon stopped"})
 	}
 	a.reconcileTurns()
 }
@@ -353,14 +356,14 @@ func (a *agent) shimConfig() (shimconfig.Config, error) {
 		// `batty send` and `batty merge` from the agent's shell write
 		// requests into its outbox, the one directory of batty's that its
 		// sandbox may write (the inboxes and the state are the daemon's).
-		c.Exec.AddDirs = []string{outbox.Path(a.d.layout.Dir, a.def.Name)}
+		c.Exec.AddDirs = []string{outbox.Path(a.layout.Dir, a.def.Name)}
 	}
 	// The shim makes the outbox and relays its requests, stamped as this
 	// agent's.
 	c.RelayInboxes = true
 	// Its batty commands find the team file through agentenv.TeamFile,
 	// not the state directory (on a host: the roster there).
-	c.Env = append(c.Env, agentenv.Dir+"="+a.d.layout.Dir, agentenv.Project+"="+a.d.layout.Root(), agentenv.TeamFile+"="+a.d.cfg.Path)
+	c.Env = append(c.Env, agentenv.Dir+"="+a.layout.Dir, agentenv.Project+"="+a.layout.Root(), agentenv.TeamFile+"="+a.cfg.Path)
 	if a.acct.placed() {
 		// The account the agent is placed on (followAccount), not the
 		// role's first.
@@ -377,16 +380,16 @@ func (a *agent) shimConfig() (shimconfig.Config, error) {
 		c.ThreadID = a.st.ThreadID
 		c.ThreadUsage = codex.Usage{InputTokens: u.Input, CachedInputTokens: u.CachedInput, OutputTokens: u.Output, ReasoningOutputTokens: u.ReasoningOutput}
 	}
-	t := a.d.cfg.Timeouts
-	c.Transcript, c.TranscriptRoot = a.d.layout.Transcript(a.def.Name), a.d.layout.StateRoot()
+	t := a.cfg.Timeouts
+	c.Transcript, c.TranscriptRoot = a.layout.Transcript(a.def.Name), a.layout.StateRoot()
 	c.TurnTimeout, c.IdleTimeout, c.NetworkWait = t.Turn, t.Idle, t.NetworkWait
-	here := host.Rooms{Outbox: outbox.Path(a.d.layout.Dir, a.def.Name), Deny: a.d.deniedDirs(),
-		Env: append(slices.Clone(a.d.shimEnviron()), c.Env...)}
+	here := host.Rooms{Outbox: outbox.Path(a.layout.Dir, a.def.Name), Deny: a.crew.deniedDirs(),
+		Env: append(slices.Clone(a.crew.shimEnviron()), c.Env...)}
 	c, err := shimConfigOn(a.def, c, a.where(), here)
 	if err != nil {
 		return c, err
 	}
-	a.d.placeShared(a.def, a.where(), &c)
+	a.crew.placeShared(a.def, a.where(), &c)
 	if p := c.Exec.Permissions; p != nil && c.AppServerSocket != "" {
 		p.Deny = append(p.Deny, filepath.Dir(c.AppServerSocket))
 	}
@@ -456,8 +459,8 @@ func CodexConfig(def team.Agent) shimconfig.Config {
 // connection. It errs for a host where batty is not installed (yet).
 func (a *agent) spawnOptions() (shimclient.SpawnOptions, error) {
 	o := shimclient.SpawnOptions{
-		Path: a.d.opts.ShimCommand[0], Args: a.d.opts.ShimCommand[1:], Env: a.d.opts.ShimEnv,
-		Stderr: a.d.opts.ShimLog, Reaper: a.d.reaper,
+		Path: a.opts.ShimCommand[0], Args: a.opts.ShimCommand[1:], Env: a.opts.ShimEnv,
+		Stderr: a.opts.ShimLog, Reaper: a.crew.subreaper(),
 	}
 	var err error
 	if o.Config, err = a.shimConfig(); err != nil {
@@ -486,10 +489,10 @@ func (a *agent) spawn() {
 		a.spawned(nil, err)
 		return
 	}
-	d, at := a.d, a.host
-	transcript, root, log := d.layout.Transcript(a.def.Name), d.layout.StateRoot(), a.log
+	crew, at := a.crew, a.host
+	transcript, root, log := a.layout.Transcript(a.def.Name), a.layout.StateRoot(), a.log
 	a.startStep(func() func() {
-		w, err := d.startWorker(context.Background(), o)
+		w, err := crew.startWorker(context.Background(), o)
 		if err == nil {
 			w = at.attach(w, transcript, root, log)
 		}
@@ -501,7 +504,7 @@ func (a *agent) spawn() {
 func (a *agent) spawned(p Worker, err error) {
 	if err != nil {
 		a.log.Error("Shim did not start", "error", err)
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: "spawn failed: " + err.Error()})
+		a.emit(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: "spawn failed: " + err.Error()})
 		a.crashedOrUnreachable()
 		return
 	}
@@ -513,7 +516,7 @@ func (a *agent) spawned(p Worker, err error) {
 	a.log.Info("Shim started", "pid", p.Pid(), "thread", a.st.ThreadID)
 	a.host.reached()
 	a.setSnap(func(s *agentSnap) { s.shimPID = p.Pid(); s.state = string(protocol.StateStarting) })
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimStarted, Agent: a.def.Name, Data: eventlog.ShimStarted{PID: p.Pid(), ThreadID: a.st.ThreadID}})
+	a.emit(eventlog.Event{Type: eventlog.EvShimStarted, Agent: a.def.Name, Data: eventlog.ShimStarted{PID: p.Pid(), ThreadID: a.st.ThreadID}})
 	a.poke()
 }
 
@@ -548,7 +551,7 @@ func (a *agent) shimExited() {
 	if !a.stopping || code != 0 {
 		// A shim cleans up after itself unless it was killed; then what
 		// its codex's model detached is now the daemon's to kill.
-		a.d.killOrphans(a.def.Name + "'s shim exited")
+		a.crew.killOrphans(a.def.Name + "'s shim exited")
 	}
 	// Whatever the turn had edited is kept before anything else happens.
 	why := "work in progress when the shim exited"
@@ -584,9 +587,9 @@ func (a *agent) shimGone(code int, broken string) {
 		return
 	}
 	a.log.Error("Shim exited unexpectedly", "exit", code)
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: broken, Data: eventlog.ShimExited{ExitCode: code}})
+	a.emit(eventlog.Event{Type: eventlog.EvShimExited, Agent: a.def.Name, Detail: broken, Data: eventlog.ShimExited{ExitCode: code}})
 	// It ran for a while: whatever failed before is over.
-	a.ranLong(a.d.opts.CrashWindow, a.d.opts.RespawnMin)
+	a.ranLong(a.opts.CrashWindow, a.opts.RespawnMin)
 	a.crashedOrUnreachable()
 }
 
@@ -629,7 +632,7 @@ func (a *agent) resetThread(reason string) error {
 	if a.p != nil {
 		a.p.Send(protocol.ResetThread{Reason: reason})
 	}
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvThreadReset, Agent: a.def.Name, Detail: reason, Data: eventlog.ThreadReset{Archived: old}})
+	a.emit(eventlog.Event{Type: eventlog.EvThreadReset, Agent: a.def.Name, Detail: reason, Data: eventlog.ThreadReset{Archived: old}})
 	return nil
 }
 
@@ -644,7 +647,7 @@ func (a *agent) saveState() { a.stateSaved(a.writeState()) }
 // writeState writes the agent's state file, stamped with the time now.
 func (a *agent) writeState() error {
 	a.st.UpdatedAt = time.Now().UTC()
-	if err := project.SaveJSON(a.d.layout, project.AgentStateName(a.def.Name), a.st); err != nil {
+	if err := project.SaveJSON(a.layout, project.AgentStateName(a.def.Name), a.st); err != nil {
 		return fmt.Errorf("agent state not saved: %w", err)
 	}
 	return nil
@@ -657,7 +660,7 @@ func (a *agent) stateSaved(err error) {
 	saveErr := ""
 	if err != nil {
 		a.log.Error("Saving agent state failed", "error", err)
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: err.Error()})
+		a.emit(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: err.Error()})
 		saveErr = err.Error()
 	}
 	a.setSnap(func(s *agentSnap) { s.saveErr = saveErr })
@@ -665,7 +668,7 @@ func (a *agent) stateSaved(err error) {
 
 func (a *agent) warn(what string, err error) {
 	a.log.Warn("Inbox problem", "what", what, "error", err)
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: what + ": " + err.Error()})
+	a.emit(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: what + ": " + err.Error()})
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -131,7 +131,7 @@ func (a *agent) lateResult(c agentCtl, ok bool, detail string) {
 		return
 	}
 	a.log.Warn("Pending request not applied", "request", what, "detail", detail)
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: c.id, Detail: what + " not applied: " + detail})
+	a.emit(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: c.id, Detail: what + " not applied: " + detail})
 }
 
 func errText(err error) string {

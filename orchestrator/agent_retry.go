@@ -50,10 +50,10 @@ func (a *agent) retryInflight(m inbox.Message, e protocol.TurnFinished, v retryV
 	if err := a.box.RetryLater(m.ID, v.record); err != nil {
 		a.warn("retry "+m.ID, err)
 	}
-	a.log.Warn("Attempt failed, retrying", "message", m.ID, "failures", v.failures, "max_attempts", a.d.cfg.MaxAttempts,
+	a.log.Warn("Attempt failed, retrying", "message", m.ID, "failures", v.failures, "max_attempts", a.cfg.MaxAttempts,
 		"in", v.delay.Round(time.Millisecond), "error", e.Error)
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvRetryScheduled, Agent: a.def.Name, Message: m.ID, Detail: e.Error, Data: eventlog.RetryScheduled{
-		Attempt: v.failures + 1, MaxAttempts: a.d.cfg.MaxAttempts, Status: string(e.Status), Failure: string(e.Failure),
+	a.emit(eventlog.Event{Type: eventlog.EvRetryScheduled, Agent: a.def.Name, Message: m.ID, Detail: e.Error, Data: eventlog.RetryScheduled{
+		Attempt: v.failures + 1, MaxAttempts: a.cfg.MaxAttempts, Status: string(e.Status), Failure: string(e.Failure),
 		DelayMS: v.delay.Milliseconds(), NotBefore: v.record.NotBefore, Note: v.record.Note}})
 	a.retryIn(v.delay)
 }

@@ -66,7 +66,7 @@ func (a *agent) dispatch() {
 			if ok {
 				f.head, f.refusal = m.ID, a.refuse(m)
 				if m.Transient != nil {
-					f.backoff = backoffWait(m.Transient.NotBefore, time.Now(), a.d.opts.RetryMax)
+					f.backoff = backoffWait(m.Transient.NotBefore, time.Now(), a.opts.RetryMax)
 				}
 			}
 		case stepReject:
@@ -91,7 +91,7 @@ func (a *agent) dispatch() {
 		case stepAdmit:
 			// A paused account sends one probe turn once its pause ran out.
 			var ok bool
-			ok, probe = a.d.quota.Admit(a.def.Name, m.ID)
+			ok, probe = a.acct.admit(m.ID)
 			f.admit = granted
 			if !ok {
 				f.admit = refused
@@ -126,11 +126,11 @@ func (a *agent) gateFacts() gateFacts {
 	if wantSync && a.ws != nil {
 		f.syncBase = a.ws.base
 	}
-	gs := a.d.gate.State()
+	gs := a.gate.State()
 	f.paused, f.pauseReason = gs.Paused, gs.Reason
 	f.net, f.netProber, f.netMine = a.acct.netStep(a.canProbe)
-	f.quotaHeld = !a.d.quota.MayTry(a.def.Name)
-	f.budget = a.d.budgets.holds(a.def.Name, a.def.Role)
+	f.quotaHeld = !a.acct.mayTry()
+	f.budget = a.budgets.holds(a.def.Name, a.def.Role)
 	return f
 }
 
@@ -165,7 +165,7 @@ func (a *agent) held(why waitReason, f gateFacts) {
 		// Nothing to probe with: another agent of the account may.
 		a.acct.quotaRelease("")
 		// Nothing to run: no place in the slots' queue either.
-		a.d.slots.Leave(a.def.Name)
+		a.crew.turnSlots().Leave(a.def.Name)
 	case waitBackoff:
 		// Look again when its back-off ends.
 		a.retryIn(f.backoff)
@@ -194,9 +194,9 @@ func (a *agent) send(m inbox.Message, probe bool) (again bool) {
 	a.inflight, a.flightAt, a.ready = &cm, time.Now(), false
 	a.turnsSent++
 	data := eventlog.Delivered{From: cm.From, Attempt: cm.Attempt, InReplyTo: cm.InReplyTo}
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvDelivered, Agent: a.def.Name, Message: cm.ID, Data: data})
+	a.emit(eventlog.Event{Type: eventlog.EvDelivered, Agent: a.def.Name, Message: cm.ID, Data: data})
 	if probe {
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: a.def.Name, Message: cm.ID, Detail: "probe turn sent", Data: eventlog.QuotaProbe{Result: eventlog.ProbeSent}})
+		a.emit(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: a.def.Name, Message: cm.ID, Detail: "probe turn sent", Data: eventlog.QuotaProbe{Result: eventlog.ProbeSent}})
 	}
 	a.setSnap(func(s *agentSnap) { s.inflight, s.flightAt, s.ended = cm.ID, a.flightAt, false })
 	return false
@@ -219,10 +219,10 @@ func (a *agent) refuse(m inbox.Message) string {
 	if m.From == team.Human || a.isReply(m) {
 		return ""
 	}
-	if _, ok := a.d.cfg.Agent(m.From); !ok {
+	if _, ok := a.cfg.Agent(m.From); !ok {
 		return fmt.Sprintf("unknown sender %q", m.From)
 	}
-	if !a.d.cfg.MayTalk(m.From, a.def.Name) {
+	if !a.cfg.MayTalk(m.From, a.def.Name) {
 		return fmt.Sprintf("%s may not message %s (talks_to)", m.From, a.def.Name)
 	}
 	return ""
@@ -241,7 +241,7 @@ func (a *agent) handle(m protocol.Message) {
 	switch e := m.(type) {
 	case protocol.StateChanged:
 		a.setSnap(func(s *agentSnap) { s.state = string(e.To) })
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvStateChanged, Agent: a.def.Name, Detail: fmt.Sprintf("%s→%s %s", e.From, e.To, e.Reason)})
+		a.emit(eventlog.Event{Type: eventlog.EvStateChanged, Agent: a.def.Name, Detail: fmt.Sprintf("%s→%s %s", e.From, e.To, e.Reason)})
 	case protocol.ThreadChanged:
 		a.threadChanged(e)
 	case protocol.Rejected:
@@ -258,10 +258,10 @@ func (a *agent) handle(m protocol.Message) {
 	case protocol.QuotaBlocked:
 		a.acct.quotaHit(e.MessageID, e.Message, e.RetryAt)
 	case protocol.AuthRequired:
-		fix := a.loginFix()
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvAuthRequired, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message + " — " + fix,
+		fix := a.acct.loginFix(a.health)
+		a.emit(eventlog.Event{Type: eventlog.EvAuthRequired, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message + " — " + fix,
 			Data: eventlog.AuthRequired{Fix: fix}})
-		a.d.pause(project.PauseAuth, fmt.Sprintf("codex needs a login (reported by %s): %s — %s", a.def.Name, e.Message, fix))
+		a.crew.pause(project.PauseAuth, fmt.Sprintf("codex needs a login (reported by %s): %s — %s", a.def.Name, e.Message, fix))
 	case protocol.ContextExhausted:
 		// Acted on with the turn's end (turnFinished): retried, handed off
 		// or failed with one alert.
@@ -274,7 +274,7 @@ func (a *agent) handle(m protocol.Message) {
 	case protocol.Pong:
 		a.ponged(e)
 	case protocol.Warning:
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
+		a.emit(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: e.MessageID, Detail: e.Message})
 	case protocol.Outgoing:
 		a.relayed(e)
 	case protocol.NetworkWait:
@@ -302,7 +302,7 @@ func (a *agent) threadChanged(e protocol.ThreadChanged) {
 		a.st.SetThread(e.ThreadID, protocol.Usage{})
 	}
 	a.saveState()
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvThreadChanged, Agent: a.def.Name, Detail: string(e.Reason),
+	a.emit(eventlog.Event{Type: eventlog.EvThreadChanged, Agent: a.def.Name, Detail: string(e.Reason),
 		Data: eventlog.ThreadChanged{ThreadID: e.ThreadID, Previous: e.Previous}})
 }
 
@@ -374,8 +374,8 @@ func (a *agent) turnCommitted(m inbox.Message, e protocol.TurnFinished, p turnPl
 func (a *agent) turnFacts(m inbox.Message) turnFacts {
 	return turnFacts{
 		contextStep: contextStep(a.st.ContextRetry, m.ID, a.freshTurn || a.carried),
-		maxAttempts: a.d.cfg.MaxAttempts, now: time.Now(),
-		retryBase: a.d.opts.RetryBase, retryMax: a.d.opts.RetryMax, jitter: a.d.opts.Rand(),
+		maxAttempts: a.cfg.MaxAttempts, now: time.Now(),
+		retryBase: a.opts.RetryBase, retryMax: a.opts.RetryMax, jitter: a.opts.Rand(),
 	}
 }
 
@@ -387,7 +387,7 @@ func (a *agent) turnUnstarted(m inbox.Message, e protocol.TurnFinished, p turnPl
 	a.spawnFailed(m, e)
 	a.ready = true
 	a.updateBacklog()
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: eventlog.TurnFinished{
+	a.emit(eventlog.Event{Type: eventlog.EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: eventlog.TurnFinished{
 		Status: string(e.Status), Failure: string(e.Failure), Attempt: m.Attempt, Requeued: true}})
 	a.dispatch()
 }
@@ -474,7 +474,7 @@ func (a *agent) turnRecorded(r *outcomeRecord) {
 // (message_failed, context_exhausted), cancelled whether the turn was
 // interrupted to cancel m (the cancelled event tells it).
 func (a *agent) turnEvent(m inbox.Message, e protocol.TurnFinished, requeued, alerted, cancelled bool) {
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: eventlog.TurnFinished{
+	a.emit(eventlog.Event{Type: eventlog.EvTurnFinished, Agent: a.def.Name, Message: e.MessageID, Detail: e.Error, Data: eventlog.TurnFinished{
 		Status: string(e.Status), Failure: string(e.Failure), InputTokens: e.Usage.Input, OutputTokens: e.Usage.Output,
 		DurationMS: e.Duration.Milliseconds(), ThreadID: e.ThreadID, Attempt: m.Attempt, Requeued: requeued,
 		Alerted: alerted, Cancelled: cancelled}})
@@ -502,7 +502,7 @@ func (a *agent) requeueInflightFor(why, retry string) {
 	if err := a.box.RequeueFor(id, retry); err != nil {
 		a.warn("requeue "+id, err)
 	}
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvRequeued, Agent: a.def.Name, Message: id, Detail: why})
+	a.emit(eventlog.Event{Type: eventlog.EvRequeued, Agent: a.def.Name, Message: id, Detail: why})
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
 	a.acct.quotaProbeEnded(id, false)
 }
@@ -513,7 +513,7 @@ func (a *agent) requeueInflightFor(why, retry string) {
 // waiting. Safe from any goroutine.
 func (a *agent) canProbe() bool {
 	s := a.snapshot()
-	if s.state == agentFailed || s.state == agentStopped || a.parkedNow(s) != nil || !a.d.quota.MayTry(a.def.Name) {
+	if s.state == agentFailed || s.state == agentStopped || parkedNow(s) != nil || !a.acct.mayTry() {
 		return false
 	}
 	if s.inflight != "" {

@@ -123,10 +123,10 @@ func (a *agent) isReply(m inbox.Message) bool {
 	if m.InReplyTo == "" {
 		return false
 	}
-	sender, ok := a.d.byName[m.From]
-	if !ok {
+	sender := a.crew.boxOf(m.From)
+	if sender == nil {
 		return false
 	}
-	asked, _, err := sender.box.Get(m.InReplyTo)
+	asked, _, err := sender.Get(m.InReplyTo)
 	return err == nil && asked.From == a.def.Name
 }

@@ -313,7 +313,7 @@ func (d *Daemon) status() control.Status {
 			as.Recording = &rs
 			as.LastError = fmt.Sprintf("outcome of %s not recorded (%d tries since %s): %s", rs.Message, rs.Tries, rs.Since.Local().Format("15:04:05"), rs.Error)
 		}
-		if p := a.parkedNow(s); p != nil && s.state != agentFailed && s.state != agentStopped {
+		if p := parkedNow(s); p != nil && s.state != agentFailed && s.state != agentStopped {
 			// From the health itself too: status is right before the
 			// agent's goroutine has caught up.
 			as.State, as.Parked = agentParked, parkedStatus(p)

@@ -104,7 +104,7 @@ func oneLine(s string) string {
 // record, else a context-window failure), and it opens a fresh thread with
 // the handoff owed, if any. It records whether the handoff went out.
 func (a *agent) outgoing(m inbox.Message) protocol.SendMessage {
-	s := protocol.SendMessage{ID: m.ID, From: m.From, Body: m.Body, Attempt: m.Attempt, InReplyTo: m.InReplyTo, Notice: a.mergeReminder()}
+	s := protocol.SendMessage{ID: m.ID, From: m.From, Body: m.Body, Attempt: m.Attempt, InReplyTo: m.InReplyTo, Notice: a.worktree.mergeReminder()}
 	cr := a.st.ContextRetry
 	switch {
 	case m.Transient != nil && m.Transient.Note != "":
@@ -121,7 +121,7 @@ func (a *agent) outgoing(m inbox.Message) protocol.SendMessage {
 	a.carried, a.freshTurn = false, a.st.ThreadID == ""
 	switch h := a.st.Handoff; {
 	case h != nil && a.st.ThreadID == "":
-		s.Handoff = handoffText(handoffInput{Agent: a.def.Name, Role: a.def.Role, Team: a.d.cfg.Name, Pending: *h, Recent: a.st.Recent})
+		s.Handoff = handoffText(handoffInput{Agent: a.def.Name, Role: a.def.Role, Team: a.cfg.Name, Pending: *h, Recent: a.st.Recent})
 		a.carried = true
 	case h != nil:
 		// Only a message carrying the handoff starts a thread after one is
@@ -140,13 +140,13 @@ func (a *agent) contextRetry(m inbox.Message, e protocol.TurnFinished, act conte
 	switch act {
 	case contextRetrySame:
 		a.st.ContextRetry = &project.ContextRetry{Message: m.ID, Step: int(contextRetrySame)}
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
+		a.emit(eventlog.Event{Type: eventlog.EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
 			Data: eventlog.ContextRetry{Step: "same_thread", ThreadID: thread}})
 	case contextHandoff:
 		a.st.ContextRetry = &project.ContextRetry{Message: m.ID, Step: int(contextHandoff)}
 		a.handOff("the context window ran out twice on message "+m.ID+", even after codex compacted the thread",
 			fmt.Sprintf("message %s from %s did not fit your previous thread; it follows this handoff in full.", m.ID, m.From))
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
+		a.emit(eventlog.Event{Type: eventlog.EvContextRetry, Agent: a.def.Name, Message: m.ID, Detail: e.Error,
 			Data: eventlog.ContextRetry{Step: "fresh_thread", ThreadID: thread}})
 	}
 }
@@ -163,7 +163,7 @@ func (a *agent) contextGaveUp(m inbox.Message, e protocol.TurnFinished) {
 	detail := fmt.Sprintf("message %s from %s does not fit %s's context window (%d tokens) even on a fresh thread: recorded as failed after %d attempt(s); "+
 		"split it or write the material to a file and send its path: %s", m.ID, m.From, a.def.Name, w, m.Attempt, e.Error)
 	a.log.Error("Message does not fit the context window", "message", m.ID, "window", w, "attempts", m.Attempt)
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvContextExhaust, Agent: a.def.Name, Message: m.ID, Detail: detail,
+	a.emit(eventlog.Event{Type: eventlog.EvContextExhaust, Agent: a.def.Name, Message: m.ID, Detail: detail,
 		Data: eventlog.ContextExhausted{Attempts: m.Attempt, WindowTokens: int64(w)}})
 	a.handOff("message "+m.ID+" did not fit the context window even on a fresh thread",
 		fmt.Sprintf("message %s from %s was too large for the context window and was recorded as failed; it began: %s", m.ID, m.From,
@@ -181,7 +181,7 @@ func (a *agent) handOff(reason, doing string) {
 	if a.p != nil {
 		a.p.Send(protocol.ResetThread{Reason: reason})
 	}
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvHandoff, Agent: a.def.Name, Detail: reason, Data: eventlog.Handoff{Archived: prev}})
+	a.emit(eventlog.Event{Type: eventlog.EvHandoff, Agent: a.def.Name, Detail: reason, Data: eventlog.Handoff{Archived: prev}})
 }
 
 // afterTurn keeps what a handoff needs once a turn's outcome is settled:

@@ -304,31 +304,32 @@ func (a *agent) syncWorkspace() {
 		return func() {
 			if commit {
 				// The state read after the merge is shown below.
-				a.committed(nil, true, why, c, cerr, workspaceRead{})
+				a.worktree.committed(nil, true, why, c, cerr)
 			}
 			a.showWorkspace(st)
-			a.merged(req, told, res, err)
+			a.worktree.merged(req, told, res, err)
 			a.dispatch()
 		}
 	})
 }
 
-// merged applies the end of a merge of the base into the agent's branch
-// (syncWorkspace).
-func (a *agent) merged(req string, told bool, res workspaces.SyncResult, err error) {
+// merged records the end of a merge of the base into the agent's branch
+// (agent.syncWorkspace) asked by landing request req: its event, and the
+// conflict left for the agent told to it unless it was (told).
+func (w *worktree) merged(req string, told bool, res workspaces.SyncResult, err error) {
 	switch {
 	case err != nil:
-		a.log.Warn("Merging the base into the worktree failed", "error", err)
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "merge " + a.ws.base + " into " + workspaces.Branch(a.def.Name) + ": " + err.Error()})
+		w.log.Warn("Merging the base into the worktree failed", "error", err)
+		w.events(eventlog.Event{Type: eventlog.EvWarning, Agent: w.agent, Detail: "merge " + w.ws.base + " into " + workspaces.Branch(w.agent) + ": " + err.Error()})
 	case res.Merged:
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceSynced, Agent: a.def.Name,
-			Detail: a.ws.base + " merged into " + workspaces.Branch(a.def.Name)})
+		w.events(eventlog.Event{Type: eventlog.EvWorkspaceSynced, Agent: w.agent,
+			Detail: w.ws.base + " merged into " + workspaces.Branch(w.agent)})
 	case len(res.Conflicts) > 0:
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceConflict, Agent: a.def.Name,
-			Detail: a.ws.base + " conflicts with " + workspaces.Branch(a.def.Name) + " in " + strings.Join(res.Conflicts, ", "),
+		w.events(eventlog.Event{Type: eventlog.EvWorkspaceConflict, Agent: w.agent,
+			Detail: w.ws.base + " conflicts with " + workspaces.Branch(w.agent) + " in " + strings.Join(res.Conflicts, ", "),
 			Data:   eventlog.WorkspaceConflict{Files: res.Conflicts}})
 		if !told {
-			a.tell(req, conflictNote(a.def.Name, a.ws.base, "", res.Conflicts))
+			w.tell(req, conflictNote(w.agent, w.ws.base, "", res.Conflicts))
 		}
 	}
 }

@@ -32,10 +32,10 @@ func (a *agent) publishWork() {
 	was, turns := a.workOpen, a.workTurns
 	a.workOpen, a.workTurns = open, a.turnsSent
 	a.mu.Unlock()
-	if was && (!open || turns != a.turnsSent) && a.d.lander != nil {
+	if was && (!open || turns != a.turnsSent) {
 		// The turn a landing may wait for has ended (and another may
 		// have begun).
-		a.d.lander.poke()
+		a.crew.landed()
 	}
 }
 

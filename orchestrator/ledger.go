@@ -14,20 +14,20 @@ import (
 // outcome is recorded; a failure is logged and told once per turn as a
 // warning, and the turn is held by the ledger to be written with the next.
 func (a *agent) ledgerTurn(m inbox.Message, e protocol.TurnFinished, again bool) {
-	t := usage.Turn{At: a.d.opts.BudgetClock.Now().UTC(), Agent: a.def.Name, Role: a.def.Role, Account: a.acct.name(), Host: a.def.Host,
+	t := usage.Turn{At: a.opts.BudgetClock.Now().UTC(), Agent: a.def.Name, Role: a.def.Role, Account: a.acct.name(), Host: a.def.Host,
 		Model: a.def.Codex.Model, Runtime: a.def.Codex.Runtime, Message: m.ID, Attempt: m.Attempt,
 		Tokens: usage.Tokens{Input: e.Usage.Input, CachedInput: e.Usage.CachedInput, Output: e.Usage.Output, ReasoningOutput: e.Usage.ReasoningOutput},
 		Thread: e.ThreadID, ThreadTokens: usage.Tokens{Input: e.Thread.Input, CachedInput: e.Thread.CachedInput, Output: e.Thread.Output, ReasoningOutput: e.Thread.ReasoningOutput},
 		DurationMS: e.Duration.Milliseconds(), Status: string(e.Status), Failure: string(e.Failure), Again: again}
-	added, err := a.d.ledger.AppendTurn(t)
+	added, err := a.ledger.AppendTurn(t)
 	if err != nil {
 		a.log.Error("Usage ledger", "message", m.ID, "error", err)
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: m.ID, Detail: "usage ledger: " + err.Error()})
+		a.emit(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: m.ID, Detail: "usage ledger: " + err.Error()})
 	}
 	if added {
 		// Counted once, as the ledger counts it (a turn held in memory
 		// to be written counts too).
-		a.d.budgetTurn(t)
+		a.crew.budgetTurn(t)
 	}
 }
 
@@ -40,7 +40,7 @@ func (a *agent) ledgerLimits(e protocol.RateLimits) {
 		samples = append(samples, usage.LimitSample{At: at, Account: a.acct.name(), Agent: a.def.Name, Window: w.Name,
 			UsedPct: w.UsedPct, WindowMinutes: w.WindowMinutes, ResetsAt: w.ResetsAt})
 	}
-	if _, err := a.d.ledger.AppendLimits(samples); err != nil {
+	if _, err := a.ledger.AppendLimits(samples); err != nil {
 		a.log.Error("Usage ledger: rate limits", "error", err)
 	}
 }
@@ -52,7 +52,7 @@ func (a *agent) ledgerLimits(e protocol.RateLimits) {
 // difference from the total) would count that turn's tokens again. Called
 // once, before the agent runs.
 func (a *agent) threadFromLedger() {
-	id, total, ok := a.d.ledger.LastThread(a.def.Name)
+	id, total, ok := a.ledger.LastThread(a.def.Name)
 	if !ok || id == "" || id != a.st.ThreadID {
 		return
 	}

@@ -24,30 +24,30 @@ import (
 // mergeLeft records files, the conflicted files that still hold markers
 // as the last commit of the worktree found them (nil: the commit found
 // none, or succeeded), for the reminder (mergeNotice); a new set is logged
-// and recorded as a warning event. Run's goroutine only.
-func (a *agent) mergeLeft(files []string) {
+// and recorded as a warning event.
+func (w *worktree) mergeLeft(files []string) {
 	// A host's answer names them too: as many as a commit here would.
 	files = files[:min(len(files), workspaces.MaxUnresolved)]
-	if slices.Equal(files, a.unresolved) {
+	if slices.Equal(files, w.unresolved) {
 		return
 	}
-	a.unresolved = slices.Clone(files)
+	w.unresolved = slices.Clone(files)
 	if len(files) == 0 {
 		return
 	}
-	a.log.Warn("The worktree's merge still has conflict markers; it waits for the agent", "files", len(files))
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name,
-		Detail: "merge of " + a.ws.base + " into " + workspaces.Branch(a.def.Name) + " not committed yet: conflict markers left in " +
+	w.log.Warn("The worktree's merge still has conflict markers; it waits for the agent", "files", len(files))
+	w.events(eventlog.Event{Type: eventlog.EvWarning, Agent: w.agent,
+		Detail: "merge of " + w.ws.base + " into " + workspaces.Branch(w.agent) + " not committed yet: conflict markers left in " +
 			nameList(files, maxEventName, maxEventNames)})
 }
 
 // mergeReminder is the notice of the messages sent to the agent while
 // its worktree's merge holds conflict markers ("" when it does not).
-func (a *agent) mergeReminder() string {
-	if a.ws == nil {
+func (w *worktree) mergeReminder() string {
+	if w.ws == nil {
 		return ""
 	}
-	return mergeNotice(a.ws.base, a.unresolved)
+	return mergeNotice(w.ws.base, w.unresolved)
 }
 
 // Bounds of mergeNotice's names, in characters: each file's, and all of

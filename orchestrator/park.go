@@ -1,10 +1,10 @@
 package orchestrator
 
 import (
-	"github.com/battyhq/batty/codex"
 	"strings"
 	"time"
 
+	"github.com/battyhq/batty/codex"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
@@ -39,7 +39,7 @@ func (a *agent) syncParked() {
 		if first {
 			// One alert per parking; a more precise reason found by the
 			// check meanwhile shows in status and the log.
-			a.d.events.Append(eventlog.Event{Type: eventlog.EvAgentParked, Agent: a.def.Name, Detail: p.String(),
+			a.emit(eventlog.Event{Type: eventlog.EvAgentParked, Agent: a.def.Name, Detail: p.String(),
 				Data: eventlog.AgentParked{Kind: string(p.Kind), Fix: p.Fix}})
 		}
 	case p == nil && (a.parked != nil || strings.HasPrefix(a.st.LastError, parkedPrefix)):
@@ -52,7 +52,7 @@ func (a *agent) syncParked() {
 			a.parked = nil
 			a.log.Info("Agent unparked: codex runs again")
 			a.setSnap(func(s *agentSnap) { s.parked = nil })
-			a.d.events.Append(eventlog.Event{Type: eventlog.EvAgentUnparked, Agent: a.def.Name})
+			a.emit(eventlog.Event{Type: eventlog.EvAgentUnparked, Agent: a.def.Name})
 		}
 	}
 }
@@ -65,7 +65,7 @@ func (a *agent) spawnFailed(m inbox.Message, e protocol.TurnFinished) {
 	if err := a.box.Unclaim(m.ID); err != nil {
 		a.warn("unclaim "+m.ID, err)
 	}
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvRequeued, Agent: a.def.Name, Message: m.ID, Detail: "codex could not be started: " + e.Error})
+	a.emit(eventlog.Event{Type: eventlog.EvRequeued, Agent: a.def.Name, Message: m.ID, Detail: "codex could not be started: " + e.Error})
 	a.setSnap(func(s *agentSnap) { s.inflight = "" })
 	a.health.report(e.Error)
 	// A probe that never ran tells nothing of the usage limit.
@@ -91,24 +91,24 @@ func parkedStatus(p *preflight.Problem) *control.ParkedStatus {
 	return &control.ParkedStatus{Kind: string(p.Kind), Detail: p.Detail, Fix: p.Fix}
 }
 
-// parkedNow is why the agent is parked as status sees it: its own record,
-// else its Codex's health. Safe from any goroutine.
-func (a *agent) parkedNow(s agentSnap) *preflight.Problem {
+// parkedNow is why an agent whose status line is s is parked: its own
+// record, else its Codex's health. Safe from any goroutine.
+func parkedNow(s agentSnap) *preflight.Problem {
 	if s.parked != nil {
 		return s.parked
 	}
 	return s.health.problem()
 }
 
-// loginFix says how to give the agent's Codex a login: its codex's login
-// (preflight.LoginCommand, as the start's check says it) with the agent's
-// CODEX_HOME, or a valid API key in codex.env.
-func (a *agent) loginFix() string {
-	bin, _ := codex.ResolveBinary(a.health.target.Bin)
-	login := preflight.LoginCommand(a.health.target.Bin, bin)
-	home := a.health.home()
-	if _, ok := a.d.quota.HomeOf(a.def.Name); ok {
-		home = a.acct.account // the account it was moved to
+// loginFix says how to give the agent's Codex, whose health is h, a
+// login: its codex's login (preflight.LoginCommand, as the start's check
+// says it) with the agent's CODEX_HOME, or a valid API key in codex.env.
+func (r *accountRoom) loginFix(h *health) string {
+	bin, _ := codex.ResolveBinary(h.target.Bin)
+	login := preflight.LoginCommand(h.target.Bin, bin)
+	home := h.home()
+	if r.placed() {
+		home = r.account // the account it was moved to
 	}
 	if home != "" {
 		login = "CODEX_HOME=" + home + " " + login

@@ -72,7 +72,7 @@ func (d *Daemon) oldestHeld(agents []string) (string, string) {
 		if a == nil {
 			continue
 		}
-		if s := a.snapshot(); s.state == agentFailed || s.state == agentStopped || a.parkedNow(s) != nil {
+		if s := a.snapshot(); s.state == agentFailed || s.state == agentStopped || parkedNow(s) != nil {
 			continue
 		}
 		pending, _ := a.box.Pending()

@@ -45,5 +45,5 @@ func (h here) on() host.Host                                     { return h.loca
 func (here) probe(string) bool                                   { return true }
 func (here) isDown() bool                                        { return false }
 func (here) reached()                                            {}
-func (here) ready() bool                                         { return true }
+func (h here) ready() bool                                       { return h.local.Ready() }
 func (here) attach(w Worker, _, _ string, _ hclog.Logger) Worker { return w }

@@ -45,7 +45,7 @@ func (a *agent) newRecord(m inbox.Message, o inbox.Outcome) *outcomeRecord {
 		o.Agent = a.def.Name
 	}
 	r := &outcomeRecord{m: m, o: o}
-	r.reply, r.owed = answerFor(m, o, a.d.isAgent)
+	r.reply, r.owed = answerFor(m, o, a.crew.isAgent)
 	return r
 }
 
@@ -54,7 +54,7 @@ func (a *agent) newRecord(m inbox.Message, o inbox.Outcome) *outcomeRecord {
 // disk already); an error leaves r to be written again.
 func (a *agent) write(r *outcomeRecord) (bool, error) {
 	if r.owed && !r.replied {
-		box, err := a.d.replyBox(r.reply.To)
+		box, err := a.crew.replyBox(r.reply.To)
 		if err != nil {
 			return false, fmt.Errorf("reply to %s: %w", r.reply.To, err)
 		}
@@ -64,7 +64,7 @@ func (a *agent) write(r *outcomeRecord) (bool, error) {
 		}
 		r.replied = true
 		if fresh {
-			a.d.events.Append(eventlog.Event{Type: eventlog.EvReply, Agent: a.def.Name, Message: got.ID, Data: eventlog.Reply{
+			a.emit(eventlog.Event{Type: eventlog.EvReply, Agent: a.def.Name, Message: got.ID, Data: eventlog.Reply{
 				To: got.To, InReplyTo: r.m.ID, Preview: eventlog.ReplyPreview(r.reply.Body), Outcome: string(r.o.Status)}})
 		}
 	}
@@ -92,16 +92,16 @@ func (a *agent) record(r *outcomeRecord) bool {
 		first := r.since.IsZero()
 		if first {
 			r.since = time.Now().UTC()
-			r.wait = a.d.opts.RecordRetryMin
+			r.wait = a.opts.RecordRetryMin
 		} else {
-			r.wait = min(r.wait*2, a.d.opts.RecordRetryMax)
+			r.wait = min(r.wait*2, a.opts.RecordRetryMax)
 		}
 		a.pending = r
 		a.recordRetry = time.NewTimer(r.wait)
 		detail := fmt.Sprintf("message %s: %v; trying again in %s", r.m.ID, err, r.wait)
 		a.log.Error("Recording an outcome failed", "message", r.m.ID, "tries", r.tries, "retry_in", r.wait, "error", err)
 		if first {
-			a.d.events.Append(eventlog.Event{Type: eventlog.EvRecordFailed, Agent: a.def.Name, Message: r.m.ID, Detail: detail})
+			a.emit(eventlog.Event{Type: eventlog.EvRecordFailed, Agent: a.def.Name, Message: r.m.ID, Detail: detail})
 		}
 		a.setSnap(func(s *agentSnap) {
 			s.recording = &control.RecordingStatus{Message: r.m.ID, Since: r.since, Tries: r.tries, Error: err.Error()}
@@ -110,7 +110,7 @@ func (a *agent) record(r *outcomeRecord) bool {
 	}
 	if a.pending == r {
 		a.pending, a.recordRetry = nil, nil
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvRecordRecovered, Agent: a.def.Name, Message: r.m.ID,
+		a.emit(eventlog.Event{Type: eventlog.EvRecordRecovered, Agent: a.def.Name, Message: r.m.ID,
 			Detail: fmt.Sprintf("recorded after %d failed tries since %s", r.tries, r.since.Format(time.RFC3339))})
 		a.setSnap(func(s *agentSnap) { s.recording = nil })
 	}
@@ -142,17 +142,17 @@ func (a *agent) retryRecord() {
 func (a *agent) recorded(r *outcomeRecord, wrote bool) {
 	if wrote {
 		// A scheduled run ends with its recorded outcome.
-		a.d.outcomeRecorded(r.m.ID, r.o)
+		a.crew.outcomeRecorded(r.m.ID, r.o)
 	}
-	if _, ok := a.d.roles[a.def.Role]; ok {
+	if a.crew.queues(a.def.Role) {
 		// Room for a message the role's queue holds back (backlog_limit).
-		a.d.kickRoute()
+		a.crew.kickRoute()
 	}
 	if wrote && r.o.Status == inbox.StatusRejected && !r.turn {
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvRejected, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error})
+		a.emit(eventlog.Event{Type: eventlog.EvRejected, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error})
 	}
 	if wrote && r.o.Status == inbox.StatusCancelled {
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvCancelled, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error,
+		a.emit(eventlog.Event{Type: eventlog.EvCancelled, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error,
 			Data: eventlog.Cancelled{From: r.m.From, Interrupted: r.turn}})
 	}
 	if !wrote || !r.turn {
@@ -168,8 +168,8 @@ func (a *agent) recorded(r *outcomeRecord, wrote bool) {
 	if r.retryable != "" {
 		// Every try spent: an alert, with the last error.
 		a.log.Error("Message failed", "message", r.m.ID, "attempts", r.failures, "error", e.Error)
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvMessageFailed, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error, Data: eventlog.MessageFailed{
-			Attempts: r.failures, MaxAttempts: a.d.cfg.MaxAttempts, Status: string(e.Status), Failure: string(e.Failure)}})
+		a.emit(eventlog.Event{Type: eventlog.EvMessageFailed, Agent: a.def.Name, Message: r.m.ID, Detail: r.o.Error, Data: eventlog.MessageFailed{
+			Attempts: r.failures, MaxAttempts: a.cfg.MaxAttempts, Status: string(e.Status), Failure: string(e.Failure)}})
 		r.announced = true
 	}
 	if e.Failure == protocol.FailContextWindow && r.o.Status != inbox.StatusCancelled {

@@ -53,7 +53,7 @@ func (a *agent) relayed(e protocol.Outgoing) {
 		ack.Error = err.Error()
 		// The name is the agent's: quoted wherever it is shown.
 		a.log.Warn("Request of the agent refused", "file", strconv.Quote(e.Name), "error", err)
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "request " + safetext.Line(e.Name, 120) + " of " + a.def.Name + " refused: " + safetext.Line(err.Error(), 0)})
+		a.emit(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "request " + safetext.Line(e.Name, 120) + " of " + a.def.Name + " refused: " + safetext.Line(err.Error(), 0)})
 	}
 	if a.p != nil {
 		a.p.Send(ack)
@@ -70,16 +70,16 @@ func (a *agent) deliverRequest(e protocol.Outgoing, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	box, m, err := requestBox(a.d.cfg, a.def.Name, id, now.UTC(), r)
+	box, m, err := requestBox(a.cfg, a.def.Name, id, now.UTC(), r)
 	if err != nil {
 		return err
 	}
-	b, err := a.d.store.Box(box)
+	b, err := a.store.Box(box)
 	if err != nil {
 		return err
 	}
 	if box != team.Human && box != team.LandingBox {
-		b.Limit = a.d.cfg.BacklogLimit
+		b.Limit = a.cfg.BacklogLimit
 	}
 	// A message to a role's queue leaves it when it is routed to an
 	// instance: a request relayed again after that is looked for there.
@@ -104,13 +104,7 @@ func (a *agent) routedBefore(box, id string) (*inbox.Box, error) {
 	if !ok {
 		return nil, nil
 	}
-	var boxes []*inbox.Box
-	for _, o := range a.d.agents {
-		if o.def.Role == role {
-			boxes = append(boxes, o.box)
-		}
-	}
-	copies, err := inbox.Find(id, boxes)
+	copies, err := inbox.Find(id, a.crew.roleBoxes(role))
 	if err != nil || len(copies) == 0 {
 		return nil, err
 	}

@@ -191,7 +191,7 @@ func (r *remoteHost) putRoster(ctx context.Context) error {
 func (r *remoteHost) on() host.Host { return r.remote }
 
 // ready reports whether batty is installed on the host.
-func (r *remoteHost) ready() bool { return r.installed() != "" }
+func (r *remoteHost) ready() bool { return r.remote.Ready() }
 
 // attach is w, a shim on the host, as a local one: its streamed
 // transcript written here (remoteWorker).

@@ -40,7 +40,7 @@ func (d *Daemon) route(role string) {
 			continue
 		}
 		boxes = append(boxes, a.box)
-		if s := a.snapshot(); s.state == agentFailed || s.state == agentStopped || a.parkedNow(s) != nil {
+		if s := a.snapshot(); s.state == agentFailed || s.state == agentStopped || parkedNow(s) != nil {
 			continue
 		}
 		// The load is read from disk, so messages routed a moment ago and

@@ -71,11 +71,11 @@ func slotState(state string, inflight, holds, waits bool) (string, string) {
 // pool's queue and is poked once granted, or, with memory low here, looks
 // again after Options.MemoryRecheck. Only run's goroutine calls it.
 func (a *agent) takeSlot() bool {
-	switch a.d.slots.Acquire(a.def.Name, a.def.Host) {
+	switch a.crew.turnSlots().Acquire(a.def.Name, a.def.Host) {
 	case slots.Granted:
 		return true
 	case slots.LowMemory:
-		a.retryIn(a.d.opts.MemoryRecheck)
+		a.retryIn(a.opts.MemoryRecheck)
 	}
 	return false
 }
@@ -115,4 +115,4 @@ func flightState(state string, inflight, ended bool) string {
 // ended (completed, failed, interrupted, refused by the shim, cut off by
 // the shim's exit), or it was granted one it will not use now. Its place
 // in the queue, if it waits, is kept. It never blocks.
-func (a *agent) releaseSlot() { a.d.slots.Release(a.def.Name) }
+func (a *agent) releaseSlot() { a.crew.turnSlots().Release(a.def.Name) }

@@ -23,6 +23,7 @@ type supervision struct {
 	nonce     uint64
 	pongDue   <-chan time.Time
 	respawn   <-chan time.Time
+	respawnIn time.Duration // the wait respawn was set to last by respawnLater
 }
 
 // crash counts a crash at now among those of the last window, and
@@ -39,6 +40,7 @@ func (s *supervision) crash(now time.Time, window time.Duration, max int) bool {
 // respawnLater sets the respawn timer to the back-off and doubles the
 // back-off for the next time, up to most.
 func (s *supervision) respawnLater(most time.Duration) {
+	s.respawnIn = s.backoff
 	s.respawn = time.After(s.backoff)
 	s.backoff = min(s.backoff*2, most)
 }
@@ -64,29 +66,47 @@ func (s *supervision) ponged(e protocol.Pong) {
 // after the cool-down of failedCooldown (or at once on `batty resume`).
 func (a *agent) crashed() {
 	now := time.Now()
-	if a.crash(now, a.d.opts.CrashWindow, a.d.opts.MaxCrashes) {
-		why := fmt.Sprintf("%d crashes within %s", len(a.crashes), a.d.opts.CrashWindow)
-		if a.probation {
-			why = "crashed again after its retry"
-		}
-		a.failures++
-		wait := failedCooldown(a.failures, a.d.opts.FailedRetryMin, a.d.opts.FailedRetryMax)
-		at := now.Add(wait)
+	if f := a.supervision.crashed(now, &a.opts.Supervision); f != nil {
 		msg := fmt.Sprintf("%s: retrying in %s (at %s); see %s; `batty resume %s` retries now",
-			why, wait, at.Local().Format("15:04:05"), a.d.layout.DaemonLog(), a.def.Name)
+			f.why, f.wait, f.at.Local().Format("15:04:05"), a.layout.DaemonLog(), a.def.Name)
 		a.log.Error("Agent failed", "detail", msg)
-		a.crashes, a.probation, a.failed = nil, false, true
-		a.respawn = time.After(wait)
 		a.st.SetError(msg, "", now.UTC())
 		a.saveState()
 		a.setSnap(func(s *agentSnap) { s.state = agentFailed })
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: a.def.Name, Detail: msg,
-			Data: eventlog.AgentFailed{Failures: a.failures, RetryAt: at.UTC()}})
+		a.emit(eventlog.Event{Type: eventlog.EvAgentFailed, Agent: a.def.Name, Detail: msg,
+			Data: eventlog.AgentFailed{Failures: a.failures, RetryAt: f.at.UTC()}})
 		return
 	}
-	a.log.Info("Respawning shim", "in", a.backoff)
+	a.log.Info("Respawning shim", "in", a.respawnIn)
 	a.setSnap(func(s *agentSnap) { s.state = agentRestarting; s.restarts++ })
-	a.respawnLater(a.d.opts.RespawnMax)
+}
+
+// failure is a crash loop: why, and the cool-down before the next try,
+// which ends at at.
+type failure struct {
+	why  string
+	wait time.Duration
+	at   time.Time
+}
+
+// crashed counts a crash at now (crash) and sets the respawn: after the
+// cool-down of failedCooldown when the crash ends a crash loop, which it
+// returns (the agent is failed), else after the back-off (respawnLater),
+// when it returns nil.
+func (s *supervision) crashed(now time.Time, o *Supervision) *failure {
+	if !s.crash(now, o.CrashWindow, o.MaxCrashes) {
+		s.respawnLater(o.RespawnMax)
+		return nil
+	}
+	why := fmt.Sprintf("%d crashes within %s", len(s.crashes), o.CrashWindow)
+	if s.probation {
+		why = "crashed again after its retry"
+	}
+	s.failures++
+	wait := failedCooldown(s.failures, o.FailedRetryMin, o.FailedRetryMax)
+	s.crashes, s.probation, s.failed = nil, false, true
+	s.respawn = time.After(wait)
+	return &failure{why: why, wait: wait, at: now.Add(wait)}
 }
 
 // errNotFailed answers a retry of an agent that is not failed.
@@ -119,13 +139,15 @@ func failedCooldown(n int, lo, hi time.Duration) time.Duration {
 	return min(d, hi)
 }
 
-func (a *agent) ping() {
-	if a.p == nil || a.pongDue != nil {
+// ping sends worker w (nil: none runs) a ping unless one waits for its
+// pong, which is then due within timeout.
+func (s *supervision) ping(w Worker, timeout time.Duration) {
+	if w == nil || s.pongDue != nil {
 		return
 	}
-	a.nonce++
-	if err := a.p.Send(protocol.Ping{Nonce: a.nonce}); err == nil {
-		a.pongDue = time.After(a.d.opts.PongTimeout)
+	s.nonce++
+	if err := w.Send(protocol.Ping{Nonce: s.nonce}); err == nil {
+		s.pongDue = time.After(timeout)
 	}
 }
 
@@ -162,5 +184,5 @@ func (a *agent) probed(up bool) {
 		return
 	}
 	a.setSnap(func(s *agentSnap) { s.state = state })
-	a.respawnLater(a.d.opts.RespawnMax)
+	a.respawnLater(a.opts.RespawnMax)
 }

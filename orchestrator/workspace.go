@@ -255,56 +255,79 @@ func (a *agent) startShim() {
 // made or set up.
 const agentPreparing = "preparing"
 
-// workspacePrepared applies the end of the worktree's preparation: the
-// shim starts, or the agent parks with the problem until `batty resume`.
+// workspacePrepared applies the end of the worktree's preparation
+// (worktree.prepared decides): the shim starts, the agent parks with the
+// problem until `batty resume`, or, when the clone's host did not answer,
+// it is tried again as a shim that could not start there would be
+// (unreachable with the back-off, or a crash when the host answers).
 func (a *agent) workspacePrepared(p prepared) {
-	a.prepDone, a.prepCancel = nil, nil
-	a.wsMade = a.wsMade || p.Made
-	if p.Released != "" {
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
-			Detail: "work left in the worktree here, before the agent works on its host", Data: eventlog.WorkspaceCommitted{Commit: p.Released, WIP: true}})
-	}
-	if p.Created {
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCreated, Agent: a.def.Name,
-			Detail: a.ws.ws.Where(), Data: eventlog.WorkspaceCreated{Branch: workspaces.Branch(a.def.Name), Base: a.ws.base}})
-	}
-	if p.Leftover != "" {
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
-			Detail: "work an earlier run left uncommitted", Data: eventlog.WorkspaceCommitted{Commit: p.Leftover, WIP: true}})
-	}
-	// A merge an earlier run left with conflict markers goes on, as after
-	// a turn: the agent is reminded of it, never parked for it.
-	a.mergeLeft(p.Unresolved)
-	if hostDown(p.err) {
-		// Its clone's host did not answer: tried again as a shim that
-		// could not start there would be (unreachable with the
-		// back-off, or a crash when the host answers).
-		a.log.Warn("The clone on the host could not be prepared", "host", a.def.Host, "error", p.err)
+	switch a.worktree.prepared(p) {
+	case prepHostDown:
 		a.crashedOrUnreachable()
 		return
-	}
-	if p.err != nil {
-		a.wsProblem = a.ws.problem(p.err)
-		a.log.Error("Workspace not ready", "error", p.err)
+	case prepFailed:
 		a.setSnap(func(s *agentSnap) { s.state = agentParked })
 		a.syncParked()
 		a.showWorkspace(p.state)
 		return
 	}
-	if p.retired != "" {
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name,
-			Detail: "the work of its clone on the host it left, brought here", Data: eventlog.WorkspaceCommitted{Commit: p.retired, Branch: workspaces.Branch(a.def.Name)}})
-	}
 	if a.st.WorkspaceHost != a.def.Host {
 		a.st.WorkspaceHost = a.def.Host
 		a.saveState()
 	}
-	a.wsProblem = nil
 	a.syncParked()
 	a.showWorkspace(p.state)
 	if !a.stopping {
 		a.spawn()
 	}
+}
+
+// prepOutcome is what the end of a worktree's preparation means for the
+// agent (worktree.prepared).
+type prepOutcome int
+
+const (
+	prepReady    prepOutcome = iota // the worktree is ready: the shim starts
+	prepFailed                      // it could not be prepared: the agent parks (wsProblem)
+	prepHostDown                    // its clone's host did not answer
+)
+
+// prepared records the end of the worktree's preparation p: what it did
+// goes to the event log (work released here or left by an earlier run,
+// the worktree made, a left host's work brought here), a merge left with
+// conflict markers is remembered (mergeLeft: the agent is reminded of
+// it, never parked for it), and what parks the agent is set or cleared.
+func (w *worktree) prepared(p prepared) prepOutcome {
+	w.prepDone, w.prepCancel = nil, nil
+	w.wsMade = w.wsMade || p.Made
+	if p.Released != "" {
+		w.events(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: w.agent,
+			Detail: "work left in the worktree here, before the agent works on its host", Data: eventlog.WorkspaceCommitted{Commit: p.Released, WIP: true}})
+	}
+	if p.Created {
+		w.events(eventlog.Event{Type: eventlog.EvWorkspaceCreated, Agent: w.agent,
+			Detail: w.ws.ws.Where(), Data: eventlog.WorkspaceCreated{Branch: workspaces.Branch(w.agent), Base: w.ws.base}})
+	}
+	if p.Leftover != "" {
+		w.events(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: w.agent,
+			Detail: "work an earlier run left uncommitted", Data: eventlog.WorkspaceCommitted{Commit: p.Leftover, WIP: true}})
+	}
+	w.mergeLeft(p.Unresolved)
+	if hostDown(p.err) {
+		w.log.Warn("The clone on the host could not be prepared", "error", p.err)
+		return prepHostDown
+	}
+	if p.err != nil {
+		w.wsProblem = w.ws.problem(p.err)
+		w.log.Error("Workspace not ready", "error", p.err)
+		return prepFailed
+	}
+	if p.retired != "" {
+		w.events(eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: w.agent,
+			Detail: "the work of its clone on the host it left, brought here", Data: eventlog.WorkspaceCommitted{Commit: p.retired, Branch: workspaces.Branch(w.agent)}})
+	}
+	w.wsProblem = nil
+	return prepReady
 }
 
 // hostDown reports whether a preparation failed with err because its
@@ -341,58 +364,64 @@ func (a *agent) commitWorkspace(m *inbox.Message, wip bool, why string, then fun
 			st = w.readState()
 		}
 		return func() {
-			a.committed(msg, wip, why, c, err, st)
+			if a.worktree.committed(msg, wip, why, c, err) {
+				a.showWorkspace(st)
+			}
 			then()
 		}
 	})
 }
 
-// committed applies the end of a commit of the worktree: its event, and
-// the state read after it (none when it failed or made no commit).
-func (a *agent) committed(m *inbox.Message, wip bool, why string, c workspaces.Committed, err error, st workspaceRead) {
+// committed records the end of a commit of the worktree (c, or err),
+// made for message m (nil for none): its event, the merge it left
+// (mergeLeft) and the nested repositories it left out (tellNested). It
+// reports whether a commit was made: only a commit changes what status
+// shows of the worktree.
+func (w *worktree) committed(m *inbox.Message, wip bool, why string, c workspaces.Committed, err error) bool {
 	files := workspaces.Unresolved(err)
-	a.mergeLeft(files)
+	w.mergeLeft(files)
 	if files != nil {
 		// No failure: the merge waits for the agent.
-		return
+		return false
 	}
 	if err != nil {
-		a.log.Warn("Committing the worktree failed", "error", err)
-		a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Detail: "worktree not committed: " + err.Error()})
-		return
+		w.log.Warn("Committing the worktree failed", "error", err)
+		w.events(eventlog.Event{Type: eventlog.EvWarning, Agent: w.agent, Detail: "worktree not committed: " + err.Error()})
+		return false
 	}
 	if m != nil {
-		a.tellNested(m.ID, c.Nested)
+		w.tellNested(m.ID, c.Nested)
 	}
-	if c.Made {
-		ev := eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: a.def.Name, Detail: why,
-			Data: eventlog.WorkspaceCommitted{Commit: c.Head, WIP: wip, Branch: workspaces.Branch(a.def.Name)}}
-		if m != nil {
-			ev.Message = m.ID
-		}
-		a.d.events.Append(ev)
-		a.showWorkspace(st)
+	if !c.Made {
+		return false
 	}
+	ev := eventlog.Event{Type: eventlog.EvWorkspaceCommitted, Agent: w.agent, Detail: why,
+		Data: eventlog.WorkspaceCommitted{Commit: c.Head, WIP: wip, Branch: workspaces.Branch(w.agent)}}
+	if m != nil {
+		ev.Message = m.ID
+	}
+	w.events(ev)
+	return true
 }
 
 // tellNested tells the agent, once per daemon, of the repositories nested
 // in its worktree that its commits leave out (workspaces.Repo.Commit), in
 // a message answering req, the message of the turn that made them; a
-// warning says so in the event log. Run's goroutine only.
-func (a *agent) tellNested(req string, nested []string) {
-	fresh := untold(a.nestedTold, nested)
+// warning says so in the event log.
+func (w *worktree) tellNested(req string, nested []string) {
+	fresh := untold(w.nestedTold, nested)
 	if len(fresh) == 0 {
 		return
 	}
-	if a.nestedTold == nil {
-		a.nestedTold = map[string]bool{}
+	if w.nestedTold == nil {
+		w.nestedTold = map[string]bool{}
 	}
 	for _, p := range fresh {
-		a.nestedTold[p] = true
+		w.nestedTold[p] = true
 	}
-	a.d.events.Append(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: req,
+	w.events(eventlog.Event{Type: eventlog.EvWarning, Agent: w.agent, Message: req,
 		Detail: "nested git repositories not committed: " + strings.Join(fresh, ", "), Data: eventlog.Warning{Paths: fresh}})
-	a.tell(req, nestedNote(fresh))
+	w.tell(req, nestedNote(fresh))
 }
 
 // untold returns the paths of nested not in told, in order. It is a pure

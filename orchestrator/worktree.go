@@ -3,15 +3,27 @@ package orchestrator
 import (
 	"context"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/preflight"
 )
 
 // worktree is the agent's room for its git worktree (workspace:
 // worktree): the worktree, its preparation in flight, what parks the
 // agent when it could not be prepared, the merge of a new base it waits
-// for, and what the agent was told. Run's goroutine owns it, except
-// syncReq, workOpen and workTurns (under the agent's mu).
+// for, and what the agent was told. It decides what the end of a step on
+// the worktree means (prepared, committed, merged), tells the event log
+// and the agent (its own inbox) what they must know, and returns what the
+// agent must do. Run's goroutine owns it, except syncReq, workOpen and
+// workTurns (under the agent's mu).
 type worktree struct {
+	agent  string               // the agent's name
+	log    hclog.Logger         // the agent's
+	events func(eventlog.Event) // appends to the event log
+	// tell delivers a note from batty about request req into the agent's
+	// own inbox (agent.tell).
+	tell func(req, body string)
 	// ws is the agent's git worktree, nil for the shared checkout.
 	// prepDone answers a preparation in flight (see startShim),
 	// prepCancel ends it; wsProblem parks the agent when the worktree
