@@ -73,7 +73,7 @@ func (a *agent) followAccount() {
 // what is watched for a fix, is the account it runs on. Its parking follows
 // at once (syncParked). Only run's goroutine calls it.
 func (a *agent) followHealth(home string) {
-	h := a.crew.healthFor(a.def, a.where(), home)
+	h := a.crew.healthFor(a.def, a.host, home)
 	if h == a.health {
 		return
 	}

@@ -169,7 +169,7 @@ func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 		def: def, box: box, log: d.log.Named(def.Name),
 		kick: make(chan struct{}, 1), ctl: newMailbox[agentCtl](), done: make(chan struct{}),
 		supervision: supervision{backoff: d.opts.RespawnMin},
-		placement:   placement{host: here{local: d.localHost()}},
+		placement:   placement{host: here{local: d.localHost}},
 		acct: accountRoom{agent: def.Name, log: d.log.Named(def.Name), account: dispatch.AgentHome(def, d.shimEnviron()),
 			env: accountEnv{quota: d.quota, net: &d.net, crew: d, emit: d.events.Append, log: d.log}},
 	}

@@ -65,9 +65,9 @@ type agentCrew interface {
 	// turnSlots is the pool of turn slots.
 	turnSlots() *slots.Pool
 
-	// healthFor is the health of how agent def runs Codex on host on
-	// with CODEX_HOME home.
-	healthFor(def team.Agent, on host.Host, home string) *health
+	// healthFor is the health of how agent def runs Codex where it
+	// runs (at) with CODEX_HOME home.
+	healthFor(def team.Agent, at reach, home string) *health
 	// deniedDirs are the directories every agent's profile denies.
 	deniedDirs() []string
 	// shimEnviron is the environment every shim starts with.

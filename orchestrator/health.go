@@ -34,7 +34,7 @@ const settle = 250 * time.Millisecond
 type health struct {
 	d      *Daemon
 	target preflight.Target // paths as the host sees them for a host's target
-	host   host.Host        // the host the target's agents run on
+	at     reach            // where the target's agents run
 	kick   chan struct{}    // buffered(1): check now
 	fail   chan struct{}    // buffered(1): a spawn failed; check, keep the failure if the check passes
 
@@ -138,7 +138,7 @@ func (h *health) check(ctx context.Context) bool {
 	// On a host, batty is installed there first (again if it was not);
 	// a host that cannot be reached, or where batty cannot be installed
 	// or run, is a KindHost problem.
-	on := h.host
+	on := h.at.on()
 	r, err := on.Check(ctx, h.target)
 	if err != nil {
 		r = preflight.Report{Problem: on.Unreachable(err, "then `batty resume`")}
@@ -164,7 +164,7 @@ func (h *health) check(ctx context.Context) bool {
 	h.prob, h.checked = p, true
 	h.mu.Unlock()
 	if warn != "" {
-		h.d.log.Warn("Codex of an untested version", "bin", h.target.Bin, "host", h.host.Name(), "version", r.Version, "warning", warn)
+		h.d.log.Warn("Codex of an untested version", "bin", h.target.Bin, "host", h.at.on().Name(), "version", r.Version, "warning", warn)
 	}
 	changed := (old == nil) != (p == nil) || (old != nil && old.String() != p.String())
 	if changed {
@@ -283,7 +283,7 @@ func (h *health) run(ctx context.Context) {
 // for a name, and CODEX_HOME (or its parent while it does not exist). It
 // returns nil when nothing can be watched (the back-off still runs).
 func (h *health) watch() *fsnotify.Watcher {
-	dirs := h.host.WatchDirs(h.target, h.home())
+	dirs := h.at.on().WatchDirs(h.target, h.home())
 	if len(dirs) == 0 {
 		return nil // nothing here to watch (a host's): the back-off checks it
 	}
@@ -416,13 +416,13 @@ func healthTarget(def team.Agent, on host.Host, home string) (preflight.Target, 
 	return t, healthKey(t, on.Name())
 }
 
-// healthFor is the health of agent def on host on with CODEX_HOME home,
-// made when there is none.
-func (d *Daemon) healthFor(def team.Agent, on host.Host, home string) *health {
-	t, key := healthTarget(def, on, home)
+// healthFor is the health of agent def where it runs (at) with
+// CODEX_HOME home, made when there is none.
+func (d *Daemon) healthFor(def team.Agent, at reach, home string) *health {
+	t, key := healthTarget(def, at.on(), home)
 	return d.healths.get(key, func() *health {
 		h := newHealth(d, t)
-		h.host = on
+		h.at = at
 		return h
 	})
 }
@@ -432,7 +432,7 @@ func (d *Daemon) healthFor(def team.Agent, on host.Host, home string) *health {
 func (d *Daemon) initHealth() {
 	for _, a := range d.agents {
 		home, _ := d.quota.HomeOf(a.def.Name)
-		h := d.healthFor(a.def, a.where(), home)
+		h := d.healthFor(a.def, a.host, home)
 		h.join(a)
 		a.health = h
 		a.snap.health = h

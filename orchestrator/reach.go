@@ -33,17 +33,19 @@ type reach interface {
 }
 
 // here is this machine: it always answers, a shim starts at once and
-// writes its own transcript.
-type here struct{ local host.Local }
+// writes its own transcript. local gives this machine's Host when it is
+// asked for (Daemon.localHost: its check starts codex with the daemon's
+// reaper, which is set only once the daemon runs).
+type here struct{ local func() host.Local }
 
 var (
 	_ reach = here{}
 	_ reach = (*remoteHost)(nil)
 )
 
-func (h here) on() host.Host                                     { return h.local }
+func (h here) on() host.Host                                     { return h.local() }
 func (here) probe(string) bool                                   { return true }
 func (here) isDown() bool                                        { return false }
 func (here) reached()                                            {}
-func (h here) ready() bool                                       { return h.local.Ready() }
+func (h here) ready() bool                                       { return h.local().Ready() }
 func (here) attach(w Worker, _, _ string, _ hclog.Logger) Worker { return w }

@@ -46,7 +46,7 @@ const hostProbeTimeout = 15 * time.Second
 // initHosts gives every agent on another host its remoteHost, one per
 // host, in d.hosts (file order); the others stay here.
 func (d *Daemon) initHosts() {
-	byName := map[string]reach{"": here{local: d.localHost()}}
+	byName := map[string]reach{"": here{local: d.localHost}}
 	for _, a := range d.agents {
 		h, err := host.For(d.cfg, a.def)
 		if err != nil {
