@@ -228,15 +228,19 @@ func Filter(ts []Thread, agents []string, all bool, since time.Time) []Thread {
 // ErrNoThread is wrapped by Find's error for a thread no record names.
 var ErrNoThread = errors.New("no such thread")
 
-// Find is the thread whose id is id or starts with it (at least 4
-// characters, naming one thread), and its agent's. Pure.
+// Find is the thread whose id is id, or starts with it, or ends with
+// what follows a leading "…" (as `batty threads` and `batty status` cut
+// an id): at least 4 characters, naming one thread. Pure.
 func Find(ts []Thread, id string) (Thread, error) {
 	var found []Thread
+	tail, isTail := strings.CutPrefix(id, "…")
 	for _, t := range ts {
 		if t.ID == id {
 			return t, nil
 		}
-		if len(id) >= 4 && strings.HasPrefix(t.ID, id) {
+		switch {
+		case isTail && len(tail) >= 4 && strings.HasSuffix(t.ID, tail),
+			!isTail && len(id) >= 4 && strings.HasPrefix(t.ID, id):
 			found = append(found, t)
 		}
 	}
