@@ -63,8 +63,7 @@ var guidePages = map[string]string{
 	"merge": "worktrees.md", "diff": "worktrees.md", "workspace": "worktrees.md",
 	"chat": "schedules-and-fanout.md", "fanout": "schedules-and-fanout.md",
 	"shim": "hosts.md", "preflight": "hosts.md", "clone-host": "hosts.md",
-	"demo": "demo.md",
-	"threads": "watch.md", "search": "watch.md",
+	"demo": "demo.md", "threads": "watch.md", "search": "watch.md",
 }
 
 // guideDir is where the user guide lives, relative to the repository.
