@@ -370,6 +370,28 @@ func (w *Writer) Sync(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
+// SyncAgent is Sync for agent's journal alone: what the daemon calls
+// after it appends a turn of agent, at the cost of that turn.
+func (w *Writer) SyncAgent(ctx context.Context, agent string) (Stats, error) {
+	var st Stats
+	j, err := journal.Open(w.l)
+	if err != nil {
+		return st, err
+	}
+	defer j.Close()
+	var s source
+	var ino int64
+	have := map[string]source{}
+	switch err := w.db.QueryRowContext(ctx, `SELECT ino, size, head FROM sources WHERE file = ?`, journal.FileName(agent)).Scan(&ino, &s.size, &s.head); {
+	case err == nil:
+		s.ino = uint64(ino)
+		have[journal.FileName(agent)] = s
+	case !errors.Is(err, sql.ErrNoRows):
+		return st, fmt.Errorf("read the search index: %w", err)
+	}
+	return st, w.syncFile(ctx, j, agent, have, &st)
+}
+
 // drop deletes a journal's rows and its source.
 func (w *Writer) drop(ctx context.Context, file string) error {
 	tx, err := w.db.BeginTx(ctx, nil)
