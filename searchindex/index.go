@@ -56,7 +56,7 @@ const (
 
 // schemaVersion is the version of the database's tables; an index of
 // another is rebuilt.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // headBytes is how much of a journal's start identifies it.
 const headBytes = 4096
@@ -73,6 +73,10 @@ CREATE TABLE sources(
 	head TEXT NOT NULL
 );
 CREATE TABLE turns(
+	-- The turn's time key: when it ended in microseconds since 1970, one
+	-- more for each turn that ended the same microsecond before it; the
+	-- index's rows are in time order, so the newest hits come first
+	-- without a sort.
 	id INTEGER PRIMARY KEY,
 	key TEXT NOT NULL,
 	agent TEXT NOT NULL,
@@ -505,11 +509,15 @@ func (w *Writer) commitSource(ctx context.Context, tx *sql.Tx, f *journal.File, 
 	return nil
 }
 
+// maxSameTime bounds the turns whose time keys a turn's may follow.
+const maxSameTime = 1 << 16
+
 // inserter adds turns to the index in one transaction.
 type inserter struct{ turn, fts *sql.Stmt }
 
 func prepare(ctx context.Context, tx *sql.Tx) (*inserter, error) {
-	turn, err := tx.PrepareContext(ctx, `INSERT INTO turns(key, agent, role, thread, message, attempt, at, file, off, len) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	turn, err := tx.PrepareContext(ctx, `INSERT INTO turns(id, key, agent, role, thread, message, attempt, at, file, off, len) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(id) DO NOTHING`)
 	if err != nil {
 		return nil, fmt.Errorf("search index: %w", err)
 	}
@@ -522,13 +530,23 @@ func prepare(ctx context.Context, tx *sql.Tx) (*inserter, error) {
 }
 
 func (i *inserter) add(ctx context.Context, file string, off, length int64, r journal.Record) error {
-	res, err := i.turn.ExecContext(ctx, r.Key, r.Agent, r.Role, r.Thread, r.Message.ID, r.Attempt, r.At.UnixNano(), file, off, length)
-	if err != nil {
-		return fmt.Errorf("search index: add %s: %w", r.Key, err)
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return fmt.Errorf("search index: add %s: %w", r.Key, err)
+	id := r.At.UnixMicro()
+	for tries := 0; ; tries++ {
+		res, err := i.turn.ExecContext(ctx, id, r.Key, r.Agent, r.Role, r.Thread, r.Message.ID, r.Attempt, r.At.UnixNano(), file, off, length)
+		if err != nil {
+			return fmt.Errorf("search index: add %s: %w", r.Key, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("search index: add %s: %w", r.Key, err)
+		}
+		if n == 1 {
+			break
+		}
+		if tries == maxSameTime {
+			return fmt.Errorf("search index: add %s: %d turns ended within %d µs of it", r.Key, maxSameTime, maxSameTime)
+		}
+		id++
 	}
 	if _, err := i.fts.ExecContext(ctx, id, r.Message.Body, r.Reply, commandsText(r)); err != nil {
 		return fmt.Errorf("search index: add %s: %w", r.Key, err)

@@ -276,15 +276,17 @@ func (s *searcher) fromIndex(ctx context.Context, db *sql.DB, agents []string, d
 		args = append(args, s.q.Role)
 	}
 	if !s.q.Since.IsZero() {
-		where = append(where, "t.at >= ?")
-		args = append(args, s.q.Since.UnixNano())
+		// A time key is never below its turn's time: the bound lets
+		// the index skip what is older.
+		where = append(where, "fts.rowid >= ?", "t.at >= ?")
+		args = append(args, s.q.Since.UnixMicro(), s.q.Since.UnixNano())
 	}
 	if !s.q.Until.IsZero() {
 		where = append(where, "t.at < ?")
 		args = append(args, s.q.Until.UnixNano())
 	}
 	rows, err := db.QueryContext(ctx, `SELECT t.key, t.agent, t.thread, t.file, t.off, t.len FROM fts JOIN turns t ON t.id = fts.rowid WHERE `+
-		strings.Join(where, " AND ")+` ORDER BY t.at DESC`, args...)
+		strings.Join(where, " AND ")+` ORDER BY fts.rowid DESC`, args...)
 	if err != nil {
 		return fmt.Errorf("search the index: %w", err)
 	}
@@ -301,12 +303,14 @@ func (s *searcher) fromIndex(ctx context.Context, db *sql.DB, agents []string, d
 			continue
 		}
 		r, ok := s.verify(key, agent, thread, file, off, length)
-		if !ok || !Matches(r, s.terms) {
-			// Not the row's turn, or not the text the row indexed.
+		if !ok {
+			// Not the row's turn: its journal is searched directly.
 			s.res.Stale++
 			direct[file] = 0
 			continue
 		}
+		// A turn whose words are not the query's (a character the
+		// index's tokenizer folds otherwise) is not served either.
 		if s.wanted(r) {
 			s.add(r)
 			served++
