@@ -10,7 +10,9 @@
 #   scripts/bench.sh render         # no benchmark: the page from the recorded results
 #
 # Groups: orchestrator drain slots shim protocol idle console fanout codexcli appshare chaos codex
-# ptylog logtail cockpit workspaces hosts. `hosts` (a message to an agent
+# ptylog logtail cockpit workspaces hosts memory. `memory` (search over
+# 10,000 and 1,000,000 synthetic turns, and a turn's indexing) writes about
+# 2 GB in a temporary directory and takes minutes. `hosts` (a message to an agent
 # over ssh against a local one, and 50 agents on one host) needs root, to
 # run an sshd for a user of its own; elsewhere it is recorded as skipped.
 # `codexcli` (a message bare and through
@@ -30,7 +32,7 @@ export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
 CODEX_VERSION=0.171.0
 
-all=(orchestrator drain slots shim protocol idle console fanout codexcli appshare chaos codex ptylog logtail cockpit workspaces hosts)
+all=(orchestrator drain slots shim protocol idle console fanout codexcli appshare chaos codex ptylog logtail cockpit workspaces hosts memory)
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=("${all[@]}")
 [ "${groups[*]}" != render ] || groups=()
@@ -120,6 +122,7 @@ for g in "${groups[@]+"${groups[@]}"}"; do
     logtail) bench "$g" -run '^$' -bench . -benchmem -count 3 ./logtail/ ;;
     cockpit) bench "$g" -run '^$' -bench '^BenchmarkTitleBatch$' -benchtime 100x -count 3 ./cockpit/ ;;
     workspaces) bench "$g" -run '^$' -bench '^BenchmarkCommitPerTurn$' -benchtime 20x -count 3 ./workspaces/ ;;
+    memory) bench "$g" -run '^$' -bench '^Benchmark(Search|IndexTurn)$' -benchtime 1x -timeout 60m ./searchindex/ ;;
     hosts)
       args=(-run '^$' -bench '^BenchmarkHost(Message|CommitPerTurn|FiftyAgents)$' -benchtime 20x -timeout 20m ./orchestrator/)
       if [ "$(id -u)" = 0 ] && [ -x /usr/sbin/sshd ]; then

@@ -237,6 +237,25 @@ var groups = map[string]group{
 			return []derivedRow{{"per-account ÷ per-agent", m, "memory per agent and the wall of 20 agents answering at once, shared over a process each, in %"}}
 		},
 	},
+	"memory": {
+		cols: []column{
+			{"p50", []string{"p50-ms"}},
+			{"p95 (target < 1 s at 1M, < 50 ms at 10k)", []string{"p95-ms"}},
+			{"queries", []string{"queries"}},
+			{"turns", []string{"turns"}},
+			{"index built from the journal (s)", []string{"build-s"}},
+			{"index per 1,000 turns (MB)", []string{"index-MB-per-1000-turns"}},
+			{"journal per 1,000 turns (MB)", []string{"journal-MB-per-1000-turns"}},
+			{"index per turn (ms; target < 1)", []string{"index-ms/turn"}},
+			{"journal append per turn (ms)", []string{"append-ms/turn"}},
+		},
+		rows: []row{
+			{"Search/10k-turns", "10 agents × 100 threads × 10 turns; a mix of queries (rare, one turn in a thousand, common, two words; alone, with an agent, a role or a time filter), 20 hits each, every hit read back from the journal"},
+			{"Search/1M-turns", "the same over 100 agents × 1,000 threads × 10 turns"},
+			{"IndexTurn/sync-every-1", "a turn's journal line appended (fsync) and the index synced after it, on an index of 10,000 turns"},
+			{"IndexTurn/sync-every-10", "the same with a sync every 10 turns, as the daemon's writer takes a second's turns at once under load"},
+		},
+	},
 	"workspaces": {
 		cols: []column{{"per commit", []string{"ns/op"}}},
 		rows: []row{

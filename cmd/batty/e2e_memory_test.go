@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/control"
+	"github.com/battyhq/batty/journal"
+	"github.com/battyhq/batty/searchindex"
+	"github.com/battyhq/batty/threads"
+)
+
+// The real Codex CLI on both runtimes against the mock Responses API: a
+// turn, a reset, a turn on the fresh thread, a restart of the team and a
+// turn more. `batty threads --all` with the team stopped lists each
+// agent's two threads, the first archived by the reset with its one turn,
+// the second current with the turns after the reset and the restart; once
+// the daemon keeps the turn journal, the archived thread's first message
+// is shown and `batty search` finds its turn.
+func TestE2EThreadsAcrossResetAndRestart(t *testing.T) {
+	codexBin := codextest.Codex(t)
+	srv := codextest.NewServer(t)
+	home := srv.WriteHome(t)
+	r := newTeamRun(t, "e2e-memory")
+	r.writeTeam(fmt.Sprintf(`name: e2e-memory
+codex:
+  bin: %s
+  codex_home: %s
+  sandbox: danger-full-access
+roles:
+  - name: eng
+  - name: warm
+    codex:
+      runtime: app-server
+`, codexBin, home))
+	agents := []string{"eng", "warm"}
+	turn := func(n int, word string) {
+		t.Helper()
+		for _, a := range agents {
+			r.must("send", a, fmt.Sprintf("turn %d of %s: %s%s [[mock:reply %s-%d]]", n, a, word, a, a, n))
+		}
+		r.waitStatus(fmt.Sprintf("turn %d", n), func(st control.Status) bool {
+			for _, a := range agents {
+				if s := agentStatus(st, a); s.TurnsCompleted != n || s.State != "idle" {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	r.must("start")
+	turn(1, "zanzibar")
+	for _, a := range agents {
+		r.must("reset", a, "--reason", "a fresh start")
+	}
+	turn(2, "kilimanjaro")
+	r.must("stop", "--timeout", "5s")
+	r.must("start")
+	turn(3, "timbuktu")
+	r.must("stop", "--timeout", "5s")
+
+	var got struct{ Threads []threads.Thread }
+	if err := json.Unmarshal([]byte(r.must("threads", "--all", "--json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	archived := map[string]threads.Thread{}
+	for _, a := range agents {
+		var mine []threads.Thread
+		for _, th := range got.Threads {
+			if th.Agent == a {
+				mine = append(mine, th)
+			}
+		}
+		if len(mine) != 2 {
+			t.Fatalf("%s has %d threads: %+v", a, len(mine), mine)
+		}
+		cur, old := mine[0], mine[1]
+		if cur.State != threads.StateCurrent || cur.Turns != 2 || old.State != threads.StateArchived || old.Ended != threads.EndReset ||
+			old.EndReason != "a fresh start" || old.Turns != 1 || cur.ID == old.ID {
+			t.Fatalf("%s's threads: %+v", a, mine)
+		}
+		archived[a] = old
+	}
+
+	l := layoutOf(t, r.dir)
+	if _, err := os.Stat(filepath.Join(l.Dir, journal.DirName)); os.IsNotExist(err) {
+		t.Skip("the daemon does not keep the turn journal yet (searchindex.Keeper.Append at a turn's end): the texts and search are not checked")
+	}
+	for _, a := range agents {
+		if th := archived[a]; !strings.Contains(th.FirstMessage, "zanzibar"+a) || !strings.Contains(th.LastReply, a+"-1") {
+			t.Errorf("%s's archived thread: %+v", a, th)
+		}
+	}
+	var found struct{ Hits []searchindex.Hit }
+	if err := json.Unmarshal([]byte(r.must("search", "zanzibarwarm", "--json")), &found); err != nil {
+		t.Fatal(err)
+	}
+	if len(found.Hits) != 1 || found.Hits[0].Thread != archived["warm"].ID || found.Hits[0].Agent != "warm" {
+		t.Errorf("search of an archived thread's turn: %+v", found.Hits)
+	}
+	show := r.must("threads", "show", archived["eng"].ID, "--markdown")
+	if !strings.Contains(show, "zanzibareng") || !strings.Contains(show, "eng-1") {
+		t.Errorf("threads show:\n%s", show)
+	}
+}
