@@ -371,8 +371,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return err
 		}
 		dir := filepath.Join(d.lander.box.Dir, "new")
-		if err := w.Add(dir); err != nil {
-			return fmt.Errorf("watch inbox %s: %w", dir, err)
+		if fileEvents != nil {
+			// Without file events (no watcher: inotify's limits) the
+			// rescan pokes the queue.
+			if err := w.Add(dir); err != nil {
+				return fmt.Errorf("watch inbox %s: %w", dir, err)
+			}
 		}
 		owners[dir] = func(string) { d.lander.poke() }
 	}
