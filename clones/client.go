@@ -104,7 +104,8 @@ func (c *Client) Commit(ctx context.Context, ci workspaces.CommitInfo) (workspac
 	if ans.Failure != nil {
 		return workspaces.Committed{}, ans.Failure.Err(c.Host.Name)
 	}
-	return workspaces.Committed{Head: ans.BranchCommit, Made: ans.Committed, Nested: ans.Nested}, nil
+	// The host's answer: as many paths as a commit here names.
+	return workspaces.Committed{Head: ans.BranchCommit, Made: ans.Committed, Nested: ans.Nested, Files: ans.Files[:min(len(ans.Files), workspaces.MaxFiles)]}, nil
 }
 
 // MergeBase implements workspaces.Workspace: the base as it is here goes

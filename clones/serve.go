@@ -202,7 +202,7 @@ func run(ctx, gctx context.Context, repo *workspaces.Repo, req Request, ans *Ans
 			return fmt.Errorf("a commit request without its commit")
 		}
 		c, err := ws.Commit(gctx, *req.Commit)
-		ans.Committed, ans.Nested = c.Made, c.Nested
+		ans.Committed, ans.Nested, ans.Files = c.Made, c.Nested, c.Files
 		return err
 	case OpMerge:
 		res, err := ws.MergeBase(gctx)

@@ -91,8 +91,10 @@ type Answer struct {
 	Committed bool                 `json:"committed,omitempty"`
 	// Nested are the repositories nested in the worktree that the commit
 	// left out (workspaces.Committed.Nested).
-	Nested []string               `json:"nested,omitempty"`
-	Merge  *workspaces.SyncResult `json:"merge,omitempty"`
+	Nested []string `json:"nested,omitempty"`
+	// Files are the paths the commit changed (workspaces.Committed.Files).
+	Files []string               `json:"files,omitempty"`
+	Merge *workspaces.SyncResult `json:"merge,omitempty"`
 	// Merged is the merge of the branch here into the host's (prepare).
 	Merged *workspaces.SyncResult `json:"merged,omitempty"`
 	// Pruned: the clone's worktree or branch was removed (prune).

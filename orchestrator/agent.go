@@ -165,7 +165,7 @@ var errAgentStopped = errors.New("the agent is stopped")
 func newAgent(d *Daemon, def team.Agent, box *inbox.Box) (*agent, error) {
 	a := &agent{
 		agentEnv: agentEnv{emit: d.events.Append, opts: &d.opts, cfg: d.cfg, layout: d.layout,
-			gate: d.gate, budgets: d.budgets, ledger: d.ledger, store: d.store, crew: d},
+			gate: d.gate, budgets: d.budgets, ledger: d.ledger, store: d.store, journal: d.journal, crew: d},
 		def: def, box: box, log: d.log.Named(def.Name),
 		kick: make(chan struct{}, 1), ctl: newMailbox[agentCtl](), done: make(chan struct{}),
 		supervision: supervision{backoff: d.opts.RespawnMin},

@@ -9,6 +9,7 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
+	"github.com/battyhq/batty/searchindex"
 	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/slots"
@@ -31,6 +32,7 @@ type agentEnv struct {
 	budgets *budgetBook
 	ledger  *usage.Ledger
 	store   *inbox.Store
+	journal *searchindex.Keeper // the turn journal and its index
 	crew    agentCrew
 }
 

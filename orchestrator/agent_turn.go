@@ -341,6 +341,7 @@ func (a *agent) turnFinished(e protocol.TurnFinished) {
 // turnCommitted goes on with the end of m's turn e, planned as p, once
 // the turn's edits are committed (turnFinished).
 func (a *agent) turnCommitted(m inbox.Message, e protocol.TurnFinished, p turnPlan) {
+	a.journalTurn(m, e, p.end != turnRecord)
 	a.countTurn(e)
 	if p.quotaHit {
 		a.acct.quotaHit(m.ID, e.Error, time.Time{})

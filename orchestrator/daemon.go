@@ -31,6 +31,7 @@ import (
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/schedule"
+	"github.com/battyhq/batty/searchindex"
 	"github.com/battyhq/batty/slots"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/usage"
@@ -51,6 +52,7 @@ type Daemon struct {
 	events   *eventlog.Log
 	observe  func(eventlog.Event) // sees every event: the alerts' fan-out, Options.OnEvent, AddObserver's
 	ledger   *usage.Ledger        // every finished turn's usage, the accounts' rate-limit windows
+	journal  *searchindex.Keeper  // every finished turn's conversation (the turn journal) and its search index
 	alerts   *alerts.Fanout       // every alert to every sink: on_alert's and AddAlertSink's
 	hook     *alerthook.Hook      // the on_alert sink; nil without on_alert
 	sched    *schedule.Runner     // nil without schedules
@@ -208,6 +210,7 @@ func (d *Daemon) init() error {
 	if d.ledger, err = usage.Open(d.layout); err != nil {
 		return err
 	}
+	d.journal = searchindex.NewKeeper(d.layout, searchindex.KeeperOptions{OnSync: d.indexSynced})
 	if d.budgets, err = newBudgetBook(d.cfg, d.layout, d.ledger.TakeOpened(), d.opts.BudgetClock, d.opts.BudgetLocation); err != nil {
 		return err
 	}
@@ -283,6 +286,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer project.ReleaseLock(d.lock)
 	defer d.events.Close()
 	defer d.ledger.Close()
+	// The search index's one writer, until every agent has stopped (the
+	// deferred calls run in reverse: this one after theirs).
+	indexCtx, stopIndex := context.WithCancel(context.Background())
+	indexed := make(chan struct{})
+	go func() {
+		defer close(indexed)
+		if err := d.journal.Run(indexCtx); err != nil {
+			d.log.Warn("Search index: not kept this run (`batty search` reads the turn journal)", "error", err)
+		}
+	}()
+	defer func() { stopIndex(); <-indexed }()
 	owners := d.watchedInboxes()
 	w, err := fsnotify.NewWatcher()
 	if err == nil {
@@ -635,4 +649,18 @@ func (d *Daemon) newAlertHook() *alerthook.Hook {
 		Env: append(os.Environ(), reap.MarkEnv+"="+d.layout.Dir), Log: d.log.Named("alerts"), Limit: d.opts.AlertQueue,
 		Start: d.startChild, Release: d.releaseChild,
 	})
+}
+
+// indexSynced logs a sync of the search index: what it indexed, what it
+// skipped, and why it failed (tried again with the next).
+func (d *Daemon) indexSynced(st searchindex.Stats, err error) {
+	if err != nil {
+		d.log.Warn("Search index", "error", err)
+	}
+	for _, s := range st.Skips {
+		d.log.Warn("Turn journal: a line skipped", "where", s.String())
+	}
+	if st.Indexed+st.Reindexed > 0 {
+		d.log.Debug("Search index synced", "indexed", st.Indexed, "reindexed", st.Reindexed)
+	}
 }

@@ -5,8 +5,10 @@ import (
 
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/journal"
 	"github.com/battyhq/batty/protocol"
 	"github.com/battyhq/batty/usage"
+	"github.com/battyhq/batty/workspaces"
 )
 
 // ledgerTurn appends the usage of m's turn e to the usage ledger (again:
@@ -28,6 +30,24 @@ func (a *agent) ledgerTurn(m inbox.Message, e protocol.TurnFinished, again bool)
 		// Counted once, as the ledger counts it (a turn held in memory
 		// to be written counts too).
 		a.crew.budgetTurn(t)
+	}
+}
+
+// journalTurn records m's turn e in the agent's turn journal (again: m
+// goes back to the queue), with the commit it made, once its edits are
+// committed and before its outcome is recorded (searchindex.Keeper.Append:
+// one fsynced line; the index follows on its own goroutine). A failure is
+// logged and told as a warning: the turn goes on.
+func (a *agent) journalTurn(m inbox.Message, e protocol.TurnFinished, again bool) {
+	c := a.worktree.turnCommitOf(m.ID)
+	t := journal.Turn{Agent: a.def.Name, Role: a.def.Role, Account: a.acct.name(), Host: a.def.Host,
+		Message: m, Finished: e, At: a.opts.BudgetClock.Now().UTC(), Again: again, Files: c.files}
+	if c.head != "" {
+		t.Commit = journal.Commit{SHA: c.head, Branch: workspaces.Branch(a.def.Name)}
+	}
+	if err := a.journal.Append(t); err != nil {
+		a.log.Error("Turn journal", "message", m.ID, "error", err)
+		a.emit(eventlog.Event{Type: eventlog.EvWarning, Agent: a.def.Name, Message: m.ID, Detail: "turn journal: " + err.Error()})
 	}
 }
 

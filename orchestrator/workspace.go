@@ -392,6 +392,12 @@ func (w *worktree) committed(m *inbox.Message, wip bool, why string, c workspace
 	if m != nil {
 		w.tellNested(m.ID, c.Nested)
 	}
+	if m != nil {
+		w.turnCommit = turnCommit{msg: m.ID}
+		if c.Made {
+			w.turnCommit.head, w.turnCommit.files = c.Head, c.Files
+		}
+	}
 	if !c.Made {
 		return false
 	}

@@ -53,6 +53,26 @@ type worktree struct {
 	// held conflict markers when the last commit was tried (nil: none):
 	// each message sent reminds the agent of them (see mergeLeft).
 	unresolved []string
+	// turnCommit is the last commit made for a message's turn (committed),
+	// which its journal line names (turnCommitOf).
+	turnCommit turnCommit
+}
+
+// turnCommit is the commit made for message msg: head, the paths it
+// changed.
+type turnCommit struct {
+	msg   string
+	head  string
+	files []string
+}
+
+// turnCommitOf is the commit made for message id's turn as the last
+// commit for a message found it; zero when it made none.
+func (w *worktree) turnCommitOf(id string) turnCommit {
+	if w.turnCommit.msg != id {
+		return turnCommit{}
+	}
+	return w.turnCommit
 }
 
 // stopPreparing cancels a preparation in flight and waits for it.

@@ -49,7 +49,13 @@ type Committed struct {
 	// out (paths in the worktree, at most maxNested of them), whether or
 	// not a commit was made.
 	Nested []string
+	// Files are the paths the commit changed (added, modified, deleted;
+	// at most MaxFiles of them, in git's order), none when none was made.
+	Files []string
 }
+
+// MaxFiles bounds how many paths Committed.Files names.
+const MaxFiles = 1000
 
 // Commit commits everything that changed in the agent's worktree (git add
 // -A, untracked files included, ignored ones not) on its branch, and
@@ -173,6 +179,11 @@ func (r *Repo) commitLocked(ctx context.Context, ci CommitInfo) (Committed, erro
 		return fail(err)
 	}
 	sha := strings.TrimSpace(out)
+	// What it changed, tree against tree: no walk of the worktree.
+	files, err := changedFiles(ctx, g, headTree, tree)
+	if err != nil {
+		return fail(err)
+	}
 	// Only from head: a branch that moved meanwhile is not overwritten.
 	subject, _, _ := strings.Cut(msg, "\n")
 	if _, err := g.Run(ctx, "update-ref", "-m", "commit: "+subject, branchRef(ci.Agent), sha, head); err != nil {
@@ -184,7 +195,27 @@ func (r *Repo) commitLocked(ctx context.Context, ci CommitInfo) (Committed, erro
 			return fail(err)
 		}
 	}
-	return Committed{Head: sha, Made: true, Nested: clipList(nested, maxNested)}, nil
+	return Committed{Head: sha, Made: true, Nested: clipList(nested, maxNested), Files: files}, nil
+}
+
+// changedFiles lists the paths that differ between trees from and to (at
+// most MaxFiles), as git diff-tree names them, without rename detection.
+func changedFiles(ctx context.Context, g Git, from, to string) ([]string, error) {
+	out, err := g.Run(ctx, "diff-tree", "-r", "--name-only", "--no-renames", "-z", from, to)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, f := range strings.Split(out, "\x00") {
+		if f == "" {
+			continue
+		}
+		if len(files) == MaxFiles {
+			break
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 // maxNested bounds how many nested repositories Committed.Nested names.

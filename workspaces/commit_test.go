@@ -62,6 +62,10 @@ func TestCommitAuthorTrailerAndFiles(t *testing.T) {
 	if strings.Contains(files, ".batty") {
 		t.Errorf("commit has an ignored file: %q", files)
 	}
+	// Committed names what the commit changed, as git does.
+	if got, want := strings.Join(c.Files, "\n")+"\n", files; got != want {
+		t.Errorf("Committed.Files = %q, git names %q", got, want)
+	}
 	if got := f.rev("main"); got != mainHead {
 		t.Fatal("main moved")
 	}
