@@ -192,7 +192,7 @@ func label(s string) string {
 // statusCollector reads the gauges from the daemon's status at each
 // scrape: nothing runs between scrapes.
 type statusCollector struct {
-	status                                  func() control.Status
+	status                        func() control.Status
 	backlog, state, budget, limit *prometheus.Desc
 }
 
