@@ -57,7 +57,7 @@ type Ledger struct {
 	pending []Turn          // turns whose append failed, written before the next one
 	threads map[string]Turn // each agent's last turn appended
 	last    map[string]LimitSample
-	opened  []Turn // the turns read at Open, until TakeOpened
+	opened  []Turn     // the turns read at Open, until TakeOpened
 	observe func(Turn) // SetObserver
 }
 
