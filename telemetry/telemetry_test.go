@@ -2,13 +2,17 @@ package telemetry
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -315,3 +319,51 @@ func grepBatty(body string) string {
 }
 
 var _ sdktrace.SpanExporter = (*tracetest.InMemoryExporter)(nil)
+
+// Every series the Grafana dashboard (docs/telemetry-dashboard.json)
+// queries is one batty serves.
+func TestDashboardQueriesServedMetrics(t *testing.T) {
+	b, err := os.ReadFile("../docs/telemetry-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]bool{}
+	m := newMetrics(prometheus.NewRegistry(), func(string) string { return "" })
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		defer close(ch)
+		for _, c := range []prometheus.Collector{m.messages, m.turns, m.turnDuration, m.tokens, m.slotWait, m.landings, m.verify,
+			m.restarts, m.alerts, newStatusCollector(nil)} {
+			c.Describe(ch)
+		}
+	}()
+	fq := regexp.MustCompile(`fqName: "([a-z_]+)"`)
+	for desc := range ch {
+		served[fq.FindStringSubmatch(desc.String())[1]] = true
+	}
+	name := regexp.MustCompile(`batty_[a-z_]+`)
+	for _, p := range d.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q queries nothing", p.Title)
+		}
+		for _, tg := range p.Targets {
+			for _, m := range name.FindAllString(tg.Expr, -1) {
+				base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_count"), "_sum")
+				if !served[base] {
+					t.Errorf("panel %q queries %s, which batty does not serve", p.Title, m)
+				}
+			}
+		}
+	}
+}
