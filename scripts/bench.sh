@@ -9,7 +9,7 @@
 #   scripts/bench.sh shim chaos     # only these groups
 #   scripts/bench.sh render         # no benchmark: the page from the recorded results
 #
-# Groups: orchestrator drain slots shim protocol idle console fanout codexcli appshare chaos codex
+# Groups: orchestrator drain slots shim protocol idle console telemetry fanout codexcli appshare chaos codex
 # ptylog logtail cockpit workspaces hosts. `hosts` (a message to an agent
 # over ssh against a local one, and 50 agents on one host) needs root, to
 # run an sshd for a user of its own; elsewhere it is recorded as skipped.
@@ -30,7 +30,7 @@ export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
 CODEX_VERSION=0.171.0
 
-all=(orchestrator drain slots shim protocol idle console fanout codexcli appshare chaos codex ptylog logtail cockpit workspaces hosts)
+all=(orchestrator drain slots shim protocol idle console telemetry fanout codexcli appshare chaos codex ptylog logtail cockpit workspaces hosts)
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=("${all[@]}")
 [ "${groups[*]}" != render ] || groups=()
@@ -99,6 +99,7 @@ for g in "${groups[@]+"${groups[@]}"}"; do
     protocol) bench "$g" -run '^$' -bench . -benchmem -benchtime 2s -count 3 ./protocol/ ;;
     idle) bench "$g" -run '^$' -bench '^BenchmarkIdleTeam100$' -benchtime 1x -timeout 10m ./cmd/batty/ ;;
     console) bench "$g" -run '^$' -bench '^BenchmarkConsole100$' -benchtime 1x -count 3 -timeout 15m ./cmd/batty/ ;;
+    telemetry) bench "$g" -run '^$' -bench '^BenchmarkTelemetry100$' -benchtime 1x -count 3 -timeout 20m ./cmd/batty/ ;;
     fanout) bench "$g" -run '^$' -bench '^BenchmarkFanout100Rows64$' -benchtime 1x -count 3 ./fanout/ ;;
     codexcli)
       args=(-run '^$' -bench '^BenchmarkCodexMessage$' -benchtime 20x -timeout 10m ./cmd/batty/)
