@@ -23,21 +23,22 @@ import (
 )
 
 // BenchmarkTelemetry100 measures what telemetry costs an idle 100-agent
-// team run by the real batty binary (its codex the fake), in the same run:
-// once with telemetry off and once with metrics and traces on — /metrics
-// scraped every second, spans exported over OTLP HTTP to a collector on
-// this machine that takes every export (a stand-in that answers at once);
-// off first in one run, on first in the next.
-// For each it reports the daemon's CPU over a 20-second window while the
-// team is idle, as a percentage of one core (off-cpu-%, on-cpu-%; the
-// difference cpu-extra-%), and the dispatch latency of 20 messages to one
-// agent sent one after another — from the time in the message's id (its
-// creation by `batty send`) to its delivered event — their median
+// team run by the real batty binary (its codex the fake): two such teams
+// run side by side, one with telemetry off and one with metrics and traces
+// on — /metrics scraped every second, spans exported over OTLP HTTP to a
+// collector on this machine that takes every export (a stand-in that
+// answers at once) — so that both see the same load of the machine. It
+// reports each daemon's CPU over the same 20-second window while both
+// teams are idle, as a percentage of one core (off-cpu-%, on-cpu-%; the
+// difference cpu-extra-%), and the dispatch latency of 30 messages to one
+// agent of each team, sent in pairs one after another (off first in one
+// pair, on first in the next) — from the time in the message's id (its
+// creation by `batty send`) to its delivered event — their medians
 // (off-dispatch-p50-ms, on-dispatch-p50-ms; on ÷ off as
-// dispatch-ratio-%). With telemetry on the collector must have received
-// spans, and /metrics every scrape. Run with -benchtime 1x.
+// dispatch-ratio-%). The collector must have received spans and
+// /metrics most scrapes. Run with -benchtime 1x.
 func BenchmarkTelemetry100(b *testing.B) {
-	const agents, messages = 100, 20
+	const agents, messages = 100, 30
 	const window = 20 * time.Second
 	self := projecttest.Executable(b) // outside /tmp, where the agents may write
 	var exports atomic.Int64
@@ -51,99 +52,102 @@ func BenchmarkTelemetry100(b *testing.B) {
 	}))
 	defer collector.Close()
 	for range b.N {
-		figures := map[string]float64{}
-		// Off first in one run, on first in the next: neither gets the
-		// machine's quieter half every time.
-		order := []bool{false, true}
-		if telemetryRuns.Add(1)%2 == 0 {
-			order = []bool{true, false}
-		}
 		exports.Store(0)
-		for _, on := range order {
-			mode := "off"
-			yaml := fakeTeamYAML("telemetry", self, b.TempDir(), agents)
-			metrics := ""
-			if on {
-				mode = "on"
-				metrics = "127.0.0.1:" + strconv.Itoa(telemetrytest.FreePort(b))
-				yaml += fmt.Sprintf("telemetry:\n  metrics: %q\n  otlp: {endpoint: %q}\n", metrics, collector.URL)
-			}
-			before := exports.Load()
-			p := newBenchProject(b, yaml)
-			p.batty("start", "--no-tmux")
-			_, pids := p.idleTeam(agents)
+		metrics := "127.0.0.1:" + strconv.Itoa(telemetrytest.FreePort(b))
+		off := newBenchProject(b, fakeTeamYAML("telemetry-off", self, b.TempDir(), agents))
+		on := newBenchProject(b, fakeTeamYAML("telemetry-on", self, b.TempDir(), agents)+
+			fmt.Sprintf("telemetry:\n  metrics: %q\n  otlp: {endpoint: %q}\n", metrics, collector.URL))
+		off.batty("start", "--no-tmux")
+		on.batty("start", "--no-tmux")
+		_, offPIDs := off.idleTeam(agents)
+		_, onPIDs := on.idleTeam(agents)
 
-			var scrapes atomic.Int64
-			stopScrape := make(chan struct{})
-			var wg sync.WaitGroup
-			if on {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					tick := time.NewTicker(time.Second)
-					defer tick.Stop()
-					for {
-						select {
-						case <-stopScrape:
-							return
-						case <-tick.C:
-						}
-						resp, err := http.Get("http://" + metrics + "/metrics")
-						if err != nil {
-							continue
-						}
-						io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						if resp.StatusCode == http.StatusOK {
-							scrapes.Add(1)
-						}
-					}
-				}()
-			}
-			t0, c0 := time.Now(), cpuTicks(b, pids[:1])
-			time.Sleep(window) // the measurement window itself
-			cpu := float64(cpuTicks(b, pids[:1])-c0) / procstat.ClockTicks / time.Since(t0).Seconds() * 100
-
-			var ids []string
-			for k := 1; k <= messages; k++ {
-				out := p.batty("send", "eng-1", fmt.Sprintf("message %d", k))
-				id := messageID.FindString(out)
-				if id == "" {
-					b.Fatalf("no message id in %q", out)
+		var scrapes atomic.Int64
+		stopScrape := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stopScrape:
+					return
+				case <-tick.C:
 				}
-				ids = append(ids, id)
-				p.waitStatus("the turn", time.Minute, func(st control.Status) bool {
-					for _, a := range st.Agents {
-						if a.Name == "eng-1" {
-							return a.TurnsCompleted >= k && a.State == "idle"
-						}
-					}
-					return false
-				})
+				resp, err := http.Get("http://" + metrics + "/metrics")
+				if err != nil {
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					scrapes.Add(1)
+				}
 			}
-			close(stopScrape)
-			wg.Wait()
-			lat := dispatchLatencies(b, p.dir, ids)
-			p.stop(pids)
-			if on && (exports.Load() == before || scrapes.Load() < int64(window/time.Second)/2) {
-				b.Fatalf("telemetry on: %d exports, %d scrapes", exports.Load(), scrapes.Load())
+		}()
+		daemons := []int{offPIDs[0], onPIDs[0]}
+		t0 := time.Now()
+		c0 := []int64{cpuTicks(b, daemons[:1]), cpuTicks(b, daemons[1:])}
+		time.Sleep(window) // the measurement window itself
+		elapsed := time.Since(t0).Seconds()
+		offCPU := float64(cpuTicks(b, daemons[:1])-c0[0]) / procstat.ClockTicks / elapsed * 100
+		onCPU := float64(cpuTicks(b, daemons[1:])-c0[1]) / procstat.ClockTicks / elapsed * 100
+
+		var offIDs, onIDs []string
+		for k := 1; k <= messages; k++ {
+			pair := []*benchProject{off, on}
+			if k%2 == 0 {
+				pair = []*benchProject{on, off}
 			}
-			if !on && exports.Load() != before {
-				b.Fatalf("telemetry off exported %d times", exports.Load()-before)
+			for _, p := range pair {
+				id := sendAndWait(b, p, "eng-1", k)
+				if p == off {
+					offIDs = append(offIDs, id)
+				} else {
+					onIDs = append(onIDs, id)
+				}
 			}
-			figures[mode+"-cpu-%"] = cpu
-			figures[mode+"-dispatch-p50-ms"] = medianOf(lat)
 		}
-		for k, v := range figures {
-			b.ReportMetric(v, k)
+		close(stopScrape)
+		wg.Wait()
+		offLat := dispatchLatencies(b, off.dir, offIDs)
+		onLat := dispatchLatencies(b, on.dir, onIDs)
+		off.stop(offPIDs)
+		on.stop(onPIDs)
+		if exports.Load() == 0 || scrapes.Load() < int64(window/time.Second)/2 {
+			b.Fatalf("telemetry on: %d exports, %d scrapes", exports.Load(), scrapes.Load())
 		}
-		b.ReportMetric(figures["on-cpu-%"]-figures["off-cpu-%"], "cpu-extra-%")
-		b.ReportMetric(figures["on-dispatch-p50-ms"]/figures["off-dispatch-p50-ms"]*100, "dispatch-ratio-%")
+		b.ReportMetric(offCPU, "off-cpu-%")
+		b.ReportMetric(onCPU, "on-cpu-%")
+		b.ReportMetric(onCPU-offCPU, "cpu-extra-%")
+		b.ReportMetric(medianOf(offLat), "off-dispatch-p50-ms")
+		b.ReportMetric(medianOf(onLat), "on-dispatch-p50-ms")
+		b.ReportMetric(medianOf(onLat)/medianOf(offLat)*100, "dispatch-ratio-%")
 	}
 }
 
-// telemetryRuns counts BenchmarkTelemetry100's runs in this process (-count).
-var telemetryRuns atomic.Int64
+// sendAndWait sends the k-th message to agent of p's team and waits until
+// the agent has completed k turns and is idle; it returns the message's
+// id.
+func sendAndWait(b *testing.B, p *benchProject, agent string, k int) string {
+	b.Helper()
+	out := p.batty("send", agent, fmt.Sprintf("message %d", k))
+	id := messageID.FindString(out)
+	if id == "" {
+		b.Fatalf("no message id in %q", out)
+	}
+	p.waitStatus("the turn", time.Minute, func(st control.Status) bool {
+		for _, a := range st.Agents {
+			if a.Name == agent {
+				return a.TurnsCompleted >= k && a.State == "idle"
+			}
+		}
+		return false
+	})
+	return id
+}
 
 // dispatchLatencies returns, for each message of ids, the time from its
 // creation (the time in its id) to its first delivered event, in

@@ -131,7 +131,7 @@ var groups = map[string]group{
 			{"on", []string{"on-dispatch-p50-ms"}},
 			{"on ÷ off (target ≤ 105 %)", []string{"dispatch-ratio-%"}},
 		},
-		rows: []row{{"Telemetry100", "the real `batty` binary, 100 agents on a fake codex, off then on in the same run: on, /metrics scraped every second and spans exported over OTLP HTTP to a collector on this machine; the daemon's CPU over 20 s idle; 20 messages to one agent one after another, from `batty send` to their delivery"}},
+		rows: []row{{"Telemetry100", "the real `batty` binary: two teams of 100 agents on a fake codex side by side, one with telemetry off, one with /metrics scraped every second and spans exported over OTLP HTTP to a collector on this machine; each daemon's CPU over the same 20 s, idle; 30 messages to one agent of each, in alternating pairs, from `batty send` to their delivery"}},
 	},
 	"slots": {
 		cols: []column{
