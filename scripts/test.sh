@@ -82,8 +82,8 @@ done
 # cores), each into a directory named after its version. Jaeger's module
 # replaces a dependency, which `go install mod@version` refuses: it is
 # built as a tool of a module made for it, with the same replacement.
-build_tool() { # build_tool module@version [replace...]
-  local mod="$1"; shift
+build_tool() { # build_tool module@version build-tags [replace...]
+  local mod="$1" tags="$2"; shift 2
   local name="${mod%@*}" version="${mod#*@}"
   name="${name##*/}"
   local d="$BATTY_TELEMETRY_CACHE/$name-$version"
@@ -92,18 +92,20 @@ build_tool() { # build_tool module@version [replace...]
   mkdir -p "$d"
   local start=$SECONDS
   if [ $# -eq 0 ]; then
-    GOBIN="$d" go install -trimpath "$mod"
+    GOBIN="$d" go install -trimpath -tags "$tags" "$mod"
   else
     local m="$d/module"
     rm -rf "$m" && mkdir -p "$m"
     (cd "$m" && go mod init batty-telemetry-tool >/dev/null 2>&1 &&
       for r in "$@"; do go mod edit -replace "$r"; done &&
-      go get -tool "$mod" && go build -trimpath -o "$d/$name" "${mod%@*}")
+      go get -tool "$mod" && go build -trimpath -tags "$tags" -o "$d/$name" "${mod%@*}")
   fi
   echo "==> $name built in $((SECONDS - start)) s"
 }
-build_tool "$PROMETHEUS_MODULE"
-build_tool "$JAEGER_MODULE" "$JAEGER_REPLACE"
+# Prometheus without its service discoveries (the tests list their
+# target): far fewer packages to compile.
+build_tool "$PROMETHEUS_MODULE" remove_all_sd
+build_tool "$JAEGER_MODULE" "" "$JAEGER_REPLACE"
 
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
