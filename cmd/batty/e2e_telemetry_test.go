@@ -306,3 +306,22 @@ func spanNames(spans []telemetrytest.Span) []string {
 	slices.Sort(out)
 	return out
 }
+
+// `batty validate` refuses metrics on a wide address without TLS, and
+// warns of one served in the clear with insecure: true.
+func TestValidateMetricsListen(t *testing.T) {
+	dir := fakeTeam(t, "wide", 1)
+	appendTeam(t, dir, "telemetry: {metrics: \"0.0.0.0:9464\"}\n")
+	_, errOut, code := runBattyIn(t, dir, nil, "", "validate")
+	if code != 1 || !strings.Contains(errOut, `telemetry.metrics "0.0.0.0:9464" is not a loopback address: it needs TLS`) {
+		t.Fatalf("validate of wide metrics without TLS: exit %d\n%s", code, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "team.yaml"), []byte(strings.Replace(readFile(t, filepath.Join(dir, "team.yaml")),
+		`telemetry: {metrics: "0.0.0.0:9464"}`, `telemetry: {metrics: {listen: "0.0.0.0:9464", insecure: true}}`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runBattyIn(t, dir, nil, "", "validate")
+	if code != 0 || !strings.Contains(out, "valid") || !strings.Contains(errOut, `batty: warning: team.yaml: telemetry.metrics "0.0.0.0:9464" is not a loopback address and insecure: true serves it without TLS`) {
+		t.Fatalf("validate of insecure wide metrics: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
