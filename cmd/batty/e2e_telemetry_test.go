@@ -130,8 +130,10 @@ var messageID = regexp.MustCompile(`[0-9]{8}T[0-9]{6}\.[0-9]{9}Z-[0-9a-f]{8}`)
 // app-server agent in a worktree whose turn runs `batty merge`: its query
 // API shows the message's spans — queued, the turn, the commit, the reply
 // — in order under the message, with the agent, role, model, message id,
-// tokens and outcome, and the landing the turn asked for (its merge,
-// verify and land) under the same message. No text of the prompt or the
+// tokens and outcome, the landing the turn asked for (its merge, verify
+// and land) under the same message, and Codex's own spans of the turn
+// (its OpenTelemetry export pointed at the same Jaeger) under batty's turn
+// span. No text of the prompt or the
 // reply is in any span (include_text is off). A second team, with no
 // telemetry key and the standard variables pointing at the same Jaeger
 // but OTEL_SDK_DISABLED, exports nothing.
@@ -165,6 +167,9 @@ codex:
   bin: %s
   codex_home: %s
   model: gpt-5
+  config:
+    otel.trace_exporter.otlp-http.endpoint: %q
+    otel.trace_exporter.otlp-http.protocol: binary
 workspace:
   verify: test -s feature.txt
 telemetry:
@@ -174,7 +179,7 @@ telemetry:
     workspace: worktree
     codex:
       runtime: app-server
-`, codexBin, home, jaeger.OTLPHTTP, sandboxOrOff(t)))
+`, codexBin, home, jaeger.OTLPHTTP+"/v1/traces", jaeger.OTLPHTTP, sandboxOrOff(t)))
 	for name, text := range map[string]string{"README": "hello\n", ".gitignore": ".batty/\n"} {
 		if err := os.WriteFile(filepath.Join(r.dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -195,10 +200,10 @@ telemetry:
 		return len(st.Landings) > 0 && (st.Landings[0].State == "landed" || st.Landings[0].State == "failed") &&
 			agentStatus(st, "eng").TurnsCompleted == 1
 	})
-	// The batch leaves within a second or so; stopping the team sends what
-	// is left.
-	r.must("stop", "--timeout", "5s")
+	// Both batty's spans and Codex's (its own export, in batches) arrive
+	// while the team runs.
 	tid := traceid.Trace(id)
+	turnSpan := traceid.Span(id, traceid.Turn, 1, "")
 	var spans []telemetrytest.Span
 	deadline := time.Now().Add(telemetryWait)
 	for {
@@ -206,7 +211,9 @@ telemetry:
 		if spans, err = jaeger.Trace(hex.EncodeToString(tid[:])); err != nil {
 			t.Fatal(err)
 		}
-		if hasSpans(spans, "message", "turn 1", "landing") {
+		if hasSpans(spans, "message", "turn 1", "landing", "land") && slices.ContainsFunc(spans, func(s telemetrytest.Span) bool {
+			return s.Parent() == hex.EncodeToString(turnSpan[:]) && s.OperationName != "commit"
+		}) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -214,6 +221,7 @@ telemetry:
 		}
 		time.Sleep(200 * time.Millisecond) // Jaeger is another process
 	}
+	r.must("stop", "--timeout", "5s")
 	byName := map[string]telemetrytest.Span{}
 	for _, s := range spans {
 		byName[s.OperationName] = s
@@ -241,6 +249,17 @@ telemetry:
 	turn := byName["turn 1"]
 	if want := traceid.TurnParent(id, 1); !strings.Contains(want, turn.SpanID) {
 		t.Fatalf("turn span %s, the shim handed Codex %s", turn.SpanID, want)
+	}
+	// Codex's own spans of the turn hang under batty's turn span: the
+	// app-server took the trace context of turn/start.
+	var codexSpans []string
+	for _, s := range spans {
+		if s.Parent() == turn.SpanID && s.ProcessID != turn.ProcessID {
+			codexSpans = append(codexSpans, s.OperationName)
+		}
+	}
+	if len(codexSpans) == 0 {
+		t.Fatalf("no span of Codex under the turn span in %v", spanNames(spans))
 	}
 	for key, want := range map[string]any{"batty.agent": "eng", "batty.role": "eng", "batty.model": "gpt-5", "batty.message.id": id, "batty.outcome": "completed"} {
 		if v, ok := turn.Tag(key); !ok || v != want {
@@ -272,6 +291,9 @@ telemetry:
 		at = s.StartTime
 	}
 	for _, s := range spans {
+		if s.ProcessID != root.ProcessID {
+			continue // Codex's: what it exports is its own setting
+		}
 		for _, kv := range s.Tags {
 			if strings.Contains(fmt.Sprint(kv.Value), "PROMPTTEXT") || strings.Contains(fmt.Sprint(kv.Value), "from the turn") {
 				t.Fatalf("span %s carries text: %s=%v", s.OperationName, kv.Key, kv.Value)
