@@ -133,7 +133,8 @@ var messageID = regexp.MustCompile(`[0-9]{8}T[0-9]{6}\.[0-9]{9}Z-[0-9a-f]{8}`)
 // tokens and outcome, the landing the turn asked for (its merge, verify
 // and land) under the same message, and Codex's own spans of the turn
 // (its OpenTelemetry export pointed at the same Jaeger) under batty's turn
-// span. No text of the prompt or the
+// span — also for an agent on the daemon's shared app-server, through its
+// broker. No text of the prompt or the
 // reply is in any span (include_text is off). A second team, with no
 // telemetry key and the standard variables pointing at the same Jaeger
 // but OTEL_SDK_DISABLED, exports nothing.
@@ -179,6 +180,10 @@ telemetry:
     workspace: worktree
     codex:
       runtime: app-server
+  - name: ops
+    codex:
+      runtime: app-server
+      app_server: per-account
 `, codexBin, home, jaeger.OTLPHTTP+"/v1/traces", jaeger.OTLPHTTP, sandboxOrOff(t)))
 	for name, text := range map[string]string{"README": "hello\n", ".gitignore": ".batty/\n"} {
 		if err := os.WriteFile(filepath.Join(r.dir, name), []byte(text), 0o644); err != nil {
@@ -196,9 +201,12 @@ telemetry:
 	if id == "" {
 		t.Fatalf("no message id in %q", out)
 	}
+	// ops' turn runs on the daemon's shared app-server, through its
+	// broker.
+	opsID := messageID.FindString(r.must("send", "ops", "ops [[mock:reply done]]"))
 	r.waitStatus("eng's landing to end", func(st control.Status) bool {
 		return len(st.Landings) > 0 && (st.Landings[0].State == "landed" || st.Landings[0].State == "failed") &&
-			agentStatus(st, "eng").TurnsCompleted == 1
+			agentStatus(st, "eng").TurnsCompleted == 1 && agentStatus(st, "ops").TurnsCompleted == 1
 	})
 	// Both batty's spans and Codex's (its own export, in batches) arrive
 	// while the team runs.
@@ -218,6 +226,21 @@ telemetry:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("trace of %s: %d spans %v", id, len(spans), spanNames(spans))
+		}
+		time.Sleep(200 * time.Millisecond) // Jaeger is another process
+	}
+	// Codex's spans of ops' turn, through the broker, under its turn span.
+	opsTID, opsTurn := traceid.Trace(opsID), traceid.Span(opsID, traceid.Turn, 1, "")
+	for {
+		opsSpans, err := jaeger.Trace(hex.EncodeToString(opsTID[:]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(opsSpans, func(s telemetrytest.Span) bool { return s.Parent() == hex.EncodeToString(opsTurn[:]) }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no span of Codex under ops' turn span (through the shared app-server): %v", spanNames(opsSpans))
 		}
 		time.Sleep(200 * time.Millisecond) // Jaeger is another process
 	}
