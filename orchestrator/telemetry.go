@@ -27,7 +27,7 @@ func (d *Daemon) initTelemetry() error {
 		roles[def.Name] = def.Role
 	}
 	tel, err := telemetry.New(context.Background(), telemetry.Options{Team: d.cfg.Name, Config: d.cfg.Telemetry, Roles: roles,
-		Status: d.Status, Log: d.log.Named("telemetry")})
+		Status: d.Status, Log: d.log.Named("telemetry"), MessageText: d.messageText})
 	if err != nil {
 		return err
 	}
@@ -39,6 +39,20 @@ func (d *Daemon) initTelemetry() error {
 	d.events.SetObserver(d.observe)
 	d.ledger.SetObserver(tel.Turn)
 	return nil
+}
+
+// messageText is the text of message id in agent's inbox, "" when it
+// cannot be read (telemetry.include_text). Safe from any goroutine.
+func (d *Daemon) messageText(agent, id string) string {
+	a := d.byName[agent]
+	if a == nil || a.box == nil {
+		return ""
+	}
+	m, _, err := a.box.Get(id)
+	if err != nil {
+		return ""
+	}
+	return m.Body
 }
 
 // MetricsHandler serves the team's metrics in Prometheus' exposition

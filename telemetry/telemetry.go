@@ -58,6 +58,10 @@ type Options struct {
 	Getenv func(string) string
 	// Log receives the exporter's errors (default: discarded).
 	Log hclog.Logger
+	// MessageText returns the text of message id in agent's inbox ("" when
+	// it cannot be read); read only with Config.IncludeText, for the
+	// message span. Nil: none.
+	MessageText func(agent, id string) string
 	// Exporter, when set, takes the spans in place of the OTLP exporter
 	// (tests); traces are on then.
 	Exporter sdktrace.SpanExporter
@@ -133,6 +137,9 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(withTeam(res, o.Team)),
 			sdktrace.WithIDGenerator(derivedIDs{}))
 		t.tr = newTracer(t.tp, o.Config.IncludeText, roleOf)
+		if o.Config.IncludeText {
+			t.tr.messageText = o.MessageText
+		}
 	}
 	if t.reg == nil && t.tr == nil {
 		return nil, nil

@@ -70,7 +70,8 @@ func spansOf(t *testing.T, text bool) (tracetest.SpanStubs, time.Time) {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
 	tel, err := New(context.Background(), Options{Team: "t", Config: team.Telemetry{IncludeText: text}, Roles: map[string]string{"dev": "developer"},
-		Getenv: func(string) string { return "" }, Exporter: exp})
+		Getenv: func(string) string { return "" }, Exporter: exp,
+		MessageText: func(agent, id string) string { return "SECRET PROMPT of " + agent + " " + id }})
 	if err != nil || !tel.TracesOn() || tel.MetricsOn() {
 		t.Fatalf("telemetry %v, %v", tel, err)
 	}
@@ -178,18 +179,28 @@ func TestJourneyTrace(t *testing.T) {
 	}
 }
 
-// include_text: the reply's start goes with the reply span.
+// include_text: the reply's start goes with the reply span, the
+// message's text with the message span.
 func TestIncludeText(t *testing.T) {
 	spans, _ := spansOf(t, true)
+	seen := 0
 	for _, s := range spans {
-		if s.Name == "reply" {
+		switch s.Name {
+		case "reply":
 			if v, ok := attr(s, AttrReplyPreview); !ok || v.AsString() != "SECRET REPLY TEXT" {
 				t.Fatalf("reply preview %v", v.AsInterface())
 			}
-			return
+			seen++
+		case "message":
+			if v, ok := attr(s, AttrMessageText); !ok || v.AsString() != "SECRET PROMPT of dev "+msg {
+				t.Fatalf("message text %v", v.AsInterface())
+			}
+			seen++
 		}
 	}
-	t.Fatal("no reply span")
+	if seen != 2 {
+		t.Fatalf("no reply or message span in %d spans", len(spans))
+	}
 }
 
 // A landing the human asked for is a trace of its own.

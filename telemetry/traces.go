@@ -35,6 +35,7 @@ const (
 	AttrTokensReason  = "batty.tokens.reasoning_output"
 	AttrReplyTo       = "batty.reply.to"
 	AttrReplyPreview  = "batty.reply.preview" // only with include_text
+	AttrMessageText   = "batty.message.text"  // only with include_text
 	AttrLandingID     = "batty.landing.request"
 	AttrLandingResult = "batty.landing.result"
 	AttrBranch        = "batty.branch"
@@ -61,6 +62,8 @@ type tracer struct {
 	tr     trace.Tracer
 	text   bool
 	roleOf func(string) string
+	// messageText reads a message's text (include_text only; nil: none).
+	messageText func(agent, id string) string
 
 	journeys map[string]*journey
 	order    []string          // the journeys' ids, oldest first (some may be gone)
@@ -82,6 +85,7 @@ type journey struct {
 	haveLedger            bool
 	commitAt, replyAt     time.Time
 	replyTo, preview      string
+	text                  string // the message's text (include_text), clipped
 	attempts              int
 	tokens                usage.Tokens
 	account, model        string
@@ -223,6 +227,9 @@ func (t *tracer) delivered(e eventlog.Event, d eventlog.Delivered) {
 	if j.from == "" {
 		j.from = d.From
 	}
+	if t.messageText != nil && j.text == "" {
+		j.text = textclip.Bytes(t.messageText(e.Agent, e.Message), maxText, textclip.Truncated)
+	}
 	if j.agent != e.Agent {
 		j.agent, j.role = e.Agent, t.roleOf(e.Agent)
 	}
@@ -355,6 +362,9 @@ func (t *tracer) finish(j *journey, end time.Time, outcome, failure string) {
 		attrs = append(attrs, attribute.String(AttrAccount, j.account), attribute.String(AttrModel, j.model))
 	}
 	attrs = append(attrs, tokenAttrs(j.tokens)...)
+	if j.text != "" {
+		attrs = append(attrs, attribute.String(AttrMessageText, j.text))
+	}
 	code := codes.Unset
 	if outcome != "completed" {
 		code = codes.Error
