@@ -103,6 +103,9 @@ type Config struct {
 	// Proc is the /proc mount the peers are looked up in (default
 	// "/proc").
 	Proc string
+	// Metrics serves the team's metrics (telemetry.metrics), at /metrics
+	// behind the login as every page; nil: the console serves none.
+	Metrics http.Handler
 }
 
 // Server is the console: an http.Handler. Notify tells it the team
@@ -195,7 +198,7 @@ func (s *Server) Close() {
 
 // routes serves each page (a file each: team_page.go, agent_page.go,
 // inbox_page.go, landings_page.go, alerts_page.go, usage.go), the live
-// streams (live.go) and the embedded files.
+// streams (live.go), the embedded files and the metrics.
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /{$}", s.teamPage)
@@ -220,6 +223,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /events", s.statusEvents)
 	m.HandleFunc("GET /agent/{name}/transcript", s.transcriptEvents)
 	m.Handle("GET /static/", s.static)
+	if s.cfg.Metrics != nil {
+		m.Handle("GET /metrics", s.cfg.Metrics)
+	}
 	s.mux = m
 }
 

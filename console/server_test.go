@@ -361,3 +361,30 @@ func TestLiveTranscript(t *testing.T) {
 		t.Fatalf("transcript of no agent: %s", resp.Status)
 	}
 }
+
+// The team's metrics, when on, are served behind the login; without them
+// there is no /metrics.
+func TestMetricsBehindTheLogin(t *testing.T) {
+	ts, _, _ := newConsole(t)
+	c := logIn(t, ts)
+	if resp, _ := get(t, ts, "/metrics", c); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("GET /metrics with no metrics: %s", resp.Status)
+	}
+	dir := t.TempDir()
+	fb := &fakeTeam{stateFiles: stateFiles{Layout: project.Layout{Dir: filepath.Join(dir, "state")}}, dir: dir}
+	ts2 := httptest.NewUnstartedServer(nil)
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "batty_up 1\n") })
+	s, err := New(Config{Addr: ts2.Listener.Addr().String(), Token: "secret-token", Team: fb, Metrics: metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts2.Config.Handler = s
+	ts2.Start()
+	t.Cleanup(func() { s.Close(); ts2.Close() })
+	if resp, body := get(t, ts2, "/metrics", nil); resp.StatusCode != http.StatusUnauthorized || strings.Contains(body, "batty_up") {
+		t.Fatalf("GET /metrics without a session: %s %q", resp.Status, body)
+	}
+	if resp, body := get(t, ts2, "/metrics", logIn(t, ts2)); resp.StatusCode != 200 || body != "batty_up 1\n" {
+		t.Fatalf("GET /metrics: %s %q", resp.Status, body)
+	}
+}

@@ -77,16 +77,19 @@ const (
 	EvThreadChanged = "thread_changed"
 	EvDelivered     = "delivered" // a message was handed to a shim (attempt n)
 	EvRouted        = "routed"    // a role message was given to an instance
-	EvTurnFinished  = "turn_finished"
-	EvRequeued      = "requeued"
-	EvRejected      = "rejected"
-	EvCancelled     = "cancelled" // the user withdrew a message (`batty cancel`); its outcome is recorded as cancelled
-	EvReply         = "reply"     // a reply landed in its asker's inbox (Data "to": the human or an agent)
-	EvPaused        = "dispatch_paused"
-	EvResumed       = "dispatch_resumed"
-	EvQuotaBlocked  = "quota_blocked" // alert: once per account pause
-	EvQuotaProbe    = "quota_probe"   // a paused account's probe turn: start, sent, limit
-	EvQuotaResumed  = "quota_resumed" // an account's agents released
+	// EvSlotGranted: an agent that waited for a slot under the team's
+	// limits got one; its next turn goes (Data: waited_ms).
+	EvSlotGranted  = "slot_granted"
+	EvTurnFinished = "turn_finished"
+	EvRequeued     = "requeued"
+	EvRejected     = "rejected"
+	EvCancelled    = "cancelled" // the user withdrew a message (`batty cancel`); its outcome is recorded as cancelled
+	EvReply        = "reply"     // a reply landed in its asker's inbox (Data "to": the human or an agent)
+	EvPaused       = "dispatch_paused"
+	EvResumed      = "dispatch_resumed"
+	EvQuotaBlocked = "quota_blocked" // alert: once per account pause
+	EvQuotaProbe   = "quota_probe"   // a paused account's probe turn: start, sent, limit
+	EvQuotaResumed = "quota_resumed" // an account's agents released
 	// EvAccountSwitched: alert, once per switch: agents moved from one
 	// account to another (Data: from, to, agents, reason: "limit" when the
 	// account they ran on hit its usage limit, "return" when they go back

@@ -67,12 +67,30 @@ type ThreadChanged struct {
 }
 
 // Delivered is the data of EvDelivered: the sender, the attempt (1 the
-// first), and the message it answers when it is a reply delivered to the
-// asker.
+// first), the message it answers when it is a reply delivered to the
+// asker, and when the message was sent (its CreatedAt; unknown in the
+// lines of an older batty).
 type Delivered struct {
-	From      string `json:"from"`
-	Attempt   int    `json:"attempt"`
-	InReplyTo string `json:"in_reply_to,omitempty"`
+	From      string    `json:"from"`
+	Attempt   int       `json:"attempt"`
+	InReplyTo string    `json:"in_reply_to,omitempty"`
+	SentAt    time.Time `json:"sent_at,omitzero"`
+}
+
+// SlotGranted is the data of EvSlotGranted: how long the agent's next turn
+// waited in the queue of the team's slots.
+type SlotGranted struct {
+	WaitedMS int64 `json:"waited_ms"`
+}
+
+// LandingSteps are when the steps of a landing's last attempt ran: its
+// merge began, its verify began and ended (each zero when the step did not
+// run, or in the lines of an older batty). The landing's event marks its
+// end.
+type LandingSteps struct {
+	MergeAt       time.Time `json:"merge_at,omitzero"`
+	VerifyAt      time.Time `json:"verify_at,omitzero"`
+	VerifyEndedAt time.Time `json:"verify_ended_at,omitzero"`
 }
 
 // TurnFinished is the data of EvTurnFinished. Requeued: the message goes
@@ -306,30 +324,33 @@ type LandingWaiting struct {
 // Landed is the data of EvLanded; Nothing: the branch had no commit base
 // lacked (no Commit then).
 type Landed struct {
-	Request string `json:"request"`
-	Commit  string `json:"commit,omitempty"`
-	Nothing bool   `json:"nothing,omitempty"`
-	Base    string `json:"base"`
-	Branch  string `json:"branch"`
+	Request string       `json:"request"`
+	Commit  string       `json:"commit,omitempty"`
+	Nothing bool         `json:"nothing,omitempty"`
+	Base    string       `json:"base"`
+	Branch  string       `json:"branch"`
+	Steps   LandingSteps `json:"steps,omitzero"`
 }
 
 // LandingFailed is the data of EvLandingFailed: the files in conflict, or
 // the tail of a red verify's output.
 type LandingFailed struct {
-	Request   string   `json:"request"`
-	Base      string   `json:"base"`
-	Branch    string   `json:"branch"`
-	Conflicts []string `json:"conflicts,omitempty"`
-	Output    string   `json:"output,omitempty"`
+	Request   string       `json:"request"`
+	Base      string       `json:"base"`
+	Branch    string       `json:"branch"`
+	Conflicts []string     `json:"conflicts,omitempty"`
+	Output    string       `json:"output,omitempty"`
+	Steps     LandingSteps `json:"steps,omitzero"`
 }
 
 // ReviewWaiting is the data of EvReviewWaiting.
 type ReviewWaiting struct {
-	Request string `json:"request"`
-	Branch  string `json:"branch"`
-	Base    string `json:"base"`
-	Tip     string `json:"tip"`
-	Merged  string `json:"merged"`
+	Request string       `json:"request"`
+	Branch  string       `json:"branch"`
+	Base    string       `json:"base"`
+	Tip     string       `json:"tip"`
+	Merged  string       `json:"merged"`
+	Steps   LandingSteps `json:"steps,omitzero"`
 }
 
 // LandingApproved is the data of EvLandingApproved: the tip approved.
@@ -376,6 +397,7 @@ func (ShimExited) payload()         {}
 func (AgentFailed) payload()        {}
 func (ThreadChanged) payload()      {}
 func (Delivered) payload()          {}
+func (SlotGranted) payload()        {}
 func (TurnFinished) payload()       {}
 func (Cancelled) payload()          {}
 func (Reply) payload()              {}
@@ -428,6 +450,8 @@ func payloadFor(kind string, data []byte) (p Payload, ok bool) {
 		return as[ThreadChanged](data)
 	case EvDelivered:
 		return as[Delivered](data)
+	case EvSlotGranted:
+		return as[SlotGranted](data)
 	case EvTurnFinished:
 		return as[TurnFinished](data)
 	case EvCancelled:

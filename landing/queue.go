@@ -447,6 +447,7 @@ func (q *Queue) attempt(ctx context.Context, r Request, attempt int) (_ Request,
 	r.State, r.BaseBefore, r.Merged, r.Tip, r.RetryAt = Landing, f.BaseTip, "", f.BranchTip, time.Time{}
 	r.Error, r.Conflicts, r.OutputTail, r.Protected, r.ProtectedTotal = "", nil, "", nil, 0
 	r.Attempts++
+	r.MergeAt, r.VerifyAt, r.VerifyEndedAt = q.opt.Now().UTC(), time.Time{}, time.Time{}
 	if err := q.record(r); err != nil {
 		return r, true, err
 	}
@@ -473,7 +474,9 @@ func (q *Queue) attempt(ctx context.Context, r Request, attempt int) (_ Request,
 	if err := q.record(r); err != nil {
 		return r, true, err
 	}
+	r.VerifyAt = q.opt.Now().UTC()
 	res, err := q.verify(ctx, r)
+	r.VerifyEndedAt = q.opt.Now().UTC()
 	if err != nil {
 		return q.stop(ctx, r, err)
 	}

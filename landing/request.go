@@ -107,6 +107,11 @@ type Request struct {
 	// OutputTail is the end of a red verify's output (stdout and stderr
 	// together), at most MaxOutputTail bytes.
 	OutputTail string `json:"output_tail,omitempty"`
+	// MergeAt, VerifyAt and VerifyEndedAt are when the last attempt's
+	// merge began and its verify began and ended (zero: not reached).
+	MergeAt       time.Time `json:"merge_at,omitzero"`
+	VerifyAt      time.Time `json:"verify_at,omitzero"`
+	VerifyEndedAt time.Time `json:"verify_ended_at,omitzero"`
 	// FinishedAt is when it reached a final state.
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 	// Attempts counts the landings started for it (including redos on a

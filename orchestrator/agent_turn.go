@@ -193,7 +193,7 @@ func (a *agent) send(m inbox.Message, probe bool) (again bool) {
 	}
 	a.inflight, a.flightAt, a.ready = &cm, time.Now(), false
 	a.turnsSent++
-	data := eventlog.Delivered{From: cm.From, Attempt: cm.Attempt, InReplyTo: cm.InReplyTo}
+	data := eventlog.Delivered{From: cm.From, Attempt: cm.Attempt, InReplyTo: cm.InReplyTo, SentAt: cm.CreatedAt}
 	a.emit(eventlog.Event{Type: eventlog.EvDelivered, Agent: a.def.Name, Message: cm.ID, Data: data})
 	if probe {
 		a.emit(eventlog.Event{Type: eventlog.EvQuotaProbe, Agent: a.def.Name, Message: cm.ID, Detail: "probe turn sent", Data: eventlog.QuotaProbe{Result: eventlog.ProbeSent}})

@@ -34,6 +34,7 @@ import (
 	"github.com/battyhq/batty/searchindex"
 	"github.com/battyhq/batty/slots"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/telemetry"
 	"github.com/battyhq/batty/usage"
 	"github.com/battyhq/batty/workspaces"
 	"github.com/battyhq/batty/writable"
@@ -56,6 +57,7 @@ type Daemon struct {
 	alerts   *alerts.Fanout       // every alert to every sink: on_alert's and AddAlertSink's
 	hook     *alerthook.Hook      // the on_alert sink; nil without on_alert
 	sched    *schedule.Runner     // nil without schedules
+	tel      *telemetry.Telemetry // the metrics and traces; nil when off
 
 	roster
 	roleQueues
@@ -220,6 +222,9 @@ func (d *Daemon) init() error {
 	}
 	d.observe = eventlog.Chain(d.alerts.Event, d.opts.OnEvent)
 	d.events.SetObserver(d.observe)
+	if err := d.initTelemetry(); err != nil {
+		return err
+	}
 	root, err := d.layout.OpenDir("", false)
 	if err != nil {
 		return err
@@ -297,6 +302,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}()
 	defer func() { stopIndex(); <-indexed }()
+	defer d.serveTelemetry()()
 	owners := d.watchedInboxes()
 	w, err := fsnotify.NewWatcher()
 	if err == nil {

@@ -191,7 +191,7 @@ func (l *lander) report(r landing.Request) {
 	case landing.Landed:
 		l.d.events.Append(eventlog.Event{Type: eventlog.EvLanded, Agent: r.Agent,
 			Detail: fmt.Sprintf("%s landed on %s", r.Branch, l.d.base),
-			Data:   eventlog.Landed{Request: r.ID, Commit: r.LandedCommit, Base: l.d.base, Branch: r.Branch}})
+			Data:   eventlog.Landed{Request: r.ID, Commit: r.LandedCommit, Base: l.d.base, Branch: r.Branch, Steps: landingSteps(r)}})
 		for _, o := range l.d.agents {
 			if o.ws != nil {
 				// Each merges the new base at its next idle moment (its own
@@ -202,7 +202,7 @@ func (l *lander) report(r landing.Request) {
 	case landing.Nothing:
 		l.d.events.Append(eventlog.Event{Type: eventlog.EvLanded, Agent: r.Agent,
 			Detail: fmt.Sprintf("nothing to land: %s has no commit that %s lacks", r.Branch, l.d.base),
-			Data:   eventlog.Landed{Request: r.ID, Nothing: true, Base: l.d.base, Branch: r.Branch}})
+			Data:   eventlog.Landed{Request: r.ID, Nothing: true, Base: l.d.base, Branch: r.Branch, Steps: landingSteps(r)}})
 	case landing.Review:
 		l.reviewWaiting(r)
 	case landing.Waiting:
@@ -215,7 +215,7 @@ func (l *lander) report(r landing.Request) {
 		if len(r.Conflicts) > 0 {
 			detail = fmt.Sprintf("%s conflicts with %s in %s", r.Branch, l.d.base, strings.Join(r.Conflicts, ", "))
 		}
-		data := eventlog.LandingFailed{Request: r.ID, Base: l.d.base, Branch: r.Branch, Conflicts: r.Conflicts, Output: r.OutputTail}
+		data := eventlog.LandingFailed{Request: r.ID, Base: l.d.base, Branch: r.Branch, Conflicts: r.Conflicts, Output: r.OutputTail, Steps: landingSteps(r)}
 		l.d.events.Append(eventlog.Event{Type: eventlog.EvLandingFailed, Agent: r.Agent, Detail: detail, Data: data})
 		if a != nil {
 			if len(r.Conflicts) > 0 {

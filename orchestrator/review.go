@@ -41,7 +41,7 @@ func (l *lander) reviewWaiting(r landing.Request) {
 	}
 	l.d.events.Append(eventlog.Event{Type: eventlog.EvReviewWaiting, Agent: r.Agent,
 		Detail: detail,
-		Data:   eventlog.ReviewWaiting{Request: r.ID, Branch: r.Branch, Base: l.d.base, Tip: r.Tip, Merged: r.Merged}})
+		Data:   eventlog.ReviewWaiting{Request: r.ID, Branch: r.Branch, Base: l.d.base, Tip: r.Tip, Merged: r.Merged, Steps: landingSteps(r)}})
 }
 
 // reviewControl answers OpApprove and OpReject: the landing request that

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
@@ -21,7 +22,17 @@ func (d *Daemon) newSlots() *slots.Pool {
 	if !l.Enabled() {
 		return nil
 	}
-	return slots.New(l, d.opts.Memory, d.slotGranted, d.memoryEpisode)
+	p := slots.New(l, d.opts.Memory, d.slotGranted, d.memoryEpisode)
+	p.ObserveWaits(d.slotWaited)
+	return p
+}
+
+// slotWaited records that agent who got a slot after waiting for one
+// (its next turn goes): the turn's wait, for the telemetry. Called on
+// any goroutine; it never blocks on the agent.
+func (d *Daemon) slotWaited(who string, waited time.Duration) {
+	d.events.Append(eventlog.Event{Type: eventlog.EvSlotGranted, Agent: who, Detail: "waited " + waited.Round(time.Millisecond).String(),
+		Data: eventlog.SlotGranted{WaitedMS: waited.Milliseconds()}})
 }
 
 // slotGranted tells agent who, waiting, that it holds a slot now: it

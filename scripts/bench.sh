@@ -9,7 +9,7 @@
 #   scripts/bench.sh shim chaos     # only these groups
 #   scripts/bench.sh render         # no benchmark: the page from the recorded results
 #
-# Groups: orchestrator drain slots shim protocol idle console fanout codexcli appshare chaos codex
+# Groups: orchestrator drain slots shim protocol idle console telemetry fanout codexcli appshare chaos codex
 # ptylog logtail cockpit workspaces hosts memory. `memory` (search over
 # 10,000 and 1,000,000 synthetic turns, and a turn's indexing) writes about
 # 2 GB in a temporary directory and takes minutes. `hosts` (a message to an agent
@@ -32,7 +32,7 @@ export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
 CODEX_VERSION=0.171.0
 
-all=(orchestrator drain slots shim protocol idle console fanout codexcli appshare chaos codex ptylog logtail cockpit workspaces hosts memory)
+all=(orchestrator drain slots shim protocol idle console telemetry fanout codexcli appshare chaos codex ptylog logtail cockpit workspaces hosts memory)
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=("${all[@]}")
 [ "${groups[*]}" != render ] || groups=()
@@ -101,6 +101,7 @@ for g in "${groups[@]+"${groups[@]}"}"; do
     protocol) bench "$g" -run '^$' -bench . -benchmem -benchtime 2s -count 3 ./protocol/ ;;
     idle) bench "$g" -run '^$' -bench '^BenchmarkIdleTeam100$' -benchtime 1x -timeout 10m ./cmd/batty/ ;;
     console) bench "$g" -run '^$' -bench '^BenchmarkConsole100$' -benchtime 1x -count 3 -timeout 15m ./cmd/batty/ ;;
+    telemetry) bench "$g" -run '^$' -bench '^BenchmarkTelemetry100$' -benchtime 1x -count 3 -timeout 20m ./cmd/batty/ ;;
     fanout) bench "$g" -run '^$' -bench '^BenchmarkFanout100Rows64$' -benchtime 1x -count 3 ./fanout/ ;;
     codexcli)
       args=(-run '^$' -bench '^BenchmarkCodexMessage$' -benchtime 20x -timeout 10m ./cmd/batty/)

@@ -12,8 +12,10 @@
 #   scripts/test.sh ./shim/... # only these packages (vet and test)
 #
 # Environment: BATTY_CODEX_CACHE (default ~/.cache/batty-codex) holds the
-# Codex CLI install; CI=true makes the end-to-end tests fail instead of skip
-# when the Codex CLI is missing.
+# Codex CLI install; BATTY_TELEMETRY_CACHE (default ~/.cache/batty-telemetry)
+# the Prometheus and Jaeger the telemetry tests scrape and export to, built
+# from their Go modules once; CI=true makes the end-to-end tests fail
+# instead of skip when the Codex CLI or those are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,9 +23,15 @@ CODEX_VERSION=0.171.0
 # The versions batty is tested with, oldest first, the pin last (codex.TestedVersions).
 CODEX_TESTED="0.169.0 0.171.0"
 STATICCHECK_VERSION=v0.8.2 # staticcheck 2026.2.2, which knows Go 1.26
+# The Prometheus and Jaeger (v2) of the telemetry tests, as Go modules
+# (telemetry/telemetrytest finds them).
+PROMETHEUS_MODULE=github.com/prometheus/prometheus/cmd/prometheus@v0.316.0
+JAEGER_MODULE=github.com/jaegertracing/jaeger/cmd/jaeger@v1.76.0
+JAEGER_REPLACE=github.com/Shopify/sarama=github.com/Shopify/sarama@v1.33.0 # as its go.mod
 export PATH="/usr/local/go/bin:$PATH"
 export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
+export BATTY_TELEMETRY_CACHE="${BATTY_TELEMETRY_CACHE:-$HOME/.cache/batty-telemetry}"
 
 . scripts/lib.sh
 
@@ -69,6 +77,35 @@ for v in $CODEX_TESTED; do
   fi
   "$d/node_modules/.bin/codex" --version
 done
+
+# The telemetry tests' Prometheus and Jaeger: built once (minutes on two
+# cores), each into a directory named after its version. Jaeger's module
+# replaces a dependency, which `go install mod@version` refuses: it is
+# built as a tool of a module made for it, with the same replacement.
+build_tool() { # build_tool module@version build-tags [replace...]
+  local mod="$1" tags="$2"; shift 2
+  local name="${mod%@*}" version="${mod#*@}"
+  name="${name##*/}"
+  local d="$BATTY_TELEMETRY_CACHE/$name-$version"
+  [ ! -x "$d/$name" ] || return 0
+  echo "==> building $mod into $d (once)"
+  mkdir -p "$d"
+  local start=$SECONDS
+  if [ $# -eq 0 ]; then
+    GOBIN="$d" go install -trimpath -tags "$tags" "$mod"
+  else
+    local m="$d/module"
+    rm -rf "$m" && mkdir -p "$m"
+    (cd "$m" && go mod init batty-telemetry-tool >/dev/null 2>&1 &&
+      for r in "$@"; do go mod edit -replace "$r"; done &&
+      go get -tool "$mod" && go build -trimpath -tags "$tags" -o "$d/$name" "${mod%@*}")
+  fi
+  echo "==> $name built in $((SECONDS - start)) s"
+}
+# Prometheus without its service discoveries (the tests list their
+# target): far fewer packages to compile.
+build_tool "$PROMETHEUS_MODULE" remove_all_sd
+build_tool "$JAEGER_MODULE" "" "$JAEGER_REPLACE"
 
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)

@@ -18,6 +18,7 @@ import (
 	"github.com/battyhq/batty/ptylog"
 	"github.com/battyhq/batty/reap"
 	"github.com/battyhq/batty/shim/shimconfig"
+	"github.com/battyhq/batty/telemetry/traceid"
 	"github.com/battyhq/batty/textclip"
 	"github.com/battyhq/batty/unixsock"
 )
@@ -532,7 +533,11 @@ func (r *appServerRuntime) runApp(t *turn) (res turnResult, unusable string) {
 	activity := make(chan appSignal)
 	n := &appNotes{s: s, t: t, res: &res, open: map[string]bool{}, activity: activity}
 	go func() {
-		tr, err := c.RunTurn(tctx, threadID, FormatPrompt(t.msg), n.handle)
+		// The turn carries the W3C context of batty's span of this
+		// attempt (derived from the message, see package traceid): the
+		// spans Codex exports of it are its children.
+		traced := appserver.WithTraceParent(tctx, traceid.TurnParent(t.msg.ID, t.msg.Attempt))
+		tr, err := c.RunTurn(traced, threadID, FormatPrompt(t.msg), n.handle)
 		done <- appTurnDone{tr: tr, err: err}
 	}()
 

@@ -11,6 +11,7 @@ package slots
 import (
 	"slices"
 	"sync"
+	"time"
 )
 
 // Limits are the caps of a team. A zero Turns, a missing or zero host cap
@@ -119,11 +120,15 @@ type Pool struct {
 	mem  Memory
 	wake func(who string)
 	told func(Episode)
+	// waited, when set (ObserveWaits), hears how long each waiter granted
+	// after waiting waited.
+	waited func(who string, d time.Duration)
 
 	mu      sync.Mutex
 	held    map[string]string // who → host, for each slot held
 	onHost  map[string]int
 	queue   []Waiter
+	since   map[string]time.Time // when each waiter joined the queue
 	memLow  bool
 	lastMem uint64
 }
@@ -133,7 +138,17 @@ type Pool struct {
 // holds a slot, told with each start and end of a low-memory episode. wake
 // and told must not block.
 func New(l Limits, mem Memory, wake func(who string), told func(Episode)) *Pool {
-	return &Pool{lim: l, mem: mem, wake: wake, told: told, held: map[string]string{}, onHost: map[string]int{}}
+	return &Pool{lim: l, mem: mem, wake: wake, told: told, held: map[string]string{}, onHost: map[string]int{}, since: map[string]time.Time{}}
+}
+
+// ObserveWaits has f told, with the waiter's wake, how long each waiter
+// granted a slot after waiting for one waited (a waiter granted in its own
+// Acquire waited none and is not told). Call it before the pool is used;
+// f must not block.
+func (p *Pool) ObserveWaits(f func(who string, waited time.Duration)) {
+	if p != nil {
+		p.waited = f
+	}
 }
 
 // Acquire asks a slot for who's turn on host ("" for this machine). A
@@ -149,6 +164,7 @@ func (p *Pool) Acquire(who, host string) Verdict {
 	}
 	if !slices.ContainsFunc(p.queue, func(w Waiter) bool { return w.Who == who }) {
 		p.queue = append(p.queue, Waiter{Who: who, Host: host})
+		p.since[who] = time.Now()
 	}
 	granted, ep := p.fill()
 	_, mine := p.held[who]
@@ -191,6 +207,7 @@ func (p *Pool) Leave(who string) {
 	}
 	p.mu.Lock()
 	p.queue = slices.DeleteFunc(p.queue, func(w Waiter) bool { return w.Who == who })
+	delete(p.since, who)
 	p.mu.Unlock()
 	p.Release(who)
 }
@@ -229,7 +246,7 @@ func (p *Pool) Held() int {
 // fill grants the slots Grants decides, under p.mu, the memory read first
 // when a waiter runs here. It returns the waiters granted and the episode
 // to tell, if any.
-func (p *Pool) fill() (granted []string, ep *Episode) {
+func (p *Pool) fill() (granted []grant, ep *Episode) {
 	if p.lim.MinFree > 0 && slices.ContainsFunc(p.queue, func(w Waiter) bool { return w.Host == "" }) {
 		free, err := p.mem()
 		low, began, ended := MemoryStep(free, err == nil, p.lim.MinFree, p.memLow)
@@ -246,7 +263,8 @@ func (p *Pool) fill() (granted []string, ep *Episode) {
 		w := p.queue[i]
 		p.held[w.Who] = w.Host
 		p.onHost[w.Host]++
-		granted = append(granted, w.Who)
+		granted = append(granted, grant{who: w.Who, waited: time.Since(p.since[w.Who])})
+		delete(p.since, w.Who)
 	}
 	for j := len(idx) - 1; j >= 0; j-- {
 		p.queue = slices.Delete(p.queue, idx[j], idx[j]+1)
@@ -256,13 +274,25 @@ func (p *Pool) fill() (granted []string, ep *Episode) {
 
 // tell calls the callbacks for what fill did, outside the lock; asker,
 // granted in its own Acquire, is not woken.
-func (p *Pool) tell(granted []string, ep *Episode, asker string) {
+func (p *Pool) tell(granted []grant, ep *Episode, asker string) {
 	if ep != nil && p.told != nil {
 		p.told(*ep)
 	}
-	for _, who := range granted {
-		if who != asker && p.wake != nil {
-			p.wake(who)
+	for _, g := range granted {
+		if g.who == asker {
+			continue
+		}
+		if p.waited != nil {
+			p.waited(g.who, g.waited)
+		}
+		if p.wake != nil {
+			p.wake(g.who)
 		}
 	}
+}
+
+// grant is a waiter granted a slot and how long it waited.
+type grant struct {
+	who    string
+	waited time.Duration
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestGrants(t *testing.T) {
@@ -203,5 +204,30 @@ func TestPoolDisabledAndNil(t *testing.T) {
 		if q.Acquire("a", "") != Granted {
 			t.Fatal("a pool without limits caps")
 		}
+	}
+}
+
+// A waiter granted a slot after waiting is told how long it waited; one
+// granted in its own Acquire is not.
+func TestObserveWaits(t *testing.T) {
+	var mu sync.Mutex
+	waits := map[string]time.Duration{}
+	p := New(Limits{Turns: 1}, nil, nil, nil)
+	p.ObserveWaits(func(who string, d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		waits[who] = d
+	})
+	if p.Acquire("a", "") != Granted || p.Acquire("b", "") != Waiting {
+		t.Fatal("verdicts")
+	}
+	p.Release("a")
+	mu.Lock()
+	defer mu.Unlock()
+	if _, ok := waits["a"]; ok || len(waits) != 1 {
+		t.Fatalf("waits %v", waits)
+	}
+	if d, ok := waits["b"]; !ok || d < 0 {
+		t.Fatalf("b waited %v (%v)", d, ok)
 	}
 }

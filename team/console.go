@@ -83,21 +83,32 @@ func (p *parser) console(f map[string]entry, cfg *Config) {
 	if !ok {
 		return
 	}
-	listenNode := e.val
+	p.listener(m, "console", e.val, &cfg.Console.Listen, &cfg.Console.TLSCert, &cfg.Console.TLSKey, &cfg.Console.Insecure)
+}
+
+// listener decodes the keys listen, tls_cert, tls_key and insecure of m,
+// the mapping of what (its node whole), into listen, cert, key and
+// insecure, as the console and the metrics endpoint take them: listen an
+// IP and a port (ConsoleListenProblem); the TLS files both or neither,
+// the key readable by its owner only and matching the certificate; an
+// address that is not loopback needs TLS or insecure: true. listen keeps
+// its value when m has none. Each problem names its key as what.key.
+func (p *parser) listener(m map[string]entry, what string, whole *yaml.Node, listen, cert, key *string, insecure *bool) {
+	listenNode := whole
 	if le, ok := m["listen"]; ok {
 		listenNode = le.val
-		s, ok := p.str(le.val, "console.listen")
+		s, ok := p.str(le.val, what+".listen")
 		if !ok {
 			return
 		}
 		if problem := ConsoleListenProblem(s); problem != "" {
-			p.add(le.val, `e.g. "127.0.0.1:8420", or "127.0.0.1:0" for a free port`, "console.listen %.60q: %s", s, problem)
+			p.add(le.val, `e.g. "127.0.0.1:8420", or "127.0.0.1:0" for a free port`, "%s.listen %.60q: %s", what, s, problem)
 			return
 		}
-		cfg.Console.Listen = s
+		*listen = s
 	}
 	if ie, ok := m["insecure"]; ok {
-		if cfg.Console.Insecure, ok = p.boolean(ie.val, "console.insecure"); !ok {
+		if *insecure, ok = p.boolean(ie.val, what+".insecure"); !ok {
 			return
 		}
 	}
@@ -107,40 +118,38 @@ func (p *parser) console(f map[string]entry, cfg *Config) {
 		if !ok {
 			continue
 		}
-		s, ok := p.str(fe.val, "console."+k)
+		s, ok := p.str(fe.val, what+"."+k)
 		if !ok {
 			return
 		}
 		abs, ok := p.path(fe.val, s)
-		if !ok || !p.checkFile(fe.val, "console."+k, s, abs, false) {
+		if !ok || !p.checkFile(fe.val, what+"."+k, s, abs, false) {
 			return
 		}
 		files[k] = abs
 	}
-	cert, key := files["tls_cert"], files["tls_key"]
+	c, k := files["tls_cert"], files["tls_key"]
 	switch {
-	case (cert == "") != (key == ""):
+	case (c == "") != (k == ""):
 		missing, given := "tls_key", m["tls_cert"]
-		if cert == "" {
+		if c == "" {
 			missing, given = "tls_cert", m["tls_key"]
 		}
-		p.add(given.val, "give both tls_cert (the certificate, PEM) and tls_key (its private key, PEM)", "console.%s is missing", missing)
-		return
-	case cert != "":
-		if problem := ConsoleKeyProblem(key); problem != "" {
-			p.add(m["tls_key"].val, "chmod 600 "+key, "console.tls_key %.80q: %s", key, problem)
+		p.add(given.val, "give both tls_cert (the certificate, PEM) and tls_key (its private key, PEM)", "%s.%s is missing", what, missing)
+	case c != "":
+		if problem := ConsoleKeyProblem(k); problem != "" {
+			p.add(m["tls_key"].val, "chmod 600 "+k, "%s.tls_key %.80q: %s", what, k, problem)
 			return
 		}
-		if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+		if _, err := tls.LoadX509KeyPair(c, k); err != nil {
 			p.add(m["tls_key"].val, "tls_cert is the certificate (chain) and tls_key its private key, both PEM",
-				"console.tls_cert %.80q and tls_key %.80q cannot be used: %v", cert, key, err)
+				"%s.tls_cert %.80q and tls_key %.80q cannot be used: %v", what, c, k, err)
 			return
 		}
-		cfg.Console.TLSCert, cfg.Console.TLSKey = cert, key
-	case !loopbackListen(cfg.Console.Listen) && !cfg.Console.Insecure:
+		*cert, *key = c, k
+	case !loopbackListen(*listen) && !*insecure:
 		p.add(listenNode, "give tls_cert and tls_key (a certificate and its key, PEM) to serve HTTPS, or set insecure: true to serve it in the clear",
-			"console.listen %.60q is not a loopback address: it needs TLS", cfg.Console.Listen)
-		return
+			"%s.listen %.60q is not a loopback address: it needs TLS", what, *listen)
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 
 // Keys accepted in each section of a team file.
 var (
-	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "accounts", "hosts", "limits", "roles", "schedules", "pricing", "budgets", "console"}
+	topKeys     = []string{"name", "codex", "timeouts", "backlog_limit", "max_attempts", "on_alert", "alert_on_reply", "quota", "workspace", "accounts", "hosts", "limits", "roles", "schedules", "pricing", "budgets", "console", "telemetry"}
 	quotaKeys   = []string{"scope", "backoff_max", "cooldown", "cooldown_max", "warn_pct"}
 	quotaScopes = []string{QuotaScopeAccount, QuotaScopeAgent, QuotaScopeTeam}
 	codexKeys   = []string{"bin", "model", "reasoning_effort", "sandbox", "approval_policy", "runtime", "runtime_idle", "app_server", "args", "config", "env", "codex_home", "context_window", "context_handoff_pct", "allow_sockets"}
@@ -267,6 +267,7 @@ func (p *parser) config(root *yaml.Node, cfg *Config) {
 	p.alerts(f, cfg)
 	p.pricing(f, cfg)
 	p.console(f, cfg)
+	p.telemetry(f, cfg)
 
 	if e, ok := f["workspace"]; ok {
 		p.workspace(e, &cfg.Workspace)

@@ -73,7 +73,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level key", "name: t\nrole: []\nroles: [{name: a}]\n",
 			`team.yaml:2:1: unknown key "role" in team file (did you mean "roles"?)`},
 		{"unknown key without suggestion", "name: t\nroles: [{name: a}]\nzzz: 1\n",
-			`team.yaml:3:1: unknown key "zzz" in team file (valid keys: name, codex, timeouts, backlog_limit, max_attempts, on_alert, alert_on_reply, quota, workspace, accounts, hosts, limits, roles, schedules, pricing, budgets, console)`},
+			`team.yaml:3:1: unknown key "zzz" in team file (valid keys: name, codex, timeouts, backlog_limit, max_attempts, on_alert, alert_on_reply, quota, workspace, accounts, hosts, limits, roles, schedules, pricing, budgets, console, telemetry)`},
 		{"unknown quota scope", "name: t\nquota: {scope: accounts}\nroles: [{name: a}]\n",
 			`team.yaml:2:16: invalid quota.scope "accounts" (did you mean "account"?)`},
 		{"quota cooldown above its cap", "name: t\nquota: {cooldown: 3h}\nroles: [{name: a}]\n",

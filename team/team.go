@@ -124,6 +124,9 @@ type Config struct {
 	// Console is the web console the daemon serves (console); on by
 	// default, on 127.0.0.1 and a free port.
 	Console Console
+	// Telemetry is the metrics and traces the daemon exports (telemetry);
+	// off by default.
+	Telemetry Telemetry
 	// Accounts are the team's named Codex homes (the accounts key), in file
 	// order; nil when the file has none.
 	Accounts []Account

@@ -53,7 +53,9 @@ var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CRED
 // by key: the team's on_alert, workspace.setup, workspace.verify and
 // workspace.review (the merge queue's review gate), workspace.protected
 // (the paths whose change waits for review), each token budget
-// (budgets.<for>/<per>), each
+// (budgets.<for>/<per>), where telemetry goes (telemetry.metrics,
+// telemetry.otlp.endpoint and headers, the values hidden) and
+// telemetry.include_text, each
 // host's ssh destination and command, and for each role its effective
 // codex.bin, sandbox, approval_policy, args, codex_home, each
 // configuration key but the harmless ones (the model and its reasoning),
@@ -71,6 +73,15 @@ func TrustedSettings(c *Config) []Setting {
 	}
 	add("workspace.review", review)
 	add("workspace.protected", words(c.Workspace.Protected))
+	// Where the team's metrics and traces go, and whether its text goes
+	// with them: an agent that may edit the team file must not send them
+	// elsewhere unseen.
+	add("telemetry.metrics", c.Telemetry.Metrics.Listen)
+	add("telemetry.otlp.endpoint", c.Telemetry.OTLP.Endpoint)
+	for _, k := range slices.Sorted(maps.Keys(c.Telemetry.OTLP.Headers)) {
+		add("telemetry.otlp.headers."+k, hidden(c.Telemetry.OTLP.Headers[k]))
+	}
+	add("telemetry.include_text", fmt.Sprint(c.Telemetry.IncludeText))
 	for _, b := range c.Budgets {
 		// An agent that may edit the team file must not raise its own
 		// budget unseen.
@@ -132,6 +143,11 @@ func envValue(name, value string) string {
 	if !slices.ContainsFunc(secretWords, func(w string) bool { return strings.Contains(upper, w) }) {
 		return value
 	}
+	return hidden(value)
+}
+
+// hidden shows a secret value as the start of its digest.
+func hidden(value string) string {
 	sum := sha256.Sum256([]byte(value))
 	return "(hidden, sha256 " + hex.EncodeToString(sum[:4]) + ")"
 }

@@ -57,7 +57,17 @@ type Ledger struct {
 	pending []Turn          // turns whose append failed, written before the next one
 	threads map[string]Turn // each agent's last turn appended
 	last    map[string]LimitSample
-	opened  []Turn // the turns read at Open, until TakeOpened
+	opened  []Turn     // the turns read at Open, until TakeOpened
+	observe func(Turn) // SetObserver
+}
+
+// SetObserver has f told of every turn AppendTurn adds (once per key, as
+// the ledger counts it), after the append, from the appending goroutine;
+// nil: none. f must not block nor call the ledger.
+func (l *Ledger) SetObserver(f func(Turn)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.observe = f
 }
 
 // Open opens the ledger of the project in l for appending, creating
@@ -108,6 +118,9 @@ func (l *Ledger) AppendTurn(t Turn) (bool, error) {
 	}
 	l.pending = append(l.pending, t)
 	l.threads[t.Agent] = t
+	if l.observe != nil {
+		defer l.observe(t)
+	}
 	var dropped error
 	if n := len(l.pending) - maxPending; n > 0 {
 		dropped = fmt.Errorf("%d turns dropped from the usage ledger (it could not be written)", n)

@@ -277,3 +277,16 @@ func TestPendingWrittenLater(t *testing.T) {
 		t.Fatalf("turns %+v", d.Turns)
 	}
 }
+
+// The observer hears of each turn the ledger adds, once.
+func TestObserverHearsEachTurnOnce(t *testing.T) {
+	lg := openLedger(t, testLayout(t))
+	var heard []string
+	lg.SetObserver(func(tr Turn) { heard = append(heard, tr.Key) })
+	mustAppend(t, lg, turn("eng-1", "m1", 1, t0, 100, 10))
+	mustAppend(t, lg, turn("eng-1", "m1", 1, t0, 100, 10))
+	mustAppend(t, lg, turn("eng-1", "m1", 2, t0, 100, 10))
+	if strings.Join(heard, " ") != "eng-1/m1/1 eng-1/m1/2" {
+		t.Fatalf("heard %v", heard)
+	}
+}

@@ -185,6 +185,8 @@ func feedText(e eventlog.Event) (style, text string) {
 		return "", s
 	case eventlog.EvRouted:
 		return feedDim, fmt.Sprintf("  %s → %s: message %s", e.Detail, e.Agent, id)
+	case eventlog.EvSlotGranted:
+		return feedDim, fmt.Sprintf("  %s: slot granted (%s)", e.Agent, e.Detail)
 	case eventlog.EvTurnFinished:
 		return turnText(e, id)
 	case eventlog.EvRequeued:

@@ -146,7 +146,7 @@ func startConsole(cfg *team.Config) (*consoleListener, error) {
 // before d.Run).
 func newConsole(cfg *team.Config, ln *consoleListener, d *orchestrator.Daemon, log hclog.Logger) (*console.Server, error) {
 	srv, err := console.New(console.Config{Addr: ln.bound, Names: ln.names, TLS: ln.tls, Token: ln.info.Token, Log: log, Prices: prices(cfg),
-		Team: d.ConsoleTeam(), Judge: consoleJudge(d)})
+		Team: d.ConsoleTeam(), Judge: consoleJudge(d), Metrics: d.MetricsHandler()})
 	if err != nil {
 		return nil, err
 	}
@@ -155,10 +155,13 @@ func newConsole(cfg *team.Config, ln *consoleListener, d *orchestrator.Daemon, l
 	return srv, nil
 }
 
-// warnConsole says on w what is unsafe in the console of cfg (read from
-// path): served in the clear on a wide address.
+// warnConsole says on w what is unsafe in the console and the metrics
+// endpoint of cfg (read from path): served in the clear on a wide
+// address.
 func warnConsole(w io.Writer, path string, cfg *team.Config) {
-	if msg := cfg.Console.Warning(); msg != "" {
-		fmt.Fprintf(w, "batty: warning: %s: %s\n", path, msg)
+	for _, msg := range []string{cfg.Console.Warning(), cfg.Telemetry.Warning()} {
+		if msg != "" {
+			fmt.Fprintf(w, "batty: warning: %s: %s\n", path, msg)
+		}
 	}
 }

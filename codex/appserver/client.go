@@ -515,6 +515,11 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	if params != nil {
 		req["params"] = params
 	}
+	if tp := traceParentOf(ctx); tp != "" {
+		// The request's W3C trace context: the server's spans of it are
+		// children of the caller's.
+		req["trace"] = map[string]string{"traceparent": tp}
+	}
 	if err := c.write(req); err != nil {
 		c.forget(id)
 		if errors.Is(err, errWrite) {
@@ -541,6 +546,23 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		c.forget(id)
 		return fmt.Errorf("appserver: %s: %w", method, ctx.Err())
 	}
+}
+
+// traceKey carries a request's traceparent (WithTraceParent).
+type traceKey struct{}
+
+// WithTraceParent returns ctx with the W3C traceparent that every request
+// made with it carries (the envelope's "trace"), so that the app-server's
+// spans of a turn are children of the caller's span. "" carries none.
+func WithTraceParent(ctx context.Context, traceparent string) context.Context {
+	return context.WithValue(ctx, traceKey{}, traceparent)
+}
+
+// traceParentOf is the traceparent WithTraceParent put in ctx ("" when
+// none).
+func traceParentOf(ctx context.Context) string {
+	tp, _ := ctx.Value(traceKey{}).(string)
+	return tp
 }
 
 // forget drops a pending call.

@@ -43,6 +43,9 @@ type request struct {
 	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  *RPCError       `json:"error"`
+	Trace  *struct {
+		TraceParent string `json:"traceparent"`
+	} `json:"trace"`
 }
 
 // recv reads the client's next message.
@@ -519,4 +522,32 @@ func turnEndedBy(t *testing.T, completed string) TurnResult {
 	p.reply(r, `{"turn":{"id":"U2","items":[],"status":"inProgress","error":null}}`)
 	p.send(completed)
 	return <-done
+}
+
+// A turn started with a traceparent carries it in turn/start's envelope
+// (the app-server's "trace"); one without carries none.
+func TestRunTurnCarriesTheTraceParent(t *testing.T) {
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	for _, want := range []string{tp, ""} {
+		c, p := newPeer(t, Options{})
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.RunTurn(WithTraceParent(ctxT(t), want), "T1", "hello", nil)
+			done <- err
+		}()
+		r := p.expect(MethodTurnStart)
+		switch {
+		case want != "" && (r.Trace == nil || r.Trace.TraceParent != want):
+			t.Fatalf("turn/start's trace %+v, want %s", r.Trace, want)
+		case want == "" && r.Trace != nil:
+			t.Fatalf("turn/start carries a trace %+v", r.Trace)
+		}
+		p.reply(r, `{"turn":{"id":"U1","items":[],"status":"inProgress","error":null}}`)
+		for _, l := range turnLines("T1", "U1") {
+			p.send(l)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
 }

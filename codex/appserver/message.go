@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 )
 
@@ -56,6 +57,9 @@ type Message struct {
 	Result json.RawMessage
 	// Error is the error of an error response.
 	Error *RPCError
+	// TraceParent is the W3C traceparent a request carries in its
+	// envelope's "trace" ("" when none, or not a valid one).
+	TraceParent string
 }
 
 // RPCError is a JSON-RPC error object: the app-server's answer to a
@@ -87,6 +91,7 @@ type wire struct {
 	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  json.RawMessage `json:"error"`
+	Trace  json.RawMessage `json:"trace"`
 }
 
 // DecodeMessage decodes one line the app-server wrote. It is a pure
@@ -114,7 +119,7 @@ func DecodeMessage(line []byte) (Message, error) {
 		}
 		m := Message{Kind: KindNotification, Method: *w.Method, Params: nonNull(w.Params)}
 		if id != nil {
-			m.Kind, m.ID = KindRequest, id
+			m.Kind, m.ID, m.TraceParent = KindRequest, id, traceParentIn(w.Trace)
 		}
 		return m, nil
 	case id == nil:
@@ -129,6 +134,21 @@ func DecodeMessage(line []byte) (Message, error) {
 		return Message{Kind: KindResponse, ID: id, Result: w.Result}, nil
 	}
 	return Message{}, fmt.Errorf("%w: id %s without result or error", ErrNotMessage, clipRaw(id))
+}
+
+// traceParentRE is the form of a W3C traceparent (version 00).
+var traceParentRE = regexp.MustCompile(`^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
+
+// traceParentIn is the traceparent of a request's "trace" (raw JSON, nil
+// when absent): "" when there is none or it is not a valid one. Pure.
+func traceParentIn(raw json.RawMessage) string {
+	var t struct {
+		TraceParent string `json:"traceparent"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &t) != nil || !traceParentRE.MatchString(t.TraceParent) {
+		return ""
+	}
+	return t.TraceParent
 }
 
 // nonNull returns raw, or nil when it is absent or JSON null.

@@ -81,12 +81,34 @@ func TestErrorCode(t *testing.T) {
 	}
 }
 
+// A request's W3C trace context is kept when it is a valid traceparent;
+// anything else in "trace" is dropped, never an error.
+func TestDecodeMessageTrace(t *testing.T) {
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	for in, want := range map[string]string{
+		`{"id":1,"method":"turn/start","trace":{"traceparent":"` + tp + `"}}`:                    tp,
+		`{"id":1,"method":"turn/start","trace":{"traceparent":"` + tp + `","tracestate":"a=b"}}`: tp,
+		`{"id":1,"method":"turn/start"}`:                                                         "",
+		`{"id":1,"method":"turn/start","trace":null}`:                                            "",
+		`{"id":1,"method":"turn/start","trace":5}`:                                               "",
+		`{"id":1,"method":"turn/start","trace":{"traceparent":"00-zz"}}`:                         "",
+		`{"id":1,"method":"turn/start","trace":{"traceparent":"` + tp + `\n"}}`:                  "",
+		`{"method":"turn/started","trace":{"traceparent":"` + tp + `"}}`:                         "",
+	} {
+		m, err := DecodeMessage([]byte(in))
+		if err != nil || m.TraceParent != want {
+			t.Errorf("%s: traceparent %q (%v), want %q", in, m.TraceParent, err, want)
+		}
+	}
+}
+
 func FuzzDecodeMessage(f *testing.F) {
 	for _, s := range []string{
 		`{"id":1,"result":{"thread":{"id":"t"}}}`,
 		`{"error":{"code":-32600,"message":"no","data":{"x":1}},"id":2}`,
 		`{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"u","status":"failed","error":{"message":"m","codexErrorInfo":{"responseStreamDisconnected":{"httpStatusCode":502}}}}}}`,
 		`{"id":"s","method":"x"}`,
+		`{"id":"s","method":"turn/start","trace":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}`,
 		`{"id":1e400,"result":1}`,
 		`{"method":"account/rateLimits/updated","params":{"rateLimits":{"primary":{"usedPercent":"x"}}}}`,
 		`not json`,
@@ -100,6 +122,9 @@ func FuzzDecodeMessage(f *testing.F) {
 				t.Fatalf("error %v does not wrap ErrNotMessage", err)
 			}
 			return
+		}
+		if m.TraceParent != "" && (m.Kind != KindRequest || !traceParentRE.MatchString(m.TraceParent)) {
+			t.Fatalf("traceparent %q on a %v", m.TraceParent, m.Kind)
 		}
 		switch m.Kind {
 		case KindResponse, KindErrorResponse:

@@ -460,7 +460,9 @@ func (c *conn) request(msg appserver.Message) {
 		params = msg.Params
 	}
 	var res json.RawMessage
-	err := c.up.Call(b.ctx, msg.Method, params, &res)
+	// The request's trace context goes on with it (a turn's: Codex's
+	// spans of it are children of the shim's caller's).
+	err := c.up.Call(appserver.WithTraceParent(b.ctx, msg.TraceParent), msg.Method, params, &res)
 	var rpc *appserver.RPCError
 	switch {
 	case errors.As(err, &rpc):

@@ -122,6 +122,17 @@ var groups = map[string]group{
 		},
 		rows: []row{{"Console100", "the real `batty` binary, 100 agents on a fake codex: the team page fetched 50 times by a logged-in client; the daemon's CPU over 30 s, idle, without and with 20 live streams of the team page; in chromium, a turn's turn_finished event to the page showing it, 5 turns"}},
 	},
+	"telemetry": {
+		cols: []column{
+			{"daemon CPU idle, off (% of one core)", []string{"off-cpu-%"}},
+			{"on", []string{"on-cpu-%"}},
+			{"extra (target < 1 %)", []string{"cpu-extra-%"}},
+			{"dispatch p50, off", []string{"off-dispatch-p50-ms"}},
+			{"on", []string{"on-dispatch-p50-ms"}},
+			{"on ÷ off (target ≤ 105 %)", []string{"dispatch-ratio-%"}},
+		},
+		rows: []row{{"Telemetry100", "the real `batty` binary: two teams of 100 agents on a fake codex side by side, one with telemetry off, one with /metrics scraped every second and spans exported over OTLP HTTP to a collector on this machine; each daemon's CPU over the same 20 s, idle; 30 messages to one agent of each, in alternating pairs, from `batty send` to their delivery"}},
+	},
 	"slots": {
 		cols: []column{
 			{"most workers at once (cap 4)", []string{"most-running"}},
