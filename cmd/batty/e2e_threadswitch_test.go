@@ -19,7 +19,8 @@ import (
 //   - batty threads restore makes it current again: the next request is
 //     on that thread and carries its first turn (Codex unarchived it);
 //   - batty threads fork gives each agent a NEW thread carrying the other
-//     agent's first turn, the source thread left archived as it was.
+//     agent's turn, the source thread left archived as it was;
+//   - with the team stopped, a restore is resumed at the next start.
 func TestE2EThreadsRestoreAndFork(t *testing.T) {
 	codexBin := codextest.Codex(t)
 	srv := codextest.NewServer(t)
@@ -134,6 +135,20 @@ roles:
 		}
 		if !codex.Archived(home, src) {
 			t.Errorf("the fork's source %s is no longer archived in Codex's store", src)
+		}
+	}
+	r.must("stop", "--timeout", "5s")
+
+	// With the team stopped: a restore changes the state; the next start
+	// resumes the thread, unarchived in Codex's store before its turn.
+	for _, a := range agents {
+		r.must("threads", "restore", a, second[a])
+	}
+	r.must("start")
+	again := turn("ibis")
+	for _, a := range agents {
+		if q := again[a]; q.ThreadID != second[a] || !carries(q, "walrus"+a) || carries(q, "pelican"+a) {
+			t.Errorf("%s restored offline: the request is on thread %s (want %s) and carries:\n%s", a, q.ThreadID, second[a], strings.Join(q.InputTexts, "\n"))
 		}
 	}
 	r.must("stop", "--timeout", "5s")
