@@ -177,6 +177,27 @@ func ExecArgs(o ExecOptions, resumeThreadID string) []string {
 	return append(args, "-")
 }
 
+// ExecForkArgs is ExecArgs for a turn that forks thread threadID: `codex
+// exec … fork <threadID> -`, a new thread that starts with the history of
+// threadID and runs the prompt read from stdin.
+func ExecForkArgs(o ExecOptions, threadID string) []string {
+	args := ExecArgs(o, "")
+	return append(args[:len(args)-1], "fork", threadID, "-")
+}
+
+// StoreArgs is the command line that archives (archive) or unarchives
+// thread threadID in Codex's own store under $CODEX_HOME: `codex archive
+// <id>` moves its rollout to archived_sessions/ and marks it archived in
+// Codex's index, so that Codex's pickers (resume, fork) no longer offer
+// it; `codex unarchive <id>` undoes it. Each fails (exit 1) when the thread
+// is not in the state it leaves.
+func StoreArgs(archive bool, threadID string) []string {
+	if archive {
+		return []string{"archive", threadID}
+	}
+	return []string{"unarchive", threadID}
+}
+
 // TOMLString returns s as a TOML basic string: in double quotes, with
 // quotes, backslashes and control characters escaped.
 func TOMLString(s string) string {

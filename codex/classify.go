@@ -38,6 +38,10 @@ const (
 	// turn (MaxInputChars characters); codex refuses it before any request.
 	// Sending it again cannot help: shorten it.
 	FailureInputTooLarge
+	// FailureArchived: `resume` or `fork` named a thread that Codex's own
+	// store holds archived (codex archive, thread/archive). Unarchive it
+	// and try again.
+	FailureArchived
 )
 
 // MaxInputChars is the most characters (Unicode code points) codex accepts
@@ -59,11 +63,12 @@ var failureNames = [...]string{
 	FailureActiveWriter:  "active_writer",
 	FailureTransient:     "transient",
 	FailureInputTooLarge: "input_too_large",
+	FailureArchived:      "archived",
 }
 
 // String returns the snake_case name of f ("none", "quota", "auth",
 // "context_window", "resume_missing", "active_writer", "transient",
-// "input_too_large"), or
+// "input_too_large", "archived"), or
 // "Failure(N)" for a value outside the constants.
 func (f Failure) String() string {
 	if f >= 0 && int(f) < len(failureNames) {
@@ -80,6 +85,11 @@ var failurePatterns = []struct {
 	contains []string
 	regexps  []*regexp.Regexp
 }{
+	{class: FailureArchived, contains: []string{
+		// "thread/resume failed: session <id> is archived. Run `codex
+		// unarchive <id>` to unarchive it first."
+		"is archived. run `codex unarchive",
+	}},
 	{class: FailureResumeMissing, contains: []string{
 		"no rollout found for thread id",
 		"no thread with id",

@@ -61,6 +61,8 @@ func TestClassify(t *testing.T) {
 		// stderr-only failures.
 		{"Error: thread/resume: thread/resume failed: no rollout found for thread id 01a1fdfc-0000-7000-8000-000000000000 (code -32600)", FailureResumeMissing},
 		{"Error: thread/resume: thread/resume failed: thread 01a1fe06-da19-7320-bb56-f999f5fa1a4a already has an active writer (code -32600)", FailureActiveWriter},
+		{"Error: thread/resume: thread/resume failed: session 01a23631-b3f6-7de1-867a-fd96f27c180c is archived. Run `codex unarchive 01a23631-b3f6-7de1-867a-fd96f27c180c` to unarchive it first. (code -32600)", FailureArchived},
+		{"Error: thread/fork: thread/fork failed: session 01a23632-17cd-77a1-9b23-4bc79312e441 is archived. Run `codex unarchive 01a23632-17cd-77a1-9b23-4bc79312e441` to unarchive it first. (code -32600)", FailureArchived},
 		{`Error: turn/start: turn/start failed: Input exceeds the maximum length of 1048576 characters. (code -32602), data: {"input_error_code":"input_too_large","max_chars":1048576,"actual_chars":1048601}`, FailureInputTooLarge},
 		{InputTooLargeMessage, FailureInputTooLarge},
 
@@ -106,7 +108,7 @@ func TestFailureString(t *testing.T) {
 		FailureNone: "none", FailureQuota: "quota", FailureAuth: "auth",
 		FailureContextWindow: "context_window", FailureResumeMissing: "resume_missing",
 		FailureActiveWriter: "active_writer", FailureTransient: "transient", FailureInputTooLarge: "input_too_large",
-		Failure(42): "Failure(42)", Failure(-1): "Failure(-1)",
+		FailureArchived: "archived", Failure(42): "Failure(42)", Failure(-1): "Failure(-1)",
 	}
 	for f, s := range want {
 		if f.String() != s {

@@ -136,14 +136,43 @@ func parseTokenCount(line []byte) (RequestUsage, error) {
 }
 
 // rolloutPath returns the newest rollout file of threadID under home
-// (home/sessions/YYYY/MM/DD/rollout-<time>-<threadID>.jsonl).
+// (home/sessions/YYYY/MM/DD/rollout-<time>-<threadID>.jsonl), or, when
+// Codex's store holds the thread archived, its rollout under
+// home/archived_sessions/.
 func rolloutPath(home, threadID string) (string, error) {
 	matches, err := filepath.Glob(filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+threadID+".jsonl"))
+	if err == nil && len(matches) == 0 {
+		matches, err = filepath.Glob(filepath.Join(home, ArchivedDir, "rollout-*-"+threadID+".jsonl"))
+	}
 	if err != nil || len(matches) == 0 {
 		return "", fmt.Errorf("rollout of thread %s: none under %s", threadID, filepath.Join(home, "sessions"))
 	}
 	sort.Strings(matches) // by date and start time: the newest last
 	return matches[len(matches)-1], nil
+}
+
+// ArchivedDir is the directory of $CODEX_HOME where Codex keeps the
+// rollouts of the threads it archived (codex archive, thread/archive).
+const ArchivedDir = "archived_sessions"
+
+// HasRollout reports whether Codex home has a rollout of threadID, in
+// sessions/ or archived.
+func HasRollout(home, threadID string) bool {
+	if !IsThreadID(threadID) {
+		return false
+	}
+	_, err := rolloutPath(home, threadID)
+	return err == nil
+}
+
+// Archived reports whether Codex home holds threadID archived: its rollout
+// is under archived_sessions/ and none under sessions/.
+func Archived(home, threadID string) bool {
+	if !IsThreadID(threadID) {
+		return false
+	}
+	p, err := rolloutPath(home, threadID)
+	return err == nil && filepath.Base(filepath.Dir(p)) == ArchivedDir
 }
 
 // CarryThread copies the rollout of threadID from the Codex home from into

@@ -213,9 +213,11 @@ const AgentWaitingForSlot = "waiting_for_slot"
 
 // What AgentStatus.Pending names.
 const (
-	PendingReset  = "reset"
-	PendingResume = "resume"
-	PendingCancel = "cancel"
+	PendingReset   = "reset"
+	PendingResume  = "resume"
+	PendingCancel  = "cancel"
+	PendingRestore = "restore"
+	PendingFork    = "fork"
 )
 
 // LandingStatus is one request of the merge queue (`batty merge`): the
@@ -401,6 +403,11 @@ type Request struct {
 	// short form or a prefix (landing.FindReview). OpReject's reason is
 	// Reason.
 	Landing string `json:"landing,omitempty"`
+	// Thread is the thread OpRestore makes the agent's current one again,
+	// or OpFork forks into a new thread of the agent; From is the agent
+	// whose thread it is (OpFork).
+	Thread string `json:"thread,omitempty"`
+	From   string `json:"from,omitempty"`
 }
 
 // Control operations.
@@ -424,6 +431,12 @@ const (
 	// OpConsole asks where the console listens and its login token
 	// (Response.Console). The human's: an agent may not ask it.
 	OpConsole = "console"
+	// OpRestore makes an archived thread of Request.Agent its current one
+	// again; OpFork has the agent's next turn fork Request.Thread (of
+	// Request.From) into a new thread. The human's: an agent may make
+	// neither.
+	OpRestore = "restore"
+	OpFork    = "fork"
 )
 
 // ConsoleInfo answers OpConsole: the console's address and its login

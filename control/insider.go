@@ -153,6 +153,8 @@ var opWords = map[string]string{
 	OpApprove: "approve a landing",
 	OpReject:  "reject a landing",
 	OpConsole: "log in to the console",
+	OpRestore: "restore an agent's thread",
+	OpFork:    "fork a thread to an agent",
 }
 
 // Refusal is the error refusing request op to the process in, whose

@@ -131,6 +131,9 @@ const (
 	// opEnd is the end of run's context, held like a request while a step
 	// runs (see run); never sent by the daemon.
 	opEnd
+	// opSwitch makes another thread the agent's: an archived one restored,
+	// or a fork (agentCtl.sw; see agent.switchThread).
+	opSwitch
 )
 
 // agentCtl is a request from the daemon's goroutine to an agent's, put in
@@ -144,7 +147,9 @@ type agentCtl struct {
 	// opCancel's message and whether it may interrupt a turn.
 	id        string
 	interrupt bool
-	answer    func(agentAnswer)
+	// opSwitch's thread.
+	sw     threadSwitch
+	answer func(agentAnswer)
 }
 
 // agentAnswer is an agent's answer to an agentCtl.
@@ -374,6 +379,10 @@ func (a *agent) shimConfig() (shimconfig.Config, error) {
 		// the writable root of its sandbox.
 		c.Cwd = a.ws.repo.AgentDir(a.def.Name, a.def.Cwd)
 		c.Branch, c.Base = workspaces.Branch(a.def.Name), a.ws.base
+	}
+	if a.st.ThreadID == "" && a.st.ForkFrom != "" {
+		// A fork owed: the first turn makes it.
+		c.ForkFrom = a.st.ForkFrom
 	}
 	if a.st.ThreadID != "" {
 		u := a.st.ThreadUsage
@@ -617,8 +626,8 @@ func (a *agent) resetThread(reason string) error {
 	}
 	old := a.st.ThreadID
 	a.st.Archive(reason, time.Now().UTC())
-	// A thread reset by hand starts clean: no handoff.
-	a.st.Handoff, a.st.ContextRetry = nil, nil
+	// A thread reset by hand starts clean: no handoff, no fork owed.
+	a.st.Handoff, a.st.ContextRetry, a.st.ForkFrom = nil, nil, ""
 	if a.failed {
 		a.st.SetError("", "", time.Time{})
 		a.retryNow()
@@ -630,7 +639,9 @@ func (a *agent) resetThread(reason string) error {
 		return err
 	}
 	if a.p != nil {
-		a.p.Send(protocol.ResetThread{Reason: reason})
+		// The thread left is archived in Codex's store too, so that
+		// Codex's own pickers agree.
+		a.p.Send(protocol.SwitchThread{Archive: true, Reason: reason})
 	}
 	a.emit(eventlog.Event{Type: eventlog.EvThreadReset, Agent: a.def.Name, Detail: reason, Data: eventlog.ThreadReset{Archived: old}})
 	return nil

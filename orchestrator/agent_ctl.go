@@ -86,6 +86,20 @@ func (a *agent) applyCtl(c agentCtl, late bool) {
 			a.dropPending(c)
 			a.lateResult(c, err == nil, errText(err))
 		})
+	case opSwitch:
+		if !late && a.resetWaits() {
+			// As a reset: its worktree is committed first.
+			a.addPending(c)
+			late = true
+		}
+		a.switchThread(c.sw, func(err error) {
+			if !late {
+				c.answer(agentAnswer{err: err})
+				return
+			}
+			a.dropPending(c)
+			a.lateResult(c, err == nil, errText(err))
+		})
 	case opCancel:
 		res := a.cancel(c.id, c.interrupt)
 		if !late {
@@ -188,6 +202,11 @@ func pendingWord(c agentCtl) string {
 		return control.PendingCancel + " " + c.id
 	case opRetry:
 		return control.PendingResume
+	case opSwitch:
+		if c.sw.fork {
+			return control.PendingFork + " " + c.sw.thread
+		}
+		return control.PendingRestore + " " + c.sw.thread
 	}
 	return ""
 }

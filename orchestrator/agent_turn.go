@@ -291,13 +291,21 @@ func (a *agent) threadChanged(e protocol.ThreadChanged) {
 	now := time.Now().UTC()
 	switch e.Reason {
 	case protocol.ThreadReset:
-		// Archived by reset already.
+		// Archived by reset (or set aside for a fork) already; the turn
+		// that ran meanwhile named its thread again (countTurn).
+		if e.Previous != "" && a.st.ThreadID == e.Previous {
+			a.st.SetThread("", protocol.Usage{})
+		}
+	case protocol.ThreadForked:
+		a.st.ForkFrom = ""
 	case protocol.ThreadResumeFailed, protocol.ThreadResumeChanged:
 		if e.Previous != "" && a.st.ThreadID == e.Previous {
 			a.st.Archive(string(e.Reason)+": "+e.Detail, now)
 		}
 	}
-	if e.ThreadID != "" || e.Reason != protocol.ThreadReset {
+	if e.Reason == protocol.ThreadRestored && e.ThreadID == a.st.ThreadID {
+		// Restored by the daemon already, with its usage baseline.
+	} else if e.ThreadID != "" || e.Reason != protocol.ThreadReset {
 		// A changed thread starts its running total afresh.
 		a.st.SetThread(e.ThreadID, protocol.Usage{})
 	}

@@ -22,6 +22,8 @@ func (d *Daemon) serve(c control.Conn) {
 		d.serveReset(c)
 	case control.OpCancel:
 		d.serveCancel(c)
+	case control.OpRestore, control.OpFork:
+		d.serveSwitch(c)
 	case control.OpResume:
 		d.serveResume(c)
 	default:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/battyhq/batty/protocol"
@@ -16,6 +17,11 @@ type ArchivedThread struct {
 	ID     string    `json:"id"`
 	Reason string    `json:"reason"`
 	At     time.Time `json:"at"`
+	// Usage is the thread's cumulative usage when it was archived (the
+	// baseline of its next turn once restored), Home the Codex home its
+	// rollout was in ("" when not known).
+	Usage protocol.Usage `json:"usage,omitzero"`
+	Home  string         `json:"codex_home,omitempty"`
 }
 
 // AgentState is what survives a daemon restart about one agent. The daemon
@@ -49,6 +55,10 @@ type AgentState struct {
 	// ContextRetry follows the message whose turn last ran out of context
 	// window, nil when none is being retried.
 	ContextRetry *ContextRetry `json:"context_retry,omitempty"`
+	// ForkFrom is a thread the agent's next turn forks into a new thread
+	// that carries its history (batty threads fork), "" when none is owed;
+	// ThreadID is then "".
+	ForkFrom string `json:"fork_from,omitempty"`
 	// CodexHome is the CODEX_HOME the agent's shim last ran on, where the
 	// thread's rollout is: a shim started on another account's home carries
 	// the thread there first. "" before the first start.
@@ -65,10 +75,43 @@ func (s *AgentState) Archive(reason string, at time.Time) {
 	if s.ThreadID == "" {
 		return
 	}
-	s.ArchivedThreads = append(s.ArchivedThreads, ArchivedThread{ID: s.ThreadID, Reason: reason, At: at})
+	s.ArchivedThreads = append(s.ArchivedThreads, ArchivedThread{ID: s.ThreadID, Reason: reason, At: at, Usage: s.ThreadUsage, Home: s.CodexHome})
 	s.ThreadID = ""
 	s.ThreadUsage = protocol.Usage{}
 	s.ContextPct = 0
+}
+
+// Restore makes thread id, one of ArchivedThreads, the current thread
+// again (batty threads restore): the current one is archived in its place
+// with reason, a handoff or a fork owed is dropped, and the restored
+// thread's usage when it was archived is its baseline again. It returns
+// the restored entry. An id that is the current thread, or no archived
+// thread of the agent, is an error and changes nothing.
+func (s *AgentState) Restore(id, reason string, at time.Time) (ArchivedThread, error) {
+	if id != "" && id == s.ThreadID {
+		return ArchivedThread{}, fmt.Errorf("thread %s is %s's current thread already", id, s.Name)
+	}
+	i := slices.IndexFunc(s.ArchivedThreads, func(a ArchivedThread) bool { return a.ID == id })
+	if id == "" || i < 0 {
+		return ArchivedThread{}, fmt.Errorf("thread %q is not one of %s's archived threads (batty threads %s --all lists them)", id, s.Name, s.Name)
+	}
+	old := s.ArchivedThreads[i]
+	s.Archive(reason, at)
+	s.ArchivedThreads = slices.Delete(slices.Clone(s.ArchivedThreads), i, i+1)
+	s.ThreadID, s.ThreadUsage, s.ContextPct = old.ID, old.Usage, 0
+	s.Handoff, s.ContextRetry, s.ForkFrom = nil, nil, ""
+	return old, nil
+}
+
+// Fork has the agent's next turn fork thread id into a new thread that
+// carries its history (batty threads fork): the current thread is
+// archived with reason, a handoff owed is dropped. id may be any
+// thread, of this agent or another (the caller makes sure its rollout is
+// where the agent's Codex finds it).
+func (s *AgentState) Fork(id, reason string, at time.Time) {
+	s.Archive(reason, at)
+	s.ForkFrom = id
+	s.Handoff, s.ContextRetry = nil, nil
 }
 
 // SetError records err as the agent's last error at at; message is the

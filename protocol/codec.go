@@ -94,6 +94,7 @@ var decoders = map[Kind]func(*msgpack.Decoder) (Message, error){
 	KindInterrupt:        decodeAs[Interrupt],
 	KindPing:             decodeAs[Ping],
 	KindResetThread:      decodeAs[ResetThread],
+	KindSwitchThread:     decodeAs[SwitchThread],
 	KindShutdown:         decodeAs[Shutdown],
 	KindKill:             decodeAs[Kill],
 	KindHello:            decodeAs[Hello],

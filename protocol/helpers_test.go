@@ -23,7 +23,7 @@ const waitLimit = 20 * time.Second
 // TestKindsCoverEveryMessageType checks the list against the source.
 var allMessages = []Message{
 	Welcome{}, SendMessage{}, Interrupt{}, Ping{},
-	ResetThread{}, Shutdown{}, Kill{},
+	ResetThread{}, SwitchThread{}, Shutdown{}, Kill{},
 	Hello{}, Accepted{}, Rejected{}, TurnStarted{}, ThreadChanged{},
 	StateChanged{}, TurnFinished{}, QuotaBlocked{}, AuthRequired{},
 	ContextExhausted{}, ContextPressure{}, Pong{}, Warning{}, Error{}, NetworkWait{},

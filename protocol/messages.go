@@ -12,7 +12,7 @@ import "time"
 
 // Version is the protocol version both sides must speak. It changes whenever
 // a message changes incompatibly.
-const Version = 7
+const Version = 8
 
 // Kind names a message type on the wire.
 type Kind string
@@ -25,14 +25,15 @@ type Message interface {
 
 // Command kinds (orchestrator → shim).
 const (
-	KindWelcome     Kind = "welcome"
-	KindSend        Kind = "send"
-	KindInterrupt   Kind = "interrupt"
-	KindPing        Kind = "ping"
-	KindResetThread Kind = "reset_thread"
-	KindShutdown    Kind = "shutdown"
-	KindKill        Kind = "kill"
-	KindOutgoingAck Kind = "outgoing_ack"
+	KindWelcome      Kind = "welcome"
+	KindSend         Kind = "send"
+	KindInterrupt    Kind = "interrupt"
+	KindPing         Kind = "ping"
+	KindResetThread  Kind = "reset_thread"
+	KindSwitchThread Kind = "switch_thread"
+	KindShutdown     Kind = "shutdown"
+	KindKill         Kind = "kill"
+	KindOutgoingAck  Kind = "outgoing_ack"
 )
 
 // Event kinds (shim → orchestrator).
@@ -122,6 +123,25 @@ type ResetThread struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// SwitchThread changes the thread the next turn runs on: ThreadID resumed
+// (batty threads restore), or, with Fork, forked into a new thread that
+// carries its history (batty threads fork); "" starts a fresh thread
+// (batty reset). Archive has the thread left archived in Codex's own store
+// too (codex archive, thread/archive), so that Codex's pickers agree; a
+// thread resumed or forked that Codex's store holds archived is
+// unarchived first (and a forked one archived again after the fork). Usage
+// is ThreadID's cumulative usage when it was left, the baseline its next
+// turn's usage is measured from (zero: unknown). Like ResetThread it takes
+// effect between turns; a ThreadChanged event confirms it (reason
+// restored, or reset while a fork waits for the next turn, then forked).
+type SwitchThread struct {
+	ThreadID string `json:"thread_id,omitempty"`
+	Fork     bool   `json:"fork,omitempty"`
+	Archive  bool   `json:"archive,omitempty"`
+	Usage    Usage  `json:"usage,omitzero"`
+	Reason   string `json:"reason,omitempty"`
+}
+
 // Shutdown lets the turn in flight run for up to Timeout, then stops it;
 // queued messages finish as interrupted. The shim then exits.
 type Shutdown struct {
@@ -185,7 +205,9 @@ const (
 	ThreadStarted       ThreadReason = "started"        // a fresh thread got its id
 	ThreadResumeChanged ThreadReason = "resume_changed" // codex answered a resume with another id
 	ThreadResumeFailed  ThreadReason = "resume_failed"  // the old thread could not be resumed
-	ThreadReset         ThreadReason = "reset"          // ResetThread
+	ThreadReset         ThreadReason = "reset"          // ResetThread, SwitchThread to a fresh thread or a fork
+	ThreadRestored      ThreadReason = "restored"       // SwitchThread to a thread resumed
+	ThreadForked        ThreadReason = "forked"         // a fork's new thread got its id
 )
 
 // ThreadChanged reports the shim's current thread id.
@@ -453,6 +475,7 @@ func (SendMessage) Kind() Kind      { return KindSend }
 func (Interrupt) Kind() Kind        { return KindInterrupt }
 func (Ping) Kind() Kind             { return KindPing }
 func (ResetThread) Kind() Kind      { return KindResetThread }
+func (SwitchThread) Kind() Kind     { return KindSwitchThread }
 func (Shutdown) Kind() Kind         { return KindShutdown }
 func (Kill) Kind() Kind             { return KindKill }
 func (Hello) Kind() Kind            { return KindHello }

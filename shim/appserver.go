@@ -479,7 +479,10 @@ type appTurnDone struct {
 // the app-server turns out to be unusable before the turn started, the
 // turn runs on exec instead, as every later one (see fallBack).
 func (r *appServerRuntime) run(t *turn) turnResult {
-	if r.fallback != "" {
+	if r.fallback != "" || (t.fork != "" && r.shared()) {
+		// A shared server's broker forwards no fork (it would hand one
+		// agent's thread to another): the fork's turn runs on exec, and
+		// the next one resumes the new thread on the server.
 		return r.s.execTurn(t)
 	}
 	r.begin()
@@ -681,6 +684,32 @@ func (r *appServerRuntime) compact(c *appserver.Client, threadID string, t *turn
 	}
 }
 
+// store archives (or unarchives) thread id in Codex's store through the
+// runtime's own app-server (thread/archive, thread/unarchive); a shared
+// server's broker forwards neither, so the CLI does it there, as it does
+// once the runtime fell back to exec. A thread archived is no longer the
+// loaded one.
+func (r *appServerRuntime) store(ctx context.Context, archive bool, id string) error {
+	if r.fallback != "" || r.shared() {
+		return r.s.storeCLI(ctx, archive, id)
+	}
+	r.begin()
+	defer r.end()
+	c, err := r.connect()
+	if err != nil {
+		return err
+	}
+	if err := c.ArchiveThread(ctx, id, archive); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if archive && r.loaded == id {
+		r.loaded = ""
+	}
+	r.mu.Unlock()
+	return nil
+}
+
 // thread makes t's thread the loaded one: a new thread when t has none,
 // a resume when another is loaded. It announces a new thread to the loop.
 // On failure it fills res and reports false.
@@ -706,6 +735,8 @@ func (r *appServerRuntime) thread(ctx context.Context, c *appserver.Client, t *t
 		return t.threadID, true, nil
 	case t.threadID != "":
 		th, err = c.ResumeThread(ctx, t.threadID, opts)
+	case t.fork != "":
+		th, err = c.ForkThread(ctx, t.fork, opts)
 	default:
 		th, err = c.StartThread(ctx, opts)
 	}

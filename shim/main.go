@@ -152,8 +152,8 @@ func Run(ctx context.Context, conn *protocol.Conn, cfg shimconfig.Config, log hc
 	}
 	s := &server{
 		cfg: cfg, conn: conn, log: log, reaper: reap.New(),
-		turnDone: make(chan turnResult), progress: make(chan threadSeen),
-		state: protocol.StateStarting, known: map[string]bool{}, threadID: cfg.ThreadID,
+		turnDone: make(chan turnResult), progress: make(chan threadSeen), storeDone: make(chan storeResult),
+		state: protocol.StateStarting, known: map[string]bool{}, threadID: cfg.ThreadID, forkFrom: cfg.ForkFrom,
 	}
 	if cfg.ThreadID != "" {
 		// The baseline of the resumed thread: codex's totals include every

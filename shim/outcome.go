@@ -92,7 +92,7 @@ func failureKind(f codex.Failure) protocol.FailureKind {
 		return protocol.FailAuth
 	case codex.FailureContextWindow:
 		return protocol.FailContextWindow
-	case codex.FailureResumeMissing, codex.FailureActiveWriter:
+	case codex.FailureResumeMissing, codex.FailureActiveWriter, codex.FailureArchived:
 		return protocol.FailResume
 	case codex.FailureTransient:
 		return protocol.FailStream

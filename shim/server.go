@@ -35,8 +35,9 @@ type server struct {
 	reaper   *reap.Reaper
 	rt       turnRuntime // runs the turns (shimconfig.Config.Runtime)
 
-	turnDone chan turnResult
-	progress chan threadSeen
+	turnDone  chan turnResult
+	progress  chan threadSeen
+	storeDone chan storeResult // a chore's end (startChore)
 
 	// loop state
 	state     protocol.State
@@ -47,6 +48,15 @@ type server struct {
 	threadUse codex.Usage // last thread-cumulative usage codex reported
 	stopping  bool
 	resetNext string // reason of a ResetThread waiting for the turn in flight
+	// switchNext is a SwitchThread waiting for the turn in flight.
+	switchNext *protocol.SwitchThread
+	// forkFrom is the thread the next turn forks (threadID is then ""),
+	// until the fork's thread gets its id.
+	forkFrom string
+	// toArchive are threads left that wait to be archived in Codex's
+	// store; chore says one is being archived (no turn starts meanwhile).
+	toArchive []string
+	chore     bool
 }
 
 // command is what the reader goroutine hands the loop: a message or the end
@@ -96,7 +106,7 @@ func (s *server) serve(ctx context.Context) error {
 		}
 	}()
 	for {
-		if s.stopping && s.cur == nil {
+		if s.stopping && s.cur == nil && !s.chore {
 			s.setState(protocol.StateStopped, "shutdown complete")
 			return nil
 		}
@@ -140,6 +150,8 @@ func (s *server) serve(ctx context.Context) error {
 			s.threadStarted(p)
 		case r := <-s.turnDone:
 			s.finishTurn(r)
+		case r := <-s.storeDone:
+			s.storeFinished(r)
 		case <-shutdownTimer:
 			shutdownTimer = nil
 			if s.cur != nil {
@@ -174,10 +186,16 @@ func (s *server) handleCommand(m protocol.Message) <-chan time.Time {
 			reason = "requested"
 		}
 		if s.cur != nil {
-			s.resetNext = reason
+			s.resetNext, s.switchNext = reason, nil
 			return nil
 		}
 		s.resetThread(reason)
+	case protocol.SwitchThread:
+		if s.cur != nil {
+			s.resetNext, s.switchNext = "", &c
+			return nil
+		}
+		s.switchThread(c)
 	case protocol.Shutdown:
 		s.log.Info("Shutdown requested", "timeout", c.Timeout, "reason", c.Reason)
 		if s.beginStop("shutdown: "+c.Reason) && s.cur != nil {
@@ -224,7 +242,7 @@ func (s *server) accept(m protocol.SendMessage) {
 		reject(protocol.RejectQueueFull, fmt.Sprintf("queue full (%d waiting)", len(s.queue)))
 	default:
 		s.known[m.ID] = true
-		if s.cur == nil && len(s.queue) == 0 {
+		if s.cur == nil && !s.chore && len(s.queue) == 0 {
 			s.emit(protocol.Accepted{ID: m.ID, QueueDepth: 0})
 			s.startTurn(m, false)
 			return
@@ -236,7 +254,7 @@ func (s *server) accept(m protocol.SendMessage) {
 
 // startNext starts the head of the queue, or goes idle when it is empty.
 func (s *server) startNext() {
-	if len(s.queue) == 0 {
+	if len(s.queue) == 0 || s.chore {
 		s.setState(protocol.StateIdle, "queue empty")
 		return
 	}
@@ -246,7 +264,11 @@ func (s *server) startNext() {
 }
 
 func (s *server) startTurn(m protocol.SendMessage, retried bool) {
-	s.cur = &turn{msg: m, threadID: s.threadID, retried: retried, started: time.Now(), stopCh: make(chan stopReason, 1)}
+	fork := ""
+	if s.threadID == "" {
+		fork = s.forkFrom
+	}
+	s.cur = &turn{msg: m, threadID: s.threadID, fork: fork, retried: retried, started: time.Now(), stopCh: make(chan stopReason, 1)}
 	s.setState(protocol.StateWorking, "message "+m.ID)
 	s.tlog.TurnHeader(ptylog.TurnHeader{From: m.From, MessageID: inbox.ShortID(m.ID), ThreadID: s.threadID, Resume: s.threadID != "", Attempt: m.Attempt, Time: s.cur.started, Preview: messagePreview(m.Body)})
 	if m.RetryNote != "" {
@@ -270,6 +292,10 @@ func (s *server) threadStarted(p threadSeen) {
 	prev := s.threadID
 	reason := protocol.ThreadStarted
 	detail := ""
+	if p.t.fork != "" {
+		reason, detail = protocol.ThreadForked, "forked from thread "+p.t.fork
+		s.forkFrom = ""
+	}
 	if p.t.threadID != "" && p.id != p.t.threadID {
 		reason = protocol.ThreadResumeChanged
 		detail = fmt.Sprintf("codex answered resume %s with thread %s", p.t.threadID, p.id)
@@ -284,7 +310,7 @@ func (s *server) threadStarted(p threadSeen) {
 // resetThread forgets the current thread so the next turn starts fresh.
 func (s *server) resetThread(reason string) {
 	prev := s.threadID
-	s.threadID = ""
+	s.threadID, s.forkFrom = "", ""
 	s.threadUse = codex.Usage{}
 	s.tlog.Notice("thread reset: " + reason)
 	s.emit(protocol.ThreadChanged{Previous: prev, Reason: protocol.ThreadReset, Detail: reason})
@@ -384,6 +410,10 @@ func (s *server) finishTurn(r turnResult) {
 	if s.resetNext != "" {
 		s.resetThread(s.resetNext)
 		s.resetNext = ""
+	}
+	if c := s.switchNext; c != nil {
+		s.switchNext = nil
+		s.switchThread(*c)
 	}
 	if s.stopping {
 		s.abandonQueue()

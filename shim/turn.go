@@ -39,6 +39,7 @@ const stdoutDrainGrace = 2 * time.Second
 type turn struct {
 	msg      protocol.SendMessage
 	threadID string // resumed thread, "" for a fresh one
+	fork     string // with threadID "": the thread this turn forks into a new one ("" none)
 	retried  bool   // already retried on a fresh thread after resume failed
 	started  time.Time
 	stopCh   chan stopReason // buffered(1); the first stop request wins
@@ -89,7 +90,13 @@ type threadSeen struct {
 // result on s.turnDone. It never returns before codex and everything the
 // turn left behind is gone, however the turn ended.
 func (s *server) runTurn(t *turn) {
+	rearchive := s.repairArchived(t)
 	res := s.rt.run(t)
+	if rearchive {
+		if err := s.store(true, t.fork); err != nil {
+			s.log.Warn("Archiving the forked thread again failed", "thread", t.fork, "error", err)
+		}
+	}
 	res.turn = t
 	res.duration = time.Since(t.started)
 	s.streamReply(&res)
@@ -132,7 +139,11 @@ func (s *server) execTurn(t *turn) turnResult {
 		return res
 	}
 	defer pipes.close()
-	cmd := exec.Command(s.bin.Path, codex.ExecArgs(s.execOpts, t.threadID)...)
+	args := codex.ExecArgs(s.execOpts, t.threadID)
+	if t.fork != "" {
+		args = codex.ExecForkArgs(s.execOpts, t.fork)
+	}
+	cmd := exec.Command(s.bin.Path, args...)
 	cmd.Dir = s.cfg.Cwd
 	cmd.Env = s.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -47,7 +47,10 @@ agent, role, account, host, started, last_active, turns, tokens, state,
 ended, end_reason, ended_at, first_message, first_message_id, last_reply,
 last_message_id}], skipped}, the texts as the agents wrote them.
 
-batty threads show <thread> prints one thread's conversation.`,
+batty threads show <thread> prints one thread's conversation; batty threads
+restore <agent> <thread> makes an archived thread the agent's current one
+again; batty threads fork <thread> --to <agent> starts the agent on a new
+thread carrying that thread's history.`,
 		Example: `  batty threads
   batty threads architect --all
   batty threads --json`,
@@ -73,7 +76,7 @@ batty threads show <thread> prints one thread's conversation.`,
 	cmd.Flags().BoolVar(&all, "all", false, "every thread, not only the current ones and those of the last 7 days")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.ValidArgsFunction = f.completeNames(&teamFile, namesAgents)
-	cmd.AddCommand(newThreadsShowCmd(f))
+	cmd.AddCommand(newThreadsShowCmd(f), newThreadsRestoreCmd(f), newThreadsForkCmd(f))
 	return cmd
 }
 

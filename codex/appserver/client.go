@@ -630,6 +630,33 @@ func (c *Client) ResumeThread(ctx context.Context, threadID string, opts ThreadO
 	return res.thread()
 }
 
+// ForkThread starts a new thread that carries the history of thread
+// threadID (thread/fork), applying opts over its saved settings; the new
+// thread is the loaded one. A thread Codex's store holds archived is
+// refused (an error wrapping *[RPCError]: unarchive it first).
+func (c *Client) ForkThread(ctx context.Context, threadID string, opts ThreadOptions) (Thread, error) {
+	p := opts.params()
+	p["threadId"] = threadID
+	p["excludeTurns"] = true
+	var res threadResponse
+	if err := c.Call(ctx, MethodThreadFork, p, &res); err != nil {
+		return Thread{}, err
+	}
+	return res.thread()
+}
+
+// ArchiveThread archives thread threadID in Codex's own store
+// (thread/archive), or unarchives it (thread/unarchive) when archive is
+// false. A thread not in the state it leaves is refused (an error
+// wrapping *[RPCError]).
+func (c *Client) ArchiveThread(ctx context.Context, threadID string, archive bool) error {
+	m := MethodThreadUnarchive
+	if archive {
+		m = MethodThreadArchive
+	}
+	return c.Call(ctx, m, map[string]any{"threadId": threadID}, nil)
+}
+
 // thread converts the response, checking it names a thread.
 func (r threadResponse) thread() (Thread, error) {
 	if r.Thread.ID == "" {

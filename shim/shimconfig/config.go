@@ -92,6 +92,10 @@ type Config struct {
 	AppServerSocket string
 	// ThreadID is the thread to resume on the first turn ("" = fresh).
 	ThreadID string
+	// ForkFrom is a thread the first turn forks into a new thread that
+	// carries its history (batty threads fork; "" = none). Not with
+	// ThreadID.
+	ForkFrom string
 	// ThreadUsage is the thread-cumulative usage codex last reported for
 	// ThreadID (the baseline the first turn's usage is measured from; zero
 	// when unknown). Only meaningful with ThreadID.
@@ -200,6 +204,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("shim: %s %s is negative", d.name, d.v)
 		}
 	}
+	if c.ForkFrom != "" && (c.ThreadID != "" || !codex.IsThreadID(c.ForkFrom)) {
+		return errors.New("shim: --fork-thread takes a thread id, and no --thread-id (the fork is a new thread)")
+	}
 	if !c.ThreadUsage.IsZero() && c.ThreadID == "" {
 		return errors.New("shim: --thread-usage needs --thread-id (it is the usage of that thread)")
 	}
@@ -251,6 +258,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.RuntimeIdle, "runtime-idle", DefaultRuntimeIdle, "with --runtime="+RuntimeAppServer+", stop the app-server after this long without a turn (0 = never)")
 	fs.StringVar(&c.AppServerSocket, "app-server-socket", "", "with --runtime="+RuntimeAppServer+", run turns on the shared app-server behind this broker socket instead of an own one")
 	fs.StringVar(&c.ThreadID, "thread-id", "", "thread to resume on the first turn")
+	fs.StringVar(&c.ForkFrom, "fork-thread", "", "thread the first turn forks into a new thread")
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringArrayVar(&c.AllowSockets, "allow-socket", nil, "on another host: a user's socket there the permission profile leaves reachable with the network on (repeatable)")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
@@ -345,6 +353,7 @@ func (c Config) Args() []string {
 	a = append(a, "--runtime-idle="+c.RuntimeIdle.String())
 	add("app-server-socket", c.AppServerSocket)
 	add("thread-id", c.ThreadID)
+	add("fork-thread", c.ForkFrom)
 	if !c.ThreadUsage.IsZero() {
 		add("thread-usage", (*usageValue)(&c.ThreadUsage).String())
 	}

@@ -1,6 +1,7 @@
 package shimtest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -379,6 +380,21 @@ func (f *Fake) loop() {
 					continue
 				}
 				resetThread(reason)
+			case protocol.SwitchThread:
+				// A restore while idle resumes the thread; anything else
+				// (a fork, a turn in flight) is a reset, as the fake keeps
+				// no history to fork.
+				if c.ThreadID != "" && !c.Fork && cur == nil {
+					prev := threadID
+					threadID, threadUse = c.ThreadID, c.Usage
+					emit(protocol.ThreadChanged{ThreadID: threadID, Previous: prev, Reason: protocol.ThreadRestored, Detail: c.Reason})
+					continue
+				}
+				if cur != nil {
+					resetNext = cmp.Or(c.Reason, "requested")
+					continue
+				}
+				resetThread(cmp.Or(c.Reason, "requested"))
 			case protocol.Shutdown:
 				if beginStop("shutdown: "+c.Reason) && cur != nil {
 					if c.Timeout <= 0 {
