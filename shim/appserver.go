@@ -38,8 +38,9 @@ import (
 // Known differences from the exec runtime: at a turn's end what the turn
 // left running is killed only when it is outside the app-server (detached
 // or orphaned), what still runs below the server is killed with it;
-// ExecOptions.OutputSchema and the ExtraArgs that are not config overrides
-// are not applied; and the PID in TurnStarted is the app-server's.
+// the ExtraArgs that are not config overrides are not applied; and the
+// PID in TurnStarted is the app-server's. ExecOptions.OutputSchema goes
+// with each turn (turn/start's outputSchema).
 type appServerRuntime struct {
 	s *server
 
@@ -501,6 +502,11 @@ func (r *appServerRuntime) runApp(t *turn) (res turnResult, unusable string) {
 		res.spawnErr = err
 		return res, ""
 	}
+	schema, err := appOutputSchema(s.execOpts.OutputSchema)
+	if err != nil {
+		res.spawnErr = err
+		return res, ""
+	}
 	c, err := r.connect()
 	var ue *unusableError
 	if errors.As(err, &ue) {
@@ -532,7 +538,7 @@ func (r *appServerRuntime) runApp(t *turn) (res turnResult, unusable string) {
 	activity := make(chan appSignal)
 	n := &appNotes{s: s, t: t, res: &res, open: map[string]bool{}, activity: activity}
 	go func() {
-		tr, err := c.RunTurn(tctx, threadID, FormatPrompt(t.msg), n.handle)
+		tr, err := c.RunTurnWith(tctx, threadID, FormatPrompt(t.msg), appserver.TurnOptions{OutputSchema: schema}, n.handle)
 		done <- appTurnDone{tr: tr, err: err}
 	}()
 
