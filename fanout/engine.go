@@ -117,6 +117,8 @@ type Summary struct {
 	// them as written; see errorKey) and CommonErrorRows how many have it.
 	CommonError     string
 	CommonErrorRows int
+	// Runtime names how the rows ran (Job.Run sets it; "": not said).
+	Runtime string
 }
 
 // Complete reports whether every row of the input is done.
@@ -163,6 +165,9 @@ type pendingRow struct {
 	tokens    int64     // used by every attempt, earlier runs' included
 	notBefore time.Time // its back-off
 	note      string    // the retry note of its next attempt
+	// serverRetried says that an attempt cut off by the death of the
+	// shared app-server has been retried (once, at once, not counted).
+	serverRetried bool
 }
 
 type job struct {
@@ -484,6 +489,14 @@ func (e *engine) finish(r result) {
 		rec.Duration = f.Duration.Seconds()
 	}
 	switch cause := retryCause(r); {
+	case r.err == nil && r.out.ServerDied && !row.serverRetried:
+		// Not the row's doing: it runs again as soon as a worker is free
+		// (the broker is starting the process again), without counting.
+		row.serverRetried = true
+		row.note = "retry after the shared app-server died during the earlier attempt; this is a fresh thread, the earlier attempt's work is not in it"
+		e.o.Log.Warn("The shared app-server died during a row; retrying it", "row", row.i+1)
+		e.requeue(row)
+		return
 	case r.err == nil && f.Status == protocol.TurnInterrupted:
 		e.requeue(row) // cut off by the interrupt: a rerun runs it
 		return

@@ -45,6 +45,9 @@ type Outcome struct {
 	// RetryAt is the reset time codex named for a usage limit (zero:
 	// none).
 	RetryAt time.Time
+	// ServerDied says that the turn was cut off because the shared
+	// app-server it ran on died (SharedServers).
+	ServerDied bool
 }
 
 // ShimWorkers starts workers as shims of the batty binary: the same
@@ -72,6 +75,11 @@ type ShimWorkers struct {
 	// transport with a longer handshake. Homes must then be empty. Empty: every worker
 	// here.
 	Hosts []WorkerHost
+	// Shared, when set, are the job's shared app-servers: a worker here
+	// runs its rows as threads of its account's process (its shim on the
+	// app-server runtime, at the broker's socket, admitted by its pid).
+	// Workers on other hosts do not use them.
+	Shared *SharedServers
 }
 
 // New starts worker n (1-based) on account (an index of Homes; ignored
@@ -95,12 +103,25 @@ func (s ShimWorkers) New(n, account int) (Worker, error) {
 		}
 		cfg.Env = codex.WithHome(cfg.Env, s.Homes[account])
 	}
+	shared := s.Shared
+	if on.Name() != "" {
+		shared = nil
+	}
+	if shared != nil {
+		cfg.Runtime, cfg.AppServerSocket = shimconfig.RuntimeAppServer, shared.Socket(account)
+	}
 	// On a host, its secrets go in the handshake only, as here.
 	c, err := host.Start(context.Background(), on, shimclient.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Config: cfg, Stderr: s.Stderr})
 	if err != nil {
 		return nil, fmt.Errorf("worker %d on host %s: %w", n, cmp.Or(on.Name(), team.LocalHost), err)
 	}
-	return &shimWorker{c: c}, nil
+	w := &shimWorker{c: c}
+	if shared != nil {
+		// Let in before its first turn, which is when it connects.
+		shared.Admit(c.Pid(), cfg.Agent)
+		w.shared, w.account = shared, account
+	}
+	return w, nil
 }
 
 // shimWorker is a worker as its shim's client gives it: a turn's
@@ -109,6 +130,10 @@ type shimWorker struct {
 	c      *shimclient.Client
 	used   bool
 	closed bool
+	// shared, when set, is the job's shared app-servers, whose process of
+	// account runs this worker's threads.
+	shared  *SharedServers
+	account int
 }
 
 func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration) (Outcome, error) {
@@ -122,6 +147,10 @@ func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration
 		return Outcome{}, fmt.Errorf("%s: %w", t.ID, err)
 	}
 	var out Outcome
+	var deaths int64
+	if w.shared != nil {
+		deaths = w.shared.Deaths(w.account)
+	}
 	for {
 		select {
 		case m, ok := <-w.c.Events():
@@ -144,6 +173,9 @@ func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration
 			case protocol.TurnFinished:
 				if e.MessageID == t.ID {
 					out.TurnFinished = e
+					// Its process died under it (the broker notes the death
+					// before it ends the connections).
+					out.ServerDied = w.shared != nil && e.Failure == protocol.FailKilled && w.shared.Deaths(w.account) > deaths
 					return out, nil
 				}
 			}
@@ -183,6 +215,9 @@ func (w *shimWorker) Close(kill <-chan struct{}) {
 	}()
 	w.c.Stop(ctx, closeGrace, "requested")
 	w.c.Close()
+	if w.shared != nil {
+		w.shared.Forget(w.c.Pid())
+	}
 }
 
 // closeGrace is how long a shim that has nothing to do gets to stop.

@@ -211,6 +211,9 @@ func runFanoutCmd(cmd *cobra.Command, f *Factory, a fanoutArgs) error {
 		}
 		a.cfg.Exec.OutputSchema = abs
 	}
+	if !cmd.Flags().Changed("runtime") {
+		a.cfg.Runtime = defaultFanoutRuntime(on.remote())
+	}
 	a.cfg.Agent = "fanout"
 	if err := checkShimConfig(a.cfg); err != nil {
 		return usageError(cmd, "%v", err)
@@ -382,6 +385,9 @@ func runFanout(parent context.Context, ios *iostreams.IOStreams, a fanoutArgs, t
 		Log:      hclog.New(&hclog.LoggerOptions{Name: "fanout", Level: level, Output: ios.ErrOut}),
 	}
 	job.Progress.Width = ios.ErrWidth
+	if a.cfg.Runtime == shimconfig.RuntimeAppServer {
+		job.Shared = &fanout.SharedSetup{Config: a.cfg, Env: env, Homes: pol.homes, Log: job.Log}
+	}
 	if len(on.list) > 0 {
 		if job.HostSetup, err = hostSetup(a.cfg, on); err != nil {
 			store.Close()
@@ -401,6 +407,16 @@ func runFanout(parent context.Context, ios *iostreams.IOStreams, a fanoutArgs, t
 		return 1, nil
 	}
 	return 0, nil
+}
+
+// defaultFanoutRuntime is the runtime of a job whose command line names
+// none: the shared app-server, unless a worker may run on another host
+// (whose rows would each need an app-server of their own there): exec. Pure.
+func defaultFanoutRuntime(remote bool) string {
+	if remote {
+		return shimconfig.RuntimeExec
+	}
+	return shimconfig.RuntimeAppServer
 }
 
 // hostSetup is how the job readies the hosts of on: batty's own binary to
