@@ -42,7 +42,8 @@ func newFanoutJob(t *testing.T, csv string) *fanoutJob {
 	return j
 }
 
-// args returns the command line of the job with the fake codex.
+// args returns the command line of the job with the fake codex, which
+// has no app-server: on exec.
 func (j *fanoutJob) args(instruction string, more ...string) []string {
 	self, err := os.Executable()
 	if err != nil {
@@ -51,7 +52,7 @@ func (j *fanoutJob) args(instruction string, more ...string) []string {
 	state := filepath.Join(j.dir, "state")
 	os.MkdirAll(state, 0o700)
 	return append([]string{"fanout", "--csv", j.in, "--instruction", instruction, "--output", j.out,
-		"--codex-bin", self, "--cwd", j.dir, "--stop-grace", "300ms",
+		"--codex-bin", self, "--cwd", j.dir, "--stop-grace", "300ms", "--runtime", "exec",
 		"--env", "BATTY_TEST_ROLE=fakecodex", "--env", "FAKE_CODEX_STATE=" + state, "--env", "FAKE_CODEX_LOG=" + j.log}, more...)
 }
 

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/battyhq/batty/codex/codextest"
+	"github.com/battyhq/batty/fanout"
+	"github.com/battyhq/batty/procstat"
+)
+
+// fanoutRuntimes are the runtimes the real-Codex fan-out tests run on,
+// with the runtime the summary line names.
+var fanoutRuntimes = []struct{ flag, summary string }{
+	{"exec", fanout.RuntimeExec},
+	{"app-server", fanout.RuntimeShared},
+}
+
+// rowOf is the row number a request's last user message names ("Row N."),
+// 0 for none.
+func rowOf(req codextest.Request) int {
+	m := regexp.MustCompile(`Row (\d+)\.`).FindStringSubmatch(req.LastUserText())
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// rowRequests counts the model requests of every row (by rowOf).
+func rowRequests(srv *codextest.Server) map[int]int {
+	out := map[int]int{}
+	for _, r := range srv.Requests() {
+		if r.Kind != "compaction" {
+			out[rowOf(r)]++
+		}
+	}
+	return out
+}
+
+// realFanoutArgs is a job of j with the real codex bin on runtime rt.
+func realFanoutArgs(j *fanoutJob, bin, rt string, more ...string) []string {
+	return append([]string{"fanout", "--csv", j.in, "--output", j.out, "--codex-bin", bin, "--cwd", j.dir, "--runtime", rt,
+		"--instruction", `Row {id}. [[mock:reply {{"row": {id}}}]]`}, more...)
+}
+
+// csvRows is a CSV of rows 1..n in one column id.
+func csvRows(n int) string {
+	var b strings.Builder
+	b.WriteString("id\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "%d\n", i)
+	}
+	return b.String()
+}
+
+// checkAllDone asserts that OUT has n rows, in input order, each done
+// with its own answer on a thread of its own.
+func checkAllDone(t *testing.T, j *fanoutJob, n int) {
+	t.Helper()
+	recs := j.records("id")
+	if len(recs) != n {
+		t.Fatalf("%d rows in OUT, want %d", len(recs), n)
+	}
+	threads := map[string]bool{}
+	for i, r := range recs {
+		if r.Status != fanout.StatusDone || r.Values[0] != strconv.Itoa(i+1) || r.Result != fmt.Sprintf(`{"row":%d}`, i+1) || r.ThreadID == "" {
+			t.Errorf("OUT line %d: %+v", i+2, r)
+		}
+		if threads[r.ThreadID] {
+			t.Errorf("row %d ran on the thread of another row", i+1)
+		}
+		threads[r.ThreadID] = true
+	}
+}
+
+// TestFanoutRealCodexRuntimes runs a job of 9 rows at concurrency 3 (each
+// worker runs several rows) with the real Codex CLI on each runtime:
+// every row is answered once, OUT is complete and in input order, each
+// row on a thread of its own, and the summary names the runtime.
+func TestFanoutRealCodexRuntimes(t *testing.T) {
+	bin := codextest.Codex(t)
+	for _, rt := range fanoutRuntimes {
+		t.Run(rt.flag, func(t *testing.T) {
+			srv := codextest.NewServer(t)
+			j := newFanoutJob(t, csvRows(9))
+			out, errOut, code := runBatty(t, append(j.env, "CODEX_HOME="+srv.WriteHome(t)), "", realFanoutArgs(j, bin, rt.flag, "-c", "3")...)
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			checkAllDone(t, j, 9)
+			for row, n := range rowRequests(srv) {
+				if row < 1 || row > 9 || n != 1 {
+					t.Errorf("row %d: %d model requests, want 1", row, n)
+				}
+			}
+			if !strings.Contains(errOut, "runtime "+rt.summary) {
+				t.Errorf("the summary does not name the runtime %q:\n%s", rt.summary, errOut)
+			}
+		})
+	}
+}
+
+// TestFanoutDefaultRuntimeFallsBack: with no --runtime the job runs on
+// the shared app-server; a codex that has none (the fake) runs the rows
+// on exec, saying so once.
+func TestFanoutDefaultRuntimeFallsBack(t *testing.T) {
+	j := newFanoutJob(t, "id\n1\n2\n")
+	args := j.args("{id} replyjson")
+	for i, a := range args {
+		if a == "--runtime" {
+			args = append(args[:i:i], args[i+2:]...)
+			break
+		}
+	}
+	_, errOut, code := runBatty(t, j.env, "", args...)
+	if code != 0 || !strings.Contains(errOut, "no shared app-server") || !strings.Contains(errOut, "the rows run on codex exec") ||
+		!strings.Contains(errOut, "runtime "+fanout.RuntimeExec) {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	if j.runsOf(1) != 1 || j.runsOf(2) != 1 {
+		t.Errorf("codex runs %d %d, want 1 each", j.runsOf(1), j.runsOf(2))
+	}
+}
+
+// holdFirst is a mock hook that holds the first request of every row in
+// rows (until codex leaves) and answers every other one as scripted; it
+// records the rows held.
+type holdFirst struct {
+	srv  *codextest.Server
+	rows map[int]bool
+
+	mu   sync.Mutex
+	seen map[int]int
+}
+
+func (h *holdFirst) reply(req codextest.Request) codextest.Reply {
+	row := rowOf(req)
+	h.mu.Lock()
+	h.seen[row]++
+	first := h.seen[row] == 1
+	h.mu.Unlock()
+	if first && h.rows[row] {
+		return codextest.Reply{Hold: 5 * time.Minute}
+	}
+	return h.srv.Scripted(req)
+}
+
+// processUnder returns the pid of the first process under pid whose
+// argument 1 is arg (0: none).
+func processUnder(t *testing.T, pid int, arg string) int {
+	t.Helper()
+	ps, err := procstat.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := map[int][]procstat.Process{}
+	for _, p := range ps {
+		children[p.PPID] = append(children[p.PPID], p)
+	}
+	queue := []int{pid}
+	for len(queue) > 0 {
+		for _, p := range children[queue[0]] {
+			if len(p.Args) > 1 && p.Args[1] == arg {
+				return p.PID
+			}
+			queue = append(queue, p.PID)
+		}
+		queue = queue[1:]
+	}
+	return 0
+}
+
+// waitInFlight waits until the mock has n requests.
+func waitInFlight(t *testing.T, srv *codextest.Server, n int, cmd *exec.Cmd, stderr *bytes.Buffer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := srv.WaitRequests(ctx, n); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("%d requests never came: %v\nstderr:\n%s", n, err, stderr)
+	}
+}
+
+// TestFanoutRealCodexKilledJobResumes kills a job (SIGKILL) with the real
+// Codex CLI, on each runtime, once rows 1–4 are done and rows 5–6 are
+// running: nothing is left running, and the same command runs only rows
+// 5 and 6 again.
+func TestFanoutRealCodexKilledJobResumes(t *testing.T) {
+	bin := codextest.Codex(t)
+	for _, rt := range fanoutRuntimes {
+		t.Run(rt.flag, func(t *testing.T) {
+			srv := codextest.NewServer(t)
+			h := &holdFirst{srv: srv, rows: map[int]bool{5: true, 6: true}, seen: map[int]int{}}
+			srv.Handle(h.reply)
+			j := newFanoutJob(t, csvRows(6))
+			env := append(j.env, "CODEX_HOME="+srv.WriteHome(t))
+			args := realFanoutArgs(j, bin, rt.flag, "-c", "2")
+			cmd := battyCommand(t, "", env, args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			j.waitJournal(4, cmd, &stderr)
+			waitInFlight(t, srv, 6, cmd, &stderr)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			codextest.AssertNoMarked(t, j.mark)
+			out, errOut, code := runBatty(t, env, "", args...)
+			if code != 0 {
+				t.Fatalf("rerun: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			checkAllDone(t, j, 6)
+			want := map[int]int{1: 1, 2: 1, 3: 1, 4: 1, 5: 2, 6: 2}
+			if got := rowRequests(srv); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("model requests by row %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestFanoutSharedAppServerKilled kills the shared app-server (SIGKILL)
+// while rows 1–4 run on it: the job notices, the broker starts it again,
+// the four rows run once more and every row is done; nothing is left
+// running.
+func TestFanoutSharedAppServerKilled(t *testing.T) {
+	bin := codextest.Codex(t)
+	srv := codextest.NewServer(t)
+	h := &holdFirst{srv: srv, rows: map[int]bool{1: true, 2: true, 3: true, 4: true}, seen: map[int]int{}}
+	srv.Handle(h.reply)
+	j := newFanoutJob(t, csvRows(8))
+	cmd := battyCommand(t, "", append(j.env, "CODEX_HOME="+srv.WriteHome(t)), realFanoutArgs(j, bin, "app-server", "-c", "4")...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitInFlight(t, srv, 4, cmd, &stderr)
+	pid := processUnder(t, cmd.Process.Pid, "app-server")
+	if pid == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no app-server under batty\nstderr:\n%s", stderr.String())
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("batty fanout: %v\nstderr:\n%s", err, stderr.String())
+	}
+	checkAllDone(t, j, 8)
+	want := map[int]int{1: 2, 2: 2, 3: 2, 4: 2, 5: 1, 6: 1, 7: 1, 8: 1}
+	if got := rowRequests(srv); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("model requests by row %v, want %v\nstderr:\n%s", got, want, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "The shared app-server died during a row; retrying it") {
+		t.Errorf("no word of the retries:\n%s", stderr.String())
+	}
+}
