@@ -108,7 +108,9 @@ func (s ShimWorkers) New(n, account int) (Worker, error) {
 		shared = nil
 	}
 	if shared != nil {
-		cfg.Runtime, cfg.AppServerSocket = shimconfig.RuntimeAppServer, shared.Socket(account)
+		// A row's thread is never resumed: ephemeral, codex writes no
+		// rollout for it (half its work per row).
+		cfg.Runtime, cfg.AppServerSocket, cfg.EphemeralThreads = shimconfig.RuntimeAppServer, shared.Socket(account), true
 	}
 	// On a host, its secrets go in the handshake only, as here.
 	c, err := host.Start(context.Background(), on, shimclient.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Config: cfg, Stderr: s.Stderr})

@@ -626,13 +626,27 @@ wait:
 	// (detached into its own session, or orphaned when its shell ended and
 	// so reparented to the shim) is killed before the loop hears of the
 	// end. The app-server and what still runs below it are managed, and
-	// spared.
-	s.killLeftovers(t.msg.ID)
-	if r.shared() {
-		r.killMarked(t.msg.ID)
+	// spared. A turn that completed having only talked (no command, no
+	// tool: mayHaveLeft) started nothing to leave, and the scans of every
+	// process are spared.
+	if mayHaveLeft(n.spawned, d.err, d.tr.Status) {
+		s.killLeftovers(t.msg.ID)
+		if r.shared() {
+			r.killMarked(t.msg.ID)
+		}
 	}
 	return res, ""
 }
+
+// mayHaveLeft reports whether a turn may have left processes running:
+// unless it completed (no error, status completed) without an item that
+// may start one (spawned). Pure.
+func mayHaveLeft(spawned bool, err error, status string) bool {
+	return spawned || err != nil || status != appserver.StatusCompleted
+}
+
+// talkItems are the item types that start no process: the turn's words.
+var talkItems = map[string]bool{"userMessage": true, "hookPrompt": true, "agentMessage": true, "reasoning": true, "plan": true}
 
 // compact has the app-server compact thread threadID after t failed for a
 // full context window, so that the turn retried on it (the daemon's retry
@@ -708,6 +722,7 @@ func (r *appServerRuntime) thread(ctx context.Context, c *appserver.Client, t *t
 	case t.threadID != "":
 		th, err = c.ResumeThread(ctx, t.threadID, opts)
 	default:
+		opts.Ephemeral = s.cfg.EphemeralThreads
 		th, err = c.StartThread(ctx, opts)
 	}
 	if err != nil {
@@ -788,6 +803,9 @@ type appNotes struct {
 	res      *turnResult // only items, requests and reply
 	open     map[string]bool
 	activity chan<- appSignal
+	// spawned is set by an item that may have started a process (any but
+	// talkItems); read once RunTurn has returned.
+	spawned bool
 }
 
 // appSignal is what one notification means for the turn's timers: a
@@ -874,6 +892,9 @@ func (n *appNotes) handle(note appserver.Notification) {
 		return
 	}
 	done := note.Method == appserver.NotifyItemCompleted
+	if !talkItems[it.Type] {
+		n.spawned = true
+	}
 	switch it.Type {
 	case "userMessage", "hookPrompt":
 		return

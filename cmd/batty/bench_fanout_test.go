@@ -26,11 +26,11 @@ const fanoutBenchRows = 200
 // object: at concurrency 8 and 64, on `--runtime exec` (a `codex exec`
 // per row) and `--runtime app-server` (every row a thread of one shared
 // app-server), in one run. It reports rows per second (wall, from the
-// command's start to its exit), the CPU seconds per row of every process
+// command's start to its exit), the CPU time per row of every process
 // of the job (batty, its shims, codex: the benchmark's children's rusage,
 // each process reaped by its parent) and the peak resident memory of the
-// whole job (the sum of VmRSS over batty and every process under it,
-// sampled every 50 ms). Run with -benchtime 1x.
+// whole job (the sums of VmRSS and of PSS over batty and every process
+// under it, sampled every 50 ms: see peakMemory). Run with -benchtime 1x.
 func BenchmarkFanoutCodex(b *testing.B) {
 	launcher := codextest.Codex(b)
 	srv := codextest.NewServer(b)
@@ -78,8 +78,8 @@ func fanoutBenchRun(b *testing.B, launcher, home, csv, runtime string, conc int)
 		b.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	peak := make(chan int64, 1)
-	go func() { peak <- peakRSS(ctx, cmd.Process.Pid) }()
+	peak := make(chan [2]int64, 1)
+	go func() { peak <- peakMemory(ctx, cmd.Process.Pid) }()
 	err = cmd.Wait()
 	wall := time.Since(t0)
 	stop()
@@ -93,8 +93,9 @@ func fanoutBenchRun(b *testing.B, launcher, home, csv, runtime string, conc int)
 	}
 	cpu := tv(after.Utime) - tv(before.Utime) + tv(after.Stime) - tv(before.Stime)
 	b.ReportMetric(fanoutBenchRows/wall.Seconds(), "rows/s")
-	b.ReportMetric(cpu.Seconds()/fanoutBenchRows, "cpu-s/row")
-	b.ReportMetric(float64(peakKB)/1024, "peak-rss-MB")
+	b.ReportMetric(float64(cpu.Milliseconds())/fanoutBenchRows, "cpu-per-row-ms")
+	b.ReportMetric(float64(peakKB[0])/1024, "peak-rss-MB")
+	b.ReportMetric(float64(peakKB[1])/1024, "peak-pss-MB")
 	raw, err := os.ReadFile(out)
 	if err != nil {
 		b.Fatal(err)
@@ -118,10 +119,13 @@ func tv(t syscall.Timeval) time.Duration {
 	return time.Duration(t.Sec)*time.Second + time.Duration(t.Usec)*time.Microsecond
 }
 
-// peakRSS samples the summed VmRSS (kB) of pid and every process under it
-// every 50 ms until ctx ends, and returns the largest sum.
-func peakRSS(ctx context.Context, pid int) int64 {
-	var peak int64
+// peakMemory samples the resident memory of pid and every process under
+// it every 50 ms until ctx ends, and returns the largest sums (kB) of
+// their VmRSS (shared pages, such as the batty binary's code that every
+// shim maps, counted once per process) and of their PSS (a shared page
+// divided among the processes that map it: what the job holds).
+func peakMemory(ctx context.Context, pid int) [2]int64 {
+	var peak [2]int64
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -131,15 +135,18 @@ func peakRSS(ctx context.Context, pid int) int64 {
 			for _, p := range ps {
 				children[p.PPID] = append(children[p.PPID], p.PID)
 			}
-			var sum int64
+			var rss, pss int64
 			tree := []int{pid}
 			for i := 0; i < len(tree); i++ {
 				tree = append(tree, children[tree[i]]...)
 				if kb, err := procstat.RSSKB(tree[i]); err == nil {
-					sum += kb
+					rss += kb
+				}
+				if kb, err := procstat.KB(tree[i], "smaps_rollup", "Pss:"); err == nil {
+					pss += kb
 				}
 			}
-			peak = max(peak, sum)
+			peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
 		}
 		select {
 		case <-ctx.Done():

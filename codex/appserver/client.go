@@ -598,6 +598,7 @@ func (c *Client) StartThread(ctx context.Context, opts ThreadOptions) (Thread, e
 func (c *Client) ResumeThread(ctx context.Context, threadID string, opts ThreadOptions) (Thread, error) {
 	p := opts.params()
 	p["threadId"] = threadID
+	delete(p, "ephemeral")
 	// Ask for no history: batty needs none, and the full form is
 	// deprecated for paginated threads.
 	p["excludeTurns"] = true
