@@ -262,51 +262,57 @@ func TestFanoutRerunAfterSIGKILL(t *testing.T) { testFanoutRerunAfter(t, syscall
 func TestFanoutRerunAfterSIGHUP(t *testing.T) { testFanoutRerunAfter(t, syscall.SIGHUP) }
 
 // TestFanoutRealCodex runs the real Codex CLI against the mock Responses
-// API on a small CSV, with and without --schema.
+// API on a small CSV, with and without --schema, on each runtime.
 func TestFanoutRealCodex(t *testing.T) {
 	bin := codextest.Codex(t)
-	for _, withSchema := range []bool{false, true} {
-		t.Run(fmt.Sprintf("schema=%v", withSchema), func(t *testing.T) {
-			srv := codextest.NewServer(t)
-			j := newFanoutJob(t, "city\nOslo\nLima\n")
-			args := []string{"fanout", "--csv", j.in, "--output", j.out, "--codex-bin", bin, "--cwd", j.dir,
-				"--instruction", `Name the city. [[mock:reply {{"city": "{city}"}}]]`}
-			if withSchema {
-				schema := filepath.Join(j.dir, "schema.json")
-				os.WriteFile(schema, []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`), 0o600)
-				args = append(args, "--schema", schema)
-			}
-			out, errOut, code := runBatty(t, append(j.env, "CODEX_HOME="+srv.WriteHome(t)), "", args...)
-			if code != 0 {
-				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
-			}
-			recs := j.records("city")
-			for i, city := range []string{"Oslo", "Lima"} {
-				if recs[i].Status != fanout.StatusDone || recs[i].Result != `{"city":"`+city+`"}` || recs[i].ThreadID == "" || recs[i].Tokens == 0 {
-					t.Errorf("row %d: %+v", i+1, recs[i])
-				}
-			}
-			if recs[0].ThreadID == recs[1].ThreadID {
-				t.Error("both rows ran on one thread")
-			}
-			var turns int
-			for _, r := range srv.Requests() {
-				if r.Kind == "compaction" {
-					continue
-				}
-				turns++
-				hasSchema := bytes.Contains(r.Body, []byte(`"json_schema"`)) && bytes.Contains(r.Body, []byte(`"additionalProperties":false`))
-				if hasSchema != withSchema {
-					t.Errorf("request %d carries the schema: %v, want %v\n%s", r.Seq, hasSchema, withSchema, r.Body)
-				}
-				if !strings.Contains(r.LastUserText(), "exactly one JSON object") {
-					t.Errorf("request %d does not ask for one JSON object: %q", r.Seq, r.LastUserText())
-				}
-			}
-			if turns != 2 {
-				t.Errorf("%d model requests, want 2", turns)
-			}
-		})
+	for _, rt := range fanoutRuntimes {
+		for _, withSchema := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/schema=%v", rt.flag, withSchema), func(t *testing.T) {
+				testFanoutRealCodex(t, bin, rt.flag, withSchema)
+			})
+		}
+	}
+}
+
+func testFanoutRealCodex(t *testing.T, bin, runtime string, withSchema bool) {
+	srv := codextest.NewServer(t)
+	j := newFanoutJob(t, "city\nOslo\nLima\n")
+	args := []string{"fanout", "--csv", j.in, "--output", j.out, "--codex-bin", bin, "--cwd", j.dir, "--runtime", runtime,
+		"--instruction", `Name the city. [[mock:reply {{"city": "{city}"}}]]`}
+	if withSchema {
+		schema := filepath.Join(j.dir, "schema.json")
+		os.WriteFile(schema, []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`), 0o600)
+		args = append(args, "--schema", schema)
+	}
+	out, errOut, code := runBatty(t, append(j.env, "CODEX_HOME="+srv.WriteHome(t)), "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	recs := j.records("city")
+	for i, city := range []string{"Oslo", "Lima"} {
+		if recs[i].Status != fanout.StatusDone || recs[i].Result != `{"city":"`+city+`"}` || recs[i].ThreadID == "" || recs[i].Tokens == 0 {
+			t.Errorf("row %d: %+v", i+1, recs[i])
+		}
+	}
+	if recs[0].ThreadID == recs[1].ThreadID {
+		t.Error("both rows ran on one thread")
+	}
+	var turns int
+	for _, r := range srv.Requests() {
+		if r.Kind == "compaction" {
+			continue
+		}
+		turns++
+		hasSchema := bytes.Contains(r.Body, []byte(`"json_schema"`)) && bytes.Contains(r.Body, []byte(`"additionalProperties":false`))
+		if hasSchema != withSchema {
+			t.Errorf("request %d carries the schema: %v, want %v\n%s", r.Seq, hasSchema, withSchema, r.Body)
+		}
+		if !strings.Contains(r.LastUserText(), "exactly one JSON object") {
+			t.Errorf("request %d does not ask for one JSON object: %q", r.Seq, r.LastUserText())
+		}
+	}
+	if turns != 2 {
+		t.Errorf("%d model requests, want 2", turns)
 	}
 }
 
