@@ -72,6 +72,12 @@ type Options struct {
 	QuotaJitter time.Duration
 	// Rand returns a number in [0, 1) for jitter (default math/rand/v2).
 	Rand func() float64
+	// Cwd, when set, gives every row a working directory of its own: the
+	// template rendered for the row, relative to CwdBase unless absolute
+	// (RowDir). A row whose directory is not there fails without a turn.
+	// Nil: the workers' own.
+	Cwd     *Template
+	CwdBase string
 	// KeepGoing runs every row even when the first SameErrorRows rows
 	// this run finishes all fail with the same error (by default no more
 	// rows start then).
@@ -298,8 +304,18 @@ func (e *engine) loop(ctx context.Context, kill <-chan struct{}) error {
 					Error: "not run: the instruction for this row is too long: " + err.Error()})
 				continue
 			}
+			var cwd string
+			if e.o.Cwd != nil {
+				var err error
+				if cwd, err = RowDir(e.o.Cwd, e.o.CwdBase, e.o.Table.Rows[next.i]); err != nil {
+					e.unqueue(next)
+					e.record(Record{Row: next.i, Values: e.o.Table.Rows[next.i], Status: StatusFailed, Tokens: next.tokens,
+						Error: "not run: " + err.Error()})
+					continue
+				}
+			}
 			jobs = e.jobs
-			j = job{row: next, account: acct, turn: Turn{ID: "row-" + strconv.Itoa(next.i+1), RetryNote: next.note, Prompt: prompt}}
+			j = job{row: next, account: acct, turn: Turn{ID: "row-" + strconv.Itoa(next.i+1), RetryNote: next.note, Prompt: prompt, Cwd: cwd}}
 			if e.started-e.running == 0 {
 				e.startWorker(kill)
 			}
@@ -449,6 +465,8 @@ func (e *engine) startWorker(kill <-chan struct{}) {
 			t0 := time.Now()
 			r.out, r.err = w.Run(j.turn, e.stop, kill, e.o.Grace)
 			r.elapsed = time.Since(t0)
+			var se *SpawnError
+			r.spawn = errors.As(r.err, &se)
 			if r.err != nil {
 				w.Close(kill)
 				w = nil

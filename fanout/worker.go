@@ -23,6 +23,9 @@ type Turn struct {
 	// RetryNote, when set, says why this attempt retries a failed one
 	// (shown in the prompt's header).
 	RetryNote string
+	// Cwd, when set, is the row's own working directory (Options.Cwd),
+	// absolute; "": the worker's.
+	Cwd string
 }
 
 // Worker runs turns one at a time, each on a fresh Codex thread. A Worker
@@ -75,6 +78,10 @@ type ShimWorkers struct {
 	// transport with a longer handshake. Homes must then be empty. Empty: every worker
 	// here.
 	Hosts []WorkerHost
+	// RowDirs says that every row has a working directory of its own
+	// (Turn.Cwd): a worker's shim starts with its first row, in that
+	// row's directory, and again for a row in another directory.
+	RowDirs bool
 	// Shared, when set, are the job's shared app-servers: a worker here
 	// runs its rows as threads of its account's process (its shim on the
 	// app-server runtime, at the broker's socket, admitted by its pid).
@@ -112,24 +119,49 @@ func (s ShimWorkers) New(n, account int) (Worker, error) {
 		// rollout for it (half its work per row).
 		cfg.Runtime, cfg.AppServerSocket, cfg.EphemeralThreads = shimconfig.RuntimeAppServer, shared.Socket(account), true
 	}
-	// On a host, its secrets go in the handshake only, as here.
-	c, err := host.Start(context.Background(), on, shimclient.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Config: cfg, Stderr: s.Stderr})
-	if err != nil {
-		return nil, fmt.Errorf("worker %d on host %s: %w", n, cmp.Or(on.Name(), team.LocalHost), err)
-	}
-	w := &shimWorker{c: c}
+	w := &shimWorker{n: n, on: on, cfg: cfg, opts: shimclient.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Stderr: s.Stderr}}
 	if shared != nil {
-		// Let in before its first turn, which is when it connects.
-		shared.Admit(c.Pid(), cfg.Agent)
 		w.shared, w.account = shared, account
 	}
+	if s.RowDirs {
+		return w, nil
+	}
+	if err := w.start(cfg.Cwd); err != nil {
+		return nil, err
+	}
 	return w, nil
+}
+
+// start starts the worker's shim with its working directory cwd (see
+// Turn.Cwd) and, on a shared app-server, lets it in before its first
+// turn, which is when it connects.
+func (w *shimWorker) start(cwd string) error {
+	cfg := w.cfg
+	cfg.Cwd = cwd
+	o := w.opts
+	o.Config = cfg
+	// On a host, its secrets go in the handshake only, as here.
+	c, err := host.Start(context.Background(), w.on, o)
+	if err != nil {
+		return &SpawnError{fmt.Errorf("worker %d on host %s: %w", w.n, cmp.Or(w.on.Name(), team.LocalHost), err)}
+	}
+	if w.shared != nil {
+		w.shared.Admit(c.Pid(), cfg.Agent)
+	}
+	w.c, w.cwd, w.used = c, cwd, false
+	return nil
 }
 
 // shimWorker is a worker as its shim's client gives it: a turn's
 // TurnFinished carries the whole reply, here or on a host alike.
 type shimWorker struct {
+	n    int
+	on   host.Host
+	cfg  shimconfig.Config // its shim's, but for Cwd
+	opts shimclient.SpawnOptions
+
 	c      *shimclient.Client
+	cwd    string // the shim's working directory
 	used   bool
 	closed bool
 	// shared, when set, is the job's shared app-servers, whose process of
@@ -139,6 +171,17 @@ type shimWorker struct {
 }
 
 func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration) (Outcome, error) {
+	if t.Cwd != "" && w.on.Name() != "" {
+		return Outcome{}, fmt.Errorf("%s: a row's own working directory is not supported on hosts yet", t.ID)
+	}
+	if w.c == nil || (t.Cwd != "" && t.Cwd != w.cwd) {
+		// A shim's directory is its own: the row's takes a shim of its
+		// own (a few milliseconds; the shared app-server stays).
+		w.stop(kill)
+		if err := w.start(cmp.Or(t.Cwd, w.cfg.Cwd)); err != nil {
+			return Outcome{}, err
+		}
+	}
 	if w.used {
 		if err := w.c.Send(protocol.ResetThread{Reason: "next row"}); err != nil {
 			return Outcome{}, fmt.Errorf("reset the thread: %w", err)
@@ -200,12 +243,23 @@ func (w *shimWorker) Close(kill <-chan struct{}) {
 		return
 	}
 	w.closed = true
+	w.stop(kill)
+}
+
+// stop ends the worker's shim (at once when kill is closed) and blocks
+// until it has exited.
+func (w *shimWorker) stop(kill <-chan struct{}) {
+	c := w.c
+	if c == nil {
+		return
+	}
+	w.c = nil
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The events the shim still sends are not wanted (the reader ends when
 	// Close returns); Stop sends SIGKILL when kill closes.
 	go func() {
-		for range w.c.Events() {
+		for range c.Events() {
 		}
 	}()
 	go func() {
@@ -215,12 +269,20 @@ func (w *shimWorker) Close(kill <-chan struct{}) {
 		case <-ctx.Done():
 		}
 	}()
-	w.c.Stop(ctx, closeGrace, "requested")
-	w.c.Close()
+	c.Stop(ctx, closeGrace, "requested")
+	c.Close()
 	if w.shared != nil {
-		w.shared.Forget(w.c.Pid())
+		w.shared.Forget(c.Pid())
 	}
 }
 
 // closeGrace is how long a shim that has nothing to do gets to stop.
 const closeGrace = 5 * time.Second
+
+// SpawnError is a worker that could not start (Worker.Run returns it
+// when it starts its shim with a row): the job stops as when NewWorker
+// fails.
+type SpawnError struct{ Err error }
+
+func (e *SpawnError) Error() string { return e.Err.Error() }
+func (e *SpawnError) Unwrap() error { return e.Err }

@@ -36,6 +36,10 @@ type fanoutArgs struct {
 	maxTokens                        int64
 	grace                            time.Duration
 	cfg                              shimconfig.Config
+	// rowDir, when set, is --cwd naming columns: each row's own working
+	// directory, relative to rowBase (the current directory).
+	rowDir  *fanout.Template
+	rowBase string
 }
 
 // fanoutCodexFlags are the flags that set codex for the workers; with
@@ -120,6 +124,7 @@ of this input).`,
 	for _, name := range []string{"agent", "thread-id", "thread-usage", "queue-depth", "transcript", "transcript-root", "output-schema", "pressure-pct", "ephemeral-threads", "app-server-socket"} {
 		fs.Lookup(name).Hidden = true
 	}
+	fs.Lookup("cwd").Usage = "working directory for codex; {column} gives each row a directory of its own (which must exist), relative to the current one"
 	fl.AddFlagSet(fs)
 	fl.StringArrayVar(&a.cfg.Env, "env", nil, "extra KEY=VALUE environment for codex (repeatable; visible on this command line, so export secrets instead: the environment passes through)")
 	fl.StringVar(&a.instructionsFile, "instructions-file", "", "file with standing instructions, given to codex on every row")
@@ -200,6 +205,23 @@ func runFanoutCmd(cmd *cobra.Command, f *Factory, a fanoutArgs) error {
 			return usageError(cmd, "--hosts: %v", err)
 		}
 		on.root = proj.Layout.Root()
+	}
+	if a.role == "" && strings.Contains(a.cfg.Cwd, "{") {
+		dir, err := fanout.ParseTemplate(a.cfg.Cwd, table.Columns)
+		if err != nil {
+			return usageError(cmd, "--cwd: %v", err)
+		}
+		if on.remote() {
+			return usageError(cmd, "--cwd %s: a row's own working directory is not supported on other hosts yet; drop the {column} or --hosts", a.cfg.Cwd)
+		}
+		if a.rowBase, err = os.Getwd(); err != nil {
+			return fmt.Errorf("the current directory: %w", err)
+		}
+		if dir.HasColumns() {
+			a.rowDir, a.cfg.Cwd = dir, ""
+		} else {
+			a.cfg.Cwd = dir.Render(nil) // {{ and }} were literal braces
+		}
 	}
 	if a.schema != "" {
 		abs, err := checkSchema(a.schema)
@@ -375,10 +397,10 @@ func runFanout(parent context.Context, ios *iostreams.IOStreams, a fanoutArgs, t
 		Engine: fanout.Options{
 			Table: table, Template: tmpl, Schema: a.schema != "", Store: store,
 			Concurrency: a.concurrency, MaxTokens: a.maxTokens, MaxAttempts: pol.attempts, Quota: pol.quota, Accounts: pol.accounts,
-			KeepGoing: a.keepGoing, Grace: a.grace,
+			KeepGoing: a.keepGoing, Grace: a.grace, Cwd: a.rowDir, CwdBase: a.rowBase,
 		},
 		Output:   a.output,
-		Workers:  fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: ios.ErrOut, Homes: pol.homes},
+		Workers:  fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: ios.ErrOut, Homes: pol.homes, RowDirs: a.rowDir != nil},
 		Hosts:    on.list,
 		Progress: fanout.NewProgress(ios.ErrOut, ios.IsStderrTTY()),
 		Notes:    ios.ErrOut,

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -264,5 +266,55 @@ func TestFanoutSharedAppServerKilled(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "The shared app-server died during a row; retrying it") {
 		t.Errorf("no word of the retries:\n%s", stderr.String())
+	}
+}
+
+// TestFanoutRowDirectories runs rows that each write the same file name,
+// with --cwd naming a column, on each runtime (the real Codex CLI runs
+// the command the mock asks for): each row's file is in its own
+// directory, and a row whose directory is missing fails without a turn.
+func TestFanoutRowDirectories(t *testing.T) {
+	bin := codextest.Codex(t)
+	for _, rt := range fanoutRuntimes {
+		t.Run(rt.flag, func(t *testing.T) {
+			srv := codextest.NewServer(t)
+			srv.Handle(func(req codextest.Request) codextest.Reply {
+				if req.FollowUp {
+					return codextest.TextReply(`{"wrote": true}`)
+				}
+				return srv.Scripted(req)
+			})
+			j := newFanoutJob(t, "id,dir\n1,a\n2,b\n3,missing\n")
+			for _, d := range []string{"a", "b"} {
+				if err := os.Mkdir(filepath.Join(j.dir, d), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env := append(j.env, "CODEX_HOME="+srv.WriteHome(t), "HOME="+t.TempDir())
+			args := []string{"fanout", "--csv", j.in, "--output", j.out, "--codex-bin", bin, "--runtime", rt.flag, "-c", "2",
+				"--cwd", filepath.Join(j.dir, "{dir}"), "--instruction", "Row {id}. [[mock:shell printf row{id} > same.txt]]"}
+			out, errOut, code := runBatty(t, env, "", args...)
+			if code != 1 || !strings.Contains(errOut, "runtime "+rt.summary) {
+				t.Fatalf("exit %d, want 1 (a row failed), on %s\nstdout:\n%s\nstderr:\n%s", code, rt.summary, out, errOut)
+			}
+			for _, c := range []struct{ dir, want string }{{"a", "row1"}, {"b", "row2"}} {
+				if b, err := os.ReadFile(filepath.Join(j.dir, c.dir, "same.txt")); err != nil || string(b) != c.want {
+					t.Errorf("%s/same.txt: %q, %v; want %q", c.dir, b, err, c.want)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(j.dir, "same.txt")); err == nil {
+				t.Error("a row wrote in the job's directory")
+			}
+			recs := j.records("id", "dir")
+			if recs[0].Status != fanout.StatusDone || recs[1].Status != fanout.StatusDone || recs[0].ThreadID == recs[1].ThreadID {
+				t.Errorf("rows 1 and 2: %+v\n%+v", recs[0], recs[1])
+			}
+			if recs[2].Status != fanout.StatusFailed || !strings.Contains(recs[2].Error, "not run: the row's working directory") {
+				t.Errorf("row 3: %+v", recs[2])
+			}
+			if n := rowRequests(srv)[3]; n != 0 {
+				t.Errorf("row 3 reached the model %d times", n)
+			}
+		})
 	}
 }

@@ -128,6 +128,7 @@ func TestFanoutUsageErrors(t *testing.T) {
 		{"missing schema", j.args("x", "--schema", filepath.Join(j.dir, "nope.json")), "--schema"},
 		{"schema strict output refuses", j.args("x", "--schema", loose), `an object schema needs "additionalProperties": false`},
 		{"role with codex flags", j.args("x", "--role", "dev"), "with --role the codex settings come from the role"},
+		{"row directory naming no column", j.args("x", "--cwd", "/w/{town}"), "--cwd: placeholder {town} names no column"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
