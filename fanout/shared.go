@@ -23,9 +23,13 @@ import (
 	"github.com/battyhq/batty/shim/shimconfig"
 )
 
-// SharedReadyTimeout bounds the start of a job's shared app-servers
-// before its first row.
+// SharedReadyTimeout bounds the start of a job's shared app-server.
 const SharedReadyTimeout = 60 * time.Second
+
+// DefaultRecycleRows is how many rows a shared app-server runs before a
+// fresh one takes the next rows (SharedSetup.RecycleRows): codex keeps
+// every thread it started loaded, about a megabyte each, for its life.
+const DefaultRecycleRows = 256
 
 // SharedSetup says how to run a job's shared app-servers.
 type SharedSetup struct {
@@ -39,28 +43,63 @@ type SharedSetup struct {
 	// Homes are the CODEX_HOME of each account, in Options.Accounts'
 	// order: one process per account. Empty: one process, on Config's.
 	Homes []string
+	// RecycleRows is how many rows one process runs before a fresh one
+	// takes the next rows (DefaultRecycleRows when 0; negative: never).
+	// The old one ends once the rows running on it have finished.
+	RecycleRows int
 	// Log receives the brokers' log (nil: none).
 	Log hclog.Logger
 }
 
 // SharedServers are a job's shared app-servers: one `codex app-server`
-// process per account, each behind a broker (package codex/appshare)
-// whose socket the job's local workers' shims get
+// process per account at a time, each behind a broker (package
+// codex/appshare) whose socket the job's local workers' shims get
 // (shimconfig.Config.AppServerSocket): every row runs as a thread of its
 // account's process, with its own working directory, sandbox and
 // environment, and sees no other row's thread. A broker lets in only the
 // shims the job started (Admit), restarts its process when it dies and
 // ends the connections then (the rows in flight fail as cut off, see
-// Died). Its methods are safe for concurrent use.
+// Deaths). After SharedSetup.RecycleRows rows a fresh process takes over
+// for the next rows (workers move to it with their next row, see Lease
+// and Row) and the old one ends when no worker is left on it. Its
+// methods are safe for concurrent use.
 type SharedServers struct {
 	dir     string // the sockets' directory, the job's alone (0700)
-	brokers []*appshare.Broker
-	deaths  []atomic.Int64 // by account: deaths of its process
+	bin     string
+	args    []string
+	envs    [][]string // by account
+	recycle int
+	log     hclog.Logger
 	forks   *forker
+	deaths  []atomic.Int64 // by account: deaths of its processes
+	retired sync.WaitGroup // old processes being ended
 
-	mu   sync.Mutex
-	pids map[int]string // the shims let in, with their worker's name
+	mu     sync.Mutex
+	accts  []*sharedAccount
+	pids   map[int]string // the shims let in, with their worker's name
+	seq    int            // processes started (names their sockets)
+	closed bool
 }
+
+// sharedAccount is an account's processes: the current one, and whether
+// a fresh one is starting.
+type sharedAccount struct {
+	cur      *Lease
+	starting bool
+}
+
+// Lease is a worker's hold on one of the job's processes: its shim runs
+// there until it gives it back (SharedServers.Release).
+type Lease struct {
+	b       *appshare.Broker
+	account int
+	rows    int // rows started on it
+	holders int // workers holding it
+	retired bool
+}
+
+// Socket is the broker's socket of the lease's process.
+func (l *Lease) Socket() string { return l.b.Socket() }
 
 // StartShared starts one shared app-server per account of o and waits
 // until each has opened its session (at most SharedReadyTimeout; ctx cuts
@@ -75,21 +114,23 @@ func StartShared(ctx context.Context, o SharedSetup) (*SharedServers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the shared app-servers' directory: %w", err)
 	}
-	log := o.Log
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
 	homes := o.Homes
 	if len(homes) == 0 {
 		homes = []string{""}
 	}
-	s := &SharedServers{dir: dir, deaths: make([]atomic.Int64, len(homes)), pids: map[int]string{}, forks: newForker()}
+	s := &SharedServers{dir: dir, bin: bin.Path, args: shimconfig.SharedServerArgs(o.Config.Exec), recycle: o.RecycleRows,
+		log: o.Log, forks: newForker(), deaths: make([]atomic.Int64, len(homes)), pids: map[int]string{}}
+	if s.recycle == 0 {
+		s.recycle = DefaultRecycleRows
+	}
+	if s.log == nil {
+		s.log = hclog.NewNullLogger()
+	}
 	base := o.Env
 	if base == nil {
 		base = os.Environ()
 	}
-	args := shimconfig.SharedServerArgs(o.Config.Exec)
-	for i, home := range homes {
+	for _, home := range homes {
 		env := bin.Environ(base)
 		for _, kv := range o.Config.Env {
 			if k, _, _ := strings.Cut(kv, "="); k != agentenv.Agent {
@@ -99,31 +140,22 @@ func StartShared(ctx context.Context, o SharedSetup) (*SharedServers, error) {
 		if home != "" {
 			env = codex.WithHome(env, home)
 		}
-		b, err := appshare.Listen(context.Background(), appshare.Options{
-			Server:  appserver.Options{Bin: bin.Path, Args: args, Env: env, Cwd: dir, Starter: s.forks},
-			Socket:  filepath.Join(dir, fmt.Sprintf("account-%d.sock", i)),
-			Allow:   s.admit,
-			OnDeath: func(int, string) { s.deaths[i].Add(1) },
-			Log:     log.Named("appserver").With("account", i+1),
-		})
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		s.brokers = append(s.brokers, b)
+		s.envs = append(s.envs, env)
 	}
-	rctx, cancel := context.WithTimeout(ctx, SharedReadyTimeout)
-	defer cancel()
-	errs := make([]error, len(s.brokers))
+	leases := make([]*Lease, len(homes))
+	errs := make([]error, len(homes))
 	var wg sync.WaitGroup
-	for i, b := range s.brokers {
+	for i := range homes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = b.Ready(rctx)
+			leases[i], errs[i] = s.start(ctx, i)
 		}()
 	}
 	wg.Wait()
+	for _, l := range leases {
+		s.accts = append(s.accts, &sharedAccount{cur: l})
+	}
 	if err := errors.Join(errs...); err != nil {
 		s.Close()
 		return nil, err
@@ -131,23 +163,126 @@ func StartShared(ctx context.Context, o SharedSetup) (*SharedServers, error) {
 	return s, nil
 }
 
-// Socket returns the broker socket of account's process (an index of
-// SharedSetup.Homes; 0 with none).
-func (s *SharedServers) Socket(account int) string {
-	return s.brokers[min(max(account, 0), len(s.brokers)-1)].Socket()
+// start starts a process for account and waits until it is ready.
+func (s *SharedServers) start(ctx context.Context, account int) (*Lease, error) {
+	s.mu.Lock()
+	s.seq++
+	sock := filepath.Join(s.dir, fmt.Sprintf("%d.sock", s.seq))
+	s.mu.Unlock()
+	b, err := appshare.Listen(context.Background(), appshare.Options{
+		Server:  appserver.Options{Bin: s.bin, Args: s.args, Env: s.envs[account], Cwd: s.dir, Starter: s.forks},
+		Socket:  sock,
+		Allow:   s.admit,
+		OnDeath: func(int, string) { s.deaths[account].Add(1) },
+		Log:     s.log.Named("appserver").With("account", account+1),
+	})
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, SharedReadyTimeout)
+	defer cancel()
+	if err := b.Ready(rctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return &Lease{b: b, account: account}, nil
 }
 
-// Deaths returns how often account's process has died so far.
+// Lease returns account's current process (an index of SharedSetup.Homes;
+// 0 with none) for a worker's shim to run on, until Release.
+func (s *SharedServers) Lease(account int) *Lease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.accts[min(max(account, 0), len(s.accts)-1)].cur
+	l.holders++
+	return l
+}
+
+// Row counts a row starting on l and reports whether l is still its
+// account's current process; when it is not, the worker gives it back
+// and takes the current one before the row. The row that makes l's
+// count reach SharedSetup.RecycleRows has a fresh process started in
+// the background, which takes over once ready.
+func (s *SharedServers) Row(l *Lease) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.accts[l.account]
+	if a.cur != l {
+		return false
+	}
+	l.rows++
+	if s.recycle > 0 && l.rows >= s.recycle && !a.starting && !s.closed {
+		a.starting = true
+		s.retired.Add(1)
+		go s.renew(l.account)
+	}
+	return true
+}
+
+// renew starts a fresh process for account and makes it the current one;
+// the old one ends once no worker holds it. A fresh one that does not
+// start leaves the old one current (a later row tries again).
+func (s *SharedServers) renew(account int) {
+	defer s.retired.Done()
+	l, err := s.start(context.Background(), account)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.accts[account]
+	a.starting = false
+	if err != nil {
+		a.cur.rows = 0
+		s.log.Warn("A fresh shared app-server did not start; rows stay on the running one", "account", account+1, "error", err)
+		return
+	}
+	if s.closed {
+		s.retired.Add(1)
+		go s.end(l)
+		return
+	}
+	old := a.cur
+	a.cur, old.retired = l, true
+	s.log.Info("A fresh shared app-server takes the next rows", "account", account+1, "rows", old.rows, "pid", l.b.Pid())
+	if old.holders == 0 {
+		s.retired.Add(1)
+		go s.end(old)
+	}
+}
+
+// Release gives back a worker's lease; the last holder of a retired
+// process ends it (in the background).
+func (s *SharedServers) Release(l *Lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.holders--
+	if l.retired && l.holders == 0 {
+		s.retired.Add(1)
+		go s.end(l)
+	}
+}
+
+// end ends a retired process and its broker.
+func (s *SharedServers) end(l *Lease) {
+	defer s.retired.Done()
+	if err := l.b.Close(); err != nil {
+		s.log.Warn("Ending a retired shared app-server", "error", err)
+	}
+}
+
+// Deaths returns how often account's processes have died so far.
 func (s *SharedServers) Deaths(account int) int64 {
 	return s.deaths[min(max(account, 0), len(s.deaths)-1)].Load()
 }
 
-// Pids returns the pids of the running processes (0 for one starting
+// Pids returns the pids of the current processes (0 for one starting
 // again), by account.
 func (s *SharedServers) Pids() []int {
-	out := make([]int, len(s.brokers))
-	for i, b := range s.brokers {
-		out[i] = b.Pid()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]int, len(s.accts))
+	for i, a := range s.accts {
+		if a.cur != nil {
+			out[i] = a.cur.b.Pid()
+		}
 	}
 	return out
 }
@@ -180,19 +315,23 @@ func (s *SharedServers) admit(pid int) (string, error) {
 // and removes the sockets' directory. Call it once the workers have
 // stopped. Idempotent.
 func (s *SharedServers) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	accts := s.accts
+	s.mu.Unlock()
 	var errs []error
-	for _, b := range s.brokers {
-		errs = append(errs, b.Close())
+	for _, a := range accts {
+		if a.cur != nil {
+			errs = append(errs, a.cur.b.Close())
+		}
 	}
-	s.brokers = s.brokers[:0]
-	if s.forks != nil {
-		s.forks.close()
-		s.forks = nil
-	}
-	if s.dir != "" {
-		errs = append(errs, os.RemoveAll(s.dir))
-		s.dir = ""
-	}
+	s.retired.Wait()
+	s.forks.close()
+	errs = append(errs, os.RemoveAll(s.dir))
 	return errors.Join(errs...)
 }
 

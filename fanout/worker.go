@@ -117,7 +117,7 @@ func (s ShimWorkers) New(n, account int) (Worker, error) {
 	if shared != nil {
 		// A row's thread is never resumed: ephemeral, codex writes no
 		// rollout for it (half its work per row).
-		cfg.Runtime, cfg.AppServerSocket, cfg.EphemeralThreads = shimconfig.RuntimeAppServer, shared.Socket(account), true
+		cfg.Runtime, cfg.EphemeralThreads = shimconfig.RuntimeAppServer, true
 	}
 	w := &shimWorker{n: n, on: on, cfg: cfg, opts: shimclient.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Stderr: s.Stderr}}
 	if shared != nil {
@@ -138,11 +138,19 @@ func (s ShimWorkers) New(n, account int) (Worker, error) {
 func (w *shimWorker) start(cwd string) error {
 	cfg := w.cfg
 	cfg.Cwd = cwd
+	if w.shared != nil {
+		w.lease = w.shared.Lease(w.account)
+		cfg.AppServerSocket = w.lease.Socket()
+	}
 	o := w.opts
 	o.Config = cfg
 	// On a host, its secrets go in the handshake only, as here.
 	c, err := host.Start(context.Background(), w.on, o)
 	if err != nil {
+		if w.lease != nil {
+			w.shared.Release(w.lease)
+			w.lease = nil
+		}
 		return &SpawnError{fmt.Errorf("worker %d on host %s: %w", w.n, cmp.Or(w.on.Name(), team.LocalHost), err)}
 	}
 	if w.shared != nil {
@@ -168,18 +176,28 @@ type shimWorker struct {
 	// account runs this worker's threads.
 	shared  *SharedServers
 	account int
+	lease   *Lease // the process its shim runs on
 }
 
 func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration) (Outcome, error) {
 	if t.Cwd != "" && w.on.Name() != "" {
 		return Outcome{}, fmt.Errorf("%s: a row's own working directory is not supported on hosts yet", t.ID)
 	}
-	if w.c == nil || (t.Cwd != "" && t.Cwd != w.cwd) {
-		// A shim's directory is its own: the row's takes a shim of its
-		// own (a few milliseconds; the shared app-server stays).
+	// A shim's directory is its own: a row in another directory takes a
+	// shim of its own (a few milliseconds; the shared app-server stays),
+	// and so does a row after a fresh shared app-server took over.
+	dir := cmp.Or(t.Cwd, w.cfg.Cwd)
+	restart := w.c == nil || dir != w.cwd
+	if !restart && w.lease != nil && !w.shared.Row(w.lease) {
+		restart = true
+	}
+	if restart {
 		w.stop(kill)
-		if err := w.start(cmp.Or(t.Cwd, w.cfg.Cwd)); err != nil {
+		if err := w.start(dir); err != nil {
 			return Outcome{}, err
+		}
+		if w.lease != nil {
+			w.shared.Row(w.lease)
 		}
 	}
 	if w.used {
@@ -273,6 +291,10 @@ func (w *shimWorker) stop(kill <-chan struct{}) {
 	c.Close()
 	if w.shared != nil {
 		w.shared.Forget(c.Pid())
+	}
+	if w.lease != nil {
+		w.shared.Release(w.lease)
+		w.lease = nil
 	}
 }
 
