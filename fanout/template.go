@@ -107,7 +107,7 @@ func RowDir(dir *Template, base string, values []string) (string, error) {
 		}
 		for _, el := range strings.Split(filepath.ToSlash(v), "/") {
 			if el == ".." {
-				return "", fmt.Errorf("the row's working directory: the value %q climbs out with ..", v)
+				return "", fmt.Errorf("the row's working directory: the value %q climbs out of its parent (a .. element)", v)
 			}
 		}
 	}

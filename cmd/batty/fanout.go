@@ -90,6 +90,17 @@ host's problem and fix. The workers run in the host's project directory
 (its dir); replies come back whole and OUT is written here. Accounts are not
 supported on hosts yet, and a --schema file must lie in the project.
 
+By default (--runtime app-server) every row is a thread of one warm, shared
+codex app-server per account, started before the first row; each row keeps
+its own working directory, sandbox and environment, its thread is not saved
+(ephemeral), and a crash of that process is noticed at once, the process
+started again and the rows that were running on it retried once, not
+counted. --runtime exec runs a codex exec per row (each thread saved); it is
+the default when --hosts names another host, and what the job falls back to
+when the app-server cannot start. The summary line names the runtime.
+--cwd may name columns ('work/{repo}'): each row then runs in that
+directory of its own, which must exist.
+
 Ctrl-C stops starting rows and lets running ones finish for
 --shutdown-timeout; a second Ctrl-C stops them at once.
 
@@ -124,6 +135,7 @@ of this input).`,
 	for _, name := range []string{"agent", "thread-id", "thread-usage", "queue-depth", "transcript", "transcript-root", "output-schema", "pressure-pct", "ephemeral-threads", "app-server-socket"} {
 		fs.Lookup(name).Hidden = true
 	}
+	fs.Lookup("runtime").Usage = "how rows run: app-server (every row a thread of one shared codex app-server per account; the default unless --hosts names another host) or exec (a codex exec per row)"
 	fs.Lookup("cwd").Usage = "working directory for codex; {column} gives each row a directory of its own (which must exist), relative to the current one"
 	fl.AddFlagSet(fs)
 	fl.StringArrayVar(&a.cfg.Env, "env", nil, "extra KEY=VALUE environment for codex (repeatable; visible on this command line, so export secrets instead: the environment passes through)")
@@ -140,7 +152,7 @@ func runFanoutCmd(cmd *cobra.Command, f *Factory, a fanoutArgs) error {
 		}
 	}
 	if a.concurrency < 1 || a.concurrency > fanout.MaxConcurrency {
-		return usageError(cmd, "--concurrency %d: want 1 to %d (each row runs its own codex process)", a.concurrency, fanout.MaxConcurrency)
+		return usageError(cmd, "--concurrency %d: want 1 to %d (each row in flight has a shim of its own)", a.concurrency, fanout.MaxConcurrency)
 	}
 	if a.maxTokens < 0 {
 		return usageError(cmd, "--max-tokens %d must not be negative", a.maxTokens)
