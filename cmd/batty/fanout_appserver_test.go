@@ -318,3 +318,45 @@ func TestFanoutRowDirectories(t *testing.T) {
 		})
 	}
 }
+
+// TestFanoutRealCodexAccounts runs a job on two accounts of the team file
+// with the real Codex CLI, on each runtime: the first account's model
+// (work) answers with a usage limit, so the rows go on on the spare one
+// (on the app-server, its own shared process), each answered once there.
+func TestFanoutRealCodexAccounts(t *testing.T) {
+	bin := codextest.Codex(t)
+	for _, rt := range fanoutRuntimes {
+		t.Run(rt.flag, func(t *testing.T) {
+			srv := codextest.NewServer(t)
+			quota := srv.Scripted(codextest.Request{UserTexts: []string{"[[mock:quota]]"}})
+			srv.Handle(func(req codextest.Request) codextest.Reply {
+				if req.Model == "work-model" {
+					return quota
+				}
+				return srv.Scripted(req)
+			})
+			j := newFanoutJob(t, csvRows(4))
+			work := srv.WriteHomeWith(t, codextest.HomeConfig{Model: "work-model"})
+			spare := srv.WriteHomeWith(t, codextest.HomeConfig{Model: "spare-model"})
+			teamFile := filepath.Join(j.dir, "team.yaml")
+			yaml := fmt.Sprintf("name: crew\naccounts:\n  - name: work\n    codex_home: %s\n  - name: spare\n    codex_home: %s\nroles:\n  - name: lead\n", work, spare)
+			if err := os.WriteFile(teamFile, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code := runBatty(t, j.env, "", realFanoutArgs(j, bin, rt.flag, "-c", "2", "--team", teamFile, "--accounts", "work,spare")...)
+			if code != 0 || !strings.Contains(errOut, "Usage limit on account work: rows go on on account spare") || !strings.Contains(errOut, "runtime "+rt.summary) {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			checkAllDone(t, j, 4)
+			answered := map[int]int{}
+			for _, r := range srv.Requests() {
+				if r.Model == "spare-model" {
+					answered[rowOf(r)]++
+				}
+			}
+			if fmt.Sprint(answered) != fmt.Sprint(map[int]int{1: 1, 2: 1, 3: 1, 4: 1}) {
+				t.Errorf("rows answered on spare %v, want each once", answered)
+			}
+		})
+	}
+}
