@@ -122,6 +122,9 @@ func (j Job) Run(ctx context.Context) (Summary, error) {
 			}()
 			workers.Shared = sv
 			runtime = RuntimeShared
+			if slices.ContainsFunc(workers.Hosts, func(h WorkerHost) bool { return h.Name() != "" }) {
+				runtime = RuntimeMixed // the other hosts' workers run their own
+			}
 			log.Info("Shared app-servers ready", "pids", sv.Pids())
 		}
 	}
