@@ -870,6 +870,13 @@ func decodeAppNote(params json.RawMessage) appNote {
 // handle applies one notification.
 func (n *appNotes) handle(note appserver.Notification) {
 	tl := n.s.tlog
+	switch note.Method {
+	case appserver.NotifyError, appserver.NotifyItemStarted, appserver.NotifyItemCompleted:
+	default:
+		// Deltas and the like: activity only, their params unread.
+		n.activity <- appSignal{busy: len(n.open) > 0}
+		return
+	}
 	p := decodeAppNote(note.Params)
 	switch note.Method {
 	case appserver.NotifyError:
@@ -881,10 +888,6 @@ func (n *appNotes) handle(note appserver.Notification) {
 		case classRetryNotice:
 			n.s.warn(n.t.msg.ID, "codex retries: "+p.Error.Message)
 		}
-		return
-	case appserver.NotifyItemStarted, appserver.NotifyItemCompleted:
-	default:
-		n.activity <- appSignal{busy: len(n.open) > 0}
 		return
 	}
 	it := p.Item
