@@ -96,7 +96,8 @@ its own working directory, sandbox and environment, its thread is not saved
 (ephemeral), and a crash of that process is noticed at once, the process
 started again and the rows that were running on it retried once, not
 counted. --runtime exec runs a codex exec per row (each thread saved); it is
-the default when --hosts names another host, and what the job falls back to
+the default when --hosts names another host or a --codex-arg (or the role's
+codex.args) is a flag only codex exec takes, and what the job falls back to
 when the app-server cannot start. The summary line names the runtime.
 --cwd may name columns ('work/{repo}'): each row then runs in that
 directory of its own, which must exist.
@@ -245,8 +246,12 @@ func runFanoutCmd(cmd *cobra.Command, f *Factory, a fanoutArgs) error {
 		}
 		a.cfg.Exec.OutputSchema = abs
 	}
-	if !cmd.Flags().Changed("runtime") {
-		a.cfg.Runtime = defaultFanoutRuntime(on.remote())
+	execOnly := execOnlyArgs(a.cfg.Exec.ExtraArgs)
+	switch {
+	case !cmd.Flags().Changed("runtime"):
+		a.cfg.Runtime = defaultFanoutRuntime(on.remote(), len(execOnly) > 0)
+	case a.cfg.Runtime == shimconfig.RuntimeAppServer && len(execOnly) > 0:
+		return usageError(cmd, "--runtime app-server: codex app-server does not take the codex exec arguments %s (--codex-arg, or the role's codex.args): drop them or use --runtime exec", strings.Join(execOnly, " "))
 	}
 	a.cfg.Agent = "fanout"
 	if err := checkShimConfig(a.cfg); err != nil {
@@ -445,12 +450,30 @@ func runFanout(parent context.Context, ios *iostreams.IOStreams, a fanoutArgs, t
 
 // defaultFanoutRuntime is the runtime of a job whose command line names
 // none: the shared app-server, unless a worker may run on another host
-// (whose rows would each need an app-server of their own there): exec. Pure.
-func defaultFanoutRuntime(remote bool) string {
-	if remote {
+// (whose rows would each need an app-server of their own there) or codex
+// gets arguments only codex exec takes (execOnly): exec. Pure.
+func defaultFanoutRuntime(remote, execOnly bool) string {
+	if remote || execOnly {
 		return shimconfig.RuntimeExec
 	}
 	return shimconfig.RuntimeAppServer
+}
+
+// execOnlyArgs returns the extra codex arguments that are not config
+// overrides (-c K=V, --config K=V, -c=K=V, --config=K=V): flags of codex
+// exec, which the app-server does not take. Pure.
+func execOnlyArgs(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case (a == "-c" || a == "--config") && i+1 < len(args):
+			i++
+		case strings.HasPrefix(a, "-c=") || strings.HasPrefix(a, "--config="):
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // hostSetup is how the job readies the hosts of on: batty's own binary to

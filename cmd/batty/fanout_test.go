@@ -129,6 +129,7 @@ func TestFanoutUsageErrors(t *testing.T) {
 		{"schema strict output refuses", j.args("x", "--schema", loose), `an object schema needs "additionalProperties": false`},
 		{"role with codex flags", j.args("x", "--role", "dev"), "with --role the codex settings come from the role"},
 		{"row directory naming no column", j.args("x", "--cwd", "/w/{town}"), "--cwd: placeholder {town} names no column"},
+		{"exec arguments on the app-server", j.args("x", "--runtime", "app-server", "--codex-arg", "--color"), "codex app-server does not take the codex exec arguments --color"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
