@@ -194,20 +194,24 @@ func waitInFlight(t *testing.T, srv *codextest.Server, n int, cmd *exec.Cmd, std
 	}
 }
 
-// TestFanoutRealCodexKilledJobResumes kills a job (SIGKILL) with the real
-// Codex CLI, on each runtime, once rows 1–4 are done and rows 5–6 are
-// running: nothing is left running, and the same command runs only rows
-// 5 and 6 again.
+// TestFanoutRealCodexKilledJobResumes stops a job (SIGINT, then SIGKILL)
+// with the real Codex CLI, on each runtime, once rows 1–4 are done and
+// rows 5–6 are running: nothing is left running, an interrupted job says
+// what is pending, and the same command runs only rows 5 and 6 again.
 func TestFanoutRealCodexKilledJobResumes(t *testing.T) {
 	bin := codextest.Codex(t)
-	for _, rt := range fanoutRuntimes {
-		t.Run(rt.flag, func(t *testing.T) {
+	for _, c := range []struct {
+		rt  string
+		sig syscall.Signal
+	}{{"exec", syscall.SIGKILL}, {"app-server", syscall.SIGKILL}, {"exec", syscall.SIGINT}, {"app-server", syscall.SIGINT}} {
+		rt := c.rt
+		t.Run(fmt.Sprintf("%s/%v", rt, c.sig), func(t *testing.T) {
 			srv := codextest.NewServer(t)
 			h := &holdFirst{srv: srv, rows: map[int]bool{5: true, 6: true}, seen: map[int]int{}}
 			srv.Handle(h.reply)
 			j := newFanoutJob(t, csvRows(6))
 			env := append(j.env, "CODEX_HOME="+srv.WriteHome(t))
-			args := realFanoutArgs(j, bin, rt.flag, "-c", "2")
+			args := realFanoutArgs(j, bin, rt, "-c", "2", "--shutdown-timeout", "100ms")
 			cmd := battyCommand(t, "", env, args...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
@@ -216,8 +220,11 @@ func TestFanoutRealCodexKilledJobResumes(t *testing.T) {
 			}
 			j.waitJournal(4, cmd, &stderr)
 			waitInFlight(t, srv, 6, cmd, &stderr)
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
+			cmd.Process.Signal(c.sig)
+			err := cmd.Wait()
+			if ee, _ := err.(*exec.ExitError); c.sig == syscall.SIGINT && (ee == nil || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "4 of 6 rows done, 0 failed, 2 pending")) {
+				t.Errorf("after SIGINT: %v, want exit 1 and the summary\nstderr:\n%s", err, stderr.String())
+			}
 			codextest.AssertNoMarked(t, j.mark)
 			out, errOut, code := runBatty(t, env, "", args...)
 			if code != 0 {
