@@ -100,3 +100,16 @@ func TestRuntimeOf(t *testing.T) {
 		t.Errorf("withExec: %+v", w)
 	}
 }
+
+// TestSummaryLineNamesTheRuntime: the summary's first line ends with the
+// runtime the rows ran on, when the job says.
+func TestSummaryLineNamesTheRuntime(t *testing.T) {
+	s := Summary{Snapshot: Snapshot{Total: 2}, AllDone: 2, Runtime: RuntimeShared}
+	if line := SummaryLine(s, "out.csv"); line != "fanout: 2 of 2 rows done, 0 failed, 0 pending (this run: 0 done, 0 failed, 0 tokens); output out.csv; runtime "+RuntimeShared {
+		t.Errorf("summary line %q", line)
+	}
+	s.Runtime = ""
+	if line := SummaryLine(s, "out.csv"); strings.Contains(line, "runtime") {
+		t.Errorf("summary line %q names a runtime", line)
+	}
+}
