@@ -48,8 +48,9 @@ type Outcome struct {
 	// RetryAt is the reset time codex named for a usage limit (zero:
 	// none).
 	RetryAt time.Time
-	// ServerDied says that the turn was cut off because the shared
-	// app-server it ran on died (SharedServers).
+	// ServerDied says that the turn failed while the shared app-server
+	// it ran on died (SharedServers): cut off, or a call that failed as
+	// the process went.
 	ServerDied bool
 }
 
@@ -237,8 +238,9 @@ func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration
 				if e.MessageID == t.ID {
 					out.TurnFinished = e
 					// Its process died under it (the broker notes the death
-					// before it ends the connections).
-					out.ServerDied = w.shared != nil && e.Failure == protocol.FailKilled && w.shared.Deaths(w.account) > deaths
+					// before it ends the connections): cut off, or a call
+					// that failed as the process went.
+					out.ServerDied = w.shared != nil && e.Status == protocol.TurnFailed && w.shared.Deaths(w.account) > deaths
 					return out, nil
 				}
 			}
