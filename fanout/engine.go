@@ -72,6 +72,12 @@ type Options struct {
 	QuotaJitter time.Duration
 	// Rand returns a number in [0, 1) for jitter (default math/rand/v2).
 	Rand func() float64
+	// Cwd, when set, gives every row a working directory of its own: the
+	// template rendered for the row, relative to CwdBase unless absolute
+	// (RowDir). A row whose directory is not there fails without a turn.
+	// Nil: the workers' own.
+	Cwd     *Template
+	CwdBase string
 	// KeepGoing runs every row even when the first SameErrorRows rows
 	// this run finishes all fail with the same error (by default no more
 	// rows start then).
@@ -117,6 +123,8 @@ type Summary struct {
 	// them as written; see errorKey) and CommonErrorRows how many have it.
 	CommonError     string
 	CommonErrorRows int
+	// Runtime names how the rows ran (Job.Run sets it; "": not said).
+	Runtime string
 }
 
 // Complete reports whether every row of the input is done.
@@ -163,6 +171,9 @@ type pendingRow struct {
 	tokens    int64     // used by every attempt, earlier runs' included
 	notBefore time.Time // its back-off
 	note      string    // the retry note of its next attempt
+	// serverRetried says that an attempt cut off by the death of the
+	// shared app-server has been retried (once, at once, not counted).
+	serverRetried bool
 }
 
 type job struct {
@@ -293,8 +304,18 @@ func (e *engine) loop(ctx context.Context, kill <-chan struct{}) error {
 					Error: "not run: the instruction for this row is too long: " + err.Error()})
 				continue
 			}
+			var cwd string
+			if e.o.Cwd != nil {
+				var err error
+				if cwd, err = RowDir(e.o.Cwd, e.o.CwdBase, e.o.Table.Rows[next.i]); err != nil {
+					e.unqueue(next)
+					e.record(Record{Row: next.i, Values: e.o.Table.Rows[next.i], Status: StatusFailed, Tokens: next.tokens,
+						Error: "not run: " + err.Error()})
+					continue
+				}
+			}
 			jobs = e.jobs
-			j = job{row: next, account: acct, turn: Turn{ID: "row-" + strconv.Itoa(next.i+1), RetryNote: next.note, Prompt: prompt}}
+			j = job{row: next, account: acct, turn: Turn{ID: "row-" + strconv.Itoa(next.i+1), RetryNote: next.note, Prompt: prompt, Cwd: cwd}}
 			if e.started-e.running == 0 {
 				e.startWorker(kill)
 			}
@@ -444,6 +465,8 @@ func (e *engine) startWorker(kill <-chan struct{}) {
 			t0 := time.Now()
 			r.out, r.err = w.Run(j.turn, e.stop, kill, e.o.Grace)
 			r.elapsed = time.Since(t0)
+			var se *SpawnError
+			r.spawn = errors.As(r.err, &se)
 			if r.err != nil {
 				w.Close(kill)
 				w = nil
@@ -484,6 +507,14 @@ func (e *engine) finish(r result) {
 		rec.Duration = f.Duration.Seconds()
 	}
 	switch cause := retryCause(r); {
+	case r.err == nil && r.out.ServerDied && !row.serverRetried:
+		// Not the row's doing: it runs again as soon as a worker is free
+		// (the broker is starting the process again), without counting.
+		row.serverRetried = true
+		row.note = "retry after the shared app-server died during the earlier attempt; this is a fresh thread, the earlier attempt's work is not in it"
+		e.o.Log.Warn("The shared app-server died during a row; retrying it", "row", row.i+1)
+		e.requeue(row)
+		return
 	case r.err == nil && f.Status == protocol.TurnInterrupted:
 		e.requeue(row) // cut off by the interrupt: a rerun runs it
 		return

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
 )
 
@@ -41,6 +43,11 @@ type Job struct {
 	Notes io.Writer
 	// Log is the job's log (nil: none).
 	Log hclog.Logger
+	// Shared, when set, runs the rows of the workers here as threads of
+	// shared app-servers, one per account (StartShared), started before
+	// the first row and ended after the last worker. When they cannot
+	// start, Notes says why and those workers run codex exec instead.
+	Shared *SharedSetup
 }
 
 // Run readies the hosts (when Hosts names any), runs the job with the
@@ -93,6 +100,34 @@ func (j Job) Run(ctx context.Context) (Summary, error) {
 		}
 		workers.Hosts = ready
 	}
+	runtime := runtimeOf(workers)
+	if j.Shared != nil && local(workers) {
+		sv, err := StartShared(ctx, *j.Shared)
+		if ctx.Err() != nil {
+			if sv != nil {
+				sv.Close()
+			}
+			store.Close()
+			return Summary{}, fmt.Errorf("interrupted while the shared app-server started; no row started")
+		}
+		if err != nil {
+			fmt.Fprintf(j.Notes, "batty fanout: no shared app-server (%v); the rows run on codex exec\n", err)
+			workers = withExec(workers)
+			runtime = runtimeOf(workers)
+		} else {
+			defer func() {
+				if err := sv.Close(); err != nil {
+					log.Warn("Closing the shared app-servers", "error", err)
+				}
+			}()
+			workers.Shared = sv
+			runtime = RuntimeShared
+			if slices.ContainsFunc(workers.Hosts, func(h WorkerHost) bool { return h.Name() != "" }) {
+				runtime = RuntimeMixed // the other hosts' workers run their own
+			}
+			log.Info("Shared app-servers ready", "pids", sv.Pids())
+		}
+	}
 	o := j.Engine
 	o.NewWorker, o.Log = workers.New, log
 	if also := o.Progress; also != nil {
@@ -107,6 +142,7 @@ func (j Job) Run(ctx context.Context) (Summary, error) {
 	progStop()
 	<-progDone
 	closeErr := store.Close()
+	sum.Runtime = runtime
 	j.Progress.Final(sum, j.Output)
 	if runErr != nil {
 		return sum, runErr
@@ -139,4 +175,53 @@ func (j Job) prepareHosts(ctx context.Context) ([]WorkerHost, error) {
 		fmt.Fprintf(j.Notes, "batty fanout: host %s: %s (fix: %s); its workers are not used: rows go to %s\n", p.Host, p.Problem.Detail, p.Problem.Fix, strings.Join(names, ", "))
 	}
 	return ready, nil
+}
+
+// The runtimes a job's rows run on, for its summary line.
+const (
+	RuntimeShared = "app-server (one shared codex app-server per account)"
+	RuntimeExec   = "exec (one codex exec per row)"
+	RuntimeOwn    = "app-server (one codex app-server per worker)"
+	RuntimeMixed  = "mixed (see --runtime)"
+)
+
+// runtimeOf names the runtime w's workers run on without shared
+// app-servers. Pure.
+func runtimeOf(w ShimWorkers) string {
+	cfgs := []shimconfig.Config{w.Config}
+	if len(w.Hosts) > 0 {
+		cfgs = cfgs[:0]
+		for _, h := range w.Hosts {
+			cfgs = append(cfgs, h.Config)
+		}
+	}
+	name := ""
+	for i, c := range cfgs {
+		r := RuntimeExec
+		if c.Runtime == shimconfig.RuntimeAppServer {
+			r = RuntimeOwn
+		}
+		if i > 0 && r != name {
+			return RuntimeMixed
+		}
+		name = r
+	}
+	return name
+}
+
+// local reports whether some of w's workers run here. Pure.
+func local(w ShimWorkers) bool {
+	return len(w.Hosts) == 0 || slices.ContainsFunc(w.Hosts, func(h WorkerHost) bool { return h.Name() == "" })
+}
+
+// withExec is w with its workers here on codex exec. Pure.
+func withExec(w ShimWorkers) ShimWorkers {
+	w.Config.Runtime = shimconfig.RuntimeExec
+	w.Hosts = slices.Clone(w.Hosts)
+	for i := range w.Hosts {
+		if w.Hosts[i].Name() == "" {
+			w.Hosts[i].Config.Runtime = shimconfig.RuntimeExec
+		}
+	}
+	return w
 }

@@ -155,6 +155,9 @@ func Bar(s Snapshot, width int) string {
 func SummaryLine(s Summary, out string) string {
 	line := fmt.Sprintf("fanout: %d of %d rows done, %d failed, %d pending (this run: %d done, %d failed, %s tokens); output %s",
 		s.AllDone, s.Total, s.AllFailed, s.Pending, s.Done, s.Failed, statusview.Tokens(s.Tokens), out)
+	if s.Runtime != "" {
+		line += "; runtime " + s.Runtime
+	}
 	if s.AllFailed > 0 && s.SameError == "" {
 		line += fmt.Sprintf("\nfanout: most common error (%d of %d failed rows): %s", s.CommonErrorRows, s.AllFailed, oneLine(s.CommonError, 300))
 	}

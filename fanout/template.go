@@ -1,7 +1,10 @@
 package fanout
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -76,4 +79,49 @@ func (t *Template) Render(values []string) string {
 		}
 	}
 	return b.String()
+}
+
+// HasColumns reports whether the template names a column.
+func (t *Template) HasColumns() bool {
+	for _, p := range t.parts {
+		if p.isCol {
+			return true
+		}
+	}
+	return false
+}
+
+// RowDir is the working directory of a row with values (Options.Cwd):
+// dir rendered for it, joined to base unless absolute, cleaned. It must
+// be a directory already; a value that climbs out of the directory the
+// rest of the template names (a ".." path element) is refused, and so is
+// an empty value (every row would share the parent).
+func RowDir(dir *Template, base string, values []string) (string, error) {
+	for _, p := range dir.parts {
+		if !p.isCol {
+			continue
+		}
+		v := values[p.column]
+		if v == "" {
+			return "", errors.New("the row's working directory: its value is empty")
+		}
+		for _, el := range strings.Split(filepath.ToSlash(v), "/") {
+			if el == ".." {
+				return "", fmt.Errorf("the row's working directory: the value %q climbs out of its parent (a .. element)", v)
+			}
+		}
+	}
+	d := dir.Render(values)
+	if !filepath.IsAbs(d) {
+		d = filepath.Join(base, d)
+	}
+	d = filepath.Clean(d)
+	fi, err := os.Stat(d)
+	if err != nil {
+		return "", fmt.Errorf("the row's working directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("the row's working directory %s is not a directory", d)
+	}
+	return d, nil
 }

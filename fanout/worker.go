@@ -23,6 +23,9 @@ type Turn struct {
 	// RetryNote, when set, says why this attempt retries a failed one
 	// (shown in the prompt's header).
 	RetryNote string
+	// Cwd, when set, is the row's own working directory (Options.Cwd),
+	// absolute; "": the worker's.
+	Cwd string
 }
 
 // Worker runs turns one at a time, each on a fresh Codex thread. A Worker
@@ -45,6 +48,10 @@ type Outcome struct {
 	// RetryAt is the reset time codex named for a usage limit (zero:
 	// none).
 	RetryAt time.Time
+	// ServerDied says that the turn failed while the shared app-server
+	// it ran on died (SharedServers): cut off, or a call that failed as
+	// the process went.
+	ServerDied bool
 }
 
 // ShimWorkers starts workers as shims of the batty binary: the same
@@ -72,6 +79,15 @@ type ShimWorkers struct {
 	// transport with a longer handshake. Homes must then be empty. Empty: every worker
 	// here.
 	Hosts []WorkerHost
+	// RowDirs says that every row has a working directory of its own
+	// (Turn.Cwd): a worker's shim starts with its first row, in that
+	// row's directory, and again for a row in another directory.
+	RowDirs bool
+	// Shared, when set, are the job's shared app-servers: a worker here
+	// runs its rows as threads of its account's process (its shim on the
+	// app-server runtime, at the broker's socket, admitted by its pid).
+	// Workers on other hosts do not use them.
+	Shared *SharedServers
 }
 
 // New starts worker n (1-based) on account (an index of Homes; ignored
@@ -95,23 +111,96 @@ func (s ShimWorkers) New(n, account int) (Worker, error) {
 		}
 		cfg.Env = codex.WithHome(cfg.Env, s.Homes[account])
 	}
-	// On a host, its secrets go in the handshake only, as here.
-	c, err := host.Start(context.Background(), on, shimclient.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Config: cfg, Stderr: s.Stderr})
-	if err != nil {
-		return nil, fmt.Errorf("worker %d on host %s: %w", n, cmp.Or(on.Name(), team.LocalHost), err)
+	shared := s.Shared
+	if on.Name() != "" {
+		shared = nil
 	}
-	return &shimWorker{c: c}, nil
+	if shared != nil {
+		// A row's thread is never resumed: ephemeral, codex writes no
+		// rollout for it (half its work per row).
+		cfg.Runtime, cfg.EphemeralThreads = shimconfig.RuntimeAppServer, true
+	}
+	w := &shimWorker{n: n, on: on, cfg: cfg, opts: shimclient.SpawnOptions{Path: s.Path, Args: s.Args, Env: s.Env, Stderr: s.Stderr}}
+	if shared != nil {
+		w.shared, w.account = shared, account
+	}
+	if s.RowDirs {
+		return w, nil
+	}
+	if err := w.start(cfg.Cwd); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// start starts the worker's shim with its working directory cwd (see
+// Turn.Cwd) and, on a shared app-server, lets it in before its first
+// turn, which is when it connects.
+func (w *shimWorker) start(cwd string) error {
+	cfg := w.cfg
+	cfg.Cwd = cwd
+	if w.shared != nil {
+		w.lease = w.shared.Lease(w.account)
+		cfg.AppServerSocket = w.lease.Socket()
+	}
+	o := w.opts
+	o.Config = cfg
+	// On a host, its secrets go in the handshake only, as here.
+	c, err := host.Start(context.Background(), w.on, o)
+	if err != nil {
+		if w.lease != nil {
+			w.shared.Release(w.lease)
+			w.lease = nil
+		}
+		return &SpawnError{fmt.Errorf("worker %d on host %s: %w", w.n, cmp.Or(w.on.Name(), team.LocalHost), err)}
+	}
+	if w.shared != nil {
+		w.shared.Admit(c.Pid(), cfg.Agent)
+	}
+	w.c, w.cwd, w.used = c, cwd, false
+	return nil
 }
 
 // shimWorker is a worker as its shim's client gives it: a turn's
 // TurnFinished carries the whole reply, here or on a host alike.
 type shimWorker struct {
+	n    int
+	on   host.Host
+	cfg  shimconfig.Config // its shim's, but for Cwd
+	opts shimclient.SpawnOptions
+
 	c      *shimclient.Client
+	cwd    string // the shim's working directory
 	used   bool
 	closed bool
+	// shared, when set, is the job's shared app-servers, whose process of
+	// account runs this worker's threads.
+	shared  *SharedServers
+	account int
+	lease   *Lease // the process its shim runs on
 }
 
 func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration) (Outcome, error) {
+	if t.Cwd != "" && w.on.Name() != "" {
+		return Outcome{}, fmt.Errorf("%s: a row's own working directory is not supported on hosts yet", t.ID)
+	}
+	// A shim's directory is its own: a row in another directory takes a
+	// shim of its own (a few milliseconds; the shared app-server stays),
+	// and so does a row after a fresh shared app-server took over.
+	dir := cmp.Or(t.Cwd, w.cfg.Cwd)
+	restart := w.c == nil || dir != w.cwd
+	if !restart && w.lease != nil && !w.shared.Row(w.lease) {
+		restart = true
+	}
+	if restart {
+		w.stop(kill)
+		if err := w.start(dir); err != nil {
+			return Outcome{}, err
+		}
+		if w.lease != nil {
+			w.shared.Row(w.lease)
+		}
+	}
 	if w.used {
 		if err := w.c.Send(protocol.ResetThread{Reason: "next row"}); err != nil {
 			return Outcome{}, fmt.Errorf("reset the thread: %w", err)
@@ -122,6 +211,10 @@ func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration
 		return Outcome{}, fmt.Errorf("%s: %w", t.ID, err)
 	}
 	var out Outcome
+	var deaths int64
+	if w.shared != nil {
+		deaths = w.shared.Deaths(w.account)
+	}
 	for {
 		select {
 		case m, ok := <-w.c.Events():
@@ -144,6 +237,10 @@ func (w *shimWorker) Run(t Turn, stop, kill <-chan struct{}, grace time.Duration
 			case protocol.TurnFinished:
 				if e.MessageID == t.ID {
 					out.TurnFinished = e
+					// Its process died under it (the broker notes the death
+					// before it ends the connections): cut off, or a call
+					// that failed as the process went.
+					out.ServerDied = w.shared != nil && e.Status == protocol.TurnFailed && w.shared.Deaths(w.account) > deaths
 					return out, nil
 				}
 			}
@@ -166,12 +263,23 @@ func (w *shimWorker) Close(kill <-chan struct{}) {
 		return
 	}
 	w.closed = true
+	w.stop(kill)
+}
+
+// stop ends the worker's shim (at once when kill is closed) and blocks
+// until it has exited.
+func (w *shimWorker) stop(kill <-chan struct{}) {
+	c := w.c
+	if c == nil {
+		return
+	}
+	w.c = nil
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The events the shim still sends are not wanted (the reader ends when
 	// Close returns); Stop sends SIGKILL when kill closes.
 	go func() {
-		for range w.c.Events() {
+		for range c.Events() {
 		}
 	}()
 	go func() {
@@ -181,9 +289,24 @@ func (w *shimWorker) Close(kill <-chan struct{}) {
 		case <-ctx.Done():
 		}
 	}()
-	w.c.Stop(ctx, closeGrace, "requested")
-	w.c.Close()
+	c.Stop(ctx, closeGrace, "requested")
+	c.Close()
+	if w.shared != nil {
+		w.shared.Forget(c.Pid())
+	}
+	if w.lease != nil {
+		w.shared.Release(w.lease)
+		w.lease = nil
+	}
 }
 
 // closeGrace is how long a shim that has nothing to do gets to stop.
 const closeGrace = 5 * time.Second
+
+// SpawnError is a worker that could not start (Worker.Run returns it
+// when it starts its shim with a row): the job stops as when NewWorker
+// fails.
+type SpawnError struct{ Err error }
+
+func (e *SpawnError) Error() string { return e.Err.Error() }
+func (e *SpawnError) Unwrap() error { return e.Err }

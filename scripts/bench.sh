@@ -102,7 +102,15 @@ for g in "${groups[@]+"${groups[@]}"}"; do
     idle) bench "$g" -run '^$' -bench '^BenchmarkIdleTeam100$' -benchtime 1x -timeout 10m ./cmd/batty/ ;;
     console) bench "$g" -run '^$' -bench '^BenchmarkConsole100$' -benchtime 1x -count 3 -timeout 15m ./cmd/batty/ ;;
     telemetry) bench "$g" -run '^$' -bench '^BenchmarkTelemetry100$' -benchtime 1x -count 3 -timeout 20m ./cmd/batty/ ;;
-    fanout) bench "$g" -run '^$' -bench '^BenchmarkFanout100Rows64$' -benchtime 1x -count 3 ./fanout/ ;;
+    fanout)
+      # The real-Codex fan-out (BenchmarkFanoutCodex: exec against the shared
+      # app-server, 200 rows at concurrency 8 and 64) needs the pinned Codex
+      # CLI; without it only the fake-worker job runs.
+      if [ -x "$BATTY_CODEX_CACHE/$CODEX_VERSION/node_modules/.bin/codex" ]; then
+        BATTY_CODEX_BIN='' bench "$g" -run '^$' -bench '^Benchmark(Fanout100Rows64|FanoutCodex)$' -benchtime 1x -count 3 -timeout 30m ./fanout/ ./cmd/batty/
+      else
+        bench "$g" -run '^$' -bench '^BenchmarkFanout100Rows64$' -benchtime 1x -count 3 ./fanout/
+      fi ;;
     codexcli)
       args=(-run '^$' -bench '^BenchmarkCodexMessage$' -benchtime 20x -timeout 10m ./cmd/batty/)
       if [ -x "$BATTY_CODEX_CACHE/$CODEX_VERSION/node_modules/.bin/codex" ]; then

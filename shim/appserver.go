@@ -39,8 +39,9 @@ import (
 // Known differences from the exec runtime: at a turn's end what the turn
 // left running is killed only when it is outside the app-server (detached
 // or orphaned), what still runs below the server is killed with it;
-// ExecOptions.OutputSchema and the ExtraArgs that are not config overrides
-// are not applied; and the PID in TurnStarted is the app-server's.
+// the ExtraArgs that are not config overrides are not applied; and the
+// PID in TurnStarted is the app-server's. ExecOptions.OutputSchema goes
+// with each turn (turn/start's outputSchema).
 type appServerRuntime struct {
 	s *server
 
@@ -505,6 +506,11 @@ func (r *appServerRuntime) runApp(t *turn) (res turnResult, unusable string) {
 		res.spawnErr = err
 		return res, ""
 	}
+	schema, err := appOutputSchema(s.execOpts.OutputSchema)
+	if err != nil {
+		res.spawnErr = err
+		return res, ""
+	}
 	c, err := r.connect()
 	var ue *unusableError
 	if errors.As(err, &ue) {
@@ -540,7 +546,7 @@ func (r *appServerRuntime) runApp(t *turn) (res turnResult, unusable string) {
 		// attempt (derived from the message, see package traceid): the
 		// spans Codex exports of it are its children.
 		traced := appserver.WithTraceParent(tctx, traceid.TurnParent(t.msg.ID, t.msg.Attempt))
-		tr, err := c.RunTurn(traced, threadID, FormatPrompt(t.msg), n.handle)
+		tr, err := c.RunTurnWith(traced, threadID, FormatPrompt(t.msg), appserver.TurnOptions{OutputSchema: schema}, n.handle)
 		done <- appTurnDone{tr: tr, err: err}
 	}()
 
@@ -628,13 +634,27 @@ wait:
 	// (detached into its own session, or orphaned when its shell ended and
 	// so reparented to the shim) is killed before the loop hears of the
 	// end. The app-server and what still runs below it are managed, and
-	// spared.
-	s.killLeftovers(t.msg.ID)
-	if r.shared() {
-		r.killMarked(t.msg.ID)
+	// spared. A turn that completed having only talked (no command, no
+	// tool: mayHaveLeft) started nothing to leave, and the scans of every
+	// process are spared.
+	if mayHaveLeft(n.spawned, d.err, d.tr.Status) {
+		s.killLeftovers(t.msg.ID)
+		if r.shared() {
+			r.killMarked(t.msg.ID)
+		}
 	}
 	return res, ""
 }
+
+// mayHaveLeft reports whether a turn may have left processes running:
+// unless it completed (no error, status completed) without an item that
+// may start one (spawned). Pure.
+func mayHaveLeft(spawned bool, err error, status string) bool {
+	return spawned || err != nil || status != appserver.StatusCompleted
+}
+
+// talkItems are the item types that start no process: the turn's words.
+var talkItems = map[string]bool{"userMessage": true, "hookPrompt": true, "agentMessage": true, "reasoning": true, "plan": true}
 
 // compact has the app-server compact thread threadID after t failed for a
 // full context window, so that the turn retried on it (the daemon's retry
@@ -738,6 +758,7 @@ func (r *appServerRuntime) thread(ctx context.Context, c *appserver.Client, t *t
 	case t.fork != "":
 		th, err = c.ForkThread(ctx, t.fork, opts)
 	default:
+		opts.Ephemeral = s.cfg.EphemeralThreads
 		th, err = c.StartThread(ctx, opts)
 	}
 	if err != nil {
@@ -818,6 +839,9 @@ type appNotes struct {
 	res      *turnResult // only items, requests and reply
 	open     map[string]bool
 	activity chan<- appSignal
+	// spawned is set by an item that may have started a process (any but
+	// talkItems); read once RunTurn has returned.
+	spawned bool
 }
 
 // appSignal is what one notification means for the turn's timers: a
@@ -882,6 +906,13 @@ func decodeAppNote(params json.RawMessage) appNote {
 // handle applies one notification.
 func (n *appNotes) handle(note appserver.Notification) {
 	tl := n.s.tlog
+	switch note.Method {
+	case appserver.NotifyError, appserver.NotifyItemStarted, appserver.NotifyItemCompleted:
+	default:
+		// Deltas and the like: activity only, their params unread.
+		n.activity <- appSignal{busy: len(n.open) > 0}
+		return
+	}
 	p := decodeAppNote(note.Params)
 	switch note.Method {
 	case appserver.NotifyError:
@@ -894,16 +925,15 @@ func (n *appNotes) handle(note appserver.Notification) {
 			n.s.warn(n.t.msg.ID, "codex retries: "+p.Error.Message)
 		}
 		return
-	case appserver.NotifyItemStarted, appserver.NotifyItemCompleted:
-	default:
-		n.activity <- appSignal{busy: len(n.open) > 0}
-		return
 	}
 	it := p.Item
 	if it == nil {
 		return
 	}
 	done := note.Method == appserver.NotifyItemCompleted
+	if !talkItems[it.Type] {
+		n.spawned = true
+	}
 	switch it.Type {
 	case "userMessage", "hookPrompt":
 		return

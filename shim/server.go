@@ -93,6 +93,13 @@ func (s *server) serve(ctx context.Context) error {
 		<-readerDone
 	}()
 
+	// Starting touched much of the binary that serving never runs (every
+	// package's initialisation): handed back before the shim says it is
+	// ready, not only after an idle spell, which a busy shim (a fan-out's)
+	// never has.
+	if err := releaseIdleMemory(false); err != nil {
+		s.log.Debug("Start-up memory not released", "error", err)
+	}
 	s.setState(protocol.StateIdle, "ready")
 	var shutdownTimer <-chan time.Time
 	// trim fires once the shim has been idle for idleTrimDelay, then every

@@ -36,6 +36,10 @@ type fanoutArgs struct {
 	maxTokens                        int64
 	grace                            time.Duration
 	cfg                              shimconfig.Config
+	// rowDir, when set, is --cwd naming columns: each row's own working
+	// directory, relative to rowBase (the current directory).
+	rowDir  *fanout.Template
+	rowBase string
 }
 
 // fanoutCodexFlags are the flags that set codex for the workers; with
@@ -86,6 +90,18 @@ host's problem and fix. The workers run in the host's project directory
 (its dir); replies come back whole and OUT is written here. Accounts are not
 supported on hosts yet, and a --schema file must lie in the project.
 
+By default (--runtime app-server) every row is a thread of one warm, shared
+codex app-server per account, started before the first row; each row keeps
+its own working directory, sandbox and environment, its thread is not saved
+(ephemeral), and a crash of that process is noticed at once, the process
+started again and the rows that were running on it retried once, not
+counted. --runtime exec runs a codex exec per row (each thread saved); it is
+the default when --hosts names another host or a --codex-arg (or the role's
+codex.args) is a flag only codex exec takes, and what the job falls back to
+when the app-server cannot start. The summary line names the runtime.
+--cwd may name columns ('work/{repo}'): each row then runs in that
+directory of its own, which must exist.
+
 Ctrl-C stops starting rows and lets running ones finish for
 --shutdown-timeout; a second Ctrl-C stops them at once.
 
@@ -117,9 +133,11 @@ of this input).`,
 	fl.StringSliceVar(&a.accounts, "accounts", nil, "run rows on these accounts of the team file, in order of preference, moving on when one hits its usage limit (default: the --role's accounts)")
 	fl.DurationVar(&a.grace, "shutdown-timeout", fanout.DefaultGrace, "on Ctrl-C, how long running rows may finish")
 	fs := a.cfg.FlagSet()
-	for _, name := range []string{"agent", "thread-id", "thread-usage", "queue-depth", "transcript", "transcript-root", "output-schema", "pressure-pct"} {
+	for _, name := range []string{"agent", "thread-id", "thread-usage", "queue-depth", "transcript", "transcript-root", "output-schema", "pressure-pct", "ephemeral-threads", "app-server-socket"} {
 		fs.Lookup(name).Hidden = true
 	}
+	fs.Lookup("runtime").Usage = "how rows run: app-server (every row a thread of one shared codex app-server per account; the default unless --hosts names another host) or exec (a codex exec per row)"
+	fs.Lookup("cwd").Usage = "working directory for codex; {column} gives each row a directory of its own (which must exist), relative to the current one"
 	fl.AddFlagSet(fs)
 	fl.StringArrayVar(&a.cfg.Env, "env", nil, "extra KEY=VALUE environment for codex (repeatable; visible on this command line, so export secrets instead: the environment passes through)")
 	fl.StringVar(&a.instructionsFile, "instructions-file", "", "file with standing instructions, given to codex on every row")
@@ -135,7 +153,7 @@ func runFanoutCmd(cmd *cobra.Command, f *Factory, a fanoutArgs) error {
 		}
 	}
 	if a.concurrency < 1 || a.concurrency > fanout.MaxConcurrency {
-		return usageError(cmd, "--concurrency %d: want 1 to %d (each row runs its own codex process)", a.concurrency, fanout.MaxConcurrency)
+		return usageError(cmd, "--concurrency %d: want 1 to %d (each row in flight has a shim of its own)", a.concurrency, fanout.MaxConcurrency)
 	}
 	if a.maxTokens < 0 {
 		return usageError(cmd, "--max-tokens %d must not be negative", a.maxTokens)
@@ -201,6 +219,23 @@ func runFanoutCmd(cmd *cobra.Command, f *Factory, a fanoutArgs) error {
 		}
 		on.root = proj.Layout.Root()
 	}
+	if a.role == "" && strings.Contains(a.cfg.Cwd, "{") {
+		dir, err := fanout.ParseTemplate(a.cfg.Cwd, table.Columns)
+		if err != nil {
+			return usageError(cmd, "--cwd: %v", err)
+		}
+		if on.remote() {
+			return usageError(cmd, "--cwd %s: a row's own working directory is not supported on other hosts yet; drop the {column} or --hosts", a.cfg.Cwd)
+		}
+		if a.rowBase, err = os.Getwd(); err != nil {
+			return fmt.Errorf("the current directory: %w", err)
+		}
+		if dir.HasColumns() {
+			a.rowDir, a.cfg.Cwd = dir, ""
+		} else {
+			a.cfg.Cwd = dir.Render(nil) // {{ and }} were literal braces
+		}
+	}
 	if a.schema != "" {
 		abs, err := checkSchema(a.schema)
 		if err != nil {
@@ -210,6 +245,13 @@ func runFanoutCmd(cmd *cobra.Command, f *Factory, a fanoutArgs) error {
 			return usageError(cmd, "--schema %s: with --hosts the schema file must lie inside the project directory %s (the hosts have the project directory only)", a.schema, on.root)
 		}
 		a.cfg.Exec.OutputSchema = abs
+	}
+	execOnly := execOnlyArgs(a.cfg.Exec.ExtraArgs)
+	switch {
+	case !cmd.Flags().Changed("runtime"):
+		a.cfg.Runtime = defaultFanoutRuntime(on.remote(), len(execOnly) > 0)
+	case a.cfg.Runtime == shimconfig.RuntimeAppServer && len(execOnly) > 0:
+		return usageError(cmd, "--runtime app-server: codex app-server does not take the codex exec arguments %s (--codex-arg, or the role's codex.args): drop them or use --runtime exec", strings.Join(execOnly, " "))
 	}
 	a.cfg.Agent = "fanout"
 	if err := checkShimConfig(a.cfg); err != nil {
@@ -372,16 +414,19 @@ func runFanout(parent context.Context, ios *iostreams.IOStreams, a fanoutArgs, t
 		Engine: fanout.Options{
 			Table: table, Template: tmpl, Schema: a.schema != "", Store: store,
 			Concurrency: a.concurrency, MaxTokens: a.maxTokens, MaxAttempts: pol.attempts, Quota: pol.quota, Accounts: pol.accounts,
-			KeepGoing: a.keepGoing, Grace: a.grace,
+			KeepGoing: a.keepGoing, Grace: a.grace, Cwd: a.rowDir, CwdBase: a.rowBase,
 		},
 		Output:   a.output,
-		Workers:  fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: ios.ErrOut, Homes: pol.homes},
+		Workers:  fanout.ShimWorkers{Path: exe, Args: []string{"shim"}, Env: env, Config: a.cfg, Stderr: ios.ErrOut, Homes: pol.homes, RowDirs: a.rowDir != nil},
 		Hosts:    on.list,
 		Progress: fanout.NewProgress(ios.ErrOut, ios.IsStderrTTY()),
 		Notes:    ios.ErrOut,
 		Log:      hclog.New(&hclog.LoggerOptions{Name: "fanout", Level: level, Output: ios.ErrOut}),
 	}
 	job.Progress.Width = ios.ErrWidth
+	if a.cfg.Runtime == shimconfig.RuntimeAppServer {
+		job.Shared = &fanout.SharedSetup{Config: a.cfg, Env: env, Homes: pol.homes, Log: job.Log}
+	}
 	if len(on.list) > 0 {
 		if job.HostSetup, err = hostSetup(a.cfg, on); err != nil {
 			store.Close()
@@ -401,6 +446,34 @@ func runFanout(parent context.Context, ios *iostreams.IOStreams, a fanoutArgs, t
 		return 1, nil
 	}
 	return 0, nil
+}
+
+// defaultFanoutRuntime is the runtime of a job whose command line names
+// none: the shared app-server, unless a worker may run on another host
+// (whose rows would each need an app-server of their own there) or codex
+// gets arguments only codex exec takes (execOnly): exec. Pure.
+func defaultFanoutRuntime(remote, execOnly bool) string {
+	if remote || execOnly {
+		return shimconfig.RuntimeExec
+	}
+	return shimconfig.RuntimeAppServer
+}
+
+// execOnlyArgs returns the extra codex arguments that are not config
+// overrides (-c K=V, --config K=V, -c=K=V, --config=K=V): flags of codex
+// exec, which the app-server does not take. Pure.
+func execOnlyArgs(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case (a == "-c" || a == "--config") && i+1 < len(args):
+			i++
+		case strings.HasPrefix(a, "-c=") || strings.HasPrefix(a, "--config="):
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // hostSetup is how the job readies the hosts of on: batty's own binary to

@@ -42,7 +42,8 @@ func newFanoutJob(t *testing.T, csv string) *fanoutJob {
 	return j
 }
 
-// args returns the command line of the job with the fake codex.
+// args returns the command line of the job with the fake codex, which
+// has no app-server: on exec.
 func (j *fanoutJob) args(instruction string, more ...string) []string {
 	self, err := os.Executable()
 	if err != nil {
@@ -51,7 +52,7 @@ func (j *fanoutJob) args(instruction string, more ...string) []string {
 	state := filepath.Join(j.dir, "state")
 	os.MkdirAll(state, 0o700)
 	return append([]string{"fanout", "--csv", j.in, "--instruction", instruction, "--output", j.out,
-		"--codex-bin", self, "--cwd", j.dir, "--stop-grace", "300ms",
+		"--codex-bin", self, "--cwd", j.dir, "--stop-grace", "300ms", "--runtime", "exec",
 		"--env", "BATTY_TEST_ROLE=fakecodex", "--env", "FAKE_CODEX_STATE=" + state, "--env", "FAKE_CODEX_LOG=" + j.log}, more...)
 }
 
@@ -127,6 +128,8 @@ func TestFanoutUsageErrors(t *testing.T) {
 		{"missing schema", j.args("x", "--schema", filepath.Join(j.dir, "nope.json")), "--schema"},
 		{"schema strict output refuses", j.args("x", "--schema", loose), `an object schema needs "additionalProperties": false`},
 		{"role with codex flags", j.args("x", "--role", "dev"), "with --role the codex settings come from the role"},
+		{"row directory naming no column", j.args("x", "--cwd", "/w/{town}"), "--cwd: placeholder {town} names no column"},
+		{"exec arguments on the app-server", j.args("x", "--runtime", "app-server", "--codex-arg", "--color"), "codex app-server does not take the codex exec arguments --color"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -261,51 +264,57 @@ func TestFanoutRerunAfterSIGKILL(t *testing.T) { testFanoutRerunAfter(t, syscall
 func TestFanoutRerunAfterSIGHUP(t *testing.T) { testFanoutRerunAfter(t, syscall.SIGHUP) }
 
 // TestFanoutRealCodex runs the real Codex CLI against the mock Responses
-// API on a small CSV, with and without --schema.
+// API on a small CSV, with and without --schema, on each runtime.
 func TestFanoutRealCodex(t *testing.T) {
 	bin := codextest.Codex(t)
-	for _, withSchema := range []bool{false, true} {
-		t.Run(fmt.Sprintf("schema=%v", withSchema), func(t *testing.T) {
-			srv := codextest.NewServer(t)
-			j := newFanoutJob(t, "city\nOslo\nLima\n")
-			args := []string{"fanout", "--csv", j.in, "--output", j.out, "--codex-bin", bin, "--cwd", j.dir,
-				"--instruction", `Name the city. [[mock:reply {{"city": "{city}"}}]]`}
-			if withSchema {
-				schema := filepath.Join(j.dir, "schema.json")
-				os.WriteFile(schema, []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`), 0o600)
-				args = append(args, "--schema", schema)
-			}
-			out, errOut, code := runBatty(t, append(j.env, "CODEX_HOME="+srv.WriteHome(t)), "", args...)
-			if code != 0 {
-				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
-			}
-			recs := j.records("city")
-			for i, city := range []string{"Oslo", "Lima"} {
-				if recs[i].Status != fanout.StatusDone || recs[i].Result != `{"city":"`+city+`"}` || recs[i].ThreadID == "" || recs[i].Tokens == 0 {
-					t.Errorf("row %d: %+v", i+1, recs[i])
-				}
-			}
-			if recs[0].ThreadID == recs[1].ThreadID {
-				t.Error("both rows ran on one thread")
-			}
-			var turns int
-			for _, r := range srv.Requests() {
-				if r.Kind == "compaction" {
-					continue
-				}
-				turns++
-				hasSchema := bytes.Contains(r.Body, []byte(`"json_schema"`)) && bytes.Contains(r.Body, []byte(`"additionalProperties":false`))
-				if hasSchema != withSchema {
-					t.Errorf("request %d carries the schema: %v, want %v\n%s", r.Seq, hasSchema, withSchema, r.Body)
-				}
-				if !strings.Contains(r.LastUserText(), "exactly one JSON object") {
-					t.Errorf("request %d does not ask for one JSON object: %q", r.Seq, r.LastUserText())
-				}
-			}
-			if turns != 2 {
-				t.Errorf("%d model requests, want 2", turns)
-			}
-		})
+	for _, rt := range fanoutRuntimes {
+		for _, withSchema := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/schema=%v", rt.flag, withSchema), func(t *testing.T) {
+				testFanoutRealCodex(t, bin, rt.flag, withSchema)
+			})
+		}
+	}
+}
+
+func testFanoutRealCodex(t *testing.T, bin, runtime string, withSchema bool) {
+	srv := codextest.NewServer(t)
+	j := newFanoutJob(t, "city\nOslo\nLima\n")
+	args := []string{"fanout", "--csv", j.in, "--output", j.out, "--codex-bin", bin, "--cwd", j.dir, "--runtime", runtime,
+		"--instruction", `Name the city. [[mock:reply {{"city": "{city}"}}]]`}
+	if withSchema {
+		schema := filepath.Join(j.dir, "schema.json")
+		os.WriteFile(schema, []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`), 0o600)
+		args = append(args, "--schema", schema)
+	}
+	out, errOut, code := runBatty(t, append(j.env, "CODEX_HOME="+srv.WriteHome(t)), "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	recs := j.records("city")
+	for i, city := range []string{"Oslo", "Lima"} {
+		if recs[i].Status != fanout.StatusDone || recs[i].Result != `{"city":"`+city+`"}` || recs[i].ThreadID == "" || recs[i].Tokens == 0 {
+			t.Errorf("row %d: %+v", i+1, recs[i])
+		}
+	}
+	if recs[0].ThreadID == recs[1].ThreadID {
+		t.Error("both rows ran on one thread")
+	}
+	var turns int
+	for _, r := range srv.Requests() {
+		if r.Kind == "compaction" {
+			continue
+		}
+		turns++
+		hasSchema := bytes.Contains(r.Body, []byte(`"json_schema"`)) && bytes.Contains(r.Body, []byte(`"additionalProperties":false`))
+		if hasSchema != withSchema {
+			t.Errorf("request %d carries the schema: %v, want %v\n%s", r.Seq, hasSchema, withSchema, r.Body)
+		}
+		if !strings.Contains(r.LastUserText(), "exactly one JSON object") {
+			t.Errorf("request %d does not ask for one JSON object: %q", r.Seq, r.LastUserText())
+		}
+	}
+	if turns != 2 {
+		t.Errorf("%d model requests, want 2", turns)
 	}
 }
 

@@ -620,6 +620,7 @@ func (c *Client) StartThread(ctx context.Context, opts ThreadOptions) (Thread, e
 func (c *Client) ResumeThread(ctx context.Context, threadID string, opts ThreadOptions) (Thread, error) {
 	p := opts.params()
 	p["threadId"] = threadID
+	delete(p, "ephemeral")
 	// Ask for no history: batty needs none, and the full form is
 	// deprecated for paginated threads.
 	p["excludeTurns"] = true
@@ -730,6 +731,18 @@ func (c *Client) reserve(threadID, method string) (*subscription, func(), error)
 // ending; in that last case RunTurn first asks the server to interrupt
 // the turn (waiting at most 5 s). One RunTurn at a time per thread.
 func (c *Client) RunTurn(ctx context.Context, threadID, text string, on func(Notification)) (TurnResult, error) {
+	return c.RunTurnWith(ctx, threadID, text, TurnOptions{}, on)
+}
+
+// TurnOptions are a turn's settings beyond its input.
+type TurnOptions struct {
+	// OutputSchema, when set, is the JSON Schema the turn's final message
+	// must match (turn/start's outputSchema, codex exec --output-schema).
+	OutputSchema json.RawMessage
+}
+
+// RunTurnWith is [Client.RunTurn] with the turn's settings o.
+func (c *Client) RunTurnWith(ctx context.Context, threadID, text string, o TurnOptions, on func(Notification)) (TurnResult, error) {
 	res := TurnResult{ThreadID: threadID}
 	sub, release, err := c.reserve(threadID, "turn/start")
 	if err != nil {
@@ -744,6 +757,9 @@ func (c *Client) RunTurn(ctx context.Context, threadID, text string, on func(Not
 	params := map[string]any{
 		"threadId": threadID,
 		"input":    []any{map[string]any{"type": "text", "text": text, "text_elements": []any{}}},
+	}
+	if len(o.OutputSchema) > 0 {
+		params["outputSchema"] = o.OutputSchema
 	}
 	// If ctx ends while turn/start is in flight, the turn may start all
 	// the same: keep waiting a little for its id, so it can be

@@ -74,6 +74,10 @@ type ThreadOptions struct {
 	// server does not keep them with the thread: a resume must send them
 	// again (docs/codex-app-server.md, "One process, many agents").
 	Config map[string]any
+	// Ephemeral starts the thread in memory only (thread/start's
+	// ephemeral): no rollout is written and it cannot be resumed. Not
+	// sent on a resume.
+	Ephemeral bool
 }
 
 // params returns the options as thread/start (or thread/resume) params.
@@ -91,6 +95,9 @@ func (o ThreadOptions) params() map[string]any {
 	set("developerInstructions", o.DeveloperInstructions)
 	if len(o.Config) > 0 {
 		p["config"] = o.Config
+	}
+	if o.Ephemeral {
+		p["ephemeral"] = true
 	}
 	return p
 }

@@ -111,7 +111,8 @@ type Broker struct {
 	conns   map[*conn]struct{}
 	owner   map[string]*conn // thread id -> the connection it belongs to
 	starts  int
-	lastErr error // why the last start failed (nil once one succeeded)
+	lastErr error         // why the last start failed (nil once one succeeded)
+	failed  chan struct{} // closed when a start fails; replaced then (see Ready)
 }
 
 // Listen starts the shared process and listens on Options.Socket. The
@@ -134,7 +135,7 @@ func Listen(ctx context.Context, o Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("appshare: %w", err)
 	}
-	b := &Broker{opts: o, log: log, ln: ln, ready: make(chan struct{}), conns: map[*conn]struct{}{}, owner: map[string]*conn{}}
+	b := &Broker{opts: o, log: log, ln: ln, ready: make(chan struct{}), failed: make(chan struct{}), conns: map[*conn]struct{}{}, owner: map[string]*conn{}}
 	b.ctx, b.cancel = context.WithCancel(ctx)
 	b.wg.Add(2)
 	go b.supervise()
@@ -183,6 +184,8 @@ func (b *Broker) supervise() {
 		if err != nil {
 			b.mu.Lock()
 			b.lastErr = err
+			close(b.failed)
+			b.failed = make(chan struct{})
 			b.mu.Unlock()
 			b.log.Error("Shared app-server did not start", "error", err)
 		} else {

@@ -91,7 +91,7 @@ func TestCustomMetricTables(t *testing.T) {
 	for _, want := range []string{
 		"| `Chaos` | 1,000 | 3 | 120 | 0 | 0 | 0 | 0 | 1,061 | 4 | 0 | 20.1 s | 8 agents (2 roles × 4) on the fake worker | 1 |" + testTail,
 		"| `IdleTeam100` | 0.0667 % | 21.5 MB | 7.13 MB | 734 MB | 237 MB | 15 s | the real `batty` binary",
-		"| `Fanout100Rows64` | 2.41 s | 1.21× | 100 rows at concurrency 64 on a 1 s fake worker; ideal 2 s (two waves) | 3 |" + testTail,
+		"| `Fanout100Rows64` | 2.41 s | 1.21× | – | – | – | – | 100 rows at concurrency 64 on a 1 s fake worker; ideal 2 s (two waves) | 3 |" + testTail,
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("no %q in\n%s", want, md)

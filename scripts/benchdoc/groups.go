@@ -144,8 +144,37 @@ var groups = map[string]group{
 		rows: []row{{"ConcurrentTurns", "40 agents × 5 messages on a 200 ms fake worker under `limits: {concurrent_turns: 4}`; workers counted by the worker itself, throughput from the first worker's start to the last one's end"}},
 	},
 	"fanout": {
-		cols: []column{{"wall", []string{"wall-s"}}, {"× ideal (target ≤ 1.3×)", []string{"x-ideal"}}},
-		rows: []row{{"Fanout100Rows64", "100 rows at concurrency 64 on a 1 s fake worker; ideal 2 s (two waves)"}},
+		cols: []column{
+			{"wall", []string{"wall-s"}},
+			{"× ideal (target ≤ 1.3×)", []string{"x-ideal"}},
+			{"rows/s", []string{"rows/s", "rows-ratio-%"}},
+			{"CPU per row (all processes)", []string{"cpu-per-row-ms", "cpu-ratio-%"}},
+			{"peak RSS, summed", []string{"peak-rss-MB", "rss-ratio-%"}},
+			{"peak PSS, summed (target ≤ 1 GB at c64)", []string{"peak-pss-MB", "pss-ratio-%"}},
+		},
+		rows: []row{
+			{"Fanout100Rows64", "100 rows at concurrency 64 on a 1 s fake worker; ideal 2 s (two waves)"},
+			{"FanoutCodex/c8/exec", "200 rows, the real Codex CLI against the mock (a small JSON answer each), concurrency 8, `--runtime exec`: a `codex exec` per row"},
+			{"FanoutCodex/c8/app-server", "the same on `--runtime app-server`: every row a thread of one shared app-server"},
+			{"FanoutCodex/c64/exec", "200 rows at concurrency 64 on exec"},
+			{"FanoutCodex/c64/app-server", "200 rows at concurrency 64 on the shared app-server"},
+		},
+		derive: func(med map[string]map[string]float64) []derivedRow {
+			var rows []derivedRow
+			for _, c := range []string{"c8", "c64"} {
+				app, ex := med["FanoutCodex/"+c+"/app-server"], med["FanoutCodex/"+c+"/exec"]
+				m := map[string]float64{}
+				for _, q := range []struct{ unit, ratio string }{{"rows/s", "rows-ratio-%"}, {"cpu-per-row-ms", "cpu-ratio-%"}, {"peak-rss-MB", "rss-ratio-%"}, {"peak-pss-MB", "pss-ratio-%"}} {
+					if a, e := app[q.unit], ex[q.unit]; a > 0 && e > 0 {
+						m[q.ratio] = a / e * 100
+					}
+				}
+				if len(m) > 0 {
+					rows = append(rows, derivedRow{"app-server ÷ exec, " + c, m, "the shared app-server over exec in the same run, in % (targets: rows/s ≥ 300 %, CPU per row ≤ 33 %)"})
+				}
+			}
+			return rows
+		},
 	},
 	"hosts": {
 		cols: []column{

@@ -90,6 +90,11 @@ type Config struct {
 	// that process, over a connection of its own, instead of starting one
 	// ("" = its own process).
 	AppServerSocket string
+	// EphemeralThreads, with RuntimeAppServer, starts every new thread
+	// ephemeral (thread/start's ephemeral): codex keeps it in memory
+	// only, writes no rollout and cannot resume it. For threads that are
+	// never resumed (a fan-out row's), it halves codex's work per turn.
+	EphemeralThreads bool
 	// ThreadID is the thread to resume on the first turn ("" = fresh).
 	ThreadID string
 	// ForkFrom is a thread the first turn forks into a new thread that
@@ -262,6 +267,7 @@ func (c *Config) flags(fs *pflag.FlagSet) {
 	fs.Var((*usageValue)(&c.ThreadUsage), "thread-usage", "the thread's cumulative usage codex last reported ("+usageFormat+")")
 	fs.StringArrayVar(&c.AllowSockets, "allow-socket", nil, "on another host: a user's socket there the permission profile leaves reachable with the network on (repeatable)")
 	fs.StringVar(&c.Transcript, "transcript", "", "readable transcript path")
+	fs.BoolVar(&c.EphemeralThreads, "ephemeral-threads", false, "with --runtime="+RuntimeAppServer+", start new threads ephemeral: never saved, never resumed")
 	fs.BoolVar(&c.RelayInboxes, "relay-inboxes", false, "make the agent's outbox under BATTY_DIR and hand its requests (batty send, batty merge) to the parent")
 	fs.BoolVar(&c.TranscriptStream, "transcript-stream", false, "send the transcript's lines to the parent over the protocol instead of writing a file")
 	fs.StringVar(&c.TranscriptRoot, "transcript-root", "", "directory beneath which no component of the transcript path may be a symbolic link")
@@ -360,6 +366,9 @@ func (c Config) Args() []string {
 	add("transcript", c.Transcript)
 	if c.TranscriptStream {
 		a = append(a, "--transcript-stream")
+	}
+	if c.EphemeralThreads {
+		a = append(a, "--ephemeral-threads")
 	}
 	if c.RelayInboxes {
 		a = append(a, "--relay-inboxes")
