@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -87,7 +88,16 @@ func switchThread(cmd *cobra.Command, f *Factory, teamFile, agent, id string, fo
 		return err
 	}
 	warnThreadRecords(cmd.ErrOrStderr(), ld)
-	th, err := threads.Find(threads.Build(ld.Records), id)
+	all := threads.Build(ld.Records)
+	th, err := threads.Find(all, id)
+	if !fork {
+		// Only its own threads can be restored: an id that names one of
+		// them is enough, whatever other agents' threads it names too.
+		own := slices.DeleteFunc(slices.Clone(all), func(t threads.Thread) bool { return t.Agent != agent })
+		if mine, ownErr := threads.Find(own, id); ownErr == nil {
+			th, err = mine, nil
+		}
+	}
 	if err != nil {
 		return err
 	}
