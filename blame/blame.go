@@ -537,7 +537,7 @@ type blamed struct {
 func parsePorcelain(out string) ([]blamed, error) {
 	type fields struct {
 		summary, author, mail string
-		time               time.Time
+		time                  time.Time
 	}
 	seen := map[string]*fields{}
 	var res []blamed
