@@ -351,20 +351,13 @@ func turnOf(r journal.Record) Turn {
 
 // scanJournal reads every agent's journal for the records that name one
 // of want (a commit or a message id) and returns them in the order
-// written, and how many lines could not be read. Only the lines that hold
-// one of want verbatim are decoded: a commit's SHA and a message id
-// (inbox.ValidID) are written as they are in JSON.
+// written, and how many lines could not be read. Only the lines whose
+// commit or message id is one of want are decoded (wanted).
 func scanJournal(l project.Layout, want map[string]bool) ([]journal.Record, int, error) {
 	if len(want) == 0 {
 		return nil, 0, nil
 	}
-	needles := make([][]byte, 0, len(want))
-	for w := range want {
-		needles = append(needles, []byte(`"`+w+`"`))
-	}
-	keep := func(line []byte) bool {
-		return slices.ContainsFunc(needles, func(n []byte) bool { return bytes.Contains(line, n) })
-	}
+	keep := func(line []byte) bool { return wanted(line, want) }
 	j, err := journal.Open(l)
 	if err != nil {
 		return nil, 0, err
@@ -396,6 +389,41 @@ func scanJournal(l project.Layout, want map[string]bool) ([]journal.Record, int,
 		}
 	}
 	return found, skipped, nil
+}
+
+// Keys of a journal line that wanted reads without decoding it: JSON
+// escapes a quote inside a string, so these bytes occur in a line only as
+// its keys.
+var (
+	shaKey = []byte(`"sha":"`)
+	idKey  = []byte(`"message":{"id":"`)
+)
+
+// wanted reports whether journal line may name one of want: its commit's
+// SHA or its message's id is one (read as the bytes after their keys, up
+// to the closing quote), or the line lacks the message's key (then it is
+// decoded, to be sure). It is a pure function.
+func wanted(line []byte, want map[string]bool) bool {
+	if v, ok := valueAfter(line, shaKey); ok && want[string(v)] {
+		return true
+	}
+	v, ok := valueAfter(line, idKey)
+	return !ok || want[string(v)]
+}
+
+// valueAfter is the string value after key in line, up to its closing
+// quote; false when line lacks key.
+func valueAfter(line, key []byte) ([]byte, bool) {
+	i := bytes.Index(line, key)
+	if i < 0 {
+		return nil, false
+	}
+	rest := line[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return nil, false
+	}
+	return rest[:j], true
 }
 
 // landRE is the subject of a landing's merge commit (landing's

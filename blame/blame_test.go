@@ -311,3 +311,36 @@ func TestParseLog(t *testing.T) {
 		t.Fatalf("a commit of one parent is a landing: %+v", l)
 	}
 }
+
+// wanted reads a journal line's commit and message id as Encode writes
+// them; a message text holding the keys does not fool it.
+func TestWanted(t *testing.T) {
+	sha := strings.Repeat("c", 40)
+	tn := journal.Turn{Agent: "eng", At: t0, Message: inbox.Message{ID: "m1", Body: `"sha":"` + sha + `" "message":{"id":"m9"`},
+		Finished: protocol.TurnFinished{Status: protocol.TurnCompleted}}
+	plain, err := journal.Encode(journal.Build(tn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.Commit = journal.Commit{SHA: sha}
+	committed, err := journal.Encode(journal.Build(tn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		line []byte
+		want string
+		ok   bool
+	}{
+		{plain, "m1", true},
+		{plain, "m9", false},
+		{plain, sha, false},
+		{committed, sha, true},
+		{committed, "m2", false},
+		{[]byte(`{"no":"keys"}`), "m1", true},
+	} {
+		if got := wanted(tc.line, map[string]bool{tc.want: true}); got != tc.ok {
+			t.Errorf("wanted(%s, %s) = %v", tc.line, tc.want, got)
+		}
+	}
+}
