@@ -76,9 +76,8 @@ func benchHistory(b *testing.B) Source {
 		return mark
 	}
 	type turnCommit struct {
-		mark        int
-		agent, msg  string
-		changedLine int
+		mark       int
+		agent, msg string
 	}
 	var turns []turnCommit
 	main := commit("refs/heads/main", "human", "start", 0, 0)
