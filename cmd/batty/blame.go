@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -254,7 +255,7 @@ func printBlame(w io.Writer, res blame.Result, detail bool, loc *time.Location) 
 	}
 	for _, l := range res.Lines {
 		c := res.Commit(l.Commit)
-		fmt.Fprintf(w, "%-8s %-16s %-14s %*d│ %s\n", shortSHA(l.Commit), cell(c.Agent, 16), cell(shortID(c.MessageID), 14),
+		fmt.Fprintf(w, "%s %s %s %*d│ %s\n", pad(shortSHA(l.Commit), 8), pad(cell(c.Agent, 16), 16), pad(cell(shortID(c.MessageID), 14), 14),
 			width, l.N, safetext.Line(l.Text, 0))
 	}
 	fmt.Fprintln(w)
@@ -358,6 +359,14 @@ func shortID(id string) string {
 		return "…" + id[len(id)-13:]
 	}
 	return id
+}
+
+// pad is s padded with spaces to n characters.
+func pad(s string, n int) string {
+	if k := utf8.RuneCountInString(s); k < n {
+		return s + strings.Repeat(" ", n-k)
+	}
+	return s
 }
 
 // cell is s escaped and clipped to n, "-" when empty.
