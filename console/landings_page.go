@@ -9,6 +9,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/battyhq/batty/control"
@@ -66,37 +67,66 @@ func newLandingsView(st *control.Status) landingsView {
 
 // diffLine is one line of a diff and its kind, the CSS class it is
 // coloured by: "file", "meta", "hunk", "add", "del", "ctx" or "note".
+// Link, for a line the diff adds, is the blame view of that line on the
+// branch.
 type diffLine struct {
-	Kind, Text string
+	Kind, Text, Link string
 }
 
 // diffLines splits a diff (cleaned by safetext.Block: one line per line
-// of git's) into its lines, each with its kind. It is a pure function.
-func diffLines(diff string) []diffLine {
+// of git's) into its lines, each with its kind; each line it adds links
+// to its blame on rev (the branch the diff is of: "+++ b/<path>" names
+// the file, the hunks' "+<start>" its lines; a path git quoted gets no
+// link). It is a pure function.
+func diffLines(diff, rev string) []diffLine {
 	var out []diffLine
 	inHeader := false
+	path, line := "", 0
 	for _, l := range strings.Split(strings.TrimSuffix(diff, "\n"), "\n") {
-		kind := "ctx"
+		kind, link := "ctx", ""
 		switch {
 		case strings.HasPrefix(l, "diff --git "):
-			kind, inHeader = "file", true
+			kind, inHeader, path = "file", true, ""
 		case strings.HasPrefix(l, "@@"):
-			kind, inHeader = "hunk", false
+			kind, inHeader, line = "hunk", false, hunkStart(l)
 		case inHeader:
 			kind = "meta"
+			if p, ok := strings.CutPrefix(l, "+++ b/"); ok {
+				path = p
+			}
 		case strings.HasPrefix(l, "+"):
 			kind = "add"
+			if path != "" && line > 0 {
+				link = blameLink(rev, path, line)
+			}
+			line++
 		case strings.HasPrefix(l, "-"):
 			kind = "del"
 		case strings.HasPrefix(l, `\`), strings.HasPrefix(l, "note: "):
 			kind = "note"
+		default:
+			line++
 		}
-		out = append(out, diffLine{Kind: kind, Text: l})
+		out = append(out, diffLine{Kind: kind, Text: l, Link: link})
 	}
 	if len(out) == 1 && out[0].Text == "" {
 		return nil
 	}
 	return out
+}
+
+// hunkStart is the first line of the new side of hunk header h ("@@ -a,b
+// +c,d @@"), 0 when h is not one. It is a pure function.
+func hunkStart(h string) int {
+	f := strings.Fields(h)
+	if len(f) < 3 || !strings.HasPrefix(f[2], "+") {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.SplitN(f[2][1:], ",", 2)[0])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // landingView is a landing request's page: its row, verify's output,
@@ -213,7 +243,7 @@ func (s *Server) diffOf(ctx context.Context, agent string) ([]diffLine, bool, st
 			text = text[:i+1]
 		}
 	}
-	return diffLines(safetext.Block(text)), cut, ""
+	return diffLines(safetext.Block(text), "batty/"+agent), cut, ""
 }
 
 func (s *Server) approve(w http.ResponseWriter, r *http.Request) {

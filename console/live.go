@@ -226,6 +226,8 @@ func (s *Server) renderLive(w *bytes.Buffer, r *http.Request, page, agent, csrf 
 		data = v
 	case "alerts":
 		data = s.alertsView(r, st)
+	case "threads":
+		data = s.threadsView(r, st, r.URL.Query().Get("agent-filter"))
 	case "landing":
 		id := r.URL.Query().Get("id")
 		i := slices.IndexFunc(st.Landings, func(l control.LandingStatus) bool { return l.ID == id })

@@ -15,13 +15,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/battyhq/batty/blame"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/eventlog"
 	"github.com/battyhq/batty/inbox"
+	"github.com/battyhq/batty/journal"
 	"github.com/battyhq/batty/landing"
 	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/searchindex"
 	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/teamstatus"
+	"github.com/battyhq/batty/threads"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -34,6 +39,56 @@ type fakePages struct {
 	rejected []string // id: reason
 	requests []landing.Request
 	diff     string
+	blamed   []string // rev path
+	blameRes *blame.Result
+	shown    *blame.Shown
+}
+
+// The crew's memory of the fake: the threads and the search read the
+// turn journal of its state directory (written with journal.Append), as
+// the daemon's; blame and show answer what the test set.
+
+func (f *fakeTeam) Threads(context.Context) ([]threads.Thread, error) {
+	ld, err := threads.Load(f.Layout, map[string]string{"eng": "eng"})
+	if err != nil {
+		return nil, err
+	}
+	return threads.Build(ld.Records), nil
+}
+
+func (f *fakeTeam) Conversation(_ context.Context, id string) (threads.Show, error) {
+	ld, err := threads.Load(f.Layout, map[string]string{"eng": "eng"})
+	if err != nil {
+		return threads.Show{}, err
+	}
+	th, err := threads.Find(threads.Build(ld.Records), id)
+	if err != nil {
+		return threads.Show{}, err
+	}
+	return threads.Show{Thread: th, Turns: threads.Conversation(ld.Journal, th.Agent, th.ID)}.Redact(), nil
+}
+
+func (f *fakeTeam) Search(ctx context.Context, q searchindex.Query) (searchindex.Result, error) {
+	return searchindex.Search(ctx, f.Layout, q)
+}
+
+func (f *fakeTeam) Blame(_ context.Context, rev, path string, _ blame.Range) (blame.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.blamed = append(f.blamed, rev+" "+path)
+	if f.blameRes == nil {
+		return blame.Result{}, errors.New("blame " + path + ": no such path in HEAD")
+	}
+	return *f.blameRes, nil
+}
+
+func (f *fakeTeam) Show(_ context.Context, what string) (blame.Shown, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shown == nil || f.shown.Query != what {
+		return blame.Shown{}, errors.New(what + " is neither a message nor a commit")
+	}
+	return *f.shown, nil
 }
 
 func (f *fakeTeam) Cancel(_ context.Context, id string, interrupt bool) (control.CancelResult, error) {
@@ -104,7 +159,8 @@ var pagePosts = []string{"/agent/eng/cancel", "/agent/eng/reset", "/inbox/read",
 
 func TestPagesAreAuthenticated(t *testing.T) {
 	ts, _, fb := newConsole(t)
-	for _, path := range []string{"/inbox", "/landings", "/landing/L1", "/alerts", "/events?page=inbox"} {
+	for _, path := range []string{"/inbox", "/landings", "/landing/L1", "/alerts", "/events?page=inbox", "/threads", "/thread/0199",
+		"/search?q=x", "/blame?path=a.go", "/show?id=m-1", "/events?page=threads"} {
 		if resp, body := get(t, ts, path, nil); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("GET %s without a cookie: %s %q", path, resp.Status, body)
 		}
@@ -302,7 +358,7 @@ func TestLandingsReviewAndDiff(t *testing.T) {
 	}
 	noMarkup(t, "the landing's page", page)
 	for _, want := range []string{`<span class="file">diff --git a/x.go b/x.go</span>`, `<span class="meta">&#43;&#43;&#43; b/x.go</span>`,
-		`<span class="hunk">@@ -1 &#43;1 @@</span>`, `<span class="del">-old</span>`, `<span class="add">&#43;new &lt;script&gt;`,
+		`<span class="hunk">@@ -1 &#43;1 @@</span>`, `<span class="del">-old</span>`, `<span class="add"><a href="/blame?line=1&amp;path=x.go&amp;rev=batty%2Feng#L1" title="who wrote it">&#43;new &lt;script&gt;`,
 		`<span class="ctx"> ctx</span>`, `id="verify-output">ok &lt;script&gt;`, `id="approve"`, `id="reject"`} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("the landing's page has no %q:\n%s", want, page)
@@ -409,13 +465,17 @@ func TestAlertsAndTheBadge(t *testing.T) {
 }
 
 func TestDiffLines(t *testing.T) {
-	got := diffLines("diff --git a/a b/a\nnew file mode 100644\n--- /dev/null\n+++ b/a\n@@ -0,0 +1,2 @@\n+x\n-y\n z\n\\ No newline at end of file\nnote: 1 path not committed\n")
-	want := []diffLine{{"file", "diff --git a/a b/a"}, {"meta", "new file mode 100644"}, {"meta", "--- /dev/null"}, {"meta", "+++ b/a"},
-		{"hunk", "@@ -0,0 +1,2 @@"}, {"add", "+x"}, {"del", "-y"}, {"ctx", " z"}, {"note", `\ No newline at end of file`}, {"note", "note: 1 path not committed"}}
+	got := diffLines("diff --git a/a b/a\nnew file mode 100644\n--- /dev/null\n+++ b/a\n@@ -0,0 +1,2 @@\n+x\n-y\n z\n\\ No newline at end of file\nnote: 1 path not committed\n"+
+		"diff --git a/d/b.go b/d/b.go\n--- a/d/b.go\n+++ b/d/b.go\n@@ -10,3 +12,4 @@ func f()\n ctx\n-old\n+new\n+more\n", "batty/eng")
+	want := []diffLine{{"file", "diff --git a/a b/a", ""}, {"meta", "new file mode 100644", ""}, {"meta", "--- /dev/null", ""}, {"meta", "+++ b/a", ""},
+		{"hunk", "@@ -0,0 +1,2 @@", ""}, {"add", "+x", "/blame?line=1&path=a&rev=batty%2Feng#L1"}, {"del", "-y", ""}, {"ctx", " z", ""},
+		{"note", `\ No newline at end of file`, ""}, {"note", "note: 1 path not committed", ""},
+		{"file", "diff --git a/d/b.go b/d/b.go", ""}, {"meta", "--- a/d/b.go", ""}, {"meta", "+++ b/d/b.go", ""}, {"hunk", "@@ -10,3 +12,4 @@ func f()", ""},
+		{"ctx", " ctx", ""}, {"del", "-old", ""}, {"add", "+new", "/blame?line=13&path=d%2Fb.go&rev=batty%2Feng#L13"}, {"add", "+more", "/blame?line=14&path=d%2Fb.go&rev=batty%2Feng#L14"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("diffLines = %q\nwant %q", got, want)
 	}
-	if got := diffLines(""); got != nil {
+	if got := diffLines("", ""); got != nil {
 		t.Fatalf("diffLines of nothing = %q", got)
 	}
 }
@@ -483,5 +543,132 @@ func TestAlertFeedLoadsTheHistory(t *testing.T) {
 	got := f.latest(10)
 	if len(got) != 2 || got[0].Agent != "ops" || got[1].Agent != "eng" {
 		t.Fatalf("alerts read back: %+v", got)
+	}
+}
+
+// memory writes eng's turn journal: two turns on one thread, the second
+// holding a secret and hostile text, and a turn on an earlier thread.
+func memory(t *testing.T, fb *fakeTeam) {
+	t.Helper()
+	at := time.Date(2030, 5, 1, 12, 0, 0, 0, time.UTC)
+	for i, tc := range []struct{ id, thread, body, reply string }{
+		{"m-old", "0199aaaa-0000-7000-8000-000000000001", "the first thread's zanzibar question", "answered"},
+		{"m-1", "0199bbbb-0000-7000-8000-000000000002", "fix the parser " + hostile, "fixed " + hostile},
+		{"m-2", "0199bbbb-0000-7000-8000-000000000002", "use key sk-proj-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA now", "done"},
+	} {
+		tn := journal.Turn{Agent: "eng", Role: "eng", At: at.Add(time.Duration(i) * time.Minute),
+			Message:  inbox.Message{ID: tc.id, From: "human", To: "eng", Body: tc.body, CreatedAt: at, Attempt: 1},
+			Finished: protocol.TurnFinished{MessageID: tc.id, ThreadID: tc.thread, Status: protocol.TurnCompleted, Reply: tc.reply},
+			Files:    []string{"parser.go"}, Commit: journal.Commit{SHA: strings.Repeat("c", 40), Branch: "batty/eng"}}
+		if _, _, err := journal.Append(fb.Layout, journal.Build(tn)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The Threads page lists eng's two threads (live too), a thread's page
+// its conversation (escaped, the secret redacted), the Search page finds
+// a turn, the blame view tells a line's commit, turn and landing, and
+// the show page a message's commits — every text inert.
+func TestThreadsSearchBlameAndShowPages(t *testing.T) {
+	ts, _, fb := newConsole(t)
+	memory(t, fb)
+	c := logIn(t, ts)
+	_, page := get(t, ts, "/threads", c)
+	noMarkup(t, "the threads page", page)
+	for _, want := range []string{`href="/thread/0199aaaa-0000-7000-8000-000000000001"`, `href="/thread/0199bbbb-0000-7000-8000-000000000002"`,
+		"the first thread&#39;s zanzibar question", `<a href="/threads" aria-current="page">Threads</a>`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the threads page has no %q:\n%s", want, page)
+		}
+	}
+	if _, page := get(t, ts, "/threads?agent=nobody", c); strings.Contains(page, `href="/thread/`) {
+		t.Fatalf("the threads of no agent:\n%s", page)
+	}
+	ev := openStream(t, ts, "/events?page=threads&agent-filter=eng", c)
+	if name, data := ev.next(t); name != "status" || !strings.Contains(data, `href="/thread/0199bbbb-0000-7000-8000-000000000002"`) {
+		t.Fatalf("the threads page's live part %s:\n%s", name, data)
+	}
+
+	resp, page := get(t, ts, "/thread/0199bbbb", c)
+	if resp.StatusCode != 200 {
+		t.Fatalf("a thread's page: %s", resp.Status)
+	}
+	noMarkup(t, "a thread's page", page)
+	for _, want := range []string{"fix the parser", "fixed &lt;script&gt;alert(1)&lt;/script&gt;", "[REDACTED:", `href="/show?id=m-2"`, "parser.go"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("a thread's page has no %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "sk-proj-AAAA") || strings.Contains(page, "zanzibar") {
+		t.Fatalf("a thread's page shows a secret or another thread's turn:\n%s", page)
+	}
+	if resp, _ := get(t, ts, "/thread/nothing", c); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the page of no thread: %s", resp.Status)
+	}
+
+	_, page = get(t, ts, "/search?q=zanzibar", c)
+	if !strings.Contains(page, `href="/thread/0199aaaa-0000-7000-8000-000000000001"`) || !strings.Contains(page, "zanzibar question") || strings.Contains(page, "0199bbbb") {
+		t.Fatalf("the search page:\n%s", page)
+	}
+	_, page = get(t, ts, "/search?q=parser+script", c)
+	noMarkup(t, "the search page", page)
+	if !strings.Contains(page, `href="/thread/0199bbbb-0000-7000-8000-000000000002"`) {
+		t.Fatalf("the search page:\n%s", page)
+	}
+	if _, page := get(t, ts, "/search?q=parser&agent=nobody", c); !strings.Contains(page, `id="no-hits"`) {
+		t.Fatalf("a search of no agent's turns:\n%s", page)
+	}
+	if _, page := get(t, ts, "/search?q=%3C%3E", c); !strings.Contains(page, "No word to search for") {
+		t.Fatalf("a search of no word:\n%s", page)
+	}
+
+	sha := strings.Repeat("c", 40)
+	fb.mu.Lock()
+	fb.blameRes = &blame.Result{Path: "parser.go", Branch: "main", Lines: []blame.Line{{N: 1, Text: "package p", Commit: sha}, {N: 2, Text: hostile, Commit: sha}},
+		Commits: []*blame.Commit{{SHA: sha, Subject: "fix " + hostile, Author: "eng <eng@batty.invalid>", MessageID: "m-1", Agent: "eng", Made: true,
+			Turn:    &blame.Turn{Agent: "eng", Thread: "0199bbbb-0000-7000-8000-000000000002", MessageID: "m-1", From: "human", Text: "fix the parser " + hostile},
+			Landing: &blame.Landing{Merge: strings.Repeat("d", 40), Subject: "Land batty/eng (1 commit)", Agent: "eng", Request: "20260102T030405Z-0000aaaa", RequestedBy: "eng"}}}}
+	fb.shown = &blame.Shown{Query: "m-1", MessageID: "m-1", Turns: []blame.Turn{*fb.blameRes.Commits[0].Turn}, Commits: fb.blameRes.Commits}
+	fb.commitsFiles(sha, "parser.go")
+	fb.mu.Unlock()
+	resp, page = get(t, ts, "/blame?path=parser.go&line=2", c)
+	if resp.StatusCode != 200 {
+		t.Fatalf("the blame view: %s", resp.Status)
+	}
+	noMarkup(t, "the blame view", page)
+	for _, want := range []string{`<tr id="L2" class="focus">`, "<h2>Line 2</h2>", `Made by <b>eng</b> in the turn of message <a href="/show?id=m-1">m-1</a>`,
+		`href="/landing/20260102T030405Z-0000aaaa"`, `href="/thread/0199bbbb-0000-7000-8000-000000000002"`, "fix the parser &lt;script&gt;"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the blame view has no %q:\n%s", want, page)
+		}
+	}
+	for _, bad := range []string{"/blame?path=-x", "/blame?path=", "/blame?path=a&rev=--output%3D/tmp/x", "/blame?path=a&rev=main~1"} {
+		if resp, _ := get(t, ts, bad, c); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %s", bad, resp.Status)
+		}
+	}
+	get(t, ts, "/blame?path=a.go&rev=batty%2Feng", c)
+	if !reflect.DeepEqual(fb.blamed, []string{" parser.go", "batty/eng a.go"}) {
+		t.Fatalf("blamed %q", fb.blamed)
+	}
+	_, page = get(t, ts, "/show?id=m-1", c)
+	noMarkup(t, "the show page", page)
+	for _, want := range []string{"message <code>m-1</code>", "The commits it made", "<code>parser.go</code>", `href="/landing/20260102T030405Z-0000aaaa"`} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("the show page has no %q:\n%s", want, page)
+		}
+	}
+	if _, page := get(t, ts, "/show?id=nothing", c); !strings.Contains(page, `class="error"`) {
+		t.Fatalf("the show page of nothing:\n%s", page)
+	}
+}
+
+// commitsFiles sets the files of the fake's shown commit sha.
+func (f *fakeTeam) commitsFiles(sha string, files ...string) {
+	for _, c := range f.shown.Commits {
+		if c.SHA == sha {
+			c.Files = files
+		}
 	}
 }

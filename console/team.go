@@ -5,9 +5,12 @@ import (
 	"io"
 	"time"
 
+	"github.com/battyhq/batty/blame"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/landing"
+	"github.com/battyhq/batty/searchindex"
+	"github.com/battyhq/batty/threads"
 	"github.com/battyhq/batty/usage"
 )
 
@@ -71,4 +74,18 @@ type Team interface {
 	// Usage is the usage ledger's entries since since (zero: all), as
 	// `batty usage` reads them.
 	Usage(ctx context.Context, since time.Time) (usage.Data, error)
+
+	// Threads is every thread of every agent, current or left (`batty
+	// threads --all`); Conversation is thread's turns (`batty threads
+	// show`, the thread named by its id or a prefix), secrets redacted.
+	Threads(ctx context.Context) ([]threads.Thread, error)
+	Conversation(ctx context.Context, thread string) (threads.Show, error)
+	// Search is `batty search` (its snippets not yet redacted).
+	Search(ctx context.Context, q searchindex.Query) (searchindex.Result, error)
+	// Blame is `batty blame` of path's lines rg (zero: all) on rev, the
+	// team's base branch when "" (messages' texts not yet redacted).
+	Blame(ctx context.Context, rev, path string, rg blame.Range) (blame.Result, error)
+	// Show is `batty show` of what, a message id or a commit, landings
+	// on the team's base branch (messages' texts not yet redacted).
+	Show(ctx context.Context, what string) (blame.Shown, error)
 }

@@ -35,6 +35,11 @@ var pageFiles = map[string][]string{
 	"landing":  {"web/landing.html"},
 	"alerts":   {"web/alerts.html"},
 	"usage":    {"web/usage.html"},
+	"threads":  {"web/threads.html"},
+	"thread":   {"web/thread.html"},
+	"search":   {"web/search.html"},
+	"blame":    {"web/blame.html", "web/story.html"},
+	"show":     {"web/show.html", "web/story.html"},
 }
 
 // Limits of what the pages show of a text an agent or a model wrote.

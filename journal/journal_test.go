@@ -248,3 +248,43 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// ScanWhere decodes only the lines keep accepts, and a corrupt line it
+// refuses is not reported.
+func TestScanWhere(t *testing.T) {
+	l := layout(t)
+	for _, m := range []string{"m1", "m2", "m3"} {
+		if _, _, err := Append(l, Build(turn("dev", m, 1, "body "+m, "reply"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(l.Dir, DirName, "dev.jsonl")
+	fh, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteString("{not json}\n"); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	j, err := Open(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	f, err := j.OpenFile("dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var got []string
+	var skips []Skip
+	if _, err := f.ScanWhere(0, func(line []byte) bool { return strings.Contains(string(line), `"m2"`) },
+		func(_, _ int64, r Record) error { got = append(got, r.Message.ID); return nil },
+		func(s Skip) { skips = append(skips, s) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "m2" || len(skips) != 0 {
+		t.Fatalf("ScanWhere kept %v, skipped %v", got, skips)
+	}
+}

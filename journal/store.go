@@ -238,6 +238,15 @@ func (f *File) Head(n int) ([]byte, error) {
 // (being written, or cut by a crash) is not passed: Scan returns the
 // offset where it starts, the end of what was read whole.
 func (f *File) Scan(from int64, fn func(off, length int64, r Record) error, skip func(Skip)) (end int64, err error) {
+	return f.ScanWhere(from, nil, fn, skip)
+}
+
+// ScanWhere is Scan that decodes only the lines keep accepts (keep sees
+// the line as it is in the file, without its line break; nil keeps every
+// line): a lookup by an id that the line must hold verbatim (a message
+// id, a commit's SHA) skips the cost of decoding the others. A line keep
+// refuses is neither passed nor skipped.
+func (f *File) ScanWhere(from int64, keep func(line []byte) bool, fn func(off, length int64, r Record) error, skip func(Skip)) (end int64, err error) {
 	if from < 0 || from > f.Size {
 		return from, fmt.Errorf("%s: scan from %d, the file has %d bytes", f.Name, from, f.Size)
 	}
@@ -267,6 +276,7 @@ func (f *File) Scan(from int64, fn func(off, length int64, r Record) error, skip
 			skip(Skip{File: f.Name, Offset: off, Reason: fmt.Sprintf("line over %d bytes", MaxLine)})
 		case n == 0:
 			// An empty line: a cut line's end written after it.
+		case keep != nil && !keep(buf[:n]):
 		default:
 			r, derr := Decode(buf[:n])
 			if derr != nil {

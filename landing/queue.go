@@ -623,3 +623,9 @@ func validBranchName(s string) bool {
 	}
 	return true
 }
+
+// Read returns the merge queue's requests as its state file holds them
+// (the unfinished ones and the last MaxFinished finished), without
+// opening the queue: for the commands that only read it (batty blame,
+// batty show). A project without one has none.
+func Read(l project.Layout) ([]Request, error) { return load(l) }

@@ -7,12 +7,16 @@ import (
 	"io"
 	"time"
 
+	"github.com/battyhq/batty/blame"
 	"github.com/battyhq/batty/console"
 	"github.com/battyhq/batty/control"
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/landing"
+	"github.com/battyhq/batty/searchindex"
 	"github.com/battyhq/batty/team"
+	"github.com/battyhq/batty/threads"
 	"github.com/battyhq/batty/usage"
+	"github.com/battyhq/batty/workspaces"
 )
 
 // ConsoleTeam is the team as the console, served in the daemon's own
@@ -253,4 +257,86 @@ func (t ConsoleTeam) Usage(_ context.Context, since time.Time) (usage.Data, erro
 		return usage.Data{}, fmt.Errorf("read the usage ledger: %w", err)
 	}
 	return d, nil
+}
+
+// roles is the team's agents' roles, by agent.
+func (t ConsoleTeam) roles() map[string]string {
+	m := map[string]string{}
+	for _, a := range t.d.cfg.Agents() {
+		m[a.Name] = a.Role
+	}
+	return m
+}
+
+// Threads implements console.Team: every thread of every agent (`batty
+// threads --all`), from the state directory's records.
+func (t ConsoleTeam) Threads(context.Context) ([]threads.Thread, error) {
+	ld, err := threads.Load(t.d.layout, t.roles())
+	if err != nil {
+		return nil, fmt.Errorf("the threads: %w", err)
+	}
+	return threads.Build(ld.Records), nil
+}
+
+// Conversation implements console.Team (`batty threads show`, redacted).
+func (t ConsoleTeam) Conversation(_ context.Context, id string) (threads.Show, error) {
+	ld, err := threads.Load(t.d.layout, t.roles())
+	if err != nil {
+		return threads.Show{}, fmt.Errorf("the threads: %w", err)
+	}
+	th, err := threads.Find(threads.Build(ld.Records), id)
+	if err != nil {
+		return threads.Show{}, err
+	}
+	return threads.Show{Thread: th, Turns: threads.Conversation(ld.Journal, th.Agent, th.ID)}.Redact(), nil
+}
+
+// Search implements console.Team (`batty search`): the index read-only,
+// every hit read back from the journal.
+func (t ConsoleTeam) Search(ctx context.Context, q searchindex.Query) (searchindex.Result, error) {
+	return searchindex.Search(ctx, t.d.layout, q)
+}
+
+// blameSource is where the console's blame reads: the project's
+// repository (git started by the daemon's reaper) and the state
+// directory.
+func (t ConsoleTeam) blameSource(ctx context.Context) (blame.Source, error) {
+	if err := t.ready(ctx); err != nil {
+		return blame.Source{}, err
+	}
+	if t.d.repo == nil {
+		return blame.Source{}, errors.New("the team has no worktree agents")
+	}
+	var starter workspaces.Starter
+	if t.d.reaper != nil {
+		starter = t.d.reaper
+	}
+	return blame.Source{Git: blame.Git(t.d.repo.TopLevel(), starter), Layout: t.d.layout}, nil
+}
+
+// Blame implements console.Team (`batty blame`): rev "" is the team's
+// base branch.
+func (t ConsoleTeam) Blame(ctx context.Context, rev, path string, rg blame.Range) (blame.Result, error) {
+	src, err := t.blameSource(ctx)
+	if err != nil {
+		return blame.Result{}, fmt.Errorf("blame %s: %w", path, err)
+	}
+	if rev == "" {
+		rev = t.d.base
+	}
+	ctx, cancel := context.WithTimeout(ctx, gitWait)
+	defer cancel()
+	return blame.Blame(ctx, src, rev, path, rg)
+}
+
+// Show implements console.Team (`batty show`), landings on the team's
+// base branch.
+func (t ConsoleTeam) Show(ctx context.Context, what string) (blame.Shown, error) {
+	src, err := t.blameSource(ctx)
+	if err != nil {
+		return blame.Shown{}, fmt.Errorf("show %s: %w", what, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, gitWait)
+	defer cancel()
+	return blame.Show(ctx, src, t.d.base, what)
 }

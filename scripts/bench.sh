@@ -10,7 +10,7 @@
 #   scripts/bench.sh render         # no benchmark: the page from the recorded results
 #
 # Groups: orchestrator drain slots shim protocol idle console telemetry fanout codexcli appshare chaos codex
-# ptylog logtail cockpit workspaces hosts memory. `memory` (search over
+# ptylog logtail cockpit workspaces hosts memory blame. `memory` (search over
 # 10,000 and 1,000,000 synthetic turns, and a turn's indexing) writes about
 # 2 GB in a temporary directory and takes minutes. `hosts` (a message to an agent
 # over ssh against a local one, and 50 agents on one host) needs root, to
@@ -32,7 +32,7 @@ export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export BATTY_CODEX_CACHE="${BATTY_CODEX_CACHE:-$HOME/.cache/batty-codex}"
 CODEX_VERSION=0.171.0
 
-all=(orchestrator drain slots shim protocol idle console telemetry fanout codexcli appshare chaos codex ptylog logtail cockpit workspaces hosts memory)
+all=(orchestrator drain slots shim protocol idle console telemetry fanout codexcli appshare chaos codex ptylog logtail cockpit workspaces hosts memory blame)
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=("${all[@]}")
 [ "${groups[*]}" != render ] || groups=()
@@ -132,6 +132,7 @@ for g in "${groups[@]+"${groups[@]}"}"; do
     cockpit) bench "$g" -run '^$' -bench '^BenchmarkTitleBatch$' -benchtime 100x -count 3 ./cockpit/ ;;
     workspaces) bench "$g" -run '^$' -bench '^BenchmarkCommitPerTurn$' -benchtime 20x -count 3 ./workspaces/ ;;
     memory) bench "$g" -run '^$' -bench '^Benchmark(Search|IndexTurn)$' -benchtime 1x -timeout 60m ./searchindex/ ;;
+    blame) bench "$g" -run '^$' -bench '^BenchmarkBlame$' -benchtime 20x -count 3 ./blame/ ;;
     hosts)
       args=(-run '^$' -bench '^BenchmarkHost(Message|CommitPerTurn|FiftyAgents)$' -benchtime 20x -timeout 20m ./orchestrator/)
       if [ "$(id -u)" = 0 ] && [ -x /usr/sbin/sshd ]; then

@@ -239,6 +239,7 @@ func TestHarden(t *testing.T) {
 		{[]string{"-c", "x.y=1", "diff-files"}, []string{"-c", "x.y=1", "diff-files", "--ignore-submodules=all"}},
 		{[]string{"diff-index", "HEAD"}, []string{"diff-index", "--ignore-submodules=all", "HEAD"}},
 		{[]string{"add", "--all"}, []string{"add", "--all"}},
+		{[]string{"blame", "--porcelain", "HEAD", "--", "f"}, []string{"blame", "--no-textconv", "--porcelain", "HEAD", "--", "f"}},
 		{[]string{"--version"}, []string{"--version"}},
 		{nil, nil},
 	} {

@@ -47,8 +47,8 @@ const maxErrText = 4 << 10
 //     looking around, nothing signed, no automatic gc or maintenance, no
 //     rerere;
 //   - status and diff compare no submodule (--ignore-submodules=all, which
-//     a .gitmodules cannot override), and diff runs no external diff or
-//     textconv.
+//     a .gitmodules cannot override), diff runs no external diff or
+//     textconv, and blame no textconv.
 //
 // The configuration git reads is the user's and the system's and the
 // repository's own (.git/config, outside every agent's sandbox); a
@@ -95,7 +95,8 @@ var safeConfig = []string{
 // args, with --ignore-submodules=all after a status or diff command
 // (status, diff, diff-files, diff-index: the command line overrides a
 // submodule's "ignore" in .gitmodules, which the agent writes) and
-// --no-ext-diff --no-textconv after diff. It is a pure function.
+// --no-ext-diff --no-textconv after diff, --no-textconv after blame
+// (which runs a textconv filter by default). It is a pure function.
 func harden(args []string) []string {
 	out := make([]string, 0, 2*len(safeConfig)+len(args)+3)
 	for _, kv := range safeConfig {
@@ -117,6 +118,8 @@ func harden(args []string) []string {
 		extra = []string{"--ignore-submodules=all"}
 	case "diff":
 		extra = []string{"--ignore-submodules=all", "--no-ext-diff", "--no-textconv"}
+	case "blame":
+		extra = []string{"--no-textconv"}
 	}
 	out = append(out, args[:i+1]...)
 	out = append(out, extra...)

@@ -234,6 +234,20 @@ func TestE2EConsolePagesInABrowser(t *testing.T) {
 		step{"be a phone", chromedp.EmulateViewport(390, 844)},
 		step{"shoot the landing", chromedp.CaptureScreenshot(&phoneLanding)},
 		step{"be a laptop", chromedp.EmulateViewport(1280, 800)},
+	)
+	// The added line's blame, on engineer-1's branch: its turn and message.
+	var story string
+	runSteps(t, ctx,
+		step{"open the added line's blame", clickNow(`#diff span.add a`)},
+		step{"see the line", chromedp.WaitVisible(`#blame tr.focus`, chromedp.ByQuery)},
+		step{"read its story", chromedp.Evaluate(`document.querySelector("section.story").textContent`, &story)},
+	)
+	if !strings.Contains(story, "Made by engineer-1 in the turn of message") || !strings.Contains(story, "scenario:write:notes-engineer-1.txt") {
+		t.Fatalf("the added line's blame:\n%s", story)
+	}
+	runSteps(t, ctx,
+		step{"back to the request", chromedp.Navigate(home + "landing/" + req)},
+		step{"see the review", chromedp.WaitVisible(`#approve`, chromedp.ByID)},
 		step{"approve", clickNow(`#approve`)},
 		step{"see it approved", chromedp.WaitVisible(`#done`, chromedp.ByID)},
 	)
@@ -244,6 +258,49 @@ func TestE2EConsolePagesInABrowser(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "notes-engineer-1.txt")); err != nil || string(b) != "from-engineer-1\n" {
 		t.Fatalf("the project's checkout: %q, %v", b, err)
 	}
+
+	// The landed line's blame on main names the landing; the Threads page,
+	// a conversation and the Search page, at a phone's width too.
+	var landed, threadsText, turnText, hits string
+	var phoneBlame, phoneThreads []byte
+	var overflow, overflowThreads []bool
+	wide := `document.documentElement.scrollWidth > window.innerWidth`
+	runSteps(t, ctx,
+		step{"open the landed line's blame", chromedp.Navigate(home + "blame?path=notes-engineer-1.txt&line=1")},
+		step{"see the line", chromedp.WaitVisible(`#blame tr.focus`, chromedp.ByQuery)},
+		step{"read its story", chromedp.Evaluate(`document.querySelector("section.story").textContent`, &landed)},
+		step{"be a phone", chromedp.EmulateViewport(390, 844)},
+		step{"shoot the blame", chromedp.CaptureScreenshot(&phoneBlame)},
+		step{"measure the blame", chromedp.Evaluate(`[`+wide+`]`, &overflow)},
+		step{"open the threads", chromedp.Navigate(home + "threads?agent=engineer-1")},
+		step{"see a thread", chromedp.WaitVisible(`tr.thread a`, chromedp.ByQuery)},
+		step{"read the threads", chromedp.Evaluate(`document.querySelector("main").textContent`, &threadsText)},
+		step{"shoot the threads", chromedp.CaptureScreenshot(&phoneThreads)},
+		step{"measure the threads", chromedp.Evaluate(`[`+wide+`]`, &overflowThreads)},
+		step{"open a thread", clickNow(`tr.thread a`)},
+		step{"see its turns", chromedp.WaitVisible(`li.turn`, chromedp.ByQuery)},
+		step{"read its turns", chromedp.Evaluate(`document.querySelector("ol.turns").textContent`, &turnText)},
+		step{"be a laptop", chromedp.EmulateViewport(1280, 800)},
+		step{"open the search", chromedp.Navigate(home + "search")},
+		step{"see the search", chromedp.WaitVisible(`#search-q`, chromedp.ByID)},
+		step{"type words", chromedp.SendKeys(`#search-q`, "notes engineer", chromedp.ByID)},
+		step{"search", clickNow(`#search-go`)},
+		step{"see the hits", chromedp.WaitVisible(`li.hit`, chromedp.ByQuery)},
+		step{"read the hits", chromedp.Evaluate(`document.querySelector("ol.hits").textContent`, &hits)},
+	)
+	if !strings.Contains(landed, "Made by engineer-1") || !strings.Contains(landed, "landing request "+req) {
+		t.Fatalf("the landed line's blame:\n%s", landed)
+	}
+	if len(overflow) != 1 || overflow[0] || len(overflowThreads) != 1 || overflowThreads[0] {
+		t.Fatalf("wider than a phone: the blame view %v, the threads page %v", overflow, overflowThreads)
+	}
+	if !strings.Contains(threadsText, "scenario:write:notes-engineer-1.txt") || !strings.Contains(turnText, "scenario:write:notes-engineer-1.txt") {
+		t.Fatalf("the threads page:\n%s\nthe thread's page:\n%s", threadsText, turnText)
+	}
+	if !strings.Contains(hits, "engineer-") {
+		t.Fatalf("the search's hits:\n%s", hits)
+	}
+	shots["console-blame-390x844.png"], shots["console-threads-390x844.png"] = phoneBlame, phoneThreads
 
 	// Reject engineer-2's landing with a reason: engineer-2 is told it, and
 	// the page shows it as text.

@@ -44,7 +44,7 @@ var commandGroups = map[string]string{
 	"merge": groupWork, "diff": groupWork, "workspace": groupWork,
 	"review": groupWork, "approve": groupWork, "reject": groupWork,
 	"status": groupInspect, "logs": groupInspect, "usage": groupInspect, "web": groupInspect,
-	"threads": groupInspect, "search": groupInspect,
+	"threads": groupInspect, "search": groupInspect, "blame": groupInspect, "show": groupInspect,
 	"chat": groupAgent, "fanout": groupAgent,
 	"init": groupSetup, "validate": groupSetup, "demo": groupSetup, "doctor": groupSetup,
 	"version": groupSetup, "completion": groupSetup, "help": groupSetup,
@@ -63,7 +63,7 @@ var guidePages = map[string]string{
 	"merge": "worktrees.md", "diff": "worktrees.md", "workspace": "worktrees.md",
 	"chat": "schedules-and-fanout.md", "fanout": "schedules-and-fanout.md",
 	"shim": "hosts.md", "preflight": "hosts.md", "clone-host": "hosts.md",
-	"demo": "demo.md", "threads": "watch.md", "search": "watch.md",
+	"demo": "demo.md", "threads": "memory.md", "search": "memory.md", "blame": "memory.md", "show": "memory.md",
 }
 
 // guideDir is where the user guide lives, relative to the repository.
@@ -141,7 +141,7 @@ wrong arguments).`,
 	root.AddCommand(newMergeCmd(f), newDiffCmd(f), newWorkspaceCmd(f))
 	root.AddCommand(newReviewCmd(f), newApproveCmd(f), newRejectCmd(f))
 	root.AddCommand(newWebCmd(f))
-	root.AddCommand(newThreadsCmd(f), newSearchCmd(f))
+	root.AddCommand(newThreadsCmd(f), newSearchCmd(f), newBlameCmd(f), newShowCmd(f))
 	root.SetHelpCommand(newHelpCmd(f))
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()

@@ -296,6 +296,13 @@ var groups = map[string]group{
 			{"IndexTurn/sync-every-10", "the same with a sync every 10 turns, as the daemon's writer takes a second's turns at once under load"},
 		},
 	},
+	"blame": {
+		cols: []column{{"time (target < 1 s for the whole file)", []string{"ns/op"}}, {"commits", []string{"commits"}}},
+		rows: []row{
+			{"Blame/1000-lines", "the whole file: 1,000 lines, 200 commits, each told by its turn (journal of 10,000 turns) and its landing"},
+			{"Blame/one-line", "one line (`f.txt:500`)"},
+		},
+	},
 	"workspaces": {
 		cols: []column{{"per commit", []string{"ns/op"}}},
 		rows: []row{
