@@ -6,6 +6,7 @@ import (
 
 	"github.com/battyhq/batty/codex/codextest"
 	"github.com/battyhq/batty/eventlog"
+	"github.com/battyhq/batty/threads"
 )
 
 // End to end with the real Codex CLI: a message the model answers with
@@ -13,7 +14,7 @@ import (
 // codex compacts first), then once on a fresh thread that opens with a
 // handoff, and then fails: one outcome, one alert. The agent completes the
 // next message on a fresh thread that opens with a handoff saying what
-// happened.
+// happened. The catalogue of threads lists the one left by the hand-off.
 func TestE2EMessageOverflowingContextWindow(t *testing.T) {
 	srv := codextest.NewServer(t)
 	p := newRealProject(t, srv.WriteHome(t), "timeouts:\n  shutdown: 5s\n", "  - name: solo\n")
@@ -82,5 +83,23 @@ func TestE2EMessageOverflowingContextWindow(t *testing.T) {
 	}
 	if got := r.d.status().Agents[0].ThreadID; got != last.ThreadID {
 		t.Fatalf("agent on thread %s; want %s", got, last.ThreadID)
+	}
+
+	// Every thread stays in reach: `batty threads` lists the first one as
+	// left by a hand-off, with its turn from the journal, and the one the
+	// agent is on now.
+	ld, err := threads.Load(p.layout, map[string]string{"solo": "solo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]threads.Thread{}
+	for _, th := range threads.Build(ld.Records) {
+		byID[th.ID] = th
+	}
+	if th := byID[thread]; th.State != threads.StateArchived || th.Ended != threads.EndHandoff || th.FirstMessageID != first {
+		t.Errorf("the first thread in the catalogue: %+v", th)
+	}
+	if th := byID[last.ThreadID]; th.State != threads.StateCurrent {
+		t.Errorf("the current thread in the catalogue: %+v", th)
 	}
 }
