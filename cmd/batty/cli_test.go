@@ -175,7 +175,7 @@ func TestCompletionOfAgentAndRoleNames(t *testing.T) {
 		{nil, []string{"logs", "--color", ""}, []string{"auto", "always", "never"}},
 		{nil, []string{"inbox", ""}, []string{"human", "architect", "manager", "engineer-1", "engineer-2", "engineer"}},
 		{nil, []string{"reset", ""}, []string{"architect", "manager", "engineer-1", "engineer-2"}},
-		{nil, []string{"help", "se"}, []string{"send"}},
+		{nil, []string{"help", "se"}, []string{"search", "send"}},
 	} {
 		if got := completions(t, dir, tc.env, tc.args...); !slices.Equal(got, tc.want) {
 			t.Errorf("complete %q (env %q) = %q, want %q", tc.args, tc.env, got, tc.want)
