@@ -2,11 +2,18 @@ package orchestrator
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/battyhq/batty/outbox"
+	"github.com/battyhq/batty/project"
+	"github.com/battyhq/batty/recall"
+	"github.com/battyhq/batty/team"
 )
 
 func TestRecallRefusal(t *testing.T) {
@@ -64,5 +71,35 @@ func waitAnswer(t *testing.T, stateDir, agent, id string) outbox.Answer {
 			t.Fatalf("answer to %s: %v", id, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// An agent that asked too often is answered with when to ask again, and
+// nothing is searched.
+func TestARecallBeyondTheBucketSaysWhenToAskAgain(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := team.Parse(filepath.Join(dir, "team.yaml"), []byte("name: mem\nroles:\n  - name: eng\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := project.Layout{Dir: filepath.Join(dir, "state")}
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	a := &agent{agentEnv: agentEnv{cfg: cfg, layout: l}, def: team.Agent{Name: "eng"}, log: hclog.NewNullLogger()}
+	now := time.Now()
+	for range recall.BucketSize {
+		a.recalls.Take(now)
+	}
+	id, err := outbox.Write(l.Dir, "eng", outbox.Request{Recall: &outbox.Recall{Search: "zanzibar"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.answerRecall(id, outbox.Recall{Search: "zanzibar"}, now); err != nil {
+		t.Fatal(err)
+	}
+	ans, err := outbox.TakeAnswer(l.Dir, "eng", id)
+	if err != nil || ans.Output != "" || !strings.Contains(ans.Error, "try again in 3s") {
+		t.Fatalf("answer %+v, %v", ans, err)
 	}
 }
