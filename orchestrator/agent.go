@@ -25,6 +25,7 @@ import (
 	"github.com/battyhq/batty/preflight"
 	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/protocol"
+	"github.com/battyhq/batty/recall"
 	"github.com/battyhq/batty/shim/shimclient"
 	"github.com/battyhq/batty/shim/shimconfig"
 	"github.com/battyhq/batty/team"
@@ -77,6 +78,7 @@ type agent struct {
 	step     chan func()
 	deferred []agentCtl
 	finished bool
+	recalls  recall.Bucket // how often the agent may search (answerRecall)
 }
 
 // agentSnap is what status shows of an agent.

@@ -42,7 +42,8 @@ func requestBox(cfg *team.Config, from string, id string, at time.Time, r outbox
 
 // relayed delivers a request the agent wrote into its outbox
 // (protocol.Outgoing, relayed by its shim, here or on its host) into the
-// team's inboxes, stamped as from this agent; and acknowledges it, so that
+// team's inboxes, stamped as from this agent, or answers it when it is a
+// recall (answerRecall); and acknowledges it, so that
 // the shim removes the file. A request delivered already (the same id from
 // the same agent: a shim restarted before the acknowledgement) is not
 // delivered again. A request refused is acknowledged with the reason,
@@ -69,6 +70,10 @@ func (a *agent) deliverRequest(e protocol.Outgoing, now time.Time) error {
 	r, err := outbox.Decode([]byte(e.Data))
 	if err != nil {
 		return err
+	}
+	if r.Recall != nil {
+		// A question, not a message: answered into the agent's outbox.
+		return a.answerRecall(id, *r.Recall, now)
 	}
 	box, m, err := requestBox(a.cfg, a.def.Name, id, now.UTC(), r)
 	if err != nil {

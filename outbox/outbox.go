@@ -51,7 +51,9 @@ const filePerm = 0o600
 func Path(stateDir, agent string) string { return filepath.Join(stateDir, DirName, agent) }
 
 // Request is what an agent asks for: exactly one of a message (To and
-// Body) or a landing (Land).
+// Body), a landing (Land) or a recall (Recall: a search of the team's
+// threads or one thread's conversation, which the daemon answers into the
+// outbox's answers/, see WriteAnswer).
 type Request struct {
 	// To is the recipient as the agent names it: an agent, a role,
 	// "@role" or "human".
@@ -60,11 +62,17 @@ type Request struct {
 	Body string `json:"body,omitempty"`
 	// Land names the worktree agent whose branch is to be landed.
 	Land string `json:"land,omitempty"`
+	// Recall asks for a search or a thread's conversation.
+	Recall *Recall `json:"recall,omitempty"`
 }
 
 // Validate reports whether r asks for exactly one thing, within bounds.
 func (r Request) Validate() error {
 	switch {
+	case r.Recall != nil && (r.Land != "" || r.To != "" || r.Body != ""):
+		return errors.New("a request asks for a message (to, body), a landing (land) or a recall, one of them")
+	case r.Recall != nil:
+		return r.Recall.Validate()
 	case r.Land != "" && (r.To != "" || r.Body != ""):
 		return errors.New("a request asks for a message (to, body) or a landing (land), not both")
 	case r.Land != "":

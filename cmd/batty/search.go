@@ -2,16 +2,14 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/battyhq/batty/redact"
-	"github.com/battyhq/batty/safetext"
+	"github.com/battyhq/batty/outbox"
+	"github.com/battyhq/batty/recall"
 	"github.com/battyhq/batty/searchindex"
-	"github.com/battyhq/batty/statusview"
 	"github.com/battyhq/batty/usage"
 )
 
@@ -42,6 +40,11 @@ was kept is not found.
 --since and --until bound when the turn ended: a duration before now (90m,
 36h, 7d), an RFC 3339 time or a local date or time; --since includes,
 --until excludes. Secrets in the snippets are redacted unless --no-redact.
+
+Inside an agent (its Codex's shell) the command cannot read the state
+directory: it asks the running daemon through the agent's outbox and prints
+its answer, of the agent's own team, secrets always redacted, at most 64 KiB,
+a few searches a second at most. The team must be running.
 
 --json prints {hits [{agent, role, thread_id, turn, message_id, from,
 attempt, at, field, snippet}], stale, direct, skipped}.`,
@@ -81,25 +84,37 @@ attempt, at, field, snippet}], stale, direct, skipped}.`,
 					return unknownAgentError(cfg, a)
 				}
 			}
+			agent, err := insideAgent()
+			if err != nil {
+				return err
+			}
+			if agent != "" {
+				if noRedact {
+					return usageError(cmd, "--no-redact: inside an agent, secrets are always redacted")
+				}
+				if limit > outbox.MaxRecallLimit {
+					return usageError(cmd, "--limit: at most %d inside an agent", outbox.MaxRecallLimit)
+				}
+				rq := outbox.Recall{Search: q.Text, Agents: agents, Role: role, Since: q.Since, Until: q.Until, Limit: limit}
+				if asJSON {
+					rq.Format = outbox.FormatJSON
+				}
+				return askRecall(cmd, p.Layout, agent, rq)
+			}
 			res, err := searchindex.Search(cmd.Context(), p.Layout, q)
 			if err != nil {
 				return err
 			}
 			if !noRedact {
-				for i := range res.Hits {
-					res.Hits[i].Snippet = redact.Text(res.Hits[i].Snippet)
-				}
+				recall.RedactHits(res.Hits)
 			}
-			if res.Stale > 0 || strings.HasPrefix(res.Direct, "the index") {
-				fmt.Fprintf(cmd.ErrOrStderr(), "batty: searched the turn journal directly: %s\n", safetext.Line(res.Direct, 300))
-			}
-			if len(res.Skips) > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "batty: %d line(s) of the turn journal could not be read (first: %s)\n", len(res.Skips), safetext.Line(res.Skips[0].String(), 200))
+			for _, n := range recall.SearchNotes(res) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "batty: %s\n", n)
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"hits": res.Hits, "stale": res.Stale, "direct": res.Direct, "skipped": len(res.Skips)})
+				return writeJSON(cmd.OutOrStdout(), recall.SearchJSON(res))
 			}
-			printHits(cmd.OutOrStdout(), res.Hits, time.Local)
+			recall.WriteHits(cmd.OutOrStdout(), res.Hits, time.Local)
 			return nil
 		},
 	}
@@ -113,18 +128,4 @@ attempt, at, field, snippet}], stale, direct, skipped}.`,
 	cmd.Flags().BoolVar(&noRedact, "no-redact", false, "show secrets in the snippets as they were written")
 	_ = cmd.RegisterFlagCompletionFunc("agent", f.completeNames(&teamFile, namesAgents))
 	return cmd
-}
-
-// printHits writes one hit per two lines: where, then the snippet,
-// escaped.
-func printHits(w io.Writer, hits []searchindex.Hit, loc *time.Location) {
-	if len(hits) == 0 {
-		fmt.Fprintln(w, "No turn holds those words.")
-		return
-	}
-	for _, h := range hits {
-		fmt.Fprintf(w, "%s  %s  thread %s  message %s from %s  [%s]\n  %s\n",
-			h.At.In(loc).Format("2006-01-02 15:04"), safetext.Line(h.Agent, 32), statusview.ThreadCell(h.Thread),
-			safetext.Line(h.Message, 0), safetext.Line(h.From, 32), h.Field, safetext.Line(h.Snippet, 200))
-	}
 }

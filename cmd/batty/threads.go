@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/battyhq/batty/outbox"
+	"github.com/battyhq/batty/recall"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/statusview"
 	"github.com/battyhq/batty/team"
@@ -99,6 +101,9 @@ assignments: the common credential formats) are replaced by
 [REDACTED:<kind>] unless --no-redact is given. Everything the agents or the
 model wrote is escaped before it reaches the terminal.
 
+Inside an agent the running daemon answers, through the agent's outbox: a
+thread of the agent's own team, secrets always redacted, at most 64 KiB.
+
 --markdown prints a Markdown document (an export); --json prints {thread,
 turns, redacted}, each turn as the journal keeps it.`,
 		Example: `  batty threads show 0199a3f2
@@ -112,6 +117,26 @@ turns, redacted}, each turn as the journal keeps it.`,
 			if err != nil {
 				return err
 			}
+			agent, err := insideAgent()
+			if err != nil {
+				return err
+			}
+			if agent != "" {
+				if noRedact {
+					return usageError(cmd, "--no-redact: inside an agent, secrets are always redacted")
+				}
+				rq := outbox.Recall{Thread: args[0]}
+				switch {
+				case asJSON:
+					rq.Format = outbox.FormatJSON
+				case markdown:
+					rq.Format = outbox.FormatMarkdown
+				}
+				if err := rq.Validate(); err != nil {
+					return usageError(cmd, "%v", err)
+				}
+				return askRecall(cmd, p.Layout, agent, rq)
+			}
 			ld, err := threads.Load(p.Layout, teamRoles(cfg))
 			if err != nil {
 				return err
@@ -121,7 +146,7 @@ turns, redacted}, each turn as the journal keeps it.`,
 			if err != nil {
 				return err
 			}
-			s := threads.Show{Thread: th, Turns: nonNil(threads.Conversation(ld.Journal, th.Agent, th.ID))}
+			s := recall.ShowOf(ld, th)
 			if !noRedact {
 				s = s.Redact()
 			}
@@ -144,24 +169,12 @@ turns, redacted}, each turn as the journal keeps it.`,
 }
 
 // teamRoles maps each agent of the team to its role.
-func teamRoles(cfg *team.Config) map[string]string {
-	m := map[string]string{}
-	for _, a := range cfg.Agents() {
-		m[a.Name] = a.Role
-	}
-	return m
-}
+func teamRoles(cfg *team.Config) map[string]string { return recall.Roles(cfg) }
 
 // warnThreadRecords names on w what of the records could not be read.
 func warnThreadRecords(w io.Writer, ld threads.Loaded) {
-	if n := len(ld.JournalSkips); n > 0 {
-		fmt.Fprintf(w, "batty: %d line(s) of the turn journal could not be read (first: %s)\n", n, safetext.Line(ld.JournalSkips[0].String(), 200))
-	}
-	if n := len(ld.LedgerSkips); n > 0 {
-		fmt.Fprintf(w, "batty: %d line(s) of the usage ledger could not be read (first: %s)\n", n, safetext.Line(ld.LedgerSkips[0].String(), 200))
-	}
-	for _, err := range ld.StateErrors {
-		fmt.Fprintf(w, "batty: %s\n", safetext.Line(err.Error(), 300))
+	for _, n := range recall.LoadNotes(ld) {
+		fmt.Fprintf(w, "batty: %s\n", n)
 	}
 }
 
