@@ -14,11 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/blame"
-	"github.com/battyhq/batty/project"
 	"github.com/battyhq/batty/redact"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/statusview"
-	"github.com/battyhq/batty/team"
 	"github.com/battyhq/batty/workspaces"
 )
 
@@ -74,18 +72,11 @@ batty show <message-id|commit> goes the other way.`,
 			if err != nil {
 				return usageError(cmd, "%v", err)
 			}
-			p, cfg, err := f.Team(teamFile)
-			if err != nil {
-				return err
-			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), blameWait)
 			defer cancel()
-			src, base, err := blameSource(ctx, p, cfg)
+			src, branch, err := blameSource(ctx, f, teamFile, branch)
 			if err != nil {
 				return err
-			}
-			if branch == "" {
-				branch = base
 			}
 			cwd, _ := os.Getwd()
 			res, err := blame.Blame(ctx, src, branch, repoPath(src.Git.Dir, cwd, path), rg)
@@ -143,18 +134,11 @@ journal names that the repository no longer has.`,
   batty show 4f2a9c1 --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, cfg, err := f.Team(teamFile)
-			if err != nil {
-				return err
-			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), blameWait)
 			defer cancel()
-			src, base, err := blameSource(ctx, p, cfg)
+			src, branch, err := blameSource(ctx, f, teamFile, branch)
 			if err != nil {
 				return err
-			}
-			if branch == "" {
-				branch = base
 			}
 			sh, err := blame.Show(ctx, src, branch, args[0])
 			if err != nil {
@@ -188,18 +172,24 @@ journal names that the repository no longer has.`,
 	return cmd
 }
 
-// blameSource opens the project's repository (only reading) and returns
-// where blame reads and the team's base branch.
-func blameSource(ctx context.Context, p project.Project, cfg *team.Config) (blame.Source, string, error) {
+// blameSource opens the repository of the team in teamFile (only
+// reading) and returns where blame and show read and the branch they
+// read: branch, or the team's base branch when it is "".
+func blameSource(ctx context.Context, f *Factory, teamFile, branch string) (blame.Source, string, error) {
+	p, cfg, err := f.Team(teamFile)
+	if err != nil {
+		return blame.Source{}, "", err
+	}
 	repo, err := workspaces.Open(ctx, repoOptions(p))
 	if err != nil {
 		return blame.Source{}, "", err
 	}
-	base, err := repo.ResolveBase(ctx, cfg.Workspace.Base)
-	if err != nil {
-		return blame.Source{}, "", fmt.Errorf("%s: %w", cfg.Path, err)
+	if branch == "" {
+		if branch, err = repo.ResolveBase(ctx, cfg.Workspace.Base); err != nil {
+			return blame.Source{}, "", fmt.Errorf("%s: %w", cfg.Path, err)
+		}
 	}
-	return blame.Source{Git: blame.Git(repo.TopLevel(), nil), Layout: p.Layout}, base, nil
+	return blame.Source{Git: blame.Git(repo.TopLevel(), nil), Layout: p.Layout}, branch, nil
 }
 
 // parseBlameArg splits <path>[:<line>[-<line>]]. A suffix that is not a
