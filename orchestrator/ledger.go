@@ -34,7 +34,8 @@ func (a *agent) ledgerTurn(m inbox.Message, e protocol.TurnFinished, again bool)
 }
 
 // journalTurn records m's turn e in the agent's turn journal (again: m
-// goes back to the queue), with the commit it made, once its edits are
+// goes back to the queue), with the commands it ran (as the shim reported
+// them) and the commit it made and the files that commit changed, once its edits are
 // committed and before its outcome is recorded (searchindex.Keeper.Append:
 // one fsynced line; the index follows on its own goroutine). A failure is
 // logged and told as a warning: the turn goes on.
@@ -42,6 +43,14 @@ func (a *agent) journalTurn(m inbox.Message, e protocol.TurnFinished, again bool
 	c := a.worktree.turnCommitOf(m.ID)
 	t := journal.Turn{Agent: a.def.Name, Role: a.def.Role, Account: a.acct.name(), Host: a.def.Host,
 		Message: m, Finished: e, At: a.opts.BudgetClock.Now().UTC(), Again: again, Files: c.files}
+	for _, x := range e.Commands {
+		c := journal.Command{Command: x.Command, Output: x.Output}
+		if x.ExitCode >= 0 {
+			code := x.ExitCode
+			c.ExitCode = &code
+		}
+		t.Commands = append(t.Commands, c)
+	}
 	if c.head != "" {
 		t.Commit = journal.Commit{SHA: c.head, Branch: workspaces.Branch(a.def.Name)}
 	}

@@ -1,6 +1,10 @@
 package protocol
 
-import "github.com/battyhq/batty/textclip"
+import (
+	"strings"
+
+	"github.com/battyhq/batty/textclip"
+)
 
 // Limits of the text an event carries. Whatever a worker prints, an event
 // bounded by Bound encodes far below DefaultMaxFrameSize, so a shim can
@@ -15,6 +19,12 @@ const (
 	// (64 MiB, the longest line the shim reads from codex): a shim cuts a
 	// longer reply there, and the parent's client refuses pieces past it.
 	MaxReply = 64 << 20
+	// MaxCommands is the most commands a TurnFinished carries (the last
+	// ones), MaxCommandLine the longest command line of one and
+	// MaxCommandOutput the tail of its output kept.
+	MaxCommands      = 200
+	MaxCommandLine   = 4 << 10
+	MaxCommandOutput = 8 << 10
 	// maxRateLimitWindows is the most windows a RateLimits event keeps.
 	maxRateLimitWindows = 8
 )
@@ -45,6 +55,7 @@ func Bound(m Message) Message {
 		return e
 	case TurnFinished:
 		e.ThreadID, e.Error, e.Reply = c(e.ThreadID), c(e.Error), ""
+		e.Commands = BoundCommands(e.Commands)
 		return e
 	case ReplyChunk:
 		e.MessageID = c(e.MessageID)
@@ -83,4 +94,24 @@ func Bound(m Message) Message {
 		return e
 	}
 	return m
+}
+
+// BoundCommands is cmds within a TurnFinished's limits: the last
+// MaxCommands of them, each command line clipped to MaxCommandLine and its
+// output to its last MaxCommandOutput bytes, all valid UTF-8. cmds is not
+// changed. It is a pure function.
+func BoundCommands(cmds []Command) []Command {
+	if len(cmds) == 0 {
+		return nil
+	}
+	cmds = cmds[max(len(cmds)-MaxCommands, 0):]
+	out := make([]Command, len(cmds))
+	for i, c := range cmds {
+		out[i] = Command{
+			Command:  textclip.Bytes(strings.ToValidUTF8(c.Command, "\uFFFD"), MaxCommandLine, textclip.Truncated),
+			Output:   textclip.Tail(strings.ToValidUTF8(c.Output, "\uFFFD"), MaxCommandOutput, "… "),
+			ExitCode: c.ExitCode,
+		}
+	}
+	return out
 }

@@ -1,8 +1,11 @@
 package protocol
 
 import (
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestBoundKeepsEveryEventWithinAFrame: whatever size the text a worker
@@ -55,7 +58,33 @@ func TestBoundKeepsEveryEventWithinAFrame(t *testing.T) {
 
 func TestBoundLeavesSmallEventsAlone(t *testing.T) {
 	tf := TurnFinished{MessageID: "m", ThreadID: "t", Error: "e", Failure: FailStream, Transient: TransientServer, ReplySize: 7}
-	if got := Bound(tf); got != Message(tf) {
+	if got := Bound(tf); !reflect.DeepEqual(got, Message(tf)) {
 		t.Errorf("Bound changed %+v into %+v", tf, got)
+	}
+}
+
+// A turn's commands keep their last MaxCommands, each command line
+// clipped and the tail of its output kept, valid UTF-8 whatever codex
+// printed; the argument is left as it was.
+func TestBoundCommands(t *testing.T) {
+	in := make([]Command, MaxCommands+5)
+	for i := range in {
+		in[i] = Command{Command: fmt.Sprintf("cmd %d", i), Output: "ok", ExitCode: i}
+	}
+	in[len(in)-1] = Command{Command: strings.Repeat("c", MaxCommandLine+10), Output: "\xff" + strings.Repeat("o", MaxCommandOutput) + "END", ExitCode: -1}
+	out := BoundCommands(in)
+	if len(out) != MaxCommands || out[0].Command != "cmd 5" || out[0].ExitCode != 5 {
+		t.Fatalf("kept %d, first %+v", len(out), out[0])
+	}
+	last := out[len(out)-1]
+	if len(last.Command) > MaxCommandLine || !strings.HasSuffix(last.Output, "END") || len(last.Output) > MaxCommandOutput+len("… ") ||
+		!utf8.ValidString(last.Output) || last.ExitCode != -1 {
+		t.Fatalf("last: %d bytes of command, output %q…", len(last.Command), last.Output[:20])
+	}
+	if in[len(in)-1].Output[0] != 0xff || BoundCommands(nil) != nil {
+		t.Fatal("the argument changed, or nil is not nil")
+	}
+	if m := Bound(TurnFinished{Commands: in}).(TurnFinished); len(m.Commands) != MaxCommands {
+		t.Fatalf("Bound kept %d commands", len(m.Commands))
 	}
 }

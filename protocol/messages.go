@@ -12,7 +12,7 @@ import "time"
 
 // Version is the protocol version both sides must speak. It changes whenever
 // a message changes incompatibly.
-const Version = 8
+const Version = 9
 
 // Kind names a message type on the wire.
 type Kind string
@@ -336,6 +336,19 @@ type TurnFinished struct {
 	// messages, searches —: 0 means the turn ended before the model did
 	// anything, so a retry has nothing to check.
 	Items int `json:"items,omitempty"`
+	// Commands are the shell commands the turn ran, in order, with the
+	// tail of their output (at most MaxCommands, the last ones; see
+	// Bound).
+	Commands []Command `json:"commands"`
+}
+
+// Command is a shell command a turn ran: its command line, the tail of
+// its output (stdout and stderr as codex aggregated them) and its exit
+// code (-1 when it did not end: killed, interrupted).
+type Command struct {
+	Command  string `json:"command"`
+	Output   string `json:"output"`
+	ExitCode int    `json:"exit_code"`
 }
 
 // QuotaBlocked reports a usage/quota limit. RetryAt is the instant by which

@@ -836,7 +836,7 @@ func applyAppTurn(res *turnResult, tr appserver.TurnResult, err error) {
 type appNotes struct {
 	s        *server
 	t        *turn
-	res      *turnResult // only items, requests and reply
+	res      *turnResult // only items, requests, commands and reply
 	open     map[string]bool
 	activity chan<- appSignal
 	// spawned is set by an item that may have started a process (any but
@@ -954,6 +954,7 @@ func (n *appNotes) handle(note appserver.Notification) {
 			delete(n.open, it.ID)
 			n.res.requests++
 			tl.CommandFinished(it.Command, it.ExitCode, it.Status, it.AggregatedOutput)
+			n.res.ranCommand(it.Command, it.AggregatedOutput, it.ExitCode)
 		}
 	case "fileChange":
 		if done {

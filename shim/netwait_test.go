@@ -134,6 +134,11 @@ func TestLongCommandIsNotSilence(t *testing.T) {
 	if tf.Reply != "LONGCMD_DONE" || tf.Items != 2 {
 		t.Fatalf("turn = %+v", tf)
 	}
+	// The command travels with the turn's end, for the turn journal.
+	if len(tf.Commands) != 1 || tf.Commands[0].Command != "/bin/bash -lc 'make'" || tf.Commands[0].Output != "built\n" ||
+		tf.Commands[0].ExitCode != 0 {
+		t.Fatalf("commands = %+v", tf.Commands)
+	}
 }
 
 // A retried message's header says why, and never that it was cut off.

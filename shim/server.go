@@ -406,7 +406,7 @@ func (s *server) finishTurn(r turnResult) {
 	s.emit(protocol.TurnFinished{
 		MessageID: t.msg.ID, ThreadID: s.threadID, Status: status, Failure: kind, Error: errMsg,
 		Transient: transientKind(kind, errMsg), ReplySize: r.replySize, Usage: turnUse, Thread: threadUse, ContextPct: pct, ExitCode: r.exitCode, Duration: r.duration,
-		Items: r.items,
+		Items: r.items, Commands: r.commands,
 	})
 	s.log.Info("Turn finished", "message", t.msg.ID, "status", status, "failure", kind, "duration", r.duration,
 		"input_tokens", turnUse.Input, "output_tokens", turnUse.Output)

@@ -71,10 +71,26 @@ type turnResult struct {
 	replySize  int64                // the reply's size in bytes, set by streamReply
 	requests   int                  // model requests of the turn beyond the first (see contextUse)
 	items      int                  // items completed: commands, patches, messages, searches
+	commands   []protocol.Command   // the shell commands the turn ran (see ranCommand)
 	exitCode   int                  // -1: killed by a signal or never ran
 	killed     bool                 // codex died of a signal the shim did not send (FailKilled)
 	stderrTail string
 	duration   time.Duration
+}
+
+// ranCommand records a command the turn ran, with its output and exit
+// code (nil: it did not end), for its TurnFinished: the last
+// protocol.MaxCommands of them, each bounded (protocol.BoundCommands).
+func (r *turnResult) ranCommand(command, output string, exitCode *int) {
+	code := -1
+	if exitCode != nil {
+		code = *exitCode
+	}
+	c := protocol.BoundCommands([]protocol.Command{{Command: command, Output: output, ExitCode: code}})[0]
+	if len(r.commands) == protocol.MaxCommands {
+		r.commands = append(r.commands[:0:0], r.commands[1:]...)
+	}
+	r.commands = append(r.commands, c)
 }
 
 // threadSeen is sent to the loop as soon as codex names the thread. The
@@ -412,6 +428,7 @@ func (s *server) handleEvent(t *turn, ev codex.Event, res *turnResult, openItems
 				delete(openItems, it.ID)
 				res.requests++
 				tl.CommandFinished(it.Command, it.ExitCode, it.Status, it.AggregatedOutput)
+				res.ranCommand(it.Command, it.AggregatedOutput, it.ExitCode)
 			}
 		case codex.ItemFileChange:
 			if done {

@@ -62,6 +62,18 @@ roles:
 	r.must("stop", "--timeout", "5s")
 	r.must("start")
 	turn(3, "timbuktu")
+	// A turn that runs a command: the journal keeps it with its output.
+	for _, a := range agents {
+		r.must("send", a, "turn 4: run it [[mock:shell echo recalled-$BATTY_AGENT]]")
+	}
+	r.waitStatus("turn 4", func(st control.Status) bool {
+		for _, a := range agents {
+			if s := agentStatus(st, a); s.TurnsCompleted != 4 || s.State != "idle" {
+				return false
+			}
+		}
+		return true
+	})
 	r.must("stop", "--timeout", "5s")
 
 	var got struct{ Threads []threads.Thread }
@@ -80,7 +92,7 @@ roles:
 			t.Fatalf("%s has %d threads: %+v", a, len(mine), mine)
 		}
 		cur, old := mine[0], mine[1]
-		if cur.State != threads.StateCurrent || cur.Turns != 2 || old.State != threads.StateArchived || old.Ended != threads.EndReset ||
+		if cur.State != threads.StateCurrent || cur.Turns != 3 || old.State != threads.StateArchived || old.Ended != threads.EndReset ||
 			old.EndReason != "a fresh start" || old.Turns != 1 || cur.ID == old.ID {
 			t.Fatalf("%s's threads: %+v", a, mine)
 		}
@@ -107,4 +119,27 @@ roles:
 	if !strings.Contains(show, "zanzibareng") || !strings.Contains(show, "eng-1") {
 		t.Errorf("threads show:\n%s", show)
 	}
+	for _, a := range agents {
+		var cur struct{ Turns []journal.Record }
+		if err := json.Unmarshal([]byte(r.must("threads", "show", currentOf(t, got.Threads, a), "--json")), &cur); err != nil {
+			t.Fatal(err)
+		}
+		last := cur.Turns[len(cur.Turns)-1]
+		if len(last.Commands) != 1 || !strings.Contains(last.Commands[0].Command, "recalled-$BATTY_AGENT") ||
+			!strings.Contains(last.Commands[0].Output, "recalled-"+a) || last.Commands[0].ExitCode == nil || *last.Commands[0].ExitCode != 0 {
+			t.Errorf("%s's command turn in the journal: %+v", a, last.Commands)
+		}
+	}
+}
+
+// currentOf is the id of agent's current thread in ts.
+func currentOf(t *testing.T, ts []threads.Thread, agent string) string {
+	t.Helper()
+	for _, th := range ts {
+		if th.Agent == agent && th.State == threads.StateCurrent {
+			return th.ID
+		}
+	}
+	t.Fatalf("%s has no current thread", agent)
+	return ""
 }
