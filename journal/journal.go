@@ -133,7 +133,8 @@ type Turn struct {
 	// Commit is the commit the turn's edits made ("" SHA: none), Branch
 	// the agent's branch.
 	Commit Commit
-	// Commands and Files, when the daemon has them.
+	// Commands are the commands the turn ran (protocol.TurnFinished.Commands),
+	// Files the paths its commit changed (workspaces.Committed.Files).
 	Commands []Command
 	Files    []string
 }
