@@ -429,3 +429,33 @@ func TestE2EHostDownAtStart(t *testing.T) {
 		t.Fatalf("%d agent_failed", f)
 	}
 }
+
+// TestE2EHostAgentRecalls: the agent on the host runs the real `batty
+// search` there: its recall travels to the daemon here like a `batty
+// send`, and the answer — its own earlier turn, found in the journal
+// here — comes back to its outbox there, so its shell prints it.
+func TestE2EHostAgentRecalls(t *testing.T) {
+	h := newRemoteHarness(t)
+	p := h.project(t, "", "")
+	r := h.start(p, nil)
+	first := p.send("eng", "human", "remember the word zanzibarqq [[mock:reply noted]]")
+	if st := r.finished(t, first); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	id := p.send("eng", "human", "what did I note? [[mock:shell batty search zanzibarqq]]")
+	if st := r.finished(t, id); st != "completed" {
+		t.Fatalf("status %s", st)
+	}
+	waitFor(t, "the reply carrying the search's answer", func() bool {
+		pend, _ := p.box("human").Pending()
+		for _, m := range pend {
+			if m.InReplyTo == id {
+				if !strings.Contains(m.Body, first) {
+					t.Fatalf("the reply lacks the earlier turn's message %s: %q", first, m.Body)
+				}
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -25,6 +25,8 @@ const (
 	MaxCommands      = 200
 	MaxCommandLine   = 4 << 10
 	MaxCommandOutput = 8 << 10
+	// maxRecallNotes is the most notes a RecallAnswer keeps.
+	maxRecallNotes = 16
 	// maxRateLimitWindows is the most windows a RateLimits event keeps.
 	maxRateLimitWindows = 8
 )
@@ -52,6 +54,14 @@ func Bound(m Message) Message {
 		return e
 	case StateChanged:
 		e.Reason = c(e.Reason)
+		return e
+	case RecallAnswer:
+		// The daemon's own words, bounded as the answer file is.
+		e.ID, e.Output, e.Error = c(e.ID), c(e.Output), c(e.Error)
+		e.Notes = e.Notes[:min(len(e.Notes), maxRecallNotes)]
+		for i := range e.Notes {
+			e.Notes[i] = c(e.Notes[i])
+		}
 		return e
 	case TurnFinished:
 		e.ThreadID, e.Error, e.Reply = c(e.ThreadID), c(e.Error), ""

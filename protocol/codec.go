@@ -117,6 +117,7 @@ var decoders = map[Kind]func(*msgpack.Decoder) (Message, error){
 	KindOutgoing:         decodeAs[Outgoing],
 	KindReplyChunk:       decodeAs[ReplyChunk],
 	KindOutgoingAck:      decodeAs[OutgoingAck],
+	KindRecallAnswer:     decodeAs[RecallAnswer],
 }
 
 // maxNesting bounds how deeply msgpack arrays and maps may nest in a frame

@@ -27,7 +27,7 @@ var allMessages = []Message{
 	Hello{}, Accepted{}, Rejected{}, TurnStarted{}, ThreadChanged{},
 	StateChanged{}, TurnFinished{}, QuotaBlocked{}, AuthRequired{},
 	ContextExhausted{}, ContextPressure{}, Pong{}, Warning{}, Error{}, NetworkWait{},
-	RateLimits{}, TranscriptLines{}, Outgoing{}, OutgoingAck{}, ReplyChunk{},
+	RateLimits{}, TranscriptLines{}, Outgoing{}, OutgoingAck{}, RecallAnswer{}, ReplyChunk{},
 }
 
 var timeType = reflect.TypeFor[time.Time]()

@@ -34,6 +34,7 @@ const (
 	KindShutdown     Kind = "shutdown"
 	KindKill         Kind = "kill"
 	KindOutgoingAck  Kind = "outgoing_ack"
+	KindRecallAnswer Kind = "recall_answer"
 )
 
 // Event kinds (shim → orchestrator).
@@ -476,6 +477,19 @@ type OutgoingAck struct {
 	Error string `json:"error,omitempty"`
 }
 
+// RecallAnswer is the daemon's answer to a recall the agent asked in its
+// outbox (`batty search` or `batty threads show` inside the agent,
+// relayed as an Outgoing request ID): the shim that relays the agent's
+// outbox writes it there (outbox.WriteAnswer), where the command waits
+// for it. Output is what the command prints (at most 64 KiB), Notes the
+// lines it prints on its standard error, Error why there is no answer.
+type RecallAnswer struct {
+	ID     string   `json:"id"`
+	Output string   `json:"output"`
+	Notes  []string `json:"notes"`
+	Error  string   `json:"error"`
+}
+
 // Error reports a command the shim could not carry out.
 type Error struct {
 	Command Kind   `json:"command,omitempty"`
@@ -511,3 +525,4 @@ func (TranscriptLines) Kind() Kind  { return KindTranscriptLines }
 func (Outgoing) Kind() Kind         { return KindOutgoing }
 func (ReplyChunk) Kind() Kind       { return KindReplyChunk }
 func (OutgoingAck) Kind() Kind      { return KindOutgoingAck }
+func (RecallAnswer) Kind() Kind     { return KindRecallAnswer }

@@ -38,6 +38,7 @@ const (
 // by the next shim: the parent delivers by id, so a message arrives once.
 // Every shim of a team's agent relays, here and on other hosts alike.
 type relay struct {
+	state string // the state directory holding the agent's outbox
 	dir   string // the agent's outbox/new
 	agent string
 	conn  *protocol.Conn
@@ -48,7 +49,7 @@ type relay struct {
 }
 
 func newRelay(stateDir, agent string, conn *protocol.Conn, log hclog.Logger) *relay {
-	return &relay{dir: filepath.Join(outbox.Path(stateDir, agent), outbox.SubNew), agent: agent, conn: conn, log: log,
+	return &relay{state: stateDir, dir: filepath.Join(outbox.Path(stateDir, agent), outbox.SubNew), agent: agent, conn: conn, log: log,
 		sent: map[string]bool{}}
 }
 
@@ -177,4 +178,16 @@ func readNoFollow(path string, max int) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
 	}
 	return data, nil
+}
+
+// answer writes the daemon's answer a to a recall the agent asked into
+// the agent's outbox (outbox.WriteAnswer: never through a link the agent
+// planted there), where its `batty search` or `batty threads show` waits
+// for it. It blocks for the write.
+func (r *relay) answer(a protocol.RecallAnswer) error {
+	ans := outbox.Answer{Output: a.Output, Notes: a.Notes, Error: a.Error}
+	if err := outbox.WriteAnswer(r.state, r.agent, a.ID, ans, time.Now()); err != nil {
+		return fmt.Errorf("answer to the recall %s: %w", a.ID, err)
+	}
+	return nil
 }

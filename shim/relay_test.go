@@ -104,3 +104,55 @@ func waitWrite(t *testing.T, dir string, r outbox.Request) string {
 	}
 	return id
 }
+
+// A recall's answer from the parent is written into the agent's outbox,
+// where its command takes it; a link the agent planted under the answer's
+// name is refused (an error event), its target untouched.
+func TestRelayWritesARecallsAnswer(t *testing.T) {
+	state := t.TempDir()
+	h := startShim(t, func(c *shimconfig.Config) {
+		c.RelayInboxes = true
+		c.Env = append(c.Env, agentenv.Dir+"="+state)
+	})
+	id := waitWrite(t, outbox.Path(state, "tester"), outbox.Request{Recall: &outbox.Recall{Search: "zanzibar"}})
+	if out, ok := h.next().(protocol.Outgoing); !ok || out.Name != id+".json" {
+		t.Fatalf("relayed %+v", out)
+	}
+	h.command(protocol.RecallAnswer{ID: id, Output: "lead said zanzibar\n", Notes: []string{"1 hit"}})
+	deadline := time.Now().Add(eventWait)
+	for {
+		ans, err := outbox.TakeAnswer(state, "tester", id)
+		if err == nil {
+			if ans.Output != "lead said zanzibar\n" || len(ans.Notes) != 1 {
+				t.Fatalf("answer %+v", ans)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	other := "20300101T000000.000000000Z-0123abcd"
+	target := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(target, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(outbox.Path(state, "tester"), outbox.SubAnswers, other+".json")); err != nil {
+		t.Fatal(err)
+	}
+	h.command(protocol.RecallAnswer{ID: other, Output: "planted"})
+	for {
+		m := h.next()
+		if e, ok := m.(protocol.Error); ok {
+			if e.Command != protocol.KindRecallAnswer {
+				t.Fatalf("error %+v", e)
+			}
+			break
+		}
+	}
+	if b, _ := os.ReadFile(target); string(b) != "mine" {
+		t.Fatalf("the link's target was written: %q", b)
+	}
+}

@@ -222,6 +222,15 @@ func (s *server) handleCommand(m protocol.Message) <-chan time.Time {
 			return nil
 		}
 		s.relay.acked(c)
+	case protocol.RecallAnswer:
+		if s.relay == nil {
+			s.emit(protocol.Error{Command: c.Kind(), Message: "this shim relays no inboxes"})
+			return nil
+		}
+		if err := s.relay.answer(c); err != nil {
+			s.log.Warn("A recall's answer not written", "error", err)
+			s.emit(protocol.Error{Command: c.Kind(), Message: err.Error()})
+		}
 	case protocol.Welcome:
 		s.emit(protocol.Error{Command: c.Kind(), Message: "unexpected welcome after the handshake"})
 	default:

@@ -61,8 +61,7 @@ func askRecall(cmd *cobra.Command, l project.Layout, agent string, q outbox.Reca
 		select {
 		case <-ctx.Done():
 			outbox.Withdraw(l.Dir, agent, id)
-			return fmt.Errorf("no answer from the team's daemon within %s: inside an agent, the running daemon answers (is the team running? batty start); "+
-				"for an agent on another host this is not available yet", outbox.RecallWait)
+			return fmt.Errorf("no answer from the team's daemon within %s: inside an agent, the running daemon answers (is the team running? batty start)", outbox.RecallWait)
 		case <-t.C:
 		}
 	}

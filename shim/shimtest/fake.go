@@ -406,7 +406,7 @@ func (f *Fake) loop() {
 			case protocol.Kill:
 				beginStop("killed")
 				stopTurn()
-			case protocol.OutgoingAck:
+			case protocol.OutgoingAck, protocol.RecallAnswer:
 				emit(protocol.Error{Command: c.Kind(), Message: "this shim relays no inboxes"})
 			case protocol.Welcome:
 				emit(protocol.Error{Command: c.Kind(), Message: "unexpected welcome after the handshake"})
