@@ -213,7 +213,9 @@ func StartSSHD(t testing.TB) *SSHD {
 func (s *SSHD) start(t testing.TB, config string) {
 	t.Helper()
 	cmd := exec.Command(SSHDPath, "-D", "-e", "-f", config)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Killed with the test binary too: a test that times out (its panic
+	// runs no cleanup) leaves no sshd listening.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
