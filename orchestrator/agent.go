@@ -79,6 +79,9 @@ type agent struct {
 	deferred []agentCtl
 	finished bool
 	recalls  recall.Bucket // how often the agent may search (answerRecall)
+	// recalling are the searches answerRecall started: run waits for
+	// them before it returns.
+	recalling sync.WaitGroup
 }
 
 // agentSnap is what status shows of an agent.
@@ -229,6 +232,7 @@ func (a *agent) setSnap(f func(*agentSnap)) {
 // the order it would have without the step.
 func (a *agent) run(ctx context.Context) {
 	defer close(a.done)
+	defer a.recalling.Wait()
 	defer a.publishWork()
 	defer a.refuseLeft()
 	defer a.crew.turnSlots().Leave(a.def.Name) // a slot held or asked for goes to the next

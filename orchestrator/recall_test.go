@@ -94,8 +94,8 @@ func TestARecallBeyondTheBucketSaysWhenToAskAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ans, err := a.recallAnswer(id, outbox.Recall{Search: "zanzibar"}, now)
-	if err != nil || ans.Output != "" || !strings.Contains(ans.Error, "try again in 3s") {
+	ans, search, err := a.recallDecision(id, now)
+	if err != nil || search || ans.Output != "" || !strings.Contains(ans.Error, "try again in 3s") {
 		t.Fatalf("answer %+v, %v", ans, err)
 	}
 }
