@@ -11,6 +11,7 @@ import (
 	"github.com/battyhq/batty/inbox"
 	"github.com/battyhq/batty/journal"
 	"github.com/battyhq/batty/landing"
+	"github.com/battyhq/batty/redact"
 )
 
 // maxShown bounds the commits Show tells of one message.
@@ -314,4 +315,27 @@ func parseUnix(s string) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(sec, 0).UTC()
+}
+
+// redactCommits replaces the secrets in the texts of commits' turns. In
+// place: the commits are the caller's.
+func redactCommits(commits []*Commit) {
+	for _, c := range commits {
+		if c.Turn != nil {
+			c.Turn.Text = redact.Text(c.Turn.Text)
+		}
+	}
+}
+
+// Redact replaces the secrets in the texts of r's turns (package
+// redact). In place.
+func (r Result) Redact() { redactCommits(r.Commits) }
+
+// Redact replaces the secrets in the texts of s's turns (package
+// redact). In place.
+func (s Shown) Redact() {
+	for i := range s.Turns {
+		s.Turns[i].Text = redact.Text(s.Turns[i].Text)
+	}
+	redactCommits(s.Commits)
 }

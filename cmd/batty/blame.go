@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/battyhq/batty/blame"
-	"github.com/battyhq/batty/redact"
 	"github.com/battyhq/batty/safetext"
 	"github.com/battyhq/batty/statusview"
 	"github.com/battyhq/batty/workspaces"
@@ -84,11 +83,7 @@ batty show <message-id|commit> goes the other way.`,
 				return err
 			}
 			if !noRedact {
-				for _, c := range res.Commits {
-					if c.Turn != nil {
-						c.Turn.Text = redact.Text(c.Turn.Text)
-					}
-				}
+				res.Redact()
 			}
 			if res.Skipped > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "batty: %d line(s) of the turn journal could not be read\n", res.Skipped)
@@ -145,14 +140,7 @@ journal names that the repository no longer has.`,
 				return err
 			}
 			if !noRedact {
-				for i := range sh.Turns {
-					sh.Turns[i].Text = redact.Text(sh.Turns[i].Text)
-				}
-				for _, c := range sh.Commits {
-					if c.Turn != nil {
-						c.Turn.Text = redact.Text(c.Turn.Text)
-					}
-				}
+				sh.Redact()
 			}
 			if sh.Skipped > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "batty: %d line(s) of the turn journal could not be read\n", sh.Skipped)
