@@ -15,8 +15,9 @@ import (
 	"github.com/battyhq/batty/inbox"
 )
 
-// SubAnswers is the subdirectory of an outbox where the daemon writes its
-// answer to a recall request: answers/<id>.json, <id> the request's.
+// SubAnswers is the subdirectory of an outbox where the agent's shim
+// writes the daemon's answer to a recall request: answers/<id>.json, <id>
+// the request's.
 const SubAnswers = "answers"
 
 // Bounds of a recall request.
@@ -159,7 +160,7 @@ const answerKeep = 10 * time.Minute
 // the answer), the file is created relative to answers/ and never replaces
 // an entry (a planted file or link of that name refuses the answer; only
 // regular files and links are pruned, as entries, never followed). The
-// daemon calls it; it blocks for the fsyncs.
+// agent's shim calls it (protocol.RecallAnswer); it blocks for the fsyncs.
 func WriteAnswer(stateDir, agent, id string, a Answer, now time.Time) error {
 	name, err := answerName(id)
 	if err != nil {
