@@ -19,25 +19,12 @@ import (
 // turn, a reset, a turn on the fresh thread, a restart of the team and a
 // turn more. `batty threads --all` with the team stopped lists each
 // agent's two threads, the first archived by the reset with its one turn,
-// the second current with the turns after the reset and the restart; once
-// the daemon keeps the turn journal, the archived thread's first message
-// is shown and `batty search` finds its turn.
+// the second current with the turns after the reset and the restart; the
+// archived thread's first message and last reply are shown, `batty
+// search` finds its turn, `threads show` exports it, and a turn's command
+// is kept with its output.
 func TestE2EThreadsAcrossResetAndRestart(t *testing.T) {
-	codexBin := codextest.Codex(t)
-	srv := codextest.NewServer(t)
-	home := srv.WriteHome(t)
-	r := newTeamRun(t, "e2e-memory")
-	r.writeTeam(fmt.Sprintf(`name: e2e-memory
-codex:
-  bin: %s
-  codex_home: %s
-  sandbox: danger-full-access
-roles:
-  - name: eng
-  - name: warm
-    codex:
-      runtime: app-server
-`, codexBin, home))
+	r, _, _ := newRuntimesTeam(t, "e2e-memory")
 	agents := []string{"eng", "warm"}
 	turn := func(n int, word string) {
 		t.Helper()
@@ -142,4 +129,27 @@ func currentOf(t *testing.T, ts []threads.Thread, agent string) string {
 	}
 	t.Fatalf("%s has no current thread", agent)
 	return ""
+}
+
+// newRuntimesTeam writes the team name of two agents on one Codex home
+// of the mock Responses API, with the real Codex CLI: eng on exec, warm on
+// its app-server. It returns the team's run, the mock and the home.
+func newRuntimesTeam(t *testing.T, name string) (*teamRun, *codextest.Server, string) {
+	t.Helper()
+	codexBin := codextest.Codex(t)
+	srv := codextest.NewServer(t)
+	home := srv.WriteHome(t)
+	r := newTeamRun(t, name)
+	r.writeTeam(fmt.Sprintf(`name: %s
+codex:
+  bin: %s
+  codex_home: %s
+  sandbox: danger-full-access
+roles:
+  - name: eng
+  - name: warm
+    codex:
+      runtime: app-server
+`, name, codexBin, home))
+	return r, srv, home
 }

@@ -22,21 +22,7 @@ import (
 //     agent's turn, the source thread left archived as it was;
 //   - with the team stopped, a restore is resumed at the next start.
 func TestE2EThreadsRestoreAndFork(t *testing.T) {
-	codexBin := codextest.Codex(t)
-	srv := codextest.NewServer(t)
-	home := srv.WriteHome(t)
-	r := newTeamRun(t, "e2e-switch")
-	r.writeTeam(fmt.Sprintf(`name: e2e-switch
-codex:
-  bin: %s
-  codex_home: %s
-  sandbox: danger-full-access
-roles:
-  - name: eng
-  - name: warm
-    codex:
-      runtime: app-server
-`, codexBin, home))
+	r, srv, home := newRuntimesTeam(t, "e2e-switch")
 	agents := []string{"eng", "warm"}
 	other := map[string]string{"eng": "warm", "warm": "eng"}
 	n := 0
