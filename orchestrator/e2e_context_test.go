@@ -9,15 +9,22 @@ import (
 	"github.com/battyhq/batty/threads"
 )
 
-// End to end with the real Codex CLI: a message the model answers with
-// context_length_exceeded every time is retried once on its thread (which
-// codex compacts first), then once on a fresh thread that opens with a
-// handoff, and then fails: one outcome, one alert. The agent completes the
-// next message on a fresh thread that opens with a handoff saying what
-// happened. The catalogue of threads lists the one left by the hand-off.
+// End to end with the real Codex CLI, on exec and on the app-server: a
+// message the model answers with context_length_exceeded every time is
+// retried once on its thread, then once on a fresh thread that opens with
+// a handoff, and then fails: one outcome, one alert. The agent completes
+// the next message on a fresh thread (on exec, what the model received is
+// checked request by request: modelSawHandoffs). The catalogue of threads
+// lists the one left by the hand-off, and the current one.
 func TestE2EMessageOverflowingContextWindow(t *testing.T) {
+	for _, rt := range []string{"exec", "app-server"} {
+		t.Run(rt, func(t *testing.T) { messageOverflowingContextWindow(t, rt) })
+	}
+}
+
+func messageOverflowingContextWindow(t *testing.T, runtime string) {
 	srv := codextest.NewServer(t)
-	p := newRealProject(t, srv.WriteHome(t), "timeouts:\n  shutdown: 5s\n", "  - name: solo\n")
+	p := newRealProject(t, srv.WriteHome(t), "timeouts:\n  shutdown: 5s\n", "  - name: solo\n    codex:\n      runtime: "+runtime+"\n")
 	r := p.start(nil)
 
 	first := p.send("solo", "human", "first task [[mock:reply FIRST-DONE]]")
@@ -46,9 +53,42 @@ func TestE2EMessageOverflowingContextWindow(t *testing.T) {
 		t.Fatalf("%d context retries; want 2 (same thread, fresh thread)", n)
 	}
 
-	// What the model received, request by request.
+	current := r.d.status().Agents[0].ThreadID
+	if current == thread {
+		t.Fatalf("the agent is still on its first thread %s", thread)
+	}
+	if runtime == "exec" {
+		modelSawHandoffs(t, srv.Requests()[before:], thread, big, current)
+	}
+
+	// Every thread stays in reach: `batty threads` lists the first one as
+	// left by a hand-off, with its turn from the journal, and the one the
+	// agent is on now.
+	ld, err := threads.Load(p.layout, map[string]string{"solo": "solo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]threads.Thread{}
+	for _, th := range threads.Build(ld.Records) {
+		byID[th.ID] = th
+	}
+	if th := byID[thread]; th.State != threads.StateArchived || th.Ended != threads.EndHandoff || th.FirstMessageID != first {
+		t.Errorf("the first thread in the catalogue: %+v", th)
+	}
+	if th := byID[current]; th.State != threads.StateCurrent {
+		t.Errorf("the current thread in the catalogue: %+v", th)
+	}
+}
+
+// modelSawHandoffs checks what the model received (requests, after the
+// first message) with exec: the overflowing message big retried once on
+// thread (compacted first), then on a fresh thread opening with a
+// handoff; the next message on another fresh thread, current, with a
+// handoff saying what happened.
+func modelSawHandoffs(t *testing.T, requests []codextest.Request, thread, big, current string) {
+	t.Helper()
 	var turns, compactions []codextest.Request
-	for _, q := range srv.Requests()[before:] {
+	for _, q := range requests {
 		if q.Kind == "compaction" {
 			compactions = append(compactions, q)
 		} else {
@@ -59,7 +99,7 @@ func TestE2EMessageOverflowingContextWindow(t *testing.T) {
 		t.Errorf("%d compaction requests; want one, on %s (codex compacts the thread the retry resumes)", len(compactions), thread)
 	}
 	if len(turns) != 4 {
-		for _, q := range srv.Requests()[before:] {
+		for _, q := range requests {
 			t.Logf("request %d kind %s thread %s: %.200q", q.Seq, q.Kind, q.ThreadID, q.LastUserText())
 		}
 		t.Fatalf("%d turn requests after the first message; want 4 (overflow ×3, next)", len(turns))
@@ -81,25 +121,7 @@ func TestE2EMessageOverflowingContextWindow(t *testing.T) {
 		!strings.Contains(last.LastUserText(), "message "+big+" from human was too large for the context window") {
 		t.Fatalf("next message on %s: %q", last.ThreadID, last.LastUserText())
 	}
-	if got := r.d.status().Agents[0].ThreadID; got != last.ThreadID {
-		t.Fatalf("agent on thread %s; want %s", got, last.ThreadID)
-	}
-
-	// Every thread stays in reach: `batty threads` lists the first one as
-	// left by a hand-off, with its turn from the journal, and the one the
-	// agent is on now.
-	ld, err := threads.Load(p.layout, map[string]string{"solo": "solo"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	byID := map[string]threads.Thread{}
-	for _, th := range threads.Build(ld.Records) {
-		byID[th.ID] = th
-	}
-	if th := byID[thread]; th.State != threads.StateArchived || th.Ended != threads.EndHandoff || th.FirstMessageID != first {
-		t.Errorf("the first thread in the catalogue: %+v", th)
-	}
-	if th := byID[last.ThreadID]; th.State != threads.StateCurrent {
-		t.Errorf("the current thread in the catalogue: %+v", th)
+	if last.ThreadID != current {
+		t.Fatalf("agent on thread %s; want %s", current, last.ThreadID)
 	}
 }
