@@ -171,9 +171,20 @@ func TestQuotaProbeBacksOffThenReleasesTheAccount(t *testing.T) {
 	// is a probe that was sent, and each probe but the last hit the limit.
 	// (A probe goes with the oldest message held at that moment: a message
 	// still being put back after its probe failed is not held yet.)
+	// The window ends at the last probe sent: the account resumes in the
+	// book as that probe's turn ends, a moment before its quota_resumed
+	// event is appended, and another agent poked meanwhile may already
+	// deliver (its delivered event then precedes quota_resumed).
 	limits, probes, delivered := 0, []string{}, []string{}
 	blocked := slices.IndexFunc(events, func(e eventlog.Event) bool { return e.Type == eventlog.EvQuotaBlocked })
-	for _, e := range events[blocked:resumed] {
+	lastProbe := resumed
+	for i := resumed - 1; i > blocked; i-- {
+		if e := events[i]; e.Type == eventlog.EvQuotaProbe && payloadOf[eventlog.QuotaProbe](e).Result == eventlog.ProbeSent {
+			lastProbe = i + 1
+			break
+		}
+	}
+	for _, e := range events[blocked:lastProbe] {
 		switch {
 		case e.Type == eventlog.EvDelivered:
 			delivered = append(delivered, e.Message)
